@@ -1,0 +1,641 @@
+//! Typed configuration: the TOML file, `OUTREACH_SYNC__SECTION__KEY` overrides, `_file`
+//! secrets, validation that names the offending key, and the redacted effective view.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize, Serializer};
+
+/// Where `--config` points when it is not given, if the file exists.
+pub const DEFAULT_CONFIG_PATH: &str = "/etc/outreach-sync/config.toml";
+/// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
+const ENV_PREFIX: &str = "OUTREACH_SYNC";
+/// Shown in place of every secret.
+pub const REDACTED: &str = "[redacted]";
+
+/// Keys whose environment value is a comma-separated list.
+const LIST_KEYS: &[&str] = &[
+    "webhook.secrets",
+    "admin.tokens",
+    "reconcile.organizations",
+];
+
+/// A configuration that cannot be used, naming the key at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error("configuration file {path}: {message}")]
+    File { path: PathBuf, message: String },
+    #[error("invalid configuration: {0}")]
+    Parse(String),
+    #[error("invalid configuration key `{key}`: {message}")]
+    Invalid { key: &'static str, message: String },
+}
+
+impl SettingsError {
+    fn invalid(key: &'static str, message: impl Into<String>) -> Self {
+        Self::Invalid {
+            key,
+            message: message.into(),
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    pub database: DatabaseSettings,
+    pub ingest: IngestSettings,
+    pub webhook: WebhookSettings,
+    pub service: ServiceSettings,
+    pub reconcile: ReconcileSettings,
+    pub consent: ConsentSettings,
+    pub admin: AdminSettings,
+    pub log: LogSettings,
+}
+
+/// `[database]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DatabaseSettings {
+    /// `sqlite://PATH`; the file is created if missing.
+    pub url: String,
+    /// `full`: an acknowledged delivery survives power loss. `normal`: it survives a crash of
+    /// the process but not of the machine.
+    pub synchronous: Synchronous,
+}
+
+impl Default for DatabaseSettings {
+    fn default() -> Self {
+        Self {
+            url: "sqlite:///var/lib/outreach-sync/outreach-sync.db".into(),
+            synchronous: Synchronous::Full,
+        }
+    }
+}
+
+/// SQLite `synchronous` pragma values offered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Synchronous {
+    Full,
+    Normal,
+}
+
+/// `[ingest]`: the public listener the webhook registrations target.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IngestSettings {
+    pub bind: String,
+    /// Path deliveries are posted to.
+    pub path: String,
+    /// Larger bodies are refused with 413 without being read further.
+    pub max_body_bytes: usize,
+    /// Unapplied events above which deliveries are refused with 503 + `Retry-After`.
+    pub max_backlog: u64,
+}
+
+impl Default for IngestSettings {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8080".into(),
+            path: "/webhooks".into(),
+            max_body_bytes: 1024 * 1024,
+            max_backlog: 100_000,
+        }
+    }
+}
+
+/// `[webhook]`: how deliveries are verified.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub scheme: Scheme,
+    /// Every secret accepted; during a rotation the old and the new stand side by side.
+    #[serde(serialize_with = "redact_list")]
+    pub secrets: Vec<SecretString>,
+    /// A file with one secret per line, added to `secrets`.
+    pub secrets_file: Option<PathBuf>,
+    /// hmac: the header carrying the signature.
+    pub header: String,
+    pub algorithm: Algorithm,
+    pub encoding: Encoding,
+    /// hmac: text before the digest in the header, e.g. `sha256=`.
+    pub prefix: String,
+    /// hmac: when set, the signed content is `{timestamp}.{body}`.
+    pub timestamp_header: String,
+    /// Largest accepted distance, either way, between a signed timestamp and now.
+    pub tolerance_secs: u64,
+    /// Ownership validation: every ingest response carries this header ...
+    pub confirmation_header: String,
+    /// ... with this value.
+    pub account_id: String,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            scheme: Scheme::Hmac,
+            secrets: Vec::new(),
+            secrets_file: None,
+            header: "X-Signature".into(),
+            algorithm: Algorithm::Sha256,
+            encoding: Encoding::Hex,
+            prefix: String::new(),
+            timestamp_header: String::new(),
+            tolerance_secs: 300,
+            confirmation_header: String::new(),
+            account_id: String::new(),
+        }
+    }
+}
+
+/// Signature schemes understood by the ingest endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheme {
+    Hmac,
+    StandardWebhooks,
+}
+
+/// HMAC hash functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Algorithm {
+    Sha1,
+    Sha256,
+    Sha512,
+}
+
+impl Algorithm {
+    pub const ALL: [Algorithm; 3] = [Algorithm::Sha256, Algorithm::Sha1, Algorithm::Sha512];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Algorithm::Sha1 => "sha1",
+            Algorithm::Sha256 => "sha256",
+            Algorithm::Sha512 => "sha512",
+        }
+    }
+}
+
+/// Text encodings of a digest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize, PartialOrd, Ord)]
+#[serde(rename_all = "lowercase")]
+pub enum Encoding {
+    Hex,
+    Base64,
+}
+
+impl Encoding {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Encoding::Hex => "hex",
+            Encoding::Base64 => "base64",
+        }
+    }
+}
+
+/// `[service]`: the upstream API client.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceSettings {
+    /// The service's address; paths add `/v3` or `/v2`.
+    pub base_url: String,
+    pub api_version: ApiVersion,
+    pub client_id: String,
+    #[serde(serialize_with = "redact_opt")]
+    pub client_secret: Option<SecretString>,
+    pub client_secret_file: Option<PathBuf>,
+    /// Upper bound on requests per second, shared by every task.
+    pub requests_per_second: u32,
+    pub timeout_secs: u64,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.example.org".into(),
+            api_version: ApiVersion::V3,
+            client_id: "me@example.org".into(),
+            client_secret: None,
+            client_secret_file: None,
+            requests_per_second: 20,
+            timeout_secs: 30,
+        }
+    }
+}
+
+/// Upstream API versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiVersion {
+    V3,
+    V2,
+}
+
+/// `[reconcile]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReconcileSettings {
+    /// Cron expression with seconds; empty disables the schedule.
+    pub schedule: String,
+    pub on_start: bool,
+    /// Organizations to scan; empty means every organization of the account.
+    pub organizations: Vec<String>,
+    pub message_stale_after_secs: u64,
+}
+
+impl Default for ReconcileSettings {
+    fn default() -> Self {
+        Self {
+            schedule: "0 */15 * * * *".into(),
+            on_start: true,
+            organizations: Vec::new(),
+            message_stale_after_secs: 3600,
+        }
+    }
+}
+
+/// `[consent]`
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsentSettings {
+    /// A consent change applies to every mirrored lead with the same number.
+    pub account_sync: bool,
+}
+
+/// `[admin]`: the local listener for other tools.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminSettings {
+    pub bind: String,
+    /// Bearer tokens accepted; `/healthz` and `/metrics` need none.
+    #[serde(serialize_with = "redact_list")]
+    pub tokens: Vec<SecretString>,
+    /// A file with one token per line, added to `tokens`.
+    pub tokens_file: Option<PathBuf>,
+}
+
+impl Default for AdminSettings {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8081".into(),
+            tokens: Vec::new(),
+            tokens_file: None,
+        }
+    }
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A level (`info`) or a `tracing` filter (`info,outreach_sync=debug`).
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+/// Log line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+fn redact_list<S: Serializer>(secrets: &[SecretString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(secrets.iter().map(|_| REDACTED))
+}
+
+fn redact_opt<S: Serializer>(secret: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
+    match secret {
+        Some(_) => s.serialize_str(REDACTED),
+        None => s.serialize_none(),
+    }
+}
+
+impl Settings {
+    /// Loads the file named on the command line, or the default path if it exists, or only
+    /// the built-in defaults; then the environment; then `_file` secrets; then validates.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, SettingsError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        Self::load_from(explicit, &env)
+    }
+
+    /// [`Settings::load`] with the environment given, for tests.
+    pub fn load_from(
+        explicit: Option<&Path>,
+        env: &[(String, String)],
+    ) -> Result<Self, SettingsError> {
+        let file = match explicit {
+            Some(path) if !path.exists() => {
+                return Err(SettingsError::File {
+                    path: path.to_owned(),
+                    message: "no such file".into(),
+                });
+            }
+            Some(path) => Some(path.to_owned()),
+            None => Some(PathBuf::from(DEFAULT_CONFIG_PATH)).filter(|p| p.exists()),
+        };
+        let mut builder = config::Config::builder();
+        if let Some(path) = &file {
+            builder = builder.add_source(
+                config::File::from(path.as_path())
+                    .format(config::FileFormat::Toml)
+                    .required(true),
+            );
+        }
+        let mut environment = config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("__")
+            .separator("__")
+            .try_parsing(true)
+            .list_separator(",")
+            .source(Some(env.iter().cloned().collect()));
+        for key in LIST_KEYS {
+            environment = environment.with_list_parse_key(key);
+        }
+        let raw = builder
+            .add_source(environment)
+            .build()
+            .map_err(|e| describe_config_error(e, file.as_deref()))?;
+        let mut settings: Settings = raw
+            .try_deserialize()
+            .map_err(|e| describe_config_error(e, file.as_deref()))?;
+        settings.read_secret_files()?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
+        if let Some(path) = &self.webhook.secrets_file {
+            let text = read_secret_file("webhook.secrets_file", path)?;
+            self.webhook.secrets.extend(lines_as_secrets(&text));
+        }
+        if let Some(path) = &self.admin.tokens_file {
+            let text = read_secret_file("admin.tokens_file", path)?;
+            self.admin.tokens.extend(lines_as_secrets(&text));
+        }
+        if let Some(path) = &self.service.client_secret_file {
+            let text = read_secret_file("service.client_secret_file", path)?;
+            self.service.client_secret = Some(SecretString::from(text.trim().to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Checks every value that deserialization alone cannot.
+    pub fn validate(&self) -> Result<(), SettingsError> {
+        self.database_path()?;
+        parse_bind("ingest.bind", &self.ingest.bind)?;
+        parse_bind("admin.bind", &self.admin.bind)?;
+        if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {
+            return Err(SettingsError::invalid(
+                "ingest.path",
+                "must start with `/` and name a path other than `/`",
+            ));
+        }
+        if matches!(self.ingest.path.as_str(), "/healthz" | "/readyz") {
+            return Err(SettingsError::invalid(
+                "ingest.path",
+                "is reserved for health checks",
+            ));
+        }
+        if self.ingest.max_body_bytes == 0 {
+            return Err(SettingsError::invalid(
+                "ingest.max_body_bytes",
+                "must be positive",
+            ));
+        }
+        if self.ingest.max_backlog == 0 {
+            return Err(SettingsError::invalid(
+                "ingest.max_backlog",
+                "must be positive",
+            ));
+        }
+        self.validate_webhook()?;
+        url_with_http_scheme("service.base_url", &self.service.base_url)?;
+        if self.service.requests_per_second == 0 {
+            return Err(SettingsError::invalid(
+                "service.requests_per_second",
+                "must be positive",
+            ));
+        }
+        if self.service.timeout_secs == 0 {
+            return Err(SettingsError::invalid(
+                "service.timeout_secs",
+                "must be positive",
+            ));
+        }
+        if self.log.level.trim().is_empty()
+            || tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err()
+        {
+            return Err(SettingsError::invalid(
+                "log.level",
+                "not a level (error, warn, info, debug, trace) or a tracing filter",
+            ));
+        }
+        Ok(())
+    }
+
+    fn validate_webhook(&self) -> Result<(), SettingsError> {
+        let webhook = &self.webhook;
+        if webhook.secrets.is_empty() {
+            return Err(SettingsError::invalid(
+                "webhook.secrets",
+                "at least one secret is required (or webhook.secrets_file)",
+            ));
+        }
+        for secret in &webhook.secrets {
+            if secret.expose_secret().is_empty() {
+                return Err(SettingsError::invalid(
+                    "webhook.secrets",
+                    "a secret is empty",
+                ));
+            }
+            if webhook.scheme == Scheme::StandardWebhooks
+                && crate::signature::standard_webhooks_key(secret.expose_secret()).is_none()
+            {
+                return Err(SettingsError::invalid(
+                    "webhook.secrets",
+                    "standard-webhooks secrets are base64, optionally prefixed `whsec_`",
+                ));
+            }
+        }
+        if webhook.scheme == Scheme::Hmac {
+            if http::HeaderName::try_from(webhook.header.as_str()).is_err() {
+                return Err(SettingsError::invalid(
+                    "webhook.header",
+                    "not a valid header name",
+                ));
+            }
+            if !webhook.timestamp_header.is_empty()
+                && http::HeaderName::try_from(webhook.timestamp_header.as_str()).is_err()
+            {
+                return Err(SettingsError::invalid(
+                    "webhook.timestamp_header",
+                    "not a valid header name",
+                ));
+            }
+        }
+        if !webhook.confirmation_header.is_empty() {
+            if http::HeaderName::try_from(webhook.confirmation_header.as_str()).is_err() {
+                return Err(SettingsError::invalid(
+                    "webhook.confirmation_header",
+                    "not a valid header name",
+                ));
+            }
+            if webhook.account_id.is_empty()
+                || http::HeaderValue::try_from(webhook.account_id.as_str()).is_err()
+            {
+                return Err(SettingsError::invalid(
+                    "webhook.account_id",
+                    "required (as a valid header value) when webhook.confirmation_header is set",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The SQLite file named by `database.url`.
+    pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
+        let url = self.database.url.as_str();
+        let rest = url
+            .strip_prefix("sqlite://")
+            .or_else(|| url.strip_prefix("sqlite:"))
+            .ok_or_else(|| SettingsError::invalid("database.url", "must start with `sqlite://`"))?;
+        let path = rest.split('?').next().unwrap_or_default();
+        if path.is_empty() || path == ":memory:" {
+            return Err(SettingsError::invalid(
+                "database.url",
+                "must name a file: the outbox has to survive a restart",
+            ));
+        }
+        Ok(PathBuf::from(path))
+    }
+
+    /// The ingest listener address.
+    pub fn ingest_bind(&self) -> SocketAddr {
+        parse_bind("ingest.bind", &self.ingest.bind).unwrap_or_else(|_| ([127, 0, 0, 1], 8080).into())
+    }
+
+    /// The admin listener address.
+    pub fn admin_bind(&self) -> SocketAddr {
+        parse_bind("admin.bind", &self.admin.bind).unwrap_or_else(|_| ([127, 0, 0, 1], 8081).into())
+    }
+
+    /// The effective configuration as TOML, every secret replaced by [`REDACTED`].
+    pub fn redacted_toml(&self) -> String {
+        toml::to_string(self).unwrap_or_else(|e| format!("# cannot render configuration: {e}\n"))
+    }
+}
+
+fn parse_bind(key: &'static str, value: &str) -> Result<SocketAddr, SettingsError> {
+    value
+        .parse()
+        .map_err(|_| SettingsError::invalid(key, format!("`{value}` is not an IP:port address")))
+}
+
+fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
+    match reqwest::Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
+        _ => Err(SettingsError::invalid(
+            key,
+            format!("`{value}` is not an http(s) URL"),
+        )),
+    }
+}
+
+fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsError> {
+    // The path may be relative to systemd's credentials directory.
+    let resolved = match std::env::var_os("CREDENTIALS_DIRECTORY") {
+        Some(dir) if path.is_relative() => Path::new(&dir).join(path),
+        _ => path.to_owned(),
+    };
+    std::fs::read_to_string(&resolved).map_err(|e| {
+        SettingsError::invalid(key, format!("cannot read {}: {e}", resolved.display()))
+    })
+}
+
+fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| SecretString::from(line.to_owned()))
+}
+
+/// Turns the `config` crate's error into one that names the key, without echoing values
+/// (a value may be a secret).
+fn describe_config_error(error: config::ConfigError, file: Option<&Path>) -> SettingsError {
+    match error {
+        config::ConfigError::FileParse { uri, cause } => SettingsError::File {
+            path: uri.map(PathBuf::from).or_else(|| file.map(Path::to_owned)).unwrap_or_default(),
+            message: cause.to_string(),
+        },
+        config::ConfigError::Foreign(cause) => SettingsError::Parse(cause.to_string()),
+        other => SettingsError::Parse(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn environment_overrides_reach_nested_keys_and_lists() {
+        let settings = Settings::load_from(
+            None,
+            &env(&[
+                ("OUTREACH_SYNC__WEBHOOK__SECRETS", "one,two"),
+                ("OUTREACH_SYNC__INGEST__MAX_BACKLOG", "7"),
+                ("OUTREACH_SYNC__DATABASE__URL", "sqlite:///tmp/x.db"),
+            ]),
+        )
+        .expect("valid");
+        assert_eq!(settings.webhook.secrets.len(), 2);
+        assert_eq!(settings.webhook.secrets[1].expose_secret(), "two");
+        assert_eq!(settings.ingest.max_backlog, 7);
+        assert_eq!(settings.database_path().unwrap(), PathBuf::from("/tmp/x.db"));
+    }
+
+    #[test]
+    fn a_missing_secret_names_the_key() {
+        let err = Settings::load_from(None, &[]).unwrap_err();
+        assert!(err.to_string().contains("webhook.secrets"), "{err}");
+    }
+
+    #[test]
+    fn secrets_never_reach_debug_or_the_effective_view() {
+        let settings = Settings::load_from(
+            None,
+            &env(&[
+                ("OUTREACH_SYNC__WEBHOOK__SECRETS", "hunter2-webhook"),
+                ("OUTREACH_SYNC__SERVICE__CLIENT_SECRET", "hunter2-client"),
+                ("OUTREACH_SYNC__ADMIN__TOKENS", "hunter2-admin"),
+            ]),
+        )
+        .expect("valid");
+        let debug = format!("{settings:?}");
+        let shown = settings.redacted_toml();
+        for text in [&debug, &shown] {
+            assert!(!text.contains("hunter2"), "{text}");
+        }
+        assert!(shown.contains(REDACTED));
+    }
+}
