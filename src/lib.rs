@@ -1,11 +1,23 @@
 //! outreach-sync: a durable, verified consent ledger fed by the outreach messaging service's
 //! webhooks, reconciled against its API, and served to the campaign's other tools.
 
+/// The daemon: listeners and tasks under one supervisor.
+pub mod app;
+/// The command line.
+pub mod cli;
+/// The typed client of the service's API.
+pub mod client;
+/// The SQLite database and its migrations.
+pub mod db;
+/// The public ingest listener.
+pub mod ingest;
+/// The outbox write path (group commit).
+pub mod outbox;
+/// The in-memory service used by tests, `demo` and users' own code.
+pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.
 pub mod settings;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
-/// The typed client of the service's API.
-pub mod client;
-/// The in-memory service used by tests, `demo` and users' own code.
-pub mod sandbox;
+/// Logging.
+pub mod telemetry;

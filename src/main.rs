@@ -1,3 +1,5 @@
-fn main() {
-    println!("Hello, world!");
+//! The `outreach-sync` binary: everything lives in the library.
+
+fn main() -> std::process::ExitCode {
+    outreach_sync::cli::main()
 }

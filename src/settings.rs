@@ -15,11 +15,7 @@ const ENV_PREFIX: &str = "OUTREACH_SYNC";
 pub const REDACTED: &str = "[redacted]";
 
 /// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: &[&str] = &[
-    "webhook.secrets",
-    "admin.tokens",
-    "reconcile.organizations",
-];
+const LIST_KEYS: &[&str] = &["webhook.secrets", "admin.tokens", "reconcile.organizations"];
 
 /// A configuration that cannot be used, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
@@ -338,6 +334,17 @@ impl Settings {
         explicit: Option<&Path>,
         env: &[(String, String)],
     ) -> Result<Self, SettingsError> {
+        let settings = Self::load_unvalidated(explicit, env)?;
+        settings.validate()?;
+        Ok(settings)
+    }
+
+    /// Loads and reads `_file` secrets, but leaves validation to the caller (for commands
+    /// that supply a missing value themselves, such as `sign --secret`).
+    pub fn load_unvalidated(
+        explicit: Option<&Path>,
+        env: &[(String, String)],
+    ) -> Result<Self, SettingsError> {
         let file = match explicit {
             Some(path) if !path.exists() => {
                 return Err(SettingsError::File {
@@ -373,7 +380,6 @@ impl Settings {
             .try_deserialize()
             .map_err(|e| describe_config_error(e, file.as_deref()))?;
         settings.read_secret_files()?;
-        settings.validate()?;
         Ok(settings)
     }
 
@@ -525,7 +531,8 @@ impl Settings {
 
     /// The ingest listener address.
     pub fn ingest_bind(&self) -> SocketAddr {
-        parse_bind("ingest.bind", &self.ingest.bind).unwrap_or_else(|_| ([127, 0, 0, 1], 8080).into())
+        parse_bind("ingest.bind", &self.ingest.bind)
+            .unwrap_or_else(|_| ([127, 0, 0, 1], 8080).into())
     }
 
     /// The admin listener address.
@@ -578,7 +585,10 @@ fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
 fn describe_config_error(error: config::ConfigError, file: Option<&Path>) -> SettingsError {
     match error {
         config::ConfigError::FileParse { uri, cause } => SettingsError::File {
-            path: uri.map(PathBuf::from).or_else(|| file.map(Path::to_owned)).unwrap_or_default(),
+            path: uri
+                .map(PathBuf::from)
+                .or_else(|| file.map(Path::to_owned))
+                .unwrap_or_default(),
             message: cause.to_string(),
         },
         config::ConfigError::Foreign(cause) => SettingsError::Parse(cause.to_string()),
@@ -611,7 +621,10 @@ mod tests {
         assert_eq!(settings.webhook.secrets.len(), 2);
         assert_eq!(settings.webhook.secrets[1].expose_secret(), "two");
         assert_eq!(settings.ingest.max_backlog, 7);
-        assert_eq!(settings.database_path().unwrap(), PathBuf::from("/tmp/x.db"));
+        assert_eq!(
+            settings.database_path().unwrap(),
+            PathBuf::from("/tmp/x.db")
+        );
     }
 
     #[test]

@@ -6,7 +6,10 @@ use std::fmt::Write as _;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::{WEBHOOK_ID, WEBHOOK_SIGNATURE, WEBHOOK_TIMESTAMP, decode, digest_len, standard_webhooks_key, verify_tag};
+use super::{
+    WEBHOOK_ID, WEBHOOK_SIGNATURE, WEBHOOK_TIMESTAMP, decode, digest_len, standard_webhooks_key,
+    verify_tag,
+};
 use crate::settings::{Algorithm, Encoding, Scheme};
 
 /// Headers that never carry a signature or a timestamp.
@@ -36,7 +39,11 @@ pub struct Finding {
 }
 
 /// Every format under which `body` with `headers` verifies with one of `secrets`.
-pub fn diagnose(headers: &[(String, String)], body: &[u8], secrets: &[SecretString]) -> Vec<Finding> {
+pub fn diagnose(
+    headers: &[(String, String)],
+    body: &[u8],
+    secrets: &[SecretString],
+) -> Vec<Finding> {
     let mut found = BTreeSet::new();
     let lookup = |name: &str| {
         headers
@@ -109,7 +116,10 @@ fn standard_webhooks(
 ) {
     let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", body];
     for entry in signatures.split_whitespace() {
-        let Some(tag) = entry.split_once(',').and_then(|(_, b64)| decode(Encoding::Base64, b64)) else {
+        let Some(tag) = entry
+            .split_once(',')
+            .and_then(|(_, b64)| decode(Encoding::Base64, b64))
+        else {
             continue;
         };
         for (index, secret) in secrets.iter().enumerate() {
@@ -144,7 +154,11 @@ fn prefix_splits(value: &str) -> Vec<(&str, &str)> {
     for (i, c) in value.char_indices().take(24) {
         if matches!(c, '=' | ',' | ':') {
             let label = &value[..i];
-            if !label.is_empty() && label.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') {
+            if !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+            {
                 splits.push((&value[..=i], value[i + 1..].trim_start()));
             }
         }
@@ -163,10 +177,18 @@ pub fn config_snippet(finding: &Finding) -> String {
             let _ = writeln!(out, "algorithm = \"{}\"", finding.algorithm.as_str());
             let _ = writeln!(out, "encoding = \"{}\"", finding.encoding.as_str());
             let _ = writeln!(out, "prefix = \"{}\"", finding.prefix);
-            let _ = writeln!(out, "timestamp_header = \"{}\"", finding.timestamp_header.as_deref().unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "timestamp_header = \"{}\"",
+                finding.timestamp_header.as_deref().unwrap_or("")
+            );
         }
     }
-    let _ = writeln!(out, "# matched with webhook.secrets[{}]", finding.secret_index);
+    let _ = writeln!(
+        out,
+        "# matched with webhook.secrets[{}]",
+        finding.secret_index
+    );
     out
 }
 
@@ -198,7 +220,20 @@ mod tests {
         let findings = diagnose(&headers, body, &secrets);
         assert_eq!(findings.len(), 1, "{findings:?}");
         let f = &findings[0];
-        assert_eq!((f.header.as_str(), f.algorithm, f.encoding, f.prefix.as_str()), ("x-vendor-signature", Algorithm::Sha1, Encoding::Base64, "sha1="));
+        assert_eq!(
+            (
+                f.header.as_str(),
+                f.algorithm,
+                f.encoding,
+                f.prefix.as_str()
+            ),
+            (
+                "x-vendor-signature",
+                Algorithm::Sha1,
+                Encoding::Base64,
+                "sha1="
+            )
+        );
         assert_eq!(f.timestamp_header.as_deref(), Some("x-vendor-timestamp"));
         assert_eq!(f.secret_index, 1);
         assert!(config_snippet(f).contains("timestamp_header = \"x-vendor-timestamp\""));

@@ -15,7 +15,8 @@ pub fn digest_len(algorithm: Algorithm) -> usize {
 
 fn keyed<M: Mac + KeyInit>(key: &[u8], parts: &[&[u8]]) -> M {
     // HMAC takes keys of any length, so this never fails.
-    let mut mac = <M as KeyInit>::new_from_slice(key).unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
+    let mut mac = <M as KeyInit>::new_from_slice(key)
+        .unwrap_or_else(|_| unreachable!("HMAC accepts any key length"));
     for part in parts {
         mac.update(part);
     }
@@ -25,9 +26,18 @@ fn keyed<M: Mac + KeyInit>(key: &[u8], parts: &[&[u8]]) -> M {
 /// HMAC-`algorithm` of the concatenated `parts`.
 pub fn compute(algorithm: Algorithm, key: &[u8], parts: &[&[u8]]) -> Vec<u8> {
     match algorithm {
-        Algorithm::Sha1 => keyed::<Hmac<sha1::Sha1>>(key, parts).finalize().into_bytes().to_vec(),
-        Algorithm::Sha256 => keyed::<Hmac<sha2::Sha256>>(key, parts).finalize().into_bytes().to_vec(),
-        Algorithm::Sha512 => keyed::<Hmac<sha2::Sha512>>(key, parts).finalize().into_bytes().to_vec(),
+        Algorithm::Sha1 => keyed::<Hmac<sha1::Sha1>>(key, parts)
+            .finalize()
+            .into_bytes()
+            .to_vec(),
+        Algorithm::Sha256 => keyed::<Hmac<sha2::Sha256>>(key, parts)
+            .finalize()
+            .into_bytes()
+            .to_vec(),
+        Algorithm::Sha512 => keyed::<Hmac<sha2::Sha512>>(key, parts)
+            .finalize()
+            .into_bytes()
+            .to_vec(),
     }
 }
 
@@ -38,8 +48,14 @@ pub fn verify_tag(algorithm: Algorithm, key: &[u8], parts: &[&[u8]], tag: &[u8])
         return false;
     }
     match algorithm {
-        Algorithm::Sha1 => keyed::<Hmac<sha1::Sha1>>(key, parts).verify_slice(tag).is_ok(),
-        Algorithm::Sha256 => keyed::<Hmac<sha2::Sha256>>(key, parts).verify_slice(tag).is_ok(),
-        Algorithm::Sha512 => keyed::<Hmac<sha2::Sha512>>(key, parts).verify_slice(tag).is_ok(),
+        Algorithm::Sha1 => keyed::<Hmac<sha1::Sha1>>(key, parts)
+            .verify_slice(tag)
+            .is_ok(),
+        Algorithm::Sha256 => keyed::<Hmac<sha2::Sha256>>(key, parts)
+            .verify_slice(tag)
+            .is_ok(),
+        Algorithm::Sha512 => keyed::<Hmac<sha2::Sha512>>(key, parts)
+            .verify_slice(tag)
+            .is_ok(),
     }
 }

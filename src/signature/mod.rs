@@ -1,8 +1,8 @@
 //! Webhook signatures: verifying a delivery on its exact bytes, and signing one (for `sign`
 //! and the sandbox). Both schemes of the configuration contract live here and nowhere else.
 
-mod digest;
 pub mod diagnose;
+mod digest;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
@@ -135,7 +135,12 @@ impl Verifier {
     }
 
     /// Verifies `body`, exactly as received, at unix time `now`.
-    pub fn verify(&self, headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, Rejection> {
+    pub fn verify(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Rejection> {
         match self.format.scheme {
             Scheme::Hmac => self.verify_hmac(headers, body, now),
             Scheme::StandardWebhooks => self.verify_standard(headers, body, now),
@@ -153,14 +158,20 @@ impl Verifier {
         Ok(())
     }
 
-    fn verify_hmac(&self, headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, Rejection> {
+    fn verify_hmac(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Rejection> {
         let f = &self.format;
         let value = header(headers, &f.header)?;
         let digest = value
             .trim()
             .strip_prefix(f.prefix.as_str())
             .ok_or_else(|| Rejection::Malformed(f.header.clone()))?;
-        let tag = decode(f.encoding, digest).ok_or_else(|| Rejection::Malformed(f.header.clone()))?;
+        let tag =
+            decode(f.encoding, digest).ok_or_else(|| Rejection::Malformed(f.header.clone()))?;
         if tag.len() != digest_len(f.algorithm) {
             return Err(Rejection::Malformed(f.header.clone()));
         }
@@ -183,7 +194,12 @@ impl Verifier {
             .ok_or(Rejection::Mismatch)
     }
 
-    fn verify_standard(&self, headers: &HeaderMap, body: &[u8], now: i64) -> Result<Verified, Rejection> {
+    fn verify_standard(
+        &self,
+        headers: &HeaderMap,
+        body: &[u8],
+        now: i64,
+    ) -> Result<Verified, Rejection> {
         let id = header(headers, WEBHOOK_ID)?;
         let ts = header(headers, WEBHOOK_TIMESTAMP)?;
         let signatures = header(headers, WEBHOOK_SIGNATURE)?;
@@ -271,11 +287,18 @@ pub fn sign(
                 let hash = compute(Algorithm::Sha256, ts.as_bytes(), &[body]);
                 format!("msg_{}", hex::encode(&hash[..12]))
             });
-            let tag = compute(Algorithm::Sha256, key.bytes(), &[id.as_bytes(), b".", ts.as_bytes(), b".", body]);
+            let tag = compute(
+                Algorithm::Sha256,
+                key.bytes(),
+                &[id.as_bytes(), b".", ts.as_bytes(), b".", body],
+            );
             vec![
                 (WEBHOOK_ID.to_owned(), id),
                 (WEBHOOK_TIMESTAMP.to_owned(), ts),
-                (WEBHOOK_SIGNATURE.to_owned(), format!("v1,{}", encode(Encoding::Base64, &tag))),
+                (
+                    WEBHOOK_SIGNATURE.to_owned(),
+                    format!("v1,{}", encode(Encoding::Base64, &tag)),
+                ),
             ]
         }
     }

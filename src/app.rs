@@ -1,0 +1,128 @@
+//! The daemon: binds its listeners, starts its tasks under one cancellation token, and
+//! stops them in order.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use sqlx::SqlitePool;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::outbox::{OutboxState, OutboxWriter};
+use crate::settings::Settings;
+use crate::{db, ingest, outbox};
+
+/// A built daemon: listeners bound, database migrated, writer running.
+pub struct Application {
+    settings: Settings,
+    pool: SqlitePool,
+    ingest_listener: TcpListener,
+    ingest_addr: SocketAddr,
+    writer: OutboxWriter,
+    writer_task: JoinHandle<()>,
+}
+
+impl Application {
+    /// Opens and migrates the database, starts the outbox writer and binds the ingest
+    /// listener (`127.0.0.1:0` in tests picks a free port).
+    pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        let pool = db::pool(&settings).await.context("opening the database")?;
+        db::migrate(&pool).await.context("migrating the database")?;
+        let state = Arc::new(OutboxState::default());
+        state.set_pending(outbox::count_pending(&pool).await?);
+        let (writer, writer_task) = OutboxWriter::start(&settings, state)
+            .await
+            .context("opening the outbox writer")?;
+        let bind = settings.ingest_bind();
+        let ingest_listener = TcpListener::bind(bind)
+            .await
+            .with_context(|| format!("binding the ingest listener to {bind}"))?;
+        let ingest_addr = ingest_listener.local_addr()?;
+        Ok(Self {
+            settings,
+            pool,
+            ingest_listener,
+            ingest_addr,
+            writer,
+            writer_task,
+        })
+    }
+
+    /// Where deliveries are received.
+    pub fn ingest_addr(&self) -> SocketAddr {
+        self.ingest_addr
+    }
+
+    pub fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Serves until `shutdown` is cancelled, then stops accepting, finishes in-flight
+    /// requests (each either committed and answered, or refused) and drains the writer.
+    pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let Application {
+            settings,
+            pool,
+            ingest_listener,
+            ingest_addr,
+            writer,
+            writer_task,
+        } = self;
+        let router = ingest::router(&settings, writer, pool.clone());
+        tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
+        let stop = shutdown.clone();
+        let served = axum::serve(ingest_listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await;
+        match &served {
+            Ok(()) => tracing::info!("ingest listener stopped"),
+            Err(error) => tracing::error!(%error, "ingest listener failed"),
+        }
+        // The router (and its writer handle) is gone: the writer ends after its last batch.
+        if let Err(error) = writer_task.await {
+            tracing::error!(%error, "outbox writer ended abnormally");
+        }
+        pool.close().await;
+        served.context("serving ingest")
+    }
+}
+
+/// A token cancelled by the first SIGTERM or SIGINT.
+pub fn shutdown_on_signals() -> CancellationToken {
+    let token = CancellationToken::new();
+    let cancel = token.clone();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("stop requested; finishing in-flight work");
+        cancel.cancel();
+    });
+    token
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = ctrl_c => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = ctrl_c.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = ctrl_c.await;
+    }
+}

@@ -1,0 +1,90 @@
+//! The SQLite database: opening it with the right pragmas, and its embedded migrations.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{ConnectOptions, SqliteConnection, SqlitePool};
+
+use crate::settings::{Settings, Synchronous};
+
+/// How long a statement waits for another writer before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// Read connections in the pool.
+const POOL_SIZE: u32 = 8;
+
+/// Migrations compiled into the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+
+/// Why the database could not be opened or migrated.
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("cannot create the database directory {path}: {source}")]
+    Directory {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot open the database: {0}")]
+    Open(#[from] sqlx::Error),
+    #[error("cannot apply migrations: {0}")]
+    Migrate(#[from] sqlx::migrate::MigrateError),
+}
+
+/// Connection options for the configured database: WAL, the configured `synchronous`,
+/// a busy timeout, foreign keys on, created if missing.
+pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbError> {
+    let path = settings
+        .database_path()
+        .map_err(|e| DbError::Open(sqlx::Error::Configuration(e.to_string().into())))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| DbError::Directory {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    let synchronous = match settings.database.synchronous {
+        Synchronous::Full => SqliteSynchronous::Full,
+        Synchronous::Normal => SqliteSynchronous::Normal,
+    };
+    Ok(SqliteConnectOptions::from_str("sqlite://")?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(synchronous)
+        .busy_timeout(BUSY_TIMEOUT)
+        .foreign_keys(true)
+        .disable_statement_logging())
+}
+
+/// A pool for readers and short writes.
+pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
+    let options = connect_options(settings)?;
+    Ok(SqlitePoolOptions::new()
+        .max_connections(POOL_SIZE)
+        .connect_with(options)
+        .await?)
+}
+
+/// A dedicated connection, for a task that owns the write path.
+pub async fn connection(settings: &Settings) -> Result<SqliteConnection, DbError> {
+    Ok(connect_options(settings)?.connect().await?)
+}
+
+/// Applies every pending migration.
+pub async fn migrate(pool: &SqlitePool) -> Result<(), DbError> {
+    MIGRATOR.run(pool).await?;
+    Ok(())
+}
+
+/// Whether every embedded migration has been applied.
+pub async fn migrations_applied(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
+    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
+        .fetch_one(pool)
+        .await?;
+    Ok(usize::try_from(applied).unwrap_or(0) >= MIGRATOR.iter().count())
+}
+
+/// Now as stored in the database: RFC 3339, UTC, milliseconds.
+pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
+    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}

@@ -1,0 +1,326 @@
+//! The public ingest listener: verify each delivery on its exact bytes, commit it to the
+//! outbox, and only then answer. Applying is the worker's job, not the request's.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use bytes::Bytes;
+use chrono::Utc;
+use http_body_util::{BodyExt, Limited};
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+
+use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
+use crate::settings::Settings;
+use crate::signature::{Rejection, Verifier};
+
+/// Seconds a client is asked to wait when the daemon cannot take a delivery now.
+const RETRY_AFTER_SECS: u64 = 5;
+/// Headers never kept with a delivery.
+const NOT_KEPT: &[&str] = &["authorization", "cookie", "proxy-authorization"];
+
+/// What the ingest handlers share.
+pub struct IngestState {
+    verifier: Verifier,
+    writer: OutboxWriter,
+    pool: sqlx::SqlitePool,
+    max_body_bytes: usize,
+    max_backlog: u64,
+}
+
+/// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`.
+pub fn router(settings: &Settings, writer: OutboxWriter, pool: sqlx::SqlitePool) -> Router {
+    let state = Arc::new(IngestState {
+        verifier: Verifier::new(&settings.webhook),
+        writer,
+        pool,
+        max_body_bytes: settings.ingest.max_body_bytes,
+        max_backlog: settings.ingest.max_backlog,
+    });
+    let router = Router::new()
+        .route(&settings.ingest.path, post(receive))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(not_found)
+        .with_state(state);
+    match confirmation_header(settings) {
+        Some((name, value)) => router.layer(axum::middleware::map_response(
+            move |mut response: Response| {
+                let (name, value) = (name.clone(), value.clone());
+                async move {
+                    response.headers_mut().insert(name, value);
+                    response
+                }
+            },
+        )),
+        None => router,
+    }
+}
+
+fn confirmation_header(settings: &Settings) -> Option<(HeaderName, HeaderValue)> {
+    let w = &settings.webhook;
+    if w.confirmation_header.is_empty() {
+        return None;
+    }
+    let name = HeaderName::try_from(w.confirmation_header.as_str()).ok()?;
+    let value = HeaderValue::try_from(w.account_id.as_str()).ok()?;
+    Some((name, value))
+}
+
+/// The answer to an accepted or duplicate delivery.
+#[derive(Debug, Serialize)]
+struct Ack {
+    status: &'static str,
+    id: i64,
+}
+
+/// Every way a delivery is refused. Clients see the status and a short message; causes
+/// go to the log.
+#[derive(Debug, thiserror::Error)]
+pub enum IngestError {
+    #[error("{0}")]
+    Unauthorized(Rejection),
+    #[error("body is not JSON")]
+    NotJson,
+    #[error("body larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("backlog full, retry later")]
+    BacklogFull,
+    #[error("cannot store the delivery now, retry later")]
+    Unavailable(CommitError),
+    #[error("cannot read the body")]
+    BadBody,
+    #[error("not found")]
+    NotFound,
+}
+
+/// The JSON body of every error.
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    pub code: u16,
+    pub message: String,
+}
+
+impl IngestError {
+    fn status(&self) -> StatusCode {
+        match self {
+            IngestError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            IngestError::NotJson | IngestError::BadBody => StatusCode::BAD_REQUEST,
+            IngestError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            IngestError::BacklogFull | IngestError::Unavailable(_) => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            IngestError::NotFound => StatusCode::NOT_FOUND,
+        }
+    }
+}
+
+impl IntoResponse for IngestError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let body = axum::Json(ErrorBody {
+            code: status.as_u16(),
+            message: self.to_string(),
+        });
+        if status == StatusCode::SERVICE_UNAVAILABLE {
+            let retry = [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())];
+            (status, retry, body).into_response()
+        } else {
+            (status, body).into_response()
+        }
+    }
+}
+
+#[tracing::instrument(name = "delivery", skip_all, fields(dedup_key))]
+async fn receive(
+    State(state): State<Arc<IngestState>>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<axum::Json<Ack>, IngestError> {
+    let received_at = Utc::now();
+    let body = read_limited(&headers, body, state.max_body_bytes).await?;
+    let verified = match state
+        .verifier
+        .verify(&headers, &body, received_at.timestamp())
+    {
+        Ok(verified) => verified,
+        Err(rejection) => {
+            tracing::warn!(reason = %rejection, outcome = "rejected", "delivery refused: signature");
+            state.writer.record_rejected(RejectedDelivery {
+                received_at,
+                reason: rejection.to_string(),
+                headers: headers_as_pairs(&headers),
+                body,
+            });
+            return Err(IngestError::Unauthorized(rejection));
+        }
+    };
+    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref())?;
+    tracing::Span::current().record("dedup_key", dedup_key.as_str());
+    if state.writer.state().pending() >= state.max_backlog {
+        tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
+        return Err(IngestError::BacklogFull);
+    }
+    let delivery = Delivery {
+        dedup_key,
+        received_at,
+        body,
+        headers: headers_as_object(&headers),
+        secret_index: verified.secret_index,
+    };
+    match state.writer.commit(delivery).await {
+        Ok(Committed::Accepted(id)) => {
+            tracing::info!(id, outcome = "accepted", "delivery committed");
+            Ok(axum::Json(Ack {
+                status: "accepted",
+                id,
+            }))
+        }
+        Ok(Committed::Duplicate(id)) => {
+            tracing::info!(id, outcome = "duplicate", "delivery already committed");
+            Ok(axum::Json(Ack {
+                status: "duplicate",
+                id,
+            }))
+        }
+        Err(error) => {
+            tracing::warn!(%error, outcome = "unavailable", "delivery refused: not committed");
+            Err(IngestError::Unavailable(error))
+        }
+    }
+}
+
+/// Reads the body, refusing it as soon as it passes `limit` bytes.
+async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, IngestError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(IngestError::TooLarge(limit));
+    }
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(IngestError::TooLarge(limit)),
+        Err(_) => Err(IngestError::BadBody),
+    }
+}
+
+/// The key that makes a redelivery a duplicate: the event's `id`, else the Standard
+/// Webhooks message id, else the SHA-256 of the exact bytes.
+fn dedup_key(body: &[u8], webhook_id: Option<&str>) -> Result<String, IngestError> {
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Text(String),
+        Number(serde_json::Number),
+        Other(serde::de::IgnoredAny),
+    }
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        id: Option<Id>,
+    }
+    #[derive(serde::Deserialize)]
+    #[serde(untagged)]
+    enum Top {
+        Object(Probe),
+        Other(serde::de::IgnoredAny),
+    }
+    let top: Top = serde_json::from_slice(body).map_err(|_| IngestError::NotJson)?;
+    let event_id = match top {
+        Top::Object(Probe {
+            id: Some(Id::Text(id)),
+        }) if !id.is_empty() => Some(id),
+        Top::Object(Probe {
+            id: Some(Id::Number(n)),
+        }) => Some(n.to_string()),
+        _ => None,
+    };
+    Ok(match (event_id, webhook_id) {
+        (Some(id), _) => format!("event:{id}"),
+        (None, Some(id)) => format!("webhook:{id}"),
+        (None, None) => format!("sha256:{}", hex::encode(Sha256::digest(body))),
+    })
+}
+
+fn kept_headers(headers: &HeaderMap) -> impl Iterator<Item = (&str, String)> {
+    headers
+        .iter()
+        .filter(|(name, _)| !NOT_KEPT.contains(&name.as_str()))
+        .map(|(name, value)| {
+            (
+                name.as_str(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+}
+
+fn headers_as_object(headers: &HeaderMap) -> String {
+    let map: serde_json::Map<String, serde_json::Value> = kept_headers(headers)
+        .map(|(n, v)| (n.to_owned(), serde_json::Value::String(v)))
+        .collect();
+    serde_json::Value::Object(map).to_string()
+}
+
+fn headers_as_pairs(headers: &HeaderMap) -> String {
+    let pairs: Vec<(&str, String)> = kept_headers(headers).collect();
+    serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into())
+}
+
+async fn healthz() -> impl IntoResponse {
+    axum::Json(serde_json::json!({"status": "ok"}))
+}
+
+async fn readyz(State(state): State<Arc<IngestState>>) -> Response {
+    let migrated = crate::db::migrations_applied(&state.pool)
+        .await
+        .unwrap_or(false);
+    let writable = migrated && state.writer.probe().await;
+    let body = serde_json::json!({
+        "status": if writable { "ready" } else { "not ready" },
+        "migrations": migrated,
+        "writable": writable,
+    });
+    let status = if writable {
+        StatusCode::OK
+    } else {
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+async fn not_found() -> IngestError {
+    IngestError::NotFound
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_dedup_key_prefers_the_event_id_then_the_webhook_id_then_the_body_hash() {
+        assert_eq!(
+            dedup_key(br#"{"id":"evt_1"}"#, Some("msg_1")).unwrap(),
+            "event:evt_1"
+        );
+        assert_eq!(dedup_key(br#"{"id":42}"#, None).unwrap(), "event:42");
+        assert_eq!(
+            dedup_key(br#"{"x":1}"#, Some("msg_1")).unwrap(),
+            "webhook:msg_1"
+        );
+        assert!(dedup_key(br#"[1,2]"#, None).unwrap().starts_with("sha256:"));
+        assert!(matches!(
+            dedup_key(b"{not json", None),
+            Err(IngestError::NotJson)
+        ));
+        assert!(matches!(
+            dedup_key(br#"{"id":"a"} trailing"#, None),
+            Err(IngestError::NotJson)
+        ));
+    }
+}
