@@ -442,9 +442,13 @@ impl Settings {
                 "must be positive",
             ));
         }
-        if self.log.level.trim().is_empty()
-            || tracing_subscriber::EnvFilter::try_new(&self.log.level).is_err()
-        {
+        let level = self.log.level.trim();
+        let plain_level = level
+            .parse::<tracing_subscriber::filter::LevelFilter>()
+            .is_ok();
+        // A bare word would be taken as a target name: only accept filters with directives.
+        let filter = level.contains('=') && tracing_subscriber::EnvFilter::try_new(level).is_ok();
+        if !(plain_level || filter) {
             return Err(SettingsError::invalid(
                 "log.level",
                 "not a level (error, warn, info, debug, trace) or a tracing filter",

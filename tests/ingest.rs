@@ -1,0 +1,391 @@
+//! The ingest listener over real HTTP, with a real SQLite file behind it.
+
+mod common;
+
+use common::{SECRET, consent_event, spawn_app};
+use outreach_sync::settings::{Algorithm, Encoding, Scheme};
+use secrecy::SecretString;
+use serde_json::Value;
+use sqlx::Connection as _;
+
+#[tokio::test]
+async fn a_signed_delivery_is_in_the_database_when_it_is_acknowledged() {
+    let app = spawn_app(|_| {}).await;
+    let body = consent_event("evt_1", "+15550001111", true);
+
+    let response = app.post_signed(&body).await;
+
+    assert_eq!(response.status(), 200);
+    let ack: Value = response.json().await.unwrap();
+    assert_eq!(ack["status"], "accepted");
+    let id = ack["id"].as_i64().unwrap();
+    let (stored, key, state, headers): (Vec<u8>, String, String, String) =
+        sqlx::query_as("SELECT body, dedup_key, state, headers FROM outbox WHERE id = ?")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored, body.as_bytes(), "the exact received bytes are kept");
+    assert_eq!(key, "event:evt_1");
+    assert_eq!(state, "pending");
+    let headers: Value = serde_json::from_str(&headers).unwrap();
+    assert!(headers["x-signature"].is_string(), "{headers}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_same_delivery_twice_is_one_row_and_answers_duplicate() {
+    let app = spawn_app(|_| {}).await;
+    let body = consent_event("evt_dup", "+15550001111", true);
+
+    let first: Value = app.post_signed(&body).await.json().await.unwrap();
+    let second = app.post_signed(&body).await;
+
+    assert_eq!(second.status(), 200);
+    let second: Value = second.json().await.unwrap();
+    assert_eq!(second["status"], "duplicate");
+    assert_eq!(second["id"], first["id"]);
+    assert_eq!(app.outbox_rows().await, 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_delivery_without_an_id_is_deduplicated_on_its_bytes() {
+    let app = spawn_app(|_| {}).await;
+    let body = r#"{"type":"messageStatus-v1","data":{"id":"m1","status":"sent"}}"#;
+
+    let first: Value = app.post_signed(body).await.json().await.unwrap();
+    let again: Value = app.post_signed(body).await.json().await.unwrap();
+    let other: Value = app
+        .post_signed(&body.replace("sent", "delivered"))
+        .await
+        .json()
+        .await
+        .unwrap();
+
+    assert_eq!(
+        (first["status"].as_str(), again["status"].as_str()),
+        (Some("accepted"), Some("duplicate"))
+    );
+    assert_eq!(other["status"], "accepted");
+    assert_eq!(app.outbox_rows().await, 2);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn concurrent_deliveries_each_get_their_own_durable_row() {
+    let app = spawn_app(|_| {}).await;
+    let mut tasks = Vec::new();
+    for i in 0..200 {
+        let body = consent_event(&format!("evt_{i}"), "+15550001111", i % 2 == 0);
+        let headers = app.sign_with(SECRET, body.as_bytes());
+        let request = app.http.post(app.url("/webhooks")).body(body);
+        let request = headers.iter().fold(request, |r, (n, v)| r.header(n, v));
+        tasks.push(tokio::spawn(request.send()));
+    }
+    let mut ids = std::collections::BTreeSet::new();
+    for task in tasks {
+        let response = task.await.unwrap().unwrap();
+        assert_eq!(response.status(), 200);
+        let ack: Value = response.json().await.unwrap();
+        ids.insert(ack["id"].as_i64().unwrap());
+    }
+    assert_eq!(ids.len(), 200);
+    assert_eq!(app.outbox_rows().await, 200);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_missing_or_wrong_signature_is_refused_and_nothing_is_stored() {
+    let app = spawn_app(|_| {}).await;
+    let body = consent_event("evt_2", "+15550001111", true);
+    let signed = app.sign_with(SECRET, body.as_bytes());
+    let wrong_secret = app.sign_with("not-the-secret", body.as_bytes());
+    let truncated = vec![("x-signature".to_string(), signed[0].1[..32].to_string())];
+
+    for headers in [vec![], wrong_secret, truncated] {
+        let response = app.post_with(body.clone(), &headers).await;
+        assert_eq!(response.status(), 401, "{headers:?}");
+        let error: Value = response.json().await.unwrap();
+        assert_eq!(error["code"], 401);
+        assert!(error["message"].is_string());
+    }
+    let tampered = app.post_with(body.replace("true", "false"), &signed).await;
+    assert_eq!(tampered.status(), 401);
+    assert_eq!(app.outbox_rows().await, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn an_error_never_shows_the_secret_or_the_expected_signature() {
+    let app = spawn_app(|_| {}).await;
+    let body = consent_event("evt_3", "+15550001111", true);
+    let expected = app.sign_with(SECRET, body.as_bytes())[0].1.clone();
+
+    let text = app
+        .post_with(body, &[("x-signature".into(), "00".repeat(32))])
+        .await
+        .text()
+        .await
+        .unwrap();
+
+    assert!(
+        !text.contains(SECRET) && !text.contains(&expected),
+        "{text}"
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_signed_timestamp_outside_the_tolerance_is_refused() {
+    let app = spawn_app(|s| {
+        s.webhook.timestamp_header = "X-Timestamp".into();
+        s.webhook.tolerance_secs = 60;
+    })
+    .await;
+    let body = consent_event("evt_4", "+15550001111", true);
+    let key = outreach_sync::signature::Key::for_scheme(Scheme::Hmac, SECRET).unwrap();
+    let format = outreach_sync::signature::SignatureFormat::from(&app.settings.webhook);
+    let now = chrono::Utc::now().timestamp();
+
+    for (at, status) in [(now - 600, 401), (now + 600, 401), (now - 30, 200)] {
+        let headers = outreach_sync::signature::sign(&format, &key, body.as_bytes(), at, None);
+        assert_eq!(headers.len(), 2, "signature and timestamp");
+        let response = app.post_with(body.clone(), &headers).await;
+        assert_eq!(response.status(), status, "signed at now{:+}", at - now);
+    }
+    assert_eq!(app.outbox_rows().await, 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn standard_webhooks_deliveries_are_verified_and_deduplicated_on_the_webhook_id() {
+    let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+    let app = spawn_app(|s| {
+        s.webhook.scheme = Scheme::StandardWebhooks;
+        s.webhook.secrets = vec![SecretString::from(secret)];
+    })
+    .await;
+    let body = r#"{"type":"consentUpdate-v1","data":{"id":"lead_1","globalOptedOut":true}}"#;
+    let headers = app.sign_with(secret, body.as_bytes());
+
+    let first: Value = app.post_with(body, &headers).await.json().await.unwrap();
+    let again: Value = app.post_with(body, &headers).await.json().await.unwrap();
+    let mut bad = headers.clone();
+    bad[2].1 = "v1,".into();
+    let refused = app.post_with(body, &bad).await;
+
+    assert_eq!(first["status"], "accepted");
+    assert_eq!(again["status"], "duplicate");
+    assert_eq!(refused.status(), 401);
+    let key: String = sqlx::query_scalar("SELECT dedup_key FROM outbox")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(key, format!("webhook:{}", headers[0].1));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn during_a_rotation_both_secrets_verify_and_the_row_records_which() {
+    let app = spawn_app(|s| {
+        s.webhook.secrets = vec![
+            SecretString::from("old-secret"),
+            SecretString::from("new-secret"),
+        ];
+    })
+    .await;
+    for (i, secret) in ["old-secret", "new-secret"].iter().enumerate() {
+        let body = consent_event(&format!("evt_rot_{i}"), "+15550001111", true);
+        let headers = app.sign_with(secret, body.as_bytes());
+        let ack: Value = app.post_with(body, &headers).await.json().await.unwrap();
+        let index: i64 = sqlx::query_scalar("SELECT secret_index FROM outbox WHERE id = ?")
+            .bind(ack["id"].as_i64().unwrap())
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(index, i as i64, "{secret}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn other_hmac_formats_are_honoured_when_configured() {
+    let app = spawn_app(|s| {
+        s.webhook.header = "X-Hub-Signature-512".into();
+        s.webhook.algorithm = Algorithm::Sha512;
+        s.webhook.encoding = Encoding::Base64;
+        s.webhook.prefix = "sha512=".into();
+    })
+    .await;
+    let body = consent_event("evt_fmt", "+15550001111", true);
+    let headers = app.sign_with(SECRET, body.as_bytes());
+    assert!(headers[0].1.starts_with("sha512="));
+
+    assert_eq!(app.post_with(body.clone(), &headers).await.status(), 200);
+    let unprefixed = vec![(
+        headers[0].0.clone(),
+        headers[0].1["sha512=".len()..].to_string(),
+    )];
+    assert_eq!(app.post_with(body, &unprefixed).await.status(), 401);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_verified_body_that_is_not_json_gets_400_and_is_not_stored() {
+    let app = spawn_app(|_| {}).await;
+    let body = "type=consentUpdate-v1";
+    let response = app.post_signed(body).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert_eq!(error["code"], 400);
+    assert_eq!(app.outbox_rows().await, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_body_over_the_limit_gets_413_whether_announced_or_streamed() {
+    let app = spawn_app(|s| s.ingest.max_body_bytes = 1024).await;
+    let big = format!(r#"{{"id":"big","pad":"{}"}}"#, "x".repeat(4096));
+    let headers = app.sign_with(SECRET, big.as_bytes());
+
+    let announced = app.post_with(big.clone(), &headers).await;
+    assert_eq!(announced.status(), 413);
+    assert_eq!(announced.json::<Value>().await.unwrap()["code"], 413);
+
+    // Without a Content-Length the limit is enforced while reading.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        big.as_bytes().chunks(512).map(|c| Ok(c.to_vec())).collect();
+    let streamed = app
+        .http
+        .post(app.url("/webhooks"))
+        .header(&headers[0].0, &headers[0].1)
+        .body(reqwest::Body::wrap_stream(futures::stream::iter(chunks)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(streamed.status(), 413);
+    assert_eq!(app.outbox_rows().await, 0);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_full_backlog_answers_503_with_retry_after() {
+    let app = spawn_app(|s| s.ingest.max_backlog = 2).await;
+    for i in 0..2 {
+        let ok = app
+            .post_signed(&consent_event(&format!("evt_b{i}"), "+15550001111", true))
+            .await;
+        assert_eq!(ok.status(), 200);
+    }
+    let refused = app
+        .post_signed(&consent_event("evt_b2", "+15550001111", true))
+        .await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    assert_eq!(refused.json::<Value>().await.unwrap()["code"], 503);
+    assert_eq!(app.outbox_rows().await, 2);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_database_that_cannot_commit_answers_503_and_recovers_by_itself() {
+    let app = spawn_app(|_| {}).await;
+    // Another process holds the write lock longer than the busy timeout.
+    let mut blocker = sqlx::SqliteConnection::connect(&app.settings.database.url)
+        .await
+        .unwrap();
+    sqlx::query("BEGIN EXCLUSIVE")
+        .execute(&mut blocker)
+        .await
+        .unwrap();
+
+    let refused = app
+        .post_signed(&consent_event("evt_locked", "+15550001111", true))
+        .await;
+    assert_eq!(refused.status(), 503);
+    assert!(refused.headers().contains_key("retry-after"));
+    let ready = app.http.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 503);
+
+    sqlx::query("ROLLBACK").execute(&mut blocker).await.unwrap();
+    let accepted = app
+        .post_signed(&consent_event("evt_locked", "+15550001111", true))
+        .await;
+    assert_eq!(accepted.status(), 200);
+    assert_eq!(app.outbox_rows().await, 1);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_response_carries_the_confirmation_header_when_configured() {
+    let app = spawn_app(|s| {
+        s.webhook.confirmation_header = "X-Vendor-Account".into();
+        s.webhook.account_id = "acct_42".into();
+    })
+    .await;
+    let body = consent_event("evt_c", "+15550001111", true);
+    let responses = vec![
+        app.post_signed(&body).await,
+        app.post_with(body.clone(), &[]).await,
+        app.http.get(app.url("/healthz")).send().await.unwrap(),
+        app.http.get(app.url("/nowhere")).send().await.unwrap(),
+    ];
+    for response in responses {
+        assert_eq!(
+            response
+                .headers()
+                .get("x-vendor-account")
+                .map(|v| v.to_str().unwrap()),
+            Some("acct_42"),
+            "status {}",
+            response.status()
+        );
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn health_and_readiness_answer_when_the_database_is_writable() {
+    let app = spawn_app(|_| {}).await;
+    let health = app.http.get(app.url("/healthz")).send().await.unwrap();
+    assert_eq!(health.status(), 200);
+    let ready = app.http.get(app.url("/readyz")).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let ready: Value = ready.json().await.unwrap();
+    assert_eq!(
+        (ready["migrations"].as_bool(), ready["writable"].as_bool()),
+        (Some(true), Some(true))
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn only_the_last_hundred_refused_deliveries_are_kept() {
+    let app = spawn_app(|_| {}).await;
+    for i in 0..130 {
+        let body = consent_event(&format!("evt_r{i}"), "+15550001111", true);
+        let response = app
+            .post_with(body, &[("x-signature".into(), "00".repeat(32))])
+            .await;
+        assert_eq!(response.status(), 401);
+    }
+    // Refused deliveries are written behind the answer, in order with everything else the
+    // writer does: a readiness probe behind them returns once they are committed.
+    assert_eq!(
+        app.http
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    let (n, min, max): (i64, i64, i64) =
+        sqlx::query_as("SELECT COUNT(*), MIN(id), MAX(id) FROM rejected_deliveries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!((n, min, max), (100, 31, 130));
+    app.stop().await;
+}
