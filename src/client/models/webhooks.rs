@@ -12,7 +12,9 @@ use super::integrations::expose;
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum Scope {
     #[serde(rename_all = "camelCase")]
-    Organizations { organization_ids: Vec<String> },
+    Organizations {
+        organization_ids: Vec<String>,
+    },
     Account,
 }
 
@@ -114,7 +116,10 @@ pub struct UpdateWebhookRegistration {
     pub config: Option<WebhookConfig>,
 }
 
-fn expose_opt<S: serde::Serializer>(secret: &Option<SecretString>, s: S) -> Result<S::Ok, S::Error> {
+fn expose_opt<S: serde::Serializer>(
+    secret: &Option<SecretString>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     match secret {
         Some(secret) => expose(secret, s),
         None => s.serialize_none(),
