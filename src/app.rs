@@ -12,6 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::settings::Settings;
+use crate::worker::Worker;
 use crate::{db, ingest, outbox};
 
 /// A built daemon: listeners bound, database migrated, writer running.
@@ -74,6 +75,12 @@ impl Application {
             writer,
             writer_task,
         } = self;
+        let worker = Worker::new(
+            pool.clone(),
+            writer.state().clone(),
+            settings.consent.account_sync,
+        );
+        let worker_task = tokio::spawn(worker.run(shutdown.clone()));
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         let stop = shutdown.clone();
@@ -87,6 +94,9 @@ impl Application {
         // The router (and its writer handle) is gone: the writer ends after its last batch.
         if let Err(error) = writer_task.await {
             tracing::error!(%error, "outbox writer ended abnormally");
+        }
+        if let Err(error) = worker_task.await {
+            tracing::error!(%error, "worker ended abnormally");
         }
         pool.close().await;
         served.context("serving ingest")

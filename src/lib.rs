@@ -9,8 +9,14 @@ pub mod cli;
 pub mod client;
 /// The SQLite database and its migrations.
 pub mod db;
+/// The accepted event envelope and its parser.
+pub mod events;
 /// The public ingest listener.
 pub mod ingest;
+/// The read side of the ledger and the mirror, as JSON records.
+pub mod ledger;
+/// The apply path: lead mirror, message statuses, consent ledger.
+pub mod mirror;
 /// The outbox write path (group commit).
 pub mod outbox;
 /// The in-memory service used by tests, `demo` and users' own code.
@@ -21,3 +27,5 @@ pub mod settings;
 pub mod signature;
 /// Logging.
 pub mod telemetry;
+/// The worker that applies the outbox.
+pub mod worker;

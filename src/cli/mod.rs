@@ -1,0 +1,188 @@
+//! The command line: parsing, exit codes, and one function per subcommand.
+
+mod daemon;
+mod read;
+mod webhooks;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::settings::{Settings, SettingsError};
+
+/// outreach-sync: the outreach messaging service's consent ledger, kept durable and correct.
+#[derive(Debug, Parser)]
+#[command(name = "outreach-sync", version, about)]
+pub struct Cli {
+    /// Configuration file (default: /etc/outreach-sync/config.toml if it exists).
+    #[arg(long, global = true, value_name = "PATH")]
+    pub config: Option<PathBuf>,
+    /// Machine-readable output.
+    #[arg(long, global = true)]
+    pub json: bool,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the daemon until SIGTERM or SIGINT.
+    Serve,
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Validate the configuration and print it with every secret redacted.
+    CheckConfig,
+    /// Read a body on stdin and print the signature headers the configured scheme expects.
+    Sign {
+        /// Sign with this secret instead of the first configured one.
+        #[arg(long)]
+        secret: Option<String>,
+    },
+    /// Webhook tools.
+    Webhooks {
+        #[command(subcommand)]
+        command: WebhooksCommand,
+    },
+    /// Current consent of a number in each organization (exit 3 if unknown).
+    Consent {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: Option<String>,
+    },
+    /// Every ledger entry of a number, oldest first (exit 3 if none).
+    History {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: Option<String>,
+    },
+    /// The most recent stored deliveries.
+    Events {
+        /// Only the quarantined ones.
+        #[arg(long)]
+        quarantined: bool,
+        #[arg(long, default_value_t = 50)]
+        limit: i64,
+    },
+    /// Parse and apply stored deliveries again (after an upgrade, or once a lead is known).
+    Replay {
+        /// Every quarantined delivery.
+        #[arg(long, conflicts_with = "id", required_unless_present = "id")]
+        quarantined: bool,
+        /// One delivery, by its outbox id.
+        #[arg(long)]
+        id: Option<i64>,
+    },
+    /// Backlog, quarantined deliveries, mirror sizes and the last error.
+    Status,
+    /// Run the built-in simulated service.
+    Sandbox(crate::sandbox::cli::SandboxArgs),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WebhooksCommand {
+    /// Report which signature format the recently refused deliveries use.
+    Diagnose,
+}
+
+/// A failed command and its exit code.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Config(#[from] SettingsError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error(transparent)]
+    Runtime(#[from] anyhow::Error),
+}
+
+impl CliError {
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            CliError::Runtime(_) => 1,
+            CliError::Config(_) | CliError::Usage(_) => 2,
+            CliError::NotFound(_) => 3,
+        }
+    }
+}
+
+/// Parses the command line, runs the command, and maps its outcome to an exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the runtime: {error}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {}", chain(&error));
+            ExitCode::from(error.exit_code())
+        }
+    }
+}
+
+fn chain(error: &CliError) -> String {
+    match error {
+        CliError::Runtime(e) => format!("{e:#}"),
+        other => other.to_string(),
+    }
+}
+
+/// Runs one parsed command.
+pub async fn run(cli: Cli) -> Result<(), CliError> {
+    let config = cli.config.as_deref();
+    match cli.command {
+        Command::Serve => daemon::serve(Settings::load(config)?).await,
+        Command::Migrate => daemon::migrate(Settings::load(config)?).await,
+        Command::CheckConfig => daemon::check_config(Settings::load(config)?, cli.json),
+        Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
+        Command::Webhooks {
+            command: WebhooksCommand::Diagnose,
+        } => webhooks::diagnose_rejected(Settings::load(config)?, cli.json).await,
+        Command::Consent {
+            phone,
+            organization,
+        } => {
+            read::consent(
+                &Settings::load(config)?,
+                &phone,
+                organization.as_deref(),
+                cli.json,
+            )
+            .await
+        }
+        Command::History {
+            phone,
+            organization,
+        } => {
+            read::history(
+                &Settings::load(config)?,
+                &phone,
+                organization.as_deref(),
+                cli.json,
+            )
+            .await
+        }
+        Command::Events { quarantined, limit } => {
+            read::events(&Settings::load(config)?, quarantined, limit, cli.json).await
+        }
+        Command::Replay { quarantined, id } => {
+            let selection = match (quarantined, id) {
+                (_, Some(id)) => crate::worker::Requeue::Id(id),
+                _ => crate::worker::Requeue::Quarantined,
+            };
+            read::replay(&Settings::load(config)?, selection, cli.json).await
+        }
+        Command::Status => read::status(&Settings::load(config)?, cli.json).await,
+        Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
+    }
+}

@@ -1,0 +1,202 @@
+//! The read side: `consent`, `history`, `events`, `replay`, `status`.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+use super::CliError;
+use crate::db;
+use crate::ledger::{self, Items};
+use crate::outbox::OutboxState;
+use crate::settings::Settings;
+use crate::worker::{Requeue, Worker};
+
+/// Opens the database for a command, applying migrations so a fresh file works too.
+async fn open(settings: &Settings) -> Result<SqlitePool, CliError> {
+    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
+    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    Ok(pool)
+}
+
+fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).map_err(anyhow::Error::from)?
+    );
+    Ok(())
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+pub async fn consent(
+    settings: &Settings,
+    phone: &str,
+    org: Option<&str>,
+    json: bool,
+) -> Result<(), CliError> {
+    let pool = open(settings).await?;
+    let items = ledger::current(&pool, phone, org)
+        .await
+        .map_err(anyhow::Error::from)?;
+    if items.is_empty() {
+        return Err(CliError::NotFound(format!("no consent known for {phone}")));
+    }
+    if json {
+        return print_json(&Items { items });
+    }
+    println!(
+        "{:<20} {:<20} {:<16} {:<9} {:<25} SOURCE",
+        "ORGANIZATION", "LEAD", "PHONE", "OPTED OUT", "CHANGED AT"
+    );
+    for r in items {
+        println!(
+            "{:<20} {:<20} {:<16} {:<9} {:<25} {}",
+            r.organization_id,
+            r.lead_id.as_deref().unwrap_or("-"),
+            r.phone_number,
+            yes_no(r.opted_out),
+            r.changed_at,
+            r.source
+        );
+    }
+    Ok(())
+}
+
+pub async fn history(
+    settings: &Settings,
+    phone: &str,
+    org: Option<&str>,
+    json: bool,
+) -> Result<(), CliError> {
+    let pool = open(settings).await?;
+    let items = ledger::history(&pool, phone, org)
+        .await
+        .map_err(anyhow::Error::from)?;
+    if items.is_empty() {
+        return Err(CliError::NotFound(format!("no ledger entry for {phone}")));
+    }
+    if json {
+        return print_json(&Items { items });
+    }
+    println!(
+        "{:>8} {:<20} {:<9} {:<25} {:<10} {:<10} EVENT",
+        "SEQ", "ORGANIZATION", "OPTED OUT", "OCCURRED AT", "SOURCE", "SUPERSEDED"
+    );
+    for e in items {
+        println!(
+            "{:>8} {:<20} {:<9} {:<25} {:<10} {:<10} {}",
+            e.seq,
+            e.organization_id,
+            yes_no(e.opted_out),
+            e.occurred_at,
+            e.source,
+            yes_no(e.superseded),
+            e.event_ref
+        );
+    }
+    Ok(())
+}
+
+pub async fn events(
+    settings: &Settings,
+    quarantined: bool,
+    limit: i64,
+    json: bool,
+) -> Result<(), CliError> {
+    if limit < 1 {
+        return Err(CliError::Usage("--limit must be at least 1".into()));
+    }
+    let pool = open(settings).await?;
+    let items = ledger::events(&pool, quarantined, limit)
+        .await
+        .map_err(anyhow::Error::from)?;
+    if json {
+        return print_json(&Items { items });
+    }
+    println!(
+        "{:>8} {:<25} {:<12} {:<18} {:>8}  KEY / ERROR",
+        "ID", "RECEIVED AT", "STATE", "TYPE", "ATTEMPTS"
+    );
+    for e in items {
+        println!(
+            "{:>8} {:<25} {:<12} {:<18} {:>8}  {}{}",
+            e.id,
+            e.received_at,
+            e.state,
+            e.event_type.as_deref().unwrap_or("-"),
+            e.attempts,
+            e.dedup_key,
+            e.last_error.map(|r| format!("  ({r})")).unwrap_or_default()
+        );
+    }
+    Ok(())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ReplaySummary {
+    requeued: u64,
+    applied: u64,
+    quarantined: u64,
+}
+
+pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Result<(), CliError> {
+    let pool = open(settings).await?;
+    let requeued = crate::worker::requeue(&pool, selection)
+        .await
+        .map_err(anyhow::Error::from)?;
+    if requeued == 0 {
+        if let Requeue::Id(id) = selection {
+            return Err(CliError::NotFound(format!(
+                "no stored delivery with id {id}"
+            )));
+        }
+    }
+    let worker = Worker::new(
+        pool.clone(),
+        Arc::new(OutboxState::default()),
+        settings.consent.account_sync,
+    );
+    let outcome = worker.drain().await.map_err(anyhow::Error::from)?;
+    let summary = ReplaySummary {
+        requeued,
+        applied: outcome.applied,
+        quarantined: outcome.quarantined,
+    };
+    if json {
+        return print_json(&summary);
+    }
+    println!(
+        "{} deliveries requeued; {} applied, {} quarantined (see `outreach-sync events --quarantined`)",
+        summary.requeued, summary.applied, summary.quarantined
+    );
+    Ok(())
+}
+
+pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
+    let pool = open(settings).await?;
+    let status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    if json {
+        return print_json(&status);
+    }
+    println!("backlog (unapplied):   {}", status.backlog);
+    if let Some(oldest) = &status.oldest_pending_at {
+        println!("oldest unapplied:      {oldest}");
+    }
+    println!("quarantined:           {}", status.quarantined);
+    println!("applied:               {}", status.applied);
+    println!("ledger entries:        {}", status.ledger_entries);
+    println!("leads mirrored:        {}", status.leads);
+    println!(
+        "messages tracked:      {} ({} not final)",
+        status.messages, status.open_messages
+    );
+    match &status.last_error {
+        Some(e) => println!("last error:            {} at {}", e.message, e.at),
+        None => println!("last error:            none"),
+    }
+    Ok(())
+}

@@ -1,0 +1,282 @@
+//! The accepted event envelope and its two event kinds. The delivered shape is not
+//! published, so every assumption about it lives here: a new shape is one change.
+
+use chrono::{DateTime, Utc};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+pub const CONSENT_UPDATE: &str = "consentUpdate-v1";
+pub const MESSAGE_STATUS: &str = "messageStatus-v1";
+
+/// A parsed delivery.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Event {
+    Consent(ConsentEvent),
+    MessageStatus(MessageStatusEvent),
+}
+
+impl Event {
+    pub fn occurred_at(&self) -> DateTime<Utc> {
+        match self {
+            Event::Consent(e) => e.occurred_at,
+            Event::MessageStatus(e) => e.occurred_at,
+        }
+    }
+}
+
+/// A consent change of one lead (and, with account sync, of its number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentEvent {
+    pub occurred_at: DateTime<Utc>,
+    pub lead_id: Option<String>,
+    pub organization_id: Option<String>,
+    pub phone_number: Option<String>,
+    pub opted_out: bool,
+    pub tag_id: Option<String>,
+    /// The whole Lead resource, when the payload carries one.
+    pub lead: Option<Lead>,
+}
+
+/// A message status change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MessageStatusEvent {
+    pub occurred_at: DateTime<Utc>,
+    pub message: MessageStatus,
+    pub lead_id: Option<String>,
+    pub organization_id: Option<String>,
+}
+
+/// The Lead resource of the v3 API.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lead {
+    pub id: String,
+    pub phone_number: String,
+    pub organization_id: String,
+    #[serde(default)]
+    pub active_group_ids: Vec<String>,
+    #[serde(default)]
+    pub inactive_group_ids: Vec<String>,
+    #[serde(default)]
+    pub custom_fields: Map<String, Value>,
+    pub first_name: Option<String>,
+    pub last_name: Option<String>,
+    pub notes: Option<String>,
+    pub follow_up: Option<String>,
+    pub email: Option<String>,
+    pub postal_code: Option<String>,
+    pub phone_number_type: Option<String>,
+    #[serde(default)]
+    pub tag_ids: Vec<String>,
+    pub global_opted_out: bool,
+    pub created_at: Option<String>,
+}
+
+/// The Message status resource of the v3 API.
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MessageStatus {
+    pub id: String,
+    pub thread_id: Option<String>,
+    pub status: String,
+    #[serde(rename = "type")]
+    pub kind: Option<String>,
+    pub created_at: Option<String>,
+    pub error_code: Option<String>,
+}
+
+/// Statuses after which a message still changes; every other status is terminal.
+pub const NON_TERMINAL: &[&str] = &["pending_lookup", "queued"];
+
+pub fn is_terminal(status: &str) -> bool {
+    !NON_TERMINAL.contains(&status)
+}
+
+/// Why a verified delivery cannot be applied; kept with the quarantined row.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    #[error("not a JSON object")]
+    NotAnObject,
+    #[error("no `type` or `eventType`")]
+    NoType,
+    #[error("unknown event type `{0}`")]
+    UnknownType(String),
+    #[error("`createdAt` is not an RFC 3339 time")]
+    BadTime,
+    #[error("no `data` object")]
+    NoData,
+    #[error("{kind}: {message}")]
+    BadData { kind: &'static str, message: String },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    event_type: Option<String>,
+    created_at: Option<String>,
+    data: Option<Value>,
+}
+
+/// Parses a delivery's body; `received_at` stands in for a missing event time.
+pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
+    let envelope: Envelope = serde_json::from_slice(body).map_err(|_| ParseError::NotAnObject)?;
+    let kind = envelope
+        .kind
+        .or(envelope.event_type)
+        .ok_or(ParseError::NoType)?;
+    let occurred_at = match envelope.created_at {
+        Some(text) => DateTime::parse_from_rfc3339(&text)
+            .map_err(|_| ParseError::BadTime)?
+            .with_timezone(&Utc),
+        None => received_at,
+    };
+    let data = match envelope.data {
+        Some(Value::Object(map)) => map,
+        _ => return Err(ParseError::NoData),
+    };
+    match kind.as_str() {
+        CONSENT_UPDATE => consent(data, occurred_at).map(Event::Consent),
+        MESSAGE_STATUS => message_status(data, occurred_at).map(Event::MessageStatus),
+        _ => Err(ParseError::UnknownType(kind)),
+    }
+}
+
+fn bad(kind: &'static str, message: impl Into<String>) -> ParseError {
+    ParseError::BadData {
+        kind,
+        message: message.into(),
+    }
+}
+
+fn text(data: &Map<String, Value>, key: &str) -> Option<String> {
+    data.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// Fields every full Lead resource has, beyond those a consent subset needs.
+const FULL_LEAD_FIELDS: &[&str] = &[
+    "activeGroupIds",
+    "inactiveGroupIds",
+    "customFields",
+    "tagIds",
+];
+
+fn consent(
+    data: Map<String, Value>,
+    occurred_at: DateTime<Utc>,
+) -> Result<ConsentEvent, ParseError> {
+    let opted_out = data
+        .get("globalOptedOut")
+        .and_then(Value::as_bool)
+        .ok_or_else(|| bad(CONSENT_UPDATE, "`globalOptedOut` (boolean) is required"))?;
+    let lead_id = text(&data, "id");
+    let organization_id = text(&data, "organizationId");
+    let phone_number = text(&data, "phoneNumber");
+    if lead_id.is_none() && (organization_id.is_none() || phone_number.is_none()) {
+        return Err(bad(
+            CONSENT_UPDATE,
+            "needs `id` or both `organizationId` and `phoneNumber`",
+        ));
+    }
+    let tag_id = text(&data, "tagId");
+    let full = lead_id.is_some()
+        && organization_id.is_some()
+        && phone_number.is_some()
+        && FULL_LEAD_FIELDS.iter().all(|k| data.contains_key(*k));
+    let lead = if full {
+        Some(
+            serde_json::from_value::<Lead>(Value::Object(data))
+                .map_err(|e| bad(CONSENT_UPDATE, format!("lead resource: {e}")))?,
+        )
+    } else {
+        None
+    };
+    Ok(ConsentEvent {
+        occurred_at,
+        lead_id,
+        organization_id,
+        phone_number,
+        opted_out,
+        tag_id,
+        lead,
+    })
+}
+
+fn message_status(
+    data: Map<String, Value>,
+    occurred_at: DateTime<Utc>,
+) -> Result<MessageStatusEvent, ParseError> {
+    let lead_id = text(&data, "leadId");
+    let organization_id = text(&data, "organizationId");
+    let message: MessageStatus = serde_json::from_value(Value::Object(data))
+        .map_err(|e| bad(MESSAGE_STATUS, e.to_string()))?;
+    if message.id.is_empty() || message.status.is_empty() {
+        return Err(bad(MESSAGE_STATUS, "`id` and `status` must not be empty"));
+    }
+    Ok(MessageStatusEvent {
+        occurred_at,
+        message,
+        lead_id,
+        organization_id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> DateTime<Utc> {
+        DateTime::parse_from_rfc3339("2026-11-21T12:00:00Z")
+            .unwrap()
+            .with_timezone(&Utc)
+    }
+
+    #[test]
+    fn a_consent_subset_parses_with_the_event_time() {
+        let body = br#"{"eventType":"consentUpdate-v1","createdAt":"2026-11-21T10:00:00Z",
+            "data":{"organizationId":"o1","phoneNumber":"+15550001111","globalOptedOut":true,"tagId":"t1"}}"#;
+        let Event::Consent(e) = parse(body, at()).unwrap() else {
+            panic!()
+        };
+        assert!(e.opted_out && e.lead.is_none());
+        assert_eq!(e.tag_id.as_deref(), Some("t1"));
+        assert_eq!(e.occurred_at.to_rfc3339(), "2026-11-21T10:00:00+00:00");
+    }
+
+    #[test]
+    fn a_full_lead_resource_is_kept_and_a_missing_time_is_the_receipt_time() {
+        let body = br#"{"type":"consentUpdate-v1","data":{"id":"l1","type":"lead","organizationId":"o1",
+            "phoneNumber":"+15550001111","activeGroupIds":["g1"],"inactiveGroupIds":[],"customFields":{"a":"b"},
+            "tagIds":[],"globalOptedOut":false,"createdAt":"2026-01-01T00:00:00Z","firstName":"Ada"}}"#;
+        let Event::Consent(e) = parse(body, at()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(e.lead.unwrap().first_name.as_deref(), Some("Ada"));
+        assert_eq!(e.occurred_at, at());
+    }
+
+    #[test]
+    fn shapes_that_cannot_be_applied_say_why() {
+        let cases: [(&[u8], &str); 5] = [
+            (b"[1]", "not a JSON object"),
+            (br#"{"data":{}}"#, "no `type`"),
+            (
+                br#"{"type":"leadCreated-v9","data":{}}"#,
+                "unknown event type",
+            ),
+            (
+                br#"{"type":"consentUpdate-v1","data":{"id":"l1"}}"#,
+                "globalOptedOut",
+            ),
+            (
+                br#"{"type":"messageStatus-v1","data":{"id":"m1"}}"#,
+                "status",
+            ),
+        ];
+        for (body, expected) in cases {
+            let error = parse(body, at()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+}

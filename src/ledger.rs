@@ -1,0 +1,194 @@
+//! The read side of the consent ledger and the mirror: the JSON records of the contract,
+//! shared by the CLI and the admin API.
+
+use serde::Serialize;
+use sqlx::SqlitePool;
+
+/// Current consent of a number in one organization (the contract's consent record).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsentRecord {
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub changed_at: String,
+    pub source: String,
+}
+
+/// One ledger entry (the contract's ledger entry).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    pub seq: i64,
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub occurred_at: String,
+    pub recorded_at: String,
+    pub source: String,
+    pub event_ref: String,
+    pub superseded: bool,
+}
+
+/// `{"items": [...]}`, the list shape of the contract.
+#[derive(Debug, Serialize)]
+pub struct Items<T> {
+    pub items: Vec<T>,
+}
+
+/// Current consent of `phone` in every organization, or in one.
+pub async fn current(
+    pool: &SqlitePool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+         FROM consent_current WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2)
+         ORDER BY organization_id",
+    )
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await
+}
+
+const LEDGER_COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded";
+
+/// Every ledger entry of `phone`, oldest first.
+pub async fn history(
+    pool: &SqlitePool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {LEDGER_COLUMNS} FROM ledger
+         WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
+    ))
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await
+}
+
+/// Ledger entries after `after`, in `seq` order: the change feed.
+pub async fn changes(
+    pool: &SqlitePool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    sqlx::query_as(&format!(
+        "SELECT {LEDGER_COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// A stored delivery, as `events` lists it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEvent {
+    pub id: i64,
+    pub dedup_key: String,
+    pub received_at: String,
+    /// The envelope's `type` (or `eventType`), when the body has one.
+    pub event_type: Option<String>,
+    pub state: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+}
+
+/// The most recent stored deliveries, newest first.
+pub async fn events(
+    pool: &SqlitePool,
+    quarantined_only: bool,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, dedup_key, received_at,
+                CASE WHEN json_valid(CAST(body AS TEXT))
+                     THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
+                                   json_extract(CAST(body AS TEXT), '$.eventType')) END AS event_type,
+                state, attempts, last_error
+         FROM outbox WHERE (?1 = 0 OR state = 'quarantined') ORDER BY id DESC LIMIT ?2",
+    )
+    .bind(quarantined_only)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The daemon's state at a glance.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// Deliveries committed but not yet applied.
+    pub backlog: i64,
+    pub quarantined: i64,
+    pub applied: i64,
+    pub ledger_entries: i64,
+    pub leads: i64,
+    pub messages: i64,
+    pub open_messages: i64,
+    pub oldest_pending_at: Option<String>,
+    pub last_error: Option<LastError>,
+}
+
+/// The most recent failure the daemon recorded.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct LastError {
+    pub at: String,
+    pub message: String,
+}
+
+pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
+    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
+        sqlx::query_as(
+            "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
+                COALESCE(SUM(state = 'applied'), 0),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
+         FROM outbox",
+        )
+        .fetch_one(pool)
+        .await?;
+    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
+                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE terminal = 0)",
+    )
+    .fetch_one(pool)
+    .await?;
+    let last_error = sqlx::query_as(
+        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    Ok(Status {
+        backlog,
+        quarantined,
+        applied,
+        ledger_entries,
+        leads,
+        messages,
+        open_messages,
+        oldest_pending_at,
+        last_error,
+    })
+}
+
+/// Records the latest failure for `status`.
+pub async fn record_error(pool: &SqlitePool, message: &str) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO daemon_state (key, value, updated_at) VALUES ('last_error', ?1, ?2)
+         ON CONFLICT (key) DO UPDATE SET value = ?1, updated_at = ?2",
+    )
+    .bind(message)
+    .bind(crate::db::timestamp(chrono::Utc::now()))
+    .execute(pool)
+    .await?;
+    Ok(())
+}
