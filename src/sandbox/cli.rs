@@ -1,6 +1,9 @@
 //! `outreach-sync sandbox`: the sandbox as a standalone process.
 
 use std::net::SocketAddr;
+use std::time::Duration;
+
+use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
 #[derive(Debug, Clone, clap::Args)]
@@ -32,10 +35,132 @@ pub struct SandboxArgs {
     pub reorder: bool,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Each delivery waits up to this many milliseconds before its first attempt.
+    #[arg(long, default_value_t = 0)]
+    pub max_delay_ms: u64,
+    /// Share of API requests answered 429.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate_429: f64,
+    /// Share of API requests answered 500/503.
+    #[arg(long, default_value_t = 0.0)]
+    pub rate_5xx: f64,
+    /// Lifetime of minted tokens, in seconds.
+    #[arg(long, default_value_t = 7200)]
+    pub token_lifetime_secs: u64,
+    /// Generated activity (messages, STOP/START) every this many milliseconds; 0 for none.
+    #[arg(long, default_value_t = 1000)]
+    pub activity_ms: u64,
+    /// Opt-out and opt-in change only the lead addressed, not every lead with the number.
+    #[arg(long)]
+    pub no_account_sync: bool,
+}
+
+impl SandboxArgs {
+    /// The in-process configuration these flags describe.
+    pub fn to_config(&self) -> anyhow::Result<SandboxConfig> {
+        for (name, rate) in [
+            ("--drop-rate", self.drop_rate),
+            ("--duplicate-rate", self.duplicate_rate),
+            ("--rate-429", self.rate_429),
+            ("--rate-5xx", self.rate_5xx),
+        ] {
+            if !(0.0..=1.0).contains(&rate) {
+                anyhow::bail!("{name} must be between 0 and 1, got {rate}");
+            }
+        }
+        let deliver_to = match (&self.deliver_to, &self.secret) {
+            (Some(url), Some(secret)) => Some(DeliverTo {
+                url: url.clone(),
+                secret: secret.clone(),
+            }),
+            (Some(_), None) => anyhow::bail!("--deliver-to needs --secret (the signing secret)"),
+            (None, Some(_)) => anyhow::bail!("--secret is only used with --deliver-to"),
+            (None, None) => None,
+        };
+        Ok(SandboxConfig {
+            bind: self.bind,
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            token_lifetime: Duration::from_secs(self.token_lifetime_secs.max(1)),
+            seed: self.seed,
+            leads: self.leads,
+            organizations: self.organizations.max(1),
+            account_sync: !self.no_account_sync,
+            delivery_faults: DeliveryFaults {
+                drop_rate: self.drop_rate,
+                duplicate_rate: self.duplicate_rate,
+                reorder: self.reorder,
+                max_delay_ms: self.max_delay_ms,
+            },
+            api_faults: ApiFaults {
+                rate_429: self.rate_429,
+                rate_5xx: self.rate_5xx,
+                retry_after_secs: None,
+            },
+            deliver_to,
+            activity_interval: (self.activity_ms > 0)
+                .then(|| Duration::from_millis(self.activity_ms)),
+            ..SandboxConfig::default()
+        })
+    }
 }
 
 /// Runs the sandbox until SIGINT/SIGTERM.
 pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
-    let _ = args;
-    anyhow::bail!("the sandbox is not built yet")
+    let config = args.to_config()?;
+    let sandbox = Sandbox::spawn(config).await?;
+    let truth = sandbox.truth();
+    println!(
+        "sandbox: serving the v3 API at {}/v3 (and a minimal /v2)",
+        sandbox.base_url()
+    );
+    println!(
+        "sandbox: client_id {} (the client secret is the one given with --client-secret)",
+        args.client_id
+    );
+    println!(
+        "sandbox: seeded {} leads over {} organizations (seed {})",
+        truth.leads.len(),
+        truth.organizations.len(),
+        args.seed
+    );
+    for org in &truth.organizations {
+        println!("sandbox:   organization {} ({})", org.id, org.name);
+    }
+    match &args.deliver_to {
+        Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
+        None => println!(
+            "sandbox: no webhook target yet (POST /v3/webhook_registrations, or --deliver-to)"
+        ),
+    }
+    println!(
+        "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
+        sandbox.base_url()
+    );
+    shutdown_signal().await;
+    println!("sandbox: stopping");
+    sandbox.shutdown().await;
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }

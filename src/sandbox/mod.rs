@@ -1,4 +1,24 @@
-//! The sandbox: an in-memory implementation of the service's v3 API that delivers signed
-//! webhooks with injected faults.
+//! The sandbox: an in-memory implementation of the service's v3 API (and a minimal v2) that
+//! delivers signed webhooks with injected faults. The test double of every integration
+//! test, the engine of `demo`, and a tool users can point their own code at.
+//!
+//! In process: [`Sandbox::spawn`] returns a [`RunningSandbox`]. Over HTTP: `/v3/...`,
+//! `/v2/...` and the unauthenticated test controls under `/_control/...`.
 
+mod api;
 pub mod cli;
+mod config;
+mod control;
+mod deliver;
+mod running;
+mod shared;
+pub mod world;
+
+pub use config::{
+    ApiFaults, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DeliverTo, DeliveryFaults, SandboxConfig,
+};
+pub use control::Truth;
+pub use deliver::{DeliveryRecord, Outcome};
+pub use running::{RunningSandbox, Sandbox};
+pub use shared::StatsSnapshot;
+pub use world::{Refusal, SandboxMessage};

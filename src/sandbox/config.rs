@@ -1,0 +1,107 @@
+//! What a sandbox simulates: credentials, account size, seed, and faults.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::signature::SignatureFormat;
+
+/// Faults of webhook delivery.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct DeliveryFaults {
+    /// Share of events never sent (the daemon's reconciliation must make up for them).
+    pub drop_rate: f64,
+    /// Share of events sent twice.
+    pub duplicate_rate: f64,
+    /// Events waiting together are sent in a shuffled order.
+    pub reorder: bool,
+    /// Each event waits a random time up to this before its first attempt.
+    pub max_delay_ms: u64,
+}
+
+/// Faults of the API (resource endpoints only: the token endpoint is exempt from rate
+/// limiting, as on the service).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ApiFaults {
+    /// Share of requests answered 429.
+    pub rate_429: f64,
+    /// Share of requests answered 500 or 503.
+    pub rate_5xx: f64,
+    /// `Retry-After` seconds sent with a 429; the service sends none, so neither by default.
+    pub retry_after_secs: Option<u64>,
+}
+
+/// A registration made at start, for both event kinds and the whole account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliverTo {
+    pub url: String,
+    pub secret: String,
+}
+
+#[derive(Debug, Clone)]
+pub struct SandboxConfig {
+    /// Port 0 picks a free port (tests).
+    pub bind: SocketAddr,
+    pub client_id: String,
+    pub client_secret: String,
+    /// Returned by mock_event and expected in the ownership confirmation header.
+    pub account_id: String,
+    /// `expires_in` of minted tokens.
+    pub token_lifetime: Duration,
+    pub seed: u64,
+    pub leads: usize,
+    pub organizations: usize,
+    /// Opt-out and opt-in reach every lead of the account with the same number.
+    pub account_sync: bool,
+    /// How deliveries are signed.
+    pub signature: SignatureFormat,
+    pub delivery_faults: DeliveryFaults,
+    pub api_faults: ApiFaults,
+    /// Attempts per delivery (the first included) before giving up on a non-2xx target.
+    pub delivery_attempts: u32,
+    /// First wait between delivery attempts; doubles each time, up to 10 s.
+    pub delivery_backoff: Duration,
+    /// v2 answers 422 to a page starting this deep (the service: 100,000).
+    pub v2_cursor_depth: usize,
+    /// Page size when `limit` is absent.
+    pub default_page_size: usize,
+    /// When set, mock_event passes validation only if the target answers with this header
+    /// carrying `account_id`. Deliveries never require it.
+    pub confirmation_header: Option<String>,
+    pub deliver_to: Option<DeliverTo>,
+    /// Background activity (messages sent and advanced, people texting STOP/START) at this
+    /// interval; `None` leaves the sandbox still until told.
+    pub activity_interval: Option<Duration>,
+}
+
+pub const DEFAULT_CLIENT_ID: &str = "sandbox@example.org";
+pub const DEFAULT_CLIENT_SECRET: &str = "sandbox-secret";
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+            client_id: DEFAULT_CLIENT_ID.into(),
+            client_secret: DEFAULT_CLIENT_SECRET.into(),
+            account_id: "acct_sandbox".into(),
+            token_lifetime: Duration::from_secs(7200),
+            seed: 1,
+            leads: 20,
+            organizations: 2,
+            account_sync: true,
+            signature: SignatureFormat::default(),
+            delivery_faults: DeliveryFaults::default(),
+            api_faults: ApiFaults::default(),
+            delivery_attempts: 8,
+            delivery_backoff: Duration::from_millis(200),
+            v2_cursor_depth: 100_000,
+            default_page_size: 100,
+            confirmation_header: None,
+            deliver_to: None,
+            activity_interval: None,
+        }
+    }
+}

@@ -1,0 +1,229 @@
+//! Starting a sandbox in process, and the handle tests and `demo` drive it with.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::SecretString;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
+use super::control::Truth;
+use super::deliver::{Deliverer, DeliveryRecord};
+use super::shared::{Shared, StatsSnapshot};
+use super::world::{Refusal, SandboxMessage, SeedPlan, World};
+use crate::client::ClientConfig;
+use crate::client::models::{
+    CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
+};
+
+/// The sandbox, as a constructor.
+pub struct Sandbox;
+
+/// A sandbox serving on `addr()`. Dropping it does not stop it; call `shutdown`.
+pub struct RunningSandbox {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    cancel: CancellationToken,
+    server: JoinHandle<()>,
+}
+
+impl Sandbox {
+    /// Seeds the account, binds, and serves `/v3`, `/v2` and `/_control` in the background.
+    pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
+        let cancel = CancellationToken::new();
+        let mut world = World::new(config.seed, config.account_sync);
+        world.seed(SeedPlan {
+            leads: config.leads,
+            organizations: config.organizations,
+        });
+        let deliverer = Deliverer::start(
+            config.signature.clone(),
+            config.delivery_faults.clone(),
+            config.delivery_attempts,
+            config.delivery_backoff,
+            config.seed,
+            cancel.clone(),
+        );
+        let deliver_to = config.deliver_to.clone();
+        let activity = config.activity_interval;
+        let shared = Arc::new(Shared::new(config, world, deliverer));
+        if let Some(target) = deliver_to {
+            for config in [WebhookConfig::all_consent(), WebhookConfig::all_messages()] {
+                shared
+                    .with_world(|w| {
+                        w.create_registration(CreateWebhookRegistration {
+                            target_url: target.url.clone(),
+                            secret_for_hmac: SecretString::from(target.secret.clone()),
+                            config,
+                        })
+                    })
+                    .map_err(|r| anyhow::anyhow!("--deliver-to: {}", r.message))?;
+            }
+        }
+        let listener = tokio::net::TcpListener::bind(shared.config.bind).await?;
+        let addr = listener.local_addr()?;
+        let app = super::api::router(shared.clone())
+            .merge(super::control::routes().with_state(shared.clone()));
+        let stop = cancel.clone();
+        let server = tokio::spawn(async move {
+            let served = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await })
+                .await;
+            if let Err(e) = served {
+                tracing::error!(error = %e, "sandbox server stopped");
+            }
+        });
+        if let Some(interval) = activity {
+            tokio::spawn(activity_loop(shared.clone(), interval, cancel.clone()));
+        }
+        Ok(RunningSandbox {
+            addr,
+            shared,
+            cancel,
+            server,
+        })
+    }
+}
+
+async fn activity_loop(shared: Arc<Shared>, interval: Duration, cancel: CancellationToken) {
+    let mut ticker = tokio::time::interval(interval.max(Duration::from_millis(10)));
+    loop {
+        tokio::select! {
+            _ = cancel.cancelled() => return,
+            _ = ticker.tick() => {}
+        }
+        let step = shared.with_world(|w| w.activity_step());
+        for (lead, opted_out) in &step.consent {
+            tracing::info!(lead = %lead, opted_out, "sandbox: consent changed");
+        }
+        tracing::debug!(sent = ?step.sent, advanced = step.advanced, "sandbox: activity");
+    }
+}
+
+impl RunningSandbox {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The service's `{base_url}`, without `/v3`: clients append the version.
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    pub fn config(&self) -> &SandboxConfig {
+        &self.shared.config
+    }
+
+    /// A client configuration with the sandbox's credentials, fast retries and no rate
+    /// limit.
+    pub fn client_config(&self) -> ClientConfig {
+        ClientConfig::new(
+            self.base_url(),
+            &self.shared.config.client_id,
+            SecretString::from(self.shared.config.client_secret.clone()),
+        )
+        .for_tests()
+    }
+
+    /// A person texts STOP to an organization: the lead with that number opts out (and,
+    /// with account sync, every lead of the account with the number). Returns the leads
+    /// that changed.
+    pub fn text_stop(&self, organization_id: &str, phone: &str) -> Result<Vec<Lead>, Refusal> {
+        self.shared.text(organization_id, phone, true)
+    }
+
+    /// A person texts START: the opposite of [`RunningSandbox::text_stop`].
+    pub fn text_start(&self, organization_id: &str, phone: &str) -> Result<Vec<Lead>, Refusal> {
+        self.shared.text(organization_id, phone, false)
+    }
+
+    pub fn send_message(
+        &self,
+        lead_id: &str,
+        kind: MessageType,
+    ) -> Result<SandboxMessage, Refusal> {
+        self.shared.send_message(lead_id, kind)
+    }
+
+    /// Moves the named messages (every one still moving, if none named) one status on.
+    pub fn advance_messages(&self, ids: &[String]) -> Vec<SandboxMessage> {
+        self.shared.advance_messages(ids)
+    }
+
+    /// One step of generated activity.
+    pub fn activity_step(&self) {
+        self.shared.with_world(|w| w.activity_step());
+    }
+
+    /// Registers a webhook target directly (no token needed).
+    pub fn register_webhook(
+        &self,
+        target_url: &str,
+        secret: &str,
+        config: WebhookConfig,
+    ) -> Result<WebhookRegistration, Refusal> {
+        self.shared.with_world(|w| {
+            w.create_registration(CreateWebhookRegistration {
+                target_url: target_url.to_owned(),
+                secret_for_hmac: SecretString::from(secret.to_owned()),
+                config,
+            })
+        })
+    }
+
+    pub fn set_api_faults(&self, faults: ApiFaults) {
+        self.shared.set_api_faults(faults);
+    }
+
+    /// The next resource requests get these statuses, in order.
+    pub fn fail_next(&self, statuses: &[u16]) {
+        self.shared.fail_next(statuses);
+    }
+
+    pub fn set_delivery_faults(&self, faults: DeliveryFaults) {
+        self.shared.deliverer.set_faults(faults);
+    }
+
+    /// Every token stops being accepted, as if it had expired.
+    pub fn revoke_tokens(&self) {
+        self.shared.revoke_tokens();
+    }
+
+    pub fn truth(&self) -> Truth {
+        self.shared.truth()
+    }
+
+    pub fn leads(&self) -> Vec<Lead> {
+        self.shared.read(|w| w.leads.values().cloned().collect())
+    }
+
+    pub fn messages(&self) -> Vec<SandboxMessage> {
+        self.shared.read(|w| w.messages.values().cloned().collect())
+    }
+
+    pub fn stats(&self) -> StatsSnapshot {
+        self.shared.stats()
+    }
+
+    pub fn deliveries(&self) -> Vec<DeliveryRecord> {
+        self.shared.deliverer.records()
+    }
+
+    /// Deliveries not yet done (delivered, dropped or given up on).
+    pub fn pending_deliveries(&self) -> usize {
+        self.shared.deliverer.pending()
+    }
+
+    /// Waits until no delivery is pending; `false` if `timeout` passed first.
+    pub async fn settle(&self, timeout: Duration) -> bool {
+        self.shared.deliverer.settle(timeout).await
+    }
+
+    /// Stops serving and delivering, and waits for the server to finish.
+    pub async fn shutdown(self) {
+        self.cancel.cancel();
+        let _ = self.server.await;
+    }
+}

@@ -1,0 +1,231 @@
+//! The starting account: organizations with groups, agents, tags (one `OPT_OUT`), custom
+//! fields, an integration, and leads, all drawn from the seeded generator so the same seed
+//! gives the same account.
+
+use chrono::{DateTime, Duration, Utc};
+use rand::RngExt as _;
+use rand::seq::IndexedRandom as _;
+
+use super::World;
+use crate::client::models::*;
+
+/// How big an account to make.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SeedPlan {
+    pub leads: usize,
+    pub organizations: usize,
+}
+
+const FIRST_NAMES: [&str; 8] = [
+    "Ana", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo",
+];
+const LAST_NAMES: [&str; 8] = [
+    "Nguyen", "Okafor", "Smith", "Garcia", "Kim", "Rossi", "Haddad", "Berg",
+];
+const CITIES: [(&str, f64, f64, &str); 3] = [
+    ("Columbus, OH", 39.96, -83.0, "America/New_York"),
+    ("Denver, CO", 39.74, -104.99, "America/Denver"),
+    ("Tucson, AZ", 32.22, -110.97, "America/Phoenix"),
+];
+
+/// Seeded data is dated before this instant, so it is the same on every run.
+fn epoch() -> DateTime<Utc> {
+    DateTime::from_timestamp(1_790_000_000, 0).unwrap_or_default()
+}
+
+impl World {
+    pub fn seed(&mut self, plan: SeedPlan) {
+        let stamp = |world: &mut World| {
+            let back = world.rng.random_range(0..90 * 24 * 3600);
+            super::timestamp(epoch() - Duration::seconds(back))
+        };
+        let field_id = self.id("cf");
+        let at = stamp(self);
+        // One account-scoped field: it applies to every organization.
+        self.custom_fields.insert(
+            field_id.clone(),
+            CustomField {
+                id: field_id,
+                kind: "custom_field".into(),
+                name: "source".into(),
+                agent_visible: false,
+                organization_id: None,
+                created_at: at,
+            },
+        );
+        let mut orgs = Vec::new();
+        for n in 0..plan.organizations.max(1) {
+            let at = stamp(self);
+            orgs.push(self.seed_organization(n, at));
+        }
+        let mut phones: Vec<String> = Vec::new();
+        for n in 0..plan.leads {
+            let org = orgs[n % orgs.len()].clone();
+            // About one lead in eight is a person already known to another organization,
+            // so account sync has something to do.
+            let reuse = !phones.is_empty() && self.rng.random_bool(0.125);
+            let phone = match reuse {
+                true => phones.choose(&mut self.rng).cloned().unwrap_or_default(),
+                false => format!("+1555{:07}", self.rng.random_range(0..10_000_000u32)),
+            };
+            if self.lead_by_phone(&org, &phone).is_some() {
+                continue;
+            }
+            phones.push(phone.clone());
+            let at = stamp(self);
+            self.seed_lead(&org, phone, at);
+        }
+    }
+
+    fn seed_organization(&mut self, n: usize, at: String) -> String {
+        let org_id = self.id("org");
+        let integration_id = self.id("int");
+        self.integrations.insert(
+            integration_id.clone(),
+            Integration {
+                id: integration_id.clone(),
+                kind: "integration".into(),
+                name: format!("Voter file {}", n + 1),
+                integration_type: IntegrationType::VoterFileA,
+                organization_id: org_id.clone(),
+                created_at: at.clone(),
+            },
+        );
+        self.organizations.insert(
+            org_id.clone(),
+            Organization {
+                id: org_id.clone(),
+                kind: "organization".into(),
+                name: format!("Organization {}", n + 1),
+                integrations: vec![integration_id],
+                balances: (n == 0).then_some(Balances {
+                    sms_balance: 10_000.0,
+                    mms_balance: 2_000.0,
+                    call_balance: 500.0,
+                }),
+                created_at: at.clone(),
+            },
+        );
+        for (g, (label, lat, lng, zone)) in CITIES.iter().take(2).enumerate() {
+            let group_id = self.id("grp");
+            self.groups.insert(
+                group_id.clone(),
+                Group {
+                    id: group_id.clone(),
+                    kind: "group".into(),
+                    name: format!("{} team {}", label, g + 1),
+                    description: Some("seeded".into()),
+                    country_code: CountryCode::US,
+                    active: true,
+                    location: Some(Location {
+                        label: (*label).into(),
+                        coordinates: Coordinates {
+                            lat: *lat,
+                            lng: *lng,
+                        },
+                    }),
+                    organization_id: org_id.clone(),
+                    timezone: (*zone).into(),
+                    created_at: at.clone(),
+                },
+            );
+            let agent_id = self.id("agt");
+            self.agents.insert(
+                agent_id.clone(),
+                Agent {
+                    id: agent_id,
+                    kind: "agent".into(),
+                    name: format!("Agent {}-{}", n + 1, g + 1),
+                    full_name: format!("Agent {} of group {}", n + 1, g + 1),
+                    phone_number: None,
+                    organization_id: org_id.clone(),
+                    group_id,
+                    created_at: at.clone(),
+                },
+            );
+        }
+        for (name, visibility) in [
+            ("Volunteer", AgentVisibility::LeadProfiles),
+            ("Texted STOP", AgentVisibility::OptOut),
+            ("Staff only", AgentVisibility::Never),
+        ] {
+            let tag_id = self.id("tag");
+            self.tags.insert(
+                tag_id.clone(),
+                Tag {
+                    id: tag_id,
+                    kind: "tag".into(),
+                    name: name.into(),
+                    organization_id: Some(org_id.clone()),
+                    created_at: at.clone(),
+                    agent_visibility: visibility,
+                },
+            );
+        }
+        for name in ["donor_level", "county"] {
+            let field_id = self.id("cf");
+            self.custom_fields.insert(
+                field_id.clone(),
+                CustomField {
+                    id: field_id,
+                    kind: "custom_field".into(),
+                    name: name.into(),
+                    agent_visible: true,
+                    organization_id: Some(org_id.clone()),
+                    created_at: at.clone(),
+                },
+            );
+        }
+        org_id
+    }
+
+    fn seed_lead(&mut self, org: &str, phone: String, at: String) {
+        let groups: Vec<String> = self
+            .groups
+            .values()
+            .filter(|g| g.organization_id == org)
+            .map(|g| g.id.clone())
+            .collect();
+        let tags: Vec<String> = self
+            .tags
+            .values()
+            .filter(|t| t.organization_id.as_deref() == Some(org))
+            .map(|t| t.id.clone())
+            .collect();
+        let mut lead = Lead {
+            id: self.id("lead"),
+            kind: "lead".into(),
+            phone_number: phone,
+            organization_id: org.to_owned(),
+            active_group_ids: groups.first().cloned().into_iter().collect(),
+            inactive_group_ids: Vec::new(),
+            custom_fields: Default::default(),
+            first_name: FIRST_NAMES.choose(&mut self.rng).map(|s| (*s).to_owned()),
+            last_name: LAST_NAMES.choose(&mut self.rng).map(|s| (*s).to_owned()),
+            notes: None,
+            follow_up: None,
+            email: None,
+            postal_code: Some(format!("{:05}", self.rng.random_range(10_000..99_999))),
+            phone_number_type: None,
+            tag_ids: Vec::new(),
+            global_opted_out: self.rng.random_bool(0.05),
+            created_at: at,
+        };
+        if self.rng.random_bool(0.8) {
+            lead.phone_number_type = Some(PhoneNumberType::Mobile);
+        }
+        if let Some(second) = groups.get(1).filter(|_| self.rng.random_bool(0.3)) {
+            lead.inactive_group_ids.push(second.clone());
+        }
+        if let Some(tag) = tags.first().filter(|_| self.rng.random_bool(0.3)) {
+            lead.tag_ids.push(tag.clone());
+        }
+        if lead.global_opted_out {
+            lead.tag_ids.extend(tags.get(1).cloned());
+        }
+        let level = ["bronze", "silver", "gold"][self.rng.random_range(0..3)];
+        lead.custom_fields
+            .insert("donor_level".into(), level.into());
+        self.leads.insert(lead.id.clone(), lead);
+    }
+}
