@@ -39,7 +39,11 @@ async fn a_token_that_expires_in_the_middle_of_a_pagination_is_replaced_once() {
         leads.extend(page.items);
     }
     assert_eq!(leads, sandbox.leads());
-    assert_eq!(sandbox.stats().token_requests, 2, "one new token, not one per page");
+    assert_eq!(
+        sandbox.stats().token_requests,
+        2,
+        "one new token, not one per page"
+    );
     sandbox.shutdown().await;
 }
 
@@ -74,7 +78,11 @@ async fn a_401_gets_one_fresh_token_and_one_retry() {
     sandbox.fail_next(&[401, 401]);
     let err = client.organizations_page(&q, &p).await.unwrap_err();
     assert!(matches!(err, ClientError::Unauthorized { .. }), "{err}");
-    assert_eq!(sandbox.stats().token_requests, 3, "only one fresh token per request");
+    assert_eq!(
+        sandbox.stats().token_requests,
+        3,
+        "only one fresh token per request"
+    );
     sandbox.shutdown().await;
 }
 
@@ -92,19 +100,47 @@ async fn bad_credentials_never_cause_more_than_three_token_requests() {
     }
     assert_eq!(sandbox.stats().token_requests, 3);
     assert_eq!(sandbox.stats().api_requests, 0);
-    assert!(matches!(errors[0], ClientError::TokenRejected { status: 401, consecutive_failures: 1 }), "{}", errors[0]);
-    assert!(matches!(errors[2], ClientError::TokenBlocked { consecutive_failures: 3, .. }), "{}", errors[2]);
+    assert!(
+        matches!(
+            errors[0],
+            ClientError::TokenRejected {
+                status: 401,
+                consecutive_failures: 1
+            }
+        ),
+        "{}",
+        errors[0]
+    );
+    assert!(
+        matches!(
+            errors[2],
+            ClientError::TokenBlocked {
+                consecutive_failures: 3,
+                ..
+            }
+        ),
+        "{}",
+        errors[2]
+    );
     assert!(matches!(errors[5], ClientError::TokenBlocked { .. }));
-    assert!(errors[5].to_string().contains("client_secret"), "the error says what to check");
+    assert!(
+        errors[5].to_string().contains("client_secret"),
+        "the error says what to check"
+    );
     for error in &errors {
         assert!(!error.to_string().contains("wrong-secret-value"));
     }
     let saved = store.snapshot();
     assert_eq!(saved.consecutive_failures, 3);
-    assert!(saved.blocked_until.is_some_and(|t| t > chrono::Utc::now() + chrono::Duration::minutes(14)));
+    assert!(
+        saved
+            .blocked_until
+            .is_some_and(|t| t > chrono::Utc::now() + chrono::Duration::minutes(14))
+    );
 
     // A restart with the same store (as the daemon's database) asks no more.
-    let restarted = ServiceClient::with_guard_store(sandbox.client_config(), store.clone()).unwrap();
+    let restarted =
+        ServiceClient::with_guard_store(sandbox.client_config(), store.clone()).unwrap();
     let err = restarted.organizations_page(&q, &p).await.unwrap_err();
     assert!(matches!(err, ClientError::TokenBlocked { .. }), "{err}");
     assert_eq!(sandbox.stats().token_requests, 3);
@@ -165,7 +201,11 @@ async fn a_random_429_rate_is_absorbed_by_retries() {
     let mut config = sandbox.client_config();
     config.max_retries = 20;
     let client = ServiceClient::new(config).unwrap();
-    let leads: Vec<Lead> = client.leads(ListLeads::default(), Some(3)).try_collect().await.unwrap();
+    let leads: Vec<Lead> = client
+        .leads(ListLeads::default(), Some(3))
+        .try_collect()
+        .await
+        .unwrap();
     assert_eq!(leads, sandbox.leads());
     assert!(sandbox.stats().injected_faults > 0);
     sandbox.shutdown().await;
@@ -186,7 +226,11 @@ async fn retry_after_is_honoured() {
     let start = Instant::now();
     let (q, p) = orgs();
     client.organizations_page(&q, &p).await.unwrap();
-    assert!(start.elapsed() >= Duration::from_secs(1), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_secs(1),
+        "{:?}",
+        start.elapsed()
+    );
     sandbox.shutdown().await;
 }
 
@@ -206,7 +250,11 @@ async fn a_creation_is_not_repeated_after_a_server_error() {
         .await
         .unwrap_err();
     assert_eq!(err.status(), Some(500));
-    assert_eq!(sandbox.stats().api_requests, 1, "a 500 may have been acted on: not retried");
+    assert_eq!(
+        sandbox.stats().api_requests,
+        1,
+        "a 500 may have been acted on: not retried"
+    );
     sandbox.shutdown().await;
 }
 
@@ -222,7 +270,11 @@ async fn the_rate_limiter_spaces_requests() {
         client.organizations_page(&q, &p).await.unwrap();
     }
     // Eleven requests at 20/s take at least ten intervals of 50 ms.
-    assert!(start.elapsed() >= Duration::from_millis(500), "{:?}", start.elapsed());
+    assert!(
+        start.elapsed() >= Duration::from_millis(500),
+        "{:?}",
+        start.elapsed()
+    );
     sandbox.shutdown().await;
 }
 

@@ -35,7 +35,10 @@ async fn organizations_are_listed_and_filtered_by_id() {
         .await
         .unwrap();
     assert_eq!(all.len(), 2);
-    assert!(all.iter().all(|o| o.kind == "organization" && !o.integrations.is_empty()));
+    assert!(
+        all.iter()
+            .all(|o| o.kind == "organization" && !o.integrations.is_empty())
+    );
     let one = client
         .organizations_page(
             &ListOrganizations {
@@ -85,7 +88,10 @@ async fn leads_are_filtered_by_organization_phone_and_group_status() {
         .try_collect()
         .await
         .unwrap();
-    assert_eq!(in_org.len(), truth.iter().filter(|l| l.organization_id == org.id).count());
+    assert_eq!(
+        in_org.len(),
+        truth.iter().filter(|l| l.organization_id == org.id).count()
+    );
     let phone = truth[0].phone_number.clone();
     let by_phone: Vec<Lead> = client
         .leads(
@@ -99,7 +105,10 @@ async fn leads_are_filtered_by_organization_phone_and_group_status() {
         .await
         .unwrap();
     assert!(!by_phone.is_empty() && by_phone.iter().all(|l| l.phone_number == phone));
-    let inactive = truth.iter().find(|l| !l.inactive_group_ids.is_empty()).expect("seeded inactive member");
+    let inactive = truth
+        .iter()
+        .find(|l| !l.inactive_group_ids.is_empty())
+        .expect("seeded inactive member");
     let group = inactive.inactive_group_ids[0].clone();
     let listed: Vec<Lead> = client
         .leads(
@@ -165,8 +174,14 @@ async fn a_lead_is_created_then_updated_and_operated_on() {
         .try_collect()
         .await
         .unwrap();
-    let opt_out_tag = tags.iter().find(|t| t.agent_visibility == AgentVisibility::OptOut).unwrap();
-    let profile_tag = tags.iter().find(|t| t.agent_visibility == AgentVisibility::LeadProfiles).unwrap();
+    let opt_out_tag = tags
+        .iter()
+        .find(|t| t.agent_visibility == AgentVisibility::OptOut)
+        .unwrap();
+    let profile_tag = tags
+        .iter()
+        .find(|t| t.agent_visibility == AgentVisibility::LeadProfiles)
+        .unwrap();
     let ops = [
         LeadOperation::MakeActiveInGroup {
             group_id: groups[1].id.clone(),
@@ -200,9 +215,20 @@ async fn a_lead_is_created_then_updated_and_operated_on() {
     assert_eq!(lead.active_group_ids, vec![groups[1].id.clone()]);
     assert_eq!(lead.inactive_group_ids, vec![groups[0].id.clone()]);
     assert!(lead.tag_ids.contains(&profile_tag.id) && lead.tag_ids.contains(&opt_out_tag.id));
-    assert_eq!(lead.custom_fields.get("county").map(String::as_str), Some("Franklin"));
+    assert_eq!(
+        lead.custom_fields.get("county").map(String::as_str),
+        Some("Franklin")
+    );
     assert!(lead.global_opted_out);
-    client.patch_lead(&id, LeadOperation::RemoveTag { tag_id: profile_tag.id.clone() }).await.unwrap();
+    client
+        .patch_lead(
+            &id,
+            LeadOperation::RemoveTag {
+                tag_id: profile_tag.id.clone(),
+            },
+        )
+        .await
+        .unwrap();
     client.opt_in(&id).await.unwrap();
     let lead = client.lead(&id).await.unwrap().unwrap();
     assert!(!lead.global_opted_out && !lead.tag_ids.contains(&profile_tag.id));
@@ -219,7 +245,10 @@ async fn agents_groups_custom_fields_and_integrations_are_created_and_listed() {
             country_code: CountryCode::US,
             location: Location {
                 label: "Boston, MA".into(),
-                coordinates: Coordinates { lat: 42.36, lng: -71.06 },
+                coordinates: Coordinates {
+                    lat: 42.36,
+                    lng: -71.06,
+                },
             },
             organization_id: org.id.clone(),
             description: None,
@@ -287,7 +316,10 @@ async fn agents_groups_custom_fields_and_integrations_are_created_and_listed() {
         .await
         .unwrap();
     assert!(fields.iter().any(|f| f.id == field.id));
-    assert!(fields.iter().any(|f| f.organization_id.is_none()), "account-scoped fields are listed too");
+    assert!(
+        fields.iter().any(|f| f.organization_id.is_none()),
+        "account-scoped fields are listed too"
+    );
 
     let integration = client
         .create_integration(&CreateIntegration {
@@ -335,7 +367,11 @@ async fn agents_groups_custom_fields_and_integrations_are_created_and_listed() {
 #[tokio::test]
 async fn a_message_status_is_read_and_an_unknown_message_is_not_found() {
     let (sandbox, client) = sandbox(3).await;
-    let lead = sandbox.leads().into_iter().find(|l| !l.global_opted_out).unwrap();
+    let lead = sandbox
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .unwrap();
     let sent = sandbox.send_message(&lead.id, MessageType::SMS).unwrap();
     let read = client.message(&sent.id).await.unwrap();
     assert_eq!(read, sent.status_resource());
@@ -389,8 +425,20 @@ async fn webhook_registrations_are_created_listed_updated_mocked_and_deleted() {
         .unwrap();
     assert!(!mock.will_pass_validation);
     assert_eq!(mock.account_id, sandbox.config().account_id);
-    assert!(client.delete_webhook_registration(&created.id).await.unwrap().success);
-    assert!(!client.delete_webhook_registration(&created.id).await.unwrap().success);
+    assert!(
+        client
+            .delete_webhook_registration(&created.id)
+            .await
+            .unwrap()
+            .success
+    );
+    assert!(
+        !client
+            .delete_webhook_registration(&created.id)
+            .await
+            .unwrap()
+            .success
+    );
     sandbox.shutdown().await;
 }
 
@@ -403,7 +451,10 @@ async fn documented_constraints_are_refused_before_anything_is_sent() {
             .leads_page(&ListLeads::default(), &Paging::first(Some(limit)))
             .await
             .unwrap_err();
-        assert!(matches!(err, ClientError::Invalid { field: "limit", .. }), "{err}");
+        assert!(
+            matches!(err, ClientError::Invalid { field: "limit", .. }),
+            "{err}"
+        );
     }
     let err = client
         .upsert_lead(&UpsertLead {
@@ -413,7 +464,16 @@ async fn documented_constraints_are_refused_before_anything_is_sent() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Invalid { field: "phoneNumber", .. }), "{err}");
+    assert!(
+        matches!(
+            err,
+            ClientError::Invalid {
+                field: "phoneNumber",
+                ..
+            }
+        ),
+        "{err}"
+    );
     let err = client
         .create_custom_field(&CreateCustomField {
             name: "2bad name".into(),
@@ -422,7 +482,10 @@ async fn documented_constraints_are_refused_before_anything_is_sent() {
         })
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::Invalid { field: "name", .. }), "{err}");
+    assert!(
+        matches!(err, ClientError::Invalid { field: "name", .. }),
+        "{err}"
+    );
     let err = client
         .patch_lead(
             "lead",
@@ -456,7 +519,10 @@ async fn service_errors_carry_code_message_and_service_error_code() {
     let body = err.body().expect("error body");
     assert_eq!(body.code, 422);
     assert!(body.message.contains("no_such_field"));
-    assert_eq!(body.service_error_code.as_deref(), Some("CUSTOM_FIELD_NOT_FOUND"));
+    assert_eq!(
+        body.service_error_code.as_deref(),
+        Some("CUSTOM_FIELD_NOT_FOUND")
+    );
     assert!(err.to_string().contains("CUSTOM_FIELD_NOT_FOUND"));
     sandbox.shutdown().await;
 }

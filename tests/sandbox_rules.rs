@@ -23,7 +23,11 @@ impl Api {
         .await;
         assert_eq!(status, 200, "{body}");
         let token = body["access_token"].as_str().expect("a token").to_owned();
-        Api { sandbox, http, token }
+        Api {
+            sandbox,
+            http,
+            token,
+        }
     }
 
     async fn seeded(leads: usize) -> Api {
@@ -39,14 +43,21 @@ impl Api {
     }
 
     async fn send(&self, method: reqwest::Method, path: &str, body: Option<Value>) -> (u16, Value) {
-        let mut request = self.http.request(method, self.url(path)).bearer_auth(&self.token);
+        let mut request = self
+            .http
+            .request(method, self.url(path))
+            .bearer_auth(&self.token);
         if let Some(body) = body {
             request = request.json(&body);
         }
         let response = request.send().await.expect("answer");
         let status = response.status().as_u16();
         let bytes = response.bytes().await.expect("body");
-        let value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).expect("JSON") };
+        let value = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes).expect("JSON")
+        };
         (status, value)
     }
 
@@ -59,8 +70,12 @@ impl Api {
     }
 
     async fn patch(&self, lead: &str, operation: Value) -> (u16, Value) {
-        self.send(reqwest::Method::PATCH, "/leads", Some(json!({"id": lead, "operation": operation})))
-            .await
+        self.send(
+            reqwest::Method::PATCH,
+            "/leads",
+            Some(json!({"id": lead, "operation": operation})),
+        )
+        .await
     }
 
     fn org(&self, n: usize) -> String {
@@ -69,11 +84,20 @@ impl Api {
 
     async fn groups(&self, org: &str) -> Vec<String> {
         let (_, page) = self.get(&format!("/groups?organizationId={org}")).await;
-        page["items"].as_array().expect("items").iter().map(|g| g["id"].as_str().expect("id").to_owned()).collect()
+        page["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .map(|g| g["id"].as_str().expect("id").to_owned())
+            .collect()
     }
 
     fn lead(&self, id: &str) -> Lead {
-        self.sandbox.leads().into_iter().find(|l| l.id == id).expect("lead")
+        self.sandbox
+            .leads()
+            .into_iter()
+            .find(|l| l.id == id)
+            .expect("lead")
     }
 }
 
@@ -85,7 +109,10 @@ async fn post_raw(http: &reqwest::Client, url: &str, body: Value) -> (u16, Value
 
 fn assert_error_body(body: &Value, code: u16) {
     assert_eq!(body["code"], json!(code), "{body}");
-    assert!(body["message"].as_str().is_some_and(|m| !m.is_empty()), "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -100,7 +127,8 @@ async fn the_token_endpoint_answers_the_documented_shape_and_refuses_wrong_crede
     let (status, body) = post_raw(&api.http, &url, grant("nope")).await;
     assert_eq!(status, 401);
     assert_error_body(&body, 401);
-    let (status, body) = post_raw(&api.http, &url, json!({"grant_type": "client_credentials"})).await;
+    let (status, body) =
+        post_raw(&api.http, &url, json!({"grant_type": "client_credentials"})).await;
     assert_eq!(status, 400);
     assert_error_body(&body, 400);
     assert_eq!(api.sandbox.stats().token_requests, 4);
@@ -110,11 +138,23 @@ async fn the_token_endpoint_answers_the_documented_shape_and_refuses_wrong_crede
 #[tokio::test]
 async fn every_resource_endpoint_requires_a_valid_bearer_token() {
     let api = Api::seeded(1).await;
-    for path in ["/leads", "/organizations", "/tags", "/messages/x", "/webhook_registrations"] {
+    for path in [
+        "/leads",
+        "/organizations",
+        "/tags",
+        "/messages/x",
+        "/webhook_registrations",
+    ] {
         let response = api.http.get(api.url(path)).send().await.unwrap();
         assert_eq!(response.status(), 401, "{path}");
         assert_error_body(&response.json().await.unwrap(), 401);
-        let response = api.http.get(api.url(path)).bearer_auth("forged").send().await.unwrap();
+        let response = api
+            .http
+            .get(api.url(path))
+            .bearer_auth("forged")
+            .send()
+            .await
+            .unwrap();
         assert_eq!(response.status(), 401, "{path}");
     }
 }
@@ -131,7 +171,10 @@ async fn a_list_answers_the_envelope_and_a_cursor_after_the_end_is_null() {
     assert_eq!(rest["hasMore"], json!(false));
     let last = rest["cursor"].as_str().unwrap().to_owned();
     let (_, empty) = api.get(&format!("/leads?limit=4&cursor={last}")).await;
-    assert_eq!(empty, json!({"items": [], "cursor": null, "hasMore": false}));
+    assert_eq!(
+        empty,
+        json!({"items": [], "cursor": null, "hasMore": false})
+    );
     let (status, body) = api.get("/leads?cursor=not-ours").await;
     assert_eq!(status, 400);
     assert_error_body(&body, 400);
@@ -149,7 +192,10 @@ async fn limits_of_zero_and_above_a_thousand_are_refused_with_an_error_body() {
     let (status, _) = api.get("/organizations?limit=ten").await;
     assert_eq!(status, 400);
     for limit in ["1", "1000"] {
-        assert_eq!(api.get(&format!("/organizations?limit={limit}")).await.0, 200);
+        assert_eq!(
+            api.get(&format!("/organizations?limit={limit}")).await.0,
+            200
+        );
     }
 }
 
@@ -161,15 +207,35 @@ async fn an_upsert_creates_with_201_then_updates_the_same_lead_with_200() {
     let (status, created) = api.post("/leads", body.clone()).await;
     assert_eq!(status, 201);
     assert_eq!(created["type"], "lead");
-    for field in ["activeGroupIds", "inactiveGroupIds", "customFields", "tagIds", "globalOptedOut", "createdAt"] {
-        assert!(created.get(field).is_some(), "{field} is required in a Lead");
+    for field in [
+        "activeGroupIds",
+        "inactiveGroupIds",
+        "customFields",
+        "tagIds",
+        "globalOptedOut",
+        "createdAt",
+    ] {
+        assert!(
+            created.get(field).is_some(),
+            "{field} is required in a Lead"
+        );
     }
-    let (status, updated) = api.post("/leads", json!({"phoneNumber": "+15550100001", "organizationId": org, "lastName": "Wells"})).await;
+    let (status, updated) = api
+        .post(
+            "/leads",
+            json!({"phoneNumber": "+15550100001", "organizationId": org, "lastName": "Wells"}),
+        )
+        .await;
     assert_eq!(status, 200);
     assert_eq!(updated["id"], created["id"]);
     assert_eq!(updated["firstName"], "Ida");
     assert_eq!(updated["lastName"], "Wells");
-    let (status, body) = api.post("/leads", json!({"phoneNumber": "5551234", "organizationId": org})).await;
+    let (status, body) = api
+        .post(
+            "/leads",
+            json!({"phoneNumber": "5551234", "organizationId": org}),
+        )
+        .await;
     assert_eq!(status, 400);
     assert_error_body(&body, 400);
 }
@@ -184,7 +250,11 @@ async fn inactive_group_ids_are_ignored_for_groups_the_lead_is_not_in() {
         .await;
     assert_eq!(status, 201);
     assert_eq!(lead["activeGroupIds"], json!([]));
-    assert_eq!(lead["inactiveGroupIds"], json!([]), "not added and deactivated");
+    assert_eq!(
+        lead["inactiveGroupIds"],
+        json!([]),
+        "not added and deactivated"
+    );
     // A member is made inactive; omitting a group leaves it as it was.
     api.post("/leads", json!({"phoneNumber": "+15550100002", "organizationId": org, "activeGroupIds": [groups[0], groups[1]]}))
         .await;
@@ -206,8 +276,18 @@ async fn groups_of_another_organization_are_rejected() {
         .await;
     assert_eq!(status, 422);
     assert_eq!(body["serviceErrorCode"], "GROUP_NOT_IN_ORGANIZATION");
-    let lead = api.sandbox.leads().into_iter().find(|l| l.organization_id == org).unwrap();
-    let (status, _) = api.patch(&lead.id, json!({"type": "makeActiveInGroup", "groupId": foreign})).await;
+    let lead = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .find(|l| l.organization_id == org)
+        .unwrap();
+    let (status, _) = api
+        .patch(
+            &lead.id,
+            json!({"type": "makeActiveInGroup", "groupId": foreign}),
+        )
+        .await;
     assert_eq!(status, 422);
 }
 
@@ -216,14 +296,32 @@ async fn group_membership_moves_between_active_and_inactive_and_is_never_lost() 
     let api = Api::seeded(4).await;
     let org = api.org(0);
     let group = api.groups(&org).await[1].clone();
-    let lead = api.sandbox.leads().into_iter().find(|l| l.organization_id == org && !l.inactive_group_ids.contains(&group)).unwrap();
-    let (status, body) = api.patch(&lead.id, json!({"type": "makeActiveInGroup", "groupId": group})).await;
+    let lead = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .find(|l| l.organization_id == org && !l.inactive_group_ids.contains(&group))
+        .unwrap();
+    let (status, body) = api
+        .patch(
+            &lead.id,
+            json!({"type": "makeActiveInGroup", "groupId": group}),
+        )
+        .await;
     assert_eq!((status, body), (204, Value::Null));
     assert!(api.lead(&lead.id).active_group_ids.contains(&group));
-    api.patch(&lead.id, json!({"type": "makeInactiveInGroup", "groupId": group})).await;
+    api.patch(
+        &lead.id,
+        json!({"type": "makeInactiveInGroup", "groupId": group}),
+    )
+    .await;
     let after = api.lead(&lead.id);
     assert!(!after.active_group_ids.contains(&group) && after.inactive_group_ids.contains(&group));
-    api.patch(&lead.id, json!({"type": "makeActiveInGroup", "groupId": group})).await;
+    api.patch(
+        &lead.id,
+        json!({"type": "makeActiveInGroup", "groupId": group}),
+    )
+    .await;
     let after = api.lead(&lead.id);
     assert!(after.active_group_ids.contains(&group) && !after.inactive_group_ids.contains(&group));
 }
@@ -234,20 +332,54 @@ async fn an_opt_out_tag_must_have_opt_out_visibility() {
     let org = api.org(0);
     let (_, tags) = api.get(&format!("/tags?organizationId={org}")).await;
     let tag_with = |visibility: &str| {
-        tags["items"].as_array().unwrap().iter().find(|t| t["agentVisibility"] == visibility).unwrap()["id"].clone()
+        tags["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["agentVisibility"] == visibility)
+            .unwrap()["id"]
+            .clone()
     };
-    let lead = api.sandbox.leads().into_iter().find(|l| l.organization_id == org && !l.global_opted_out).unwrap();
-    let (status, body) = api.patch(&lead.id, json!({"type": "optOut", "tagId": tag_with("LEAD_PROFILES")})).await;
+    let lead = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .find(|l| l.organization_id == org && !l.global_opted_out)
+        .unwrap();
+    let (status, body) = api
+        .patch(
+            &lead.id,
+            json!({"type": "optOut", "tagId": tag_with("LEAD_PROFILES")}),
+        )
+        .await;
     assert_eq!(status, 422);
     assert_eq!(body["serviceErrorCode"], "TAG_NOT_OPT_OUT");
     assert!(!api.lead(&lead.id).global_opted_out);
-    let (status, _) = api.patch(&lead.id, json!({"type": "optOut", "tagId": tag_with("OPT_OUT")})).await;
+    let (status, _) = api
+        .patch(
+            &lead.id,
+            json!({"type": "optOut", "tagId": tag_with("OPT_OUT")}),
+        )
+        .await;
     assert_eq!(status, 204);
     let after = api.lead(&lead.id);
     assert!(after.global_opted_out);
-    assert!(after.tag_ids.contains(&tag_with("OPT_OUT").as_str().unwrap().to_owned()));
-    let (_, only) = api.get(&format!("/tags?organizationId={org}&agentVisibility=OPT_OUT")).await;
-    let visibilities: Vec<_> = only["items"].as_array().unwrap().iter().map(|t| t["agentVisibility"].clone()).collect();
+    assert!(
+        after
+            .tag_ids
+            .contains(&tag_with("OPT_OUT").as_str().unwrap().to_owned())
+    );
+    let (_, only) = api
+        .get(&format!(
+            "/tags?organizationId={org}&agentVisibility=OPT_OUT"
+        ))
+        .await;
+    let visibilities: Vec<_> = only["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["agentVisibility"].clone())
+        .collect();
     assert_eq!(visibilities, vec![json!(AgentVisibility::OptOut)]);
 }
 
@@ -255,23 +387,50 @@ async fn an_opt_out_tag_must_have_opt_out_visibility() {
 async fn set_custom_field_needs_an_existing_field_name() {
     let api = Api::seeded(2).await;
     let lead = api.sandbox.leads().remove(0);
-    let (status, body) = api.patch(&lead.id, json!({"type": "setCustomField", "customFieldName": "nope", "value": "1"})).await;
+    let (status, body) = api
+        .patch(
+            &lead.id,
+            json!({"type": "setCustomField", "customFieldName": "nope", "value": "1"}),
+        )
+        .await;
     assert_eq!(status, 422);
     assert_error_body(&body, 422);
     assert_eq!(body["serviceErrorCode"], "CUSTOM_FIELD_NOT_FOUND");
     // An account-scoped field applies to every organization.
-    let (status, _) = api.patch(&lead.id, json!({"type": "setCustomField", "customFieldName": "source", "value": "fair"})).await;
+    let (status, _) = api
+        .patch(
+            &lead.id,
+            json!({"type": "setCustomField", "customFieldName": "source", "value": "fair"}),
+        )
+        .await;
     assert_eq!(status, 204);
-    assert_eq!(api.lead(&lead.id).custom_fields.get("source").map(String::as_str), Some("fair"));
+    assert_eq!(
+        api.lead(&lead.id)
+            .custom_fields
+            .get("source")
+            .map(String::as_str),
+        Some("fair")
+    );
 }
 
 async fn same_number_in_two_orgs(api: &Api) -> (String, String) {
     let (a, b) = (api.org(0), api.org(1));
     for org in [&a, &b] {
-        let (status, _) = api.post("/leads", json!({"phoneNumber": "+15550177777", "organizationId": org})).await;
+        let (status, _) = api
+            .post(
+                "/leads",
+                json!({"phoneNumber": "+15550177777", "organizationId": org}),
+            )
+            .await;
         assert_eq!(status, 201);
     }
-    let ids: Vec<String> = api.sandbox.leads().into_iter().filter(|l| l.phone_number == "+15550177777").map(|l| l.id).collect();
+    let ids: Vec<String> = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .filter(|l| l.phone_number == "+15550177777")
+        .map(|l| l.id)
+        .collect();
     (ids[0].clone(), ids[1].clone())
 }
 
@@ -307,7 +466,13 @@ async fn unknown_leads_and_endpoints_answer_404_with_an_error_body() {
     let (status, body) = api.get("/no_such_thing").await;
     assert_eq!(status, 404);
     assert_error_body(&body, 404);
-    let (status, body) = api.send(reqwest::Method::PATCH, "/leads", Some(json!({"id": "x", "operation": {"type": "explode"}}))).await;
+    let (status, body) = api
+        .send(
+            reqwest::Method::PATCH,
+            "/leads",
+            Some(json!({"id": "x", "operation": {"type": "explode"}})),
+        )
+        .await;
     assert_eq!(status, 400);
     assert_error_body(&body, 400);
 }
@@ -330,9 +495,17 @@ async fn the_same_seed_gives_the_same_account_and_another_seed_another() {
 #[tokio::test]
 async fn messages_progress_to_a_terminal_status_with_error_codes_on_failures() {
     let api = Api::seeded(30).await;
-    let reachable: Vec<Lead> = api.sandbox.leads().into_iter().filter(|l| !l.global_opted_out).collect();
+    let reachable: Vec<Lead> = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .filter(|l| !l.global_opted_out)
+        .collect();
     for lead in &reachable {
-        let first = api.sandbox.send_message(&lead.id, outreach_sync::client::models::MessageType::SMS).unwrap();
+        let first = api
+            .sandbox
+            .send_message(&lead.id, outreach_sync::client::models::MessageType::SMS)
+            .unwrap();
         assert!(matches!(first.status.as_str(), "queued" | "pending_lookup"));
     }
     for _ in 0..4 {
@@ -341,15 +514,28 @@ async fn messages_progress_to_a_terminal_status_with_error_codes_on_failures() {
     let messages = api.sandbox.messages();
     assert_eq!(messages.len(), reachable.len());
     for message in &messages {
-        assert!(matches!(message.status.as_str(), "delivered" | "failed" | "undelivered"), "{message:?}");
-        assert_eq!(message.error_code.is_some(), message.status != "delivered", "{message:?}");
+        assert!(
+            matches!(
+                message.status.as_str(),
+                "delivered" | "failed" | "undelivered"
+            ),
+            "{message:?}"
+        );
+        assert_eq!(
+            message.error_code.is_some(),
+            message.status != "delivered",
+            "{message:?}"
+        );
         let (status, read) = api.get(&format!("/messages/{}", message.id)).await;
         assert_eq!(status, 200);
         assert_eq!(read["status"], json!(message.status));
     }
     let opted_out = api.sandbox.leads().into_iter().find(|l| l.global_opted_out);
     if let Some(lead) = opted_out {
-        let refused = api.sandbox.send_message(&lead.id, outreach_sync::client::models::MessageType::SMS).unwrap_err();
+        let refused = api
+            .sandbox
+            .send_message(&lead.id, outreach_sync::client::models::MessageType::SMS)
+            .unwrap_err();
         assert_eq!(refused.status, 422);
     }
 }
@@ -357,7 +543,12 @@ async fn messages_progress_to_a_terminal_status_with_error_codes_on_failures() {
 #[tokio::test]
 async fn the_control_endpoints_make_a_person_text_stop_and_show_the_truth() {
     let api = Api::seeded(10).await;
-    let lead = api.sandbox.leads().into_iter().find(|l| !l.global_opted_out).unwrap();
+    let lead = api
+        .sandbox
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .unwrap();
     let base = api.sandbox.base_url();
     let (status, changed) = post_raw(
         &api.http,
@@ -366,13 +557,38 @@ async fn the_control_endpoints_make_a_person_text_stop_and_show_the_truth() {
     )
     .await;
     assert_eq!(status, 200);
-    assert!(changed["changed"].as_array().unwrap().iter().any(|l| l["id"] == json!(lead.id)));
-    let truth: Value = api.http.get(format!("{base}/_control/truth")).send().await.unwrap().json().await.unwrap();
-    let found = truth["leads"].as_array().unwrap().iter().find(|l| l["id"] == json!(lead.id)).unwrap().clone();
+    assert!(
+        changed["changed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|l| l["id"] == json!(lead.id))
+    );
+    let truth: Value = api
+        .http
+        .get(format!("{base}/_control/truth"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let found = truth["leads"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["id"] == json!(lead.id))
+        .unwrap()
+        .clone();
     assert_eq!(found["globalOptedOut"], json!(true));
     let (status, message) = post_raw(&api.http, &format!("{base}/_control/messages"), json!({"leadId": api.sandbox.leads().into_iter().find(|l| !l.global_opted_out).unwrap().id})).await;
     assert_eq!(status, 201, "{message}");
-    let (status, advanced) = post_raw(&api.http, &format!("{base}/_control/messages/advance"), json!({})).await;
+    let (status, advanced) = post_raw(
+        &api.http,
+        &format!("{base}/_control/messages/advance"),
+        json!({}),
+    )
+    .await;
     assert_eq!(status, 200);
     assert_eq!(advanced["changed"].as_array().unwrap().len(), 1);
     let faults = api
