@@ -61,36 +61,47 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
+    // Real time (the crate does not enable tokio's test-util), so rates are high and the
+    // bounds one-sided.
+
+    #[tokio::test]
     async fn requests_are_spaced_by_the_rate() {
-        let limiter = RateLimiter::new(10, 1);
+        let limiter = RateLimiter::new(100, 1);
         let start = Instant::now();
         for _ in 0..11 {
             limiter.acquire().await;
         }
-        // The first goes at once, the next ten 100 ms apart.
-        assert_eq!(start.elapsed(), Duration::from_secs(1));
+        // The first goes at once, the next ten 10 ms apart.
+        assert!(
+            start.elapsed() >= Duration::from_millis(100),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_burst_goes_at_once_then_the_rate_applies() {
         let limiter = RateLimiter::new(10, 5);
         let start = Instant::now();
         for _ in 0..5 {
             limiter.acquire().await;
         }
-        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert!(
+            start.elapsed() < Duration::from_millis(90),
+            "{:?}",
+            start.elapsed()
+        );
         limiter.acquire().await;
         assert!(start.elapsed() >= Duration::from_millis(100));
     }
 
-    #[tokio::test(start_paused = true)]
+    #[tokio::test]
     async fn a_disabled_limiter_never_waits() {
         let limiter = RateLimiter::new(0, 1);
         let start = Instant::now();
         for _ in 0..1000 {
             limiter.acquire().await;
         }
-        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert!(start.elapsed() < Duration::from_millis(100));
     }
 }
