@@ -294,3 +294,26 @@ async fn secrets_never_appear_in_debug_output() {
     assert!(!format!("{create:?}").contains("hook-secret"));
     sandbox.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_token_is_reused_until_shortly_before_it_expires() {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 1,
+        token_lifetime: Duration::from_secs(1),
+        ..SandboxConfig::default()
+    })
+    .await
+    .unwrap();
+    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let (q, p) = orgs();
+    for _ in 0..3 {
+        client.organizations_page(&q, &p).await.unwrap();
+    }
+    assert_eq!(sandbox.stats().token_requests, 1);
+    // The margin is at most half the lifetime: past 0.5 s a 1 s token is replaced before use,
+    // so the service never sees it expire.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    client.organizations_page(&q, &p).await.unwrap();
+    assert_eq!(sandbox.stats().token_requests, 2);
+    sandbox.shutdown().await;
+}

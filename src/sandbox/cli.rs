@@ -137,10 +137,44 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
         sandbox.base_url()
     );
-    shutdown_signal().await;
+    let mut report = tokio::time::interval(REPORT_EVERY);
+    report.tick().await;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = report.tick() => print_summary(&sandbox),
+        }
+    }
     println!("sandbox: stopping");
     sandbox.shutdown().await;
     Ok(())
+}
+
+/// How often the running sandbox prints a summary line.
+const REPORT_EVERY: Duration = Duration::from_secs(10);
+
+fn print_summary(sandbox: &super::RunningSandbox) {
+    let truth = sandbox.truth();
+    let opted_out = truth.leads.iter().filter(|l| l.global_opted_out).count();
+    let moving = truth.messages.iter().filter(|m| m.can_advance()).count();
+    let records = sandbox.deliveries();
+    let count = |outcome| records.iter().filter(|r| r.outcome == outcome).count();
+    let stats = sandbox.stats();
+    println!(
+        "sandbox: {} leads ({opted_out} opted out), {} messages ({moving} still moving); \
+         deliveries: {} delivered, {} failed attempts, {} dropped, {} pending; \
+         {} API requests, {} token requests",
+        truth.leads.len(),
+        truth.messages.len(),
+        count(super::Outcome::Delivered),
+        count(super::Outcome::Failed) + count(super::Outcome::GaveUp),
+        count(super::Outcome::Dropped),
+        sandbox.pending_deliveries(),
+        stats.api_requests,
+        stats.token_requests,
+    );
 }
 
 async fn shutdown_signal() {
