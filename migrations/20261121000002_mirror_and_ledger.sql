@@ -1,9 +1,9 @@
--- The local mirror of the service's leads.
+-- The local mirror of the service's leads. A lead's consent (globalOptedOut) is the
+-- consent_state row of its (organization, number): one source of truth.
 CREATE TABLE leads (
     id                 TEXT PRIMARY KEY,
     organization_id    TEXT NOT NULL,
     phone_number       TEXT NOT NULL,
-    global_opted_out   INTEGER NOT NULL DEFAULT 0,
     first_name         TEXT,
     last_name          TEXT,
     notes              TEXT,

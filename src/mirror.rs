@@ -50,105 +50,81 @@ pub struct ConsentChange<'a> {
 pub struct ConsentApplied {
     /// The new ledger entry; `None` when this event was already recorded.
     pub seq: Option<i64>,
-    /// Whether the current state changed.
-    pub changed: bool,
+    /// Whether it became the current state.
+    pub current: bool,
     /// Whether a newer state was already in place.
     pub superseded: bool,
 }
 
-/// The order in which consent observations win: later event time, then opt-out over
-/// opt-in at the same instant (the cautious answer to a tie).
-fn consent_rank(changed_at: &str, opted_out: bool) -> (&str, bool) {
-    (changed_at, opted_out)
-}
-
-/// Records `change` in the ledger and, if it is the newest, in the current state and the
-/// mirrored leads with that number in that organization.
+/// Records `change` in the ledger and, if it ranks above the current state, makes it the
+/// current state. Observations rank by event time, then opt-out over opt-in at the same
+/// instant (the cautious answer to a tie); the rank is the row value
+/// `(changed_at, opted_out)` in both statements.
 pub async fn apply_consent(
     conn: &mut SqliteConnection,
     change: &ConsentChange<'_>,
     now: DateTime<Utc>,
 ) -> Result<ConsentApplied, sqlx::Error> {
     let occurred_at = db::timestamp(change.occurred_at);
-    let current: Option<(bool, String, Option<String>)> = sqlx::query_as(
-        "SELECT opted_out, changed_at, lead_id FROM consent_state
-         WHERE organization_id = ? AND phone_number = ?",
-    )
-    .bind(change.organization_id)
-    .bind(change.phone_number)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let new_rank = consent_rank(&occurred_at, change.opted_out);
-    let (wins, superseded) = match &current {
-        None => (true, false),
-        Some((opted_out, changed_at, _)) => {
-            let old_rank = consent_rank(changed_at, *opted_out);
-            (new_rank > old_rank, old_rank > new_rank)
-        }
-    };
-    let lead_id = change
-        .lead_id
-        .map(str::to_owned)
-        .or_else(|| current.as_ref().and_then(|c| c.2.clone()));
-    let seq: Option<i64> = sqlx::query_scalar(
+    let recorded: Option<(i64, bool, Option<String>)> = sqlx::query_as(
         "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
                              recorded_at, source, event_ref, superseded, tag_id, reason)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+         SELECT ?1, COALESCE(?2, current.lead_id), ?3, ?4, ?5, ?6, ?7, ?8,
+                COALESCE((current.changed_at, current.opted_out) > (?5, ?4), 0), ?9, ?10
+         FROM (SELECT 1) LEFT JOIN consent_state AS current
+              ON current.organization_id = ?1 AND current.phone_number = ?3
+         WHERE true
          ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING
-         RETURNING seq",
+         RETURNING seq, superseded, lead_id",
     )
     .bind(change.organization_id)
-    .bind(&lead_id)
+    .bind(change.lead_id)
     .bind(change.phone_number)
     .bind(change.opted_out)
     .bind(&occurred_at)
     .bind(db::timestamp(now))
     .bind(change.source.as_str())
     .bind(change.event_ref)
-    .bind(superseded)
     .bind(change.tag_id)
     .bind(change.reason)
     .fetch_optional(&mut *conn)
     .await?;
-    let Some(seq) = seq else {
+    let Some((seq, superseded, lead_id)) = recorded else {
         return Ok(ConsentApplied {
             seq: None,
-            changed: false,
-            superseded,
+            current: false,
+            superseded: false,
         });
     };
-    if wins {
-        sqlx::query(
-            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-             ON CONFLICT (organization_id, phone_number) DO UPDATE SET
-                lead_id = COALESCE(?3, lead_id), opted_out = ?4, changed_at = ?5, source = ?6, seq = ?7",
-        )
-        .bind(change.organization_id)
-        .bind(change.phone_number)
-        .bind(&lead_id)
-        .bind(change.opted_out)
-        .bind(&occurred_at)
-        .bind(change.source.as_str())
-        .bind(seq)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query(
-            "UPDATE leads SET global_opted_out = ?, updated_at = ?
-             WHERE organization_id = ? AND phone_number = ? AND global_opted_out <> ?",
-        )
-        .bind(change.opted_out)
-        .bind(db::timestamp(now))
-        .bind(change.organization_id)
-        .bind(change.phone_number)
-        .bind(change.opted_out)
-        .execute(&mut *conn)
-        .await?;
+    if superseded {
+        return Ok(ConsentApplied {
+            seq: Some(seq),
+            current: false,
+            superseded,
+        });
     }
-    let changed = wins && current.as_ref().is_none_or(|c| c.0 != change.opted_out);
+    let current = sqlx::query(
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+         ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+            lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
+            changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
+         WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
+    )
+    .bind(change.organization_id)
+    .bind(change.phone_number)
+    .bind(&lead_id)
+    .bind(change.opted_out)
+    .bind(&occurred_at)
+    .bind(change.source.as_str())
+    .bind(seq)
+    .execute(&mut *conn)
+    .await?
+    .rows_affected()
+        > 0;
     Ok(ConsentApplied {
         seq: Some(seq),
-        changed,
+        current,
         superseded,
     })
 }
@@ -171,8 +147,7 @@ pub async fn account_sync_targets(
 }
 
 /// Inserts or updates a mirrored lead's fields if `observed_at` is not older than what the
-/// mirror holds. Consent is left to [`apply_consent`]; a new lead starts from the current
-/// consent of its number if one is known.
+/// mirror holds. Its consent is the `consent_state` of its number, set by [`apply_consent`].
 pub async fn upsert_lead(
     conn: &mut SqliteConnection,
     lead: &Lead,
@@ -180,12 +155,10 @@ pub async fn upsert_lead(
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
-        "INSERT INTO leads (id, organization_id, phone_number, global_opted_out, first_name, last_name,
+        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name,
              notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
              inactive_group_ids, tag_ids, custom_fields, created_at, observed_at, updated_at)
-         VALUES (?1, ?2, ?3,
-             COALESCE((SELECT opted_out FROM consent_state WHERE organization_id = ?2 AND phone_number = ?3), ?4),
-             ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
+         VALUES (?1, ?2, ?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
          ON CONFLICT (id) DO UPDATE SET
              organization_id = ?2, phone_number = ?3, first_name = ?5, last_name = ?6, notes = ?7,
              follow_up = ?8, email = ?9, postal_code = ?10, phone_number_type = ?11,
@@ -196,7 +169,7 @@ pub async fn upsert_lead(
     .bind(&lead.id)
     .bind(&lead.organization_id)
     .bind(&lead.phone_number)
-    .bind(lead.global_opted_out)
+    .bind(lead.global_opted_out) // ?4, unused: consent lives in consent_state
     .bind(&lead.first_name)
     .bind(&lead.last_name)
     .bind(&lead.notes)
@@ -232,43 +205,27 @@ pub struct StatusChange<'a> {
 }
 
 /// Applies a status observation: a terminal status beats a non-terminal one whatever the
-/// times; otherwise the later wins. Returns whether the stored status changed.
+/// times; otherwise the later wins (ties broken by status text, then error code, so the
+/// outcome never depends on arrival order). Returns whether the stored status changed.
 pub async fn apply_message_status(
     conn: &mut SqliteConnection,
     change: &StatusChange<'_>,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
     let m = change.message;
-    let terminal = is_terminal(&m.status);
-    let status_at = db::timestamp(change.occurred_at);
-    let error_code = m.error_code.clone().unwrap_or_default();
-    let current: Option<(bool, String, String, String)> = sqlx::query_as(
-        "SELECT terminal, status_at, status, COALESCE(error_code, '') FROM messages WHERE id = ?",
-    )
-    .bind(&m.id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    let new_rank = (
-        terminal,
-        status_at.as_str(),
-        m.status.as_str(),
-        error_code.as_str(),
-    );
-    let wins = current
-        .as_ref()
-        .is_none_or(|(t, at, s, e)| new_rank > (*t, at.as_str(), s.as_str(), e.as_str()));
-    if !wins {
-        return Ok(false);
-    }
-    sqlx::query(
+    let updated = sqlx::query(
         "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
              organization_id, terminal, status_at, source, first_seen_at, updated_at)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)
          ON CONFLICT (id) DO UPDATE SET
-             thread_id = COALESCE(?2, thread_id), status = ?3, type = COALESCE(?4, type),
-             created_at = COALESCE(?5, created_at), error_code = ?6,
-             lead_id = COALESCE(?7, lead_id), organization_id = COALESCE(?8, organization_id),
-             terminal = ?9, status_at = ?10, source = ?11, updated_at = ?12",
+             thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
+             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
+             error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
+             organization_id = COALESCE(excluded.organization_id, organization_id),
+             terminal = excluded.terminal, status_at = excluded.status_at,
+             source = excluded.source, updated_at = excluded.updated_at
+         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
+             > (terminal, status_at, status, COALESCE(error_code, ''))",
     )
     .bind(&m.id)
     .bind(&m.thread_id)
@@ -278,11 +235,11 @@ pub async fn apply_message_status(
     .bind(&m.error_code)
     .bind(change.lead_id)
     .bind(change.organization_id)
-    .bind(terminal)
-    .bind(&status_at)
+    .bind(is_terminal(&m.status))
+    .bind(db::timestamp(change.occurred_at))
     .bind(change.source.as_str())
     .bind(db::timestamp(now))
     .execute(&mut *conn)
     .await?;
-    Ok(current.is_none_or(|(_, _, s, e)| s != m.status || e != error_code))
+    Ok(updated.rows_affected() > 0)
 }

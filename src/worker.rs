@@ -78,6 +78,7 @@ impl Worker {
         .await?;
         let now = Utc::now();
         let mut outcome = Outcome::default();
+        let mut applied_ids = Vec::with_capacity(rows.len());
         for (id, dedup_key, received_at, body) in rows {
             let received_at = DateTime::parse_from_rfc3339(&received_at)
                 .map(|t| t.with_timezone(&Utc))
@@ -88,20 +89,24 @@ impl Worker {
                 .instrument(span)
                 .await?;
             match applied {
-                Ok(()) => {
-                    sqlx::query("UPDATE outbox SET state = 'applied', applied_at = ? WHERE id = ?")
-                        .bind(db::timestamp(now))
-                        .bind(id)
-                        .execute(&mut *tx)
-                        .await?;
-                    outcome.applied += 1;
-                }
+                Ok(()) => applied_ids.push(id),
                 Err(reason) => {
                     tracing::warn!(outbox_id = id, %dedup_key, %reason, "delivery quarantined");
                     quarantine(&mut tx, id, &reason.to_string()).await?;
                     outcome.quarantined += 1;
                 }
             }
+        }
+        if !applied_ids.is_empty() {
+            sqlx::query(
+                "UPDATE outbox SET state = 'applied', applied_at = ?
+                 WHERE id IN (SELECT value FROM json_each(?))",
+            )
+            .bind(db::timestamp(now))
+            .bind(serde_json::to_string(&applied_ids).unwrap_or_else(|_| "[]".into()))
+            .execute(&mut *tx)
+            .await?;
+            outcome.applied = applied_ids.len() as u64;
         }
         tx.commit().await?;
         self.state.settled(outcome.applied + outcome.quarantined);
@@ -166,7 +171,7 @@ impl Worker {
                 reason: None,
             };
             let applied = mirror::apply_consent(conn, &change, now).await?;
-            tracing::debug!(organization_id, lead_id = ?lead_id, changed = applied.changed, superseded = applied.superseded, "consent applied");
+            tracing::debug!(organization_id, lead_id = ?lead_id, current = applied.current, superseded = applied.superseded, "consent applied");
         }
         Ok(Ok(()))
     }

@@ -181,7 +181,9 @@ async fn with_account_sync_one_event_changes_every_mirrored_lead_with_the_number
             .await;
 
         let opted_out: Vec<(String, bool)> =
-            sqlx::query_as("SELECT id, global_opted_out FROM leads ORDER BY id")
+            sqlx::query_as(
+            "SELECT id, opted_out FROM leads JOIN consent_state USING (organization_id, phone_number) ORDER BY id",
+        )
                 .fetch_all(&s.pool)
                 .await
                 .unwrap();
