@@ -1,18 +1,23 @@
 //! The apply path shared by the worker, the reconciler and local changes: the lead mirror,
-//! message statuses and the append-only consent ledger, each change inside the caller's
+//! message statuses and the append-only consent ledger, written inside the caller's
 //! transaction.
 //!
-//! Both merges are order-independent: the state kept is the maximum of a total order over
+//! Merges are order-independent: the state kept is the maximum of a total order over
 //! observations, so any order and any duplication of the same events ends in one state.
+//! Every function takes a whole batch and issues a handful of statements for it (rows go in
+//! as one JSON array read with `json_each`), because each statement costs a thread hop.
+
+use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
+use serde::Serialize;
 use sqlx::SqliteConnection;
 
 use crate::db;
 use crate::events::{Lead, MessageStatus, is_terminal};
 
 /// Where a consent observation comes from (the contract's `source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Source {
     Webhook,
@@ -31,172 +36,293 @@ impl Source {
 }
 
 /// One consent observation of one (organization, number).
-#[derive(Debug, Clone)]
-pub struct ConsentChange<'a> {
-    pub organization_id: &'a str,
-    pub phone_number: &'a str,
-    pub lead_id: Option<&'a str>,
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentObservation {
+    pub organization_id: String,
+    pub phone_number: String,
+    pub lead_id: Option<String>,
     pub opted_out: bool,
     pub occurred_at: DateTime<Utc>,
     pub source: Source,
     /// Identifies the event: one ledger entry per event and (organization, number).
-    pub event_ref: &'a str,
-    pub tag_id: Option<&'a str>,
-    pub reason: Option<&'a str>,
+    pub event_ref: String,
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
 }
 
-/// What applying a consent observation did.
+/// What applying one consent observation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConsentApplied {
     /// The new ledger entry; `None` when this event was already recorded.
     pub seq: Option<i64>,
-    /// Whether it became the current state.
+    /// Whether it became the current state when applied.
     pub current: bool,
     /// Whether a newer state was already in place.
     pub superseded: bool,
 }
 
-/// Records `change` in the ledger and, if it ranks above the current state, makes it the
-/// current state. Observations rank by event time, then opt-out over opt-in at the same
-/// instant (the cautious answer to a tie); the rank is the row value
-/// `(changed_at, opted_out)` in both statements.
+/// The rank of a consent state: later event time wins, then opt-out over opt-in at the same
+/// instant (the cautious answer to a tie). SQL compares the same row value
+/// `(changed_at, opted_out)`.
+type Rank = (String, bool);
+
+#[derive(Serialize)]
+struct LedgerRow<'a> {
+    o: &'a str,
+    l: Option<&'a str>,
+    p: &'a str,
+    out: bool,
+    at: &'a str,
+    src: &'static str,
+    r: &'a str,
+    sup: bool,
+    tag: Option<&'a str>,
+    why: Option<&'a str>,
+}
+
+#[derive(Serialize)]
+struct StateRow<'a> {
+    o: &'a str,
+    p: &'a str,
+    l: Option<&'a str>,
+    out: bool,
+    at: &'a str,
+    src: &'static str,
+    seq: i64,
+}
+
+fn json<T: Serialize + ?Sized>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
+}
+
+/// Records every observation in the ledger, in order, and moves the current state of each
+/// (organization, number) to the highest-ranked one. The outcome is the one of applying
+/// the observations one by one.
 pub async fn apply_consent(
     conn: &mut SqliteConnection,
-    change: &ConsentChange<'_>,
+    observations: &[ConsentObservation],
     now: DateTime<Utc>,
-) -> Result<ConsentApplied, sqlx::Error> {
-    let occurred_at = db::timestamp(change.occurred_at);
-    let recorded: Option<(i64, bool, Option<String>)> = sqlx::query_as(
+) -> Result<Vec<ConsentApplied>, sqlx::Error> {
+    if observations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let keys: Vec<(&str, &str)> = observations
+        .iter()
+        .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
+        .collect();
+    let rows: Vec<(String, String, String, bool, Option<String>)> = sqlx::query_as(
+        "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id
+         FROM json_each(?) AS k
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+    )
+    .bind(json(&keys))
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut state: HashMap<(String, String), (Rank, Option<String>)> = rows
+        .into_iter()
+        .map(|(o, p, at, out, lead)| ((o, p), ((at, out), lead)))
+        .collect();
+
+    // Walk the batch in order, as if each were applied alone.
+    let times: Vec<String> = observations
+        .iter()
+        .map(|o| db::timestamp(o.occurred_at))
+        .collect();
+    let mut decisions = Vec::with_capacity(observations.len());
+    for (o, at) in observations.iter().zip(&times) {
+        let key = (o.organization_id.clone(), o.phone_number.clone());
+        let rank: Rank = (at.clone(), o.opted_out);
+        let (wins, superseded, known_lead) = match state.get(&key) {
+            None => (true, false, None),
+            Some((current, lead)) => (rank > *current, *current > rank, lead.clone()),
+        };
+        let lead_id = o.lead_id.clone().or(known_lead);
+        if wins {
+            state.insert(key, (rank, lead_id.clone()));
+        }
+        decisions.push((wins, superseded, lead_id));
+    }
+
+    let ledger: Vec<LedgerRow> = observations
+        .iter()
+        .zip(&times)
+        .zip(&decisions)
+        .map(|((o, at), (_, superseded, lead_id))| LedgerRow {
+            o: &o.organization_id,
+            l: lead_id.as_deref(),
+            p: &o.phone_number,
+            out: o.opted_out,
+            at,
+            src: o.source.as_str(),
+            r: &o.event_ref,
+            sup: *superseded,
+            tag: o.tag_id.as_deref(),
+            why: o.reason.as_deref(),
+        })
+        .collect();
+    let inserted: Vec<(i64, String, String, String)> = sqlx::query_as(
         "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
                              recorded_at, source, event_ref, superseded, tag_id, reason)
-         SELECT ?1, COALESCE(?2, current.lead_id), ?3, ?4, ?5, ?6, ?7, ?8,
-                COALESCE((current.changed_at, current.opted_out) > (?5, ?4), 0), ?9, ?10
-         FROM (SELECT 1) LEFT JOIN consent_state AS current
-              ON current.organization_id = ?1 AND current.phone_number = ?3
-         WHERE true
+         SELECT value ->> 'o', value ->> 'l', value ->> 'p', value ->> 'out', value ->> 'at',
+                ?2, value ->> 'src', value ->> 'r', value ->> 'sup', value ->> 'tag', value ->> 'why'
+         FROM json_each(?1) WHERE true ORDER BY key
          ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING
-         RETURNING seq, superseded, lead_id",
+         RETURNING seq, event_ref, organization_id, phone_number",
     )
-    .bind(change.organization_id)
-    .bind(change.lead_id)
-    .bind(change.phone_number)
-    .bind(change.opted_out)
-    .bind(&occurred_at)
+    .bind(json(&ledger))
     .bind(db::timestamp(now))
-    .bind(change.source.as_str())
-    .bind(change.event_ref)
-    .bind(change.tag_id)
-    .bind(change.reason)
-    .fetch_optional(&mut *conn)
+    .fetch_all(&mut *conn)
     .await?;
-    let Some((seq, superseded, lead_id)) = recorded else {
-        return Ok(ConsentApplied {
-            seq: None,
-            current: false,
-            superseded: false,
-        });
-    };
-    if superseded {
-        return Ok(ConsentApplied {
-            seq: Some(seq),
-            current: false,
-            superseded,
+    let seqs: HashMap<(String, String, String), i64> = inserted
+        .into_iter()
+        .map(|(seq, r, o, p)| ((r, o, p), seq))
+        .collect();
+
+    let mut results = Vec::with_capacity(observations.len());
+    let mut winners = Vec::new();
+    for ((o, at), (wins, superseded, lead_id)) in observations.iter().zip(&times).zip(&decisions) {
+        let seq = seqs
+            .get(&(
+                o.event_ref.clone(),
+                o.organization_id.clone(),
+                o.phone_number.clone(),
+            ))
+            .copied();
+        // An event already in the ledger was applied before: its state is in place.
+        let current = *wins && seq.is_some();
+        if let (true, Some(seq)) = (current, seq) {
+            winners.push(StateRow {
+                o: &o.organization_id,
+                p: &o.phone_number,
+                l: lead_id.as_deref(),
+                out: o.opted_out,
+                at,
+                src: o.source.as_str(),
+                seq,
+            });
+        }
+        results.push(ConsentApplied {
+            seq,
+            current,
+            superseded: seq.is_some() && *superseded,
         });
     }
-    let current = sqlx::query(
-        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
-         ON CONFLICT (organization_id, phone_number) DO UPDATE SET
-            lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
-            changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
-         WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
-    )
-    .bind(change.organization_id)
-    .bind(change.phone_number)
-    .bind(&lead_id)
-    .bind(change.opted_out)
-    .bind(&occurred_at)
-    .bind(change.source.as_str())
-    .bind(seq)
-    .execute(&mut *conn)
-    .await?
-    .rows_affected()
-        > 0;
-    Ok(ConsentApplied {
-        seq: Some(seq),
-        current,
-        superseded,
-    })
+    if !winners.is_empty() {
+        sqlx::query(
+            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+             SELECT value ->> 'o', value ->> 'p', value ->> 'l', value ->> 'out', value ->> 'at',
+                    value ->> 'src', value ->> 'seq'
+             FROM json_each(?) WHERE true ORDER BY key
+             ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+                lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
+                changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
+             WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
+        )
+        .bind(json(&winners))
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(results)
 }
 
-/// Every (organization, number, lead) whose consent follows a change of `phone_number`
-/// under account sync: the mirrored leads and consent records with that number.
-pub async fn account_sync_targets(
+/// The organizations (and lead ids) that hold each of `phones`, in the consent records
+/// and the mirrored leads: what account sync extends a change to.
+pub async fn holders_of(
     conn: &mut SqliteConnection,
-    phone_number: &str,
-) -> Result<Vec<(String, Option<String>)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT organization_id, lead_id FROM consent_state WHERE phone_number = ?1
+    phones: &[&str],
+) -> Result<HashMap<String, Vec<(String, Option<String>)>>, sqlx::Error> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT s.phone_number, s.organization_id, s.lead_id
+         FROM json_each(?1) AS p JOIN consent_state AS s ON s.phone_number = p.value
          UNION
-         SELECT organization_id, id FROM leads WHERE phone_number = ?1
-           AND organization_id NOT IN (SELECT organization_id FROM consent_state WHERE phone_number = ?1)",
+         SELECT l.phone_number, l.organization_id, l.id
+         FROM json_each(?1) AS p JOIN leads AS l ON l.phone_number = p.value
+         WHERE NOT EXISTS (SELECT 1 FROM consent_state AS c
+                           WHERE c.phone_number = l.phone_number AND c.organization_id = l.organization_id)",
     )
-    .bind(phone_number)
+    .bind(json(phones))
     .fetch_all(&mut *conn)
-    .await
+    .await?;
+    let mut holders: HashMap<String, Vec<(String, Option<String>)>> = HashMap::new();
+    for (phone, org, lead) in rows {
+        holders.entry(phone).or_default().push((org, lead));
+    }
+    Ok(holders)
 }
 
-/// Inserts or updates a mirrored lead's fields if `observed_at` is not older than what the
-/// mirror holds. Its consent is the `consent_state` of its number, set by [`apply_consent`].
-pub async fn upsert_lead(
+/// The (organization, number) of each of `lead_ids` the mirror knows.
+pub async fn locate_leads(
     conn: &mut SqliteConnection,
-    lead: &Lead,
-    observed_at: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name,
-             notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
-             inactive_group_ids, tag_ids, custom_fields, created_at, observed_at, updated_at)
-         VALUES (?1, ?2, ?3, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)
-         ON CONFLICT (id) DO UPDATE SET
-             organization_id = ?2, phone_number = ?3, first_name = ?5, last_name = ?6, notes = ?7,
-             follow_up = ?8, email = ?9, postal_code = ?10, phone_number_type = ?11,
-             active_group_ids = ?12, inactive_group_ids = ?13, tag_ids = ?14, custom_fields = ?15,
-             created_at = ?16, observed_at = ?17, updated_at = ?18
-         WHERE ?17 >= leads.observed_at",
+    lead_ids: &[&str],
+) -> Result<HashMap<String, (String, String)>, sqlx::Error> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
+         UNION ALL
+         SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
+         JOIN consent_state AS s ON s.lead_id = k.value",
     )
-    .bind(&lead.id)
-    .bind(&lead.organization_id)
-    .bind(&lead.phone_number)
-    .bind(lead.global_opted_out) // ?4, unused: consent lives in consent_state
-    .bind(&lead.first_name)
-    .bind(&lead.last_name)
-    .bind(&lead.notes)
-    .bind(&lead.follow_up)
-    .bind(&lead.email)
-    .bind(&lead.postal_code)
-    .bind(&lead.phone_number_type)
-    .bind(json(&lead.active_group_ids))
-    .bind(json(&lead.inactive_group_ids))
-    .bind(json(&lead.tag_ids))
-    .bind(json(&lead.custom_fields))
-    .bind(&lead.created_at)
-    .bind(db::timestamp(observed_at))
+    .bind(json(lead_ids))
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct LeadRow<'a> {
+    #[serde(flatten)]
+    lead: &'a Lead,
+    observed_at: String,
+}
+
+/// Inserts or updates mirrored leads, each only if its observation is not older than what
+/// the mirror holds. A lead's consent is the `consent_state` of its number, set by
+/// [`apply_consent`].
+pub async fn upsert_leads(
+    conn: &mut SqliteConnection,
+    leads: &[(&Lead, DateTime<Utc>)],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if leads.is_empty() {
+        return Ok(0);
+    }
+    let rows: Vec<LeadRow> = leads
+        .iter()
+        .map(|(lead, at)| LeadRow {
+            lead,
+            observed_at: db::timestamp(*at),
+        })
+        .collect();
+    let done = sqlx::query(
+        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes, follow_up,
+             email, postal_code, phone_number_type, active_group_ids, inactive_group_ids, tag_ids,
+             custom_fields, created_at, observed_at, updated_at)
+         SELECT value ->> 'id', value ->> 'organizationId', value ->> 'phoneNumber',
+             value ->> 'firstName', value ->> 'lastName', value ->> 'notes', value ->> 'followUp',
+             value ->> 'email', value ->> 'postalCode', value ->> 'phoneNumberType',
+             value -> 'activeGroupIds', value -> 'inactiveGroupIds', value -> 'tagIds',
+             value -> 'customFields', value ->> 'createdAt', value ->> 'observedAt', ?2
+         FROM json_each(?1) WHERE true ORDER BY key
+         ON CONFLICT (id) DO UPDATE SET
+             organization_id = excluded.organization_id, phone_number = excluded.phone_number,
+             first_name = excluded.first_name, last_name = excluded.last_name, notes = excluded.notes,
+             follow_up = excluded.follow_up, email = excluded.email, postal_code = excluded.postal_code,
+             phone_number_type = excluded.phone_number_type, active_group_ids = excluded.active_group_ids,
+             inactive_group_ids = excluded.inactive_group_ids, tag_ids = excluded.tag_ids,
+             custom_fields = excluded.custom_fields, created_at = excluded.created_at,
+             observed_at = excluded.observed_at, updated_at = excluded.updated_at
+         WHERE excluded.observed_at >= leads.observed_at",
+    )
+    .bind(json(&rows))
     .bind(db::timestamp(now))
     .execute(&mut *conn)
     .await?;
-    Ok(())
-}
-
-/// JSON text of a mirrored collection.
-fn json<T: serde::Serialize>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "null".into())
+    Ok(done.rows_affected())
 }
 
 /// One message status observation.
 #[derive(Debug, Clone)]
-pub struct StatusChange<'a> {
+pub struct StatusObservation<'a> {
     pub message: &'a MessageStatus,
     pub lead_id: Option<&'a str>,
     pub organization_id: Option<&'a str>,
@@ -204,19 +330,46 @@ pub struct StatusChange<'a> {
     pub source: Source,
 }
 
-/// Applies a status observation: a terminal status beats a non-terminal one whatever the
+#[derive(Serialize)]
+struct StatusRow<'a> {
+    #[serde(flatten)]
+    message: &'a MessageStatus,
+    lead: Option<&'a str>,
+    org: Option<&'a str>,
+    terminal: bool,
+    at: String,
+    src: &'static str,
+}
+
+/// Applies status observations: a terminal status beats a non-terminal one whatever the
 /// times; otherwise the later wins (ties broken by status text, then error code, so the
-/// outcome never depends on arrival order). Returns whether the stored status changed.
-pub async fn apply_message_status(
+/// outcome never depends on arrival order). Returns how many changed a stored status.
+pub async fn apply_statuses(
     conn: &mut SqliteConnection,
-    change: &StatusChange<'_>,
+    observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let m = change.message;
-    let updated = sqlx::query(
+) -> Result<u64, sqlx::Error> {
+    if observations.is_empty() {
+        return Ok(0);
+    }
+    let rows: Vec<StatusRow> = observations
+        .iter()
+        .map(|o| StatusRow {
+            message: o.message,
+            lead: o.lead_id,
+            org: o.organization_id,
+            terminal: is_terminal(&o.message.status),
+            at: db::timestamp(o.occurred_at),
+            src: o.source.as_str(),
+        })
+        .collect();
+    let done = sqlx::query(
         "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
              organization_id, terminal, status_at, source, first_seen_at, updated_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?12)
+         SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
+             value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
+             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2
+         FROM json_each(?1) WHERE true ORDER BY key
          ON CONFLICT (id) DO UPDATE SET
              thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
              type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
@@ -227,19 +380,9 @@ pub async fn apply_message_status(
          WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
              > (terminal, status_at, status, COALESCE(error_code, ''))",
     )
-    .bind(&m.id)
-    .bind(&m.thread_id)
-    .bind(&m.status)
-    .bind(&m.kind)
-    .bind(&m.created_at)
-    .bind(&m.error_code)
-    .bind(change.lead_id)
-    .bind(change.organization_id)
-    .bind(is_terminal(&m.status))
-    .bind(db::timestamp(change.occurred_at))
-    .bind(change.source.as_str())
+    .bind(json(&rows))
     .bind(db::timestamp(now))
     .execute(&mut *conn)
     .await?;
-    Ok(updated.rows_affected() > 0)
+    Ok(done.rows_affected())
 }

@@ -2,21 +2,21 @@
 //! marks its rows applied (or quarantined), so a crash at any instant neither loses nor
 //! repeats an effect.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, SqliteConnection, SqlitePool};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use crate::db;
-use crate::events::{self, ConsentEvent, Event, MessageStatusEvent};
-use crate::mirror::{self, ConsentChange, Source, StatusChange};
+use crate::events::{self, Event, Lead};
+use crate::mirror::{self, ConsentObservation, Source, StatusObservation};
 use crate::outbox::OutboxState;
 
 /// Rows applied per transaction under load.
-pub const BATCH: i64 = 500;
+pub const BATCH: i64 = 1000;
 /// Attempts before a row that keeps failing is quarantined.
 pub const MAX_ATTEMPTS: i64 = 5;
 /// Longest wait between looks at the outbox when nobody wakes the worker (rows written
@@ -42,10 +42,16 @@ impl Outcome {
 /// Why a row cannot be applied as it is; the row is quarantined with this reason.
 #[derive(Debug, thiserror::Error)]
 enum Unappliable {
-    #[error("{0}")]
-    Parse(#[from] events::ParseError),
     #[error("lead {0} is not in the mirror; replay after reconciliation")]
     UnknownLead(String),
+}
+
+/// What a batch will do.
+#[derive(Default)]
+struct Plan {
+    consent: Vec<ConsentObservation>,
+    /// Rows that cannot be applied, with the reason.
+    quarantined: Vec<(i64, String)>,
 }
 
 /// Applies the outbox.
@@ -76,104 +82,163 @@ impl Worker {
         .bind(limit)
         .fetch_all(&mut *tx)
         .await?;
+        if rows.is_empty() {
+            tx.commit().await?;
+            return Ok(Outcome::default());
+        }
         let now = Utc::now();
-        let mut outcome = Outcome::default();
-        let mut applied_ids = Vec::with_capacity(rows.len());
-        for (id, dedup_key, received_at, body) in rows {
-            let received_at = DateTime::parse_from_rfc3339(&received_at)
-                .map(|t| t.with_timezone(&Utc))
-                .unwrap_or(now);
-            let span = tracing::debug_span!("apply", outbox_id = id, %dedup_key);
-            let applied = self
-                .apply_row(&mut tx, &dedup_key, &body, received_at, now)
-                .instrument(span)
-                .await?;
-            match applied {
-                Ok(()) => applied_ids.push(id),
-                Err(reason) => {
-                    tracing::warn!(outbox_id = id, %dedup_key, %reason, "delivery quarantined");
-                    quarantine(&mut tx, id, &reason.to_string()).await?;
-                    outcome.quarantined += 1;
-                }
-            }
+        let parsed: Vec<(i64, String, Result<Event, events::ParseError>)> = rows
+            .into_iter()
+            .map(|(id, key, received_at, body)| {
+                let received_at = DateTime::parse_from_rfc3339(&received_at)
+                    .map(|t| t.with_timezone(&Utc))
+                    .unwrap_or(now);
+                (id, key, events::parse(&body, received_at))
+            })
+            .collect();
+        let plan = self.plan(&mut tx, &parsed).await?;
+        let leads: Vec<(&Lead, DateTime<Utc>)> = parsed
+            .iter()
+            .filter(|(id, _, _)| !plan.quarantined.iter().any(|(q, _)| q == id))
+            .filter_map(|(_, _, e)| match e {
+                Ok(Event::Consent(c)) => c.lead.as_ref().map(|l| (l, c.occurred_at)),
+                _ => None,
+            })
+            .collect();
+        mirror::upsert_leads(&mut tx, &leads, now).await?;
+        mirror::apply_consent(&mut tx, &plan.consent, now).await?;
+        let statuses: Vec<StatusObservation> = parsed
+            .iter()
+            .filter_map(|(_, _, e)| match e {
+                Ok(Event::MessageStatus(m)) => Some(StatusObservation {
+                    message: &m.message,
+                    lead_id: m.lead_id.as_deref(),
+                    organization_id: m.organization_id.as_deref(),
+                    occurred_at: m.occurred_at,
+                    source: Source::Webhook,
+                }),
+                _ => None,
+            })
+            .collect();
+        mirror::apply_statuses(&mut tx, &statuses, now).await?;
+        for (id, reason) in &plan.quarantined {
+            tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
+            quarantine(&mut tx, *id, reason).await?;
         }
-        if !applied_ids.is_empty() {
-            sqlx::query(
-                "UPDATE outbox SET state = 'applied', applied_at = ?
-                 WHERE id IN (SELECT value FROM json_each(?))",
-            )
-            .bind(db::timestamp(now))
-            .bind(serde_json::to_string(&applied_ids).unwrap_or_else(|_| "[]".into()))
-            .execute(&mut *tx)
-            .await?;
-            outcome.applied = applied_ids.len() as u64;
-        }
+        let applied: Vec<i64> = parsed
+            .iter()
+            .map(|(id, _, _)| *id)
+            .filter(|id| !plan.quarantined.iter().any(|(q, _)| q == id))
+            .collect();
+        sqlx::query(
+            "UPDATE outbox SET state = 'applied', applied_at = ?
+             WHERE id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(db::timestamp(now))
+        .bind(serde_json::to_string(&applied).unwrap_or_else(|_| "[]".into()))
+        .execute(&mut *tx)
+        .await?;
         tx.commit().await?;
+        let outcome = Outcome {
+            applied: applied.len() as u64,
+            quarantined: plan.quarantined.len() as u64,
+        };
         self.state.settled(outcome.applied + outcome.quarantined);
+        tracing::debug!(
+            applied = outcome.applied,
+            quarantined = outcome.quarantined,
+            "batch applied"
+        );
         Ok(outcome)
     }
 
-    /// Applies one row inside the caller's transaction. The outer error is a database
-    /// failure (the batch is retried); the inner one makes the row quarantined.
-    async fn apply_row(
+    /// Turns the parsed batch into consent observations, in receipt order, exactly as
+    /// applying the events one by one would: a lead id resolves to its number through the
+    /// mirror or an earlier event of the batch, and account sync reaches every holder of
+    /// the number known at that point.
+    async fn plan(
         &self,
         conn: &mut SqliteConnection,
-        dedup_key: &str,
-        body: &[u8],
-        received_at: DateTime<Utc>,
-        now: DateTime<Utc>,
-    ) -> Result<Result<(), Unappliable>, sqlx::Error> {
-        let event = match events::parse(body, received_at) {
-            Ok(event) => event,
-            Err(e) => return Ok(Err(e.into())),
+        parsed: &[(i64, String, Result<Event, events::ParseError>)],
+    ) -> Result<Plan, sqlx::Error> {
+        let consent = || {
+            parsed.iter().filter_map(|(_, _, e)| match e {
+                Ok(Event::Consent(c)) => Some(c),
+                _ => None,
+            })
         };
-        match event {
-            Event::Consent(e) => self.apply_consent_event(conn, &e, dedup_key, now).await,
-            Event::MessageStatus(e) => {
-                apply_status_event(conn, &e, now).await?;
-                Ok(Ok(()))
+        let unresolved: Vec<&str> = consent()
+            .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
+            .filter_map(|c| c.lead_id.as_deref())
+            .collect();
+        let mut located = if unresolved.is_empty() {
+            HashMap::new()
+        } else {
+            mirror::locate_leads(conn, &unresolved).await?
+        };
+        let mut holders = if self.account_sync {
+            let phones: Vec<&str> = consent()
+                .filter_map(|c| c.phone_number.as_deref())
+                .collect();
+            mirror::holders_of(conn, &phones).await?
+        } else {
+            HashMap::new()
+        };
+        let mut plan = Plan::default();
+        for (id, dedup_key, event) in parsed {
+            let c = match event {
+                Err(e) => {
+                    plan.quarantined.push((*id, e.to_string()));
+                    continue;
+                }
+                Ok(Event::MessageStatus(_)) => continue,
+                Ok(Event::Consent(c)) => c,
+            };
+            let (org, phone) = match (&c.organization_id, &c.phone_number, &c.lead_id) {
+                (Some(org), Some(phone), _) => (org.clone(), phone.clone()),
+                (_, _, Some(lead)) => match located.get(lead) {
+                    Some(found) => found.clone(),
+                    None => {
+                        plan.quarantined
+                            .push((*id, Unappliable::UnknownLead(lead.clone()).to_string()));
+                        continue;
+                    }
+                },
+                _ => {
+                    plan.quarantined.push((*id, "no lead id or number".into()));
+                    continue;
+                }
+            };
+            if let Some(lead) = &c.lead_id {
+                located.insert(lead.clone(), (org.clone(), phone.clone()));
             }
-        }
-    }
-
-    async fn apply_consent_event(
-        &self,
-        conn: &mut SqliteConnection,
-        e: &ConsentEvent,
-        event_ref: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Result<(), Unappliable>, sqlx::Error> {
-        if let Some(lead) = &e.lead {
-            mirror::upsert_lead(conn, lead, e.occurred_at, now).await?;
-        }
-        let Some((organization_id, phone_number, lead_id)) = resolve(conn, e).await? else {
-            let id = e.lead_id.clone().unwrap_or_default();
-            return Ok(Err(Unappliable::UnknownLead(id)));
-        };
-        let mut targets = vec![(organization_id, lead_id)];
-        if self.account_sync {
-            for (org, lead) in mirror::account_sync_targets(conn, &phone_number).await? {
-                if !targets.iter().any(|(o, _)| *o == org) {
-                    targets.push((org, lead));
+            let mut targets = vec![(org.clone(), c.lead_id.clone())];
+            if self.account_sync {
+                let known = holders.entry(phone.clone()).or_default();
+                for (other, lead) in known.iter() {
+                    if !targets.iter().any(|(o, _)| o == other) {
+                        targets.push((other.clone(), lead.clone()));
+                    }
+                }
+                if !known.iter().any(|(o, _)| *o == org) {
+                    known.push((org.clone(), c.lead_id.clone()));
                 }
             }
+            for (organization_id, lead_id) in targets {
+                plan.consent.push(ConsentObservation {
+                    organization_id,
+                    phone_number: phone.clone(),
+                    lead_id,
+                    opted_out: c.opted_out,
+                    occurred_at: c.occurred_at,
+                    source: Source::Webhook,
+                    event_ref: dedup_key.clone(),
+                    tag_id: c.tag_id.clone(),
+                    reason: None,
+                });
+            }
         }
-        for (organization_id, lead_id) in &targets {
-            let change = ConsentChange {
-                organization_id,
-                phone_number: &phone_number,
-                lead_id: lead_id.as_deref(),
-                opted_out: e.opted_out,
-                occurred_at: e.occurred_at,
-                source: Source::Webhook,
-                event_ref,
-                tag_id: e.tag_id.as_deref(),
-                reason: None,
-            };
-            let applied = mirror::apply_consent(conn, &change, now).await?;
-            tracing::debug!(organization_id, lead_id = ?lead_id, current = applied.current, superseded = applied.superseded, "consent applied");
-        }
-        Ok(Ok(()))
+        Ok(plan)
     }
 
     /// Applies until the outbox is empty; for tests, `replay` and benchmarks.
@@ -264,45 +329,6 @@ async fn quarantine(conn: &mut SqliteConnection, id: i64, reason: &str) -> Resul
         .execute(conn)
         .await?;
     Ok(())
-}
-
-/// The (organization, number, lead) a consent event is about: from the event when it says,
-/// else from the mirror by lead id.
-async fn resolve(
-    conn: &mut SqliteConnection,
-    e: &ConsentEvent,
-) -> Result<Option<(String, String, Option<String>)>, sqlx::Error> {
-    if let (Some(org), Some(phone)) = (&e.organization_id, &e.phone_number) {
-        return Ok(Some((org.clone(), phone.clone(), e.lead_id.clone())));
-    }
-    let Some(lead_id) = &e.lead_id else {
-        return Ok(None);
-    };
-    let known: Option<(String, String)> = sqlx::query_as(
-        "SELECT organization_id, phone_number FROM leads WHERE id = ?1
-         UNION ALL
-         SELECT organization_id, phone_number FROM consent_state WHERE lead_id = ?1
-         LIMIT 1",
-    )
-    .bind(lead_id)
-    .fetch_optional(&mut *conn)
-    .await?;
-    Ok(known.map(|(org, phone)| (org, phone, Some(lead_id.clone()))))
-}
-
-async fn apply_status_event(
-    conn: &mut SqliteConnection,
-    e: &MessageStatusEvent,
-    now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let change = StatusChange {
-        message: &e.message,
-        lead_id: e.lead_id.as_deref(),
-        organization_id: e.organization_id.as_deref(),
-        occurred_at: e.occurred_at,
-        source: Source::Webhook,
-    };
-    mirror::apply_message_status(conn, &change, now).await
 }
 
 /// Puts rows back in the pending state so the worker applies them again.
