@@ -27,13 +27,13 @@ fn body(i: usize, leads: usize) -> String {
         10 + i / 60_000,
         i % 60
     );
-    if i % 2 == 0 {
+    if i.is_multiple_of(2) {
         let l = (i / 2) % leads;
         json!({"type": "consentUpdate-v1", "id": format!("evt_{i}"), "createdAt": at,
                "data": {"id": format!("lead_{l}"), "type": "lead", "organizationId": format!("org_{}", l % 3),
                         "phoneNumber": format!("+1555{l:07}"), "activeGroupIds": ["grp_1"], "inactiveGroupIds": [],
                         "customFields": {"district": "7"}, "tagIds": [], "firstName": "Ada", "lastName": "Lovelace",
-                        "globalOptedOut": i % 3 == 0, "createdAt": "2026-01-01T00:00:00Z"}})
+                        "globalOptedOut": i.is_multiple_of(3), "createdAt": "2026-01-01T00:00:00Z"}})
         .to_string()
     } else {
         let m = (i / 2) % (leads * 2);

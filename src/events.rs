@@ -34,7 +34,7 @@ pub struct ConsentEvent {
     pub opted_out: bool,
     pub tag_id: Option<String>,
     /// The whole Lead resource, when the payload carries one.
-    pub lead: Option<Lead>,
+    pub lead: Option<Box<Lead>>,
 }
 
 /// A message status change.
@@ -185,10 +185,10 @@ fn consent(
         && phone_number.is_some()
         && FULL_LEAD_FIELDS.iter().all(|k| data.contains_key(*k));
     let lead = if full {
-        Some(
+        Some(Box::new(
             serde_json::from_value::<Lead>(Value::Object(data))
                 .map_err(|e| bad(CONSENT_UPDATE, format!("lead resource: {e}")))?,
-        )
+        ))
     } else {
         None
     };

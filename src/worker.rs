@@ -101,7 +101,7 @@ impl Worker {
             .iter()
             .filter(|(id, _, _)| !plan.quarantined.iter().any(|(q, _)| q == id))
             .filter_map(|(_, _, e)| match e {
-                Ok(Event::Consent(c)) => c.lead.as_ref().map(|l| (l, c.occurred_at)),
+                Ok(Event::Consent(c)) => c.lead.as_deref().map(|l| (l, c.occurred_at)),
                 _ => None,
             })
             .collect();
@@ -281,10 +281,10 @@ impl Worker {
                     tracing::error!(error = %error, batch = limit, "applying the outbox failed; backing off");
                     let _ =
                         crate::ledger::record_error(&self.pool, &format!("worker: {error}")).await;
-                    if limit == 1 {
-                        if let Err(e) = self.record_failure(&error.to_string()).await {
-                            tracing::error!(error = %e, "cannot record the failed attempt");
-                        }
+                    if limit == 1
+                        && let Err(e) = self.record_failure(&error.to_string()).await
+                    {
+                        tracing::error!(error = %e, "cannot record the failed attempt");
                     }
                     // Isolate the row at fault before the next attempt.
                     limit = 1;

@@ -148,12 +148,10 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
     let requeued = crate::worker::requeue(&pool, selection)
         .await
         .map_err(anyhow::Error::from)?;
-    if requeued == 0 {
-        if let Requeue::Id(id) = selection {
-            return Err(CliError::NotFound(format!(
-                "no stored delivery with id {id}"
-            )));
-        }
+    if let (0, Requeue::Id(id)) = (requeued, selection) {
+        return Err(CliError::NotFound(format!(
+            "no stored delivery with id {id}"
+        )));
     }
     let worker = Worker::new(
         pool.clone(),
