@@ -1,6 +1,7 @@
 //! The daemon: binds its listeners, starts its tasks under one cancellation token, and
 //! stops them in order.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
@@ -10,10 +11,11 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::ServiceClient;
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::settings::Settings;
 use crate::worker::Worker;
-use crate::{db, ingest, outbox};
+use crate::{db, ingest, outbox, upstream};
 
 /// A built daemon: listeners bound, database migrated, writer running.
 pub struct Application {
@@ -23,11 +25,12 @@ pub struct Application {
     ingest_addr: SocketAddr,
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
+    client: Option<ServiceClient>,
 }
 
 impl Application {
-    /// Opens and migrates the database, starts the outbox writer and binds the ingest
-    /// listener (`127.0.0.1:0` in tests picks a free port).
+    /// Opens and migrates the database, starts the outbox writer and binds the listeners
+    /// (`127.0.0.1:0` in tests picks a free port).
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
         let pool = db::pool(&settings).await.context("opening the database")?;
         db::migrate(&pool).await.context("migrating the database")?;
@@ -41,6 +44,13 @@ impl Application {
             .await
             .with_context(|| format!("binding the ingest listener to {bind}"))?;
         let ingest_addr = ingest_listener.local_addr()?;
+        let client = match upstream::service_client(&settings, &pool) {
+            Ok(client) => Some(client),
+            Err(error) => {
+                tracing::warn!(%error, "no service client: reconciliation and pushes are off");
+                None
+            }
+        };
         Ok(Self {
             settings,
             pool,
@@ -48,6 +58,7 @@ impl Application {
             ingest_addr,
             writer,
             writer_task,
+            client,
         })
     }
 
@@ -65,7 +76,8 @@ impl Application {
     }
 
     /// Serves until `shutdown` is cancelled, then stops accepting, finishes in-flight
-    /// requests (each either committed and answered, or refused) and drains the writer.
+    /// requests (each either committed and answered, or refused), lets every task finish
+    /// its unit of work, and drains the writer.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Application {
             settings,
@@ -74,13 +86,18 @@ impl Application {
             ingest_addr,
             writer,
             writer_task,
+            client,
         } = self;
+        let mut tasks = Supervisor::default();
         let worker = Worker::new(
             pool.clone(),
             writer.state().clone(),
             settings.consent.account_sync,
         );
-        let worker_task = tokio::spawn(worker.run(shutdown.clone()));
+        tasks.spawn("worker", worker.run(shutdown.clone()));
+        // Tasks that talk to the service (reconciler, pusher) start here when a client is
+        // configured.
+        let _client = client;
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         let stop = shutdown.clone();
@@ -91,15 +108,36 @@ impl Application {
             Ok(()) => tracing::info!("ingest listener stopped"),
             Err(error) => tracing::error!(%error, "ingest listener failed"),
         }
+        // However the listener ended, every other task stops too.
+        shutdown.cancel();
         // The router (and its writer handle) is gone: the writer ends after its last batch.
         if let Err(error) = writer_task.await {
             tracing::error!(%error, "outbox writer ended abnormally");
         }
-        if let Err(error) = worker_task.await {
-            tracing::error!(%error, "worker ended abnormally");
-        }
+        tasks.join_all().await;
         pool.close().await;
         served.context("serving ingest")
+    }
+}
+
+/// The daemon's background tasks, each joined and its end logged once.
+#[derive(Default)]
+struct Supervisor {
+    tasks: Vec<(&'static str, JoinHandle<()>)>,
+}
+
+impl Supervisor {
+    fn spawn(&mut self, name: &'static str, task: impl Future<Output = ()> + Send + 'static) {
+        self.tasks.push((name, tokio::spawn(task)));
+    }
+
+    async fn join_all(self) {
+        for (name, handle) in self.tasks {
+            match handle.await {
+                Ok(()) => tracing::info!(task = name, "stopped"),
+                Err(error) => tracing::error!(task = name, %error, "ended abnormally"),
+            }
+        }
     }
 }
 

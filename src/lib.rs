@@ -29,3 +29,5 @@ pub mod signature;
 pub mod telemetry;
 /// The worker that applies the outbox.
 pub mod worker;
+/// The daemon's service client and its durable token guard.
+pub mod upstream;
