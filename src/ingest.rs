@@ -15,6 +15,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::Settings;
 use crate::signature::{Rejection, Verifier};
@@ -143,7 +144,9 @@ async fn receive(
     body: Body,
 ) -> Result<axum::Json<Ack>, IngestError> {
     let received_at = Utc::now();
-    let body = read_limited(&headers, body, state.max_body_bytes).await?;
+    let body = read_limited(&headers, body, state.max_body_bytes)
+        .await
+        .inspect_err(count_refusal)?;
     let verified = match state
         .verifier
         .verify(&headers, &body, received_at.timestamp())
@@ -157,13 +160,15 @@ async fn receive(
                 headers: headers_as_pairs(&headers),
                 body,
             });
+            metrics::global().delivery(metrics::Delivery::Rejected);
             return Err(IngestError::Unauthorized(rejection));
         }
     };
-    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref())?;
+    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref()).inspect_err(count_refusal)?;
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
     if state.writer.state().pending() >= state.max_backlog {
         tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
+        metrics::global().delivery(metrics::Delivery::BacklogFull);
         return Err(IngestError::BacklogFull);
     }
     let delivery = Delivery {
@@ -176,6 +181,7 @@ async fn receive(
     match state.writer.commit(delivery).await {
         Ok(Committed::Accepted(id)) => {
             tracing::info!(id, outcome = "accepted", "delivery committed");
+            metrics::global().delivery(metrics::Delivery::Accepted);
             Ok(axum::Json(Ack {
                 status: "accepted",
                 id,
@@ -183,6 +189,7 @@ async fn receive(
         }
         Ok(Committed::Duplicate(id)) => {
             tracing::info!(id, outcome = "duplicate", "delivery already committed");
+            metrics::global().delivery(metrics::Delivery::Duplicate);
             Ok(axum::Json(Ack {
                 status: "duplicate",
                 id,
@@ -190,8 +197,18 @@ async fn receive(
         }
         Err(error) => {
             tracing::warn!(%error, outcome = "unavailable", "delivery refused: not committed");
+            metrics::global().delivery(metrics::Delivery::Unavailable);
             Err(IngestError::Unavailable(error))
         }
+    }
+}
+
+/// Counts a delivery refused before verification or parsing.
+fn count_refusal(error: &IngestError) {
+    match error {
+        IngestError::TooLarge(_) => metrics::global().delivery(metrics::Delivery::TooLarge),
+        IngestError::NotJson => metrics::global().delivery(metrics::Delivery::NotJson),
+        _ => {}
     }
 }
 

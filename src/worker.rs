@@ -144,6 +144,7 @@ impl Worker {
             quarantined: plan.quarantined.len() as u64,
         };
         self.state.settled(outcome.applied + outcome.quarantined);
+        crate::metrics::global().applied(outcome.applied, outcome.quarantined);
         tracing::debug!(
             applied = outcome.applied,
             quarantined = outcome.quarantined,

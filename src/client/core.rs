@@ -184,9 +184,13 @@ impl Inner {
         }
         let response = match request.send().await {
             Ok(response) => response,
-            Err(e) => return Err(transport_failure(&e, call.replay)),
+            Err(e) => {
+                crate::metrics::global().upstream_transport_error();
+                return Err(transport_failure(&e, call.replay));
+            }
         };
         let status = response.status();
+        crate::metrics::global().upstream_status(status.as_u16());
         let retry_after = retry_after(response.headers());
         let body = match response.bytes().await {
             Ok(body) => body,
@@ -351,6 +355,7 @@ impl Inner {
             .await
             .map_err(|e| ClientError::transport(&e))?;
         let status = response.status();
+        crate::metrics::global().upstream_status(status.as_u16());
         let body = response
             .bytes()
             .await

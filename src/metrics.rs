@@ -1,0 +1,367 @@
+//! Process-wide counters in Prometheus text format. Counters are plain atomics bumped on the
+//! hot paths (no locks, no allocation); gauges that describe the database (backlog, lag,
+//! quarantine, pending pushes) are read at scrape time by the caller and passed to
+//! [`Metrics::render`], so they can never drift from the truth.
+
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Every metric name starts with this.
+const PREFIX: &str = "outreach_sync";
+/// Upstream statuses are counted per code in `100..600`; anything else is "other".
+const STATUS_CODES: usize = 500;
+
+/// What the ingest listener answered to one delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    Accepted,
+    Duplicate,
+    Rejected,
+    TooLarge,
+    NotJson,
+    BacklogFull,
+    Unavailable,
+}
+
+impl Delivery {
+    const ALL: [Delivery; 7] = [
+        Delivery::Accepted,
+        Delivery::Duplicate,
+        Delivery::Rejected,
+        Delivery::TooLarge,
+        Delivery::NotJson,
+        Delivery::BacklogFull,
+        Delivery::Unavailable,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Delivery::Accepted => "accepted",
+            Delivery::Duplicate => "duplicate",
+            Delivery::Rejected => "rejected",
+            Delivery::TooLarge => "too_large",
+            Delivery::NotJson => "not_json",
+            Delivery::BacklogFull => "backlog_full",
+            Delivery::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// What one push attempt of a local consent change ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Push {
+    /// The service accepted the change.
+    Sent,
+    /// It failed and will be tried again.
+    Retry,
+    /// It failed for good (attempts exhausted or refused by the service).
+    Failed,
+}
+
+impl Push {
+    const ALL: [Push; 3] = [Push::Sent, Push::Retry, Push::Failed];
+
+    fn label(self) -> &'static str {
+        match self {
+            Push::Sent => "sent",
+            Push::Retry => "retry",
+            Push::Failed => "failed",
+        }
+    }
+}
+
+/// Values read from the database at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Gauges {
+    pub outbox_backlog: u64,
+    /// Age in seconds of the oldest unapplied delivery (0 when none).
+    pub apply_lag_seconds: f64,
+    pub quarantined: u64,
+    pub pushes_pending: u64,
+}
+
+/// The process's counters.
+pub struct Metrics {
+    deliveries: [AtomicU64; Delivery::ALL.len()],
+    events_applied: AtomicU64,
+    events_quarantined: AtomicU64,
+    echoes: AtomicU64,
+    reconcile_passes: AtomicU64,
+    reconcile_leads_scanned: AtomicU64,
+    reconcile_repairs: AtomicU64,
+    reconcile_messages_refreshed: AtomicU64,
+    reconcile_errors: AtomicU64,
+    upstream: [AtomicU64; STATUS_CODES],
+    upstream_other: AtomicU64,
+    upstream_transport_errors: AtomicU64,
+    pushes: [AtomicU64; Push::ALL.len()],
+}
+
+static GLOBAL: Metrics = Metrics::new();
+
+/// The process-wide registry.
+pub fn global() -> &'static Metrics {
+    &GLOBAL
+}
+
+/// Shorthand for `global().record_reconcile_pass(..)`, for the reconciler.
+pub fn record_reconcile_pass(
+    leads_scanned: u64,
+    repaired: u64,
+    messages_refreshed: u64,
+    errors: u64,
+) {
+    GLOBAL.record_reconcile_pass(leads_scanned, repaired, messages_refreshed, errors);
+}
+
+fn add(counter: &AtomicU64, n: u64) {
+    counter.fetch_add(n, Ordering::Relaxed);
+}
+
+fn get(counter: &AtomicU64) -> u64 {
+    counter.load(Ordering::Relaxed)
+}
+
+impl Metrics {
+    #[allow(clippy::new_without_default)]
+    pub const fn new() -> Self {
+        Self {
+            deliveries: [const { AtomicU64::new(0) }; Delivery::ALL.len()],
+            events_applied: AtomicU64::new(0),
+            events_quarantined: AtomicU64::new(0),
+            echoes: AtomicU64::new(0),
+            reconcile_passes: AtomicU64::new(0),
+            reconcile_leads_scanned: AtomicU64::new(0),
+            reconcile_repairs: AtomicU64::new(0),
+            reconcile_messages_refreshed: AtomicU64::new(0),
+            reconcile_errors: AtomicU64::new(0),
+            upstream: [const { AtomicU64::new(0) }; STATUS_CODES],
+            upstream_other: AtomicU64::new(0),
+            upstream_transport_errors: AtomicU64::new(0),
+            pushes: [const { AtomicU64::new(0) }; Push::ALL.len()],
+        }
+    }
+
+    pub fn delivery(&self, outcome: Delivery) {
+        add(&self.deliveries[outcome as usize], 1);
+    }
+
+    pub fn deliveries(&self, outcome: Delivery) -> u64 {
+        get(&self.deliveries[outcome as usize])
+    }
+
+    /// Outbox rows applied and quarantined by one worker batch.
+    pub fn applied(&self, applied: u64, quarantined: u64) {
+        add(&self.events_applied, applied);
+        add(&self.events_quarantined, quarantined);
+    }
+
+    /// A returning webhook recognised as the echo of a local change.
+    pub fn echo(&self) {
+        add(&self.echoes, 1);
+    }
+
+    pub fn record_reconcile_pass(
+        &self,
+        leads_scanned: u64,
+        repaired: u64,
+        messages_refreshed: u64,
+        errors: u64,
+    ) {
+        add(&self.reconcile_passes, 1);
+        add(&self.reconcile_leads_scanned, leads_scanned);
+        add(&self.reconcile_repairs, repaired);
+        add(&self.reconcile_messages_refreshed, messages_refreshed);
+        add(&self.reconcile_errors, errors);
+    }
+
+    /// One upstream HTTP answer (token endpoint included).
+    pub fn upstream_status(&self, status: u16) {
+        match usize::from(status).checked_sub(100) {
+            Some(i) if i < STATUS_CODES => add(&self.upstream[i], 1),
+            _ => add(&self.upstream_other, 1),
+        }
+    }
+
+    /// One upstream call that got no answer (connect error, timeout, broken body).
+    pub fn upstream_transport_error(&self) {
+        add(&self.upstream_transport_errors, 1);
+    }
+
+    pub fn push(&self, outcome: Push) {
+        add(&self.pushes[outcome as usize], 1);
+    }
+
+    pub fn pushes(&self, outcome: Push) -> u64 {
+        get(&self.pushes[outcome as usize])
+    }
+
+    /// The Prometheus text exposition (format 0.0.4) of every metric.
+    pub fn render(&self, gauges: &Gauges) -> String {
+        let mut out = String::with_capacity(4096);
+        let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
+            let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
+            let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
+            for (labels, value) in samples {
+                let _ = writeln!(out, "{PREFIX}_{name}{labels} {value}");
+            }
+        };
+        let one = |v: u64| vec![(String::new(), v.to_string())];
+        family(
+            "deliveries_total",
+            "counter",
+            "Webhook deliveries by the ingest listener's answer.",
+            &Delivery::ALL
+                .iter()
+                .map(|d| {
+                    (
+                        format!("{{outcome=\"{}\"}}", d.label()),
+                        self.deliveries(*d).to_string(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+        family(
+            "outbox_backlog",
+            "gauge",
+            "Deliveries committed but not yet applied.",
+            &one(gauges.outbox_backlog),
+        );
+        family(
+            "apply_lag_seconds",
+            "gauge",
+            "Age of the oldest unapplied delivery.",
+            &[(String::new(), format!("{:.3}", gauges.apply_lag_seconds))],
+        );
+        family(
+            "quarantined",
+            "gauge",
+            "Deliveries quarantined (not applicable as they are).",
+            &one(gauges.quarantined),
+        );
+        family(
+            "events_applied_total",
+            "counter",
+            "Outbox rows applied by the worker.",
+            &one(get(&self.events_applied)),
+        );
+        family(
+            "events_quarantined_total",
+            "counter",
+            "Outbox rows quarantined by the worker.",
+            &one(get(&self.events_quarantined)),
+        );
+        family(
+            "echoes_recognised_total",
+            "counter",
+            "Returning webhooks recognised as the echo of a local change.",
+            &one(get(&self.echoes)),
+        );
+        family(
+            "reconcile_passes_total",
+            "counter",
+            "Reconciliation passes.",
+            &one(get(&self.reconcile_passes)),
+        );
+        family(
+            "reconcile_leads_scanned_total",
+            "counter",
+            "Leads read from the service by reconciliation.",
+            &one(get(&self.reconcile_leads_scanned)),
+        );
+        family(
+            "reconcile_repairs_total",
+            "counter",
+            "Differences reconciliation repaired.",
+            &one(get(&self.reconcile_repairs)),
+        );
+        family(
+            "reconcile_messages_refreshed_total",
+            "counter",
+            "Message statuses reconciliation refreshed.",
+            &one(get(&self.reconcile_messages_refreshed)),
+        );
+        family(
+            "reconcile_errors_total",
+            "counter",
+            "Errors during reconciliation passes.",
+            &one(get(&self.reconcile_errors)),
+        );
+        let mut upstream: Vec<(String, String)> = self
+            .upstream
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| {
+                let n = get(c);
+                (n > 0).then(|| (format!("{{status=\"{}\"}}", i + 100), n.to_string()))
+            })
+            .collect();
+        upstream.push((
+            "{status=\"other\"}".into(),
+            get(&self.upstream_other).to_string(),
+        ));
+        upstream.push((
+            "{status=\"error\"}".into(),
+            get(&self.upstream_transport_errors).to_string(),
+        ));
+        family(
+            "upstream_responses_total",
+            "counter",
+            "Answers of the service's API by HTTP status (\"error\": no answer).",
+            &upstream,
+        );
+        family(
+            "pushes_total",
+            "counter",
+            "Push attempts of local consent changes by outcome.",
+            &Push::ALL
+                .iter()
+                .map(|p| {
+                    (
+                        format!("{{outcome=\"{}\"}}", p.label()),
+                        self.pushes(*p).to_string(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+        family(
+            "pushes_pending",
+            "gauge",
+            "Local consent changes not yet accepted by the service.",
+            &one(gauges.pushes_pending),
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples() {
+        let m = Metrics::new();
+        m.delivery(Delivery::BacklogFull);
+        m.upstream_status(429);
+        m.upstream_status(9);
+        m.record_reconcile_pass(10, 2, 3, 0);
+        m.push(Push::Sent);
+        let text = m.render(&Gauges {
+            outbox_backlog: 7,
+            apply_lag_seconds: 1.5,
+            quarantined: 1,
+            pushes_pending: 2,
+        });
+        assert!(text.contains("outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1\n"));
+        assert!(text.contains("outreach_sync_deliveries_total{outcome=\"accepted\"} 0\n"));
+        assert!(text.contains("outreach_sync_upstream_responses_total{status=\"429\"} 1\n"));
+        assert!(text.contains("outreach_sync_upstream_responses_total{status=\"other\"} 1\n"));
+        assert!(text.contains("outreach_sync_reconcile_repairs_total 2\n"));
+        assert!(text.contains("outreach_sync_outbox_backlog 7\n"));
+        assert!(text.contains("outreach_sync_apply_lag_seconds 1.500\n"));
+        assert!(text.contains("outreach_sync_pushes_total{outcome=\"sent\"} 1\n"));
+        let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
+        let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
+        assert_eq!(helps, types);
+    }
+}
