@@ -15,6 +15,8 @@ pub mod events;
 pub mod ingest;
 /// The read side of the ledger and the mirror, as JSON records.
 pub mod ledger;
+/// Process-wide counters and the Prometheus text rendering.
+pub mod metrics;
 /// The apply path: lead mirror, message statuses, consent ledger.
 pub mod mirror;
 /// The outbox write path (group commit).
