@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::ServiceClient;
 use crate::outbox::{OutboxState, OutboxWriter};
+use crate::reconcile::Reconciler;
 use crate::settings::Settings;
 use crate::worker::Worker;
 use crate::{db, ingest, outbox, upstream};
@@ -95,9 +96,11 @@ impl Application {
             settings.consent.account_sync,
         );
         tasks.spawn("worker", worker.run(shutdown.clone()));
-        // Tasks that talk to the service (reconciler, pusher) start here when a client is
-        // configured.
-        let _client = client;
+        // Tasks that talk to the service start only when a client is configured.
+        if let Some(client) = &client {
+            let reconciler = Reconciler::new(pool.clone(), client.clone(), &settings.reconcile);
+            tasks.spawn("reconciler", reconciler.run_scheduled(shutdown.clone()));
+        }
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         let stop = shutdown.clone();

@@ -136,6 +136,21 @@ pub struct Status {
     pub open_messages: i64,
     pub oldest_pending_at: Option<String>,
     pub last_error: Option<LastError>,
+    /// The last completed leads pass of each organization.
+    pub reconciliation: Vec<OrganizationPass>,
+    /// Organizations whose leads pass was interrupted and resumes from a cursor.
+    pub reconciliation_in_progress: Vec<String>,
+}
+
+/// The last reconciliation of one organization.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct OrganizationPass {
+    pub organization_id: String,
+    pub finished_at: String,
+    pub leads_scanned: i64,
+    pub repaired: i64,
+    pub error: Option<String>,
 }
 
 /// The most recent failure the daemon recorded.
@@ -167,6 +182,17 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
     )
     .fetch_optional(pool)
     .await?;
+    let reconciliation = sqlx::query_as(
+        "SELECT organization_id, finished_at, leads_scanned, repaired, error
+         FROM reconcile_organizations ORDER BY organization_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let reconciliation_in_progress = sqlx::query_scalar(
+        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
+    )
+    .fetch_all(pool)
+    .await?;
     Ok(Status {
         backlog,
         quarantined,
@@ -177,6 +203,8 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         open_messages,
         oldest_pending_at,
         last_error,
+        reconciliation,
+        reconciliation_in_progress,
     })
 }
 

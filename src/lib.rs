@@ -33,3 +33,5 @@ pub mod telemetry;
 pub mod worker;
 /// The daemon's service client and its durable token guard.
 pub mod upstream;
+/// The scheduled reconciler.
+pub mod reconcile;

@@ -225,6 +225,22 @@ pub async fn apply_consent(
     Ok(results)
 }
 
+/// The current consent (opted out or not) of each known (organization, number) of `keys`.
+pub async fn consent_of(
+    conn: &mut SqliteConnection,
+    keys: &[(&str, &str)],
+) -> Result<HashMap<(String, String), bool>, sqlx::Error> {
+    let rows: Vec<(String, String, bool)> = sqlx::query_as(
+        "SELECT s.organization_id, s.phone_number, s.opted_out
+         FROM json_each(?) AS k
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+    )
+    .bind(json(keys))
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(o, p, out)| ((o, p), out)).collect())
+}
+
 /// The organizations (and lead ids) that hold each of `phones`, in the consent records
 /// and the mirrored leads: what account sync extends a change to.
 pub async fn holders_of(

@@ -430,6 +430,14 @@ impl Settings {
         }
         self.validate_webhook()?;
         url_with_http_scheme("service.base_url", &self.service.base_url)?;
+        if !self.reconcile.schedule.trim().is_empty()
+            && !crate::reconcile::valid_schedule(&self.reconcile.schedule)
+        {
+            return Err(SettingsError::invalid(
+                "reconcile.schedule",
+                "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
+            ));
+        }
         if self.service.requests_per_second == 0 {
             return Err(SettingsError::invalid(
                 "service.requests_per_second",

@@ -32,3 +32,55 @@ pub fn check_config(settings: Settings, json: bool) -> Result<(), CliError> {
     }
     Ok(())
 }
+
+pub async fn reconcile(
+    settings: Settings,
+    request: crate::reconcile::PassRequest,
+    json: bool,
+) -> Result<(), CliError> {
+    telemetry::init(&settings.log);
+    let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
+    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let client = crate::upstream::service_client(&settings, &pool)
+        .map_err(|e| CliError::Usage(e.to_string()))?;
+    let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile);
+    let shutdown = app::shutdown_on_signals();
+    let summary = reconciler
+        .run_pass(&request, &shutdown)
+        .await
+        .ok_or_else(|| anyhow::anyhow!("another pass is running"))?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&summary).map_err(anyhow::Error::from)?
+        );
+    } else {
+        println!(
+            "pass {}: {} organizations, {} leads scanned, {} differences repaired, {} messages checked, {} refreshed, {} errors, {} ms{}",
+            summary.id,
+            summary.organizations.len(),
+            summary.leads_scanned,
+            summary.repaired,
+            summary.messages_checked,
+            summary.messages_refreshed,
+            summary.errors.len(),
+            summary.duration_ms,
+            if summary.interrupted {
+                " (interrupted; the next pass resumes)"
+            } else {
+                ""
+            }
+        );
+        for error in &summary.errors {
+            println!("  error: {error}");
+        }
+    }
+    if summary.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(CliError::Runtime(anyhow::anyhow!(
+            "{} errors during the pass",
+            summary.errors.len()
+        )))
+    }
+}

@@ -75,6 +75,16 @@ pub enum Command {
     },
     /// Backlog, quarantined deliveries, mirror sizes and the last error.
     Status,
+    /// One reconciliation pass now (leads and messages unless one is named).
+    Reconcile {
+        /// Organizations to scan (repeatable); default: the configured ones, else all.
+        #[arg(long = "org", value_name = "ID")]
+        organizations: Vec<String>,
+        #[arg(long)]
+        leads: bool,
+        #[arg(long)]
+        messages: bool,
+    },
     /// Run the built-in simulated service.
     Sandbox(crate::sandbox::cli::SandboxArgs),
 }
@@ -183,6 +193,19 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             read::replay(&Settings::load(config)?, selection, cli.json).await
         }
         Command::Status => read::status(&Settings::load(config)?, cli.json).await,
+        Command::Reconcile {
+            organizations,
+            leads,
+            messages,
+        } => {
+            let request = crate::reconcile::PassRequest {
+                organizations,
+                // Naming neither part means both.
+                leads: leads || !messages,
+                messages: messages || !leads,
+            };
+            daemon::reconcile(Settings::load(config)?, request, cli.json).await
+        }
         Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
     }
 }

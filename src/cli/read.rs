@@ -192,6 +192,25 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
         "messages tracked:      {} ({} not final)",
         status.messages, status.open_messages
     );
+    if status.reconciliation.is_empty() {
+        println!("last reconciliation:   never");
+    }
+    for pass in &status.reconciliation {
+        println!(
+            "last reconciliation:   {} at {}: {} leads, {} repaired{}",
+            pass.organization_id,
+            pass.finished_at,
+            pass.leads_scanned,
+            pass.repaired,
+            pass.error
+                .as_deref()
+                .map(|e| format!(", error: {e}"))
+                .unwrap_or_default()
+        );
+    }
+    for org in &status.reconciliation_in_progress {
+        println!("reconciling:           {org} (resumes from its saved cursor)");
+    }
     match &status.last_error {
         Some(e) => println!("last error:            {} at {}", e.message, e.at),
         None => println!("last error:            none"),

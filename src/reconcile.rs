@@ -1,0 +1,519 @@
+//! The reconciler: compares the mirror with the service and repairs every difference
+//! through the same apply path, leaving a ledger entry for each repair. Webhooks make the
+//! ledger fast; this makes it correct.
+//!
+//! Leads: a full scan per organization (the service has no "changed since"), one page of
+//! 1000 at a time, each page written in one short transaction together with the cursor of
+//! the next, so a crash resumes where it stopped and ingest is never starved. Messages:
+//! `GET /messages/{id}` for every tracked message still not final after
+//! `message_stale_after_secs`.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use chrono::{DateTime, Utc};
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+use sqlx::{Connection, SqlitePool};
+use tokio_util::sync::CancellationToken;
+
+use crate::client::models::{ListLeads, ListOrganizations, Paging};
+use crate::client::{ClientError, ServiceClient, models};
+use crate::db;
+use crate::events::{Lead, MessageStatus};
+use crate::mirror::{self, ConsentObservation, Source, StatusObservation};
+use crate::settings::ReconcileSettings;
+
+/// Leads per page: the service's maximum.
+pub const PAGE_SIZE: u32 = 1000;
+/// Message lookups in flight at once (the rate limiter still applies).
+const MESSAGE_CONCURRENCY: usize = 8;
+/// Message results written per transaction.
+const MESSAGE_CHUNK: usize = 200;
+
+/// What one pass should cover.
+#[derive(Debug, Clone)]
+pub struct PassRequest {
+    /// Organizations to scan; empty: the configured ones, else every one of the account.
+    pub organizations: Vec<String>,
+    pub leads: bool,
+    pub messages: bool,
+}
+
+impl Default for PassRequest {
+    fn default() -> Self {
+        Self {
+            organizations: Vec::new(),
+            leads: true,
+            messages: true,
+        }
+    }
+}
+
+/// What a pass did.
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PassSummary {
+    pub id: String,
+    pub started_at: String,
+    pub finished_at: String,
+    pub duration_ms: u64,
+    pub organizations: Vec<String>,
+    pub leads_scanned: u64,
+    /// Consent differences found and made current.
+    pub repaired: u64,
+    pub messages_checked: u64,
+    pub messages_refreshed: u64,
+    pub errors: Vec<String>,
+    /// Stopped early by a shutdown; the next pass resumes from the saved cursors.
+    pub interrupted: bool,
+}
+
+/// Runs reconciliation passes, never two at once.
+#[derive(Clone)]
+pub struct Reconciler {
+    pool: SqlitePool,
+    client: ServiceClient,
+    settings: ReconcileSettings,
+    running: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Reconciler {
+    pub fn new(pool: SqlitePool, client: ServiceClient, settings: &ReconcileSettings) -> Self {
+        Self {
+            pool,
+            client,
+            settings: settings.clone(),
+            running: Arc::new(tokio::sync::Mutex::new(())),
+        }
+    }
+
+    /// One pass; `None` if another pass is running. Failures are collected in the summary,
+    /// never raised: a pass does what it can.
+    pub async fn run_pass(
+        &self,
+        request: &PassRequest,
+        shutdown: &CancellationToken,
+    ) -> Option<PassSummary> {
+        let _guard = self.running.try_lock().ok()?;
+        let started = Instant::now();
+        let now = Utc::now();
+        let mut summary = PassSummary {
+            id: format!(
+                "{}-{:08x}",
+                now.format("%Y%m%dT%H%M%S"),
+                rand::random::<u32>()
+            ),
+            started_at: db::timestamp(now),
+            ..PassSummary::default()
+        };
+        if request.leads {
+            match self.organizations(request).await {
+                Ok(organizations) => {
+                    for organization in &organizations {
+                        if shutdown.is_cancelled() {
+                            summary.interrupted = true;
+                            break;
+                        }
+                        let pass_id = summary.id.clone();
+                        if let Err(error) = self
+                            .leads_pass(&pass_id, organization, shutdown, &mut summary)
+                            .await
+                        {
+                            tracing::warn!(%organization, error = %format!("{error:#}"), "leads pass failed");
+                            summary.errors.push(format!("{organization}: {error:#}"));
+                            let _ = self
+                                .record_organization_error(
+                                    &summary.id,
+                                    organization,
+                                    &format!("{error:#}"),
+                                )
+                                .await;
+                        }
+                    }
+                    summary.organizations = organizations;
+                }
+                Err(error) => summary
+                    .errors
+                    .push(format!("listing organizations: {error}")),
+            }
+        }
+        if request.messages && !summary.interrupted {
+            if let Err(error) = self.messages_pass(shutdown, &mut summary).await {
+                summary.errors.push(format!("messages: {error:#}"));
+            }
+        }
+        summary.duration_ms = started.elapsed().as_millis() as u64;
+        summary.finished_at = db::timestamp(Utc::now());
+        if let Err(error) = self.record_pass(&summary).await {
+            tracing::error!(%error, "cannot record the reconciliation summary");
+        }
+        tracing::info!(
+            pass = %summary.id,
+            organizations = summary.organizations.len(),
+            leads_scanned = summary.leads_scanned,
+            repaired = summary.repaired,
+            messages_checked = summary.messages_checked,
+            messages_refreshed = summary.messages_refreshed,
+            errors = summary.errors.len(),
+            duration_ms = summary.duration_ms,
+            interrupted = summary.interrupted,
+            "reconciliation pass finished"
+        );
+        Some(summary)
+    }
+
+    async fn organizations(&self, request: &PassRequest) -> Result<Vec<String>, ClientError> {
+        if !request.organizations.is_empty() {
+            return Ok(request.organizations.clone());
+        }
+        if !self.settings.organizations.is_empty() {
+            return Ok(self.settings.organizations.clone());
+        }
+        self.client
+            .organizations(ListOrganizations::default(), Some(PAGE_SIZE))
+            .map_ok(|o| o.id)
+            .try_collect()
+            .await
+    }
+
+    /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
+    async fn leads_pass(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        shutdown: &CancellationToken,
+        summary: &mut PassSummary,
+    ) -> anyhow::Result<()> {
+        let mut cursor = self.checkpoint(pass_id, organization).await?;
+        let query = ListLeads {
+            organization_id: Some(organization.to_owned()),
+            ..ListLeads::default()
+        };
+        loop {
+            let paging = Paging {
+                cursor: cursor.clone(),
+                limit: Some(PAGE_SIZE),
+            };
+            let page = self.client.leads_page(&query, &paging).await?;
+            let fetched_at = Utc::now();
+            let next = page.next_cursor().map(str::to_owned);
+            let (scanned, repaired) = self
+                .apply_page(
+                    pass_id,
+                    organization,
+                    &page.items,
+                    fetched_at,
+                    next.as_deref(),
+                )
+                .await?;
+            summary.leads_scanned += scanned;
+            summary.repaired += repaired;
+            match next {
+                None => return Ok(()),
+                Some(_) if shutdown.is_cancelled() => {
+                    summary.interrupted = true;
+                    return Ok(());
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+    }
+
+    /// The cursor to resume `organization` from, starting a checkpoint if there is none.
+    async fn checkpoint(
+        &self,
+        pass_id: &str,
+        organization: &str,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let now = db::timestamp(Utc::now());
+        let cursor: Option<Option<String>> = sqlx::query_scalar(
+            "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at)
+             VALUES (?1, ?2, NULL, ?3, ?3)
+             ON CONFLICT (organization_id) DO UPDATE SET updated_at = ?3
+             RETURNING cursor",
+        )
+        .bind(organization)
+        .bind(pass_id)
+        .bind(&now)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(cursor.flatten())
+    }
+
+    /// Writes one page in one transaction: lead fields, consent differences as `reconcile`
+    /// observations timed at the fetch, and the cursor of the next page (or the end).
+    async fn apply_page(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        leads: &[models::Lead],
+        fetched_at: DateTime<Utc>,
+        next: Option<&str>,
+    ) -> Result<(u64, u64), sqlx::Error> {
+        let leads: Vec<Lead> = leads.iter().map(mirror_lead).collect();
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let keys: Vec<(&str, &str)> = leads
+            .iter()
+            .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
+            .collect();
+        let mirrored = mirror::consent_of(&mut tx, &keys).await?;
+        let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
+        mirror::upsert_leads(&mut tx, &observed, fetched_at).await?;
+        let differences: Vec<ConsentObservation> = leads
+            .iter()
+            .filter(|l| {
+                mirrored.get(&(l.organization_id.clone(), l.phone_number.clone()))
+                    != Some(&l.global_opted_out)
+            })
+            .map(|l| ConsentObservation {
+                organization_id: l.organization_id.clone(),
+                phone_number: l.phone_number.clone(),
+                lead_id: Some(l.id.clone()),
+                opted_out: l.global_opted_out,
+                occurred_at: fetched_at,
+                source: Source::Reconcile,
+                event_ref: format!("reconcile:{pass_id}:{}", l.id),
+                tag_id: None,
+                reason: None,
+            })
+            .collect();
+        let applied = mirror::apply_consent(&mut tx, &differences, fetched_at).await?;
+        let repaired = applied.iter().filter(|a| a.current).count() as u64;
+        let scanned = leads.len() as u64;
+        let now = db::timestamp(Utc::now());
+        match next {
+            Some(cursor) => {
+                sqlx::query(
+                    "UPDATE reconcile_checkpoints SET cursor = ?, leads_scanned = leads_scanned + ?,
+                         repaired = repaired + ?, updated_at = ? WHERE organization_id = ?",
+                )
+                .bind(cursor)
+                .bind(scanned as i64)
+                .bind(repaired as i64)
+                .bind(&now)
+                .bind(organization)
+                .execute(&mut *tx)
+                .await?;
+            }
+            None => {
+                sqlx::query(
+                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
+                     SELECT organization_id, ?2, ?3, leads_scanned + ?4, repaired + ?5, NULL
+                     FROM reconcile_checkpoints WHERE organization_id = ?1
+                     ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
+                         finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
+                         repaired = excluded.repaired, error = NULL",
+                )
+                .bind(organization)
+                .bind(pass_id)
+                .bind(&now)
+                .bind(scanned as i64)
+                .bind(repaired as i64)
+                .execute(&mut *tx)
+                .await?;
+                sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
+                    .bind(organization)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+        }
+        tx.commit().await?;
+        Ok((scanned, repaired))
+    }
+
+    async fn messages_pass(
+        &self,
+        shutdown: &CancellationToken,
+        summary: &mut PassSummary,
+    ) -> anyhow::Result<()> {
+        let stale = chrono::Duration::seconds(
+            i64::try_from(self.settings.message_stale_after_secs).unwrap_or(i64::MAX / 2),
+        );
+        let cutoff = db::timestamp(Utc::now() - stale);
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM messages WHERE terminal = 0 AND first_seen_at <= ? ORDER BY first_seen_at")
+                .bind(cutoff)
+                .fetch_all(&self.pool)
+                .await?;
+        for chunk in ids.chunks(MESSAGE_CHUNK) {
+            if shutdown.is_cancelled() {
+                summary.interrupted = true;
+                break;
+            }
+            // Owned ids and client clones keep the futures free of borrows (and `Send`).
+            let client = self.client.clone();
+            let fetched: Vec<(String, Result<models::MessageStatus, ClientError>)> =
+                futures::stream::iter(chunk.to_vec())
+                    .map(move |id| {
+                        let client = client.clone();
+                        async move {
+                            let result = client.message(&id).await;
+                            (id, result)
+                        }
+                    })
+                    .buffer_unordered(MESSAGE_CONCURRENCY)
+                    .collect()
+                    .await;
+            let fetched_at = Utc::now();
+            let mut statuses = Vec::with_capacity(fetched.len());
+            for (id, result) in fetched {
+                summary.messages_checked += 1;
+                match result {
+                    Ok(message) => statuses.push(mirror_status(&message)),
+                    Err(error) => summary.errors.push(format!("message {id}: {error}")),
+                }
+            }
+            let observations: Vec<StatusObservation> = statuses
+                .iter()
+                .map(|message| StatusObservation {
+                    message,
+                    lead_id: None,
+                    organization_id: None,
+                    occurred_at: fetched_at,
+                    source: Source::Reconcile,
+                })
+                .collect();
+            let mut conn = self.pool.acquire().await?;
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+            summary.messages_refreshed +=
+                mirror::apply_statuses(&mut tx, &observations, fetched_at).await?;
+            tx.commit().await?;
+        }
+        Ok(())
+    }
+
+    async fn record_pass(&self, summary: &PassSummary) -> Result<(), sqlx::Error> {
+        sqlx::query("INSERT INTO reconcile_passes (id, started_at, finished_at, summary) VALUES (?, ?, ?, ?)")
+            .bind(&summary.id)
+            .bind(&summary.started_at)
+            .bind(&summary.finished_at)
+            .bind(serde_json::to_string(summary).unwrap_or_default())
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    async fn record_organization_error(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        error: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
+             VALUES (?1, ?2, ?3, 0, 0, ?4)
+             ON CONFLICT (organization_id) DO UPDATE SET error = ?4",
+        )
+        .bind(organization)
+        .bind(pass_id)
+        .bind(db::timestamp(Utc::now()))
+        .bind(error)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Runs a pass at start (if configured) and on the cron schedule until `shutdown`.
+    pub async fn run_scheduled(self, shutdown: CancellationToken) {
+        if self.settings.on_start {
+            self.run_pass(&PassRequest::default(), &shutdown).await;
+        }
+        if self.settings.schedule.trim().is_empty() {
+            shutdown.cancelled().await;
+            return;
+        }
+        let scheduler = match self.scheduler(shutdown.clone()).await {
+            Ok(scheduler) => scheduler,
+            Err(error) => {
+                tracing::error!(%error, "cannot start the reconciliation schedule");
+                shutdown.cancelled().await;
+                return;
+            }
+        };
+        shutdown.cancelled().await;
+        let mut scheduler = scheduler;
+        if let Err(error) = scheduler.shutdown().await {
+            tracing::warn!(%error, "stopping the reconciliation schedule");
+        }
+        // A pass in progress stops at its next page boundary, its cursor saved.
+        let _ = self.running.lock().await;
+    }
+
+    async fn scheduler(
+        &self,
+        shutdown: CancellationToken,
+    ) -> Result<tokio_cron_scheduler::JobScheduler, tokio_cron_scheduler::JobSchedulerError> {
+        let scheduler = tokio_cron_scheduler::JobScheduler::new().await?;
+        let reconciler = self.clone();
+        let job =
+            tokio_cron_scheduler::Job::new_async(self.settings.schedule.as_str(), move |_, _| {
+                let reconciler = reconciler.clone();
+                let shutdown = shutdown.clone();
+                Box::pin(async move {
+                    if reconciler
+                        .run_pass(&PassRequest::default(), &shutdown)
+                        .await
+                        .is_none()
+                    {
+                        tracing::info!(
+                            "a reconciliation pass is still running; this tick is skipped"
+                        );
+                    }
+                })
+            })?;
+        scheduler.add(job).await?;
+        scheduler.start().await?;
+        Ok(scheduler)
+    }
+}
+
+/// Whether `schedule` is a cron expression the scheduler accepts.
+pub fn valid_schedule(schedule: &str) -> bool {
+    tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
+}
+
+/// The mirror's form of a lead fetched from the service.
+pub fn mirror_lead(lead: &models::Lead) -> Lead {
+    Lead {
+        id: lead.id.clone(),
+        phone_number: lead.phone_number.clone(),
+        organization_id: lead.organization_id.clone(),
+        active_group_ids: lead.active_group_ids.clone(),
+        inactive_group_ids: lead.inactive_group_ids.clone(),
+        custom_fields: lead
+            .custom_fields
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+        first_name: lead.first_name.clone(),
+        last_name: lead.last_name.clone(),
+        notes: lead.notes.clone(),
+        follow_up: lead.follow_up.clone(),
+        email: lead.email.clone(),
+        postal_code: lead.postal_code.clone(),
+        phone_number_type: lead.phone_number_type.as_ref().and_then(|t| {
+            serde_json::to_value(t)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_owned))
+        }),
+        tag_ids: lead.tag_ids.clone(),
+        global_opted_out: lead.global_opted_out,
+        created_at: Some(lead.created_at.clone()),
+    }
+}
+
+/// The mirror's form of a message status fetched from the service.
+pub fn mirror_status(message: &models::MessageStatus) -> MessageStatus {
+    MessageStatus {
+        id: message.id.clone(),
+        thread_id: Some(message.thread_id.clone()),
+        status: message.status.clone(),
+        kind: serde_json::to_value(&message.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned)),
+        created_at: Some(message.created_at.clone()),
+        error_code: message.error_code.clone(),
+    }
+}
