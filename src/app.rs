@@ -24,6 +24,8 @@ pub struct Application {
     pool: SqlitePool,
     ingest_listener: TcpListener,
     ingest_addr: SocketAddr,
+    admin_listener: TcpListener,
+    admin_addr: SocketAddr,
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
     client: Option<ServiceClient>,
@@ -45,6 +47,11 @@ impl Application {
             .await
             .with_context(|| format!("binding the ingest listener to {bind}"))?;
         let ingest_addr = ingest_listener.local_addr()?;
+        let admin_bind = settings.admin_bind();
+        let admin_listener = TcpListener::bind(admin_bind)
+            .await
+            .with_context(|| format!("binding the admin listener to {admin_bind} (admin.bind)"))?;
+        let admin_addr = admin_listener.local_addr()?;
         let client = match upstream::service_client(&settings, &pool) {
             Ok(client) => Some(client),
             Err(error) => {
@@ -57,10 +64,17 @@ impl Application {
             pool,
             ingest_listener,
             ingest_addr,
+            admin_listener,
+            admin_addr,
             writer,
             writer_task,
             client,
         })
+    }
+
+    /// Where the admin API is served.
+    pub fn admin_addr(&self) -> SocketAddr {
+        self.admin_addr
     }
 
     /// Where deliveries are received.
@@ -85,6 +99,8 @@ impl Application {
             pool,
             ingest_listener,
             ingest_addr,
+            admin_listener,
+            admin_addr,
             writer,
             writer_task,
             client,
@@ -101,6 +117,27 @@ impl Application {
             let reconciler = Reconciler::new(pool.clone(), client.clone(), &settings.reconcile);
             tasks.spawn("reconciler", reconciler.run_scheduled(shutdown.clone()));
         }
+        // Local changes queued through the admin API wake the pusher at once.
+        let wake = Arc::new(tokio::sync::Notify::new());
+        if let Some(client) = &client {
+            let pusher = crate::pusher::Pusher::new(pool.clone(), client.clone(), wake.clone());
+            tasks.spawn("pusher", pusher.run(shutdown.clone()));
+        }
+        let admin = crate::admin::router(crate::admin::AdminState::new(
+            pool.clone(),
+            settings.admin.tokens.clone(),
+            wake,
+        ));
+        tracing::info!(%admin_addr, "admin listening");
+        let admin_stop = shutdown.clone();
+        tasks.spawn("admin", async move {
+            let served = axum::serve(admin_listener, admin)
+                .with_graceful_shutdown(async move { admin_stop.cancelled().await })
+                .await;
+            if let Err(error) = served {
+                tracing::error!(%error, "admin listener failed");
+            }
+        });
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         let stop = shutdown.clone();

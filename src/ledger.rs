@@ -30,6 +30,13 @@ pub struct LedgerEntry {
     pub source: String,
     pub event_ref: String,
     pub superseded: bool,
+    /// Local changes only: the push to the service (`pending`, `sent`, `failed`,
+    /// `superseded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<String>,
+    /// Returning webhooks only: the seq of the local change this entry echoes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_of: Option<i64>,
 }
 
 /// `{"items": [...]}`, the list shape of the contract.
@@ -55,7 +62,11 @@ pub async fn current(
     .await
 }
 
-const LEDGER_COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded";
+/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue.
+pub const LEDGER_COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded,
+     (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
+     (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
+        AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number) AS echo_of";
 
 /// Every ledger entry of `phone`, oldest first.
 pub async fn history(
@@ -140,6 +151,8 @@ pub struct Status {
     pub reconciliation: Vec<OrganizationPass>,
     /// Organizations whose leads pass was interrupted and resumes from a cursor.
     pub reconciliation_in_progress: Vec<String>,
+    /// Local consent changes and their push to the service.
+    pub pushes: crate::pusher::PushCounts,
 }
 
 /// The last reconciliation of one organization.
@@ -205,6 +218,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         last_error,
         reconciliation,
         reconciliation_in_progress,
+        pushes: crate::pusher::counts(pool).await?,
     })
 }
 

@@ -1,6 +1,8 @@
 //! outreach-sync: a durable, verified consent ledger fed by the outreach messaging service's
 //! webhooks, reconciled against its API, and served to the campaign's other tools.
 
+/// The admin listener: the consent ledger over HTTP for the campaign's other tools.
+pub mod admin;
 /// The daemon: listeners and tasks under one supervisor.
 pub mod app;
 /// The command line.
@@ -11,6 +13,8 @@ pub mod client;
 pub mod db;
 /// The accepted event envelope and its parser.
 pub mod events;
+/// Streamed exports of the consent state and the ledger (CSV, JSON lines).
+pub mod export;
 /// The public ingest listener.
 pub mod ingest;
 /// The read side of the ledger and the mirror, as JSON records.
@@ -21,6 +25,8 @@ pub mod metrics;
 pub mod mirror;
 /// The outbox write path (group commit).
 pub mod outbox;
+/// Local consent changes, their push to the service, and the recognition of their echo.
+pub mod pusher;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.

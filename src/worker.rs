@@ -185,6 +185,11 @@ impl Worker {
         } else {
             HashMap::new()
         };
+        // A webhook that brings back a change pushed from here is not a new change.
+        let echo_keys: Vec<(&str, &str)> = consent()
+            .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
+            .collect();
+        let mut echoes = crate::pusher::EchoMatcher::load(conn, &echo_keys).await?;
         let mut plan = Plan::default();
         for (id, dedup_key, event) in parsed {
             let c = match event {
@@ -226,7 +231,7 @@ impl Worker {
                 }
             }
             for (organization_id, lead_id) in targets {
-                plan.consent.push(ConsentObservation {
+                let mut observation = ConsentObservation {
                     organization_id,
                     phone_number: phone.clone(),
                     lead_id,
@@ -236,7 +241,12 @@ impl Worker {
                     event_ref: dedup_key.clone(),
                     tag_id: c.tag_id.clone(),
                     reason: None,
-                });
+                };
+                if let Some(echo) = echoes.take(conn, &observation).await? {
+                    observation.occurred_at = echo.occurred_at;
+                    observation.reason = Some(crate::pusher::echo_reason(echo.seq));
+                }
+                plan.consent.push(observation);
             }
         }
         Ok(plan)

@@ -1,5 +1,6 @@
 //! The command line: parsing, exit codes, and one function per subcommand.
 
+mod consent;
 mod daemon;
 mod read;
 mod webhooks;
@@ -87,6 +88,38 @@ pub enum Command {
     },
     /// Run the built-in simulated service.
     Sandbox(crate::sandbox::cli::SandboxArgs),
+    /// Record a local opt-out and queue it for the service.
+    OptOut {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: String,
+        /// A tag of visibility OPT_OUT the service applies.
+        #[arg(long = "tag", value_name = "TAG_ID")]
+        tag: Option<String>,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Record a local opt-in and queue it for the service.
+    OptIn {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: String,
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Bulk export, streamed (CSV with a header row, or JSON lines).
+    Export {
+        #[arg(value_enum)]
+        dataset: crate::export::Dataset,
+        #[arg(long, value_enum, default_value_t = crate::export::Format::Csv)]
+        format: crate::export::Format,
+        /// Only ledger entries after this seq (consent: records set by such an entry).
+        #[arg(long, value_name = "SEQ")]
+        since: Option<i64>,
+        /// Write here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -207,5 +240,40 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             daemon::reconcile(Settings::load(config)?, request, cli.json).await
         }
         Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
+        Command::OptOut {
+            phone,
+            organization,
+            tag,
+            reason,
+        } => {
+            let change = crate::pusher::LocalChange {
+                organization_id: organization,
+                phone_number: phone,
+                opted_out: true,
+                tag_id: tag,
+                reason,
+            };
+            consent::change(&Settings::load(config)?, change, cli.json).await
+        }
+        Command::OptIn {
+            phone,
+            organization,
+            reason,
+        } => {
+            let change = crate::pusher::LocalChange {
+                organization_id: organization,
+                phone_number: phone,
+                opted_out: false,
+                tag_id: None,
+                reason,
+            };
+            consent::change(&Settings::load(config)?, change, cli.json).await
+        }
+        Command::Export {
+            dataset,
+            format,
+            since,
+            output,
+        } => consent::export(&Settings::load(config)?, dataset, format, since, output).await,
     }
 }

@@ -211,6 +211,17 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     for org in &status.reconciliation_in_progress {
         println!("reconciling:           {org} (resumes from its saved cursor)");
     }
+    let pushes = &status.pushes;
+    println!(
+        "pending pushes:        {} ({} retrying); {} sent, {} failed",
+        pushes.pending, pushes.retrying, pushes.sent, pushes.failed
+    );
+    if let Some(oldest) = &pushes.oldest_pending_at {
+        println!("oldest pending push:   {oldest}");
+    }
+    if let Some(error) = &pushes.last_push_error {
+        println!("last push error:       {error}");
+    }
     match &status.last_error {
         Some(e) => println!("last error:            {} at {}", e.message, e.at),
         None => println!("last error:            none"),

@@ -1,0 +1,68 @@
+//! Bearer tokens, compared in constant time against every configured token (no early exit,
+//! so timing says neither which token nor how much of one matched).
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use secrecy::ExposeSecret as _;
+use subtle::ConstantTimeEq as _;
+
+use super::{AdminError, AdminState, ROUTES};
+
+/// Lets public routes through, and everything else only with a configured token. Unknown
+/// paths need a token too, so the listener does not tell strangers what it serves.
+pub async fn require_token(
+    State(state): State<Arc<AdminState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    let public = ROUTES.iter().any(|r| r.public && r.path == path);
+    if public || authorized(&state, &request) {
+        next.run(request).await
+    } else {
+        AdminError::Unauthorized.into_response()
+    }
+}
+
+fn authorized(state: &AdminState, request: &Request) -> bool {
+    let Some(presented) = request
+        .headers()
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(bearer)
+    else {
+        return false;
+    };
+    let mut matched = subtle::Choice::from(0);
+    for token in &state.tokens {
+        matched |= token.expose_secret().as_bytes().ct_eq(presented.as_bytes());
+    }
+    bool::from(matched)
+}
+
+/// The token of `Bearer <token>` (scheme case-insensitive, as RFC 7235 says).
+fn bearer(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() && !token.contains(' '))
+        .then_some(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bearer;
+
+    #[test]
+    fn only_a_well_formed_bearer_header_yields_a_token() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearer a b"), None);
+    }
+}

@@ -1,0 +1,182 @@
+//! `/v1/consent`: current consent, batch lookup, the change feed, and local changes.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::StatusCode;
+use bytes::Bytes;
+use chrono::Utc;
+use serde::{Deserialize, Serialize};
+
+use super::{AdminError, AdminState};
+use crate::client::validate;
+use crate::ledger::{self, ConsentRecord, Items, LedgerEntry};
+use crate::pusher::{self, LocalChange, Recorded};
+
+/// Most numbers in one lookup.
+pub const MAX_LOOKUP: usize = 10_000;
+/// Change feed page size when none is asked for, and the largest allowed.
+pub const DEFAULT_CHANGES: i64 = 1_000;
+pub const MAX_CHANGES: i64 = 10_000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ByNumber {
+    pub phone_number: Option<String>,
+    pub organization_id: Option<String>,
+}
+
+/// The number of a query, checked.
+pub fn required_phone(phone: Option<String>) -> Result<String, AdminError> {
+    let phone = phone.ok_or_else(|| AdminError::BadRequest("phoneNumber is required".into()))?;
+    if !validate::is_e164(&phone) {
+        return Err(AdminError::BadRequest(format!(
+            "phoneNumber {phone:?} is not E.164 (e.g. +15551234567)"
+        )));
+    }
+    Ok(phone)
+}
+
+pub fn json_body<T: serde::de::DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+) -> Result<T, AdminError> {
+    let body = body?;
+    serde_json::from_slice(&body).map_err(|e| AdminError::BadRequest(format!("invalid body: {e}")))
+}
+
+pub async fn current(
+    State(state): State<Arc<AdminState>>,
+    query: Result<Query<ByNumber>, QueryRejection>,
+) -> Result<Json<Items<ConsentRecord>>, AdminError> {
+    let Query(query) = query?;
+    let phone = required_phone(query.phone_number)?;
+    let items = ledger::current(&state.pool, &phone, query.organization_id.as_deref()).await?;
+    Ok(Json(Items { items }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LookupRequest {
+    phone_numbers: Vec<String>,
+    #[serde(default)]
+    organization_id: Option<String>,
+}
+
+#[derive(Serialize)]
+pub struct LookupResult {
+    /// Records of the numbers known, in request order, organizations sorted.
+    items: Vec<ConsentRecord>,
+    /// Numbers with no consent record.
+    unknown: Vec<String>,
+}
+
+pub async fn lookup(
+    State(state): State<Arc<AdminState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<LookupResult>, AdminError> {
+    let request: LookupRequest = json_body(body)?;
+    if request.phone_numbers.len() > MAX_LOOKUP {
+        return Err(AdminError::TooLarge(format!(
+            "at most {MAX_LOOKUP} phoneNumbers per lookup"
+        )));
+    }
+    if let Some((i, bad)) = request
+        .phone_numbers
+        .iter()
+        .enumerate()
+        .find(|(_, p)| !validate::is_e164(p))
+    {
+        return Err(AdminError::BadRequest(format!(
+            "phoneNumbers[{i}] {bad:?} is not E.164"
+        )));
+    }
+    let mut seen = HashSet::with_capacity(request.phone_numbers.len());
+    let phones: Vec<&str> = request
+        .phone_numbers
+        .iter()
+        .map(String::as_str)
+        .filter(|p| seen.insert(*p))
+        .collect();
+    let items: Vec<ConsentRecord> = sqlx::query_as(
+        "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
+         FROM json_each(?1) AS k JOIN consent_state AS s ON s.phone_number = k.value
+         WHERE ?2 IS NULL OR s.organization_id = ?2
+         ORDER BY k.key, s.organization_id",
+    )
+    .bind(serde_json::to_string(&phones).unwrap_or_else(|_| "[]".into()))
+    .bind(&request.organization_id)
+    .fetch_all(&state.pool)
+    .await?;
+    let known: HashSet<&str> = items.iter().map(|r| r.phone_number.as_str()).collect();
+    let unknown = phones
+        .iter()
+        .filter(|p| !known.contains(*p))
+        .map(|p| (*p).to_owned())
+        .collect();
+    Ok(Json(LookupResult { items, unknown }))
+}
+
+#[derive(Deserialize)]
+pub struct ChangesQuery {
+    after: Option<i64>,
+    limit: Option<i64>,
+}
+
+#[derive(Serialize)]
+pub struct ChangePage {
+    items: Vec<LedgerEntry>,
+    /// Pass as `after` for the next page (unchanged when the page is empty).
+    next: i64,
+}
+
+pub async fn changes(
+    State(state): State<Arc<AdminState>>,
+    query: Result<Query<ChangesQuery>, QueryRejection>,
+) -> Result<Json<ChangePage>, AdminError> {
+    let Query(query) = query?;
+    let after = query.after.unwrap_or(0);
+    let limit = query.limit.unwrap_or(DEFAULT_CHANGES);
+    if !(1..=MAX_CHANGES).contains(&limit) {
+        return Err(AdminError::BadRequest(format!(
+            "limit must be between 1 and {MAX_CHANGES}"
+        )));
+    }
+    // Every ledger write holds SQLite's single write lock from its insert to its commit,
+    // so seqs become visible in seq order: reading `seq > after` never skips an entry
+    // that commits later with a smaller seq.
+    let items = ledger::changes(&state.pool, after, limit).await?;
+    let next = items.last().map_or(after, |e| e.seq);
+    Ok(Json(ChangePage { items, next }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LocalChangeBody {
+    phone_number: String,
+    organization_id: String,
+    opted_out: bool,
+    #[serde(default)]
+    tag_id: Option<String>,
+    #[serde(default)]
+    reason: Option<String>,
+}
+
+pub async fn record(
+    State(state): State<Arc<AdminState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(StatusCode, Json<Recorded>), AdminError> {
+    let body: LocalChangeBody = json_body(body)?;
+    let change = LocalChange {
+        organization_id: body.organization_id,
+        phone_number: body.phone_number,
+        opted_out: body.opted_out,
+        tag_id: body.tag_id,
+        reason: body.reason,
+    };
+    let recorded = pusher::record(&state.pool, &change, Utc::now()).await?;
+    state.wake.notify_one();
+    Ok((StatusCode::ACCEPTED, Json(recorded)))
+}

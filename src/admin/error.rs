@@ -1,0 +1,90 @@
+//! The admin listener's one error type: every failure is JSON `{"code":N,"message":"..."}`,
+//! and database causes go to the log, never to the client.
+
+use axum::extract::rejection::{BytesRejection, QueryRejection};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::ingest::ErrorBody;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AdminError {
+    #[error("a bearer token is required (Authorization: Bearer <token>)")]
+    Unauthorized,
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("no such route")]
+    NoRoute,
+    #[error("method not allowed on this route")]
+    MethodNotAllowed,
+    #[error("{0}")]
+    TooLarge(String),
+    #[error("the database is unavailable")]
+    Database(#[from] sqlx::Error),
+}
+
+impl AdminError {
+    fn status(&self) -> StatusCode {
+        match self {
+            AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
+            AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            AdminError::NotFound(_) | AdminError::NoRoute => StatusCode::NOT_FOUND,
+            AdminError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            AdminError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            AdminError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
+        }
+    }
+}
+
+impl IntoResponse for AdminError {
+    fn into_response(self) -> Response {
+        if let AdminError::Database(error) = &self {
+            tracing::error!(%error, "admin request failed on the database");
+        }
+        let status = self.status();
+        let body = axum::Json(ErrorBody {
+            code: status.as_u16(),
+            message: self.to_string(),
+        });
+        if status == StatusCode::UNAUTHORIZED {
+            (status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+        } else {
+            (status, body).into_response()
+        }
+    }
+}
+
+impl From<QueryRejection> for AdminError {
+    fn from(rejection: QueryRejection) -> Self {
+        AdminError::BadRequest(rejection.body_text())
+    }
+}
+
+impl From<BytesRejection> for AdminError {
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            AdminError::TooLarge("request body too large".into())
+        } else {
+            AdminError::BadRequest(rejection.body_text())
+        }
+    }
+}
+
+impl From<crate::pusher::LocalError> for AdminError {
+    fn from(error: crate::pusher::LocalError) -> Self {
+        match error {
+            crate::pusher::LocalError::Invalid(message) => AdminError::BadRequest(message),
+            crate::pusher::LocalError::Database(error) => AdminError::Database(error),
+        }
+    }
+}
+
+pub async fn not_found() -> AdminError {
+    AdminError::NoRoute
+}
+
+pub async fn method_not_allowed() -> AdminError {
+    AdminError::MethodNotAllowed
+}

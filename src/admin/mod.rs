@@ -1,0 +1,248 @@
+//! The admin listener: the consent ledger, the mirror and the daemon's state over HTTP for
+//! the campaign's other tools, on localhost by default. Every `/v1` route needs a bearer
+//! token from `admin.tokens`; `/healthz` and `/metrics` need none.
+//!
+//! With no token configured the listener still starts (ingest must not stop because of
+//! it) and logs a warning, but every `/v1` request is refused with 401.
+//!
+//! The router and the OpenAPI document are both built from [`ROUTES`], so they cannot
+//! disagree.
+
+mod auth;
+mod consent;
+mod error;
+mod openapi;
+mod records;
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
+use axum::routing::{MethodRouter, get, post};
+use secrecy::SecretString;
+use sqlx::SqlitePool;
+use tokio::sync::Notify;
+
+pub use error::AdminError;
+
+/// Largest request body: a 10,000-number lookup is about 200 KB.
+const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// What the admin handlers share.
+pub struct AdminState {
+    pool: SqlitePool,
+    tokens: Vec<SecretString>,
+    /// Wakes the pusher when a local change is queued.
+    wake: Arc<Notify>,
+}
+
+impl AdminState {
+    pub fn new(pool: SqlitePool, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
+        Self { pool, tokens, wake }
+    }
+}
+
+/// A query parameter, as the OpenAPI document describes it.
+pub struct Param {
+    pub name: &'static str,
+    pub required: bool,
+    /// `string` or `integer`.
+    pub kind: &'static str,
+    pub description: &'static str,
+}
+
+/// One route of the listener: how it is served and how it is documented.
+pub struct RouteSpec {
+    pub method: Method,
+    /// axum's and OpenAPI's path syntax alike (`{id}`).
+    pub path: &'static str,
+    pub operation_id: &'static str,
+    pub summary: &'static str,
+    /// Served without a token.
+    pub public: bool,
+    pub query: &'static [Param],
+    /// Schema (in `components/schemas`) of the JSON request body.
+    pub request: Option<&'static str>,
+    /// Success status, and its schema (`None`: Prometheus text).
+    pub response: (u16, Option<&'static str>),
+    handler: fn() -> MethodRouter<Arc<AdminState>>,
+}
+
+const PHONE: Param = Param {
+    name: "phoneNumber",
+    required: true,
+    kind: "string",
+    description: "E.164 number, e.g. +15551234567",
+};
+const ORG: Param = Param {
+    name: "organizationId",
+    required: false,
+    kind: "string",
+    description: "Only this organization",
+};
+
+/// Every route the admin listener serves.
+pub static ROUTES: &[RouteSpec] = &[
+    RouteSpec {
+        method: Method::GET,
+        path: "/healthz",
+        operation_id: "healthz",
+        summary: "The process is up",
+        public: true,
+        query: &[],
+        request: None,
+        response: (200, Some("Health")),
+        handler: || get(records::healthz),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/metrics",
+        operation_id: "metrics",
+        summary: "Prometheus metrics (text exposition format)",
+        public: true,
+        query: &[],
+        request: None,
+        response: (200, None),
+        handler: || get(records::metrics),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/consent",
+        operation_id: "getConsent",
+        summary: "Current consent of a number in each organization (empty items when unknown)",
+        public: false,
+        query: &[PHONE, ORG],
+        request: None,
+        response: (200, Some("ConsentItems")),
+        handler: || get(consent::current),
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/v1/consent",
+        operation_id: "recordConsentChange",
+        summary: "Record a local consent change and queue it for the service",
+        public: false,
+        query: &[],
+        request: Some("LocalChange"),
+        response: (202, Some("LocalChangeRecorded")),
+        handler: || post(consent::record),
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/v1/consent/lookup",
+        operation_id: "lookupConsent",
+        summary: "Current consent of up to 10,000 numbers",
+        public: false,
+        query: &[],
+        request: Some("LookupRequest"),
+        response: (200, Some("LookupResult")),
+        handler: || post(consent::lookup),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/consent/changes",
+        operation_id: "consentChanges",
+        summary: "The ledger as a change feed: entries after `after`, in seq order",
+        public: false,
+        query: &[
+            Param {
+                name: "after",
+                required: false,
+                kind: "integer",
+                description: "Last seq seen (default 0: from the start)",
+            },
+            Param {
+                name: "limit",
+                required: false,
+                kind: "integer",
+                description: "Entries per page, 1..=10000 (default 1000)",
+            },
+        ],
+        request: None,
+        response: (200, Some("ChangePage")),
+        handler: || get(consent::changes),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/leads",
+        operation_id: "findLeads",
+        summary: "Mirrored leads with a number",
+        public: false,
+        query: &[PHONE, ORG],
+        request: None,
+        response: (200, Some("LeadItems")),
+        handler: || get(records::find_leads),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/leads/{id}",
+        operation_id: "getLead",
+        summary: "One mirrored lead, as the service's v3 Lead resource",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("Lead")),
+        handler: || get(records::lead),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/messages/{id}",
+        operation_id: "getMessage",
+        summary: "The tracked delivery status of one message",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("Message")),
+        handler: || get(records::message),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/status",
+        operation_id: "getStatus",
+        summary: "Backlog, quarantine, reconciliation, pushes and the last error",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("Status")),
+        handler: || get(records::status),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/openapi.json",
+        operation_id: "openapi",
+        summary: "This document",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("OpenApi")),
+        handler: || get(openapi::document),
+    },
+];
+
+/// The admin router over `state`.
+pub fn router(state: AdminState) -> Router {
+    if state.tokens.is_empty() {
+        tracing::warn!(
+            "admin.tokens is empty: every /v1 request of the admin listener is refused (401)"
+        );
+    }
+    let state = Arc::new(state);
+    let routes = ROUTES.iter().fold(Router::new(), |router, spec| {
+        router.route(spec.path, (spec.handler)())
+    });
+    routes
+        .fallback(error::not_found)
+        .method_not_allowed_fallback(error::method_not_allowed)
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// The OpenAPI 3 document of the listener.
+pub fn openapi_document() -> serde_json::Value {
+    openapi::build()
+}

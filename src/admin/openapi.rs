@@ -1,0 +1,170 @@
+//! The OpenAPI 3 document of the admin listener, built from the same route table as the
+//! router, with the contract's JSON records as schemas.
+
+use axum::Json;
+use serde_json::{Map, Value, json};
+
+use super::ROUTES;
+
+pub async fn document() -> Json<Value> {
+    Json(build())
+}
+
+fn error_response(description: &str) -> Value {
+    json!({
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}
+    })
+}
+
+pub fn build() -> Value {
+    let mut paths = Map::new();
+    for route in ROUTES {
+        let parameters: Vec<Value> = route
+            .query
+            .iter()
+            .map(|p| {
+                json!({"name": p.name, "in": "query", "required": p.required,
+                       "description": p.description, "schema": {"type": p.kind}})
+            })
+            .chain(
+                route
+                    .path
+                    .split('/')
+                    .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                    .map(|name| {
+                        json!({"name": name, "in": "path", "required": true,
+                               "schema": {"type": "string"}})
+                    }),
+            )
+            .collect();
+        let (status, schema) = route.response;
+        let content = match schema {
+            Some(name) => {
+                json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}})
+            }
+            None => json!({"text/plain": {"schema": {"type": "string"}}}),
+        };
+        let mut responses = Map::new();
+        responses.insert(
+            status.to_string(),
+            json!({"description": "success", "content": content}),
+        );
+        if !route.public {
+            responses.insert(
+                "401".into(),
+                error_response("missing or unknown bearer token"),
+            );
+        }
+        if !route.query.is_empty() || route.request.is_some() {
+            responses.insert("400".into(), error_response("invalid parameters or body"));
+        }
+        if route.path.contains('{') {
+            responses.insert("404".into(), error_response("not found"));
+        }
+        if route.request.is_some() {
+            responses.insert("413".into(), error_response("body or batch too large"));
+        }
+        responses.insert("503".into(), error_response("the database is unavailable"));
+        let mut operation = json!({
+            "operationId": route.operation_id,
+            "summary": route.summary,
+            "parameters": parameters,
+            "responses": responses,
+        });
+        if route.public {
+            operation["security"] = json!([]);
+        }
+        if let Some(name) = route.request {
+            operation["requestBody"] = json!({
+                "required": true,
+                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+            });
+        }
+        let entry = paths
+            .entry(route.path.to_owned())
+            .or_insert_with(|| Value::Object(Map::new()));
+        entry[route.method.as_str().to_ascii_lowercase()] = operation;
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": {
+            "title": "outreach-sync admin API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "The consent ledger for the campaign's other tools. Every error is {\"code\":N,\"message\":\"...\"}."
+        },
+        "paths": paths,
+        "security": [{"bearer": []}],
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": schemas(),
+        }
+    })
+}
+
+fn string() -> Value {
+    json!({"type": "string"})
+}
+
+fn nullable_string() -> Value {
+    json!({"type": "string", "nullable": true})
+}
+
+fn items_of(name: &str) -> Value {
+    json!({"type": "object", "required": ["items"], "properties": {
+        "items": {"type": "array", "items": {"$ref": format!("#/components/schemas/{name}")}}}})
+}
+
+fn schemas() -> Value {
+    json!({
+        "Error": {"type": "object", "required": ["code", "message"], "properties": {
+            "code": {"type": "integer"}, "message": string()}},
+        "Health": {"type": "object", "properties": {"status": string()}},
+        "ConsentRecord": {"type": "object", "properties": {
+            "organizationId": string(), "leadId": nullable_string(), "phoneNumber": string(),
+            "optedOut": {"type": "boolean"}, "changedAt": string(),
+            "source": {"type": "string", "enum": ["webhook", "reconcile", "local"]}}},
+        "ConsentItems": items_of("ConsentRecord"),
+        "LedgerEntry": {"type": "object", "properties": {
+            "seq": {"type": "integer"}, "organizationId": string(), "leadId": nullable_string(),
+            "phoneNumber": string(), "optedOut": {"type": "boolean"}, "occurredAt": string(),
+            "recordedAt": string(), "source": {"type": "string", "enum": ["webhook", "reconcile", "local"]},
+            "eventRef": string(), "superseded": {"type": "boolean"},
+            "push": {"type": "string", "enum": ["pending", "sent", "failed", "superseded"],
+                     "description": "local changes only"},
+            "echoOf": {"type": "integer", "description": "the local change a returning webhook echoes"}}},
+        "ChangePage": {"type": "object", "required": ["items", "next"], "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/LedgerEntry"}},
+            "next": {"type": "integer", "description": "pass as `after` for the next page"}}},
+        "LookupRequest": {"type": "object", "required": ["phoneNumbers"], "properties": {
+            "phoneNumbers": {"type": "array", "maxItems": 10000, "items": string()},
+            "organizationId": string()}},
+        "LookupResult": {"type": "object", "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/ConsentRecord"}},
+            "unknown": {"type": "array", "items": string()}}},
+        "LocalChange": {"type": "object", "required": ["phoneNumber", "organizationId", "optedOut"],
+            "properties": {"phoneNumber": string(), "organizationId": string(),
+                "optedOut": {"type": "boolean"}, "tagId": string(), "reason": string()}},
+        "LocalChangeRecorded": {"type": "object", "properties": {
+            "seq": {"type": "integer"}, "eventRef": string(), "current": {"type": "boolean"},
+            "push": string()}},
+        "Lead": {"type": "object", "description": "the service's v3 Lead resource", "properties": {
+            "id": string(), "type": string(), "phoneNumber": string(), "organizationId": string(),
+            "activeGroupIds": {"type": "array", "items": string()},
+            "inactiveGroupIds": {"type": "array", "items": string()},
+            "customFields": {"type": "object", "additionalProperties": string()},
+            "firstName": string(), "lastName": string(), "notes": string(), "followUp": string(),
+            "email": string(), "postalCode": string(), "phoneNumberType": string(),
+            "tagIds": {"type": "array", "items": string()}, "globalOptedOut": {"type": "boolean"},
+            "createdAt": string()}},
+        "LeadItems": items_of("Lead"),
+        "Message": {"type": "object", "properties": {
+            "id": string(), "threadId": string(), "status": string(), "type": string(),
+            "createdAt": string(), "errorCode": string(), "leadId": string(),
+            "organizationId": string(), "terminal": {"type": "boolean"}, "statusAt": string(),
+            "source": string(), "updatedAt": string()}},
+        "Status": {"type": "object", "additionalProperties": true,
+            "description": "backlog, quarantined, reconciliation, pushes, lastError"},
+        "OpenApi": {"type": "object", "additionalProperties": true},
+    })
+}

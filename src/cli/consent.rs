@@ -1,0 +1,86 @@
+//! `opt-out`, `opt-in` and `export`: local consent changes queued for the service, and bulk
+//! exports of the ledger.
+
+use std::io::{BufWriter, Write};
+use std::path::PathBuf;
+
+use chrono::Utc;
+
+use super::CliError;
+use crate::db;
+use crate::export::{self, Dataset, Format};
+use crate::pusher::{self, LocalChange, LocalError};
+use crate::settings::Settings;
+
+/// Records a local change; the daemon's pusher sends it (within its poll interval, as the
+/// CLI is another process).
+pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Result<(), CliError> {
+    change.validate().map_err(usage)?;
+    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
+    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let recorded = pusher::record(&pool, &change, Utc::now())
+        .await
+        .map_err(usage)?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&recorded).map_err(anyhow::Error::from)?
+        );
+    } else {
+        println!(
+            "{} {} in {}: ledger seq {}{}; queued for the service (see `outreach-sync status`)",
+            if change.opted_out {
+                "opted out"
+            } else {
+                "opted in"
+            },
+            change.phone_number,
+            change.organization_id,
+            recorded.seq,
+            if recorded.current {
+                ""
+            } else {
+                " (a newer change was already in place)"
+            },
+        );
+    }
+    Ok(())
+}
+
+fn usage(error: LocalError) -> CliError {
+    match error {
+        LocalError::Invalid(message) => CliError::Usage(message),
+        LocalError::Database(error) => CliError::Runtime(error.into()),
+    }
+}
+
+/// Streams `dataset` to `output` (stdout when absent) through a buffer.
+pub async fn export(
+    settings: &Settings,
+    dataset: Dataset,
+    format: Format,
+    since: Option<i64>,
+    output: Option<PathBuf>,
+) -> Result<(), CliError> {
+    if since.is_some_and(|s| s < 0) {
+        return Err(CliError::Usage("--since must be a seq (0 or more)".into()));
+    }
+    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
+    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let sink: Box<dyn Write + Send> = match &output {
+        Some(path) => Box::new(
+            std::fs::File::create(path)
+                .map_err(|e| CliError::Usage(format!("cannot create {}: {e}", path.display())))?,
+        ),
+        None => Box::new(std::io::stdout()),
+    };
+    let mut out = BufWriter::with_capacity(256 * 1024, sink);
+    let rows = export::export(&pool, dataset, format, since, &mut out)
+        .await
+        .map_err(anyhow::Error::from)?;
+    drop(out);
+    if let Some(path) = output {
+        eprintln!("{rows} rows written to {}", path.display());
+    }
+    Ok(())
+}

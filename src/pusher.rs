@@ -1,0 +1,508 @@
+//! Local consent changes and their way to the service: [`record`] writes the change to the
+//! ledger (through the shared apply path) and queues it in `pushes` in one transaction; the
+//! [`Pusher`] sends each queued change as PATCH /leads, retrying with a persisted backoff;
+//! [`EchoMatcher`] recognises the webhook the service sends back for a pushed change (the
+//! rule is written out in `migrations/20261121000003_pushes.sql`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, TimeDelta, Utc};
+use rand::RngExt as _;
+use serde::Serialize;
+use sqlx::{Connection, SqliteConnection, SqlitePool};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::models::{ListLeads, Paging};
+use crate::client::{ClientError, ServiceClient, validate};
+use crate::db;
+use crate::metrics::{self, Push};
+use crate::mirror::{self, ConsentObservation, Source};
+
+/// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
+/// the CLI, which runs in another process).
+const IDLE_POLL: Duration = Duration::from_secs(5);
+/// First wait after a failed attempt; doubled per attempt up to [`MAX_BACKOFF`]. A consent
+/// change is never given up on for a transient failure.
+const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+/// Pause after the queue itself (the database) failed.
+const QUEUE_FAILURE_PAUSE: Duration = Duration::from_secs(1);
+/// The service writes event times in whole seconds: an echo may predate the attempt by that.
+const ECHO_BEFORE: TimeDelta = TimeDelta::seconds(5);
+/// How long after the last attempt a returning webhook still counts as its echo.
+const ECHO_AFTER: TimeDelta = TimeDelta::minutes(10);
+
+/// A consent change made here, for the service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalChange {
+    pub organization_id: String,
+    pub phone_number: String,
+    pub opted_out: bool,
+    /// Only with an opt-out: a tag of visibility `OPT_OUT` the service applies.
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Why a local change was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot record the change: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// A recorded local change.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    pub seq: i64,
+    pub event_ref: String,
+    /// Whether it became the current state (a newer event may already be in place).
+    pub current: bool,
+    pub push: &'static str,
+}
+
+impl LocalChange {
+    pub fn validate(&self) -> Result<(), LocalError> {
+        if !validate::is_e164(&self.phone_number) {
+            return Err(LocalError::Invalid(format!(
+                "phoneNumber {:?} is not E.164 (e.g. +15551234567)",
+                self.phone_number
+            )));
+        }
+        if self.organization_id.trim().is_empty() {
+            return Err(LocalError::Invalid("organizationId is required".into()));
+        }
+        if self.tag_id.is_some() && !self.opted_out {
+            return Err(LocalError::Invalid(
+                "tagId applies to an opt-out only".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Records `change` in the ledger with source `local`, applies it to the mirror, and queues
+/// it for the service, all in one transaction. Older changes of the same (organization,
+/// number) never attempted are superseded: only the newest is sent. One already attempted
+/// may have reached the service, so it is finished first (and its echo recognised).
+pub async fn record(
+    pool: &SqlitePool,
+    change: &LocalChange,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LocalError> {
+    change.validate()?;
+    let event_ref = format!("local:{:032x}", rand::rng().random::<u128>());
+    let observation = ConsentObservation {
+        organization_id: change.organization_id.clone(),
+        phone_number: change.phone_number.clone(),
+        lead_id: None,
+        opted_out: change.opted_out,
+        occurred_at: now,
+        source: Source::Local,
+        event_ref: event_ref.clone(),
+        tag_id: change.tag_id.clone(),
+        reason: change.reason.clone(),
+    };
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let applied = mirror::apply_consent(&mut tx, std::slice::from_ref(&observation), now).await?;
+    let outcome = applied
+        .first()
+        .copied()
+        .ok_or_else(|| LocalError::Invalid("the change was not recorded".into()))?;
+    let seq = outcome
+        .seq
+        .ok_or_else(|| LocalError::Invalid("the change was already recorded".into()))?;
+    sqlx::query(
+        "UPDATE pushes SET state = 'superseded', finished_at = ?3
+         WHERE organization_id = ?1 AND phone_number = ?2 AND state = 'pending' AND attempts = 0",
+    )
+    .bind(&change.organization_id)
+    .bind(&change.phone_number)
+    .bind(db::timestamp(now))
+    .execute(&mut *tx)
+    .await?;
+    sqlx::query(
+        "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
+                             next_attempt_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5,
+                 (SELECT lead_id FROM consent_state WHERE organization_id = ?2 AND phone_number = ?3),
+                 ?6, ?6)",
+    )
+    .bind(seq)
+    .bind(&change.organization_id)
+    .bind(&change.phone_number)
+    .bind(change.opted_out)
+    .bind(&change.tag_id)
+    .bind(db::timestamp(now))
+    .execute(&mut *tx)
+    .await?;
+    tx.commit().await?;
+    Ok(Recorded {
+        seq,
+        event_ref,
+        current: outcome.current,
+        push: "pending",
+    })
+}
+
+/// One queued push, as the pusher reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+struct Due {
+    seq: i64,
+    organization_id: String,
+    phone_number: String,
+    opted_out: bool,
+    tag_id: Option<String>,
+    lead_id: Option<String>,
+    attempts: i64,
+}
+
+/// What one call of [`Pusher::try_push`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempted {
+    Sent { seq: i64 },
+    Retry { seq: i64, next_attempt_at: String },
+    Failed { seq: i64 },
+}
+
+/// Sends queued local changes to the service, oldest first, one at a time (so two changes
+/// of one number reach the service in the order they were made).
+#[derive(Clone)]
+pub struct Pusher {
+    pool: SqlitePool,
+    client: ServiceClient,
+    wake: Arc<Notify>,
+}
+
+impl Pusher {
+    pub fn new(pool: SqlitePool, client: ServiceClient, wake: Arc<Notify>) -> Self {
+        Self { pool, client, wake }
+    }
+
+    /// Attempts the oldest push due at `now`; `None` when nothing is due.
+    pub async fn try_push(&self, now: DateTime<Utc>) -> Result<Option<Attempted>, sqlx::Error> {
+        // Counting the attempt before sending is what lets a webhook that arrives before
+        // the answer be recognised as an echo, and a crash mid-attempt still counts.
+        let due: Option<Due> = sqlx::query_as(
+            "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = ?1,
+                    first_attempt_at = COALESCE(first_attempt_at, ?1)
+             WHERE seq = (SELECT p.seq FROM pushes AS p
+                          WHERE p.state = 'pending' AND p.next_attempt_at <= ?1
+                            AND NOT EXISTS (SELECT 1 FROM pushes AS o WHERE o.state = 'pending'
+                                AND o.organization_id = p.organization_id
+                                AND o.phone_number = p.phone_number AND o.seq < p.seq)
+                          ORDER BY p.seq LIMIT 1)
+             RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
+        )
+        .bind(db::timestamp(now))
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(due) = due else { return Ok(None) };
+        let outcome = self.send(&due).await;
+        let finished = Utc::now();
+        let attempted = match outcome {
+            Ok(lead_id) => {
+                sqlx::query(
+                    "UPDATE pushes SET state = 'sent', lead_id = ?2, finished_at = ?3, last_error = NULL
+                     WHERE seq = ?1 AND state = 'pending'",
+                )
+                .bind(due.seq)
+                .bind(lead_id)
+                .bind(db::timestamp(finished))
+                .execute(&self.pool)
+                .await?;
+                metrics::global().push(Push::Sent);
+                tracing::info!(seq = due.seq, "local consent change pushed");
+                Attempted::Sent { seq: due.seq }
+            }
+            Err(PushError::Permanent(error)) => {
+                sqlx::query(
+                    "UPDATE pushes SET state = 'failed', last_error = ?2, finished_at = ?3
+                     WHERE seq = ?1 AND state = 'pending'",
+                )
+                .bind(due.seq)
+                .bind(&error)
+                .bind(db::timestamp(finished))
+                .execute(&self.pool)
+                .await?;
+                metrics::global().push(Push::Failed);
+                tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
+                let _ =
+                    crate::ledger::record_error(&self.pool, &format!("push {}: {error}", due.seq))
+                        .await;
+                Attempted::Failed { seq: due.seq }
+            }
+            Err(PushError::Transient(error)) => {
+                let next = finished + backoff(due.attempts);
+                let next_attempt_at = db::timestamp(next);
+                sqlx::query(
+                    "UPDATE pushes SET last_error = ?2, next_attempt_at = ?3 WHERE seq = ?1",
+                )
+                .bind(due.seq)
+                .bind(&error)
+                .bind(&next_attempt_at)
+                .execute(&self.pool)
+                .await?;
+                metrics::global().push(Push::Retry);
+                tracing::warn!(seq = due.seq, attempts = due.attempts, %error, %next_attempt_at, "push failed; will retry");
+                Attempted::Retry {
+                    seq: due.seq,
+                    next_attempt_at,
+                }
+            }
+        };
+        Ok(Some(attempted))
+    }
+
+    /// PATCH /leads for one change, finding the lead first when the mirror does not know it.
+    /// Returns the lead id.
+    async fn send(&self, due: &Due) -> Result<String, PushError> {
+        let lead_id = match &due.lead_id {
+            Some(id) => id.clone(),
+            None => self.find_lead(due).await?,
+        };
+        let sent = if due.opted_out {
+            self.client.opt_out(&lead_id, due.tag_id.clone()).await
+        } else {
+            self.client.opt_in(&lead_id).await
+        };
+        sent.map_err(PushError::from)?;
+        Ok(lead_id)
+    }
+
+    async fn find_lead(&self, due: &Due) -> Result<String, PushError> {
+        let query = ListLeads {
+            phone_number: Some(due.phone_number.clone()),
+            organization_id: Some(due.organization_id.clone()),
+            ..ListLeads::default()
+        };
+        let page = self
+            .client
+            .leads_page(&query, &Paging::first(Some(1)))
+            .await?;
+        page.items
+            .into_iter()
+            .next()
+            .map(|lead| lead.id)
+            .ok_or_else(|| {
+                PushError::Permanent(format!(
+                    "the service has no lead with this number in organization {}",
+                    due.organization_id
+                ))
+            })
+    }
+
+    /// The earliest time a pending push is due, if any.
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        let next: Option<String> =
+            sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
+                .fetch_one(&self.pool)
+                .await?;
+        Ok(next
+            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.with_timezone(&Utc)))
+    }
+
+    /// Runs until `shutdown`: pushes whatever is due, then sleeps until the next push is due,
+    /// a change is queued in this process, or [`IDLE_POLL`] passes.
+    pub async fn run(self, shutdown: CancellationToken) {
+        loop {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            let wait = match self.try_push(Utc::now()).await {
+                Ok(Some(_)) => continue,
+                Ok(None) => match self.next_due().await {
+                    Ok(Some(at)) => (at - Utc::now())
+                        .to_std()
+                        .unwrap_or(Duration::ZERO)
+                        .min(IDLE_POLL),
+                    Ok(None) => IDLE_POLL,
+                    Err(error) => {
+                        tracing::error!(%error, "reading the push queue failed");
+                        QUEUE_FAILURE_PAUSE
+                    }
+                },
+                Err(error) => {
+                    tracing::error!(%error, "the push queue failed; backing off");
+                    let _ =
+                        crate::ledger::record_error(&self.pool, &format!("pusher: {error}")).await;
+                    QUEUE_FAILURE_PAUSE
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => break,
+                _ = self.wake.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+        tracing::info!("pusher stopped");
+    }
+}
+
+/// The wait after the `attempts`-th failed attempt.
+fn backoff(attempts: i64) -> TimeDelta {
+    let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
+    let wait = FIRST_BACKOFF
+        .saturating_mul(1u32 << doublings)
+        .min(MAX_BACKOFF);
+    TimeDelta::from_std(wait).unwrap_or(TimeDelta::hours(1))
+}
+
+#[derive(Debug)]
+enum PushError {
+    /// The service refused the change; sending it again would not help.
+    Permanent(String),
+    Transient(String),
+}
+
+impl From<ClientError> for PushError {
+    fn from(error: ClientError) -> Self {
+        let permanent = match &error {
+            ClientError::Invalid { .. } => true,
+            ClientError::Api { status, .. } => {
+                (400..500).contains(status) && *status != 408 && *status != 429
+            }
+            _ => false,
+        };
+        if permanent {
+            PushError::Permanent(error.to_string())
+        } else {
+            PushError::Transient(error.to_string())
+        }
+    }
+}
+
+/// An attempted push a returning webhook may echo.
+#[derive(Debug, Clone)]
+struct Candidate {
+    seq: i64,
+    organization_id: String,
+    phone_number: String,
+    opted_out: bool,
+    occurred_at: DateTime<Utc>,
+    from: DateTime<Utc>,
+    until: DateTime<Utc>,
+}
+
+/// Recognises echoes within one worker batch (see the migration for the rule).
+#[derive(Debug, Default)]
+pub struct EchoMatcher {
+    candidates: Vec<Candidate>,
+}
+
+/// The local change an echo belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Echo {
+    pub seq: i64,
+    /// The local change's event time, which the echo takes.
+    pub occurred_at: DateTime<Utc>,
+}
+
+impl EchoMatcher {
+    /// Loads the candidates for the (organization, number) pairs of a batch.
+    pub async fn load(
+        conn: &mut SqliteConnection,
+        keys: &[(&str, &str)],
+    ) -> Result<Self, sqlx::Error> {
+        if keys.is_empty() {
+            return Ok(Self::default());
+        }
+        let rows: Vec<(i64, String, String, bool, String, String, String)> = sqlx::query_as(
+            "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
+                    p.first_attempt_at, p.last_attempt_at
+             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
+             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+             JOIN ledger AS l ON l.seq = p.seq
+             WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
+             ORDER BY p.seq",
+        )
+        .bind(serde_json::to_string(keys).unwrap_or_else(|_| "[]".into()))
+        .fetch_all(&mut *conn)
+        .await?;
+        let parse = |t: &str| {
+            DateTime::parse_from_rfc3339(t)
+                .ok()
+                .map(|t| t.with_timezone(&Utc))
+        };
+        let candidates = rows
+            .into_iter()
+            .filter_map(|(seq, o, p, out, at, first, last)| {
+                Some(Candidate {
+                    seq,
+                    organization_id: o,
+                    phone_number: p,
+                    opted_out: out,
+                    occurred_at: parse(&at)?,
+                    from: parse(&first)? - ECHO_BEFORE,
+                    until: parse(&last)? + ECHO_AFTER,
+                })
+            })
+            .collect();
+        Ok(Self { candidates })
+    }
+
+    /// The local change `event_ref`'s observation echoes, if any; marks it echoed (in the
+    /// caller's transaction) so no second webhook is taken for the same echo.
+    pub async fn take(
+        &mut self,
+        conn: &mut SqliteConnection,
+        observation: &ConsentObservation,
+    ) -> Result<Option<Echo>, sqlx::Error> {
+        let found = self.candidates.iter().position(|c| {
+            c.organization_id == observation.organization_id
+                && c.phone_number == observation.phone_number
+                && c.opted_out == observation.opted_out
+                && (c.from..=c.until).contains(&observation.occurred_at)
+        });
+        let Some(index) = found else { return Ok(None) };
+        let candidate = self.candidates.remove(index);
+        sqlx::query("UPDATE pushes SET echo_ref = ?2 WHERE seq = ?1")
+            .bind(candidate.seq)
+            .bind(&observation.event_ref)
+            .execute(&mut *conn)
+            .await?;
+        metrics::global().echo();
+        Ok(Some(Echo {
+            seq: candidate.seq,
+            occurred_at: candidate.occurred_at,
+        }))
+    }
+}
+
+/// The reason written on an echo's ledger entry.
+pub fn echo_reason(seq: i64) -> String {
+    format!("echo of local change seq {seq}")
+}
+
+/// Pushes by state, for `status`.
+#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct PushCounts {
+    pub pending: i64,
+    pub sent: i64,
+    pub failed: i64,
+    /// Pending pushes that failed at least once.
+    pub retrying: i64,
+    pub oldest_pending_at: Option<String>,
+    pub last_push_error: Option<String>,
+}
+
+pub async fn counts(pool: &SqlitePool) -> Result<PushCounts, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
+                COALESCE(SUM(state = 'failed'), 0) AS failed,
+                COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
+                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
+                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
+                 ORDER BY last_attempt_at DESC LIMIT 1) AS last_push_error
+         FROM pushes",
+    )
+    .fetch_one(pool)
+    .await
+}
