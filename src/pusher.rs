@@ -238,7 +238,7 @@ impl Pusher {
                 Attempted::Failed { seq: due.seq }
             }
             Err(PushError::Transient(error)) => {
-                let next = finished + backoff(due.attempts);
+                let next = now.max(finished) + backoff(due.attempts);
                 let next_attempt_at = db::timestamp(next);
                 sqlx::query(
                     "UPDATE pushes SET last_error = ?2, next_attempt_at = ?3 WHERE seq = ?1",

@@ -14,6 +14,8 @@ pub const SECRET: &str = "test-secret-0123";
 
 pub struct TestApp {
     pub addr: SocketAddr,
+    /// The admin listener.
+    pub admin_addr: SocketAddr,
     pub settings: Settings,
     pub pool: SqlitePool,
     pub http: reqwest::Client,
@@ -39,6 +41,7 @@ pub async fn spawn_app(configure: impl FnOnce(&mut Settings)) -> TestApp {
     settings.validate().expect("valid test settings");
     let application = Application::build(settings.clone()).await.expect("build");
     let addr = application.ingest_addr();
+    let admin_addr = application.admin_addr();
     let pool = SqlitePool::connect(&settings.database.url)
         .await
         .expect("pool");
@@ -46,6 +49,7 @@ pub async fn spawn_app(configure: impl FnOnce(&mut Settings)) -> TestApp {
     let task = tokio::spawn(application.run_until_stopped(shutdown.clone()));
     TestApp {
         addr,
+        admin_addr,
         settings,
         pool,
         http: reqwest::Client::new(),
@@ -111,4 +115,39 @@ pub fn consent_event(id: &str, phone: &str, opted_out: bool) -> String {
         "data": {"organizationId": "org_1", "phoneNumber": phone, "globalOptedOut": opted_out}
     })
     .to_string()
+}
+
+/// The admin token tests configure with [`with_admin_token`].
+pub const ADMIN_TOKEN: &str = "admin-token-0123";
+
+/// Configures [`ADMIN_TOKEN`] as the one admin token.
+pub fn with_admin_token(settings: &mut Settings) {
+    settings.admin.tokens = vec![SecretString::from(ADMIN_TOKEN)];
+}
+
+impl TestApp {
+    pub fn admin_url(&self, path: &str) -> String {
+        format!("http://{}{}", self.admin_addr, path)
+    }
+
+    /// GET on the admin listener with [`ADMIN_TOKEN`].
+    pub async fn admin_get(&self, path: &str) -> reqwest::Response {
+        self.http
+            .get(self.admin_url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .send()
+            .await
+            .expect("admin request")
+    }
+
+    /// POST of a JSON body on the admin listener with [`ADMIN_TOKEN`].
+    pub async fn admin_post(&self, path: &str, body: &serde_json::Value) -> reqwest::Response {
+        self.http
+            .post(self.admin_url(path))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(body)
+            .send()
+            .await
+            .expect("admin request")
+    }
 }
