@@ -6,7 +6,7 @@
 //! 1000 at a time, each page written in one short transaction together with the cursor of
 //! the next, so a crash resumes where it stopped and ingest is never starved. Messages:
 //! `GET /messages/{id}` for every tracked message still not final after
-//! `message_stale_after_secs`.
+//! `message_stale_after_secs`, and for those `sent` recently, awaiting their carrier receipt.
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -28,6 +28,9 @@ use crate::settings::ReconcileSettings;
 pub const PAGE_SIZE: u32 = 1000;
 /// Message lookups in flight at once (the rate limiter still applies).
 const MESSAGE_CONCURRENCY: usize = 8;
+/// `sent` is final as a status class, yet a carrier receipt usually follows it
+/// (`delivered`, `undelivered`): a message `sent` within this window is looked up too.
+const RECEIPT_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 /// Message results written per transaction.
 const MESSAGE_CHUNK: usize = 200;
 
@@ -110,9 +113,10 @@ impl Reconciler {
         if request.leads {
             match self.organizations(request).await {
                 Ok(organizations) => {
+                    // Stops only at page boundaries: every organization started writes at
+                    // least one page, so even a pass cut short makes progress.
                     for organization in &organizations {
-                        if shutdown.is_cancelled() {
-                            summary.interrupted = true;
+                        if summary.interrupted {
                             break;
                         }
                         let pass_id = summary.id.clone();
@@ -332,11 +336,17 @@ impl Reconciler {
             i64::try_from(self.settings.message_stale_after_secs).unwrap_or(i64::MAX / 2),
         );
         let cutoff = db::timestamp(Utc::now() - stale);
-        let ids: Vec<String> =
-            sqlx::query_scalar("SELECT id FROM messages WHERE terminal = 0 AND first_seen_at <= ? ORDER BY first_seen_at")
-                .bind(cutoff)
-                .fetch_all(&self.pool)
-                .await?;
+        let receipt_window = db::timestamp(Utc::now() - RECEIPT_WINDOW);
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM messages
+             WHERE first_seen_at <= ?1
+               AND (terminal = 0 OR (status = 'sent' AND status_at >= ?2))
+             ORDER BY first_seen_at",
+        )
+        .bind(cutoff)
+        .bind(receipt_window)
+        .fetch_all(&self.pool)
+        .await?;
         for chunk in ids.chunks(MESSAGE_CHUNK) {
             if shutdown.is_cancelled() {
                 summary.interrupted = true;
