@@ -41,3 +41,5 @@ pub mod worker;
 pub mod upstream;
 /// The scheduled reconciler.
 pub mod reconcile;
+/// `demo`: sandbox, daemon and generated activity in one process.
+pub mod demo;

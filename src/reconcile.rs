@@ -63,13 +63,23 @@ pub struct PassSummary {
     pub duration_ms: u64,
     pub organizations: Vec<String>,
     pub leads_scanned: u64,
-    /// Consent differences found and made current.
+    /// Leads the mirror did not know, now mirrored.
+    pub leads_new: u64,
+    /// Consent differences (the mirror said otherwise) found and made current.
     pub repaired: u64,
     pub messages_checked: u64,
     pub messages_refreshed: u64,
     pub errors: Vec<String>,
     /// Stopped early by a shutdown; the next pass resumes from the saved cursors.
     pub interrupted: bool,
+}
+
+/// What one page did.
+#[derive(Debug, Default)]
+struct PageCounts {
+    scanned: u64,
+    new: u64,
+    repaired: u64,
 }
 
 /// Runs reconciliation passes, never two at once.
@@ -149,6 +159,12 @@ impl Reconciler {
         }
         summary.duration_ms = started.elapsed().as_millis() as u64;
         summary.finished_at = db::timestamp(Utc::now());
+        crate::metrics::record_reconcile_pass(
+            summary.leads_scanned,
+            summary.repaired,
+            summary.messages_refreshed,
+            summary.errors.len() as u64,
+        );
         if let Err(error) = self.record_pass(&summary).await {
             tracing::error!(%error, "cannot record the reconciliation summary");
         }
@@ -202,7 +218,7 @@ impl Reconciler {
             let page = self.client.leads_page(&query, &paging).await?;
             let fetched_at = Utc::now();
             let next = page.next_cursor().map(str::to_owned);
-            let (scanned, repaired) = self
+            let counts = self
                 .apply_page(
                     pass_id,
                     organization,
@@ -211,8 +227,9 @@ impl Reconciler {
                     next.as_deref(),
                 )
                 .await?;
-            summary.leads_scanned += scanned;
-            summary.repaired += repaired;
+            summary.leads_scanned += counts.scanned;
+            summary.leads_new += counts.new;
+            summary.repaired += counts.repaired;
             match next {
                 None => return Ok(()),
                 Some(_) if shutdown.is_cancelled() => {
@@ -254,7 +271,7 @@ impl Reconciler {
         leads: &[models::Lead],
         fetched_at: DateTime<Utc>,
         next: Option<&str>,
-    ) -> Result<(u64, u64), sqlx::Error> {
+    ) -> Result<PageCounts, sqlx::Error> {
         let leads: Vec<Lead> = leads.iter().map(mirror_lead).collect();
         let mut conn = self.pool.acquire().await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
@@ -284,8 +301,22 @@ impl Reconciler {
             })
             .collect();
         let applied = mirror::apply_consent(&mut tx, &differences, fetched_at).await?;
-        let repaired = applied.iter().filter(|a| a.current).count() as u64;
-        let scanned = leads.len() as u64;
+        let mut counts = PageCounts {
+            scanned: leads.len() as u64,
+            ..PageCounts::default()
+        };
+        for (observation, outcome) in differences.iter().zip(&applied) {
+            let key = (
+                observation.organization_id.clone(),
+                observation.phone_number.clone(),
+            );
+            match (mirrored.contains_key(&key), outcome.current) {
+                (false, _) => counts.new += 1,
+                (true, true) => counts.repaired += 1,
+                (true, false) => {}
+            }
+        }
+        let (scanned, repaired) = (counts.scanned, counts.repaired);
         let now = db::timestamp(Utc::now());
         match next {
             Some(cursor) => {
@@ -324,7 +355,7 @@ impl Reconciler {
             }
         }
         tx.commit().await?;
-        Ok((scanned, repaired))
+        Ok(counts)
     }
 
     async fn messages_pass(

@@ -179,9 +179,13 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
         .iter()
         .filter(|(id, t)| before.get(*id) != Some(t))
         .count();
+    let consent_gaps = truth
+        .iter()
+        .filter(|(id, t)| before.get(*id).is_some_and(|b| b.7 != t.7))
+        .count();
     assert!(
-        wrong_before > 0,
-        "with 30% of deliveries dropped the mirror must have gaps before reconciling"
+        consent_gaps > 0,
+        "with 30% of deliveries dropped the mirror must have consent gaps before reconciling"
     );
 
     let summary = reconciler(&app, &sandbox)
@@ -190,6 +194,10 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
         .expect("no other pass");
     assert!(summary.errors.is_empty(), "{:?}", summary.errors);
     assert_eq!(summary.leads_scanned, truth.len() as u64);
+    assert_eq!(
+        summary.repaired, consent_gaps as u64,
+        "every consent gap is repaired, and only those"
+    );
 
     let after = mirror_leads(&app).await;
     assert_eq!(after.len(), truth.len());
@@ -237,10 +245,11 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
     assert_eq!(dangling, 0);
     let stats = sandbox.stats();
     println!(
-        "e2e: {} leads, {} consent changes, {sent} messages ({} tracked); {wrong_before} leads wrong before the pass, {} repaired; {} ms; sandbox stats: {stats:?}",
+        "e2e: {} leads, {} consent changes, {sent} messages ({} tracked); {wrong_before} leads missing or stale before the pass ({consent_gaps} with the wrong consent), {} new, {} repaired; {} ms; sandbox stats: {stats:?}",
         truth.len(),
         changed.len(),
         tracked.len(),
+        summary.leads_new,
         summary.repaired,
         summary.duration_ms
     );

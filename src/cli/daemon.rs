@@ -56,10 +56,11 @@ pub async fn reconcile(
         );
     } else {
         println!(
-            "pass {}: {} organizations, {} leads scanned, {} differences repaired, {} messages checked, {} refreshed, {} errors, {} ms{}",
+            "pass {}: {} organizations, {} leads scanned ({} new), {} differences repaired, {} messages checked, {} refreshed, {} errors, {} ms{}",
             summary.id,
             summary.organizations.len(),
             summary.leads_scanned,
+            summary.leads_new,
             summary.repaired,
             summary.messages_checked,
             summary.messages_refreshed,

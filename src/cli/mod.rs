@@ -86,6 +86,8 @@ pub enum Command {
         #[arg(long)]
         messages: bool,
     },
+    /// Sandbox, daemon and generated activity with faults in one process, with a live view.
+    Demo(crate::demo::DemoArgs),
     /// Run the built-in simulated service.
     Sandbox(crate::sandbox::cli::SandboxArgs),
     /// Record a local opt-out and queue it for the service.
@@ -239,6 +241,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             };
             daemon::reconcile(Settings::load(config)?, request, cli.json).await
         }
+        Command::Demo(args) => Ok(crate::demo::run(args).await?),
         Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
         Command::OptOut {
             phone,
