@@ -140,9 +140,17 @@ impl Application {
         });
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
+        if let Some(interval) = sd_notify::watchdog_enabled() {
+            tasks.spawn("watchdog", watchdog(interval / 2, shutdown.clone()));
+        }
+        // The listeners are bound and every task runs: tell systemd (no-op outside it).
+        notify_systemd(sd_notify::NotifyState::Ready);
         let stop = shutdown.clone();
         let served = axum::serve(ingest_listener, router)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .with_graceful_shutdown(async move {
+                stop.cancelled().await;
+                notify_systemd(sd_notify::NotifyState::Stopping);
+            })
             .await;
         match &served {
             Ok(()) => tracing::info!("ingest listener stopped"),
@@ -177,6 +185,26 @@ impl Supervisor {
                 Ok(()) => tracing::info!(task = name, "stopped"),
                 Err(error) => tracing::error!(task = name, %error, "ended abnormally"),
             }
+        }
+    }
+}
+
+/// Tells systemd about a state change when run under `Type=notify`; does nothing otherwise.
+fn notify_systemd(state: sd_notify::NotifyState<'_>) {
+    if let Err(error) = sd_notify::notify(&[state]) {
+        tracing::warn!(%error, "cannot notify systemd");
+    }
+}
+
+/// Pings systemd's watchdog every `every` (half of `WatchdogSec=`) until `shutdown`. A
+/// stuck runtime stops the pings and systemd restarts the daemon.
+async fn watchdog(every: std::time::Duration, shutdown: CancellationToken) {
+    let mut ticker = tokio::time::interval(every.max(std::time::Duration::from_millis(1)));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => notify_systemd(sd_notify::NotifyState::Watchdog),
         }
     }
 }
