@@ -18,6 +18,10 @@ use crate::settings::Settings;
 use crate::worker::Worker;
 use crate::{db, ingest, outbox, upstream};
 
+/// Longest wait, after a stop request, for in-flight requests and tasks to finish; below
+/// the 10 s promised to systemd (TimeoutStopSec=15 in the unit).
+const STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(8);
+
 /// A built daemon: listeners bound, database migrated, writer running.
 pub struct Application {
     settings: Settings,
@@ -146,25 +150,41 @@ impl Application {
         // The listeners are bound and every task runs: tell systemd (no-op outside it).
         notify_systemd(sd_notify::NotifyState::Ready);
         let stop = shutdown.clone();
-        let served = axum::serve(ingest_listener, router)
-            .with_graceful_shutdown(async move {
-                stop.cancelled().await;
-                notify_systemd(sd_notify::NotifyState::Stopping);
-            })
-            .await;
-        match &served {
-            Ok(()) => tracing::info!("ingest listener stopped"),
-            Err(error) => tracing::error!(%error, "ingest listener failed"),
+        let deadline = shutdown.clone();
+        let finish = async move {
+            let served = axum::serve(ingest_listener, router)
+                .with_graceful_shutdown(async move {
+                    stop.cancelled().await;
+                    notify_systemd(sd_notify::NotifyState::Stopping);
+                })
+                .await;
+            match &served {
+                Ok(()) => tracing::info!("ingest listener stopped"),
+                Err(error) => tracing::error!(%error, "ingest listener failed"),
+            }
+            // However the listener ended, every other task stops too.
+            shutdown.cancel();
+            // The router (and its writer handle) is gone: the writer ends after its last batch.
+            if let Err(error) = writer_task.await {
+                tracing::error!(%error, "outbox writer ended abnormally");
+            }
+            tasks.join_all().await;
+            pool.close().await;
+            served.context("serving ingest")
+        };
+        // A client that never finishes its request (or an upstream call that hangs) must not
+        // hold the stop past the promised bound: what is still open then is dropped, which
+        // is as safe as a crash (nothing unacknowledged was promised).
+        tokio::select! {
+            result = finish => result,
+            _ = async {
+                deadline.cancelled().await;
+                tokio::time::sleep(STOP_LIMIT).await;
+            } => {
+                tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
+                Ok(())
+            }
         }
-        // However the listener ended, every other task stops too.
-        shutdown.cancel();
-        // The router (and its writer handle) is gone: the writer ends after its last batch.
-        if let Err(error) = writer_task.await {
-            tracing::error!(%error, "outbox writer ended abnormally");
-        }
-        tasks.join_all().await;
-        pool.close().await;
-        served.context("serving ingest")
     }
 }
 
