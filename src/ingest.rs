@@ -203,13 +203,21 @@ async fn receive(
     }
 }
 
-/// Counts a delivery refused before verification or parsing.
+/// Counts and logs a delivery refused before verification or parsing (every outcome is
+/// logged once).
 fn count_refusal(error: &IngestError) {
-    match error {
-        IngestError::TooLarge(_) => metrics::global().delivery(metrics::Delivery::TooLarge),
-        IngestError::NotJson => metrics::global().delivery(metrics::Delivery::NotJson),
-        _ => {}
-    }
+    let outcome = match error {
+        IngestError::TooLarge(_) => {
+            metrics::global().delivery(metrics::Delivery::TooLarge);
+            "too_large"
+        }
+        IngestError::NotJson => {
+            metrics::global().delivery(metrics::Delivery::NotJson);
+            "not_json"
+        }
+        _ => "bad_body",
+    };
+    tracing::warn!(reason = %error, outcome, "delivery refused: body");
 }
 
 /// Reads the body, refusing it as soon as it passes `limit` bytes.
