@@ -231,7 +231,7 @@ pub fn numbered_consent_event(n: u64, phones: u64) -> (String, String) {
         "data": {
             "organizationId": "org_1",
             "phoneNumber": format!("+1555{:07}", n % phones),
-            "globalOptedOut": n % 3 != 0,
+            "globalOptedOut": !n.is_multiple_of(3),
         }
     })
     .to_string();
