@@ -18,6 +18,8 @@ CREATE TABLE leads (
     created_at         TEXT,
     -- time of the observation the non-consent fields come from (last writer wins)
     observed_at        TEXT NOT NULL,
+    -- hash of the fields above, so an unchanged lead is not rewritten on every scan
+    content_hash       INTEGER NOT NULL DEFAULT 0,
     updated_at         TEXT NOT NULL
 );
 CREATE INDEX leads_by_phone ON leads (phone_number, organization_id);

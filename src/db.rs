@@ -11,9 +11,7 @@ use crate::settings::{Settings, Synchronous};
 /// How long a statement waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Page cache per connection, in KiB.
-const CACHE_KIB: u32 = 16 * 1024;
-/// Bytes of the database file read through mmap.
-const MMAP_BYTES: u64 = 256 * 1024 * 1024;
+const CACHE_KIB: u32 = 8 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
 
@@ -57,11 +55,8 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .synchronous(synchronous)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
-        // The default 2 MiB page cache thrashes once the outbox and ledger pass a few
-        // hundred thousand rows; reads through mmap avoid a syscall per page.
+        // A bounded page cache: memory stays the same however large the database grows.
         .pragma("cache_size", format!("-{CACHE_KIB}"))
-        .pragma("mmap_size", MMAP_BYTES.to_string())
-        .pragma("temp_store", "memory")
         .disable_statement_logging())
 }
 

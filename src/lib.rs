@@ -11,6 +11,8 @@ pub mod cli;
 pub mod client;
 /// The SQLite database and its migrations.
 pub mod db;
+/// `demo`: sandbox, daemon and generated activity in one process.
+pub mod demo;
 /// The accepted event envelope and its parser.
 pub mod events;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
@@ -27,6 +29,8 @@ pub mod mirror;
 pub mod outbox;
 /// Local consent changes, their push to the service, and the recognition of their echo.
 pub mod pusher;
+/// The scheduled reconciler.
+pub mod reconcile;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.
@@ -35,11 +39,7 @@ pub mod settings;
 pub mod signature;
 /// Logging.
 pub mod telemetry;
-/// The worker that applies the outbox.
-pub mod worker;
 /// The daemon's service client and its durable token guard.
 pub mod upstream;
-/// The scheduled reconciler.
-pub mod reconcile;
-/// `demo`: sandbox, daemon and generated activity in one process.
-pub mod demo;
+/// The worker that applies the outbox.
+pub mod worker;

@@ -152,10 +152,11 @@ impl Reconciler {
                     .push(format!("listing organizations: {error}")),
             }
         }
-        if request.messages && !summary.interrupted {
-            if let Err(error) = self.messages_pass(shutdown, &mut summary).await {
-                summary.errors.push(format!("messages: {error:#}"));
-            }
+        if request.messages
+            && !summary.interrupted
+            && let Err(error) = self.messages_pass(shutdown, &mut summary).await
+        {
+            summary.errors.push(format!("messages: {error:#}"));
         }
         summary.duration_ms = started.elapsed().as_millis() as u64;
         summary.finished_at = db::timestamp(Utc::now());
@@ -551,7 +552,7 @@ pub fn mirror_status(message: &models::MessageStatus) -> MessageStatus {
         id: message.id.clone(),
         thread_id: Some(message.thread_id.clone()),
         status: message.status.clone(),
-        kind: serde_json::to_value(&message.kind)
+        kind: serde_json::to_value(message.kind)
             .ok()
             .and_then(|v| v.as_str().map(str::to_owned)),
         created_at: Some(message.created_at.clone()),

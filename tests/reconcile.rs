@@ -66,7 +66,21 @@ fn reconciler(app: &common::TestApp, sandbox: &RunningSandbox) -> Reconciler {
     Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
 }
 
+/// A mirrored lead as compared: organization, number, first name, active groups, inactive
+/// groups, tags, custom fields (JSON text), opted out.
 type MirrorLead = (
+    String,
+    String,
+    Option<String>,
+    String,
+    String,
+    String,
+    String,
+    bool,
+);
+/// The same with the lead id in front, as read from the database.
+type LeadRow = (
+    String,
     String,
     String,
     Option<String>,
@@ -78,7 +92,7 @@ type MirrorLead = (
 );
 
 async fn mirror_leads(app: &common::TestApp) -> BTreeMap<String, MirrorLead> {
-    let rows: Vec<(String, String, String, Option<String>, String, String, String, String, bool)> = sqlx::query_as(
+    let rows: Vec<LeadRow> = sqlx::query_as(
         "SELECT l.id, l.organization_id, l.phone_number, l.first_name, l.active_group_ids, l.inactive_group_ids,
                 l.tag_ids, l.custom_fields, s.opted_out
          FROM leads AS l JOIN consent_state AS s USING (organization_id, phone_number)",
