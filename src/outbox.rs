@@ -2,6 +2,7 @@
 //! many concurrent requests per transaction (group commit), answering each only after the
 //! commit, so every acknowledgement is durable without one fsync per delivery.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -20,6 +21,8 @@ const MAX_BATCH: usize = 512;
 const QUEUE_DEPTH: usize = 4096;
 /// Pause after a failed commit, so a broken disk is not hammered in a tight loop.
 const FAILURE_PAUSE: Duration = Duration::from_millis(200);
+/// Deliveries per INSERT statement (5 parameters each).
+const ROWS_PER_INSERT: usize = 256;
 /// Rejected deliveries kept for `webhooks diagnose`.
 pub const REJECTED_KEPT: i64 = 100;
 
@@ -70,6 +73,10 @@ pub struct OutboxState {
     pending: AtomicU64,
     /// Woken after every commit that added rows, so the worker does not poll.
     pub committed: Notify,
+    /// Taken by the writer and the worker around their transactions. SQLite lets one
+    /// writer in at a time and makes the others poll with growing sleeps; queueing here
+    /// instead hands the lock over the moment it is free.
+    pub write_gate: tokio::sync::Mutex<()>,
 }
 
 impl OutboxState {
@@ -178,6 +185,8 @@ impl Writer {
 
     /// Commits one batch and answers every request in it; false if the commit failed.
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
+        let state = self.state.clone();
+        let _gate = state.write_gate.lock().await;
         let outcome = match self.connection().await {
             Ok(conn) => write_batch(conn, batch).await,
             Err(e) => Err(e),
@@ -241,16 +250,72 @@ impl Writer {
 }
 
 /// Writes a batch in one immediate transaction; one result per command, in order.
+/// Deliveries go in with one multi-row INSERT per chunk (each statement is a round trip to
+/// the database thread); the ones already present are then looked up together.
 async fn write_batch(
     conn: &mut SqliteConnection,
     batch: &[Command],
 ) -> Result<Vec<Option<Committed>>, sqlx::Error> {
     let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    // First occurrence of each key in the batch: later ones are duplicates of it.
+    let mut first: HashMap<&str, usize> = HashMap::new();
+    let mut fresh: Vec<&Delivery> = Vec::new();
+    for command in batch {
+        if let Command::Commit(d, _) = command
+            && !first.contains_key(d.dedup_key.as_str())
+        {
+            first.insert(d.dedup_key.as_str(), fresh.len());
+            fresh.push(d);
+        }
+    }
+    let mut ids: HashMap<String, (i64, bool)> = HashMap::with_capacity(fresh.len());
+    for chunk in fresh.chunks(ROWS_PER_INSERT) {
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
+        );
+        insert.push_values(chunk, |mut row, d| {
+            row.push_bind(&d.dedup_key)
+                .push_bind(db::timestamp(d.received_at))
+                .push_bind(d.body.as_ref())
+                .push_bind(&d.headers)
+                .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
+        });
+        insert.push(" ON CONFLICT (dedup_key) DO NOTHING RETURNING id, dedup_key");
+        let inserted: Vec<(i64, String)> = insert.build_query_as().fetch_all(&mut *tx).await?;
+        ids.extend(inserted.into_iter().map(|(id, key)| (key, (id, true))));
+    }
+    let known: Vec<&str> = fresh
+        .iter()
+        .map(|d| d.dedup_key.as_str())
+        .filter(|k| !ids.contains_key(*k))
+        .collect();
+    if !known.is_empty() {
+        let existing: Vec<(i64, String)> = sqlx::query_as(
+            "SELECT id, dedup_key FROM outbox WHERE dedup_key IN (SELECT value FROM json_each(?))",
+        )
+        .bind(serde_json::to_string(&known).unwrap_or_else(|_| "[]".into()))
+        .fetch_all(&mut *tx)
+        .await?;
+        ids.extend(existing.into_iter().map(|(id, key)| (key, (id, false))));
+    }
     let mut results = Vec::with_capacity(batch.len());
+    let mut seen: HashMap<&str, ()> = HashMap::new();
     let mut rejected_any = false;
     for command in batch {
         let result = match command {
-            Command::Commit(d, _) => Some(insert_delivery(&mut tx, d).await?),
+            Command::Commit(d, _) => {
+                let key = d.dedup_key.as_str();
+                let (id, new) = ids
+                    .get(key)
+                    .copied()
+                    .ok_or_else(|| sqlx::Error::Protocol(format!("no outbox row for {key}")))?;
+                let first_here = seen.insert(key, ()).is_none();
+                Some(if new && first_here {
+                    Committed::Accepted(id)
+                } else {
+                    Committed::Duplicate(id)
+                })
+            }
             Command::Reject(r) => {
                 sqlx::query(
                     "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
@@ -287,33 +352,6 @@ async fn write_batch(
     }
     tx.commit().await?;
     Ok(results)
-}
-
-async fn insert_delivery(
-    tx: &mut SqliteConnection,
-    d: &Delivery,
-) -> Result<Committed, sqlx::Error> {
-    let inserted: Option<i64> = sqlx::query_scalar(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index)
-         VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT (dedup_key) DO NOTHING
-         RETURNING id",
-    )
-    .bind(&d.dedup_key)
-    .bind(db::timestamp(d.received_at))
-    .bind(d.body.as_ref())
-    .bind(&d.headers)
-    .bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
-    .fetch_optional(&mut *tx)
-    .await?;
-    if let Some(id) = inserted {
-        return Ok(Committed::Accepted(id));
-    }
-    let id: i64 = sqlx::query_scalar("SELECT id FROM outbox WHERE dedup_key = ?")
-        .bind(&d.dedup_key)
-        .fetch_one(&mut *tx)
-        .await?;
-    Ok(Committed::Duplicate(id))
 }
 
 /// Unapplied rows in the outbox.

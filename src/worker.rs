@@ -22,6 +22,8 @@ pub const MAX_ATTEMPTS: i64 = 5;
 /// Longest wait between looks at the outbox when nobody wakes the worker (rows written
 /// by another process, e.g. `replay`).
 const IDLE_POLL: Duration = Duration::from_secs(5);
+/// How long the worker lets new deliveries gather after being woken.
+const APPLY_COALESCE: Duration = Duration::from_millis(20);
 /// First pause after a failed batch; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -73,6 +75,7 @@ impl Worker {
 
     /// Applies at most `limit` pending rows in one transaction.
     pub async fn try_execute_task(&self, limit: i64) -> Result<Outcome, sqlx::Error> {
+        let _gate = self.state.write_gate.lock().await;
         let mut conn = self.pool.acquire().await?;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
         let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
@@ -280,7 +283,11 @@ impl Worker {
                     limit = BATCH;
                     tokio::select! {
                         _ = shutdown.cancelled() => break,
-                        _ = self.state.committed.notified() => {}
+                        _ = self.state.committed.notified() => {
+                            // Let a burst gather: one transaction (and one fsync) for many
+                            // deliveries instead of one per ingest commit.
+                            tokio::time::sleep(APPLY_COALESCE).await;
+                        }
                         _ = tokio::time::sleep(IDLE_POLL) => {}
                     }
                 }

@@ -389,3 +389,31 @@ async fn only_the_last_hundred_refused_deliveries_are_kept() {
     assert_eq!((n, min, max), (100, 31, 130));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_same_delivery_sent_concurrently_is_accepted_once() {
+    let app = spawn_app(|_| {}).await;
+    let body = consent_event("evt_race", "+15550001111", true);
+    let headers = app.sign_with(SECRET, body.as_bytes());
+    let sends = (0..20).map(|_| {
+        let request = app.http.post(app.url("/webhooks")).body(body.clone());
+        let request = headers.iter().fold(request, |r, (n, v)| r.header(n, v));
+        tokio::spawn(request.send())
+    });
+    let mut statuses = Vec::new();
+    let mut ids = std::collections::BTreeSet::new();
+    for send in sends.collect::<Vec<_>>() {
+        let ack: Value = send.await.unwrap().unwrap().json().await.unwrap();
+        statuses.push(ack["status"].as_str().unwrap().to_owned());
+        ids.insert(ack["id"].as_i64().unwrap());
+    }
+    assert_eq!(
+        statuses.iter().filter(|s| *s == "accepted").count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(statuses.iter().filter(|s| *s == "duplicate").count(), 19);
+    assert_eq!(ids.len(), 1);
+    assert_eq!(app.outbox_rows().await, 1);
+    app.stop().await;
+}
