@@ -51,6 +51,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let secret = format!("demo-{:016x}", rand::random::<u64>());
+    let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
 
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: args.leads,
@@ -68,7 +69,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await
     .context("starting the sandbox")?;
 
-    let settings = demo_settings(&dir, &sandbox, &secret);
+    let mut settings = demo_settings(&dir, &sandbox, &secret);
+    settings.admin.tokens = vec![SecretString::from(admin_token.clone())];
     settings.validate()?;
     crate::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
