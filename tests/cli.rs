@@ -208,3 +208,67 @@ fn the_example_configuration_is_valid_and_names_every_key() {
         }
     }
 }
+
+// Multi-threaded: the commands run as blocking child processes while the daemon works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_read_commands_show_what_the_daemon_applied() {
+    let app = common::spawn_app(|_| {}).await;
+    for body in [
+        common::consent_event("evt_a", "+15550003333", true),
+        r#"{"type":"leadCreated-v9","id":"evt_b","data":{}}"#.to_string(),
+    ] {
+        assert_eq!(app.post_signed(&body).await.status(), 200);
+    }
+    let env = [("OUTREACH_SYNC__WEBHOOK__SECRETS", common::SECRET)];
+    let db = [(
+        "OUTREACH_SYNC__DATABASE__URL",
+        app.settings.database.url.as_str(),
+    )];
+    let env: Vec<(&str, &str)> = env.iter().chain(db.iter()).copied().collect();
+    let json = |args: &[&str]| {
+        let out = run(app.dir.path(), args, &env, "");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON")
+    };
+    // The worker applies within a second; wait for it through the status command.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while json(&["status", "--json"])["backlog"] != 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "never applied: {}",
+            json(&["status", "--json"])
+        );
+    }
+
+    let consent = json(&["consent", "+15550003333", "--json"]);
+    assert_eq!(consent["items"][0]["optedOut"], true);
+    assert_eq!(consent["items"][0]["organizationId"], "org_1");
+    let history = json(&["history", "+15550003333", "--json"]);
+    assert_eq!(history["items"][0]["eventRef"], "event:evt_a");
+    let quarantined = json(&["events", "--quarantined", "--json"]);
+    assert_eq!(quarantined["items"][0]["dedupKey"], "event:evt_b");
+    let replayed = json(&["replay", "--quarantined", "--json"]);
+    assert_eq!(
+        (
+            replayed["requeued"].as_u64(),
+            replayed["quarantined"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    let status = json(&["status", "--json"]);
+    assert_eq!(
+        (status["quarantined"].as_i64(), status["applied"].as_i64()),
+        (Some(1), Some(1))
+    );
+
+    let unknown = run(app.dir.path(), &["consent", "+15559999999"], &env, "");
+    assert_eq!(unknown.status.code(), Some(3));
+    let missing = run(app.dir.path(), &["replay", "--id", "999"], &env, "");
+    assert_eq!(missing.status.code(), Some(3));
+    app.stop().await;
+}
