@@ -239,32 +239,23 @@ async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<B
 /// The key that makes a redelivery a duplicate: the event's `id`, else the Standard
 /// Webhooks message id, else the SHA-256 of the exact bytes.
 fn dedup_key(body: &[u8], webhook_id: Option<&str>) -> Result<String, IngestError> {
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Id {
-        Text(String),
-        Number(serde_json::Number),
-        Other(serde::de::IgnoredAny),
-    }
+    // One pass over an object (the usual case) reads the id and validates the rest; only a
+    // body that is not an object is parsed a second time, to tell JSON from not JSON.
     #[derive(serde::Deserialize)]
     struct Probe {
-        id: Option<Id>,
+        id: Option<serde_json::Value>,
     }
-    #[derive(serde::Deserialize)]
-    #[serde(untagged)]
-    enum Top {
-        Object(Probe),
-        Other(serde::de::IgnoredAny),
-    }
-    let top: Top = serde_json::from_slice(body).map_err(|_| IngestError::NotJson)?;
-    let event_id = match top {
-        Top::Object(Probe {
-            id: Some(Id::Text(id)),
-        }) if !id.is_empty() => Some(id),
-        Top::Object(Probe {
-            id: Some(Id::Number(n)),
-        }) => Some(n.to_string()),
-        _ => None,
+    let event_id = match serde_json::from_slice::<Probe>(body) {
+        Ok(Probe { id }) => match id {
+            Some(serde_json::Value::String(id)) if !id.is_empty() => Some(id),
+            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        },
+        Err(_) => {
+            serde_json::from_slice::<serde::de::IgnoredAny>(body)
+                .map_err(|_| IngestError::NotJson)?;
+            None
+        }
     };
     Ok(match (event_id, webhook_id) {
         (Some(id), _) => format!("event:{id}"),

@@ -26,22 +26,35 @@ async fn list_leads(State(s): State<AppState>, params: Params) -> ApiResult<Json
     }
     let status: LeadStatusInGroup = params.parse("leadStatusInGroup")?.unwrap_or_default();
     let group = params.get("groupId");
+    // Start the scan at the cursor: walking from the first lead on every page would make a
+    // full listing quadratic in the number of leads.
+    let after = params
+        .get("cursor")
+        .map(super::paging::decode_cursor)
+        .transpose()?;
     s.read(|w| {
-        let items = w.leads.iter().filter(|(_, l)| {
-            let in_group = group.is_none_or(|g| {
-                let active = l.active_group_ids.iter().any(|x| x == g);
-                let inactive = l.inactive_group_ids.iter().any(|x| x == g);
-                match status {
-                    LeadStatusInGroup::Active => active,
-                    LeadStatusInGroup::Inactive => inactive,
-                    LeadStatusInGroup::All => active || inactive,
-                }
+        let from = match &after {
+            Some(after) => std::ops::Bound::Excluded(after.clone()),
+            None => std::ops::Bound::Unbounded,
+        };
+        let items = w
+            .leads
+            .range((from, std::ops::Bound::Unbounded))
+            .filter(|(_, l)| {
+                let in_group = group.is_none_or(|g| {
+                    let active = l.active_group_ids.iter().any(|x| x == g);
+                    let inactive = l.inactive_group_ids.iter().any(|x| x == g);
+                    match status {
+                        LeadStatusInGroup::Active => active,
+                        LeadStatusInGroup::Inactive => inactive,
+                        LeadStatusInGroup::All => active || inactive,
+                    }
+                });
+                params.matches("id", &l.id)
+                    && params.matches("phoneNumber", &l.phone_number)
+                    && params.matches("organizationId", &l.organization_id)
+                    && in_group
             });
-            params.matches("id", &l.id)
-                && params.matches("phoneNumber", &l.phone_number)
-                && params.matches("organizationId", &l.organization_id)
-                && in_group
-        });
         page(items, &params, limit).map(Json)
     })
 }
