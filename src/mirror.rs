@@ -4,8 +4,9 @@
 //!
 //! Merges are order-independent: the state kept is the maximum of a total order over
 //! observations, so any order and any duplication of the same events ends in one state.
-//! Every function takes a whole batch and issues a handful of statements for it (rows go in
-//! as one JSON array read with `json_each`), because each statement costs a thread hop.
+//! Every function takes a whole batch and issues a handful of statements for it (multi-row
+//! statements with bound values, or one JSON array read with `json_each`), because each
+//! statement costs a thread hop.
 
 use std::collections::HashMap;
 
@@ -66,7 +67,10 @@ pub struct ConsentApplied {
 /// `(changed_at, opted_out)`.
 type Rank = (String, bool);
 
-#[derive(Serialize)]
+/// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
+const ROWS_PER_STATEMENT: usize = 1000;
+
+/// One ledger row to insert.
 struct LedgerRow<'a> {
     o: &'a str,
     l: Option<&'a str>,
@@ -80,7 +84,7 @@ struct LedgerRow<'a> {
     why: Option<&'a str>,
 }
 
-#[derive(Serialize)]
+/// One current-state row to upsert.
 struct StateRow<'a> {
     o: &'a str,
     p: &'a str,
@@ -160,19 +164,32 @@ pub async fn apply_consent(
             why: o.reason.as_deref(),
         })
         .collect();
-    let inserted: Vec<(i64, String, String, String)> = sqlx::query_as(
-        "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
-                             recorded_at, source, event_ref, superseded, tag_id, reason)
-         SELECT value ->> 'o', value ->> 'l', value ->> 'p', value ->> 'out', value ->> 'at',
-                ?2, value ->> 'src', value ->> 'r', value ->> 'sup', value ->> 'tag', value ->> 'why'
-         FROM json_each(?1) WHERE true ORDER BY key
-         ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING
-         RETURNING seq, event_ref, organization_id, phone_number",
-    )
-    .bind(json(&ledger))
-    .bind(db::timestamp(now))
-    .fetch_all(&mut *conn)
-    .await?;
+    let recorded_at = db::timestamp(now);
+    let mut inserted: Vec<(i64, String, String, String)> = Vec::with_capacity(ledger.len());
+    for chunk in ledger.chunks(ROWS_PER_STATEMENT) {
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
+                                 recorded_at, source, event_ref, superseded, tag_id, reason) ",
+        );
+        insert.push_values(chunk, |mut row, e| {
+            row.push_bind(e.o)
+                .push_bind(e.l)
+                .push_bind(e.p)
+                .push_bind(e.out)
+                .push_bind(e.at)
+                .push_bind(&recorded_at)
+                .push_bind(e.src)
+                .push_bind(e.r)
+                .push_bind(e.sup)
+                .push_bind(e.tag)
+                .push_bind(e.why);
+        });
+        insert.push(
+            " ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING
+             RETURNING seq, event_ref, organization_id, phone_number",
+        );
+        inserted.extend(insert.build_query_as().fetch_all(&mut *conn).await?);
+    }
     let seqs: HashMap<(String, String, String), i64> = inserted
         .into_iter()
         .map(|(seq, r, o, p)| ((r, o, p), seq))
@@ -207,20 +224,26 @@ pub async fn apply_consent(
             superseded: seq.is_some() && *superseded,
         });
     }
-    if !winners.is_empty() {
-        sqlx::query(
-            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
-             SELECT value ->> 'o', value ->> 'p', value ->> 'l', value ->> 'out', value ->> 'at',
-                    value ->> 'src', value ->> 'seq'
-             FROM json_each(?) WHERE true ORDER BY key
-             ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+    for chunk in winners.chunks(ROWS_PER_STATEMENT) {
+        let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) ",
+        );
+        upsert.push_values(chunk, |mut row, w| {
+            row.push_bind(w.o)
+                .push_bind(w.p)
+                .push_bind(w.l)
+                .push_bind(w.out)
+                .push_bind(w.at)
+                .push_bind(w.src)
+                .push_bind(w.seq);
+        });
+        upsert.push(
+            " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
                 lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
                 changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
              WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
-        )
-        .bind(json(&winners))
-        .execute(&mut *conn)
-        .await?;
+        );
+        upsert.build().execute(&mut *conn).await?;
     }
     Ok(results)
 }
