@@ -10,8 +10,9 @@ use crate::settings::{Settings, Synchronous};
 
 /// How long a statement waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
-/// Page cache per connection, in KiB.
-const CACHE_KIB: u32 = 8 * 1024;
+/// Page cache per connection, in KiB: SQLite's default, so memory stays the same however
+/// large the database grows.
+const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
 
@@ -55,7 +56,6 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .synchronous(synchronous)
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
-        // A bounded page cache: memory stays the same however large the database grows.
         .pragma("cache_size", format!("-{CACHE_KIB}"))
         .disable_statement_logging())
 }
