@@ -371,9 +371,31 @@ const LEADS_PER_STATEMENT: usize = 1000;
 fn content_hash(lead: &Lead) -> i64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    let mut unconsented = lead.clone();
-    unconsented.global_opted_out = false;
-    json(&unconsented).hash(&mut hasher);
+    // Every field but `global_opted_out`, without copying the lead.
+    (
+        &lead.id,
+        &lead.organization_id,
+        &lead.phone_number,
+        (
+            &lead.first_name,
+            &lead.last_name,
+            &lead.notes,
+            &lead.follow_up,
+        ),
+        (
+            &lead.email,
+            &lead.postal_code,
+            &lead.phone_number_type,
+            &lead.created_at,
+        ),
+        (
+            &lead.active_group_ids,
+            &lead.inactive_group_ids,
+            &lead.tag_ids,
+        ),
+        json(&lead.custom_fields),
+    )
+        .hash(&mut hasher);
     hasher.finish() as i64
 }
 

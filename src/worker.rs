@@ -100,9 +100,11 @@ impl Worker {
             })
             .collect();
         let plan = self.plan(&mut tx, &parsed).await?;
+        let quarantined: std::collections::HashSet<i64> =
+            plan.quarantined.iter().map(|(id, _)| *id).collect();
         let leads: Vec<(&Lead, DateTime<Utc>)> = parsed
             .iter()
-            .filter(|(id, _, _)| !plan.quarantined.iter().any(|(q, _)| q == id))
+            .filter(|(id, _, _)| !quarantined.contains(id))
             .filter_map(|(_, _, e)| match e {
                 Ok(Event::Consent(c)) => c.lead.as_deref().map(|l| (l, c.occurred_at)),
                 _ => None,
@@ -131,7 +133,7 @@ impl Worker {
         let applied: Vec<i64> = parsed
             .iter()
             .map(|(id, _, _)| *id)
-            .filter(|id| !plan.quarantined.iter().any(|(q, _)| q == id))
+            .filter(|id| !quarantined.contains(id))
             .collect();
         sqlx::query(
             "UPDATE outbox SET state = 'applied', applied_at = ?

@@ -61,6 +61,17 @@ async fn drained(app: &common::TestApp) {
     }
 }
 
+/// A sandbox with `leads` leads in one organization.
+async fn one_organization(leads: usize) -> RunningSandbox {
+    Sandbox::spawn(SandboxConfig {
+        leads,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .unwrap()
+}
+
 fn reconciler(app: &common::TestApp, sandbox: &RunningSandbox) -> Reconciler {
     let client = ServiceClient::new(sandbox.client_config()).unwrap();
     Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
@@ -273,13 +284,7 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
 
 #[tokio::test]
 async fn an_interrupted_pass_resumes_from_its_saved_cursor() {
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: 2500,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
-    .await
-    .unwrap();
+    let sandbox = one_organization(2500).await;
     let app = common::spawn_app(|s| point_at(s, &sandbox)).await;
     let reconciler = reconciler(&app, &sandbox);
     let leads_only = PassRequest {
@@ -318,13 +323,7 @@ async fn an_interrupted_pass_resumes_from_its_saved_cursor() {
 
 #[tokio::test]
 async fn a_webhook_newer_than_the_fetch_still_wins_over_the_observation() {
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: 10,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
-    .await
-    .unwrap();
+    let sandbox = one_organization(10).await;
     let app = common::spawn_app(|s| point_at(s, &sandbox)).await;
     let lead = sandbox
         .leads()
