@@ -99,6 +99,25 @@ fn json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
+/// The rows of `sql`, a query of one `json_group_array` row, with its one parameter.
+/// Many rows come back as one: each row of a result costs a hand-over between SQLite's
+/// thread and the calling task, which for a thousand rows outweighs the query itself.
+async fn json_rows<'q, T, P>(
+    conn: &mut SqliteConnection,
+    sql: &'q str,
+    parameter: P,
+) -> Result<Vec<T>, sqlx::Error>
+where
+    T: serde::de::DeserializeOwned,
+    P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+{
+    let text: String = sqlx::query_scalar(sql)
+        .bind(parameter)
+        .fetch_one(&mut *conn)
+        .await?;
+    serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
 /// Records every observation in the ledger, in order, and moves the current state of each
 /// (organization, number) to the highest-ranked one. The outcome is the one of applying
 /// the observations one by one.
@@ -114,13 +133,14 @@ pub async fn apply_consent(
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let rows: Vec<(String, String, String, bool, Option<String>)> = sqlx::query_as(
-        "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id
+    let rows: Vec<(String, String, String, bool, Option<String>)> = json_rows(
+        conn,
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
+                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id))
          FROM json_each(?) AS k
          JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+        json(&keys),
     )
-    .bind(json(&keys))
-    .fetch_all(&mut *conn)
     .await?;
     let mut state: HashMap<(String, String), (Rank, Option<String>)> = rows
         .into_iter()
@@ -165,7 +185,12 @@ pub async fn apply_consent(
         })
         .collect();
     let recorded_at = db::timestamp(now);
-    let mut inserted: Vec<(i64, String, String, String)> = Vec::with_capacity(ledger.len());
+    // The entries this call adds are those above the largest seq before it (the caller
+    // holds the write lock, and seq only grows). They come back as one JSON row: a row
+    // per entry would cost a hand-over between SQLite's thread and this task each.
+    let before: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
+        .fetch_one(&mut *conn)
+        .await?;
     for chunk in ledger.chunks(ROWS_PER_STATEMENT) {
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
@@ -184,13 +209,17 @@ pub async fn apply_consent(
                 .push_bind(e.tag)
                 .push_bind(e.why);
         });
-        insert.push(
-            " ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING
-             RETURNING seq, event_ref, organization_id, phone_number",
-        );
-        inserted.extend(insert.build_query_as().fetch_all(&mut *conn).await?);
+        insert.push(" ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING");
+        insert.build().execute(&mut *conn).await?;
     }
-    let seqs: HashMap<(String, String, String), i64> = inserted
+    let added: Vec<(i64, String, String, String)> = json_rows(
+        conn,
+        "SELECT json_group_array(json_array(seq, event_ref, organization_id, phone_number))
+         FROM ledger WHERE seq > ?",
+        before,
+    )
+    .await?;
+    let seqs: HashMap<(String, String, String), i64> = added
         .into_iter()
         .map(|(seq, r, o, p)| ((r, o, p), seq))
         .collect();
@@ -253,13 +282,14 @@ pub async fn consent_of(
     conn: &mut SqliteConnection,
     keys: &[(&str, &str)],
 ) -> Result<HashMap<(String, String), bool>, sqlx::Error> {
-    let rows: Vec<(String, String, bool)> = sqlx::query_as(
-        "SELECT s.organization_id, s.phone_number, s.opted_out
+    let rows: Vec<(String, String, bool)> = json_rows(
+        conn,
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
+                                            json(iif(s.opted_out, 'true', 'false'))))
          FROM json_each(?) AS k
          JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+        json(keys),
     )
-    .bind(json(keys))
-    .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().map(|(o, p, out)| ((o, p), out)).collect())
 }

@@ -14,8 +14,9 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
-use sqlx::{Connection, SqlitePool};
+use sqlx::{ConnectOptions, Connection, SqliteConnection, SqlitePool};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::client::models::{ListLeads, ListOrganizations, Paging};
 use crate::client::{ClientError, ServiceClient, models};
@@ -26,6 +27,13 @@ use crate::settings::ReconcileSettings;
 
 /// Leads per page: the service's maximum.
 pub const PAGE_SIZE: u32 = 1000;
+/// Page cache of a leads pass's connection, in KiB: room for the pages that one page of
+/// leads dirties (see `Reconciler::leads_pass`).
+const PAGE_CACHE_KIB: u32 = 16 * 1024;
+/// WAL pages after which a leads pass's commit checkpoints (SQLite's default: 1000). A page
+/// of new leads writes about 2000, so the default would copy every commit back at once;
+/// this lets one checkpoint (and one copy of each page) serve several pages.
+const PASS_CHECKPOINT_PAGES: u32 = 10_000;
 /// Message lookups in flight at once (the rate limiter still applies).
 const MESSAGE_CONCURRENCY: usize = 8;
 /// `sent` is final as a status class, yet a carrier receipt usually follows it
@@ -72,6 +80,13 @@ pub struct PassSummary {
     pub errors: Vec<String>,
     /// Stopped early by a shutdown; the next pass resumes from the saved cursors.
     pub interrupted: bool,
+}
+
+/// One page of leads as fetched, with the cursor of the next page (none at the end).
+struct LeadsPage {
+    leads: Vec<Lead>,
+    fetched_at: DateTime<Utc>,
+    next: Option<String>,
 }
 
 /// What one page did.
@@ -199,6 +214,12 @@ impl Reconciler {
     }
 
     /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
+    ///
+    /// The pages are written through a connection of the pass's own, with a page cache
+    /// large enough for a page's writes: a page of new leads touches about a thousand
+    /// leaf pages in each index keyed by number, and in a smaller cache they would spill
+    /// and be written twice. The next page is fetched on another task while the current
+    /// one is written, so a page costs the slower of the two rather than their sum.
     async fn leads_pass(
         &self,
         pass_id: &str,
@@ -206,40 +227,56 @@ impl Reconciler {
         shutdown: &CancellationToken,
         summary: &mut PassSummary,
     ) -> anyhow::Result<()> {
-        let mut cursor = self.checkpoint(pass_id, organization).await?;
-        let query = ListLeads {
-            organization_id: Some(organization.to_owned()),
-            ..ListLeads::default()
+        let cursor = self.checkpoint(pass_id, organization).await?;
+        let mut conn = self
+            .pool
+            .connect_options()
+            .as_ref()
+            .clone()
+            .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"))
+            .pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES.to_string())
+            .connect()
+            .await?;
+        let fetch = |cursor| {
+            AbortOnDropHandle::new(tokio::spawn(fetch_page(
+                self.client.clone(),
+                organization.to_owned(),
+                cursor,
+            )))
         };
-        loop {
-            let paging = Paging {
-                cursor: cursor.clone(),
-                limit: Some(PAGE_SIZE),
+        let mut page = fetch(cursor).await??;
+        let outcome = loop {
+            let next = match &page.next {
+                Some(cursor) if !shutdown.is_cancelled() => Some(fetch(Some(cursor.clone()))),
+                _ => None,
             };
-            let page = self.client.leads_page(&query, &paging).await?;
-            let fetched_at = Utc::now();
-            let next = page.next_cursor().map(str::to_owned);
-            let counts = self
-                .apply_page(
-                    pass_id,
-                    organization,
-                    &page.items,
-                    fetched_at,
-                    next.as_deref(),
-                )
-                .await?;
+            let counts = match self
+                .apply_page(&mut conn, pass_id, organization, &page)
+                .await
+            {
+                Ok(counts) => counts,
+                Err(error) => break Err(error.into()),
+            };
             summary.leads_scanned += counts.scanned;
             summary.leads_new += counts.new;
             summary.repaired += counts.repaired;
             match next {
-                None => return Ok(()),
-                Some(_) if shutdown.is_cancelled() => {
+                Some(next) => match next.await {
+                    Ok(Ok(next)) => page = next,
+                    Ok(Err(error)) => break Err(error.into()),
+                    Err(error) => break Err(error.into()),
+                },
+                None if page.next.is_some() => {
                     summary.interrupted = true;
-                    return Ok(());
+                    break Ok(());
                 }
-                Some(next) => cursor = Some(next),
+                None => break Ok(()),
             }
+        };
+        if let Err(error) = conn.close().await {
+            tracing::debug!(%error, "closing the pass's connection");
         }
+        outcome
     }
 
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
@@ -267,14 +304,17 @@ impl Reconciler {
     /// observations timed at the fetch, and the cursor of the next page (or the end).
     async fn apply_page(
         &self,
+        conn: &mut SqliteConnection,
         pass_id: &str,
         organization: &str,
-        leads: &[models::Lead],
-        fetched_at: DateTime<Utc>,
-        next: Option<&str>,
+        page: &LeadsPage,
     ) -> Result<PageCounts, sqlx::Error> {
-        let leads: Vec<Lead> = leads.iter().map(mirror_lead).collect();
-        let mut conn = self.pool.acquire().await?;
+        let LeadsPage {
+            leads,
+            fetched_at,
+            next,
+        } = page;
+        let fetched_at = *fetched_at;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
         let keys: Vec<(&str, &str)> = leads
             .iter()
@@ -514,6 +554,31 @@ impl Reconciler {
 /// Whether `schedule` is a cron expression the scheduler accepts.
 pub fn valid_schedule(schedule: &str) -> bool {
     tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
+}
+
+/// One page of an organization's leads, in the mirror's form. Its observations are
+/// timed when the request was sent: the page reflects at least every change before
+/// then, and a webhook event after then is newer than the page and wins over it.
+async fn fetch_page(
+    client: ServiceClient,
+    organization: String,
+    cursor: Option<String>,
+) -> Result<LeadsPage, ClientError> {
+    let query = ListLeads {
+        organization_id: Some(organization),
+        ..ListLeads::default()
+    };
+    let paging = Paging {
+        cursor,
+        limit: Some(PAGE_SIZE),
+    };
+    let fetched_at = Utc::now();
+    let page = client.leads_page(&query, &paging).await?;
+    Ok(LeadsPage {
+        next: page.next_cursor().map(str::to_owned),
+        leads: page.items.iter().map(mirror_lead).collect(),
+        fetched_at,
+    })
 }
 
 /// The mirror's form of a lead fetched from the service.
