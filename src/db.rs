@@ -88,6 +88,25 @@ pub async fn migrations_applied(pool: &SqlitePool) -> Result<bool, sqlx::Error> 
     Ok(usize::try_from(applied).unwrap_or(0) >= MIGRATOR.iter().count())
 }
 
+/// The rows of `sql`, a query of one `json_group_array` row, with its one parameter.
+/// Many rows come back as one: each row of a result costs a hand-over between SQLite's
+/// thread and the calling task, which for a thousand rows outweighs the query itself.
+pub async fn json_rows<'q, T, P>(
+    conn: &mut SqliteConnection,
+    sql: &'q str,
+    parameter: P,
+) -> Result<Vec<T>, sqlx::Error>
+where
+    T: serde::de::DeserializeOwned,
+    P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+{
+    let text: String = sqlx::query_scalar(sql)
+        .bind(parameter)
+        .fetch_one(&mut *conn)
+        .await?;
+    serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
 /// Now as stored in the database: RFC 3339, UTC, milliseconds.
 pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

@@ -107,6 +107,8 @@ pub enum ParseError {
     NoData,
     #[error("{kind}: {message}")]
     BadData { kind: &'static str, message: String },
+    #[error("the stored body cannot be read back: {0}")]
+    Stored(String),
 }
 
 #[derive(Deserialize)]

@@ -99,25 +99,6 @@ fn json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
-/// The rows of `sql`, a query of one `json_group_array` row, with its one parameter.
-/// Many rows come back as one: each row of a result costs a hand-over between SQLite's
-/// thread and the calling task, which for a thousand rows outweighs the query itself.
-async fn json_rows<'q, T, P>(
-    conn: &mut SqliteConnection,
-    sql: &'q str,
-    parameter: P,
-) -> Result<Vec<T>, sqlx::Error>
-where
-    T: serde::de::DeserializeOwned,
-    P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
-{
-    let text: String = sqlx::query_scalar(sql)
-        .bind(parameter)
-        .fetch_one(&mut *conn)
-        .await?;
-    serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
 /// Records every observation in the ledger, in order, and moves the current state of each
 /// (organization, number) to the highest-ranked one. The outcome is the one of applying
 /// the observations one by one.
@@ -133,7 +114,7 @@ pub async fn apply_consent(
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let rows: Vec<(String, String, String, bool, Option<String>)> = json_rows(
+    let rows: Vec<(String, String, String, bool, Option<String>)> = db::json_rows(
         conn,
         "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
                                             json(iif(s.opted_out, 'true', 'false')), s.lead_id))
@@ -212,7 +193,7 @@ pub async fn apply_consent(
         insert.push(" ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING");
         insert.build().execute(&mut *conn).await?;
     }
-    let added: Vec<(i64, String, String, String)> = json_rows(
+    let added: Vec<(i64, String, String, String)> = db::json_rows(
         conn,
         "SELECT json_group_array(json_array(seq, event_ref, organization_id, phone_number))
          FROM ledger WHERE seq > ?",
@@ -282,7 +263,7 @@ pub async fn consent_of(
     conn: &mut SqliteConnection,
     keys: &[(&str, &str)],
 ) -> Result<HashMap<(String, String), bool>, sqlx::Error> {
-    let rows: Vec<(String, String, bool)> = json_rows(
+    let rows: Vec<(String, String, bool)> = db::json_rows(
         conn,
         "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
                                             json(iif(s.opted_out, 'true', 'false'))))

@@ -268,7 +268,14 @@ async fn write_batch(
             fresh.push(d);
         }
     }
-    let mut ids: HashMap<String, (i64, bool)> = HashMap::with_capacity(fresh.len());
+    // The ids of new rows follow from the statement's outcome (AUTOINCREMENT gives the rows
+    // of one statement consecutive ids in VALUES order), so the common case reads nothing
+    // back; a chunk with rows already present is looked up in one row, and its rows above
+    // the largest id before this transaction are the new ones.
+    let before: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
+        .fetch_one(&mut *tx)
+        .await?;
+    let mut ids: HashMap<&str, (i64, bool)> = HashMap::with_capacity(fresh.len());
     for chunk in fresh.chunks(ROWS_PER_INSERT) {
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
@@ -280,23 +287,32 @@ async fn write_batch(
                 .push_bind(&d.headers)
                 .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
         });
-        insert.push(" ON CONFLICT (dedup_key) DO NOTHING RETURNING id, dedup_key");
-        let inserted: Vec<(i64, String)> = insert.build_query_as().fetch_all(&mut *tx).await?;
-        ids.extend(inserted.into_iter().map(|(id, key)| (key, (id, true))));
-    }
-    let known: Vec<&str> = fresh
-        .iter()
-        .map(|d| d.dedup_key.as_str())
-        .filter(|k| !ids.contains_key(*k))
-        .collect();
-    if !known.is_empty() {
-        let existing: Vec<(i64, String)> = sqlx::query_as(
-            "SELECT id, dedup_key FROM outbox WHERE dedup_key IN (SELECT value FROM json_each(?))",
+        insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
+        let done = insert.build().execute(&mut *tx).await?;
+        let added = done.rows_affected();
+        if added == chunk.len() as u64 {
+            let first = done.last_insert_rowid() - added as i64 + 1;
+            ids.extend(
+                (first..)
+                    .zip(chunk)
+                    .map(|(id, d)| (d.dedup_key.as_str(), (id, true))),
+            );
+            continue;
+        }
+        let keys: Vec<&str> = chunk.iter().map(|d| d.dedup_key.as_str()).collect();
+        let rows: Vec<(i64, String)> = db::json_rows(
+            &mut tx,
+            "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
+             WHERE dedup_key IN (SELECT value FROM json_each(?))",
+            serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()),
         )
-        .bind(serde_json::to_string(&known).unwrap_or_else(|_| "[]".into()))
-        .fetch_all(&mut *tx)
         .await?;
-        ids.extend(existing.into_iter().map(|(id, key)| (key, (id, false))));
+        let found: HashMap<String, i64> = rows.into_iter().map(|(id, k)| (k, id)).collect();
+        for key in keys {
+            if let Some(&id) = found.get(key) {
+                ids.insert(key, (id, id > before));
+            }
+        }
     }
     let mut results = Vec::with_capacity(batch.len());
     let mut seen: HashMap<&str, ()> = HashMap::new();

@@ -417,3 +417,44 @@ async fn the_same_delivery_sent_concurrently_is_accepted_once() {
     assert_eq!(app.outbox_rows().await, 1);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_burst_mixing_stored_and_new_deliveries_answers_each_with_its_own_row() {
+    let app = spawn_app(|_| {}).await;
+    let event = |i: usize| consent_event(&format!("evt_mix_{i}"), "+15550001111", i % 3 == 0);
+    let mut stored = std::collections::HashMap::new();
+    for i in (0..100).step_by(2) {
+        let ack: Value = app.post_signed(&event(i)).await.json().await.unwrap();
+        stored.insert(i, ack["id"].as_i64().unwrap());
+    }
+
+    // Stored and new interleaved, all at once, so that batches hold both.
+    let sends: Vec<_> = (0..100)
+        .map(|i| {
+            let body = event(i);
+            let headers = app.sign_with(SECRET, body.as_bytes());
+            let request = app.http.post(app.url("/webhooks")).body(body);
+            let request = headers.iter().fold(request, |r, (n, v)| r.header(n, v));
+            (i, tokio::spawn(request.send()))
+        })
+        .collect();
+    for (i, send) in sends {
+        let ack: Value = send.await.unwrap().unwrap().json().await.unwrap();
+        let id = ack["id"].as_i64().unwrap();
+        match stored.get(&i) {
+            Some(first) => {
+                assert_eq!(ack["status"], "duplicate", "event {i}");
+                assert_eq!(id, *first, "event {i} answers its first row");
+            }
+            None => assert_eq!(ack["status"], "accepted", "event {i}"),
+        }
+        let key: String = sqlx::query_scalar("SELECT dedup_key FROM outbox WHERE id = ?")
+            .bind(id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        assert_eq!(key, format!("event:evt_mix_{i}"), "the id answered is the event's row");
+    }
+    assert_eq!(app.outbox_rows().await, 100);
+    app.stop().await;
+}
