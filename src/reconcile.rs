@@ -27,9 +27,10 @@ use crate::settings::ReconcileSettings;
 
 /// Leads per page: the service's maximum.
 pub const PAGE_SIZE: u32 = 1000;
-/// Page cache of a leads pass's connection, in KiB: room for the pages that one page of
-/// leads dirties (see `Reconciler::leads_pass`).
-const PAGE_CACHE_KIB: u32 = 16 * 1024;
+/// Page cache of a leads pass's connection, in KiB: room for the ~2000 pages that one
+/// page of new leads dirties in a mirror of 200,000 (see `Reconciler::leads_pass`), and a
+/// fixed bound, so the pass's memory does not grow with the mirror.
+const PAGE_CACHE_KIB: u32 = 8 * 1024;
 /// WAL pages after which a leads pass's commit checkpoints (SQLite's default: 1000). A page
 /// of new leads writes about 2000, so the default would copy every commit back at once;
 /// this lets one checkpoint (and one copy of each page) serve several pages.
@@ -216,9 +217,9 @@ impl Reconciler {
     /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
     ///
     /// The pages are written through a connection of the pass's own, with a page cache
-    /// large enough for a page's writes: a page of new leads touches about a thousand
-    /// leaf pages in each index keyed by number, and in a smaller cache they would spill
-    /// and be written twice. The next page is fetched on another task while the current
+    /// sized for a page's writes: a page of new leads touches hundreds of leaf pages in
+    /// each index keyed by number, and in a smaller cache they spill and are written
+    /// twice. The connection is closed at the end, and its cache with it. The next page is fetched on another task while the current
     /// one is written, so a page costs the slower of the two rather than their sum.
     async fn leads_pass(
         &self,
