@@ -15,14 +15,13 @@ use tokio::sync::{Notify, mpsc, oneshot};
 use crate::db;
 use crate::settings::Settings;
 
-/// Most deliveries committed in one transaction.
+/// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
+/// SQLite's 32,766).
 const MAX_BATCH: usize = 512;
 /// Requests waiting for the writer before new ones are refused with 503.
 const QUEUE_DEPTH: usize = 4096;
 /// Pause after a failed commit, so a broken disk is not hammered in a tight loop.
 const FAILURE_PAUSE: Duration = Duration::from_millis(200);
-/// Deliveries per INSERT statement (5 parameters each).
-const ROWS_PER_INSERT: usize = 256;
 /// Rejected deliveries kept for `webhooks diagnose`.
 pub const REJECTED_KEPT: i64 = 100;
 
@@ -126,6 +125,7 @@ impl OutboxWriter {
             settings: settings.clone(),
             conn: Some(conn),
             state: state.clone(),
+            last_id: None,
         };
         let handle = tokio::spawn(task.run(rx));
         Ok((Self { tx, state }, handle))
@@ -166,6 +166,8 @@ struct Writer {
     settings: Settings,
     conn: Option<SqliteConnection>,
     state: Arc<OutboxState>,
+    /// The largest outbox id, once read: this writer is the only one to add rows.
+    last_id: Option<i64>,
 }
 
 impl Writer {
@@ -187,39 +189,20 @@ impl Writer {
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
         let state = self.state.clone();
         let _gate = state.write_gate.lock().await;
+        let mut last_id = self.last_id;
         let outcome = match self.connection().await {
-            Ok(conn) => write_batch(conn, batch).await,
+            Ok(conn) => match write_deliveries(conn, batch, &mut last_id).await {
+                Ok(results) => Ok((results, write_others(conn, batch).await)),
+                Err(e) => Err(e),
+            },
             Err(e) => Err(e),
         };
-        match outcome {
-            Ok(results) => {
-                let accepted = results
-                    .iter()
-                    .filter(|r| matches!(r, Some(Committed::Accepted(_))))
-                    .count();
-                if accepted > 0 {
-                    self.state
-                        .pending
-                        .fetch_add(accepted as u64, Ordering::Relaxed);
-                    self.state.committed.notify_one();
-                }
-                for (command, result) in batch.drain(..).zip(results) {
-                    match (command, result) {
-                        (Command::Commit(_, reply), Some(committed)) => {
-                            let _ = reply.send(Ok(committed));
-                        }
-                        (Command::Probe(reply), _) => {
-                            let _ = reply.send(true);
-                        }
-                        _ => {}
-                    }
-                }
-                true
-            }
+        self.last_id = last_id;
+        let (results, others) = match outcome {
+            Ok(done) => done,
             Err(error) => {
                 tracing::error!(error = %error, deliveries = batch.len(), "outbox commit failed; answering 503");
-                // The connection may be wedged (file replaced, disk gone): open a new one next time.
-                self.conn = None;
+                self.fail();
                 for command in batch.drain(..) {
                     match command {
                         Command::Commit(_, reply) => {
@@ -231,9 +214,42 @@ impl Writer {
                         Command::Reject(_) => {}
                     }
                 }
-                false
+                return false;
+            }
+        };
+        let accepted = results
+            .iter()
+            .filter(|r| matches!(r, Some(Committed::Accepted(_))))
+            .count();
+        if accepted > 0 {
+            self.state
+                .pending
+                .fetch_add(accepted as u64, Ordering::Relaxed);
+            self.state.committed.notify_one();
+        }
+        if let Err(error) = &others {
+            tracing::error!(error = %error, "cannot record a refused delivery or the write probe");
+            self.fail();
+        }
+        for (command, result) in batch.drain(..).zip(results) {
+            match (command, result) {
+                (Command::Commit(_, reply), Some(committed)) => {
+                    let _ = reply.send(Ok(committed));
+                }
+                (Command::Probe(reply), _) => {
+                    let _ = reply.send(others.is_ok());
+                }
+                _ => {}
             }
         }
+        others.is_ok()
+    }
+
+    /// After a failure: the connection may be wedged (file replaced, disk gone), so a new
+    /// one is opened next time, and the largest id is read again.
+    fn fail(&mut self) {
+        self.conn = None;
+        self.last_id = None;
     }
 
     async fn connection(&mut self) -> Result<&mut SqliteConnection, sqlx::Error> {
@@ -249,14 +265,19 @@ impl Writer {
     }
 }
 
-/// Writes a batch in one immediate transaction; one result per command, in order.
-/// Deliveries go in with one multi-row INSERT per chunk (each statement is a round trip to
-/// the database thread); the ones already present are then looked up together.
-async fn write_batch(
+/// Commits the batch's deliveries with one multi-row INSERT, in autocommit: one statement
+/// is one transaction, and one hand-over to the database thread instead of the four of an
+/// explicit transaction. One result per command, in order (`None` for the others).
+///
+/// The ids of new rows follow from the statement's outcome: AUTOINCREMENT gives the rows of
+/// one statement consecutive ids in VALUES order. When some keys were already present, the
+/// batch's keys are looked up in one row, and those above `last_id` (the largest id before
+/// the statement) are the new ones.
+async fn write_deliveries(
     conn: &mut SqliteConnection,
     batch: &[Command],
+    last_id: &mut Option<i64>,
 ) -> Result<Vec<Option<Committed>>, sqlx::Error> {
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
     // First occurrence of each key in the batch: later ones are duplicates of it.
     let mut first: HashMap<&str, usize> = HashMap::new();
     let mut fresh: Vec<&Delivery> = Vec::new();
@@ -268,19 +289,20 @@ async fn write_batch(
             fresh.push(d);
         }
     }
-    // The ids of new rows follow from the statement's outcome (AUTOINCREMENT gives the rows
-    // of one statement consecutive ids in VALUES order), so the common case reads nothing
-    // back; a chunk with rows already present is looked up in one row, and its rows above
-    // the largest id before this transaction are the new ones.
-    let before: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
-        .fetch_one(&mut *tx)
-        .await?;
     let mut ids: HashMap<&str, (i64, bool)> = HashMap::with_capacity(fresh.len());
-    for chunk in fresh.chunks(ROWS_PER_INSERT) {
+    if !fresh.is_empty() {
+        let before = match *last_id {
+            Some(id) => id,
+            None => {
+                sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
+                    .fetch_one(&mut *conn)
+                    .await?
+            }
+        };
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
         );
-        insert.push_values(chunk, |mut row, d| {
+        insert.push_values(&fresh, |mut row, d| {
             row.push_bind(&d.dedup_key)
                 .push_bind(db::timestamp(d.received_at))
                 .push_bind(d.body.as_ref())
@@ -288,37 +310,41 @@ async fn write_batch(
                 .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
         });
         insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
-        let done = insert.build().execute(&mut *tx).await?;
+        let done = insert.build().execute(&mut *conn).await?;
         let added = done.rows_affected();
-        if added == chunk.len() as u64 {
-            let first = done.last_insert_rowid() - added as i64 + 1;
+        *last_id = Some(if added > 0 {
+            done.last_insert_rowid()
+        } else {
+            before
+        });
+        if added == fresh.len() as u64 {
+            let first_id = done.last_insert_rowid() - added as i64 + 1;
             ids.extend(
-                (first..)
-                    .zip(chunk)
+                (first_id..)
+                    .zip(&fresh)
                     .map(|(id, d)| (d.dedup_key.as_str(), (id, true))),
             );
-            continue;
-        }
-        let keys: Vec<&str> = chunk.iter().map(|d| d.dedup_key.as_str()).collect();
-        let rows: Vec<(i64, String)> = db::json_rows(
-            &mut tx,
-            "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
-             WHERE dedup_key IN (SELECT value FROM json_each(?))",
-            serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()),
-        )
-        .await?;
-        let found: HashMap<String, i64> = rows.into_iter().map(|(id, k)| (k, id)).collect();
-        for key in keys {
-            if let Some(&id) = found.get(key) {
-                ids.insert(key, (id, id > before));
+        } else {
+            let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
+            let rows: Vec<(i64, String)> = db::json_rows(
+                conn,
+                "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
+                 WHERE dedup_key IN (SELECT value FROM json_each(?))",
+                serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()),
+            )
+            .await?;
+            let found: HashMap<String, i64> = rows.into_iter().map(|(id, k)| (k, id)).collect();
+            for key in keys {
+                if let Some(&id) = found.get(key) {
+                    ids.insert(key, (id, id > before));
+                }
             }
         }
     }
-    let mut results = Vec::with_capacity(batch.len());
     let mut seen: HashMap<&str, ()> = HashMap::new();
-    let mut rejected_any = false;
-    for command in batch {
-        let result = match command {
+    batch
+        .iter()
+        .map(|command| match command {
             Command::Commit(d, _) => {
                 let key = d.dedup_key.as_str();
                 let (id, new) = ids
@@ -326,39 +352,44 @@ async fn write_batch(
                     .copied()
                     .ok_or_else(|| sqlx::Error::Protocol(format!("no outbox row for {key}")))?;
                 let first_here = seen.insert(key, ()).is_none();
-                Some(if new && first_here {
+                Ok(Some(if new && first_here {
                     Committed::Accepted(id)
                 } else {
                     Committed::Duplicate(id)
-                })
+                }))
             }
-            Command::Reject(r) => {
-                sqlx::query(
-                    "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
-                )
-                .bind(db::timestamp(r.received_at))
-                .bind(&r.reason)
-                .bind(&r.headers)
-                .bind(r.body.as_ref())
-                .execute(&mut *tx)
-                .await?;
-                rejected_any = true;
-                None
-            }
-            Command::Probe(_) => {
-                sqlx::query(
-                    "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', ?1)
-                     ON CONFLICT (key) DO UPDATE SET updated_at = ?1",
-                )
-                .bind(db::timestamp(Utc::now()))
-                .execute(&mut *tx)
-                .await?;
-                None
-            }
-        };
-        results.push(result);
+            _ => Ok(None),
+        })
+        .collect()
+}
+
+/// Records the batch's refused deliveries (keeping the last [`REJECTED_KEPT`]) and runs its
+/// write probes.
+async fn write_others(conn: &mut SqliteConnection, batch: &[Command]) -> Result<(), sqlx::Error> {
+    let rejected: Vec<&RejectedDelivery> = batch
+        .iter()
+        .filter_map(|c| match c {
+            Command::Reject(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    let probe = batch.iter().any(|c| matches!(c, Command::Probe(_)));
+    if rejected.is_empty() && !probe {
+        return Ok(());
     }
-    if rejected_any {
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    for r in &rejected {
+        sqlx::query(
+            "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
+        )
+        .bind(db::timestamp(r.received_at))
+        .bind(&r.reason)
+        .bind(&r.headers)
+        .bind(r.body.as_ref())
+        .execute(&mut *tx)
+        .await?;
+    }
+    if !rejected.is_empty() {
         sqlx::query(
             "DELETE FROM rejected_deliveries WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - ?",
         )
@@ -366,8 +397,16 @@ async fn write_batch(
         .execute(&mut *tx)
         .await?;
     }
-    tx.commit().await?;
-    Ok(results)
+    if probe {
+        sqlx::query(
+            "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', ?1)
+             ON CONFLICT (key) DO UPDATE SET updated_at = ?1",
+        )
+        .bind(db::timestamp(Utc::now()))
+        .execute(&mut *tx)
+        .await?;
+    }
+    tx.commit().await
 }
 
 /// Unapplied rows in the outbox.
