@@ -99,6 +99,40 @@ fn json<T: Serialize + ?Sized>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
 }
 
+/// The current consent of some (organization, number) pairs, as stored.
+#[derive(Debug, Default)]
+pub struct ConsentStates(HashMap<(String, String), (Rank, Option<String>)>);
+
+impl ConsentStates {
+    /// The stored state of each known pair of `keys`.
+    pub async fn load(
+        conn: &mut SqliteConnection,
+        keys: &[(&str, &str)],
+    ) -> Result<Self, sqlx::Error> {
+        let rows: Vec<(String, String, String, bool, Option<String>)> = db::json_rows(
+            conn,
+            "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
+                                                json(iif(s.opted_out, 'true', 'false')), s.lead_id))
+             FROM json_each(?) AS k
+             JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+            json(keys),
+        )
+        .await?;
+        Ok(Self(
+            rows.into_iter()
+                .map(|(o, p, at, out, lead)| ((o, p), ((at, out), lead)))
+                .collect(),
+        ))
+    }
+
+    /// Whether the pair is opted out; `None` if nothing is known of it.
+    pub fn opted_out(&self, organization_id: &str, phone_number: &str) -> Option<bool> {
+        self.0
+            .get(&(organization_id.to_owned(), phone_number.to_owned()))
+            .map(|((_, out), _)| *out)
+    }
+}
+
 /// Records every observation in the ledger, in order, and moves the current state of each
 /// (organization, number) to the highest-ranked one. The outcome is the one of applying
 /// the observations one by one.
@@ -114,19 +148,22 @@ pub async fn apply_consent(
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let rows: Vec<(String, String, String, bool, Option<String>)> = db::json_rows(
-        conn,
-        "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
-                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id))
-         FROM json_each(?) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
-        json(&keys),
-    )
-    .await?;
-    let mut state: HashMap<(String, String), (Rank, Option<String>)> = rows
-        .into_iter()
-        .map(|(o, p, at, out, lead)| ((o, p), ((at, out), lead)))
-        .collect();
+    let states = ConsentStates::load(conn, &keys).await?;
+    apply_consent_over(conn, observations, now, states).await
+}
+
+/// [`apply_consent`] over states the caller loaded in this transaction; they must cover
+/// every pair of `observations`.
+pub async fn apply_consent_over(
+    conn: &mut SqliteConnection,
+    observations: &[ConsentObservation],
+    now: DateTime<Utc>,
+    states: ConsentStates,
+) -> Result<Vec<ConsentApplied>, sqlx::Error> {
+    if observations.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut state = states.0;
 
     // Walk the batch in order, as if each were applied alone.
     let times: Vec<String> = observations
@@ -256,23 +293,6 @@ pub async fn apply_consent(
         upsert.build().execute(&mut *conn).await?;
     }
     Ok(results)
-}
-
-/// The current consent (opted out or not) of each known (organization, number) of `keys`.
-pub async fn consent_of(
-    conn: &mut SqliteConnection,
-    keys: &[(&str, &str)],
-) -> Result<HashMap<(String, String), bool>, sqlx::Error> {
-    let rows: Vec<(String, String, bool)> = db::json_rows(
-        conn,
-        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
-                                            json(iif(s.opted_out, 'true', 'false'))))
-         FROM json_each(?) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
-        json(keys),
-    )
-    .await?;
-    Ok(rows.into_iter().map(|(o, p, out)| ((o, p), out)).collect())
 }
 
 /// The organizations (and lead ids) that hold each of `phones`, in the consent records

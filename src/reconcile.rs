@@ -22,7 +22,7 @@ use crate::client::models::{ListLeads, ListOrganizations, Paging};
 use crate::client::{ClientError, ServiceClient, models};
 use crate::db;
 use crate::events::{Lead, MessageStatus};
-use crate::mirror::{self, ConsentObservation, Source, StatusObservation};
+use crate::mirror::{self, ConsentObservation, ConsentStates, Source, StatusObservation};
 use crate::settings::ReconcileSettings;
 
 /// Leads per page: the service's maximum.
@@ -321,38 +321,39 @@ impl Reconciler {
             .iter()
             .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
             .collect();
-        let mirrored = mirror::consent_of(&mut tx, &keys).await?;
+        let mirrored = ConsentStates::load(&mut tx, &keys).await?;
         let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
         mirror::upsert_leads(&mut tx, &observed, fetched_at).await?;
-        let differences: Vec<ConsentObservation> = leads
+        // Each difference, with whether the mirror knew the number (a repair) or not (new).
+        let (differences, known): (Vec<ConsentObservation>, Vec<bool>) = leads
             .iter()
-            .filter(|l| {
-                mirrored.get(&(l.organization_id.clone(), l.phone_number.clone()))
-                    != Some(&l.global_opted_out)
+            .filter_map(|l| {
+                let was = mirrored.opted_out(&l.organization_id, &l.phone_number);
+                (was != Some(l.global_opted_out)).then(|| {
+                    let observation = ConsentObservation {
+                        organization_id: l.organization_id.clone(),
+                        phone_number: l.phone_number.clone(),
+                        lead_id: Some(l.id.clone()),
+                        opted_out: l.global_opted_out,
+                        occurred_at: fetched_at,
+                        source: Source::Reconcile,
+                        event_ref: format!("reconcile:{pass_id}:{}", l.id),
+                        tag_id: None,
+                        reason: None,
+                    };
+                    (observation, was.is_some())
+                })
             })
-            .map(|l| ConsentObservation {
-                organization_id: l.organization_id.clone(),
-                phone_number: l.phone_number.clone(),
-                lead_id: Some(l.id.clone()),
-                opted_out: l.global_opted_out,
-                occurred_at: fetched_at,
-                source: Source::Reconcile,
-                event_ref: format!("reconcile:{pass_id}:{}", l.id),
-                tag_id: None,
-                reason: None,
-            })
-            .collect();
-        let applied = mirror::apply_consent(&mut tx, &differences, fetched_at).await?;
+            .unzip();
+        // The states just read serve the apply too: this transaction holds the write lock.
+        let applied =
+            mirror::apply_consent_over(&mut tx, &differences, fetched_at, mirrored).await?;
         let mut counts = PageCounts {
             scanned: leads.len() as u64,
             ..PageCounts::default()
         };
-        for (observation, outcome) in differences.iter().zip(&applied) {
-            let key = (
-                observation.organization_id.clone(),
-                observation.phone_number.clone(),
-            );
-            match (mirrored.contains_key(&key), outcome.current) {
+        for (known, outcome) in known.iter().zip(&applied) {
+            match (known, outcome.current) {
                 (false, _) => counts.new += 1,
                 (true, true) => counts.repaired += 1,
                 (true, false) => {}
