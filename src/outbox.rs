@@ -2,7 +2,7 @@
 //! many concurrent requests per transaction (group commit), answering each only after the
 //! commit, so every acknowledgement is durable without one fsync per delivery.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -279,16 +279,14 @@ async fn write_deliveries(
     last_id: &mut Option<i64>,
 ) -> Result<Vec<Option<Committed>>, sqlx::Error> {
     // First occurrence of each key in the batch: later ones are duplicates of it.
-    let mut first: HashMap<&str, usize> = HashMap::new();
-    let mut fresh: Vec<&Delivery> = Vec::new();
-    for command in batch {
-        if let Command::Commit(d, _) = command
-            && !first.contains_key(d.dedup_key.as_str())
-        {
-            first.insert(d.dedup_key.as_str(), fresh.len());
-            fresh.push(d);
-        }
-    }
+    let mut first: HashSet<&str> = HashSet::new();
+    let fresh: Vec<&Delivery> = batch
+        .iter()
+        .filter_map(|command| match command {
+            Command::Commit(d, _) if first.insert(d.dedup_key.as_str()) => Some(d),
+            _ => None,
+        })
+        .collect();
     let mut ids: HashMap<&str, (i64, bool)> = HashMap::with_capacity(fresh.len());
     if !fresh.is_empty() {
         let before = match *last_id {
@@ -341,7 +339,7 @@ async fn write_deliveries(
             }
         }
     }
-    let mut seen: HashMap<&str, ()> = HashMap::new();
+    let mut seen: HashSet<&str> = HashSet::new();
     batch
         .iter()
         .map(|command| match command {
@@ -351,7 +349,7 @@ async fn write_deliveries(
                     .get(key)
                     .copied()
                     .ok_or_else(|| sqlx::Error::Protocol(format!("no outbox row for {key}")))?;
-                let first_here = seen.insert(key, ()).is_none();
+                let first_here = seen.insert(key);
                 Ok(Some(if new && first_here {
                     Committed::Accepted(id)
                 } else {
