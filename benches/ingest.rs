@@ -22,7 +22,9 @@
 //! printed, never turned into a failure. The last lines check that the outbox holds
 //! exactly as many rows as `accepted` answers were given.
 //!
-//! Run: `cargo bench --bench ingest`; `BENCH_QUICK=1` runs a tiny version (smoke test).
+//! Run: `cargo bench --bench ingest`; `BENCH_QUICK=1` runs a tiny version (smoke test);
+//! `BENCH_REQUESTS=N` times N requests per level instead of 5,000 (steadier figures);
+//! `BENCH_CONCURRENCY=64` (a comma-separated list) measures only those levels.
 //! No tracing subscriber is installed, so logging costs (almost) nothing.
 
 use std::net::SocketAddr;
@@ -68,7 +70,10 @@ impl Plan {
         } else {
             Plan {
                 warmup: 300,
-                requests: 5_000,
+                requests: std::env::var("BENCH_REQUESTS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(5_000),
                 window: Duration::from_secs(10),
             }
         };
@@ -134,7 +139,14 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let daemon = tokio::spawn(app.run_until_stopped(shutdown.clone()));
     let noop_url = format!("http://{}/webhooks", spawn_noop(shutdown.clone()).await?);
 
-    let max_concurrency = CONCURRENCY.iter().copied().max().unwrap_or(1);
+    let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
+        Ok(list) => list
+            .split(',')
+            .map(|n| n.trim().parse().expect("BENCH_CONCURRENCY: comma-separated numbers"))
+            .collect(),
+        Err(_) => CONCURRENCY.to_vec(),
+    };
+    let max_concurrency = levels.iter().copied().max().unwrap_or(1);
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(max_concurrency * 2)
         .tcp_nodelay(true)
@@ -167,7 +179,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let key = Key::for_scheme(format.scheme, SECRET).expect("the bench secret is a valid key");
     let mut rows = Vec::new();
     let mut accepted_total = 0;
-    for (level, &concurrency) in CONCURRENCY.iter().enumerate() {
+    for (level, &concurrency) in levels.iter().enumerate() {
         let sign_batch = |what: &str, n: usize| -> Vec<Prepared> {
             (0..n)
                 .map(|i| prepare(&format, &key, &format!("evt_bench_{level}_{what}_{i}")))
