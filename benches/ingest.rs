@@ -142,7 +142,11 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
         Ok(list) => list
             .split(',')
-            .map(|n| n.trim().parse().expect("BENCH_CONCURRENCY: comma-separated numbers"))
+            .map(|n| {
+                n.trim()
+                    .parse()
+                    .expect("BENCH_CONCURRENCY: comma-separated numbers")
+            })
             .collect(),
         Err(_) => CONCURRENCY.to_vec(),
     };

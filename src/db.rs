@@ -65,6 +65,18 @@ pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
     let options = connect_options(settings)?;
     Ok(SqlitePoolOptions::new()
         .max_connections(POOL_SIZE)
+        // A task cancelled just as its transaction began can hand its connection back still
+        // inside it (a rollback queued by a dropped transaction is flushed by the ping).
+        // Such a connection is closed, which rolls the transaction back, never reused.
+        .after_release(|conn, _| {
+            Box::pin(async move {
+                use sqlx::Connection as _;
+                if conn.is_in_transaction() {
+                    conn.ping().await?;
+                }
+                Ok(!conn.is_in_transaction())
+            })
+        })
         .connect_with(options)
         .await?)
 }
@@ -105,6 +117,19 @@ where
         .fetch_one(&mut *conn)
         .await?;
     serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// The rowids a multi-row `INSERT ... ON CONFLICT DO NOTHING` of `rows` rows gave, when
+/// it inserted every one: consecutive, in VALUES order, ending at the last insert rowid
+/// (the caller holds the write lock, so no other insert interleaves). `None` when some
+/// rows conflicted: skipped rows may burn AUTOINCREMENT values, so the caller looks the
+/// new ones up.
+pub fn consecutive_rowids(
+    done: &sqlx::sqlite::SqliteQueryResult,
+    rows: usize,
+) -> Option<std::ops::RangeInclusive<i64>> {
+    let last = done.last_insert_rowid();
+    (rows > 0 && done.rows_affected() == rows as u64).then(|| last - rows as i64 + 1..=last)
 }
 
 /// Now as stored in the database: RFC 3339, UTC, milliseconds.

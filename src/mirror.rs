@@ -203,12 +203,10 @@ pub async fn apply_consent_over(
         })
         .collect();
     let recorded_at = db::timestamp(now);
-    // The entries this call adds are those above the largest seq before it (the caller
-    // holds the write lock, and seq only grows). They come back as one JSON row: a row
-    // per entry would cost a hand-over between SQLite's thread and this task each.
-    let before: i64 = sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
-        .fetch_one(&mut *conn)
-        .await?;
+    // The seq of each entry this call adds, by (event_ref, organization, number): a row
+    // per entry back from SQLite would cost a hand-over between its thread and this task
+    // each, so the seqs follow from each statement's outcome instead.
+    let mut seqs: HashMap<(&str, &str, &str), i64> = HashMap::with_capacity(ledger.len());
     for chunk in ledger.chunks(ROWS_PER_STATEMENT) {
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
@@ -228,28 +226,42 @@ pub async fn apply_consent_over(
                 .push_bind(e.why);
         });
         insert.push(" ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING");
-        insert.build().execute(&mut *conn).await?;
+        let done = insert.build().execute(&mut *conn).await?;
+        if let Some(range) = db::consecutive_rowids(&done, chunk.len()) {
+            seqs.extend(range.zip(chunk).map(|(seq, e)| ((e.r, e.o, e.p), seq)));
+            continue;
+        }
+        // Some were in the ledger already. Every seq added now is above every older one
+        // (AUTOINCREMENT), so the new entries are the chunk's largest `rows_affected`.
+        let keys: Vec<(&str, &str, &str)> = chunk.iter().map(|e| (e.r, e.o, e.p)).collect();
+        // (seq, index of the entry in `chunk`)
+        let mut found: Vec<(i64, usize)> = db::json_rows(
+            conn,
+            "SELECT json_group_array(json_array(l.seq, k.key))
+             FROM json_each(?) AS k
+             JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                             AND l.organization_id = k.value ->> 1
+                             AND l.phone_number = k.value ->> 2",
+            json(&keys),
+        )
+        .await?;
+        found.sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
+        found.truncate(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX));
+        seqs.extend(
+            found
+                .into_iter()
+                .filter_map(|(seq, i)| Some((*keys.get(i)?, seq))),
+        );
     }
-    let added: Vec<(i64, String, String, String)> = db::json_rows(
-        conn,
-        "SELECT json_group_array(json_array(seq, event_ref, organization_id, phone_number))
-         FROM ledger WHERE seq > ?",
-        before,
-    )
-    .await?;
-    let seqs: HashMap<(String, String, String), i64> = added
-        .into_iter()
-        .map(|(seq, r, o, p)| ((r, o, p), seq))
-        .collect();
 
     let mut results = Vec::with_capacity(observations.len());
     let mut winners = Vec::new();
     for ((o, at), (wins, superseded, lead_id)) in observations.iter().zip(&times).zip(&decisions) {
         let seq = seqs
             .get(&(
-                o.event_ref.clone(),
-                o.organization_id.clone(),
-                o.phone_number.clone(),
+                o.event_ref.as_str(),
+                o.organization_id.as_str(),
+                o.phone_number.as_str(),
             ))
             .copied();
         // An event already in the ledger was applied before: its state is in place.

@@ -1,6 +1,9 @@
 //! The outbox write path: one writer task owns one connection and commits the deliveries of
 //! many concurrent requests per transaction (group commit), answering each only after the
-//! commit, so every acknowledgement is durable without one fsync per delivery.
+//! commit, so every acknowledgement is durable without one fsync per delivery. When the
+//! worker has nothing waiting, the writer applies the new deliveries in that same
+//! transaction (the worker's own apply path), so an acknowledged opt-out is already in the
+//! ledger; the worker keeps whatever could not be applied at once.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -13,7 +16,9 @@ use sqlx::{Connection, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::db;
+use crate::events;
 use crate::settings::Settings;
+use crate::worker::{self, Outcome, Parsed};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -118,7 +123,7 @@ impl OutboxWriter {
     pub async fn start(
         settings: &Settings,
         state: Arc<OutboxState>,
-    ) -> Result<(Self, tokio::task::JoinHandle<()>), db::DbError> {
+    ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
         let conn = db::connection(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
@@ -127,7 +132,13 @@ impl OutboxWriter {
             state: state.clone(),
             last_id: None,
         };
-        let handle = tokio::spawn(task.run(rx));
+        // Its own thread: between its statements the writer waits on SQLite's thread, and
+        // each of its turns would otherwise queue behind request handling, lengthening
+        // every commit cycle (which all acknowledgements wait for).
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let handle = tokio::task::spawn_blocking(move || runtime.block_on(task.run(rx)));
         Ok((Self { tx, state }, handle))
     }
 
@@ -189,16 +200,29 @@ impl Writer {
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
         let state = self.state.clone();
         let _gate = state.write_gate.lock().await;
+        // With nothing left for the worker (it settles its rows before letting go of the
+        // gate), applying the batch now keeps receipt order: one transaction and one fsync
+        // for the deliveries and their effects, instead of the worker reading them back.
+        let apply_now = state.pending() == 0;
+        let account_sync = self.settings.consent.account_sync;
         let mut last_id = self.last_id;
         let outcome = match self.connection().await {
-            Ok(conn) => match write_deliveries(conn, batch, &mut last_id).await {
-                Ok(results) => Ok((results, write_others(conn, batch).await)),
-                Err(e) => Err(e),
-            },
+            Ok(conn) => {
+                let written = match apply_now {
+                    true => write_and_apply(conn, batch, &mut last_id, account_sync).await,
+                    false => write_deliveries(conn, batch, &mut last_id)
+                        .await
+                        .map(|results| (results, Outcome::default())),
+                };
+                match written {
+                    Ok(written) => Ok((written, write_others(conn, batch).await)),
+                    Err(e) => Err(e),
+                }
+            }
             Err(e) => Err(e),
         };
         self.last_id = last_id;
-        let (results, others) = match outcome {
+        let ((results, applied), others) = match outcome {
             Ok(done) => done,
             Err(error) => {
                 tracing::error!(error = %error, deliveries = batch.len(), "outbox commit failed; answering 503");
@@ -221,11 +245,13 @@ impl Writer {
             .iter()
             .filter(|r| matches!(r, Some(Committed::Accepted(_))))
             .count();
-        if accepted > 0 {
-            self.state
-                .pending
-                .fetch_add(accepted as u64, Ordering::Relaxed);
+        let left = accepted as u64 - (applied.applied + applied.quarantined).min(accepted as u64);
+        if left > 0 {
+            self.state.pending.fetch_add(left, Ordering::Relaxed);
             self.state.committed.notify_one();
+        }
+        if !applied.is_idle() {
+            crate::metrics::global().applied(applied.applied, applied.quarantined);
         }
         if let Err(error) = &others {
             tracing::error!(error = %error, "cannot record a refused delivery or the write probe");
@@ -265,14 +291,58 @@ impl Writer {
     }
 }
 
-/// Commits the batch's deliveries with one multi-row INSERT, in autocommit: one statement
-/// is one transaction, and one hand-over to the database thread instead of the four of an
-/// explicit transaction. One result per command, in order (`None` for the others).
+/// Commits the batch's deliveries and applies the new ones in the same transaction, so they
+/// are in the mirror and the ledger when they are acknowledged. Should applying fail (an
+/// error of the database, not a bad event: those are quarantined as the worker would), the
+/// deliveries are committed alone and left to the worker, which retries them.
+async fn write_and_apply(
+    conn: &mut SqliteConnection,
+    batch: &[Command],
+    last_id: &mut Option<i64>,
+    account_sync: bool,
+) -> Result<(Vec<Option<Committed>>, Outcome), sqlx::Error> {
+    let mut tentative = *last_id;
+    let attempt = async {
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
+        let parsed: Vec<Parsed> = batch
+            .iter()
+            .zip(&results)
+            .filter_map(|(command, result)| match (command, result) {
+                (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some((
+                    *id,
+                    d.dedup_key.clone(),
+                    events::parse(&d.body, d.received_at),
+                )),
+                _ => None,
+            })
+            .collect();
+        let applied = worker::apply_rows(&mut tx, &parsed, Utc::now(), account_sync).await?;
+        tx.commit().await?;
+        Ok::<_, sqlx::Error>((results, applied))
+    }
+    .await;
+    match attempt {
+        Ok(done) => {
+            *last_id = tentative;
+            Ok(done)
+        }
+        Err(error) => {
+            tracing::warn!(%error, "cannot apply deliveries as they are committed; the worker will");
+            let results = write_deliveries(conn, batch, last_id).await?;
+            Ok((results, Outcome::default()))
+        }
+    }
+}
+
+/// Writes the batch's deliveries with one multi-row INSERT: inside the caller's
+/// transaction, or alone in autocommit, where one statement is one transaction (one
+/// hand-over to the database thread instead of the four of an explicit one). One result
+/// per command, in order (`None` for the others).
 ///
-/// The ids of new rows follow from the statement's outcome: AUTOINCREMENT gives the rows of
-/// one statement consecutive ids in VALUES order. When some keys were already present, the
-/// batch's keys are looked up in one row, and those above `last_id` (the largest id before
-/// the statement) are the new ones.
+/// The ids of new rows follow from the statement's outcome ([`db::consecutive_rowids`]).
+/// When some keys were already present, the batch's keys are looked up in one row, and
+/// those above `last_id` (the largest id before the statement) are the new ones.
 async fn write_deliveries(
     conn: &mut SqliteConnection,
     batch: &[Command],
@@ -315,10 +385,9 @@ async fn write_deliveries(
         } else {
             before
         });
-        if added == fresh.len() as u64 {
-            let first_id = done.last_insert_rowid() - added as i64 + 1;
+        if let Some(range) = db::consecutive_rowids(&done, fresh.len()) {
             ids.extend(
-                (first_id..)
+                range
                     .zip(&fresh)
                     .map(|(id, d)| (d.dedup_key.as_str(), (id, true))),
             );

@@ -305,6 +305,45 @@ async fn replaying_an_applied_delivery_changes_nothing() {
 }
 
 #[tokio::test]
+async fn a_batch_mixing_a_replayed_delivery_and_new_ones_links_each_state_to_its_own_entry() {
+    let s = store(false).await;
+    s.apply(&[consent("evt_1", "o1", "+1555", true, 5)]).await;
+    outreach_sync::worker::requeue(&s.pool, Requeue::Id(1))
+        .await
+        .unwrap();
+    s.deliver(&[
+        consent("evt_2", "o1", "+1666", true, 6),
+        consent("evt_3", "o1", "+1777", false, 7),
+    ])
+    .await;
+
+    let outcome = s.worker.drain().await.unwrap();
+
+    assert_eq!(outcome.applied, 3);
+    // Each current state points at the ledger entry of the event that set it.
+    let links: Vec<(String, String, bool)> = sqlx::query_as(
+        "SELECT s.phone_number, l.event_ref, l.opted_out
+         FROM consent_state AS s JOIN ledger AS l ON l.seq = s.seq ORDER BY s.phone_number",
+    )
+    .fetch_all(&s.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        links,
+        vec![
+            ("+1555".into(), "event:evt_1".into(), true),
+            ("+1666".into(), "event:evt_2".into(), true),
+            ("+1777".into(), "event:evt_3".into(), false),
+        ]
+    );
+    let entries: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ledger")
+        .fetch_one(&s.pool)
+        .await
+        .unwrap();
+    assert_eq!(entries, 3, "the replayed event is not written again");
+}
+
+#[tokio::test]
 async fn a_worker_aborted_mid_batch_and_restarted_applies_nothing_twice() {
     let s = store(false).await;
     let events: Vec<Value> = (0..3000)

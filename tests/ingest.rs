@@ -27,9 +27,77 @@ async fn a_signed_delivery_is_in_the_database_when_it_is_acknowledged() {
             .unwrap();
     assert_eq!(stored, body.as_bytes(), "the exact received bytes are kept");
     assert_eq!(key, "event:evt_1");
-    assert_eq!(state, "pending");
     let headers: Value = serde_json::from_str(&headers).unwrap();
     assert!(headers["x-signature"].is_string(), "{headers}");
+    // Nothing was waiting before it, so it was applied in the same commit: the opt-out is
+    // in the ledger and the current state by the time the sender hears 200.
+    assert_eq!(state, "applied");
+    let (opted_out, seq): (bool, i64) = sqlx::query_as(
+        "SELECT s.opted_out, s.seq FROM consent_state AS s JOIN ledger AS l ON l.seq = s.seq
+         WHERE s.phone_number = '+15550001111' AND l.event_ref = 'event:evt_1'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert!(opted_out);
+    assert!(seq > 0);
+    app.stop().await;
+}
+
+/// Makes every apply fail (as a broken mirror would) until the trigger `broken` is dropped.
+async fn break_the_ledger(app: &common::TestApp) {
+    sqlx::query(
+        "CREATE TRIGGER broken BEFORE INSERT ON ledger BEGIN SELECT RAISE(ABORT, 'broken'); END",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+}
+
+async fn states(app: &common::TestApp) -> Vec<String> {
+    sqlx::query_scalar("SELECT state FROM outbox ORDER BY id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_delivery_that_cannot_be_applied_is_still_acknowledged_and_applied_later() {
+    let app = spawn_app(|_| {}).await;
+    break_the_ledger(&app).await;
+
+    let response = app
+        .post_signed(&consent_event("evt_later", "+15550002222", true))
+        .await;
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["status"],
+        "accepted"
+    );
+    assert_eq!(
+        states(&app).await,
+        ["pending"],
+        "committed, left to the worker"
+    );
+    sqlx::query("DROP TRIGGER broken")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while states(&app).await != ["applied"] {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the worker never applied it"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let entries: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM ledger WHERE event_ref = 'event:evt_later'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(entries, 1);
     app.stop().await;
 }
 
@@ -272,6 +340,8 @@ async fn a_body_over_the_limit_gets_413_whether_announced_or_streamed() {
 #[tokio::test]
 async fn a_full_backlog_answers_503_with_retry_after() {
     let app = spawn_app(|s| s.ingest.max_backlog = 2).await;
+    // Deliveries pile up only when they cannot be applied as they come.
+    break_the_ledger(&app).await;
     for i in 0..2 {
         let ok = app
             .post_signed(&consent_event(&format!("evt_b{i}"), "+15550001111", true))
