@@ -307,20 +307,17 @@ pub async fn apply_consent_over(
     Ok(results)
 }
 
-/// The organizations (and lead ids) that hold each of `phones`, in the consent records
-/// and the mirrored leads: what account sync extends a change to.
+/// The organizations (and lead ids) that hold each of `phones`: what account sync extends a
+/// change to. Every mirrored lead has the consent record of its (organization, number),
+/// written in the transaction that mirrored it, so the consent records are enough.
 pub async fn holders_of(
     conn: &mut SqliteConnection,
     phones: &[&str],
 ) -> Result<HashMap<String, Vec<(String, Option<String>)>>, sqlx::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT s.phone_number, s.organization_id, s.lead_id
-         FROM json_each(?1) AS p JOIN consent_state AS s ON s.phone_number = p.value
-         UNION
-         SELECT l.phone_number, l.organization_id, l.id
-         FROM json_each(?1) AS p JOIN leads AS l ON l.phone_number = p.value
-         WHERE NOT EXISTS (SELECT 1 FROM consent_state AS c
-                           WHERE c.phone_number = l.phone_number AND c.organization_id = l.organization_id)",
+         FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
+         JOIN consent_state AS s ON s.phone_number = p.value",
     )
     .bind(json(phones))
     .fetch_all(&mut *conn)
