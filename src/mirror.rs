@@ -8,7 +8,7 @@
 //! statements with bound values, or one JSON array read with `json_each`), because each
 //! statement costs a thread hop.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -163,7 +163,9 @@ pub async fn apply_consent_over(
     if observations.is_empty() {
         return Ok(Vec::new());
     }
-    let mut state = states.0;
+    let stored = states.0;
+    // The winners of this batch so far, over the stored states.
+    let mut overlay: HashMap<(String, String), (Rank, Option<String>)> = HashMap::new();
 
     // Walk the batch in order, as if each were applied alone.
     let times: Vec<String> = observations
@@ -174,13 +176,13 @@ pub async fn apply_consent_over(
     for (o, at) in observations.iter().zip(&times) {
         let key = (o.organization_id.clone(), o.phone_number.clone());
         let rank: Rank = (at.clone(), o.opted_out);
-        let (wins, superseded, known_lead) = match state.get(&key) {
+        let (wins, superseded, known_lead) = match overlay.get(&key).or_else(|| stored.get(&key)) {
             None => (true, false, None),
             Some((current, lead)) => (rank > *current, *current > rank, lead.clone()),
         };
         let lead_id = o.lead_id.clone().or(known_lead);
         if wins {
-            state.insert(key, (rank, lead_id.clone()));
+            overlay.insert(key, (rank, lead_id.clone()));
         }
         decisions.push((wins, superseded, lead_id));
     }
@@ -208,9 +210,13 @@ pub async fn apply_consent_over(
     // each, so the seqs follow from each statement's outcome instead.
     let mut seqs: HashMap<(&str, &str, &str), i64> = HashMap::with_capacity(ledger.len());
     for chunk in ledger.chunks(ROWS_PER_STATEMENT) {
+        // OR IGNORE, for the one constraint a row can break here (the event is in the
+        // ledger already: every other column is bound from a value that cannot be null, and
+        // `source` from its enum): a statement that cannot abort needs no statement journal,
+        // which would otherwise copy every index page it touches.
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,
-                                 recorded_at, source, event_ref, superseded, tag_id, reason) ",
+            "INSERT OR IGNORE INTO ledger (organization_id, lead_id, phone_number, opted_out,
+                 occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason) ",
         );
         insert.push_values(chunk, |mut row, e| {
             row.push_bind(e.o)
@@ -225,7 +231,6 @@ pub async fn apply_consent_over(
                 .push_bind(e.tag)
                 .push_bind(e.why);
         });
-        insert.push(" ON CONFLICT (event_ref, organization_id, phone_number) DO NOTHING");
         let done = insert.build().execute(&mut *conn).await?;
         if let Some(range) = db::consecutive_rowids(&done, chunk.len()) {
             seqs.extend(range.zip(chunk).map(|(seq, e)| ((e.r, e.o, e.p), seq)));
@@ -283,26 +288,46 @@ pub async fn apply_consent_over(
             superseded: seq.is_some() && *superseded,
         });
     }
-    for chunk in winners.chunks(ROWS_PER_STATEMENT) {
-        let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) ",
-        );
-        upsert.push_values(chunk, |mut row, w| {
-            row.push_bind(w.o)
-                .push_bind(w.p)
-                .push_bind(w.l)
-                .push_bind(w.out)
-                .push_bind(w.at)
-                .push_bind(w.src)
-                .push_bind(w.seq);
-        });
-        upsert.push(
+    // Each pair ends in its last winner (each winner outranks those before it). Pairs with
+    // no stored state are plain inserts, which cannot abort and so need no statement
+    // journal (see the ledger above); the others are updated where still older.
+    let mut seen = HashSet::new();
+    let mut last: Vec<&StateRow> = winners
+        .iter()
+        .rev()
+        .filter(|w| seen.insert((w.o, w.p)))
+        .collect();
+    last.reverse();
+    let (known, fresh): (Vec<&StateRow>, Vec<&StateRow>) = last
+        .into_iter()
+        .partition(|w| stored.contains_key(&(w.o.to_owned(), w.p.to_owned())));
+    for (rows, insert_sql, conflict) in [
+        (fresh, "INSERT OR IGNORE INTO", ""),
+        (
+            known,
+            "INSERT INTO",
             " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
                 lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
                 changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
              WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
-        );
-        upsert.build().execute(&mut *conn).await?;
+        ),
+    ] {
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) "
+            ));
+            upsert.push_values(chunk, |mut row, w| {
+                row.push_bind(w.o)
+                    .push_bind(w.p)
+                    .push_bind(w.l)
+                    .push_bind(w.out)
+                    .push_bind(w.at)
+                    .push_bind(w.src)
+                    .push_bind(w.seq);
+            });
+            upsert.push(conflict);
+            upsert.build().execute(&mut *conn).await?;
+        }
     }
     Ok(results)
 }
@@ -355,36 +380,33 @@ pub async fn upsert_leads(
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
+    if leads.is_empty() {
+        return Ok(0);
+    }
     let now = db::timestamp(now);
+    // Leads the mirror does not have yet are plain inserts, which cannot abort and so need
+    // no statement journal (see `apply_consent_over`); the others (and a lead's later
+    // observations in the same batch) are updated where newer and different.
+    let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
+    let stored: HashSet<String> = db::json_rows::<String, _>(
+        conn,
+        "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
+        json(&ids),
+    )
+    .await?
+    .into_iter()
+    .collect();
+    let mut first = HashSet::new();
+    type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
+    let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
+        !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
+    });
     let mut written = 0;
-    for chunk in leads.chunks(LEADS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
-                 follow_up, email, postal_code, phone_number_type, active_group_ids,
-                 inactive_group_ids, tag_ids, custom_fields, created_at, observed_at, content_hash,
-                 updated_at) ",
-        );
-        insert.push_values(chunk, |mut row, (lead, observed_at)| {
-            row.push_bind(&lead.id)
-                .push_bind(&lead.organization_id)
-                .push_bind(&lead.phone_number)
-                .push_bind(&lead.first_name)
-                .push_bind(&lead.last_name)
-                .push_bind(&lead.notes)
-                .push_bind(&lead.follow_up)
-                .push_bind(&lead.email)
-                .push_bind(&lead.postal_code)
-                .push_bind(&lead.phone_number_type)
-                .push_bind(json(&lead.active_group_ids))
-                .push_bind(json(&lead.inactive_group_ids))
-                .push_bind(json(&lead.tag_ids))
-                .push_bind(json(&lead.custom_fields))
-                .push_bind(&lead.created_at)
-                .push_bind(db::timestamp(*observed_at))
-                .push_bind(content_hash(lead))
-                .push_bind(&now);
-        });
-        insert.push(
+    for (rows, insert_sql, conflict) in [
+        (fresh, "INSERT OR IGNORE INTO", ""),
+        (
+            known,
+            "INSERT INTO",
             " ON CONFLICT (id) DO UPDATE SET
                  organization_id = excluded.organization_id, phone_number = excluded.phone_number,
                  first_name = excluded.first_name, last_name = excluded.last_name,
@@ -397,8 +419,38 @@ pub async fn upsert_leads(
                  updated_at = excluded.updated_at
              WHERE excluded.observed_at >= leads.observed_at
                AND excluded.content_hash <> leads.content_hash",
-        );
-        written += insert.build().execute(&mut *conn).await?.rows_affected();
+        ),
+    ] {
+        for chunk in rows.chunks(LEADS_PER_STATEMENT) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                "{insert_sql} leads (id, organization_id, phone_number, first_name, last_name,
+                     notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
+                     inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
+                     content_hash, updated_at) "
+            ));
+            insert.push_values(chunk, |mut row, (lead, observed_at)| {
+                row.push_bind(&lead.id)
+                    .push_bind(&lead.organization_id)
+                    .push_bind(&lead.phone_number)
+                    .push_bind(&lead.first_name)
+                    .push_bind(&lead.last_name)
+                    .push_bind(&lead.notes)
+                    .push_bind(&lead.follow_up)
+                    .push_bind(&lead.email)
+                    .push_bind(&lead.postal_code)
+                    .push_bind(&lead.phone_number_type)
+                    .push_bind(json(&lead.active_group_ids))
+                    .push_bind(json(&lead.inactive_group_ids))
+                    .push_bind(json(&lead.tag_ids))
+                    .push_bind(json(&lead.custom_fields))
+                    .push_bind(&lead.created_at)
+                    .push_bind(db::timestamp(*observed_at))
+                    .push_bind(content_hash(lead))
+                    .push_bind(&now);
+            });
+            insert.push(conflict);
+            written += insert.build().execute(&mut *conn).await?.rows_affected();
+        }
     }
     Ok(written)
 }
