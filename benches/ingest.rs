@@ -7,7 +7,7 @@
 //! Beside it, with the same client, bodies and concurrency levels, a no-op axum handler
 //! (reads the body, answers a small JSON 200) gives the ceiling of HTTP + client cost on
 //! this machine. The daemon runs as in production, its worker applying the outbox while
-//! deliveries arrive.
+//! deliveries arrive (in the commit that stores them, or behind it).
 //!
 //! For each concurrency (1, 16, 64, 256): a short untimed warm-up, then a fixed number of
 //! requests (capped by a time window) driven by that many tasks pulling from one shared
@@ -212,7 +212,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     conn.close().await?;
     let consistent = usize::try_from(outbox).is_ok_and(|n| n == accepted_total);
     println!(
-        "durability check: {outbox} outbox rows after stop ({applied} already applied by the daemon's worker), {accepted_total} `accepted` answers (warm-ups included): {}",
+        "durability check: {outbox} outbox rows after stop ({applied} applied by the daemon), {accepted_total} `accepted` answers (warm-ups included): {}",
         if consistent { "EQUAL" } else { "MISMATCH" }
     );
     Ok(())
