@@ -533,3 +533,24 @@ async fn a_burst_mixing_stored_and_new_deliveries_answers_each_with_its_own_row(
     assert_eq!(app.outbox_rows().await, 100);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_verified_delivery_of_an_unknown_event_is_kept_and_quarantined_with_its_reason() {
+    let app = spawn_app(|_| {}).await;
+    let body = r#"{"type":"leadDeleted-v9","id":"evt_unknown","data":{}}"#;
+
+    let response = app.post_signed(body).await;
+
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.json::<Value>().await.unwrap()["status"], "accepted");
+    let (state, error, applied_at, stored): (String, Option<String>, Option<String>, Vec<u8>) =
+        sqlx::query_as("SELECT state, last_error, applied_at, body FROM outbox")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(state, "quarantined");
+    assert!(error.unwrap_or_default().contains("leadDeleted-v9"));
+    assert_eq!(applied_at, None);
+    assert_eq!(stored, body.as_bytes(), "kept as received, for a replay after an upgrade");
+    app.stop().await;
+}
