@@ -542,7 +542,10 @@ async fn a_verified_delivery_of_an_unknown_event_is_kept_and_quarantined_with_it
     let response = app.post_signed(body).await;
 
     assert_eq!(response.status(), 200);
-    assert_eq!(response.json::<Value>().await.unwrap()["status"], "accepted");
+    assert_eq!(
+        response.json::<Value>().await.unwrap()["status"],
+        "accepted"
+    );
     let (state, error, applied_at, stored): (String, Option<String>, Option<String>, Vec<u8>) =
         sqlx::query_as("SELECT state, last_error, applied_at, body FROM outbox")
             .fetch_one(&app.pool)
@@ -551,6 +554,10 @@ async fn a_verified_delivery_of_an_unknown_event_is_kept_and_quarantined_with_it
     assert_eq!(state, "quarantined");
     assert!(error.unwrap_or_default().contains("leadDeleted-v9"));
     assert_eq!(applied_at, None);
-    assert_eq!(stored, body.as_bytes(), "kept as received, for a replay after an upgrade");
+    assert_eq!(
+        stored,
+        body.as_bytes(),
+        "kept as received, for a replay after an upgrade"
+    );
     app.stop().await;
 }
