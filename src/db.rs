@@ -119,11 +119,11 @@ where
     serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
-/// The rowids a multi-row `INSERT ... ON CONFLICT DO NOTHING` of `rows` rows gave, when
-/// it inserted every one: consecutive, in VALUES order, ending at the last insert rowid
-/// (the caller holds the write lock, so no other insert interleaves). `None` when some
-/// rows conflicted: skipped rows may burn AUTOINCREMENT values, so the caller looks the
-/// new ones up.
+/// The rowids a multi-row `INSERT OR IGNORE` (or `... ON CONFLICT DO NOTHING`) of `rows`
+/// rows gave, when it inserted every one: consecutive, in VALUES order, ending at the last
+/// insert rowid (the caller holds the write lock, so no other insert interleaves). `None`
+/// when some rows conflicted: skipped rows may burn AUTOINCREMENT values, so the caller
+/// looks the new ones up.
 pub fn consecutive_rowids(
     done: &sqlx::sqlite::SqliteQueryResult,
     rows: usize,

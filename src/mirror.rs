@@ -93,6 +93,8 @@ struct StateRow<'a> {
     at: &'a str,
     src: &'static str,
     seq: i64,
+    /// The pair had a state stored before this call.
+    stored: bool,
 }
 
 fn json<T: Serialize + ?Sized>(value: &T) -> String {
@@ -181,17 +183,18 @@ pub async fn apply_consent_over(
             Some((current, lead)) => (rank > *current, *current > rank, lead.clone()),
         };
         let lead_id = o.lead_id.clone().or(known_lead);
+        let was_stored = stored.contains_key(&key);
         if wins {
             overlay.insert(key, (rank, lead_id.clone()));
         }
-        decisions.push((wins, superseded, lead_id));
+        decisions.push((wins, superseded, lead_id, was_stored));
     }
 
     let ledger: Vec<LedgerRow> = observations
         .iter()
         .zip(&times)
         .zip(&decisions)
-        .map(|((o, at), (_, superseded, lead_id))| LedgerRow {
+        .map(|((o, at), (_, superseded, lead_id, _))| LedgerRow {
             o: &o.organization_id,
             l: lead_id.as_deref(),
             p: &o.phone_number,
@@ -261,7 +264,9 @@ pub async fn apply_consent_over(
 
     let mut results = Vec::with_capacity(observations.len());
     let mut winners = Vec::new();
-    for ((o, at), (wins, superseded, lead_id)) in observations.iter().zip(&times).zip(&decisions) {
+    for ((o, at), (wins, superseded, lead_id, was_stored)) in
+        observations.iter().zip(&times).zip(&decisions)
+    {
         let seq = seqs
             .get(&(
                 o.event_ref.as_str(),
@@ -280,6 +285,7 @@ pub async fn apply_consent_over(
                 at,
                 src: o.source.as_str(),
                 seq,
+                stored: *was_stored,
             });
         }
         results.push(ConsentApplied {
@@ -298,9 +304,7 @@ pub async fn apply_consent_over(
         .filter(|w| seen.insert((w.o, w.p)))
         .collect();
     last.reverse();
-    let (known, fresh): (Vec<&StateRow>, Vec<&StateRow>) = last
-        .into_iter()
-        .partition(|w| stored.contains_key(&(w.o.to_owned(), w.p.to_owned())));
+    let (known, fresh): (Vec<&StateRow>, Vec<&StateRow>) = last.into_iter().partition(|w| w.stored);
     for (rows, insert_sql, conflict) in [
         (fresh, "INSERT OR IGNORE INTO", ""),
         (

@@ -245,7 +245,7 @@ impl Writer {
             .iter()
             .filter(|r| matches!(r, Some(Committed::Accepted(_))))
             .count();
-        let left = accepted as u64 - (applied.applied + applied.quarantined).min(accepted as u64);
+        let left = (accepted as u64).saturating_sub(applied.applied + applied.quarantined);
         if left > 0 {
             self.state.pending.fetch_add(left, Ordering::Relaxed);
             self.state.committed.notify_one();

@@ -33,7 +33,7 @@ pub const PAGE_SIZE: u32 = 1000;
 /// on the larger mirror, for a ratio of 1.23-1.33).
 const PAGE_CACHE_KIB: u32 = 4 * 1024;
 /// WAL pages after which a leads pass's commit checkpoints (SQLite's default: 1000). A page
-/// of new leads writes about 2000, so the default would copy every commit back at once;
+/// of new leads writes well over 1000, so the default would copy every commit back at once;
 /// this lets one checkpoint (and one copy of each page) serve several pages.
 const PASS_CHECKPOINT_PAGES: u32 = 10_000;
 /// Message lookups in flight at once (the rate limiter still applies).
@@ -217,11 +217,10 @@ impl Reconciler {
 
     /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
     ///
-    /// The pages are written through a connection of the pass's own, with a page cache
-    /// sized for a page's writes: a page of new leads touches hundreds of leaf pages in
-    /// each index keyed by number, and in a smaller cache they spill and are written
-    /// twice. The connection is closed at the end, and its cache with it. The next page is fetched on another task while the current
-    /// one is written, so a page costs the slower of the two rather than their sum.
+    /// The pages are written through a connection of the pass's own, with a bounded page
+    /// cache ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own; it is closed at the
+    /// end, and its cache with it. The next page is fetched on another task while the
+    /// current one is written, so a page costs the slower of the two rather than their sum.
     async fn leads_pass(
         &self,
         pass_id: &str,
