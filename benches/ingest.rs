@@ -1,4 +1,4 @@
-//! Ingest throughput and latency, against a no-op ceiling.
+//! Ingest throughput and latency, against a no-op ceiling and a storage floor.
 //!
 //! What it measures: signed webhook deliveries POSTed over loopback to the real daemon,
 //! started in-process (`Application::build` + `run_until_stopped`) on a fresh SQLite file
@@ -24,10 +24,10 @@
 //! How to read it: `deliveries/s` is completed requests over wall time; `p50`/`p99` are
 //! latency percentiles in milliseconds; `cpu us/req` is the CPU time of the whole process
 //! (client, server, SQLite, worker) per request, which bounds throughput on a small
-//! machine whatever the disk does; `ratio` is daemon/no-op throughput at the same
-//! concurrency, and `floor/no-op` the same for the floor. The disk and load lines at the top
-//! say how noisy the machine was. The target is ratio >= 0.50 at concurrency 64; the verdict is
-//! printed, never turned into a failure. The last lines check that the outbox holds
+//! machine whatever the disk does; the ratios compare throughputs at the same concurrency
+//! (daemon/no-op, floor/no-op, daemon/floor). The disk and load lines at the top say how
+//! noisy the machine was. The target is daemon/no-op >= 0.50 at concurrency 64; the verdict
+//! is printed, never turned into a failure. The last lines check that the outbox holds
 //! exactly as many rows as `accepted` answers were given.
 //!
 //! Run: `cargo bench --bench ingest`; `BENCH_QUICK=1` runs a tiny version (smoke test);
