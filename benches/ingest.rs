@@ -238,7 +238,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         });
     }
 
-    print_table(&rows, &plan);
+    print_table(&rows, &plan, quick);
 
     shutdown.cancel();
     daemon.await??;
@@ -270,21 +270,25 @@ fn bench_settings(dir: &std::path::Path) -> Settings {
     settings
 }
 
-/// The ceiling: a POST handler that reads the body and answers a small JSON 200, served
-/// the same way as the daemon's listener.
-async fn spawn_noop(shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
-    async fn noop(body: Bytes) -> axum::Json<serde_json::Value> {
-        axum::Json(serde_json::json!({"status": "accepted", "id": body.len()}))
-    }
+/// Serves a baseline on a loopback port of its own until `shutdown`, the same way as the
+/// daemon's listener.
+async fn serve_baseline(router: Router, shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let router = Router::new().route("/webhooks", post(noop));
     tokio::spawn(async move {
         axum::serve(listener, router)
             .with_graceful_shutdown(async move { shutdown.cancelled().await })
             .await
     });
     Ok(addr)
+}
+
+/// The ceiling: a POST handler that reads the body and answers a small JSON 200.
+async fn spawn_noop(shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
+    async fn noop(body: Bytes) -> axum::Json<serde_json::Value> {
+        axum::Json(serde_json::json!({"status": "accepted", "id": body.len()}))
+    }
+    serve_baseline(Router::new().route("/webhooks", post(noop)), shutdown).await
 }
 
 /// The floor: verify, then one group-commit task stores each batch of bodies with one
@@ -351,15 +355,7 @@ async fn spawn_floor(
             ))
         }
     };
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let router = Router::new().route("/webhooks", post(ingest));
-    tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move { shutdown.cancelled().await })
-            .await
-    });
-    Ok(addr)
+    serve_baseline(Router::new().route("/webhooks", post(ingest)), shutdown).await
 }
 
 /// A consent event with its own `id`, signed as a sender would sign it.
@@ -477,7 +473,7 @@ fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
-fn print_table(rows: &[Level], plan: &Plan) {
+fn print_table(rows: &[Level], plan: &Plan, quick: bool) {
     println!(
         "{:>5}  {:<7} {:>8} {:>9} {:>14} {:>9} {:>9} {:>12}",
         "conc", "target", "done", "non-200", "deliveries/s", "p50 ms", "p99 ms", "cpu us/req"
@@ -528,6 +524,7 @@ fn print_table(rows: &[Level], plan: &Plan) {
     }
     println!();
     match target {
+        Some(_) if quick => println!("TARGET: no verdict from a BENCH_QUICK run (too short)"),
         Some((ratio, _)) if ratio >= TARGET_RATIO => println!(
             "TARGET MET: at concurrency {TARGET_CONCURRENCY} the daemon reaches {:.0}% of the no-op ceiling (>= {:.0}%), every ack fsynced",
             ratio * 100.0,
