@@ -2,7 +2,7 @@
 //! ever, and every delivery's outcome once with its dedup key. Secrets come the way systemd
 //! hands them over: `_file` keys relative to `$CREDENTIALS_DIRECTORY`.
 
-mod daemon_process;
+use crate::daemon_process;
 
 use std::path::Path;
 use std::time::Duration;

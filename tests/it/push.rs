@@ -1,7 +1,7 @@
 //! Local consent changes pushed to the sandbox: retries with a persisted backoff, and the
 //! webhook the service sends back recognised as an echo, not a new change.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

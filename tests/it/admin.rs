@@ -1,7 +1,7 @@
 //! The admin listener over real HTTP: authentication, every route, JSON errors, and the
 //! OpenAPI document against the router.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

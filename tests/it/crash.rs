@@ -2,7 +2,7 @@
 //! signed load, restarted each time on the same database file, loses no acknowledged
 //! delivery and applies none twice.
 
-mod daemon_process;
+use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 

@@ -1,7 +1,7 @@
 //! The worker through the real database: semantics of consent and message status, quarantine
 //! and replay, crash safety, and order independence (property tests).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

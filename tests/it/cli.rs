@@ -1,6 +1,6 @@
 //! The binary as a user runs it: exit codes, redaction, `sign`, `webhooks diagnose`.
 
-mod common;
+use crate::common;
 
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};

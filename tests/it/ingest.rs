@@ -1,6 +1,6 @@
 //! The ingest listener over real HTTP, with a real SQLite file behind it.
 
-mod common;
+use crate::common;
 
 use common::{SECRET, consent_event, spawn_app};
 use outreach_sync::settings::{Algorithm, Encoding, Scheme};

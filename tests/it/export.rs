@@ -1,7 +1,7 @@
 //! Streamed exports of 100,000 ledger entries: CSV with a header and quoting, JSON lines,
 //! `--since`, and the command writing a file.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader, BufWriter};
 

@@ -1,7 +1,7 @@
 //! The change feed under concurrent writes: a follower paging `/v1/consent/changes` while
 //! local changes and webhook deliveries are applied sees every entry once, in seq order.
 
-mod common;
+use crate::common;
 
 use common::{spawn_app, with_admin_token};
 use serde_json::{Value, json};

@@ -1,7 +1,7 @@
 //! Reconciliation against the sandbox: lost, duplicated and reordered webhooks are repaired
 //! by one pass; interrupted passes resume; the token guard survives a restart.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;

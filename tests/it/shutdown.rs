@@ -2,7 +2,7 @@
 //! 10 seconds, every acknowledged delivery committed, and systemd told READY, WATCHDOG and
 //! STOPPING along the way.
 
-mod daemon_process;
+use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 

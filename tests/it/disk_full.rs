@@ -3,7 +3,7 @@
 //! there is room again. Needs `mount` (root with CAP_SYS_ADMIN): skipped with a notice
 //! where mounting is not permitted.
 
-mod daemon_process;
+use crate::daemon_process;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,25 @@
+//! The integration suite, one binary: the daemon in-process or as a child process, the
+//! sandbox as the upstream, real HTTP on loopback and a fresh SQLite file per test.
+
+mod common;
+mod daemon_process;
+
+mod admin;
+mod admin_feed;
+mod apply;
+mod cli;
+mod client_manners;
+mod client_v2;
+mod client_v3;
+mod crash;
+mod disk_full;
+mod export;
+mod ingest;
+mod logs;
+mod migrations;
+mod push;
+mod reconcile;
+mod sandbox_rules;
+mod sandbox_webhooks;
+mod shutdown;
+mod signature_vectors;
