@@ -19,6 +19,8 @@ pub mod events;
 pub mod export;
 /// The public ingest listener.
 pub mod ingest;
+/// Leases in the database: work that runs in one place at a time.
+pub mod lease;
 /// The read side of the ledger and the mirror, as JSON records.
 pub mod ledger;
 /// Process-wide counters and the Prometheus text rendering.

@@ -20,10 +20,10 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::client::models::{ListLeads, ListOrganizations, Paging};
 use crate::client::{ClientError, ServiceClient, models};
-use crate::db;
 use crate::events::{Lead, MessageStatus};
 use crate::mirror::{self, ConsentObservation, ConsentStates, Source, StatusObservation};
 use crate::settings::ReconcileSettings;
+use crate::{db, lease};
 
 /// Leads per page: the service's maximum.
 pub const PAGE_SIZE: u32 = 1000;
@@ -91,6 +91,15 @@ struct LeadsPage {
     next: Option<String>,
 }
 
+/// Why a pass did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PassRefused {
+    #[error("another reconciliation pass is running: {0}")]
+    Running(lease::Held),
+    #[error("cannot take the pass's leases: {0}")]
+    Database(sqlx::Error),
+}
+
 /// What one page did.
 #[derive(Debug, Default)]
 struct PageCounts {
@@ -118,14 +127,21 @@ impl Reconciler {
         }
     }
 
-    /// One pass; `None` if another pass is running. Failures are collected in the summary,
-    /// never raised: a pass does what it can.
+    /// One pass, unless another pass of one of its organizations (or of the messages) is
+    /// running anywhere on this database: then it is refused, naming that pass. Failures
+    /// during the pass are collected in the summary, never raised: a pass does what it can.
     pub async fn run_pass(
         &self,
         request: &PassRequest,
         shutdown: &CancellationToken,
-    ) -> Option<PassSummary> {
-        let _guard = self.running.try_lock().ok()?;
+    ) -> Result<PassSummary, PassRefused> {
+        let _guard = self.running.try_lock().map_err(|_| {
+            PassRefused::Running(lease::Held {
+                name: "reconcile".into(),
+                holder: format!("{} (this process)", lease::process_holder()),
+                expires_in_secs: 0,
+            })
+        })?;
         let started = Instant::now();
         let now = Utc::now();
         let mut summary = PassSummary {
@@ -137,43 +153,69 @@ impl Reconciler {
             started_at: db::timestamp(now),
             ..PassSummary::default()
         };
-        if request.leads {
+        let organizations = if request.leads {
             match self.organizations(request).await {
-                Ok(organizations) => {
-                    // Stops only at page boundaries: every organization started writes at
-                    // least one page, so even a pass cut short makes progress.
-                    for organization in &organizations {
-                        if summary.interrupted {
-                            break;
-                        }
-                        let pass_id = summary.id.clone();
-                        if let Err(error) = self
-                            .leads_pass(&pass_id, organization, shutdown, &mut summary)
-                            .await
-                        {
-                            tracing::warn!(%organization, error = %format!("{error:#}"), "leads pass failed");
-                            summary.errors.push(format!("{organization}: {error:#}"));
-                            let _ = self
-                                .record_organization_error(
-                                    &summary.id,
-                                    organization,
-                                    &format!("{error:#}"),
-                                )
-                                .await;
-                        }
-                    }
-                    summary.organizations = organizations;
+                Ok(organizations) => organizations,
+                Err(error) => {
+                    summary
+                        .errors
+                        .push(format!("listing organizations: {error}"));
+                    Vec::new()
                 }
-                Err(error) => summary
-                    .errors
-                    .push(format!("listing organizations: {error}")),
+            }
+        } else {
+            Vec::new()
+        };
+        let leases = self
+            .lease_pass(&summary.id, &organizations, request.messages)
+            .await?;
+        // The pass stops at its next safe point on a shutdown, or if a stall let its leases
+        // lapse and another pass took one over.
+        let stop = shutdown.child_token();
+        let _stop_on_loss = {
+            let (lost, stop) = (leases.lost().clone(), stop.clone());
+            AbortOnDropHandle::new(tokio::spawn(async move {
+                lost.cancelled().await;
+                stop.cancel();
+            }))
+        };
+        let shutdown = &stop;
+        // Stops only at page boundaries: every organization started writes at least one
+        // page, so even a pass cut short makes progress.
+        for organization in &organizations {
+            if summary.interrupted {
+                break;
+            }
+            let pass_id = summary.id.clone();
+            if let Err(error) = self
+                .leads_pass(&pass_id, organization, shutdown, &mut summary)
+                .await
+            {
+                let error = format!("{error:#}");
+                tracing::warn!(%organization, %error, "leads pass failed");
+                summary.errors.push(format!("{organization}: {error}"));
+                if let Err(cannot) = self
+                    .record_organization_error(&summary.id, organization, &error)
+                    .await
+                {
+                    tracing::error!(%organization, error = %cannot, "cannot record the leads pass's error for status");
+                }
             }
         }
+        summary.organizations = organizations;
         if request.messages
             && !summary.interrupted
             && let Err(error) = self.messages_pass(shutdown, &mut summary).await
         {
             summary.errors.push(format!("messages: {error:#}"));
+        }
+        if leases.lost().is_cancelled() {
+            summary
+                .errors
+                .push("the pass's lease was taken over by another pass; stopped".into());
+        }
+        if let Err(error) = leases.release().await {
+            tracing::warn!(%error, "cannot release the pass's leases; they lapse on their own");
         }
         summary.duration_ms = started.elapsed().as_millis() as u64;
         summary.finished_at = db::timestamp(Utc::now());
@@ -198,7 +240,30 @@ impl Reconciler {
             interrupted = summary.interrupted,
             "reconciliation pass finished"
         );
-        Some(summary)
+        Ok(summary)
+    }
+
+    /// Takes the leases of a pass: one per organization scanned, and one for the messages.
+    async fn lease_pass(
+        &self,
+        pass_id: &str,
+        organizations: &[String],
+        messages: bool,
+    ) -> Result<lease::Leases, PassRefused> {
+        let mut names: Vec<String> = organizations
+            .iter()
+            .map(|organization| format!("reconcile:leads:{organization}"))
+            .collect();
+        if messages {
+            names.push("reconcile:messages".into());
+        }
+        let holder = format!("pass {pass_id} on {}", lease::process_holder());
+        lease::Leases::acquire(&self.pool, names, &holder)
+            .await
+            .map_err(|error| match error {
+                lease::LeaseError::Held(held) => PassRefused::Running(held),
+                lease::LeaseError::Database(error) => PassRefused::Database(error),
+            })
     }
 
     async fn organizations(&self, request: &PassRequest) -> Result<Vec<String>, ClientError> {
@@ -502,7 +567,7 @@ impl Reconciler {
     /// Runs a pass at start (if configured) and on the cron schedule until `shutdown`.
     pub async fn run_scheduled(self, shutdown: CancellationToken) {
         if self.settings.on_start {
-            self.run_pass(&PassRequest::default(), &shutdown).await;
+            self.run_scheduled_pass(&shutdown).await;
         }
         if self.settings.schedule.trim().is_empty() {
             shutdown.cancelled().await;
@@ -525,6 +590,17 @@ impl Reconciler {
         let _ = self.running.lock().await;
     }
 
+    /// A scheduled pass over everything; a refusal only skips this tick.
+    async fn run_scheduled_pass(&self, shutdown: &CancellationToken) {
+        match self.run_pass(&PassRequest::default(), shutdown).await {
+            Ok(_) => {}
+            Err(PassRefused::Running(held)) => {
+                tracing::info!(%held, "another reconciliation pass is running; this tick is skipped");
+            }
+            Err(error) => tracing::error!(%error, "cannot start a reconciliation pass"),
+        }
+    }
+
     async fn scheduler(
         &self,
         shutdown: CancellationToken,
@@ -535,17 +611,7 @@ impl Reconciler {
             tokio_cron_scheduler::Job::new_async(self.settings.schedule.as_str(), move |_, _| {
                 let reconciler = reconciler.clone();
                 let shutdown = shutdown.clone();
-                Box::pin(async move {
-                    if reconciler
-                        .run_pass(&PassRequest::default(), &shutdown)
-                        .await
-                        .is_none()
-                    {
-                        tracing::info!(
-                            "a reconciliation pass is still running; this tick is skipped"
-                        );
-                    }
-                })
+                Box::pin(async move { reconciler.run_scheduled_pass(&shutdown).await })
             })?;
         scheduler.add(job).await?;
         scheduler.start().await?;

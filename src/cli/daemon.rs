@@ -48,7 +48,7 @@ pub async fn reconcile(
     let summary = reconciler
         .run_pass(&request, &shutdown)
         .await
-        .ok_or_else(|| anyhow::anyhow!("another pass is running"))?;
+        .map_err(anyhow::Error::from)?;
     if json {
         println!(
             "{}",

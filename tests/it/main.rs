@@ -19,6 +19,7 @@ mod logs;
 mod migrations;
 mod push;
 mod reconcile;
+mod reconcile_lease;
 mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;

@@ -1,0 +1,174 @@
+//! Leases in the database: work that must run in one place at a time, whichever process
+//! (the daemon, or `reconcile` run by hand) asks for it.
+//!
+//! A lease is a row naming its holder and when it lapses, on the database's clock so that
+//! processes with different clocks agree. The holder renews it while the work goes on; a
+//! holder that dies stops renewing and its lease lapses after [`LEASE_TTL`]. A holder that
+//! finds its lease taken (it was stalled past the TTL and someone else took over) is told
+//! through a cancellation token, so it stops at its next safe point.
+
+use std::time::Duration;
+
+use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+/// How long a lease lasts without renewal.
+pub const LEASE_TTL: Duration = Duration::from_secs(60);
+/// How often a held lease is renewed: a third of its life, so two renewals may fail in a
+/// row before it lapses.
+const RENEW_EVERY: Duration = Duration::from_secs(20);
+
+/// Now, in Unix milliseconds, on the database's clock.
+const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+
+/// A lease someone else holds.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name} is held by {holder} (for {expires_in_secs} s more unless renewed)")]
+pub struct Held {
+    pub name: String,
+    pub holder: String,
+    pub expires_in_secs: i64,
+}
+
+/// Why leases could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LeaseError {
+    #[error(transparent)]
+    Held(#[from] Held),
+    #[error("cannot read or write leases: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Leases held together, renewed in the background until dropped or released.
+pub struct Leases {
+    pool: SqlitePool,
+    names: Vec<String>,
+    holder: String,
+    lost: CancellationToken,
+    _renewal: AbortOnDropHandle<()>,
+}
+
+impl Leases {
+    /// Takes every lease of `names` for `holder`, or none of them: if one is held by
+    /// another holder and has not lapsed, nothing is taken and that holder is named.
+    pub async fn acquire(
+        pool: &SqlitePool,
+        names: Vec<String>,
+        holder: &str,
+    ) -> Result<Self, LeaseError> {
+        let ttl_ms = LEASE_TTL.as_millis() as i64;
+        let mut tx = pool.begin().await?;
+        for name in &names {
+            let taken = sqlx::query(&format!(
+                "INSERT INTO leases (name, holder, acquired_ms, expires_ms)
+                 VALUES (?1, ?2, {NOW_MS}, {NOW_MS} + ?3)
+                 ON CONFLICT (name) DO UPDATE SET
+                     holder = excluded.holder,
+                     acquired_ms = excluded.acquired_ms,
+                     expires_ms = excluded.expires_ms
+                 WHERE leases.expires_ms <= {NOW_MS} OR leases.holder = excluded.holder"
+            ))
+            .bind(name)
+            .bind(holder)
+            .bind(ttl_ms)
+            .execute(&mut *tx)
+            .await?
+            .rows_affected();
+            if taken == 0 {
+                let (holder, expires_in_ms): (String, i64) = sqlx::query_as(&format!(
+                    "SELECT holder, expires_ms - {NOW_MS} FROM leases WHERE name = ?"
+                ))
+                .bind(name)
+                .fetch_one(&mut *tx)
+                .await?;
+                tx.rollback().await?;
+                return Err(Held {
+                    name: name.clone(),
+                    holder,
+                    expires_in_secs: (expires_in_ms.max(0) + 999) / 1000,
+                }
+                .into());
+            }
+        }
+        tx.commit().await?;
+        let lost = CancellationToken::new();
+        let renewal = tokio::spawn(renew(
+            pool.clone(),
+            names.clone(),
+            holder.to_owned(),
+            lost.clone(),
+        ));
+        Ok(Self {
+            pool: pool.clone(),
+            names,
+            holder: holder.to_owned(),
+            lost,
+            _renewal: AbortOnDropHandle::new(renewal),
+        })
+    }
+
+    /// Cancelled when a renewal finds a lease taken by another holder: the work it guards
+    /// must stop.
+    pub fn lost(&self) -> &CancellationToken {
+        &self.lost
+    }
+
+    /// Gives the leases back at once (dropping them lets them lapse instead).
+    pub async fn release(self) -> Result<(), sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        for name in &self.names {
+            sqlx::query("DELETE FROM leases WHERE name = ? AND holder = ?")
+                .bind(name)
+                .bind(&self.holder)
+                .execute(&mut *tx)
+                .await?;
+        }
+        tx.commit().await
+    }
+}
+
+/// Extends the leases every [`RENEW_EVERY`] while they are ours; cancels `lost` when one
+/// is not any more. A renewal that fails on the database is tried again at the next tick:
+/// the lease outlives two failed renewals.
+async fn renew(pool: SqlitePool, names: Vec<String>, holder: String, lost: CancellationToken) {
+    let ttl_ms = LEASE_TTL.as_millis() as i64;
+    let mut ticker = tokio::time::interval(RENEW_EVERY);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    ticker.tick().await;
+    loop {
+        ticker.tick().await;
+        for name in &names {
+            let renewed = sqlx::query(&format!(
+                "UPDATE leases SET expires_ms = {NOW_MS} + ? WHERE name = ? AND holder = ?"
+            ))
+            .bind(ttl_ms)
+            .bind(name)
+            .bind(&holder)
+            .execute(&pool)
+            .await;
+            match renewed {
+                Ok(done) if done.rows_affected() == 1 => {}
+                Ok(_) => {
+                    tracing::error!(lease = %name, %holder, "lease taken by another holder; stopping the work it guards");
+                    lost.cancel();
+                    return;
+                }
+                Err(error) => {
+                    tracing::warn!(lease = %name, %error, "cannot renew a lease; trying again");
+                }
+            }
+        }
+    }
+}
+
+/// A name for this process as a lease holder: host and process id, so an operator can tell
+/// who holds what.
+pub fn process_holder() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned());
+    format!("{host}:{}", std::process::id())
+}
