@@ -61,47 +61,80 @@ impl RateLimiter {
 mod tests {
     use super::*;
 
-    // Real time (the crate does not enable tokio's test-util), so rates are high and the
-    // bounds one-sided.
+    // Paused time: the clock moves only when every task waits on a timer, so the bounds
+    // are exact.
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn requests_are_spaced_by_the_rate() {
         let limiter = RateLimiter::new(100, 1);
         let start = Instant::now();
+        let mut sent = Vec::new();
         for _ in 0..11 {
             limiter.acquire().await;
+            sent.push(start.elapsed());
         }
         // The first goes at once, the next ten 10 ms apart.
-        assert!(
-            start.elapsed() >= Duration::from_millis(100),
-            "{:?}",
-            start.elapsed()
-        );
+        let expected: Vec<Duration> = (0..11).map(|i| Duration::from_millis(10 * i)).collect();
+        assert_eq!(sent, expected);
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
     async fn a_burst_goes_at_once_then_the_rate_applies() {
         let limiter = RateLimiter::new(10, 5);
         let start = Instant::now();
         for _ in 0..5 {
             limiter.acquire().await;
         }
-        assert!(
-            start.elapsed() < Duration::from_millis(90),
-            "{:?}",
-            start.elapsed()
-        );
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        // The bucket refills one token per 100 ms from the start.
         limiter.acquire().await;
-        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
+        limiter.acquire().await;
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
     }
 
-    #[tokio::test]
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_spell_earns_the_burst_back() {
+        let limiter = RateLimiter::new(10, 3);
+        for _ in 0..6 {
+            limiter.acquire().await;
+        }
+        tokio::time::advance(Duration::from_secs(10)).await;
+        let start = Instant::now();
+        for _ in 0..3 {
+            limiter.acquire().await;
+        }
+        assert_eq!(start.elapsed(), Duration::ZERO, "a fresh burst of three");
+        limiter.acquire().await;
+        assert_eq!(start.elapsed(), Duration::from_millis(100));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn waiting_callers_go_in_arrival_order() {
+        let limiter = std::sync::Arc::new(RateLimiter::new(10, 1));
+        let order = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let tasks: Vec<_> = (0..5)
+            .map(|i| {
+                let (limiter, order) = (limiter.clone(), order.clone());
+                tokio::spawn(async move {
+                    limiter.acquire().await;
+                    order.lock().unwrap().push(i);
+                })
+            })
+            .collect();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert_eq!(*order.lock().unwrap(), vec![0, 1, 2, 3, 4]);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_disabled_limiter_never_waits() {
         let limiter = RateLimiter::new(0, 1);
         let start = Instant::now();
         for _ in 0..1000 {
             limiter.acquire().await;
         }
-        assert!(start.elapsed() < Duration::from_millis(100));
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 }

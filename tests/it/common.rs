@@ -4,8 +4,10 @@
 use std::net::SocketAddr;
 
 use outreach_sync::app::Application;
+use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::signature::{Key, SignatureFormat, sign};
+use outreach_sync::worker::{Outcome, Worker};
 use secrecy::SecretString;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
@@ -98,6 +100,16 @@ impl TestApp {
             .fetch_one(&self.pool)
             .await
             .expect("count")
+    }
+
+    /// Applies everything committed to the outbox so far, as the daemon's worker would, and
+    /// returns what it did: a test waits for background work by doing it.
+    pub async fn drain(&self) -> Outcome {
+        let state = std::sync::Arc::new(OutboxState::default());
+        Worker::new(self.pool.clone(), state, self.settings.consent.account_sync)
+            .drain()
+            .await
+            .expect("drain the outbox")
     }
 
     pub async fn stop(self) {

@@ -12,7 +12,6 @@ use outreach_sync::client::ServiceClient;
 use outreach_sync::client::models::{Lead, WebhookConfig};
 use outreach_sync::pusher::{self, Attempted, LocalChange, Pusher};
 use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
-use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -134,17 +133,8 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent() {
 async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change() {
     let sandbox = sandbox().await;
     let lead = opted_in_lead(&sandbox);
-    let (base_url, client_id) = (sandbox.base_url(), sandbox.config().client_id.clone());
-    let client_secret = sandbox.config().client_secret.clone();
-    let app = spawn_app(move |s| {
-        with_admin_token(s);
-        s.service.base_url = base_url;
-        s.service.client_id = client_id;
-        s.service.client_secret = Some(SecretString::from(client_secret));
-        s.reconcile.on_start = false;
-        s.reconcile.schedule = String::new();
-    })
-    .await;
+    // No service configured: the daemon's own pusher stays off and this test drives one.
+    let app = spawn_app(with_admin_token).await;
     sandbox
         .register_webhook(
             &app.url(&app.settings.ingest.path),
@@ -159,15 +149,19 @@ async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change() {
     let seq = recorded["seq"].as_i64().unwrap();
 
     // The pusher sends the PATCH, the sandbox delivers its webhook, the worker applies it.
-    let mut entries = Vec::new();
-    for _ in 0..400 {
-        let feed = json_of(app.admin_get("/v1/consent/changes").await).await;
-        entries = feed["items"].as_array().unwrap().clone();
-        if entries.iter().any(|e| e["echoOf"] == seq) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let pusher = Pusher::new(app.pool.clone(), client, Arc::new(Notify::new()));
+    assert_eq!(
+        pusher.try_push(Utc::now()).await.unwrap(),
+        Some(Attempted::Sent { seq })
+    );
+    assert!(
+        sandbox.settle(Duration::from_secs(10)).await,
+        "the webhook left the sandbox"
+    );
+    app.drain().await;
+    let feed = json_of(app.admin_get("/v1/consent/changes").await).await;
+    let entries = feed["items"].as_array().unwrap().clone();
     let local = entries
         .iter()
         .find(|e| e["seq"] == seq)

@@ -44,23 +44,6 @@ fn subscribe(sandbox: &RunningSandbox, app: &common::TestApp) {
         .expect("status registration");
 }
 
-/// Waits (bounded) until the daemon has applied everything it received.
-async fn drained(app: &common::TestApp) {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let status = ledger::status(&app.pool).await.unwrap();
-        if status.backlog == 0 {
-            return;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "backlog of {} never drained",
-            status.backlog
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 /// A sandbox with `leads` leads in one organization.
 async fn one_organization(leads: usize) -> RunningSandbox {
     Sandbox::spawn(SandboxConfig {
@@ -196,7 +179,7 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
         sandbox.settle(Duration::from_secs(120)).await,
         "the sandbox never finished delivering"
     );
-    drained(&app).await;
+    app.drain().await;
 
     let before = mirror_leads(&app).await;
     let truth = service_leads(&sandbox);
@@ -336,7 +319,7 @@ async fn a_webhook_newer_than_the_fetch_still_wins_over_the_observation() {
         "data": {"organizationId": lead.organization_id, "phoneNumber": lead.phone_number, "globalOptedOut": true}})
     .to_string();
     assert_eq!(app.post_signed(&body).await.status(), 200);
-    drained(&app).await;
+    app.drain().await;
 
     reconciler(&app, &sandbox)
         .run_pass(&PassRequest::default(), &CancellationToken::new())
