@@ -1,6 +1,7 @@
 //! Local consent changes and their way to the service: [`record`] writes the change to the
 //! ledger (through the shared apply path) and queues it in `pushes` in one transaction; the
-//! [`Pusher`] sends each queued change as PATCH /leads, retrying with a persisted backoff;
+//! [`Pusher`] sends each queued change (v3: PATCH /leads `optOut`/`optIn`; v2: PUT
+//! /leads/{id} `globalOptedOut`), retrying with a persisted backoff;
 //! [`EchoMatcher`] recognises the webhook the service sends back for a pushed change (the
 //! rule is written out in `migrations/20261121000003_pushes.sql`).
 
@@ -14,11 +15,14 @@ use sqlx::{Connection, SqliteConnection, SqlitePool};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+use futures::TryStreamExt;
+
 use crate::client::models::{ListLeads, Paging};
-use crate::client::{ClientError, ServiceClient, validate};
+use crate::client::{ClientError, ServiceClient, V2LeadUpdate, validate};
 use crate::db;
 use crate::metrics::{self, Push};
 use crate::mirror::{self, ConsentObservation, Source};
+use crate::settings::ApiVersion;
 
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
 /// the CLI, which runs in another process).
@@ -33,6 +37,8 @@ const QUEUE_FAILURE_PAUSE: Duration = Duration::from_secs(1);
 const ECHO_BEFORE: TimeDelta = TimeDelta::seconds(5);
 /// How long after the last attempt a returning webhook still counts as its echo.
 const ECHO_AFTER: TimeDelta = TimeDelta::minutes(10);
+/// Leads per page when v2 must scan an organization for a number (its maximum).
+const V2_SCAN_PAGE: u32 = 1000;
 
 /// A consent change made here, for the service.
 #[derive(Debug, Clone, PartialEq)]
@@ -259,20 +265,68 @@ impl Pusher {
         Ok(Some(attempted))
     }
 
-    /// PATCH /leads for one change, finding the lead first when the mirror does not know it.
-    /// Returns the lead id.
+    /// Sends one change through the configured API version, finding the lead first when the
+    /// mirror does not know it. Returns the lead id.
     async fn send(&self, due: &Due) -> Result<String, PushError> {
-        let lead_id = match &due.lead_id {
-            Some(id) => id.clone(),
-            None => self.find_lead(due).await?,
+        let v2 = self.client.config().api_version == ApiVersion::V2;
+        let lead_id = match (&due.lead_id, v2) {
+            (Some(id), _) => id.clone(),
+            (None, false) => self.find_lead(due).await?,
+            (None, true) => self.find_lead_v2(due).await?,
         };
-        let sent = if due.opted_out {
-            self.client.opt_out(&lead_id, due.tag_id.clone()).await
+        if v2 {
+            self.put_v2(&lead_id, due).await?;
+        } else if due.opted_out {
+            self.client.opt_out(&lead_id, due.tag_id.clone()).await?;
         } else {
-            self.client.opt_in(&lead_id).await
-        };
-        sent.map_err(PushError::from)?;
+            self.client.opt_in(&lead_id).await?;
+        }
         Ok(lead_id)
+    }
+
+    /// `PUT /v2/leads/{id}` with `globalOptedOut`. `tagIds` there replaces the lead's whole
+    /// tag list, so an opt-out's tag is added to the tags the lead has now.
+    async fn put_v2(&self, lead_id: &str, due: &Due) -> Result<(), PushError> {
+        let v2 = self.client.v2();
+        let tag_ids = match &due.tag_id {
+            Some(tag) if due.opted_out => {
+                let mut tags = v2.lead(lead_id).await?.tag_ids;
+                if !tags.contains(tag) {
+                    tags.push(tag.clone());
+                }
+                Some(tags)
+            }
+            _ => None,
+        };
+        let update = V2LeadUpdate {
+            global_opted_out: Some(due.opted_out),
+            tag_ids,
+            ..V2LeadUpdate::default()
+        };
+        v2.update_lead(lead_id, &update).await?;
+        Ok(())
+    }
+
+    /// v2 cannot look a lead up by number: the organization's leads are scanned for it.
+    async fn find_lead_v2(&self, due: &Due) -> Result<String, PushError> {
+        let phone = due.phone_number.clone();
+        let found = self
+            .client
+            .v2()
+            .organization_leads(&due.organization_id, Some(V2_SCAN_PAGE))
+            .try_filter(move |lead| std::future::ready(lead.phone_number == phone))
+            .try_next()
+            .await;
+        match found {
+            Ok(Some(lead)) => Ok(lead.id),
+            Ok(None) => Err(no_such_lead(due)),
+            Err(ClientError::CursorDepthExceeded { .. }) => Err(PushError::Permanent(format!(
+                "no lead with this number among the first 100,000 leads of organization {}, \
+                 which is as far as the v2 API pages; v3 can find it (service.api_version)",
+                due.organization_id
+            ))),
+            Err(error) => Err(error.into()),
+        }
     }
 
     async fn find_lead(&self, due: &Due) -> Result<String, PushError> {
@@ -289,12 +343,7 @@ impl Pusher {
             .into_iter()
             .next()
             .map(|lead| lead.id)
-            .ok_or_else(|| {
-                PushError::Permanent(format!(
-                    "the service has no lead with this number in organization {}",
-                    due.organization_id
-                ))
-            })
+            .ok_or_else(|| no_such_lead(due))
     }
 
     /// The earliest time a pending push is due, if any.
@@ -343,6 +392,13 @@ impl Pusher {
         }
         tracing::info!("pusher stopped");
     }
+}
+
+fn no_such_lead(due: &Due) -> PushError {
+    PushError::Permanent(format!(
+        "the service has no lead with this number in organization {}",
+        due.organization_id
+    ))
 }
 
 /// The wait after the `attempts`-th failed attempt.

@@ -4,26 +4,31 @@
 //!
 //! Leads: a full scan per organization (the service has no "changed since"), one page of
 //! 1000 at a time, each page written in one short transaction together with the cursor of
-//! the next, so a crash resumes where it stopped and ingest is never starved. Messages:
-//! `GET /messages/{id}` for every tracked message still not final after
-//! `message_stale_after_secs`, and for those `sent` recently, awaiting their carrier receipt.
+//! the next, so a crash resumes where it stopped and ingest is never starved. Pages come from
+//! the configured API version ([`source`]); v2 pages no further than 100,000 leads of an
+//! organization, and such an organization's scan ends there with an error saying so.
+//! Messages (v3 only: v2.1 has no message endpoint): `GET /messages/{id}` for every tracked
+//! message still not final after `message_stale_after_secs`, and for those `sent` recently,
+//! awaiting their carrier receipt.
+
+mod source;
 
 use std::sync::Arc;
 use std::time::Instant;
 
 use chrono::{DateTime, Utc};
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use serde::Serialize;
 use sqlx::{ConnectOptions, Connection, SqliteConnection, SqlitePool};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
-use crate::client::models::{ListLeads, ListOrganizations, Paging};
-use crate::client::{ClientError, ServiceClient, models};
+use crate::client::{ClientError, ServiceClient, V2Lead, models};
 use crate::events::{Lead, MessageStatus};
 use crate::mirror::{self, ConsentObservation, ConsentStates, Source, StatusObservation};
 use crate::settings::ReconcileSettings;
 use crate::{db, lease};
+use source::LeadSource;
 
 /// Leads per page: the service's maximum.
 pub const PAGE_SIZE: u32 = 1000;
@@ -43,6 +48,9 @@ const MESSAGE_CONCURRENCY: usize = 8;
 const RECEIPT_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 /// Message results written per transaction.
 const MESSAGE_CHUNK: usize = 200;
+/// Why a pass under v2 does not look up message statuses.
+const NO_V2_MESSAGES: &str = "service.api_version is v2, whose API (v2.1) has no message endpoint: \
+     message statuses are not reconciled, only received by webhook";
 
 /// What one pass should cover.
 #[derive(Debug, Clone)]
@@ -79,6 +87,9 @@ pub struct PassSummary {
     pub repaired: u64,
     pub messages_checked: u64,
     pub messages_refreshed: u64,
+    /// Why the messages part was not run although asked for (under v2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub messages_skipped: Option<String>,
     pub errors: Vec<String>,
     /// Stopped early by a shutdown; the next pass resumes from the saved cursors.
     pub interrupted: bool,
@@ -100,6 +111,24 @@ pub enum PassRefused {
     Database(sqlx::Error),
 }
 
+/// Why an organization's leads pass ended early.
+#[derive(Debug, thiserror::Error)]
+enum LeadsPassError {
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    #[error("fetching a page: {0}")]
+    Fetch(#[from] tokio::task::JoinError),
+    /// v2 answered 422: it pages no deeper than 100,000 objects.
+    #[error(
+        "stopped after {scanned} leads: the v2 API pages no further than 100,000 leads of an \
+         organization (it answered 422: {message}), so the leads past them were not \
+         reconciled; v3 has no such limit (set [service] api_version = \"v3\")"
+    )]
+    DepthLimit { scanned: i64, message: String },
+}
+
 /// What one page did.
 #[derive(Debug, Default)]
 struct PageCounts {
@@ -113,6 +142,7 @@ struct PageCounts {
 pub struct Reconciler {
     pool: SqlitePool,
     client: ServiceClient,
+    source: LeadSource,
     settings: ReconcileSettings,
     running: Arc<tokio::sync::Mutex<()>>,
 }
@@ -121,6 +151,7 @@ impl Reconciler {
     pub fn new(pool: SqlitePool, client: ServiceClient, settings: &ReconcileSettings) -> Self {
         Self {
             pool,
+            source: LeadSource::of(&client),
             client,
             settings: settings.clone(),
             running: Arc::new(tokio::sync::Mutex::new(())),
@@ -203,11 +234,13 @@ impl Reconciler {
             }
         }
         summary.organizations = organizations;
-        if request.messages
-            && !summary.interrupted
-            && let Err(error) = self.messages_pass(shutdown, &mut summary).await
-        {
-            summary.errors.push(format!("messages: {error:#}"));
+        if request.messages && !summary.interrupted {
+            if !self.source.reads_messages() {
+                tracing::info!("message statuses not reconciled: {NO_V2_MESSAGES}");
+                summary.messages_skipped = Some(NO_V2_MESSAGES.to_owned());
+            } else if let Err(error) = self.messages_pass(shutdown, &mut summary).await {
+                summary.errors.push(format!("messages: {error:#}"));
+            }
         }
         if leases.lost().is_cancelled() {
             summary
@@ -273,11 +306,7 @@ impl Reconciler {
         if !self.settings.organizations.is_empty() {
             return Ok(self.settings.organizations.clone());
         }
-        self.client
-            .organizations(ListOrganizations::default(), Some(PAGE_SIZE))
-            .map_ok(|o| o.id)
-            .try_collect()
-            .await
+        self.source.organizations().await
     }
 
     /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
@@ -292,8 +321,19 @@ impl Reconciler {
         organization: &str,
         shutdown: &CancellationToken,
         summary: &mut PassSummary,
-    ) -> anyhow::Result<()> {
-        let cursor = self.checkpoint(pass_id, organization).await?;
+    ) -> Result<(), LeadsPassError> {
+        let saved = self.checkpoint(pass_id, organization).await?;
+        let restart = saved.is_some();
+        let cursor = self.source.resume(saved);
+        if restart && cursor.is_none() {
+            sqlx::query(
+                "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
+                 WHERE organization_id = ?",
+            )
+            .bind(organization)
+            .execute(&self.pool)
+            .await?;
+        }
         let mut conn = self
             .pool
             .connect_options()
@@ -303,46 +343,97 @@ impl Reconciler {
             .pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES.to_string())
             .connect()
             .await?;
+        let outcome = self
+            .pages(&mut conn, pass_id, organization, cursor, shutdown, summary)
+            .await;
+        if let Err(error) = conn.close().await {
+            tracing::debug!(%error, "closing the pass's connection");
+        }
+        match outcome {
+            Err(LeadsPassError::Client(ClientError::CursorDepthExceeded { message })) => {
+                Err(self.stop_at_depth(pass_id, organization, message).await?)
+            }
+            other => other,
+        }
+    }
+
+    /// Applies the page at `cursor` and every page after it, each next page fetched while
+    /// the current one is written; stops at the last page, at a shutdown, or at the first
+    /// failure.
+    async fn pages(
+        &self,
+        conn: &mut SqliteConnection,
+        pass_id: &str,
+        organization: &str,
+        cursor: Option<String>,
+        shutdown: &CancellationToken,
+        summary: &mut PassSummary,
+    ) -> Result<(), LeadsPassError> {
         let fetch = |cursor| {
-            AbortOnDropHandle::new(tokio::spawn(fetch_page(
-                self.client.clone(),
-                organization.to_owned(),
-                cursor,
-            )))
+            AbortOnDropHandle::new(tokio::spawn(
+                self.source.clone().page(organization.to_owned(), cursor),
+            ))
         };
         let mut page = fetch(cursor).await??;
-        let outcome = loop {
+        loop {
             let next = match &page.next {
                 Some(cursor) if !shutdown.is_cancelled() => Some(fetch(Some(cursor.clone()))),
                 _ => None,
             };
-            let counts = match self
-                .apply_page(&mut conn, pass_id, organization, &page)
-                .await
-            {
-                Ok(counts) => counts,
-                Err(error) => break Err(error.into()),
-            };
+            let counts = self.apply_page(conn, pass_id, organization, &page).await?;
             summary.leads_scanned += counts.scanned;
             summary.leads_new += counts.new;
             summary.repaired += counts.repaired;
             match next {
-                Some(next) => match next.await {
-                    Ok(Ok(next)) => page = next,
-                    Ok(Err(error)) => break Err(error.into()),
-                    Err(error) => break Err(error.into()),
-                },
+                Some(next) => page = next.await??,
                 None if page.next.is_some() => {
                     summary.interrupted = true;
-                    break Ok(());
+                    return Ok(());
                 }
-                None => break Ok(()),
+                None => return Ok(()),
             }
-        };
-        if let Err(error) = conn.close().await {
-            tracing::debug!(%error, "closing the pass's connection");
         }
-        outcome
+    }
+
+    /// Ends the scan of an organization v2 will not page further: what was scanned is
+    /// recorded with the error, and the checkpoint goes, so the next pass starts again from
+    /// the first page instead of asking past the limit again.
+    async fn stop_at_depth(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        message: String,
+    ) -> Result<LeadsPassError, sqlx::Error> {
+        let mut tx = self.pool.begin().await?;
+        let (scanned, repaired): (i64, i64) = sqlx::query_as(
+            "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = ?",
+        )
+        .bind(organization)
+        .fetch_optional(&mut *tx)
+        .await?
+        .unwrap_or_default();
+        let error = LeadsPassError::DepthLimit { scanned, message };
+        sqlx::query(
+            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
+                 finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
+                 repaired = excluded.repaired, error = excluded.error",
+        )
+        .bind(organization)
+        .bind(pass_id)
+        .bind(db::timestamp(Utc::now()))
+        .bind(scanned)
+        .bind(repaired)
+        .bind(error.to_string())
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
+            .bind(organization)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(error)
     }
 
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
@@ -624,31 +715,6 @@ pub fn valid_schedule(schedule: &str) -> bool {
     tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
 }
 
-/// One page of an organization's leads, in the mirror's form. Its observations are
-/// timed when the request was sent: the page reflects at least every change before
-/// then, and a webhook event after then is newer than the page and wins over it.
-async fn fetch_page(
-    client: ServiceClient,
-    organization: String,
-    cursor: Option<String>,
-) -> Result<LeadsPage, ClientError> {
-    let query = ListLeads {
-        organization_id: Some(organization),
-        ..ListLeads::default()
-    };
-    let paging = Paging {
-        cursor,
-        limit: Some(PAGE_SIZE),
-    };
-    let fetched_at = Utc::now();
-    let page = client.leads_page(&query, &paging).await?;
-    Ok(LeadsPage {
-        next: page.next_cursor().map(str::to_owned),
-        leads: page.items.iter().map(mirror_lead).collect(),
-        fetched_at,
-    })
-}
-
 /// The mirror's form of a lead fetched from the service.
 pub fn mirror_lead(lead: &models::Lead) -> Lead {
     Lead {
@@ -673,6 +739,35 @@ pub fn mirror_lead(lead: &models::Lead) -> Lead {
                 .ok()
                 .and_then(|v| v.as_str().map(str::to_owned))
         }),
+        tag_ids: lead.tag_ids.clone(),
+        global_opted_out: lead.global_opted_out,
+        created_at: Some(lead.created_at.clone()),
+    }
+}
+
+/// The mirror's form of a lead read through v2, the same observation as [`mirror_lead`]'s.
+/// v2's Lead has `groupIds` without saying which memberships are active, nor
+/// `postalCode` and `phoneNumberType`: its groups are mirrored as active ones and the other
+/// two as unknown.
+pub fn mirror_v2_lead(lead: &V2Lead) -> Lead {
+    Lead {
+        id: lead.id.clone(),
+        phone_number: lead.phone_number.clone(),
+        organization_id: lead.organization_id.clone(),
+        active_group_ids: lead.group_ids.clone(),
+        inactive_group_ids: Vec::new(),
+        custom_fields: lead
+            .custom_fields
+            .iter()
+            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+            .collect(),
+        first_name: lead.first_name.clone(),
+        last_name: lead.last_name.clone(),
+        notes: lead.notes.clone(),
+        follow_up: lead.follow_up.clone(),
+        email: lead.email.clone(),
+        postal_code: None,
+        phone_number_type: None,
         tag_ids: lead.tag_ids.clone(),
         global_opted_out: lead.global_opted_out,
         created_at: Some(lead.created_at.clone()),

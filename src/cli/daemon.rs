@@ -72,6 +72,9 @@ pub async fn reconcile(
                 ""
             }
         );
+        if let Some(reason) = &summary.messages_skipped {
+            println!("  messages not checked: {reason}");
+        }
         for error in &summary.errors {
             println!("  error: {error}");
         }

@@ -111,7 +111,7 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     let sandbox = Sandbox::spawn(config).await?;
     let truth = sandbox.truth();
     println!(
-        "sandbox: serving the v3 API at {}/v3 (and a minimal /v2)",
+        "sandbox: serving the v3 API at {}/v3 (and the v2.1 reads and consent update at /v2)",
         sandbox.base_url()
     );
     println!(

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::api::{ApiError, ApiResult, AppState, JsonBody};
 use super::config::{ApiFaults, DeliveryFaults};
 use super::deliver::DeliveryRecord;
-use super::shared::{Shared, StatsSnapshot};
+use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::world::{Refusal, SandboxMessage};
 use crate::client::models::{Lead, MessageType, Organization, WebhookRegistration};
 
@@ -126,6 +126,7 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/_control/truth", get(truth))
         .route("/_control/stats", get(stats))
+        .route("/_control/requests", get(requests))
         .route("/_control/stop", post(stop))
         .route("/_control/start", post(start))
         .route("/_control/messages", post(send))
@@ -143,6 +144,10 @@ async fn truth(State(s): State<AppState>) -> Json<Truth> {
 
 async fn stats(State(s): State<AppState>) -> Json<StatsSnapshot> {
     Json(s.stats())
+}
+
+async fn requests(State(s): State<AppState>) -> Json<Vec<ApiRequest>> {
+    Json(s.requests())
 }
 
 async fn stop(

@@ -1,4 +1,5 @@
-//! The sandbox: an in-memory implementation of the service's v3 API (and a minimal v2) that
+//! The sandbox: an in-memory implementation of the service's v3 API (and the v2.1 reads and
+//! consent update the daemon uses) that
 //! delivers signed webhooks with injected faults. The test double of every integration
 //! test, the engine of `demo`, and a tool users can point their own code at.
 //!
@@ -20,5 +21,5 @@ pub use config::{
 pub use control::Truth;
 pub use deliver::{DeliveryRecord, Outcome};
 pub use running::{RunningSandbox, Sandbox};
-pub use shared::StatsSnapshot;
+pub use shared::{ApiRequest, StatsSnapshot};
 pub use world::{Refusal, SandboxMessage};

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryRecord};
-use super::shared::{Shared, StatsSnapshot};
+use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::world::{Refusal, SandboxMessage, SeedPlan, World};
 use crate::client::ClientConfig;
 use crate::client::models::{
@@ -205,6 +205,12 @@ impl RunningSandbox {
 
     pub fn stats(&self) -> StatsSnapshot {
         self.shared.stats()
+    }
+
+    /// The most recent resource requests (up to 10,000), oldest first: which endpoints,
+    /// of which version, a client used.
+    pub fn requests(&self) -> Vec<ApiRequest> {
+        self.shared.requests()
     }
 
     pub fn deliveries(&self) -> Vec<DeliveryRecord> {

@@ -37,6 +37,22 @@ pub struct StatsSnapshot {
     pub injected_faults: u64,
 }
 
+/// Resource requests kept in [`Shared::requests`]: the most recent, so a long-running
+/// sandbox (`demo`) does not grow without bound.
+const REQUEST_LOG_CAP: usize = 10_000;
+
+/// One resource request as the sandbox answered it (token requests are counted in
+/// [`Stats`] instead): which endpoints a client used, in order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ApiRequest {
+    pub method: String,
+    /// The full path, version prefix included (`/v2/organizations/org_1/leads`).
+    pub path: String,
+    pub query: Option<String>,
+    pub status: u16,
+}
+
 /// API fault injection: rates, plus a queue of statuses to answer next (deterministic).
 pub struct FaultState {
     pub faults: ApiFaults,
@@ -51,6 +67,7 @@ pub struct Shared {
     tokens: Mutex<HashMap<String, Instant>>,
     pub api_faults: Mutex<FaultState>,
     pub stats: Stats,
+    requests: Mutex<VecDeque<ApiRequest>>,
     pub deliverer: Deliverer,
     /// For mock_event, which posts while the caller waits.
     pub http: reqwest::Client,
@@ -77,6 +94,7 @@ impl Shared {
             tokens: Mutex::new(HashMap::new()),
             api_faults: Mutex::new(faults),
             stats: Stats::default(),
+            requests: Mutex::new(VecDeque::new()),
             deliverer,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(10))
@@ -188,6 +206,19 @@ impl Shared {
         } else {
             None
         }
+    }
+
+    pub fn log_request(&self, request: ApiRequest) {
+        let mut log = lock(&self.requests);
+        if log.len() >= REQUEST_LOG_CAP {
+            log.pop_front();
+        }
+        log.push_back(request);
+    }
+
+    /// The most recent resource requests, oldest first.
+    pub fn requests(&self) -> Vec<ApiRequest> {
+        lock(&self.requests).iter().cloned().collect()
     }
 
     pub fn stats(&self) -> StatsSnapshot {

@@ -1,5 +1,6 @@
-//! The sandbox's HTTP surface: `/v3` as documented (plus webhook registrations), a minimal
-//! `/v2` for the v2.1 client, all answering errors with the service's error body.
+//! The sandbox's HTTP surface: `/v3` as documented (plus webhook registrations), the `/v2`
+//! reads and consent update of the v2.1 document, all answering errors with the service's
+//! error body; every resource request is logged (`/_control/requests`).
 
 mod leads;
 mod paging;
@@ -14,13 +15,13 @@ use std::sync::atomic::Ordering;
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request, State};
+use axum::extract::{FromRequest, FromRequestParts, OriginalUri, Query, Request, State};
 use axum::http::{HeaderValue, StatusCode, header, request::Parts};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use super::shared::Shared;
+use super::shared::{ApiRequest, Shared};
 use super::world::Refusal;
 use crate::client::models::ErrorBody;
 
@@ -140,9 +141,27 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     }
 }
 
-/// Counts resource requests and injects the configured 429s and 5xx before anything else.
+/// Counts and logs resource requests, and injects the configured 429s and 5xx before
+/// anything else.
 async fn faults(State(shared): State<AppState>, request: Request, next: Next) -> Response {
     shared.stats.api_requests.fetch_add(1, Ordering::Relaxed);
+    // Nested routers see the path without their prefix; the log keeps the version.
+    let uri = request
+        .extensions()
+        .get::<OriginalUri>()
+        .map_or_else(|| request.uri().clone(), |original| original.0.clone());
+    let method = request.method().to_string();
+    let response = answer(&shared, request, next).await;
+    shared.log_request(ApiRequest {
+        method,
+        path: uri.path().to_owned(),
+        query: uri.query().map(str::to_owned),
+        status: response.status().as_u16(),
+    });
+    response
+}
+
+async fn answer(shared: &AppState, request: Request, next: Next) -> Response {
     if let Some((status, retry_after)) = shared.draw_fault() {
         shared.stats.injected_faults.fetch_add(1, Ordering::Relaxed);
         let message = if status == 429 {

@@ -1,5 +1,8 @@
-//! A minimal `/v2` (organizations, leads of an organization or group, one lead, PUT lead) so
-//! the v2.1 client is tested for real, including the 422 past the cursor depth.
+//! The `/v2` the daemon uses when configured for v2.1, as its document describes it:
+//! organizations, leads of an organization or a group (the v2 list envelope with
+//! `pagination.total`, offset cursors, 422 past the cursor depth), one lead, and
+//! `PUT /leads/{id}`, whose `globalOptedOut` is the same consent change as v3's opt-out and
+//! opt-in (account sync, the consent webhook).
 
 use axum::extract::{Path, State};
 use axum::routing::get;
@@ -54,62 +57,84 @@ fn v2_lead(l: &Lead) -> V2Lead {
     }
 }
 
-/// Offset paging, as v2 does, refusing pages that start at or past the depth cap.
-fn offset_page<T>(
-    items: Vec<T>,
-    params: &Params,
-    default: usize,
+/// Where a v2 page starts and how long it is. v2 cursors are offsets into the result set
+/// (opaque to clients); the service refuses, with 422, any page that starts at or past its
+/// cursor depth (100,000 objects; `v2_cursor_depth` here, so a test need not seed that many).
+struct Window {
+    offset: usize,
+    limit: usize,
     depth: usize,
-) -> ApiResult<V2List<T>> {
-    let limit = params.limit(default)?;
-    let offset = match params.get("cursor") {
-        None => 0,
-        Some(cursor) => URL_SAFE_NO_PAD
-            .decode(cursor)
-            .ok()
-            .and_then(|b| String::from_utf8(b).ok())
-            .and_then(|t| {
-                t.strip_prefix("offset:")
-                    .and_then(|n| n.parse::<usize>().ok())
-            })
-            .ok_or_else(|| ApiError::bad_request("cursor: not a cursor this service issued"))?,
-    };
-    if offset >= depth {
-        return Err(ApiError(Refusal::new(
-            422,
-            format!("cursor paging beyond {depth} objects is not supported"),
-        )));
+}
+
+impl Window {
+    fn of(params: &Params, s: &AppState) -> ApiResult<Self> {
+        // v2.1 documents 400 for a malformed request and keeps 422 for the cursor depth.
+        let limit = params
+            .limit(s.config.default_page_size)
+            .map_err(|e| ApiError::bad_request(e.0.message))?;
+        let offset = match params.get("cursor") {
+            None => 0,
+            Some(cursor) => URL_SAFE_NO_PAD
+                .decode(cursor)
+                .ok()
+                .and_then(|b| String::from_utf8(b).ok())
+                .and_then(|t| {
+                    t.strip_prefix("offset:")
+                        .and_then(|n| n.parse::<usize>().ok())
+                })
+                .ok_or_else(|| ApiError::bad_request("cursor: not a cursor this service issued"))?,
+        };
+        let depth = s.config.v2_cursor_depth;
+        if offset >= depth {
+            return Err(ApiError(Refusal::new(
+                422,
+                format!("cursor paging beyond {depth} objects is not supported"),
+            )));
+        }
+        Ok(Self {
+            offset,
+            limit,
+            depth,
+        })
     }
-    let total = items.len();
-    let end = (offset + limit).min(total).min(depth);
-    let has_next_page = end < total;
-    let page: Vec<T> = items
-        .into_iter()
-        .skip(offset)
-        .take(end.saturating_sub(offset))
-        .collect();
-    Ok(V2List {
-        items: page,
-        pagination: V2Pagination {
-            cursor: has_next_page.then(|| URL_SAFE_NO_PAD.encode(format!("offset:{end}"))),
-            has_next_page,
-            total: Some(total as u64),
-        },
-    })
+
+    /// The page of `items` (the whole result set, in order) this window covers; only the
+    /// page's items are converted.
+    fn page<'a, S: 'a, T>(
+        &self,
+        items: impl Iterator<Item = &'a S>,
+        convert: impl Fn(&S) -> T,
+    ) -> V2List<T> {
+        let mut total = 0;
+        let mut page = Vec::new();
+        let last = (self.offset + self.limit).min(self.depth);
+        for item in items {
+            if (self.offset..last).contains(&total) {
+                page.push(convert(item));
+            }
+            total += 1;
+        }
+        let end = last.min(total);
+        let has_next_page = end < total;
+        V2List {
+            items: page,
+            pagination: V2Pagination {
+                cursor: has_next_page.then(|| URL_SAFE_NO_PAD.encode(format!("offset:{end}"))),
+                has_next_page,
+                total: Some(total as u64),
+            },
+        }
+    }
 }
 
 async fn organizations(
     State(s): State<AppState>,
     params: Params,
 ) -> ApiResult<Json<V2List<V2Organization>>> {
-    let items: Vec<_> = s.read(|w| w.organizations.values().map(v2_org).collect());
-    offset_page(
-        items,
-        &params,
-        s.config.default_page_size,
-        s.config.v2_cursor_depth,
-    )
-    .map(Json)
+    let window = Window::of(&params, &s)?;
+    Ok(Json(
+        s.read(|w| window.page(w.organizations.values(), v2_org)),
+    ))
 }
 
 async fn organization(
@@ -128,23 +153,13 @@ async fn organization_leads(
     Path(id): Path<String>,
     params: Params,
 ) -> ApiResult<Json<V2List<V2Lead>>> {
-    let items = s.read(|w: &World| {
+    let window = Window::of(&params, &s)?;
+    let page = s.read(|w: &World| {
         w.organization(&id)?;
-        Ok::<_, Refusal>(
-            w.leads
-                .values()
-                .filter(|l| l.organization_id == id)
-                .map(v2_lead)
-                .collect::<Vec<_>>(),
-        )
+        let leads = w.leads.values().filter(|l| l.organization_id == id);
+        Ok::<_, Refusal>(window.page(leads, v2_lead))
     })?;
-    offset_page(
-        items,
-        &params,
-        s.config.default_page_size,
-        s.config.v2_cursor_depth,
-    )
-    .map(Json)
+    Ok(Json(page))
 }
 
 async fn group_leads(
@@ -153,44 +168,45 @@ async fn group_leads(
     params: Params,
 ) -> ApiResult<Json<V2List<V2Lead>>> {
     let scope: V2GroupScope = params.parse("scope")?.unwrap_or_default();
-    let items = s.read(|w: &World| {
+    let window = Window::of(&params, &s)?;
+    let page = s.read(|w: &World| {
         if !w.groups.contains_key(&id) {
             return Err(Refusal::not_found("group", &id));
         }
-        Ok(w.leads
-            .values()
-            .filter(|l| {
-                let active = l.active_group_ids.contains(&id);
-                let inactive = l.inactive_group_ids.contains(&id);
-                match scope {
-                    V2GroupScope::Active => active,
-                    V2GroupScope::Inactive => inactive,
-                    V2GroupScope::All => active || inactive,
-                }
-            })
-            .map(v2_lead)
-            .collect::<Vec<_>>())
+        let leads = w.leads.values().filter(|l| {
+            let active = l.active_group_ids.contains(&id);
+            let inactive = l.inactive_group_ids.contains(&id);
+            match scope {
+                V2GroupScope::Active => active,
+                V2GroupScope::Inactive => inactive,
+                V2GroupScope::All => active || inactive,
+            }
+        });
+        Ok(window.page(leads, v2_lead))
     })?;
-    offset_page(
-        items,
-        &params,
-        s.config.default_page_size,
-        s.config.v2_cursor_depth,
-    )
-    .map(Json)
+    Ok(Json(page))
 }
 
 async fn lead(State(s): State<AppState>, Path(id): Path<String>) -> ApiResult<Json<V2Lead>> {
     s.read(|w| w.lead(&id).map(|l| Json(v2_lead(l))).map_err(ApiError))
 }
 
-/// `tagIds` replaces the list and must name tags of the lead's organization;
-/// `globalOptedOut` goes through the same consent path as v3 (events, account sync).
+/// `tagIds` replaces the list and must name tags of the lead's organization; `email` must
+/// look like an address; `globalOptedOut` goes through the same consent path as v3 (with
+/// account sync, every lead of the account with the number follows; each lead that changed
+/// is announced by a `consentUpdate-v1` webhook).
 async fn update_lead(
     State(s): State<AppState>,
     Path(id): Path<String>,
     JsonBody(body): JsonBody<V2LeadUpdate>,
 ) -> ApiResult<Json<V2Lead>> {
+    if let Some(email) = &body.email
+        && !looks_like_email(email)
+    {
+        return Err(ApiError::bad_request(format!(
+            "email `{email}` is not an email address"
+        )));
+    }
     s.with_world(|w| {
         let org = w.lead(&id)?.organization_id.clone();
         if let Some(tags) = &body.tag_ids {
@@ -225,5 +241,16 @@ async fn update_lead(
             w.set_consent(&id, opted_out, None);
         }
         Ok(Json(v2_lead(w.lead(&id)?)))
+    })
+}
+
+/// `local@domain.tld`, loosely: the document says "email format" and no more.
+fn looks_like_email(value: &str) -> bool {
+    value.split_once('@').is_some_and(|(local, domain)| {
+        !local.is_empty()
+            && !domain.starts_with('.')
+            && domain.contains('.')
+            && !domain.ends_with('.')
+            && !value.contains(char::is_whitespace)
     })
 }
