@@ -184,13 +184,18 @@ async fn an_error_never_shows_the_secret_or_the_expected_signature() {
     let body = consent_event("evt_3", "+15550001111", true);
     let expected = app.sign_with(SECRET, body.as_bytes())[0].1.clone();
 
-    let text = app
+    let response = app
         .post_with(body, &[("x-signature".into(), "00".repeat(32))])
-        .await
-        .text()
-        .await
-        .unwrap();
+        .await;
+    assert_eq!(response.status(), 401);
+    let text = response.text().await.unwrap();
 
+    // The sender learns what is wrong, and nothing that would help forge a signature.
+    let error: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        error,
+        serde_json::json!({"code": 401, "message": "signature does not match"})
+    );
     assert!(
         !text.contains(SECRET) && !text.contains(&expected),
         "{text}"
