@@ -153,13 +153,16 @@ impl Reconciler {
                         {
                             tracing::warn!(%organization, error = %format!("{error:#}"), "leads pass failed");
                             summary.errors.push(format!("{organization}: {error:#}"));
-                            let _ = self
+                            if let Err(error) = self
                                 .record_organization_error(
                                     &summary.id,
                                     organization,
                                     &format!("{error:#}"),
                                 )
-                                .await;
+                                .await
+                            {
+                                tracing::error!(%organization, %error, "cannot record the organization's reconciliation error");
+                            }
                         }
                     }
                     summary.organizations = organizations;
