@@ -23,3 +23,4 @@ mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;
 mod signature_vectors;
+mod supervise;
