@@ -1,22 +1,27 @@
-//! The daemon: binds its listeners, starts its tasks under one cancellation token, and
-//! stops them in order.
+//! The daemon: binds its listeners, starts its tasks under one supervisor, and stops them
+//! in order.
+
+mod supervisor;
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::Context as _;
+use futures::FutureExt as _;
 use sqlx::SqlitePool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, Supervisor};
 use crate::client::ServiceClient;
 use crate::outbox::{OutboxState, OutboxWriter};
+use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::settings::Settings;
 use crate::worker::Worker;
-use crate::{db, ingest, outbox, upstream};
+use crate::{admin, db, ingest, outbox, upstream};
 
 /// Longest wait, after a stop request, for in-flight requests and tasks to finish; below
 /// the 10 s promised to systemd (TimeoutStopSec=15 in the unit).
@@ -33,6 +38,7 @@ pub struct Application {
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
     client: Option<ServiceClient>,
+    tasks: Supervisor,
 }
 
 impl Application {
@@ -73,7 +79,18 @@ impl Application {
             writer,
             writer_task,
             client,
+            tasks: Supervisor::default(),
         })
+    }
+
+    /// Runs one more background task beside the daemon's own, under the same supervisor
+    /// (see [`Supervisor::add`]); for code embedding the daemon, and tests.
+    pub fn supervise<F, Fut>(&mut self, name: &'static str, factory: F)
+    where
+        F: FnMut(CancellationToken) -> Fut + Send + 'static,
+        Fut: Future<Output = anyhow::Result<()>> + Send + 'static,
+    {
+        self.tasks.add(name, factory);
     }
 
     /// Where the admin API is served.
@@ -96,7 +113,8 @@ impl Application {
 
     /// Serves until `shutdown` is cancelled, then stops accepting, finishes in-flight
     /// requests (each either committed and answered, or refused), lets every task finish
-    /// its unit of work, and drains the writer.
+    /// its unit of work, and drains the writer. A task that panics cancels `shutdown`
+    /// itself, and the daemon stops the same way but ends with that error.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
         let Application {
             settings,
@@ -108,50 +126,66 @@ impl Application {
             writer,
             writer_task,
             client,
+            mut tasks,
         } = self;
-        let mut tasks = Supervisor::default();
+        // The worker, reconciler and pusher loops log their errors and go on, so only a
+        // panic ends them early; the admin listener can fail as a whole, and is restarted.
         let worker = Worker::new(
             pool.clone(),
             writer.state().clone(),
             settings.consent.account_sync,
         );
-        tasks.spawn("worker", worker.run(shutdown.clone()));
+        tasks.add("worker", move |shutdown| {
+            worker.clone().run(shutdown).map(Ok)
+        });
+        // Local changes queued through the admin API wake the pusher at once.
+        let wake = Arc::new(tokio::sync::Notify::new());
         // Tasks that talk to the service start only when a client is configured.
         if let Some(client) = &client {
             let reconciler = Reconciler::new(pool.clone(), client.clone(), &settings.reconcile);
-            tasks.spawn("reconciler", reconciler.run_scheduled(shutdown.clone()));
+            tasks.add("reconciler", move |shutdown| {
+                reconciler.clone().run_scheduled(shutdown).map(Ok)
+            });
+            let pusher = Pusher::new(pool.clone(), client.clone(), wake.clone());
+            tasks.add("pusher", move |shutdown| {
+                pusher.clone().run(shutdown).map(Ok)
+            });
         }
-        // Local changes queued through the admin API wake the pusher at once.
-        let wake = Arc::new(tokio::sync::Notify::new());
-        if let Some(client) = &client {
-            let pusher = crate::pusher::Pusher::new(pool.clone(), client.clone(), wake.clone());
-            tasks.spawn("pusher", pusher.run(shutdown.clone()));
-        }
-        let admin = crate::admin::router(crate::admin::AdminState::new(
+        let admin = admin::router(admin::AdminState::new(
             pool.clone(),
             settings.admin.tokens.clone(),
             wake,
         ));
-        tracing::info!(%admin_addr, "admin listening");
-        let admin_stop = shutdown.clone();
-        tasks.spawn("admin", async move {
-            let served = axum::serve(admin_listener, admin)
-                .with_graceful_shutdown(async move { admin_stop.cancelled().await })
-                .await;
-            if let Err(error) = served {
-                tracing::error!(%error, "admin listener failed");
+        // Every run of the admin task serves on a handle of the one bound socket, so a
+        // restart needs no new bind and keeps the port.
+        let admin_socket = admin_listener
+            .into_std()
+            .context("taking the admin listener's socket")?;
+        tasks.add("admin", move |shutdown| {
+            let socket = admin_socket.try_clone();
+            let admin = admin.clone();
+            async move {
+                let socket = socket.context("cloning the admin listener's socket")?;
+                let listener = TcpListener::from_std(socket)
+                    .context("registering the admin listener's socket")?;
+                axum::serve(listener, admin)
+                    .with_graceful_shutdown(shutdown.cancelled_owned())
+                    .await
+                    .context("serving the admin API")
             }
         });
+        tracing::info!(%admin_addr, "admin listening");
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         if let Some(interval) = sd_notify::watchdog_enabled() {
-            tasks.spawn("watchdog", watchdog(interval / 2, shutdown.clone()));
+            tasks.add("watchdog", move |shutdown| {
+                watchdog(interval / 2, shutdown).map(Ok)
+            });
         }
-        // The listeners are bound and every task runs: tell systemd (no-op outside it).
+        // The listeners are bound and every task starts now: tell systemd (no-op outside it).
         notify_systemd(sd_notify::NotifyState::Ready);
         let stop = shutdown.clone();
-        let deadline = shutdown.clone();
-        let finish = async move {
+        let ingest = async {
             let served = axum::serve(ingest_listener, router)
                 .with_graceful_shutdown(async move {
                     stop.cancelled().await;
@@ -168,44 +202,27 @@ impl Application {
             if let Err(error) = writer_task.await {
                 tracing::error!(%error, "outbox writer ended abnormally");
             }
-            tasks.join_all().await;
-            pool.close().await;
             served.context("serving ingest")
+        };
+        let finish = async {
+            let (served, supervised) = tokio::join!(ingest, tasks.run(&shutdown));
+            pool.close().await;
+            supervised.and(served)
         };
         // A client that never finishes its request (or an upstream call that hangs) must not
         // hold the stop past the promised bound: what is still open then is dropped, which
         // is as safe as a crash (nothing unacknowledged was promised).
-        tokio::select! {
-            result = finish => result,
+        let finished = tokio::select! {
+            result = finish => Some(result),
             _ = async {
-                deadline.cancelled().await;
+                shutdown.cancelled().await;
                 tokio::time::sleep(STOP_LIMIT).await;
-            } => {
-                tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
-                Ok(())
-            }
-        }
-    }
-}
-
-/// The daemon's background tasks, each joined and its end logged once.
-#[derive(Default)]
-struct Supervisor {
-    tasks: Vec<(&'static str, JoinHandle<()>)>,
-}
-
-impl Supervisor {
-    fn spawn(&mut self, name: &'static str, task: impl Future<Output = ()> + Send + 'static) {
-        self.tasks.push((name, tokio::spawn(task)));
-    }
-
-    async fn join_all(self) {
-        for (name, handle) in self.tasks {
-            match handle.await {
-                Ok(()) => tracing::info!(task = name, "stopped"),
-                Err(error) => tracing::error!(task = name, %error, "ended abnormally"),
-            }
-        }
+            } => None,
+        };
+        finished.unwrap_or_else(|| {
+            tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
+            tasks.take_failure().map_or(Ok(()), Err)
+        })
     }
 }
 

@@ -119,6 +119,13 @@ where
     serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
+/// `value` as JSON text, for a `json_each(?)` parameter or a JSON column. A value that
+/// cannot be encoded is an error: binding `[]` in its place would silently match nothing
+/// (or mark nothing applied).
+pub fn json_param<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, sqlx::Error> {
+    serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(Box::new(e)))
+}
+
 /// The rowids a multi-row `INSERT OR IGNORE` (or `... ON CONFLICT DO NOTHING`) of `rows`
 /// rows gave, when it inserted every one: consecutive, in VALUES order, ending at the last
 /// insert rowid (the caller holds the write lock, so no other insert interleaves). `None`
@@ -135,4 +142,23 @@ pub fn consecutive_rowids(
 /// Now as stored in the database: RFC 3339, UTC, milliseconds.
 pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::json_param;
+
+    #[test]
+    fn a_value_that_cannot_be_encoded_is_an_encode_error_not_an_empty_array() {
+        // JSON object keys must be strings.
+        let unencodable = BTreeMap::from([((1, 2), "pair key")]);
+        let error = json_param(&unencodable).expect_err("tuple keys cannot be JSON keys");
+        assert!(matches!(error, sqlx::Error::Encode(_)), "{error:?}");
+        assert_eq!(
+            json_param(&["a", "b"]).expect("strings encode"),
+            r#"["a","b"]"#
+        );
+    }
 }

@@ -283,9 +283,12 @@ fn headers_as_object(headers: &HeaderMap) -> String {
     serde_json::Value::Object(map).to_string()
 }
 
+/// As `[[name, value], ...]`; built as a JSON value, which cannot fail to encode.
 fn headers_as_pairs(headers: &HeaderMap) -> String {
-    let pairs: Vec<(&str, String)> = kept_headers(headers).collect();
-    serde_json::to_string(&pairs).unwrap_or_else(|_| "[]".into())
+    let pairs = kept_headers(headers)
+        .map(|(name, value)| serde_json::json!([name, value]))
+        .collect();
+    serde_json::Value::Array(pairs).to_string()
 }
 
 async fn healthz() -> impl IntoResponse {
@@ -338,5 +341,16 @@ mod tests {
             dedup_key(br#"{"id":"a"} trailing"#, None),
             Err(IngestError::NotJson)
         ));
+    }
+
+    #[test]
+    fn rejected_headers_are_kept_as_name_value_pairs_without_credentials() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-signature", "sha256=ab\"c".parse().unwrap());
+        headers.insert("authorization", "Bearer secret".parse().unwrap());
+        assert_eq!(
+            headers_as_pairs(&headers),
+            r#"[["x-signature","sha256=ab\"c"]]"#
+        );
     }
 }

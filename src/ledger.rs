@@ -234,3 +234,12 @@ pub async fn record_error(pool: &SqlitePool, message: &str) -> Result<(), sqlx::
     .await?;
     Ok(())
 }
+
+/// [`record_error`] from a loop that is already handling the failure: when even the record
+/// cannot be written (often the same broken database), that is logged with its cause and
+/// the loop goes on.
+pub async fn note_error(pool: &SqlitePool, message: &str) {
+    if let Err(error) = record_error(pool, message).await {
+        tracing::error!(%error, last_error = message, "cannot record the last error for `status`");
+    }
+}

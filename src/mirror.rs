@@ -97,10 +97,6 @@ struct StateRow<'a> {
     stored: bool,
 }
 
-fn json<T: Serialize + ?Sized>(value: &T) -> String {
-    serde_json::to_string(value).unwrap_or_else(|_| "[]".into())
-}
-
 /// The current consent of some (organization, number) pairs, as stored.
 #[derive(Debug, Default)]
 pub struct ConsentStates(HashMap<(String, String), (Rank, Option<String>)>);
@@ -117,7 +113,7 @@ impl ConsentStates {
                                                 json(iif(s.opted_out, 'true', 'false')), s.lead_id))
              FROM json_each(?) AS k
              JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
-            json(keys),
+            db::json_param(keys)?,
         )
         .await?;
         Ok(Self(
@@ -250,7 +246,7 @@ pub async fn apply_consent_over(
              JOIN ledger AS l ON l.event_ref = k.value ->> 0
                              AND l.organization_id = k.value ->> 1
                              AND l.phone_number = k.value ->> 2",
-            json(&keys),
+            db::json_param(&keys)?,
         )
         .await?;
         found.sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
@@ -348,7 +344,7 @@ pub async fn holders_of(
          FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
          JOIN consent_state AS s ON s.phone_number = p.value",
     )
-    .bind(json(phones))
+    .bind(db::json_param(phones)?)
     .fetch_all(&mut *conn)
     .await?;
     let mut holders: HashMap<String, Vec<(String, Option<String>)>> = HashMap::new();
@@ -369,7 +365,7 @@ pub async fn locate_leads(
          SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
          JOIN consent_state AS s ON s.lead_id = k.value",
     )
-    .bind(json(lead_ids))
+    .bind(db::json_param(lead_ids)?)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
@@ -395,7 +391,7 @@ pub async fn upsert_leads(
     let stored: HashSet<String> = db::json_rows::<String, _>(
         conn,
         "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
-        json(&ids),
+        db::json_param(&ids)?,
     )
     .await?
     .into_iter()
@@ -432,7 +428,14 @@ pub async fn upsert_leads(
                      inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
                      content_hash, updated_at) "
             ));
-            insert.push_values(chunk, |mut row, (lead, observed_at)| {
+            // Encoded first, so that a lead that cannot be encoded is an error, not a row.
+            let columns = chunk
+                .iter()
+                .map(|(lead, _)| JsonColumns::of(lead))
+                .collect::<Result<Vec<_>, _>>()?;
+            let encoded = chunk.iter().zip(columns);
+            insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
+                let hash = content_hash(lead, &json.custom_fields);
                 row.push_bind(&lead.id)
                     .push_bind(&lead.organization_id)
                     .push_bind(&lead.phone_number)
@@ -443,13 +446,13 @@ pub async fn upsert_leads(
                     .push_bind(&lead.email)
                     .push_bind(&lead.postal_code)
                     .push_bind(&lead.phone_number_type)
-                    .push_bind(json(&lead.active_group_ids))
-                    .push_bind(json(&lead.inactive_group_ids))
-                    .push_bind(json(&lead.tag_ids))
-                    .push_bind(json(&lead.custom_fields))
+                    .push_bind(json.active_group_ids)
+                    .push_bind(json.inactive_group_ids)
+                    .push_bind(json.tag_ids)
+                    .push_bind(json.custom_fields)
                     .push_bind(&lead.created_at)
                     .push_bind(db::timestamp(*observed_at))
-                    .push_bind(content_hash(lead))
+                    .push_bind(hash)
                     .push_bind(&now);
             });
             insert.push(conflict);
@@ -462,9 +465,29 @@ pub async fn upsert_leads(
 /// Rows per INSERT: 18 parameters each, under SQLite's 32,766.
 const LEADS_PER_STATEMENT: usize = 1000;
 
-/// A hash of a lead's mirrored fields (consent excluded: it lives elsewhere). Should it
-/// change with a new toolchain, the next scan rewrites each lead once; nothing else.
-fn content_hash(lead: &Lead) -> i64 {
+/// A lead's JSON columns, as stored.
+struct JsonColumns {
+    active_group_ids: String,
+    inactive_group_ids: String,
+    tag_ids: String,
+    custom_fields: String,
+}
+
+impl JsonColumns {
+    fn of(lead: &Lead) -> Result<Self, sqlx::Error> {
+        Ok(Self {
+            active_group_ids: db::json_param(&lead.active_group_ids)?,
+            inactive_group_ids: db::json_param(&lead.inactive_group_ids)?,
+            tag_ids: db::json_param(&lead.tag_ids)?,
+            custom_fields: db::json_param(&lead.custom_fields)?,
+        })
+    }
+}
+
+/// A hash of a lead's mirrored fields (consent excluded: it lives elsewhere), with its
+/// custom fields as encoded. Should it change with a new toolchain, the next scan rewrites
+/// each lead once; nothing else.
+fn content_hash(lead: &Lead, custom_fields: &str) -> i64 {
     use std::hash::{Hash, Hasher};
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     // Every field but `global_opted_out`, without copying the lead.
@@ -489,7 +512,7 @@ fn content_hash(lead: &Lead) -> i64 {
             &lead.inactive_group_ids,
             &lead.tag_ids,
         ),
-        json(&lead.custom_fields),
+        custom_fields,
     )
         .hash(&mut hasher);
     hasher.finish() as i64
@@ -555,7 +578,7 @@ pub async fn apply_statuses(
          WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
              > (terminal, status_at, status, COALESCE(error_code, ''))",
     )
-    .bind(json(&rows))
+    .bind(db::json_param(&rows)?)
     .bind(db::timestamp(now))
     .execute(&mut *conn)
     .await?;

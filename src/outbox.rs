@@ -397,7 +397,7 @@ async fn write_deliveries(
                 conn,
                 "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
                  WHERE dedup_key IN (SELECT value FROM json_each(?))",
-                serde_json::to_string(&keys).unwrap_or_else(|_| "[]".into()),
+                db::json_param(&keys)?,
             )
             .await?;
             let found: HashMap<String, i64> = rows.into_iter().map(|(id, k)| (k, id)).collect();

@@ -238,9 +238,7 @@ impl Pusher {
                 .await?;
                 metrics::global().push(Push::Failed);
                 tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
-                let _ =
-                    crate::ledger::record_error(&self.pool, &format!("push {}: {error}", due.seq))
-                        .await;
+                crate::ledger::note_error(&self.pool, &format!("push {}: {error}", due.seq)).await;
                 Attempted::Failed { seq: due.seq }
             }
             Err(PushError::Transient(error)) => {
@@ -379,8 +377,7 @@ impl Pusher {
                 },
                 Err(error) => {
                     tracing::error!(%error, "the push queue failed; backing off");
-                    let _ =
-                        crate::ledger::record_error(&self.pool, &format!("pusher: {error}")).await;
+                    crate::ledger::note_error(&self.pool, &format!("pusher: {error}")).await;
                     QUEUE_FAILURE_PAUSE
                 }
             };
@@ -478,7 +475,7 @@ impl EchoMatcher {
              WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
              ORDER BY p.seq",
         )
-        .bind(serde_json::to_string(keys).unwrap_or_else(|_| "[]".into()))
+        .bind(db::json_param(keys)?)
         .fetch_all(&mut *conn)
         .await?;
         let parse = |t: &str| {

@@ -169,8 +169,7 @@ impl Worker {
                 }
                 Err(error) => {
                     tracing::error!(error = %error, batch = limit, "applying the outbox failed; backing off");
-                    let _ =
-                        crate::ledger::record_error(&self.pool, &format!("worker: {error}")).await;
+                    crate::ledger::note_error(&self.pool, &format!("worker: {error}")).await;
                     if limit == 1
                         && let Err(e) = self.record_failure(&error.to_string()).await
                     {
@@ -269,7 +268,7 @@ pub(crate) async fn apply_rows(
              WHERE id IN (SELECT value FROM json_each(?))",
     )
     .bind(db::timestamp(now))
-    .bind(serde_json::to_string(&applied).unwrap_or_else(|_| "[]".into()))
+    .bind(db::json_param(&applied)?)
     .execute(&mut *conn)
     .await?;
     Ok(Outcome {

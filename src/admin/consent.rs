@@ -106,7 +106,7 @@ pub async fn lookup(
          WHERE ?2 IS NULL OR s.organization_id = ?2
          ORDER BY k.key, s.organization_id",
     )
-    .bind(serde_json::to_string(&phones).unwrap_or_else(|_| "[]".into()))
+    .bind(crate::db::json_param(&phones)?)
     .bind(&request.organization_id)
     .fetch_all(&state.pool)
     .await?;

@@ -4,9 +4,19 @@ use super::CliError;
 use crate::settings::Settings;
 use crate::{app, db, telemetry};
 
+/// For tests only: when this variable is set, `serve` runs one more task, which panics at
+/// once, so a test can watch the real process stop and exit non-zero. Single underscore:
+/// it is not a configuration override.
+pub const PANIC_FOR_TESTS: &str = "OUTREACH_SYNC_TEST_PANIC";
+
 pub async fn serve(settings: Settings) -> Result<(), CliError> {
     telemetry::init(&settings.log);
-    let application = app::Application::build(settings).await?;
+    let mut application = app::Application::build(settings).await?;
+    if std::env::var_os(PANIC_FOR_TESTS).is_some() {
+        application.supervise("test-panic", |_| async {
+            panic!("{PANIC_FOR_TESTS} is set: a task panics, as asked");
+        });
+    }
     application
         .run_until_stopped(app::shutdown_on_signals())
         .await?;

@@ -24,4 +24,5 @@ mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;
 mod signature_vectors;
+mod supervise;
 mod v2;
