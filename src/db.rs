@@ -16,8 +16,12 @@ const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
 
-/// Migrations compiled into the binary.
-pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
+/// SQLite's migrations, compiled into the binary.
+pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
+
+/// PostgreSQL's migrations, compiled into the binary: the same schema written for
+/// PostgreSQL, for the replicated backend (`migrations/postgres`).
+pub static POSTGRES_MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// Why the database could not be opened or migrated.
 #[derive(Debug, thiserror::Error)]

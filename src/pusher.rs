@@ -3,7 +3,7 @@
 //! [`Pusher`] sends each queued change (v3: PATCH /leads `optOut`/`optIn`; v2: PUT
 //! /leads/{id} `globalOptedOut`), retrying with a persisted backoff;
 //! [`EchoMatcher`] recognises the webhook the service sends back for a pushed change (the
-//! rule is written out in `migrations/20261121000003_pushes.sql`).
+//! rule is written out in `migrations/sqlite/20261121000003_pushes.sql`).
 
 use std::sync::Arc;
 use std::time::Duration;

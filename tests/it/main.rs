@@ -17,6 +17,7 @@ mod export;
 mod ingest;
 mod logs;
 mod migrations;
+mod postgres;
 mod push;
 mod reconcile;
 mod reconcile_lease;
