@@ -64,6 +64,20 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .disable_statement_logging())
 }
 
+/// Applies PostgreSQL's migrations to the database at `url`; replicas doing so at once
+/// apply each migration once (the migrator holds an advisory lock).
+pub async fn migrate_postgres(url: &str) -> Result<(), DbError> {
+    use sqlx::Connection as _;
+    // The parser's own error may quote the URL, password and all.
+    let options: sqlx::postgres::PgConnectOptions = url
+        .parse()
+        .map_err(|_| sqlx::Error::Configuration("database.url is not a PostgreSQL URL".into()))?;
+    let mut conn = sqlx::PgConnection::connect_with(&options).await?;
+    POSTGRES_MIGRATOR.run(&mut conn).await?;
+    conn.close().await?;
+    Ok(())
+}
+
 /// A pool for readers and short writes.
 pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
     let options = connect_options(settings)?;

@@ -49,16 +49,23 @@ pub struct Settings {
     pub consent: ConsentSettings,
     pub admin: AdminSettings,
     pub log: LogSettings,
+    pub replica: ReplicaSettings,
 }
 
 /// `[database]`
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DatabaseSettings {
-    /// `sqlite://PATH`; the file is created if missing.
+    /// `sqlite://PATH` (the file is created if missing) or `postgres://USER@HOST:PORT/DB`
+    /// (also `postgresql://`). A password in the URL is a secret: it is redacted wherever
+    /// the configuration is shown.
+    #[serde(serialize_with = "redact_url")]
     pub url: String,
-    /// `full`: an acknowledged delivery survives power loss. `normal`: it survives a crash of
-    /// the process but not of the machine.
+    /// A file holding the URL, read instead of `url` (for a URL with a password).
+    pub url_file: Option<PathBuf>,
+    /// SQLite: `full`: an acknowledged delivery survives power loss. `normal`: it survives a
+    /// crash of the process but not of the machine. PostgreSQL keeps the server's own
+    /// durability, which the daemon never lowers.
     pub synchronous: Synchronous,
 }
 
@@ -66,7 +73,70 @@ impl Default for DatabaseSettings {
     fn default() -> Self {
         Self {
             url: "sqlite:///var/lib/outreach-sync/outreach-sync.db".into(),
+            url_file: None,
             synchronous: Synchronous::Full,
+        }
+    }
+}
+
+impl std::fmt::Debug for DatabaseSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DatabaseSettings")
+            .field("url", &redacted_url(&self.url))
+            .field("url_file", &self.url_file)
+            .field("synchronous", &self.synchronous)
+            .finish()
+    }
+}
+
+/// The backend `database.url` names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded default: one file, one `serve`.
+    Sqlite(PathBuf),
+    /// A PostgreSQL server, shared by any number of replicas.
+    Postgres,
+}
+
+/// `url` with its password, if any, replaced by [`REDACTED`].
+pub fn redacted_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(parsed) => match parsed.password() {
+            // As written in the URL (percent-encoded), between the user's `:` and the `@`.
+            Some(password) => {
+                let shown = parsed.to_string();
+                shown.replacen(&format!(":{password}@"), &format!(":{REDACTED}@"), 1)
+            }
+            None => url.to_owned(),
+        },
+        // Not a URL the redaction can read: show nothing of it past its scheme.
+        Err(_) => match url.split_once("://") {
+            Some((scheme, rest)) if rest.contains('@') => format!("{scheme}://{REDACTED}"),
+            _ => url.to_owned(),
+        },
+    }
+}
+
+fn redact_url<S: Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&redacted_url(url))
+}
+
+/// `[replica]`: this process among the replicas of one PostgreSQL database.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicaSettings {
+    /// How this replica is listed in `status`; empty: the host name and the process id.
+    pub name: String,
+    /// How long the leader's lease lasts without renewal; a dead leader is replaced within
+    /// two lease periods.
+    pub lease_secs: u64,
+}
+
+impl Default for ReplicaSettings {
+    fn default() -> Self {
+        Self {
+            name: String::new(),
+            lease_secs: 15,
         }
     }
 }
@@ -384,6 +454,10 @@ impl Settings {
     }
 
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
+        if let Some(path) = &self.database.url_file {
+            let text = read_secret_file("database.url_file", path)?;
+            self.database.url = text.trim().to_owned();
+        }
         if let Some(path) = &self.webhook.secrets_file {
             let text = read_secret_file("webhook.secrets_file", path)?;
             self.webhook.secrets.extend(lines_as_secrets(&text));
@@ -401,7 +475,13 @@ impl Settings {
 
     /// Checks every value that deserialization alone cannot.
     pub fn validate(&self) -> Result<(), SettingsError> {
-        self.database_path()?;
+        self.backend()?;
+        if self.replica.lease_secs < 2 {
+            return Err(SettingsError::invalid(
+                "replica.lease_secs",
+                "must be at least 2 (the lease is renewed three times per period)",
+            ));
+        }
         parse_bind("ingest.bind", &self.ingest.bind)?;
         parse_bind("admin.bind", &self.admin.bind)?;
         if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {
@@ -524,13 +604,32 @@ impl Settings {
         Ok(())
     }
 
-    /// The SQLite file named by `database.url`.
-    pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
+    /// The backend `database.url` names.
+    pub fn backend(&self) -> Result<Backend, SettingsError> {
         let url = self.database.url.as_str();
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            return url
+                .parse::<sqlx::postgres::PgConnectOptions>()
+                .map(|_| Backend::Postgres)
+                .map_err(|_| {
+                    SettingsError::invalid(
+                        "database.url",
+                        format!(
+                            "`{}` is not a PostgreSQL URL (postgres://USER@HOST:PORT/DB)",
+                            redacted_url(url)
+                        ),
+                    )
+                });
+        }
         let rest = url
             .strip_prefix("sqlite://")
             .or_else(|| url.strip_prefix("sqlite:"))
-            .ok_or_else(|| SettingsError::invalid("database.url", "must start with `sqlite://`"))?;
+            .ok_or_else(|| {
+                SettingsError::invalid(
+                    "database.url",
+                    "must start with `sqlite://` or `postgres://`",
+                )
+            })?;
         let path = rest.split('?').next().unwrap_or_default();
         if path.is_empty() || path == ":memory:" {
             return Err(SettingsError::invalid(
@@ -538,7 +637,20 @@ impl Settings {
                 "must name a file: the outbox has to survive a restart",
             ));
         }
-        Ok(PathBuf::from(path))
+        Ok(Backend::Sqlite(PathBuf::from(path)))
+    }
+
+    /// The SQLite file named by `database.url`; an error naming the key for PostgreSQL,
+    /// which so far only `migrate` supports.
+    pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
+        match self.backend()? {
+            Backend::Sqlite(path) => Ok(path),
+            Backend::Postgres => Err(SettingsError::invalid(
+                "database.url",
+                "PostgreSQL is supported by `migrate` only so far; the other commands need a \
+                 sqlite:// database",
+            )),
+        }
     }
 
     /// The ingest listener address.
@@ -637,6 +749,63 @@ mod tests {
             settings.database_path().unwrap(),
             PathBuf::from("/tmp/x.db")
         );
+    }
+
+    fn with_database(url: &str) -> Result<Settings, SettingsError> {
+        Settings::load_from(
+            None,
+            &env(&[
+                ("OUTREACH_SYNC__WEBHOOK__SECRETS", "one"),
+                ("OUTREACH_SYNC__DATABASE__URL", url),
+            ]),
+        )
+    }
+
+    #[test]
+    fn a_postgres_url_is_accepted_and_its_password_never_shown() {
+        let url = "postgres://sync:s3cr%2Ft@db.example.org:5432/consent";
+        let settings = with_database(url).expect("valid");
+        assert_eq!(settings.backend().unwrap(), Backend::Postgres);
+        let shown = "postgres://sync:[redacted]@db.example.org:5432/consent";
+        assert!(settings.redacted_toml().contains(shown));
+        let debug = format!("{settings:?}");
+        assert!(debug.contains(shown), "{debug}");
+        for text in [settings.redacted_toml(), debug] {
+            assert!(!text.contains("s3cr"), "{text}");
+        }
+        let postgresql = with_database("postgresql://sync@db.example.org/consent").unwrap();
+        assert_eq!(postgresql.backend().unwrap(), Backend::Postgres);
+        assert!(
+            postgresql
+                .redacted_toml()
+                .contains("postgresql://sync@db.example.org/consent")
+        );
+    }
+
+    #[test]
+    fn a_database_url_of_no_known_backend_names_the_key() {
+        for url in [
+            "mysql://db/consent",
+            "/var/lib/x.db",
+            "sqlite://",
+            "postgres://[::1",
+        ] {
+            let error = with_database(url).unwrap_err().to_string();
+            assert!(error.contains("`database.url`"), "{url}: {error}");
+        }
+    }
+
+    #[test]
+    fn a_lease_too_short_to_renew_names_the_key() {
+        let error = Settings::load_from(
+            None,
+            &env(&[
+                ("OUTREACH_SYNC__WEBHOOK__SECRETS", "one"),
+                ("OUTREACH_SYNC__REPLICA__LEASE_SECS", "1"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(error.to_string().contains("replica.lease_secs"), "{error}");
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! `serve`, `migrate` and `check-config`.
 
 use super::CliError;
-use crate::settings::Settings;
+use crate::settings::{Backend, Settings, redacted_url};
 use crate::{app, db, telemetry};
 
 /// For tests only: when this variable is set, `serve` runs one more task, which panics at
@@ -24,12 +24,22 @@ pub async fn serve(settings: Settings) -> Result<(), CliError> {
 }
 
 pub async fn migrate(settings: Settings) -> Result<(), CliError> {
-    let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    println!(
-        "migrations applied to {}",
-        settings.database_path()?.display()
-    );
+    match settings.backend()? {
+        Backend::Sqlite(path) => {
+            let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
+            db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+            println!("migrations applied to {}", path.display());
+        }
+        Backend::Postgres => {
+            db::migrate_postgres(&settings.database.url)
+                .await
+                .map_err(anyhow::Error::from)?;
+            println!(
+                "migrations applied to {}",
+                redacted_url(&settings.database.url)
+            );
+        }
+    }
     Ok(())
 }
 

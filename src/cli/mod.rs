@@ -182,23 +182,31 @@ fn chain(error: &CliError) -> String {
     }
 }
 
+/// The configuration of a command that opens the database: one on a backend it runs on
+/// (so far every command but `migrate` needs SQLite), or an error naming `database.url`.
+fn load_for_database(config: Option<&std::path::Path>) -> Result<Settings, CliError> {
+    let settings = Settings::load(config)?;
+    settings.database_path()?;
+    Ok(settings)
+}
+
 /// Runs one parsed command.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
-        Command::Serve => daemon::serve(Settings::load(config)?).await,
+        Command::Serve => daemon::serve(load_for_database(config)?).await,
         Command::Migrate => daemon::migrate(Settings::load(config)?).await,
         Command::CheckConfig => daemon::check_config(Settings::load(config)?, cli.json),
         Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,
-        } => webhooks::diagnose_rejected(Settings::load(config)?, cli.json).await,
+        } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
         Command::Consent {
             phone,
             organization,
         } => {
             read::consent(
-                &Settings::load(config)?,
+                &load_for_database(config)?,
                 &phone,
                 organization.as_deref(),
                 cli.json,
@@ -210,7 +218,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             organization,
         } => {
             read::history(
-                &Settings::load(config)?,
+                &load_for_database(config)?,
                 &phone,
                 organization.as_deref(),
                 cli.json,
@@ -218,16 +226,16 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             .await
         }
         Command::Events { quarantined, limit } => {
-            read::events(&Settings::load(config)?, quarantined, limit, cli.json).await
+            read::events(&load_for_database(config)?, quarantined, limit, cli.json).await
         }
         Command::Replay { quarantined, id } => {
             let selection = match (quarantined, id) {
                 (_, Some(id)) => crate::worker::Requeue::Id(id),
                 _ => crate::worker::Requeue::Quarantined,
             };
-            read::replay(&Settings::load(config)?, selection, cli.json).await
+            read::replay(&load_for_database(config)?, selection, cli.json).await
         }
-        Command::Status => read::status(&Settings::load(config)?, cli.json).await,
+        Command::Status => read::status(&load_for_database(config)?, cli.json).await,
         Command::Reconcile {
             organizations,
             leads,
@@ -239,7 +247,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 leads: leads || !messages,
                 messages: messages || !leads,
             };
-            daemon::reconcile(Settings::load(config)?, request, cli.json).await
+            daemon::reconcile(load_for_database(config)?, request, cli.json).await
         }
         Command::Demo(args) => Ok(crate::demo::run(args).await?),
         Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
@@ -256,7 +264,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 tag_id: tag,
                 reason,
             };
-            consent::change(&Settings::load(config)?, change, cli.json).await
+            consent::change(&load_for_database(config)?, change, cli.json).await
         }
         Command::OptIn {
             phone,
@@ -270,13 +278,13 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 tag_id: None,
                 reason,
             };
-            consent::change(&Settings::load(config)?, change, cli.json).await
+            consent::change(&load_for_database(config)?, change, cli.json).await
         }
         Command::Export {
             dataset,
             format,
             since,
             output,
-        } => consent::export(&Settings::load(config)?, dataset, format, since, output).await,
+        } => consent::export(&load_for_database(config)?, dataset, format, since, output).await,
     }
 }

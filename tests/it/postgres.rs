@@ -240,3 +240,54 @@ async fn a_ledger_seq_is_taken_only_after_the_previous_appender_commits() {
     pool.close().await;
     database.drop().await;
 }
+
+/// The binary with `database.url` pointing at `url`.
+fn command_on(url: &str, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_outreach-sync"))
+        .args(args)
+        .env("OUTREACH_SYNC__DATABASE__URL", url)
+        .env("OUTREACH_SYNC__WEBHOOK__SECRETS", "unused-here")
+        .output()
+        .expect("run outreach-sync")
+}
+
+#[tokio::test]
+async fn migrate_applies_the_postgres_schema_and_never_shows_the_password() {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let user = database.options.get_username().to_owned();
+    let (host, port) = (database.options.get_host(), database.options.get_port());
+    // Trust authentication takes any password: this one must not be shown.
+    let url = format!("postgres://{user}:pa55word@{host}:{port}/{}", database.name);
+    for _ in 0..2 {
+        let migrated = command_on(&url, &["migrate"]);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&migrated.stdout),
+            String::from_utf8_lossy(&migrated.stderr),
+        );
+        assert!(migrated.status.success(), "{stderr}");
+        assert!(stdout.contains(":[redacted]@"), "{stdout}");
+        assert!(!format!("{stdout}{stderr}").contains("pa55word"));
+    }
+    let pool = database.pool().await;
+    let views: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM information_schema.views
+         WHERE table_name IN ('consent_current', 'consent_ledger')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(views, 2);
+
+    // The rest of the commands do not run on PostgreSQL yet, and say so.
+    let status = command_on(&url, &["status"]);
+    let stderr = String::from_utf8_lossy(&status.stderr);
+    assert_eq!(status.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`database.url`") && !stderr.contains("pa55word"),
+        "{stderr}"
+    );
+    pool.close().await;
+    database.drop().await;
+}
