@@ -132,34 +132,53 @@ impl Leases {
 /// is not any more. A renewal that fails on the database is tried again at the next tick:
 /// the lease outlives two failed renewals.
 async fn renew(pool: SqlitePool, names: Vec<String>, holder: String, lost: CancellationToken) {
-    let ttl_ms = LEASE_TTL.as_millis() as i64;
     let mut ticker = tokio::time::interval(RENEW_EVERY);
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        for name in &names {
-            let renewed = sqlx::query(&format!(
-                "UPDATE leases SET expires_ms = {NOW_MS} + ? WHERE name = ? AND holder = ?"
-            ))
-            .bind(ttl_ms)
-            .bind(name)
-            .bind(&holder)
-            .execute(&pool)
-            .await;
-            match renewed {
-                Ok(done) if done.rows_affected() == 1 => {}
-                Ok(_) => {
-                    tracing::error!(lease = %name, %holder, "lease taken by another holder; stopping the work it guards");
-                    lost.cancel();
-                    return;
-                }
-                Err(error) => {
-                    tracing::warn!(lease = %name, %error, "cannot renew a lease; trying again");
-                }
+        match renew_once(&pool, &names, &holder).await {
+            Ok(Renewal::Renewed) => {}
+            Ok(Renewal::TakenOver(name)) => {
+                tracing::error!(lease = %name, %holder, "lease taken by another holder; stopping the work it guards");
+                lost.cancel();
+                return;
+            }
+            Err(error) => {
+                tracing::warn!(%error, %holder, "cannot renew a lease; trying again");
             }
         }
     }
+}
+
+/// What one renewal found.
+#[derive(Debug, PartialEq, Eq)]
+enum Renewal {
+    Renewed,
+    /// This lease has another holder now.
+    TakenOver(String),
+}
+
+async fn renew_once(
+    pool: &SqlitePool,
+    names: &[String],
+    holder: &str,
+) -> Result<Renewal, sqlx::Error> {
+    let ttl_ms = LEASE_TTL.as_millis() as i64;
+    for name in names {
+        let renewed = sqlx::query(&format!(
+            "UPDATE leases SET expires_ms = {NOW_MS} + ? WHERE name = ? AND holder = ?"
+        ))
+        .bind(ttl_ms)
+        .bind(name)
+        .bind(holder)
+        .execute(pool)
+        .await?;
+        if renewed.rows_affected() == 0 {
+            return Ok(Renewal::TakenOver(name.clone()));
+        }
+    }
+    Ok(Renewal::Renewed)
 }
 
 /// A name for this process as a lease holder: host and process id, so an operator can tell
@@ -171,4 +190,77 @@ pub fn process_holder() -> String {
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "localhost".to_owned());
     format!("{host}:{}", std::process::id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn database() -> (tempfile::TempDir, SqlitePool) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut settings = crate::settings::Settings::default();
+        settings.database.url = format!("sqlite://{}", dir.path().join("l.db").display());
+        let pool = crate::db::pool(&settings).await.unwrap();
+        crate::db::migrate(&pool).await.unwrap();
+        (dir, pool)
+    }
+
+    async fn expires_ms(pool: &SqlitePool, name: &str) -> i64 {
+        sqlx::query_scalar("SELECT expires_ms FROM leases WHERE name = ?")
+            .bind(name)
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_held_lease_is_refused_to_others_all_or_nothing() {
+        let (_dir, pool) = database().await;
+        let mine = Leases::acquire(&pool, vec!["b".into()], "me")
+            .await
+            .unwrap();
+        let refused = Leases::acquire(&pool, vec!["a".into(), "b".into()], "you").await;
+        let Err(LeaseError::Held(held)) = refused else {
+            panic!("b is mine");
+        };
+        assert_eq!((held.name.as_str(), held.holder.as_str()), ("b", "me"));
+        assert!(held.expires_in_secs > 0 && held.expires_in_secs <= 60);
+        let names: Vec<String> = sqlx::query_scalar("SELECT name FROM leases ORDER BY name")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+        assert_eq!(names, ["b"], "nothing of a refused set is taken");
+        mine.release().await.unwrap();
+        assert!(
+            Leases::acquire(&pool, vec!["a".into(), "b".into()], "you")
+                .await
+                .is_ok()
+        );
+    }
+
+    #[tokio::test]
+    async fn a_renewal_extends_a_lease_and_notices_a_takeover() {
+        let (_dir, pool) = database().await;
+        let names = vec!["r".to_owned()];
+        let _mine = Leases::acquire(&pool, names.clone(), "me").await.unwrap();
+        sqlx::query("UPDATE leases SET expires_ms = expires_ms - 50000")
+            .execute(&pool)
+            .await
+            .unwrap();
+        let before = expires_ms(&pool, "r").await;
+        assert_eq!(
+            renew_once(&pool, &names, "me").await.unwrap(),
+            Renewal::Renewed
+        );
+        assert!(expires_ms(&pool, "r").await >= before + 49_000);
+        // Stalled past its lapse, the lease went to another holder.
+        sqlx::query("UPDATE leases SET holder = 'you'")
+            .execute(&pool)
+            .await
+            .unwrap();
+        assert_eq!(
+            renew_once(&pool, &names, "me").await.unwrap(),
+            Renewal::TakenOver("r".into())
+        );
+    }
 }
