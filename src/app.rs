@@ -19,6 +19,7 @@ use crate::client::ServiceClient;
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
+use crate::replica::Replica;
 use crate::settings::Settings;
 use crate::worker::Worker;
 use crate::{admin, db, ingest, outbox, upstream};
@@ -140,17 +141,39 @@ impl Application {
         });
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        // Tasks that talk to the service start only when a client is configured.
-        if let Some(client) = &client {
-            let reconciler = Reconciler::new(pool.clone(), client.clone(), &settings.reconcile);
-            tasks.add("reconciler", move |shutdown| {
-                reconciler.clone().run_scheduled(shutdown).map(Ok)
-            });
-            let pusher = Pusher::new(pool.clone(), client.clone(), wake.clone());
-            tasks.add("pusher", move |shutdown| {
-                pusher.clone().run(shutdown).map(Ok)
-            });
-        }
+        // The singleton work runs on the leader alone: the reconciler's schedule and the
+        // pusher, when a client is configured (they talk to the service).
+        let singletons = client.as_ref().map(|client| {
+            (
+                Reconciler::new(pool.clone(), client.clone(), &settings.reconcile),
+                Pusher::new(pool.clone(), client.clone(), wake.clone()),
+            )
+        });
+        let replica = Replica::new(pool.clone(), &settings.replica);
+        replica
+            .heartbeat()
+            .await
+            .context("registering this replica")?;
+        tasks.add("leader", move |shutdown| {
+            let singletons = singletons.clone();
+            replica
+                .clone()
+                .run(shutdown, move |stop| {
+                    let singletons = singletons.clone();
+                    async move {
+                        match singletons {
+                            Some((reconciler, pusher)) => {
+                                tokio::join!(
+                                    reconciler.run_scheduled(stop.clone()),
+                                    pusher.run(stop)
+                                );
+                            }
+                            None => stop.cancelled().await,
+                        }
+                    }
+                })
+                .map(Ok)
+        });
         let admin = admin::router(admin::AdminState::new(
             pool.clone(),
             settings.admin.tokens.clone(),

@@ -15,12 +15,9 @@ use tokio_util::task::AbortOnDropHandle;
 
 /// How long a lease lasts without renewal.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
-/// How often a held lease is renewed: a third of its life, so two renewals may fail in a
-/// row before it lapses.
-const RENEW_EVERY: Duration = Duration::from_secs(20);
 
 /// Now, in Unix milliseconds, on the database's clock.
-const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
 
 /// A lease someone else holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -49,15 +46,43 @@ pub struct Leases {
     _renewal: AbortOnDropHandle<()>,
 }
 
+/// How long leases last without renewal, and how often they are renewed (a third of it).
+#[derive(Debug, Clone, Copy)]
+struct Term {
+    ttl: Duration,
+}
+
+impl Term {
+    fn ttl_ms(self) -> i64 {
+        i64::try_from(self.ttl.as_millis()).unwrap_or(i64::MAX)
+    }
+
+    fn renew_every(self) -> Duration {
+        self.ttl / 3
+    }
+}
+
 impl Leases {
-    /// Takes every lease of `names` for `holder`, or none of them: if one is held by
-    /// another holder and has not lapsed, nothing is taken and that holder is named.
+    /// Takes every lease of `names` for `holder` for [`LEASE_TTL`], or none of them: if one
+    /// is held by another holder and has not lapsed, nothing is taken and that holder is
+    /// named.
     pub async fn acquire(
         pool: &SqlitePool,
         names: Vec<String>,
         holder: &str,
     ) -> Result<Self, LeaseError> {
-        let ttl_ms = LEASE_TTL.as_millis() as i64;
+        Self::acquire_for(pool, names, holder, LEASE_TTL).await
+    }
+
+    /// [`Leases::acquire`] with a lifetime of `ttl` (renewed every third of it).
+    pub async fn acquire_for(
+        pool: &SqlitePool,
+        names: Vec<String>,
+        holder: &str,
+        ttl: Duration,
+    ) -> Result<Self, LeaseError> {
+        let term = Term { ttl };
+        let ttl_ms = term.ttl_ms();
         let mut tx = pool.begin().await?;
         for name in &names {
             let taken = sqlx::query(&format!(
@@ -97,6 +122,7 @@ impl Leases {
             pool.clone(),
             names.clone(),
             holder.to_owned(),
+            term,
             lost.clone(),
         ));
         Ok(Self {
@@ -128,16 +154,22 @@ impl Leases {
     }
 }
 
-/// Extends the leases every [`RENEW_EVERY`] while they are ours; cancels `lost` when one
-/// is not any more. A renewal that fails on the database is tried again at the next tick:
-/// the lease outlives two failed renewals.
-async fn renew(pool: SqlitePool, names: Vec<String>, holder: String, lost: CancellationToken) {
-    let mut ticker = tokio::time::interval(RENEW_EVERY);
+/// Extends the leases every third of their term while they are ours; cancels `lost` when
+/// one is not any more. A renewal that fails on the database is tried again at the next
+/// tick: the lease outlives two failed renewals.
+async fn renew(
+    pool: SqlitePool,
+    names: Vec<String>,
+    holder: String,
+    term: Term,
+    lost: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(term.renew_every());
     ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     ticker.tick().await;
     loop {
         ticker.tick().await;
-        match renew_once(&pool, &names, &holder).await {
+        match renew_once(&pool, &names, &holder, term).await {
             Ok(Renewal::Renewed) => {}
             Ok(Renewal::TakenOver(name)) => {
                 tracing::error!(lease = %name, %holder, "lease taken by another holder; stopping the work it guards");
@@ -163,8 +195,9 @@ async fn renew_once(
     pool: &SqlitePool,
     names: &[String],
     holder: &str,
+    term: Term,
 ) -> Result<Renewal, sqlx::Error> {
-    let ttl_ms = LEASE_TTL.as_millis() as i64;
+    let ttl_ms = term.ttl_ms();
     for name in names {
         let renewed = sqlx::query(&format!(
             "UPDATE leases SET expires_ms = {NOW_MS} + ? WHERE name = ? AND holder = ?"
@@ -249,7 +282,9 @@ mod tests {
             .unwrap();
         let before = expires_ms(&pool, "r").await;
         assert_eq!(
-            renew_once(&pool, &names, "me").await.unwrap(),
+            renew_once(&pool, &names, "me", Term { ttl: LEASE_TTL })
+                .await
+                .unwrap(),
             Renewal::Renewed
         );
         assert!(expires_ms(&pool, "r").await >= before + 49_000);
@@ -259,7 +294,9 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            renew_once(&pool, &names, "me").await.unwrap(),
+            renew_once(&pool, &names, "me", Term { ttl: LEASE_TTL })
+                .await
+                .unwrap(),
             Renewal::TakenOver("r".into())
         );
     }

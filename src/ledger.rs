@@ -153,6 +153,8 @@ pub struct Status {
     pub reconciliation_in_progress: Vec<String>,
     /// Local consent changes and their push to the service.
     pub pushes: crate::pusher::PushCounts,
+    /// The processes serving this database, heard from in the last minute, and the leader.
+    pub replicas: Vec<crate::replica::ReplicaSeen>,
 }
 
 /// The last reconciliation of one organization.
@@ -206,6 +208,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
     )
     .fetch_all(pool)
     .await?;
+    let replicas = crate::replica::seen(pool).await?;
     Ok(Status {
         backlog,
         quarantined,
@@ -219,6 +222,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         reconciliation,
         reconciliation_in_progress,
         pushes: crate::pusher::counts(pool).await?,
+        replicas,
     })
 }
 

@@ -33,6 +33,8 @@ pub mod outbox;
 pub mod pusher;
 /// The scheduled reconciler.
 pub mod reconcile;
+/// This process among the replicas of a database: heartbeat and the leader's lease.
+pub mod replica;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.

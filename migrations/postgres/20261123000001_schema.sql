@@ -1,5 +1,5 @@
 -- The whole schema on PostgreSQL, equal in meaning to the SQLite migrations up to
--- 20261123000001_leases, written for PostgreSQL: native times, booleans, bytes and jsonb.
+-- 20261123000002_replicas, written for PostgreSQL: native times, booleans, bytes and jsonb.
 -- Replicas that start at once apply it once: sqlx's migrator holds an advisory lock.
 
 -- Every verified delivery, as received, before it is acknowledged.
@@ -193,6 +193,14 @@ CREATE TABLE leases (
     holder      TEXT   NOT NULL,
     acquired_ms BIGINT NOT NULL,
     expires_ms  BIGINT NOT NULL
+);
+
+-- The processes serving this database, by heartbeat, for `status`; the leader is the
+-- holder of the `leader` lease.
+CREATE TABLE replicas (
+    name         TEXT PRIMARY KEY,
+    started_ms   BIGINT NOT NULL,
+    last_seen_ms BIGINT NOT NULL
 );
 
 -- The stable views other tools may read: the same names and columns as on SQLite.

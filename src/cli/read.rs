@@ -226,5 +226,16 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
         Some(e) => println!("last error:            {} at {}", e.message, e.at),
         None => println!("last error:            none"),
     }
+    if status.replicas.is_empty() {
+        println!("replicas:              none running");
+    }
+    for replica in &status.replicas {
+        println!(
+            "replica:               {} (last seen {}){}",
+            replica.name,
+            replica.last_seen,
+            if replica.leader { ", leader" } else { "" }
+        );
+    }
     Ok(())
 }

@@ -21,6 +21,7 @@ mod postgres;
 mod push;
 mod reconcile;
 mod reconcile_lease;
+mod replicas;
 mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;

@@ -1,0 +1,185 @@
+//! This process among the replicas of one database: its heartbeat (so `status` lists who
+//! is serving), and the leader's lease, under which the singleton work runs (the
+//! reconciler's schedule and the pusher: two of them at once would scan and push twice).
+//!
+//! Every replica tries for the lease every third of a lease period. The leader renews it
+//! at the same pace; a leader that dies stops renewing, its lease lapses after one period,
+//! and another replica takes it at its next try: within two periods. A leader that stops
+//! cleanly gives the lease back at once. A leader that finds its lease taken (it stalled
+//! past a period) stops its duties at their next safe point and tries again like the rest.
+
+use std::future::Future;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::SqlitePool;
+use tokio_util::sync::CancellationToken;
+
+use crate::lease::{self, LeaseError, Leases, NOW_MS};
+use crate::settings::ReplicaSettings;
+
+/// The lease the leader holds.
+pub const LEADER_LEASE: &str = "leader";
+/// Replicas not heard from for this long are no longer listed.
+const LISTED_FOR_MS: i64 = 60_000;
+/// Replicas not heard from for this long are forgotten.
+const FORGOTTEN_AFTER_MS: i64 = 7 * 24 * 3600 * 1000;
+
+/// This process as a replica.
+#[derive(Debug, Clone)]
+pub struct Replica {
+    pool: SqlitePool,
+    name: String,
+    lease: Duration,
+}
+
+/// A replica as `status` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSeen {
+    pub name: String,
+    pub last_seen: String,
+    pub leader: bool,
+}
+
+impl Replica {
+    /// `[replica]` settings: the name (default: host and process id) and lease period.
+    pub fn new(pool: SqlitePool, settings: &ReplicaSettings) -> Self {
+        let name = match settings.name.trim() {
+            "" => lease::process_holder(),
+            name => name.to_owned(),
+        };
+        Self::with_lease(pool, name, Duration::from_secs(settings.lease_secs))
+    }
+
+    /// A replica with a lease period of `lease` (tests use short ones).
+    pub fn with_lease(pool: SqlitePool, name: String, lease: Duration) -> Self {
+        Self { pool, name, lease }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Says this replica is alive; forgets replicas long gone.
+    pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
+        sqlx::query(&format!(
+            "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES (?1, {NOW_MS}, {NOW_MS})
+             ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
+        ))
+        .bind(&self.name)
+        .execute(&self.pool)
+        .await?;
+        sqlx::query(&format!(
+            "DELETE FROM replicas WHERE last_seen_ms < {NOW_MS} - ?"
+        ))
+        .bind(FORGOTTEN_AFTER_MS)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// The leader's lease if it is free (or already ours); `None` while another leads.
+    pub async fn try_lead(&self) -> Result<Option<Leases>, sqlx::Error> {
+        let names = vec![LEADER_LEASE.to_owned()];
+        match Leases::acquire_for(&self.pool, names, &self.name, self.lease).await {
+            Ok(lease) => Ok(Some(lease)),
+            Err(LeaseError::Held(_)) => Ok(None),
+            Err(LeaseError::Database(error)) => Err(error),
+        }
+    }
+
+    /// Runs until `shutdown`: a heartbeat every third of a lease period and, whenever this
+    /// replica holds the leader's lease, `duties` (given a token cancelled when the lease is
+    /// lost or the daemon stops; they must return once it is).
+    pub async fn run<F, Fut>(self, shutdown: CancellationToken, duties: F)
+    where
+        F: Fn(CancellationToken) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        tokio::join!(self.beat(&shutdown), self.lead(&shutdown, duties));
+    }
+
+    async fn beat(&self, shutdown: &CancellationToken) {
+        let mut ticker = tokio::time::interval(self.lease / 3);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            if let Err(error) = self.heartbeat().await {
+                tracing::warn!(%error, replica = %self.name, "cannot record the replica's heartbeat");
+            }
+        }
+    }
+
+    async fn lead<F, Fut>(&self, shutdown: &CancellationToken, duties: F)
+    where
+        F: Fn(CancellationToken) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let mut ticker = tokio::time::interval(self.lease / 3);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            let lease = match self.try_lead().await {
+                Ok(Some(lease)) => lease,
+                Ok(None) => continue,
+                Err(error) => {
+                    tracing::warn!(%error, replica = %self.name, "cannot try for the leader's lease");
+                    continue;
+                }
+            };
+            tracing::info!(replica = %self.name, "leading: the reconciler's schedule and the pusher run here");
+            let stop = shutdown.child_token();
+            let work = duties(stop.clone());
+            tokio::pin!(work);
+            tokio::select! {
+                () = &mut work => {}
+                () = lease.lost().cancelled() => {
+                    tracing::warn!(replica = %self.name, "the leader's lease was taken over; stopping the leader's work");
+                    stop.cancel();
+                    work.await;
+                }
+            }
+            if !lease.lost().is_cancelled()
+                && let Err(error) = lease.release().await
+            {
+                tracing::warn!(%error, "cannot give the leader's lease back; it lapses on its own");
+            }
+            if shutdown.is_cancelled() {
+                return;
+            }
+        }
+    }
+}
+
+/// The replicas heard from in the last minute, and which one leads.
+pub async fn seen(pool: &SqlitePool) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
+    let rows: Vec<(String, i64, bool)> = sqlx::query_as(&format!(
+        "SELECT r.name, r.last_seen_ms, l.name IS NOT NULL
+         FROM replicas r
+         LEFT JOIN leases l ON l.name = ?1 AND l.holder = r.name AND l.expires_ms > {NOW_MS}
+         WHERE r.last_seen_ms > {NOW_MS} - ?2
+         ORDER BY r.name"
+    ))
+    .bind(LEADER_LEASE)
+    .bind(LISTED_FOR_MS)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(name, last_seen_ms, leader)| ReplicaSeen {
+            name,
+            last_seen: DateTime::<Utc>::from_timestamp_millis(last_seen_ms)
+                .map(crate::db::timestamp)
+                .unwrap_or_default(),
+            leader,
+        })
+        .collect())
+}
