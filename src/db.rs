@@ -16,6 +16,9 @@ const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
 
+/// `migrate --from`: a SQLite database copied into PostgreSQL.
+pub mod copy;
+
 /// SQLite's migrations, compiled into the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
 

@@ -23,22 +23,65 @@ pub async fn serve(settings: Settings) -> Result<(), CliError> {
     Ok(())
 }
 
-pub async fn migrate(settings: Settings) -> Result<(), CliError> {
-    match settings.backend()? {
-        Backend::Sqlite(path) => {
+pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), CliError> {
+    match (settings.backend()?, from) {
+        (Backend::Sqlite(path), None) => {
             let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
             db::migrate(&pool).await.map_err(anyhow::Error::from)?;
             println!("migrations applied to {}", path.display());
         }
-        Backend::Postgres => {
+        (Backend::Sqlite(_), Some(_)) => {
+            return Err(CliError::Usage(
+                "migrate --from copies into PostgreSQL: set database.url to a postgres:// URL"
+                    .into(),
+            ));
+        }
+        (Backend::Postgres, from) => {
+            let target = redacted_url(&settings.database.url);
             db::migrate_postgres(&settings.database.url)
                 .await
                 .map_err(anyhow::Error::from)?;
-            println!(
-                "migrations applied to {}",
-                redacted_url(&settings.database.url)
-            );
+            println!("migrations applied to {target}");
+            if let Some(from) = from {
+                copy_from_sqlite(&settings, &from, &target).await?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// `migrate --from sqlite://OLD` into the configured PostgreSQL database.
+async fn copy_from_sqlite(settings: &Settings, from: &str, target: &str) -> Result<(), CliError> {
+    use sqlx::Connection as _;
+    let mut source = settings.clone();
+    source.database.url = from.to_owned();
+    let path = match source.backend() {
+        Ok(Backend::Sqlite(path)) if path.exists() => path,
+        Ok(Backend::Sqlite(path)) => {
+            return Err(CliError::Usage(format!(
+                "--from: {} does not exist",
+                path.display()
+            )));
+        }
+        _ => return Err(CliError::Usage("--from takes a sqlite:// URL".into())),
+    };
+    let pool = db::pool(&source).await.map_err(anyhow::Error::from)?;
+    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let options: sqlx::postgres::PgConnectOptions = settings
+        .database
+        .url
+        .parse()
+        .map_err(|_| CliError::Usage("database.url is not a PostgreSQL URL".into()))?;
+    let mut conn = sqlx::PgConnection::connect_with(&options)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let copied = db::copy::sqlite_to_postgres(&pool, &mut conn)
+        .await
+        .map_err(anyhow::Error::from)?;
+    pool.close().await;
+    println!("copied {} into {target}:", path.display());
+    for (table, rows) in copied {
+        println!("  {table:<24} {rows}");
     }
     Ok(())
 }

@@ -30,8 +30,13 @@ pub struct Cli {
 pub enum Command {
     /// Run the daemon until SIGTERM or SIGINT.
     Serve,
-    /// Apply database migrations and exit.
-    Migrate,
+    /// Apply database migrations and exit; with --from, then copy a SQLite database into the
+    /// configured (empty) PostgreSQL one.
+    Migrate {
+        /// The SQLite database to copy, `sqlite://PATH` (brought to the latest schema first).
+        #[arg(long, value_name = "URL")]
+        from: Option<String>,
+    },
     /// Validate the configuration and print it with every secret redacted.
     CheckConfig,
     /// Read a body on stdin and print the signature headers the configured scheme expects.
@@ -195,7 +200,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
         Command::Serve => daemon::serve(load_for_database(config)?).await,
-        Command::Migrate => daemon::migrate(Settings::load(config)?).await,
+        Command::Migrate { from } => daemon::migrate(Settings::load(config)?, from).await,
         Command::CheckConfig => daemon::check_config(Settings::load(config)?, cli.json),
         Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
         Command::Webhooks {

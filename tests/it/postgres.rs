@@ -291,3 +291,161 @@ async fn migrate_applies_the_postgres_schema_and_never_shows_the_password() {
     pool.close().await;
     database.drop().await;
 }
+
+/// `(organization, lead, number, opted out, time, source)` rows of a view, times as
+/// RFC 3339 with milliseconds in UTC on both backends.
+type ConsentRow = (String, Option<String>, String, bool, String, String);
+
+const PG_TIME: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
+
+#[tokio::test]
+async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_postgres() {
+    use outreach_sync::client::ServiceClient;
+    use outreach_sync::reconcile::{PassRequest, Reconciler};
+    use outreach_sync::sandbox::{Sandbox, SandboxConfig};
+    use tokio_util::sync::CancellationToken;
+
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    // A SQLite database with a bit of everything: webhook and local consent, a message
+    // status, a quarantined delivery, a pending push, a reconciled mirror.
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 30,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .unwrap();
+    let app = crate::common::spawn_app(crate::common::with_admin_token).await;
+    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
+        .run_pass(&PassRequest::default(), &CancellationToken::new())
+        .await
+        .unwrap();
+    for (id, phone, out) in [
+        ("evt_1", "+15550000001", true),
+        ("evt_2", "+15550000002", false),
+    ] {
+        let body = crate::common::consent_event(id, phone, out);
+        assert_eq!(app.post_signed(&body).await.status(), 200);
+    }
+    let status = serde_json::json!({"type": "messageStatus-v1", "id": "evt_m", "createdAt": "2026-11-21T10:00:00Z",
+        "data": {"id": "msg_1", "threadId": "thr_1", "status": "delivered", "type": "SMS",
+                 "createdAt": "2026-11-21T09:59:00Z", "organizationId": "org_1"}});
+    assert_eq!(app.post_signed(&status.to_string()).await.status(), 200);
+    let unknown = r#"{"type": "somethingNew-v9", "id": "evt_new", "data": {}}"#;
+    assert_eq!(app.post_signed(unknown).await.status(), 200);
+    let change = serde_json::json!({"phoneNumber": "+15550000003", "organizationId": "org_1", "optedOut": true});
+    assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
+    app.drain().await;
+    let sqlite_url = app.settings.database.url.clone();
+    let sqlite = app.pool.clone();
+    let sqlite_consent: Vec<ConsentRow> = sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+         FROM consent_current ORDER BY phone_number, organization_id",
+    )
+    .fetch_all(&sqlite)
+    .await
+    .unwrap();
+    let sqlite_ledger: Vec<(i64, String, String, bool, String, String)> = sqlx::query_as(
+        "SELECT seq, phone_number, event_ref, opted_out, occurred_at, source
+         FROM consent_ledger ORDER BY seq",
+    )
+    .fetch_all(&sqlite)
+    .await
+    .unwrap();
+    let sqlite_bodies: Vec<(i64, Vec<u8>, String)> =
+        sqlx::query_as("SELECT id, body, state FROM outbox ORDER BY id")
+            .fetch_all(&sqlite)
+            .await
+            .unwrap();
+    assert!(
+        sqlite_consent.len() > 3 && sqlite_bodies.len() == 4,
+        "{} consent rows, {} deliveries",
+        sqlite_consent.len(),
+        sqlite_bodies.len()
+    );
+
+    let url = format!(
+        "postgres://{}@{}:{}/{}",
+        database.options.get_username(),
+        database.options.get_host(),
+        database.options.get_port(),
+        database.name
+    );
+    let copied = command_on(&url, &["migrate", "--from", &sqlite_url]);
+    let stdout = String::from_utf8_lossy(&copied.stdout);
+    assert!(
+        copied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&copied.stderr)
+    );
+    assert!(stdout.contains("ledger"), "{stdout}");
+
+    let pool = database.pool().await;
+    let pg_consent: Vec<ConsentRow> = sqlx::query_as(&format!(
+        "SELECT organization_id, lead_id, phone_number, opted_out,
+                to_char(changed_at AT TIME ZONE 'UTC', {PG_TIME}), source
+         FROM consent_current ORDER BY phone_number COLLATE \"C\", organization_id COLLATE \"C\""
+    ))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(pg_consent, sqlite_consent);
+    let pg_ledger: Vec<(i64, String, String, bool, String, String)> = sqlx::query_as(&format!(
+        "SELECT seq, phone_number, event_ref, opted_out,
+                to_char(occurred_at AT TIME ZONE 'UTC', {PG_TIME}), source
+         FROM consent_ledger ORDER BY seq"
+    ))
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(pg_ledger, sqlite_ledger);
+    let pg_bodies: Vec<(i64, Vec<u8>, String)> =
+        sqlx::query_as("SELECT id, body, state FROM outbox ORDER BY id")
+            .fetch_all(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        pg_bodies, sqlite_bodies,
+        "the exact bytes received, and their states"
+    );
+    let head: i64 = sqlx::query_scalar("SELECT seq FROM ledger_head")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        head,
+        sqlite_ledger.last().unwrap().0,
+        "new entries continue the seqs"
+    );
+    let (leads, pushes, passes): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM leads), (SELECT COUNT(*) FROM pushes),
+                (SELECT COUNT(*) FROM reconcile_passes)",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((leads, pushes, passes), (30, 1, 1));
+    // The next delivery gets the next outbox id.
+    let next: i64 = sqlx::query_scalar(
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index)
+         VALUES ('event:next', now(), '\\x7b7d', '{}', 0) RETURNING id",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(next, sqlite_bodies.last().unwrap().0 + 1);
+
+    // A second copy would double the ledger: refused, nothing written.
+    let again = command_on(&url, &["migrate", "--from", &sqlite_url]);
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("empty database only"), "{stderr}");
+
+    pool.close().await;
+    app.stop().await;
+    sandbox.shutdown().await;
+    database.drop().await;
+}
