@@ -12,7 +12,7 @@ use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
-use super::world::{Refusal, SandboxMessage, SeedPlan, World};
+use super::world::{PHONE_NUMBERS, Refusal, SandboxMessage, SeedPlan, World};
 use crate::client::ClientConfig;
 use crate::client::models::{
     CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
@@ -32,6 +32,14 @@ pub struct RunningSandbox {
 impl Sandbox {
     /// Seeds the account, binds, and serves `/v3`, `/v2` and `/_control` in the background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
+        let per_organization = config.leads.div_ceil(config.organizations.max(1));
+        if per_organization > PHONE_NUMBERS as usize {
+            anyhow::bail!(
+                "{} leads over {} organizations: at most {PHONE_NUMBERS} numbers per organization",
+                config.leads,
+                config.organizations.max(1)
+            );
+        }
         let cancel = CancellationToken::new();
         let mut world = World::new(config.seed, config.account_sync);
         world.seed(SeedPlan {
