@@ -159,19 +159,21 @@ fn print_summary(sandbox: &super::RunningSandbox) {
     let truth = sandbox.truth();
     let opted_out = truth.leads.iter().filter(|l| l.global_opted_out).count();
     let moving = truth.messages.iter().filter(|m| m.can_advance()).count();
-    let records = sandbox.deliveries();
-    let count = |outcome| records.iter().filter(|r| r.outcome == outcome).count();
+    let d = sandbox.delivery_counts();
     let stats = sandbox.stats();
     println!(
         "sandbox: {} leads ({opted_out} opted out), {} messages ({moving} still moving); \
-         deliveries: {} delivered, {} failed attempts, {} dropped, {} pending; \
-         {} API requests, {} token requests",
+         {} events: {} delivered, {} dropped, {} given up, {} waiting ({} sent twice, \
+         {} failed attempts); {} API requests, {} token requests",
         truth.leads.len(),
         truth.messages.len(),
-        count(super::Outcome::Delivered),
-        count(super::Outcome::Failed) + count(super::Outcome::GaveUp),
-        count(super::Outcome::Dropped),
-        sandbox.pending_deliveries(),
+        d.events,
+        d.delivered,
+        d.dropped,
+        d.gave_up,
+        d.waiting,
+        d.duplicated,
+        d.failed_attempts,
         stats.api_requests,
         stats.token_requests,
     );

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::api::{ApiError, ApiResult, AppState, JsonBody};
 use super::config::{ApiFaults, DeliveryFaults};
-use super::deliver::DeliveryRecord;
+use super::deliver::{DeliveryCounts, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::world::{Refusal, SandboxMessage};
 use crate::client::models::{Lead, MessageType, Organization, WebhookRegistration};
@@ -135,6 +135,7 @@ pub fn routes() -> Router<AppState> {
         .route("/_control/fail_next", post(fail_next))
         .route("/_control/tokens/revoke", post(revoke))
         .route("/_control/deliveries", get(deliveries))
+        .route("/_control/deliveries/counts", get(delivery_counts))
         .route("/_control/settle", post(settle))
 }
 
@@ -226,8 +227,13 @@ async fn revoke(State(s): State<AppState>) -> StatusCode {
     StatusCode::NO_CONTENT
 }
 
+/// The most recent delivery records (a bounded window; totals are under `/counts`).
 async fn deliveries(State(s): State<AppState>) -> Json<Vec<DeliveryRecord>> {
     Json(s.deliverer.records())
+}
+
+async fn delivery_counts(State(s): State<AppState>) -> Json<DeliveryCounts> {
+    Json(s.deliverer.counts())
 }
 
 /// Waits (up to 10 s) until no delivery is pending; 200 when settled, 504 otherwise.

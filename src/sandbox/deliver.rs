@@ -1,8 +1,12 @@
 //! Webhook delivery: at least once, from background tasks, signed with
 //! `crate::signature::sign`, with injected drops, duplicates, reordering and delays.
 //! Each target has its own worker, so a failing target delays only its own events.
+//!
+//! What became of the deliveries is kept two ways: the most recent records, attempt by
+//! attempt ([`DELIVERY_RECORDS_KEPT`] of them, so a sandbox running for weeks stays small),
+//! and counters of every event since the start ([`DeliveryCounts`]), for totals.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -12,7 +16,7 @@ use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom as _;
 use serde::Serialize;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::config::DeliveryFaults;
@@ -22,6 +26,11 @@ use crate::signature::{Key, SignatureFormat, sign};
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
 /// How long the dispatcher gathers events before shuffling them, when reordering.
 const REORDER_WINDOW: Duration = Duration::from_millis(25);
+/// Copies of one target in flight at once when reordering (see [`target_worker`]).
+const IN_FLIGHT_PER_TARGET: usize = 32;
+/// Delivery records kept: the most recent ones; older ones are forgotten, the counters
+/// ([`DeliveryCounts`]) keep counting.
+pub const DELIVERY_RECORDS_KEPT: usize = 10_000;
 
 /// One event for one registration.
 #[derive(Debug, Clone)]
@@ -60,12 +69,65 @@ pub enum Outcome {
     Dropped,
 }
 
+/// Totals since the sandbox started. An event here is one event for one registration (an
+/// event two registrations want counts twice). Every event is in exactly one of `dropped`,
+/// `delivered`, `gave_up` and `waiting`, so those four add up to `events`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryCounts {
+    /// Events handed over for delivery.
+    pub events: u64,
+    /// Events never sent, by fault injection.
+    pub dropped: u64,
+    /// Events the target accepted (2xx), at least once.
+    pub delivered: u64,
+    /// Events given up on: every attempt of every copy was refused or unanswered.
+    pub gave_up: u64,
+    /// Events not yet dropped, delivered or given up on: queued, delayed or being retried.
+    pub waiting: u64,
+    /// Events sent twice, by fault injection (each copy is delivered and counted on its own:
+    /// `delivered` counts the event once).
+    pub duplicated: u64,
+    /// Requests made: every attempt of every copy.
+    pub attempts: u64,
+    /// Attempts refused (non-2xx) or unanswered; every one but a copy's last is retried.
+    pub failed_attempts: u64,
+}
+
+/// The records of the most recent deliveries and the totals.
+#[derive(Default)]
+struct Log {
+    records: VecDeque<DeliveryRecord>,
+    counts: DeliveryCounts,
+}
+
+impl Log {
+    fn push(&mut self, record: DeliveryRecord) {
+        if self.records.len() == DELIVERY_RECORDS_KEPT {
+            self.records.pop_front();
+        }
+        self.records.push_back(record);
+    }
+}
+
+/// One copy of a job on its way to the target; copies of a duplicated job share the fate.
+struct JobCopy {
+    job: Job,
+    fate: Arc<Mutex<Fate>>,
+}
+
+/// What the copies of one job came to so far.
+struct Fate {
+    copies_left: u8,
+    delivered: bool,
+}
+
 /// Handle of the delivery machinery.
 #[derive(Clone)]
 pub struct Deliverer {
     tx: mpsc::UnboundedSender<Job>,
     pending: watch::Sender<usize>,
-    log: Arc<Mutex<Vec<DeliveryRecord>>>,
+    log: Arc<Mutex<Log>>,
     faults: Arc<Mutex<DeliveryFaults>>,
 }
 
@@ -75,7 +137,7 @@ struct Worker {
     attempts: u32,
     backoff: Duration,
     pending: watch::Sender<usize>,
-    log: Arc<Mutex<Vec<DeliveryRecord>>>,
+    log: Arc<Mutex<Log>>,
     faults: Arc<Mutex<DeliveryFaults>>,
     rng: Mutex<StdRng>,
     cancel: CancellationToken,
@@ -93,7 +155,7 @@ impl Deliverer {
     ) -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         let (pending, _) = watch::channel(0usize);
-        let log = Arc::new(Mutex::new(Vec::new()));
+        let log = Arc::new(Mutex::new(Log::default()));
         let faults = Arc::new(Mutex::new(faults));
         let worker = Arc::new(Worker {
             http: reqwest::Client::builder()
@@ -121,13 +183,28 @@ impl Deliverer {
 
     pub fn enqueue(&self, job: Job) {
         self.pending.send_modify(|n| *n += 1);
+        lock(&self.log).counts.events += 1;
         if self.tx.send(job).is_err() {
+            // The sandbox is stopping: this event will never be sent.
+            lock(&self.log).counts.gave_up += 1;
             self.pending.send_modify(|n| *n = n.saturating_sub(1));
         }
     }
 
+    /// The most recent delivery records, oldest first (at most [`DELIVERY_RECORDS_KEPT`]).
     pub fn records(&self) -> Vec<DeliveryRecord> {
-        lock(&self.log).clone()
+        lock(&self.log).records.iter().cloned().collect()
+    }
+
+    /// Totals since the start.
+    pub fn counts(&self) -> DeliveryCounts {
+        let counts = lock(&self.log).counts;
+        DeliveryCounts {
+            waiting: counts
+                .events
+                .saturating_sub(counts.dropped + counts.delivered + counts.gave_up),
+            ..counts
+        }
     }
 
     pub fn faults(&self) -> DeliveryFaults {
@@ -157,7 +234,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 async fn dispatch(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<Job>) {
-    let mut targets: HashMap<String, mpsc::UnboundedSender<Job>> = HashMap::new();
+    let mut targets: HashMap<String, mpsc::UnboundedSender<JobCopy>> = HashMap::new();
     loop {
         let first = tokio::select! {
             _ = worker.cancel.cancelled() => return,
@@ -176,54 +253,88 @@ async fn dispatch(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<Job>) {
             let mut rng = lock(&worker.rng);
             for job in batch {
                 if rng.random_bool(faults.drop_rate.clamp(0.0, 1.0)) {
-                    worker.record(&job, 0, None, Outcome::Dropped);
+                    let mut log = lock(&worker.log);
+                    log.counts.dropped += 1;
+                    log.push(record(&job, 0, None, Outcome::Dropped));
+                    drop(log);
                     worker.done();
                     continue;
                 }
-                if rng.random_bool(faults.duplicate_rate.clamp(0.0, 1.0)) {
+                let twice = rng.random_bool(faults.duplicate_rate.clamp(0.0, 1.0));
+                let fate = Arc::new(Mutex::new(Fate {
+                    copies_left: if twice { 2 } else { 1 },
+                    delivered: false,
+                }));
+                if twice {
+                    lock(&worker.log).counts.duplicated += 1;
                     worker.pending.send_modify(|n| *n += 1);
-                    out.push(job.clone());
+                    out.push(JobCopy {
+                        job: job.clone(),
+                        fate: fate.clone(),
+                    });
                 }
-                out.push(job);
+                out.push(JobCopy { job, fate });
             }
             if faults.reorder {
                 out.shuffle(&mut *rng);
             }
         }
-        for job in out {
-            let queue = targets.entry(job.target_url.clone()).or_insert_with(|| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                tokio::spawn(target_worker(worker.clone(), rx));
-                tx
-            });
-            if let Err(returned) = queue.send(job) {
-                worker.record(&returned.0, 0, None, Outcome::GaveUp);
+        for copy in out {
+            let queue = targets
+                .entry(copy.job.target_url.clone())
+                .or_insert_with(|| {
+                    let (tx, rx) = mpsc::unbounded_channel();
+                    tokio::spawn(target_worker(worker.clone(), rx));
+                    tx
+                });
+            if let Err(returned) = queue.send(copy) {
+                worker.finish(&returned.0, 0, None, Outcome::GaveUp);
                 worker.done();
             }
         }
     }
 }
 
-async fn target_worker(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<Job>) {
+/// Sends one target's copies. In order, one at a time, unless reordering is on: then up to
+/// [`IN_FLIGHT_PER_TARGET`] go out side by side, each after its own delay, so the delays
+/// overlap instead of adding up (one at a time, a 200 ms delay caps a target at about ten
+/// events a second, and the queue grows without end under the demo's activity).
+async fn target_worker(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<JobCopy>) {
+    let in_flight = Arc::new(Semaphore::new(IN_FLIGHT_PER_TARGET));
     loop {
-        let job = tokio::select! {
+        let copy = tokio::select! {
             _ = worker.cancel.cancelled() => return,
-            job = rx.recv() => match job { Some(job) => job, None => return },
+            copy = rx.recv() => match copy { Some(copy) => copy, None => return },
         };
-        let delay = {
-            let max = lock(&worker.faults).max_delay_ms;
-            let ms = if max == 0 {
-                0
-            } else {
-                lock(&worker.rng).random_range(0..=max)
-            };
-            Duration::from_millis(ms)
+        let faults = lock(&worker.faults).clone();
+        let delay = match faults.max_delay_ms {
+            0 => Duration::ZERO,
+            max => Duration::from_millis(lock(&worker.rng).random_range(0..=max)),
         };
-        tokio::select! {
-            _ = worker.cancel.cancelled() => return,
-            _ = worker.deliver(&job, delay) => {}
+        if !faults.reorder {
+            tokio::select! {
+                _ = worker.cancel.cancelled() => return,
+                _ = worker.deliver(&copy, delay) => {}
+            }
+            worker.done();
+            continue;
         }
-        worker.done();
+        let permit = tokio::select! {
+            _ = worker.cancel.cancelled() => return,
+            permit = in_flight.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => return,
+            },
+        };
+        let worker = worker.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = worker.cancel.cancelled() => return,
+                _ = worker.deliver(&copy, delay) => {}
+            }
+            worker.done();
+            drop(permit);
+        });
     }
 }
 
@@ -232,36 +343,60 @@ impl Worker {
         self.pending.send_modify(|n| *n = n.saturating_sub(1));
     }
 
-    fn record(&self, job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) {
-        lock(&self.log).push(DeliveryRecord {
-            event_id: job.event_id.clone(),
-            event_type: job.event_type,
-            registration_id: job.registration_id.clone(),
-            target_url: job.target_url.clone(),
-            attempt,
-            status,
-            outcome,
-        });
+    /// Records one attempt of a copy (attempt 0: none was made) and counts what it means
+    /// for the copy and for its event.
+    fn finish(&self, copy: &JobCopy, attempt: u32, status: Option<u16>, outcome: Outcome) {
+        let mut log = lock(&self.log);
+        log.push(record(&copy.job, attempt, status, outcome));
+        if attempt > 0 {
+            log.counts.attempts += 1;
+            if outcome != Outcome::Delivered {
+                log.counts.failed_attempts += 1;
+            }
+        }
+        if outcome == Outcome::Failed {
+            return;
+        }
+        let mut fate = lock(&copy.fate);
+        fate.copies_left = fate.copies_left.saturating_sub(1);
+        if outcome == Outcome::Delivered && !fate.delivered {
+            fate.delivered = true;
+            log.counts.delivered += 1;
+        } else if outcome == Outcome::GaveUp && fate.copies_left == 0 && !fate.delivered {
+            log.counts.gave_up += 1;
+        }
     }
 
-    async fn deliver(&self, job: &Job, delay: Duration) {
+    async fn deliver(&self, copy: &JobCopy, delay: Duration) {
         tokio::time::sleep(delay).await;
         let mut wait = self.backoff;
         for attempt in 1..=self.attempts {
-            let status = send(&self.http, &self.format, job).await;
+            let status = send(&self.http, &self.format, &copy.job).await;
             let ok = status.is_some_and(|s| (200..300).contains(&s));
             let outcome = match (ok, attempt == self.attempts) {
                 (true, _) => Outcome::Delivered,
                 (false, false) => Outcome::Failed,
                 (false, true) => Outcome::GaveUp,
             };
-            self.record(job, attempt, status, outcome);
+            self.finish(copy, attempt, status, outcome);
             if outcome != Outcome::Failed {
                 return;
             }
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(MAX_BACKOFF);
         }
+    }
+}
+
+fn record(job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) -> DeliveryRecord {
+    DeliveryRecord {
+        event_id: job.event_id.clone(),
+        event_type: job.event_type,
+        registration_id: job.registration_id.clone(),
+        target_url: job.target_url.clone(),
+        attempt,
+        status,
+        outcome,
     }
 }
 

@@ -19,7 +19,7 @@ pub use config::{
     ApiFaults, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DeliverTo, DeliveryFaults, SandboxConfig,
 };
 pub use control::Truth;
-pub use deliver::{DeliveryRecord, Outcome};
+pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
 pub use running::{RunningSandbox, Sandbox};
 pub use shared::{ApiRequest, StatsSnapshot};
 pub use world::{Refusal, SandboxMessage};

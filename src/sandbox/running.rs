@@ -10,9 +10,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
-use super::deliver::{Deliverer, DeliveryRecord};
+use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
-use super::world::{Refusal, SandboxMessage, SeedPlan, World};
+use super::world::{PHONE_NUMBERS, Refusal, SandboxMessage, SeedPlan, World};
 use crate::client::ClientConfig;
 use crate::client::models::{
     CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
@@ -26,12 +26,22 @@ pub struct RunningSandbox {
     addr: SocketAddr,
     shared: Arc<Shared>,
     cancel: CancellationToken,
+    /// Stops the generated activity alone.
+    activity: CancellationToken,
     server: JoinHandle<()>,
 }
 
 impl Sandbox {
     /// Seeds the account, binds, and serves `/v3`, `/v2` and `/_control` in the background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
+        let per_organization = config.leads.div_ceil(config.organizations.max(1));
+        if per_organization > PHONE_NUMBERS as usize {
+            anyhow::bail!(
+                "{} leads over {} organizations: at most {PHONE_NUMBERS} numbers per organization",
+                config.leads,
+                config.organizations.max(1)
+            );
+        }
         let cancel = CancellationToken::new();
         let mut world = World::new(config.seed, config.account_sync);
         world.seed(SeedPlan {
@@ -75,13 +85,19 @@ impl Sandbox {
                 tracing::error!(error = %e, "sandbox server stopped");
             }
         });
+        let activity_stop = cancel.child_token();
         if let Some(interval) = activity {
-            tokio::spawn(activity_loop(shared.clone(), interval, cancel.clone()));
+            tokio::spawn(activity_loop(
+                shared.clone(),
+                interval,
+                activity_stop.clone(),
+            ));
         }
         Ok(RunningSandbox {
             addr,
             shared,
             cancel,
+            activity: activity_stop,
             server,
         })
     }
@@ -94,7 +110,11 @@ async fn activity_loop(shared: Arc<Shared>, interval: Duration, cancel: Cancella
             _ = cancel.cancelled() => return,
             _ = ticker.tick() => {}
         }
-        let step = shared.with_world(|w| w.activity_step());
+        // Checked under the world's lock, so no step starts after `stop_activity` returns.
+        let Some(step) = shared.with_world(|w| (!cancel.is_cancelled()).then(|| w.activity_step()))
+        else {
+            return;
+        };
         for (lead, opted_out) in &step.consent {
             tracing::info!(lead = %lead, opted_out, "sandbox: consent changed");
         }
@@ -150,6 +170,14 @@ impl RunningSandbox {
     /// Moves the named messages (every one still moving, if none named) one status on.
     pub fn advance_messages(&self, ids: &[String]) -> Vec<SandboxMessage> {
         self.shared.advance_messages(ids)
+    }
+
+    /// Stops the generated activity (if any): from now on only the caller changes the
+    /// account. Deliveries already queued still go out.
+    pub fn stop_activity(&self) {
+        self.activity.cancel();
+        // Waits for a step in progress: steps run under the world's lock.
+        self.shared.read(|_| ());
     }
 
     /// One step of generated activity.
@@ -213,8 +241,16 @@ impl RunningSandbox {
         self.shared.requests()
     }
 
+    /// The most recent delivery records, attempt by attempt, oldest first: at most
+    /// [`DELIVERY_RECORDS_KEPT`](super::DELIVERY_RECORDS_KEPT). For totals, see
+    /// [`RunningSandbox::delivery_counts`].
     pub fn deliveries(&self) -> Vec<DeliveryRecord> {
         self.shared.deliverer.records()
+    }
+
+    /// What became of every event since the start: dropped, delivered, waiting...
+    pub fn delivery_counts(&self) -> DeliveryCounts {
+        self.shared.deliverer.counts()
     }
 
     /// Deliveries not yet done (delivered, dropped or given up on).

@@ -12,6 +12,7 @@ mod client_manners;
 mod client_v2;
 mod client_v3;
 mod crash;
+mod demo;
 mod disk_full;
 mod export;
 mod ingest;

@@ -13,7 +13,8 @@ use axum::response::IntoResponse;
 use outreach_sync::client::ServiceClient;
 use outreach_sync::client::models::{MessageType, MockEvent, Scope, WebhookConfig};
 use outreach_sync::sandbox::{
-    DeliverTo, DeliveryFaults, Outcome, RunningSandbox, Sandbox, SandboxConfig,
+    DELIVERY_RECORDS_KEPT, DeliverTo, DeliveryFaults, Outcome, RunningSandbox, Sandbox,
+    SandboxConfig,
 };
 use outreach_sync::settings::{Scheme, WebhookSettings};
 use outreach_sync::signature::{SignatureFormat, Verifier};
@@ -492,5 +493,107 @@ async fn deliver_to_registers_both_event_kinds_for_the_account_at_start() {
         kinds.into_iter().collect::<Vec<_>>(),
         vec!["consentUpdate-v1", "messageStatus-v1"]
     );
+    sandbox.shutdown().await;
+}
+
+/// Flips `lead`'s consent `times` times; returns how many consent changes that made (account
+/// sync may change other leads with the number too).
+fn flip_consent(
+    sandbox: &RunningSandbox,
+    lead: &outreach_sync::client::models::Lead,
+    times: usize,
+) -> u64 {
+    let mut changed = 0;
+    for n in 0..times {
+        let leads = if n % 2 == 0 {
+            sandbox.text_stop(&lead.organization_id, &lead.phone_number)
+        } else {
+            sandbox.text_start(&lead.organization_id, &lead.phone_number)
+        };
+        changed += leads.expect("the lead answers").len() as u64;
+    }
+    changed
+}
+
+#[tokio::test]
+async fn every_event_is_counted_once_as_dropped_delivered_waiting_or_given_up() {
+    let mut receiver = receiver(3, None).await;
+    let sandbox = sandbox_with(SandboxConfig {
+        delivery_faults: DeliveryFaults {
+            drop_rate: 0.3,
+            duplicate_rate: 0.3,
+            reorder: true,
+            max_delay_ms: 20,
+        },
+        ..seeded(6)
+    })
+    .await;
+    sandbox
+        .register_webhook(&receiver.url, SECRET, WebhookConfig::all_consent())
+        .unwrap();
+    let events = flip_consent(&sandbox, &reachable(&sandbox), 40);
+    let requests = receiver.drain(&sandbox).await;
+
+    let counts = sandbox.delivery_counts();
+    assert_eq!(counts.events, events);
+    assert!(counts.dropped > 0 && counts.duplicated > 0, "{counts:?}");
+    assert_eq!(
+        counts.dropped + counts.delivered + counts.gave_up + counts.waiting,
+        counts.events,
+        "{counts:?}"
+    );
+    assert_eq!((counts.waiting, counts.gave_up), (0, 0), "{counts:?}");
+    assert_eq!(
+        counts.attempts,
+        requests.len() as u64,
+        "every attempt is a request"
+    );
+    assert_eq!(counts.failed_attempts, 3, "the receiver refused three");
+    let arrived: std::collections::HashSet<String> = requests
+        .iter()
+        .map(|(_, body)| json_of(body)["id"].as_str().expect("id").to_owned())
+        .collect();
+    assert_eq!(
+        counts.delivered,
+        arrived.len() as u64,
+        "delivered counts events, not copies"
+    );
+    sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_delivery_records_keep_a_bounded_window_while_the_counters_keep_counting() {
+    let sandbox = sandbox_with(SandboxConfig {
+        delivery_faults: DeliveryFaults {
+            drop_rate: 1.0,
+            ..DeliveryFaults::default()
+        },
+        ..seeded(4)
+    })
+    .await;
+    sandbox
+        .register_webhook(
+            "http://127.0.0.1:9/never",
+            SECRET,
+            WebhookConfig::all_consent(),
+        )
+        .unwrap();
+    let lead = reachable(&sandbox);
+    let mut events = flip_consent(&sandbox, &lead, 1);
+    assert!(sandbox.settle(WAIT).await);
+    let first = sandbox.deliveries()[0].event_id.clone();
+
+    events += flip_consent(&sandbox, &lead, DELIVERY_RECORDS_KEPT + 500);
+    assert!(sandbox.settle(WAIT).await);
+
+    let records = sandbox.deliveries();
+    assert_eq!(records.len(), DELIVERY_RECORDS_KEPT);
+    assert!(
+        records.iter().all(|r| r.event_id != first),
+        "the oldest records are forgotten"
+    );
+    let counts = sandbox.delivery_counts();
+    assert_eq!((counts.events, counts.dropped), (events, events));
+    assert!(events > DELIVERY_RECORDS_KEPT as u64);
     sandbox.shutdown().await;
 }

@@ -18,7 +18,7 @@ use crate::client::models::{
 };
 pub use activity::Activity;
 pub use messages::SandboxMessage;
-pub use seed::SeedPlan;
+pub use seed::{PHONE_NUMBERS, SeedPlan};
 pub use webhooks::Registration;
 
 /// A refusal in the service's words: status, message, optional `serviceErrorCode`.

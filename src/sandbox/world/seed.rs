@@ -6,6 +6,8 @@ use chrono::{DateTime, Duration, Utc};
 use rand::RngExt as _;
 use rand::seq::IndexedRandom as _;
 
+use std::collections::HashSet;
+
 use super::World;
 use crate::client::models::*;
 
@@ -15,6 +17,9 @@ pub struct SeedPlan {
     pub leads: usize,
     pub organizations: usize,
 }
+
+/// Seeded numbers are `+1555` and seven digits: at most this many leads per organization.
+pub const PHONE_NUMBERS: u32 = 10_000_000;
 
 const FIRST_NAMES: [&str; 8] = [
     "Ana", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo",
@@ -61,26 +66,44 @@ impl World {
         let mut phones: Vec<String> = Vec::new();
         // A set beside the leads: looking each number up in the leads would make seeding
         // quadratic in their count.
-        let mut taken: std::collections::HashSet<(String, String)> = self
+        let mut taken: HashSet<(String, String)> = self
             .leads
             .values()
             .map(|l| (l.organization_id.clone(), l.phone_number.clone()))
             .collect();
         for n in 0..plan.leads {
             let org = orgs[n % orgs.len()].clone();
-            // About one lead in eight is a person already known to another organization,
-            // so account sync has something to do.
-            let reuse = !phones.is_empty() && self.rng.random_bool(0.125);
-            let phone = match reuse {
-                true => phones.choose(&mut self.rng).cloned().unwrap_or_default(),
-                false => format!("+1555{:07}", self.rng.random_range(0..10_000_000u32)),
-            };
-            if !taken.insert((org.clone(), phone.clone())) {
-                continue;
-            }
+            let phone = self.draw_phone(&org, &phones, &taken);
+            taken.insert((org.clone(), phone.clone()));
             phones.push(phone.clone());
             let at = stamp(self);
             self.seed_lead(&org, phone, at);
+        }
+    }
+
+    /// A number not yet used in `org`: about one time in eight a person already known (to
+    /// another organization), so account sync has something to do; otherwise a new number.
+    /// A draw that falls on a number `org` already has is drawn again, never skipped, so
+    /// the account has exactly the leads asked for.
+    fn draw_phone(
+        &mut self,
+        org: &str,
+        phones: &[String],
+        taken: &HashSet<(String, String)>,
+    ) -> String {
+        let is_free = |phone: &str| !taken.contains(&(org.to_owned(), phone.to_owned()));
+        if !phones.is_empty()
+            && self.rng.random_bool(0.125)
+            && let Some(known) = phones.choose(&mut self.rng).filter(|p| is_free(p))
+        {
+            return known.clone();
+        }
+        // Ends while `org` has fewer than PHONE_NUMBERS leads (`Sandbox::spawn` checks).
+        loop {
+            let phone = format!("+1555{:07}", self.rng.random_range(0..PHONE_NUMBERS));
+            if is_free(&phone) {
+                return phone;
+            }
         }
     }
 

@@ -1,0 +1,65 @@
+//! The one figure a newcomer wants: for how many leads the mirror (the daemon's database)
+//! holds another consent than the service, right now.
+
+use std::collections::HashMap;
+
+use sqlx::SqlitePool;
+
+use crate::client::models::Lead;
+
+/// The mirror's consent beside the service's, lead by lead.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ConsentDifferences {
+    /// Leads of the service compared.
+    pub leads: usize,
+    /// Leads the mirror has with the other consent (opted out where the service says opted
+    /// in, or the reverse).
+    pub wrong: usize,
+    /// Leads the mirror holds no consent for at all (not mirrored yet).
+    pub missing: usize,
+}
+
+impl ConsentDifferences {
+    /// Leads whose consent in the mirror is not the service's: wrong or missing.
+    pub fn total(&self) -> usize {
+        self.wrong + self.missing
+    }
+}
+
+/// Compares the service's `leads` (their `globalOptedOut`: the sandbox knows the truth)
+/// with the mirror's `consent_current` view, by organization and lead id, or by organization
+/// and number when the mirror's row has no lead id (a webhook that named only the number).
+pub async fn consent_differences(
+    pool: &SqlitePool,
+    leads: &[Lead],
+) -> Result<ConsentDifferences, sqlx::Error> {
+    let rows: Vec<(String, Option<String>, String, bool)> = sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out FROM consent_current",
+    )
+    .fetch_all(pool)
+    .await?;
+    let mut by_lead = HashMap::new();
+    let mut by_number = HashMap::new();
+    for (organization, lead, phone, opted_out) in &rows {
+        if let Some(lead) = lead {
+            by_lead.insert((organization.as_str(), lead.as_str()), *opted_out);
+        }
+        by_number.insert((organization.as_str(), phone.as_str()), *opted_out);
+    }
+    let mut differences = ConsentDifferences {
+        leads: leads.len(),
+        ..ConsentDifferences::default()
+    };
+    for lead in leads {
+        let organization = lead.organization_id.as_str();
+        let mirrored = by_lead
+            .get(&(organization, lead.id.as_str()))
+            .or_else(|| by_number.get(&(organization, lead.phone_number.as_str())));
+        match mirrored {
+            None => differences.missing += 1,
+            Some(opted_out) if *opted_out != lead.global_opted_out => differences.wrong += 1,
+            Some(_) => {}
+        }
+    }
+    Ok(differences)
+}

@@ -1,0 +1,313 @@
+//! `outreach-sync demo`: the sandbox, the daemon and generated activity with faults in one
+//! process, with a live view of what happens. No configuration needed.
+
+mod differences;
+mod view;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use secrecy::SecretString;
+use tokio_util::sync::CancellationToken;
+
+use crate::app::{self, Application};
+use crate::client::models::{Scope, WebhookConfig};
+use crate::reconcile::{PassRequest, Reconciler};
+use crate::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
+use crate::settings::{LogFormat, Settings, Synchronous};
+use crate::{db, ledger, upstream};
+pub use differences::{ConsentDifferences, consent_differences};
+pub use view::{LEGEND, Row};
+
+/// How often the live view prints a line.
+const VIEW_INTERVAL: Duration = Duration::from_secs(2);
+/// How often the sandbox generates activity (consent changes, messages, status moves).
+const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
+/// Reconciliation schedule of the demo: often, so repairs show within a minute.
+const DEMO_SCHEDULE: &str = "*/20 * * * * *";
+/// How long the finale waits for the webhook events still queued to be delivered.
+const SETTLE_LIMIT: Duration = Duration::from_secs(10);
+/// How long the finale waits for the daemon to apply what it stored.
+const APPLY_LIMIT: Duration = Duration::from_secs(10);
+
+/// Options of `outreach-sync demo`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct DemoArgs {
+    /// Stop after this many seconds (default: run until Ctrl-C).
+    #[arg(long, value_name = "SECS")]
+    pub duration: Option<u64>,
+    /// Leads the sandbox starts with.
+    #[arg(long, default_value_t = 2000)]
+    pub leads: usize,
+    /// Share of webhook deliveries the sandbox drops.
+    #[arg(long, default_value_t = 0.2)]
+    pub drop_rate: f64,
+    /// Share of webhook deliveries the sandbox sends twice.
+    #[arg(long, default_value_t = 0.1)]
+    pub duplicate_rate: f64,
+    /// Where the demo keeps its database (default: a new directory under the temp dir).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// Runs the demo until Ctrl-C/SIGTERM or `--duration`, then stops the activity, runs a
+/// final reconciliation pass and prints the last row: the mirror then equals the service.
+pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("outreach-sync-demo-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let secret = format!("demo-{:016x}", rand::random::<u64>());
+    let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
+
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: args.leads,
+        organizations: 3,
+        seed: rand::random(),
+        delivery_faults: DeliveryFaults {
+            drop_rate: args.drop_rate,
+            duplicate_rate: args.duplicate_rate,
+            reorder: true,
+            max_delay_ms: 200,
+        },
+        activity_interval: Some(ACTIVITY_INTERVAL),
+        ..SandboxConfig::default()
+    })
+    .await
+    .context("starting the sandbox")?;
+
+    let mut settings = demo_settings(&dir, &sandbox, &secret);
+    settings.admin.tokens = vec![SecretString::from(admin_token.clone())];
+    settings.validate()?;
+    crate::telemetry::init(&settings.log);
+    let application = Application::build(settings.clone()).await?;
+    let ingest = format!(
+        "http://{}{}",
+        application.ingest_addr(),
+        settings.ingest.path
+    );
+    let admin = application.admin_addr();
+    let pool = application.pool().clone();
+    subscribe(&sandbox, &ingest, &secret)?;
+
+    println!("outreach-sync demo");
+    println!(
+        "  sandbox (the simulated service): {}/v3, {} leads in 3 organizations",
+        sandbox.base_url(),
+        args.leads
+    );
+    println!("  daemon ingest:                   {ingest}");
+    println!("  daemon admin API:                http://{admin} (token {admin_token})");
+    println!(
+        "  database:                        {}",
+        settings.database_path()?.display()
+    );
+    println!(
+        "  faults: {:.0}% of webhook events dropped, {:.0}% sent twice, reordered; reconciliation {DEMO_SCHEDULE}",
+        args.drop_rate * 100.0,
+        args.duplicate_rate * 100.0
+    );
+    println!(
+        "  stop with Ctrl-C{}: the activity stops, a final reconciliation pass runs, and the last row follows\n",
+        args.duration
+            .map(|d| format!(" (or after {d} s)"))
+            .unwrap_or_default()
+    );
+    println!("{LEGEND}\n");
+
+    let started = Instant::now();
+    let stop = app::shutdown_on_signals();
+    if let Some(secs) = args.duration {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            stop.cancel();
+        });
+    }
+    // The daemon stops only when the finale says so (or on its own failure, which ends the
+    // view too): the final pass needs the deliveries still in flight received first.
+    let daemon_stop = CancellationToken::new();
+    let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
+    live_view(&sandbox, &pool, &stop, &daemon_stop, started).await;
+    let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
+    sandbox.shutdown().await;
+    outcome?;
+
+    println!("\nstopped. The database stays for a look:");
+    let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
+    println!("  {config} outreach-sync status");
+    println!("  {config} outreach-sync events --limit 10");
+    Ok(())
+}
+
+/// The end: no more activity, the queued deliveries received and applied, the daemon
+/// stopped, one reconciliation pass run alone, and the last row.
+async fn finale(
+    sandbox: &RunningSandbox,
+    settings: &Settings,
+    pool: &sqlx::SqlitePool,
+    daemon_stop: CancellationToken,
+    daemon: tokio::task::JoinHandle<anyhow::Result<()>>,
+    started: Instant,
+) -> anyhow::Result<()> {
+    sandbox.stop_activity();
+    let at = started.elapsed().as_secs();
+    let waiting = sandbox.delivery_counts().waiting;
+    println!(
+        "\n{at:>5}s  the service's activity stopped; delivering the {waiting} webhook events still waiting"
+    );
+    if !sandbox.settle(SETTLE_LIMIT).await {
+        println!(
+            "        {} still waiting after {} s; the final pass repairs what they would have",
+            sandbox.delivery_counts().waiting,
+            SETTLE_LIMIT.as_secs()
+        );
+    }
+    if !applied_all(pool).await {
+        println!(
+            "        the daemon still has deliveries to apply after {} s",
+            APPLY_LIMIT.as_secs()
+        );
+    }
+    let row = Row::read(sandbox, pool).await?;
+    println!("{}", row.line(&format!("{}s", started.elapsed().as_secs())));
+
+    // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
+    daemon_stop.cancel();
+    daemon.await.context("the daemon task")??;
+    let pool = db::pool(settings).await?;
+    let client = upstream::service_client(settings, &pool)?;
+    let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
+    // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
+    // then a second, whole pass follows.
+    let resumed = !ledger::status(&pool)
+        .await?
+        .reconciliation_in_progress
+        .is_empty();
+    for _ in 0..(1 + usize::from(resumed)) {
+        let summary = reconciler
+            .run_pass(&PassRequest::default(), &CancellationToken::new())
+            .await
+            .context("the final reconciliation pass")?;
+        println!(
+            "        final reconciliation pass (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
+            summary.leads_scanned,
+            summary.repaired,
+            summary.duration_ms,
+            if summary.errors.is_empty() {
+                String::new()
+            } else {
+                format!(", errors: {}", summary.errors.join("; "))
+            }
+        );
+    }
+    let row = Row::read(sandbox, &pool).await?;
+    println!("{}", row.line("final"));
+    pool.close().await;
+
+    let w = &row.webhooks;
+    let share = |n: u64| 100.0 * n as f64 / w.events.max(1) as f64;
+    println!(
+        "\n{} webhook events: {} dropped ({:.1}%), {} delivered, {} waiting, {} given up; {} sent twice ({:.1}%); {} attempts refused or unanswered",
+        w.events,
+        w.dropped,
+        share(w.dropped),
+        w.delivered,
+        w.waiting,
+        w.gave_up,
+        w.duplicated,
+        share(w.duplicated),
+        w.failed_attempts,
+    );
+    println!(
+        "the daemon stored {} deliveries ({} quarantined), recorded {} ledger entries; {} reconciliation passes repaired {} differences",
+        row.stored, row.quarantined, row.ledger, row.passes, row.repaired
+    );
+    let d = &row.differences;
+    println!(
+        "the mirror now differs from the service for {} of {} leads ({} with the other consent, {} not mirrored)",
+        d.total(),
+        d.leads,
+        d.wrong,
+        d.missing
+    );
+    Ok(())
+}
+
+/// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
+async fn applied_all(pool: &sqlx::SqlitePool) -> bool {
+    let deadline = Instant::now() + APPLY_LIMIT;
+    while Instant::now() < deadline {
+        if ledger::status(pool).await.is_ok_and(|s| s.backlog == 0) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+fn demo_settings(dir: &std::path::Path, sandbox: &RunningSandbox, secret: &str) -> Settings {
+    let mut settings = Settings::default();
+    settings.database.url = format!("sqlite://{}", dir.join("demo.db").display());
+    // The demo shows the flow, not power-loss durability.
+    settings.database.synchronous = Synchronous::Normal;
+    settings.ingest.bind = "127.0.0.1:0".into();
+    settings.admin.bind = "127.0.0.1:0".into();
+    settings.webhook.secrets = vec![SecretString::from(secret.to_owned())];
+    settings.service.base_url = sandbox.base_url();
+    settings.service.client_id = sandbox.config().client_id.clone();
+    settings.service.client_secret =
+        Some(SecretString::from(sandbox.config().client_secret.clone()));
+    settings.reconcile.schedule = DEMO_SCHEDULE.into();
+    settings.reconcile.on_start = true;
+    settings.reconcile.message_stale_after_secs = 10;
+    settings.log.format = LogFormat::Text;
+    settings.log.level = "warn".into();
+    settings
+}
+
+fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Result<()> {
+    let refused =
+        |e: crate::sandbox::Refusal| anyhow::anyhow!("registering the webhook: {}", e.message);
+    let consent = WebhookConfig::ConsentUpdate {
+        scope: Scope::Account,
+        include_opt_out: true,
+        include_opt_in: true,
+    };
+    sandbox
+        .register_webhook(ingest, secret, consent)
+        .map_err(refused)?;
+    let statuses = WebhookConfig::MessageStatus {
+        scope: Scope::Account,
+    };
+    sandbox
+        .register_webhook(ingest, secret, statuses)
+        .map_err(refused)?;
+    Ok(())
+}
+
+/// Prints one row every [`VIEW_INTERVAL`] until `stop` (or the daemon stops on its own).
+async fn live_view(
+    sandbox: &RunningSandbox,
+    pool: &sqlx::SqlitePool,
+    stop: &CancellationToken,
+    daemon_stop: &CancellationToken,
+    started: Instant,
+) {
+    println!("{}", view::header());
+    let mut tick = tokio::time::interval(VIEW_INTERVAL);
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => break,
+            _ = daemon_stop.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        match Row::read(sandbox, pool).await {
+            Ok(row) => println!("{}", row.line(&format!("{}s", started.elapsed().as_secs()))),
+            Err(error) => tracing::warn!(%error, "reading the demo's figures"),
+        }
+    }
+}
