@@ -715,6 +715,16 @@ pub fn valid_schedule(schedule: &str) -> bool {
     tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
 }
 
+/// The service's custom fields (text values) as the mirror keeps them (JSON values).
+fn custom_fields_as_json<'a>(
+    fields: impl IntoIterator<Item = (&'a String, &'a String)>,
+) -> serde_json::Map<String, serde_json::Value> {
+    fields
+        .into_iter()
+        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
+        .collect()
+}
+
 /// The mirror's form of a lead fetched from the service.
 pub fn mirror_lead(lead: &models::Lead) -> Lead {
     Lead {
@@ -723,11 +733,7 @@ pub fn mirror_lead(lead: &models::Lead) -> Lead {
         organization_id: lead.organization_id.clone(),
         active_group_ids: lead.active_group_ids.clone(),
         inactive_group_ids: lead.inactive_group_ids.clone(),
-        custom_fields: lead
-            .custom_fields
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect(),
+        custom_fields: custom_fields_as_json(&lead.custom_fields),
         first_name: lead.first_name.clone(),
         last_name: lead.last_name.clone(),
         notes: lead.notes.clone(),
@@ -756,11 +762,7 @@ pub fn mirror_v2_lead(lead: &V2Lead) -> Lead {
         organization_id: lead.organization_id.clone(),
         active_group_ids: lead.group_ids.clone(),
         inactive_group_ids: Vec::new(),
-        custom_fields: lead
-            .custom_fields
-            .iter()
-            .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-            .collect(),
+        custom_fields: custom_fields_as_json(&lead.custom_fields),
         first_name: lead.first_name.clone(),
         last_name: lead.last_name.clone(),
         notes: lead.notes.clone(),

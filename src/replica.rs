@@ -101,9 +101,15 @@ impl Replica {
         tokio::join!(self.beat(&shutdown), self.lead(&shutdown, duties));
     }
 
-    async fn beat(&self, shutdown: &CancellationToken) {
+    /// Heartbeats and tries for the lead come at this pace: a lease outlives two missed ones.
+    fn every_third_of_the_lease(&self) -> tokio::time::Interval {
         let mut ticker = tokio::time::interval(self.lease / 3);
         ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ticker
+    }
+
+    async fn beat(&self, shutdown: &CancellationToken) {
+        let mut ticker = self.every_third_of_the_lease();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -120,8 +126,7 @@ impl Replica {
         F: Fn(CancellationToken) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let mut ticker = tokio::time::interval(self.lease / 3);
-        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut ticker = self.every_third_of_the_lease();
         loop {
             tokio::select! {
                 _ = shutdown.cancelled() => return,
