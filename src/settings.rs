@@ -399,6 +399,15 @@ impl Settings {
         Self::load_from(explicit, &env)
     }
 
+    /// [`Settings::load`] for commands that never see a webhook (reading the ledger,
+    /// reconciling, local changes): `[webhook]` need not be configured for them.
+    pub fn load_without_webhook(explicit: Option<&Path>) -> Result<Self, SettingsError> {
+        let env: Vec<(String, String)> = std::env::vars().collect();
+        let settings = Self::load_unvalidated(explicit, &env)?;
+        settings.validate_except_webhook()?;
+        Ok(settings)
+    }
+
     /// [`Settings::load`] with the environment given, for tests.
     pub fn load_from(
         explicit: Option<&Path>,
@@ -475,6 +484,12 @@ impl Settings {
 
     /// Checks every value that deserialization alone cannot.
     pub fn validate(&self) -> Result<(), SettingsError> {
+        self.validate_except_webhook()?;
+        self.validate_webhook()
+    }
+
+    /// Every check of [`Settings::validate`] but `[webhook]`'s.
+    pub fn validate_except_webhook(&self) -> Result<(), SettingsError> {
         self.backend()?;
         if self.replica.lease_secs < 2 {
             return Err(SettingsError::invalid(
@@ -508,7 +523,6 @@ impl Settings {
                 "must be positive",
             ));
         }
-        self.validate_webhook()?;
         url_with_http_scheme("service.base_url", &self.service.base_url)?;
         if !self.reconcile.schedule.trim().is_empty()
             && !crate::reconcile::valid_schedule(&self.reconcile.schedule)

@@ -195,6 +195,13 @@ fn load_for_database(config: Option<&std::path::Path>) -> Result<Settings, CliEr
     Ok(settings)
 }
 
+/// [`load_for_database`] for commands that never see a webhook: `[webhook]` may be unset.
+fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliError> {
+    let settings = Settings::load_without_webhook(config)?;
+    settings.database_path()?;
+    Ok(settings)
+}
+
 /// Runs one parsed command.
 pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config = cli.config.as_deref();
@@ -211,7 +218,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             organization,
         } => {
             read::consent(
-                &load_for_database(config)?,
+                &load_for_reading(config)?,
                 &phone,
                 organization.as_deref(),
                 cli.json,
@@ -223,7 +230,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             organization,
         } => {
             read::history(
-                &load_for_database(config)?,
+                &load_for_reading(config)?,
                 &phone,
                 organization.as_deref(),
                 cli.json,
@@ -231,16 +238,16 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             .await
         }
         Command::Events { quarantined, limit } => {
-            read::events(&load_for_database(config)?, quarantined, limit, cli.json).await
+            read::events(&load_for_reading(config)?, quarantined, limit, cli.json).await
         }
         Command::Replay { quarantined, id } => {
             let selection = match (quarantined, id) {
                 (_, Some(id)) => crate::worker::Requeue::Id(id),
                 _ => crate::worker::Requeue::Quarantined,
             };
-            read::replay(&load_for_database(config)?, selection, cli.json).await
+            read::replay(&load_for_reading(config)?, selection, cli.json).await
         }
-        Command::Status => read::status(&load_for_database(config)?, cli.json).await,
+        Command::Status => read::status(&load_for_reading(config)?, cli.json).await,
         Command::Reconcile {
             organizations,
             leads,
@@ -252,7 +259,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 leads: leads || !messages,
                 messages: messages || !leads,
             };
-            daemon::reconcile(load_for_database(config)?, request, cli.json).await
+            daemon::reconcile(load_for_reading(config)?, request, cli.json).await
         }
         Command::Demo(args) => Ok(crate::demo::run(args).await?),
         Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
@@ -269,7 +276,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 tag_id: tag,
                 reason,
             };
-            consent::change(&load_for_database(config)?, change, cli.json).await
+            consent::change(&load_for_reading(config)?, change, cli.json).await
         }
         Command::OptIn {
             phone,
@@ -283,13 +290,13 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 tag_id: None,
                 reason,
             };
-            consent::change(&load_for_database(config)?, change, cli.json).await
+            consent::change(&load_for_reading(config)?, change, cli.json).await
         }
         Command::Export {
             dataset,
             format,
             since,
             output,
-        } => consent::export(&load_for_database(config)?, dataset, format, since, output).await,
+        } => consent::export(&load_for_reading(config)?, dataset, format, since, output).await,
     }
 }

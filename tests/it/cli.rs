@@ -265,3 +265,30 @@ async fn the_read_commands_show_what_the_daemon_applied() {
     assert_eq!(missing.status.code(), Some(3));
     app.stop().await;
 }
+
+#[test]
+fn commands_that_never_see_a_webhook_need_no_webhook_secret() {
+    let dir = tempfile::tempdir().unwrap();
+    // What `demo` prints for a look at its database: the URL alone.
+    for args in [
+        &["status"][..],
+        &["events", "--limit", "5"],
+        &["export", "ledger"],
+    ] {
+        let out = run(dir.path(), args, &[], "");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    for lookup in ["consent", "history"] {
+        let unknown = run(dir.path(), &[lookup, "+15550001234"], &[], "");
+        assert_eq!(unknown.status.code(), Some(3), "{}", text(&unknown.stderr));
+    }
+    // The daemon itself still needs one.
+    let serve = run(dir.path(), &["serve"], &[], "");
+    assert_eq!(serve.status.code(), Some(2));
+    assert!(text(&serve.stderr).contains("webhook.secrets"));
+}
