@@ -5,6 +5,8 @@
 pub mod admin;
 /// The daemon: listeners and tasks under one supervisor.
 pub mod app;
+/// The one apply path every writer calls: last-writer-wins, account sync, echoes, ledger.
+pub mod apply;
 /// The command line.
 pub mod cli;
 /// The typed client of the service's API.
@@ -25,8 +27,8 @@ pub mod lease;
 pub mod ledger;
 /// Process-wide counters and the Prometheus text rendering.
 pub mod metrics;
-/// The apply path: lead mirror, message statuses, consent ledger.
-pub mod mirror;
+/// The records the daemon keeps, typed once for the apply path and the storage layer.
+pub mod model;
 /// The outbox write path (group commit).
 pub mod outbox;
 /// Local consent changes, their push to the service, and the recognition of their echo.
@@ -41,6 +43,8 @@ pub mod sandbox;
 pub mod settings;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
+/// The storage layer: the apply path's statements, a folder per backend.
+pub mod store;
 /// Logging.
 pub mod telemetry;
 /// The daemon's service client and its durable token guard.

@@ -15,10 +15,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
+use crate::apply::{self, Outcome, Pending};
 use crate::db;
 use crate::events;
 use crate::settings::Settings;
-use crate::worker::{self, Outcome, Parsed};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -305,19 +305,19 @@ async fn write_and_apply(
     let attempt = async {
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
         let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
-        let parsed: Vec<Parsed> = batch
+        let pending: Vec<Pending> = batch
             .iter()
             .zip(&results)
             .filter_map(|(command, result)| match (command, result) {
-                (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some((
-                    *id,
-                    d.dedup_key.clone(),
-                    events::parse(&d.body, d.received_at),
-                )),
+                (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some(Pending {
+                    id: *id,
+                    dedup_key: d.dedup_key.clone(),
+                    event: events::parse(&d.body, d.received_at),
+                }),
                 _ => None,
             })
             .collect();
-        let applied = worker::apply_rows(&mut tx, &parsed, Utc::now(), account_sync).await?;
+        let applied = apply::deliveries(&mut *tx, &pending, Utc::now(), account_sync).await?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>((results, applied))
     }

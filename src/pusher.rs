@@ -1,27 +1,23 @@
-//! Local consent changes and their way to the service: [`record`] writes the change to the
-//! ledger (through the shared apply path) and queues it in `pushes` in one transaction; the
-//! [`Pusher`] sends each queued change (v3: PATCH /leads `optOut`/`optIn`; v2: PUT
-//! /leads/{id} `globalOptedOut`), retrying with a persisted backoff;
-//! [`EchoMatcher`] recognises the webhook the service sends back for a pushed change (the
-//! rule is written out in `migrations/sqlite/20261121000003_pushes.sql`).
+//! Local consent changes on their way to the service. The apply path records and queues
+//! them ([`crate::apply::local`]) and recognises their echo; the [`Pusher`] sends each
+//! queued change (v3: PATCH /leads `optOut`/`optIn`; v2: PUT /leads/{id}
+//! `globalOptedOut`), retrying with a persisted backoff.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use rand::RngExt as _;
 use serde::Serialize;
-use sqlx::{Connection, SqliteConnection, SqlitePool};
+use sqlx::SqlitePool;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use futures::TryStreamExt;
 
 use crate::client::models::{ListLeads, Paging};
-use crate::client::{ClientError, ServiceClient, V2LeadUpdate, validate};
+use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::db;
 use crate::metrics::{self, Push};
-use crate::mirror::{self, ConsentObservation, Source};
 use crate::settings::ApiVersion;
 
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
@@ -33,128 +29,8 @@ const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 const MAX_BACKOFF: Duration = Duration::from_secs(3600);
 /// Pause after the queue itself (the database) failed.
 const QUEUE_FAILURE_PAUSE: Duration = Duration::from_secs(1);
-/// The service writes event times in whole seconds: an echo may predate the attempt by that.
-const ECHO_BEFORE: TimeDelta = TimeDelta::seconds(5);
-/// How long after the last attempt a returning webhook still counts as its echo.
-const ECHO_AFTER: TimeDelta = TimeDelta::minutes(10);
 /// Leads per page when v2 must scan an organization for a number (its maximum).
 const V2_SCAN_PAGE: u32 = 1000;
-
-/// A consent change made here, for the service.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LocalChange {
-    pub organization_id: String,
-    pub phone_number: String,
-    pub opted_out: bool,
-    /// Only with an opt-out: a tag of visibility `OPT_OUT` the service applies.
-    pub tag_id: Option<String>,
-    pub reason: Option<String>,
-}
-
-/// Why a local change was not recorded.
-#[derive(Debug, thiserror::Error)]
-pub enum LocalError {
-    #[error("{0}")]
-    Invalid(String),
-    #[error("cannot record the change: {0}")]
-    Database(#[from] sqlx::Error),
-}
-
-/// A recorded local change.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Recorded {
-    pub seq: i64,
-    pub event_ref: String,
-    /// Whether it became the current state (a newer event may already be in place).
-    pub current: bool,
-    pub push: &'static str,
-}
-
-impl LocalChange {
-    pub fn validate(&self) -> Result<(), LocalError> {
-        if !validate::is_e164(&self.phone_number) {
-            return Err(LocalError::Invalid(format!(
-                "phoneNumber {:?} is not E.164 (e.g. +15551234567)",
-                self.phone_number
-            )));
-        }
-        if self.organization_id.trim().is_empty() {
-            return Err(LocalError::Invalid("organizationId is required".into()));
-        }
-        if self.tag_id.is_some() && !self.opted_out {
-            return Err(LocalError::Invalid(
-                "tagId applies to an opt-out only".into(),
-            ));
-        }
-        Ok(())
-    }
-}
-
-/// Records `change` in the ledger with source `local`, applies it to the mirror, and queues
-/// it for the service, all in one transaction. Older changes of the same (organization,
-/// number) never attempted are superseded: only the newest is sent. One already attempted
-/// may have reached the service, so it is finished first (and its echo recognised).
-pub async fn record(
-    pool: &SqlitePool,
-    change: &LocalChange,
-    now: DateTime<Utc>,
-) -> Result<Recorded, LocalError> {
-    change.validate()?;
-    let event_ref = format!("local:{:032x}", rand::rng().random::<u128>());
-    let observation = ConsentObservation {
-        organization_id: change.organization_id.clone(),
-        phone_number: change.phone_number.clone(),
-        lead_id: None,
-        opted_out: change.opted_out,
-        occurred_at: now,
-        source: Source::Local,
-        event_ref: event_ref.clone(),
-        tag_id: change.tag_id.clone(),
-        reason: change.reason.clone(),
-    };
-    let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    let applied = mirror::apply_consent(&mut tx, std::slice::from_ref(&observation), now).await?;
-    let outcome = applied
-        .first()
-        .copied()
-        .ok_or_else(|| LocalError::Invalid("the change was not recorded".into()))?;
-    let seq = outcome
-        .seq
-        .ok_or_else(|| LocalError::Invalid("the change was already recorded".into()))?;
-    sqlx::query(
-        "UPDATE pushes SET state = 'superseded', finished_at = ?3
-         WHERE organization_id = ?1 AND phone_number = ?2 AND state = 'pending' AND attempts = 0",
-    )
-    .bind(&change.organization_id)
-    .bind(&change.phone_number)
-    .bind(db::timestamp(now))
-    .execute(&mut *tx)
-    .await?;
-    sqlx::query(
-        "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
-                             next_attempt_at, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5,
-                 (SELECT lead_id FROM consent_state WHERE organization_id = ?2 AND phone_number = ?3),
-                 ?6, ?6)",
-    )
-    .bind(seq)
-    .bind(&change.organization_id)
-    .bind(&change.phone_number)
-    .bind(change.opted_out)
-    .bind(&change.tag_id)
-    .bind(db::timestamp(now))
-    .execute(&mut *tx)
-    .await?;
-    tx.commit().await?;
-    Ok(Recorded {
-        seq,
-        event_ref,
-        current: outcome.current,
-        push: "pending",
-    })
-}
 
 /// One queued push, as the pusher reads it.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -429,108 +305,6 @@ impl From<ClientError> for PushError {
             PushError::Transient(error.to_string())
         }
     }
-}
-
-/// An attempted push a returning webhook may echo.
-#[derive(Debug, Clone)]
-struct Candidate {
-    seq: i64,
-    organization_id: String,
-    phone_number: String,
-    opted_out: bool,
-    occurred_at: DateTime<Utc>,
-    from: DateTime<Utc>,
-    until: DateTime<Utc>,
-}
-
-/// Recognises echoes within one worker batch (see the migration for the rule).
-#[derive(Debug, Default)]
-pub struct EchoMatcher {
-    candidates: Vec<Candidate>,
-}
-
-/// The local change an echo belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Echo {
-    pub seq: i64,
-    /// The local change's event time, which the echo takes.
-    pub occurred_at: DateTime<Utc>,
-}
-
-impl EchoMatcher {
-    /// Loads the candidates for the (organization, number) pairs of a batch.
-    pub async fn load(
-        conn: &mut SqliteConnection,
-        keys: &[(&str, &str)],
-    ) -> Result<Self, sqlx::Error> {
-        if keys.is_empty() {
-            return Ok(Self::default());
-        }
-        let rows: Vec<(i64, String, String, bool, String, String, String)> = sqlx::query_as(
-            "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                    p.first_attempt_at, p.last_attempt_at
-             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
-             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
-             JOIN ledger AS l ON l.seq = p.seq
-             WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-             ORDER BY p.seq",
-        )
-        .bind(db::json_param(keys)?)
-        .fetch_all(&mut *conn)
-        .await?;
-        let parse = |t: &str| {
-            DateTime::parse_from_rfc3339(t)
-                .ok()
-                .map(|t| t.with_timezone(&Utc))
-        };
-        let candidates = rows
-            .into_iter()
-            .filter_map(|(seq, o, p, out, at, first, last)| {
-                Some(Candidate {
-                    seq,
-                    organization_id: o,
-                    phone_number: p,
-                    opted_out: out,
-                    occurred_at: parse(&at)?,
-                    from: parse(&first)? - ECHO_BEFORE,
-                    until: parse(&last)? + ECHO_AFTER,
-                })
-            })
-            .collect();
-        Ok(Self { candidates })
-    }
-
-    /// The local change `event_ref`'s observation echoes, if any; marks it echoed (in the
-    /// caller's transaction) so no second webhook is taken for the same echo.
-    pub async fn take(
-        &mut self,
-        conn: &mut SqliteConnection,
-        observation: &ConsentObservation,
-    ) -> Result<Option<Echo>, sqlx::Error> {
-        let found = self.candidates.iter().position(|c| {
-            c.organization_id == observation.organization_id
-                && c.phone_number == observation.phone_number
-                && c.opted_out == observation.opted_out
-                && (c.from..=c.until).contains(&observation.occurred_at)
-        });
-        let Some(index) = found else { return Ok(None) };
-        let candidate = self.candidates.remove(index);
-        sqlx::query("UPDATE pushes SET echo_ref = ?2 WHERE seq = ?1")
-            .bind(candidate.seq)
-            .bind(&observation.event_ref)
-            .execute(&mut *conn)
-            .await?;
-        metrics::global().echo();
-        Ok(Some(Echo {
-            seq: candidate.seq,
-            occurred_at: candidate.occurred_at,
-        }))
-    }
-}
-
-/// The reason written on an echo's ledger entry.
-pub fn echo_reason(seq: i64) -> String {
-    format!("echo of local change seq {seq}")
 }
 
 /// Pushes by state, for `status`.

@@ -23,9 +23,10 @@ use sqlx::{ConnectOptions, Connection, SqliteConnection, SqlitePool};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use crate::apply::{self, PageApplied};
 use crate::client::{ClientError, ServiceClient, V2Lead, models};
 use crate::events::{Lead, MessageStatus};
-use crate::mirror::{self, ConsentObservation, ConsentStates, Source, StatusObservation};
+use crate::model::{Source, StatusObservation};
 use crate::settings::ReconcileSettings;
 use crate::{db, lease};
 use source::LeadSource;
@@ -127,14 +128,6 @@ enum LeadsPassError {
          reconciled; v3 has no such limit (set [service] api_version = \"v3\")"
     )]
     DepthLimit { scanned: i64, message: String },
-}
-
-/// What one page did.
-#[derive(Debug, Default)]
-struct PageCounts {
-    scanned: u64,
-    new: u64,
-    repaired: u64,
 }
 
 /// Runs reconciliation passes, never two at once.
@@ -465,56 +458,14 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
         page: &LeadsPage,
-    ) -> Result<PageCounts, sqlx::Error> {
+    ) -> Result<PageApplied, sqlx::Error> {
         let LeadsPage {
             leads,
             fetched_at,
             next,
         } = page;
-        let fetched_at = *fetched_at;
         let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-        let keys: Vec<(&str, &str)> = leads
-            .iter()
-            .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
-            .collect();
-        let mirrored = ConsentStates::load(&mut tx, &keys).await?;
-        let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
-        mirror::upsert_leads(&mut tx, &observed, fetched_at).await?;
-        // Each difference, with whether the mirror knew the number (a repair) or not (new).
-        let (differences, known): (Vec<ConsentObservation>, Vec<bool>) = leads
-            .iter()
-            .filter_map(|l| {
-                let was = mirrored.opted_out(&l.organization_id, &l.phone_number);
-                (was != Some(l.global_opted_out)).then(|| {
-                    let observation = ConsentObservation {
-                        organization_id: l.organization_id.clone(),
-                        phone_number: l.phone_number.clone(),
-                        lead_id: Some(l.id.clone()),
-                        opted_out: l.global_opted_out,
-                        occurred_at: fetched_at,
-                        source: Source::Reconcile,
-                        event_ref: format!("reconcile:{pass_id}:{}", l.id),
-                        tag_id: None,
-                        reason: None,
-                    };
-                    (observation, was.is_some())
-                })
-            })
-            .unzip();
-        // The states just read serve the apply too: this transaction holds the write lock.
-        let applied =
-            mirror::apply_consent_over(&mut tx, &differences, fetched_at, mirrored).await?;
-        let mut counts = PageCounts {
-            scanned: leads.len() as u64,
-            ..PageCounts::default()
-        };
-        for (known, outcome) in known.iter().zip(&applied) {
-            match (known, outcome.current) {
-                (false, _) => counts.new += 1,
-                (true, true) => counts.repaired += 1,
-                (true, false) => {}
-            }
-        }
+        let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
         let (scanned, repaired) = (counts.scanned, counts.repaired);
         let now = db::timestamp(Utc::now());
         match next {
@@ -618,7 +569,7 @@ impl Reconciler {
             let mut conn = self.pool.acquire().await?;
             let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
             summary.messages_refreshed +=
-                mirror::apply_statuses(&mut tx, &observations, fetched_at).await?;
+                apply::statuses(&mut *tx, &observations, fetched_at).await?;
             tx.commit().await?;
         }
         Ok(())

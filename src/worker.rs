@@ -2,17 +2,16 @@
 //! marks its rows applied (or quarantined), so a crash at any instant neither loses nor
 //! repeats an effect.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, SqliteConnection, SqlitePool};
+use sqlx::{Connection, SqlitePool};
 use tokio_util::sync::CancellationToken;
 
+use crate::apply::{self, Pending};
 use crate::db;
-use crate::events::{self, Event, Lead};
-use crate::mirror::{self, ConsentObservation, Source, StatusObservation};
+use crate::events;
 use crate::outbox::OutboxState;
 
 /// Rows applied per transaction under load.
@@ -28,33 +27,7 @@ const APPLY_COALESCE: Duration = Duration::from_millis(20);
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
-/// What one call of [`Worker::try_execute_task`] did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Outcome {
-    pub applied: u64,
-    pub quarantined: u64,
-}
-
-impl Outcome {
-    pub fn is_idle(&self) -> bool {
-        self.applied == 0 && self.quarantined == 0
-    }
-}
-
-/// Why a row cannot be applied as it is; the row is quarantined with this reason.
-#[derive(Debug, thiserror::Error)]
-enum Unappliable {
-    #[error("lead {0} is not in the mirror; replay after reconciliation")]
-    UnknownLead(String),
-}
-
-/// What a batch will do.
-#[derive(Default)]
-struct Plan {
-    consent: Vec<ConsentObservation>,
-    /// Rows that cannot be applied, with the reason.
-    quarantined: Vec<(i64, String)>,
-}
+pub use crate::apply::Outcome;
 
 /// Applies the outbox.
 #[derive(Clone)]
@@ -94,9 +67,9 @@ impl Worker {
             return Ok(Outcome::default());
         }
         let now = Utc::now();
-        let parsed: Vec<Parsed> = rows
+        let pending: Vec<Pending> = rows
             .into_iter()
-            .map(|(id, key, received_at, body)| {
+            .map(|(id, dedup_key, received_at, body)| {
                 let received_at = DateTime::parse_from_rfc3339(&received_at)
                     .map(|t| t.with_timezone(&Utc))
                     .unwrap_or(now);
@@ -104,10 +77,14 @@ impl Worker {
                     Ok(body) => events::parse(&body, received_at),
                     Err(e) => Err(events::ParseError::Stored(e.to_string())),
                 };
-                (id, key, event)
+                Pending {
+                    id,
+                    dedup_key,
+                    event,
+                }
             })
             .collect();
-        let outcome = apply_rows(&mut tx, &parsed, now, self.account_sync).await?;
+        let outcome = apply::deliveries(&mut *tx, &pending, now, self.account_sync).await?;
         tx.commit().await?;
         self.state.settled(outcome.applied + outcome.quarantined);
         crate::metrics::global().applied(outcome.applied, outcome.quarantined);
@@ -209,180 +186,6 @@ impl Worker {
         }
         Ok(())
     }
-}
-
-/// An outbox row ready to apply: its id, its dedup key (the ledger's `event_ref`) and its
-/// event as parsed from the stored bytes.
-pub(crate) type Parsed = (i64, String, Result<Event, events::ParseError>);
-
-/// Applies `parsed` (rows in receipt order) inside the caller's transaction, which must
-/// hold the write lock: mirror, statuses and ledger, and each row marked applied or
-/// quarantined, so the caller's commit makes the whole batch take effect at once.
-pub(crate) async fn apply_rows(
-    conn: &mut SqliteConnection,
-    parsed: &[Parsed],
-    now: DateTime<Utc>,
-    account_sync: bool,
-) -> Result<Outcome, sqlx::Error> {
-    if parsed.is_empty() {
-        return Ok(Outcome::default());
-    }
-    let plan = plan(conn, parsed, account_sync).await?;
-    let quarantined: std::collections::HashSet<i64> =
-        plan.quarantined.iter().map(|(id, _)| *id).collect();
-    let leads: Vec<(&Lead, DateTime<Utc>)> = parsed
-        .iter()
-        .filter(|(id, _, _)| !quarantined.contains(id))
-        .filter_map(|(_, _, e)| match e {
-            Ok(Event::Consent(c)) => c.lead.as_deref().map(|l| (l, c.occurred_at)),
-            _ => None,
-        })
-        .collect();
-    mirror::upsert_leads(&mut *conn, &leads, now).await?;
-    mirror::apply_consent(&mut *conn, &plan.consent, now).await?;
-    let statuses: Vec<StatusObservation> = parsed
-        .iter()
-        .filter_map(|(_, _, e)| match e {
-            Ok(Event::MessageStatus(m)) => Some(StatusObservation {
-                message: &m.message,
-                lead_id: m.lead_id.as_deref(),
-                organization_id: m.organization_id.as_deref(),
-                occurred_at: m.occurred_at,
-                source: Source::Webhook,
-            }),
-            _ => None,
-        })
-        .collect();
-    mirror::apply_statuses(&mut *conn, &statuses, now).await?;
-    for (id, reason) in &plan.quarantined {
-        tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
-        quarantine(&mut *conn, *id, reason).await?;
-    }
-    let applied: Vec<i64> = parsed
-        .iter()
-        .map(|(id, _, _)| *id)
-        .filter(|id| !quarantined.contains(id))
-        .collect();
-    sqlx::query(
-        "UPDATE outbox SET state = 'applied', applied_at = ?
-             WHERE id IN (SELECT value FROM json_each(?))",
-    )
-    .bind(db::timestamp(now))
-    .bind(db::json_param(&applied)?)
-    .execute(&mut *conn)
-    .await?;
-    Ok(Outcome {
-        applied: applied.len() as u64,
-        quarantined: plan.quarantined.len() as u64,
-    })
-}
-
-/// Turns the parsed batch into consent observations, in receipt order, exactly as
-/// applying the events one by one would: a lead id resolves to its number through the
-/// mirror or an earlier event of the batch, and account sync reaches every holder of
-/// the number known at that point.
-async fn plan(
-    conn: &mut SqliteConnection,
-    parsed: &[Parsed],
-    account_sync: bool,
-) -> Result<Plan, sqlx::Error> {
-    let consent = || {
-        parsed.iter().filter_map(|(_, _, e)| match e {
-            Ok(Event::Consent(c)) => Some(c),
-            _ => None,
-        })
-    };
-    let unresolved: Vec<&str> = consent()
-        .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
-        .filter_map(|c| c.lead_id.as_deref())
-        .collect();
-    let mut located = if unresolved.is_empty() {
-        HashMap::new()
-    } else {
-        mirror::locate_leads(conn, &unresolved).await?
-    };
-    let mut holders = if account_sync {
-        let phones: Vec<&str> = consent()
-            .filter_map(|c| c.phone_number.as_deref())
-            .collect();
-        mirror::holders_of(conn, &phones).await?
-    } else {
-        HashMap::new()
-    };
-    // A webhook that brings back a change pushed from here is not a new change.
-    let echo_keys: Vec<(&str, &str)> = consent()
-        .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
-        .collect();
-    let mut echoes = crate::pusher::EchoMatcher::load(conn, &echo_keys).await?;
-    let mut plan = Plan::default();
-    for (id, dedup_key, event) in parsed {
-        let c = match event {
-            Err(e) => {
-                plan.quarantined.push((*id, e.to_string()));
-                continue;
-            }
-            Ok(Event::MessageStatus(_)) => continue,
-            Ok(Event::Consent(c)) => c,
-        };
-        let (org, phone) = match (&c.organization_id, &c.phone_number, &c.lead_id) {
-            (Some(org), Some(phone), _) => (org.clone(), phone.clone()),
-            (_, _, Some(lead)) => match located.get(lead) {
-                Some(found) => found.clone(),
-                None => {
-                    plan.quarantined
-                        .push((*id, Unappliable::UnknownLead(lead.clone()).to_string()));
-                    continue;
-                }
-            },
-            _ => {
-                plan.quarantined.push((*id, "no lead id or number".into()));
-                continue;
-            }
-        };
-        if let Some(lead) = &c.lead_id {
-            located.insert(lead.clone(), (org.clone(), phone.clone()));
-        }
-        let mut targets = vec![(org.clone(), c.lead_id.clone())];
-        if account_sync {
-            let known = holders.entry(phone.clone()).or_default();
-            for (other, lead) in known.iter() {
-                if !targets.iter().any(|(o, _)| o == other) {
-                    targets.push((other.clone(), lead.clone()));
-                }
-            }
-            if !known.iter().any(|(o, _)| *o == org) {
-                known.push((org.clone(), c.lead_id.clone()));
-            }
-        }
-        for (organization_id, lead_id) in targets {
-            let mut observation = ConsentObservation {
-                organization_id,
-                phone_number: phone.clone(),
-                lead_id,
-                opted_out: c.opted_out,
-                occurred_at: c.occurred_at,
-                source: Source::Webhook,
-                event_ref: dedup_key.clone(),
-                tag_id: c.tag_id.clone(),
-                reason: None,
-            };
-            if let Some(echo) = echoes.take(conn, &observation).await? {
-                observation.occurred_at = echo.occurred_at;
-                observation.reason = Some(crate::pusher::echo_reason(echo.seq));
-            }
-            plan.consent.push(observation);
-        }
-    }
-    Ok(plan)
-}
-
-async fn quarantine(conn: &mut SqliteConnection, id: i64, reason: &str) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ? WHERE id = ?")
-        .bind(reason)
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(())
 }
 
 /// Puts rows back in the pending state so the worker applies them again.

@@ -12,9 +12,9 @@ use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
 use super::{AdminError, AdminState};
+use crate::apply::{self, LocalChange, Recorded};
 use crate::client::validate;
 use crate::ledger::{self, ConsentRecord, Items, LedgerEntry};
-use crate::pusher::{self, LocalChange, Recorded};
 
 /// Most numbers in one lookup.
 pub const MAX_LOOKUP: usize = 10_000;
@@ -176,7 +176,7 @@ pub async fn record(
         tag_id: body.tag_id,
         reason: body.reason,
     };
-    let recorded = pusher::record(&state.pool, &change, Utc::now()).await?;
+    let recorded = apply::record_local(&state.pool, &change, Utc::now()).await?;
     state.wake.notify_one();
     Ok((StatusCode::ACCEPTED, Json(recorded)))
 }

@@ -72,11 +72,11 @@ impl From<BytesRejection> for AdminError {
     }
 }
 
-impl From<crate::pusher::LocalError> for AdminError {
-    fn from(error: crate::pusher::LocalError) -> Self {
+impl From<crate::apply::LocalError> for AdminError {
+    fn from(error: crate::apply::LocalError) -> Self {
         match error {
-            crate::pusher::LocalError::Invalid(message) => AdminError::BadRequest(message),
-            crate::pusher::LocalError::Database(error) => AdminError::Database(error),
+            crate::apply::LocalError::Invalid(message) => AdminError::BadRequest(message),
+            crate::apply::LocalError::Database(error) => AdminError::Database(error),
         }
     }
 }

@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use chrono::Utc;
 
 use super::CliError;
+use crate::apply::{self, LocalChange, LocalError};
 use crate::db;
 use crate::export::{self, Dataset, Format};
-use crate::pusher::{self, LocalChange, LocalError};
 use crate::settings::Settings;
 
 /// Records a local change; the daemon's pusher sends it (within its poll interval, as the
@@ -18,7 +18,7 @@ pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Res
     change.validate().map_err(usage)?;
     let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
     db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    let recorded = pusher::record(&pool, &change, Utc::now())
+    let recorded = apply::record_local(&pool, &change, Utc::now())
         .await
         .map_err(usage)?;
     if json {

@@ -269,7 +269,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             tag,
             reason,
         } => {
-            let change = crate::pusher::LocalChange {
+            let change = crate::apply::LocalChange {
                 organization_id: organization,
                 phone_number: phone,
                 opted_out: true,
@@ -283,7 +283,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             organization,
             reason,
         } => {
-            let change = crate::pusher::LocalChange {
+            let change = crate::apply::LocalChange {
                 organization_id: organization,
                 phone_number: phone,
                 opted_out: false,

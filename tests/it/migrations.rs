@@ -2,8 +2,10 @@
 //! is there, on a real SQLite file.
 
 use chrono::{TimeZone, Utc};
+use outreach_sync::apply;
 use outreach_sync::db::MIGRATOR;
-use outreach_sync::mirror::{self, ConsentObservation, Source};
+use outreach_sync::model::{ConsentObservation, Source};
+use outreach_sync::store::ApplyTx as _;
 use sqlx::Connection as _;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
@@ -85,11 +87,11 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
 
     // Both holders of the number are found, and a newer event updates the stored pair.
     let mut conn = pool.acquire().await.unwrap();
-    let holders = mirror::holders_of(&mut conn, &["+1555"]).await.unwrap();
+    let holders = conn.holders_of(&["+1555"]).await.unwrap();
     assert_eq!(holders["+1555"].len(), 2);
     let mut tx = conn.begin().await.unwrap();
-    let applied = mirror::apply_consent(
-        &mut tx,
+    let applied = apply::consent(
+        &mut *tx,
         &[ConsentObservation {
             organization_id: "o2".into(),
             phone_number: "+1555".into(),

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use chrono::Utc;
 use common::{TestApp, spawn_app, with_admin_token};
+use outreach_sync::apply::{self, LocalChange};
 use outreach_sync::client::ServiceClient;
 use outreach_sync::client::models::{Lead, WebhookConfig};
-use outreach_sync::pusher::{self, Attempted, LocalChange, Pusher};
+use outreach_sync::pusher::{Attempted, Pusher};
 use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -55,7 +56,7 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent() {
         tag_id: None,
         reason: Some("asked by email".into()),
     };
-    let recorded = pusher::record(&app.pool, &change, Utc::now())
+    let recorded = apply::record_local(&app.pool, &change, Utc::now())
         .await
         .unwrap();
     let mut config = sandbox.client_config();

@@ -1,0 +1,128 @@
+//! Local consent changes (CLI, admin API): recorded in the ledger with source `local`,
+//! applied to the mirror and queued for the service, in one transaction.
+
+use chrono::{DateTime, Utc};
+use rand::RngExt as _;
+use serde::Serialize;
+
+use crate::client::validate;
+use crate::model::{ConsentObservation, Source};
+use crate::store::ApplyTx;
+
+/// A consent change made here, for the service.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LocalChange {
+    pub organization_id: String,
+    pub phone_number: String,
+    pub opted_out: bool,
+    /// Only with an opt-out: a tag of visibility `OPT_OUT` the service applies.
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// Why a local change was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("{0}")]
+    Invalid(String),
+    #[error("cannot record the change: {0}")]
+    Database(#[from] sqlx::Error),
+}
+
+/// Where a recorded change stands with the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PushState {
+    Pending,
+}
+
+/// A recorded local change.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    pub seq: i64,
+    pub event_ref: String,
+    /// Whether it became the current state (a newer event may already be in place).
+    pub current: bool,
+    pub push: PushState,
+}
+
+impl LocalChange {
+    pub fn validate(&self) -> Result<(), LocalError> {
+        if !validate::is_e164(&self.phone_number) {
+            return Err(LocalError::Invalid(format!(
+                "phoneNumber {:?} is not E.164 (e.g. +15551234567)",
+                self.phone_number
+            )));
+        }
+        if self.organization_id.trim().is_empty() {
+            return Err(LocalError::Invalid("organizationId is required".into()));
+        }
+        if self.tag_id.is_some() && !self.opted_out {
+            return Err(LocalError::Invalid(
+                "tagId applies to an opt-out only".into(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Records `change` in the caller's transaction. Older changes of the same (organization,
+/// number) never attempted are superseded: only the newest is sent. One already attempted
+/// may have reached the service, so it is finished first (and its echo recognised).
+pub async fn record<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    change: &LocalChange,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LocalError> {
+    change.validate()?;
+    let event_ref = format!("local:{:032x}", rand::rng().random::<u128>());
+    let observation = ConsentObservation {
+        organization_id: change.organization_id.clone(),
+        phone_number: change.phone_number.clone(),
+        lead_id: None,
+        opted_out: change.opted_out,
+        occurred_at: now,
+        source: Source::Local,
+        event_ref: event_ref.clone(),
+        tag_id: change.tag_id.clone(),
+        reason: change.reason.clone(),
+    };
+    tx.lock_numbers(&[change.phone_number.as_str()]).await?;
+    let key = (
+        change.organization_id.as_str(),
+        change.phone_number.as_str(),
+    );
+    let states = tx.consent_states(&[key]).await?;
+    let applied =
+        super::consent::apply(tx, std::slice::from_ref(&observation), now, states).await?;
+    let outcome = applied
+        .first()
+        .copied()
+        .ok_or_else(|| LocalError::Invalid("the change was not recorded".into()))?;
+    let seq = outcome
+        .seq
+        .ok_or_else(|| LocalError::Invalid("the change was already recorded".into()))?;
+    tx.queue_push(seq, &observation, now).await?;
+    Ok(Recorded {
+        seq,
+        event_ref,
+        current: outcome.current,
+        push: PushState::Pending,
+    })
+}
+
+/// Records `change` in a transaction of its own.
+pub async fn record_local(
+    pool: &sqlx::SqlitePool,
+    change: &LocalChange,
+    now: DateTime<Utc>,
+) -> Result<Recorded, LocalError> {
+    use sqlx::Connection as _;
+    change.validate()?;
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let recorded = record(&mut *tx, change, now).await?;
+    tx.commit().await?;
+    Ok(recorded)
+}

@@ -1,0 +1,332 @@
+//! The one apply path. Every writer calls it inside a transaction of its own: the ingest
+//! commit and the worker ([`deliveries`]), the reconciler ([`lead_page`], [`statuses`]) and
+//! local changes ([`local::record`]). It owns the plan: last-writer-wins, account sync, echo
+//! recognition, ledger entries, consent states, message statuses and outbox marking. The
+//! statements themselves are the storage layer's ([`crate::store::ApplyTx`]).
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use crate::events::{self, ConsentEvent, Event, Lead};
+use crate::model::{ConsentApplied, ConsentObservation, Holders, Source, StatusObservation};
+use crate::store::ApplyTx;
+
+mod consent;
+mod echo;
+pub mod local;
+
+pub use echo::{Echo, EchoMatcher, echo_reason};
+pub use local::{LocalChange, LocalError, Recorded, record_local};
+
+/// An outbox row ready to apply: its event as parsed from the stored bytes.
+#[derive(Debug)]
+pub struct Pending {
+    pub id: i64,
+    /// The ledger's `event_ref` of the event's entries.
+    pub dedup_key: String,
+    pub event: Result<Event, events::ParseError>,
+}
+
+/// What applying a batch of outbox rows did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Outcome {
+    pub applied: u64,
+    pub quarantined: u64,
+}
+
+impl Outcome {
+    pub fn is_idle(&self) -> bool {
+        self.applied == 0 && self.quarantined == 0
+    }
+
+    pub fn settled(&self) -> u64 {
+        self.applied + self.quarantined
+    }
+}
+
+/// Why a row cannot be applied as it is; the row is quarantined with this reason.
+#[derive(Debug, thiserror::Error)]
+enum Unappliable {
+    #[error("lead {0} is not in the mirror; replay after reconciliation")]
+    UnknownLead(String),
+    #[error("no lead id or number")]
+    NoLead,
+    #[error("{0}")]
+    Unparseable(#[from] events::ParseError),
+}
+
+/// What a batch of deliveries will do to consent.
+#[derive(Default)]
+struct Plan {
+    consent: Vec<ConsentObservation>,
+    /// Rows that cannot be applied, with the reason.
+    quarantined: Vec<(i64, String)>,
+}
+
+/// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
+/// ledger, and each row marked applied or quarantined, so the caller's commit makes the
+/// whole batch take effect at once.
+pub async fn deliveries<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    rows: &[Pending],
+    now: DateTime<Utc>,
+    account_sync: bool,
+) -> Result<Outcome, sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(Outcome::default());
+    }
+    let plan = plan(tx, rows, account_sync).await?;
+    let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
+    let leads: Vec<(&Lead, DateTime<Utc>)> = rows
+        .iter()
+        .filter(|row| !quarantined.contains(&row.id))
+        .filter_map(|row| match &row.event {
+            Ok(Event::Consent(c)) => c.lead.as_deref().map(|l| (l, c.occurred_at)),
+            _ => None,
+        })
+        .collect();
+    tx.upsert_leads(&leads, now).await?;
+    let keys: Vec<(&str, &str)> = plan
+        .consent
+        .iter()
+        .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
+        .collect();
+    let states = tx.consent_states(&keys).await?;
+    consent::apply(tx, &plan.consent, now, states).await?;
+    let statuses: Vec<StatusObservation> = rows
+        .iter()
+        .filter_map(|row| match &row.event {
+            Ok(Event::MessageStatus(m)) => Some(StatusObservation {
+                message: &m.message,
+                lead_id: m.lead_id.as_deref(),
+                organization_id: m.organization_id.as_deref(),
+                occurred_at: m.occurred_at,
+                source: Source::Webhook,
+            }),
+            _ => None,
+        })
+        .collect();
+    tx.apply_statuses(&statuses, now).await?;
+    for (id, reason) in &plan.quarantined {
+        tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
+    }
+    let applied: Vec<i64> = rows
+        .iter()
+        .map(|row| row.id)
+        .filter(|id| !quarantined.contains(id))
+        .collect();
+    tx.settle_outbox(&applied, &plan.quarantined, now).await?;
+    Ok(Outcome {
+        applied: applied.len() as u64,
+        quarantined: plan.quarantined.len() as u64,
+    })
+}
+
+/// Turns the batch's consent events into observations, in receipt order, exactly as
+/// applying the events one by one would: a lead id resolves to its number through the
+/// mirror or an earlier event of the batch, and account sync reaches every holder of the
+/// number known at that point. The numbers are locked before anything of them is read.
+async fn plan<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    rows: &[Pending],
+    account_sync: bool,
+) -> Result<Plan, sqlx::Error> {
+    let consent = || {
+        rows.iter().filter_map(|row| match &row.event {
+            Ok(Event::Consent(c)) => Some(c),
+            _ => None,
+        })
+    };
+    let unresolved: Vec<&str> = consent()
+        .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
+        .filter_map(|c| c.lead_id.as_deref())
+        .collect();
+    let mut located = if unresolved.is_empty() {
+        HashMap::new()
+    } else {
+        tx.locate_leads(&unresolved).await?
+    };
+    let mut phones: Vec<&str> = consent()
+        .filter_map(|c| c.phone_number.as_deref())
+        .chain(located.values().map(|(_, phone)| phone.as_str()))
+        .collect();
+    phones.sort_unstable();
+    phones.dedup();
+    tx.lock_numbers(&phones).await?;
+    let mut holders = if account_sync {
+        tx.holders_of(&phones).await?
+    } else {
+        Holders::new()
+    };
+    let echo_keys: Vec<(&str, &str)> = consent()
+        .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
+        .collect();
+    let mut echoes = EchoMatcher::load(tx, &echo_keys).await?;
+    let mut plan = Plan::default();
+    for row in rows {
+        let c = match &row.event {
+            Err(e) => {
+                let reason = Unappliable::Unparseable(e.clone());
+                plan.quarantined.push((row.id, reason.to_string()));
+                continue;
+            }
+            Ok(Event::MessageStatus(_)) => continue,
+            Ok(Event::Consent(c)) => c,
+        };
+        let (org, phone) = match resolve(c, &located) {
+            Ok(pair) => pair,
+            Err(reason) => {
+                plan.quarantined.push((row.id, reason.to_string()));
+                continue;
+            }
+        };
+        if let Some(lead) = &c.lead_id {
+            located.insert(lead.clone(), (org.clone(), phone.clone()));
+        }
+        let mut targets = vec![(org.clone(), c.lead_id.clone())];
+        if account_sync {
+            let known = holders.entry(phone.clone()).or_default();
+            for (other, lead) in known.iter() {
+                if !targets.iter().any(|(o, _)| o == other) {
+                    targets.push((other.clone(), lead.clone()));
+                }
+            }
+            if !known.iter().any(|(o, _)| *o == org) {
+                known.push((org.clone(), c.lead_id.clone()));
+            }
+        }
+        for (organization_id, lead_id) in targets {
+            let mut observation = ConsentObservation {
+                organization_id,
+                phone_number: phone.clone(),
+                lead_id,
+                opted_out: c.opted_out,
+                occurred_at: c.occurred_at,
+                source: Source::Webhook,
+                event_ref: row.dedup_key.clone(),
+                tag_id: c.tag_id.clone(),
+                reason: None,
+            };
+            if let Some(echo) = echoes.take(tx, &observation).await? {
+                observation.occurred_at = echo.occurred_at;
+                observation.reason = Some(echo_reason(echo.seq));
+            }
+            plan.consent.push(observation);
+        }
+    }
+    Ok(plan)
+}
+
+/// The (organization, number) a consent event is about.
+fn resolve(
+    c: &ConsentEvent,
+    located: &HashMap<String, (String, String)>,
+) -> Result<(String, String), Unappliable> {
+    match (&c.organization_id, &c.phone_number, &c.lead_id) {
+        (Some(org), Some(phone), _) => Ok((org.clone(), phone.clone())),
+        (_, _, Some(lead)) => located
+            .get(lead)
+            .cloned()
+            .ok_or_else(|| Unappliable::UnknownLead(lead.clone())),
+        _ => Err(Unappliable::NoLead),
+    }
+}
+
+/// Applies status observations (see [`ApplyTx::apply_statuses`]).
+pub async fn statuses<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    observations: &[StatusObservation<'_>],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    tx.apply_statuses(observations, now).await
+}
+
+/// What applying one page of a reconciliation pass did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct PageApplied {
+    pub scanned: u64,
+    /// Numbers the mirror did not know.
+    pub new: u64,
+    /// Numbers whose mirrored consent was wrong and is now right.
+    pub repaired: u64,
+}
+
+/// Applies one page of leads as fetched at `fetched_at`: their fields, and each consent
+/// that differs from the mirror's as a `reconcile` observation timed at the fetch.
+pub async fn lead_page<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    pass_id: &str,
+    leads: &[Lead],
+    fetched_at: DateTime<Utc>,
+) -> Result<PageApplied, sqlx::Error> {
+    let mut phones: Vec<&str> = leads.iter().map(|l| l.phone_number.as_str()).collect();
+    phones.sort_unstable();
+    phones.dedup();
+    tx.lock_numbers(&phones).await?;
+    let keys: Vec<(&str, &str)> = leads
+        .iter()
+        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
+        .collect();
+    let mirrored = tx.consent_states(&keys).await?;
+    let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
+    tx.upsert_leads(&observed, fetched_at).await?;
+    // Each difference, with whether the mirror knew the number (a repair) or not (new).
+    let (differences, known): (Vec<ConsentObservation>, Vec<bool>) = leads
+        .iter()
+        .filter_map(|l| {
+            let was = mirrored.opted_out(&l.organization_id, &l.phone_number);
+            (was != Some(l.global_opted_out)).then(|| {
+                let observation = ConsentObservation {
+                    organization_id: l.organization_id.clone(),
+                    phone_number: l.phone_number.clone(),
+                    lead_id: Some(l.id.clone()),
+                    opted_out: l.global_opted_out,
+                    occurred_at: fetched_at,
+                    source: Source::Reconcile,
+                    event_ref: format!("reconcile:{pass_id}:{}", l.id),
+                    tag_id: None,
+                    reason: None,
+                };
+                (observation, was.is_some())
+            })
+        })
+        .unzip();
+    // The states just read serve the apply too: the numbers are locked.
+    let applied: Vec<ConsentApplied> =
+        consent::apply(tx, &differences, fetched_at, mirrored).await?;
+    let mut counts = PageApplied {
+        scanned: leads.len() as u64,
+        ..PageApplied::default()
+    };
+    for (known, outcome) in known.iter().zip(&applied) {
+        match (known, outcome.current) {
+            (false, _) => counts.new += 1,
+            (true, true) => counts.repaired += 1,
+            (true, false) => {}
+        }
+    }
+    Ok(counts)
+}
+
+/// Applies consent observations over the states stored for them, locking their numbers
+/// first; for callers with observations of their own (tests, tools).
+pub async fn consent<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    observations: &[ConsentObservation],
+    now: DateTime<Utc>,
+) -> Result<Vec<ConsentApplied>, sqlx::Error> {
+    let mut phones: Vec<&str> = observations
+        .iter()
+        .map(|o| o.phone_number.as_str())
+        .collect();
+    phones.sort_unstable();
+    phones.dedup();
+    tx.lock_numbers(&phones).await?;
+    let keys: Vec<(&str, &str)> = observations
+        .iter()
+        .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
+        .collect();
+    let states = tx.consent_states(&keys).await?;
+    consent::apply(tx, observations, now, states).await
+}

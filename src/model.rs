@@ -1,0 +1,126 @@
+//! The records the daemon keeps, typed once: what the apply path decides and the storage
+//! layer writes, whichever the backend.
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::events::MessageStatus;
+
+/// Where a consent observation comes from (the contract's `source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Source {
+    Webhook,
+    Reconcile,
+    Local,
+}
+
+impl Source {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Webhook => "webhook",
+            Source::Reconcile => "reconcile",
+            Source::Local => "local",
+        }
+    }
+}
+
+/// One consent observation of one (organization, number).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConsentObservation {
+    pub organization_id: String,
+    pub phone_number: String,
+    pub lead_id: Option<String>,
+    pub opted_out: bool,
+    pub occurred_at: DateTime<Utc>,
+    pub source: Source,
+    /// Identifies the event: one ledger entry per event and (organization, number).
+    pub event_ref: String,
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+}
+
+/// What applying one consent observation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsentApplied {
+    /// The new ledger entry; `None` when this event was already recorded.
+    pub seq: Option<i64>,
+    /// Whether it became the current state when applied.
+    pub current: bool,
+    /// Whether a newer state was already in place.
+    pub superseded: bool,
+}
+
+/// The rank of a consent state: later event time wins, then opt-out over opt-in at the same
+/// instant (the cautious answer to a tie). Times count in milliseconds, as stored; SQL
+/// compares the same row value `(changed_at, opted_out)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rank {
+    pub changed_at: DateTime<Utc>,
+    pub opted_out: bool,
+}
+
+impl Rank {
+    pub fn of(occurred_at: DateTime<Utc>, opted_out: bool) -> Self {
+        Self {
+            changed_at: to_millis(occurred_at),
+            opted_out,
+        }
+    }
+}
+
+/// `at` without its sub-millisecond part: the precision both backends store.
+pub fn to_millis(at: DateTime<Utc>) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(at.timestamp_millis()).unwrap_or(at)
+}
+
+/// The stored consent of one (organization, number).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredConsent {
+    pub rank: Rank,
+    pub lead_id: Option<String>,
+}
+
+/// The current consent of some (organization, number) pairs, as stored.
+#[derive(Debug, Default)]
+pub struct ConsentStates(pub HashMap<(String, String), StoredConsent>);
+
+impl ConsentStates {
+    /// Whether the pair is opted out; `None` if nothing is known of it.
+    pub fn opted_out(&self, organization_id: &str, phone_number: &str) -> Option<bool> {
+        self.0
+            .get(&(organization_id.to_owned(), phone_number.to_owned()))
+            .map(|s| s.rank.opted_out)
+    }
+}
+
+/// One message status observation.
+#[derive(Debug, Clone)]
+pub struct StatusObservation<'a> {
+    pub message: &'a MessageStatus,
+    pub lead_id: Option<&'a str>,
+    pub organization_id: Option<&'a str>,
+    pub occurred_at: DateTime<Utc>,
+    pub source: Source,
+}
+
+/// The organizations (and lead ids) that hold a number: what account sync extends a change
+/// of the number to.
+pub type Holders = HashMap<String, Vec<(String, Option<String>)>>;
+
+/// An attempted local change whose webhook may come back (the echo rule is written out in
+/// `migrations/sqlite/20261121000003_pushes.sql`).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PushedChange {
+    /// The ledger entry of the local change.
+    pub seq: i64,
+    pub organization_id: String,
+    pub phone_number: String,
+    pub opted_out: bool,
+    /// The local change's event time.
+    pub occurred_at: DateTime<Utc>,
+    pub first_attempt_at: DateTime<Utc>,
+    pub last_attempt_at: DateTime<Utc>,
+}

@@ -1,0 +1,208 @@
+//! The storage layer: every statement the apply path runs, a folder per backend. Each
+//! backend writes its statements for its own engine (SQLite: multi-row VALUES and
+//! `json_each`, one hand-over to its thread per statement; PostgreSQL: arrays, `unnest`,
+//! `ON CONFLICT`, row and advisory locks), behind one trait the apply path is written
+//! against.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+
+use crate::events::Lead;
+use crate::model::{
+    ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
+};
+
+/// The SQLite backend.
+pub mod sqlite;
+
+/// The PostgreSQL backend.
+pub mod postgres;
+
+/// One ledger entry to append.
+#[derive(Debug, Clone, Copy)]
+pub struct NewEntry<'a> {
+    pub observation: &'a ConsentObservation,
+    /// The observation's lead, or the one stored for its (organization, number).
+    pub lead_id: Option<&'a str>,
+    /// A newer state was already in place.
+    pub superseded: bool,
+}
+
+/// A current consent state to set where it outranks the stored one.
+#[derive(Debug, Clone, Copy)]
+pub struct StateWrite<'a> {
+    pub organization_id: &'a str,
+    pub phone_number: &'a str,
+    pub lead_id: Option<&'a str>,
+    pub rank: Rank,
+    pub source: Source,
+    /// The ledger entry that sets it.
+    pub seq: i64,
+    /// The pair had a state stored before this transaction.
+    pub stored: bool,
+}
+
+/// The writes of the apply path, inside a transaction the caller began and commits. Every
+/// method takes a whole batch.
+pub trait ApplyTx: Send {
+    /// Keeps every other writer of these numbers waiting until this transaction ends, so
+    /// what it reads of them (states, holders, pushes) stays true until it commits. To be
+    /// called once per transaction, before the reads (locks are taken in one order).
+    fn lock_numbers(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// The (organization, number) of each of `lead_ids` the mirror knows.
+    fn locate_leads(
+        &mut self,
+        lead_ids: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, (String, String)>, sqlx::Error>> + Send;
+
+    /// The organizations (and lead ids) holding each of `phones`. Every mirrored lead has
+    /// the consent record of its (organization, number), so consent records are enough.
+    fn holders_of(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<Holders, sqlx::Error>> + Send;
+
+    /// Attempted local changes of these (organization, number) pairs whose echo has not
+    /// come back yet, oldest first.
+    fn pushed_changes(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<Vec<PushedChange>, sqlx::Error>> + Send;
+
+    /// Marks the local change `push_seq` as echoed by `event_ref`.
+    fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// The stored state of each known pair of `keys`.
+    fn consent_states(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<ConsentStates, sqlx::Error>> + Send;
+
+    /// Appends the entries not in the ledger yet, in order: the seq of each new one, `None`
+    /// for an event already recorded (or recorded earlier in `entries`).
+    fn append_ledger(
+        &mut self,
+        entries: &[NewEntry<'_>],
+        recorded_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Option<i64>>, sqlx::Error>> + Send;
+
+    /// Sets each state where it outranks the stored one; at most one per pair.
+    fn write_states(
+        &mut self,
+        states: &[StateWrite<'_>],
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// Inserts or updates mirrored leads, each only if its observation is not older than
+    /// what the mirror holds and its fields changed (an unchanged lead is not rewritten on
+    /// every scan). Returns how many rows were written.
+    fn upsert_leads(
+        &mut self,
+        leads: &[(&Lead, DateTime<Utc>)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+
+    /// Applies status observations: a terminal status beats a non-terminal one whatever
+    /// the times; otherwise the later wins (ties broken by status text, then error code, so
+    /// the outcome never depends on arrival order). Returns how many changed a stored row.
+    fn apply_statuses(
+        &mut self,
+        observations: &[StatusObservation<'_>],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+
+    /// Marks outbox rows applied, and others quarantined with their reason.
+    fn settle_outbox(
+        &mut self,
+        applied: &[i64],
+        quarantined: &[(i64, String)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// Queues the local change recorded as `seq` for the service, superseding older changes
+    /// of the pair never attempted.
+    fn queue_push(
+        &mut self,
+        seq: i64,
+        change: &ConsentObservation,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+/// A lead's JSON columns, as stored.
+pub(crate) struct LeadJson {
+    pub active_group_ids: String,
+    pub inactive_group_ids: String,
+    pub tag_ids: String,
+    pub custom_fields: String,
+    /// [`content_hash`] of the lead with these columns.
+    pub hash: i64,
+}
+
+impl LeadJson {
+    pub fn of(lead: &Lead) -> Result<Self, sqlx::Error> {
+        let custom_fields = crate::db::json_param(&lead.custom_fields)?;
+        Ok(Self {
+            active_group_ids: crate::db::json_param(&lead.active_group_ids)?,
+            inactive_group_ids: crate::db::json_param(&lead.inactive_group_ids)?,
+            tag_ids: crate::db::json_param(&lead.tag_ids)?,
+            hash: content_hash(lead, &custom_fields),
+            custom_fields,
+        })
+    }
+}
+
+/// A hash of a lead's mirrored fields (consent excluded: it lives elsewhere), with its
+/// custom fields as encoded. Should it change with a new toolchain, the next scan rewrites
+/// each lead once; nothing else.
+fn content_hash(lead: &Lead, custom_fields: &str) -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // Every field but `global_opted_out`, without copying the lead.
+    (
+        &lead.id,
+        &lead.organization_id,
+        &lead.phone_number,
+        (
+            &lead.first_name,
+            &lead.last_name,
+            &lead.notes,
+            &lead.follow_up,
+        ),
+        (
+            &lead.email,
+            &lead.postal_code,
+            &lead.phone_number_type,
+            &lead.created_at,
+        ),
+        (
+            &lead.active_group_ids,
+            &lead.inactive_group_ids,
+            &lead.tag_ids,
+        ),
+        custom_fields,
+    )
+        .hash(&mut hasher);
+    hasher.finish() as i64
+}
+
+/// A status observation's rank: terminal first, then time, status text and error code.
+pub(crate) fn status_rank<'a>(
+    o: &'a StatusObservation<'_>,
+) -> (bool, DateTime<Utc>, &'a str, &'a str) {
+    (
+        crate::events::is_terminal(&o.message.status),
+        crate::model::to_millis(o.occurred_at),
+        o.message.status.as_str(),
+        o.message.error_code.as_deref().unwrap_or(""),
+    )
+}

@@ -1,0 +1,6 @@
+//! PostgreSQL, for replicas: any number of processes on one database. Statements take
+//! whole batches as arrays (`unnest`), conflicts are settled by `ON CONFLICT`, workers
+//! claim rows with `FOR UPDATE SKIP LOCKED`, and writers of the same numbers queue on
+//! transaction-scoped advisory locks.
+
+mod apply;

@@ -1,0 +1,460 @@
+//! The apply path's statements on SQLite. The caller's transaction holds the write lock
+//! (`BEGIN IMMEDIATE`): nobody else writes until it commits. Multi-row statements with bound
+//! values, or one JSON array read with `json_each`, because each statement costs a
+//! hand-over between SQLite's thread and the calling task.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use sqlx::SqliteConnection;
+
+use crate::db;
+use crate::events::{Lead, MessageStatus, is_terminal};
+use crate::model::{
+    ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
+    StoredConsent,
+};
+use crate::store::{ApplyTx, LeadJson, NewEntry, StateWrite};
+
+/// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
+const ROWS_PER_STATEMENT: usize = 1000;
+/// Rows per INSERT of leads: 18 parameters each.
+const LEADS_PER_STATEMENT: usize = 1000;
+
+/// A time as stored (RFC 3339 text), read back.
+fn parse_time(text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
+    DateTime::parse_from_rfc3339(text)
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// What makes a ledger entry unique: (event_ref, organization, number).
+fn entry_key<'a>(e: &NewEntry<'a>) -> (&'a str, &'a str, &'a str) {
+    let o = e.observation;
+    (&o.event_ref, &o.organization_id, &o.phone_number)
+}
+
+impl ApplyTx for SqliteConnection {
+    async fn lock_numbers(&mut self, _phones: &[&str]) -> Result<(), sqlx::Error> {
+        // The transaction's write lock covers the whole database already.
+        Ok(())
+    }
+
+    async fn locate_leads(
+        &mut self,
+        lead_ids: &[&str],
+    ) -> Result<HashMap<String, (String, String)>, sqlx::Error> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
+             UNION ALL
+             SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
+             JOIN consent_state AS s ON s.lead_id = k.value",
+        )
+        .bind(db::json_param(lead_ids)?)
+        .fetch_all(&mut *self)
+        .await?;
+        Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    }
+
+    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, sqlx::Error> {
+        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+            "SELECT s.phone_number, s.organization_id, s.lead_id
+             FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
+             JOIN consent_state AS s ON s.phone_number = p.value",
+        )
+        .bind(db::json_param(phones)?)
+        .fetch_all(&mut *self)
+        .await?;
+        let mut holders = Holders::new();
+        for (phone, org, lead) in rows {
+            holders.entry(phone).or_default().push((org, lead));
+        }
+        Ok(holders)
+    }
+
+    async fn pushed_changes(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> Result<Vec<PushedChange>, sqlx::Error> {
+        let rows: Vec<(i64, String, String, bool, String, String, String)> = sqlx::query_as(
+            "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
+                    p.first_attempt_at, p.last_attempt_at
+             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
+             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+             JOIN ledger AS l ON l.seq = p.seq
+             WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
+             ORDER BY p.seq",
+        )
+        .bind(db::json_param(keys)?)
+        .fetch_all(&mut *self)
+        .await?;
+        rows.into_iter()
+            .map(|(seq, o, p, out, at, first, last)| {
+                Ok(PushedChange {
+                    seq,
+                    organization_id: o,
+                    phone_number: p,
+                    opted_out: out,
+                    occurred_at: parse_time(&at)?,
+                    first_attempt_at: parse_time(&first)?,
+                    last_attempt_at: parse_time(&last)?,
+                })
+            })
+            .collect()
+    }
+
+    async fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE pushes SET echo_ref = ?2 WHERE seq = ?1")
+            .bind(push_seq)
+            .bind(event_ref)
+            .execute(&mut *self)
+            .await?;
+        Ok(())
+    }
+
+    async fn consent_states(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> Result<ConsentStates, sqlx::Error> {
+        let rows: Vec<(String, String, String, bool, Option<String>)> = db::json_rows(
+            self,
+            "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
+                                                json(iif(s.opted_out, 'true', 'false')), s.lead_id))
+             FROM json_each(?) AS k
+             JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+            db::json_param(keys)?,
+        )
+        .await?;
+        let mut states = HashMap::with_capacity(rows.len());
+        for (o, p, at, opted_out, lead_id) in rows {
+            let rank = Rank {
+                changed_at: parse_time(&at)?,
+                opted_out,
+            };
+            states.insert((o, p), StoredConsent { rank, lead_id });
+        }
+        Ok(ConsentStates(states))
+    }
+
+    async fn append_ledger(
+        &mut self,
+        entries: &[NewEntry<'_>],
+        recorded_at: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, sqlx::Error> {
+        let recorded_at = db::timestamp(recorded_at);
+        let times: Vec<String> = entries
+            .iter()
+            .map(|e| db::timestamp(e.observation.occurred_at))
+            .collect();
+        let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
+        let mut start = 0;
+        for (chunk, chunk_times) in entries
+            .chunks(ROWS_PER_STATEMENT)
+            .zip(times.chunks(ROWS_PER_STATEMENT))
+        {
+            // OR IGNORE, for the one constraint a row can break here (the event is in the
+            // ledger already: every other column is bound from a value that cannot be null,
+            // and `source` from its enum): a statement that cannot abort needs no statement
+            // journal, which would otherwise copy every index page it touches.
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT OR IGNORE INTO ledger (organization_id, lead_id, phone_number, opted_out,
+                     occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason) ",
+            );
+            insert.push_values(chunk.iter().zip(chunk_times), |mut row, (e, at)| {
+                let o = e.observation;
+                row.push_bind(&o.organization_id)
+                    .push_bind(e.lead_id)
+                    .push_bind(&o.phone_number)
+                    .push_bind(o.opted_out)
+                    .push_bind(at)
+                    .push_bind(&recorded_at)
+                    .push_bind(o.source.as_str())
+                    .push_bind(&o.event_ref)
+                    .push_bind(e.superseded)
+                    .push_bind(&o.tag_id)
+                    .push_bind(&o.reason);
+            });
+            let done = insert.build().execute(&mut *self).await?;
+            let out = &mut seqs[start..start + chunk.len()];
+            start += chunk.len();
+            // A row per entry back from SQLite would cost a hand-over each, so the seqs
+            // follow from the statement's outcome.
+            if let Some(range) = db::consecutive_rowids(&done, chunk.len()) {
+                for (slot, seq) in out.iter_mut().zip(range) {
+                    *slot = Some(seq);
+                }
+                continue;
+            }
+            // Some were in the ledger already. Every seq added now is above every older one
+            // (AUTOINCREMENT), so the new entries are the chunk's largest `rows_affected`.
+            let keys: Vec<(&str, &str, &str)> = chunk.iter().map(entry_key).collect();
+            // (seq, index of the entry in `chunk`)
+            let mut found: Vec<(i64, usize)> = db::json_rows(
+                self,
+                "SELECT json_group_array(json_array(l.seq, k.key))
+                 FROM json_each(?) AS k
+                 JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                                 AND l.organization_id = k.value ->> 1
+                                 AND l.phone_number = k.value ->> 2",
+                db::json_param(&keys)?,
+            )
+            .await?;
+            found.sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
+            found.truncate(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX));
+            // An event twice in the chunk is inserted once: its first occurrence gets it.
+            let new: HashMap<(&str, &str, &str), i64> = found
+                .into_iter()
+                .filter_map(|(seq, i)| Some((*keys.get(i)?, seq)))
+                .collect();
+            let mut given = HashSet::new();
+            for (slot, k) in out.iter_mut().zip(&keys) {
+                if let Some(&seq) = new.get(k)
+                    && given.insert(*k)
+                {
+                    *slot = Some(seq);
+                }
+            }
+        }
+        Ok(seqs)
+    }
+
+    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), sqlx::Error> {
+        // Pairs with no stored state are plain inserts, which cannot abort and so need no
+        // statement journal (see the ledger); the others are updated where still older.
+        let (known, fresh): (Vec<&StateWrite>, Vec<&StateWrite>) =
+            states.iter().partition(|w| w.stored);
+        for (rows, insert_sql, conflict) in [
+            (fresh, "INSERT OR IGNORE INTO", ""),
+            (
+                known,
+                "INSERT INTO",
+                " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+                    lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
+                    changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
+                 WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
+            ),
+        ] {
+            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+                let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                    "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) "
+                ));
+                upsert.push_values(chunk, |mut row, w| {
+                    row.push_bind(w.organization_id)
+                        .push_bind(w.phone_number)
+                        .push_bind(w.lead_id)
+                        .push_bind(w.rank.opted_out)
+                        .push_bind(db::timestamp(w.rank.changed_at))
+                        .push_bind(w.source.as_str())
+                        .push_bind(w.seq);
+                });
+                upsert.push(conflict);
+                upsert.build().execute(&mut *self).await?;
+            }
+        }
+        Ok(())
+    }
+
+    async fn upsert_leads(
+        &mut self,
+        leads: &[(&Lead, DateTime<Utc>)],
+        now: DateTime<Utc>,
+    ) -> Result<u64, sqlx::Error> {
+        if leads.is_empty() {
+            return Ok(0);
+        }
+        let now = db::timestamp(now);
+        // Leads the mirror does not have yet are plain inserts, which cannot abort and so
+        // need no statement journal; the others (and a lead's later observations in the same
+        // batch) are updated where newer and different. Rows are bound as parameters: for
+        // wide rows that is cheaper than JSON extraction.
+        let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
+        let stored: HashSet<String> = db::json_rows::<String, _>(
+            self,
+            "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
+            db::json_param(&ids)?,
+        )
+        .await?
+        .into_iter()
+        .collect();
+        let mut first = HashSet::new();
+        type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
+        let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
+            !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
+        });
+        let mut written = 0;
+        for (rows, insert_sql, conflict) in [
+            (fresh, "INSERT OR IGNORE INTO", ""),
+            (
+                known,
+                "INSERT INTO",
+                " ON CONFLICT (id) DO UPDATE SET
+                     organization_id = excluded.organization_id, phone_number = excluded.phone_number,
+                     first_name = excluded.first_name, last_name = excluded.last_name,
+                     notes = excluded.notes, follow_up = excluded.follow_up, email = excluded.email,
+                     postal_code = excluded.postal_code, phone_number_type = excluded.phone_number_type,
+                     active_group_ids = excluded.active_group_ids,
+                     inactive_group_ids = excluded.inactive_group_ids, tag_ids = excluded.tag_ids,
+                     custom_fields = excluded.custom_fields, created_at = excluded.created_at,
+                     observed_at = excluded.observed_at, content_hash = excluded.content_hash,
+                     updated_at = excluded.updated_at
+                 WHERE excluded.observed_at >= leads.observed_at
+                   AND excluded.content_hash <> leads.content_hash",
+            ),
+        ] {
+            for chunk in rows.chunks(LEADS_PER_STATEMENT) {
+                let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                    "{insert_sql} leads (id, organization_id, phone_number, first_name, last_name,
+                         notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
+                         inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
+                         content_hash, updated_at) "
+                ));
+                // Encoded first, so that a lead that cannot be encoded is an error, not a row.
+                let columns = chunk
+                    .iter()
+                    .map(|(lead, _)| LeadJson::of(lead))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let encoded = chunk.iter().zip(columns);
+                insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
+                    row.push_bind(&lead.id)
+                        .push_bind(&lead.organization_id)
+                        .push_bind(&lead.phone_number)
+                        .push_bind(&lead.first_name)
+                        .push_bind(&lead.last_name)
+                        .push_bind(&lead.notes)
+                        .push_bind(&lead.follow_up)
+                        .push_bind(&lead.email)
+                        .push_bind(&lead.postal_code)
+                        .push_bind(&lead.phone_number_type)
+                        .push_bind(json.active_group_ids)
+                        .push_bind(json.inactive_group_ids)
+                        .push_bind(json.tag_ids)
+                        .push_bind(json.custom_fields)
+                        .push_bind(&lead.created_at)
+                        .push_bind(db::timestamp(*observed_at))
+                        .push_bind(json.hash)
+                        .push_bind(&now);
+                });
+                insert.push(conflict);
+                written += insert.build().execute(&mut *self).await?.rows_affected();
+            }
+        }
+        Ok(written)
+    }
+
+    async fn apply_statuses(
+        &mut self,
+        observations: &[StatusObservation<'_>],
+        now: DateTime<Utc>,
+    ) -> Result<u64, sqlx::Error> {
+        if observations.is_empty() {
+            return Ok(0);
+        }
+        #[derive(Serialize)]
+        struct StatusRow<'a> {
+            #[serde(flatten)]
+            message: &'a MessageStatus,
+            lead: Option<&'a str>,
+            org: Option<&'a str>,
+            terminal: bool,
+            at: String,
+            src: &'static str,
+        }
+        let rows: Vec<StatusRow> = observations
+            .iter()
+            .map(|o| StatusRow {
+                message: o.message,
+                lead: o.lead_id,
+                org: o.organization_id,
+                terminal: is_terminal(&o.message.status),
+                at: db::timestamp(o.occurred_at),
+                src: o.source.as_str(),
+            })
+            .collect();
+        let done = sqlx::query(
+            "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
+                 organization_id, terminal, status_at, source, first_seen_at, updated_at)
+             SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
+                 value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
+                 value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2
+             FROM json_each(?1) WHERE true ORDER BY key
+             ON CONFLICT (id) DO UPDATE SET
+                 thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
+                 type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
+                 error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
+                 organization_id = COALESCE(excluded.organization_id, organization_id),
+                 terminal = excluded.terminal, status_at = excluded.status_at,
+                 source = excluded.source, updated_at = excluded.updated_at
+             WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
+                 > (terminal, status_at, status, COALESCE(error_code, ''))",
+        )
+        .bind(db::json_param(&rows)?)
+        .bind(db::timestamp(now))
+        .execute(&mut *self)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn settle_outbox(
+        &mut self,
+        applied: &[i64],
+        quarantined: &[(i64, String)],
+        now: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        for (id, reason) in quarantined {
+            sqlx::query(
+                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?
+                 WHERE id = ?",
+            )
+            .bind(reason)
+            .bind(id)
+            .execute(&mut *self)
+            .await?;
+        }
+        if !applied.is_empty() {
+            sqlx::query(
+                "UPDATE outbox SET state = 'applied', applied_at = ?
+                 WHERE id IN (SELECT value FROM json_each(?))",
+            )
+            .bind(db::timestamp(now))
+            .bind(db::json_param(applied)?)
+            .execute(&mut *self)
+            .await?;
+        }
+        Ok(())
+    }
+
+    async fn queue_push(
+        &mut self,
+        seq: i64,
+        change: &ConsentObservation,
+        now: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        let now = db::timestamp(now);
+        sqlx::query(
+            "UPDATE pushes SET state = 'superseded', finished_at = ?3
+             WHERE organization_id = ?1 AND phone_number = ?2 AND state = 'pending' AND attempts = 0",
+        )
+        .bind(&change.organization_id)
+        .bind(&change.phone_number)
+        .bind(&now)
+        .execute(&mut *self)
+        .await?;
+        sqlx::query(
+            "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
+                                 next_attempt_at, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5,
+                     (SELECT lead_id FROM consent_state WHERE organization_id = ?2 AND phone_number = ?3),
+                     ?6, ?6)",
+        )
+        .bind(seq)
+        .bind(&change.organization_id)
+        .bind(&change.phone_number)
+        .bind(change.opted_out)
+        .bind(&change.tag_id)
+        .bind(&now)
+        .execute(&mut *self)
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,5 @@
+//! SQLite, the embedded default: one file, one writer at a time (taken with `BEGIN
+//! IMMEDIATE`), statements tuned so that a batch costs a handful of hand-overs to SQLite's
+//! thread.
+
+mod apply;
