@@ -225,25 +225,3 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         replicas,
     })
 }
-
-/// Records the latest failure for `status`.
-pub async fn record_error(pool: &SqlitePool, message: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO daemon_state (key, value, updated_at) VALUES ('last_error', ?1, ?2)
-         ON CONFLICT (key) DO UPDATE SET value = ?1, updated_at = ?2",
-    )
-    .bind(message)
-    .bind(crate::db::timestamp(chrono::Utc::now()))
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// [`record_error`] from a loop that is already handling the failure: when even the record
-/// cannot be written (often the same broken database), that is logged with its cause and
-/// the loop goes on.
-pub async fn note_error(pool: &SqlitePool, message: &str) {
-    if let Err(error) = record_error(pool, message).await {
-        tracing::error!(%error, last_error = message, "cannot record the last error for `status`");
-    }
-}

@@ -124,3 +124,19 @@ pub struct PushedChange {
     pub first_attempt_at: DateTime<Utc>,
     pub last_attempt_at: DateTime<Utc>,
 }
+
+/// An outbox row as stored: the delivery's bytes and when they arrived.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct StoredDelivery {
+    pub id: i64,
+    pub dedup_key: String,
+    pub received_at: DateTime<Utc>,
+    pub body: Vec<u8>,
+}
+
+/// Which outbox rows `replay` puts back in the pending state.
+#[derive(Debug, Clone, Copy)]
+pub enum Requeue {
+    Quarantined,
+    Id(i64),
+}

@@ -19,6 +19,7 @@ use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::db;
 use crate::metrics::{self, Push};
 use crate::settings::ApiVersion;
+use crate::store::Pool;
 
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
 /// the CLI, which runs in another process).
@@ -114,7 +115,9 @@ impl Pusher {
                 .await?;
                 metrics::global().push(Push::Failed);
                 tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
-                crate::ledger::note_error(&self.pool, &format!("push {}: {error}", due.seq)).await;
+                Pool::from(&self.pool)
+                    .note_error(&format!("push {}: {error}", due.seq))
+                    .await;
                 Attempted::Failed { seq: due.seq }
             }
             Err(PushError::Transient(error)) => {
@@ -253,7 +256,9 @@ impl Pusher {
                 },
                 Err(error) => {
                     tracing::error!(%error, "the push queue failed; backing off");
-                    crate::ledger::note_error(&self.pool, &format!("pusher: {error}")).await;
+                    Pool::from(&self.pool)
+                        .note_error(&format!("pusher: {error}"))
+                        .await;
                     QUEUE_FAILURE_PAUSE
                 }
             };

@@ -6,6 +6,8 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use sqlx::SqlitePool;
 
+use crate::store::Pool;
+
 use crate::client::{ClientConfig, ClientError, ServiceClient, TokenGuardState, TokenGuardStore};
 use crate::settings::Settings;
 
@@ -14,12 +16,12 @@ const GUARD_KEY: &str = "token_guard";
 /// Keeps [`TokenGuardState`] in `daemon_state`.
 #[derive(Debug, Clone)]
 pub struct DbTokenGuardStore {
-    pool: SqlitePool,
+    pool: Pool,
 }
 
 impl DbTokenGuardStore {
-    pub fn new(pool: SqlitePool) -> Self {
-        Self { pool }
+    pub fn new(pool: impl Into<Pool>) -> Self {
+        Self { pool: pool.into() }
     }
 }
 
@@ -32,11 +34,7 @@ struct Stored {
 impl TokenGuardStore for DbTokenGuardStore {
     fn load(&self) -> BoxFuture<'_, anyhow::Result<TokenGuardState>> {
         Box::pin(async move {
-            let value: Option<String> =
-                sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = ?")
-                    .bind(GUARD_KEY)
-                    .fetch_optional(&self.pool)
-                    .await?;
+            let value = self.pool.state(GUARD_KEY).await?;
             let stored: Option<Stored> = value.and_then(|v| serde_json::from_str(&v).ok());
             Ok(stored
                 .map(|s| TokenGuardState {
@@ -53,15 +51,7 @@ impl TokenGuardStore for DbTokenGuardStore {
                 consecutive_failures: state.consecutive_failures,
                 blocked_until: state.blocked_until,
             })?;
-            sqlx::query(
-                "INSERT INTO daemon_state (key, value, updated_at) VALUES (?1, ?2, ?3)
-                 ON CONFLICT (key) DO UPDATE SET value = ?2, updated_at = ?3",
-            )
-            .bind(GUARD_KEY)
-            .bind(value)
-            .bind(crate::db::timestamp(chrono::Utc::now()))
-            .execute(&self.pool)
-            .await?;
+            self.pool.set_state(GUARD_KEY, &value).await?;
             Ok(())
         })
     }

@@ -6,13 +6,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, SqlitePool};
+use sqlx::Connection as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::apply::{self, Pending};
-use crate::db;
 use crate::events;
+pub use crate::model::Requeue;
+use crate::model::StoredDelivery;
 use crate::outbox::OutboxState;
+use crate::store::{ApplyTx, Pool, postgres, sqlite};
 
 /// Rows applied per transaction under load.
 pub const BATCH: i64 = 1000;
@@ -32,15 +34,15 @@ pub use crate::apply::Outcome;
 /// Applies the outbox.
 #[derive(Clone)]
 pub struct Worker {
-    pool: SqlitePool,
+    pool: Pool,
     state: Arc<OutboxState>,
     account_sync: bool,
 }
 
 impl Worker {
-    pub fn new(pool: SqlitePool, state: Arc<OutboxState>, account_sync: bool) -> Self {
+    pub fn new(pool: impl Into<Pool>, state: Arc<OutboxState>, account_sync: bool) -> Self {
         Self {
-            pool,
+            pool: pool.into(),
             state,
             account_sync,
         }
@@ -48,45 +50,29 @@ impl Worker {
 
     /// Applies at most `limit` pending rows in one transaction.
     pub async fn try_execute_task(&self, limit: i64) -> Result<Outcome, sqlx::Error> {
-        let _gate = self.state.write_gate.lock().await;
-        let mut conn = self.pool.acquire().await?;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-        // One row for the whole batch (bodies in hex: any bytes survive), as a row each
-        // would cost a hand-over between SQLite's thread and this task.
-        let mut rows: Vec<(i64, String, String, String)> = db::json_rows(
-            &mut tx,
-            "SELECT json_group_array(json_array(id, dedup_key, received_at, hex(body)))
-             FROM (SELECT id, dedup_key, received_at, body FROM outbox
-                   WHERE state = 'pending' ORDER BY id LIMIT ?)",
-            limit,
-        )
-        .await?;
-        rows.sort_unstable_by_key(|(id, ..)| *id);
-        if rows.is_empty() {
-            tx.commit().await?;
-            return Ok(Outcome::default());
-        }
         let now = Utc::now();
-        let pending: Vec<Pending> = rows
-            .into_iter()
-            .map(|(id, dedup_key, received_at, body)| {
-                let received_at = DateTime::parse_from_rfc3339(&received_at)
-                    .map(|t| t.with_timezone(&Utc))
-                    .unwrap_or(now);
-                let event = match hex::decode(&body) {
-                    Ok(body) => events::parse(&body, received_at),
-                    Err(e) => Err(events::ParseError::Stored(e.to_string())),
-                };
-                Pending {
-                    id,
-                    dedup_key,
-                    event,
-                }
-            })
-            .collect();
-        let outcome = apply::deliveries(&mut *tx, &pending, now, self.account_sync).await?;
-        tx.commit().await?;
-        self.state.settled(outcome.applied + outcome.quarantined);
+        let outcome = match &self.pool {
+            Pool::Sqlite(pool) => {
+                let _gate = self.state.write_gate.lock().await;
+                let mut conn = pool.acquire().await?;
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                let rows = sqlite::outbox::pending(&mut tx, limit).await?;
+                let outcome = self.apply(&mut *tx, rows, now).await?;
+                tx.commit().await?;
+                outcome
+            }
+            Pool::Postgres(pool) => {
+                let mut tx = pool.begin().await?;
+                let rows = postgres::outbox::claim_pending(&mut tx, limit).await?;
+                let outcome = self.apply(&mut *tx, rows, now).await?;
+                tx.commit().await?;
+                outcome
+            }
+        };
+        if outcome.is_idle() {
+            return Ok(outcome);
+        }
+        self.state.settled(outcome.settled());
         crate::metrics::global().applied(outcome.applied, outcome.quarantined);
         tracing::debug!(
             applied = outcome.applied,
@@ -94,6 +80,24 @@ impl Worker {
             "batch applied"
         );
         Ok(outcome)
+    }
+
+    /// Parses and applies `rows` in the caller's transaction.
+    async fn apply<T: ApplyTx + ?Sized>(
+        &self,
+        tx: &mut T,
+        rows: Vec<StoredDelivery>,
+        now: DateTime<Utc>,
+    ) -> Result<Outcome, sqlx::Error> {
+        let pending: Vec<Pending> = rows
+            .into_iter()
+            .map(|row| Pending {
+                event: events::parse(&row.body, row.received_at),
+                id: row.id,
+                dedup_key: row.dedup_key,
+            })
+            .collect();
+        apply::deliveries(tx, &pending, now, self.account_sync).await
     }
 
     /// Applies until the outbox is empty; for tests, `replay` and benchmarks.
@@ -146,7 +150,7 @@ impl Worker {
                 }
                 Err(error) => {
                     tracing::error!(error = %error, batch = limit, "applying the outbox failed; backing off");
-                    crate::ledger::note_error(&self.pool, &format!("worker: {error}")).await;
+                    self.pool.note_error(&format!("worker: {error}")).await;
                     if limit == 1
                         && let Err(e) = self.record_failure(&error.to_string()).await
                     {
@@ -166,17 +170,12 @@ impl Worker {
     }
 
     async fn record_failure(&self, error: &str) -> Result<(), sqlx::Error> {
-        let quarantined: Option<i64> = sqlx::query_scalar(
-            "UPDATE outbox SET attempts = attempts + 1, last_error = ?1,
-                 state = CASE WHEN attempts + 1 >= ?2 THEN 'quarantined' ELSE state END
-             WHERE id = (SELECT MIN(id) FROM outbox WHERE state = 'pending')
-             RETURNING CASE WHEN state = 'quarantined' THEN id END",
-        )
-        .bind(error)
-        .bind(MAX_ATTEMPTS)
-        .fetch_optional(&self.pool)
-        .await?
-        .flatten();
+        let quarantined = match &self.pool {
+            Pool::Sqlite(pool) => sqlite::outbox::record_failure(pool, error, MAX_ATTEMPTS).await?,
+            Pool::Postgres(pool) => {
+                postgres::outbox::record_failure(pool, error, MAX_ATTEMPTS).await?
+            }
+        };
         if let Some(id) = quarantined {
             tracing::warn!(
                 outbox_id = id,
@@ -189,28 +188,9 @@ impl Worker {
 }
 
 /// Puts rows back in the pending state so the worker applies them again.
-pub async fn requeue(pool: &SqlitePool, selection: Requeue) -> Result<u64, sqlx::Error> {
-    let done = match selection {
-        Requeue::Quarantined => {
-            sqlx::query(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'",
-            )
-            .execute(pool)
-            .await?
-        }
-        Requeue::Id(id) => {
-            sqlx::query("UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = ?")
-                .bind(id)
-                .execute(pool)
-                .await?
-        }
-    };
-    Ok(done.rows_affected())
-}
-
-/// Which rows `replay` re-runs.
-#[derive(Debug, Clone, Copy)]
-pub enum Requeue {
-    Quarantined,
-    Id(i64),
+pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<u64, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::outbox::requeue(pool, selection).await,
+        Pool::Postgres(pool) => postgres::outbox::requeue(pool, selection).await,
+    }
 }

@@ -20,6 +20,68 @@ pub mod sqlite;
 /// The PostgreSQL backend.
 pub mod postgres;
 
+/// A pool of connections to the configured database, whichever the backend.
+#[derive(Debug, Clone)]
+pub enum Pool {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+}
+
+impl From<sqlx::SqlitePool> for Pool {
+    fn from(pool: sqlx::SqlitePool) -> Self {
+        Pool::Sqlite(pool)
+    }
+}
+
+impl From<&sqlx::SqlitePool> for Pool {
+    fn from(pool: &sqlx::SqlitePool) -> Self {
+        Pool::Sqlite(pool.clone())
+    }
+}
+
+impl From<&sqlx::PgPool> for Pool {
+    fn from(pool: &sqlx::PgPool) -> Self {
+        Pool::Postgres(pool.clone())
+    }
+}
+
+impl From<sqlx::PgPool> for Pool {
+    fn from(pool: sqlx::PgPool) -> Self {
+        Pool::Postgres(pool)
+    }
+}
+
+impl Pool {
+    /// The `daemon_state` value of `key`.
+    pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
+        match self {
+            Pool::Sqlite(pool) => sqlite::state::get(pool, key).await,
+            Pool::Postgres(pool) => postgres::state::get(pool, key).await,
+        }
+    }
+
+    /// Sets the `daemon_state` value of `key`.
+    pub async fn set_state(&self, key: &str, value: &str) -> Result<(), sqlx::Error> {
+        let now = Utc::now();
+        match self {
+            Pool::Sqlite(pool) => sqlite::state::set(pool, key, value, now).await,
+            Pool::Postgres(pool) => postgres::state::set(pool, key, value, now).await,
+        }
+    }
+
+    /// Records the latest failure for `status`, from a loop that is already handling it:
+    /// when even the record cannot be written (often the same broken database), that is
+    /// logged with its cause and the loop goes on.
+    pub async fn note_error(&self, message: &str) {
+        if let Err(error) = self.set_state(LAST_ERROR, message).await {
+            tracing::error!(%error, last_error = message, "cannot record the last error for `status`");
+        }
+    }
+}
+
+/// The `daemon_state` key of the latest failure.
+pub const LAST_ERROR: &str = "last_error";
+
 /// One ledger entry to append.
 #[derive(Debug, Clone, Copy)]
 pub struct NewEntry<'a> {

@@ -82,19 +82,19 @@ impl Store {
     }
 }
 
-fn consent(id: &str, org: &str, phone: &str, opted_out: bool, minute: u32) -> Value {
+pub(crate) fn consent(id: &str, org: &str, phone: &str, opted_out: bool, minute: u32) -> Value {
     json!({"type": "consentUpdate-v1", "id": id, "createdAt": format!("2026-11-21T10:{minute:02}:00Z"),
            "data": {"organizationId": org, "phoneNumber": phone, "globalOptedOut": opted_out}})
 }
 
-fn status(id: &str, message: &str, status: &str, minute: u32) -> Value {
+pub(crate) fn status(id: &str, message: &str, status: &str, minute: u32) -> Value {
     let error = matches!(status, "failed" | "undelivered").then_some("carrier_30007");
     json!({"type": "messageStatus-v1", "id": id, "createdAt": format!("2026-11-21T10:{minute:02}:00Z"),
            "data": {"id": message, "threadId": "th_1", "status": status, "type": "SMS",
                     "createdAt": "2026-11-21T09:59:00Z", "errorCode": error, "leadId": "lead_1", "organizationId": "o1"}})
 }
 
-fn lead(id: &str, org: &str, phone: &str, first_name: &str, minute: u32) -> Value {
+pub(crate) fn lead(id: &str, org: &str, phone: &str, first_name: &str, minute: u32) -> Value {
     json!({"type": "consentUpdate-v1", "id": format!("evt_{id}_{minute}"), "createdAt": format!("2026-11-21T10:{minute:02}:00Z"),
            "data": {"id": id, "type": "lead", "organizationId": org, "phoneNumber": phone, "activeGroupIds": ["g1"],
                     "inactiveGroupIds": [], "customFields": {"district": "7"}, "tagIds": ["t1"], "firstName": first_name,

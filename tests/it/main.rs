@@ -19,6 +19,7 @@ mod ingest;
 mod logs;
 mod migrations;
 mod postgres;
+mod postgres_apply;
 mod push;
 mod reconcile;
 mod reconcile_lease;

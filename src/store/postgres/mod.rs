@@ -4,3 +4,5 @@
 //! transaction-scoped advisory locks.
 
 mod apply;
+pub mod outbox;
+pub mod state;

@@ -3,3 +3,5 @@
 //! thread.
 
 mod apply;
+pub mod outbox;
+pub mod state;

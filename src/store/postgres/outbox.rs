@@ -1,0 +1,62 @@
+//! The outbox on PostgreSQL, shared by the workers of every replica.
+
+use sqlx::{PgConnection, PgPool};
+
+use crate::model::{Requeue, StoredDelivery};
+
+/// Claims the first `limit` pending rows no other worker holds, in id order, until the
+/// caller's transaction ends: workers of all replicas take disjoint batches at once,
+/// nobody waiting on anybody.
+pub async fn claim_pending(
+    conn: &mut PgConnection,
+    limit: i64,
+) -> Result<Vec<StoredDelivery>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, dedup_key, received_at, body FROM outbox
+         WHERE state = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    )
+    .bind(limit)
+    .fetch_all(conn)
+    .await
+}
+
+/// Counts a failed attempt against the oldest pending row no other worker holds,
+/// quarantining it after `max_attempts`; returns its id if it was quarantined.
+pub async fn record_failure(
+    pool: &PgPool,
+    error: &str,
+    max_attempts: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    Ok(sqlx::query_scalar(
+        "UPDATE outbox SET attempts = attempts + 1, last_error = $1,
+             state = CASE WHEN attempts + 1 >= $2 THEN 'quarantined' ELSE state END
+         WHERE id = (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT 1
+                     FOR UPDATE SKIP LOCKED)
+         RETURNING CASE WHEN state = 'quarantined' THEN id END",
+    )
+    .bind(error)
+    .bind(max_attempts)
+    .fetch_optional(pool)
+    .await?
+    .flatten())
+}
+
+/// Puts rows back in the pending state; returns how many.
+pub async fn requeue(pool: &PgPool, selection: Requeue) -> Result<u64, sqlx::Error> {
+    let done = match selection {
+        Requeue::Quarantined => {
+            sqlx::query(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'",
+            )
+            .execute(pool)
+            .await?
+        }
+        Requeue::Id(id) => {
+            sqlx::query("UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = $1")
+                .bind(id)
+                .execute(pool)
+                .await?
+        }
+    };
+    Ok(done.rows_affected())
+}

@@ -1,0 +1,79 @@
+//! The outbox on SQLite, as the worker and `replay` use it.
+
+use chrono::{DateTime, Utc};
+use sqlx::{SqliteConnection, SqlitePool};
+
+use crate::db;
+use crate::model::{Requeue, StoredDelivery};
+
+/// The first `limit` pending rows, in id order, inside the caller's write transaction.
+pub async fn pending(
+    conn: &mut SqliteConnection,
+    limit: i64,
+) -> Result<Vec<StoredDelivery>, sqlx::Error> {
+    // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
+    // cost a hand-over between SQLite's thread and this task.
+    let mut rows: Vec<(i64, String, String, String)> = db::json_rows(
+        conn,
+        "SELECT json_group_array(json_array(id, dedup_key, received_at, hex(body)))
+         FROM (SELECT id, dedup_key, received_at, body FROM outbox
+               WHERE state = 'pending' ORDER BY id LIMIT ?)",
+        limit,
+    )
+    .await?;
+    rows.sort_unstable_by_key(|(id, ..)| *id);
+    rows.into_iter()
+        .map(|(id, dedup_key, received_at, body)| {
+            let received_at = DateTime::parse_from_rfc3339(&received_at)
+                .map(|t| t.with_timezone(&Utc))
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            let body = hex::decode(&body).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            Ok(StoredDelivery {
+                id,
+                dedup_key,
+                received_at,
+                body,
+            })
+        })
+        .collect()
+}
+
+/// Counts a failed attempt against the oldest pending row, quarantining it after
+/// `max_attempts`; returns its id if it was quarantined.
+pub async fn record_failure(
+    pool: &SqlitePool,
+    error: &str,
+    max_attempts: i64,
+) -> Result<Option<i64>, sqlx::Error> {
+    Ok(sqlx::query_scalar(
+        "UPDATE outbox SET attempts = attempts + 1, last_error = ?1,
+             state = CASE WHEN attempts + 1 >= ?2 THEN 'quarantined' ELSE state END
+         WHERE id = (SELECT MIN(id) FROM outbox WHERE state = 'pending')
+         RETURNING CASE WHEN state = 'quarantined' THEN id END",
+    )
+    .bind(error)
+    .bind(max_attempts)
+    .fetch_optional(pool)
+    .await?
+    .flatten())
+}
+
+/// Puts rows back in the pending state; returns how many.
+pub async fn requeue(pool: &SqlitePool, selection: Requeue) -> Result<u64, sqlx::Error> {
+    let done = match selection {
+        Requeue::Quarantined => {
+            sqlx::query(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'",
+            )
+            .execute(pool)
+            .await?
+        }
+        Requeue::Id(id) => {
+            sqlx::query("UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = ?")
+                .bind(id)
+                .execute(pool)
+                .await?
+        }
+    };
+    Ok(done.rows_affected())
+}
