@@ -3,8 +3,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, SqliteConnection, SqlitePool};
+use sqlx::{ConnectOptions, PgConnection, PgPool, SqliteConnection, SqlitePool};
 
 use crate::settings::{Settings, Synchronous};
 
@@ -15,6 +16,8 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
+/// Connections in a PostgreSQL pool: the worker's, the pusher's, readers'.
+const POSTGRES_POOL_SIZE: u32 = 10;
 
 /// `migrate --from`: a SQLite database copied into PostgreSQL.
 pub mod copy;
@@ -65,6 +68,33 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .foreign_keys(true)
         .pragma("cache_size", format!("-{CACHE_KIB}"))
         .disable_statement_logging())
+}
+
+/// Connection options for the configured PostgreSQL database. The server's durability
+/// settings are left as they are: a commit returns once the server says it is durable.
+pub fn postgres_options(settings: &Settings) -> Result<PgConnectOptions, DbError> {
+    // The parser's own error may quote the URL, password and all.
+    let options: PgConnectOptions = settings.database.url.parse().map_err(|_| {
+        DbError::Open(sqlx::Error::Configuration(
+            "database.url is not a PostgreSQL URL".into(),
+        ))
+    })?;
+    Ok(options
+        .application_name("outreach-sync")
+        .disable_statement_logging())
+}
+
+/// A pool on the configured PostgreSQL database.
+pub async fn postgres_pool(settings: &Settings) -> Result<PgPool, DbError> {
+    Ok(PgPoolOptions::new()
+        .max_connections(POSTGRES_POOL_SIZE)
+        .connect_with(postgres_options(settings)?)
+        .await?)
+}
+
+/// A dedicated PostgreSQL connection, for a task that owns a write path.
+pub async fn postgres_connection(settings: &Settings) -> Result<PgConnection, DbError> {
+    Ok(postgres_options(settings)?.connect().await?)
 }
 
 /// Applies PostgreSQL's migrations to the database at `url`; replicas doing so at once

@@ -9,15 +9,13 @@
 
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 /// How long a lease lasts without renewal.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
 
-/// Now, in Unix milliseconds, on the database's clock.
-pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";
+use crate::store::{Pool, postgres, sqlite};
 
 /// A lease someone else holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -39,7 +37,7 @@ pub enum LeaseError {
 
 /// Leases held together, renewed in the background until dropped or released.
 pub struct Leases {
-    pool: SqlitePool,
+    pool: Pool,
     names: Vec<String>,
     holder: String,
     lost: CancellationToken,
@@ -67,7 +65,7 @@ impl Leases {
     /// is held by another holder and has not lapsed, nothing is taken and that holder is
     /// named.
     pub async fn acquire(
-        pool: &SqlitePool,
+        pool: impl Into<Pool>,
         names: Vec<String>,
         holder: &str,
     ) -> Result<Self, LeaseError> {
@@ -76,47 +74,26 @@ impl Leases {
 
     /// [`Leases::acquire`] with a lifetime of `ttl` (renewed every third of it).
     pub async fn acquire_for(
-        pool: &SqlitePool,
+        pool: impl Into<Pool>,
         names: Vec<String>,
         holder: &str,
         ttl: Duration,
     ) -> Result<Self, LeaseError> {
+        let pool = pool.into();
         let term = Term { ttl };
         let ttl_ms = term.ttl_ms();
-        let mut tx = pool.begin().await?;
-        for name in &names {
-            let taken = sqlx::query(&format!(
-                "INSERT INTO leases (name, holder, acquired_ms, expires_ms)
-                 VALUES (?1, ?2, {NOW_MS}, {NOW_MS} + ?3)
-                 ON CONFLICT (name) DO UPDATE SET
-                     holder = excluded.holder,
-                     acquired_ms = excluded.acquired_ms,
-                     expires_ms = excluded.expires_ms
-                 WHERE leases.expires_ms <= {NOW_MS} OR leases.holder = excluded.holder"
-            ))
-            .bind(name)
-            .bind(holder)
-            .bind(ttl_ms)
-            .execute(&mut *tx)
-            .await?
-            .rows_affected();
-            if taken == 0 {
-                let (holder, expires_in_ms): (String, i64) = sqlx::query_as(&format!(
-                    "SELECT holder, expires_ms - {NOW_MS} FROM leases WHERE name = ?"
-                ))
-                .bind(name)
-                .fetch_one(&mut *tx)
-                .await?;
-                tx.rollback().await?;
-                return Err(Held {
-                    name: name.clone(),
-                    holder,
-                    expires_in_secs: (expires_in_ms.max(0) + 999) / 1000,
-                }
-                .into());
+        let held = match &pool {
+            Pool::Sqlite(pool) => sqlite::leases::take(pool, &names, holder, ttl_ms).await?,
+            Pool::Postgres(pool) => postgres::leases::take(pool, &names, holder, ttl_ms).await?,
+        };
+        if let Some(held) = held {
+            return Err(Held {
+                name: held.name,
+                holder: held.holder,
+                expires_in_secs: (held.expires_in_ms.max(0) + 999) / 1000,
             }
+            .into());
         }
-        tx.commit().await?;
         let lost = CancellationToken::new();
         let renewal = tokio::spawn(renew(
             pool.clone(),
@@ -126,7 +103,7 @@ impl Leases {
             lost.clone(),
         ));
         Ok(Self {
-            pool: pool.clone(),
+            pool,
             names,
             holder: holder.to_owned(),
             lost,
@@ -142,15 +119,12 @@ impl Leases {
 
     /// Gives the leases back at once (dropping them lets them lapse instead).
     pub async fn release(self) -> Result<(), sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        for name in &self.names {
-            sqlx::query("DELETE FROM leases WHERE name = ? AND holder = ?")
-                .bind(name)
-                .bind(&self.holder)
-                .execute(&mut *tx)
-                .await?;
+        match &self.pool {
+            Pool::Sqlite(pool) => sqlite::leases::release(pool, &self.names, &self.holder).await,
+            Pool::Postgres(pool) => {
+                postgres::leases::release(pool, &self.names, &self.holder).await
+            }
         }
-        tx.commit().await
     }
 }
 
@@ -158,7 +132,7 @@ impl Leases {
 /// one is not any more. A renewal that fails on the database is tried again at the next
 /// tick: the lease outlives two failed renewals.
 async fn renew(
-    pool: SqlitePool,
+    pool: Pool,
     names: Vec<String>,
     holder: String,
     term: Term,
@@ -192,26 +166,17 @@ enum Renewal {
 }
 
 async fn renew_once(
-    pool: &SqlitePool,
+    pool: &Pool,
     names: &[String],
     holder: &str,
     term: Term,
 ) -> Result<Renewal, sqlx::Error> {
     let ttl_ms = term.ttl_ms();
-    for name in names {
-        let renewed = sqlx::query(&format!(
-            "UPDATE leases SET expires_ms = {NOW_MS} + ? WHERE name = ? AND holder = ?"
-        ))
-        .bind(ttl_ms)
-        .bind(name)
-        .bind(holder)
-        .execute(pool)
-        .await?;
-        if renewed.rows_affected() == 0 {
-            return Ok(Renewal::TakenOver(name.clone()));
-        }
-    }
-    Ok(Renewal::Renewed)
+    let taken_over = match pool {
+        Pool::Sqlite(pool) => sqlite::leases::renew(pool, names, holder, ttl_ms).await?,
+        Pool::Postgres(pool) => postgres::leases::renew(pool, names, holder, ttl_ms).await?,
+    };
+    Ok(taken_over.map_or(Renewal::Renewed, Renewal::TakenOver))
 }
 
 /// A name for this process as a lease holder: host and process id, so an operator can tell
@@ -228,6 +193,7 @@ pub fn process_holder() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sqlx::SqlitePool;
 
     async fn database() -> (tempfile::TempDir, SqlitePool) {
         let dir = tempfile::tempdir().unwrap();
@@ -282,7 +248,7 @@ mod tests {
             .unwrap();
         let before = expires_ms(&pool, "r").await;
         assert_eq!(
-            renew_once(&pool, &names, "me", Term { ttl: LEASE_TTL })
+            renew_once(&Pool::from(&pool), &names, "me", Term { ttl: LEASE_TTL })
                 .await
                 .unwrap(),
             Renewal::Renewed
@@ -294,7 +260,7 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(
-            renew_once(&pool, &names, "me", Term { ttl: LEASE_TTL })
+            renew_once(&Pool::from(&pool), &names, "me", Term { ttl: LEASE_TTL })
                 .await
                 .unwrap(),
             Renewal::TakenOver("r".into())

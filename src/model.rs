@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -139,4 +140,43 @@ pub struct StoredDelivery {
 pub enum Requeue {
     Quarantined,
     Id(i64),
+}
+
+/// A lease another holder has.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeaseHeld {
+    pub name: String,
+    pub holder: String,
+    /// Until it lapses unless renewed, in milliseconds.
+    pub expires_in_ms: i64,
+}
+
+/// A replica's last heartbeat, as stored.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ReplicaBeat {
+    pub name: String,
+    pub last_seen_ms: i64,
+    /// It holds the leader's lease.
+    pub leader: bool,
+}
+
+/// A verified delivery, ready to be committed.
+#[derive(Debug, Clone)]
+pub struct Delivery {
+    pub dedup_key: String,
+    pub received_at: DateTime<Utc>,
+    pub body: Bytes,
+    /// JSON object of the headers kept with the delivery.
+    pub headers: String,
+    pub secret_index: usize,
+}
+
+/// A delivery that failed verification, kept for diagnosis.
+#[derive(Debug, Clone)]
+pub struct RejectedDelivery {
+    pub received_at: DateTime<Utc>,
+    pub reason: String,
+    /// JSON array of `[name, value]`.
+    pub headers: String,
+    pub body: Bytes,
 }

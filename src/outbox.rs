@@ -10,15 +10,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use chrono::{DateTime, Utc};
-use sqlx::{Connection, SqliteConnection};
+use chrono::Utc;
+use sqlx::{Connection, PgConnection, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::apply::{self, Outcome, Pending};
 use crate::db;
 use crate::events;
-use crate::settings::Settings;
+use crate::settings::{Backend, Settings};
+use crate::store::{postgres, sqlite};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -30,26 +30,7 @@ const FAILURE_PAUSE: Duration = Duration::from_millis(200);
 /// Rejected deliveries kept for `webhooks diagnose`.
 pub const REJECTED_KEPT: i64 = 100;
 
-/// A verified delivery, ready to be committed.
-#[derive(Debug, Clone)]
-pub struct Delivery {
-    pub dedup_key: String,
-    pub received_at: DateTime<Utc>,
-    pub body: Bytes,
-    /// JSON object of the headers kept with the delivery.
-    pub headers: String,
-    pub secret_index: usize,
-}
-
-/// A delivery that failed verification, kept for diagnosis.
-#[derive(Debug, Clone)]
-pub struct RejectedDelivery {
-    pub received_at: DateTime<Utc>,
-    pub reason: String,
-    /// JSON array of `[name, value]`.
-    pub headers: String,
-    pub body: Bytes,
-}
+pub use crate::model::{Delivery, RejectedDelivery};
 
 /// The outcome of a committed delivery.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +105,7 @@ impl OutboxWriter {
         settings: &Settings,
         state: Arc<OutboxState>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
-        let conn = db::connection(settings).await?;
+        let conn = WriterConnection::open(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
             settings: settings.clone(),
@@ -175,10 +156,35 @@ impl OutboxWriter {
 
 struct Writer {
     settings: Settings,
-    conn: Option<SqliteConnection>,
+    conn: Option<WriterConnection>,
     state: Arc<OutboxState>,
-    /// The largest outbox id, once read: this writer is the only one to add rows.
+    /// The largest outbox id, once read (SQLite: this writer is the only one to add rows).
     last_id: Option<i64>,
+}
+
+/// The writer's own connection.
+enum WriterConnection {
+    Sqlite(SqliteConnection),
+    Postgres(PgConnection),
+}
+
+impl WriterConnection {
+    async fn open(settings: &Settings) -> Result<Self, db::DbError> {
+        Ok(match settings.backend() {
+            Ok(Backend::Postgres) => Self::Postgres(db::postgres_connection(settings).await?),
+            _ => Self::Sqlite(db::connection(settings).await?),
+        })
+    }
+
+    async fn close(self) {
+        let closed = match self {
+            Self::Sqlite(conn) => conn.close().await,
+            Self::Postgres(conn) => conn.close().await,
+        };
+        if let Err(error) = closed {
+            tracing::debug!(%error, "closing the outbox writer's connection");
+        }
+    }
 }
 
 impl Writer {
@@ -192,30 +198,60 @@ impl Writer {
             }
         }
         if let Some(conn) = self.conn.take() {
-            let _ = conn.close().await;
+            conn.close().await;
         }
     }
 
     /// Commits one batch and answers every request in it; false if the commit failed.
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
         let state = self.state.clone();
-        let _gate = state.write_gate.lock().await;
-        // With nothing left for the worker (it settles its rows before letting go of the
-        // gate), applying the batch now keeps receipt order: one transaction and one fsync
-        // for the deliveries and their effects, instead of the worker reading them back.
-        let apply_now = state.pending() == 0;
         let account_sync = self.settings.consent.account_sync;
         let mut last_id = self.last_id;
         let outcome = match self.connection().await {
-            Ok(conn) => {
-                let written = match apply_now {
+            Ok(WriterConnection::Sqlite(conn)) => {
+                let _gate = state.write_gate.lock().await;
+                // With nothing left for the worker (it settles its rows before letting go
+                // of the gate), applying the batch now keeps receipt order: one transaction
+                // and one fsync for the deliveries and their effects, instead of the worker
+                // reading them back.
+                let written = match state.pending() == 0 {
                     true => write_and_apply(conn, batch, &mut last_id, account_sync).await,
                     false => write_deliveries(conn, batch, &mut last_id)
                         .await
                         .map(|results| (results, Outcome::default())),
                 };
                 match written {
-                    Ok(written) => Ok((written, write_others(conn, batch).await)),
+                    Ok(written) => {
+                        let others = others(batch);
+                        let recorded = sqlite::ingest::record_others(
+                            conn,
+                            &others.rejected,
+                            REJECTED_KEPT,
+                            others.probe,
+                        );
+                        Ok((written, others.recorded_if_any(recorded).await))
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            // Replicas' workers apply: an ingest commit never waits on their locks.
+            Ok(WriterConnection::Postgres(conn)) => {
+                let fresh = fresh(batch);
+                match postgres::ingest::insert(conn, &fresh).await {
+                    Ok(ids) => match results(batch, &ids) {
+                        Ok(results) => {
+                            let others = others(batch);
+                            let recorded = postgres::ingest::record_others(
+                                conn,
+                                &others.rejected,
+                                REJECTED_KEPT,
+                                others.probe,
+                            );
+                            let recorded = others.recorded_if_any(recorded).await;
+                            Ok(((results, Outcome::default()), recorded))
+                        }
+                        Err(e) => Err(e),
+                    },
                     Err(e) => Err(e),
                 }
             }
@@ -245,7 +281,7 @@ impl Writer {
             .iter()
             .filter(|r| matches!(r, Some(Committed::Accepted(_))))
             .count();
-        let left = (accepted as u64).saturating_sub(applied.applied + applied.quarantined);
+        let left = (accepted as u64).saturating_sub(applied.settled());
         if left > 0 {
             self.state.pending.fetch_add(left, Ordering::Relaxed);
             self.state.committed.notify_one();
@@ -271,16 +307,16 @@ impl Writer {
         others.is_ok()
     }
 
-    /// After a failure: the connection may be wedged (file replaced, disk gone), so a new
-    /// one is opened next time, and the largest id is read again.
+    /// After a failure: the connection may be wedged (file replaced, disk gone, server
+    /// restarted), so a new one is opened next time, and the largest id is read again.
     fn fail(&mut self) {
         self.conn = None;
         self.last_id = None;
     }
 
-    async fn connection(&mut self) -> Result<&mut SqliteConnection, sqlx::Error> {
+    async fn connection(&mut self) -> Result<&mut WriterConnection, sqlx::Error> {
         if self.conn.is_none() {
-            let conn = db::connection(&self.settings)
+            let conn = WriterConnection::open(&self.settings)
                 .await
                 .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
             self.conn = Some(conn);
@@ -335,79 +371,34 @@ async fn write_and_apply(
     }
 }
 
-/// Writes the batch's deliveries with one multi-row INSERT: inside the caller's
-/// transaction, or alone in autocommit, where one statement is one transaction (one
-/// hand-over to the database thread instead of the four of an explicit one). One result
-/// per command, in order (`None` for the others).
-///
-/// The ids of new rows follow from the statement's outcome ([`db::consecutive_rowids`]).
-/// When some keys were already present, the batch's keys are looked up in one row, and
-/// those above `last_id` (the largest id before the statement) are the new ones.
+/// Writes the batch's deliveries on SQLite; one result per command, in order.
 async fn write_deliveries(
     conn: &mut SqliteConnection,
     batch: &[Command],
     last_id: &mut Option<i64>,
 ) -> Result<Vec<Option<Committed>>, sqlx::Error> {
-    // First occurrence of each key in the batch: later ones are duplicates of it.
+    let ids = sqlite::ingest::insert(conn, &fresh(batch), last_id).await?;
+    results(batch, &ids)
+}
+
+/// The first delivery of each key in the batch: later ones are duplicates of it.
+fn fresh(batch: &[Command]) -> Vec<&Delivery> {
     let mut first: HashSet<&str> = HashSet::new();
-    let fresh: Vec<&Delivery> = batch
+    batch
         .iter()
         .filter_map(|command| match command {
             Command::Commit(d, _) if first.insert(d.dedup_key.as_str()) => Some(d),
             _ => None,
         })
-        .collect();
-    let mut ids: HashMap<&str, (i64, bool)> = HashMap::with_capacity(fresh.len());
-    if !fresh.is_empty() {
-        let before = match *last_id {
-            Some(id) => id,
-            None => {
-                sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
-                    .fetch_one(&mut *conn)
-                    .await?
-            }
-        };
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
-        );
-        insert.push_values(&fresh, |mut row, d| {
-            row.push_bind(&d.dedup_key)
-                .push_bind(db::timestamp(d.received_at))
-                .push_bind(d.body.as_ref())
-                .push_bind(&d.headers)
-                .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
-        });
-        insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
-        let done = insert.build().execute(&mut *conn).await?;
-        let added = done.rows_affected();
-        *last_id = Some(if added > 0 {
-            done.last_insert_rowid()
-        } else {
-            before
-        });
-        if let Some(range) = db::consecutive_rowids(&done, fresh.len()) {
-            ids.extend(
-                range
-                    .zip(&fresh)
-                    .map(|(id, d)| (d.dedup_key.as_str(), (id, true))),
-            );
-        } else {
-            let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
-            let rows: Vec<(i64, String)> = db::json_rows(
-                conn,
-                "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
-                 WHERE dedup_key IN (SELECT value FROM json_each(?))",
-                db::json_param(&keys)?,
-            )
-            .await?;
-            let found: HashMap<String, i64> = rows.into_iter().map(|(id, k)| (k, id)).collect();
-            for key in keys {
-                if let Some(&id) = found.get(key) {
-                    ids.insert(key, (id, id > before));
-                }
-            }
-        }
-    }
+        .collect()
+}
+
+/// One result per command, in order (`None` for the commands that are not commits), from
+/// each key's row and whether the INSERT added it.
+fn results(
+    batch: &[Command],
+    ids: &HashMap<String, (i64, bool)>,
+) -> Result<Vec<Option<Committed>>, sqlx::Error> {
     let mut seen: HashSet<&str> = HashSet::new();
     batch
         .iter()
@@ -430,50 +421,36 @@ async fn write_deliveries(
         .collect()
 }
 
-/// Records the batch's refused deliveries (keeping the last [`REJECTED_KEPT`]) and runs its
-/// write probes.
-async fn write_others(conn: &mut SqliteConnection, batch: &[Command]) -> Result<(), sqlx::Error> {
-    let rejected: Vec<&RejectedDelivery> = batch
-        .iter()
-        .filter_map(|c| match c {
-            Command::Reject(r) => Some(r),
-            _ => None,
-        })
-        .collect();
-    let probe = batch.iter().any(|c| matches!(c, Command::Probe(_)));
-    if rejected.is_empty() && !probe {
-        return Ok(());
+/// The batch's refused deliveries and whether it probes the database.
+struct Others<'a> {
+    rejected: Vec<&'a RejectedDelivery>,
+    probe: bool,
+}
+
+impl Others<'_> {
+    /// `recorded`'s outcome, or nothing done when there was nothing to record.
+    async fn recorded_if_any(
+        &self,
+        recorded: impl std::future::Future<Output = Result<(), sqlx::Error>>,
+    ) -> Result<(), sqlx::Error> {
+        if self.rejected.is_empty() && !self.probe {
+            return Ok(());
+        }
+        recorded.await
     }
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    for r in &rejected {
-        sqlx::query(
-            "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
-        )
-        .bind(db::timestamp(r.received_at))
-        .bind(&r.reason)
-        .bind(&r.headers)
-        .bind(r.body.as_ref())
-        .execute(&mut *tx)
-        .await?;
+}
+
+fn others(batch: &[Command]) -> Others<'_> {
+    Others {
+        rejected: batch
+            .iter()
+            .filter_map(|c| match c {
+                Command::Reject(r) => Some(r),
+                _ => None,
+            })
+            .collect(),
+        probe: batch.iter().any(|c| matches!(c, Command::Probe(_))),
     }
-    if !rejected.is_empty() {
-        sqlx::query(
-            "DELETE FROM rejected_deliveries WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - ?",
-        )
-        .bind(REJECTED_KEPT)
-        .execute(&mut *tx)
-        .await?;
-    }
-    if probe {
-        sqlx::query(
-            "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', ?1)
-             ON CONFLICT (key) DO UPDATE SET updated_at = ?1",
-        )
-        .bind(db::timestamp(Utc::now()))
-        .execute(&mut *tx)
-        .await?;
-    }
-    tx.commit().await
 }
 
 /// Unapplied rows in the outbox.

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
-use crate::lease::{self, LeaseError, Leases, NOW_MS};
+use crate::lease::{self, LeaseError, Leases};
 use crate::settings::ReplicaSettings;
+use crate::store::{Pool, postgres, sqlite};
 
 /// The lease the leader holds.
 pub const LEADER_LEASE: &str = "leader";
@@ -29,7 +29,7 @@ const FORGOTTEN_AFTER_MS: i64 = 7 * 24 * 3600 * 1000;
 /// This process as a replica.
 #[derive(Debug, Clone)]
 pub struct Replica {
-    pool: SqlitePool,
+    pool: Pool,
     name: String,
     lease: Duration,
 }
@@ -45,7 +45,7 @@ pub struct ReplicaSeen {
 
 impl Replica {
     /// `[replica]` settings: the name (default: host and process id) and lease period.
-    pub fn new(pool: SqlitePool, settings: &ReplicaSettings) -> Self {
+    pub fn new(pool: impl Into<Pool>, settings: &ReplicaSettings) -> Self {
         let name = match settings.name.trim() {
             "" => lease::process_holder(),
             name => name.to_owned(),
@@ -54,8 +54,12 @@ impl Replica {
     }
 
     /// A replica with a lease period of `lease` (tests use short ones).
-    pub fn with_lease(pool: SqlitePool, name: String, lease: Duration) -> Self {
-        Self { pool, name, lease }
+    pub fn with_lease(pool: impl Into<Pool>, name: String, lease: Duration) -> Self {
+        Self {
+            pool: pool.into(),
+            name,
+            lease,
+        }
     }
 
     pub fn name(&self) -> &str {
@@ -64,26 +68,17 @@ impl Replica {
 
     /// Says this replica is alive; forgets replicas long gone.
     pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
-        sqlx::query(&format!(
-            "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES (?1, {NOW_MS}, {NOW_MS})
-             ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
-        ))
-        .bind(&self.name)
-        .execute(&self.pool)
-        .await?;
-        sqlx::query(&format!(
-            "DELETE FROM replicas WHERE last_seen_ms < {NOW_MS} - ?"
-        ))
-        .bind(FORGOTTEN_AFTER_MS)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
+        let (name, forget) = (&self.name, FORGOTTEN_AFTER_MS);
+        match &self.pool {
+            Pool::Sqlite(pool) => sqlite::leases::heartbeat(pool, name, forget).await,
+            Pool::Postgres(pool) => postgres::leases::heartbeat(pool, name, forget).await,
+        }
     }
 
     /// The leader's lease if it is free (or already ours); `None` while another leads.
     pub async fn try_lead(&self) -> Result<Option<Leases>, sqlx::Error> {
         let names = vec![LEADER_LEASE.to_owned()];
-        match Leases::acquire_for(&self.pool, names, &self.name, self.lease).await {
+        match Leases::acquire_for(self.pool.clone(), names, &self.name, self.lease).await {
             Ok(lease) => Ok(Some(lease)),
             Err(LeaseError::Held(_)) => Ok(None),
             Err(LeaseError::Database(error)) => Err(error),
@@ -165,26 +160,21 @@ impl Replica {
 }
 
 /// The replicas heard from in the last minute, and which one leads.
-pub async fn seen(pool: &SqlitePool) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
-    let rows: Vec<(String, i64, bool)> = sqlx::query_as(&format!(
-        "SELECT r.name, r.last_seen_ms, l.name IS NOT NULL
-         FROM replicas r
-         LEFT JOIN leases l ON l.name = ?1 AND l.holder = r.name AND l.expires_ms > {NOW_MS}
-         WHERE r.last_seen_ms > {NOW_MS} - ?2
-         ORDER BY r.name"
-    ))
-    .bind(LEADER_LEASE)
-    .bind(LISTED_FOR_MS)
-    .fetch_all(pool)
-    .await?;
+pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
+    let rows = match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::leases::replicas(pool, LEADER_LEASE, LISTED_FOR_MS).await?,
+        Pool::Postgres(pool) => {
+            postgres::leases::replicas(pool, LEADER_LEASE, LISTED_FOR_MS).await?
+        }
+    };
     Ok(rows
         .into_iter()
-        .map(|(name, last_seen_ms, leader)| ReplicaSeen {
-            name,
-            last_seen: DateTime::<Utc>::from_timestamp_millis(last_seen_ms)
+        .map(|beat| ReplicaSeen {
+            name: beat.name,
+            last_seen: DateTime::<Utc>::from_timestamp_millis(beat.last_seen_ms)
                 .map(crate::db::timestamp)
                 .unwrap_or_default(),
-            leader,
+            leader: beat.leader,
         })
         .collect())
 }

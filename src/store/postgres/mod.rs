@@ -4,5 +4,7 @@
 //! transaction-scoped advisory locks.
 
 mod apply;
+pub mod ingest;
+pub mod leases;
 pub mod outbox;
 pub mod state;

@@ -3,5 +3,7 @@
 //! thread.
 
 mod apply;
+pub mod ingest;
+pub mod leases;
 pub mod outbox;
 pub mod state;
