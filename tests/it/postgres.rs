@@ -21,6 +21,8 @@ pub const SERVER_VARIABLE: &str = "OUTREACH_SYNC_TEST_POSTGRES_URL";
 pub struct TestDatabase {
     server: PgConnectOptions,
     pub name: String,
+    /// The database's URL, for `database.url`.
+    pub url: String,
     pub options: PgConnectOptions,
 }
 
@@ -49,8 +51,15 @@ impl TestDatabase {
             .await
             .expect("create the test database");
         let options = server.clone().database(&name);
+        let (base, query) = url.split_once('?').unwrap_or((&url, ""));
+        let (server_part, _) = base.rsplit_once('/').expect("postgres://HOST/DB");
+        let url = match query {
+            "" => format!("{server_part}/{name}"),
+            query => format!("{server_part}/{name}?{query}"),
+        };
         Some(Self {
             server,
+            url,
             name,
             options,
         })

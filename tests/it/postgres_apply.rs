@@ -288,3 +288,76 @@ async fn workers_applying_at_once_on_postgres_end_in_the_time_order_state_with_g
     assert_eq!(count, applied, "one entry per applied delivery");
     database.drop().await;
 }
+
+/// A delivery as ingest hands it to the writer.
+fn delivery(key: &str) -> outreach_sync::outbox::Delivery {
+    outreach_sync::outbox::Delivery {
+        dedup_key: key.to_owned(),
+        received_at: chrono::Utc::now(),
+        body: bytes::Bytes::from(consent(key, "o1", "+15550001", true, 1).to_string()),
+        headers: r#"{"webhook-id":"x"}"#.to_owned(),
+        secret_index: 0,
+    }
+}
+
+#[tokio::test]
+async fn a_delivery_sent_to_two_replicas_at_once_is_one_row_accepted_once() {
+    use outreach_sync::outbox::{Committed, OutboxWriter};
+    let Some((database, pool)) = postgres().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut settings = common::test_settings(dir.path());
+    settings.database.url = database.url.clone();
+    let mut writers = Vec::new();
+    for _ in 0..2 {
+        let state = Arc::new(OutboxState::default());
+        writers.push(OutboxWriter::start(&settings, state).await.unwrap());
+    }
+    // Every key is sent to both replicas at once; half of them twice to each.
+    let sends = (0..400).flat_map(|i| {
+        let key = format!("event:evt_{}", i % 200);
+        writers
+            .iter()
+            .map(move |(writer, _)| (writer.clone(), key.clone()))
+    });
+    let answers = futures::future::join_all(sends.map(|(writer, key)| async move {
+        (key.clone(), writer.commit(delivery(&key)).await.unwrap())
+    }))
+    .await;
+
+    let mut accepted: HashMap<String, Vec<i64>> = HashMap::new();
+    let mut ids: HashMap<String, Vec<i64>> = HashMap::new();
+    for (key, committed) in answers {
+        let id = match committed {
+            Committed::Accepted(id) => {
+                accepted.entry(key.clone()).or_default().push(id);
+                id
+            }
+            Committed::Duplicate(id) => id,
+        };
+        ids.entry(key).or_default().push(id);
+    }
+    assert_eq!(accepted.len(), 200, "every key accepted");
+    assert!(accepted.values().all(|a| a.len() == 1), "and only once");
+    assert!(
+        ids.values().all(|ids| ids.iter().all(|id| *id == ids[0])),
+        "every answer names the one row"
+    );
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 200);
+    let applied = Worker::new(pool.clone(), Arc::new(OutboxState::default()), false)
+        .drain()
+        .await
+        .unwrap();
+    assert_eq!(applied.applied, 200, "each row applied once");
+    for (writer, task) in writers {
+        drop(writer);
+        task.await.unwrap();
+    }
+    pool.close().await;
+    database.drop().await;
+}

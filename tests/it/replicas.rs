@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use outreach_sync::replica::{self, Replica};
 use outreach_sync::settings::Settings;
+use outreach_sync::store::Pool;
 use outreach_sync::{db, ledger};
 use serde_json::Value;
 use sqlx::SqlitePool;
@@ -14,6 +15,7 @@ use tokio::time::{Instant, timeout};
 use tokio_util::sync::CancellationToken;
 
 use crate::common::{spawn_app, with_admin_token};
+use crate::postgres::TestDatabase;
 
 const LEASE: Duration = Duration::from_secs(1);
 
@@ -59,6 +61,22 @@ async fn next(
 #[tokio::test]
 async fn one_replica_leads_and_a_dead_leader_is_replaced_within_two_lease_periods() {
     let (_dir, pool) = database().await;
+    a_dead_leader_is_replaced(Pool::from(pool)).await;
+}
+
+#[tokio::test]
+async fn on_postgres_one_replica_leads_and_a_dead_leader_is_replaced_within_two_lease_periods() {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let pool = database.pool().await;
+    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    a_dead_leader_is_replaced(Pool::from(&pool)).await;
+    pool.close().await;
+    database.drop().await;
+}
+
+async fn a_dead_leader_is_replaced(pool: Pool) {
     let a = Replica::with_lease(pool.clone(), "a".into(), LEASE);
     let b = Replica::with_lease(pool.clone(), "b".into(), LEASE);
     let (a_task, mut a_events) = run(a, CancellationToken::new());
@@ -66,7 +84,7 @@ async fn one_replica_leads_and_a_dead_leader_is_replaced_within_two_lease_period
 
     b.heartbeat().await.unwrap();
     assert!(b.try_lead().await.unwrap().is_none(), "a leads: b may not");
-    let seen = replica::seen(&pool).await.unwrap();
+    let seen = replica::seen(pool.clone()).await.unwrap();
     let leaders: Vec<(&str, bool)> = seen.iter().map(|r| (r.name.as_str(), r.leader)).collect();
     assert_eq!(leaders, [("a", true), ("b", false)]);
 
@@ -77,7 +95,7 @@ async fn one_replica_leads_and_a_dead_leader_is_replaced_within_two_lease_period
     assert_eq!(next(&mut b_events, 2 * LEASE + LEASE / 2).await, "leading");
     let took = died.elapsed();
     assert!(took <= 2 * LEASE + LEASE / 2, "took over after {took:?}");
-    let seen = replica::seen(&pool).await.unwrap();
+    let seen = replica::seen(pool).await.unwrap();
     let leaders: Vec<&str> = seen
         .iter()
         .filter(|r| r.leader)
