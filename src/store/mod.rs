@@ -51,6 +51,13 @@ impl From<sqlx::PgPool> for Pool {
     }
 }
 
+/// So that functions taking `impl Into<Pool>` take a borrowed `Pool` too.
+impl From<&Pool> for Pool {
+    fn from(pool: &Pool) -> Self {
+        pool.clone()
+    }
+}
+
 impl Pool {
     /// The `daemon_state` value of `key`.
     pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {

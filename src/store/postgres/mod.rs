@@ -5,4 +5,5 @@
 
 mod apply;
 pub mod outbox;
+pub mod read;
 pub mod state;
