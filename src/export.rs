@@ -3,11 +3,11 @@
 
 use std::io::Write;
 
-use futures::TryStreamExt as _;
+use futures::{Stream, TryStreamExt as _};
 use serde::Serialize;
-use sqlx::SqlitePool;
 
-use crate::ledger::{ConsentRecord, LEDGER_COLUMNS, LedgerEntry};
+use crate::ledger::{ConsentRecord, LedgerEntry};
+use crate::store::{Pool, postgres, sqlite};
 
 /// What is exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -123,20 +123,19 @@ fn write_csv_line<S: AsRef<str>>(out: &mut impl Write, fields: &[S]) -> std::io:
     out.write_all(b"\r\n")
 }
 
-async fn stream<T>(
-    pool: &SqlitePool,
-    sql: &str,
-    since: i64,
+/// Writes `rows` as they come.
+async fn write_rows<T>(
+    rows: impl Stream<Item = Result<T, sqlx::Error>>,
     format: Format,
     out: &mut impl Write,
 ) -> Result<u64, ExportError>
 where
-    T: CsvRow + Serialize + Send + Unpin + for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>,
+    T: CsvRow + Serialize,
 {
     if format == Format::Csv {
         write_csv_line(out, T::HEADER)?;
     }
-    let mut rows = sqlx::query_as::<_, T>(sql).bind(since).fetch(pool);
+    let mut rows = std::pin::pin!(rows);
     let mut written = 0u64;
     while let Some(row) = rows.try_next().await? {
         match format {
@@ -155,26 +154,28 @@ where
 /// Streams `dataset` into `out`; returns the rows written. `since`: ledger entries with a
 /// greater seq, or consent records whose current state was set by such an entry.
 pub async fn export(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     dataset: Dataset,
     format: Format,
     since: Option<i64>,
     out: &mut impl Write,
 ) -> Result<u64, ExportError> {
     let since = since.unwrap_or(0);
-    match dataset {
-        Dataset::Consent => {
-            let sql = "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
-                       FROM consent_state WHERE seq > ? ORDER BY organization_id, phone_number";
-            stream::<ConsentRecord>(pool, sql, since, format, out).await
+    match (&pool.into(), dataset) {
+        (Pool::Sqlite(pool), Dataset::Consent) => {
+            write_rows(sqlite::read::export_consent(pool, since), format, out).await
         }
-        Dataset::Ledger => {
-            let sql = format!("SELECT {LEDGER_COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq");
-            stream::<LedgerEntry>(pool, &sql, since, format, out).await
+        (Pool::Sqlite(pool), Dataset::Ledger) => {
+            write_rows(sqlite::read::export_ledger(pool, since), format, out).await
+        }
+        (Pool::Postgres(pool), Dataset::Consent) => {
+            write_rows(postgres::read::export_consent(pool, since), format, out).await
+        }
+        (Pool::Postgres(pool), Dataset::Ledger) => {
+            write_rows(postgres::read::export_ledger(pool, since), format, out).await
         }
     }
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;

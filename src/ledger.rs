@@ -1,8 +1,11 @@
 //! The read side of the consent ledger and the mirror: the JSON records of the contract,
-//! shared by the CLI and the admin API.
+//! shared by the CLI and the admin API, the same on either backend (the statements are in
+//! `store::{sqlite, postgres}::read`). Only reads.
 
 use serde::Serialize;
-use sqlx::SqlitePool;
+use serde_json::Value;
+
+use crate::store::{Pool, postgres, sqlite};
 
 /// Current consent of a number in one organization (the contract's consent record).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
@@ -47,56 +50,53 @@ pub struct Items<T> {
 
 /// Current consent of `phone` in every organization, or in one.
 pub async fn current(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
-         FROM consent_current WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2)
-         ORDER BY organization_id",
-    )
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::current(pool, phone, organization).await,
+        Pool::Postgres(pool) => postgres::read::current(pool, phone, organization).await,
+    }
 }
 
-/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue.
-pub const LEDGER_COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded,
-     (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
-     (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
-        AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number) AS echo_of";
+/// Current consent of each of `phones` (without duplicates), in their order, organizations
+/// sorted; in every organization or in one. Numbers without a record are left out.
+pub async fn lookup(
+    pool: impl Into<Pool>,
+    phones: &[&str],
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::lookup(pool, phones, organization).await,
+        Pool::Postgres(pool) => postgres::read::lookup(pool, phones, organization).await,
+    }
+}
 
 /// Every ledger entry of `phone`, oldest first.
 pub async fn history(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {LEDGER_COLUMNS} FROM ledger
-         WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
-    ))
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::history(pool, phone, organization).await,
+        Pool::Postgres(pool) => postgres::read::history(pool, phone, organization).await,
+    }
 }
 
-/// Ledger entries after `after`, in `seq` order: the change feed.
+/// Ledger entries after `after`, in `seq` order: the change feed. On either backend seqs
+/// become visible in seq order, so reading `seq > after` never skips an entry that commits
+/// later with a smaller seq.
 pub async fn changes(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     after: i64,
     limit: i64,
 ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {LEDGER_COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::changes(pool, after, limit).await,
+        Pool::Postgres(pool) => postgres::read::changes(pool, after, limit).await,
+    }
 }
 
 /// A stored delivery, as `events` lists it.
@@ -115,22 +115,14 @@ pub struct StoredEvent {
 
 /// The most recent stored deliveries, newest first.
 pub async fn events(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     quarantined_only: bool,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, dedup_key, received_at,
-                CASE WHEN json_valid(CAST(body AS TEXT))
-                     THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
-                                   json_extract(CAST(body AS TEXT), '$.eventType')) END AS event_type,
-                state, attempts, last_error
-         FROM outbox WHERE (?1 = 0 OR state = 'quarantined') ORDER BY id DESC LIMIT ?2",
-    )
-    .bind(quarantined_only)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::events(pool, quarantined_only, limit).await,
+        Pool::Postgres(pool) => postgres::read::events(pool, quarantined_only, limit).await,
+    }
 }
 
 /// The daemon's state at a glance.
@@ -176,52 +168,46 @@ pub struct LastError {
     pub message: String,
 }
 
-pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
-    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
-        sqlx::query_as(
-            "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
-                COALESCE(SUM(state = 'applied'), 0),
-                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
-         FROM outbox",
-        )
-        .fetch_one(pool)
-        .await?;
-    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
-                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE terminal = 0)",
-    )
-    .fetch_one(pool)
-    .await?;
-    let last_error = sqlx::query_as(
-        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
-    )
-    .fetch_optional(pool)
-    .await?;
-    let reconciliation = sqlx::query_as(
-        "SELECT organization_id, finished_at, leads_scanned, repaired, error
-         FROM reconcile_organizations ORDER BY organization_id",
-    )
-    .fetch_all(pool)
-    .await?;
-    let reconciliation_in_progress = sqlx::query_scalar(
-        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
-    )
-    .fetch_all(pool)
-    .await?;
-    let replicas = crate::replica::seen(pool).await?;
-    Ok(Status {
-        backlog,
-        quarantined,
-        applied,
-        ledger_entries,
-        leads,
-        messages,
-        open_messages,
-        oldest_pending_at,
-        last_error,
-        reconciliation,
-        reconciliation_in_progress,
-        pushes: crate::pusher::counts(pool).await?,
-        replicas,
-    })
+/// The daemon's state at a glance: counts, the last error, reconciliation, pushes and
+/// replicas.
+pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => {
+            let mut status = sqlite::read::status(pool).await?;
+            status.replicas = crate::replica::seen(pool).await?;
+            Ok(status)
+        }
+        // replicas on PostgreSQL: see replica.rs (listed empty until it is ported).
+        Pool::Postgres(pool) => postgres::read::status(pool).await,
+    }
+}
+
+/// The mirrored lead `id` as the v3 Lead resource (its `globalOptedOut` from the consent
+/// state of its number), with nulls.
+pub async fn lead(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::lead(pool, id).await,
+        Pool::Postgres(pool) => postgres::read::lead(pool, id).await,
+    }
+}
+
+/// The mirrored leads of `phone` as v3 Lead resources, in every organization or in one,
+/// by organization and id.
+pub async fn leads(
+    pool: impl Into<Pool>,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<Value>, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::leads(pool, phone, organization).await,
+        Pool::Postgres(pool) => postgres::read::leads(pool, phone, organization).await,
+    }
+}
+
+/// The tracked message `id`, with nulls.
+pub async fn message(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => sqlite::read::message(pool, id).await,
+        Pool::Postgres(pool) => postgres::read::message(pool, id).await,
+    }
 }

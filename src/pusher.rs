@@ -325,16 +325,9 @@ pub struct PushCounts {
     pub last_push_error: Option<String>,
 }
 
-pub async fn counts(pool: &SqlitePool) -> Result<PushCounts, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
-                COALESCE(SUM(state = 'failed'), 0) AS failed,
-                COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
-                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
-                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
-                 ORDER BY last_attempt_at DESC LIMIT 1) AS last_push_error
-         FROM pushes",
-    )
-    .fetch_one(pool)
-    .await
+pub async fn counts(pool: impl Into<Pool>) -> Result<PushCounts, sqlx::Error> {
+    match &pool.into() {
+        Pool::Sqlite(pool) => crate::store::sqlite::read::push_counts(pool).await,
+        Pool::Postgres(pool) => crate::store::postgres::read::push_counts(pool).await,
+    }
 }

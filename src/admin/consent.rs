@@ -100,16 +100,7 @@ pub async fn lookup(
         .map(String::as_str)
         .filter(|p| seen.insert(*p))
         .collect();
-    let items: Vec<ConsentRecord> = sqlx::query_as(
-        "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
-         FROM json_each(?1) AS k JOIN consent_state AS s ON s.phone_number = k.value
-         WHERE ?2 IS NULL OR s.organization_id = ?2
-         ORDER BY k.key, s.organization_id",
-    )
-    .bind(crate::db::json_param(&phones)?)
-    .bind(&request.organization_id)
-    .fetch_all(&state.pool)
-    .await?;
+    let items = ledger::lookup(&state.pool, &phones, request.organization_id.as_deref()).await?;
     let known: HashSet<&str> = items.iter().map(|r| r.phone_number.as_str()).collect();
     let unknown = phones
         .iter()
@@ -144,9 +135,9 @@ pub async fn changes(
             "limit must be between 1 and {MAX_CHANGES}"
         )));
     }
-    // Every ledger write holds SQLite's single write lock from its insert to its commit,
-    // so seqs become visible in seq order: reading `seq > after` never skips an entry
-    // that commits later with a smaller seq.
+    // Seqs become visible in seq order on either backend (SQLite: one writer at a time;
+    // PostgreSQL: appenders hold the ledger head until they commit), so reading
+    // `seq > after` never skips an entry that commits later with a smaller seq.
     let items = ledger::changes(&state.pool, after, limit).await?;
     let next = items.last().map_or(after, |e| e.seq);
     Ok(Json(ChangePage { items, next }))

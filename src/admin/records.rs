@@ -56,26 +56,14 @@ pub async fn metrics(
     ))
 }
 
-/// The v3 Lead resource, its `globalOptedOut` from the consent state of its number.
-const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
-    'organizationId', l.organization_id, 'activeGroupIds', json(l.active_group_ids),
-    'inactiveGroupIds', json(l.inactive_group_ids), 'customFields', json(l.custom_fields),
-    'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
-    'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
-    'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
-    'createdAt', l.created_at)
-    FROM leads AS l LEFT JOIN consent_state AS s
-    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
-
 /// Optional fields the service leaves out rather than sending null.
-fn without_nulls(text: &str) -> Value {
-    match serde_json::from_str(text) {
-        Ok(Value::Object(mut map)) => {
+fn without_nulls(value: Value) -> Value {
+    match value {
+        Value::Object(mut map) => {
             map.retain(|_, v| !v.is_null());
             Value::Object(map)
         }
-        Ok(other) => other,
-        Err(_) => Value::Null,
+        other => other,
     }
 }
 
@@ -83,12 +71,9 @@ pub async fn lead(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminError> {
-    let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
-        .bind(&id)
-        .fetch_optional(&state.pool)
-        .await?;
-    found
-        .map(|text| Json(without_nulls(&text)))
+    ledger::lead(&state.pool, &id)
+        .await?
+        .map(|lead| Json(without_nulls(lead)))
         .ok_or_else(|| AdminError::NotFound(format!("no lead {id} in the mirror")))
 }
 
@@ -101,16 +86,9 @@ pub async fn find_leads(
         organization_id,
     }) = query?;
     let phone = required_phone(phone_number)?;
-    let rows: Vec<String> = sqlx::query_scalar(&format!(
-        "SELECT {LEAD_JSON} WHERE l.phone_number = ?1 AND (?2 IS NULL OR l.organization_id = ?2)
-         ORDER BY l.organization_id, l.id"
-    ))
-    .bind(&phone)
-    .bind(&organization_id)
-    .fetch_all(&state.pool)
-    .await?;
+    let leads = ledger::leads(&state.pool, &phone, organization_id.as_deref()).await?;
     Ok(Json(Items {
-        items: rows.iter().map(|t| without_nulls(t)).collect(),
+        items: leads.into_iter().map(without_nulls).collect(),
     }))
 }
 
@@ -118,18 +96,9 @@ pub async fn message(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminError> {
-    let found: Option<String> = sqlx::query_scalar(
-        "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
-                'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
-                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
-                'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
-         FROM messages WHERE id = ?",
-    )
-    .bind(&id)
-    .fetch_optional(&state.pool)
-    .await?;
-    found
-        .map(|text| Json(without_nulls(&text)))
+    ledger::message(&state.pool, &id)
+        .await?
+        .map(|message| Json(without_nulls(message)))
         .ok_or_else(|| AdminError::NotFound(format!("no message {id} is tracked")))
 }
 

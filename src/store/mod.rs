@@ -53,6 +53,13 @@ impl From<sqlx::PgPool> for Pool {
     }
 }
 
+/// So that functions taking `impl Into<Pool>` take a borrowed `Pool` too.
+impl From<&Pool> for Pool {
+    fn from(pool: &Pool) -> Self {
+        pool.clone()
+    }
+}
+
 impl Pool {
     /// Opens the configured database, on the backend its URL names.
     pub async fn open(settings: &Settings) -> Result<Self, DbError> {

@@ -20,6 +20,7 @@ mod logs;
 mod migrations;
 mod postgres;
 mod postgres_apply;
+mod postgres_read;
 mod push;
 mod reconcile;
 mod reconcile_lease;

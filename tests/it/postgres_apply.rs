@@ -19,14 +19,14 @@ use crate::common;
 use crate::postgres::TestDatabase;
 
 /// A migrated database of its own on the test server, or `None` when there is none.
-async fn postgres() -> Option<(TestDatabase, PgPool)> {
+pub(crate) async fn postgres() -> Option<(TestDatabase, PgPool)> {
     let database = TestDatabase::create().await?;
     let pool = database.pool().await;
     db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
     Some((database, pool))
 }
 
-async fn sqlite() -> (tempfile::TempDir, SqlitePool) {
+pub(crate) async fn sqlite() -> (tempfile::TempDir, SqlitePool) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings: Settings = common::test_settings(dir.path());
     settings.database.synchronous = outreach_sync::settings::Synchronous::Normal;
@@ -40,7 +40,7 @@ fn key(body: &Value) -> String {
 }
 
 /// Adds deliveries to the PostgreSQL outbox as ingest does (duplicates keep one row).
-async fn deliver_pg(pool: &PgPool, bodies: &[Value]) {
+pub(crate) async fn deliver_pg(pool: &PgPool, bodies: &[Value]) {
     let keys: Vec<String> = bodies.iter().map(key).collect();
     let bytes: Vec<Vec<u8>> = bodies.iter().map(|b| b.to_string().into_bytes()).collect();
     sqlx::query(
@@ -55,7 +55,7 @@ async fn deliver_pg(pool: &PgPool, bodies: &[Value]) {
     .unwrap();
 }
 
-async fn deliver_sqlite(pool: &SqlitePool, bodies: &[Value]) {
+pub(crate) async fn deliver_sqlite(pool: &SqlitePool, bodies: &[Value]) {
     let mut tx = pool.begin().await.unwrap();
     for body in bodies {
         sqlx::query(
@@ -111,7 +111,7 @@ async fn seen_pg(pool: &PgPool) -> Seen {
 
 /// A mixed day: opt-outs and opt-ins of numbers held by two organizations (account sync),
 /// events by lead id only, full lead resources, statuses, a duplicate and an unparseable one.
-fn mixed_deliveries() -> Vec<Value> {
+pub(crate) fn mixed_deliveries() -> Vec<Value> {
     let mut bodies = vec![
         lead("lead_1", "o1", "+15550001", "Ada", 1),
         lead("lead_2", "o2", "+15550001", "Bea", 2),

@@ -6,4 +6,5 @@ mod apply;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;
+pub mod read;
 pub mod state;

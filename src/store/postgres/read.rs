@@ -1,0 +1,478 @@
+//! The read side on PostgreSQL: the records of `ledger`, `export` and the admin API, the
+//! same as on SQLite for the same data. Times are decoded and written as SQLite stores them
+//! ([`db::timestamp`]); text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
+//! whatever the database's collation.
+
+use chrono::{DateTime, Utc};
+use futures::{Stream, TryStreamExt as _};
+use serde_json::{Value, json};
+use sqlx::PgPool;
+
+use crate::db;
+use crate::ledger::{ConsentRecord, LastError, LedgerEntry, OrganizationPass, Status, StoredEvent};
+use crate::pusher::PushCounts;
+
+/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
+/// the statements built with it are literals (an export's stream borrows its statement).
+macro_rules! ledger_columns {
+    () => {
+        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
+         source, event_ref, superseded,
+         (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
+         (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
+            AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number
+          ORDER BY p.seq LIMIT 1) AS echo_of"
+    };
+}
+
+/// A consent record as stored.
+#[derive(sqlx::FromRow)]
+struct ConsentRow {
+    organization_id: String,
+    lead_id: Option<String>,
+    phone_number: String,
+    opted_out: bool,
+    changed_at: DateTime<Utc>,
+    source: String,
+}
+
+impl From<ConsentRow> for ConsentRecord {
+    fn from(row: ConsentRow) -> Self {
+        Self {
+            organization_id: row.organization_id,
+            lead_id: row.lead_id,
+            phone_number: row.phone_number,
+            opted_out: row.opted_out,
+            changed_at: db::timestamp(row.changed_at),
+            source: row.source,
+        }
+    }
+}
+
+/// A ledger entry as stored.
+#[derive(sqlx::FromRow)]
+struct LedgerRow {
+    seq: i64,
+    organization_id: String,
+    lead_id: Option<String>,
+    phone_number: String,
+    opted_out: bool,
+    occurred_at: DateTime<Utc>,
+    recorded_at: DateTime<Utc>,
+    source: String,
+    event_ref: String,
+    superseded: bool,
+    push: Option<String>,
+    echo_of: Option<i64>,
+}
+
+impl From<LedgerRow> for LedgerEntry {
+    fn from(row: LedgerRow) -> Self {
+        Self {
+            seq: row.seq,
+            organization_id: row.organization_id,
+            lead_id: row.lead_id,
+            phone_number: row.phone_number,
+            opted_out: row.opted_out,
+            occurred_at: db::timestamp(row.occurred_at),
+            recorded_at: db::timestamp(row.recorded_at),
+            source: row.source,
+            event_ref: row.event_ref,
+            superseded: row.superseded,
+            push: row.push,
+            echo_of: row.echo_of,
+        }
+    }
+}
+
+fn converted<R, T: From<R>>(rows: Vec<R>) -> Vec<T> {
+    rows.into_iter().map(T::from).collect()
+}
+
+/// Current consent of `phone` in every organization, or in one.
+pub async fn current(
+    pool: &PgPool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    let rows: Vec<ConsentRow> = sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+         FROM consent_current WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2)
+         ORDER BY organization_id COLLATE \"C\"",
+    )
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await?;
+    Ok(converted(rows))
+}
+
+/// Current consent of each of `phones`, in their order, organizations sorted.
+pub async fn lookup(
+    pool: &PgPool,
+    phones: &[&str],
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    let rows: Vec<ConsentRow> = sqlx::query_as(
+        "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
+         FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
+         JOIN consent_state AS s ON s.phone_number = k.phone_number
+         WHERE $2::text IS NULL OR s.organization_id = $2
+         ORDER BY k.i, s.organization_id COLLATE \"C\"",
+    )
+    .bind(phones)
+    .bind(organization)
+    .fetch_all(pool)
+    .await?;
+    Ok(converted(rows))
+}
+
+/// Every ledger entry of `phone`, oldest first.
+pub async fn history(
+    pool: &PgPool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger
+         WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2) ORDER BY seq"
+    ))
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await?;
+    Ok(converted(rows))
+}
+
+/// Ledger entries after `after`, in `seq` order. Appenders take their seqs from
+/// `ledger_head` and hold its lock until they commit, so seqs become visible in order:
+/// reading `seq > after` never skips an entry that commits later with a smaller seq.
+pub async fn changes(
+    pool: &PgPool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(converted(rows))
+}
+
+/// A stored delivery, body and all.
+#[derive(sqlx::FromRow)]
+struct EventRow {
+    id: i64,
+    dedup_key: String,
+    received_at: DateTime<Utc>,
+    body: Vec<u8>,
+    state: String,
+    attempts: i64,
+    last_error: Option<String>,
+}
+
+/// The envelope's `type` (or `eventType`) of a body that is JSON, as SQLite's
+/// `COALESCE(json_extract(body, '$.type'), json_extract(body, '$.eventType'))` gives it:
+/// a string as is, an object or array as its JSON text. Read here rather than in SQL:
+/// PostgreSQL refuses to cast bytes that are not UTF-8 or not JSON, which would fail the
+/// whole listing for one bad delivery.
+fn event_type(body: &[u8]) -> Option<String> {
+    let value: Value = serde_json::from_slice(body).ok()?;
+    let field = |name: &str| value.get(name).filter(|v| !v.is_null());
+    match field("type").or_else(|| field("eventType"))? {
+        Value::String(text) => Some(text.clone()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// The most recent stored deliveries, newest first.
+pub async fn events(
+    pool: &PgPool,
+    quarantined_only: bool,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    let rows: Vec<EventRow> = sqlx::query_as(
+        "SELECT id, dedup_key, received_at, body, state, attempts::BIGINT AS attempts, last_error
+         FROM outbox WHERE (NOT $1 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
+    )
+    .bind(quarantined_only)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|row| StoredEvent {
+            event_type: event_type(&row.body),
+            id: row.id,
+            dedup_key: row.dedup_key,
+            received_at: db::timestamp(row.received_at),
+            state: row.state,
+            attempts: row.attempts,
+            last_error: row.last_error,
+        })
+        .collect())
+}
+
+#[derive(sqlx::FromRow)]
+struct LastErrorRow {
+    at: DateTime<Utc>,
+    message: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct PassRow {
+    organization_id: String,
+    finished_at: DateTime<Utc>,
+    leads_scanned: i64,
+    repaired: i64,
+    error: Option<String>,
+}
+
+/// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
+pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
+    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<DateTime<Utc>>) =
+        sqlx::query_as(
+            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
+                COUNT(*) FILTER (WHERE state = 'quarantined'),
+                COUNT(*) FILTER (WHERE state = 'applied'),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
+         FROM outbox",
+        )
+        .fetch_one(pool)
+        .await?;
+    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
+                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE NOT terminal)",
+    )
+    .fetch_one(pool)
+    .await?;
+    let last_error: Option<LastErrorRow> = sqlx::query_as(
+        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    let reconciliation: Vec<PassRow> = sqlx::query_as(
+        "SELECT organization_id, finished_at, leads_scanned, repaired, error
+         FROM reconcile_organizations ORDER BY organization_id COLLATE \"C\"",
+    )
+    .fetch_all(pool)
+    .await?;
+    let reconciliation_in_progress = sqlx::query_scalar(
+        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id COLLATE \"C\"",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(Status {
+        backlog,
+        quarantined,
+        applied,
+        ledger_entries,
+        leads,
+        messages,
+        open_messages,
+        oldest_pending_at: oldest_pending_at.map(db::timestamp),
+        last_error: last_error.map(|row| LastError {
+            at: db::timestamp(row.at),
+            message: row.message,
+        }),
+        reconciliation: reconciliation
+            .into_iter()
+            .map(|row| OrganizationPass {
+                organization_id: row.organization_id,
+                finished_at: db::timestamp(row.finished_at),
+                leads_scanned: row.leads_scanned,
+                repaired: row.repaired,
+                error: row.error,
+            })
+            .collect(),
+        reconciliation_in_progress,
+        pushes: push_counts(pool).await?,
+        replicas: Vec::new(),
+    })
+}
+
+#[derive(sqlx::FromRow)]
+struct PushCountsRow {
+    pending: i64,
+    sent: i64,
+    failed: i64,
+    retrying: i64,
+    oldest_pending_at: Option<DateTime<Utc>>,
+    last_push_error: Option<String>,
+}
+
+/// Pushes by state.
+pub async fn push_counts(pool: &PgPool) -> Result<PushCounts, sqlx::Error> {
+    // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
+    let row: PushCountsRow = sqlx::query_as(
+        "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+                COUNT(*) FILTER (WHERE state = 'sent') AS sent,
+                COUNT(*) FILTER (WHERE state = 'failed') AS failed,
+                COUNT(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL) AS retrying,
+                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
+                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
+                 ORDER BY last_attempt_at DESC NULLS LAST LIMIT 1) AS last_push_error
+         FROM pushes",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(PushCounts {
+        pending: row.pending,
+        sent: row.sent,
+        failed: row.failed,
+        retrying: row.retrying,
+        oldest_pending_at: row.oldest_pending_at.map(db::timestamp),
+        last_push_error: row.last_push_error,
+    })
+}
+
+/// `consent_state` rows set by a ledger entry after `since`, by organization and number.
+pub fn export_consent(
+    pool: &PgPool,
+    since: i64,
+) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
+    sqlx::query_as::<_, ConsentRow>(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+         FROM consent_state WHERE seq > $1
+         ORDER BY organization_id COLLATE \"C\", phone_number COLLATE \"C\"",
+    )
+    .bind(since)
+    .fetch(pool)
+    .map_ok(ConsentRecord::from)
+}
+
+/// Ledger entries after `since`, in seq order.
+pub fn export_ledger(
+    pool: &PgPool,
+    since: i64,
+) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
+    sqlx::query_as::<_, LedgerRow>(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger WHERE seq > $1 ORDER BY seq"
+    ))
+    .bind(since)
+    .fetch(pool)
+    .map_ok(LedgerEntry::from)
+}
+
+/// The v3 Lead resource, its `globalOptedOut` from the consent state of its number (false
+/// without one, as on SQLite). `json`, not `jsonb`, keeps the keys in this order; the JSON
+/// columns come as stored.
+const LEAD_JSON: &str =
+    "json_build_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
+    'organizationId', l.organization_id, 'activeGroupIds', l.active_group_ids,
+    'inactiveGroupIds', l.inactive_group_ids, 'customFields', l.custom_fields,
+    'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
+    'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
+    'tagIds', l.tag_ids, 'globalOptedOut', COALESCE(s.opted_out, FALSE),
+    'createdAt', l.created_at)::text
+    FROM leads AS l LEFT JOIN consent_state AS s
+    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
+
+/// JSON text PostgreSQL built, as a value.
+fn parsed(text: &str) -> Result<Value, sqlx::Error> {
+    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// The mirrored lead `id`, as the v3 Lead resource.
+pub async fn lead(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = $1"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    found.as_deref().map(parsed).transpose()
+}
+
+/// The mirrored leads of `phone`, in every organization or in one.
+pub async fn leads(
+    pool: &PgPool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<Value>, sqlx::Error> {
+    let rows: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT {LEAD_JSON} WHERE l.phone_number = $1 AND ($2::text IS NULL OR l.organization_id = $2)
+         ORDER BY l.organization_id COLLATE \"C\", l.id COLLATE \"C\""
+    ))
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|text| parsed(text)).collect()
+}
+
+#[derive(sqlx::FromRow)]
+struct MessageRow {
+    id: String,
+    thread_id: Option<String>,
+    status: String,
+    message_type: Option<String>,
+    created_at: Option<String>,
+    error_code: Option<String>,
+    lead_id: Option<String>,
+    organization_id: Option<String>,
+    terminal: bool,
+    status_at: DateTime<Utc>,
+    source: String,
+    updated_at: DateTime<Utc>,
+}
+
+/// The tracked message `id`, its times written as on SQLite.
+pub async fn message(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    let found: Option<MessageRow> = sqlx::query_as(
+        "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
+                organization_id, terminal, status_at, source, updated_at
+         FROM messages WHERE id = $1",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    Ok(found.map(|m| {
+        json!({
+            "id": m.id,
+            "threadId": m.thread_id,
+            "status": m.status,
+            "type": m.message_type,
+            "createdAt": m.created_at,
+            "errorCode": m.error_code,
+            "leadId": m.lead_id,
+            "organizationId": m.organization_id,
+            "terminal": m.terminal,
+            "statusAt": db::timestamp(m.status_at),
+            "source": m.source,
+            "updatedAt": db::timestamp(m.updated_at),
+        })
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::event_type;
+
+    #[test]
+    fn the_event_type_is_read_as_sqlite_reads_it() {
+        assert_eq!(
+            event_type(br#"{"type":"consentUpdate-v1"}"#).as_deref(),
+            Some("consentUpdate-v1")
+        );
+        assert_eq!(
+            event_type(br#"{"type":null,"eventType":"messageStatus-v1"}"#).as_deref(),
+            Some("messageStatus-v1")
+        );
+        assert_eq!(
+            event_type(br#"{"type":{"a":1}}"#).as_deref(),
+            Some(r#"{"a":1}"#)
+        );
+        assert_eq!(event_type(br#"{"id":"evt"}"#), None);
+        assert_eq!(event_type(b"[1]"), None);
+        assert_eq!(event_type(b"not json"), None);
+        assert_eq!(event_type(b"\xff\xfe"), None);
+    }
+}

@@ -1,0 +1,259 @@
+//! The read side on SQLite: the records of `ledger`, `export` and the admin API. Times are
+//! stored as they are shown (RFC 3339 text), booleans as 0/1, JSON as text.
+
+use futures::Stream;
+use serde_json::Value;
+use sqlx::SqlitePool;
+
+use crate::ledger::{ConsentRecord, LedgerEntry, Status, StoredEvent};
+use crate::pusher::PushCounts;
+
+/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
+/// the statements built with it are literals (an export's stream borrows its statement).
+macro_rules! ledger_columns {
+    () => {
+        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded,
+     (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
+     (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
+        AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number) AS echo_of"
+    };
+}
+
+/// Current consent of `phone` in every organization, or in one.
+pub async fn current(
+    pool: &SqlitePool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+         FROM consent_current WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2)
+         ORDER BY organization_id",
+    )
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await
+}
+
+/// Current consent of each of `phones`, in their order, organizations sorted.
+pub async fn lookup(
+    pool: &SqlitePool,
+    phones: &[&str],
+    organization: Option<&str>,
+) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
+         FROM json_each(?1) AS k JOIN consent_state AS s ON s.phone_number = k.value
+         WHERE ?2 IS NULL OR s.organization_id = ?2
+         ORDER BY k.key, s.organization_id",
+    )
+    .bind(crate::db::json_param(phones)?)
+    .bind(organization)
+    .fetch_all(pool)
+    .await
+}
+
+/// Every ledger entry of `phone`, oldest first.
+pub async fn history(
+    pool: &SqlitePool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger
+         WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
+    ))
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await
+}
+
+/// Ledger entries after `after`, in `seq` order.
+pub async fn changes(
+    pool: &SqlitePool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The most recent stored deliveries, newest first.
+pub async fn events(
+    pool: &SqlitePool,
+    quarantined_only: bool,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, dedup_key, received_at,
+                CASE WHEN json_valid(CAST(body AS TEXT))
+                     THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
+                                   json_extract(CAST(body AS TEXT), '$.eventType')) END AS event_type,
+                state, attempts, last_error
+         FROM outbox WHERE (?1 = 0 OR state = 'quarantined') ORDER BY id DESC LIMIT ?2",
+    )
+    .bind(quarantined_only)
+    .bind(limit)
+    .fetch_all(pool)
+    .await
+}
+
+/// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
+pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
+    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
+        sqlx::query_as(
+            "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
+                COALESCE(SUM(state = 'applied'), 0),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
+         FROM outbox",
+        )
+        .fetch_one(pool)
+        .await?;
+    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
+                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE terminal = 0)",
+    )
+    .fetch_one(pool)
+    .await?;
+    let last_error = sqlx::query_as(
+        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+    )
+    .fetch_optional(pool)
+    .await?;
+    let reconciliation = sqlx::query_as(
+        "SELECT organization_id, finished_at, leads_scanned, repaired, error
+         FROM reconcile_organizations ORDER BY organization_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    let reconciliation_in_progress = sqlx::query_scalar(
+        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(Status {
+        backlog,
+        quarantined,
+        applied,
+        ledger_entries,
+        leads,
+        messages,
+        open_messages,
+        oldest_pending_at,
+        last_error,
+        reconciliation,
+        reconciliation_in_progress,
+        pushes: push_counts(pool).await?,
+        replicas: Vec::new(),
+    })
+}
+
+/// Pushes by state.
+pub async fn push_counts(pool: &SqlitePool) -> Result<PushCounts, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
+                COALESCE(SUM(state = 'failed'), 0) AS failed,
+                COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
+                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
+                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
+                 ORDER BY last_attempt_at DESC LIMIT 1) AS last_push_error
+         FROM pushes",
+    )
+    .fetch_one(pool)
+    .await
+}
+
+/// `consent_state` rows set by a ledger entry after `since`, by organization and number.
+pub fn export_consent(
+    pool: &SqlitePool,
+    since: i64,
+) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
+    sqlx::query_as(
+        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+                       FROM consent_state WHERE seq > ? ORDER BY organization_id, phone_number",
+    )
+    .bind(since)
+    .fetch(pool)
+}
+
+/// Ledger entries after `since`, in seq order.
+pub fn export_ledger(
+    pool: &SqlitePool,
+    since: i64,
+) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
+    sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        " FROM ledger WHERE seq > ? ORDER BY seq"
+    ))
+    .bind(since)
+    .fetch(pool)
+}
+
+/// The v3 Lead resource, its `globalOptedOut` from the consent state of its number.
+const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
+    'organizationId', l.organization_id, 'activeGroupIds', json(l.active_group_ids),
+    'inactiveGroupIds', json(l.inactive_group_ids), 'customFields', json(l.custom_fields),
+    'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
+    'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
+    'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
+    'createdAt', l.created_at)
+    FROM leads AS l LEFT JOIN consent_state AS s
+    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
+
+/// JSON text SQLite built, as a value.
+fn parsed(text: &str) -> Result<Value, sqlx::Error> {
+    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+}
+
+/// The mirrored lead `id`, as the v3 Lead resource.
+pub async fn lead(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
+        .bind(id)
+        .fetch_optional(pool)
+        .await?;
+    found.as_deref().map(parsed).transpose()
+}
+
+/// The mirrored leads of `phone`, in every organization or in one.
+pub async fn leads(
+    pool: &SqlitePool,
+    phone: &str,
+    organization: Option<&str>,
+) -> Result<Vec<Value>, sqlx::Error> {
+    let rows: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT {LEAD_JSON} WHERE l.phone_number = ?1 AND (?2 IS NULL OR l.organization_id = ?2)
+         ORDER BY l.organization_id, l.id"
+    ))
+    .bind(phone)
+    .bind(organization)
+    .fetch_all(pool)
+    .await?;
+    rows.iter().map(|text| parsed(text)).collect()
+}
+
+/// The tracked message `id`.
+pub async fn message(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    let found: Option<String> = sqlx::query_scalar(
+        "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
+                'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
+                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
+                'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
+         FROM messages WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(pool)
+    .await?;
+    found.as_deref().map(parsed).transpose()
+}
