@@ -88,12 +88,11 @@ pub async fn record<T: ApplyTx + ?Sized>(
         tag_id: change.tag_id.clone(),
         reason: change.reason.clone(),
     };
-    tx.lock_numbers(&[change.phone_number.as_str()]).await?;
     let key = (
         change.organization_id.as_str(),
         change.phone_number.as_str(),
     );
-    let states = tx.consent_states(&[key]).await?;
+    let states = super::locked_states(tx, &[key]).await?;
     let applied =
         super::consent::apply(tx, std::slice::from_ref(&observation), now, states).await?;
     let outcome = applied

@@ -260,15 +260,11 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     leads: &[Lead],
     fetched_at: DateTime<Utc>,
 ) -> Result<PageApplied, sqlx::Error> {
-    let mut phones: Vec<&str> = leads.iter().map(|l| l.phone_number.as_str()).collect();
-    phones.sort_unstable();
-    phones.dedup();
-    tx.lock_numbers(&phones).await?;
     let keys: Vec<(&str, &str)> = leads
         .iter()
         .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
         .collect();
-    let mirrored = tx.consent_states(&keys).await?;
+    let mirrored = locked_states(tx, &keys).await?;
     let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
     tx.upsert_leads(&observed, fetched_at).await?;
     // Each difference, with whether the mirror knew the number (a repair) or not (new).
@@ -316,17 +312,22 @@ pub async fn consent<T: ApplyTx + ?Sized>(
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
 ) -> Result<Vec<ConsentApplied>, sqlx::Error> {
-    let mut phones: Vec<&str> = observations
-        .iter()
-        .map(|o| o.phone_number.as_str())
-        .collect();
-    phones.sort_unstable();
-    phones.dedup();
-    tx.lock_numbers(&phones).await?;
     let keys: Vec<(&str, &str)> = observations
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let states = tx.consent_states(&keys).await?;
+    let states = locked_states(tx, &keys).await?;
     consent::apply(tx, observations, now, states).await
+}
+
+/// Locks the numbers of `keys` (organization, number), then reads their stored states.
+pub(crate) async fn locked_states<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    keys: &[(&str, &str)],
+) -> Result<crate::model::ConsentStates, sqlx::Error> {
+    let mut phones: Vec<&str> = keys.iter().map(|(_, phone)| *phone).collect();
+    phones.sort_unstable();
+    phones.dedup();
+    tx.lock_numbers(&phones).await?;
+    tx.consent_states(keys).await
 }
