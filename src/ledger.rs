@@ -171,15 +171,13 @@ pub struct LastError {
 /// The daemon's state at a glance: counts, the last error, reconciliation, pushes and
 /// replicas.
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
-    match &pool.into() {
-        Pool::Sqlite(pool) => {
-            let mut status = sqlite::read::status(pool).await?;
-            status.replicas = crate::replica::seen(pool).await?;
-            Ok(status)
-        }
-        // replicas on PostgreSQL: see replica.rs (listed empty until it is ported).
-        Pool::Postgres(pool) => postgres::read::status(pool).await,
-    }
+    let pool = pool.into();
+    let mut status = match &pool {
+        Pool::Sqlite(pool) => sqlite::read::status(pool).await?,
+        Pool::Postgres(pool) => postgres::read::status(pool).await?,
+    };
+    status.replicas = crate::replica::seen(pool).await?;
+    Ok(status)
 }
 
 /// The mirrored lead `id` as the v3 Lead resource (its `globalOptedOut` from the consent

@@ -569,7 +569,7 @@ async fn status_reads_the_same_on_postgres_as_on_sqlite() {
             "reconciliationInProgress": ["o0"],
             "pushes": {"pending": 2, "sent": 1, "failed": 0, "retrying": 1,
                        "oldestPendingAt": LOCAL_AT, "lastPushError": "service unavailable"},
-            // No replica has a heartbeat here (and PostgreSQL's are not listed yet).
+            // No replica has a heartbeat here.
             "replicas": [],
         })
     );

@@ -95,13 +95,20 @@ async fn a_dead_leader_is_replaced(pool: Pool) {
     assert_eq!(next(&mut b_events, 2 * LEASE + LEASE / 2).await, "leading");
     let took = died.elapsed();
     assert!(took <= 2 * LEASE + LEASE / 2, "took over after {took:?}");
-    let seen = replica::seen(pool).await.unwrap();
+    let seen = replica::seen(pool.clone()).await.unwrap();
     let leaders: Vec<&str> = seen
         .iter()
         .filter(|r| r.leader)
         .map(|r| r.name.as_str())
         .collect();
     assert_eq!(leaders, ["b"]);
+    let status = ledger::status(pool).await.unwrap();
+    let listed: Vec<(&str, bool)> = status
+        .replicas
+        .iter()
+        .map(|r| (r.name.as_str(), r.leader))
+        .collect();
+    assert_eq!(listed, [("a", false), ("b", true)], "status lists them");
 }
 
 #[tokio::test]
