@@ -150,10 +150,12 @@ impl Application {
             )
         });
         let replica = Replica::new(pool.clone(), &settings.replica);
-        replica
-            .heartbeat()
-            .await
-            .context("registering this replica")?;
+        // Listed in `status` from the start; a database busy just now (another process
+        // holding its write lock) must not stop the daemon: the replica's own loop beats
+        // again a third of a lease period later.
+        if let Err(error) = replica.heartbeat().await {
+            tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
+        }
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
             replica

@@ -330,7 +330,9 @@ impl Writer {
 /// Commits the batch's deliveries and applies the new ones in the same transaction, so they
 /// are in the mirror and the ledger when they are acknowledged. Should applying fail (an
 /// error of the database, not a bad event: those are quarantined as the worker would), the
-/// deliveries are committed alone and left to the worker, which retries them.
+/// deliveries are committed alone and left to the worker, which retries them. A database
+/// that cannot take the deliveries at all (locked, full) fails the batch at once: trying
+/// again without the apply would only wait for the same lock twice.
 async fn write_and_apply(
     conn: &mut SqliteConnection,
     batch: &[Command],
@@ -338,33 +340,29 @@ async fn write_and_apply(
     account_sync: bool,
 ) -> Result<(Vec<Option<Committed>>, Outcome), sqlx::Error> {
     let mut tentative = *last_id;
-    let attempt = async {
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-        let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
-        let pending: Vec<Pending> = batch
-            .iter()
-            .zip(&results)
-            .filter_map(|(command, result)| match (command, result) {
-                (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some(Pending {
-                    id: *id,
-                    dedup_key: d.dedup_key.clone(),
-                    event: events::parse(&d.body, d.received_at),
-                }),
-                _ => None,
-            })
-            .collect();
-        let applied = apply::deliveries(&mut *tx, &pending, Utc::now(), account_sync).await?;
-        tx.commit().await?;
-        Ok::<_, sqlx::Error>((results, applied))
-    }
-    .await;
-    match attempt {
-        Ok(done) => {
+    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
+    let pending: Vec<Pending> = batch
+        .iter()
+        .zip(&results)
+        .filter_map(|(command, result)| match (command, result) {
+            (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some(Pending {
+                id: *id,
+                dedup_key: d.dedup_key.clone(),
+                event: events::parse(&d.body, d.received_at),
+            }),
+            _ => None,
+        })
+        .collect();
+    match apply::deliveries(&mut *tx, &pending, Utc::now(), account_sync).await {
+        Ok(applied) => {
+            tx.commit().await?;
             *last_id = tentative;
-            Ok(done)
+            Ok((results, applied))
         }
         Err(error) => {
             tracing::warn!(%error, "cannot apply deliveries as they are committed; the worker will");
+            tx.rollback().await?;
             let results = write_deliveries(conn, batch, last_id).await?;
             Ok((results, Outcome::default()))
         }
