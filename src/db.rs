@@ -167,7 +167,12 @@ where
         .bind(parameter)
         .fetch_one(&mut *conn)
         .await?;
-    serde_json::from_str(&text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
+    json_decoded(&text)
+}
+
+/// JSON text the database built, decoded; a decode error of the query when it is not.
+pub fn json_decoded<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
+    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
 }
 
 /// `value` as JSON text, for a `json_each(?)` parameter or a JSON column. A value that

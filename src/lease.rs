@@ -15,7 +15,7 @@ use tokio_util::task::AbortOnDropHandle;
 /// How long a lease lasts without renewal.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
 
-use crate::store::{Pool, postgres, sqlite};
+use crate::store::{Pool, on_backend};
 
 /// A lease someone else holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,10 +82,7 @@ impl Leases {
         let pool = pool.into();
         let term = Term { ttl };
         let ttl_ms = term.ttl_ms();
-        let held = match &pool {
-            Pool::Sqlite(pool) => sqlite::leases::take(pool, &names, holder, ttl_ms).await?,
-            Pool::Postgres(pool) => postgres::leases::take(pool, &names, holder, ttl_ms).await?,
-        };
+        let held = on_backend!(&pool, leases::take(&names, holder, ttl_ms))?;
         if let Some(held) = held {
             return Err(Held {
                 name: held.name,
@@ -119,12 +116,7 @@ impl Leases {
 
     /// Gives the leases back at once (dropping them lets them lapse instead).
     pub async fn release(self) -> Result<(), sqlx::Error> {
-        match &self.pool {
-            Pool::Sqlite(pool) => sqlite::leases::release(pool, &self.names, &self.holder).await,
-            Pool::Postgres(pool) => {
-                postgres::leases::release(pool, &self.names, &self.holder).await
-            }
-        }
+        on_backend!(&self.pool, leases::release(&self.names, &self.holder))
     }
 }
 
@@ -172,10 +164,7 @@ async fn renew_once(
     term: Term,
 ) -> Result<Renewal, sqlx::Error> {
     let ttl_ms = term.ttl_ms();
-    let taken_over = match pool {
-        Pool::Sqlite(pool) => sqlite::leases::renew(pool, names, holder, ttl_ms).await?,
-        Pool::Postgres(pool) => postgres::leases::renew(pool, names, holder, ttl_ms).await?,
-    };
+    let taken_over = on_backend!(pool, leases::renew(names, holder, ttl_ms))?;
     Ok(taken_over.map_or(Renewal::Renewed, Renewal::TakenOver))
 }
 

@@ -180,3 +180,119 @@ pub struct RejectedDelivery {
     pub headers: String,
     pub body: Bytes,
 }
+
+// The records the read side gives out, as the contract names them.
+
+/// Current consent of a number in one organization (the contract's consent record).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsentRecord {
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub changed_at: String,
+    pub source: String,
+}
+
+/// One ledger entry (the contract's ledger entry).
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    pub seq: i64,
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub occurred_at: String,
+    pub recorded_at: String,
+    pub source: String,
+    pub event_ref: String,
+    pub superseded: bool,
+    /// Local changes only: the push to the service (`pending`, `sent`, `failed`,
+    /// `superseded`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub push: Option<String>,
+    /// Returning webhooks only: the seq of the local change this entry echoes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub echo_of: Option<i64>,
+}
+
+/// A stored delivery, as `events` lists it.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct StoredEvent {
+    pub id: i64,
+    pub dedup_key: String,
+    pub received_at: String,
+    /// The envelope's `type` (or `eventType`), when the body has one.
+    pub event_type: Option<String>,
+    pub state: String,
+    pub attempts: i64,
+    pub last_error: Option<String>,
+}
+
+/// The daemon's state at a glance.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Status {
+    /// Deliveries committed but not yet applied.
+    pub backlog: i64,
+    pub quarantined: i64,
+    pub applied: i64,
+    pub ledger_entries: i64,
+    pub leads: i64,
+    pub messages: i64,
+    pub open_messages: i64,
+    pub oldest_pending_at: Option<String>,
+    pub last_error: Option<LastError>,
+    /// The last completed leads pass of each organization.
+    pub reconciliation: Vec<OrganizationPass>,
+    /// Organizations whose leads pass was interrupted and resumes from a cursor.
+    pub reconciliation_in_progress: Vec<String>,
+    /// Local consent changes and their push to the service.
+    pub pushes: PushCounts,
+    /// The processes serving this database, heard from in the last minute, and the leader.
+    pub replicas: Vec<ReplicaSeen>,
+}
+
+/// The last reconciliation of one organization.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct OrganizationPass {
+    pub organization_id: String,
+    pub finished_at: String,
+    pub leads_scanned: i64,
+    pub repaired: i64,
+    pub error: Option<String>,
+}
+
+/// The most recent failure the daemon recorded.
+#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct LastError {
+    pub at: String,
+    pub message: String,
+}
+
+/// Pushes by state, for `status`.
+#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow)]
+#[serde(rename_all = "camelCase")]
+pub struct PushCounts {
+    pub pending: i64,
+    pub sent: i64,
+    pub failed: i64,
+    /// Pending pushes that failed at least once.
+    pub retrying: i64,
+    pub oldest_pending_at: Option<String>,
+    pub last_push_error: Option<String>,
+}
+
+/// A replica as `status` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReplicaSeen {
+    pub name: String,
+    pub last_seen: String,
+    pub leader: bool,
+}

@@ -85,6 +85,10 @@ impl OutboxState {
     }
 }
 
+/// One result per command of a batch (`None` for those that are not commits), and what
+/// applying its new deliveries did.
+type Written = (Vec<Option<Committed>>, Outcome);
+
 enum Command {
     Commit(Delivery, oneshot::Sender<Result<Committed, CommitError>>),
     Reject(RejectedDelivery),
@@ -204,60 +208,7 @@ impl Writer {
 
     /// Commits one batch and answers every request in it; false if the commit failed.
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
-        let state = self.state.clone();
-        let account_sync = self.settings.consent.account_sync;
-        let mut last_id = self.last_id;
-        let outcome = match self.connection().await {
-            Ok(WriterConnection::Sqlite(conn)) => {
-                let _gate = state.write_gate.lock().await;
-                // With nothing left for the worker (it settles its rows before letting go
-                // of the gate), applying the batch now keeps receipt order: one transaction
-                // and one fsync for the deliveries and their effects, instead of the worker
-                // reading them back.
-                let written = match state.pending() == 0 {
-                    true => write_and_apply(conn, batch, &mut last_id, account_sync).await,
-                    false => write_deliveries(conn, batch, &mut last_id)
-                        .await
-                        .map(|results| (results, Outcome::default())),
-                };
-                match written {
-                    Ok(written) => {
-                        let others = others(batch);
-                        let recorded = sqlite::ingest::record_others(
-                            conn,
-                            &others.rejected,
-                            REJECTED_KEPT,
-                            others.probe,
-                        );
-                        Ok((written, others.recorded_if_any(recorded).await))
-                    }
-                    Err(e) => Err(e),
-                }
-            }
-            // Replicas' workers apply: an ingest commit never waits on their locks.
-            Ok(WriterConnection::Postgres(conn)) => {
-                let fresh = fresh(batch);
-                match postgres::ingest::insert(conn, &fresh).await {
-                    Ok(ids) => match results(batch, &ids) {
-                        Ok(results) => {
-                            let others = others(batch);
-                            let recorded = postgres::ingest::record_others(
-                                conn,
-                                &others.rejected,
-                                REJECTED_KEPT,
-                                others.probe,
-                            );
-                            let recorded = others.recorded_if_any(recorded).await;
-                            Ok(((results, Outcome::default()), recorded))
-                        }
-                        Err(e) => Err(e),
-                    },
-                    Err(e) => Err(e),
-                }
-            }
-            Err(e) => Err(e),
-        };
-        self.last_id = last_id;
+        let outcome = self.write(batch).await;
         let ((results, applied), others) = match outcome {
             Ok(done) => done,
             Err(error) => {
@@ -305,6 +256,55 @@ impl Writer {
             }
         }
         others.is_ok()
+    }
+
+    /// Writes the batch: its deliveries (on SQLite with their effects, when the worker has
+    /// nothing waiting), then its refused deliveries and write probe. The outer error means
+    /// the deliveries were not committed; the inner one, only the rest was not.
+    async fn write(
+        &mut self,
+        batch: &[Command],
+    ) -> Result<(Written, Result<(), sqlx::Error>), sqlx::Error> {
+        let state = self.state.clone();
+        let account_sync = self.settings.consent.account_sync;
+        let mut last_id = self.last_id;
+        let conn = self.connection().await?;
+        let _gate = match conn {
+            WriterConnection::Sqlite(_) => Some(state.write_gate.lock().await),
+            WriterConnection::Postgres(_) => None,
+        };
+        let written = match conn {
+            // With nothing left for the worker (it settles its rows before letting go of the
+            // gate), applying the batch now keeps receipt order: one transaction and one
+            // fsync for the deliveries and their effects, instead of the worker reading
+            // them back.
+            WriterConnection::Sqlite(conn) if state.pending() == 0 => {
+                write_and_apply(conn, batch, &mut last_id, account_sync).await?
+            }
+            WriterConnection::Sqlite(conn) => (
+                write_deliveries(conn, batch, &mut last_id).await?,
+                Outcome::default(),
+            ),
+            // Replicas' workers apply: an ingest commit never waits on their locks.
+            WriterConnection::Postgres(conn) => {
+                let ids = postgres::ingest::insert(conn, &fresh(batch)).await?;
+                (results(batch, &ids)?, Outcome::default())
+            }
+        };
+        let others = others(batch);
+        let recorded = match conn {
+            _ if others.rejected.is_empty() && !others.probe => Ok(()),
+            WriterConnection::Sqlite(conn) => {
+                sqlite::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
+                    .await
+            }
+            WriterConnection::Postgres(conn) => {
+                postgres::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
+                    .await
+            }
+        };
+        self.last_id = last_id;
+        Ok((written, recorded))
     }
 
     /// After a failure: the connection may be wedged (file replaced, disk gone, server
@@ -423,19 +423,6 @@ fn results(
 struct Others<'a> {
     rejected: Vec<&'a RejectedDelivery>,
     probe: bool,
-}
-
-impl Others<'_> {
-    /// `recorded`'s outcome, or nothing done when there was nothing to record.
-    async fn recorded_if_any(
-        &self,
-        recorded: impl std::future::Future<Output = Result<(), sqlx::Error>>,
-    ) -> Result<(), sqlx::Error> {
-        if self.rejected.is_empty() && !self.probe {
-            return Ok(());
-        }
-        recorded.await
-    }
 }
 
 fn others(batch: &[Command]) -> Others<'_> {

@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use serde::Serialize;
 use sqlx::SqlitePool;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -18,8 +17,9 @@ use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::db;
 use crate::metrics::{self, Push};
+pub use crate::model::PushCounts;
 use crate::settings::ApiVersion;
-use crate::store::Pool;
+use crate::store::{Pool, on_backend};
 
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
 /// the CLI, which runs in another process).
@@ -312,22 +312,6 @@ impl From<ClientError> for PushError {
     }
 }
 
-/// Pushes by state, for `status`.
-#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow)]
-#[serde(rename_all = "camelCase")]
-pub struct PushCounts {
-    pub pending: i64,
-    pub sent: i64,
-    pub failed: i64,
-    /// Pending pushes that failed at least once.
-    pub retrying: i64,
-    pub oldest_pending_at: Option<String>,
-    pub last_push_error: Option<String>,
-}
-
 pub async fn counts(pool: impl Into<Pool>) -> Result<PushCounts, sqlx::Error> {
-    match &pool.into() {
-        Pool::Sqlite(pool) => crate::store::sqlite::read::push_counts(pool).await,
-        Pool::Postgres(pool) => crate::store::postgres::read::push_counts(pool).await,
-    }
+    on_backend!(&pool.into(), read::push_counts())
 }

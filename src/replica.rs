@@ -12,12 +12,12 @@ use std::future::Future;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use crate::lease::{self, LeaseError, Leases};
+pub use crate::model::ReplicaSeen;
 use crate::settings::ReplicaSettings;
-use crate::store::{Pool, postgres, sqlite};
+use crate::store::{Pool, on_backend};
 
 /// The lease the leader holds.
 pub const LEADER_LEASE: &str = "leader";
@@ -32,15 +32,6 @@ pub struct Replica {
     pool: Pool,
     name: String,
     lease: Duration,
-}
-
-/// A replica as `status` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReplicaSeen {
-    pub name: String,
-    pub last_seen: String,
-    pub leader: bool,
 }
 
 impl Replica {
@@ -69,10 +60,7 @@ impl Replica {
     /// Says this replica is alive; forgets replicas long gone.
     pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
         let (name, forget) = (&self.name, FORGOTTEN_AFTER_MS);
-        match &self.pool {
-            Pool::Sqlite(pool) => sqlite::leases::heartbeat(pool, name, forget).await,
-            Pool::Postgres(pool) => postgres::leases::heartbeat(pool, name, forget).await,
-        }
+        on_backend!(&self.pool, leases::heartbeat(name, forget))
     }
 
     /// The leader's lease if it is free (or already ours); `None` while another leads.
@@ -161,12 +149,7 @@ impl Replica {
 
 /// The replicas heard from in the last minute, and which one leads.
 pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
-    let rows = match &pool.into() {
-        Pool::Sqlite(pool) => sqlite::leases::replicas(pool, LEADER_LEASE, LISTED_FOR_MS).await?,
-        Pool::Postgres(pool) => {
-            postgres::leases::replicas(pool, LEADER_LEASE, LISTED_FOR_MS).await?
-        }
-    };
+    let rows = on_backend!(&pool.into(), leases::replicas(LEADER_LEASE, LISTED_FOR_MS))?;
     Ok(rows
         .into_iter()
         .map(|beat| ReplicaSeen {

@@ -14,7 +14,7 @@ use crate::events;
 pub use crate::model::Requeue;
 use crate::model::StoredDelivery;
 use crate::outbox::OutboxState;
-use crate::store::{ApplyTx, Pool, postgres, sqlite};
+use crate::store::{ApplyTx, Pool, on_backend, postgres, sqlite};
 
 /// Rows applied per transaction under load.
 pub const BATCH: i64 = 1000;
@@ -170,12 +170,7 @@ impl Worker {
     }
 
     async fn record_failure(&self, error: &str) -> Result<(), sqlx::Error> {
-        let quarantined = match &self.pool {
-            Pool::Sqlite(pool) => sqlite::outbox::record_failure(pool, error, MAX_ATTEMPTS).await?,
-            Pool::Postgres(pool) => {
-                postgres::outbox::record_failure(pool, error, MAX_ATTEMPTS).await?
-            }
-        };
+        let quarantined = on_backend!(&self.pool, outbox::record_failure(error, MAX_ATTEMPTS))?;
         if let Some(id) = quarantined {
             tracing::warn!(
                 outbox_id = id,
@@ -189,8 +184,5 @@ impl Worker {
 
 /// Puts rows back in the pending state so the worker applies them again.
 pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<u64, sqlx::Error> {
-    match &pool.into() {
-        Pool::Sqlite(pool) => sqlite::outbox::requeue(pool, selection).await,
-        Pool::Postgres(pool) => postgres::outbox::requeue(pool, selection).await,
-    }
+    on_backend!(&pool.into(), outbox::requeue(selection))
 }

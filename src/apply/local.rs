@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::client::validate;
 use crate::model::{ConsentObservation, Source};
-use crate::store::ApplyTx;
+use crate::store::{ApplyTx, Pool};
 
 /// A consent change made here, for the service.
 #[derive(Debug, Clone, PartialEq)]
@@ -111,17 +111,28 @@ pub async fn record<T: ApplyTx + ?Sized>(
     })
 }
 
-/// Records `change` in a transaction of its own.
+/// Records `change` in a transaction of its own, on either backend.
 pub async fn record_local(
-    pool: &sqlx::SqlitePool,
+    pool: impl Into<Pool>,
     change: &LocalChange,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LocalError> {
     use sqlx::Connection as _;
     change.validate()?;
-    let mut conn = pool.acquire().await?;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-    let recorded = record(&mut *tx, change, now).await?;
-    tx.commit().await?;
+    let recorded = match pool.into() {
+        Pool::Sqlite(pool) => {
+            let mut conn = pool.acquire().await?;
+            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+            let recorded = record(&mut *tx, change, now).await?;
+            tx.commit().await?;
+            recorded
+        }
+        Pool::Postgres(pool) => {
+            let mut tx = pool.begin().await?;
+            let recorded = record(&mut *tx, change, now).await?;
+            tx.commit().await?;
+            recorded
+        }
+    };
     Ok(recorded)
 }

@@ -22,6 +22,25 @@ pub mod sqlite;
 /// The PostgreSQL backend.
 pub mod postgres;
 
+/// Lease and heartbeat statements, one text for both backends.
+mod leases;
+
+/// Calls `$module::$function(pool, args…)` of the pool's backend (`store::sqlite::…` or
+/// `store::postgres::…`, which have the same functions) and awaits it.
+macro_rules! on_backend {
+    ($pool:expr, $module:ident :: $function:ident ( $($arg:expr),* $(,)? )) => {
+        match $pool {
+            $crate::store::Pool::Sqlite(pool) => {
+                $crate::store::sqlite::$module::$function(pool, $($arg),*).await
+            }
+            $crate::store::Pool::Postgres(pool) => {
+                $crate::store::postgres::$module::$function(pool, $($arg),*).await
+            }
+        }
+    };
+}
+pub(crate) use on_backend;
+
 /// A pool of connections to the configured database, whichever the backend.
 #[derive(Debug, Clone)]
 pub enum Pool {
@@ -88,19 +107,13 @@ impl Pool {
 
     /// The `daemon_state` value of `key`.
     pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
-        match self {
-            Pool::Sqlite(pool) => sqlite::state::get(pool, key).await,
-            Pool::Postgres(pool) => postgres::state::get(pool, key).await,
-        }
+        on_backend!(self, state::get(key))
     }
 
     /// Sets the `daemon_state` value of `key`.
     pub async fn set_state(&self, key: &str, value: &str) -> Result<(), sqlx::Error> {
         let now = Utc::now();
-        match self {
-            Pool::Sqlite(pool) => sqlite::state::set(pool, key, value, now).await,
-            Pool::Postgres(pool) => postgres::state::set(pool, key, value, now).await,
-        }
+        on_backend!(self, state::set(key, value, now))
     }
 
     /// Records the latest failure for `status`, from a loop that is already handling it:

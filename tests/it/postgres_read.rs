@@ -99,11 +99,9 @@ async fn history_on_pg(pg: &PgPool) -> Outcome {
     let mut outcome = worker(pg).drain().await.unwrap();
     let mut seqs = Vec::new();
     for change in changes() {
-        let mut tx = pg.begin().await.unwrap();
-        let recorded = local::record(&mut *tx, &change, at(LOCAL_AT))
+        let recorded = local::record_local(pg, &change, at(LOCAL_AT))
             .await
             .unwrap();
-        tx.commit().await.unwrap();
         seqs.push(recorded.seq);
     }
     for sql in pushes_attempted(seqs[1], seqs[2]) {
@@ -123,11 +121,9 @@ async fn history_on_sqlite(lite: &SqlitePool) -> Outcome {
     let mut outcome = worker(lite).drain().await.unwrap();
     let mut seqs = Vec::new();
     for change in changes() {
-        let mut tx = lite.begin().await.unwrap();
-        let recorded = local::record(&mut *tx, &change, at(LOCAL_AT))
+        let recorded = local::record_local(lite, &change, at(LOCAL_AT))
             .await
             .unwrap();
-        tx.commit().await.unwrap();
         seqs.push(recorded.seq);
     }
     for sql in pushes_attempted(seqs[1], seqs[2]) {

@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use crate::db;
-use crate::ledger::{ConsentRecord, LastError, LedgerEntry, OrganizationPass, Status, StoredEvent};
-use crate::pusher::PushCounts;
+use crate::model::{
+    ConsentRecord, LastError, LedgerEntry, OrganizationPass, PushCounts, Status, StoredEvent,
+};
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
 /// the statements built with it are literals (an export's stream borrows its statement).
@@ -377,18 +378,13 @@ const LEAD_JSON: &str =
     FROM leads AS l LEFT JOIN consent_state AS s
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
 
-/// JSON text PostgreSQL built, as a value.
-fn parsed(text: &str) -> Result<Value, sqlx::Error> {
-    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
 /// The mirrored lead `id`, as the v3 Lead resource.
 pub async fn lead(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error> {
     let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = $1"))
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    found.as_deref().map(parsed).transpose()
+    found.as_deref().map(db::json_decoded).transpose()
 }
 
 /// The mirrored leads of `phone`, in every organization or in one.
@@ -405,7 +401,7 @@ pub async fn leads(
     .bind(organization)
     .fetch_all(pool)
     .await?;
-    rows.iter().map(|text| parsed(text)).collect()
+    rows.iter().map(|text| db::json_decoded(text)).collect()
 }
 
 #[derive(sqlx::FromRow)]

@@ -5,8 +5,8 @@ use futures::Stream;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use crate::ledger::{ConsentRecord, LedgerEntry, Status, StoredEvent};
-use crate::pusher::PushCounts;
+use crate::db;
+use crate::model::{ConsentRecord, LedgerEntry, PushCounts, Status, StoredEvent};
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
 /// the statements built with it are literals (an export's stream borrows its statement).
@@ -212,18 +212,13 @@ const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', 
     FROM leads AS l LEFT JOIN consent_state AS s
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
 
-/// JSON text SQLite built, as a value.
-fn parsed(text: &str) -> Result<Value, sqlx::Error> {
-    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
 /// The mirrored lead `id`, as the v3 Lead resource.
 pub async fn lead(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Error> {
     let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    found.as_deref().map(parsed).transpose()
+    found.as_deref().map(db::json_decoded).transpose()
 }
 
 /// The mirrored leads of `phone`, in every organization or in one.
@@ -240,7 +235,7 @@ pub async fn leads(
     .bind(organization)
     .fetch_all(pool)
     .await?;
-    rows.iter().map(|text| parsed(text)).collect()
+    rows.iter().map(|text| db::json_decoded(text)).collect()
 }
 
 /// The tracked message `id`.
@@ -255,5 +250,5 @@ pub async fn message(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx:
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    found.as_deref().map(parsed).transpose()
+    found.as_deref().map(db::json_decoded).transpose()
 }

@@ -1,0 +1,135 @@
+//! Leases and replica heartbeats: one text for both backends, which differ only in how
+//! they read the database's clock. Times are Unix milliseconds on that clock, so that
+//! processes with different clocks agree. (`$N` parameters: SQLite takes them too.)
+
+/// The lease and heartbeat statements for the pool type `$pool`, whose database reads now in
+/// Unix milliseconds with `$now_ms`.
+macro_rules! statements {
+    ($pool:ty, $now_ms:literal) => {
+        use crate::model::{LeaseHeld, ReplicaBeat};
+
+        /// Now, in Unix milliseconds, on the database's clock.
+        const NOW_MS: &str = $now_ms;
+
+        /// Takes every lease of `names` for `holder` for `ttl_ms`, or none: the first one held
+        /// by another holder and not lapsed is returned, and nothing is taken.
+        pub async fn take(
+            pool: &$pool,
+            names: &[String],
+            holder: &str,
+            ttl_ms: i64,
+        ) -> Result<Option<LeaseHeld>, sqlx::Error> {
+            let mut tx = pool.begin().await?;
+            for name in names {
+                let taken = sqlx::query(&format!(
+                    "INSERT INTO leases (name, holder, acquired_ms, expires_ms)
+                     VALUES ($1, $2, {NOW_MS}, {NOW_MS} + $3)
+                     ON CONFLICT (name) DO UPDATE SET
+                         holder = excluded.holder,
+                         acquired_ms = excluded.acquired_ms,
+                         expires_ms = excluded.expires_ms
+                     WHERE leases.expires_ms <= {NOW_MS} OR leases.holder = excluded.holder"
+                ))
+                .bind(name)
+                .bind(holder)
+                .bind(ttl_ms)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+                if taken == 0 {
+                    let (holder, expires_in_ms): (String, i64) = sqlx::query_as(&format!(
+                        "SELECT holder, expires_ms - {NOW_MS} FROM leases WHERE name = $1"
+                    ))
+                    .bind(name)
+                    .fetch_one(&mut *tx)
+                    .await?;
+                    tx.rollback().await?;
+                    return Ok(Some(LeaseHeld {
+                        name: name.clone(),
+                        holder,
+                        expires_in_ms,
+                    }));
+                }
+            }
+            tx.commit().await?;
+            Ok(None)
+        }
+
+        /// Extends `holder`'s leases by `ttl_ms` from now; the first one found with another
+        /// holder is returned (and the ones after it are left alone).
+        pub async fn renew(
+            pool: &$pool,
+            names: &[String],
+            holder: &str,
+            ttl_ms: i64,
+        ) -> Result<Option<String>, sqlx::Error> {
+            for name in names {
+                let renewed = sqlx::query(&format!(
+                    "UPDATE leases SET expires_ms = {NOW_MS} + $1 WHERE name = $2 AND holder = $3"
+                ))
+                .bind(ttl_ms)
+                .bind(name)
+                .bind(holder)
+                .execute(pool)
+                .await?;
+                if renewed.rows_affected() == 0 {
+                    return Ok(Some(name.clone()));
+                }
+            }
+            Ok(None)
+        }
+
+        /// Gives `holder`'s leases of `names` back.
+        pub async fn release(pool: &$pool, names: &[String], holder: &str) -> Result<(), sqlx::Error> {
+            let mut tx = pool.begin().await?;
+            for name in names {
+                sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
+                    .bind(name)
+                    .bind(holder)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await
+        }
+
+        /// Records `name`'s heartbeat; forgets replicas not heard from for `forget_after_ms`.
+        pub async fn heartbeat(pool: &$pool, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error> {
+            sqlx::query(&format!(
+                "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES ($1, {NOW_MS}, {NOW_MS})
+                 ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
+            ))
+            .bind(name)
+            .execute(pool)
+            .await?;
+            sqlx::query(&format!(
+                "DELETE FROM replicas WHERE last_seen_ms < {NOW_MS} - $1"
+            ))
+            .bind(forget_after_ms)
+            .execute(pool)
+            .await?;
+            Ok(())
+        }
+
+        /// The replicas heard from in the last `listed_for_ms`, by name, and which holds the lease
+        /// `leader_lease`.
+        pub async fn replicas(
+            pool: &$pool,
+            leader_lease: &str,
+            listed_for_ms: i64,
+        ) -> Result<Vec<ReplicaBeat>, sqlx::Error> {
+            sqlx::query_as(&format!(
+                "SELECT r.name, r.last_seen_ms, l.name IS NOT NULL AS leader
+                 FROM replicas r
+                 LEFT JOIN leases l ON l.name = $1 AND l.holder = r.name AND l.expires_ms > {NOW_MS}
+                 WHERE r.last_seen_ms > {NOW_MS} - $2
+                 ORDER BY r.name"
+            ))
+            .bind(leader_lease)
+            .bind(listed_for_ms)
+            .fetch_all(pool)
+            .await
+        }
+    };
+}
+
+pub(crate) use statements;
