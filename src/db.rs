@@ -3,9 +3,9 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, PgConnection, PgPool, SqliteConnection, SqlitePool};
+use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
 
 use crate::settings::{Settings, Synchronous};
 
@@ -16,8 +16,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in the pool.
 const POOL_SIZE: u32 = 8;
-/// Connections in a PostgreSQL pool: the worker's, the pusher's, readers'.
-const POSTGRES_POOL_SIZE: u32 = 10;
 
 /// `migrate --from`: a SQLite database copied into PostgreSQL.
 pub mod copy;
@@ -84,28 +82,16 @@ pub fn postgres_options(settings: &Settings) -> Result<PgConnectOptions, DbError
         .disable_statement_logging())
 }
 
-/// A pool on the configured PostgreSQL database.
-pub async fn postgres_pool(settings: &Settings) -> Result<PgPool, DbError> {
-    Ok(PgPoolOptions::new()
-        .max_connections(POSTGRES_POOL_SIZE)
-        .connect_with(postgres_options(settings)?)
-        .await?)
-}
-
 /// A dedicated PostgreSQL connection, for a task that owns a write path.
 pub async fn postgres_connection(settings: &Settings) -> Result<PgConnection, DbError> {
     Ok(postgres_options(settings)?.connect().await?)
 }
 
-/// Applies PostgreSQL's migrations to the database at `url`; replicas doing so at once
+/// Applies PostgreSQL's migrations to the configured database; replicas doing so at once
 /// apply each migration once (the migrator holds an advisory lock).
-pub async fn migrate_postgres(url: &str) -> Result<(), DbError> {
+pub async fn migrate_postgres(settings: &Settings) -> Result<(), DbError> {
     use sqlx::Connection as _;
-    // The parser's own error may quote the URL, password and all.
-    let options: sqlx::postgres::PgConnectOptions = url
-        .parse()
-        .map_err(|_| sqlx::Error::Configuration("database.url is not a PostgreSQL URL".into()))?;
-    let mut conn = sqlx::PgConnection::connect_with(&options).await?;
+    let mut conn = postgres_connection(settings).await?;
     POSTGRES_MIGRATOR.run(&mut conn).await?;
     conn.close().await?;
     Ok(())

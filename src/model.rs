@@ -111,6 +111,15 @@ pub struct StatusObservation<'a> {
 /// of the number to.
 pub type Holders = HashMap<String, Vec<(String, Option<String>)>>;
 
+/// [`Holders`] from rows of (number, organization, lead).
+pub fn holders(rows: Vec<(String, String, Option<String>)>) -> Holders {
+    let mut holders = Holders::new();
+    for (phone, organization, lead) in rows {
+        holders.entry(phone).or_default().push((organization, lead));
+    }
+    holders
+}
+
 /// An attempted local change whose webhook may come back (the echo rule is written out in
 /// `migrations/sqlite/20261121000003_pushes.sql`).
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -38,7 +38,7 @@ pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), Cli
         }
         (Backend::Postgres, from) => {
             let target = redacted_url(&settings.database.url);
-            db::migrate_postgres(&settings.database.url)
+            db::migrate_postgres(&settings)
                 .await
                 .map_err(anyhow::Error::from)?;
             println!("migrations applied to {target}");
@@ -52,7 +52,6 @@ pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), Cli
 
 /// `migrate --from sqlite://OLD` into the configured PostgreSQL database.
 async fn copy_from_sqlite(settings: &Settings, from: &str, target: &str) -> Result<(), CliError> {
-    use sqlx::Connection as _;
     let mut source = settings.clone();
     source.database.url = from.to_owned();
     let path = match source.backend() {
@@ -67,12 +66,7 @@ async fn copy_from_sqlite(settings: &Settings, from: &str, target: &str) -> Resu
     };
     let pool = db::pool(&source).await.map_err(anyhow::Error::from)?;
     db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    let options: sqlx::postgres::PgConnectOptions = settings
-        .database
-        .url
-        .parse()
-        .map_err(|_| CliError::Usage("database.url is not a PostgreSQL URL".into()))?;
-    let mut conn = sqlx::PgConnection::connect_with(&options)
+    let mut conn = db::postgres_connection(settings)
         .await
         .map_err(anyhow::Error::from)?;
     let copied = db::copy::sqlite_to_postgres(&pool, &mut conn)

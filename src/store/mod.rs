@@ -9,12 +9,10 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 
-use crate::db::{self, DbError};
 use crate::events::Lead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
 };
-use crate::settings::{Backend, Settings};
 
 /// The SQLite backend.
 pub mod sqlite;
@@ -80,31 +78,6 @@ impl From<&Pool> for Pool {
 }
 
 impl Pool {
-    /// Opens the configured database, on the backend its URL names.
-    pub async fn open(settings: &Settings) -> Result<Self, DbError> {
-        Ok(match settings.backend() {
-            Ok(Backend::Postgres) => Pool::Postgres(db::postgres_pool(settings).await?),
-            _ => Pool::Sqlite(db::pool(settings).await?),
-        })
-    }
-
-    /// Applies every pending migration of the backend; replicas doing so at once apply each
-    /// migration once.
-    pub async fn migrate(&self) -> Result<(), DbError> {
-        match self {
-            Pool::Sqlite(pool) => db::migrate(pool).await,
-            Pool::Postgres(pool) => Ok(db::POSTGRES_MIGRATOR.run(pool).await?),
-        }
-    }
-
-    /// Waits for every connection to be returned and closes them.
-    pub async fn close(&self) {
-        match self {
-            Pool::Sqlite(pool) => pool.close().await,
-            Pool::Postgres(pool) => pool.close().await,
-        }
-    }
-
     /// The `daemon_state` value of `key`.
     pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
         on_backend!(self, state::get(key))

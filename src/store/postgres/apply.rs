@@ -81,11 +81,7 @@ impl ApplyTx for PgConnection {
         .bind(phones)
         .fetch_all(&mut *self)
         .await?;
-        let mut holders = Holders::new();
-        for (phone, org, lead) in rows {
-            holders.entry(phone).or_default().push((org, lead));
-        }
-        Ok(holders)
+        Ok(crate::model::holders(rows))
     }
 
     async fn pushed_changes(

@@ -66,11 +66,7 @@ impl ApplyTx for SqliteConnection {
         .bind(db::json_param(phones)?)
         .fetch_all(&mut *self)
         .await?;
-        let mut holders = Holders::new();
-        for (phone, org, lead) in rows {
-            holders.entry(phone).or_default().push((org, lead));
-        }
-        Ok(holders)
+        Ok(crate::model::holders(rows))
     }
 
     async fn pushed_changes(
