@@ -207,7 +207,9 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
         Command::Serve => daemon::serve(load_for_database(config)?).await,
-        Command::Migrate { from } => daemon::migrate(Settings::load(config)?, from).await,
+        Command::Migrate { from } => {
+            daemon::migrate(Settings::load_without_webhook(config)?, from).await
+        }
         Command::CheckConfig => daemon::check_config(Settings::load(config)?, cli.json),
         Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
         Command::Webhooks {

@@ -271,7 +271,8 @@ fn commands_that_never_see_a_webhook_need_no_webhook_secret() {
     let dir = tempfile::tempdir().unwrap();
     // What `demo` prints for a look at its database: the URL alone.
     for args in [
-        &["status"][..],
+        &["migrate"][..],
+        &["status"],
         &["events", "--limit", "5"],
         &["export", "ledger"],
     ] {
