@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use futures::FutureExt as _;
-use sqlx::SqlitePool;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -21,6 +20,7 @@ use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::replica::Replica;
 use crate::settings::Settings;
+use crate::store::Pool;
 use crate::worker::Worker;
 use crate::{admin, db, ingest, outbox, upstream};
 
@@ -31,7 +31,7 @@ const STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(8);
 /// A built daemon: listeners bound, database migrated, writer running.
 pub struct Application {
     settings: Settings,
-    pool: SqlitePool,
+    pool: Pool,
     ingest_listener: TcpListener,
     ingest_addr: SocketAddr,
     admin_listener: TcpListener,
@@ -46,8 +46,9 @@ impl Application {
     /// Opens and migrates the database, starts the outbox writer and binds the listeners
     /// (`127.0.0.1:0` in tests picks a free port).
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = db::pool(&settings).await.context("opening the database")?;
-        db::migrate(&pool).await.context("migrating the database")?;
+        let pool = db::open(&settings)
+            .await
+            .context("opening and migrating the database")?;
         let state = Arc::new(OutboxState::default());
         state.set_pending(outbox::count_pending(&pool).await?);
         let (writer, writer_task) = OutboxWriter::start(&settings, state)
@@ -104,7 +105,7 @@ impl Application {
         self.ingest_addr
     }
 
-    pub fn pool(&self) -> &SqlitePool {
+    pub fn pool(&self) -> &Pool {
         &self.pool
     }
 

@@ -1,21 +1,26 @@
-//! The SQLite database: opening it with the right pragmas, and its embedded migrations.
+//! Opening the configured database (SQLite with the right pragmas, or PostgreSQL), and
+//! the embedded migrations of each.
 
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::PgConnectOptions;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
 
-use crate::settings::{Settings, Synchronous};
+use crate::settings::{Backend, Settings, Synchronous};
+use crate::store::{Connection, Pool};
 
 /// How long a statement waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Page cache per connection, in KiB: SQLite's default, so memory stays the same however
 /// large the database grows.
 const CACHE_KIB: u32 = 2 * 1024;
-/// Read connections in the pool.
+/// Read connections in a SQLite pool.
 const POOL_SIZE: u32 = 8;
+/// Connections of a PostgreSQL pool, per replica: the worker, the leader's reconciler and
+/// pusher, admin requests and the heartbeat each hold one at a time.
+const POSTGRES_POOL_SIZE: u32 = 10;
 
 /// `migrate --from`: a SQLite database copied into PostgreSQL.
 pub mod copy;
@@ -82,6 +87,35 @@ pub fn postgres_options(settings: &Settings) -> Result<PgConnectOptions, DbError
         .disable_statement_logging())
 }
 
+/// The configured database, whichever the backend, opened and migrated: what every command
+/// and the daemon work on.
+pub async fn open(settings: &Settings) -> Result<Pool, DbError> {
+    Ok(match settings.backend() {
+        Ok(Backend::Postgres) => {
+            migrate_postgres(settings).await?;
+            Pool::Postgres(
+                PgPoolOptions::new()
+                    .max_connections(POSTGRES_POOL_SIZE)
+                    .connect_with(postgres_options(settings)?)
+                    .await?,
+            )
+        }
+        _ => {
+            let pool = pool(settings).await?;
+            migrate(&pool).await?;
+            Pool::Sqlite(pool)
+        }
+    })
+}
+
+/// A dedicated connection to the configured database, for a task that owns a write path.
+pub async fn connection(settings: &Settings) -> Result<Connection, DbError> {
+    Ok(match settings.backend() {
+        Ok(Backend::Postgres) => Connection::Postgres(postgres_connection(settings).await?),
+        _ => Connection::Sqlite(sqlite_connection(settings).await?),
+    })
+}
+
 /// A dedicated PostgreSQL connection, for a task that owns a write path.
 pub async fn postgres_connection(settings: &Settings) -> Result<PgConnection, DbError> {
     Ok(postgres_options(settings)?.connect().await?)
@@ -97,7 +131,7 @@ pub async fn migrate_postgres(settings: &Settings) -> Result<(), DbError> {
     Ok(())
 }
 
-/// A pool for readers and short writes.
+/// A SQLite pool for readers and short writes (not migrated: see [`open`]).
 pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
     let options = connect_options(settings)?;
     Ok(SqlitePoolOptions::new()
@@ -118,23 +152,31 @@ pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
         .await?)
 }
 
-/// A dedicated connection, for a task that owns the write path.
-pub async fn connection(settings: &Settings) -> Result<SqliteConnection, DbError> {
+/// A dedicated SQLite connection.
+pub async fn sqlite_connection(settings: &Settings) -> Result<SqliteConnection, DbError> {
     Ok(connect_options(settings)?.connect().await?)
 }
 
-/// Applies every pending migration.
+/// Applies every pending SQLite migration.
 pub async fn migrate(pool: &SqlitePool) -> Result<(), DbError> {
     MIGRATOR.run(pool).await?;
     Ok(())
 }
 
-/// Whether every embedded migration has been applied.
-pub async fn migrations_applied(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
-    let applied: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM _sqlx_migrations WHERE success")
-        .fetch_one(pool)
-        .await?;
-    Ok(usize::try_from(applied).unwrap_or(0) >= MIGRATOR.iter().count())
+/// Whether every embedded migration of the pool's backend has been applied.
+pub async fn migrations_applied(pool: &Pool) -> Result<bool, sqlx::Error> {
+    const APPLIED: &str = "SELECT COUNT(*) FROM _sqlx_migrations WHERE success";
+    let (applied, embedded): (i64, _) = match pool {
+        Pool::Sqlite(pool) => (
+            sqlx::query_scalar(APPLIED).fetch_one(pool).await?,
+            MIGRATOR.iter().count(),
+        ),
+        Pool::Postgres(pool) => (
+            sqlx::query_scalar(APPLIED).fetch_one(pool).await?,
+            POSTGRES_MIGRATOR.iter().count(),
+        ),
+    };
+    Ok(usize::try_from(applied).unwrap_or(0) >= embedded)
 }
 
 /// The rows of `sql`, a query of one `json_group_array` row, with its one parameter.

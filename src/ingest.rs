@@ -29,13 +29,13 @@ const NOT_KEPT: &[&str] = &["authorization", "cookie", "proxy-authorization"];
 pub struct IngestState {
     verifier: Verifier,
     writer: OutboxWriter,
-    pool: sqlx::SqlitePool,
+    pool: crate::store::Pool,
     max_body_bytes: usize,
     max_backlog: u64,
 }
 
 /// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`.
-pub fn router(settings: &Settings, writer: OutboxWriter, pool: sqlx::SqlitePool) -> Router {
+pub fn router(settings: &Settings, writer: OutboxWriter, pool: crate::store::Pool) -> Router {
     let state = Arc::new(IngestState {
         verifier: Verifier::new(&settings.webhook),
         writer,

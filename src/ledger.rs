@@ -6,7 +6,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use crate::model::{
-    ConsentRecord, LastError, LedgerEntry, OrganizationPass, Status, StoredEvent,
+    Backlog, ConsentRecord, KeptRejection, LastError, LedgerEntry, OrganizationPass, Status,
+    StoredEvent,
 };
 use crate::store::{Pool, on_backend};
 
@@ -53,6 +54,16 @@ pub async fn changes(
     limit: i64,
 ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
     on_backend!(&pool.into(), read::changes(after, limit))
+}
+
+/// The outbox and push backlog, for `/metrics`.
+pub async fn backlog(pool: impl Into<Pool>) -> Result<Backlog, sqlx::Error> {
+    on_backend!(&pool.into(), read::backlog())
+}
+
+/// The kept deliveries that failed verification, newest first.
+pub async fn rejected(pool: impl Into<Pool>) -> Result<Vec<KeptRejection>, sqlx::Error> {
+    on_backend!(&pool.into(), read::rejected())
 }
 
 /// The most recent stored deliveries, newest first.

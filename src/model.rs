@@ -190,6 +190,17 @@ pub struct RejectedDelivery {
     pub body: Bytes,
 }
 
+/// A kept refused delivery, as `webhooks diagnose` reads it.
+#[derive(Debug, Clone)]
+pub struct KeptRejection {
+    pub id: i64,
+    /// RFC 3339.
+    pub received_at: String,
+    pub reason: String,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
 // The records the read side gives out, as the contract names them.
 
 /// Current consent of a number in one organization (the contract's consent record).
@@ -282,6 +293,30 @@ pub struct OrganizationPass {
 pub struct LastError {
     pub at: String,
     pub message: String,
+}
+
+/// A queued local change taken for an attempt, as the pusher reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct DuePush {
+    pub seq: i64,
+    pub organization_id: String,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub tag_id: Option<String>,
+    pub lead_id: Option<String>,
+    /// Attempts so far, this one included.
+    pub attempts: i64,
+}
+
+/// The backlog figures `/metrics` shows, read from the database when asked.
+#[derive(Debug, Clone, Default)]
+pub struct Backlog {
+    /// Outbox rows not applied yet.
+    pub pending: i64,
+    /// When the oldest of them was received.
+    pub oldest_pending_at: Option<DateTime<Utc>>,
+    pub quarantined: i64,
+    pub pushes_pending: i64,
 }
 
 /// Pushes by state, for `status`.

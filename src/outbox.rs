@@ -11,14 +11,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
-use sqlx::{Connection, PgConnection, SqliteConnection};
+use sqlx::{Connection as _, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::apply::{self, Outcome, Pending};
 use crate::db;
 use crate::events;
-use crate::settings::{Backend, Settings};
-use crate::store::{postgres, sqlite};
+use crate::settings::Settings;
+use crate::store::{Connection, Pool, postgres, sqlite};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -109,7 +109,7 @@ impl OutboxWriter {
         settings: &Settings,
         state: Arc<OutboxState>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
-        let conn = WriterConnection::open(settings).await?;
+        let conn = db::connection(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
             settings: settings.clone(),
@@ -160,35 +160,10 @@ impl OutboxWriter {
 
 struct Writer {
     settings: Settings,
-    conn: Option<WriterConnection>,
+    conn: Option<Connection>,
     state: Arc<OutboxState>,
     /// The largest outbox id, once read (SQLite: this writer is the only one to add rows).
     last_id: Option<i64>,
-}
-
-/// The writer's own connection.
-enum WriterConnection {
-    Sqlite(SqliteConnection),
-    Postgres(PgConnection),
-}
-
-impl WriterConnection {
-    async fn open(settings: &Settings) -> Result<Self, db::DbError> {
-        Ok(match settings.backend() {
-            Ok(Backend::Postgres) => Self::Postgres(db::postgres_connection(settings).await?),
-            _ => Self::Sqlite(db::connection(settings).await?),
-        })
-    }
-
-    async fn close(self) {
-        let closed = match self {
-            Self::Sqlite(conn) => conn.close().await,
-            Self::Postgres(conn) => conn.close().await,
-        };
-        if let Err(error) = closed {
-            tracing::debug!(%error, "closing the outbox writer's connection");
-        }
-    }
 }
 
 impl Writer {
@@ -270,23 +245,23 @@ impl Writer {
         let mut last_id = self.last_id;
         let conn = self.connection().await?;
         let _gate = match conn {
-            WriterConnection::Sqlite(_) => Some(state.write_gate.lock().await),
-            WriterConnection::Postgres(_) => None,
+            Connection::Sqlite(_) => Some(state.write_gate.lock().await),
+            Connection::Postgres(_) => None,
         };
         let written = match conn {
             // With nothing left for the worker (it settles its rows before letting go of the
             // gate), applying the batch now keeps receipt order: one transaction and one
             // fsync for the deliveries and their effects, instead of the worker reading
             // them back.
-            WriterConnection::Sqlite(conn) if state.pending() == 0 => {
+            Connection::Sqlite(conn) if state.pending() == 0 => {
                 write_and_apply(conn, batch, &mut last_id, account_sync).await?
             }
-            WriterConnection::Sqlite(conn) => (
+            Connection::Sqlite(conn) => (
                 write_deliveries(conn, batch, &mut last_id).await?,
                 Outcome::default(),
             ),
             // Replicas' workers apply: an ingest commit never waits on their locks.
-            WriterConnection::Postgres(conn) => {
+            Connection::Postgres(conn) => {
                 let ids = postgres::ingest::insert(conn, &fresh(batch)).await?;
                 (results(batch, &ids)?, Outcome::default())
             }
@@ -294,11 +269,11 @@ impl Writer {
         let others = others(batch);
         let recorded = match conn {
             _ if others.rejected.is_empty() && !others.probe => Ok(()),
-            WriterConnection::Sqlite(conn) => {
+            Connection::Sqlite(conn) => {
                 sqlite::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
                     .await
             }
-            WriterConnection::Postgres(conn) => {
+            Connection::Postgres(conn) => {
                 postgres::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
                     .await
             }
@@ -314,9 +289,9 @@ impl Writer {
         self.last_id = None;
     }
 
-    async fn connection(&mut self) -> Result<&mut WriterConnection, sqlx::Error> {
+    async fn connection(&mut self) -> Result<&mut Connection, sqlx::Error> {
         if self.conn.is_none() {
-            let conn = WriterConnection::open(&self.settings)
+            let conn = db::connection(&self.settings)
                 .await
                 .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
             self.conn = Some(conn);
@@ -439,9 +414,7 @@ fn others(batch: &[Command]) -> Others<'_> {
 }
 
 /// Unapplied rows in the outbox.
-pub async fn count_pending(pool: &sqlx::SqlitePool) -> Result<u64, sqlx::Error> {
-    let n: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
-        .fetch_one(pool)
-        .await?;
-    Ok(u64::try_from(n).unwrap_or(0))
+pub async fn count_pending(pool: &Pool) -> Result<u64, sqlx::Error> {
+    let backlog = crate::ledger::backlog(pool).await?;
+    Ok(u64::try_from(backlog.pending).unwrap_or(0))
 }

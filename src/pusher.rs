@@ -7,7 +7,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use sqlx::SqlitePool;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -17,6 +16,7 @@ use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::db;
 use crate::metrics::{self, Push};
+use crate::model::DuePush;
 pub use crate::model::PushCounts;
 use crate::settings::ApiVersion;
 use crate::store::{Pool, on_backend};
@@ -33,18 +33,6 @@ const QUEUE_FAILURE_PAUSE: Duration = Duration::from_secs(1);
 /// Leads per page when v2 must scan an organization for a number (its maximum).
 const V2_SCAN_PAGE: u32 = 1000;
 
-/// One queued push, as the pusher reads it.
-#[derive(Debug, Clone, sqlx::FromRow)]
-struct Due {
-    seq: i64,
-    organization_id: String,
-    phone_number: String,
-    opted_out: bool,
-    tag_id: Option<String>,
-    lead_id: Option<String>,
-    attempts: i64,
-}
-
 /// What one call of [`Pusher::try_push`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Attempted {
@@ -57,80 +45,48 @@ pub enum Attempted {
 /// of one number reach the service in the order they were made).
 #[derive(Clone)]
 pub struct Pusher {
-    pool: SqlitePool,
+    pool: Pool,
     client: ServiceClient,
     wake: Arc<Notify>,
 }
 
 impl Pusher {
-    pub fn new(pool: SqlitePool, client: ServiceClient, wake: Arc<Notify>) -> Self {
-        Self { pool, client, wake }
+    pub fn new(pool: impl Into<Pool>, client: ServiceClient, wake: Arc<Notify>) -> Self {
+        Self {
+            pool: pool.into(),
+            client,
+            wake,
+        }
     }
 
     /// Attempts the oldest push due at `now`; `None` when nothing is due.
     pub async fn try_push(&self, now: DateTime<Utc>) -> Result<Option<Attempted>, sqlx::Error> {
         // Counting the attempt before sending is what lets a webhook that arrives before
         // the answer be recognised as an echo, and a crash mid-attempt still counts.
-        let due: Option<Due> = sqlx::query_as(
-            "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = ?1,
-                    first_attempt_at = COALESCE(first_attempt_at, ?1)
-             WHERE seq = (SELECT p.seq FROM pushes AS p
-                          WHERE p.state = 'pending' AND p.next_attempt_at <= ?1
-                            AND NOT EXISTS (SELECT 1 FROM pushes AS o WHERE o.state = 'pending'
-                                AND o.organization_id = p.organization_id
-                                AND o.phone_number = p.phone_number AND o.seq < p.seq)
-                          ORDER BY p.seq LIMIT 1)
-             RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
-        )
-        .bind(db::timestamp(now))
-        .fetch_optional(&self.pool)
-        .await?;
+        let due = on_backend!(&self.pool, pushes::take_due(now))?;
         let Some(due) = due else { return Ok(None) };
         let outcome = self.send(&due).await;
         let finished = Utc::now();
         let attempted = match outcome {
             Ok(lead_id) => {
-                sqlx::query(
-                    "UPDATE pushes SET state = 'sent', lead_id = ?2, finished_at = ?3, last_error = NULL
-                     WHERE seq = ?1 AND state = 'pending'",
-                )
-                .bind(due.seq)
-                .bind(lead_id)
-                .bind(db::timestamp(finished))
-                .execute(&self.pool)
-                .await?;
+                on_backend!(&self.pool, pushes::sent(due.seq, &lead_id, finished))?;
                 metrics::global().push(Push::Sent);
                 tracing::info!(seq = due.seq, "local consent change pushed");
                 Attempted::Sent { seq: due.seq }
             }
             Err(PushError::Permanent(error)) => {
-                sqlx::query(
-                    "UPDATE pushes SET state = 'failed', last_error = ?2, finished_at = ?3
-                     WHERE seq = ?1 AND state = 'pending'",
-                )
-                .bind(due.seq)
-                .bind(&error)
-                .bind(db::timestamp(finished))
-                .execute(&self.pool)
-                .await?;
+                on_backend!(&self.pool, pushes::failed(due.seq, &error, finished))?;
                 metrics::global().push(Push::Failed);
                 tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
-                Pool::from(&self.pool)
+                self.pool
                     .note_error(&format!("push {}: {error}", due.seq))
                     .await;
                 Attempted::Failed { seq: due.seq }
             }
             Err(PushError::Transient(error)) => {
                 let next = now.max(finished) + backoff(due.attempts);
+                on_backend!(&self.pool, pushes::retry_at(due.seq, &error, next))?;
                 let next_attempt_at = db::timestamp(next);
-                sqlx::query(
-                    "UPDATE pushes SET last_error = ?2, next_attempt_at = ?3 WHERE seq = ?1",
-                )
-                .bind(due.seq)
-                .bind(&error)
-                .bind(&next_attempt_at)
-                .execute(&self.pool)
-                .await?;
                 metrics::global().push(Push::Retry);
                 tracing::warn!(seq = due.seq, attempts = due.attempts, %error, %next_attempt_at, "push failed; will retry");
                 Attempted::Retry {
@@ -144,7 +100,7 @@ impl Pusher {
 
     /// Sends one change through the configured API version, finding the lead first when the
     /// mirror does not know it. Returns the lead id.
-    async fn send(&self, due: &Due) -> Result<String, PushError> {
+    async fn send(&self, due: &DuePush) -> Result<String, PushError> {
         let v2 = self.client.config().api_version == ApiVersion::V2;
         let lead_id = match (&due.lead_id, v2) {
             (Some(id), _) => id.clone(),
@@ -163,7 +119,7 @@ impl Pusher {
 
     /// `PUT /v2/leads/{id}` with `globalOptedOut`. `tagIds` there replaces the lead's whole
     /// tag list, so an opt-out's tag is added to the tags the lead has now.
-    async fn put_v2(&self, lead_id: &str, due: &Due) -> Result<(), PushError> {
+    async fn put_v2(&self, lead_id: &str, due: &DuePush) -> Result<(), PushError> {
         let v2 = self.client.v2();
         let tag_ids = match &due.tag_id {
             Some(tag) if due.opted_out => {
@@ -185,7 +141,7 @@ impl Pusher {
     }
 
     /// v2 cannot look a lead up by number: the organization's leads are scanned for it.
-    async fn find_lead_v2(&self, due: &Due) -> Result<String, PushError> {
+    async fn find_lead_v2(&self, due: &DuePush) -> Result<String, PushError> {
         let phone = due.phone_number.clone();
         let found = self
             .client
@@ -206,7 +162,7 @@ impl Pusher {
         }
     }
 
-    async fn find_lead(&self, due: &Due) -> Result<String, PushError> {
+    async fn find_lead(&self, due: &DuePush) -> Result<String, PushError> {
         let query = ListLeads {
             phone_number: Some(due.phone_number.clone()),
             organization_id: Some(due.organization_id.clone()),
@@ -225,13 +181,7 @@ impl Pusher {
 
     /// The earliest time a pending push is due, if any.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        let next: Option<String> =
-            sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
-                .fetch_one(&self.pool)
-                .await?;
-        Ok(next
-            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-            .map(|t| t.with_timezone(&Utc)))
+        on_backend!(&self.pool, pushes::next_due())
     }
 
     /// Runs until `shutdown`: pushes whatever is due, then sleeps until the next push is due,
@@ -256,9 +206,7 @@ impl Pusher {
                 },
                 Err(error) => {
                     tracing::error!(%error, "the push queue failed; backing off");
-                    Pool::from(&self.pool)
-                        .note_error(&format!("pusher: {error}"))
-                        .await;
+                    self.pool.note_error(&format!("pusher: {error}")).await;
                     QUEUE_FAILURE_PAUSE
                 }
             };
@@ -272,7 +220,7 @@ impl Pusher {
     }
 }
 
-fn no_such_lead(due: &Due) -> PushError {
+fn no_such_lead(due: &DuePush) -> PushError {
     PushError::Permanent(format!(
         "the service has no lead with this number in organization {}",
         due.organization_id

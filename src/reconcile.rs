@@ -19,7 +19,7 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
-use sqlx::{ConnectOptions, Connection, SqliteConnection, SqlitePool};
+use sqlx::{ConnectOptions, Connection as _};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -28,6 +28,7 @@ use crate::client::{ClientError, ServiceClient, V2Lead, models};
 use crate::events::{Lead, MessageStatus};
 use crate::model::{Source, StatusObservation};
 use crate::settings::ReconcileSettings;
+use crate::store::{self, Connection, PageCheckpoint, PassRecord, Pool, on_backend};
 use crate::{db, lease};
 use source::LeadSource;
 
@@ -133,7 +134,7 @@ enum LeadsPassError {
 /// Runs reconciliation passes, never two at once.
 #[derive(Clone)]
 pub struct Reconciler {
-    pool: SqlitePool,
+    pool: Pool,
     client: ServiceClient,
     source: LeadSource,
     settings: ReconcileSettings,
@@ -141,9 +142,9 @@ pub struct Reconciler {
 }
 
 impl Reconciler {
-    pub fn new(pool: SqlitePool, client: ServiceClient, settings: &ReconcileSettings) -> Self {
+    pub fn new(pool: impl Into<Pool>, client: ServiceClient, settings: &ReconcileSettings) -> Self {
         Self {
-            pool,
+            pool: pool.into(),
             source: LeadSource::of(&client),
             client,
             settings: settings.clone(),
@@ -304,9 +305,8 @@ impl Reconciler {
 
     /// Scans one organization from its checkpoint (if a pass was interrupted) to the end.
     ///
-    /// The pages are written through a connection of the pass's own, with a bounded page
-    /// cache ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own; it is closed at the
-    /// end, and its cache with it. The next page is fetched on another task while the
+    /// The pages are written through a connection of the pass's own ([`Self::pass_connection`]),
+    /// closed at the end. The next page is fetched on another task while the
     /// current one is written, so a page costs the slower of the two rather than their sum.
     async fn leads_pass(
         &self,
@@ -319,29 +319,13 @@ impl Reconciler {
         let restart = saved.is_some();
         let cursor = self.source.resume(saved);
         if restart && cursor.is_none() {
-            sqlx::query(
-                "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
-                 WHERE organization_id = ?",
-            )
-            .bind(organization)
-            .execute(&self.pool)
-            .await?;
+            on_backend!(&self.pool, reconcile::restart_checkpoint(organization))?;
         }
-        let mut conn = self
-            .pool
-            .connect_options()
-            .as_ref()
-            .clone()
-            .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"))
-            .pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES.to_string())
-            .connect()
-            .await?;
+        let mut conn = self.pass_connection().await?;
         let outcome = self
             .pages(&mut conn, pass_id, organization, cursor, shutdown, summary)
             .await;
-        if let Err(error) = conn.close().await {
-            tracing::debug!(%error, "closing the pass's connection");
-        }
+        conn.close().await;
         match outcome {
             Err(LeadsPassError::Client(ClientError::CursorDepthExceeded { message })) => {
                 Err(self.stop_at_depth(pass_id, organization, message).await?)
@@ -350,12 +334,32 @@ impl Reconciler {
         }
     }
 
+    /// A connection for one leads pass. On SQLite it has a bounded page cache
+    /// ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own, its cache going with it
+    /// at the end.
+    async fn pass_connection(&self) -> Result<Connection, sqlx::Error> {
+        Ok(match &self.pool {
+            Pool::Sqlite(pool) => Connection::Sqlite(
+                pool.connect_options()
+                    .as_ref()
+                    .clone()
+                    .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"))
+                    .pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES.to_string())
+                    .connect()
+                    .await?,
+            ),
+            Pool::Postgres(pool) => {
+                Connection::Postgres(pool.connect_options().as_ref().clone().connect().await?)
+            }
+        })
+    }
+
     /// Applies the page at `cursor` and every page after it, each next page fetched while
     /// the current one is written; stops at the last page, at a shutdown, or at the first
     /// failure.
     async fn pages(
         &self,
-        conn: &mut SqliteConnection,
+        conn: &mut Connection,
         pass_id: &str,
         organization: &str,
         cursor: Option<String>,
@@ -397,36 +401,11 @@ impl Reconciler {
         organization: &str,
         message: String,
     ) -> Result<LeadsPassError, sqlx::Error> {
-        let mut tx = self.pool.begin().await?;
-        let (scanned, repaired): (i64, i64) = sqlx::query_as(
-            "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = ?",
+        let describe = |scanned| LeadsPassError::DepthLimit { scanned, message };
+        on_backend!(
+            &self.pool,
+            reconcile::end_with_error(pass_id, organization, Utc::now(), describe)
         )
-        .bind(organization)
-        .fetch_optional(&mut *tx)
-        .await?
-        .unwrap_or_default();
-        let error = LeadsPassError::DepthLimit { scanned, message };
-        sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-             ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
-                 finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
-                 repaired = excluded.repaired, error = excluded.error",
-        )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(db::timestamp(Utc::now()))
-        .bind(scanned)
-        .bind(repaired)
-        .bind(error.to_string())
-        .execute(&mut *tx)
-        .await?;
-        sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
-            .bind(organization)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(error)
     }
 
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
@@ -435,26 +414,17 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
     ) -> Result<Option<String>, sqlx::Error> {
-        let now = db::timestamp(Utc::now());
-        let cursor: Option<Option<String>> = sqlx::query_scalar(
-            "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at)
-             VALUES (?1, ?2, NULL, ?3, ?3)
-             ON CONFLICT (organization_id) DO UPDATE SET updated_at = ?3
-             RETURNING cursor",
+        on_backend!(
+            &self.pool,
+            reconcile::checkpoint(pass_id, organization, Utc::now())
         )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(&now)
-        .fetch_optional(&self.pool)
-        .await?;
-        Ok(cursor.flatten())
     }
 
     /// Writes one page in one transaction: lead fields, consent differences as `reconcile`
     /// observations timed at the fetch, and the cursor of the next page (or the end).
     async fn apply_page(
         &self,
-        conn: &mut SqliteConnection,
+        conn: &mut Connection,
         pass_id: &str,
         organization: &str,
         page: &LeadsPage,
@@ -464,47 +434,24 @@ impl Reconciler {
             fetched_at,
             next,
         } = page;
-        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-        let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
-        let (scanned, repaired) = (counts.scanned, counts.repaired);
-        let now = db::timestamp(Utc::now());
-        match next {
-            Some(cursor) => {
-                sqlx::query(
-                    "UPDATE reconcile_checkpoints SET cursor = ?, leads_scanned = leads_scanned + ?,
-                         repaired = repaired + ?, updated_at = ? WHERE organization_id = ?",
-                )
-                .bind(cursor)
-                .bind(scanned as i64)
-                .bind(repaired as i64)
-                .bind(&now)
-                .bind(organization)
-                .execute(&mut *tx)
-                .await?;
+        let counts = match conn {
+            Connection::Sqlite(conn) => {
+                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
+                let page = checkpoint_of(pass_id, organization, next, &counts);
+                store::sqlite::reconcile::page_written(&mut tx, page).await?;
+                tx.commit().await?;
+                counts
             }
-            None => {
-                sqlx::query(
-                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-                     SELECT organization_id, ?2, ?3, leads_scanned + ?4, repaired + ?5, NULL
-                     FROM reconcile_checkpoints WHERE organization_id = ?1
-                     ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
-                         finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
-                         repaired = excluded.repaired, error = NULL",
-                )
-                .bind(organization)
-                .bind(pass_id)
-                .bind(&now)
-                .bind(scanned as i64)
-                .bind(repaired as i64)
-                .execute(&mut *tx)
-                .await?;
-                sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
-                    .bind(organization)
-                    .execute(&mut *tx)
-                    .await?;
+            Connection::Postgres(conn) => {
+                let mut tx = conn.begin().await?;
+                let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
+                let page = checkpoint_of(pass_id, organization, next, &counts);
+                store::postgres::reconcile::page_written(&mut tx, page).await?;
+                tx.commit().await?;
+                counts
             }
-        }
-        tx.commit().await?;
+        };
         Ok(counts)
     }
 
@@ -516,18 +463,11 @@ impl Reconciler {
         let stale = chrono::Duration::seconds(
             i64::try_from(self.settings.message_stale_after_secs).unwrap_or(i64::MAX / 2),
         );
-        let cutoff = db::timestamp(Utc::now() - stale);
-        let receipt_window = db::timestamp(Utc::now() - RECEIPT_WINDOW);
-        let ids: Vec<String> = sqlx::query_scalar(
-            "SELECT id FROM messages
-             WHERE first_seen_at <= ?1
-               AND (terminal = 0 OR (status = 'sent' AND status_at >= ?2))
-             ORDER BY first_seen_at",
-        )
-        .bind(cutoff)
-        .bind(receipt_window)
-        .fetch_all(&self.pool)
-        .await?;
+        let now = Utc::now();
+        let ids = on_backend!(
+            &self.pool,
+            reconcile::open_messages(now - stale, now - RECEIPT_WINDOW)
+        )?;
         for chunk in ids.chunks(MESSAGE_CHUNK) {
             if shutdown.is_cancelled() {
                 summary.interrupted = true;
@@ -566,24 +506,34 @@ impl Reconciler {
                     source: Source::Reconcile,
                 })
                 .collect();
-            let mut conn = self.pool.acquire().await?;
-            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-            summary.messages_refreshed +=
-                apply::statuses(&mut *tx, &observations, fetched_at).await?;
-            tx.commit().await?;
+            summary.messages_refreshed += match &self.pool {
+                Pool::Sqlite(pool) => {
+                    let mut conn = pool.acquire().await?;
+                    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+                    let refreshed = apply::statuses(&mut *tx, &observations, fetched_at).await?;
+                    tx.commit().await?;
+                    refreshed
+                }
+                Pool::Postgres(pool) => {
+                    let mut tx = pool.begin().await?;
+                    let refreshed = apply::statuses(&mut *tx, &observations, fetched_at).await?;
+                    tx.commit().await?;
+                    refreshed
+                }
+            };
         }
         Ok(())
     }
 
     async fn record_pass(&self, summary: &PassSummary) -> Result<(), sqlx::Error> {
-        sqlx::query("INSERT INTO reconcile_passes (id, started_at, finished_at, summary) VALUES (?, ?, ?, ?)")
-            .bind(&summary.id)
-            .bind(&summary.started_at)
-            .bind(&summary.finished_at)
-            .bind(serde_json::to_string(summary).unwrap_or_default())
-            .execute(&self.pool)
-            .await?;
-        Ok(())
+        let json = db::json_param(summary)?;
+        let pass = PassRecord {
+            id: &summary.id,
+            started_at: &summary.started_at,
+            finished_at: &summary.finished_at,
+            summary: &json,
+        };
+        on_backend!(&self.pool, reconcile::record_pass(pass))
     }
 
     async fn record_organization_error(
@@ -592,18 +542,10 @@ impl Reconciler {
         organization: &str,
         error: &str,
     ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-             VALUES (?1, ?2, ?3, 0, 0, ?4)
-             ON CONFLICT (organization_id) DO UPDATE SET error = ?4",
+        on_backend!(
+            &self.pool,
+            reconcile::organization_failed(pass_id, organization, Utc::now(), error)
         )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(db::timestamp(Utc::now()))
-        .bind(error)
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     /// Runs a pass at start (if configured) and on the cron schedule until `shutdown`.
@@ -658,6 +600,23 @@ impl Reconciler {
         scheduler.add(job).await?;
         scheduler.start().await?;
         Ok(scheduler)
+    }
+}
+
+/// Where the pass stands once `counts`' page is written.
+fn checkpoint_of<'a>(
+    pass_id: &'a str,
+    organization: &'a str,
+    next: &'a Option<String>,
+    counts: &PageApplied,
+) -> PageCheckpoint<'a> {
+    PageCheckpoint {
+        pass_id,
+        organization,
+        next: next.as_deref(),
+        scanned: counts.scanned as i64,
+        repaired: counts.repaired as i64,
+        now: Utc::now(),
     }
 }
 

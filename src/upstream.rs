@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use sqlx::SqlitePool;
 
 use crate::store::Pool;
 
@@ -61,8 +60,8 @@ impl TokenGuardStore for DbTokenGuardStore {
 /// at fault (typically a missing `service.client_secret`).
 pub fn service_client(
     settings: &Settings,
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
 ) -> Result<ServiceClient, ClientError> {
     let config = ClientConfig::from_settings(&settings.service)?;
-    ServiceClient::with_guard_store(config, Arc::new(DbTokenGuardStore::new(pool.clone())))
+    ServiceClient::with_guard_store(config, Arc::new(DbTokenGuardStore::new(pool)))
 }

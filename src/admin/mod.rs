@@ -21,25 +21,30 @@ use axum::extract::DefaultBodyLimit;
 use axum::http::Method;
 use axum::routing::{MethodRouter, get, post};
 use secrecy::SecretString;
-use sqlx::SqlitePool;
 use tokio::sync::Notify;
 
 pub use error::AdminError;
+
+use crate::store::Pool;
 
 /// Largest request body: a 10,000-number lookup is about 200 KB.
 const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 
 /// What the admin handlers share.
 pub struct AdminState {
-    pool: SqlitePool,
+    pool: Pool,
     tokens: Vec<SecretString>,
     /// Wakes the pusher when a local change is queued.
     wake: Arc<Notify>,
 }
 
 impl AdminState {
-    pub fn new(pool: SqlitePool, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
-        Self { pool, tokens, wake }
+    pub fn new(pool: impl Into<Pool>, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
+        Self {
+            pool: pool.into(),
+            tokens,
+            wake,
+        }
     }
 }
 

@@ -7,7 +7,7 @@ use axum::extract::rejection::QueryRejection;
 use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::IntoResponse;
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::Value;
 
 use super::consent::{ByNumber, required_phone};
@@ -23,29 +23,17 @@ pub async fn healthz() -> Json<Value> {
 pub async fn metrics(
     State(state): State<Arc<AdminState>>,
 ) -> Result<impl IntoResponse, AdminError> {
-    let (backlog, oldest, quarantined, pushes_pending): (i64, Option<String>, i64, i64) =
-        sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
-                    (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
-                    (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
-                    (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-        )
-        .fetch_one(&state.pool)
-        .await?;
-    let lag = oldest
-        .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-        .map(|t| {
-            (Utc::now() - t.with_timezone(&Utc))
-                .as_seconds_f64()
-                .max(0.0)
-        })
+    let backlog = ledger::backlog(&state.pool).await?;
+    let lag = backlog
+        .oldest_pending_at
+        .map(|t| (Utc::now() - t).as_seconds_f64().max(0.0))
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let text = metrics::global().render(&metrics::Gauges {
-        outbox_backlog: count(backlog),
+        outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,
-        quarantined: count(quarantined),
-        pushes_pending: count(pushes_pending),
+        quarantined: count(backlog.quarantined),
+        pushes_pending: count(backlog.pushes_pending),
     });
     Ok((
         [(

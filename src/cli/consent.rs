@@ -8,7 +8,6 @@ use chrono::Utc;
 
 use super::CliError;
 use crate::apply::{self, LocalChange, LocalError};
-use crate::db;
 use crate::export::{self, Dataset, Format};
 use crate::settings::Settings;
 
@@ -16,8 +15,7 @@ use crate::settings::Settings;
 /// CLI is another process).
 pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Result<(), CliError> {
     change.validate().map_err(usage)?;
-    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let pool = super::open(settings).await?;
     let recorded = apply::record_local(&pool, &change, Utc::now())
         .await
         .map_err(usage)?;
@@ -65,8 +63,7 @@ pub async fn export(
     if since.is_some_and(|s| s < 0) {
         return Err(CliError::Usage("--since must be a seq (0 or more)".into()));
     }
-    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let pool = super::open(settings).await?;
     let sink: Box<dyn Write + Send> = match &output {
         Some(path) => Box::new(
             std::fs::File::create(path)

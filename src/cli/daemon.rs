@@ -96,8 +96,7 @@ pub async fn reconcile(
     json: bool,
 ) -> Result<(), CliError> {
     telemetry::init(&settings.log);
-    let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+    let pool = super::open(&settings).await?;
     let client = crate::upstream::service_client(&settings, &pool)
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile);

@@ -187,19 +187,27 @@ fn chain(error: &CliError) -> String {
     }
 }
 
-/// The configuration of a command that opens the database: one on a backend it runs on
-/// (so far every command but `migrate` needs SQLite), or an error naming `database.url`.
+/// The configuration of a command that opens the database: one naming a backend
+/// (`sqlite://` or `postgres://`), or an error naming `database.url`.
 fn load_for_database(config: Option<&std::path::Path>) -> Result<Settings, CliError> {
     let settings = Settings::load(config)?;
-    settings.database_path()?;
+    settings.backend()?;
     Ok(settings)
 }
 
 /// [`load_for_database`] for commands that never see a webhook: `[webhook]` may be unset.
 fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliError> {
     let settings = Settings::load_without_webhook(config)?;
-    settings.database_path()?;
+    settings.backend()?;
     Ok(settings)
+}
+
+/// Opens the configured database for a command, applying migrations so a fresh one works
+/// too.
+async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
+    Ok(crate::db::open(settings)
+        .await
+        .map_err(anyhow::Error::from)?)
 }
 
 /// Runs one parsed command.

@@ -3,21 +3,12 @@
 use std::sync::Arc;
 
 use serde::Serialize;
-use sqlx::SqlitePool;
 
-use super::CliError;
-use crate::db;
+use super::{CliError, open};
 use crate::ledger::{self, Items};
 use crate::outbox::OutboxState;
 use crate::settings::Settings;
 use crate::worker::{Requeue, Worker};
-
-/// Opens the database for a command, applying migrations so a fresh file works too.
-async fn open(settings: &Settings) -> Result<SqlitePool, CliError> {
-    let pool = db::pool(settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    Ok(pool)
-}
 
 fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     println!(

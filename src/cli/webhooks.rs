@@ -5,7 +5,6 @@ use std::io::{Read as _, Write as _};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::CliError;
-use crate::db;
 use crate::settings::Settings;
 use crate::signature::diagnose::{Finding, config_snippet, diagnose};
 use crate::signature::{Key, SignatureFormat, sign};
@@ -56,21 +55,16 @@ pub fn sign_stdin(
 }
 
 pub async fn diagnose_rejected(settings: Settings, json: bool) -> Result<(), CliError> {
-    let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    let rows: Vec<(i64, String, String, String, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-    )
-    .fetch_all(&pool)
-    .await
-    .map_err(anyhow::Error::from)?;
+    let pool = super::open(&settings).await?;
+    let rows = crate::ledger::rejected(&pool)
+        .await
+        .map_err(anyhow::Error::from)?;
     let mut tally: std::collections::BTreeMap<Finding, usize> = Default::default();
     let mut unmatched = Vec::new();
-    for (id, received_at, reason, headers, body) in &rows {
-        let headers: Vec<(String, String)> = serde_json::from_str(headers).unwrap_or_default();
-        let findings = diagnose(&headers, body, &settings.webhook.secrets);
+    for row in &rows {
+        let findings = diagnose(&row.headers, &row.body, &settings.webhook.secrets);
         if findings.is_empty() {
-            unmatched.push((id, received_at, reason));
+            unmatched.push(row);
         }
         for finding in findings {
             *tally.entry(finding).or_default() += 1;
@@ -113,8 +107,8 @@ pub async fn diagnose_rejected(settings: Settings, json: bool) -> Result<(), Cli
             "\n{} match no configured secret under any known format; check webhook.secrets.",
             unmatched.len()
         );
-        for (id, received_at, reason) in unmatched.iter().take(5) {
-            println!("  #{id} at {received_at}: {reason}");
+        for row in unmatched.iter().take(5) {
+            println!("  #{} at {}: {}", row.id, row.received_at, row.reason);
         }
     }
     Ok(())

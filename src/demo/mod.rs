@@ -16,6 +16,7 @@ use crate::client::models::{Scope, WebhookConfig};
 use crate::reconcile::{PassRequest, Reconciler};
 use crate::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use crate::settings::{LogFormat, Settings, Synchronous};
+use crate::store::Pool;
 use crate::{db, ledger, upstream};
 pub use differences::{ConsentDifferences, consent_differences};
 pub use view::{LEGEND, Row};
@@ -89,7 +90,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         settings.ingest.path
     );
     let admin = application.admin_addr();
-    let pool = application.pool().clone();
+    // The demo's view reads its SQLite file directly (`database_path` above refused any
+    // other backend).
+    let Pool::Sqlite(pool) = application.pool().clone() else {
+        anyhow::bail!("the demo runs on SQLite only");
+    };
     subscribe(&sandbox, &ingest, &secret)?;
 
     println!("outreach-sync demo");

@@ -89,6 +89,14 @@ impl Pool {
         on_backend!(self, state::set(key, value, now))
     }
 
+    /// Closes every connection of the pool, waiting for those in use.
+    pub async fn close(&self) {
+        match self {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+
     /// Records the latest failure for `status`, from a loop that is already handling it:
     /// when even the record cannot be written (often the same broken database), that is
     /// logged with its cause and the loop goes on.
@@ -97,6 +105,51 @@ impl Pool {
             tracing::error!(%error, last_error = message, "cannot record the last error for `status`");
         }
     }
+}
+
+/// A connection of its own, for a task that runs many write transactions in a row (the
+/// outbox writer, a leads pass).
+pub enum Connection {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+impl Connection {
+    /// Closes the connection, logging (not raising) a failure: the work on it is done.
+    pub async fn close(self) {
+        use sqlx::Connection as _;
+        let closed = match self {
+            Self::Sqlite(conn) => conn.close().await,
+            Self::Postgres(conn) => conn.close().await,
+        };
+        if let Err(error) = closed {
+            tracing::debug!(%error, "closing a dedicated connection");
+        }
+    }
+}
+
+/// Where a leads pass stands after writing one page.
+#[derive(Debug, Clone, Copy)]
+pub struct PageCheckpoint<'a> {
+    pub pass_id: &'a str,
+    pub organization: &'a str,
+    /// The next page's cursor; `None` after the last page.
+    pub next: Option<&'a str>,
+    /// Leads scanned and repaired on this page.
+    pub scanned: i64,
+    pub repaired: i64,
+    pub now: DateTime<Utc>,
+}
+
+/// A finished reconciliation pass, as kept.
+#[derive(Debug, Clone, Copy)]
+pub struct PassRecord<'a> {
+    pub id: &'a str,
+    /// RFC 3339.
+    pub started_at: &'a str,
+    pub finished_at: &'a str,
+    /// The pass's summary, as JSON.
+    pub summary: &'a str,
 }
 
 /// The `daemon_state` key of the latest failure.

@@ -79,6 +79,9 @@ async fn on_postgres_one_replica_leads_and_a_dead_leader_is_replaced_within_two_
 async fn a_dead_leader_is_replaced(pool: Pool) {
     let a = Replica::with_lease(pool.clone(), "a".into(), LEASE);
     let b = Replica::with_lease(pool.clone(), "b".into(), LEASE);
+    // As `serve` does: listed before its loops start (whose first beat and first try for
+    // the lead race each other).
+    a.heartbeat().await.unwrap();
     let (a_task, mut a_events) = run(a, CancellationToken::new());
     assert_eq!(next(&mut a_events, LEASE).await, "leading");
 

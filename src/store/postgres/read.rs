@@ -10,7 +10,8 @@ use sqlx::PgPool;
 
 use crate::db;
 use crate::model::{
-    ConsentRecord, LastError, LedgerEntry, OrganizationPass, PushCounts, Status, StoredEvent,
+    Backlog, ConsentRecord, KeptRejection, LastError, LedgerEntry, OrganizationPass, PushCounts,
+    Status, StoredEvent,
 };
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
@@ -307,6 +308,52 @@ struct PushCountsRow {
     retrying: i64,
     oldest_pending_at: Option<DateTime<Utc>>,
     last_push_error: Option<String>,
+}
+
+/// The outbox and push backlog.
+pub async fn backlog(pool: &PgPool) -> Result<Backlog, sqlx::Error> {
+    let (pending, oldest_pending_at, quarantined, pushes_pending) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
+                (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
+                (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
+    )
+    .fetch_one(pool)
+    .await?;
+    Ok(Backlog {
+        pending,
+        oldest_pending_at,
+        quarantined,
+        pushes_pending,
+    })
+}
+
+/// A kept refused delivery as stored: id, received_at, reason, headers, body.
+type RejectedRow = (
+    i64,
+    DateTime<Utc>,
+    String,
+    sqlx::types::Json<Vec<(String, String)>>,
+    Vec<u8>,
+);
+
+/// The kept refused deliveries, newest first.
+pub async fn rejected(pool: &PgPool) -> Result<Vec<KeptRejection>, sqlx::Error> {
+    let rows: Vec<RejectedRow> = sqlx::query_as(
+        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
+    )
+    .fetch_all(pool)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, received_at, reason, headers, body)| KeptRejection {
+            id,
+            received_at: db::timestamp(received_at),
+            reason,
+            headers: headers.0,
+            body,
+        })
+        .collect())
 }
 
 /// Pushes by state.

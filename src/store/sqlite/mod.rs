@@ -6,5 +6,7 @@ mod apply;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;
+pub mod pushes;
 pub mod read;
+pub mod reconcile;
 pub mod state;

@@ -6,7 +6,9 @@ use serde_json::Value;
 use sqlx::SqlitePool;
 
 use crate::db;
-use crate::model::{ConsentRecord, LedgerEntry, PushCounts, Status, StoredEvent};
+use crate::model::{
+    Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent,
+};
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
 /// the statements built with it are literals (an export's stream borrows its statement).
@@ -157,6 +159,47 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
     })
+}
+
+/// The outbox and push backlog.
+pub async fn backlog(pool: &SqlitePool) -> Result<Backlog, sqlx::Error> {
+    let (pending, oldest, quarantined, pushes_pending): (i64, Option<String>, i64, i64) =
+        sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
+                    (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
+                    (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
+                    (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
+        )
+        .fetch_one(pool)
+        .await?;
+    Ok(Backlog {
+        pending,
+        oldest_pending_at: oldest
+            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+            .map(|t| t.to_utc()),
+        quarantined,
+        pushes_pending,
+    })
+}
+
+/// The kept refused deliveries, newest first.
+pub async fn rejected(pool: &SqlitePool) -> Result<Vec<KeptRejection>, sqlx::Error> {
+    let rows: Vec<(i64, String, String, String, Vec<u8>)> = sqlx::query_as(
+        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
+    )
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(id, received_at, reason, headers, body)| {
+            Ok(KeptRejection {
+                id,
+                received_at,
+                reason,
+                headers: db::json_decoded(&headers)?,
+                body,
+            })
+        })
+        .collect()
 }
 
 /// Pushes by state.
