@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, TimeDelta, Utc};
+use chrono::{DateTime, SubsecRound as _, TimeDelta, Utc};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -84,7 +84,8 @@ impl Pusher {
                 Attempted::Failed { seq: due.seq }
             }
             Err(PushError::Transient(error)) => {
-                let next = now.max(finished) + backoff(due.attempts);
+                // To the millisecond, as times are shown: the time reported is the time stored.
+                let next = (now.max(finished) + backoff(due.attempts)).trunc_subsecs(3);
                 on_backend!(&self.pool, pushes::retry_at(due.seq, &error, next))?;
                 let next_attempt_at = db::timestamp(next);
                 metrics::global().push(Push::Retry);

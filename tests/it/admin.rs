@@ -5,7 +5,9 @@ use crate::common;
 
 use std::collections::BTreeSet;
 
-use common::{ADMIN_TOKEN, TestApp, spawn_app, with_admin_token};
+use common::{
+    ADMIN_TOKEN, Backend, TestApp, on_both_backends, spawn_app, spawn_app_on, with_admin_token,
+};
 use outreach_sync::admin::ROUTES;
 use serde_json::{Value, json};
 
@@ -37,9 +39,15 @@ async fn get_applied(app: &TestApp, path: &str, expected: impl Fn(&Value) -> boo
     body
 }
 
-#[tokio::test]
-async fn every_v1_route_refuses_a_missing_wrong_or_malformed_token_and_public_routes_need_none() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(
+    every_v1_route_refuses_a_missing_wrong_or_malformed_token_and_public_routes_need_none
+);
+async fn every_v1_route_refuses_a_missing_wrong_or_malformed_token_and_public_routes_need_none(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     let headers: [Option<String>; 5] = [
         None,
         Some("Bearer wrong-token".into()),
@@ -162,9 +170,13 @@ async fn the_openapi_document_lists_exactly_the_routes_the_router_serves() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn consent_is_read_one_number_at_a_time_and_in_batches_of_up_to_ten_thousand() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(consent_is_read_one_number_at_a_time_and_in_batches_of_up_to_ten_thousand);
+async fn consent_is_read_one_number_at_a_time_and_in_batches_of_up_to_ten_thousand(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     for (i, phone) in ["+15550000001", "+15550000002"].iter().enumerate() {
         let response = app
             .post_signed(&common::consent_event(&format!("evt_{i}"), phone, true))
@@ -248,9 +260,13 @@ async fn consent_is_read_one_number_at_a_time_and_in_batches_of_up_to_ten_thousa
     app.stop().await;
 }
 
-#[tokio::test]
-async fn a_local_change_is_accepted_recorded_as_local_and_shown_as_a_pending_push() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(a_local_change_is_accepted_recorded_as_local_and_shown_as_a_pending_push);
+async fn a_local_change_is_accepted_recorded_as_local_and_shown_as_a_pending_push(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     let change = json!({"phoneNumber": "+15550000003", "organizationId": "org_1", "optedOut": true,
                         "reason": "asked by phone"});
     let response = app.admin_post("/v1/consent", &change).await;
@@ -287,9 +303,11 @@ async fn a_local_change_is_accepted_recorded_as_local_and_shown_as_a_pending_pus
     app.stop().await;
 }
 
-#[tokio::test]
-async fn the_change_feed_pages_in_seq_order_and_checks_its_limit() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(the_change_feed_pages_in_seq_order_and_checks_its_limit);
+async fn the_change_feed_pages_in_seq_order_and_checks_its_limit(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     for i in 0..5 {
         let phone = format!("+1555000010{i}");
         app.post_signed(&common::consent_event(
@@ -334,9 +352,11 @@ async fn the_change_feed_pages_in_seq_order_and_checks_its_limit() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn leads_and_messages_come_from_the_mirror_in_the_service_shape() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(leads_and_messages_come_from_the_mirror_in_the_service_shape);
+async fn leads_and_messages_come_from_the_mirror_in_the_service_shape(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     app.post_signed(&lead_event("evt_l", "lead_1", "+15550000200", true))
         .await;
     let message = json!({"type": "messageStatus-v1", "id": "evt_m", "createdAt": "2026-11-21T10:00:00Z",
@@ -379,9 +399,11 @@ async fn leads_and_messages_come_from_the_mirror_in_the_service_shape() {
     app.stop().await;
 }
 
-#[tokio::test]
-async fn metrics_are_prometheus_text_with_delivery_counts_and_database_gauges() {
-    let app = spawn_app(with_admin_token).await;
+on_both_backends!(metrics_are_prometheus_text_with_delivery_counts_and_database_gauges);
+async fn metrics_are_prometheus_text_with_delivery_counts_and_database_gauges(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     let scrape = || async {
         let response = app
             .http

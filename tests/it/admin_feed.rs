@@ -63,7 +63,7 @@ async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run(
     webhooks.await.unwrap();
 
     let all: Vec<i64> = sqlx::query_scalar("SELECT seq FROM ledger ORDER BY seq")
-        .fetch_all(&app.pool)
+        .fetch_all(app.sqlite())
         .await
         .unwrap();
     assert_eq!(all.len(), LOCAL_CHANGES + DELIVERIES);
@@ -76,7 +76,7 @@ async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run(
 
 async fn applied_all(app: &common::TestApp) -> bool {
     let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
-        .fetch_one(&app.pool)
+        .fetch_one(app.sqlite())
         .await
         .unwrap();
     pending == 0

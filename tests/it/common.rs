@@ -1,4 +1,5 @@
-//! The daemon started in-process on loopback with a fresh SQLite file, for integration tests.
+//! The daemon started in-process on loopback with a fresh database (a SQLite file, or a
+//! PostgreSQL database of its own on the test server), for integration tests.
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
@@ -7,10 +8,13 @@ use outreach_sync::app::Application;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::signature::{Key, SignatureFormat, sign};
+use outreach_sync::store::Pool;
 use outreach_sync::worker::{Outcome, Worker};
 use secrecy::SecretString;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
+
+use crate::postgres::TestDatabase;
 
 pub const SECRET: &str = "test-secret-0123";
 
@@ -19,9 +23,11 @@ pub struct TestApp {
     /// The admin listener.
     pub admin_addr: SocketAddr,
     pub settings: Settings,
-    pub pool: SqlitePool,
+    pub pool: Pool,
     pub http: reqwest::Client,
     pub dir: tempfile::TempDir,
+    /// PostgreSQL: the test's own database, dropped with the app.
+    database: DroppedWithApp,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -36,28 +42,106 @@ pub fn test_settings(dir: &std::path::Path) -> Settings {
     settings
 }
 
+/// The backends a test can run on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+/// Declares the tests of `async fn $name(backend: Backend)` on both backends: `$name::sqlite`
+/// and `$name::postgres` (a module and a function may share a name); `tokio::test`'s
+/// arguments may follow the name. On PostgreSQL without
+/// a test server (see [`crate::postgres::SERVER_VARIABLE`]) the function returns at once
+/// (`spawn_app_on` gives `None`) and the test passes, as said on the terminal.
+macro_rules! on_both_backends {
+    ($name:ident) => {
+        $crate::common::on_both_backends!($name, flavor = "current_thread");
+    };
+    ($name:ident, $($runtime:tt)*) => {
+        mod $name {
+            #[tokio::test($($runtime)*)]
+            async fn sqlite() {
+                super::$name($crate::common::Backend::Sqlite).await
+            }
+
+            #[tokio::test($($runtime)*)]
+            async fn postgres() {
+                super::$name($crate::common::Backend::Postgres).await
+            }
+        }
+    };
+}
+pub(crate) use on_both_backends;
+
+/// The daemon on a fresh SQLite file.
 pub async fn spawn_app(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    spawn_app_on(Backend::Sqlite, configure)
+        .await
+        .expect("SQLite is always there")
+}
+
+/// The daemon on a fresh database of `backend`; `None` on PostgreSQL when no test server is
+/// given (said once on the terminal): the caller returns, the test passes without running.
+pub async fn spawn_app_on(
+    backend: Backend,
+    configure: impl FnOnce(&mut Settings),
+) -> Option<TestApp> {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut settings = test_settings(dir.path());
+    let database = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => {
+            let database = TestDatabase::create().await?;
+            settings.database.url = database.url.clone();
+            Some(database)
+        }
+    };
     configure(&mut settings);
     settings.validate().expect("valid test settings");
     let application = Application::build(settings.clone()).await.expect("build");
     let addr = application.ingest_addr();
     let admin_addr = application.admin_addr();
-    let pool = SqlitePool::connect(&settings.database.url)
-        .await
-        .expect("pool");
+    let pool = match &database {
+        None => Pool::Sqlite(
+            SqlitePool::connect(&settings.database.url)
+                .await
+                .expect("pool"),
+        ),
+        Some(database) => Pool::Postgres(database.pool().await),
+    };
     let shutdown = CancellationToken::new();
     let task = tokio::spawn(application.run_until_stopped(shutdown.clone()));
-    TestApp {
+    Some(TestApp {
         addr,
         admin_addr,
         settings,
         pool,
         http: reqwest::Client::new(),
         dir,
+        database: DroppedWithApp(database),
         shutdown,
         task,
+    })
+}
+
+/// A test's PostgreSQL database, dropped when its app is (however the test ended).
+struct DroppedWithApp(Option<TestDatabase>);
+
+impl Drop for DroppedWithApp {
+    fn drop(&mut self) {
+        if let Some(database) = self.0.take() {
+            // Drop runs inside the test's runtime, which cannot be blocked on: the database
+            // is dropped from a thread of its own, and waited for.
+            let dropped = std::thread::spawn(move || {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .expect("a runtime")
+                    .block_on(database.drop())
+            });
+            let _ = dropped.join();
+        }
     }
 }
 
@@ -96,20 +180,94 @@ impl TestApp {
     }
 
     pub async fn outbox_rows(&self) -> i64 {
-        sqlx::query_scalar("SELECT COUNT(*) FROM outbox")
-            .fetch_one(&self.pool)
-            .await
-            .expect("count")
+        self.count("SELECT COUNT(*) FROM outbox").await
+    }
+
+    /// The SQLite pool of an app on SQLite, for tests of what only SQLite has.
+    pub fn sqlite(&self) -> &SqlitePool {
+        match &self.pool {
+            Pool::Sqlite(pool) => pool,
+            Pool::Postgres(_) => panic!("this test runs on SQLite only"),
+        }
+    }
+
+    /// The one BIGINT (a `COUNT(*)`) that `sql` selects, on either backend.
+    pub async fn count(&self, sql: &str) -> i64 {
+        let counted = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        };
+        counted.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The rows `sql` selects, on either backend (columns of types both decode alike:
+    /// text, BIGINT, booleans, bytes).
+    pub async fn rows<T>(&self, sql: &str) -> Vec<T>
+    where
+        T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+            + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+            + Send
+            + Unpin,
+    {
+        let rows = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await,
+            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await,
+        };
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// Runs `sql` (one statement or several) on either backend.
+    pub async fn execute(&self, sql: &str) {
+        let done = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+            Pool::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+        };
+        done.unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The one byte column that `sql` selects, row by row, on either backend.
+    pub async fn blobs(&self, sql: &str) -> Vec<Vec<u8>> {
+        let rows = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+        };
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The one text column that `sql` selects, row by row, on either backend.
+    pub async fn texts(&self, sql: &str) -> Vec<String> {
+        let rows = match &self.pool {
+            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
+        };
+        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
     }
 
     /// Applies everything committed to the outbox so far, as the daemon's worker would, and
-    /// returns what it did: a test waits for background work by doing it.
+    /// returns what it did: a test waits for background work by doing it. On PostgreSQL
+    /// the daemon's own worker may hold rows (claimed, skipped by this one): their commit
+    /// is waited for too.
     pub async fn drain(&self) -> Outcome {
         let state = std::sync::Arc::new(OutboxState::default());
-        Worker::new(self.pool.clone(), state, self.settings.consent.account_sync)
-            .drain()
-            .await
-            .expect("drain the outbox")
+        let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let mut total = Outcome::default();
+        loop {
+            let outcome = worker.drain().await.expect("drain the outbox");
+            total.applied += outcome.applied;
+            total.quarantined += outcome.quarantined;
+            let pending = self
+                .count("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
+                .await;
+            if pending == 0 {
+                return total;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{pending} deliveries still pending after 10 s"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
     }
 
     pub async fn stop(self) {

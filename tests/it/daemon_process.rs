@@ -252,10 +252,10 @@ pub struct LoadPlan {
     pub max_duration: Duration,
 }
 
-/// Signed consent deliveries from several client tasks to whichever daemon is current,
-/// recording each delivery that got a 2xx.
+/// Signed consent deliveries from several client tasks to whichever daemons are current
+/// (spread over them), recording each delivery that got a 2xx.
 pub struct Load {
-    pub target: RwLock<Option<String>>,
+    targets: RwLock<Vec<String>>,
     next: AtomicU64,
     acked: Mutex<Vec<String>>,
     statuses: Mutex<BTreeMap<u16, u64>>,
@@ -270,7 +270,7 @@ impl Load {
         target: Option<String>,
     ) -> (Arc<Load>, Vec<tokio::task::JoinHandle<()>>) {
         let load = Arc::new(Load {
-            target: RwLock::new(target),
+            targets: RwLock::new(target.into_iter().collect()),
             next: AtomicU64::new(0),
             acked: Mutex::new(Vec::new()),
             statuses: Mutex::new(BTreeMap::new()),
@@ -284,7 +284,12 @@ impl Load {
     }
 
     pub fn set_target(&self, target: Option<String>) {
-        *self.target.write().expect("target") = target;
+        self.set_targets(target.into_iter().collect());
+    }
+
+    /// Ingest URLs the deliveries are spread over (each next attempt goes to the next one).
+    pub fn set_targets(&self, targets: Vec<String>) {
+        *self.targets.write().expect("targets") = targets;
     }
 
     pub fn stop(&self) {
@@ -320,11 +325,17 @@ impl Load {
         for _ in 0..plan.events_per_client {
             let n = self.next.fetch_add(1, Ordering::Relaxed);
             let (key, body) = numbered_consent_event(n, plan.phones);
-            for _ in 0..plan.attempts_per_event {
+            for attempt in 0..plan.attempts_per_event {
                 if self.stop.is_cancelled() || started.elapsed() > plan.max_duration {
                     return;
                 }
-                let target = self.target.read().expect("target").clone();
+                let target = {
+                    let targets = self.targets.read().expect("targets");
+                    let spread = usize::try_from(n)
+                        .unwrap_or(0)
+                        .wrapping_add(attempt as usize);
+                    (!targets.is_empty()).then(|| targets[spread % targets.len()].clone())
+                };
                 let Some(url) = target else {
                     // No daemon right now (restarting): try again shortly.
                     tokio::time::sleep(Duration::from_millis(5)).await;

@@ -51,7 +51,7 @@ async fn deliver(app: &common::TestApp, sandbox: &RunningSandbox) {
 }
 
 async fn differences(app: &common::TestApp, sandbox: &RunningSandbox) -> usize {
-    consent_differences(&app.pool, &sandbox.leads())
+    consent_differences(app.sqlite(), &sandbox.leads())
         .await
         .expect("compare")
         .total()
@@ -128,7 +128,7 @@ async fn the_demo_columns_add_up_under_drops_duplicates_and_reordering() {
     }
     deliver(&app, &sandbox).await;
 
-    let row = Row::read(&sandbox, &app.pool).await.expect("figures");
+    let row = Row::read(&sandbox, app.sqlite()).await.expect("figures");
     let w = row.webhooks;
     assert!(w.events > 60, "{w:?}");
     assert!(w.dropped > 0 && w.duplicated > 0, "{w:?}");
@@ -142,7 +142,7 @@ async fn the_demo_columns_add_up_under_drops_duplicates_and_reordering() {
     assert_eq!(row.passes, 1);
 
     reconcile(&app, &sandbox).await;
-    let row = Row::read(&sandbox, &app.pool).await.expect("figures");
+    let row = Row::read(&sandbox, app.sqlite()).await.expect("figures");
     assert_eq!(row.differences.total(), 0);
     assert_eq!(row.differences.leads, 40);
     assert_eq!(row.passes, 2);

@@ -24,6 +24,7 @@ mod postgres_read;
 mod push;
 mod reconcile;
 mod reconcile_lease;
+mod replica_crash;
 mod replicas;
 mod sandbox_rules;
 mod sandbox_webhooks;

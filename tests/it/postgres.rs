@@ -350,7 +350,7 @@ async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_pos
     assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
     app.drain().await;
     let sqlite_url = app.settings.database.url.clone();
-    let sqlite = app.pool.clone();
+    let sqlite = app.sqlite().clone();
     let sqlite_consent: Vec<ConsentRow> = sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current ORDER BY phone_number, organization_id",

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use common::{TestApp, spawn_app, with_admin_token};
+use common::{Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
 use outreach_sync::apply::{self, LocalChange};
 use outreach_sync::client::ServiceClient;
 use outreach_sync::client::models::{Lead, WebhookConfig};
@@ -43,12 +43,14 @@ async fn status(app: &TestApp) -> Value {
     json_of(app.admin_get("/v1/status").await).await
 }
 
-#[tokio::test]
-async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent() {
+on_both_backends!(a_push_that_fails_twice_is_retried_with_backoff_and_then_sent);
+async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent(backend: Backend) {
     let sandbox = sandbox().await;
     let lead = opted_in_lead(&sandbox);
     // No service configured: the daemon's own pusher stays off and this test drives one.
-    let app = spawn_app(with_admin_token).await;
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     let change = LocalChange {
         organization_id: lead.organization_id.clone(),
         phone_number: lead.phone_number.clone(),
@@ -112,11 +114,12 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent() {
     let pushed = status(&app).await;
     assert_eq!(pushed["pushes"]["pending"], 0);
     assert_eq!(pushed["pushes"]["sent"], 1);
-    let attempts: i64 = sqlx::query_scalar("SELECT attempts FROM pushes WHERE seq = ?")
-        .bind(recorded.seq)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
+    let attempts = app
+        .count(&format!(
+            "SELECT CAST(attempts AS BIGINT) FROM pushes WHERE seq = {}",
+            recorded.seq
+        ))
+        .await;
     assert_eq!(attempts, 3);
     let upstream = sandbox
         .leads()
@@ -130,12 +133,14 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent() {
     sandbox.shutdown().await;
 }
 
-#[tokio::test]
-async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change() {
+on_both_backends!(the_returning_webhook_is_recognised_as_the_echo_of_the_local_change);
+async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change(backend: Backend) {
     let sandbox = sandbox().await;
     let lead = opted_in_lead(&sandbox);
     // No service configured: the daemon's own pusher stays off and this test drives one.
-    let app = spawn_app(with_admin_token).await;
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
     sandbox
         .register_webhook(
             &app.url(&app.settings.ingest.path),
@@ -191,23 +196,19 @@ async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change() {
         current["items"][0]["source"], "local",
         "the echo did not replace the change"
     );
-    let reason: Option<String> = sqlx::query_scalar("SELECT reason FROM ledger WHERE seq = ?")
-        .bind(echo["seq"].as_i64().unwrap())
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(
-        reason.as_deref(),
-        Some(&*format!("echo of local change seq {seq}"))
-    );
+    let reason = app
+        .texts(&format!(
+            "SELECT reason FROM ledger WHERE seq = {}",
+            echo["seq"]
+        ))
+        .await;
+    assert_eq!(reason, [format!("echo of local change seq {seq}")]);
     // The push knows its echo (the metric counting echoes is process-wide, shared by
     // every test of this binary, so this daemon's own record is what is checked).
-    let echo_ref: Option<String> = sqlx::query_scalar("SELECT echo_ref FROM pushes WHERE seq = ?")
-        .bind(seq)
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-    assert_eq!(echo_ref.as_deref(), echo["eventRef"].as_str());
+    let echo_ref = app
+        .texts(&format!("SELECT echo_ref FROM pushes WHERE seq = {seq}"))
+        .await;
+    assert_eq!(echo_ref, [echo["eventRef"].as_str().unwrap()]);
     app.stop().await;
     sandbox.shutdown().await;
 }

@@ -2,6 +2,7 @@
 //! by one pass; interrupted passes resume; the token guard survives a restart.
 
 use crate::common;
+use crate::common::{Backend, on_both_backends, spawn_app_on};
 
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
@@ -86,16 +87,20 @@ type LeadRow = (
 );
 
 async fn mirror_leads(app: &common::TestApp) -> BTreeMap<String, MirrorLead> {
-    let rows: Vec<LeadRow> = sqlx::query_as(
-        "SELECT l.id, l.organization_id, l.phone_number, l.first_name, l.active_group_ids, l.inactive_group_ids,
-                l.tag_ids, l.custom_fields, s.opted_out
+    // JSON columns as text, written the way `text` writes them (jsonb has its own spacing).
+    let rows: Vec<LeadRow> = app
+        .rows(
+            "SELECT l.id, l.organization_id, l.phone_number, l.first_name,
+                CAST(l.active_group_ids AS TEXT), CAST(l.inactive_group_ids AS TEXT),
+                CAST(l.tag_ids AS TEXT), CAST(l.custom_fields AS TEXT), s.opted_out
          FROM leads AS l JOIN consent_state AS s USING (organization_id, phone_number)",
-    )
-    .fetch_all(&app.pool)
-    .await
-    .unwrap();
+        )
+        .await;
+    let json = |column: String| text(&serde_json::from_str::<serde_json::Value>(&column).unwrap());
     rows.into_iter()
-        .map(|(id, o, p, f, a, i, t, c, out)| (id, (o, p, f, a, i, t, c, out)))
+        .map(|(id, o, p, f, a, i, t, c, out)| {
+            (id, (o, p, f, json(a), json(i), json(t), json(c), out))
+        })
         .collect()
 }
 
@@ -124,9 +129,14 @@ fn text<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_equal_the_service()
-{
+on_both_backends!(
+    one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_equal_the_service,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_equal_the_service(
+    backend: Backend,
+) {
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: 5000,
         organizations: 3,
@@ -141,7 +151,9 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
     })
     .await
     .unwrap();
-    let app = common::spawn_app(|s| point_at(s, &sandbox)).await;
+    let Some(app) = spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
     subscribe(&sandbox, &app);
 
     // Consent churn and message traffic, deterministic.
@@ -217,11 +229,9 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
         .into_iter()
         .map(|m| (m.id, (m.status, m.error_code)))
         .collect();
-    let tracked: Vec<(String, String, Option<String>)> =
-        sqlx::query_as("SELECT id, status, error_code FROM messages")
-            .fetch_all(&app.pool)
-            .await
-            .unwrap();
+    let tracked: Vec<(String, String, Option<String>)> = app
+        .rows("SELECT id, status, error_code FROM messages")
+        .await;
     assert!(!tracked.is_empty());
     for (id, status, error_code) in &tracked {
         assert_eq!(
@@ -243,13 +253,12 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
             "{org} {phone}: {entries:?}"
         );
     }
-    let dangling: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM consent_state s LEFT JOIN ledger l ON l.seq = s.seq
-         WHERE l.seq IS NULL OR l.opted_out <> s.opted_out",
-    )
-    .fetch_one(&app.pool)
-    .await
-    .unwrap();
+    let dangling = app
+        .count(
+            "SELECT COUNT(*) FROM consent_state s LEFT JOIN ledger l ON l.seq = s.seq
+             WHERE l.seq IS NULL OR l.opted_out <> s.opted_out",
+        )
+        .await;
     assert_eq!(dangling, 0);
     let stats = sandbox.stats();
     println!(
@@ -265,10 +274,12 @@ async fn one_pass_after_lost_duplicated_and_reordered_webhooks_makes_the_mirror_
     sandbox.shutdown().await;
 }
 
-#[tokio::test]
-async fn an_interrupted_pass_resumes_from_its_saved_cursor() {
+on_both_backends!(an_interrupted_pass_resumes_from_its_saved_cursor);
+async fn an_interrupted_pass_resumes_from_its_saved_cursor(backend: Backend) {
     let sandbox = one_organization(2500).await;
-    let app = common::spawn_app(|s| point_at(s, &sandbox)).await;
+    let Some(app) = spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
     let reconciler = reconciler(&app, &sandbox);
     let leads_only = PassRequest {
         messages: false,
@@ -304,10 +315,12 @@ async fn an_interrupted_pass_resumes_from_its_saved_cursor() {
     sandbox.shutdown().await;
 }
 
-#[tokio::test]
-async fn a_webhook_newer_than_the_fetch_still_wins_over_the_observation() {
+on_both_backends!(a_webhook_newer_than_the_fetch_still_wins_over_the_observation);
+async fn a_webhook_newer_than_the_fetch_still_wins_over_the_observation(backend: Backend) {
     let sandbox = one_organization(10).await;
-    let app = common::spawn_app(|s| point_at(s, &sandbox)).await;
+    let Some(app) = spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
     let lead = sandbox
         .leads()
         .into_iter()
@@ -343,14 +356,17 @@ async fn a_webhook_newer_than_the_fetch_still_wins_over_the_observation() {
     sandbox.shutdown().await;
 }
 
-#[tokio::test]
-async fn bad_credentials_stop_token_requests_after_three_even_across_a_restart() {
+on_both_backends!(bad_credentials_stop_token_requests_after_three_even_across_a_restart);
+async fn bad_credentials_stop_token_requests_after_three_even_across_a_restart(backend: Backend) {
     let sandbox = Sandbox::spawn(SandboxConfig::default()).await.unwrap();
-    let app = common::spawn_app(|s| {
+    let Some(app) = spawn_app_on(backend, |s| {
         point_at(s, &sandbox);
         s.service.client_secret = Some(SecretString::from("wrong-secret"));
     })
-    .await;
+    .await
+    else {
+        return;
+    };
     let settings = app.settings.clone();
     for _ in 0..2 {
         // Each round is a fresh client over the same database, as after a restart.

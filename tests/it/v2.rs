@@ -92,7 +92,7 @@ async fn mirrored_consent(app: &common::TestApp) -> HashMap<String, bool> {
         "SELECT l.id, s.opted_out FROM leads AS l
          JOIN consent_state AS s USING (organization_id, phone_number)",
     )
-    .fetch_all(&app.pool)
+    .fetch_all(app.sqlite())
     .await
     .unwrap()
     .into_iter()
@@ -122,7 +122,7 @@ async fn a_missed_opt_out_is_repaired_by_a_pass_that_reads_the_service_through_v
                  "createdAt": "2026-11-21T10:00:00Z"}});
     assert_eq!(app.post_signed(&message.to_string()).await.status(), 200);
     let tracked: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal = 0")
-        .fetch_one(&app.pool)
+        .fetch_one(app.sqlite())
         .await
         .unwrap();
     assert_eq!(tracked, 1);
