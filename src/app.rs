@@ -146,7 +146,8 @@ impl Application {
         // pusher, when a client is configured (they talk to the service).
         let singletons = client.as_ref().map(|client| {
             (
-                Reconciler::new(pool.clone(), client.clone(), &settings.reconcile),
+                Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
+                    .with_lease(settings.replica.lease()),
                 Pusher::new(pool.clone(), client.clone(), wake.clone()),
             )
         });

@@ -138,6 +138,9 @@ pub struct Reconciler {
     client: ServiceClient,
     source: LeadSource,
     settings: ReconcileSettings,
+    /// How long a pass's leases last without renewal: how soon another replica can take
+    /// up an organization whose pass died with its process.
+    lease: std::time::Duration,
     running: Arc<tokio::sync::Mutex<()>>,
 }
 
@@ -148,8 +151,16 @@ impl Reconciler {
             source: LeadSource::of(&client),
             client,
             settings: settings.clone(),
+            lease: lease::LEASE_TTL,
             running: Arc::new(tokio::sync::Mutex::new(())),
         }
+    }
+
+    /// Passes hold their leases for `lease` (the replicas' `replica.lease_secs`) instead of
+    /// [`lease::LEASE_TTL`].
+    pub fn with_lease(mut self, lease: std::time::Duration) -> Self {
+        self.lease = lease;
+        self
     }
 
     /// One pass, unless another pass of one of its organizations (or of the messages) is
@@ -285,7 +296,7 @@ impl Reconciler {
             names.push("reconcile:messages".into());
         }
         let holder = format!("pass {pass_id} on {}", lease::process_holder());
-        lease::Leases::acquire(&self.pool, names, &holder)
+        lease::Leases::acquire_for(&self.pool, names, &holder, self.lease)
             .await
             .map_err(|error| match error {
                 lease::LeaseError::Held(held) => PassRefused::Running(held),

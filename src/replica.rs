@@ -41,7 +41,7 @@ impl Replica {
             "" => lease::process_holder(),
             name => name.to_owned(),
         };
-        Self::with_lease(pool, name, Duration::from_secs(settings.lease_secs))
+        Self::with_lease(pool, name, settings.lease())
     }
 
     /// A replica with a lease period of `lease` (tests use short ones).

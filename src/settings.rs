@@ -127,9 +127,16 @@ fn redact_url<S: Serializer>(url: &str, s: S) -> Result<S::Ok, S::Error> {
 pub struct ReplicaSettings {
     /// How this replica is listed in `status`; empty: the host name and the process id.
     pub name: String,
-    /// How long the leader's lease lasts without renewal; a dead leader is replaced within
-    /// two lease periods.
+    /// How long the leader's lease (and a reconciliation pass's) lasts without renewal; a
+    /// dead leader is replaced within two lease periods.
     pub lease_secs: u64,
+}
+
+impl ReplicaSettings {
+    /// The leader's lease, which a reconciliation pass's leases last too.
+    pub fn lease(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.lease_secs)
+    }
 }
 
 impl Default for ReplicaSettings {

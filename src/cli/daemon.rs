@@ -99,7 +99,8 @@ pub async fn reconcile(
     let pool = super::open(&settings).await?;
     let client = crate::upstream::service_client(&settings, &pool)
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile);
+    let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile)
+        .with_lease(settings.replica.lease());
     let shutdown = app::shutdown_on_signals();
     let summary = reconciler
         .run_pass(&request, &shutdown)

@@ -210,6 +210,13 @@ async fn replicas_killed_at_random_lose_nothing_apply_once_and_never_reconcile_t
         assert!(Instant::now() < deadline, "the outbox is not drained");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    // Whoever leads now goes on reconciling (each kill of a leader in mid-pass leaves its
+    // leases to lapse first): at least two finished passes to compare.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while count(&pool, "SELECT COUNT(*) FROM reconcile_passes").await < 2 {
+        assert!(Instant::now() < deadline, "no reconciliation passes");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let ledger_max = count(&pool, "SELECT COALESCE(MAX(seq), 0) FROM ledger").await;
     let deadline = Instant::now() + Duration::from_secs(30);
     while follower.seen.lock().unwrap().last().copied().unwrap_or(0) < ledger_max {
@@ -283,10 +290,6 @@ async fn replicas_killed_at_random_lose_nothing_apply_once_and_never_reconcile_t
         "the follower saw every entry once, in seq order, none skipped"
     );
 
-    assert!(
-        passes.len() >= 2,
-        "the leaders reconciled while replicas came and went"
-    );
     for pair in passes.windows(2) {
         let ((_, first_finished), (second_started, _)) = (pair[0], pair[1]);
         assert!(
