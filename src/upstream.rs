@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
-use crate::store::Pool;
+use chrono::{DateTime, Utc};
+
+use crate::store::{Pool, on_backend};
 
 use crate::client::{ClientConfig, ClientError, ServiceClient, TokenGuardState, TokenGuardStore};
 use crate::settings::Settings;
@@ -27,7 +29,7 @@ impl DbTokenGuardStore {
 #[derive(serde::Serialize, serde::Deserialize)]
 struct Stored {
     consecutive_failures: u32,
-    blocked_until: Option<chrono::DateTime<chrono::Utc>>,
+    blocked_until: Option<DateTime<Utc>>,
 }
 
 impl TokenGuardStore for DbTokenGuardStore {
@@ -44,11 +46,34 @@ impl TokenGuardStore for DbTokenGuardStore {
         })
     }
 
-    fn save(&self, state: TokenGuardState) -> BoxFuture<'_, anyhow::Result<()>> {
+    fn record_failure(
+        &self,
+        max_consecutive_failures: u32,
+        block_until: DateTime<Utc>,
+    ) -> BoxFuture<'_, anyhow::Result<TokenGuardState>> {
+        Box::pin(async move {
+            let value = on_backend!(
+                &self.pool,
+                state::count_token_failure(
+                    GUARD_KEY,
+                    i64::from(max_consecutive_failures),
+                    block_until,
+                    Utc::now()
+                )
+            )?;
+            let stored: Stored = serde_json::from_str(&value)?;
+            Ok(TokenGuardState {
+                consecutive_failures: stored.consecutive_failures,
+                blocked_until: stored.blocked_until,
+            })
+        })
+    }
+
+    fn reset(&self) -> BoxFuture<'_, anyhow::Result<()>> {
         Box::pin(async move {
             let value = serde_json::to_string(&Stored {
-                consecutive_failures: state.consecutive_failures,
-                blocked_until: state.blocked_until,
+                consecutive_failures: 0,
+                blocked_until: None,
             })?;
             self.pool.set_state(GUARD_KEY, &value).await?;
             Ok(())

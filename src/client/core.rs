@@ -264,7 +264,10 @@ impl Inner {
         match self.request_token().await {
             Ok(response) => {
                 if state != TokenGuardState::default() {
-                    self.save_guard(TokenGuardState::default()).await?;
+                    self.guard
+                        .reset()
+                        .await
+                        .map_err(|e| ClientError::Store(format!("{e:#}")))?;
                 }
                 slot.minted += 1;
                 let lifetime = Duration::try_from_secs_f64(response.expires_in.max(0.0))
@@ -279,18 +282,18 @@ impl Inner {
                 Ok(token)
             }
             Err(error) => {
-                let consecutive_failures = state.consecutive_failures.saturating_add(1);
-                let blocked_until =
-                    (consecutive_failures >= policy.max_consecutive_failures).then(|| {
-                        Utc::now()
-                            + chrono::Duration::from_std(policy.block_for)
-                                .unwrap_or(chrono::Duration::MAX)
-                    });
-                self.save_guard(TokenGuardState {
+                let block_until = Utc::now()
+                    + chrono::Duration::from_std(policy.block_for).unwrap_or(chrono::Duration::MAX);
+                // Counted in the store, with every other process's failures.
+                let TokenGuardState {
                     consecutive_failures,
                     blocked_until,
-                })
-                .await?;
+                } = self
+                    .guard
+                    .record_failure(policy.max_consecutive_failures, block_until)
+                    .await
+                    .map_err(|e| ClientError::Store(format!("{e:#}")))?;
+                let blocked_until = blocked_until.filter(|until| *until > Utc::now());
                 tracing::warn!(consecutive_failures, error = %error, "token request failed");
                 match (blocked_until, error) {
                     (Some(until), _) => Err(ClientError::TokenBlocked {
@@ -307,13 +310,6 @@ impl Inner {
                 }
             }
         }
-    }
-
-    async fn save_guard(&self, state: TokenGuardState) -> Result<(), ClientError> {
-        self.guard
-            .save(state)
-            .await
-            .map_err(|e| ClientError::Store(format!("{e:#}")))
     }
 
     /// Forgets the token of `generation`, unless another task already replaced it.

@@ -20,10 +20,22 @@ pub struct TokenGuardState {
 }
 
 /// Persistence of [`TokenGuardState`]. The daemon implements it on its database so that a
-/// restart loop (systemd restarting a failing daemon) cannot hammer the token endpoint.
+/// restart loop (systemd restarting a failing daemon) cannot hammer the token endpoint, and
+/// so that replicas count their failures together.
 pub trait TokenGuardStore: Send + Sync + 'static {
     fn load(&self) -> BoxFuture<'_, anyhow::Result<TokenGuardState>>;
-    fn save(&self, state: TokenGuardState) -> BoxFuture<'_, anyhow::Result<()>>;
+
+    /// Counts one more failed token request, in one step however many processes fail at
+    /// once; the failure that reaches `max_consecutive_failures` sets `blocked_until` to
+    /// `block_until`. Returns the state after it.
+    fn record_failure(
+        &self,
+        max_consecutive_failures: u32,
+        block_until: DateTime<Utc>,
+    ) -> BoxFuture<'_, anyhow::Result<TokenGuardState>>;
+
+    /// A token was granted: the count starts again.
+    fn reset(&self) -> BoxFuture<'_, anyhow::Result<()>>;
 }
 
 /// A [`TokenGuardStore`] that forgets on exit: for tests, the sandbox and one-shot commands.
@@ -51,8 +63,22 @@ impl TokenGuardStore for MemoryTokenGuardStore {
         Box::pin(async move { Ok(state) })
     }
 
-    fn save(&self, state: TokenGuardState) -> BoxFuture<'_, anyhow::Result<()>> {
-        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = state;
+    fn record_failure(
+        &self,
+        max_consecutive_failures: u32,
+        block_until: DateTime<Utc>,
+    ) -> BoxFuture<'_, anyhow::Result<TokenGuardState>> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.consecutive_failures = state.consecutive_failures.saturating_add(1);
+        if state.consecutive_failures >= max_consecutive_failures {
+            state.blocked_until = Some(block_until);
+        }
+        let after = *state;
+        Box::pin(async move { Ok(after) })
+    }
+
+    fn reset(&self) -> BoxFuture<'_, anyhow::Result<()>> {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) = TokenGuardState::default();
         Box::pin(async { Ok(()) })
     }
 }

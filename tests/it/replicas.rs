@@ -1,12 +1,16 @@
 //! Replicas of one database: each says it is alive, one leads at a time (the reconciler's
 //! schedule and the pusher run there), a dead leader is replaced within two lease periods,
-//! a leader that stops hands over at once, and `status` lists them.
+//! a leader that stops hands over at once, `status` lists them, and the token guard counts
+//! the failures of all of them together.
 
 use std::time::Duration;
 
+use chrono::{SubsecRound as _, Utc};
+use outreach_sync::client::{TokenGuardState, TokenGuardStore as _};
 use outreach_sync::replica::{self, Replica};
 use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
+use outreach_sync::upstream::DbTokenGuardStore;
 use outreach_sync::{db, ledger};
 use serde_json::Value;
 use sqlx::SqlitePool;
@@ -14,7 +18,7 @@ use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 use tokio_util::sync::CancellationToken;
 
-use crate::common::{spawn_app, with_admin_token};
+use crate::common::{Backend, on_both_backends, spawn_app, spawn_app_on, with_admin_token};
 use crate::postgres::TestDatabase;
 
 const LEASE: Duration = Duration::from_secs(1);
@@ -163,5 +167,48 @@ async fn status_lists_the_daemon_as_a_replica() {
     );
     let listed = ledger::status(&app.pool).await.unwrap().replicas;
     assert_eq!(listed[0].name, "replica-one");
+    app.stop().await;
+}
+
+on_both_backends!(the_token_guard_counts_the_failures_of_every_replica_together);
+async fn the_token_guard_counts_the_failures_of_every_replica_together(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    // Two replicas: two pools on the one database.
+    let other = db::open(&app.settings).await.unwrap();
+    let replicas = [
+        DbTokenGuardStore::new(&app.pool),
+        DbTokenGuardStore::new(other),
+    ];
+    let block_until = (Utc::now() + chrono::Duration::minutes(10)).trunc_subsecs(3);
+
+    // Twenty failed token requests at once, half on each replica.
+    let failures = (0..20).map(|i| replicas[i % 2].record_failure(100, block_until));
+    let mut counts: Vec<u32> = futures::future::join_all(failures)
+        .await
+        .into_iter()
+        .map(|state| state.unwrap().consecutive_failures)
+        .collect();
+    counts.sort_unstable();
+    assert_eq!(
+        counts,
+        (1..=20).collect::<Vec<u32>>(),
+        "none lost, none counted twice"
+    );
+    let seen = replicas[1].load().await.unwrap();
+    assert_eq!((seen.consecutive_failures, seen.blocked_until), (20, None));
+
+    // The failure that reaches the limit blocks every replica.
+    let blocked = replicas[0].record_failure(21, block_until).await.unwrap();
+    assert_eq!(blocked.blocked_until, Some(block_until));
+    assert_eq!(replicas[1].load().await.unwrap(), blocked);
+
+    // A granted token starts the count again, for all.
+    replicas[1].reset().await.unwrap();
+    assert_eq!(
+        replicas[0].load().await.unwrap(),
+        TokenGuardState::default()
+    );
     app.stop().await;
 }

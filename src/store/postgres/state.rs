@@ -3,6 +3,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use crate::db;
+
 pub async fn get(pool: &PgPool, key: &str) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = $1")
         .bind(key)
@@ -26,4 +28,37 @@ pub async fn set(
     .execute(pool)
     .await?;
     Ok(())
+}
+
+/// Counts one more failed token request in the JSON state under `key` (see
+/// `upstream::DbTokenGuardStore`), in one statement: replicas failing at once queue on the
+/// row and each adds theirs. The failure that reaches `max` blocks until `block_until`.
+/// Returns the new value.
+pub async fn count_token_failure(
+    pool: &PgPool,
+    key: &str,
+    max: i64,
+    block_until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO daemon_state (key, value, updated_at)
+         VALUES ($1, jsonb_build_object('consecutive_failures', 1,
+                                        'blocked_until', CASE WHEN 1 >= $2 THEN $3 END)::TEXT, $4)
+         ON CONFLICT (key) DO UPDATE SET
+             value = jsonb_build_object(
+                 'consecutive_failures',
+                 COALESCE((daemon_state.value::JSONB ->> 'consecutive_failures')::BIGINT, 0) + 1,
+                 'blocked_until',
+                 CASE WHEN COALESCE((daemon_state.value::JSONB ->> 'consecutive_failures')::BIGINT, 0) + 1 >= $2
+                      THEN $3 ELSE daemon_state.value::JSONB ->> 'blocked_until' END)::TEXT,
+             updated_at = $4
+         RETURNING value",
+    )
+    .bind(key)
+    .bind(max)
+    .bind(db::timestamp(block_until))
+    .bind(now)
+    .fetch_one(pool)
+    .await
 }

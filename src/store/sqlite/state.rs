@@ -29,3 +29,35 @@ pub async fn set(
     .await?;
     Ok(())
 }
+
+/// Counts one more failed token request in the JSON state under `key` (see
+/// `upstream::DbTokenGuardStore`), in one statement: processes failing at once each add
+/// theirs. The failure that reaches `max` blocks until `block_until`. Returns the new value.
+pub async fn count_token_failure(
+    pool: &SqlitePool,
+    key: &str,
+    max: i64,
+    block_until: DateTime<Utc>,
+    now: DateTime<Utc>,
+) -> Result<String, sqlx::Error> {
+    sqlx::query_scalar(
+        "INSERT INTO daemon_state (key, value, updated_at)
+         VALUES (?1, json_object('consecutive_failures', 1,
+                                 'blocked_until', CASE WHEN 1 >= ?2 THEN ?3 END), ?4)
+         ON CONFLICT (key) DO UPDATE SET
+             value = json_object(
+                 'consecutive_failures',
+                 COALESCE(json_extract(daemon_state.value, '$.consecutive_failures'), 0) + 1,
+                 'blocked_until',
+                 CASE WHEN COALESCE(json_extract(daemon_state.value, '$.consecutive_failures'), 0) + 1 >= ?2
+                      THEN ?3 ELSE json_extract(daemon_state.value, '$.blocked_until') END),
+             updated_at = ?4
+         RETURNING value",
+    )
+    .bind(key)
+    .bind(max)
+    .bind(db::timestamp(block_until))
+    .bind(db::timestamp(now))
+    .fetch_one(pool)
+    .await
+}
