@@ -151,6 +151,14 @@ pub enum Requeue {
     Id(i64),
 }
 
+/// Outbox rows by state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, sqlx::FromRow)]
+pub struct OutboxStates {
+    pub pending: i64,
+    pub applied: i64,
+    pub quarantined: i64,
+}
+
 /// A lease another holder has.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LeaseHeld {

@@ -11,8 +11,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apply::{self, Pending};
 use crate::events;
-pub use crate::model::Requeue;
 use crate::model::StoredDelivery;
+pub use crate::model::{OutboxStates, Requeue};
 use crate::outbox::OutboxState;
 use crate::store::{ApplyTx, Pool, on_backend, postgres, sqlite};
 
@@ -182,7 +182,12 @@ impl Worker {
     }
 }
 
-/// Puts rows back in the pending state so the worker applies them again.
-pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<u64, sqlx::Error> {
+/// Puts rows back in the pending state so a worker applies them again; returns their ids.
+pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
     on_backend!(&pool.into(), outbox::requeue(selection))
+}
+
+/// How the outbox rows `ids` stand now.
+pub async fn states(pool: impl Into<Pool>, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+    on_backend!(&pool.into(), outbox::states(ids))
 }

@@ -132,14 +132,20 @@ struct ReplaySummary {
     requeued: u64,
     applied: u64,
     quarantined: u64,
+    /// Still waiting for a worker when the command gave up waiting.
+    pending: u64,
 }
+
+/// Longest wait, after applying, for requeued rows another worker (a running daemon, any
+/// replica) holds.
+const REPLAY_SETTLE: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
     let requeued = crate::worker::requeue(&pool, selection)
         .await
         .map_err(anyhow::Error::from)?;
-    if let (0, Requeue::Id(id)) = (requeued, selection) {
+    if let (true, Requeue::Id(id)) = (requeued.is_empty(), selection) {
         return Err(CliError::NotFound(format!(
             "no stored delivery with id {id}"
         )));
@@ -149,18 +155,38 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
         Arc::new(OutboxState::default()),
         settings.consent.account_sync,
     );
-    let outcome = worker.drain().await.map_err(anyhow::Error::from)?;
+    worker.drain().await.map_err(anyhow::Error::from)?;
+    // A running daemon's worker may have taken some of the rows first: what became of them
+    // is read from the rows themselves, once no worker holds them.
+    let deadline = tokio::time::Instant::now() + REPLAY_SETTLE;
+    let states = loop {
+        let states = crate::worker::states(&pool, &requeued)
+            .await
+            .map_err(anyhow::Error::from)?;
+        if states.pending == 0 || tokio::time::Instant::now() >= deadline {
+            break states;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let summary = ReplaySummary {
-        requeued,
-        applied: outcome.applied,
-        quarantined: outcome.quarantined,
+        requeued: requeued.len() as u64,
+        applied: count(states.applied),
+        quarantined: count(states.quarantined),
+        pending: count(states.pending),
     };
     if json {
         return print_json(&summary);
     }
     println!(
-        "{} deliveries requeued; {} applied, {} quarantined (see `outreach-sync events --quarantined`)",
-        summary.requeued, summary.applied, summary.quarantined
+        "{} deliveries requeued; {} applied, {} quarantined (see `outreach-sync events --quarantined`){}",
+        summary.requeued,
+        summary.applied,
+        summary.quarantined,
+        match summary.pending {
+            0 => String::new(),
+            n => format!("; {n} still pending (a worker is retrying them)"),
+        }
     );
     Ok(())
 }

@@ -3,15 +3,22 @@
 
 use crate::common;
 
-use common::{spawn_app, with_admin_token};
+use common::{Backend, on_both_backends, spawn_app_on, with_admin_token};
 use serde_json::{Value, json};
 
 const LOCAL_CHANGES: usize = 150;
 const DELIVERIES: usize = 300;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run() {
-    let app = std::sync::Arc::new(spawn_app(with_admin_token).await);
+on_both_backends!(
+    a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
+async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    let app = std::sync::Arc::new(app);
 
     let local = {
         let app = app.clone();
@@ -62,10 +69,12 @@ async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run(
     local.await.unwrap();
     webhooks.await.unwrap();
 
-    let all: Vec<i64> = sqlx::query_scalar("SELECT seq FROM ledger ORDER BY seq")
-        .fetch_all(app.sqlite())
+    let all: Vec<i64> = app
+        .rows::<(i64,)>("SELECT seq FROM ledger ORDER BY seq")
         .await
-        .unwrap();
+        .into_iter()
+        .map(|(seq,)| seq)
+        .collect();
     assert_eq!(all.len(), LOCAL_CHANGES + DELIVERIES);
     assert!(
         seen.windows(2).all(|w| w[0] < w[1]),
@@ -75,9 +84,7 @@ async fn a_follower_sees_every_ledger_entry_once_and_in_order_while_writers_run(
 }
 
 async fn applied_all(app: &common::TestApp) -> bool {
-    let pending: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
-        .fetch_one(app.sqlite())
+    app.count("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
         .await
-        .unwrap();
-    pending == 0
+        == 0
 }

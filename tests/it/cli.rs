@@ -1,6 +1,7 @@
 //! The binary as a user runs it: exit codes, redaction, `sign`, `webhooks diagnose`.
 
 use crate::common;
+use crate::common::{Backend, on_both_backends, spawn_app_on};
 
 use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
@@ -135,10 +136,12 @@ fn sign_prints_the_headers_the_configured_scheme_expects() {
     );
 }
 
-#[tokio::test]
-async fn diagnose_finds_the_format_of_deliveries_the_configuration_refused() {
+on_both_backends!(diagnose_finds_the_format_of_deliveries_the_configuration_refused);
+async fn diagnose_finds_the_format_of_deliveries_the_configuration_refused(backend: Backend) {
     // Configured for the defaults (X-Signature, sha256, hex) ...
-    let app = common::spawn_app(|_| {}).await;
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
     // ... while the sender signs `{timestamp}.{body}` with SHA-1, base64, under its own header.
     let body = common::consent_event("evt_d", "+15550001111", true);
     let ts = chrono::Utc::now().timestamp().to_string();
@@ -210,9 +213,15 @@ fn the_example_configuration_is_valid_and_names_every_key() {
 }
 
 // Multi-threaded: the commands run as blocking child processes while the daemon works.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_read_commands_show_what_the_daemon_applied() {
-    let app = common::spawn_app(|_| {}).await;
+on_both_backends!(
+    the_read_commands_show_what_the_daemon_applied,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn the_read_commands_show_what_the_daemon_applied(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
     for body in [
         common::consent_event("evt_a", "+15550003333", true),
         r#"{"type":"leadCreated-v9","id":"evt_b","data":{}}"#.to_string(),

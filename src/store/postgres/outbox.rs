@@ -2,7 +2,7 @@
 
 use sqlx::{PgConnection, PgPool};
 
-use crate::model::{Requeue, StoredDelivery};
+use crate::model::{OutboxStates, Requeue, StoredDelivery};
 
 /// Claims the first `limit` pending rows no other worker holds, in id order, until the
 /// caller's transaction ends: workers of all replicas take disjoint batches at once,
@@ -41,22 +41,38 @@ pub async fn record_failure(
     .flatten())
 }
 
-/// Puts rows back in the pending state; returns how many.
-pub async fn requeue(pool: &PgPool, selection: Requeue) -> Result<u64, sqlx::Error> {
-    let done = match selection {
+/// Puts rows back in the pending state; returns their ids.
+pub async fn requeue(pool: &PgPool, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
+    match selection {
         Requeue::Quarantined => {
-            sqlx::query(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'",
+            sqlx::query_scalar(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'
+                 RETURNING id",
             )
-            .execute(pool)
-            .await?
+            .fetch_all(pool)
+            .await
         }
         Requeue::Id(id) => {
-            sqlx::query("UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = $1")
-                .bind(id)
-                .execute(pool)
-                .await?
+            sqlx::query_scalar(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = $1 RETURNING id",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await
         }
-    };
-    Ok(done.rows_affected())
+    }
+}
+
+/// The states of the outbox rows `ids`, by state: how many are pending, applied and
+/// quarantined.
+pub async fn states(pool: &PgPool, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+                COUNT(*) FILTER (WHERE state = 'applied') AS applied,
+                COUNT(*) FILTER (WHERE state = 'quarantined') AS quarantined
+         FROM outbox WHERE id = ANY($1)",
+    )
+    .bind(ids)
+    .fetch_one(pool)
+    .await
 }

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::db;
-use crate::model::{Requeue, StoredDelivery};
+use crate::model::{OutboxStates, Requeue, StoredDelivery};
 
 /// The first `limit` pending rows, in id order, inside the caller's write transaction.
 pub async fn pending(
@@ -58,22 +58,38 @@ pub async fn record_failure(
     .flatten())
 }
 
-/// Puts rows back in the pending state; returns how many.
-pub async fn requeue(pool: &SqlitePool, selection: Requeue) -> Result<u64, sqlx::Error> {
-    let done = match selection {
+/// Puts rows back in the pending state; returns their ids.
+pub async fn requeue(pool: &SqlitePool, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
+    match selection {
         Requeue::Quarantined => {
-            sqlx::query(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'",
+            sqlx::query_scalar(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'
+                 RETURNING id",
             )
-            .execute(pool)
-            .await?
+            .fetch_all(pool)
+            .await
         }
         Requeue::Id(id) => {
-            sqlx::query("UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = ?")
-                .bind(id)
-                .execute(pool)
-                .await?
+            sqlx::query_scalar(
+                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = ? RETURNING id",
+            )
+            .bind(id)
+            .fetch_all(pool)
+            .await
         }
-    };
-    Ok(done.rows_affected())
+    }
+}
+
+/// The states of the outbox rows `ids`, by state: how many are pending, applied and
+/// quarantined.
+pub async fn states(pool: &SqlitePool, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
+                COALESCE(SUM(state = 'applied'), 0) AS applied,
+                COALESCE(SUM(state = 'quarantined'), 0) AS quarantined
+         FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(db::json_param(ids)?)
+    .fetch_one(pool)
+    .await
 }
