@@ -13,6 +13,8 @@ use outreach_sync::settings::Settings;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::{Backend, TestApp, on_both_backends, spawn_app_on};
+
 const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
 
 fn settings_in(dir: &Path) -> Settings {
@@ -73,13 +75,19 @@ async fn lease_holders(pool: &SqlitePool) -> Vec<(String, String)> {
         .expect("leases")
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs() {
+on_both_backends!(
+    reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs(backend: Backend) {
     let sandbox = two_organizations().await;
     let orgs = organizations(&sandbox);
-    let dir = tempfile::tempdir().expect("temp dir");
-    let settings = settings_in(dir.path());
-    let pool = migrated_pool(&settings).await;
+    // A database of the backend, with a daemon that has no service to reconcile with.
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    let (settings, pool) = (&app.settings, &app.pool);
 
     // The daemon's pass of the first organization is stuck on an upstream that accepts
     // connections and never answers.
@@ -87,7 +95,7 @@ async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs()
     let mut config = sandbox.client_config();
     config.base_url = format!("http://{}", stalled.local_addr().unwrap());
     let client = ServiceClient::new(config).unwrap();
-    let daemon = Reconciler::new(pool.clone(), client, &settings.reconcile);
+    let daemon = Reconciler::new(pool, client, &settings.reconcile);
     let request = PassRequest {
         organizations: vec![orgs[0].clone()],
         leads: true,
@@ -101,11 +109,11 @@ async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs()
     });
     // Its first request arrives only once its leases are taken.
     let (_held_open, _) = stalled.accept().await.unwrap();
-    let holders = lease_holders(&pool).await;
+    let holders = held(&app).await;
     assert_eq!(holders.len(), 1, "{holders:?}");
     assert_eq!(holders[0].0, format!("reconcile:leads:{}", orgs[0]));
 
-    let refused = reconcile_by_hand(&settings, &sandbox, &orgs[0]);
+    let refused = reconcile_by_hand(settings, &sandbox, &orgs[0]);
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(
@@ -114,7 +122,7 @@ async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs()
     );
 
     // Another organization is not held up.
-    let other = reconcile_by_hand(&settings, &sandbox, &orgs[1]);
+    let other = reconcile_by_hand(settings, &sandbox, &orgs[1]);
     assert!(
         other.status.success(),
         "{}",
@@ -125,31 +133,36 @@ async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs()
     // to lapse), a pass by hand takes over.
     stuck.abort();
     assert!(stuck.await.unwrap_err().is_cancelled());
-    let refused_again = reconcile_by_hand(&settings, &sandbox, &orgs[0]);
+    let refused_again = reconcile_by_hand(settings, &sandbox, &orgs[0]);
     assert_eq!(refused_again.status.code(), Some(1));
-    sqlx::query("UPDATE leases SET expires_ms = expires_ms - 3600000")
-        .execute(&pool)
-        .await
-        .unwrap();
-    let took_over = reconcile_by_hand(&settings, &sandbox, &orgs[0]);
+    app.execute("UPDATE leases SET expires_ms = expires_ms - 3600000")
+        .await;
+    let took_over = reconcile_by_hand(settings, &sandbox, &orgs[0]);
     assert!(
         took_over.status.success(),
         "{}",
         String::from_utf8_lossy(&took_over.stderr)
     );
-    let mirrored: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM leads WHERE organization_id = ?")
-        .bind(&orgs[0])
-        .fetch_one(&pool)
-        .await
-        .unwrap();
+    let mirrored = app
+        .count(&format!(
+            "SELECT COUNT(*) FROM leads WHERE organization_id = '{}'",
+            orgs[0]
+        ))
+        .await;
     assert!(
         mirrored > 0,
         "the pass that took over mirrored the organization"
     );
     assert!(
-        lease_holders(&pool).await.is_empty(),
+        held(&app).await.is_empty(),
         "a finished pass gives its leases back"
     );
+}
+
+/// The reconciliation leases held now, by name; the daemon's own `leader` is not one.
+async fn held(app: &TestApp) -> Vec<(String, String)> {
+    app.rows("SELECT name, holder FROM leases WHERE name <> 'leader' ORDER BY name")
+        .await
 }
 
 #[tokio::test]
