@@ -661,15 +661,14 @@ impl Settings {
         Ok(Backend::Sqlite(PathBuf::from(path)))
     }
 
-    /// The SQLite file named by `database.url`; an error naming the key for PostgreSQL,
-    /// which so far only `migrate` supports.
+    /// The SQLite file named by `database.url`, for what opens a SQLite file itself; an
+    /// error naming the key when the URL is a PostgreSQL one.
     pub fn database_path(&self) -> Result<PathBuf, SettingsError> {
         match self.backend()? {
             Backend::Sqlite(path) => Ok(path),
             Backend::Postgres => Err(SettingsError::invalid(
                 "database.url",
-                "PostgreSQL is supported by `migrate` only so far; the other commands need a \
-                 sqlite:// database",
+                "a sqlite:// file is needed here, not a PostgreSQL database",
             )),
         }
     }
