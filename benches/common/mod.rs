@@ -1,0 +1,151 @@
+//! What the `ingest` and `apply` benches share: the database a run works on, taken from the
+//! environment. Without `BENCH_POSTGRES_URL`, a SQLite file in a temporary directory; with
+//! it (e.g. `postgres://postgres@127.0.0.1:5432/test`), a database of its own on that
+//! PostgreSQL server, created for the run (`CREATE DATABASE`, random name) and dropped
+//! after it (`DROP DATABASE … WITH (FORCE)`), even when the run fails.
+
+use std::str::FromStr as _;
+
+use outreach_sync::store::Pool;
+use sqlx::postgres::{PgConnectOptions, PgRow};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Connection as _, PgConnection};
+use tempfile::TempDir;
+
+/// The variable naming the PostgreSQL server to bench on.
+pub const POSTGRES_VARIABLE: &str = "BENCH_POSTGRES_URL";
+
+/// The database of one run, and a scratch directory (SQLite's files, the fsync probe).
+pub struct BenchDatabase {
+    pub dir: TempDir,
+    /// What the daemon's `database.url` is set to.
+    pub url: String,
+    /// The PostgreSQL database created for the run, dropped with it.
+    postgres: Option<Created>,
+}
+
+impl BenchDatabase {
+    /// A fresh database: PostgreSQL when `BENCH_POSTGRES_URL` is set, else the SQLite file
+    /// `sqlite_file` in a new temporary directory.
+    pub async fn create(sqlite_file: &str) -> anyhow::Result<Self> {
+        let dir = tempfile::tempdir()?;
+        let Ok(server_url) = std::env::var(POSTGRES_VARIABLE) else {
+            let url = format!("sqlite://{}", dir.path().join(sqlite_file).display());
+            return Ok(Self {
+                dir,
+                url,
+                postgres: None,
+            });
+        };
+        let server = PgConnectOptions::from_str(&server_url)
+            .map_err(|_| anyhow::anyhow!("{POSTGRES_VARIABLE} is not a PostgreSQL URL"))?;
+        let name = format!("outreach_sync_bench_{:016x}", rand::random::<u64>());
+        let mut admin = PgConnection::connect_with(&server).await?;
+        sqlx::query(&format!("CREATE DATABASE {name}"))
+            .execute(&mut admin)
+            .await?;
+        admin.close().await?;
+        let created = Created { server, name };
+        // The same URL (user, host, parameters) naming the new database.
+        let mut url = reqwest::Url::parse(&server_url)?;
+        url.set_path(&created.name);
+        Ok(Self {
+            dir,
+            url: url.to_string(),
+            postgres: Some(created),
+        })
+    }
+
+    /// Which backend the run is on, for the header.
+    pub fn backend(&self) -> &'static str {
+        if self.is_postgres() {
+            "PostgreSQL"
+        } else {
+            "SQLite"
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.postgres.is_some()
+    }
+
+    /// Where the data lives and how durable a commit is, for the header after
+    /// [`backend`](Self::backend).
+    pub async fn describe(&self, pool: &Pool) -> anyhow::Result<String> {
+        Ok(match (pool, &self.postgres) {
+            (Pool::Postgres(pool), Some(created)) => {
+                let (version, synchronous_commit, fsync): (String, String, String) =
+                    sqlx::query_as(
+                        "SELECT current_setting('server_version'),
+                                current_setting('synchronous_commit'), current_setting('fsync')",
+                    )
+                    .fetch_one(pool)
+                    .await?;
+                format!(
+                    "server {version} at {}:{} (synchronous_commit = {synchronous_commit}, \
+                     fsync = {fsync}), database {}",
+                    created.server.get_host(),
+                    created.server.get_port(),
+                    created.name
+                )
+            }
+            _ => format!("synchronous = full, db in {}", self.dir.path().display()),
+        })
+    }
+}
+
+/// A database created on the server, dropped when this goes.
+struct Created {
+    server: PgConnectOptions,
+    name: String,
+}
+
+impl Drop for Created {
+    /// Drops the database from a thread of its own (drop cannot await, and may run inside
+    /// the bench's runtime), ending the sessions still on it.
+    fn drop(&mut self) {
+        let (server, name) = (self.server.clone(), self.name.clone());
+        let dropped = std::thread::spawn(move || -> anyhow::Result<()> {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(async {
+                let mut admin = PgConnection::connect_with(&server).await?;
+                sqlx::query(&format!("DROP DATABASE {name} WITH (FORCE)"))
+                    .execute(&mut admin)
+                    .await?;
+                admin.close().await?;
+                Ok(())
+            })
+        })
+        .join();
+        match dropped {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => eprintln!("cannot drop the bench database {}: {error}", self.name),
+            Err(_) => eprintln!("cannot drop the bench database {}: panicked", self.name),
+        }
+    }
+}
+
+/// The one row of `sql`, a query written to run on either backend.
+pub async fn fetch_row<T>(pool: &Pool, sql: &str) -> Result<T, sqlx::Error>
+where
+    T: Send + Unpin + for<'r> sqlx::FromRow<'r, SqliteRow> + for<'r> sqlx::FromRow<'r, PgRow>,
+{
+    match pool {
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_one(pool).await,
+        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_one(pool).await,
+    }
+}
+
+/// The outbox by state: (rows, applied, quarantined, pending).
+pub async fn outbox_states(pool: &Pool) -> Result<(i64, i64, i64, i64), sqlx::Error> {
+    fetch_row(
+        pool,
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
+                COUNT(*) FILTER (WHERE state = 'quarantined'),
+                COUNT(*) FILTER (WHERE state = 'pending')
+         FROM outbox",
+    )
+    .await
+}
