@@ -158,29 +158,23 @@ async fn mark_batch_sqlite(pool: &SqlitePool) -> usize {
     ids.len()
 }
 
-/// One batch of the floor on PostgreSQL, its rows claimed as the daemon's worker claims
-/// them; how many rows it marked.
+/// One batch of the floor on PostgreSQL, its rows claimed and marked as the daemon's worker
+/// does (one `UPDATE ... RETURNING` over rows taken `FOR UPDATE SKIP LOCKED`); how many
+/// rows it marked.
 async fn mark_batch_postgres(pool: &PgPool) -> usize {
     let mut tx = pool.begin().await.expect("begin");
-    let ids: Vec<(i64, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, body FROM outbox WHERE state = 'pending' ORDER BY id LIMIT $1
-         FOR UPDATE SKIP LOCKED",
+    let rows: Vec<(i64, Vec<u8>)> = sqlx::query_as(
+        "UPDATE outbox SET state = 'applied'
+         WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT $1
+                      FOR UPDATE SKIP LOCKED)
+         RETURNING id, body",
     )
     .bind(BATCH)
     .fetch_all(&mut *tx)
     .await
-    .expect("select");
-    if ids.is_empty() {
-        return 0;
-    }
-    let list: Vec<i64> = ids.iter().map(|(id, _)| *id).collect();
-    sqlx::query("UPDATE outbox SET state = 'applied' WHERE id = ANY($1)")
-        .bind(list)
-        .execute(&mut *tx)
-        .await
-        .expect("update");
+    .expect("claim");
     tx.commit().await.expect("commit");
-    ids.len()
+    rows.len()
 }
 
 fn rate(n: usize, d: Duration) -> f64 {

@@ -25,6 +25,11 @@ pub const MAX_ATTEMPTS: i64 = 5;
 const IDLE_POLL: Duration = Duration::from_secs(5);
 /// How long the worker lets new deliveries gather after being woken.
 const APPLY_COALESCE: Duration = Duration::from_millis(20);
+/// Apply loops a process runs on PostgreSQL: while one waits on the server, another parses
+/// its batch (`cargo bench --bench apply`: 1 loop 15,100 events/s, 2 19,100, 3 20,200).
+/// Their batches are disjoint (`FOR UPDATE SKIP LOCKED`), as those of several replicas are.
+/// SQLite lets one writer in at a time: one loop.
+const POSTGRES_LOOPS: usize = 3;
 /// First pause after a failed batch; doubled up to [`MAX_BACKOFF`].
 const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
@@ -63,7 +68,7 @@ impl Worker {
             }
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
-                let rows = postgres::outbox::claim_pending(&mut tx, limit).await?;
+                let rows = postgres::outbox::claim_pending(&mut tx, limit, now).await?;
                 let outcome = self.apply(&mut *tx, rows, now).await?;
                 tx.commit().await?;
                 outcome
@@ -100,8 +105,27 @@ impl Worker {
         apply::deliveries(tx, &pending, now, self.account_sync).await
     }
 
-    /// Applies until the outbox is empty; for tests, `replay` and benchmarks.
+    /// Apply loops run at once (see [`POSTGRES_LOOPS`]).
+    fn loops(&self) -> usize {
+        match self.pool {
+            Pool::Sqlite(_) => 1,
+            Pool::Postgres(_) => POSTGRES_LOOPS,
+        }
+    }
+
+    /// Applies until the outbox is empty, with as many loops as [`Worker::run`]; for tests,
+    /// `replay` and benchmarks.
     pub async fn drain(&self) -> Result<Outcome, sqlx::Error> {
+        let loops = (0..self.loops()).map(|_| self.drain_alone());
+        let mut total = Outcome::default();
+        for outcome in futures::future::try_join_all(loops).await? {
+            total.applied += outcome.applied;
+            total.quarantined += outcome.quarantined;
+        }
+        Ok(total)
+    }
+
+    async fn drain_alone(&self) -> Result<Outcome, sqlx::Error> {
         let mut total = Outcome::default();
         loop {
             let outcome = self.try_execute_task(BATCH).await?;
@@ -116,6 +140,11 @@ impl Worker {
     /// Runs until `shutdown`, woken by every commit of the ingest writer. A failing batch is
     /// retried alone row by row, and a row failing [`MAX_ATTEMPTS`] times is quarantined.
     pub async fn run(self, shutdown: CancellationToken) {
+        futures::future::join_all((0..self.loops()).map(|_| self.run_loop(&shutdown))).await;
+        tracing::info!("worker stopped");
+    }
+
+    async fn run_loop(&self, shutdown: &CancellationToken) {
         let mut backoff = FIRST_BACKOFF;
         let mut limit = BATCH;
         loop {
@@ -166,7 +195,6 @@ impl Worker {
                 }
             }
         }
-        tracing::info!("worker stopped");
     }
 
     async fn record_failure(&self, error: &str) -> Result<(), sqlx::Error> {

@@ -87,13 +87,6 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         })
         .collect();
     tx.upsert_leads(&leads, now).await?;
-    let keys: Vec<(&str, &str)> = plan
-        .consent
-        .iter()
-        .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
-        .collect();
-    let states = tx.consent_states(&keys).await?;
-    consent::apply(tx, &plan.consent, now, states).await?;
     let statuses: Vec<StatusObservation> = rows
         .iter()
         .filter_map(|row| match &row.event {
@@ -117,6 +110,16 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         .filter(|id| !quarantined.contains(id))
         .collect();
     tx.settle_outbox(&applied, &plan.quarantined, now).await?;
+    // The ledger last: on PostgreSQL appenders queue on the ledger head from their first
+    // entry until they commit, so that wait covers only the entries, the states and the
+    // commit.
+    let keys: Vec<(&str, &str)> = plan
+        .consent
+        .iter()
+        .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
+        .collect();
+    let states = tx.consent_states(&keys).await?;
+    consent::apply(tx, &plan.consent, now, states).await?;
     Ok(Outcome {
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,

@@ -384,7 +384,8 @@ impl ApplyTx for PgConnection {
             let (ids, reasons): (Vec<i64>, Vec<&str>) =
                 quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
             sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason
+                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason,
+                     applied_at = NULL
                  FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
             )
             .bind(ids)
@@ -392,12 +393,16 @@ impl ApplyTx for PgConnection {
             .execute(&mut *self)
             .await?;
         }
+        // Rows the worker claimed are marked applied already (`outbox::claim_pending`).
         if !applied.is_empty() {
-            sqlx::query("UPDATE outbox SET state = 'applied', applied_at = $1 WHERE id = ANY($2)")
-                .bind(now)
-                .bind(applied)
-                .execute(&mut *self)
-                .await?;
+            sqlx::query(
+                "UPDATE outbox SET state = 'applied', applied_at = $1
+                 WHERE id = ANY($2) AND state = 'pending'",
+            )
+            .bind(now)
+            .bind(applied)
+            .execute(&mut *self)
+            .await?;
         }
         Ok(())
     }

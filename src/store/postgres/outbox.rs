@@ -1,23 +1,32 @@
 //! The outbox on PostgreSQL, shared by the workers of every replica.
 
+use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use crate::model::{OutboxStates, Requeue, StoredDelivery};
 
-/// Claims the first `limit` pending rows no other worker holds, in id order, until the
-/// caller's transaction ends: workers of all replicas take disjoint batches at once,
-/// nobody waiting on anybody.
+/// Claims the first `limit` pending rows no other worker holds, in id order, and marks them
+/// applied at `now` in the same statement (the caller's transaction settles the rows it
+/// must quarantine instead, and a rollback leaves them all pending): one pass over the rows
+/// instead of a lock now and an update later. Workers of all replicas take disjoint batches
+/// at once, nobody waiting on anybody.
 pub async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
+    now: DateTime<Utc>,
 ) -> Result<Vec<StoredDelivery>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT id, dedup_key, received_at, body FROM outbox
-         WHERE state = 'pending' ORDER BY id LIMIT $1 FOR UPDATE SKIP LOCKED",
+    let mut rows: Vec<StoredDelivery> = sqlx::query_as(
+        "UPDATE outbox SET state = 'applied', applied_at = $2
+         WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT $1
+                      FOR UPDATE SKIP LOCKED)
+         RETURNING id, dedup_key, received_at, body",
     )
     .bind(limit)
+    .bind(now)
     .fetch_all(conn)
-    .await
+    .await?;
+    rows.sort_unstable_by_key(|row| row.id);
+    Ok(rows)
 }
 
 /// Counts a failed attempt against the oldest pending row no other worker holds,
