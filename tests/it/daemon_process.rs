@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use outreach_sync::settings::WebhookSettings;
 use outreach_sync::signature::{Key, SignatureFormat, sign};
+use outreach_sync::store::Pool;
 use tokio_util::sync::CancellationToken;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
@@ -383,15 +384,15 @@ pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) ->
     }
 }
 
-/// Keys of `keys` that are not rows of the outbox.
-pub async fn missing_from_outbox(pool: &sqlx::SqlitePool, keys: &[String]) -> Vec<String> {
+/// Keys of `keys` that are not rows of the outbox, on either backend.
+pub async fn missing_from_outbox(pool: impl Into<Pool>, keys: &[String]) -> Vec<String> {
+    const KEYS: &str = "SELECT dedup_key FROM outbox";
+    let stored = match pool.into() {
+        Pool::Sqlite(pool) => sqlx::query_scalar::<_, String>(KEYS).fetch_all(&pool).await,
+        Pool::Postgres(pool) => sqlx::query_scalar::<_, String>(KEYS).fetch_all(&pool).await,
+    };
     let stored: std::collections::HashSet<String> =
-        sqlx::query_scalar::<_, String>("SELECT dedup_key FROM outbox")
-            .fetch_all(pool)
-            .await
-            .expect("outbox keys")
-            .into_iter()
-            .collect();
+        stored.expect("outbox keys").into_iter().collect();
     keys.iter()
         .filter(|k| !stored.contains(*k))
         .cloned()

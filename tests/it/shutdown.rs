@@ -1,20 +1,41 @@
 //! Clean shutdown of the real process: SIGTERM or SIGINT under load ends with exit 0 within
-//! 10 seconds, every acknowledged delivery committed, and systemd told READY, WATCHDOG and
-//! STOPPING along the way.
+//! 10 seconds (on either backend), every acknowledged delivery committed, and systemd told
+//! READY, WATCHDOG and STOPPING along the way.
 
 use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 
 use daemon_process::{Daemon, Load, LoadPlan, eventually, missing_from_outbox, open_database};
+use outreach_sync::store::Pool;
+
+use crate::common::{Backend, on_both_backends};
+use crate::postgres::TestDatabase;
 
 /// The promise: a stop request is done with within this long (systemd's TimeoutStopSec=15).
 const STOP_WITHIN: Duration = Duration::from_secs(10);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_delivery_stored() {
+on_both_backends!(
+    sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_delivery_stored,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
+async fn sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_delivery_stored(
+    backend: Backend,
+) {
     let dir = tempfile::tempdir().unwrap();
-    let mut daemon = Daemon::start(dir.path(), "serve", &[]).await;
+    let database = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => match TestDatabase::create().await {
+            Some(database) => Some(database),
+            None => return,
+        },
+    };
+    let env: Vec<(String, String)> = database
+        .iter()
+        .map(|d| ("OUTREACH_SYNC__DATABASE__URL".to_owned(), d.url.clone()))
+        .collect();
+    let mut daemon = Daemon::start(dir.path(), "serve", &env).await;
     let plan = LoadPlan {
         clients: 6,
         phones: 300,
@@ -55,25 +76,41 @@ async fn sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_de
         "every delivery is committed and acknowledged, or refused: {:?}",
         load.statuses()
     );
-    let pool = open_database(dir.path()).await;
+    let pool = match &database {
+        None => Pool::Sqlite(open_database(dir.path()).await),
+        Some(database) => Pool::Postgres(database.pool().await),
+    };
     let missing = missing_from_outbox(&pool, &acked).await;
     assert!(
         missing.is_empty(),
         "acknowledged but not stored: {missing:?}"
     );
-    let applied_without_entry: i64 = sqlx::query_scalar(
-        "SELECT COUNT(*) FROM outbox WHERE state = 'applied'
-         AND dedup_key NOT IN (SELECT event_ref FROM ledger)",
-    )
-    .fetch_one(&pool)
-    .await
+    const APPLIED_WITHOUT_ENTRY: &str = "SELECT COUNT(*) FROM outbox WHERE state = 'applied'
+         AND dedup_key NOT IN (SELECT event_ref FROM ledger)";
+    let applied_without_entry: i64 = match &pool {
+        Pool::Sqlite(pool) => {
+            sqlx::query_scalar(APPLIED_WITHOUT_ENTRY)
+                .fetch_one(pool)
+                .await
+        }
+        Pool::Postgres(pool) => {
+            sqlx::query_scalar(APPLIED_WITHOUT_ENTRY)
+                .fetch_one(pool)
+                .await
+        }
+    }
     .unwrap();
-    assert_eq!(applied_without_entry, 0, "the worker's last batch is whole");
-    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
-        .fetch_one(&pool)
-        .await
-        .unwrap();
-    assert_eq!(integrity, "ok");
+    assert_eq!(
+        applied_without_entry, 0,
+        "the workers' last batches are whole"
+    );
+    if let Pool::Sqlite(pool) = &pool {
+        let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+        assert_eq!(integrity, "ok");
+    }
     let logs = daemon.logs();
     for line in [
         "stop requested",
@@ -81,6 +118,10 @@ async fn sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_de
         "worker stopped",
     ] {
         assert!(logs.contains(line), "`{line}` in the log: {logs}");
+    }
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
     }
 }
 
