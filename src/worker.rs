@@ -55,6 +55,13 @@ impl Worker {
 
     /// Applies at most `limit` pending rows in one transaction.
     pub async fn try_execute_task(&self, limit: i64) -> Result<Outcome, sqlx::Error> {
+        self.attempt(limit, &mut Vec::new()).await
+    }
+
+    /// [`Worker::try_execute_task`], telling in `claimed` which rows the batch took (none
+    /// when it failed before taking any), so that a failure is counted against its row.
+    async fn attempt(&self, limit: i64, claimed: &mut Vec<i64>) -> Result<Outcome, sqlx::Error> {
+        claimed.clear();
         let now = Utc::now();
         let outcome = match &self.pool {
             Pool::Sqlite(pool) => {
@@ -62,6 +69,7 @@ impl Worker {
                 let mut conn = pool.acquire().await?;
                 let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
                 let rows = sqlite::outbox::pending(&mut tx, limit).await?;
+                claimed.extend(rows.iter().map(|row| row.id));
                 let outcome = self.apply(&mut *tx, rows, now).await?;
                 tx.commit().await?;
                 outcome
@@ -69,6 +77,7 @@ impl Worker {
             Pool::Postgres(pool) => {
                 let mut tx = pool.begin().await?;
                 let rows = postgres::outbox::claim_pending(&mut tx, limit, now).await?;
+                claimed.extend(rows.iter().map(|row| row.id));
                 let outcome = self.apply(&mut *tx, rows, now).await?;
                 tx.commit().await?;
                 outcome
@@ -147,11 +156,12 @@ impl Worker {
     async fn run_loop(&self, shutdown: &CancellationToken) {
         let mut backoff = FIRST_BACKOFF;
         let mut limit = BATCH;
+        let mut claimed = Vec::new();
         loop {
             if shutdown.is_cancelled() {
                 break;
             }
-            match self.try_execute_task(limit).await {
+            match self.attempt(limit, &mut claimed).await {
                 Ok(outcome) if outcome.is_idle() => {
                     backoff = FIRST_BACKOFF;
                     limit = BATCH;
@@ -180,8 +190,10 @@ impl Worker {
                 Err(error) => {
                     tracing::error!(error = %error, batch = limit, "applying the outbox failed; backing off");
                     self.pool.note_error(&format!("worker: {error}")).await;
-                    if limit == 1
-                        && let Err(e) = self.record_failure(&error.to_string()).await
+                    // Alone, the row failed by itself: the attempt counts against it (another
+                    // loop or replica may be failing on another row at the same time).
+                    if let (1, &[id]) = (limit, claimed.as_slice())
+                        && let Err(e) = self.record_failure(id, &error.to_string()).await
                     {
                         tracing::error!(error = %e, "cannot record the failed attempt");
                     }
@@ -197,8 +209,8 @@ impl Worker {
         }
     }
 
-    async fn record_failure(&self, error: &str) -> Result<(), sqlx::Error> {
-        let quarantined = on_backend!(&self.pool, outbox::record_failure(error, MAX_ATTEMPTS))?;
+    async fn record_failure(&self, id: i64, error: &str) -> Result<(), sqlx::Error> {
+        let quarantined = on_backend!(&self.pool, outbox::record_failure(id, error, MAX_ATTEMPTS))?;
         if let Some(id) = quarantined {
             tracing::warn!(
                 outbox_id = id,

@@ -613,3 +613,71 @@ async fn a_verified_delivery_of_an_unknown_event_is_kept_and_quarantined_with_it
     );
     app.stop().await;
 }
+
+on_both_backends!(
+    a_delivery_that_keeps_failing_is_quarantined_after_five_attempts_and_holds_up_no_other
+);
+async fn a_delivery_that_keeps_failing_is_quarantined_after_five_attempts_and_holds_up_no_other(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    // The mirror refuses one number only, as a bug triggered by one event would.
+    app.execute(match app.pool {
+        Pool::Sqlite(_) => {
+            "CREATE TRIGGER refuses_one BEFORE INSERT ON ledger WHEN NEW.phone_number = '+15550009999'
+             BEGIN SELECT RAISE(ABORT, 'this number breaks the mirror'); END"
+        }
+        Pool::Postgres(_) => {
+            "CREATE FUNCTION refuses_one() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF NEW.phone_number = '+15550009999' THEN
+                     RAISE EXCEPTION 'this number breaks the mirror';
+                 END IF;
+                 RETURN NEW;
+             END $$;
+             CREATE TRIGGER refuses_one BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION refuses_one()"
+        }
+    })
+    .await;
+    let bad = consent_event("evt_bad", "+15550009999", true);
+    let good = consent_event("evt_good", "+15550001111", true);
+    for body in [&bad, &good] {
+        assert_eq!(app.post_signed(body).await.status(), 200);
+    }
+
+    // The daemon's own worker retries the failing row alone, with growing pauses
+    // (0.1 s doubling), and quarantines it at its fifth failure.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while app
+        .count("SELECT COUNT(*) FROM outbox WHERE state = 'pending'")
+        .await
+        > 0
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still pending: {:?}",
+            states(&app).await
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(states(&app).await, ["quarantined", "applied"]);
+    let attempts = |key: &str| {
+        format!("SELECT CAST(attempts AS BIGINT) FROM outbox WHERE dedup_key = '{key}'")
+    };
+    assert_eq!(app.count(&attempts("event:evt_bad")).await, 5);
+    assert_eq!(
+        app.count(&attempts("event:evt_good")).await,
+        0,
+        "no failure counted against the row that applies"
+    );
+    let error = app
+        .texts("SELECT last_error FROM outbox WHERE dedup_key = 'event:evt_bad'")
+        .await;
+    assert!(
+        error[0].contains("this number breaks the mirror"),
+        "{error:?}"
+    );
+    app.stop().await;
+}

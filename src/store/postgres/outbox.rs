@@ -29,20 +29,21 @@ pub async fn claim_pending(
     Ok(rows)
 }
 
-/// Counts a failed attempt against the oldest pending row no other worker holds,
-/// quarantining it after `max_attempts`; returns its id if it was quarantined.
+/// Counts a failed attempt against the pending row `id`, quarantining it after
+/// `max_attempts`; returns its id if it was quarantined.
 pub async fn record_failure(
     pool: &PgPool,
+    id: i64,
     error: &str,
     max_attempts: i64,
 ) -> Result<Option<i64>, sqlx::Error> {
     Ok(sqlx::query_scalar(
-        "UPDATE outbox SET attempts = attempts + 1, last_error = $1,
-             state = CASE WHEN attempts + 1 >= $2 THEN 'quarantined' ELSE state END
-         WHERE id = (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT 1
-                     FOR UPDATE SKIP LOCKED)
+        "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
+             state = CASE WHEN attempts + 1 >= $3 THEN 'quarantined' ELSE state END
+         WHERE id = $1 AND state = 'pending'
          RETURNING CASE WHEN state = 'quarantined' THEN id END",
     )
+    .bind(id)
     .bind(error)
     .bind(max_attempts)
     .fetch_optional(pool)
