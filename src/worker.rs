@@ -125,7 +125,7 @@ impl Worker {
     /// Applies until the outbox is empty, with as many loops as [`Worker::run`]; for tests,
     /// `replay` and benchmarks.
     pub async fn drain(&self) -> Result<Outcome, sqlx::Error> {
-        let loops = (0..self.loops()).map(|_| self.drain_alone());
+        let loops = (0..self.loops()).map(|_| self.drain_in_order());
         let mut total = Outcome::default();
         for outcome in futures::future::try_join_all(loops).await? {
             total.applied += outcome.applied;
@@ -134,7 +134,10 @@ impl Worker {
         Ok(total)
     }
 
-    async fn drain_alone(&self) -> Result<Outcome, sqlx::Error> {
+    /// Applies until the outbox is empty with one loop, batch after batch in id order, as
+    /// on SQLite. The loops of [`Worker::drain`] on PostgreSQL may split a batch, and commit
+    /// order then decides the seqs: this is for comparisons that need the same seqs.
+    pub async fn drain_in_order(&self) -> Result<Outcome, sqlx::Error> {
         let mut total = Outcome::default();
         loop {
             let outcome = self.try_execute_task(BATCH).await?;

@@ -23,6 +23,9 @@ pub mod postgres;
 /// Lease and heartbeat statements, one text for both backends.
 mod leases;
 
+/// Outbox statements with one text for both backends.
+mod outbox;
+
 /// Calls `$module::$function(pool, args…)` of the pool's backend (`store::sqlite::…` or
 /// `store::postgres::…`, which have the same functions) and awaits it.
 macro_rules! on_backend {
@@ -255,7 +258,8 @@ pub trait ApplyTx: Send {
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
 
-    /// Marks outbox rows applied, and others quarantined with their reason.
+    /// Marks outbox rows applied, and others quarantined with their reason. (PostgreSQL's
+    /// worker claims its rows marked applied already: there only the quarantined change.)
     fn settle_outbox(
         &mut self,
         applied: &[i64],

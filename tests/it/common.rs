@@ -125,6 +125,22 @@ pub async fn spawn_app_on(
     })
 }
 
+/// The rows `sql` selects from `pool`, whichever the backend (columns of types both decode
+/// alike: text, BIGINT, booleans, bytes); a failing query fails the test, naming it.
+pub async fn rows<T>(pool: &Pool, sql: &str) -> Vec<T>
+where
+    T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
+        + for<'r> sqlx::FromRow<'r, sqlx::postgres::PgRow>
+        + Send
+        + Unpin,
+{
+    let rows = match pool {
+        Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await,
+        Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await,
+    };
+    rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+}
+
 /// A test's PostgreSQL database, dropped when its app is (however the test ended).
 struct DroppedWithApp(Option<TestDatabase>);
 
@@ -193,15 +209,11 @@ impl TestApp {
 
     /// The one BIGINT (a `COUNT(*)`) that `sql` selects, on either backend.
     pub async fn count(&self, sql: &str) -> i64 {
-        let counted = match &self.pool {
-            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
-            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
-        };
-        counted.unwrap_or_else(|e| panic!("{sql}: {e}"))
+        let rows: Vec<(i64,)> = self.rows(sql).await;
+        rows.first().unwrap_or_else(|| panic!("{sql}: no row")).0
     }
 
-    /// The rows `sql` selects, on either backend (columns of types both decode alike:
-    /// text, BIGINT, booleans, bytes).
+    /// The rows `sql` selects, on either backend (see [`rows`]).
     pub async fn rows<T>(&self, sql: &str) -> Vec<T>
     where
         T: for<'r> sqlx::FromRow<'r, sqlx::sqlite::SqliteRow>
@@ -209,11 +221,7 @@ impl TestApp {
             + Send
             + Unpin,
     {
-        let rows = match &self.pool {
-            Pool::Sqlite(pool) => sqlx::query_as(sql).fetch_all(pool).await,
-            Pool::Postgres(pool) => sqlx::query_as(sql).fetch_all(pool).await,
-        };
-        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+        rows(&self.pool, sql).await
     }
 
     /// Runs `sql` (one statement or several) on either backend.
@@ -227,20 +235,14 @@ impl TestApp {
 
     /// The one byte column that `sql` selects, row by row, on either backend.
     pub async fn blobs(&self, sql: &str) -> Vec<Vec<u8>> {
-        let rows = match &self.pool {
-            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
-            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
-        };
-        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+        let rows: Vec<(Vec<u8>,)> = self.rows(sql).await;
+        rows.into_iter().map(|(blob,)| blob).collect()
     }
 
     /// The one text column that `sql` selects, row by row, on either backend.
     pub async fn texts(&self, sql: &str) -> Vec<String> {
-        let rows = match &self.pool {
-            Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
-            Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_all(pool).await,
-        };
-        rows.unwrap_or_else(|e| panic!("{sql}: {e}"))
+        let rows: Vec<(String,)> = self.rows(sql).await;
+        rows.into_iter().map(|(text,)| text).collect()
     }
 
     /// Applies everything committed to the outbox so far, as the daemon's worker would, and

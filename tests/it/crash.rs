@@ -6,7 +6,7 @@ use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 
-use daemon_process::{Daemon, Load, LoadPlan, missing_from_outbox, open_database};
+use daemon_process::{Daemon, Load, LoadPlan, SplitMix64, missing_from_outbox, open_database};
 
 /// SIGKILLs before the final, clean run.
 const KILLS: usize = 24;
@@ -15,19 +15,6 @@ const SEED: u64 = 0x5EED_2026_1121;
 /// Each run serves this long at least, and at most this plus [`KILL_SPREAD_MS`].
 const MIN_RUN_MS: u64 = 30;
 const KILL_SPREAD_MS: u64 = 570;
-
-/// splitmix64: a small deterministic generator for the kill moments.
-struct Moments(u64);
-
-impl Moments {
-    fn next_ms(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        MIN_RUN_MS + (z ^ (z >> 31)) % KILL_SPREAD_MS
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_none_twice() {
@@ -41,7 +28,7 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_no
         max_duration: Duration::from_secs(60),
     };
     let (load, clients) = Load::start(plan, None);
-    let mut moments = Moments(SEED);
+    let mut moments = SplitMix64(SEED);
     let started = Instant::now();
     let mut acked_per_run = Vec::new();
     for run in 0..KILLS {
@@ -49,7 +36,8 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_no
         let before = load.acked_count();
         load.set_target(Some(daemon.url("/webhooks")));
         // The random moment of the crash, under load (not a wait for background work).
-        tokio::time::sleep(Duration::from_millis(moments.next_ms())).await;
+        let moment = MIN_RUN_MS + moments.next() % KILL_SPREAD_MS;
+        tokio::time::sleep(Duration::from_millis(moment)).await;
         daemon.kill();
         load.set_target(None);
         acked_per_run.push(load.acked_count() - before);

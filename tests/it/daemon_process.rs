@@ -370,6 +370,20 @@ impl Load {
     }
 }
 
+/// splitmix64: a small deterministic generator, for the moments (and victims) of crash
+/// tests, so that a seed gives the same run every time.
+pub struct SplitMix64(pub u64);
+
+impl SplitMix64 {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
 /// Polls `condition` every 20 ms until it holds or `limit` passes; whether it held.
 pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let deadline = Instant::now() + limit;

@@ -47,15 +47,25 @@ async fn a_signed_delivery_is_in_the_database_when_it_is_acknowledged() {
 
 /// Makes every apply fail (as a broken mirror would) until [`mend_the_ledger`].
 async fn break_the_ledger(app: &common::TestApp) {
-    app.execute(match app.pool {
-        Pool::Sqlite(_) => {
-            "CREATE TRIGGER broken BEFORE INSERT ON ledger BEGIN SELECT RAISE(ABORT, 'broken'); END"
-        }
-        Pool::Postgres(_) => {
-            "CREATE FUNCTION broken() RETURNS trigger LANGUAGE plpgsql
-                 AS $$ BEGIN RAISE EXCEPTION 'broken'; END $$;
+    refuse_ledger_entries(app, "TRUE", "broken").await;
+}
+
+/// A trigger `broken` that fails every ledger insert for which `condition` (on `NEW`)
+/// holds, with `message`.
+async fn refuse_ledger_entries(app: &common::TestApp, condition: &str, message: &str) {
+    app.execute(&match app.pool {
+        Pool::Sqlite(_) => format!(
+            "CREATE TRIGGER broken BEFORE INSERT ON ledger WHEN {condition}
+             BEGIN SELECT RAISE(ABORT, '{message}'); END"
+        ),
+        Pool::Postgres(_) => format!(
+            "CREATE FUNCTION broken() RETURNS trigger LANGUAGE plpgsql AS $$
+             BEGIN
+                 IF {condition} THEN RAISE EXCEPTION '{message}'; END IF;
+                 RETURN NEW;
+             END $$;
              CREATE TRIGGER broken BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION broken()"
-        }
+        ),
     })
     .await;
 }
@@ -624,22 +634,11 @@ async fn a_delivery_that_keeps_failing_is_quarantined_after_five_attempts_and_ho
         return;
     };
     // The mirror refuses one number only, as a bug triggered by one event would.
-    app.execute(match app.pool {
-        Pool::Sqlite(_) => {
-            "CREATE TRIGGER refuses_one BEFORE INSERT ON ledger WHEN NEW.phone_number = '+15550009999'
-             BEGIN SELECT RAISE(ABORT, 'this number breaks the mirror'); END"
-        }
-        Pool::Postgres(_) => {
-            "CREATE FUNCTION refuses_one() RETURNS trigger LANGUAGE plpgsql AS $$
-             BEGIN
-                 IF NEW.phone_number = '+15550009999' THEN
-                     RAISE EXCEPTION 'this number breaks the mirror';
-                 END IF;
-                 RETURN NEW;
-             END $$;
-             CREATE TRIGGER refuses_one BEFORE INSERT ON ledger FOR EACH ROW EXECUTE FUNCTION refuses_one()"
-        }
-    })
+    refuse_ledger_entries(
+        &app,
+        "NEW.phone_number = '+15550009999'",
+        "this number breaks the mirror",
+    )
     .await;
     let bad = consent_event("evt_bad", "+15550009999", true);
     let good = consent_event("evt_good", "+15550001111", true);

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use outreach_sync::db;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
+use outreach_sync::store::Pool;
 use outreach_sync::worker::Worker;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree as _;
@@ -15,7 +16,7 @@ use serde_json::Value;
 use sqlx::{PgPool, SqlitePool};
 
 use crate::apply::{consent, lead, status};
-use crate::common;
+use crate::common::{self, rows};
 use crate::postgres::TestDatabase;
 
 /// A migrated database of its own on the test server, or `None` when there is none.
@@ -89,23 +90,15 @@ const LEDGER: &str =
 const OUTBOX: &str = "SELECT state, COUNT(*) FROM outbox GROUP BY state ORDER BY state";
 const LEADS: &str = "SELECT id, first_name FROM leads ORDER BY 1";
 
-async fn seen_sqlite(pool: &SqlitePool) -> Seen {
+/// What the apply path left in the database, whichever the backend.
+async fn seen(pool: impl Into<Pool>) -> Seen {
+    let pool = pool.into();
     Seen {
-        consent: sqlx::query_as(CONSENT).fetch_all(pool).await.unwrap(),
-        messages: sqlx::query_as(MESSAGES).fetch_all(pool).await.unwrap(),
-        ledger: sqlx::query_as(LEDGER).fetch_all(pool).await.unwrap(),
-        outbox: sqlx::query_as(OUTBOX).fetch_all(pool).await.unwrap(),
-        leads: sqlx::query_as(LEADS).fetch_all(pool).await.unwrap(),
-    }
-}
-
-async fn seen_pg(pool: &PgPool) -> Seen {
-    Seen {
-        consent: sqlx::query_as(CONSENT).fetch_all(pool).await.unwrap(),
-        messages: sqlx::query_as(MESSAGES).fetch_all(pool).await.unwrap(),
-        ledger: sqlx::query_as(LEDGER).fetch_all(pool).await.unwrap(),
-        outbox: sqlx::query_as(OUTBOX).fetch_all(pool).await.unwrap(),
-        leads: sqlx::query_as(LEADS).fetch_all(pool).await.unwrap(),
+        consent: rows(&pool, CONSENT).await,
+        messages: rows(&pool, MESSAGES).await,
+        ledger: rows(&pool, LEDGER).await,
+        outbox: rows(&pool, OUTBOX).await,
+        leads: rows(&pool, LEADS).await,
     }
 }
 
@@ -151,10 +144,12 @@ async fn on_postgres_the_worker_leaves_what_it_leaves_on_sqlite() {
     deliver_pg(&pg, &bodies).await;
     deliver_sqlite(&lite, &bodies).await;
     let state = Arc::new(OutboxState::default());
-    let on_pg = Worker::new(pg.clone(), state.clone(), true).drain().await;
+    let on_pg = Worker::new(pg.clone(), state.clone(), true)
+        .drain_in_order()
+        .await;
     let on_lite = Worker::new(lite.clone(), state, true).drain().await;
     assert_eq!(on_pg.unwrap(), on_lite.unwrap());
-    let (on_pg, on_lite) = (seen_pg(&pg).await, seen_sqlite(&lite).await);
+    let (on_pg, on_lite) = (seen(&pg).await, seen(&lite).await);
     assert_eq!(on_pg, on_lite);
     let reasons: Vec<(String, String)> = sqlx::query_as(
         "SELECT dedup_key, last_error FROM outbox WHERE state = 'quarantined' ORDER BY 1",

@@ -96,7 +96,7 @@ fn worker(pool: impl Into<Pool>) -> Worker {
 
 async fn history_on_pg(pg: &PgPool) -> Outcome {
     deliver_pg(pg, &mixed_deliveries()).await;
-    let mut outcome = worker(pg).drain().await.unwrap();
+    let mut outcome = worker(pg).drain_in_order().await.unwrap();
     let mut seqs = Vec::new();
     for change in changes() {
         let recorded = local::record_local(pg, &change, at(LOCAL_AT))
@@ -108,7 +108,7 @@ async fn history_on_pg(pg: &PgPool) -> Outcome {
         sqlx::query(&sql).execute(pg).await.unwrap();
     }
     deliver_pg(pg, &[echo()]).await;
-    outcome.applied += worker(pg).drain().await.unwrap().applied;
+    outcome.applied += worker(pg).drain_in_order().await.unwrap().applied;
     for sql in FOR_STATUS {
         sqlx::query(sql).execute(pg).await.unwrap();
     }
@@ -118,7 +118,7 @@ async fn history_on_pg(pg: &PgPool) -> Outcome {
 
 async fn history_on_sqlite(lite: &SqlitePool) -> Outcome {
     deliver_sqlite(lite, &mixed_deliveries()).await;
-    let mut outcome = worker(lite).drain().await.unwrap();
+    let mut outcome = worker(lite).drain_in_order().await.unwrap();
     let mut seqs = Vec::new();
     for change in changes() {
         let recorded = local::record_local(lite, &change, at(LOCAL_AT))
@@ -130,7 +130,7 @@ async fn history_on_sqlite(lite: &SqlitePool) -> Outcome {
         sqlx::query(&sql).execute(lite).await.unwrap();
     }
     deliver_sqlite(lite, &[echo()]).await;
-    outcome.applied += worker(lite).drain().await.unwrap().applied;
+    outcome.applied += worker(lite).drain_in_order().await.unwrap().applied;
     for sql in FOR_STATUS {
         sqlx::query(sql).execute(lite).await.unwrap();
     }

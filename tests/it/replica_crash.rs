@@ -14,7 +14,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::daemon_process::{Daemon, Load, LoadPlan};
+use crate::daemon_process::{Daemon, Load, LoadPlan, SplitMix64};
 use crate::postgres::TestDatabase;
 
 const REPLICAS: usize = 3;
@@ -29,19 +29,6 @@ const KILL_SPREAD_MS: u64 = 1_200;
 /// The leader's lease: short, so that leadership moves several times during the test.
 const LEASE_SECS: &str = "2";
 const ADMIN_TOKEN: &str = "replica-crash-admin-token";
-
-/// splitmix64: a small deterministic generator for the victims and moments.
-struct Draws(u64);
-
-impl Draws {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 /// Follows the change feed through whichever replica answers, as a subscriber would: every
 /// seq it is given, in the order given.
@@ -170,7 +157,7 @@ async fn replicas_killed_at_random_lose_nothing_apply_once_and_never_reconcile_t
     let follower_stop = CancellationToken::new();
     let following = tokio::spawn(follower.clone().run(follower_stop.clone()));
 
-    let mut draws = Draws(SEED);
+    let mut draws = SplitMix64(SEED);
     let started = Instant::now();
     for kill in 0..KILLS {
         tokio::time::sleep(Duration::from_millis(

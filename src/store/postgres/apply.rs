@@ -376,9 +376,10 @@ impl ApplyTx for PgConnection {
 
     async fn settle_outbox(
         &mut self,
-        applied: &[i64],
+        // Claimed rows are marked applied by the claim itself (`outbox::claim_pending`).
+        _applied: &[i64],
         quarantined: &[(i64, String)],
-        now: DateTime<Utc>,
+        _now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
         if !quarantined.is_empty() {
             let (ids, reasons): (Vec<i64>, Vec<&str>) =
@@ -390,17 +391,6 @@ impl ApplyTx for PgConnection {
             )
             .bind(ids)
             .bind(reasons)
-            .execute(&mut *self)
-            .await?;
-        }
-        // Rows the worker claimed are marked applied already (`outbox::claim_pending`).
-        if !applied.is_empty() {
-            sqlx::query(
-                "UPDATE outbox SET state = 'applied', applied_at = $1
-                 WHERE id = ANY($2) AND state = 'pending'",
-            )
-            .bind(now)
-            .bind(applied)
             .execute(&mut *self)
             .await?;
         }

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
-use crate::model::{OutboxStates, Requeue, StoredDelivery};
+use crate::model::{OutboxStates, StoredDelivery};
 
 /// Claims the first `limit` pending rows no other worker holds, in id order, and marks them
 /// applied at `now` in the same statement (the caller's transaction settles the rows it
@@ -29,49 +29,7 @@ pub async fn claim_pending(
     Ok(rows)
 }
 
-/// Counts a failed attempt against the pending row `id`, quarantining it after
-/// `max_attempts`; returns its id if it was quarantined.
-pub async fn record_failure(
-    pool: &PgPool,
-    id: i64,
-    error: &str,
-    max_attempts: i64,
-) -> Result<Option<i64>, sqlx::Error> {
-    Ok(sqlx::query_scalar(
-        "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
-             state = CASE WHEN attempts + 1 >= $3 THEN 'quarantined' ELSE state END
-         WHERE id = $1 AND state = 'pending'
-         RETURNING CASE WHEN state = 'quarantined' THEN id END",
-    )
-    .bind(id)
-    .bind(error)
-    .bind(max_attempts)
-    .fetch_optional(pool)
-    .await?
-    .flatten())
-}
-
-/// Puts rows back in the pending state; returns their ids.
-pub async fn requeue(pool: &PgPool, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
-    match selection {
-        Requeue::Quarantined => {
-            sqlx::query_scalar(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'
-                 RETURNING id",
-            )
-            .fetch_all(pool)
-            .await
-        }
-        Requeue::Id(id) => {
-            sqlx::query_scalar(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = $1 RETURNING id",
-            )
-            .bind(id)
-            .fetch_all(pool)
-            .await
-        }
-    }
-}
+crate::store::outbox::statements!(sqlx::PgPool);
 
 /// The states of the outbox rows `ids`, by state: how many are pending, applied and
 /// quarantined.

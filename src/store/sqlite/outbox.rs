@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::db;
-use crate::model::{OutboxStates, Requeue, StoredDelivery};
+use crate::model::{OutboxStates, StoredDelivery};
 
 /// The first `limit` pending rows, in id order, inside the caller's write transaction.
 pub async fn pending(
@@ -38,49 +38,7 @@ pub async fn pending(
         .collect()
 }
 
-/// Counts a failed attempt against the pending row `id`, quarantining it after
-/// `max_attempts`; returns its id if it was quarantined.
-pub async fn record_failure(
-    pool: &SqlitePool,
-    id: i64,
-    error: &str,
-    max_attempts: i64,
-) -> Result<Option<i64>, sqlx::Error> {
-    Ok(sqlx::query_scalar(
-        "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
-             state = CASE WHEN attempts + 1 >= $3 THEN 'quarantined' ELSE state END
-         WHERE id = $1 AND state = 'pending'
-         RETURNING CASE WHEN state = 'quarantined' THEN id END",
-    )
-    .bind(id)
-    .bind(error)
-    .bind(max_attempts)
-    .fetch_optional(pool)
-    .await?
-    .flatten())
-}
-
-/// Puts rows back in the pending state; returns their ids.
-pub async fn requeue(pool: &SqlitePool, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
-    match selection {
-        Requeue::Quarantined => {
-            sqlx::query_scalar(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE state = 'quarantined'
-                 RETURNING id",
-            )
-            .fetch_all(pool)
-            .await
-        }
-        Requeue::Id(id) => {
-            sqlx::query_scalar(
-                "UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = ? RETURNING id",
-            )
-            .bind(id)
-            .fetch_all(pool)
-            .await
-        }
-    }
-}
+crate::store::outbox::statements!(sqlx::SqlitePool);
 
 /// The states of the outbox rows `ids`, by state: how many are pending, applied and
 /// quarantined.

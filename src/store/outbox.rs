@@ -1,0 +1,54 @@
+//! Outbox statements with one text for both backends (`$N` parameters: SQLite takes them
+//! too); what differs, claiming rows and counting states, is in each backend's `outbox`.
+
+/// The shared outbox statements for the pool type `$pool`.
+macro_rules! statements {
+    ($pool:ty) => {
+        /// Counts a failed attempt against the pending row `id`, quarantining it after
+        /// `max_attempts`; returns its id if it was quarantined.
+        pub async fn record_failure(
+            pool: &$pool,
+            id: i64,
+            error: &str,
+            max_attempts: i64,
+        ) -> Result<Option<i64>, sqlx::Error> {
+            Ok(sqlx::query_scalar(
+                "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
+                     state = CASE WHEN attempts + 1 >= $3 THEN 'quarantined' ELSE state END
+                 WHERE id = $1 AND state = 'pending'
+                 RETURNING CASE WHEN state = 'quarantined' THEN id END",
+            )
+            .bind(id)
+            .bind(error)
+            .bind(max_attempts)
+            .fetch_optional(pool)
+            .await?
+            .flatten())
+        }
+
+        /// Puts rows back in the pending state; returns their ids.
+        pub async fn requeue(
+            pool: &$pool,
+            selection: crate::model::Requeue,
+        ) -> Result<Vec<i64>, sqlx::Error> {
+            let (sql, id) = match selection {
+                crate::model::Requeue::Quarantined => (
+                    "UPDATE outbox SET state = 'pending', attempts = 0
+                     WHERE state = 'quarantined' RETURNING id",
+                    None,
+                ),
+                crate::model::Requeue::Id(id) => (
+                    "UPDATE outbox SET state = 'pending', attempts = 0 WHERE id = $1 RETURNING id",
+                    Some(id),
+                ),
+            };
+            let mut query = sqlx::query_scalar(sql);
+            if let Some(id) = id {
+                query = query.bind(id);
+            }
+            query.fetch_all(pool).await
+        }
+    };
+}
+
+pub(crate) use statements;
