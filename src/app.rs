@@ -151,6 +151,7 @@ impl Application {
                 Pusher::new(pool.clone(), client.clone(), wake.clone()),
             )
         });
+        let subscribers = crate::subscribers::configured(&settings.subscriber);
         let replica = Replica::new(pool.clone(), &settings.replica);
         // Listed in `status` from the start; a database busy just now (another process
         // holding its write lock) must not stop the daemon: the replica's own loop beats
@@ -158,31 +159,46 @@ impl Application {
         if let Err(error) = replica.heartbeat().await {
             tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
         }
+        let leader_pool = pool.clone();
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
+            let subscribers = subscribers.clone();
+            let pool = leader_pool.clone();
             replica
                 .clone()
                 .run(shutdown, move |stop| {
                     let singletons = singletons.clone();
+                    // Each subscriber is sent to by the leader alone, so in seq order.
+                    let senders = crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
                     async move {
                         match singletons {
                             Some((reconciler, pusher)) => {
                                 tokio::join!(
                                     reconciler.run_scheduled(stop.clone()),
-                                    pusher.run(stop)
+                                    pusher.run(stop),
+                                    senders
                                 );
                             }
-                            None => stop.cancelled().await,
+                            None => {
+                                tokio::join!(stop.cancelled(), senders);
+                            }
                         }
                     }
                 })
                 .map(Ok)
         });
-        let admin = admin::router(admin::AdminState::new(
-            pool.clone(),
-            settings.admin.tokens.clone(),
-            wake,
-        ));
+        // Every replica's followers of the ledger wake on every replica's commits.
+        if let Pool::Postgres(pg) = &pool {
+            let pg = pg.clone();
+            tasks.add("ledger-listener", move |shutdown| {
+                crate::signal::listen(pg.clone(), shutdown).map(Ok)
+            });
+        }
+        let admin = admin::router(
+            admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
+                .with_subscribers(settings.subscriber.clone())
+                .with_stop(shutdown.clone()),
+        );
         // Every run of the admin task serves on a handle of the one bound socket, so a
         // restart needs no new bind and keeps the port.
         let admin_socket = admin_listener

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod subscribers;
+pub use subscribers::{MAX_BATCH, SubscriberSettings};
+
 /// Where `--config` points when it is not given, if the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/outreach-sync/config.toml";
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
@@ -50,6 +53,8 @@ pub struct Settings {
     pub admin: AdminSettings,
     pub log: LogSettings,
     pub replica: ReplicaSettings,
+    /// `[[subscriber]]`: tools every consent ledger entry is pushed to.
+    pub subscriber: Vec<SubscriberSettings>,
 }
 
 /// `[database]`
@@ -486,6 +491,7 @@ impl Settings {
             let text = read_secret_file("service.client_secret_file", path)?;
             self.service.client_secret = Some(SecretString::from(text.trim().to_owned()));
         }
+        subscribers::read_secret_files(&mut self.subscriber)?;
         Ok(())
     }
 
@@ -504,6 +510,7 @@ impl Settings {
                 "must be at least 2 (the lease is renewed three times per period)",
             ));
         }
+        subscribers::validate(&self.subscriber)?;
         parse_bind("ingest.bind", &self.ingest.bind)?;
         parse_bind("admin.bind", &self.admin.bind)?;
         if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {

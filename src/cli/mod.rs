@@ -3,6 +3,7 @@
 mod consent;
 mod daemon;
 mod read;
+mod subscribers;
 mod webhooks;
 
 use std::path::PathBuf;
@@ -114,6 +115,11 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// The configured subscribers: cursor, lag, state and last error.
+    Subscribers {
+        #[command(subcommand)]
+        command: Option<SubscribersCommand>,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -126,6 +132,16 @@ pub enum Command {
         /// Write here instead of stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SubscribersCommand {
+    /// Rewind a subscriber: entries from SEQ on are sent again (a disabled one is enabled).
+    Replay {
+        name: String,
+        #[arg(long = "from", value_name = "SEQ")]
+        from: i64,
     },
 }
 
@@ -301,6 +317,15 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 reason,
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
+        }
+        Command::Subscribers { command } => {
+            let settings = load_for_reading(config)?;
+            match command {
+                None => subscribers::list(&settings, cli.json).await,
+                Some(SubscribersCommand::Replay { name, from }) => {
+                    subscribers::replay(&settings, &name, from, cli.json).await
+                }
+            }
         }
         Command::Export {
             dataset,

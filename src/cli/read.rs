@@ -10,7 +10,7 @@ use crate::outbox::OutboxState;
 use crate::settings::Settings;
 use crate::worker::{Requeue, Worker};
 
-fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
+pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     println!(
         "{}",
         serde_json::to_string_pretty(value).map_err(anyhow::Error::from)?
@@ -193,7 +193,10 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
 
 pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
-    let status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    let mut status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    status.subscribers = crate::subscribers::views(&pool, &settings.subscriber)
+        .await
+        .map_err(anyhow::Error::from)?;
     if json {
         return print_json(&status);
     }
@@ -253,6 +256,9 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
             replica.last_seen,
             if replica.leader { ", leader" } else { "" }
         );
+    }
+    for subscriber in &status.subscribers {
+        println!("subscriber:            {}", super::subscribers::line(subscriber));
     }
     Ok(())
 }

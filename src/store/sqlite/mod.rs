@@ -10,3 +10,4 @@ pub mod pushes;
 pub mod read;
 pub mod reconcile;
 pub mod state;
+pub mod subscribers;
