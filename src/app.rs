@@ -169,7 +169,8 @@ impl Application {
                 .run(shutdown, move |stop| {
                     let singletons = singletons.clone();
                     // Each subscriber is sent to by the leader alone, so in seq order.
-                    let senders = crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
+                    let senders =
+                        crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
                     async move {
                         match singletons {
                             Some((reconciler, pusher)) => {

@@ -39,16 +39,16 @@ pub mod reconcile;
 pub mod replica;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
-/// "The ledger grew": wakes the followers of the ledger on commit, on any replica.
-pub mod signal;
-/// Consent pushed to the campaign's other tools: a signed webhook sender per subscriber.
-pub mod subscribers;
 /// Typed configuration, environment overrides, validation and redaction.
 pub mod settings;
+/// "The ledger grew": wakes the followers of the ledger on commit, on any replica.
+pub mod signal;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
 /// The storage layer: the apply path's statements, a folder per backend.
 pub mod store;
+/// Consent pushed to the campaign's other tools: a signed webhook sender per subscriber.
+pub mod subscribers;
 /// Logging.
 pub mod telemetry;
 /// The daemon's service client and its durable token guard.

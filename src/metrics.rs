@@ -3,8 +3,8 @@
 //! quarantine, pending pushes) are read at scrape time by the caller and passed to
 //! [`Metrics::render`], so they can never drift from the truth.
 
-use std::fmt::Write as _;
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -233,7 +233,9 @@ impl Metrics {
             .subscriber_requests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *requests.entry((subscriber.to_owned(), outcome)).or_default() += 1;
+        *requests
+            .entry((subscriber.to_owned(), outcome))
+            .or_default() += 1;
     }
 
     /// Requests to `subscriber` that ended in `outcome`.
@@ -426,12 +428,19 @@ mod tests {
         m.upstream_status(9);
         m.record_reconcile_pass(10, 2, 3, 0);
         m.push(Push::Sent);
+        m.subscriber_request("crm", SubscriberOutcome::Failed);
+        m.subscriber_request("crm", SubscriberOutcome::Failed);
         let text = m.render(&Gauges {
             outbox_backlog: 7,
             apply_lag_seconds: 1.5,
             quarantined: 1,
             pushes_pending: 2,
+            subscriber_lag: vec![("crm".into(), 12)],
         });
+        assert!(text.contains(
+            "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2\n"
+        ));
+        assert!(text.contains("outreach_sync_subscriber_lag_entries{subscriber=\"crm\"} 12\n"));
         assert!(text.contains("outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1\n"));
         assert!(text.contains("outreach_sync_deliveries_total{outcome=\"accepted\"} 0\n"));
         assert!(text.contains("outreach_sync_upstream_responses_total{status=\"429\"} 1\n"));

@@ -258,7 +258,10 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
         );
     }
     for subscriber in &status.subscribers {
-        println!("subscriber:            {}", super::subscribers::line(subscriber));
+        println!(
+            "subscriber:            {}",
+            super::subscribers::line(subscriber)
+        );
     }
     Ok(())
 }

@@ -42,7 +42,12 @@ pub async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-pub async fn replay(settings: &Settings, name: &str, from: i64, json: bool) -> Result<(), CliError> {
+pub async fn replay(
+    settings: &Settings,
+    name: &str,
+    from: i64,
+    json: bool,
+) -> Result<(), CliError> {
     let pool = open(settings).await?;
     let view = subscribers::replay(&pool, &settings.subscriber, name, from)
         .await

@@ -69,7 +69,9 @@ impl SubscriberSettings {
 }
 
 /// Reads every subscriber's `secret_file`.
-pub(super) fn read_secret_files(subscribers: &mut [SubscriberSettings]) -> Result<(), SettingsError> {
+pub(super) fn read_secret_files(
+    subscribers: &mut [SubscriberSettings],
+) -> Result<(), SettingsError> {
     for subscriber in subscribers {
         if let Some(path) = &subscriber.secret_file {
             let text = read_secret_file("subscriber.secret_file", path)?;
@@ -85,8 +87,7 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
     for s in subscribers {
         let named = |message: &str| format!("subscriber {:?}: {message}", s.name);
         let well_formed = !s.name.is_empty()
-            && s
-                .name
+            && s.name
                 .bytes()
                 .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
         if !well_formed {

@@ -142,7 +142,9 @@ impl Sender {
         if state.disabled {
             return Ok(Attempt::Waiting(FALLBACK_POLL));
         }
-        if let Some(due) = state.next_attempt_ms.and_then(DateTime::from_timestamp_millis)
+        if let Some(due) = state
+            .next_attempt_ms
+            .and_then(DateTime::from_timestamp_millis)
             && due > now
         {
             return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
@@ -185,9 +187,7 @@ impl Sender {
                 Attempt::Gone
             }
             Posted::Failed {
-                error,
-                retry_after,
-                ..
+                error, retry_after, ..
             } => {
                 let failures = u32::try_from(state.failures + 1).unwrap_or(u32::MAX);
                 // The subscriber's own word on when to come back, within the contract's bounds.
@@ -197,12 +197,7 @@ impl Sender {
                 let next = finished + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX);
                 on_backend!(
                     &self.pool,
-                    subscribers::failed(
-                        name,
-                        state.generation,
-                        &error,
-                        next.timestamp_millis()
-                    )
+                    subscribers::failed(name, state.generation, &error, next.timestamp_millis())
                 )?;
                 tracing::warn!(subscriber = name, failures, %error, retry_in = ?wait, "delivery to subscriber failed; will retry");
                 Attempt::Failed { error, wait }
@@ -215,7 +210,8 @@ impl Sender {
     /// to: the last entry taken, or, when fewer were found, the last entry scanned.
     async fn next_batch(&self, cursor: i64) -> Result<(Vec<LedgerEntry>, i64), sqlx::Error> {
         let batch = self.subscriber.batch as usize;
-        let unfiltered = self.subscriber.organizations.is_empty() && self.subscriber.sources.len() == 3;
+        let unfiltered =
+            self.subscriber.organizations.is_empty() && self.subscriber.sources.len() == 3;
         let page = if unfiltered {
             batch as i64
         } else {
@@ -289,8 +285,7 @@ impl Sender {
         let retry_after = crate::client::retry_after(response.headers());
         let text = response.text().await.unwrap_or_default();
         let text: String = text.chars().take(MAX_ERROR_BODY).collect();
-        let transient = status.is_server_error()
-            || matches!(status.as_u16(), 408 | 429);
+        let transient = status.is_server_error() || matches!(status.as_u16(), 408 | 429);
         let error = format!("answered {status}: {}", text.trim());
         Posted::Failed {
             error,
@@ -326,9 +321,7 @@ impl Posted {
         match self {
             Posted::Accepted => SubscriberOutcome::Delivered,
             Posted::Gone => SubscriberOutcome::Gone,
-            Posted::Failed {
-                rejected: true, ..
-            } => SubscriberOutcome::Rejected,
+            Posted::Failed { rejected: true, .. } => SubscriberOutcome::Rejected,
             Posted::Failed { .. } => SubscriberOutcome::Failed,
         }
     }
