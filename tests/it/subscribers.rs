@@ -417,3 +417,54 @@ fn subscriber_settings_are_checked_and_their_secrets_never_shown() {
     assert!(!text.contains(SUBSCRIBER_SECRET));
     assert!(!format!("{shown:?}").contains(SUBSCRIBER_SECRET));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_entries_committed_on_any_replica_reach_the_subscriber_once_in_order() {
+    let receiver = Receiver::start([]).await;
+    let url = receiver.url();
+    let Some(first) = spawn_app_on(Backend::Postgres, |s| {
+        subscribe(s, "crm", &url);
+        s.replica.name = "first".into();
+    })
+    .await
+    else {
+        return;
+    };
+    let mut settings = first.settings.clone();
+    settings.replica.name = "second".into();
+    let second = outreach_sync::app::Application::build(settings)
+        .await
+        .expect("build");
+    let second_ingest = second.ingest_addr();
+    let stop_second = tokio_util::sync::CancellationToken::new();
+    let second = tokio::spawn(second.run_until_stopped(stop_second.clone()));
+
+    // Half the deliveries to each replica: whichever leads hears of the other's commits.
+    for i in 0..40 {
+        let body = consent_event(&format!("evt_{i}"), &format!("+1555400{i:04}"), true);
+        let response = if i % 2 == 0 {
+            first.post_signed(&body).await
+        } else {
+            let headers = first.sign_with(crate::common::SECRET, body.as_bytes());
+            let mut request = first
+                .http
+                .post(format!(
+                    "http://{second_ingest}{}",
+                    first.settings.ingest.path
+                ))
+                .body(body.clone());
+            for (name, value) in headers {
+                request = request.header(name, value);
+            }
+            request.send().await.expect("post")
+        };
+        assert_eq!(response.status(), 200);
+    }
+    first.drain().await;
+    let seqs: Vec<i64> = (1..=40).collect();
+    receiver.wait_for_seqs(PATIENCE, &seqs).await;
+    assert!(receiver.received().iter().all(|r| r.verified));
+    stop_second.cancel();
+    second.await.expect("join").expect("clean stop");
+    first.stop().await;
+}
