@@ -55,12 +55,13 @@ pub fn backoff(failures: u32) -> Duration {
     ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
 }
 
-/// A sender's cursor between attempts. It is written to the database at most every
-/// [`KEEP_EVERY`] while entries flow, and at once before a failure is recorded and when
-/// the sender stops: a write per batch would queue behind the ledger's own writers (on
-/// SQLite, for the one write lock) and hold up delivery. A crash loses at most that much
-/// progress, which is sent again: at least once, never skipped.
-#[derive(Debug, Clone)]
+/// A sender's cursor between attempts. While entries flow it is written to the database
+/// at most every [`KEEP_EVERY`], by a task beside the sender, and at once before a failure
+/// is recorded and when the sender stops: a write in the sending path would queue behind
+/// the ledger's own writers (on SQLite, for the one write lock) and hold delivery up. A
+/// crash loses at most that much progress, which is sent again: at least once, never
+/// skipped.
+#[derive(Debug)]
 pub struct Progress {
     generation: i64,
     cursor: i64,
@@ -68,6 +69,8 @@ pub struct Progress {
     delivered_ms: Option<i64>,
     kept: bool,
     kept_at: Instant,
+    /// The write in progress beside the sender.
+    writing: Option<tokio::task::JoinHandle<Result<(), sqlx::Error>>>,
 }
 
 impl Progress {
@@ -78,6 +81,7 @@ impl Progress {
             delivered_ms: None,
             kept: true,
             kept_at: Instant::now(),
+            writing: None,
         }
     }
 
@@ -263,16 +267,56 @@ impl Sender {
         Ok(attempt)
     }
 
-    /// Keeps the cursor if it moved and the last write is [`KEEP_EVERY`] old.
+    /// Starts writing the cursor beside the sender if it moved, the last write began
+    /// [`KEEP_EVERY`] ago and has ended.
     async fn keep_if_due(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
-        if progress.kept_at.elapsed() >= KEEP_EVERY {
-            self.keep(progress).await?;
+        if progress.kept
+            || progress.kept_at.elapsed() < KEEP_EVERY
+            || progress.writing.as_ref().is_some_and(|w| !w.is_finished())
+        {
+            return Ok(());
         }
+        self.written(progress).await?;
+        let pool = self.pool.clone();
+        let (name, generation, cursor, delivered_ms) = (
+            self.subscriber.name.clone(),
+            progress.generation,
+            progress.cursor,
+            progress.delivered_ms,
+        );
+        progress.writing = Some(tokio::spawn(async move {
+            on_backend!(
+                &pool,
+                subscribers::delivered(&name, generation, cursor, delivered_ms)
+            )
+        }));
+        progress.kept = true;
+        progress.kept_at = Instant::now();
         Ok(())
     }
 
-    /// Writes the cursor (and the last success) if it moved since it was last kept.
+    /// Waits for the write beside the sender, if any; a failed one is to be written again.
+    async fn written(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+        let Some(writing) = progress.writing.take() else {
+            return Ok(());
+        };
+        match writing.await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(error)) => {
+                progress.kept = false;
+                Err(error)
+            }
+            Err(error) => {
+                progress.kept = false;
+                tracing::error!(subscriber = %self.subscriber.name, %error, "writing the cursor ended abnormally");
+                Ok(())
+            }
+        }
+    }
+
+    /// Writes the cursor (and the last success) now if it moved since it was last kept.
     async fn keep(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+        self.written(progress).await?;
         if progress.kept {
             return Ok(());
         }
