@@ -158,22 +158,29 @@ impl Application {
         if let Err(error) = replica.heartbeat().await {
             tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
         }
+        // The leader's housekeeping needs no service: the chain head's hourly log.
+        let housekeeping = pool.clone();
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
+            let housekeeping = housekeeping.clone();
             replica
                 .clone()
                 .run(shutdown, move |stop| {
                     let singletons = singletons.clone();
+                    let housekeeping = crate::chain::log_head(housekeeping.clone(), stop.clone());
                     async move {
-                        match singletons {
-                            Some((reconciler, pusher)) => {
-                                tokio::join!(
-                                    reconciler.run_scheduled(stop.clone()),
-                                    pusher.run(stop)
-                                );
+                        let service = async {
+                            match singletons {
+                                Some((reconciler, pusher)) => {
+                                    tokio::join!(
+                                        reconciler.run_scheduled(stop.clone()),
+                                        pusher.run(stop)
+                                    );
+                                }
+                                None => stop.cancelled().await,
                             }
-                            None => stop.cancelled().await,
-                        }
+                        };
+                        tokio::join!(service, housekeeping);
                     }
                 })
                 .map(Ok)

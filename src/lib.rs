@@ -7,6 +7,8 @@ pub mod admin;
 pub mod app;
 /// The one apply path every writer calls: last-writer-wins, account sync, echoes, ledger.
 pub mod apply;
+/// The ledger's hash chain: the canonical encoding of an entry, and the walk that checks it.
+pub mod chain;
 /// The command line.
 pub mod cli;
 /// The typed client of the service's API.

@@ -41,6 +41,23 @@ pub struct ConsentObservation {
     pub event_ref: String,
     pub tag_id: Option<String>,
     pub reason: Option<String>,
+    /// What it stands on, kept with its ledger entry (`None` for a webhook's, whose
+    /// evidence is its stored delivery).
+    pub evidence: Option<KeptEvidence>,
+}
+
+/// The evidence kept with a `reconcile` or `local` ledger entry, as JSON in its
+/// `evidence` column.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum KeptEvidence {
+    /// When the lead was requested from the service, and the lead as it came back.
+    Reconcile {
+        requested_at: String,
+        lead: serde_json::Value,
+    },
+    /// Who made a local change: an admin token's name, or `cli:USER`.
+    Local { actor: String },
 }
 
 /// What applying one consent observation did.
@@ -282,6 +299,9 @@ pub struct Status {
     pub pushes: PushCounts,
     /// The processes serving this database, heard from in the last minute, and the leader.
     pub replicas: Vec<ReplicaSeen>,
+    /// The last ledger entry and its hash, to keep elsewhere (`ledger verify` checks the
+    /// chain up to it).
+    pub chain_head: crate::chain::ChainHead,
 }
 
 /// The last reconciliation of one organization.

@@ -25,6 +25,7 @@ use tokio::sync::Notify;
 
 pub use error::AdminError;
 
+use crate::settings::AdminToken;
 use crate::store::Pool;
 
 /// Largest request body: a 10,000-number lookup is about 200 KB.
@@ -33,7 +34,8 @@ const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// What the admin handlers share.
 pub struct AdminState {
     pool: Pool,
-    tokens: Vec<SecretString>,
+    /// With their names: the actor of the local changes made with each.
+    tokens: Vec<AdminToken>,
     /// Wakes the pusher when a local change is queued.
     wake: Arc<Notify>,
 }
@@ -42,7 +44,11 @@ impl AdminState {
     pub fn new(pool: impl Into<Pool>, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
         Self {
             pool: pool.into(),
-            tokens,
+            tokens: tokens
+                .iter()
+                .enumerate()
+                .map(|(i, token)| AdminToken::parse(token, i + 1))
+                .collect(),
             wake,
         }
     }

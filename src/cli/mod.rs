@@ -2,6 +2,7 @@
 
 mod consent;
 mod daemon;
+mod evidence;
 mod read;
 mod webhooks;
 
@@ -114,6 +115,11 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// The consent ledger's hash chain.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -127,6 +133,12 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Check the hash chain: exit 0 with the head, exit 1 naming the first entry that breaks.
+    Verify,
 }
 
 #[derive(Debug, Subcommand)]
@@ -285,6 +297,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 opted_out: true,
                 tag_id: tag,
                 reason,
+                actor: consent::cli_actor(),
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
         }
@@ -299,9 +312,13 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 opted_out: false,
                 tag_id: None,
                 reason,
+                actor: consent::cli_actor(),
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
         }
+        Command::Ledger {
+            command: LedgerCommand::Verify,
+        } => evidence::verify(&load_for_reading(config)?, cli.json).await,
         Command::Export {
             dataset,
             format,

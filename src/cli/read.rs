@@ -10,7 +10,7 @@ use crate::outbox::OutboxState;
 use crate::settings::Settings;
 use crate::worker::{Requeue, Worker};
 
-fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
+pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
     println!(
         "{}",
         serde_json::to_string_pretty(value).map_err(anyhow::Error::from)?
@@ -204,6 +204,10 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     println!("quarantined:           {}", status.quarantined);
     println!("applied:               {}", status.applied);
     println!("ledger entries:        {}", status.ledger_entries);
+    println!(
+        "chain head:            seq {} hash {}",
+        status.chain_head.seq, status.chain_head.hash
+    );
     println!("leads mirrored:        {}", status.leads);
     println!(
         "messages tracked:      {} ({} not final)",

@@ -7,6 +7,7 @@ mod daemon_process;
 mod admin;
 mod admin_feed;
 mod apply;
+mod chain;
 mod cli;
 mod client_manners;
 mod client_v2;

@@ -54,6 +54,7 @@ fn changes() -> [LocalChange; 3] {
         opted_out,
         tag_id: tag.map(Into::into),
         reason: Some("asked by phone".into()),
+        actor: "cli:test".into(),
     };
     [
         change("o1", "+15550001", true, None),

@@ -4,6 +4,7 @@
 //! transaction-scoped advisory locks.
 
 mod apply;
+pub mod chain;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;

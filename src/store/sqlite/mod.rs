@@ -3,6 +3,7 @@
 //! thread.
 
 mod apply;
+pub mod chain;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;
