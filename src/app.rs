@@ -158,16 +158,23 @@ impl Application {
         if let Err(error) = replica.heartbeat().await {
             tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
         }
-        // The leader's housekeeping needs no service: the chain head's hourly log.
+        // The leader's housekeeping needs no service: the chain head's hourly log, and
+        // pruning stored deliveries past their retention.
         let housekeeping = pool.clone();
+        let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
+            .with_pause(crate::retention::PRUNE_PAUSE);
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
             let housekeeping = housekeeping.clone();
+            let pruner = pruner.clone();
             replica
                 .clone()
                 .run(shutdown, move |stop| {
                     let singletons = singletons.clone();
-                    let housekeeping = crate::chain::log_head(housekeeping.clone(), stop.clone());
+                    let housekeeping = futures::future::join(
+                        crate::chain::log_head(housekeeping.clone(), stop.clone()),
+                        pruner.clone().run(stop.clone()),
+                    );
                     async move {
                         let service = async {
                             match singletons {

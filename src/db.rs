@@ -5,7 +5,9 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::sqlite::{
+    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+};
 use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
 
 use crate::settings::{Backend, Settings, Synchronous};
@@ -70,6 +72,9 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
         .pragma("cache_size", format!("-{CACHE_KIB}"))
+        // Pruned deliveries give their space back (retention); takes effect on a new file,
+        // an older one is switched once by `migrate`.
+        .auto_vacuum(SqliteAutoVacuum::Incremental)
         .disable_statement_logging())
 }
 
@@ -168,6 +173,12 @@ pub async fn migrate(pool: &SqlitePool) -> Result<(), DbError> {
             entries = filled,
             "computed the hash chain of the ledger's older entries"
         );
+    }
+    // A file from before retention is rewritten once so that pruning frees space. Another
+    // process using the file (an older daemon) can keep that from happening now: the next
+    // start tries again, and nothing else depends on it.
+    if let Err(error) = crate::retention::prepare_sqlite(pool).await {
+        tracing::warn!(%error, "cannot switch the database to incremental auto-vacuum yet; pruned space is reused but not given back");
     }
     Ok(())
 }

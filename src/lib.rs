@@ -19,6 +19,8 @@ pub mod db;
 pub mod demo;
 /// The accepted event envelope and its parser.
 pub mod events;
+/// The evidence bundle of a number: each ledger entry with its hash and what it stands on.
+pub mod evidence;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
 pub mod export;
 /// The public ingest listener.
@@ -37,6 +39,8 @@ pub mod outbox;
 pub mod pusher;
 /// The scheduled reconciler.
 pub mod reconcile;
+/// Retention: stored deliveries pruned once applied and old enough; never the ledger.
+pub mod retention;
 /// This process among the replicas of a database: heartbeat and the leader's lease.
 pub mod replica;
 /// The in-memory service used by tests, `demo` and users' own code.

@@ -161,6 +161,16 @@ pub struct StoredDelivery {
     pub body: Vec<u8>,
 }
 
+/// An outbox row as retention reads it: enough to tell whether it may go.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OutboxHead {
+    pub id: i64,
+    pub received_at: DateTime<Utc>,
+    /// `pending`, `applied` or `quarantined`.
+    pub state: String,
+    pub body: Vec<u8>,
+}
+
 /// Which outbox rows `replay` puts back in the pending state.
 #[derive(Debug, Clone, Copy)]
 pub enum Requeue {
@@ -261,6 +271,32 @@ pub struct LedgerEntry {
     /// Returning webhooks only: the seq of the local change this entry echoes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub echo_of: Option<i64>,
+}
+
+/// A ledger entry with what the evidence bundle adds to it, as stored.
+#[derive(Debug, Clone)]
+pub struct StoredEntry {
+    pub entry: LedgerEntry,
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+    pub hash: Option<String>,
+    /// The hash of the entry before it in seq order (`None` for the first).
+    pub prev_hash: Option<String>,
+    /// The `evidence` column: JSON text of a [`KeptEvidence`].
+    pub evidence: Option<String>,
+}
+
+/// A stored delivery with everything needed to check its signature again.
+#[derive(Debug, Clone)]
+pub struct KeptDelivery {
+    pub id: i64,
+    pub dedup_key: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub received_at: String,
+    /// JSON object of the headers kept.
+    pub headers: String,
+    pub body: Vec<u8>,
+    pub secret_index: i64,
 }
 
 /// A stored delivery, as `events` lists it.

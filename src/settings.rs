@@ -50,6 +50,7 @@ pub struct Settings {
     pub admin: AdminSettings,
     pub log: LogSettings,
     pub replica: ReplicaSettings,
+    pub retention: RetentionSettings,
 }
 
 /// `[database]`
@@ -144,6 +145,27 @@ impl Default for ReplicaSettings {
         Self {
             name: String::new(),
             lease_secs: 15,
+        }
+    }
+}
+
+/// `[retention]`: how long stored deliveries are kept. The ledger is never pruned, nor a
+/// quarantined or unapplied delivery.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Days an applied `messageStatus-v1` delivery is kept after its receipt.
+    pub message_status_days: u32,
+    /// Days an applied consent delivery (the evidence of a webhook ledger entry) is kept
+    /// after its receipt: five years by default, past the four a claim can take.
+    pub consent_delivery_days: u32,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            message_status_days: 90,
+            consent_delivery_days: 1830,
         }
     }
 }
@@ -559,6 +581,23 @@ impl Settings {
     /// Every check of [`Settings::validate`] but `[webhook]`'s.
     pub fn validate_except_webhook(&self) -> Result<(), SettingsError> {
         self.backend()?;
+        for (key, days) in [
+            (
+                "retention.message_status_days",
+                self.retention.message_status_days,
+            ),
+            (
+                "retention.consent_delivery_days",
+                self.retention.consent_delivery_days,
+            ),
+        ] {
+            if days == 0 {
+                return Err(SettingsError::invalid(
+                    key,
+                    "must be at least 1 (a delivery is kept at least until it is applied)",
+                ));
+            }
+        }
         if self.replica.lease_secs < 2 {
             return Err(SettingsError::invalid(
                 "replica.lease_secs",

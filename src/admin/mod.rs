@@ -11,6 +11,7 @@
 mod auth;
 mod consent;
 mod error;
+mod evidence;
 mod openapi;
 mod records;
 
@@ -173,6 +174,17 @@ pub static ROUTES: &[RouteSpec] = &[
         request: None,
         response: (200, Some("ChangePage")),
         handler: || get(consent::changes),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/consent/evidence",
+        operation_id: "consentEvidence",
+        summary: "The evidence bundle of a number: each ledger entry with its hash and what it stands on (404 when unknown)",
+        public: false,
+        query: &[PHONE, ORG],
+        request: None,
+        response: (200, Some("EvidenceBundle")),
+        handler: || get(evidence::bundle),
     },
     RouteSpec {
         method: Method::GET,

@@ -115,6 +115,23 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// The evidence bundle of a number (JSON): every ledger entry with its hash and what it
+    /// stands on (exit 3 if unknown).
+    Evidence {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: Option<String>,
+        /// Write here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Prune stored deliveries past their retention now, printing what goes (counts per
+    /// kind); the ledger and quarantined deliveries are never pruned.
+    Prune {
+        /// Count what would go, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// The consent ledger's hash chain.
     Ledger {
         #[command(subcommand)]
@@ -315,6 +332,22 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 actor: consent::cli_actor(),
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
+        }
+        Command::Evidence {
+            phone,
+            organization,
+            output,
+        } => {
+            evidence::bundle(
+                &load_for_reading(config)?,
+                &phone,
+                organization.as_deref(),
+                output,
+            )
+            .await
+        }
+        Command::Prune { dry_run } => {
+            evidence::prune(&load_for_reading(config)?, dry_run, cli.json).await
         }
         Command::Ledger {
             command: LedgerCommand::Verify,

@@ -53,7 +53,7 @@ impl From<ConsentRow> for ConsentRecord {
 
 /// A ledger entry as stored.
 #[derive(sqlx::FromRow)]
-struct LedgerRow {
+pub(crate) struct LedgerRow {
     seq: i64,
     organization_id: String,
     lead_id: Option<String>,

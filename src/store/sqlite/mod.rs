@@ -4,10 +4,12 @@
 
 mod apply;
 pub mod chain;
+pub mod evidence;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;
 pub mod pushes;
 pub mod read;
 pub mod reconcile;
+pub mod retention;
 pub mod state;
