@@ -39,10 +39,10 @@ pub mod outbox;
 pub mod pusher;
 /// The scheduled reconciler.
 pub mod reconcile;
-/// Retention: stored deliveries pruned once applied and old enough; never the ledger.
-pub mod retention;
 /// This process among the replicas of a database: heartbeat and the leader's lease.
 pub mod replica;
+/// Retention: stored deliveries pruned once applied and old enough; never the ledger.
+pub mod retention;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.

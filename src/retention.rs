@@ -116,7 +116,10 @@ impl Pruner {
                 Kind::MessageStatus,
                 now - days(self.settings.message_status_days),
             ),
-            (Kind::Consent, now - days(self.settings.consent_delivery_days)),
+            (
+                Kind::Consent,
+                now - days(self.settings.consent_delivery_days),
+            ),
         ] {
             self.walk(kind, cutoff, dry_run, &mut pruned).await?;
         }
@@ -271,7 +274,9 @@ pub async fn consent_pruned_before(pool: &Pool) -> Result<Option<String>, sqlx::
 /// rewrite.
 pub async fn prepare_sqlite(pool: &sqlx::SqlitePool) -> Result<(), sqlx::Error> {
     if crate::store::sqlite::retention::ensure_incremental_vacuum(pool).await? {
-        tracing::info!("the database file now gives pruned space back (incremental auto-vacuum; rewritten once)");
+        tracing::info!(
+            "the database file now gives pruned space back (incremental auto-vacuum; rewritten once)"
+        );
     }
     Ok(())
 }

@@ -15,6 +15,7 @@ mod client_v3;
 mod crash;
 mod demo;
 mod disk_full;
+mod evidence;
 mod export;
 mod ingest;
 mod logs;

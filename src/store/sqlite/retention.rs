@@ -7,7 +7,11 @@ use crate::model::OutboxHead;
 
 /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
 /// delivery each is).
-pub async fn scan(pool: &SqlitePool, after: i64, limit: i64) -> Result<Vec<OutboxHead>, sqlx::Error> {
+pub async fn scan(
+    pool: &SqlitePool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<OutboxHead>, sqlx::Error> {
     let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
         "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
     )
