@@ -197,9 +197,7 @@ async fn a_local_change_names_its_actor_and_a_reconciled_one_keeps_the_lead_as_f
     assert_chain_holds(&bundle);
     // Scoped to one organization, and a number the ledger never saw.
     let org_2 = app
-        .admin_get(&format!(
-            "/v1/consent/evidence?phoneNumber=%2B15550002222&organizationId=org_2"
-        ))
+        .admin_get("/v1/consent/evidence?phoneNumber=%2B15550002222&organizationId=org_2")
         .await
         .json::<Value>()
         .await

@@ -28,6 +28,7 @@ mod reconcile;
 mod reconcile_lease;
 mod replica_crash;
 mod replicas;
+mod retention;
 mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;
