@@ -105,3 +105,50 @@ async fn a_postgres_ledger_from_before_the_chain_is_chained_by_its_migration() {
     pool.close().await;
     database.drop().await;
 }
+
+// Multi-threaded: appenders really run at once (on PostgreSQL, from several connections).
+on_both_backends!(
+    entries_appended_at_once_by_many_writers_still_form_one_chain_in_seq_order,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn entries_appended_at_once_by_many_writers_still_form_one_chain_in_seq_order(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    let writers = (0..8).map(|w| {
+        let pool = app.pool.clone();
+        tokio::spawn(async move {
+            for i in 0..10 {
+                let change = outreach_sync::apply::LocalChange {
+                    organization_id: format!("org_{}", i % 3),
+                    phone_number: format!("+1555{w:03}{i:04}"),
+                    opted_out: i % 2 == 0,
+                    tag_id: None,
+                    reason: Some(format!("writer {w}")),
+                    actor: "cli:test".into(),
+                };
+                outreach_sync::apply::record_local(&pool, &change, chrono::Utc::now())
+                    .await
+                    .expect("recorded");
+            }
+        })
+    });
+    let deliveries =
+        (0..20).map(|i| consent_event(&format!("evt_{i}"), "+15550001234", i % 2 == 0));
+    for body in deliveries {
+        assert_eq!(app.post_signed(&body).await.status(), 200);
+    }
+    for writer in futures::future::join_all(writers).await {
+        writer.expect("writer");
+    }
+    app.drain().await;
+    let head = chain::verify(&app.pool)
+        .await
+        .unwrap()
+        .expect("an intact chain");
+    assert_eq!(head.seq, 100);
+    app.stop().await;
+}

@@ -319,3 +319,21 @@ async fn a_new_user_checks_a_bundle_and_the_chain_from_the_command_line(backend:
     assert_eq!(unknown.status.code(), Some(3));
     app.stop().await;
 }
+
+#[test]
+fn check_config_shows_a_token_name_but_never_the_token() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        dir.path(),
+        &["check-config"],
+        &[
+            ("OUTREACH_SYNC__WEBHOOK__SECRETS", "whsecret"),
+            ("OUTREACH_SYNC__ADMIN__TOKENS", "crm:hunter2-a,hunter2-b"),
+        ],
+        "",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let shown = text(&out.stdout) + &text(&out.stderr);
+    assert!(shown.contains("crm:[redacted]"), "{shown}");
+    assert!(!shown.contains("hunter2"), "{shown}");
+}
