@@ -149,15 +149,43 @@ async fn rows(pool: &Pool) -> (i64, i64, i64) {
     .expect("counts")
 }
 
+/// SQLite: bytes per table with its indexes (the `dbstat` table), largest first; empty
+/// where it is not compiled in, and on PostgreSQL.
+async fn bytes_per_table(pool: &Pool) -> Vec<(String, i64)> {
+    let Pool::Sqlite(pool) = pool else {
+        return Vec::new();
+    };
+    sqlx::query_as(
+        "SELECT COALESCE(m.tbl_name, d.name), SUM(d.pgsize) FROM dbstat AS d
+         LEFT JOIN sqlite_master AS m ON m.name = d.name
+         GROUP BY 1 ORDER BY 2 DESC LIMIT 6",
+    )
+    .fetch_all(pool)
+    .await
+    .unwrap_or_default()
+}
+
 fn mib(bytes: i64) -> f64 {
     bytes as f64 / (1024.0 * 1024.0)
 }
 
-fn report(label: &str, bytes: i64, (outbox, ledger, messages): (i64, i64, i64)) {
+fn report(
+    label: &str,
+    bytes: i64,
+    (outbox, ledger, messages): (i64, i64, i64),
+    tables: &[(String, i64)],
+) {
     println!(
         "{label:<14} {:>9.1} MiB   outbox {outbox:>8}   ledger {ledger:>7}   messages {messages:>8}",
         mib(bytes)
     );
+    if !tables.is_empty() {
+        let shown: Vec<String> = tables
+            .iter()
+            .map(|(table, bytes)| format!("{table} {:.1}", mib(*bytes)))
+            .collect();
+        println!("{:<14} MiB by table: {}", "", shown.join(", "));
+    }
 }
 
 #[tokio::main]
@@ -213,12 +241,22 @@ async fn main() {
         removed += pass.message_status_deliveries + pass.consent_deliveries;
         if day + 1 == FIRST_CHECKPOINT {
             let checkpoint = (size(&pool).await, rows(&pool).await);
-            report("after 90 days", checkpoint.0, checkpoint.1);
+            report(
+                "after 90 days",
+                checkpoint.0,
+                checkpoint.1,
+                &bytes_per_table(&pool).await,
+            );
             at_checkpoint = Some(checkpoint);
         }
     }
     let end = (size(&pool).await, rows(&pool).await);
-    report("after 365 days", end.0, end.1);
+    report(
+        "after 365 days",
+        end.0,
+        end.1,
+        &bytes_per_table(&pool).await,
+    );
     let (_, applied, quarantined, pending) = outbox_states(&pool).await.expect("states");
     println!("outbox at the end: {applied} applied, {quarantined} quarantined, {pending} pending");
     let (first, first_rows) = at_checkpoint.expect("a checkpoint at day 90");
