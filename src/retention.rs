@@ -26,8 +26,9 @@ pub const PRUNE_BATCH: i64 = 500;
 pub const PRUNE_PAUSE: Duration = Duration::from_millis(50);
 /// How often the leader runs a pass.
 pub const PRUNE_INTERVAL: Duration = Duration::from_secs(10 * 60);
-/// Free pages given back per step of SQLite's incremental vacuum (4 KiB each).
-const VACUUM_PAGES: i64 = 2_000;
+/// Free pages given back per step of SQLite's incremental vacuum (4 KiB each): a step
+/// holds the write lock while it moves pages, so it stays small.
+const VACUUM_PAGES: i64 = 512;
 
 /// `daemon_state` keys of the cursors, and of the receipt time up to which applied consent
 /// deliveries are gone (for the evidence bundle's note).
@@ -72,7 +73,7 @@ impl Kind {
 }
 
 /// What a pass removed (or, dry, would remove).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Pruned {
     pub message_status_deliveries: u64,
@@ -81,6 +82,16 @@ pub struct Pruned {
     pub quarantined_kept: u64,
     /// SQLite pages given back to the file system.
     pub pages_freed: i64,
+    /// The longest single write (a batch's delete, or a vacuum step), in milliseconds: how
+    /// long ingest may have waited on it at most (SQLite has one writer).
+    pub longest_write_ms: f64,
+}
+
+impl Pruned {
+    fn timed(&mut self, started: std::time::Instant) {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.longest_write_ms = self.longest_write_ms.max(ms);
+    }
 }
 
 /// Prunes what `settings` allows at `now`; `dry_run` counts without deleting.
@@ -125,7 +136,7 @@ impl Pruner {
         }
         let removed = pruned.message_status_deliveries + pruned.consent_deliveries;
         if !dry_run && removed > 0 {
-            pruned.pages_freed = self.give_space_back().await?;
+            self.give_space_back(&mut pruned).await?;
         }
         Ok(pruned)
     }
@@ -152,7 +163,10 @@ impl Pruner {
             let removed = if dry_run {
                 batch.doomed.len() as u64
             } else {
-                on_backend!(&self.pool, retention::delete_applied(&batch.doomed))?
+                let started = std::time::Instant::now();
+                let removed = on_backend!(&self.pool, retention::delete_applied(&batch.doomed))?;
+                pruned.timed(started);
+                removed
             };
             match kind {
                 Kind::MessageStatus => pruned.message_status_deliveries += removed,
@@ -179,22 +193,28 @@ impl Pruner {
     }
 
     /// SQLite: the incremental vacuum, a step at a time; PostgreSQL reuses freed space.
-    async fn give_space_back(&self) -> Result<i64, sqlx::Error> {
+    async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), sqlx::Error> {
         let Pool::Sqlite(pool) = &self.pool else {
-            return Ok(0);
+            return Ok(());
         };
-        let before: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+        let mut free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
             .fetch_one(pool)
             .await?;
-        loop {
+        while free > 0 {
+            let started = std::time::Instant::now();
             let left = crate::store::sqlite::retention::vacuum_step(pool, VACUUM_PAGES).await?;
-            if left == 0 {
-                return Ok(before);
+            pruned.timed(started);
+            // A file without incremental auto-vacuum (not switched yet) keeps its pages.
+            if left >= free {
+                return Ok(());
             }
+            pruned.pages_freed += free - left;
+            free = left;
             if !self.pause.is_zero() {
                 tokio::time::sleep(self.pause).await;
             }
         }
+        Ok(())
     }
 
     /// A pass every [`PRUNE_INTERVAL`] until `stop` (on the leader); a failed pass is

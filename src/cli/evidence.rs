@@ -59,6 +59,10 @@ pub async fn prune(settings: &Settings, dry_run: bool, json: bool) -> Result<(),
     );
     if !dry_run {
         println!("pages given back:                  {}", pruned.pages_freed);
+        println!(
+            "longest single write:              {:.1} ms",
+            pruned.longest_write_ms
+        );
     }
     println!("ledger entries are never pruned");
     Ok(())
