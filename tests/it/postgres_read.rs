@@ -548,10 +548,14 @@ async fn status_reads_the_same_on_postgres_as_on_sqlite() {
             serde_json::to_value(ledger::status(pool).await.unwrap()).unwrap()
         })
         .await;
+    // The same entries give the same chain on both backends.
     assert_eq!(pg, lite);
+    assert_eq!(pg["chainHead"]["seq"], total);
+    assert_eq!(pg["chainHead"]["hash"].as_str().map(str::len), Some(64));
     assert_eq!(
         pg,
         json!({
+            "chainHead": pg["chainHead"].clone(),
             "backlog": 1, "quarantined": 2, "applied": 125, "ledgerEntries": total,
             // Every message got a final status (sent, delivered or failed).
             "leads": 2, "messages": 5, "openMessages": 0,
