@@ -50,7 +50,7 @@ async fn the_chain_holds_until_an_entry_is_changed_by_hand_and_then_names_it(bac
 }
 
 /// The migrations PostgreSQL databases had before the chain.
-const BEFORE_CHAIN: i64 = 20261125100001;
+const BEFORE_CHAIN: i64 = 20261125200001;
 
 #[tokio::test]
 async fn a_postgres_ledger_from_before_the_chain_is_chained_by_its_migration() {

@@ -79,7 +79,7 @@ pub async fn head(pool: &SqlitePool) -> Result<ChainHead, sqlx::Error> {
 
 /// Computes the hash of every entry that has none (those recorded before the chain), in
 /// seq order from the entry before the first of them: the one update the append-only
-/// trigger allows (see migration `20261125100001_ledger_chain`). Run after the migrations;
+/// trigger allows (see migration `20261125200001_ledger_chain`). Run after the migrations;
 /// returns how many entries it hashed.
 pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
     let mut filled = 0;
