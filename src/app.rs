@@ -151,6 +151,7 @@ impl Application {
                 Pusher::new(pool.clone(), client.clone(), wake.clone()),
             )
         });
+        let subscribers = crate::subscribers::configured(&settings.subscriber);
         let replica = Replica::new(pool.clone(), &settings.replica);
         // Listed in `status` from the start; a database busy just now (another process
         // holding its write lock) must not stop the daemon: the replica's own loop beats
@@ -160,43 +161,55 @@ impl Application {
         }
         // The leader's housekeeping needs no service: the chain head's hourly log, and
         // pruning stored deliveries past their retention.
-        let housekeeping = pool.clone();
         let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
             .with_pause(crate::retention::PRUNE_PAUSE);
+        let leader_pool = pool.clone();
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
-            let housekeeping = housekeeping.clone();
+            let subscribers = subscribers.clone();
+            let pool = leader_pool.clone();
             let pruner = pruner.clone();
             replica
                 .clone()
                 .run(shutdown, move |stop| {
                     let singletons = singletons.clone();
+                    // Each subscriber is sent to by the leader alone, so in seq order.
+                    let senders =
+                        crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
                     let housekeeping = futures::future::join(
-                        crate::chain::log_head(housekeeping.clone(), stop.clone()),
+                        crate::chain::log_head(pool.clone(), stop.clone()),
                         pruner.clone().run(stop.clone()),
                     );
                     async move {
-                        let service = async {
-                            match singletons {
-                                Some((reconciler, pusher)) => {
-                                    tokio::join!(
-                                        reconciler.run_scheduled(stop.clone()),
-                                        pusher.run(stop)
-                                    );
-                                }
-                                None => stop.cancelled().await,
+                        match singletons {
+                            Some((reconciler, pusher)) => {
+                                tokio::join!(
+                                    reconciler.run_scheduled(stop.clone()),
+                                    pusher.run(stop),
+                                    senders,
+                                    housekeeping
+                                );
                             }
-                        };
-                        tokio::join!(service, housekeeping);
+                            None => {
+                                tokio::join!(stop.cancelled(), senders, housekeeping);
+                            }
+                        }
                     }
                 })
                 .map(Ok)
         });
-        let admin = admin::router(admin::AdminState::new(
-            pool.clone(),
-            settings.admin.tokens.clone(),
-            wake,
-        ));
+        // Every replica's followers of the ledger wake on every replica's commits.
+        if let Pool::Postgres(pg) = &pool {
+            let pg = pg.clone();
+            tasks.add("ledger-listener", move |shutdown| {
+                crate::signal::listen(pg.clone(), shutdown).map(Ok)
+            });
+        }
+        let admin = admin::router(
+            admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
+                .with_subscribers(settings.subscriber.clone())
+                .with_stop(shutdown.clone()),
+        );
         // Every run of the admin task serves on a handle of the one bound socket, so a
         // restart needs no new bind and keeps the port.
         let admin_socket = admin_listener

@@ -47,10 +47,14 @@ pub mod retention;
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.
 pub mod settings;
+/// "The ledger grew": wakes the followers of the ledger on commit, on any replica.
+pub mod signal;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
 /// The storage layer: the apply path's statements, a folder per backend.
 pub mod store;
+/// Consent pushed to the campaign's other tools: a signed webhook sender per subscriber.
+pub mod subscribers;
 /// Logging.
 pub mod telemetry;
 /// The daemon's service client and its durable token guard.

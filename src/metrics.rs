@@ -3,7 +3,9 @@
 //! quarantine, pending pushes) are read at scrape time by the caller and passed to
 //! [`Metrics::render`], so they can never drift from the truth.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Every metric name starts with this.
@@ -47,6 +49,30 @@ impl Delivery {
     }
 }
 
+/// What one request to a subscriber ended in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SubscriberOutcome {
+    /// Answered 2xx: the cursor moved past the entries.
+    Delivered,
+    /// No answer, a 5xx, 408 or 429: retried.
+    Failed,
+    /// Another 3xx or 4xx: retried, and shown as an error.
+    Rejected,
+    /// 410: the subscriber is disabled.
+    Gone,
+}
+
+impl SubscriberOutcome {
+    fn label(self) -> &'static str {
+        match self {
+            SubscriberOutcome::Delivered => "delivered",
+            SubscriberOutcome::Failed => "failed",
+            SubscriberOutcome::Rejected => "rejected",
+            SubscriberOutcome::Gone => "gone",
+        }
+    }
+}
+
 /// What one push attempt of a local consent change ended in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Push {
@@ -71,13 +97,15 @@ impl Push {
 }
 
 /// Values read from the database at scrape time.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gauges {
     pub outbox_backlog: u64,
     /// Age in seconds of the oldest unapplied delivery (0 when none).
     pub apply_lag_seconds: f64,
     pub quarantined: u64,
     pub pushes_pending: u64,
+    /// Each subscriber's lag, in entries.
+    pub subscriber_lag: Vec<(String, u64)>,
 }
 
 /// The process's counters.
@@ -95,6 +123,8 @@ pub struct Metrics {
     upstream_other: AtomicU64,
     upstream_transport_errors: AtomicU64,
     pushes: [AtomicU64; Push::ALL.len()],
+    /// Requests to subscribers, by subscriber and outcome.
+    subscriber_requests: Mutex<BTreeMap<(String, SubscriberOutcome), u64>>,
 }
 
 static GLOBAL: Metrics = Metrics::new();
@@ -139,6 +169,7 @@ impl Metrics {
             upstream_other: AtomicU64::new(0),
             upstream_transport_errors: AtomicU64::new(0),
             pushes: [const { AtomicU64::new(0) }; Push::ALL.len()],
+            subscriber_requests: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -194,6 +225,29 @@ impl Metrics {
 
     pub fn pushes(&self, outcome: Push) -> u64 {
         get(&self.pushes[outcome as usize])
+    }
+
+    /// Counts a request to `subscriber`.
+    pub fn subscriber_request(&self, subscriber: &str, outcome: SubscriberOutcome) {
+        let mut requests = self
+            .subscriber_requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *requests
+            .entry((subscriber.to_owned(), outcome))
+            .or_default() += 1;
+    }
+
+    /// Requests to `subscriber` that ended in `outcome`.
+    pub fn subscriber_requests(&self, subscriber: &str, outcome: SubscriberOutcome) -> u64 {
+        let requests = self
+            .subscriber_requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        requests
+            .get(&(subscriber.to_owned(), outcome))
+            .copied()
+            .unwrap_or(0)
     }
 
     /// The Prometheus text exposition (format 0.0.4) of every metric.
@@ -330,6 +384,34 @@ impl Metrics {
             "Local consent changes not yet accepted by the service.",
             &one(gauges.pushes_pending),
         );
+        let requests: Vec<(String, String)> = self
+            .subscriber_requests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .iter()
+            .map(|((name, outcome), n)| {
+                (
+                    format!("{{subscriber=\"{name}\",outcome=\"{}\"}}", outcome.label()),
+                    n.to_string(),
+                )
+            })
+            .collect();
+        family(
+            "subscriber_requests_total",
+            "counter",
+            "Requests to subscribers by outcome.",
+            &requests,
+        );
+        family(
+            "subscriber_lag_entries",
+            "gauge",
+            "Ledger entries after each subscriber's cursor.",
+            &gauges
+                .subscriber_lag
+                .iter()
+                .map(|(name, lag)| (format!("{{subscriber=\"{name}\"}}"), lag.to_string()))
+                .collect::<Vec<_>>(),
+        );
         out
     }
 }
@@ -346,12 +428,19 @@ mod tests {
         m.upstream_status(9);
         m.record_reconcile_pass(10, 2, 3, 0);
         m.push(Push::Sent);
+        m.subscriber_request("crm", SubscriberOutcome::Failed);
+        m.subscriber_request("crm", SubscriberOutcome::Failed);
         let text = m.render(&Gauges {
             outbox_backlog: 7,
             apply_lag_seconds: 1.5,
             quarantined: 1,
             pushes_pending: 2,
+            subscriber_lag: vec![("crm".into(), 12)],
         });
+        assert!(text.contains(
+            "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2\n"
+        ));
+        assert!(text.contains("outreach_sync_subscriber_lag_entries{subscriber=\"crm\"} 12\n"));
         assert!(text.contains("outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1\n"));
         assert!(text.contains("outreach_sync_deliveries_total{outcome=\"accepted\"} 0\n"));
         assert!(text.contains("outreach_sync_upstream_responses_total{status=\"429\"} 1\n"));

@@ -338,6 +338,8 @@ pub struct Status {
     /// The last ledger entry and its hash, to keep elsewhere (`ledger verify` checks the
     /// chain up to it).
     pub chain_head: crate::chain::ChainHead,
+    /// The configured subscribers and how far behind each is.
+    pub subscribers: Vec<SubscriberView>,
 }
 
 /// The last reconciliation of one organization.
@@ -403,4 +405,42 @@ pub struct ReplicaSeen {
     pub name: String,
     pub last_seen: String,
     pub leader: bool,
+}
+
+/// A subscriber's delivery state, as kept (times in Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SubscriberState {
+    pub name: String,
+    /// The last seq delivered or passed over.
+    pub cursor: i64,
+    /// Raised by each replay.
+    pub generation: i64,
+    /// Answered 410: nothing is sent until a replay.
+    pub disabled: bool,
+    /// Failed attempts since the last success.
+    pub failures: i64,
+    pub next_attempt_ms: Option<i64>,
+    pub last_error: Option<String>,
+    pub last_success_ms: Option<i64>,
+}
+
+/// A subscriber as `GET /v1/subscribers`, `subscribers` and `status` show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriberView {
+    pub name: String,
+    pub url: String,
+    pub cursor: i64,
+    /// Ledger entries after the cursor (some may be passed over by the subscriber's filters).
+    pub lag_entries: i64,
+    /// Age of the oldest entry after the cursor (0 when none).
+    pub lag_seconds: f64,
+    /// `active`, `retrying` (the last attempt failed) or `disabled` (answered 410).
+    pub state: &'static str,
+    pub last_error: Option<String>,
+    /// RFC 3339.
+    pub last_success_at: Option<String>,
+    /// RFC 3339, while retrying.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub next_attempt_at: Option<String>,
 }

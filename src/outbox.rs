@@ -332,6 +332,9 @@ async fn write_and_apply(
     match apply::deliveries(&mut *tx, &pending, Utc::now(), account_sync).await {
         Ok(applied) => {
             tx.commit().await?;
+            if !applied.is_idle() {
+                crate::signal::ledger_grew();
+            }
             *last_id = tentative;
             Ok((results, applied))
         }

@@ -463,6 +463,7 @@ impl Reconciler {
                 counts
             }
         };
+        crate::signal::ledger_grew();
         Ok(counts)
     }
 

@@ -7,6 +7,9 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod subscribers;
+pub use subscribers::{MAX_BATCH, SubscriberSettings};
+
 /// Where `--config` points when it is not given, if the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/outreach-sync/config.toml";
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
@@ -51,6 +54,8 @@ pub struct Settings {
     pub log: LogSettings,
     pub replica: ReplicaSettings,
     pub retention: RetentionSettings,
+    /// `[[subscriber]]`: tools every consent ledger entry is pushed to.
+    pub subscriber: Vec<SubscriberSettings>,
 }
 
 /// `[database]`
@@ -569,6 +574,7 @@ impl Settings {
             let text = read_secret_file("service.client_secret_file", path)?;
             self.service.client_secret = Some(SecretString::from(text.trim().to_owned()));
         }
+        subscribers::read_secret_files(&mut self.subscriber)?;
         Ok(())
     }
 
@@ -604,6 +610,7 @@ impl Settings {
                 "must be at least 2 (the lease is renewed three times per period)",
             ));
         }
+        subscribers::validate(&self.subscriber)?;
         parse_bind("ingest.bind", &self.ingest.bind)?;
         parse_bind("admin.bind", &self.admin.bind)?;
         if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {

@@ -86,6 +86,7 @@ impl Worker {
         if outcome.is_idle() {
             return Ok(outcome);
         }
+        crate::signal::ledger_grew();
         self.state.settled(outcome.settled());
         crate::metrics::global().applied(outcome.applied, outcome.quarantined);
         tracing::debug!(

@@ -22,6 +22,8 @@ pub const MAX_LOOKUP: usize = 10_000;
 /// Change feed page size when none is asked for, and the largest allowed.
 pub const DEFAULT_CHANGES: i64 = 1_000;
 pub const MAX_CHANGES: i64 = 10_000;
+/// Longest `wait=` of the change feed, in seconds.
+pub const MAX_WAIT_SECS: u64 = 60;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -115,6 +117,7 @@ pub async fn lookup(
 pub struct ChangesQuery {
     after: Option<i64>,
     limit: Option<i64>,
+    wait: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -139,7 +142,27 @@ pub async fn changes(
     // Seqs become visible in seq order on either backend (SQLite: one writer at a time;
     // PostgreSQL: appenders hold the ledger head until they commit), so reading
     // `seq > after` never skips an entry that commits later with a smaller seq.
-    let items = ledger::changes(&state.pool, after, limit).await?;
+    let wait = query.wait.unwrap_or(0);
+    if wait > MAX_WAIT_SECS {
+        return Err(AdminError::BadRequest(format!(
+            "wait must be between 0 and {MAX_WAIT_SECS} seconds"
+        )));
+    }
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(wait);
+    // Taken before the first read, so that an entry committed after it ends the wait.
+    let mut follower = crate::signal::Follower::new();
+    let mut items = ledger::changes(&state.pool, after, limit).await?;
+    while items.is_empty() {
+        let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        tokio::select! {
+            _ = state.stop.cancelled() => break,
+            _ = follower.wait(left.min(crate::signal::FALLBACK_POLL)) => {}
+        }
+        items = ledger::changes(&state.pool, after, limit).await?;
+    }
     let next = items.last().map_or(after, |e| e.seq);
     Ok(Json(ChangePage { items, next }))
 }

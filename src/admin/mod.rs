@@ -14,6 +14,8 @@ mod error;
 mod evidence;
 mod openapi;
 mod records;
+mod stream;
+mod subscribers;
 
 use std::sync::Arc;
 
@@ -23,10 +25,12 @@ use axum::http::Method;
 use axum::routing::{MethodRouter, get, post};
 use secrecy::SecretString;
 use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
 
 pub use error::AdminError;
 
 use crate::settings::AdminToken;
+use crate::settings::SubscriberSettings;
 use crate::store::Pool;
 
 /// Largest request body: a 10,000-number lookup is about 200 KB.
@@ -39,6 +43,10 @@ pub struct AdminState {
     tokens: Vec<AdminToken>,
     /// Wakes the pusher when a local change is queued.
     wake: Arc<Notify>,
+    /// The configured subscribers.
+    subscribers: Vec<SubscriberSettings>,
+    /// Cancelled when the daemon stops: long-lived answers (the stream, `wait=`) end then.
+    stop: CancellationToken,
 }
 
 impl AdminState {
@@ -51,7 +59,21 @@ impl AdminState {
                 .map(|(i, token)| AdminToken::parse(token, i + 1))
                 .collect(),
             wake,
+            subscribers: Vec::new(),
+            stop: CancellationToken::new(),
         }
+    }
+
+    /// Ends long-lived answers when `stop` is cancelled.
+    pub fn with_stop(mut self, stop: CancellationToken) -> Self {
+        self.stop = stop;
+        self
+    }
+
+    /// Shows (and replays) these subscribers.
+    pub fn with_subscribers(mut self, subscribers: Vec<SubscriberSettings>) -> Self {
+        self.subscribers = subscribers;
+        self
     }
 }
 
@@ -170,6 +192,12 @@ pub static ROUTES: &[RouteSpec] = &[
                 kind: "integer",
                 description: "Entries per page, 1..=10000 (default 1000)",
             },
+            Param {
+                name: "wait",
+                required: false,
+                kind: "integer",
+                description: "When nothing is newer than `after`, answer as soon as something is, or empty after this many seconds (0..=60, default 0)",
+            },
         ],
         request: None,
         response: (200, Some("ChangePage")),
@@ -185,6 +213,44 @@ pub static ROUTES: &[RouteSpec] = &[
         request: None,
         response: (200, Some("EvidenceBundle")),
         handler: || get(evidence::bundle),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/consent/stream",
+        operation_id: "consentStream",
+        summary: "The ledger as Server-Sent Events (`id: SEQ`, `event: consent`, `data:` a ledger entry), resuming after `Last-Event-ID` or `after`, with a comment heartbeat every 15 s",
+        public: false,
+        query: &[Param {
+            name: "after",
+            required: false,
+            kind: "integer",
+            description: "Last seq seen (default 0: from the start); the Last-Event-ID header wins",
+        }],
+        request: None,
+        response: (200, Some("EventStream")),
+        handler: || get(stream::consent),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/subscribers",
+        operation_id: "listSubscribers",
+        summary: "The configured subscribers: cursor, lag, state and last error",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("SubscriberItems")),
+        handler: || get(subscribers::list),
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/v1/subscribers/{name}/replay",
+        operation_id: "replaySubscriber",
+        summary: "Rewind a subscriber: entries from `fromSeq` on are sent again (a disabled subscriber is enabled)",
+        public: false,
+        query: &[],
+        request: Some("ReplayRequest"),
+        response: (200, Some("Subscriber")),
+        handler: || post(subscribers::replay),
     },
     RouteSpec {
         method: Method::GET,

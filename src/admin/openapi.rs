@@ -40,6 +40,8 @@ pub fn build() -> Value {
             .collect();
         let (status, schema) = route.response;
         let content = match schema {
+            Some("EventStream") => json!({"text/event-stream": {"schema": {"type": "string",
+                "description": "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments"}}}),
             Some(name) => {
                 json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}})
             }
@@ -169,5 +171,15 @@ fn schemas() -> Value {
         "EvidenceBundle": {"type": "object", "additionalProperties": true,
             "description": "phoneNumber, generatedAt, chainHead {seq, hash}, canonicalEncoding, \
                 items: ledger entries with tagId, reason, prevHash, hash and evidence"},
+        "Subscriber": {"type": "object", "properties": {
+            "name": string(), "url": string(), "cursor": {"type": "integer"},
+            "lagEntries": {"type": "integer"}, "lagSeconds": {"type": "number"},
+            "state": {"type": "string", "enum": ["active", "retrying", "disabled"]},
+            "lastError": nullable_string(), "lastSuccessAt": nullable_string(),
+            "nextAttemptAt": string()}},
+        "SubscriberItems": items_of("Subscriber"),
+        "ReplayRequest": {"type": "object", "required": ["fromSeq"], "properties": {
+            "fromSeq": {"type": "integer", "minimum": 1,
+                "description": "the first seq to send again; at most one past the cursor"}}},
     })
 }

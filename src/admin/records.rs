@@ -34,6 +34,11 @@ pub async fn metrics(
         apply_lag_seconds: lag,
         quarantined: count(backlog.quarantined),
         pushes_pending: count(backlog.pushes_pending),
+        subscriber_lag: crate::subscribers::views(&state.pool, &state.subscribers)
+            .await?
+            .into_iter()
+            .map(|s| (s.name, count(s.lag_entries)))
+            .collect(),
     });
     Ok((
         [(
@@ -93,5 +98,7 @@ pub async fn message(
 pub async fn status(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<ledger::Status>, AdminError> {
-    Ok(Json(ledger::status(&state.pool).await?))
+    let mut status = ledger::status(&state.pool).await?;
+    status.subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
+    Ok(Json(status))
 }

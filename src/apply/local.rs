@@ -139,5 +139,6 @@ pub async fn record_local(
             recorded
         }
     };
+    crate::signal::ledger_grew();
     Ok(recorded)
 }

@@ -4,6 +4,7 @@ mod consent;
 mod daemon;
 mod evidence;
 mod read;
+mod subscribers;
 mod webhooks;
 
 use std::path::PathBuf;
@@ -137,6 +138,11 @@ pub enum Command {
         #[command(subcommand)]
         command: LedgerCommand,
     },
+    /// The configured subscribers: cursor, lag, state and last error.
+    Subscribers {
+        #[command(subcommand)]
+        command: Option<SubscribersCommand>,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -156,6 +162,16 @@ pub enum Command {
 pub enum LedgerCommand {
     /// Check the hash chain: exit 0 with the head, exit 1 naming the first entry that breaks.
     Verify,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SubscribersCommand {
+    /// Rewind a subscriber: entries from SEQ on are sent again (a disabled one is enabled).
+    Replay {
+        name: String,
+        #[arg(long = "from", value_name = "SEQ")]
+        from: i64,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -352,6 +368,15 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => evidence::verify(&load_for_reading(config)?, cli.json).await,
+        Command::Subscribers { command } => {
+            let settings = load_for_reading(config)?;
+            match command {
+                None => subscribers::list(&settings, cli.json).await,
+                Some(SubscribersCommand::Replay { name, from }) => {
+                    subscribers::replay(&settings, &name, from, cli.json).await
+                }
+            }
+        }
         Command::Export {
             dataset,
             format,

@@ -193,7 +193,10 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
 
 pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
-    let status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    let mut status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    status.subscribers = crate::subscribers::views(&pool, &settings.subscriber)
+        .await
+        .map_err(anyhow::Error::from)?;
     if json {
         return print_json(&status);
     }
@@ -256,6 +259,12 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
             replica.name,
             replica.last_seen,
             if replica.leader { ", leader" } else { "" }
+        );
+    }
+    for subscriber in &status.subscribers {
+        println!(
+            "subscriber:            {}",
+            super::subscribers::line(subscriber)
         );
     }
     Ok(())

@@ -410,7 +410,7 @@ fn transport_failure(error: &reqwest::Error, replay: Replay) -> Attempt {
 }
 
 /// `Retry-After` as seconds or an HTTP date.
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+pub fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
     let value = headers
         .get(reqwest::header::RETRY_AFTER)?
         .to_str()

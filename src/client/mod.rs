@@ -6,6 +6,7 @@
 
 mod config;
 mod core;
+pub use core::retry_after;
 mod error;
 pub mod models;
 mod paging;

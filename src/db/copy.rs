@@ -150,6 +150,20 @@ const TABLES: &[Table] = &[
                  x.echo_ref",
         identity: None,
     },
+    // The subscribers' cursors: a moved ledger is not sent to them a second time.
+    Table {
+        name: "subscribers",
+        object: "'name', name, 'cursor', cursor, 'generation', generation, \
+                 'disabled', disabled, 'failures', failures, 'next_attempt_ms', next_attempt_ms, \
+                 'last_error', last_error, 'last_success_ms', last_success_ms",
+        record: "name text, cursor bigint, generation bigint, disabled int, failures bigint, \
+                 next_attempt_ms bigint, last_error text, last_success_ms bigint",
+        insert: "name, cursor, generation, disabled, failures, next_attempt_ms, last_error, \
+                 last_success_ms",
+        select: "x.name, x.cursor, x.generation, x.disabled <> 0, x.failures, \
+                 x.next_attempt_ms, x.last_error, x.last_success_ms",
+        identity: None,
+    },
     Table {
         name: "reconcile_checkpoints",
         object: "'organization_id', organization_id, 'pass_id', pass_id, 'cursor', cursor, \

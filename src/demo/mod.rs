@@ -2,6 +2,7 @@
 //! process, with a live view of what happens. No configuration needed.
 
 mod differences;
+mod receiver;
 mod view;
 
 use std::path::PathBuf;
@@ -19,6 +20,7 @@ use crate::settings::{LogFormat, Settings, Synchronous};
 use crate::store::Pool;
 use crate::{db, ledger, upstream};
 pub use differences::{ConsentDifferences, consent_differences};
+pub use receiver::DemoSubscriber;
 pub use view::{LEGEND, Row};
 
 /// How often the live view prints a line.
@@ -79,8 +81,27 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await
     .context("starting the sandbox")?;
 
+    // A stand-in for the campaign's CRM, subscribed to every consent ledger entry.
+    let crm_secret = {
+        use base64::Engine as _;
+        let key: [u8; 24] = rand::random();
+        format!(
+            "whsec_{}",
+            base64::engine::general_purpose::STANDARD.encode(key)
+        )
+    };
+    let crm = DemoSubscriber::start(&crm_secret)
+        .await
+        .context("starting the demo's subscriber")?;
     let mut settings = demo_settings(&dir, &sandbox, &secret);
     settings.admin.tokens = vec![SecretString::from(admin_token.clone())];
+    settings
+        .subscriber
+        .push(crate::settings::SubscriberSettings::new(
+            "crm",
+            &crm.url,
+            &crm_secret,
+        ));
     settings.validate()?;
     crate::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
@@ -105,6 +126,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     println!("  daemon ingest:                   {ingest}");
     println!("  daemon admin API:                http://{admin} (token {admin_token})");
+    println!(
+        "  subscriber `crm`:                {} (every consent ledger entry, signed)",
+        crm.url
+    );
     println!(
         "  database:                        {}",
         settings.database_path()?.display()
@@ -135,8 +160,19 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // view too): the final pass needs the deliveries still in flight received first.
     let daemon_stop = CancellationToken::new();
     let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
-    live_view(&sandbox, &pool, &stop, &daemon_stop, started).await;
+    live_view(&sandbox, &pool, &crm, &stop, &daemon_stop, started).await;
     let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
+    let r = crm.received();
+    println!(
+        "the subscriber `crm` received {} ledger entries ({} opt-outs), every signature checked{}",
+        r.entries,
+        r.opt_outs,
+        if r.unverified > 0 {
+            format!("; {} requests did NOT verify", r.unverified)
+        } else {
+            String::new()
+        }
+    );
     sandbox.shutdown().await;
     outcome?;
 
@@ -297,11 +333,13 @@ fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Re
 async fn live_view(
     sandbox: &RunningSandbox,
     pool: &sqlx::SqlitePool,
+    crm: &DemoSubscriber,
     stop: &CancellationToken,
     daemon_stop: &CancellationToken,
     started: Instant,
 ) {
     println!("{}", view::header());
+    let mut shown = 0;
     let mut tick = tokio::time::interval(VIEW_INTERVAL);
     tick.tick().await;
     loop {
@@ -314,5 +352,25 @@ async fn live_view(
             Ok(row) => println!("{}", row.line(&format!("{}s", started.elapsed().as_secs()))),
             Err(error) => tracing::warn!(%error, "reading the demo's figures"),
         }
+        let received = crm.received();
+        if received.entries > shown {
+            shown = received.entries;
+            println!("{}", subscriber_line(&received));
+        }
     }
+}
+
+/// What the demo's subscriber has been pushed, under a row of the view.
+fn subscriber_line(received: &receiver::Received) -> String {
+    let latest = received
+        .latest_opt_out
+        .as_ref()
+        .map(|(phone, org, source, after_ms)| {
+            format!("; latest opt-out {phone} in {org} ({source}), there {after_ms} ms after it was recorded")
+        })
+        .unwrap_or_default();
+    format!(
+        "        -> crm: {} entries pushed, {} opt-outs{latest}",
+        received.entries, received.opt_outs
+    )
 }

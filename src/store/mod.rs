@@ -26,6 +26,9 @@ mod leases;
 /// Outbox statements with one text for both backends.
 mod outbox;
 
+/// Subscribers' delivery state, one text for both backends.
+mod subscribers;
+
 /// Calls `$module::$function(pool, args…)` of the pool's backend (`store::sqlite::…` or
 /// `store::postgres::…`, which have the same functions) and awaits it.
 macro_rules! on_backend {

@@ -3,6 +3,7 @@
 
 mod common;
 mod daemon_process;
+mod receiver;
 
 mod admin;
 mod admin_feed;
@@ -33,5 +34,7 @@ mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;
 mod signature_vectors;
+mod stream;
+mod subscribers;
 mod supervise;
 mod v2;

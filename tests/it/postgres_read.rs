@@ -574,6 +574,8 @@ async fn status_reads_the_same_on_postgres_as_on_sqlite() {
                        "oldestPendingAt": LOCAL_AT, "lastPushError": "service unavailable"},
             // No replica has a heartbeat here.
             "replicas": [],
+            // No subscriber is configured.
+            "subscribers": [],
         })
     );
     let (pg, lite) = both

@@ -241,6 +241,12 @@ impl ApplyTx for PgConnection {
         .bind(&evidence)
         .execute(&mut *self)
         .await?;
+        // Delivered at commit to every replica's listener (`crate::signal::listen`), and
+        // once per transaction however many batches notify.
+        sqlx::query("SELECT pg_notify($1, '')")
+            .bind(crate::signal::PG_CHANNEL)
+            .execute(&mut *self)
+            .await?;
         Ok(seqs)
     }
 

@@ -13,3 +13,4 @@ pub mod read;
 pub mod reconcile;
 pub mod retention;
 pub mod state;
+pub mod subscribers;

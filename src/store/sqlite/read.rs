@@ -159,6 +159,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
         chain_head: crate::chain::ChainHead::empty(),
+        subscribers: Vec::new(),
     })
 }
 

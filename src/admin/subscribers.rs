@@ -1,0 +1,46 @@
+//! `/v1/subscribers`: the configured subscribers, and rewinding one.
+
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use bytes::Bytes;
+use serde::Deserialize;
+
+use super::consent::json_body;
+use super::{AdminError, AdminState};
+use crate::ledger::Items;
+use crate::model::SubscriberView;
+use crate::subscribers::{self, ReplayError};
+
+pub async fn list(
+    State(state): State<Arc<AdminState>>,
+) -> Result<Json<Items<SubscriberView>>, AdminError> {
+    let items = subscribers::views(&state.pool, &state.subscribers).await?;
+    Ok(Json(Items { items }))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ReplayBody {
+    from_seq: i64,
+}
+
+pub async fn replay(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<SubscriberView>, AdminError> {
+    let body: ReplayBody = json_body(body)?;
+    subscribers::replay(&state.pool, &state.subscribers, &name, body.from_seq)
+        .await
+        .map(Json)
+        .map_err(|error| match error {
+            ReplayError::Unknown(_) => AdminError::NotFound(error.to_string()),
+            ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
+                AdminError::BadRequest(error.to_string())
+            }
+            ReplayError::Database(error) => AdminError::Database(error),
+        })
+}

@@ -1,0 +1,210 @@
+//! Consent pushed to the campaign's other tools. Every consent ledger entry goes to each
+//! configured `[[subscriber]]` as a Standard Webhooks message, strictly in `seq` order and
+//! at least once: a sender per subscriber ([`sender`]) posts a batch, and moves the
+//! subscriber's durable cursor past it only after a 2xx. Senders run on the leader alone,
+//! each in a task of its own, so one slow or dead subscriber never delays another.
+
+mod sender;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use secrecy::SecretSlice;
+use tokio_util::sync::CancellationToken;
+
+pub use self::sender::{Attempt, Sender, backoff};
+use crate::ledger::{self, LedgerEntry};
+use crate::model::{Source, SubscriberState, SubscriberView};
+use crate::settings::SubscriberSettings;
+use crate::store::{Pool, on_backend};
+
+/// A configured subscriber, its secret decoded once.
+pub struct Subscriber {
+    pub name: String,
+    pub url: String,
+    key: SecretSlice<u8>,
+    organizations: HashSet<String>,
+    sources: Vec<Source>,
+    pub batch: u32,
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("name", &self.name)
+            .field("url", &self.url)
+            .field("batch", &self.batch)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Subscriber {
+    /// The subscriber of validated settings (`None` only for a secret that does not decode,
+    /// which validation refuses first).
+    pub fn new(settings: &SubscriberSettings) -> Option<Self> {
+        Some(Self {
+            name: settings.name.clone(),
+            url: settings.url.clone(),
+            key: SecretSlice::from(settings.key()?),
+            organizations: settings.organizations.iter().cloned().collect(),
+            sources: settings.sources.clone(),
+            batch: settings.batch,
+        })
+    }
+
+    /// Whether `entry` is for this subscriber.
+    pub fn takes(&self, entry: &LedgerEntry) -> bool {
+        (self.organizations.is_empty() || self.organizations.contains(&entry.organization_id))
+            && self.sources.iter().any(|s| s.as_str() == entry.source)
+    }
+
+    fn key(&self) -> &[u8] {
+        use secrecy::ExposeSecret as _;
+        self.key.expose_secret()
+    }
+}
+
+/// The configured subscribers.
+pub fn configured(settings: &[SubscriberSettings]) -> Vec<Arc<Subscriber>> {
+    settings
+        .iter()
+        .filter_map(Subscriber::new)
+        .map(Arc::new)
+        .collect()
+}
+
+/// Gives every configured subscriber a state (a new one starts at the beginning of the
+/// ledger).
+pub async fn ensure(pool: &Pool, subscribers: &[Arc<Subscriber>]) -> Result<(), sqlx::Error> {
+    let names: Vec<&str> = subscribers.iter().map(|s| s.name.as_str()).collect();
+    on_backend!(pool, subscribers::ensure(&names))
+}
+
+/// Runs a sender per subscriber until `stop`; returns when every sender has.
+pub async fn run(pool: Pool, subscribers: Vec<Arc<Subscriber>>, stop: CancellationToken) {
+    if subscribers.is_empty() {
+        return;
+    }
+    if let Err(error) = ensure(&pool, &subscribers).await {
+        // Each sender creates nothing itself: it waits for its state, reading it again.
+        tracing::warn!(%error, "cannot record the subscribers' states yet");
+    }
+    let http = sender::http_client();
+    let mut senders = tokio::task::JoinSet::new();
+    for subscriber in subscribers {
+        let sender = Sender::new(pool.clone(), subscriber, http.clone());
+        senders.spawn(sender.run(stop.clone()));
+    }
+    while let Some(ended) = senders.join_next().await {
+        if let Err(error) = ended {
+            tracing::error!(%error, "a subscriber's sender ended abnormally");
+        }
+    }
+}
+
+/// Why a replay was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("no subscriber named {0:?} is configured")]
+    Unknown(String),
+    #[error("fromSeq must be at least 1")]
+    BeforeTheStart,
+    #[error("fromSeq {from} is past the subscriber's cursor ({cursor}); a replay only rewinds")]
+    Forward { from: i64, cursor: i64 },
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Rewinds `name` so that entries from `from_seq` on are sent again (and enables it if it
+/// was disabled); returns its view after the replay.
+pub async fn replay(
+    pool: &Pool,
+    configured: &[SubscriberSettings],
+    name: &str,
+    from_seq: i64,
+) -> Result<SubscriberView, ReplayError> {
+    let settings = configured
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| ReplayError::Unknown(name.to_owned()))?;
+    if from_seq < 1 {
+        return Err(ReplayError::BeforeTheStart);
+    }
+    on_backend!(pool, subscribers::ensure(&[name]))?;
+    let state = state_of(pool, name).await?;
+    if from_seq - 1 > state.cursor {
+        return Err(ReplayError::Forward {
+            from: from_seq,
+            cursor: state.cursor,
+        });
+    }
+    on_backend!(pool, subscribers::replay(name, from_seq - 1))?;
+    crate::signal::ledger_grew();
+    tracing::info!(subscriber = name, from_seq, "subscriber rewound");
+    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
+}
+
+async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, sqlx::Error> {
+    let state = on_backend!(pool, subscribers::get(name))?;
+    Ok(state.unwrap_or_else(|| SubscriberState {
+        name: name.to_owned(),
+        cursor: 0,
+        generation: 0,
+        disabled: false,
+        failures: 0,
+        next_attempt_ms: None,
+        last_error: None,
+        last_success_ms: None,
+    }))
+}
+
+/// Every configured subscriber as shown to people and tools, in configuration order.
+pub async fn views(
+    pool: &Pool,
+    configured: &[SubscriberSettings],
+) -> Result<Vec<SubscriberView>, sqlx::Error> {
+    let now = Utc::now();
+    let mut views = Vec::with_capacity(configured.len());
+    for settings in configured {
+        let state = state_of(pool, &settings.name).await?;
+        views.push(view(pool, settings, state, now).await?);
+    }
+    Ok(views)
+}
+
+async fn view(
+    pool: &Pool,
+    settings: &SubscriberSettings,
+    state: SubscriberState,
+    now: DateTime<Utc>,
+) -> Result<SubscriberView, sqlx::Error> {
+    let head = on_backend!(pool, subscribers::ledger_head())?;
+    let oldest = ledger::changes(pool, state.cursor, 1).await?;
+    let lag_seconds = oldest
+        .first()
+        .and_then(|e| DateTime::parse_from_rfc3339(&e.recorded_at).ok())
+        .map_or(0.0, |at| {
+            ((now - at.with_timezone(&Utc)).num_milliseconds().max(0) as f64) / 1000.0
+        });
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(crate::db::timestamp);
+    let retrying = state.failures > 0;
+    Ok(SubscriberView {
+        name: settings.name.clone(),
+        url: crate::settings::redacted_url(&settings.url),
+        cursor: state.cursor,
+        lag_entries: (head - state.cursor).max(0),
+        lag_seconds,
+        state: match (state.disabled, retrying) {
+            (true, _) => "disabled",
+            (false, true) => "retrying",
+            (false, false) => "active",
+        },
+        last_error: state.last_error,
+        last_success_at: state.last_success_ms.and_then(at),
+        next_attempt_at: state
+            .next_attempt_ms
+            .filter(|_| retrying && !state.disabled)
+            .and_then(at),
+    })
+}

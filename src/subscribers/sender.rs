@@ -1,0 +1,351 @@
+//! One subscriber's sender: read the entries after its cursor, post them as one signed
+//! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chrono::{DateTime, TimeDelta, Utc};
+use rand::RngExt as _;
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use super::Subscriber;
+use crate::ledger::{self, LedgerEntry};
+use crate::metrics::{self, SubscriberOutcome};
+use crate::settings::Algorithm;
+use crate::signal::{FALLBACK_POLL, Follower};
+use crate::store::{Pool, on_backend};
+
+/// First wait after a failed attempt, doubled per failure up to [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
+pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
+/// Longest wait for a subscriber's answer; no answer is a failure like a 5xx.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Pause after the database itself failed.
+const DATABASE_PAUSE: Duration = Duration::from_secs(1);
+/// Entries scanned per read when the subscriber's filters pass some over.
+const FILTERED_PAGE: i64 = 1_000;
+/// Longest text of a subscriber's answer kept as its last error.
+const MAX_ERROR_BODY: usize = 200;
+
+/// The one HTTP client of every sender: no redirects (a 3xx is an answer to show, not to
+/// follow with signed consent data).
+pub(super) fn http_client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .unwrap_or_default()
+}
+
+/// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to
+/// [`MAX_BACKOFF`], with up to a fifth taken off at random so that senders restarted
+/// together do not retry together.
+pub fn backoff(failures: u32) -> Duration {
+    let doubled = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(16));
+    let ceiling = doubled.min(MAX_BACKOFF);
+    let jitter = rand::rng().random_range(0.8..=1.0);
+    ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
+}
+
+/// What one attempt did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Attempt {
+    /// Nothing after the cursor for this subscriber.
+    Idle,
+    /// Entries `first..=last` were accepted.
+    Delivered { first: i64, last: i64 },
+    /// Not sent, or refused; the next attempt is due after the wait.
+    Failed { error: String, wait: Duration },
+    /// Answered 410 Gone: disabled until a replay.
+    Gone,
+    /// Disabled, or not due yet: nothing was sent.
+    Waiting(Duration),
+}
+
+/// The body of the contract: `{"type":"consent.changed","timestamp","data":{"items"}}`.
+#[derive(Serialize)]
+struct Message<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    timestamp: String,
+    data: Items<'a>,
+}
+
+#[derive(Serialize)]
+struct Items<'a> {
+    items: &'a [LedgerEntry],
+}
+
+/// Sends one subscriber's entries.
+pub struct Sender {
+    pool: Pool,
+    subscriber: Arc<Subscriber>,
+    http: reqwest::Client,
+}
+
+impl Sender {
+    pub fn new(pool: Pool, subscriber: Arc<Subscriber>, http: reqwest::Client) -> Self {
+        Self {
+            pool,
+            subscriber,
+            http,
+        }
+    }
+
+    /// Sends until `stop`: at once when the ledger grows, otherwise every
+    /// [`FALLBACK_POLL`]; a failure waits its backoff. Never ends on an error.
+    pub async fn run(self, stop: CancellationToken) {
+        let name = self.subscriber.name.as_str();
+        tracing::info!(subscriber = name, url = %crate::settings::redacted_url(&self.subscriber.url), "subscriber sender started");
+        // Taken before the first read, so no commit after it goes unnoticed.
+        let mut follower = Follower::new();
+        loop {
+            let attempt = tokio::select! {
+                _ = stop.cancelled() => return,
+                attempt = self.try_send(Utc::now()) => attempt,
+            };
+            let wait = match attempt {
+                Ok(Attempt::Delivered { .. }) => continue,
+                Ok(Attempt::Idle | Attempt::Gone) => FALLBACK_POLL,
+                Ok(Attempt::Failed { wait, .. } | Attempt::Waiting(wait)) => wait,
+                Err(error) => {
+                    tracing::warn!(subscriber = name, %error, "cannot read or record a subscriber's state");
+                    self.pool
+                        .note_error(&format!("subscriber {name}: {error}"))
+                        .await;
+                    DATABASE_PAUSE
+                }
+            };
+            // The due time of a retry is kept in the state, which the next attempt reads: so
+            // waking early (a new entry, a replay by another process) is harmless, and a
+            // replay is noticed within a poll even during a long backoff.
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = follower.wait(wait.min(FALLBACK_POLL)) => {}
+            }
+        }
+    }
+
+    /// One attempt at `now`: the next batch after the cursor, if any and if due.
+    pub async fn try_send(&self, now: DateTime<Utc>) -> Result<Attempt, sqlx::Error> {
+        let name = self.subscriber.name.as_str();
+        let Some(state) = on_backend!(&self.pool, subscribers::get(name))? else {
+            on_backend!(&self.pool, subscribers::ensure(&[name]))?;
+            return Ok(Attempt::Waiting(Duration::ZERO));
+        };
+        if state.disabled {
+            return Ok(Attempt::Waiting(FALLBACK_POLL));
+        }
+        if let Some(due) = state
+            .next_attempt_ms
+            .and_then(DateTime::from_timestamp_millis)
+            && due > now
+        {
+            return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
+        }
+        let (items, scanned) = self.next_batch(state.cursor).await?;
+        let (Some(first), Some(last)) = (items.first(), items.last()) else {
+            if scanned > state.cursor {
+                on_backend!(
+                    &self.pool,
+                    subscribers::passed_over(name, state.generation, scanned)
+                )?;
+            }
+            return Ok(Attempt::Idle);
+        };
+        let (first, last) = (first.seq, last.seq);
+        let outcome = self.post(&items, first, last).await;
+        let finished = Utc::now();
+        metrics::global().subscriber_request(name, outcome.metric());
+        let attempt = match outcome {
+            Posted::Accepted => {
+                on_backend!(
+                    &self.pool,
+                    subscribers::delivered(
+                        name,
+                        state.generation,
+                        scanned,
+                        finished.timestamp_millis()
+                    )
+                )?;
+                tracing::debug!(subscriber = name, first, last, "entries delivered");
+                Attempt::Delivered { first, last }
+            }
+            Posted::Gone => {
+                let error = "answered 410 Gone: disabled until a replay".to_owned();
+                on_backend!(
+                    &self.pool,
+                    subscribers::disable(name, state.generation, &error)
+                )?;
+                tracing::warn!(subscriber = name, "subscriber answered 410 Gone; disabled");
+                Attempt::Gone
+            }
+            Posted::Failed {
+                error, retry_after, ..
+            } => {
+                let failures = u32::try_from(state.failures + 1).unwrap_or(u32::MAX);
+                // The subscriber's own word on when to come back, within the contract's bounds.
+                let wait = retry_after
+                    .map(|after| after.clamp(FIRST_BACKOFF, MAX_BACKOFF))
+                    .unwrap_or_else(|| backoff(failures));
+                let next = finished + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX);
+                on_backend!(
+                    &self.pool,
+                    subscribers::failed(name, state.generation, &error, next.timestamp_millis())
+                )?;
+                tracing::warn!(subscriber = name, failures, %error, retry_in = ?wait, "delivery to subscriber failed; will retry");
+                Attempt::Failed { error, wait }
+            }
+        };
+        Ok(attempt)
+    }
+
+    /// The subscriber's next entries after `cursor` (at most its batch), and the seq read up
+    /// to: the last entry taken, or, when fewer were found, the last entry scanned.
+    async fn next_batch(&self, cursor: i64) -> Result<(Vec<LedgerEntry>, i64), sqlx::Error> {
+        let batch = self.subscriber.batch as usize;
+        let unfiltered =
+            self.subscriber.organizations.is_empty() && self.subscriber.sources.len() == 3;
+        let page = if unfiltered {
+            batch as i64
+        } else {
+            FILTERED_PAGE
+        };
+        let mut items = Vec::with_capacity(batch);
+        let mut scanned = cursor;
+        loop {
+            let entries = ledger::changes(&self.pool, scanned, page).await?;
+            let full = entries.len() as i64 == page;
+            for entry in entries {
+                if items.len() == batch {
+                    return Ok((items, scanned));
+                }
+                scanned = entry.seq;
+                if self.subscriber.takes(&entry) {
+                    items.push(entry);
+                }
+            }
+            if !full || items.len() == batch {
+                return Ok((items, scanned));
+            }
+        }
+    }
+
+    /// Posts `items` as one signed message.
+    async fn post(&self, items: &[LedgerEntry], first: i64, last: i64) -> Posted {
+        let now = Utc::now();
+        let message = Message {
+            kind: "consent.changed",
+            timestamp: crate::db::timestamp(now),
+            data: Items { items },
+        };
+        let body = match serde_json::to_vec(&message) {
+            Ok(body) => body,
+            Err(error) => {
+                return Posted::failed(format!("cannot encode the entries: {error}"), None);
+            }
+        };
+        let id = format!("{}-{first}-{last}", self.subscriber.name);
+        let timestamp = now.timestamp().to_string();
+        let signature = sign(self.subscriber.key(), &id, &timestamp, &body);
+        let sent = self
+            .http
+            .post(&self.subscriber.url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header("webhook-id", &id)
+            .header("webhook-timestamp", &timestamp)
+            .header("webhook-signature", signature)
+            .body(body)
+            .send()
+            .await;
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                let error = if error.is_timeout() {
+                    format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())
+                } else {
+                    format!("no answer: {}", without_url(error))
+                };
+                return Posted::failed(error, None);
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Posted::Accepted;
+        }
+        if status == reqwest::StatusCode::GONE {
+            return Posted::Gone;
+        }
+        let retry_after = crate::client::retry_after(response.headers());
+        let text = response.text().await.unwrap_or_default();
+        let text: String = text.chars().take(MAX_ERROR_BODY).collect();
+        let transient = status.is_server_error() || matches!(status.as_u16(), 408 | 429);
+        let error = format!("answered {status}: {}", text.trim());
+        Posted::Failed {
+            error,
+            retry_after,
+            rejected: !transient,
+        }
+    }
+}
+
+/// How a post ended.
+enum Posted {
+    Accepted,
+    Gone,
+    /// `rejected`: a 3xx or 4xx other than 408, 429 and 410: retried all the same, but it
+    /// needs a person.
+    Failed {
+        error: String,
+        retry_after: Option<Duration>,
+        rejected: bool,
+    },
+}
+
+impl Posted {
+    fn failed(error: String, retry_after: Option<Duration>) -> Self {
+        Self::Failed {
+            error,
+            retry_after,
+            rejected: false,
+        }
+    }
+
+    fn metric(&self) -> SubscriberOutcome {
+        match self {
+            Posted::Accepted => SubscriberOutcome::Delivered,
+            Posted::Gone => SubscriberOutcome::Gone,
+            Posted::Failed { rejected: true, .. } => SubscriberOutcome::Rejected,
+            Posted::Failed { .. } => SubscriberOutcome::Failed,
+        }
+    }
+}
+
+/// A transport error's causes, without its URL (a subscriber's URL may carry a token).
+fn without_url(error: reqwest::Error) -> String {
+    let error = error.without_url();
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// `v1,` + base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}`.
+pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
+    let tag = crate::signature::compute(
+        Algorithm::Sha256,
+        key,
+        &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
+    );
+    format!("v1,{}", STANDARD.encode(tag))
+}
