@@ -5,9 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::sqlite::{
-    SqliteAutoVacuum, SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
 
 use crate::settings::{Backend, Settings, Synchronous};
@@ -72,9 +70,6 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .busy_timeout(BUSY_TIMEOUT)
         .foreign_keys(true)
         .pragma("cache_size", format!("-{CACHE_KIB}"))
-        // Pruned deliveries give their space back (retention); takes effect on a new file,
-        // an older one is switched once by `migrate`.
-        .auto_vacuum(SqliteAutoVacuum::Incremental)
         .disable_statement_logging())
 }
 

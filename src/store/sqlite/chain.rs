@@ -82,6 +82,15 @@ pub async fn head(pool: &SqlitePool) -> Result<ChainHead, sqlx::Error> {
 /// trigger allows (see migration `20261125200001_ledger_chain`). Run after the migrations;
 /// returns how many entries it hashed.
 pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
+    // Read first: every command opens the database through here, often while the daemon
+    // writes, and must not queue for the write lock when there is nothing to do.
+    let missing: Option<i64> =
+        sqlx::query_scalar("SELECT seq FROM ledger WHERE hash IS NULL ORDER BY seq LIMIT 1")
+            .fetch_optional(pool)
+            .await?;
+    if missing.is_none() {
+        return Ok(0);
+    }
     let mut filled = 0;
     loop {
         let mut conn = pool.acquire().await?;

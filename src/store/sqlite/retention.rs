@@ -62,8 +62,9 @@ pub async fn vacuum_step(pool: &SqlitePool, pages: i64) -> Result<i64, sqlx::Err
 }
 
 /// Switches the file to incremental auto-vacuum if it is not yet: that takes one VACUUM
-/// (a rewrite of the file) on a database created before, and nothing on a new one (the
-/// connection options ask for it before the first table). Returns whether it rewrote.
+/// (a rewrite of the file: instant on a new one, long on a large one). Returns whether it
+/// rewrote. Not a connection option: setting the pragma writes the file's header, which
+/// would make every connection of every command queue for the write lock.
 pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
     /// `PRAGMA auto_vacuum`'s value for INCREMENTAL.
     const INCREMENTAL: i64 = 2;
