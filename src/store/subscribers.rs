@@ -32,42 +32,24 @@ macro_rules! statements {
             .await
         }
 
-        /// Moves the cursor forward to `cursor` after a 2xx, clearing the failures.
+        /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
+        /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance.
         pub async fn delivered(
             pool: &$pool,
             name: &str,
             generation: i64,
             cursor: i64,
-            now_ms: i64,
-        ) -> Result<bool, sqlx::Error> {
-            let moved = sqlx::query(
-                "UPDATE subscribers SET cursor = $3, failures = 0, next_attempt_ms = NULL,
-                     last_error = NULL, last_success_ms = $4
-                 WHERE name = $1 AND generation = $2 AND cursor < $3",
-            )
-            .bind(name)
-            .bind(generation)
-            .bind(cursor)
-            .bind(now_ms)
-            .execute(pool)
-            .await?;
-            Ok(moved.rows_affected() == 1)
-        }
-
-        /// Moves the cursor over entries the subscriber does not take.
-        pub async fn passed_over(
-            pool: &$pool,
-            name: &str,
-            generation: i64,
-            cursor: i64,
+            delivered_ms: Option<i64>,
         ) -> Result<(), sqlx::Error> {
             sqlx::query(
-                "UPDATE subscribers SET cursor = $3
+                "UPDATE subscribers SET cursor = $3, failures = 0, next_attempt_ms = NULL,
+                     last_error = NULL, last_success_ms = COALESCE($4, last_success_ms)
                  WHERE name = $1 AND generation = $2 AND cursor < $3",
             )
             .bind(name)
             .bind(generation)
             .bind(cursor)
+            .bind(delivered_ms)
             .execute(pool)
             .await?;
             Ok(())

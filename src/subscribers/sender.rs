@@ -2,7 +2,7 @@
 //! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -24,6 +24,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
 /// Longest wait for a subscriber's answer; no answer is a failure like a 5xx.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest time a moved cursor stays unwritten while entries flow (see [`Progress`]).
+const KEEP_EVERY: Duration = Duration::from_secs(1);
 /// Pause after the database itself failed.
 const DATABASE_PAUSE: Duration = Duration::from_secs(1);
 /// Entries scanned per read when the subscriber's filters pass some over.
@@ -51,6 +53,43 @@ pub fn backoff(failures: u32) -> Duration {
     let ceiling = doubled.min(MAX_BACKOFF);
     let jitter = rand::rng().random_range(0.8..=1.0);
     ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
+}
+
+/// A sender's cursor between attempts. It is written to the database at most every
+/// [`KEEP_EVERY`] while entries flow, and at once before a failure is recorded and when
+/// the sender stops: a write per batch would queue behind the ledger's own writers (on
+/// SQLite, for the one write lock) and hold up delivery. A crash loses at most that much
+/// progress, which is sent again: at least once, never skipped.
+#[derive(Debug, Clone)]
+pub struct Progress {
+    generation: i64,
+    cursor: i64,
+    /// When the last delivery since the cursor was kept was accepted.
+    delivered_ms: Option<i64>,
+    kept: bool,
+    kept_at: Instant,
+}
+
+impl Progress {
+    fn kept(state: &crate::model::SubscriberState) -> Self {
+        Self {
+            generation: state.generation,
+            cursor: state.cursor,
+            delivered_ms: None,
+            kept: true,
+            kept_at: Instant::now(),
+        }
+    }
+
+    fn advance(&mut self, cursor: i64, delivered_ms: Option<i64>) {
+        if cursor > self.cursor {
+            self.cursor = cursor;
+            self.kept = false;
+        }
+        if delivered_ms.is_some() {
+            self.delivered_ms = delivered_ms;
+        }
+    }
 }
 
 /// What one attempt did.
@@ -99,16 +138,18 @@ impl Sender {
     }
 
     /// Sends until `stop`: at once when the ledger grows, otherwise every
-    /// [`FALLBACK_POLL`]; a failure waits its backoff. Never ends on an error.
+    /// [`FALLBACK_POLL`]; a failure waits its backoff. Never ends on an error; keeps the
+    /// cursor before it returns.
     pub async fn run(self, stop: CancellationToken) {
         let name = self.subscriber.name.as_str();
         tracing::info!(subscriber = name, url = %crate::settings::redacted_url(&self.subscriber.url), "subscriber sender started");
         // Taken before the first read, so no commit after it goes unnoticed.
         let mut follower = Follower::new();
+        let mut progress = None;
         loop {
             let attempt = tokio::select! {
-                _ = stop.cancelled() => return,
-                attempt = self.try_send(Utc::now()) => attempt,
+                _ = stop.cancelled() => break,
+                attempt = self.try_send(&mut progress, Utc::now()) => attempt,
             };
             let wait = match attempt {
                 Ok(Attempt::Delivered { .. }) => continue,
@@ -119,6 +160,8 @@ impl Sender {
                     self.pool
                         .note_error(&format!("subscriber {name}: {error}"))
                         .await;
+                    // Read again from the database: what was not kept is sent again.
+                    progress = None;
                     DATABASE_PAUSE
                 }
             };
@@ -126,18 +169,36 @@ impl Sender {
             // waking early (a new entry, a replay by another process) is harmless, and a
             // replay is noticed within a poll even during a long backoff.
             tokio::select! {
-                _ = stop.cancelled() => return,
+                _ = stop.cancelled() => break,
                 _ = follower.wait(wait.min(FALLBACK_POLL)) => {}
             }
+        }
+        if let Some(progress) = &mut progress
+            && let Err(error) = self.keep(progress).await
+        {
+            tracing::warn!(subscriber = name, %error, "cannot keep the subscriber's cursor; the last entries will be sent again");
         }
     }
 
     /// One attempt at `now`: the next batch after the cursor, if any and if due.
-    pub async fn try_send(&self, now: DateTime<Utc>) -> Result<Attempt, sqlx::Error> {
+    /// `progress` carries the cursor between attempts (`None`: read it from the database).
+    pub async fn try_send(
+        &self,
+        progress: &mut Option<Progress>,
+        now: DateTime<Utc>,
+    ) -> Result<Attempt, sqlx::Error> {
         let name = self.subscriber.name.as_str();
         let Some(state) = on_backend!(&self.pool, subscribers::get(name))? else {
             on_backend!(&self.pool, subscribers::ensure(&[name]))?;
             return Ok(Attempt::Waiting(Duration::ZERO));
+        };
+        let progress = match progress {
+            // A replay (here or in another process) rewound the cursor: it wins.
+            Some(p) if p.generation == state.generation => {
+                p.cursor = p.cursor.max(state.cursor);
+                p
+            }
+            _ => progress.insert(Progress::kept(&state)),
         };
         if state.disabled {
             return Ok(Attempt::Waiting(FALLBACK_POLL));
@@ -149,14 +210,10 @@ impl Sender {
         {
             return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
         }
-        let (items, scanned) = self.next_batch(state.cursor).await?;
+        let (items, scanned) = self.next_batch(progress.cursor).await?;
         let (Some(first), Some(last)) = (items.first(), items.last()) else {
-            if scanned > state.cursor {
-                on_backend!(
-                    &self.pool,
-                    subscribers::passed_over(name, state.generation, scanned)
-                )?;
-            }
+            progress.advance(scanned, None);
+            self.keep_if_due(progress).await?;
             return Ok(Attempt::Idle);
         };
         let (first, last) = (first.seq, last.seq);
@@ -165,19 +222,18 @@ impl Sender {
         metrics::global().subscriber_request(name, outcome.metric());
         let attempt = match outcome {
             Posted::Accepted => {
-                on_backend!(
-                    &self.pool,
-                    subscribers::delivered(
-                        name,
-                        state.generation,
-                        scanned,
-                        finished.timestamp_millis()
-                    )
-                )?;
+                progress.advance(scanned, Some(finished.timestamp_millis()));
+                if state.failures > 0 {
+                    // Out of `retrying` at once, for everyone who looks.
+                    self.keep(progress).await?;
+                } else {
+                    self.keep_if_due(progress).await?;
+                }
                 tracing::debug!(subscriber = name, first, last, "entries delivered");
                 Attempt::Delivered { first, last }
             }
             Posted::Gone => {
+                self.keep(progress).await?;
                 let error = "answered 410 Gone: disabled until a replay".to_owned();
                 on_backend!(
                     &self.pool,
@@ -189,6 +245,7 @@ impl Sender {
             Posted::Failed {
                 error, retry_after, ..
             } => {
+                self.keep(progress).await?;
                 let failures = u32::try_from(state.failures + 1).unwrap_or(u32::MAX);
                 // The subscriber's own word on when to come back, within the contract's bounds.
                 let wait = retry_after
@@ -204,6 +261,33 @@ impl Sender {
             }
         };
         Ok(attempt)
+    }
+
+    /// Keeps the cursor if it moved and the last write is [`KEEP_EVERY`] old.
+    async fn keep_if_due(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+        if progress.kept_at.elapsed() >= KEEP_EVERY {
+            self.keep(progress).await?;
+        }
+        Ok(())
+    }
+
+    /// Writes the cursor (and the last success) if it moved since it was last kept.
+    async fn keep(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+        if progress.kept {
+            return Ok(());
+        }
+        on_backend!(
+            &self.pool,
+            subscribers::delivered(
+                &self.subscriber.name,
+                progress.generation,
+                progress.cursor,
+                progress.delivered_ms
+            )
+        )?;
+        progress.kept = true;
+        progress.kept_at = Instant::now();
+        Ok(())
     }
 
     /// The subscriber's next entries after `cursor` (at most its batch), and the seq read up
