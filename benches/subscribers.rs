@@ -118,6 +118,7 @@ fn change(i: u64) -> LocalChange {
         opted_out: i.is_multiple_of(2),
         tag_id: None,
         reason: Some("bench".into()),
+        actor: "cli:bench".into(),
     }
 }
 
@@ -224,6 +225,7 @@ async fn backlog(n: usize) -> (BenchDatabase, Pool) {
             event_ref: format!("event:evt_{i}"),
             tag_id: None,
             reason: None,
+            evidence: None,
         })
         .collect();
     for chunk in observations.chunks(PREFILL_BATCH) {

@@ -159,11 +159,16 @@ impl Application {
         if let Err(error) = replica.heartbeat().await {
             tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
         }
+        // The leader's housekeeping needs no service: the chain head's hourly log, and
+        // pruning stored deliveries past their retention.
+        let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
+            .with_pause(crate::retention::PRUNE_PAUSE);
         let leader_pool = pool.clone();
         tasks.add("leader", move |shutdown| {
             let singletons = singletons.clone();
             let subscribers = subscribers.clone();
             let pool = leader_pool.clone();
+            let pruner = pruner.clone();
             replica
                 .clone()
                 .run(shutdown, move |stop| {
@@ -171,17 +176,22 @@ impl Application {
                     // Each subscriber is sent to by the leader alone, so in seq order.
                     let senders =
                         crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
+                    let housekeeping = futures::future::join(
+                        crate::chain::log_head(pool.clone(), stop.clone()),
+                        pruner.clone().run(stop.clone()),
+                    );
                     async move {
                         match singletons {
                             Some((reconciler, pusher)) => {
                                 tokio::join!(
                                     reconciler.run_scheduled(stop.clone()),
                                     pusher.run(stop),
-                                    senders
+                                    senders,
+                                    housekeeping
                                 );
                             }
                             None => {
-                                tokio::join!(stop.cancelled(), senders);
+                                tokio::join!(stop.cancelled(), senders, housekeeping);
                             }
                         }
                     }

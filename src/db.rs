@@ -160,6 +160,21 @@ pub async fn sqlite_connection(settings: &Settings) -> Result<SqliteConnection, 
 /// Applies every pending SQLite migration.
 pub async fn migrate(pool: &SqlitePool) -> Result<(), DbError> {
     MIGRATOR.run(pool).await?;
+    // SQLite has no SHA-256 of its own: the chain of entries recorded before it existed
+    // is computed here (PostgreSQL's migration does it in SQL).
+    let filled = crate::store::sqlite::chain::fill_missing_hashes(pool).await?;
+    if filled > 0 {
+        tracing::info!(
+            entries = filled,
+            "computed the hash chain of the ledger's older entries"
+        );
+    }
+    // A file from before retention is rewritten once so that pruning frees space. Another
+    // process using the file (an older daemon) can keep that from happening now: the next
+    // start tries again, and nothing else depends on it.
+    if let Err(error) = crate::retention::prepare_sqlite(pool).await {
+        tracing::warn!(%error, "cannot switch the database to incremental auto-vacuum yet; pruned space is reused but not given back");
+    }
     Ok(())
 }
 

@@ -80,7 +80,8 @@ pub async fn events(
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
     let pool = pool.into();
     let mut status = on_backend!(&pool, read::status())?;
-    status.replicas = crate::replica::seen(pool).await?;
+    status.replicas = crate::replica::seen(&pool).await?;
+    status.chain_head = crate::chain::head(pool).await?;
     Ok(status)
 }
 

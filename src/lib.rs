@@ -7,6 +7,8 @@ pub mod admin;
 pub mod app;
 /// The one apply path every writer calls: last-writer-wins, account sync, echoes, ledger.
 pub mod apply;
+/// The ledger's hash chain: the canonical encoding of an entry, and the walk that checks it.
+pub mod chain;
 /// The command line.
 pub mod cli;
 /// The typed client of the service's API.
@@ -17,6 +19,8 @@ pub mod db;
 pub mod demo;
 /// The accepted event envelope and its parser.
 pub mod events;
+/// The evidence bundle of a number: each ledger entry with its hash and what it stands on.
+pub mod evidence;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
 pub mod export;
 /// The public ingest listener.
@@ -37,6 +41,8 @@ pub mod pusher;
 pub mod reconcile;
 /// This process among the replicas of a database: heartbeat and the leader's lease.
 pub mod replica;
+/// Retention: stored deliveries pruned once applied and old enough; never the ledger.
+pub mod retention;
 /// The in-memory service used by tests, `demo` and users' own code.
 pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.

@@ -41,6 +41,23 @@ pub struct ConsentObservation {
     pub event_ref: String,
     pub tag_id: Option<String>,
     pub reason: Option<String>,
+    /// What it stands on, kept with its ledger entry (`None` for a webhook's, whose
+    /// evidence is its stored delivery).
+    pub evidence: Option<KeptEvidence>,
+}
+
+/// The evidence kept with a `reconcile` or `local` ledger entry, as JSON in its
+/// `evidence` column.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[serde(untagged, rename_all_fields = "camelCase")]
+pub enum KeptEvidence {
+    /// When the lead was requested from the service, and the lead as it came back.
+    Reconcile {
+        requested_at: String,
+        lead: serde_json::Value,
+    },
+    /// Who made a local change: an admin token's name, or `cli:USER`.
+    Local { actor: String },
 }
 
 /// What applying one consent observation did.
@@ -141,6 +158,16 @@ pub struct StoredDelivery {
     pub id: i64,
     pub dedup_key: String,
     pub received_at: DateTime<Utc>,
+    pub body: Vec<u8>,
+}
+
+/// An outbox row as retention reads it: enough to tell whether it may go.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OutboxHead {
+    pub id: i64,
+    pub received_at: DateTime<Utc>,
+    /// `pending`, `applied` or `quarantined`.
+    pub state: String,
     pub body: Vec<u8>,
 }
 
@@ -246,6 +273,32 @@ pub struct LedgerEntry {
     pub echo_of: Option<i64>,
 }
 
+/// A ledger entry with what the evidence bundle adds to it, as stored.
+#[derive(Debug, Clone)]
+pub struct StoredEntry {
+    pub entry: LedgerEntry,
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+    pub hash: Option<String>,
+    /// The hash of the entry before it in seq order (`None` for the first).
+    pub prev_hash: Option<String>,
+    /// The `evidence` column: JSON text of a [`KeptEvidence`].
+    pub evidence: Option<String>,
+}
+
+/// A stored delivery with everything needed to check its signature again.
+#[derive(Debug, Clone)]
+pub struct KeptDelivery {
+    pub id: i64,
+    pub dedup_key: String,
+    /// RFC 3339, UTC, milliseconds.
+    pub received_at: String,
+    /// JSON object of the headers kept.
+    pub headers: String,
+    pub body: Vec<u8>,
+    pub secret_index: i64,
+}
+
 /// A stored delivery, as `events` lists it.
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
@@ -282,6 +335,9 @@ pub struct Status {
     pub pushes: PushCounts,
     /// The processes serving this database, heard from in the last minute, and the leader.
     pub replicas: Vec<ReplicaSeen>,
+    /// The last ledger entry and its hash, to keep elsewhere (`ledger verify` checks the
+    /// chain up to it).
+    pub chain_head: crate::chain::ChainHead,
     /// The configured subscribers and how far behind each is.
     pub subscribers: Vec<SubscriberView>,
 }

@@ -53,6 +53,7 @@ pub struct Settings {
     pub admin: AdminSettings,
     pub log: LogSettings,
     pub replica: ReplicaSettings,
+    pub retention: RetentionSettings,
     /// `[[subscriber]]`: tools every consent ledger entry is pushed to.
     pub subscriber: Vec<SubscriberSettings>,
 }
@@ -149,6 +150,27 @@ impl Default for ReplicaSettings {
         Self {
             name: String::new(),
             lease_secs: 15,
+        }
+    }
+}
+
+/// `[retention]`: how long stored deliveries are kept. The ledger is never pruned, nor a
+/// quarantined or unapplied delivery.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionSettings {
+    /// Days an applied `messageStatus-v1` delivery is kept after its receipt.
+    pub message_status_days: u32,
+    /// Days an applied consent delivery (the evidence of a webhook ledger entry) is kept
+    /// after its receipt: five years by default, past the four a claim can take.
+    pub consent_delivery_days: u32,
+}
+
+impl Default for RetentionSettings {
+    fn default() -> Self {
+        Self {
+            message_status_days: 90,
+            consent_delivery_days: 1830,
         }
     }
 }
@@ -349,11 +371,72 @@ pub struct ConsentSettings {
 #[serde(default, deny_unknown_fields)]
 pub struct AdminSettings {
     pub bind: String,
-    /// Bearer tokens accepted; `/healthz` and `/metrics` need none.
-    #[serde(serialize_with = "redact_list")]
+    /// Bearer tokens accepted; `/healthz` and `/metrics` need none. `name:token` names a
+    /// token (`[A-Za-z0-9_.-]+`; the name is the actor of the local changes made with it,
+    /// and may be shown; the token never is); a token without a name is `token-N` (N from
+    /// 1, in order).
+    #[serde(serialize_with = "redact_tokens")]
     pub tokens: Vec<SecretString>,
     /// A file with one token per line, added to `tokens`.
     pub tokens_file: Option<PathBuf>,
+}
+
+/// An admin token and its name (see [`AdminSettings::tokens`]).
+#[derive(Debug, Clone)]
+pub struct AdminToken {
+    pub name: String,
+    pub token: SecretString,
+}
+
+impl AdminToken {
+    /// `name:token`, or a bare token named `token-{number}`.
+    pub fn parse(configured: &SecretString, number: usize) -> Self {
+        let text = configured.expose_secret();
+        match token_name(text) {
+            Some((name, token)) => Self {
+                name: name.to_owned(),
+                token: SecretString::from(token.to_owned()),
+            },
+            None => Self {
+                name: format!("token-{number}"),
+                token: configured.clone(),
+            },
+        }
+    }
+}
+
+/// The name and token of `name:token`, if `text` has that form.
+fn token_name(text: &str) -> Option<(&str, &str)> {
+    let (name, token) = text.split_once(':')?;
+    let valid = !name.is_empty()
+        && !token.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    valid.then_some((name, token))
+}
+
+impl AdminSettings {
+    /// The configured tokens with their names.
+    pub fn named_tokens(&self) -> Vec<AdminToken> {
+        self.tokens
+            .iter()
+            .enumerate()
+            .map(|(i, token)| AdminToken::parse(token, i + 1))
+            .collect()
+    }
+}
+
+/// Tokens as `name:[redacted]` (a name is not a secret), or `[redacted]` when unnamed.
+fn redact_tokens<S: Serializer>(tokens: &[SecretString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(
+        tokens
+            .iter()
+            .map(|token| match token_name(token.expose_secret()) {
+                Some((name, _)) => format!("{name}:{REDACTED}"),
+                None => REDACTED.to_owned(),
+            }),
+    )
 }
 
 impl Default for AdminSettings {
@@ -504,6 +587,23 @@ impl Settings {
     /// Every check of [`Settings::validate`] but `[webhook]`'s.
     pub fn validate_except_webhook(&self) -> Result<(), SettingsError> {
         self.backend()?;
+        for (key, days) in [
+            (
+                "retention.message_status_days",
+                self.retention.message_status_days,
+            ),
+            (
+                "retention.consent_delivery_days",
+                self.retention.consent_delivery_days,
+            ),
+        ] {
+            if days == 0 {
+                return Err(SettingsError::invalid(
+                    key,
+                    "must be at least 1 (a delivery is kept at least until it is applied)",
+                ));
+            }
+        }
         if self.replica.lease_secs < 2 {
             return Err(SettingsError::invalid(
                 "replica.lease_secs",

@@ -8,7 +8,7 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use secrecy::ExposeSecret as _;
-use subtle::ConstantTimeEq as _;
+use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
 
 use super::{AdminError, AdminState, ROUTES};
 
@@ -16,32 +16,50 @@ use super::{AdminError, AdminState, ROUTES};
 /// paths need a token too, so the listener does not tell strangers what it serves.
 pub async fn require_token(
     State(state): State<Arc<AdminState>>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
     let public = ROUTES.iter().any(|r| r.public && r.path == path);
-    if public || authorized(&state, &request) {
-        next.run(request).await
-    } else {
-        AdminError::Unauthorized.into_response()
+    if public {
+        return next.run(request).await;
+    }
+    match authorized(&state, &request) {
+        Some(actor) => {
+            request.extensions_mut().insert(actor);
+            next.run(request).await
+        }
+        None => AdminError::Unauthorized.into_response(),
     }
 }
 
-fn authorized(state: &AdminState, request: &Request) -> bool {
-    let Some(presented) = request
+/// The name of the admin token a request was made with: the actor of what it changes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Actor(pub String);
+
+fn authorized(state: &AdminState, request: &Request) -> Option<Actor> {
+    let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer)
-    else {
-        return false;
-    };
+        .and_then(bearer)?;
     let mut matched = subtle::Choice::from(0);
-    for token in &state.tokens {
-        matched |= token.expose_secret().as_bytes().ct_eq(presented.as_bytes());
+    // Which token matched, chosen without a branch on the comparison.
+    let mut index = 0u32;
+    for (i, token) in state.tokens.iter().enumerate() {
+        let equal = token
+            .token
+            .expose_secret()
+            .as_bytes()
+            .ct_eq(presented.as_bytes());
+        index.conditional_assign(&u32::try_from(i).unwrap_or(u32::MAX), equal);
+        matched |= equal;
     }
-    bool::from(matched)
+    if !bool::from(matched) {
+        return None;
+    }
+    let name = state.tokens.get(index as usize)?.name.clone();
+    Some(Actor(name))
 }
 
 /// The token of `Bearer <token>` (scheme case-insensitive, as RFC 7235 says).

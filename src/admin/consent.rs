@@ -3,14 +3,15 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::rejection::{BytesRejection, QueryRejection};
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
+use axum::{Extension, Json};
 use bytes::Bytes;
 use chrono::Utc;
 use serde::{Deserialize, Serialize};
 
+use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::{self, LocalChange, Recorded};
 use crate::client::validate;
@@ -180,6 +181,7 @@ pub struct LocalChangeBody {
 
 pub async fn record(
     State(state): State<Arc<AdminState>>,
+    Extension(actor): Extension<Actor>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(StatusCode, Json<Recorded>), AdminError> {
     let body: LocalChangeBody = json_body(body)?;
@@ -189,6 +191,7 @@ pub async fn record(
         opted_out: body.opted_out,
         tag_id: body.tag_id,
         reason: body.reason,
+        actor: actor.0,
     };
     let recorded = apply::record_local(&state.pool, &change, Utc::now()).await?;
     state.wake.notify_one();

@@ -11,6 +11,7 @@
 mod auth;
 mod consent;
 mod error;
+mod evidence;
 mod openapi;
 mod records;
 mod stream;
@@ -28,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::AdminError;
 
+use crate::settings::AdminToken;
 use crate::settings::SubscriberSettings;
 use crate::store::Pool;
 
@@ -37,7 +39,8 @@ const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// What the admin handlers share.
 pub struct AdminState {
     pool: Pool,
-    tokens: Vec<SecretString>,
+    /// With their names: the actor of the local changes made with each.
+    tokens: Vec<AdminToken>,
     /// Wakes the pusher when a local change is queued.
     wake: Arc<Notify>,
     /// The configured subscribers.
@@ -50,7 +53,11 @@ impl AdminState {
     pub fn new(pool: impl Into<Pool>, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
         Self {
             pool: pool.into(),
-            tokens,
+            tokens: tokens
+                .iter()
+                .enumerate()
+                .map(|(i, token)| AdminToken::parse(token, i + 1))
+                .collect(),
             wake,
             subscribers: Vec::new(),
             stop: CancellationToken::new(),
@@ -195,6 +202,17 @@ pub static ROUTES: &[RouteSpec] = &[
         request: None,
         response: (200, Some("ChangePage")),
         handler: || get(consent::changes),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/consent/evidence",
+        operation_id: "consentEvidence",
+        summary: "The evidence bundle of a number: each ledger entry with its hash and what it stands on (404 when unknown)",
+        public: false,
+        query: &[PHONE, ORG],
+        request: None,
+        response: (200, Some("EvidenceBundle")),
+        handler: || get(evidence::bundle),
     },
     RouteSpec {
         method: Method::GET,

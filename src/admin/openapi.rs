@@ -168,6 +168,9 @@ fn schemas() -> Value {
         "Status": {"type": "object", "additionalProperties": true,
             "description": "backlog, quarantined, reconciliation, pushes, lastError"},
         "OpenApi": {"type": "object", "additionalProperties": true},
+        "EvidenceBundle": {"type": "object", "additionalProperties": true,
+            "description": "phoneNumber, generatedAt, chainHead {seq, hash}, canonicalEncoding, \
+                items: ledger entries with tagId, reason, prevHash, hash and evidence"},
         "Subscriber": {"type": "object", "properties": {
             "name": string(), "url": string(), "cursor": {"type": "integer"},
             "lagEntries": {"type": "integer"}, "lagSeconds": {"type": "number"},

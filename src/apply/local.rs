@@ -6,7 +6,7 @@ use rand::RngExt as _;
 use serde::Serialize;
 
 use crate::client::validate;
-use crate::model::{ConsentObservation, Source};
+use crate::model::{ConsentObservation, KeptEvidence, Source};
 use crate::store::{ApplyTx, Pool};
 
 /// A consent change made here, for the service.
@@ -18,6 +18,8 @@ pub struct LocalChange {
     /// Only with an opt-out: a tag of visibility `OPT_OUT` the service applies.
     pub tag_id: Option<String>,
     pub reason: Option<String>,
+    /// Who made it: an admin token's name, or `cli:USER`; kept as its evidence.
+    pub actor: String,
 }
 
 /// Why a local change was not recorded.
@@ -87,6 +89,9 @@ pub async fn record<T: ApplyTx + ?Sized>(
         event_ref: event_ref.clone(),
         tag_id: change.tag_id.clone(),
         reason: change.reason.clone(),
+        evidence: Some(KeptEvidence::Local {
+            actor: change.actor.clone(),
+        }),
     };
     let key = (
         change.organization_id.as_str(),

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 
 use crate::events::{self, ConsentEvent, Event, Lead};
-use crate::model::{ConsentApplied, ConsentObservation, Holders, Source, StatusObservation};
+use crate::model::{
+    ConsentApplied, ConsentObservation, Holders, KeptEvidence, Source, StatusObservation,
+};
 use crate::store::ApplyTx;
 
 mod consent;
@@ -210,6 +212,7 @@ async fn plan<T: ApplyTx + ?Sized>(
                 event_ref: row.dedup_key.clone(),
                 tag_id: c.tag_id.clone(),
                 reason: None,
+                evidence: None,
             };
             if let Some(echo) = echoes.take(tx, &observation).await? {
                 observation.occurred_at = echo.occurred_at;
@@ -286,6 +289,10 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
                     event_ref: format!("reconcile:{pass_id}:{}", l.id),
                     tag_id: None,
                     reason: None,
+                    evidence: Some(KeptEvidence::Reconcile {
+                        requested_at: crate::db::timestamp(fetched_at),
+                        lead: lead_json(l),
+                    }),
                 };
                 (observation, was.is_some())
             })
@@ -306,6 +313,15 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         }
     }
     Ok(counts)
+}
+
+/// A fetched lead as the v3 Lead resource it came as (the typed lead's fields: what this
+/// daemon read of it).
+fn lead_json(lead: &Lead) -> serde_json::Value {
+    serde_json::to_value(lead).unwrap_or_else(|error| {
+        // Strings, booleans and JSON values cannot fail to encode; said if they ever do.
+        serde_json::json!({ "id": lead.id, "encodingError": error.to_string() })
+    })
 }
 
 /// Applies consent observations over the states stored for them, locking their numbers

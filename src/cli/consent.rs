@@ -11,6 +11,23 @@ use crate::apply::{self, LocalChange, LocalError};
 use crate::export::{self, Dataset, Format};
 use crate::settings::Settings;
 
+/// The actor of a change made with the CLI: `cli:` and the login name (`$USER`), else the
+/// user id of the process.
+pub fn cli_actor() -> String {
+    use std::os::unix::fs::MetadataExt as _;
+    let user = std::env::var("USER")
+        .ok()
+        .filter(|u| !u.trim().is_empty())
+        .or_else(|| {
+            // `/proc/self` belongs to the process's user.
+            std::fs::metadata("/proc/self")
+                .ok()
+                .map(|m| format!("uid{}", m.uid()))
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    format!("cli:{user}")
+}
+
 /// Records a local change; the daemon's pusher sends it (within its poll interval, as the
 /// CLI is another process).
 pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Result<(), CliError> {

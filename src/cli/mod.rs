@@ -2,6 +2,7 @@
 
 mod consent;
 mod daemon;
+mod evidence;
 mod read;
 mod subscribers;
 mod webhooks;
@@ -115,6 +116,28 @@ pub enum Command {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// The evidence bundle of a number (JSON): every ledger entry with its hash and what it
+    /// stands on (exit 3 if unknown).
+    Evidence {
+        phone: String,
+        #[arg(long = "org", value_name = "ID")]
+        organization: Option<String>,
+        /// Write here instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+    /// Prune stored deliveries past their retention now, printing what goes (counts per
+    /// kind); the ledger and quarantined deliveries are never pruned.
+    Prune {
+        /// Count what would go, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// The consent ledger's hash chain.
+    Ledger {
+        #[command(subcommand)]
+        command: LedgerCommand,
+    },
     /// The configured subscribers: cursor, lag, state and last error.
     Subscribers {
         #[command(subcommand)]
@@ -133,6 +156,12 @@ pub enum Command {
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum LedgerCommand {
+    /// Check the hash chain: exit 0 with the head, exit 1 naming the first entry that breaks.
+    Verify,
 }
 
 #[derive(Debug, Subcommand)]
@@ -301,6 +330,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 opted_out: true,
                 tag_id: tag,
                 reason,
+                actor: consent::cli_actor(),
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
         }
@@ -315,9 +345,29 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 opted_out: false,
                 tag_id: None,
                 reason,
+                actor: consent::cli_actor(),
             };
             consent::change(&load_for_reading(config)?, change, cli.json).await
         }
+        Command::Evidence {
+            phone,
+            organization,
+            output,
+        } => {
+            evidence::bundle(
+                &load_for_reading(config)?,
+                &phone,
+                organization.as_deref(),
+                output,
+            )
+            .await
+        }
+        Command::Prune { dry_run } => {
+            evidence::prune(&load_for_reading(config)?, dry_run, cli.json).await
+        }
+        Command::Ledger {
+            command: LedgerCommand::Verify,
+        } => evidence::verify(&load_for_reading(config)?, cli.json).await,
         Command::Subscribers { command } => {
             let settings = load_for_reading(config)?;
             match command {

@@ -207,6 +207,10 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     println!("quarantined:           {}", status.quarantined);
     println!("applied:               {}", status.applied);
     println!("ledger entries:        {}", status.ledger_entries);
+    println!(
+        "chain head:            seq {} hash {}",
+        status.chain_head.seq, status.chain_head.hash
+    );
     println!("leads mirrored:        {}", status.leads);
     println!(
         "messages tracked:      {} ({} not final)",

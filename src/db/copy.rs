@@ -87,15 +87,16 @@ const TABLES: &[Table] = &[
                  'phone_number', phone_number, 'opted_out', opted_out, \
                  'occurred_at', occurred_at, 'recorded_at', recorded_at, 'source', source, \
                  'event_ref', event_ref, 'superseded', superseded, 'tag_id', tag_id, \
-                 'reason', reason",
+                 'reason', reason, 'hash', hash, 'evidence', json(evidence)",
         record: "seq bigint, organization_id text, lead_id text, phone_number text, \
                  opted_out int, occurred_at timestamptz, recorded_at timestamptz, source text, \
-                 event_ref text, superseded int, tag_id text, reason text",
+                 event_ref text, superseded int, tag_id text, reason text, hash text, \
+                 evidence jsonb",
         insert: "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, \
-                 recorded_at, source, event_ref, superseded, tag_id, reason",
+                 recorded_at, source, event_ref, superseded, tag_id, reason, hash, evidence",
         select: "x.seq, x.organization_id, x.lead_id, x.phone_number, x.opted_out <> 0, \
                  x.occurred_at, x.recorded_at, x.source, x.event_ref, x.superseded <> 0, \
-                 x.tag_id, x.reason",
+                 x.tag_id, x.reason, x.hash, x.evidence",
         identity: None,
     },
     Table {
@@ -245,10 +246,15 @@ pub async fn sqlite_to_postgres(
         }
         copied.push((table.name, rows));
     }
-    sqlx::query("UPDATE ledger_head SET seq = (SELECT COALESCE(MAX(seq), 0) FROM ledger)")
-        .execute(&mut *tx)
-        .await
-        .map_err(CopyError::Target)?;
+    // The hashes are copied as they are (the same fields give the same text on both
+    // backends), so the chain goes on from the last one.
+    sqlx::query(
+        "UPDATE ledger_head SET seq = (SELECT COALESCE(MAX(seq), 0) FROM ledger),
+             hash = COALESCE((SELECT hash FROM ledger ORDER BY seq DESC LIMIT 1), repeat('0', 64))",
+    )
+    .execute(&mut *tx)
+    .await
+    .map_err(CopyError::Target)?;
     tx.commit().await.map_err(CopyError::Target)?;
     Ok(copied)
 }

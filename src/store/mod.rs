@@ -171,6 +171,30 @@ pub struct NewEntry<'a> {
     pub superseded: bool,
 }
 
+/// The chained fields of a new entry with its `seq` and times as stored.
+pub(crate) fn entry_fields<'a>(
+    e: &NewEntry<'a>,
+    seq: i64,
+    occurred_at: &'a str,
+    recorded_at: &'a str,
+) -> crate::chain::Fields<'a> {
+    let o = e.observation;
+    crate::chain::Fields {
+        seq,
+        organization_id: &o.organization_id,
+        lead_id: e.lead_id,
+        phone_number: &o.phone_number,
+        opted_out: o.opted_out,
+        occurred_at,
+        recorded_at,
+        source: o.source.as_str(),
+        event_ref: &o.event_ref,
+        superseded: e.superseded,
+        tag_id: o.tag_id.as_deref(),
+        reason: o.reason.as_deref(),
+    }
+}
+
 /// A current consent state to set where it outranks the stored one.
 #[derive(Debug, Clone, Copy)]
 pub struct StateWrite<'a> {

@@ -10,7 +10,12 @@ use serde_json::Value;
 
 const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
 
-fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Output {
+pub(crate) fn run(
+    dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+    stdin: &str,
+) -> Output {
     let mut command = Command::new(BIN);
     command
         .args(args)
@@ -34,7 +39,7 @@ fn run(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)], stdin: &str) 
     child.wait_with_output().expect("wait")
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(crate) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 

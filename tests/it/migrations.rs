@@ -3,7 +3,6 @@
 
 use chrono::{TimeZone, Utc};
 use outreach_sync::apply;
-use outreach_sync::db::MIGRATOR;
 use outreach_sync::model::{ConsentObservation, Source};
 use outreach_sync::store::ApplyTx as _;
 use sqlx::Connection as _;
@@ -55,7 +54,8 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     .await
     .unwrap();
 
-    MIGRATOR.run(&pool).await.unwrap();
+    // As `migrate` and `serve` do: the migrations, then the chain of the older entries.
+    outreach_sync::db::migrate(&pool).await.unwrap();
 
     let current: Vec<(String, Option<String>, String, bool, String)> = sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, source
@@ -102,6 +102,7 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
             event_ref: "event:evt_3".into(),
             tag_id: None,
             reason: None,
+            evidence: None,
         }],
         Utc::now(),
     )
@@ -118,4 +119,7 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     .await
     .unwrap();
     assert_eq!((opted_out, lead.as_deref(), seq), (true, Some("lead_2"), 3));
+    // The older entries were given their hashes, and the new one follows them.
+    let head = outreach_sync::chain::verify(&pool).await.unwrap().unwrap();
+    assert_eq!(head.seq, 3);
 }

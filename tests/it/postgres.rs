@@ -190,8 +190,9 @@ async fn the_ledger_on_postgres_refuses_changes_and_deletions() {
     db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
     sqlx::query(
         "INSERT INTO ledger (seq, organization_id, phone_number, opted_out, occurred_at,
-                             recorded_at, source, event_ref)
-         VALUES (1, 'org_1', '+15550000001', TRUE, now(), now(), 'webhook', 'event:evt_1')",
+                             recorded_at, source, event_ref, hash)
+         VALUES (1, 'org_1', '+15550000001', TRUE, now(), now(), 'webhook', 'event:evt_1',
+                 repeat('0', 64))",
     )
     .execute(&pool)
     .await
@@ -430,6 +431,18 @@ async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_pos
         sqlite_ledger.last().unwrap().0,
         "new entries continue the seqs"
     );
+    // The chain comes across whole, and new entries continue it.
+    let sqlite_head = outreach_sync::chain::verify(&sqlite)
+        .await
+        .unwrap()
+        .unwrap();
+    let pg_head = outreach_sync::chain::verify(&pool).await.unwrap().unwrap();
+    assert_eq!(pg_head, sqlite_head);
+    let stored: String = sqlx::query_scalar("SELECT hash FROM ledger_head")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(stored, pg_head.hash);
     let (leads, pushes, passes): (i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COUNT(*) FROM leads), (SELECT COUNT(*) FROM pushes),
                 (SELECT COUNT(*) FROM reconcile_passes)",

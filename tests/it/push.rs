@@ -57,6 +57,7 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent(backend: 
         opted_out: true,
         tag_id: None,
         reason: Some("asked by email".into()),
+        actor: "cli:test".into(),
     };
     let recorded = apply::record_local(&app.pool, &change, Utc::now())
         .await

@@ -13,12 +13,13 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
+use crate::db;
 use crate::events::{Lead, is_terminal};
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
-use crate::store::{ApplyTx, LeadJson, NewEntry, StateWrite, status_rank};
+use crate::store::{ApplyTx, LeadJson, NewEntry, StateWrite, entry_fields, status_rank};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -179,23 +180,47 @@ impl ApplyTx for PgConnection {
         if new.is_empty() {
             return Ok(seqs);
         }
-        // Taken last: the head stays locked from here to the commit.
-        let last: i64 = sqlx::query_scalar("UPDATE ledger_head SET seq = seq + $1 RETURNING seq")
-            .bind(new.len() as i64)
-            .fetch_one(&mut *self)
-            .await?;
+        // Taken last: the head stays locked from here to the commit. It keeps the last
+        // entry's hash too, so the chain goes on in seq order at no extra round trip.
+        let (last, head_hash): (i64, String) =
+            sqlx::query_as("UPDATE ledger_head SET seq = seq + $1 RETURNING seq, hash")
+                .bind(new.len() as i64)
+                .fetch_one(&mut *self)
+                .await?;
         let first = last - new.len() as i64 + 1;
         for (seq, &i) in (first..=last).zip(&new) {
             seqs[i] = Some(seq);
         }
         let new: Vec<NewEntry> = new.iter().map(|&i| entries[i]).collect();
+        let recorded_text = db::timestamp(recorded_at);
+        let mut prev = head_hash;
+        let mut hashes = Vec::with_capacity(new.len());
+        for (seq, e) in (first..).zip(&new) {
+            let occurred_at = db::timestamp(e.observation.occurred_at);
+            prev = entry_fields(e, seq, &occurred_at, &recorded_text).hash_after(&prev);
+            hashes.push(prev.clone());
+        }
+        let evidence = new
+            .iter()
+            .map(|e| {
+                e.observation
+                    .evidence
+                    .as_ref()
+                    .map(db::json_param)
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
         sqlx::query(
-            "INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
-                 occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason)
-             SELECT $1 + k.i - 1, k.o, k.l, k.p, k.out, k.at, $2, k.src, k.r, k.sup, k.tag, k.why
+            "WITH head AS (UPDATE ledger_head SET hash = $13)
+             INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
+                 occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason, hash,
+                 evidence)
+             SELECT $1 + k.i - 1, k.o, k.l, k.p, k.out, k.at, $2, k.src, k.r, k.sup, k.tag, k.why,
+                    k.hash, k.evidence::jsonb
              FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[],
-                         $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[])
-                  WITH ORDINALITY AS k (o, l, p, out, at, src, r, sup, tag, why, i)",
+                         $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[],
+                         $14::text[], $15::text[])
+                  WITH ORDINALITY AS k (o, l, p, out, at, src, r, sup, tag, why, hash, evidence, i)",
         )
         .bind(first)
         .bind(crate::model::to_millis(recorded_at))
@@ -211,6 +236,9 @@ impl ApplyTx for PgConnection {
         .bind(column(&new, |e| e.superseded))
         .bind(column(&new, |e| e.observation.tag_id.as_deref()))
         .bind(column(&new, |e| e.observation.reason.as_deref()))
+        .bind(&prev)
+        .bind(&hashes)
+        .bind(&evidence)
         .execute(&mut *self)
         .await?;
         // Delivered at commit to every replica's listener (`crate::signal::listen`), and

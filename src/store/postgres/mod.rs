@@ -4,11 +4,14 @@
 //! transaction-scoped advisory locks.
 
 mod apply;
+pub mod chain;
+pub mod evidence;
 pub mod ingest;
 pub mod leases;
 pub mod outbox;
 pub mod pushes;
 pub mod read;
 pub mod reconcile;
+pub mod retention;
 pub mod state;
 pub mod subscribers;

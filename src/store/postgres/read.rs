@@ -53,7 +53,7 @@ impl From<ConsentRow> for ConsentRecord {
 
 /// A ledger entry as stored.
 #[derive(sqlx::FromRow)]
-struct LedgerRow {
+pub(crate) struct LedgerRow {
     seq: i64,
     organization_id: String,
     lead_id: Option<String>,
@@ -297,6 +297,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
         reconciliation_in_progress,
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
+        chain_head: crate::chain::ChainHead::empty(),
         subscribers: Vec::new(),
     })
 }

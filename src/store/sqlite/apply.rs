@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 
+use crate::chain::ChainHead;
 use crate::db;
 use crate::events::{Lead, MessageStatus, is_terminal};
 use crate::model::{
@@ -33,6 +34,21 @@ fn parse_time(text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
 fn entry_key<'a>(e: &NewEntry<'a>) -> (&'a str, &'a str, &'a str) {
     let o = e.observation;
     (&o.event_ref, &o.organization_id, &o.phone_number)
+}
+
+/// The last entry of the chain, which the next one follows.
+async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, sqlx::Error> {
+    let last: Option<(i64, Option<String>)> =
+        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(&mut *conn)
+            .await?;
+    match last {
+        None => Ok(ChainHead::empty()),
+        Some((seq, Some(hash))) => Ok(ChainHead { seq, hash }),
+        Some((seq, None)) => Err(sqlx::Error::Protocol(format!(
+            "the ledger's last entry (seq {seq}) has no hash yet: `outreach-sync migrate` computes the chain of older entries"
+        ))),
+    }
 }
 
 impl ApplyTx for SqliteConnection {
@@ -138,28 +154,66 @@ impl ApplyTx for SqliteConnection {
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
     ) -> Result<Vec<Option<i64>>, sqlx::Error> {
-        let recorded_at = db::timestamp(recorded_at);
-        let times: Vec<String> = entries
-            .iter()
-            .map(|e| db::timestamp(e.observation.occurred_at))
-            .collect();
         let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
-        let mut start = 0;
-        for (chunk, chunk_times) in entries
-            .chunks(ROWS_PER_STATEMENT)
-            .zip(times.chunks(ROWS_PER_STATEMENT))
-        {
-            // OR IGNORE, for the one constraint a row can break here (the event is in the
-            // ledger already: every other column is bound from a value that cannot be null,
-            // and `source` from its enum): a statement that cannot abort needs no statement
-            // journal, which would otherwise copy every index page it touches.
+        if entries.is_empty() {
+            return Ok(seqs);
+        }
+        // The write lock is held: the last entry stays the last, and nothing else records
+        // these events, until the commit. So the new entries' seqs and their chain are known
+        // before the insert (each hash needs its seq and the hash before it).
+        let keys: Vec<(&str, &str, &str)> = entries.iter().map(entry_key).collect();
+        let recorded: HashSet<usize> = db::json_rows::<usize, _>(
+            self,
+            "SELECT json_group_array(k.key)
+             FROM json_each(?) AS k
+             JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                             AND l.organization_id = k.value ->> 1
+                             AND l.phone_number = k.value ->> 2",
+            db::json_param(&keys)?,
+        )
+        .await?
+        .into_iter()
+        .collect();
+        // An event twice in `entries` is recorded once: its first occurrence gets it.
+        let mut seen = HashSet::new();
+        let new: Vec<usize> = (0..entries.len())
+            .filter(|i| !recorded.contains(i) && seen.insert(keys[*i]))
+            .collect();
+        if new.is_empty() {
+            return Ok(seqs);
+        }
+        let head = chain_head(self).await?;
+        let recorded_at = db::timestamp(recorded_at);
+        let mut prev = head.hash;
+        let mut rows = Vec::with_capacity(new.len());
+        for (seq, &i) in (head.seq + 1..).zip(&new) {
+            let e = &entries[i];
+            let occurred_at = db::timestamp(e.observation.occurred_at);
+            let hash =
+                super::super::entry_fields(e, seq, &occurred_at, &recorded_at).hash_after(&prev);
+            let evidence = e
+                .observation
+                .evidence
+                .as_ref()
+                .map(db::json_param)
+                .transpose()?;
+            seqs[i] = Some(seq);
+            prev = hash.clone();
+            rows.push((seq, e, occurred_at, hash, evidence));
+        }
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            // OR IGNORE, though nothing can conflict (checked above, under the write lock):
+            // a statement that cannot abort needs no statement journal, which would
+            // otherwise copy every index page it touches.
             let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT OR IGNORE INTO ledger (organization_id, lead_id, phone_number, opted_out,
-                     occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason) ",
+                "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
+                     opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
+                     reason, hash, evidence) ",
             );
-            insert.push_values(chunk.iter().zip(chunk_times), |mut row, (e, at)| {
+            insert.push_values(chunk, |mut row, (seq, e, at, hash, evidence)| {
                 let o = e.observation;
-                row.push_bind(&o.organization_id)
+                row.push_bind(*seq)
+                    .push_bind(&o.organization_id)
                     .push_bind(e.lead_id)
                     .push_bind(&o.phone_number)
                     .push_bind(o.opted_out)
@@ -169,47 +223,17 @@ impl ApplyTx for SqliteConnection {
                     .push_bind(&o.event_ref)
                     .push_bind(e.superseded)
                     .push_bind(&o.tag_id)
-                    .push_bind(&o.reason);
+                    .push_bind(&o.reason)
+                    .push_bind(hash)
+                    .push_bind(evidence);
             });
             let done = insert.build().execute(&mut *self).await?;
-            let out = &mut seqs[start..start + chunk.len()];
-            start += chunk.len();
-            // A row per entry back from SQLite would cost a hand-over each, so the seqs
-            // follow from the statement's outcome.
-            if let Some(range) = db::consecutive_rowids(&done, chunk.len()) {
-                for (slot, seq) in out.iter_mut().zip(range) {
-                    *slot = Some(seq);
-                }
-                continue;
-            }
-            // Some were in the ledger already. Every seq added now is above every older one
-            // (AUTOINCREMENT), so the new entries are the chunk's largest `rows_affected`.
-            let keys: Vec<(&str, &str, &str)> = chunk.iter().map(entry_key).collect();
-            // (seq, index of the entry in `chunk`)
-            let mut found: Vec<(i64, usize)> = db::json_rows(
-                self,
-                "SELECT json_group_array(json_array(l.seq, k.key))
-                 FROM json_each(?) AS k
-                 JOIN ledger AS l ON l.event_ref = k.value ->> 0
-                                 AND l.organization_id = k.value ->> 1
-                                 AND l.phone_number = k.value ->> 2",
-                db::json_param(&keys)?,
-            )
-            .await?;
-            found.sort_unstable_by_key(|&(seq, _)| std::cmp::Reverse(seq));
-            found.truncate(usize::try_from(done.rows_affected()).unwrap_or(usize::MAX));
-            // An event twice in the chunk is inserted once: its first occurrence gets it.
-            let new: HashMap<(&str, &str, &str), i64> = found
-                .into_iter()
-                .filter_map(|(seq, i)| Some((*keys.get(i)?, seq)))
-                .collect();
-            let mut given = HashSet::new();
-            for (slot, k) in out.iter_mut().zip(&keys) {
-                if let Some(&seq) = new.get(k)
-                    && given.insert(*k)
-                {
-                    *slot = Some(seq);
-                }
+            if done.rows_affected() != chunk.len() as u64 {
+                return Err(sqlx::Error::Protocol(format!(
+                    "the ledger took {} of {} new entries though the write lock was held",
+                    done.rows_affected(),
+                    chunk.len()
+                )));
             }
         }
         Ok(seqs)

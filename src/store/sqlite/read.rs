@@ -158,6 +158,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         reconciliation_in_progress,
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
+        chain_head: crate::chain::ChainHead::empty(),
         subscribers: Vec::new(),
     })
 }

@@ -1,0 +1,316 @@
+//! The hash chain over the consent ledger: what an entry's `hash` is, and the walk that
+//! checks every one.
+//!
+//! # The canonical encoding
+//!
+//! An entry's `hash` is the lowercase hex SHA-256 of the UTF-8 bytes of one compact JSON
+//! array (no whitespace between tokens):
+//!
+//! ```text
+//! [prevHash, seq, organizationId, leadId, phoneNumber, optedOut, occurredAt, recordedAt,
+//!  source, eventRef, superseded, tagId, reason]
+//! ```
+//!
+//! - `prevHash`: the `hash` of the entry before it in `seq` order; 64 zeros (`"000…0"`) for
+//!   the first entry.
+//! - `seq`: a JSON integer; `optedOut`, `superseded`: `true`/`false`; `leadId`, `tagId`,
+//!   `reason`: a string or `null`; every other field a string.
+//! - Times as the ledger shows them: RFC 3339, UTC, milliseconds, `Z`
+//!   (`2026-11-21T10:00:00.000Z`).
+//! - Strings as JSON strings: `"` and `\` escaped with a backslash; U+0008, U+000C, U+000A,
+//!   U+000D, U+0009 as `\b \f \n \r \t`; other characters below U+0020 as `\u00xx` (lowercase
+//!   hex); everything else as itself, in UTF-8 (no `\u` escapes, `/` not escaped).
+//!
+//! That is what `json.dumps(array, ensure_ascii=False, separators=(",", ":"))` gives in
+//! Python and `to_json(text)::text` in PostgreSQL (whose migration computes the chain of the
+//! entries recorded before it existed with the SQL function `ledger_entry_hash`), so the
+//! chain can be checked without this code.
+
+use sha2::{Digest, Sha256};
+
+use crate::store::{Pool, on_backend};
+
+/// Entries read per page of a walk.
+const WALK_PAGE: i64 = 10_000;
+
+/// How often the leader logs the chain's head, so that it can be kept elsewhere (a log
+/// shipped off the machine holds the ledger to what it was).
+pub const HEAD_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// The `prevHash` of the first entry.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The fields of one ledger entry the hash covers, as the ledger shows them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Fields<'a> {
+    pub seq: i64,
+    pub organization_id: &'a str,
+    pub lead_id: Option<&'a str>,
+    pub phone_number: &'a str,
+    pub opted_out: bool,
+    /// RFC 3339, UTC, milliseconds.
+    pub occurred_at: &'a str,
+    pub recorded_at: &'a str,
+    pub source: &'a str,
+    pub event_ref: &'a str,
+    pub superseded: bool,
+    pub tag_id: Option<&'a str>,
+    pub reason: Option<&'a str>,
+}
+
+impl Fields<'_> {
+    /// The canonical encoding of the entry after `prev` (see the module's documentation).
+    pub fn canonical(&self, prev: &str) -> String {
+        // A tuple is a JSON array to serde_json, written compact, with the escapes above;
+        // strings, integers, booleans and options cannot fail to encode.
+        serde_json::to_string(&(
+            prev,
+            self.seq,
+            self.organization_id,
+            self.lead_id,
+            self.phone_number,
+            self.opted_out,
+            self.occurred_at,
+            self.recorded_at,
+            self.source,
+            self.event_ref,
+            self.superseded,
+            self.tag_id,
+            self.reason,
+        ))
+        .unwrap_or_default()
+    }
+
+    /// The entry's `hash`, following the entry whose hash is `prev`.
+    pub fn hash_after(&self, prev: &str) -> String {
+        hex::encode(Sha256::digest(self.canonical(prev).as_bytes()))
+    }
+}
+
+/// One stored ledger entry, as the chain walk reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChainRow {
+    pub seq: i64,
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+    pub occurred_at: String,
+    pub recorded_at: String,
+    pub source: String,
+    pub event_ref: String,
+    pub superseded: bool,
+    pub tag_id: Option<String>,
+    pub reason: Option<String>,
+    /// `None` only for an entry recorded before the chain whose hash is not computed yet.
+    pub hash: Option<String>,
+}
+
+impl ChainRow {
+    pub fn fields(&self) -> Fields<'_> {
+        Fields {
+            seq: self.seq,
+            organization_id: &self.organization_id,
+            lead_id: self.lead_id.as_deref(),
+            phone_number: &self.phone_number,
+            opted_out: self.opted_out,
+            occurred_at: &self.occurred_at,
+            recorded_at: &self.recorded_at,
+            source: &self.source,
+            event_ref: &self.event_ref,
+            superseded: self.superseded,
+            tag_id: self.tag_id.as_deref(),
+            reason: self.reason.as_deref(),
+        }
+    }
+}
+
+/// The last entry of the chain: what to keep elsewhere to notice a rewrite later.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChainHead {
+    /// 0 for an empty ledger.
+    pub seq: i64,
+    pub hash: String,
+}
+
+impl ChainHead {
+    pub fn empty() -> Self {
+        Self {
+            seq: 0,
+            hash: GENESIS.to_owned(),
+        }
+    }
+}
+
+/// Why the chain breaks at an entry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Break {
+    /// The first entry whose stored hash is not the one its fields give.
+    pub seq: i64,
+    pub stored: Option<String>,
+    pub expected: String,
+}
+
+impl std::fmt::Display for Break {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "ledger entry seq {} does not match its hash: stored {}, its fields and the entry before it give {} (the entry, or one before it, was changed after it was recorded)",
+            self.seq,
+            self.stored.as_deref().unwrap_or("none"),
+            self.expected
+        )
+    }
+}
+
+/// A walk over the chain, fed the entries in `seq` order, a page at a time.
+#[derive(Debug, Clone)]
+pub struct Walk {
+    head: ChainHead,
+    checked: u64,
+}
+
+impl Default for Walk {
+    fn default() -> Self {
+        Self {
+            head: ChainHead::empty(),
+            checked: 0,
+        }
+    }
+}
+
+impl Walk {
+    /// Checks the next entries; the first that breaks the chain ends the walk.
+    pub fn check(&mut self, rows: &[ChainRow]) -> Result<(), Break> {
+        for row in rows {
+            let expected = row.fields().hash_after(&self.head.hash);
+            if row.hash.as_deref() != Some(expected.as_str()) {
+                return Err(Break {
+                    seq: row.seq,
+                    stored: row.hash.clone(),
+                    expected,
+                });
+            }
+            self.head = ChainHead {
+                seq: row.seq,
+                hash: expected,
+            };
+            self.checked += 1;
+        }
+        Ok(())
+    }
+
+    /// The last entry checked.
+    pub fn head(&self) -> &ChainHead {
+        &self.head
+    }
+
+    /// Entries checked so far.
+    pub fn checked(&self) -> u64 {
+        self.checked
+    }
+}
+
+/// Walks the whole chain in `seq` order: `Ok(head)` when every entry matches its hash,
+/// `Err(break)` naming the first that does not.
+pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, sqlx::Error> {
+    let pool = pool.into();
+    let mut walk = Walk::default();
+    loop {
+        let after = walk.head().seq;
+        let rows = on_backend!(&pool, chain::page(after, WALK_PAGE))?;
+        if rows.is_empty() {
+            return Ok(Ok(walk.head().clone()));
+        }
+        if let Err(broken) = walk.check(&rows) {
+            return Ok(Err(broken));
+        }
+    }
+}
+
+/// The last entry and its hash, as stored (not checked: see [`verify`]).
+pub async fn head(pool: impl Into<Pool>) -> Result<ChainHead, sqlx::Error> {
+    on_backend!(&pool.into(), chain::head())
+}
+
+/// Logs the chain's head now and every [`HEAD_LOG_INTERVAL`] until `stop`; a failed read
+/// is logged and tried again at the next tick.
+pub async fn log_head(pool: Pool, stop: tokio_util::sync::CancellationToken) {
+    let mut ticker = tokio::time::interval(HEAD_LOG_INTERVAL);
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticker.tick() => match head(&pool).await {
+                Ok(head) => tracing::info!(seq = head.seq, hash = %head.hash, "ledger chain head"),
+                Err(error) => tracing::warn!(%error, "cannot read the ledger chain head"),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry() -> Fields<'static> {
+        Fields {
+            seq: 1,
+            organization_id: "org_1",
+            lead_id: None,
+            phone_number: "+15551234567",
+            opted_out: true,
+            occurred_at: "2026-11-21T10:00:00.000Z",
+            recorded_at: "2026-11-21T10:00:01.250Z",
+            source: "webhook",
+            event_ref: "event:evt_1",
+            superseded: false,
+            tag_id: None,
+            reason: Some("said \"STOP\"\n\u{1}é/"),
+        }
+    }
+
+    #[test]
+    fn the_canonical_encoding_is_the_documented_compact_json_array() {
+        assert_eq!(
+            entry().canonical(GENESIS),
+            format!(
+                "[\"{GENESIS}\",1,\"org_1\",null,\"+15551234567\",true,\"2026-11-21T10:00:00.000Z\",\"2026-11-21T10:00:01.250Z\",\"webhook\",\"event:evt_1\",false,null,\"said \\\"STOP\\\"\\n\\u0001é/\"]"
+            )
+        );
+    }
+
+    #[test]
+    fn a_walk_names_the_first_entry_whose_fields_changed() {
+        let first = entry();
+        let h1 = first.hash_after(GENESIS);
+        let second = Fields { seq: 2, ..first };
+        let h2 = second.hash_after(&h1);
+        let row = |f: Fields, hash: &str| ChainRow {
+            seq: f.seq,
+            organization_id: f.organization_id.into(),
+            lead_id: None,
+            phone_number: f.phone_number.into(),
+            opted_out: f.opted_out,
+            occurred_at: f.occurred_at.into(),
+            recorded_at: f.recorded_at.into(),
+            source: f.source.into(),
+            event_ref: f.event_ref.into(),
+            superseded: f.superseded,
+            tag_id: None,
+            reason: f.reason.map(Into::into),
+            hash: Some(hash.into()),
+        };
+        let mut walk = Walk::default();
+        assert_eq!(walk.check(&[row(first, &h1), row(second, &h2)]), Ok(()));
+        assert_eq!(walk.head().seq, 2);
+        let mut edited = row(second, &h2);
+        edited.opted_out = false;
+        let broken = Walk::default()
+            .check(&[row(first, &h1), edited])
+            .unwrap_err();
+        assert_eq!(broken.seq, 2);
+    }
+}

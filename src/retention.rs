@@ -1,0 +1,317 @@
+//! Retention: stored deliveries go once applied and old enough (`[retention]`), so that
+//! years of traffic fit on the disk. The ledger is never pruned, nor a quarantined
+//! delivery, nor one not applied yet.
+//!
+//! Each kind has a cursor (an outbox id, in `daemon_state`): every row at or below it has
+//! been looked at. A pass walks forward from it in small batches, deletes the applied rows
+//! of its kind received before the cutoff, and stops at the first row received after the
+//! cutoff or still pending (it goes once applied, at a later pass). Ids follow receipt, so
+//! the walk reads each row once in its life and needs no index of its own. A quarantined row
+//! is passed over for good: were it replayed later, it would stay.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use tokio_util::sync::CancellationToken;
+
+use crate::model::OutboxHead;
+use crate::settings::RetentionSettings;
+use crate::store::{Pool, on_backend};
+
+/// Rows looked at per batch: each delete is a short transaction, so ingest (on SQLite, the
+/// one writer) waits a few milliseconds at most.
+pub const PRUNE_BATCH: i64 = 500;
+/// Pause between two batches of a background pass: ingest and the worker go first.
+pub const PRUNE_PAUSE: Duration = Duration::from_millis(50);
+/// How often the leader runs a pass.
+pub const PRUNE_INTERVAL: Duration = Duration::from_secs(10 * 60);
+/// Free pages given back per step of SQLite's incremental vacuum (4 KiB each): a step
+/// holds the write lock while it moves pages, so it stays small.
+const VACUUM_PAGES: i64 = 512;
+
+/// `daemon_state` keys of the cursors, and of the receipt time up to which applied consent
+/// deliveries are gone (for the evidence bundle's note).
+const STATUS_CURSOR: &str = "retention.message_status_cursor";
+const CONSENT_CURSOR: &str = "retention.consent_delivery_cursor";
+const CONSENT_PRUNED_BEFORE: &str = "retention.consent_pruned_before";
+
+/// The kinds of stored deliveries, each with its retention.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    MessageStatus,
+    /// Consent deliveries, and anything that is not a message status.
+    Consent,
+}
+
+impl Kind {
+    fn of(body: &[u8]) -> Self {
+        #[derive(serde::Deserialize)]
+        struct Envelope {
+            #[serde(rename = "type")]
+            kind: Option<serde_json::Value>,
+            #[serde(rename = "eventType")]
+            event_type: Option<serde_json::Value>,
+        }
+        let named = serde_json::from_slice::<Envelope>(body)
+            .ok()
+            .and_then(|e| e.kind.or(e.event_type));
+        match named {
+            Some(serde_json::Value::String(t)) if t == crate::events::MESSAGE_STATUS => {
+                Kind::MessageStatus
+            }
+            _ => Kind::Consent,
+        }
+    }
+
+    fn cursor_key(self) -> &'static str {
+        match self {
+            Kind::MessageStatus => STATUS_CURSOR,
+            Kind::Consent => CONSENT_CURSOR,
+        }
+    }
+}
+
+/// What a pass removed (or, dry, would remove).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Pruned {
+    pub message_status_deliveries: u64,
+    pub consent_deliveries: u64,
+    /// Quarantined deliveries old enough to go, kept (they never are pruned).
+    pub quarantined_kept: u64,
+    /// SQLite pages given back to the file system.
+    pub pages_freed: i64,
+    /// The longest single write (a batch's delete, or a vacuum step), in milliseconds: how
+    /// long ingest may have waited on it at most (SQLite has one writer).
+    pub longest_write_ms: f64,
+}
+
+impl Pruned {
+    fn timed(&mut self, started: std::time::Instant) {
+        let ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.longest_write_ms = self.longest_write_ms.max(ms);
+    }
+}
+
+/// Prunes what `settings` allows at `now`; `dry_run` counts without deleting.
+#[derive(Debug, Clone)]
+pub struct Pruner {
+    pool: Pool,
+    settings: RetentionSettings,
+    /// Pause between batches (none for `prune` run by hand or in tests).
+    pause: Duration,
+}
+
+impl Pruner {
+    pub fn new(pool: impl Into<Pool>, settings: &RetentionSettings) -> Self {
+        Self {
+            pool: pool.into(),
+            settings: settings.clone(),
+            pause: Duration::ZERO,
+        }
+    }
+
+    /// Pauses `pause` between batches, as the background pass does.
+    pub fn with_pause(mut self, pause: Duration) -> Self {
+        self.pause = pause;
+        self
+    }
+
+    /// One pass over both kinds.
+    pub async fn prune(&self, now: DateTime<Utc>, dry_run: bool) -> Result<Pruned, sqlx::Error> {
+        let mut pruned = Pruned::default();
+        let days = |d: u32| chrono::Duration::days(i64::from(d));
+        for (kind, cutoff) in [
+            (
+                Kind::MessageStatus,
+                now - days(self.settings.message_status_days),
+            ),
+            (
+                Kind::Consent,
+                now - days(self.settings.consent_delivery_days),
+            ),
+        ] {
+            self.walk(kind, cutoff, dry_run, &mut pruned).await?;
+        }
+        let removed = pruned.message_status_deliveries + pruned.consent_deliveries;
+        if !dry_run && removed > 0 {
+            self.give_space_back(&mut pruned).await?;
+        }
+        Ok(pruned)
+    }
+
+    async fn walk(
+        &self,
+        kind: Kind,
+        cutoff: DateTime<Utc>,
+        dry_run: bool,
+        pruned: &mut Pruned,
+    ) -> Result<(), sqlx::Error> {
+        let key = kind.cursor_key();
+        let mut cursor: i64 = match self.pool.state(key).await? {
+            Some(text) => text.parse().unwrap_or(0),
+            None => 0,
+        };
+        loop {
+            let rows: Vec<OutboxHead> =
+                on_backend!(&self.pool, retention::scan(cursor, PRUNE_BATCH))?;
+            let batch = Batch::of(&rows, kind, cutoff);
+            if batch.last_seen.is_none() {
+                return Ok(());
+            }
+            let removed = if dry_run {
+                batch.doomed.len() as u64
+            } else {
+                let started = std::time::Instant::now();
+                let removed = on_backend!(&self.pool, retention::delete_applied(&batch.doomed))?;
+                pruned.timed(started);
+                removed
+            };
+            match kind {
+                Kind::MessageStatus => pruned.message_status_deliveries += removed,
+                Kind::Consent => pruned.consent_deliveries += removed,
+            }
+            pruned.quarantined_kept += batch.quarantined;
+            if let Some((id, received_at)) = batch.last_seen {
+                cursor = id;
+                if !dry_run {
+                    self.pool.set_state(key, &id.to_string()).await?;
+                    if kind == Kind::Consent {
+                        let at = crate::db::timestamp(received_at);
+                        self.pool.set_state(CONSENT_PRUNED_BEFORE, &at).await?;
+                    }
+                }
+            }
+            if batch.ended || rows.len() < PRUNE_BATCH as usize {
+                return Ok(());
+            }
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
+        }
+    }
+
+    /// SQLite: the incremental vacuum, a step at a time; PostgreSQL reuses freed space.
+    async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), sqlx::Error> {
+        let Pool::Sqlite(pool) = &self.pool else {
+            return Ok(());
+        };
+        let mut free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(pool)
+            .await?;
+        while free > 0 {
+            let started = std::time::Instant::now();
+            let left = crate::store::sqlite::retention::vacuum_step(pool, VACUUM_PAGES).await?;
+            pruned.timed(started);
+            // A file without incremental auto-vacuum (not switched yet) keeps its pages.
+            if left >= free {
+                return Ok(());
+            }
+            pruned.pages_freed += free - left;
+            free = left;
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// A pass every [`PRUNE_INTERVAL`] until `stop` (on the leader); a failed pass is
+    /// logged and tried again at the next.
+    pub async fn run(self, stop: CancellationToken) {
+        let mut ticker = tokio::time::interval(PRUNE_INTERVAL);
+        ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = ticker.tick() => {}
+            }
+            let pass = tokio::select! {
+                _ = stop.cancelled() => return,
+                pass = self.prune(Utc::now(), false) => pass,
+            };
+            match pass {
+                Ok(p) if p.message_status_deliveries + p.consent_deliveries > 0 => {
+                    tracing::info!(
+                        message_status = p.message_status_deliveries,
+                        consent = p.consent_deliveries,
+                        pages_freed = p.pages_freed,
+                        "pruned stored deliveries past their retention"
+                    );
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    tracing::warn!(%error, "cannot prune stored deliveries; trying again later");
+                }
+            }
+        }
+    }
+}
+
+/// One batch of a walk, decided.
+struct Batch {
+    /// Applied rows of the kind, old enough.
+    doomed: Vec<i64>,
+    quarantined: u64,
+    /// The last row looked at for good: the cursor's next value.
+    last_seen: Option<(i64, DateTime<Utc>)>,
+    /// The walk stops here: a row too recent, or one not applied yet.
+    ended: bool,
+}
+
+impl Batch {
+    fn of(rows: &[OutboxHead], kind: Kind, cutoff: DateTime<Utc>) -> Self {
+        let mut batch = Batch {
+            doomed: Vec::new(),
+            quarantined: 0,
+            last_seen: None,
+            ended: false,
+        };
+        for row in rows {
+            if row.received_at >= cutoff || row.state == "pending" {
+                batch.ended = true;
+                break;
+            }
+            match row.state.as_str() {
+                "applied" if Kind::of(&row.body) == kind => batch.doomed.push(row.id),
+                "quarantined" if Kind::of(&row.body) == kind => batch.quarantined += 1,
+                _ => {}
+            }
+            batch.last_seen = Some((row.id, row.received_at));
+        }
+        batch
+    }
+}
+
+/// The receipt time up to which applied consent deliveries have been pruned, if any were.
+pub async fn consent_pruned_before(pool: &Pool) -> Result<Option<String>, sqlx::Error> {
+    pool.state(CONSENT_PRUNED_BEFORE).await
+}
+
+/// Switches a SQLite file to incremental auto-vacuum once (see
+/// [`crate::store::sqlite::retention::ensure_incremental_vacuum`]); logs when that takes a
+/// rewrite.
+pub async fn prepare_sqlite(pool: &sqlx::SqlitePool) -> Result<(), sqlx::Error> {
+    if crate::store::sqlite::retention::ensure_incremental_vacuum(pool).await? {
+        tracing::info!(
+            "the database file now gives pruned space back (incremental auto-vacuum; rewritten once)"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kind;
+
+    #[test]
+    fn a_delivery_is_a_message_status_only_when_its_type_says_so() {
+        let status = br#"{"type":"messageStatus-v1","data":{}}"#;
+        let status_alt = br#"{"eventType":"messageStatus-v1"}"#;
+        assert_eq!(Kind::of(status), Kind::MessageStatus);
+        assert_eq!(Kind::of(status_alt), Kind::MessageStatus);
+        assert_eq!(Kind::of(br#"{"type":"consentUpdate-v1"}"#), Kind::Consent);
+        assert_eq!(Kind::of(b"not json"), Kind::Consent);
+    }
+}

@@ -1,0 +1,70 @@
+//! The ledger's hash chain on PostgreSQL: reading it in seq order. (The chain of entries
+//! recorded before it existed is computed by its migration.)
+
+use chrono::{DateTime, Utc};
+use sqlx::PgPool;
+
+use crate::chain::{ChainHead, ChainRow};
+use crate::db;
+
+/// A ledger row as PostgreSQL stores it.
+#[derive(sqlx::FromRow)]
+struct Row {
+    seq: i64,
+    organization_id: String,
+    lead_id: Option<String>,
+    phone_number: String,
+    opted_out: bool,
+    occurred_at: DateTime<Utc>,
+    recorded_at: DateTime<Utc>,
+    source: String,
+    event_ref: String,
+    superseded: bool,
+    tag_id: Option<String>,
+    reason: Option<String>,
+    hash: Option<String>,
+}
+
+impl From<Row> for ChainRow {
+    fn from(r: Row) -> Self {
+        ChainRow {
+            seq: r.seq,
+            organization_id: r.organization_id,
+            lead_id: r.lead_id,
+            phone_number: r.phone_number,
+            opted_out: r.opted_out,
+            occurred_at: db::timestamp(r.occurred_at),
+            recorded_at: db::timestamp(r.recorded_at),
+            source: r.source,
+            event_ref: r.event_ref,
+            superseded: r.superseded,
+            tag_id: r.tag_id,
+            reason: r.reason,
+            hash: r.hash,
+        }
+    }
+}
+
+/// Up to `limit` entries after `after`, in seq order.
+pub async fn page(pool: &PgPool, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
+                recorded_at, source, event_ref, superseded, tag_id, reason, hash
+         FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
+    )
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(ChainRow::from).collect())
+}
+
+/// The last committed entry (an empty ledger's head is the genesis). Read from the ledger,
+/// not `ledger_head`, whose hash may belong to a transaction not committed yet.
+pub async fn head(pool: &PgPool) -> Result<ChainHead, sqlx::Error> {
+    let last: Option<(i64, String)> =
+        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(pool)
+            .await?;
+    Ok(last.map_or_else(ChainHead::empty, |(seq, hash)| ChainHead { seq, hash }))
+}

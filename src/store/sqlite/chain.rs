@@ -1,0 +1,135 @@
+//! The ledger's hash chain on SQLite: reading it in seq order, and computing it for the
+//! entries recorded before it existed.
+
+use sqlx::{Connection as _, SqlitePool};
+
+use crate::chain::{ChainHead, ChainRow, GENESIS};
+
+/// Entries hashed per transaction when computing a missing chain: each transaction holds
+/// the write lock, so it stays short.
+const FILL_BATCH: i64 = 5_000;
+
+/// A ledger row as SQLite stores it (times as text, booleans as 0/1).
+#[derive(sqlx::FromRow)]
+struct Row {
+    seq: i64,
+    organization_id: String,
+    lead_id: Option<String>,
+    phone_number: String,
+    opted_out: bool,
+    occurred_at: String,
+    recorded_at: String,
+    source: String,
+    event_ref: String,
+    superseded: bool,
+    tag_id: Option<String>,
+    reason: Option<String>,
+    hash: Option<String>,
+}
+
+impl From<Row> for ChainRow {
+    fn from(r: Row) -> Self {
+        ChainRow {
+            seq: r.seq,
+            organization_id: r.organization_id,
+            lead_id: r.lead_id,
+            phone_number: r.phone_number,
+            opted_out: r.opted_out,
+            occurred_at: r.occurred_at,
+            recorded_at: r.recorded_at,
+            source: r.source,
+            event_ref: r.event_ref,
+            superseded: r.superseded,
+            tag_id: r.tag_id,
+            reason: r.reason,
+            hash: r.hash,
+        }
+    }
+}
+
+const COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
+    recorded_at, source, event_ref, superseded, tag_id, reason, hash";
+
+/// Up to `limit` entries after `after`, in seq order.
+pub async fn page(pool: &SqlitePool, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
+    let rows: Vec<Row> = sqlx::query_as(&format!(
+        "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+    ))
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    Ok(rows.into_iter().map(ChainRow::from).collect())
+}
+
+/// The last entry, as stored (an empty ledger's head is the genesis).
+pub async fn head(pool: &SqlitePool) -> Result<ChainHead, sqlx::Error> {
+    let last: Option<(i64, Option<String>)> =
+        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+            .fetch_optional(pool)
+            .await?;
+    Ok(match last {
+        None => ChainHead::empty(),
+        Some((seq, hash)) => ChainHead {
+            seq,
+            hash: hash.unwrap_or_default(),
+        },
+    })
+}
+
+/// Computes the hash of every entry that has none (those recorded before the chain), in
+/// seq order from the entry before the first of them: the one update the append-only
+/// trigger allows (see migration `20261125200001_ledger_chain`). Run after the migrations;
+/// returns how many entries it hashed.
+pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> {
+    // Read first: every command opens the database through here, often while the daemon
+    // writes, and must not queue for the write lock when there is nothing to do.
+    let missing: Option<i64> =
+        sqlx::query_scalar("SELECT seq FROM ledger WHERE hash IS NULL ORDER BY seq LIMIT 1")
+            .fetch_optional(pool)
+            .await?;
+    if missing.is_none() {
+        return Ok(0);
+    }
+    let mut filled = 0;
+    loop {
+        let mut conn = pool.acquire().await?;
+        let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+        let first: Option<i64> =
+            sqlx::query_scalar("SELECT seq FROM ledger WHERE hash IS NULL ORDER BY seq LIMIT 1")
+                .fetch_optional(&mut *tx)
+                .await?;
+        let Some(first) = first else {
+            return Ok(filled);
+        };
+        let before: Option<Option<String>> =
+            sqlx::query_scalar("SELECT hash FROM ledger WHERE seq < ? ORDER BY seq DESC LIMIT 1")
+                .bind(first)
+                .fetch_optional(&mut *tx)
+                .await?;
+        let mut prev = before.flatten().unwrap_or_else(|| GENESIS.to_owned());
+        let rows: Vec<Row> = sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
+        ))
+        .bind(first)
+        .bind(FILL_BATCH)
+        .fetch_all(&mut *tx)
+        .await?;
+        for row in rows.into_iter().map(ChainRow::from) {
+            match &row.hash {
+                // An entry hashed when recorded: the chain goes on from it.
+                Some(hash) => prev = hash.clone(),
+                None => {
+                    prev = row.fields().hash_after(&prev);
+                    sqlx::query("UPDATE ledger SET hash = ? WHERE seq = ?")
+                        .bind(&prev)
+                        .bind(row.seq)
+                        .execute(&mut *tx)
+                        .await?;
+                    filled += 1;
+                }
+            }
+        }
+        tx.commit().await?;
+    }
+}

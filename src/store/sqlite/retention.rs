@@ -1,0 +1,83 @@
+//! Pruning stored deliveries on SQLite, and giving the space back (incremental vacuum).
+
+use sqlx::SqlitePool;
+
+use crate::db;
+use crate::model::OutboxHead;
+
+/// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
+/// delivery each is).
+pub async fn scan(
+    pool: &SqlitePool,
+    after: i64,
+    limit: i64,
+) -> Result<Vec<OutboxHead>, sqlx::Error> {
+    let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
+        "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+    )
+    .bind(after)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?;
+    rows.into_iter()
+        .map(|(id, received_at, state, body)| {
+            let received_at = chrono::DateTime::parse_from_rfc3339(&received_at)
+                .map(|t| t.with_timezone(&chrono::Utc))
+                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+            Ok(OutboxHead {
+                id,
+                received_at,
+                state,
+                body,
+            })
+        })
+        .collect()
+}
+
+/// Deletes those of `ids` that are still applied (a row put back to pending by `replay`
+/// since it was scanned stays); returns how many went.
+pub async fn delete_applied(pool: &SqlitePool, ids: &[i64]) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(
+        "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
+    )
+    .bind(db::json_param(ids)?)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Gives back to the file system up to `pages` free pages; returns how many remain free.
+pub async fn vacuum_step(pool: &SqlitePool, pages: i64) -> Result<i64, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    // A pragma's argument cannot be bound; `pages` is a number.
+    sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(&mut *conn)
+        .await
+}
+
+/// Switches the file to incremental auto-vacuum if it is not yet: that takes one VACUUM
+/// (a rewrite of the file: instant on a new one, long on a large one). Returns whether it
+/// rewrote. Not a connection option: setting the pragma writes the file's header, which
+/// would make every connection of every command queue for the write lock.
+pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
+    /// `PRAGMA auto_vacuum`'s value for INCREMENTAL.
+    const INCREMENTAL: i64 = 2;
+    let mut conn = pool.acquire().await?;
+    let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(&mut *conn)
+        .await?;
+    if mode == INCREMENTAL {
+        return Ok(false);
+    }
+    sqlx::query("PRAGMA auto_vacuum = INCREMENTAL")
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("VACUUM").execute(&mut *conn).await?;
+    Ok(true)
+}

@@ -1,0 +1,193 @@
+//! Retention as a user sees it: old applied message statuses go, consent evidence stays
+//! its years, quarantined and unapplied deliveries and the ledger always stay.
+
+use chrono::{DateTime, Duration, Utc};
+use outreach_sync::apply::{self, LocalChange};
+use outreach_sync::retention::{Pruned, Pruner};
+use outreach_sync::settings::Settings;
+use outreach_sync::store::Pool;
+
+use crate::common::{Backend, on_both_backends, rows, test_settings};
+use crate::postgres::TestDatabase;
+
+const STATUS: &str =
+    r#"{"type":"messageStatus-v1","id":"m","data":{"id":"m","status":"delivered"}}"#;
+const CONSENT: &str =
+    r#"{"type":"consentUpdate-v1","id":"c","data":{"id":"l","globalOptedOut":true}}"#;
+
+/// A migrated database of `backend` (and its settings), with nothing running on it.
+async fn database(
+    backend: Backend,
+    dir: &std::path::Path,
+) -> Option<(Pool, Settings, Option<TestDatabase>)> {
+    let mut settings = test_settings(dir);
+    let database = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => {
+            let database = TestDatabase::create().await?;
+            settings.database.url = database.url.clone();
+            Some(database)
+        }
+    };
+    let pool = outreach_sync::db::open(&settings).await.expect("open");
+    Some((pool, settings, database))
+}
+
+/// A stored delivery received `days_ago`, in `state`.
+async fn delivery(pool: &Pool, key: &str, body: &str, days_ago: i64, state: &str) {
+    let received_at: DateTime<Utc> = Utc::now() - Duration::days(days_ago);
+    let done = match pool {
+        Pool::Sqlite(pool) => sqlx::query(
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, state)
+             VALUES (?, ?, ?, '{}', 0, ?)",
+        )
+        .bind(key)
+        .bind(outreach_sync::db::timestamp(received_at))
+        .bind(body.as_bytes())
+        .bind(state)
+        .execute(pool)
+        .await
+        .map(drop),
+        Pool::Postgres(pool) => sqlx::query(
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, state)
+             VALUES ($1, $2, $3, '{}', 0, $4)",
+        )
+        .bind(key)
+        .bind(received_at)
+        .bind(body.as_bytes())
+        .bind(state)
+        .execute(pool)
+        .await
+        .map(drop),
+    };
+    done.expect("insert a delivery");
+}
+
+async fn kept(pool: &Pool) -> Vec<String> {
+    let keys: Vec<(String,)> = rows(pool, "SELECT dedup_key FROM outbox ORDER BY id").await;
+    keys.into_iter().map(|(k,)| k).collect()
+}
+
+on_both_backends!(
+    pruning_removes_old_applied_statuses_and_keeps_evidence_quarantine_backlog_and_ledger
+);
+async fn pruning_removes_old_applied_statuses_and_keeps_evidence_quarantine_backlog_and_ledger(
+    backend: Backend,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, settings, database)) = database(backend, dir.path()).await else {
+        return;
+    };
+    delivery(&pool, "status-old", STATUS, 100, "applied").await;
+    delivery(&pool, "consent-old", CONSENT, 100, "applied").await;
+    delivery(&pool, "status-quarantined", STATUS, 100, "quarantined").await;
+    delivery(&pool, "status-pending", STATUS, 95, "pending").await;
+    delivery(&pool, "status-after-pending", STATUS, 95, "applied").await;
+    delivery(&pool, "status-recent", STATUS, 10, "applied").await;
+    for opted_out in [true, false] {
+        let change = LocalChange {
+            organization_id: "org_1".into(),
+            phone_number: "+15550004444".into(),
+            opted_out,
+            tag_id: None,
+            reason: None,
+            actor: "cli:test".into(),
+        };
+        apply::record_local(&pool, &change, Utc::now())
+            .await
+            .unwrap();
+    }
+    let all = kept(&pool).await;
+    let pruner = Pruner::new(&pool, &settings.retention);
+
+    let dry = pruner.prune(Utc::now(), true).await.unwrap();
+    assert_eq!(
+        (
+            dry.message_status_deliveries,
+            dry.consent_deliveries,
+            dry.quarantined_kept
+        ),
+        (1, 0, 1)
+    );
+    assert_eq!(kept(&pool).await, all, "a dry run removes nothing");
+
+    let pruned: Pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(
+        (pruned.message_status_deliveries, pruned.consent_deliveries),
+        (1, 0)
+    );
+    assert_eq!(
+        kept(&pool).await,
+        [
+            "consent-old",
+            "status-quarantined",
+            "status-pending",
+            "status-after-pending",
+            "status-recent"
+        ]
+    );
+
+    // Once the backlog is applied, the rest of what is old enough goes.
+    let applied = "UPDATE outbox SET state = 'applied' WHERE dedup_key = 'status-pending'";
+    match &pool {
+        Pool::Sqlite(p) => sqlx::query(applied).execute(p).await.map(drop),
+        Pool::Postgres(p) => sqlx::query(applied).execute(p).await.map(drop),
+    }
+    .unwrap();
+    let pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(pruned.message_status_deliveries, 2);
+    assert_eq!(
+        kept(&pool).await,
+        ["consent-old", "status-quarantined", "status-recent"]
+    );
+
+    // Five years on: the consent delivery goes too; the quarantined one and the ledger stay.
+    let later = Utc::now() + Duration::days(1831);
+    let pruned = pruner.prune(later, false).await.unwrap();
+    assert_eq!(
+        (pruned.message_status_deliveries, pruned.consent_deliveries),
+        (1, 1)
+    );
+    assert_eq!(kept(&pool).await, ["status-quarantined"]);
+    let entries: Vec<(i64,)> = rows(&pool, "SELECT COUNT(*) FROM ledger").await;
+    assert_eq!(entries[0].0, 2);
+    assert!(outreach_sync::chain::verify(&pool).await.unwrap().is_ok());
+
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
+
+#[tokio::test]
+async fn a_sqlite_file_from_before_retention_is_switched_to_incremental_vacuum_at_migrate() {
+    let dir = tempfile::tempdir().unwrap();
+    let settings = test_settings(dir.path());
+    let url = format!("{}?mode=rwc", settings.database.url);
+    let old = sqlx::SqlitePool::connect(&url).await.unwrap();
+    sqlx::query("CREATE TABLE before_retention (x)")
+        .execute(&old)
+        .await
+        .unwrap();
+    let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(&old)
+        .await
+        .unwrap();
+    assert_eq!(mode, 0);
+    old.close().await;
+
+    outreach_sync::db::open(&settings)
+        .await
+        .unwrap()
+        .close()
+        .await;
+    // A connection of its own: the header as the file now has it.
+    let reopened = sqlx::SqlitePool::connect(&settings.database.url)
+        .await
+        .unwrap();
+    let mode: i64 = sqlx::query_scalar("PRAGMA auto_vacuum")
+        .fetch_one(&reopened)
+        .await
+        .unwrap();
+    assert_eq!(mode, 2, "INCREMENTAL");
+}
