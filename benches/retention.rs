@@ -4,14 +4,14 @@
 //! deliveries a day, compressed: every simulated day carries a hundredth of that volume
 //! (1,000 status deliveries, each message getting three statuses, and 20 consent
 //! deliveries), so the days, and the retention in days (`message_status_days = 90`,
-//! `consent_delivery_days = 1830`), stay as configured while a year runs in a minute or
-//! two. Each day's deliveries are committed to the outbox with that day's receipt time
+//! `consent_delivery_days = 1830`, `messages_days = 90`), stay as configured while a year
+//! runs in a minute or two. Each day's deliveries are committed to the outbox with that day's receipt time
 //! (untimed), applied by the worker (`Worker::drain`, which writes the ledger), then one
 //! retention pass runs as of the end of that day (timed). The size is printed after the
 //! first 90 days (when status retention starts to remove) and at the end, with rows per
 //! table: the target is that it stops growing but for the ledger and the consent
-//! evidence (both kept on purpose), and the messages mirror (one row per message, which
-//! retention of deliveries does not touch).
+//! evidence (both kept on purpose): the messages mirror (one row per message, each
+//! finished the day it starts) holds 90 days of messages from day 90 on.
 //!
 //! The backend comes from the environment, as for the other benches (`BENCH_POSTGRES_URL`
 //! for PostgreSQL, else a SQLite file with `synchronous = "full"`). SQLite's size is the
@@ -41,7 +41,8 @@ const STATUS_PER_DAY: usize = 100_000;
 const CONSENT_PER_DAY: usize = 2_000;
 const SCALE: usize = 100;
 const DAYS: i64 = 365;
-/// When message-status retention starts to remove (`message_status_days`).
+/// When message-status and messages retention start to remove (`message_status_days`,
+/// `messages_days`).
 const FIRST_CHECKPOINT: i64 = 90;
 /// Deliveries per INSERT.
 const INSERT_ROWS: usize = 500;
@@ -214,8 +215,8 @@ async fn main() {
     let pool = db::open(&settings).await.expect("open and migrate");
     println!(
         "retention: a simulated year on {} ({}; scratch in {}): {} status + {} consent deliveries a day (the real \
-         {STATUS_PER_DAY} + {CONSENT_PER_DAY} divided by {scale}); retention {} / {} days, as \
-         configured by default",
+         {STATUS_PER_DAY} + {CONSENT_PER_DAY} divided by {scale}); retention {} / {} / {} days \
+         (statuses / consent / messages), as configured by default",
         database.backend(),
         database.describe(&pool).await.expect("describe"),
         database.dir.path().display(),
@@ -223,6 +224,7 @@ async fn main() {
         CONSENT_PER_DAY / scale,
         settings.retention.message_status_days,
         settings.retention.consent_delivery_days,
+        settings.retention.messages_days,
     );
     let worker = Worker::new(
         pool.clone(),
@@ -238,6 +240,7 @@ async fn main() {
     let mut slowest_pass = Duration::ZERO;
     let mut longest_write_ms: f64 = 0.0;
     let mut removed = 0u64;
+    let mut messages_removed = 0u64;
     let mut at_checkpoint = None;
     let run = Instant::now();
     for day in 0..DAYS {
@@ -253,6 +256,7 @@ async fn main() {
         pruning += took;
         slowest_pass = slowest_pass.max(took);
         removed += pass.message_status_deliveries + pass.consent_deliveries;
+        messages_removed += pass.messages;
         longest_write_ms = longest_write_ms.max(pass.longest_write_ms);
         if let Pool::Postgres(pool) = &pool {
             sqlx::query("VACUUM").execute(pool).await.expect("vacuum");
@@ -286,7 +290,7 @@ async fn main() {
         end.1.2 as f64 / first_rows.2 as f64,
     );
     println!(
-        "pruning: {removed} deliveries removed in {:.2} s over {DAYS} passes (slowest pass {:.1} ms, \
+        "pruning: {removed} deliveries and {messages_removed} messages removed in {:.2} s over {DAYS} passes (slowest pass {:.1} ms, \
          in batches of {}; longest single write {longest_write_ms:.1} ms); whole run {:.1} s",
         pruning.as_secs_f64(),
         slowest_pass.as_secs_f64() * 1000.0,
@@ -307,6 +311,20 @@ async fn main() {
         "target (the outbox holds 90 days of statuses plus the consent evidence: ~{expected} \
          rows): {verdict} ({} rows)",
         end.1.0
+    );
+    // The mirror holds 90 days of messages (a third as many as status deliveries), at the
+    // end as at day 90.
+    let messages_per_day = (STATUS_PER_DAY / scale / 3) as i64;
+    let messages_expected = messages_per_day * FIRST_CHECKPOINT;
+    let verdict = if (end.1.2 - messages_expected).abs() <= messages_per_day * 2 {
+        "MET"
+    } else {
+        "NOT MET"
+    };
+    println!(
+        "target (the messages mirror holds 90 days of messages: ~{messages_expected} rows): \
+         {verdict} ({} rows)",
+        end.1.2
     );
     pool.close().await;
     drop(database);

@@ -47,7 +47,7 @@ const PASS_CHECKPOINT_PAGES: u32 = 10_000;
 const MESSAGE_CONCURRENCY: usize = 8;
 /// `sent` is final as a status class, yet a carrier receipt usually follows it
 /// (`delivered`, `undelivered`): a message `sent` within this window is looked up too.
-const RECEIPT_WINDOW: chrono::Duration = chrono::Duration::hours(72);
+pub const RECEIPT_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 /// Message results written per transaction.
 const MESSAGE_CHUNK: usize = 200;
 /// Why a pass under v2 does not look up message statuses.

@@ -8,6 +8,13 @@
 //! cutoff or still pending (it goes once applied, at a later pass). Ids follow receipt, so
 //! the walk reads each row once in its life and needs no index of its own. A quarantined row
 //! is passed over for good: were it replayed later, it would stay.
+//!
+//! The messages mirror has its own retention (`messages_days`): a tracked message whose
+//! status is terminal and dates (`status_at`, the event time of that status) from before its
+//! cutoff goes, in batches of the same size, found through the partial index
+//! `messages_done`. A non-terminal message never goes (the reconciler looks it up), nor a
+//! `sent` one within the reconciler's receipt window. A late status of a pruned message
+//! mirrors it again, as for a new one.
 
 use std::time::Duration;
 
@@ -78,6 +85,8 @@ impl Kind {
 pub struct Pruned {
     pub message_status_deliveries: u64,
     pub consent_deliveries: u64,
+    /// Tracked messages removed from the mirror: terminal, unchanged for `messages_days`.
+    pub messages: u64,
     /// Quarantined deliveries old enough to go, kept (they never are pruned).
     pub quarantined_kept: u64,
     /// SQLite pages given back to the file system.
@@ -88,6 +97,11 @@ pub struct Pruned {
 }
 
 impl Pruned {
+    /// Rows removed (or, dry, that would be), of every kind.
+    pub fn removed(&self) -> u64 {
+        self.message_status_deliveries + self.consent_deliveries + self.messages
+    }
+
     fn timed(&mut self, started: std::time::Instant) {
         let ms = started.elapsed().as_secs_f64() * 1000.0;
         self.longest_write_ms = self.longest_write_ms.max(ms);
@@ -118,7 +132,7 @@ impl Pruner {
         self
     }
 
-    /// One pass over both kinds.
+    /// One pass over both kinds of deliveries, then the finished messages.
     pub async fn prune(&self, now: DateTime<Utc>, dry_run: bool) -> Result<Pruned, sqlx::Error> {
         let mut pruned = Pruned::default();
         let days = |d: u32| chrono::Duration::days(i64::from(d));
@@ -134,7 +148,13 @@ impl Pruner {
         ] {
             self.walk(kind, cutoff, dry_run, &mut pruned).await?;
         }
-        let removed = pruned.message_status_deliveries + pruned.consent_deliveries;
+        // Never a `sent` message the reconciler still looks up for its carrier receipt,
+        // however short the retention.
+        let messages_cutoff =
+            (now - days(self.settings.messages_days)).min(now - crate::reconcile::RECEIPT_WINDOW);
+        self.prune_messages(messages_cutoff, dry_run, &mut pruned)
+            .await?;
+        let removed = pruned.removed();
         if !dry_run && removed > 0 {
             self.give_space_back(&mut pruned).await?;
         }
@@ -192,6 +212,35 @@ impl Pruner {
         }
     }
 
+    /// Removes the finished messages whose status dates from before `cutoff`, a batch at a
+    /// time (dry: counts them).
+    async fn prune_messages(
+        &self,
+        cutoff: DateTime<Utc>,
+        dry_run: bool,
+        pruned: &mut Pruned,
+    ) -> Result<(), sqlx::Error> {
+        if dry_run {
+            pruned.messages += on_backend!(&self.pool, retention::count_finished_messages(cutoff))?;
+            return Ok(());
+        }
+        loop {
+            let started = std::time::Instant::now();
+            let removed = on_backend!(
+                &self.pool,
+                retention::delete_finished_messages(cutoff, PRUNE_BATCH)
+            )?;
+            pruned.timed(started);
+            pruned.messages += removed;
+            if removed < PRUNE_BATCH as u64 {
+                return Ok(());
+            }
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
+        }
+    }
+
     /// SQLite: the incremental vacuum, a step at a time; PostgreSQL reuses freed space.
     async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), sqlx::Error> {
         let Pool::Sqlite(pool) = &self.pool else {
@@ -232,12 +281,13 @@ impl Pruner {
                 pass = self.prune(Utc::now(), false) => pass,
             };
             match pass {
-                Ok(p) if p.message_status_deliveries + p.consent_deliveries > 0 => {
+                Ok(p) if p.removed() > 0 => {
                     tracing::info!(
                         message_status = p.message_status_deliveries,
                         consent = p.consent_deliveries,
+                        messages = p.messages,
                         pages_freed = p.pages_freed,
-                        "pruned stored deliveries past their retention"
+                        "pruned stored deliveries and finished messages past their retention"
                     );
                 }
                 Ok(_) => {}

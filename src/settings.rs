@@ -154,8 +154,9 @@ impl Default for ReplicaSettings {
     }
 }
 
-/// `[retention]`: how long stored deliveries are kept. The ledger is never pruned, nor a
-/// quarantined or unapplied delivery.
+/// `[retention]`: how long stored deliveries, and finished messages of the mirror, are kept.
+/// The ledger is never pruned, nor a quarantined or unapplied delivery, nor a message the
+/// reconciler still looks up.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RetentionSettings {
@@ -164,6 +165,10 @@ pub struct RetentionSettings {
     /// Days an applied consent delivery (the evidence of a webhook ledger entry) is kept
     /// after its receipt: five years by default, past the four a claim can take.
     pub consent_delivery_days: u32,
+    /// Days a tracked message with a terminal status stays in the mirror after that status
+    /// (its event time, `status_at`); a non-terminal one always stays, and a `sent` one at
+    /// least the reconciler's 72-hour receipt window.
+    pub messages_days: u32,
 }
 
 impl Default for RetentionSettings {
@@ -171,6 +176,7 @@ impl Default for RetentionSettings {
         Self {
             message_status_days: 90,
             consent_delivery_days: 1830,
+            messages_days: 90,
         }
     }
 }
@@ -596,12 +602,10 @@ impl Settings {
                 "retention.consent_delivery_days",
                 self.retention.consent_delivery_days,
             ),
+            ("retention.messages_days", self.retention.messages_days),
         ] {
             if days == 0 {
-                return Err(SettingsError::invalid(
-                    key,
-                    "must be at least 1 (a delivery is kept at least until it is applied)",
-                ));
+                return Err(SettingsError::invalid(key, "must be at least 1 (a day)"));
             }
         }
         if self.replica.lease_secs < 2 {
@@ -933,6 +937,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(error.to_string().contains("replica.lease_secs"), "{error}");
+    }
+
+    #[test]
+    fn messages_retention_defaults_to_90_days_shows_and_must_be_positive() {
+        let settings = with_database("sqlite:///tmp/x.db").expect("valid");
+        assert_eq!(settings.retention.messages_days, 90);
+        assert!(settings.redacted_toml().contains("messages_days = 90"));
+        let error = Settings::load_from(
+            None,
+            &env(&[
+                ("OUTREACH_SYNC__WEBHOOK__SECRETS", "one"),
+                ("OUTREACH_SYNC__RETENTION__MESSAGES_DAYS", "0"),
+            ]),
+        )
+        .unwrap_err();
+        assert!(
+            error.to_string().contains("retention.messages_days"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -54,6 +54,10 @@ pub async fn prune(settings: &Settings, dry_run: bool, json: bool) -> Result<(),
         pruned.consent_deliveries, settings.retention.consent_delivery_days
     );
     println!(
+        "messages {verb}:                  {} (terminal status over {} days old)",
+        pruned.messages, settings.retention.messages_days
+    );
+    println!(
         "quarantined kept:                  {} (never pruned)",
         pruned.quarantined_kept
     );

@@ -1,11 +1,16 @@
 //! Retention as a user sees it: old applied message statuses go, consent evidence stays
-//! its years, quarantined and unapplied deliveries and the ledger always stay.
+//! its years, quarantined and unapplied deliveries and the ledger always stay; finished
+//! messages leave the mirror after `messages_days`, open ones never.
 
 use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
+
 use outreach_sync::apply::{self, LocalChange};
+use outreach_sync::outbox::OutboxState;
 use outreach_sync::retention::{Pruned, Pruner};
 use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
+use outreach_sync::worker::Worker;
 
 use crate::common::{Backend, on_both_backends, rows, test_settings};
 use crate::postgres::TestDatabase;
@@ -152,6 +157,154 @@ async fn pruning_removes_old_applied_statuses_and_keeps_evidence_quarantine_back
     let entries: Vec<(i64,)> = rows(&pool, "SELECT COUNT(*) FROM ledger").await;
     assert_eq!(entries[0].0, 2);
     assert!(outreach_sync::chain::verify(&pool).await.unwrap().is_ok());
+
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
+
+/// A `messageStatus-v1` delivery of `message` in `status`, its event `days_ago`.
+fn status_of(message: &str, status: &str, days_ago: i64) -> String {
+    let at = (Utc::now() - Duration::days(days_ago)).to_rfc3339();
+    serde_json::json!({"type": "messageStatus-v1", "id": format!("evt-{message}-{status}-{days_ago}"),
+        "createdAt": at, "data": {"id": message, "threadId": "th_1", "status": status,
+        "type": "SMS", "createdAt": at, "organizationId": "org_1"}})
+    .to_string()
+}
+
+/// Delivers the statuses, as (message, status, days ago), received now, and applies them.
+async fn mirror(pool: &Pool, statuses: &[(&str, &str, i64)]) {
+    for (message, status, days_ago) in statuses {
+        let body = status_of(message, status, *days_ago);
+        let key = format!("event:{message}-{status}-{days_ago}");
+        delivery(pool, &key, &body, 0, "pending").await;
+    }
+    Worker::new(pool.clone(), Arc::new(OutboxState::default()), false)
+        .drain()
+        .await
+        .expect("apply");
+}
+
+async fn messages(pool: &Pool) -> Vec<(String, String)> {
+    rows(pool, "SELECT id, status FROM messages ORDER BY id").await
+}
+
+fn owned(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+on_both_backends!(old_finished_messages_leave_the_mirror_and_open_or_recent_ones_stay);
+async fn old_finished_messages_leave_the_mirror_and_open_or_recent_ones_stay(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, settings, database)) = database(backend, dir.path()).await else {
+        return;
+    };
+    assert_eq!(settings.retention.messages_days, 90);
+    mirror(
+        &pool,
+        &[
+            ("msg-old-delivered", "delivered", 100),
+            ("msg-old-queued", "queued", 100),
+            ("msg-recent-delivered", "delivered", 10),
+        ],
+    )
+    .await;
+    let all = owned(&[
+        ("msg-old-delivered", "delivered"),
+        ("msg-old-queued", "queued"),
+        ("msg-recent-delivered", "delivered"),
+    ]);
+    assert_eq!(messages(&pool).await, all);
+    let pruner = Pruner::new(&pool, &settings.retention);
+
+    let dry = pruner.prune(Utc::now(), true).await.unwrap();
+    assert_eq!(dry.messages, 1);
+    assert_eq!(messages(&pool).await, all, "a dry run removes nothing");
+    // As a user runs it.
+    let url = settings.database.url.clone();
+    let env = [
+        ("OUTREACH_SYNC__DATABASE__URL", url.as_str()),
+        ("OUTREACH_SYNC__WEBHOOK__SECRETS", "s"),
+    ];
+    let out = crate::cli::run(dir.path(), &["prune", "--dry-run", "--json"], &env, "");
+    assert!(out.status.success(), "{}", crate::cli::text(&out.stderr));
+    let counts: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(counts["messages"], 1, "{counts}");
+    let out = crate::cli::run(dir.path(), &["prune", "--dry-run"], &env, "");
+    let shown = crate::cli::text(&out.stdout);
+    assert!(
+        shown
+            .lines()
+            .any(|l| l.starts_with("messages would remove:")
+                && l.split_whitespace().nth(3) == Some("1")),
+        "{shown}"
+    );
+    assert_eq!(messages(&pool).await, all, "a dry run removes nothing");
+
+    let pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(pruned.messages, 1);
+    let kept = owned(&[
+        ("msg-old-queued", "queued"),
+        ("msg-recent-delivered", "delivered"),
+    ]);
+    assert_eq!(messages(&pool).await, kept);
+    let again = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(again.messages, 0);
+
+    // Non-terminal: kept however old, for the reconciler to look up.
+    let pruned = pruner
+        .prune(Utc::now() + Duration::days(3650), false)
+        .await
+        .unwrap();
+    assert_eq!(pruned.messages, 1);
+    assert_eq!(
+        messages(&pool).await,
+        owned(&[("msg-old-queued", "queued")])
+    );
+
+    // A late status of a pruned message mirrors it again, as for a new one.
+    mirror(&pool, &[("msg-old-delivered", "undelivered", 99)]).await;
+    assert_eq!(
+        messages(&pool).await,
+        owned(&[
+            ("msg-old-delivered", "undelivered"),
+            ("msg-old-queued", "queued")
+        ])
+    );
+
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
+
+on_both_backends!(a_sent_message_stays_through_the_receipt_window_however_short_the_retention);
+async fn a_sent_message_stays_through_the_receipt_window_however_short_the_retention(
+    backend: Backend,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, mut settings, database)) = database(backend, dir.path()).await else {
+        return;
+    };
+    settings.retention.messages_days = 1;
+    mirror(
+        &pool,
+        &[("msg-sent", "sent", 2), ("msg-delivered", "delivered", 2)],
+    )
+    .await;
+    let pruner = Pruner::new(&pool, &settings.retention);
+    let pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(pruned.messages, 0, "both within the 72-hour receipt window");
+    let pruned = pruner
+        .prune(Utc::now() + Duration::days(2), false)
+        .await
+        .unwrap();
+    assert_eq!(pruned.messages, 2);
+    assert!(messages(&pool).await.is_empty());
 
     pool.close().await;
     if let Some(database) = database {

@@ -1,5 +1,7 @@
-//! Pruning stored deliveries on PostgreSQL (plain deletes: autovacuum reuses the space).
+//! Pruning stored deliveries and finished messages on PostgreSQL (plain deletes: autovacuum
+//! reuses the space).
 
+use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::model::OutboxHead;
@@ -26,5 +28,42 @@ pub async fn delete_applied(pool: &PgPool, ids: &[i64]) -> Result<u64, sqlx::Err
         .bind(ids)
         .execute(pool)
         .await?;
+    Ok(done.rows_affected())
+}
+
+/// Tracked messages with a terminal status dating from before `before`: what
+/// [`delete_finished_messages`] would remove, all batches together (the `messages_done`
+/// index).
+pub async fn count_finished_messages(
+    pool: &PgPool,
+    before: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    let count: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal AND status_at < $1")
+            .bind(before)
+            .fetch_one(pool)
+            .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// Deletes up to `limit` tracked messages with a terminal status dating from before
+/// `before` (a non-terminal one is never touched: the reconciler looks it up); returns how
+/// many went. The condition is checked again on the row as it is when deleted, so a newer
+/// status committed meanwhile by another replica keeps it; a row being written is skipped
+/// (the next pass takes it).
+pub async fn delete_finished_messages(
+    pool: &PgPool,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query(
+        "DELETE FROM messages WHERE terminal AND status_at < $1 AND id IN
+             (SELECT id FROM messages WHERE terminal AND status_at < $1
+              LIMIT $2 FOR UPDATE SKIP LOCKED)",
+    )
+    .bind(before)
+    .bind(limit)
+    .execute(pool)
+    .await?;
     Ok(done.rows_affected())
 }

@@ -1,5 +1,7 @@
-//! Pruning stored deliveries on SQLite, and giving the space back (incremental vacuum).
+//! Pruning stored deliveries and finished messages on SQLite, and giving the space back
+//! (incremental vacuum).
 
+use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
 use crate::db;
@@ -44,6 +46,41 @@ pub async fn delete_applied(pool: &SqlitePool, ids: &[i64]) -> Result<u64, sqlx:
         "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
     )
     .bind(db::json_param(ids)?)
+    .execute(pool)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Tracked messages with a terminal status dating from before `before`: what
+/// [`delete_finished_messages`] would remove, all batches together (the `messages_done`
+/// index).
+pub async fn count_finished_messages(
+    pool: &SqlitePool,
+    before: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    let count: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?")
+            .bind(db::timestamp(before))
+            .fetch_one(pool)
+            .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+/// Deletes up to `limit` tracked messages with a terminal status dating from before
+/// `before` (a non-terminal one is never touched: the reconciler looks it up); returns how
+/// many went. One statement, so a status applied meanwhile (SQLite has one writer) is
+/// either seen or waits for it.
+pub async fn delete_finished_messages(
+    pool: &SqlitePool,
+    before: DateTime<Utc>,
+    limit: i64,
+) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query(
+        "DELETE FROM messages WHERE id IN
+             (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
+    )
+    .bind(db::timestamp(before))
+    .bind(limit)
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
