@@ -18,9 +18,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in a SQLite pool.
 const POOL_SIZE: u32 = 8;
-/// Connections of a PostgreSQL pool, per replica: the worker, the leader's reconciler and
-/// pusher, admin requests and the heartbeat each hold one at a time.
-const POSTGRES_POOL_SIZE: u32 = 10;
+/// Connections of a PostgreSQL pool, per replica: the worker, the leader's reconciler,
+/// pusher and subscriber senders, admin requests and the heartbeat each hold one at a time;
+/// the ledger's listener (`signal::listen`) keeps one for itself.
+const POSTGRES_POOL_SIZE: u32 = 11;
 
 /// `migrate --from`: a SQLite database copied into PostgreSQL.
 pub mod copy;
