@@ -468,3 +468,72 @@ async fn on_postgres_entries_committed_on_any_replica_reach_the_subscriber_once_
     second.await.expect("join").expect("clean stop");
     first.stop().await;
 }
+
+// Multi-threaded: the commands run as blocking child processes while the daemon sends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_subscribers_commands_show_and_rewind_a_subscriber() {
+    let receiver = Receiver::start([]).await;
+    let url = receiver.url();
+    let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
+    let seqs = opt_outs(&app, 0, 3).await;
+    receiver.wait_for_seqs(PATIENCE, &seqs).await;
+    wait_for_view(&app, "crm", |v| v["cursor"] == 3).await;
+
+    let config = app.dir.path().join("subscribers.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[database]\nurl = {:?}\n\n[[subscriber]]\nname = \"crm\"\nurl = {url:?}\nsecret = {SUBSCRIBER_SECRET:?}\n",
+            app.settings.database.url
+        ),
+    )
+    .expect("config");
+    let run = |args: &[&str]| {
+        std::process::Command::new(crate::daemon_process::BIN)
+            .arg("--config")
+            .arg(&config)
+            .args(args)
+            .env_remove("OUTREACH_SYNC__DATABASE__URL")
+            .output()
+            .expect("run")
+    };
+    let listed = run(&["subscribers", "--json"]);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let listed: Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    assert_eq!(listed["items"][0]["cursor"], 3);
+    assert_eq!(listed["items"][0]["state"], "active");
+    let text = String::from_utf8_lossy(&run(&["subscribers"]).stdout).into_owned();
+    assert!(
+        text.starts_with("crm -> ") && text.contains("active, cursor 3"),
+        "{text}"
+    );
+
+    let rewound = run(&["subscribers", "replay", "crm", "--from", "2", "--json"]);
+    assert!(
+        rewound.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rewound.stderr)
+    );
+    let rewound: Value = serde_json::from_slice(&rewound.stdout).expect("JSON");
+    assert_eq!(rewound["cursor"], 1);
+    // The daemon, another process, sends entries 2 and 3 again within a poll.
+    receiver
+        .wait_for(PATIENCE, |r| {
+            r.iter().filter(|r| r.seqs.contains(&2)).count() == 2
+        })
+        .await;
+    assert_eq!(
+        run(&["subscribers", "replay", "nobody", "--from", "1"])
+            .status
+            .code(),
+        Some(3)
+    );
+    let forward = run(&["subscribers", "replay", "crm", "--from", "99"]);
+    assert_eq!(forward.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&forward.stderr).contains("only rewinds"));
+    app.stop().await;
+}
