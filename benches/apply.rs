@@ -23,12 +23,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{BenchDatabase, fetch_row, outbox_states};
-use outreach_sync::db;
 use outreach_sync::outbox::OutboxState;
-use outreach_sync::settings::{Settings, Synchronous};
+
 use outreach_sync::store::Pool;
 use outreach_sync::worker::{BATCH, Worker};
-use secrecy::SecretString;
 use serde_json::json;
 use sqlx::{PgPool, SqlitePool};
 
@@ -63,14 +61,7 @@ fn body(i: usize, leads: usize) -> String {
 
 /// A fresh database whose outbox holds `events` deliveries, committed in one transaction.
 async fn prefilled(events: usize, leads: usize) -> (BenchDatabase, Pool) {
-    let database = BenchDatabase::create("apply.db")
-        .await
-        .expect("bench database");
-    let mut settings = Settings::default();
-    settings.database.url = database.url.clone();
-    settings.database.synchronous = Synchronous::Full;
-    settings.webhook.secrets = vec![SecretString::from("bench")];
-    let pool = db::open(&settings).await.expect("open and migrate");
+    let (database, pool) = BenchDatabase::open("apply.db").await;
     // Many rows per statement: one statement a row would cost a round trip (on SQLite a
     // hand-over to its thread) each, and make the set-up dwarf what is measured.
     let all: Vec<usize> = (0..events).collect();

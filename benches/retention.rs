@@ -30,10 +30,9 @@ use common::{BenchDatabase, fetch_row, outbox_states};
 use outreach_sync::db;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::retention::Pruner;
-use outreach_sync::settings::{Settings, Synchronous};
+use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
 use outreach_sync::worker::Worker;
-use secrecy::SecretString;
 use serde_json::json;
 
 /// The real volume a day, and the factor it is divided by.
@@ -205,14 +204,9 @@ fn report(
 #[tokio::main]
 async fn main() {
     let scale = if quick() { SCALE * 10 } else { SCALE };
-    let database = BenchDatabase::create("retention.db")
-        .await
-        .expect("bench database");
-    let mut settings = Settings::default();
-    settings.database.url = database.url.clone();
-    settings.database.synchronous = Synchronous::Full;
-    settings.webhook.secrets = vec![SecretString::from("bench")];
-    let pool = db::open(&settings).await.expect("open and migrate");
+    let (database, pool) = BenchDatabase::open("retention.db").await;
+    // The retention the daemon has by default.
+    let settings = Settings::default();
     println!(
         "retention: a simulated year on {} ({}; scratch in {}): {} status + {} consent deliveries a day (the real \
          {STATUS_PER_DAY} + {CONSENT_PER_DAY} divided by {scale}); retention {} / {} / {} days \

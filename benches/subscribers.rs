@@ -29,12 +29,10 @@ use axum::extract::State;
 use chrono::Utc;
 use common::BenchDatabase;
 use outreach_sync::apply::{self, LocalChange};
-use outreach_sync::db;
 use outreach_sync::ledger;
 use outreach_sync::model::{ConsentObservation, Source};
-use outreach_sync::settings::{Settings, SubscriberSettings, Synchronous};
+use outreach_sync::settings::SubscriberSettings;
 use outreach_sync::store::{ApplyTx, NewEntry, Pool};
-use secrecy::SecretString;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -100,15 +98,7 @@ impl Receipts {
 }
 
 async fn fresh() -> (BenchDatabase, Pool) {
-    let database = BenchDatabase::create("subscribers.db")
-        .await
-        .expect("bench database");
-    let mut settings = Settings::default();
-    settings.database.url = database.url.clone();
-    settings.database.synchronous = Synchronous::Full;
-    settings.webhook.secrets = vec![SecretString::from("bench")];
-    let pool = db::open(&settings).await.expect("open and migrate");
-    (database, pool)
+    BenchDatabase::open("subscribers.db").await
 }
 
 fn change(i: u64) -> LocalChange {

@@ -28,6 +28,7 @@
 
 use sha2::{Digest, Sha256};
 
+use crate::model::LedgerEntry;
 use crate::store::{Pool, on_backend};
 
 /// Entries read per page of a walk.
@@ -87,19 +88,12 @@ impl Fields<'_> {
     }
 }
 
-/// One stored ledger entry, as the chain walk reads it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One stored ledger entry, as the chain walk reads it: the contract's entry (without its
+/// pushes, which the hash does not cover) and the stored fields the hash covers besides.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct ChainRow {
-    pub seq: i64,
-    pub organization_id: String,
-    pub lead_id: Option<String>,
-    pub phone_number: String,
-    pub opted_out: bool,
-    pub occurred_at: String,
-    pub recorded_at: String,
-    pub source: String,
-    pub event_ref: String,
-    pub superseded: bool,
+    #[sqlx(flatten)]
+    pub entry: LedgerEntry,
     pub tag_id: Option<String>,
     pub reason: Option<String>,
     /// `None` only for an entry recorded before the chain whose hash is not computed yet.
@@ -108,17 +102,18 @@ pub struct ChainRow {
 
 impl ChainRow {
     pub fn fields(&self) -> Fields<'_> {
+        let e = &self.entry;
         Fields {
-            seq: self.seq,
-            organization_id: &self.organization_id,
-            lead_id: self.lead_id.as_deref(),
-            phone_number: &self.phone_number,
-            opted_out: self.opted_out,
-            occurred_at: &self.occurred_at,
-            recorded_at: &self.recorded_at,
-            source: &self.source,
-            event_ref: &self.event_ref,
-            superseded: self.superseded,
+            seq: e.seq,
+            organization_id: &e.organization_id,
+            lead_id: e.lead_id.as_deref(),
+            phone_number: &e.phone_number,
+            opted_out: e.opted_out,
+            occurred_at: &e.occurred_at,
+            recorded_at: &e.recorded_at,
+            source: &e.source,
+            event_ref: &e.event_ref,
+            superseded: e.superseded,
             tag_id: self.tag_id.as_deref(),
             reason: self.reason.as_deref(),
         }
@@ -188,13 +183,13 @@ impl Walk {
             let expected = row.fields().hash_after(&self.head.hash);
             if row.hash.as_deref() != Some(expected.as_str()) {
                 return Err(Break {
-                    seq: row.seq,
+                    seq: row.entry.seq,
                     stored: row.hash.clone(),
                     expected,
                 });
             }
             self.head = ChainHead {
-                seq: row.seq,
+                seq: row.entry.seq,
                 hash: expected,
             };
             self.checked += 1;
@@ -289,16 +284,20 @@ mod tests {
         let second = Fields { seq: 2, ..first };
         let h2 = second.hash_after(&h1);
         let row = |f: Fields, hash: &str| ChainRow {
-            seq: f.seq,
-            organization_id: f.organization_id.into(),
-            lead_id: None,
-            phone_number: f.phone_number.into(),
-            opted_out: f.opted_out,
-            occurred_at: f.occurred_at.into(),
-            recorded_at: f.recorded_at.into(),
-            source: f.source.into(),
-            event_ref: f.event_ref.into(),
-            superseded: f.superseded,
+            entry: LedgerEntry {
+                seq: f.seq,
+                organization_id: f.organization_id.into(),
+                lead_id: None,
+                phone_number: f.phone_number.into(),
+                opted_out: f.opted_out,
+                occurred_at: f.occurred_at.into(),
+                recorded_at: f.recorded_at.into(),
+                source: f.source.into(),
+                event_ref: f.event_ref.into(),
+                superseded: f.superseded,
+                push: None,
+                echo_of: None,
+            },
             tag_id: None,
             reason: f.reason.map(Into::into),
             hash: Some(hash.into()),
@@ -307,7 +306,7 @@ mod tests {
         assert_eq!(walk.check(&[row(first, &h1), row(second, &h2)]), Ok(()));
         assert_eq!(walk.head().seq, 2);
         let mut edited = row(second, &h2);
-        edited.opted_out = false;
+        edited.entry.opted_out = false;
         let broken = Walk::default()
             .check(&[row(first, &h1), edited])
             .unwrap_err();

@@ -267,9 +267,11 @@ pub struct LedgerEntry {
     /// Local changes only: the push to the service (`pending`, `sent`, `failed`,
     /// `superseded`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[sqlx(default)]
     pub push: Option<String>,
     /// Returning webhooks only: the seq of the local change this entry echoes.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[sqlx(default)]
     pub echo_of: Option<i64>,
 }
 

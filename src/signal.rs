@@ -5,9 +5,9 @@
 //! Three sources raise it:
 //! - every writer of this process, right after a commit that may have appended entries
 //!   ([`ledger_grew`]);
-//! - on PostgreSQL, the commits of every replica: appenders `NOTIFY` [`PG_CHANNEL`] in their
-//!   transaction (PostgreSQL delivers it at commit) and [`listen`] turns that into the same
-//!   wake-up here;
+//! - on PostgreSQL, the commits of every replica: a trigger on the ledger `NOTIFY`s
+//!   [`PG_CHANNEL`] in the appending transaction (delivered at commit; see the migration
+//!   `ledger_notify`) and [`listen`] turns that into the same wake-up here;
 //! - nothing else: followers still look again every [`FALLBACK_POLL`], which covers writers
 //!   in other processes on SQLite (the CLI's `opt-out`) and a listener that is reconnecting.
 //!
@@ -20,7 +20,7 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-/// The PostgreSQL notification channel appenders notify.
+/// The PostgreSQL notification channel the ledger's trigger notifies (its migration names it too).
 pub const PG_CHANNEL: &str = "outreach_sync_ledger";
 /// Longest a follower waits without a wake-up before reading the ledger again.
 pub const FALLBACK_POLL: Duration = Duration::from_secs(1);

@@ -56,6 +56,21 @@ impl BenchDatabase {
         })
     }
 
+    /// A fresh database ([`BenchDatabase::create`]) opened and migrated as the daemon opens
+    /// it, with `synchronous = "full"`.
+    #[allow(dead_code)] // `ingest` builds its own settings around the database.
+    pub async fn open(sqlite_file: &str) -> (Self, Pool) {
+        let database = Self::create(sqlite_file).await.expect("bench database");
+        let mut settings = outreach_sync::settings::Settings::default();
+        settings.database.url = database.url.clone();
+        settings.database.synchronous = outreach_sync::settings::Synchronous::Full;
+        settings.webhook.secrets = vec![secrecy::SecretString::from("bench")];
+        let pool = outreach_sync::db::open(&settings)
+            .await
+            .expect("open and migrate");
+        (database, pool)
+    }
+
     /// Which backend the run is on, for the header.
     pub fn backend(&self) -> &'static str {
         if self.is_postgres() {

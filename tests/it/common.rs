@@ -274,32 +274,17 @@ impl TestApp {
 
     /// Stops the daemon cleanly and starts it again on the same database and settings (new
     /// ports).
-    pub async fn restart(self) -> TestApp {
-        let TestApp {
-            settings,
-            pool,
-            http,
-            dir,
-            database,
-            shutdown,
-            task,
-            ..
-        } = self;
-        shutdown.cancel();
-        task.await.expect("join").expect("clean stop");
-        let application = Application::build(settings.clone()).await.expect("build");
-        let shutdown = CancellationToken::new();
-        TestApp {
-            addr: application.ingest_addr(),
-            admin_addr: application.admin_addr(),
-            task: tokio::spawn(application.run_until_stopped(shutdown.clone())),
-            settings,
-            pool,
-            http,
-            dir,
-            database,
-            shutdown,
-        }
+    pub async fn restart(mut self) -> TestApp {
+        self.shutdown.cancel();
+        (&mut self.task).await.expect("join").expect("clean stop");
+        let application = Application::build(self.settings.clone())
+            .await
+            .expect("build");
+        self.addr = application.ingest_addr();
+        self.admin_addr = application.admin_addr();
+        self.shutdown = CancellationToken::new();
+        self.task = tokio::spawn(application.run_until_stopped(self.shutdown.clone()));
+        self
     }
 
     pub async fn stop(self) {

@@ -241,12 +241,8 @@ impl ApplyTx for PgConnection {
         .bind(&evidence)
         .execute(&mut *self)
         .await?;
-        // Delivered at commit to every replica's listener (`crate::signal::listen`), and
-        // once per transaction however many batches notify.
-        sqlx::query("SELECT pg_notify($1, '')")
-            .bind(crate::signal::PG_CHANNEL)
-            .execute(&mut *self)
-            .await?;
+        // The insert notifies every replica's listener at commit (`crate::signal::listen`),
+        // by the trigger `ledger_notify`.
         Ok(seqs)
     }
 

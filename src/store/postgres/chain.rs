@@ -1,25 +1,16 @@
 //! The ledger's hash chain on PostgreSQL: reading it in seq order. (The chain of entries
 //! recorded before it existed is computed by its migration.)
 
-use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
+use super::read::LedgerRow;
 use crate::chain::{ChainHead, ChainRow};
-use crate::db;
 
-/// A ledger row as PostgreSQL stores it.
+/// A ledger row as PostgreSQL stores it (times as timestamps).
 #[derive(sqlx::FromRow)]
 struct Row {
-    seq: i64,
-    organization_id: String,
-    lead_id: Option<String>,
-    phone_number: String,
-    opted_out: bool,
-    occurred_at: DateTime<Utc>,
-    recorded_at: DateTime<Utc>,
-    source: String,
-    event_ref: String,
-    superseded: bool,
+    #[sqlx(flatten)]
+    entry: LedgerRow,
     tag_id: Option<String>,
     reason: Option<String>,
     hash: Option<String>,
@@ -28,16 +19,7 @@ struct Row {
 impl From<Row> for ChainRow {
     fn from(r: Row) -> Self {
         ChainRow {
-            seq: r.seq,
-            organization_id: r.organization_id,
-            lead_id: r.lead_id,
-            phone_number: r.phone_number,
-            opted_out: r.opted_out,
-            occurred_at: db::timestamp(r.occurred_at),
-            recorded_at: db::timestamp(r.recorded_at),
-            source: r.source,
-            event_ref: r.event_ref,
-            superseded: r.superseded,
+            entry: r.entry.into(),
             tag_id: r.tag_id,
             reason: r.reason,
             hash: r.hash,

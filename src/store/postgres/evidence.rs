@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::read::LedgerRow;
+use super::read::ledger_columns;
 use crate::db;
 use crate::model::{KeptDelivery, StoredEntry};
 
@@ -25,18 +26,15 @@ pub async fn entries(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<StoredEntry>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-                source, event_ref, superseded, tag_id, reason, hash, evidence::text AS evidence,
-                (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
-                (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
-                   AND p.organization_id = ledger.organization_id
-                   AND p.phone_number = ledger.phone_number) AS echo_of,
+    let rows: Vec<Row> = sqlx::query_as(concat!(
+        "SELECT ",
+        ledger_columns!(),
+        ", tag_id, reason, hash, evidence::text AS evidence,
                 (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
                  ORDER BY b.seq DESC LIMIT 1) AS prev_hash
          FROM ledger
-         WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2) ORDER BY seq",
-    )
+         WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2) ORDER BY seq"
+    ))
     .bind(phone)
     .bind(organization)
     .fetch_all(pool)

@@ -26,6 +26,7 @@ macro_rules! ledger_columns {
           ORDER BY p.seq LIMIT 1) AS echo_of"
     };
 }
+pub(super) use ledger_columns;
 
 /// A consent record as stored.
 #[derive(sqlx::FromRow)]
@@ -64,7 +65,10 @@ pub(crate) struct LedgerRow {
     source: String,
     event_ref: String,
     superseded: bool,
+    /// Not selected by the chain walk, which reads no pushes.
+    #[sqlx(default)]
     push: Option<String>,
+    #[sqlx(default)]
     echo_of: Option<i64>,
 }
 

@@ -9,57 +9,18 @@ use crate::chain::{ChainHead, ChainRow, GENESIS};
 /// the write lock, so it stays short.
 const FILL_BATCH: i64 = 5_000;
 
-/// A ledger row as SQLite stores it (times as text, booleans as 0/1).
-#[derive(sqlx::FromRow)]
-struct Row {
-    seq: i64,
-    organization_id: String,
-    lead_id: Option<String>,
-    phone_number: String,
-    opted_out: bool,
-    occurred_at: String,
-    recorded_at: String,
-    source: String,
-    event_ref: String,
-    superseded: bool,
-    tag_id: Option<String>,
-    reason: Option<String>,
-    hash: Option<String>,
-}
-
-impl From<Row> for ChainRow {
-    fn from(r: Row) -> Self {
-        ChainRow {
-            seq: r.seq,
-            organization_id: r.organization_id,
-            lead_id: r.lead_id,
-            phone_number: r.phone_number,
-            opted_out: r.opted_out,
-            occurred_at: r.occurred_at,
-            recorded_at: r.recorded_at,
-            source: r.source,
-            event_ref: r.event_ref,
-            superseded: r.superseded,
-            tag_id: r.tag_id,
-            reason: r.reason,
-            hash: r.hash,
-        }
-    }
-}
-
 const COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
     recorded_at, source, event_ref, superseded, tag_id, reason, hash";
 
 /// Up to `limit` entries after `after`, in seq order.
 pub async fn page(pool: &SqlitePool, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(&format!(
+    sqlx::query_as(&format!(
         "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
     ))
     .bind(after)
     .bind(limit)
     .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(ChainRow::from).collect())
+    .await
 }
 
 /// The last entry, as stored (an empty ledger's head is the genesis).
@@ -108,14 +69,14 @@ pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> 
                 .fetch_optional(&mut *tx)
                 .await?;
         let mut prev = before.flatten().unwrap_or_else(|| GENESIS.to_owned());
-        let rows: Vec<Row> = sqlx::query_as(&format!(
+        let rows: Vec<ChainRow> = sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
         ))
         .bind(first)
         .bind(FILL_BATCH)
         .fetch_all(&mut *tx)
         .await?;
-        for row in rows.into_iter().map(ChainRow::from) {
+        for row in rows {
             match &row.hash {
                 // An entry hashed when recorded: the chain goes on from it.
                 Some(hash) => prev = hash.clone(),
@@ -123,7 +84,7 @@ pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> 
                     prev = row.fields().hash_after(&prev);
                     sqlx::query("UPDATE ledger SET hash = ? WHERE seq = ?")
                         .bind(&prev)
-                        .bind(row.seq)
+                        .bind(row.entry.seq)
                         .execute(&mut *tx)
                         .await?;
                     filled += 1;

@@ -20,6 +20,7 @@ macro_rules! ledger_columns {
         AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number) AS echo_of"
     };
 }
+pub(super) use ledger_columns;
 
 /// Current consent of `phone` in every organization, or in one.
 pub async fn current(
