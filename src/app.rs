@@ -208,6 +208,7 @@ impl Application {
         let admin = admin::router(
             admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
                 .with_subscribers(settings.subscriber.clone())
+                .with_outbox(writer.state().clone())
                 .with_stop(shutdown.clone()),
         );
         // Every run of the admin task serves on a handle of the one bound socket, so a

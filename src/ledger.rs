@@ -105,3 +105,12 @@ pub async fn leads(
 pub async fn message(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
     on_backend!(&pool.into(), read::message(id))
 }
+
+/// Deliveries received since `since`, per minute (`"YYYY-MM-DDTHH:MM"` in UTC, oldest
+/// first; minutes without any are left out).
+pub async fn deliveries_per_minute(
+    pool: impl Into<Pool>,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    on_backend!(&pool.into(), read::deliveries_per_minute(since))
+}

@@ -446,3 +446,31 @@ pub struct SubscriberView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub next_attempt_at: Option<String>,
 }
+
+/// A console sign-in, as kept (times in Unix milliseconds).
+#[derive(Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ConsoleSession {
+    /// Hex SHA-256 of the cookie's session id.
+    pub id_hash: String,
+    /// The admin token's name.
+    pub actor: String,
+    /// Hex SHA-256 of the admin token.
+    pub token_hash: String,
+    /// The form token of the session.
+    pub csrf: String,
+    pub created_ms: i64,
+    pub seen_ms: i64,
+    pub expires_ms: i64,
+}
+
+impl std::fmt::Debug for ConsoleSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsoleSession")
+            .field("actor", &self.actor)
+            .field("csrf", &"[redacted]")
+            .field("created_ms", &self.created_ms)
+            .field("seen_ms", &self.seen_ms)
+            .field("expires_ms", &self.expires_ms)
+            .finish_non_exhaustive()
+    }
+}

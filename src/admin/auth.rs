@@ -11,6 +11,7 @@ use secrecy::ExposeSecret as _;
 use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
 
 use super::{AdminError, AdminState, ROUTES};
+use crate::settings::AdminToken;
 
 /// Lets public routes through, and everything else only with a configured token. Unknown
 /// paths need a token too, so the listener does not tell strangers what it serves.
@@ -43,6 +44,11 @@ fn authorized(state: &AdminState, request: &Request) -> Option<Actor> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
         .and_then(bearer)?;
+    matching_token(state, presented).map(|token| Actor(token.name.clone()))
+}
+
+/// The configured token equal to `presented`, compared with every one in constant time.
+pub(super) fn matching_token<'a>(state: &'a AdminState, presented: &str) -> Option<&'a AdminToken> {
     let mut matched = subtle::Choice::from(0);
     // Which token matched, chosen without a branch on the comparison.
     let mut index = 0u32;
@@ -58,8 +64,7 @@ fn authorized(state: &AdminState, request: &Request) -> Option<Actor> {
     if !bool::from(matched) {
         return None;
     }
-    let name = state.tokens.get(index as usize)?.name.clone();
-    Some(Actor(name))
+    state.tokens.get(index as usize)
 }
 
 /// The token of `Bearer <token>` (scheme case-insensitive, as RFC 7235 says).

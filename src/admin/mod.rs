@@ -10,6 +10,7 @@
 
 mod auth;
 mod consent;
+mod console;
 mod error;
 mod evidence;
 mod openapi;
@@ -29,6 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use error::AdminError;
 
+use crate::outbox::OutboxState;
 use crate::settings::AdminToken;
 use crate::settings::SubscriberSettings;
 use crate::store::Pool;
@@ -47,6 +49,8 @@ pub struct AdminState {
     subscribers: Vec<SubscriberSettings>,
     /// Cancelled when the daemon stops: long-lived answers (the stream, `wait=`) end then.
     stop: CancellationToken,
+    /// This process's outbox counters: a replay from the console wakes its worker.
+    outbox: Option<Arc<OutboxState>>,
 }
 
 impl AdminState {
@@ -61,7 +65,14 @@ impl AdminState {
             wake,
             subscribers: Vec::new(),
             stop: CancellationToken::new(),
+            outbox: None,
         }
+    }
+
+    /// Wakes this worker when the console replays a delivery.
+    pub fn with_outbox(mut self, outbox: Arc<OutboxState>) -> Self {
+        self.outbox = Some(outbox);
+        self
     }
 
     /// Ends long-lived answers when `stop` is cancelled.
@@ -320,13 +331,16 @@ pub fn router(state: AdminState) -> Router {
     let routes = ROUTES.iter().fold(Router::new(), |router, spec| {
         router.route(spec.path, (spec.handler)())
     });
-    routes
+    let api = routes
         .fallback(error::not_found)
         .method_not_allowed_fallback(error::method_not_allowed)
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,
-        ))
+        ));
+    // The console signs in with a token too, but keeps it in a session of its own.
+    console::router()
+        .merge(api)
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .with_state(state)
 }

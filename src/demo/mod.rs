@@ -27,6 +27,8 @@ pub use view::{LEGEND, Row};
 const VIEW_INTERVAL: Duration = Duration::from_secs(2);
 /// How often the sandbox generates activity (consent changes, messages, status moves).
 const ACTIVITY_INTERVAL: Duration = Duration::from_millis(100);
+/// The name of the demo's admin token: the actor the console records.
+const DEMO_ACTOR: &str = "operator";
 /// Reconciliation schedule of the demo: often, so repairs show within a minute.
 const DEMO_SCHEDULE: &str = "*/20 * * * * *";
 /// How long the finale waits for the webhook events still queued to be delivered.
@@ -94,7 +96,8 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .await
         .context("starting the demo's subscriber")?;
     let mut settings = demo_settings(&dir, &sandbox, &secret);
-    settings.admin.tokens = vec![SecretString::from(admin_token.clone())];
+    // Named: the console shows who is signed in, and records it with local changes.
+    settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
     settings
         .subscriber
         .push(crate::settings::SubscriberSettings::new(
@@ -125,6 +128,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         args.leads
     );
     println!("  daemon ingest:                   {ingest}");
+    println!("  console (sign in with the token): http://{admin}/");
     println!("  daemon admin API:                http://{admin} (token {admin_token})");
     println!(
         "  subscriber `crm`:                {} (every consent ledger entry, signed)",
@@ -160,7 +164,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // view too): the final pass needs the deliveries still in flight received first.
     let daemon_stop = CancellationToken::new();
     let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
-    live_view(&sandbox, &pool, &crm, &stop, &daemon_stop, started).await;
+    live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
     let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
     let r = crm.received();
     println!(
@@ -334,6 +338,7 @@ async fn live_view(
     sandbox: &RunningSandbox,
     pool: &sqlx::SqlitePool,
     crm: &DemoSubscriber,
+    admin: std::net::SocketAddr,
     stop: &CancellationToken,
     daemon_stop: &CancellationToken,
     started: Instant,
@@ -355,18 +360,22 @@ async fn live_view(
         let received = crm.received();
         if received.entries > shown {
             shown = received.entries;
-            println!("{}", subscriber_line(&received));
+            println!("{}", subscriber_line(&received, admin));
         }
     }
 }
 
 /// What the demo's subscriber has been pushed, under a row of the view.
-fn subscriber_line(received: &receiver::Received) -> String {
+fn subscriber_line(received: &receiver::Received, admin: std::net::SocketAddr) -> String {
     let latest = received
         .latest_opt_out
         .as_ref()
         .map(|(phone, org, source, after_ms)| {
-            format!("; latest opt-out {phone} in {org} ({source}), there {after_ms} ms after it was recorded")
+            let phone_query = phone.replace('+', "%2B");
+            format!(
+                "; latest opt-out {phone} in {org} ({source}), there {after_ms} ms after it was recorded\n           \
+                 its evidence: http://{admin}/?phoneNumber={phone_query}"
+            )
         })
         .unwrap_or_default();
     format!(

@@ -27,6 +27,7 @@ mod leases;
 mod outbox;
 
 /// Subscribers' delivery state, one text for both backends.
+mod console;
 mod subscribers;
 
 /// Calls `$module::$function(pool, args…)` of the pool's backend (`store::sqlite::…` or

@@ -298,3 +298,22 @@ pub async fn message(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx:
     .await?;
     found.as_deref().map(db::json_decoded).transpose()
 }
+
+/// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
+/// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
+/// walking the primary key back from the newest, not by a scan of the whole outbox.
+pub async fn deliveries_per_minute(
+    pool: &SqlitePool,
+    since: chrono::DateTime<chrono::Utc>,
+) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT substr(received_at, 1, 16) AS minute, COUNT(*) FROM outbox
+         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < ?1
+                              ORDER BY id DESC LIMIT 1), 0)
+           AND received_at >= ?1
+         GROUP BY minute ORDER BY minute",
+    )
+    .bind(db::timestamp(since))
+    .fetch_all(pool)
+    .await
+}

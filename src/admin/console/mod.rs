@@ -1,0 +1,160 @@
+//! The console: server-rendered pages on the admin listener for the people who answer for
+//! consent. Look up a number (its consent now, and every ledger entry with what it stands
+//! on), the daemon's status with a chart of deliveries, quarantined deliveries with replay,
+//! and a local opt-out/opt-in form.
+//!
+//! Sign-in takes an admin token (see [`session`]); the changes made in a session are
+//! recorded with that token's name as their actor. Nothing is fetched from outside the
+//! daemon: the templates (askama, escaped by default) and the one stylesheet are compiled
+//! in, and the pages run no script.
+
+mod pages;
+mod session;
+mod views;
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::Router;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::{get, post};
+
+use super::AdminState;
+
+/// The console's routes, on the admin listener beside `/v1`.
+pub fn router() -> Router<Arc<AdminState>> {
+    Router::new()
+        .route("/", get(pages::lookup))
+        .route("/evidence", get(pages::evidence))
+        .route("/status", get(pages::status))
+        .route("/quarantine", get(pages::quarantine))
+        .route("/quarantine/{id}/replay", post(pages::replay))
+        .route("/change", get(pages::change_form).post(pages::change))
+        .route("/signin", get(pages::signin_form).post(pages::signin))
+        .route("/signout", post(pages::signout))
+        .route("/assets/console.css", get(stylesheet))
+        .layer(axum::middleware::map_response(protect))
+}
+
+/// Every console answer: no framing, no sniffing, no caching, no referrer, and nothing
+/// loaded from anywhere but here.
+async fn protect(mut response: Response) -> Response {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(
+            "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; \
+             frame-ancestors 'none'; base-uri 'none'",
+        ),
+    );
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    headers
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
+
+async fn stylesheet() -> impl IntoResponse {
+    (
+        [
+            (header::CONTENT_TYPE, "text/css; charset=utf-8"),
+            (header::CACHE_CONTROL, "max-age=3600"),
+        ],
+        include_str!("console.css"),
+    )
+}
+
+/// What every page's frame shows: who is signed in, the sign-out form, where we are.
+#[derive(Debug, Clone)]
+pub struct Frame {
+    pub actor: Option<String>,
+    pub csrf: String,
+    /// The current page of the navigation: `lookup`, `status`, `quarantine`, `change`.
+    pub page: &'static str,
+}
+
+impl Frame {
+    fn of(session: &session::Session, page: &'static str) -> Self {
+        Self {
+            actor: Some(session.actor.clone()),
+            csrf: session.csrf.clone(),
+            page,
+        }
+    }
+
+    fn signed_out() -> Self {
+        Self {
+            actor: None,
+            csrf: String::new(),
+            page: "",
+        }
+    }
+}
+
+/// A page, rendered.
+fn render(status: StatusCode, page: &impl Template) -> Response {
+    match page.render() {
+        Ok(html) => (status, Html(html)).into_response(),
+        Err(error) => ConsoleError::Render(error).into_response(),
+    }
+}
+
+#[derive(Template)]
+#[template(path = "console/error.html")]
+struct ErrorPage {
+    frame: Frame,
+    title: &'static str,
+    message: String,
+}
+
+/// Why a console request failed, shown as a page.
+#[derive(Debug, thiserror::Error)]
+pub enum ConsoleError {
+    /// Not signed in: to the sign-in page (the location).
+    #[error("sign in first")]
+    SignIn(String),
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("{0}")]
+    BadRequest(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("the database is unavailable")]
+    Database(#[from] sqlx::Error),
+    #[error("the page could not be rendered")]
+    Render(#[from] askama::Error),
+}
+
+impl IntoResponse for ConsoleError {
+    fn into_response(self) -> Response {
+        let (status, title) = match &self {
+            ConsoleError::SignIn(location) => return Redirect::to(location).into_response(),
+            ConsoleError::Forbidden(_) => (StatusCode::FORBIDDEN, "Refused"),
+            ConsoleError::BadRequest(_) => (StatusCode::BAD_REQUEST, "Not understood"),
+            ConsoleError::NotFound(_) => (StatusCode::NOT_FOUND, "Not found"),
+            ConsoleError::Database(error) => {
+                tracing::error!(%error, "console request failed on the database");
+                (StatusCode::SERVICE_UNAVAILABLE, "Unavailable")
+            }
+            ConsoleError::Render(error) => {
+                tracing::error!(%error, "console page failed to render");
+                (StatusCode::INTERNAL_SERVER_ERROR, "Error")
+            }
+        };
+        let page = ErrorPage {
+            frame: Frame::signed_out(),
+            title,
+            message: self.to_string(),
+        };
+        match page.render() {
+            Ok(html) => (status, Html(html)).into_response(),
+            Err(_) => (status, self.to_string()).into_response(),
+        }
+    }
+}

@@ -1,0 +1,300 @@
+//! Console sign-in: an admin token exchanged for a session cookie.
+//!
+//! The cookie carries 256 random bits and nothing else; the database keeps only their
+//! SHA-256, the actor (the token's name), the SHA-256 of the token, and the session's form
+//! token. Sessions are kept in the database so that every replica behind a load balancer
+//! knows them, sign-out ends them everywhere, and removing a token from `admin.tokens` ends
+//! the sessions made with it.
+//!
+//! Forms are safe from cross-site requests three times over: the cookie is
+//! `SameSite=Strict`, every POST must carry the session's form token, and a POST whose
+//! `Origin` is another site is refused. The sign-in form, made before any session exists,
+//! carries a token that must match a short-lived cookie of its own (double submit).
+
+use std::time::Duration;
+
+use axum::extract::{FromRequestParts, OptionalFromRequestParts};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, HeaderValue, header};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use chrono::Utc;
+use secrecy::ExposeSecret as _;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq as _;
+
+use super::ConsoleError;
+use crate::admin::AdminState;
+use crate::model::ConsoleSession;
+use crate::store::{Pool, on_backend};
+
+/// The session cookie.
+pub const COOKIE: &str = "outreach_sync_session";
+/// The sign-in form's double-submit cookie.
+pub const SIGNIN_COOKIE: &str = "outreach_sync_signin";
+/// A session unused this long is over.
+pub const IDLE: Duration = Duration::from_secs(30 * 60);
+/// A session is over this long after sign-in, however active.
+pub const LIFETIME: Duration = Duration::from_secs(12 * 60 * 60);
+/// Uses of a session are written at most this often (each is a database write).
+const TOUCH_EVERY: Duration = Duration::from_secs(60);
+/// How long the sign-in form may stay open.
+const SIGNIN_FORM_LIFETIME: Duration = Duration::from_secs(60 * 60);
+
+fn millis(duration: Duration) -> i64 {
+    i64::try_from(duration.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// 256 random bits, URL-safe.
+fn random_token() -> String {
+    URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+}
+
+fn sha256_hex(text: &str) -> String {
+    hex::encode(Sha256::digest(text.as_bytes()))
+}
+
+/// Whether `presented` equals `expected`, in constant time.
+fn same_secret(expected: &str, presented: &str) -> bool {
+    bool::from(expected.as_bytes().ct_eq(presented.as_bytes()))
+}
+
+/// A signed-in person: who they are, and the form token their POSTs must carry.
+#[derive(Clone)]
+pub struct Session {
+    pub actor: String,
+    pub csrf: String,
+    id_hash: String,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("actor", &self.actor)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// Refuses a form post that lacks the session's form token or comes from another site.
+    pub fn check_form(&self, headers: &HeaderMap, presented: Option<&str>) -> Result<(), ConsoleError> {
+        check_origin(headers)?;
+        match presented {
+            Some(token) if same_secret(&self.csrf, token) => Ok(()),
+            _ => Err(ConsoleError::Forbidden(
+                "This form is missing its security token, or it is out of date. Go back, reload the page and try again.",
+            )),
+        }
+    }
+}
+
+/// Refuses a POST whose `Origin` (sent by every browser on a POST) is not this listener.
+pub fn check_origin(headers: &HeaderMap) -> Result<(), ConsoleError> {
+    let Some(origin) = headers.get(header::ORIGIN) else {
+        return Ok(());
+    };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    let origin_host = origin
+        .to_str()
+        .ok()
+        .and_then(|o| o.split_once("://"))
+        .map(|(_, rest)| rest);
+    match (origin_host, host) {
+        (Some(origin_host), Some(host)) if origin_host.eq_ignore_ascii_case(host) => Ok(()),
+        _ => Err(ConsoleError::Forbidden(
+            "This form was sent from another site and was refused.",
+        )),
+    }
+}
+
+/// The value of the cookie `name` of a request.
+fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|value| value.to_str().ok())
+        .flat_map(|value| value.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(key, _)| *key == name)
+        .map(|(_, value)| value)
+}
+
+/// A `Set-Cookie` value: HttpOnly, SameSite=Strict, for the whole listener; `Secure` when
+/// the request came over HTTPS through a proxy that says so.
+pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age: Duration) -> HeaderValue {
+    let secure = headers
+        .get("x-forwarded-proto")
+        .is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"https"));
+    let cookie = format!(
+        "{name}={value}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
+        max_age.as_secs(),
+        if secure { "; Secure" } else { "" }
+    );
+    // Only URL-safe base64 and fixed text: always a valid header value.
+    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// A `Set-Cookie` value that removes the cookie `name`.
+pub fn clear_cookie(name: &'static str) -> HeaderValue {
+    HeaderValue::from_str(&format!(
+        "{name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
+    ))
+    .unwrap_or_else(|_| HeaderValue::from_static(""))
+}
+
+/// The sign-in form's token: a fresh one, and the cookie that goes with it.
+pub fn signin_form(headers: &HeaderMap) -> (String, HeaderValue) {
+    let token = random_token();
+    let cookie = set_cookie(headers, SIGNIN_COOKIE, &token, SIGNIN_FORM_LIFETIME);
+    (token, cookie)
+}
+
+/// Refuses a sign-in post whose form token does not match its cookie.
+pub fn check_signin_form(headers: &HeaderMap, presented: Option<&str>) -> Result<(), ConsoleError> {
+    check_origin(headers)?;
+    match (cookie(headers, SIGNIN_COOKIE), presented) {
+        (Some(expected), Some(presented)) if same_secret(expected, presented) => Ok(()),
+        _ => Err(ConsoleError::Forbidden(
+            "The sign-in form is out of date (or cookies are off). Reload the page and sign in again.",
+        )),
+    }
+}
+
+/// Signs in with `presented`: the new session and its cookie value, or `None` when the
+/// token is not one of `admin.tokens`.
+pub async fn sign_in(
+    state: &AdminState,
+    presented: &str,
+) -> Result<Option<(Session, String)>, sqlx::Error> {
+    let Some(token) = crate::admin::auth::matching_token(state, presented.trim()) else {
+        return Ok(None);
+    };
+    let id = random_token();
+    let now = Utc::now().timestamp_millis();
+    let stored = ConsoleSession {
+        id_hash: sha256_hex(&id),
+        actor: token.name.clone(),
+        token_hash: sha256_hex(token.token.expose_secret()),
+        csrf: random_token(),
+        created_ms: now,
+        seen_ms: now,
+        expires_ms: now.saturating_add(millis(LIFETIME)),
+    };
+    on_backend!(&state.pool, console::create(&stored, millis(IDLE)))?;
+    let session = Session {
+        actor: stored.actor,
+        csrf: stored.csrf,
+        id_hash: stored.id_hash,
+    };
+    Ok(Some((session, id)))
+}
+
+/// Ends `session` on every replica.
+pub async fn sign_out(pool: &Pool, session: &Session) -> Result<(), sqlx::Error> {
+    on_backend!(pool, console::delete(&session.id_hash))
+}
+
+/// The session of a request's cookie, if it is signed in.
+async fn current(state: &AdminState, headers: &HeaderMap) -> Result<Option<Session>, sqlx::Error> {
+    let Some(id) = cookie(headers, COOKIE) else {
+        return Ok(None);
+    };
+    let id_hash = sha256_hex(id);
+    let now = Utc::now().timestamp_millis();
+    let Some(stored) = on_backend!(&state.pool, console::find(&id_hash, now, millis(IDLE)))? else {
+        return Ok(None);
+    };
+    // The token it was made with must still be configured, under the same name.
+    let token_kept = state.tokens.iter().any(|token| {
+        token.name == stored.actor
+            && same_secret(&stored.token_hash, &sha256_hex(token.token.expose_secret()))
+    });
+    if !token_kept {
+        on_backend!(&state.pool, console::delete(&id_hash))?;
+        return Ok(None);
+    }
+    if now - stored.seen_ms >= millis(TOUCH_EVERY) {
+        on_backend!(&state.pool, console::touch(&id_hash, now))?;
+    }
+    Ok(Some(Session {
+        actor: stored.actor,
+        csrf: stored.csrf,
+        id_hash,
+    }))
+}
+
+/// A page for signed-in people: anyone else is sent to the sign-in page, and back after.
+impl FromRequestParts<std::sync::Arc<AdminState>> for Session {
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &std::sync::Arc<AdminState>,
+    ) -> Result<Self, Self::Rejection> {
+        match current(state, &parts.headers).await? {
+            Some(session) => Ok(session),
+            None => {
+                let back = parts
+                    .uri
+                    .path_and_query()
+                    .map(|p| p.as_str())
+                    .filter(|p| *p != "/")
+                    .map(|p| format!("?next={}", super::views::query_value(p)))
+                    .unwrap_or_default();
+                Err(ConsoleError::SignIn(format!("/signin{back}")))
+            }
+        }
+    }
+}
+
+/// The sign-in page itself: the session if there is one.
+impl OptionalFromRequestParts<std::sync::Arc<AdminState>> for Session {
+    type Rejection = ConsoleError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &std::sync::Arc<AdminState>,
+    ) -> Result<Option<Self>, Self::Rejection> {
+        Ok(current(state, &parts.headers).await?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut map = HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(*name, HeaderValue::from_str(value).expect("test header"));
+        }
+        map
+    }
+
+    #[test]
+    fn a_cookie_is_found_among_others() {
+        let h = headers(&[("cookie", "a=1; outreach_sync_session=abc; b=2")]);
+        assert_eq!(cookie(&h, COOKIE), Some("abc"));
+        assert_eq!(cookie(&h, SIGNIN_COOKIE), None);
+    }
+
+    #[test]
+    fn a_post_from_another_site_is_refused() {
+        let ours = headers(&[("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8081")]);
+        assert!(check_origin(&ours).is_ok());
+        let theirs = headers(&[("host", "127.0.0.1:8081"), ("origin", "https://evil.example")]);
+        assert!(check_origin(&theirs).is_err());
+        let opaque = headers(&[("host", "127.0.0.1:8081"), ("origin", "null")]);
+        assert!(check_origin(&opaque).is_err());
+    }
+
+    #[test]
+    fn cookies_are_http_only_and_same_site_strict() {
+        let plain = set_cookie(&HeaderMap::new(), COOKIE, "v", IDLE);
+        let plain = plain.to_str().expect("ascii");
+        assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
+        assert!(!plain.contains("Secure"));
+        let proxied = set_cookie(&headers(&[("x-forwarded-proto", "https")]), COOKIE, "v", IDLE);
+        assert!(proxied.to_str().expect("ascii").ends_with("; Secure"));
+    }
+}

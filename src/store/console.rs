@@ -1,0 +1,76 @@
+//! The console's sessions: one text for both backends (`$N` parameters; times are Unix
+//! milliseconds from the caller).
+
+/// The session statements for the pool type `$pool`.
+macro_rules! statements {
+    ($pool:ty) => {
+        use crate::model::ConsoleSession;
+
+        /// Stores a new session, and drops those that have lapsed.
+        pub async fn create(
+            pool: &$pool,
+            session: &ConsoleSession,
+            idle_ms: i64,
+        ) -> Result<(), sqlx::Error> {
+            sqlx::query("DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2")
+                .bind(session.created_ms)
+                .bind(idle_ms)
+                .execute(pool)
+                .await?;
+            sqlx::query(
+                "INSERT INTO console_sessions
+                     (id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(&session.id_hash)
+            .bind(&session.actor)
+            .bind(&session.token_hash)
+            .bind(&session.csrf)
+            .bind(session.created_ms)
+            .bind(session.seen_ms)
+            .bind(session.expires_ms)
+            .execute(pool)
+            .await?;
+            Ok(())
+        }
+
+        /// The session of `id_hash`, if it has not lapsed by `now_ms`.
+        pub async fn find(
+            pool: &$pool,
+            id_hash: &str,
+            now_ms: i64,
+            idle_ms: i64,
+        ) -> Result<Option<ConsoleSession>, sqlx::Error> {
+            sqlx::query_as(
+                "SELECT id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms
+                 FROM console_sessions
+                 WHERE id_hash = $1 AND expires_ms > $2 AND seen_ms > $2 - $3",
+            )
+            .bind(id_hash)
+            .bind(now_ms)
+            .bind(idle_ms)
+            .fetch_optional(pool)
+            .await
+        }
+
+        /// Records a use of the session.
+        pub async fn touch(pool: &$pool, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error> {
+            sqlx::query("UPDATE console_sessions SET seen_ms = $2 WHERE id_hash = $1")
+                .bind(id_hash)
+                .bind(now_ms)
+                .execute(pool)
+                .await?;
+            Ok(())
+        }
+
+        /// Ends the session (sign-out).
+        pub async fn delete(pool: &$pool, id_hash: &str) -> Result<(), sqlx::Error> {
+            sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
+                .bind(id_hash)
+                .execute(pool)
+                .await?;
+            Ok(())
+        }
+    };
+}
+pub(crate) use statements;

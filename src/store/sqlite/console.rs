@@ -1,0 +1,3 @@
+//! Console sessions on SQLite (the statements: [`crate::store::console`]).
+
+crate::store::console::statements!(sqlx::SqlitePool);
