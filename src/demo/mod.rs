@@ -128,7 +128,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         args.leads
     );
     println!("  daemon ingest:                   {ingest}");
-    println!("  console (sign in with the token): http://{admin}/");
+    println!("  console:                         http://{admin}/ (sign in with the token below)");
     println!("  daemon admin API:                http://{admin} (token {admin_token})");
     println!(
         "  subscriber `crm`:                {} (every consent ledger entry, signed)",

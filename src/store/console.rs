@@ -12,11 +12,13 @@ macro_rules! statements {
             session: &ConsoleSession,
             idle_ms: i64,
         ) -> Result<(), sqlx::Error> {
-            sqlx::query("DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2")
-                .bind(session.created_ms)
-                .bind(idle_ms)
-                .execute(pool)
-                .await?;
+            sqlx::query(
+                "DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2",
+            )
+            .bind(session.created_ms)
+            .bind(idle_ms)
+            .execute(pool)
+            .await?;
             sqlx::query(
                 "INSERT INTO console_sessions
                      (id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms)

@@ -44,9 +44,7 @@ impl From<QueryRejection> for ConsoleError {
 
 /// An optional text field: absent and blank alike are `None`.
 fn given(value: Option<String>) -> Option<String> {
-    value
-        .map(|v| v.trim().to_owned())
-        .filter(|v| !v.is_empty())
+    value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty())
 }
 
 /// `/?phoneNumber=…`: the lookup page of a number.
@@ -298,7 +296,9 @@ pub async fn replay(
     session.check_form(&headers, form.csrf.as_deref())?;
     let before = crate::worker::states(&state.pool, &[id]).await?;
     if before.quarantined == 0 {
-        return Ok(Redirect::to(&format!("/quarantine?replayed={id}&outcome=gone")).into_response());
+        return Ok(
+            Redirect::to(&format!("/quarantine?replayed={id}&outcome=gone")).into_response(),
+        );
     }
     let requeued = crate::worker::requeue(&state.pool, Requeue::Id(id)).await?;
     tracing::info!(outbox_id = id, actor = %session.actor, "quarantined delivery replayed from the console");
@@ -414,7 +414,9 @@ pub async fn change(
         return refuse(
             page,
             "reason",
-            format!("Reason: required, at most {MAX_REASON_CHARS} characters; it is kept as the change's evidence."),
+            format!(
+                "Reason: required, at most {MAX_REASON_CHARS} characters; it is kept as the change's evidence."
+            ),
         );
     }
     let change = LocalChange {
@@ -543,7 +545,10 @@ pub async fn signin(
     Ok((
         AppendHeaders([
             (header::SET_COOKIE, cookie),
-            (header::SET_COOKIE, session::clear_cookie(session::SIGNIN_COOKIE)),
+            (
+                header::SET_COOKIE,
+                session::clear_cookie(session::SIGNIN_COOKIE),
+            ),
         ]),
         Redirect::to(&next),
     )

@@ -77,7 +77,11 @@ impl std::fmt::Debug for Session {
 
 impl Session {
     /// Refuses a form post that lacks the session's form token or comes from another site.
-    pub fn check_form(&self, headers: &HeaderMap, presented: Option<&str>) -> Result<(), ConsoleError> {
+    pub fn check_form(
+        &self,
+        headers: &HeaderMap,
+        presented: Option<&str>,
+    ) -> Result<(), ConsoleError> {
         check_origin(headers)?;
         match presented {
             Some(token) if same_secret(&self.csrf, token) => Ok(()),
@@ -280,9 +284,15 @@ mod tests {
 
     #[test]
     fn a_post_from_another_site_is_refused() {
-        let ours = headers(&[("host", "127.0.0.1:8081"), ("origin", "http://127.0.0.1:8081")]);
+        let ours = headers(&[
+            ("host", "127.0.0.1:8081"),
+            ("origin", "http://127.0.0.1:8081"),
+        ]);
         assert!(check_origin(&ours).is_ok());
-        let theirs = headers(&[("host", "127.0.0.1:8081"), ("origin", "https://evil.example")]);
+        let theirs = headers(&[
+            ("host", "127.0.0.1:8081"),
+            ("origin", "https://evil.example"),
+        ]);
         assert!(check_origin(&theirs).is_err());
         let opaque = headers(&[("host", "127.0.0.1:8081"), ("origin", "null")]);
         assert!(check_origin(&opaque).is_err());
@@ -294,7 +304,12 @@ mod tests {
         let plain = plain.to_str().expect("ascii");
         assert!(plain.contains("HttpOnly") && plain.contains("SameSite=Strict"));
         assert!(!plain.contains("Secure"));
-        let proxied = set_cookie(&headers(&[("x-forwarded-proto", "https")]), COOKIE, "v", IDLE);
+        let proxied = set_cookie(
+            &headers(&[("x-forwarded-proto", "https")]),
+            COOKIE,
+            "v",
+            IDLE,
+        );
         assert!(proxied.to_str().expect("ascii").ends_with("; Secure"));
     }
 }

@@ -84,7 +84,11 @@ pub struct TimelineEntry {
 impl From<Item> for TimelineEntry {
     fn from(item: Item) -> Self {
         let entry = &item.entry;
-        let verb = if entry.opted_out { "Opted out" } else { "Opted in" };
+        let verb = if entry.opted_out {
+            "Opted out"
+        } else {
+            "Opted in"
+        };
         let summary = match (&item.evidence, entry.echo_of) {
             (Evidence::Webhook(_), Some(seq)) => {
                 format!("{verb}: the service confirmed the local change #{seq} by webhook")
@@ -151,7 +155,10 @@ fn facts(item: &Item) -> Vec<Fact> {
             }
         }
         Evidence::Reconcile(reconcile) => {
-            facts.push(Fact::line("Lead requested at", reconcile.requested_at.clone()));
+            facts.push(Fact::line(
+                "Lead requested at",
+                reconcile.requested_at.clone(),
+            ));
             match &reconcile.lead {
                 Some(lead) => facts.push(Fact::block("Lead as fetched", pretty(lead))),
                 None => facts.push(Fact::line(
@@ -170,7 +177,9 @@ fn facts(item: &Item) -> Vec<Fact> {
             ));
             facts.push(Fact::line(
                 "Reason",
-                item.reason.clone().unwrap_or_else(|| "none given".to_owned()),
+                item.reason
+                    .clone()
+                    .unwrap_or_else(|| "none given".to_owned()),
             ));
             if let Some(push) = &local.push {
                 facts.push(Fact::line("Sent to the service", push.clone()));

@@ -1,0 +1,1 @@
+//! The console in a real browser: headless Chromium over WebDriver.

@@ -1,0 +1,1 @@
+//! The console over plain HTTP: sessions, CSRF, headers, evidence download.
