@@ -1,1 +1,557 @@
-//! The console in a real browser: headless Chromium over WebDriver.
+//! The console in a real browser: headless Chromium driven over WebDriver (Debian's
+//! `chromium` and `chromium-driver`; `.ci/run` installs them).
+//!
+//! The driver is `OUTREACH_SYNC_TEST_CHROMEDRIVER`, else `chromedriver` on the PATH; without
+//! either these tests say so on the terminal and pass without running (as the PostgreSQL
+//! tests do). With the variable set, a driver that does not start fails the test.
+//!
+//! With `OUTREACH_SYNC_SCREENSHOTS=DIR` the tests also save the screenshots the README
+//! shows.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Once;
+use std::time::Duration;
+
+use fantoccini::key::Key;
+use fantoccini::{Client, ClientBuilder, Locator};
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+
+use crate::common::{TestApp, consent_event, spawn_app};
+
+const DRIVER_VARIABLE: &str = "OUTREACH_SYNC_TEST_CHROMEDRIVER";
+const SCREENSHOTS_VARIABLE: &str = "OUTREACH_SYNC_SCREENSHOTS";
+/// The named token the tests sign in with: changes are recorded as `compliance`'s.
+const TOKEN: &str = "console-token-7f3a";
+const ACTOR: &str = "compliance";
+
+/// A headless Chromium of its own, with its driver; both end with it.
+struct Browser {
+    client: Client,
+    driver: Child,
+    _profile: tempfile::TempDir,
+    /// Where downloads go.
+    downloads: tempfile::TempDir,
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        // The driver takes its browser down with it.
+        let _ = self.driver.kill();
+        let _ = self.driver.wait();
+    }
+}
+
+fn driver_path() -> Option<(PathBuf, bool)> {
+    if let Ok(path) = std::env::var(DRIVER_VARIABLE) {
+        return Some((PathBuf::from(path), true));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("chromedriver"))
+            .find(|path| path.is_file())
+            .map(|path| (path, false))
+    })
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port()
+}
+
+impl Browser {
+    /// A browser, or `None` (said once on the terminal) when no driver is installed.
+    async fn start() -> Option<Browser> {
+        let Some((driver, required)) = driver_path() else {
+            static SKIPPED: Once = Once::new();
+            SKIPPED.call_once(|| {
+                let _ = writeln!(
+                    std::io::stderr(),
+                    "\nBrowser tests SKIPPED: no chromedriver on the PATH and {DRIVER_VARIABLE} \
+                     is not set (apt-get install chromium chromium-driver); the console was \
+                     tested over HTTP only.\n"
+                );
+            });
+            return None;
+        };
+        let port = free_port();
+        let child = Command::new(&driver)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let driver = match child {
+            Ok(child) => child,
+            Err(e) if !required => {
+                let _ = writeln!(std::io::stderr(), "\nBrowser tests SKIPPED: {e}\n");
+                return None;
+            }
+            Err(e) => panic!(
+                "{DRIVER_VARIABLE} is set but {} does not start: {e}",
+                driver.display()
+            ),
+        };
+        let profile = tempfile::tempdir().expect("profile dir");
+        let downloads = tempfile::tempdir().expect("downloads dir");
+        let mut options = json!({
+            "args": [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--disable-quic", "--no-first-run", "--disable-background-networking",
+                "--disable-component-update", "--disable-sync", "--window-size=1280,900",
+                format!("--user-data-dir={}", profile.path().display()),
+            ],
+            "prefs": {
+                "download.default_directory": downloads.path(),
+                "download.prompt_for_download": false,
+            },
+        });
+        if let Ok(binary) = std::env::var("OUTREACH_SYNC_TEST_CHROMIUM") {
+            options["binary"] = json!(binary);
+        }
+        let mut capabilities = serde_json::Map::new();
+        capabilities.insert("goog:chromeOptions".into(), options);
+        let url = format!("http://127.0.0.1:{port}");
+        // The driver listens a moment after it starts.
+        let mut last_error = None;
+        for _ in 0..100 {
+            match ClientBuilder::new(HttpConnector::new())
+                .capabilities(capabilities.clone())
+                .connect(&url)
+                .await
+            {
+                Ok(client) => {
+                    return Some(Browser {
+                        client,
+                        driver,
+                        _profile: profile,
+                        downloads,
+                    });
+                }
+                Err(e) => last_error = Some(e.to_string()),
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("the browser did not start: {last_error:?}");
+    }
+
+    async fn goto(&self, url: &str) {
+        self.client.goto(url).await.expect("navigate");
+    }
+
+    async fn path(&self) -> String {
+        self.client
+            .current_url()
+            .await
+            .expect("url")
+            .path()
+            .to_owned()
+    }
+
+    async fn text(&self, css: &str) -> String {
+        self.client
+            .find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("{css}: {e}"))
+            .text()
+            .await
+            .expect("text")
+    }
+
+    async fn js(&self, script: &str) -> Value {
+        self.client.execute(script, vec![]).await.expect("script")
+    }
+
+    /// Presses Enter where the focus is, and waits for the page that follows (a link
+    /// followed or a form sent).
+    async fn enter_and_wait(&self) {
+        self.js("window.outreachSyncOldPage = true;").await;
+        self.press(&char::from(Key::Enter).to_string()).await;
+        for _ in 0..200 {
+            let loaded = self
+                .client
+                .execute(
+                    "return window.outreachSyncOldPage === undefined \
+                         && document.readyState === 'complete';",
+                    vec![],
+                )
+                .await;
+            // A script may fail while the next page replaces this one.
+            if matches!(loaded, Ok(Value::Bool(true))) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("no page followed Enter on {}", self.path().await);
+    }
+
+    /// Presses `key` where the focus is.
+    async fn press(&self, key: &str) {
+        self.client
+            .active_element()
+            .await
+            .expect("focus")
+            .send_keys(key)
+            .await
+            .expect("keys");
+    }
+
+    /// Presses Tab until the focused element matches `css` (at most 40 times), as a person
+    /// with no mouse would.
+    async fn tab_to(&self, css: &str) {
+        for _ in 0..40 {
+            self.press(&char::from(Key::Tab).to_string()).await;
+            let at = self
+                .client
+                .execute(
+                    "return document.activeElement.matches(arguments[0]);",
+                    vec![json!(css)],
+                )
+                .await
+                .expect("script");
+            if at == json!(true) {
+                return;
+            }
+        }
+        panic!("Tab never reached {css}");
+    }
+
+    /// Every field of the page has a label, and the page fits a phone-sized screen when
+    /// the window is one.
+    async fn check_page(&self) {
+        let unlabelled = self
+            .js(
+                "return [...document.querySelectorAll('input:not([type=hidden]), textarea, select')]
+                    .filter(e => e.labels.length === 0).map(e => e.name);",
+            )
+            .await;
+        assert_eq!(
+            unlabelled,
+            json!([]),
+            "fields without a label on {}",
+            self.path().await
+        );
+        let overflow = self
+            .js("return document.documentElement.scrollWidth - window.innerWidth;")
+            .await;
+        if overflow.as_i64().unwrap_or(0) > 0 {
+            let wide = self
+                .js("return [...document.querySelectorAll('body *')]
+                        .filter(e => e.getBoundingClientRect().right > window.innerWidth)
+                        .map(e => e.tagName + '.' + e.className).slice(0, 8);")
+                .await;
+            panic!(
+                "{} scrolls sideways by {overflow}px: {wide}",
+                self.path().await
+            );
+        }
+    }
+
+    async fn screenshot(&self, name: &str) {
+        let Some(dir) = std::env::var_os(SCREENSHOTS_VARIABLE) else {
+            return;
+        };
+        let png = self.client.screenshot().await.expect("screenshot");
+        std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png).expect("save");
+    }
+
+    /// Signs in with the keyboard: the token typed into the focused field, then Enter.
+    async fn sign_in(&self, app: &TestApp, token: &str) {
+        self.goto(&app.admin_url("/")).await;
+        assert_eq!(
+            self.path().await,
+            "/signin",
+            "a stranger is asked to sign in"
+        );
+        self.check_page().await;
+        let field = self.client.active_element().await.expect("focus");
+        assert_eq!(
+            field.attr("id").await.expect("id").as_deref(),
+            Some("token")
+        );
+        field.send_keys(token).await.expect("type");
+        self.enter_and_wait().await;
+    }
+}
+
+async fn console_app() -> TestApp {
+    spawn_app(|s| {
+        s.admin.tokens = vec![format!("{ACTOR}:{TOKEN}").into()];
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opt_out_received_by_webhook_is_followed_to_its_evidence() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let app = console_app().await;
+    let delivered = consent_event("evt-stop-1", "+15550001111", true);
+    assert_eq!(app.post_signed(&delivered).await.status(), 200);
+    app.drain().await;
+
+    // A wrong token is refused, and says so.
+    browser.sign_in(&app, "not-the-token").await;
+    assert_eq!(browser.path().await, "/signin");
+    assert!(
+        browser
+            .text(".error")
+            .await
+            .contains("not one of the admin tokens")
+    );
+    browser.screenshot("signin").await;
+
+    browser.sign_in(&app, TOKEN).await;
+    assert_eq!(browser.path().await, "/");
+    assert!(browser.text(".who").await.contains(ACTOR));
+
+    // The number typed into the lookup, then Enter.
+    let phone = browser
+        .client
+        .find(Locator::Id("phoneNumber"))
+        .await
+        .expect("field");
+    phone.send_keys("+15550001111").await.expect("type");
+    browser.enter_and_wait().await;
+    browser.check_page().await;
+    let now = browser
+        .text("section[aria-labelledby=now-heading] tbody tr")
+        .await;
+    assert!(now.contains("org_1") && now.contains("Opted out"), "{now}");
+    let entry = browser.text(".timeline li").await;
+    assert!(
+        entry.contains("announced by the service's webhook"),
+        "{entry}"
+    );
+
+    // Its evidence, opened from the keyboard: the delivery as received, pretty-printed.
+    browser.tab_to(".timeline summary").await;
+    browser.press(&char::from(Key::Enter).to_string()).await;
+    let evidence = browser.text(".timeline details").await;
+    assert!(evidence.contains("\"id\": \"evt-stop-1\""), "{evidence}");
+    assert!(
+        evidence.contains("verified with webhook.secrets entry 0"),
+        "{evidence}"
+    );
+    browser.screenshot("lookup").await;
+
+    // The bundle the download link saves holds the exact delivery.
+    browser.tab_to("a[download]").await;
+    browser.press(&char::from(Key::Enter).to_string()).await;
+    let saved = browser.downloads.path().join("evidence-15550001111.json");
+    let mut bundle = None;
+    for _ in 0..100 {
+        if let Ok(bytes) = std::fs::read(&saved)
+            && let Ok(json) = serde_json::from_slice::<Value>(&bytes)
+        {
+            bundle = Some(json);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let bundle = bundle.expect("the evidence bundle was saved");
+    let body = bundle["items"][0]["evidence"]["bodyBase64"]
+        .as_str()
+        .unwrap_or_else(|| panic!("the delivery's bytes in {bundle}"));
+    use base64::Engine as _;
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(body)
+        .expect("base64");
+    assert_eq!(body, delivered.as_bytes());
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_local_opt_out_is_made_with_the_keyboard_alone_and_a_forged_form_is_refused() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let app = console_app().await;
+    browser.sign_in(&app, TOKEN).await;
+
+    // From the navigation to the form, and through it, by Tab and typing.
+    browser.tab_to("a[href='/change']").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/change");
+    browser.check_page().await;
+    browser.tab_to("#phoneNumber").await;
+    browser.press("+15550002222").await;
+    browser.tab_to("#organizationId").await;
+    browser.press("org_1").await;
+    browser.tab_to("#reason").await;
+    browser.press("Asked by phone to stop, call ref 2231").await;
+    browser.screenshot("change").await;
+    browser.tab_to("form[action='/change'] button").await;
+    browser.enter_and_wait().await;
+
+    assert_eq!(browser.path().await, "/");
+    assert!(
+        browser
+            .text(".notice")
+            .await
+            .contains("Recorded as ledger entry #1")
+    );
+    let entry = browser.text(".timeline li").await;
+    assert!(
+        entry.contains(&format!("Opted out: changed here by {ACTOR}")),
+        "{entry}"
+    );
+    let evidence: Value = reqwest::Client::new()
+        .get(app.admin_url("/v1/consent/evidence?phoneNumber=%2B15550002222"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("evidence")
+        .json()
+        .await
+        .expect("a bundle");
+    assert_eq!(evidence["items"][0]["evidence"]["actor"], ACTOR);
+    assert_eq!(
+        evidence["items"][0]["reason"],
+        "Asked by phone to stop, call ref 2231"
+    );
+
+    // The same form without its security token: refused, and nothing recorded.
+    browser.goto(&app.admin_url("/change")).await;
+    browser
+        .js("document.querySelector('form[action=\"/change\"] input[name=csrf]').remove();")
+        .await;
+    browser.tab_to("#phoneNumber").await;
+    browser.press("+15550003333").await;
+    browser.tab_to("#organizationId").await;
+    browser.press("org_1").await;
+    browser.tab_to("#reason").await;
+    browser.press("forged").await;
+    browser.tab_to("form[action='/change'] button").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.text("h1").await, "Refused");
+    assert!(browser.text(".error").await.contains("security token"));
+    let ledger = app.count("SELECT COUNT(*) FROM ledger").await;
+    assert_eq!(ledger, 1, "the forged change was not recorded");
+
+    // On a phone-sized screen every page still fits, without sideways scrolling.
+    browser
+        .client
+        .set_window_size(390, 844)
+        .await
+        .expect("resize");
+    for page in [
+        "/?phoneNumber=%2B15550002222",
+        "/status",
+        "/quarantine",
+        "/change",
+    ] {
+        browser.goto(&app.admin_url(page)).await;
+        browser.check_page().await;
+    }
+    browser
+        .goto(&app.admin_url("/?phoneNumber=%2B15550002222"))
+        .await;
+    browser.screenshot("phone").await;
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quarantined_delivery_is_replayed_and_the_status_charts_deliveries() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let app = console_app().await;
+    for i in 0..12 {
+        let event = consent_event(
+            &format!("evt-{i}"),
+            &format!("+1555000{:04}", 4000 + i),
+            i % 3 == 0,
+        );
+        assert_eq!(app.post_signed(&event).await.status(), 200);
+    }
+    app.drain().await;
+    // Receipt times spread over the hour (ids stay in receipt order): 4 deliveries half an
+    // hour ago, 3 ten minutes ago, 5 now.
+    app.execute(
+        "UPDATE outbox SET received_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 minutes')
+         WHERE id <= 4",
+    )
+    .await;
+    app.execute(
+        "UPDATE outbox SET received_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-10 minutes')
+         WHERE id BETWEEN 5 AND 7",
+    )
+    .await;
+    // One that failed to apply before its cause was mended, kept in quarantine.
+    let late = consent_event("evt-late", "+15550009999", true);
+    app.execute(&format!(
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, state,
+                             attempts, last_error)
+         VALUES ('event:evt-late', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), CAST('{late}' AS BLOB),
+                 '{{}}', 0, 'quarantined', 5, 'database is locked (the disk was full)')"
+    ))
+    .await;
+
+    browser.sign_in(&app, TOKEN).await;
+    browser.tab_to("a[href='/status']").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/status");
+    browser.check_page().await;
+    let caption = browser.text(".chart figcaption").await;
+    assert!(
+        caption.starts_with("13 deliveries in the last hour; at most 6 in a minute"),
+        "{caption}"
+    );
+    let bars = browser
+        .js("return [...document.querySelectorAll('.chart rect')].map(r => r.textContent);")
+        .await;
+    let bars: Vec<String> = serde_json::from_value(bars).expect("titles");
+    assert_eq!(bars.len(), 60);
+    let counts: Vec<i64> = bars
+        .iter()
+        .map(|t| {
+            t.rsplit(": ")
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("count")
+        })
+        .collect();
+    assert_eq!(counts[59], 6, "this minute: {bars:?}");
+    assert_eq!(counts[49], 3, "ten minutes ago: {bars:?}");
+    assert_eq!(counts[29], 4, "half an hour ago: {bars:?}");
+    assert_eq!(
+        browser.text(".tiles div:nth-child(3) dd").await,
+        "1",
+        "quarantined"
+    );
+    browser.screenshot("status").await;
+
+    browser.goto(&app.admin_url("/quarantine")).await;
+    browser.check_page().await;
+    let row = browser.text("tbody tr").await;
+    assert!(
+        row.contains("#13") && row.contains("the disk was full"),
+        "{row}"
+    );
+    browser.screenshot("quarantine").await;
+    browser
+        .tab_to("form[action='/quarantine/13/replay'] button")
+        .await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/quarantine");
+    assert_eq!(
+        browser.text(".notice").await,
+        "Delivery #13 was replayed and applied."
+    );
+    assert!(
+        browser
+            .text("main")
+            .await
+            .contains("Nothing is quarantined.")
+    );
+    let entries = app
+        .count("SELECT COUNT(*) FROM ledger WHERE phone_number = '+15550009999'")
+        .await;
+    assert_eq!(entries, 1, "the replayed delivery reached the ledger");
+    app.stop().await;
+}

@@ -37,8 +37,8 @@ pub fn router() -> Router<Arc<AdminState>> {
         .layer(axum::middleware::map_response(protect))
 }
 
-/// Every console answer: no framing, no sniffing, no caching, no referrer, and nothing
-/// loaded from anywhere but here.
+/// Every console answer: no framing, no sniffing, no caching, no referrer to other sites,
+/// and nothing loaded from anywhere but here.
 async fn protect(mut response: Response) -> Response {
     let headers = response.headers_mut();
     headers.insert(
@@ -53,9 +53,11 @@ async fn protect(mut response: Response) -> Response {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: with it a browser sends `Origin: null` on a form post, and the
+    // origin check could no longer tell this site from another.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     headers
         .entry(header::CACHE_CONTROL)

@@ -501,6 +501,27 @@ pub async fn message(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Err
     }))
 }
 
+/// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
+/// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
+/// walking the primary key back from the newest, not by a scan of the whole outbox.
+pub async fn deliveries_per_minute(
+    pool: &PgPool,
+    since: DateTime<Utc>,
+) -> Result<Vec<(String, i64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'),
+                        'YYYY-MM-DD\"T\"HH24:MI') AS minute, COUNT(*)
+         FROM outbox
+         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < $1
+                              ORDER BY id DESC LIMIT 1), 0)
+           AND received_at >= $1
+         GROUP BY minute ORDER BY minute",
+    )
+    .bind(since)
+    .fetch_all(pool)
+    .await
+}
+
 #[cfg(test)]
 mod tests {
     use super::event_type;
@@ -524,25 +545,4 @@ mod tests {
         assert_eq!(event_type(b"not json"), None);
         assert_eq!(event_type(b"\xff\xfe"), None);
     }
-}
-
-/// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
-/// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
-/// walking the primary key back from the newest, not by a scan of the whole outbox.
-pub async fn deliveries_per_minute(
-    pool: &PgPool,
-    since: DateTime<Utc>,
-) -> Result<Vec<(String, i64)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'),
-                        'YYYY-MM-DD\"T\"HH24:MI') AS minute, COUNT(*)
-         FROM outbox
-         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < $1
-                              ORDER BY id DESC LIMIT 1), 0)
-           AND received_at >= $1
-         GROUP BY minute ORDER BY minute",
-    )
-    .bind(since)
-    .fetch_all(pool)
-    .await
 }
