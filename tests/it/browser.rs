@@ -555,3 +555,74 @@ async fn a_quarantined_delivery_is_replayed_and_the_status_charts_deliveries() {
     assert_eq!(entries, 1, "the replayed delivery reached the ledger");
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_demo_leads_a_newcomer_from_an_opt_out_to_its_evidence() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("demo dir");
+    let mut demo = tokio::process::Command::new(crate::daemon_process::BIN)
+        .args(["demo", "--duration", "60", "--leads", "200", "--dir"])
+        .arg(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the demo starts");
+    let stdout = demo.stdout.take().expect("stdout");
+    let mut lines = tokio::io::AsyncBufReadExt::lines(tokio::io::BufReader::new(stdout));
+    // What a newcomer reads: the console's address and token, then a link to an opt-out.
+    let (mut console, mut token, mut link) = (None, None, None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(50);
+    while link.is_none() {
+        let line = tokio::time::timeout_at(deadline, lines.next_line())
+            .await
+            .expect("the demo prints an opt-out's evidence link in time")
+            .expect("read")
+            .expect("the demo is still running");
+        let word_after = |marker: &str| {
+            line.split_once(marker)
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .map(|w| w.trim_end_matches(')').to_owned())
+        };
+        if line.trim_start().starts_with("console:") {
+            console = word_after("console:");
+        }
+        if line.contains("admin API") {
+            token = word_after("(token ");
+        }
+        if line.contains("its evidence:") {
+            link = word_after("its evidence:");
+        }
+    }
+    let (console, token, link) = (
+        console.expect("the console's address"),
+        token.expect("a token"),
+        link.expect("a link"),
+    );
+    assert!(link.starts_with(&console), "{link} is on {console}");
+
+    browser.goto(&link).await;
+    assert_eq!(browser.path().await, "/signin", "asked to sign in first");
+    let field = browser.client.active_element().await.expect("focus");
+    field.send_keys(&token).await.expect("type");
+    browser.enter_and_wait().await;
+    // Back on the page of the link, signed in as the demo's operator.
+    assert_eq!(browser.path().await, "/");
+    assert!(browser.text(".who").await.contains("operator"));
+    let now = browser
+        .text("section[aria-labelledby=now-heading] tbody")
+        .await;
+    assert!(now.contains("Opted out"), "{now}");
+    let timeline = browser.text(".timeline").await;
+    assert!(timeline.contains("Opted out"), "{timeline}");
+    browser.tab_to(".timeline summary").await;
+    browser.press(&char::from(Key::Enter).to_string()).await;
+    let evidence = browser.text(".timeline details").await;
+    assert!(
+        evidence.contains("Body as received") || evidence.contains("Lead as fetched"),
+        "{evidence}"
+    );
+    let _ = demo.kill().await;
+}

@@ -34,6 +34,8 @@ pub fn router() -> Router<Arc<AdminState>> {
         .route("/signin", get(pages::signin_form).post(pages::signin))
         .route("/signout", post(pages::signout))
         .route("/assets/console.css", get(stylesheet))
+        // Browsers ask for it on every page; there is none, and no need to say 401.
+        .route("/favicon.ico", get(|| async { StatusCode::NO_CONTENT }))
         .layer(axum::middleware::map_response(protect))
 }
 
