@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, Method, header};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
@@ -228,6 +228,8 @@ async fn current(state: &AdminState, headers: &HeaderMap) -> Result<Option<Sessi
 }
 
 /// A page for signed-in people: anyone else is sent to the sign-in page, and back after.
+/// Only to a page (a GET): the path of a form posted with a lapsed session (a replay,
+/// sign-out) is no page, and the form cannot be sent again by a redirect.
 impl FromRequestParts<std::sync::Arc<AdminState>> for Session {
     type Rejection = ConsoleError;
 
@@ -238,9 +240,11 @@ impl FromRequestParts<std::sync::Arc<AdminState>> for Session {
         match current(state, &parts.headers).await? {
             Some(session) => Ok(session),
             None => {
+                let page = parts.method == Method::GET || parts.method == Method::HEAD;
                 let back = parts
                     .uri
                     .path_and_query()
+                    .filter(|_| page)
                     .map(|p| p.as_str())
                     .filter(|p| *p != "/")
                     .map(|p| format!("?next={}", super::views::query_value(p)))
