@@ -291,6 +291,35 @@ impl TestApp {
         self.shutdown.cancel();
         self.task.await.expect("join").expect("clean stop");
     }
+
+    /// A second daemon on this app's database (a replica, on PostgreSQL), named `name`.
+    pub async fn replica(&self, name: &str) -> Replica {
+        let mut settings = self.settings.clone();
+        settings.replica.name = name.into();
+        let application = Application::build(settings).await.expect("build");
+        let shutdown = CancellationToken::new();
+        Replica {
+            addr: application.ingest_addr(),
+            admin_addr: application.admin_addr(),
+            task: tokio::spawn(application.run_until_stopped(shutdown.clone())),
+            shutdown,
+        }
+    }
+}
+
+/// Another daemon on a test app's database (see [`TestApp::replica`]).
+pub struct Replica {
+    pub addr: SocketAddr,
+    pub admin_addr: SocketAddr,
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<anyhow::Result<()>>,
+}
+
+impl Replica {
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.expect("join").expect("clean stop");
+    }
 }
 
 /// A consent event with a given id.

@@ -438,18 +438,11 @@ async fn on_postgres_a_session_made_on_one_replica_works_on_another_and_ends_on_
     else {
         return;
     };
-    let mut settings = first.settings.clone();
-    settings.replica.name = "second".into();
-    let second = outreach_sync::app::Application::build(settings)
-        .await
-        .expect("build");
-    let second_admin = second.admin_addr();
-    let stop_second = tokio_util::sync::CancellationToken::new();
-    let second = tokio::spawn(second.run_until_stopped(stop_second.clone()));
+    let second = first.replica("second").await;
 
     let mut on_first = Visitor::new(&first);
     on_first.sign_in(ADMIN_TOKEN).await;
-    let on_second = on_first.moved_to(second_admin);
+    let on_second = on_first.moved_to(second.admin_addr);
     let html = on_second.text("/status").await;
     assert!(html.contains("Signed in as"), "{html}");
     // Its form token too: a change made through the second replica.
@@ -474,8 +467,7 @@ async fn on_postgres_a_session_made_on_one_replica_works_on_another_and_ends_on_
     assert_eq!(location(&response), "/signin?signedOut=true");
     assert!(!on_first.signed_in().await);
     assert!(!on_second.signed_in().await);
-    stop_second.cancel();
-    second.await.expect("join").expect("clean stop");
+    second.stop().await;
     first.stop().await;
 }
 

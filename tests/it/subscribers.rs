@@ -430,14 +430,7 @@ async fn on_postgres_entries_committed_on_any_replica_reach_the_subscriber_once_
     else {
         return;
     };
-    let mut settings = first.settings.clone();
-    settings.replica.name = "second".into();
-    let second = outreach_sync::app::Application::build(settings)
-        .await
-        .expect("build");
-    let second_ingest = second.ingest_addr();
-    let stop_second = tokio_util::sync::CancellationToken::new();
-    let second = tokio::spawn(second.run_until_stopped(stop_second.clone()));
+    let second = first.replica("second").await;
 
     // Half the deliveries to each replica: whichever leads hears of the other's commits.
     for i in 0..40 {
@@ -449,8 +442,8 @@ async fn on_postgres_entries_committed_on_any_replica_reach_the_subscriber_once_
             let mut request = first
                 .http
                 .post(format!(
-                    "http://{second_ingest}{}",
-                    first.settings.ingest.path
+                    "http://{}{}",
+                    second.addr, first.settings.ingest.path
                 ))
                 .body(body.clone());
             for (name, value) in headers {
@@ -464,8 +457,7 @@ async fn on_postgres_entries_committed_on_any_replica_reach_the_subscriber_once_
     let seqs: Vec<i64> = (1..=40).collect();
     receiver.wait_for_seqs(PATIENCE, &seqs).await;
     assert!(receiver.received().iter().all(|r| r.verified));
-    stop_second.cancel();
-    second.await.expect("join").expect("clean stop");
+    second.stop().await;
     first.stop().await;
 }
 

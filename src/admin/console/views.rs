@@ -7,6 +7,7 @@ use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::Value;
 
 use crate::evidence::{Evidence, Item};
+use crate::ledger::LedgerEntry;
 
 /// `text` as a query-string value (RFC 3986 unreserved characters kept, the rest escaped).
 pub fn query_value(text: &str) -> String {
@@ -66,14 +67,7 @@ impl Fact {
 /// A ledger entry of the timeline.
 #[derive(Debug, Clone)]
 pub struct TimelineEntry {
-    pub seq: i64,
-    pub organization_id: String,
-    pub opted_out: bool,
-    pub occurred_at: String,
-    pub recorded_at: String,
-    pub source: String,
-    pub event_ref: String,
-    pub superseded: bool,
+    pub ledger: LedgerEntry,
     /// Why the entry exists, in a sentence.
     pub summary: String,
     pub hash: String,
@@ -84,11 +78,7 @@ pub struct TimelineEntry {
 impl From<Item> for TimelineEntry {
     fn from(item: Item) -> Self {
         let entry = &item.entry;
-        let verb = if entry.opted_out {
-            "Opted out"
-        } else {
-            "Opted in"
-        };
+        let verb = if entry.opted_out { "Opted out" } else { "Opted in" };
         let summary = match (&item.evidence, entry.echo_of) {
             (Evidence::Webhook(_), Some(seq)) => {
                 format!("{verb}: the service confirmed the local change #{seq} by webhook")
@@ -104,18 +94,11 @@ impl From<Item> for TimelineEntry {
         };
         let evidence = facts(&item);
         Self {
-            seq: entry.seq,
-            organization_id: entry.organization_id.clone(),
-            opted_out: entry.opted_out,
-            occurred_at: entry.occurred_at.clone(),
-            recorded_at: entry.recorded_at.clone(),
-            source: entry.source.clone(),
-            event_ref: entry.event_ref.clone(),
-            superseded: entry.superseded,
             summary,
-            hash: item.hash.clone().unwrap_or_default(),
-            prev_hash: item.prev_hash.clone(),
+            hash: item.hash.unwrap_or_default(),
+            prev_hash: item.prev_hash,
             evidence,
+            ledger: item.entry,
         }
     }
 }
