@@ -78,7 +78,11 @@ pub struct TimelineEntry {
 impl From<Item> for TimelineEntry {
     fn from(item: Item) -> Self {
         let entry = &item.entry;
-        let verb = if entry.opted_out { "Opted out" } else { "Opted in" };
+        let verb = if entry.opted_out {
+            "Opted out"
+        } else {
+            "Opted in"
+        };
         let summary = match (&item.evidence, entry.echo_of) {
             (Evidence::Webhook(_), Some(seq)) => {
                 format!("{verb}: the service confirmed the local change #{seq} by webhook")
