@@ -526,6 +526,7 @@ pub async fn signin(
     let next = local_path(form.next.as_deref());
     let token = form.token.unwrap_or_default();
     let Some((signed_in, id)) = session::sign_in(&state, &token).await? else {
+        tracing::warn!("console sign-in refused: not one of admin.tokens");
         tokio::time::sleep(SIGNIN_FAILURE_DELAY).await;
         let message = if state.tokens.is_empty() {
             "No admin token is configured (admin.tokens), so no one can sign in."
