@@ -1154,3 +1154,15 @@ async fn the_status_page_charts_the_deliveries_of_the_last_hour(backend: Backend
     assert_eq!(bars, 60, "a bar a minute");
     app.stop().await;
 }
+
+#[tokio::test]
+async fn without_a_token_configured_the_sign_in_page_says_no_one_can_sign_in() {
+    let app = spawn_app(|s| s.admin.tokens = Vec::new()).await;
+    let mut visitor = Visitor::new(&app);
+    let page = visitor.text("/signin").await;
+    assert!(page.contains("No admin token is configured"), "{page}");
+    let response = visitor.sign_in_answer("anything").await;
+    assert_eq!(response.status(), 401);
+    assert!(visitor.cookie(SESSION_COOKIE).is_none());
+    app.stop().await;
+}

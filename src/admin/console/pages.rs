@@ -27,6 +27,9 @@ const REPLAY_SETTLE: Duration = Duration::from_secs(5);
 const SIGNIN_FAILURE_DELAY: Duration = Duration::from_millis(500);
 /// Quarantined deliveries listed, newest first.
 const QUARANTINE_LISTED: i64 = 500;
+/// Said on the sign-in page of a daemon without tokens.
+const NO_TOKENS: &str =
+    "No admin token is configured (admin.tokens or admin.tokens_file), so no one can sign in yet.";
 /// Longest reason kept with a local change.
 const MAX_REASON_CHARS: usize = 500;
 
@@ -494,6 +497,7 @@ fn signin_page(
 
 pub async fn signin_form(
     session: Option<Session>,
+    State(state): State<Arc<AdminState>>,
     headers: HeaderMap,
     query: Result<Query<SigninQuery>, QueryRejection>,
 ) -> Result<Response, ConsoleError> {
@@ -506,7 +510,8 @@ pub async fn signin_form(
         .signed_out
         .unwrap_or(false)
         .then(|| "You have signed out.".to_owned());
-    Ok(signin_page(&headers, StatusCode::OK, next, None, notice))
+    let error = state.tokens.is_empty().then(|| NO_TOKENS.to_owned());
+    Ok(signin_page(&headers, StatusCode::OK, next, error, notice))
 }
 
 #[derive(Deserialize)]
@@ -529,7 +534,7 @@ pub async fn signin(
         tracing::warn!("console sign-in refused: not one of admin.tokens");
         tokio::time::sleep(SIGNIN_FAILURE_DELAY).await;
         let message = if state.tokens.is_empty() {
-            "No admin token is configured (admin.tokens), so no one can sign in."
+            NO_TOKENS
         } else {
             "That is not one of the admin tokens (admin.tokens). Check it and try again."
         };
