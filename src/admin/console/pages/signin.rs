@@ -1,0 +1,166 @@
+//! Sign-in and sign-out.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use askama::Template;
+use axum::Form;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{AppendHeaders, IntoResponse, Redirect, Response};
+use serde::Deserialize;
+
+use super::CsrfForm;
+use crate::admin::AdminState;
+use crate::admin::console::session::{self, Session};
+use crate::admin::console::{ConsoleError, Frame, render};
+
+/// A wrong token is answered this late, to slow down guessing.
+const SIGNIN_FAILURE_DELAY: Duration = Duration::from_millis(500);
+/// Said on the sign-in page of a daemon without tokens.
+const NO_TOKENS: &str =
+    "No admin token is configured (admin.tokens or admin.tokens_file), so no one can sign in yet.";
+#[derive(Deserialize)]
+pub struct SigninQuery {
+    next: Option<String>,
+    #[serde(rename = "signedOut")]
+    signed_out: Option<bool>,
+}
+
+#[derive(Template)]
+#[template(path = "console/signin.html")]
+struct SigninPage {
+    frame: Frame,
+    form_token: String,
+    next: String,
+    error: Option<String>,
+    notice: Option<String>,
+}
+
+/// Where to go after sign-in: a path of this listener, never another site.
+fn local_path(next: Option<&str>) -> String {
+    match next {
+        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
+            path.to_owned()
+        }
+        _ => "/".to_owned(),
+    }
+}
+
+fn signin_page(
+    headers: &HeaderMap,
+    status: StatusCode,
+    next: String,
+    error: Option<String>,
+    notice: Option<String>,
+) -> Response {
+    let (form_token, cookie) = session::signin_form(headers);
+    let page = SigninPage {
+        frame: Frame::signed_out(),
+        form_token,
+        next,
+        error,
+        notice,
+    };
+    let mut response = render(status, &page);
+    response.headers_mut().append(header::SET_COOKIE, cookie);
+    response
+}
+
+pub async fn signin_form(
+    session: Option<Session>,
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    query: Result<Query<SigninQuery>, QueryRejection>,
+) -> Result<Response, ConsoleError> {
+    let Query(query) = query?;
+    let next = local_path(query.next.as_deref());
+    if session.is_some() {
+        return Ok(Redirect::to(&next).into_response());
+    }
+    let notice = query
+        .signed_out
+        .unwrap_or(false)
+        .then(|| "You have signed out.".to_owned());
+    let error = state.tokens.is_empty().then(|| NO_TOKENS.to_owned());
+    Ok(signin_page(&headers, StatusCode::OK, next, error, notice))
+}
+
+#[derive(Deserialize)]
+pub struct SigninForm {
+    csrf: Option<String>,
+    token: Option<String>,
+    next: Option<String>,
+}
+
+pub async fn signin(
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    form: Result<Form<SigninForm>, FormRejection>,
+) -> Result<Response, ConsoleError> {
+    let Form(form) = form?;
+    session::check_signin_form(&headers, form.csrf.as_deref())?;
+    let next = local_path(form.next.as_deref());
+    let token = form.token.unwrap_or_default();
+    let Some((signed_in, id)) = session::sign_in(&state, &token).await? else {
+        tracing::warn!("console sign-in refused: not one of admin.tokens");
+        tokio::time::sleep(SIGNIN_FAILURE_DELAY).await;
+        let message = if state.tokens.is_empty() {
+            NO_TOKENS
+        } else {
+            "That is not one of the admin tokens (admin.tokens). Check it and try again."
+        };
+        return Ok(signin_page(
+            &headers,
+            StatusCode::UNAUTHORIZED,
+            next,
+            Some(message.to_owned()),
+            None,
+        ));
+    };
+    tracing::info!(actor = %signed_in.actor, "signed in to the console");
+    let cookie = session::set_cookie(&headers, session::COOKIE, &id, session::LIFETIME);
+    Ok((
+        AppendHeaders([
+            (header::SET_COOKIE, cookie),
+            (
+                header::SET_COOKIE,
+                session::clear_cookie(session::SIGNIN_COOKIE),
+            ),
+        ]),
+        Redirect::to(&next),
+    )
+        .into_response())
+}
+
+pub async fn signout(
+    session: Session,
+    State(state): State<Arc<AdminState>>,
+    headers: HeaderMap,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Response, ConsoleError> {
+    let Form(form) = form?;
+    session.check_form(&headers, form.csrf.as_deref())?;
+    session::sign_out(&state.pool, &session).await?;
+    tracing::info!(actor = %session.actor, "signed out of the console");
+    Ok((
+        AppendHeaders([(header::SET_COOKIE, session::clear_cookie(session::COOKIE))]),
+        Redirect::to("/signin?signedOut=true"),
+    )
+        .into_response())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::local_path;
+
+    #[test]
+    fn sign_in_returns_only_to_a_page_of_this_listener() {
+        assert_eq!(local_path(Some("/status")), "/status");
+        assert_eq!(local_path(Some("//evil.example/")), "/");
+        assert_eq!(local_path(Some("https://evil.example/")), "/");
+        assert_eq!(local_path(Some("/\\evil.example")), "/");
+        assert_eq!(local_path(None), "/");
+    }
+}
