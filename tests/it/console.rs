@@ -251,6 +251,14 @@ impl Visitor {
     }
 }
 
+/// The daemon on `backend` with [`ADMIN_TOKEN`], and a visitor signed in with it.
+async fn signed_in_app(backend: Backend) -> Option<(TestApp, Visitor)> {
+    let app = spawn_app_on(backend, with_admin_token).await?;
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(ADMIN_TOKEN).await;
+    Some((app, visitor))
+}
+
 async fn ledger_entries(app: &TestApp) -> i64 {
     app.count("SELECT COUNT(*) FROM ledger").await
 }
@@ -473,11 +481,9 @@ async fn on_postgres_a_session_made_on_one_replica_works_on_another_and_ends_on_
 
 on_both_backends!(sign_out_ends_the_session_for_good);
 async fn sign_out_ends_the_session_for_good(backend: Backend) {
-    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+    let Some((app, mut visitor)) = signed_in_app(backend).await else {
         return;
     };
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(ADMIN_TOKEN).await;
     let kept = visitor.clone();
     let csrf = visitor.csrf().await;
 
@@ -844,11 +850,9 @@ on_both_backends!(a_quarantined_delivery_is_listed_with_its_reason_and_replayed_
 async fn a_quarantined_delivery_is_listed_with_its_reason_and_replayed_from_the_page(
     backend: Backend,
 ) {
-    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+    let Some((app, visitor)) = signed_in_app(backend).await else {
         return;
     };
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(ADMIN_TOKEN).await;
     assert!(
         visitor
             .text("/quarantine")
@@ -1123,11 +1127,9 @@ async fn a_session_is_no_api_credential_and_a_token_opens_no_page() {
 
 on_both_backends!(the_status_page_charts_the_deliveries_of_the_last_hour);
 async fn the_status_page_charts_the_deliveries_of_the_last_hour(backend: Backend) {
-    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+    let Some((app, visitor)) = signed_in_app(backend).await else {
         return;
     };
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(ADMIN_TOKEN).await;
     assert!(
         visitor
             .text("/status")
