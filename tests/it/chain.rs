@@ -31,15 +31,16 @@ async fn the_chain_holds_until_an_entry_is_changed_by_hand_and_then_names_it(bac
     assert_eq!(status["chainHead"]["seq"], 4);
     assert_eq!(status["chainHead"]["hash"], head.hash.as_str());
 
-    // Someone with the database's keys sets the triggers aside and rewrites an opt-out.
+    // Someone with the database's keys sets the triggers aside and flips an entry's consent
+    // (which entry is seq 3 depends on the order the worker loops applied them in).
     let edit = match backend {
         Backend::Sqlite => {
             "DROP TRIGGER ledger_is_append_only_update;
-             UPDATE ledger SET opted_out = 0 WHERE seq = 3;"
+             UPDATE ledger SET opted_out = NOT opted_out WHERE seq = 3;"
         }
         Backend::Postgres => {
             "ALTER TABLE ledger DISABLE TRIGGER ledger_is_append_only_update;
-             UPDATE ledger SET opted_out = FALSE WHERE seq = 3;"
+             UPDATE ledger SET opted_out = NOT opted_out WHERE seq = 3;"
         }
     };
     app.execute(edit).await;
