@@ -276,8 +276,9 @@ pub struct LedgerEntry {
 }
 
 /// A ledger entry with what the evidence bundle adds to it, as stored.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct StoredEntry {
+    #[sqlx(flatten)]
     pub entry: LedgerEntry,
     pub tag_id: Option<String>,
     pub reason: Option<String>,
@@ -289,7 +290,7 @@ pub struct StoredEntry {
 }
 
 /// A stored delivery with everything needed to check its signature again.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeptDelivery {
     pub id: i64,
     pub dedup_key: String,

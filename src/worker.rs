@@ -235,3 +235,21 @@ pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<Vec<i6
 pub async fn states(pool: impl Into<Pool>, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
     on_backend!(&pool.into(), outbox::states(ids))
 }
+
+/// How the outbox rows `ids` stand once no worker holds them pending (any replica's worker
+/// may be applying them), or after `within` at the latest.
+pub async fn settled(
+    pool: impl Into<Pool>,
+    ids: &[i64],
+    within: Duration,
+) -> Result<OutboxStates, sqlx::Error> {
+    let pool = pool.into();
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        let states = states(&pool, ids).await?;
+        if states.pending == 0 || tokio::time::Instant::now() >= deadline {
+            return Ok(states);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

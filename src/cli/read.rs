@@ -158,16 +158,9 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
     worker.drain().await.map_err(anyhow::Error::from)?;
     // A running daemon's worker may have taken some of the rows first: what became of them
     // is read from the rows themselves, once no worker holds them.
-    let deadline = tokio::time::Instant::now() + REPLAY_SETTLE;
-    let states = loop {
-        let states = crate::worker::states(&pool, &requeued)
-            .await
-            .map_err(anyhow::Error::from)?;
-        if states.pending == 0 || tokio::time::Instant::now() >= deadline {
-            break states;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let states = crate::worker::settled(&pool, &requeued, REPLAY_SETTLE)
+        .await
+        .map_err(anyhow::Error::from)?;
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let summary = ReplaySummary {
         requeued: requeued.len() as u64,

@@ -81,14 +81,14 @@ pub async fn spawn_app(configure: impl FnOnce(&mut Settings)) -> TestApp {
         .expect("SQLite is always there")
 }
 
-/// The daemon on a fresh database of `backend`; `None` on PostgreSQL when no test server is
-/// given (said once on the terminal): the caller returns, the test passes without running.
-pub async fn spawn_app_on(
+/// Test settings on a fresh database of `backend` (a file in `dir`, or a PostgreSQL database
+/// of its own, dropped with the returned handle); `None` on PostgreSQL when no test server
+/// is given.
+pub async fn settings_on(
     backend: Backend,
-    configure: impl FnOnce(&mut Settings),
-) -> Option<TestApp> {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let mut settings = test_settings(dir.path());
+    dir: &std::path::Path,
+) -> Option<(Settings, Option<TestDatabase>)> {
+    let mut settings = test_settings(dir);
     let database = match backend {
         Backend::Sqlite => None,
         Backend::Postgres => {
@@ -97,6 +97,17 @@ pub async fn spawn_app_on(
             Some(database)
         }
     };
+    Some((settings, database))
+}
+
+/// The daemon on a fresh database of `backend`; `None` on PostgreSQL when no test server is
+/// given (said once on the terminal): the caller returns, the test passes without running.
+pub async fn spawn_app_on(
+    backend: Backend,
+    configure: impl FnOnce(&mut Settings),
+) -> Option<TestApp> {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut settings, database) = settings_on(backend, dir.path()).await?;
     configure(&mut settings);
     settings.validate().expect("valid test settings");
     let application = Application::build(settings.clone()).await.expect("build");

@@ -1103,9 +1103,9 @@ async fn the_evidence_of_a_number_downloads_with_the_delivery_as_received(backen
 
 #[tokio::test]
 async fn a_session_is_no_api_credential_and_a_token_opens_no_page() {
-    let app = spawn_app(with_admin_token).await;
-    let mut visitor = Visitor::new(&app);
-    visitor.sign_in(ADMIN_TOKEN).await;
+    let Some((app, visitor)) = signed_in_app(Backend::Sqlite).await else {
+        unreachable!("SQLite is always there");
+    };
     assert!(visitor.signed_in().await);
     for path in ["/v1/status", "/v1/consent?phoneNumber=%2B15550001111"] {
         let response = visitor.get(path).await;

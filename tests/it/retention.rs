@@ -12,7 +12,7 @@ use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
 use outreach_sync::worker::Worker;
 
-use crate::common::{Backend, on_both_backends, rows, test_settings};
+use crate::common::{Backend, on_both_backends, rows, settings_on, test_settings};
 use crate::postgres::TestDatabase;
 
 const STATUS: &str =
@@ -25,15 +25,7 @@ async fn database(
     backend: Backend,
     dir: &std::path::Path,
 ) -> Option<(Pool, Settings, Option<TestDatabase>)> {
-    let mut settings = test_settings(dir);
-    let database = match backend {
-        Backend::Sqlite => None,
-        Backend::Postgres => {
-            let database = TestDatabase::create().await?;
-            settings.database.url = database.url.clone();
-            Some(database)
-        }
-    };
+    let (settings, database) = settings_on(backend, dir).await?;
     let pool = outreach_sync::db::open(&settings).await.expect("open");
     Some((pool, settings, database))
 }

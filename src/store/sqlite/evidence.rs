@@ -5,18 +5,7 @@ use sqlx::SqlitePool;
 
 use super::read::ledger_columns;
 use crate::db;
-use crate::model::{KeptDelivery, LedgerEntry, StoredEntry};
-
-#[derive(sqlx::FromRow)]
-struct Row {
-    #[sqlx(flatten)]
-    entry: LedgerEntry,
-    tag_id: Option<String>,
-    reason: Option<String>,
-    hash: Option<String>,
-    prev_hash: Option<String>,
-    evidence: Option<String>,
-}
+use crate::model::{KeptDelivery, StoredEntry};
 
 /// Every ledger entry of `phone` (in one organization or all), oldest first.
 pub async fn entries(
@@ -24,7 +13,7 @@ pub async fn entries(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<StoredEntry>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(concat!(
+    sqlx::query_as(concat!(
         "SELECT ",
         ledger_columns!(),
         ", tag_id, reason, hash, evidence,
@@ -36,28 +25,7 @@ pub async fn entries(
     .bind(phone)
     .bind(organization)
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| StoredEntry {
-            entry: r.entry,
-            tag_id: r.tag_id,
-            reason: r.reason,
-            hash: r.hash,
-            prev_hash: r.prev_hash,
-            evidence: r.evidence,
-        })
-        .collect())
-}
-
-#[derive(sqlx::FromRow)]
-struct DeliveryRow {
-    id: i64,
-    dedup_key: String,
-    received_at: String,
-    headers: String,
-    body: Vec<u8>,
-    secret_index: i64,
+    .await
 }
 
 /// The stored deliveries of these dedup keys (those still kept).
@@ -65,23 +33,12 @@ pub async fn deliveries(
     pool: &SqlitePool,
     dedup_keys: &[&str],
 ) -> Result<Vec<KeptDelivery>, sqlx::Error> {
-    let rows: Vec<DeliveryRow> = sqlx::query_as(
+    sqlx::query_as(
         "SELECT o.id, o.dedup_key, o.received_at, o.headers, o.body, o.secret_index
          FROM (SELECT DISTINCT value FROM json_each(?)) AS k
          JOIN outbox AS o ON o.dedup_key = k.value",
     )
     .bind(db::json_param(dedup_keys)?)
     .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| KeptDelivery {
-            id: r.id,
-            dedup_key: r.dedup_key,
-            received_at: r.received_at,
-            headers: r.headers,
-            body: r.body,
-            secret_index: r.secret_index,
-        })
-        .collect())
+    .await
 }

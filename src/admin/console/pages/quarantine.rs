@@ -81,19 +81,11 @@ pub async fn replay(
         outbox.committed.notify_one();
     }
     // The worker (this replica's or another's) takes it at once; the page tells how it went.
-    let deadline = tokio::time::Instant::now() + REPLAY_SETTLE;
-    let outcome = loop {
-        let states = crate::worker::states(&state.pool, &[id]).await?;
-        if states.applied > 0 {
-            break "applied";
-        }
-        if states.quarantined > 0 {
-            break "quarantined";
-        }
-        if tokio::time::Instant::now() >= deadline {
-            break "pending";
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    let states = crate::worker::settled(&state.pool, &[id], REPLAY_SETTLE).await?;
+    let outcome = match states {
+        s if s.applied > 0 => "applied",
+        s if s.quarantined > 0 => "quarantined",
+        _ => "pending",
     };
     Ok(Redirect::to(&format!("/quarantine?replayed={id}&outcome={outcome}")).into_response())
 }

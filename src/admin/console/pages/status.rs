@@ -37,9 +37,8 @@ pub async fn status(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Response, ConsoleError> {
     let now = Utc::now();
-    let mut status = ledger::status(&state.pool).await?;
+    let status = ledger::status(&state.pool).await?;
     let subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
-    status.subscribers = Vec::new();
     // From the start of the chart's first minute.
     let since = now - chrono::Duration::minutes(views::CHART_MINUTES - 1);
     let since = since
