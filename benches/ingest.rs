@@ -33,7 +33,11 @@
 //! How to read it: `deliveries/s` is completed requests over wall time; `p50`/`p99` are
 //! latency percentiles in milliseconds; `cpu us/req` is the CPU time of the whole process
 //! (client, server, SQLite, worker; not the PostgreSQL server's) per request, which bounds
-//! throughput on a small machine whatever the disk does; the ratios compare throughputs at
+//! throughput on a small machine whatever the disk does; `server us/req` is the PostgreSQL
+//! server's CPU time per request (its postmaster and every backend, read from `/proc`) when
+//! the server runs on this machine and the bench can read its data directory's
+//! `postmaster.pid`, else `NaN`: on a small machine the server shares the cores with the
+//! daemon, so its work per delivery bounds throughput too; the ratios compare throughputs at
 //! the same concurrency (daemon/no-op, floor/no-op, daemon/floor). The disk and load lines
 //! at the top say how noisy the machine was. Targets, at concurrency 64: on SQLite
 //! daemon/no-op >= 0.50 and daemon/floor >= 0.90; on PostgreSQL daemon/floor >= 0.70. The
@@ -129,6 +133,9 @@ struct Measured {
     elapsed: Duration,
     /// CPU time of the whole process (client, server, SQLite) over the timed section.
     cpu: Option<Duration>,
+    /// CPU time of the PostgreSQL server over the timed section, when it runs on this
+    /// machine and its processes can be read.
+    server_cpu: Option<Duration>,
     latencies: Vec<Duration>,
 }
 
@@ -154,7 +161,16 @@ struct CatchUp {
 impl Measured {
     /// Process CPU microseconds per completed request.
     fn cpu_us_per_request(&self) -> f64 {
-        self.cpu.map_or(f64::NAN, |cpu| {
+        self.per_request(self.cpu)
+    }
+
+    /// The PostgreSQL server's CPU microseconds per completed request.
+    fn server_cpu_us_per_request(&self) -> f64 {
+        self.per_request(self.server_cpu)
+    }
+
+    fn per_request(&self, cpu: Option<Duration>) -> f64 {
+        cpu.map_or(f64::NAN, |cpu| {
             cpu.as_secs_f64() * 1e6 / self.completed as f64
         })
     }
@@ -240,6 +256,9 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     }
     println!();
 
+    if let Some(server) = LocalServer::find(&pool).await {
+        let _ = SERVER.set(server);
+    }
     let format = SignatureFormat::from(&settings.webhook);
     let key = Key::for_scheme(format.scheme, SECRET).expect("the bench secret is a valid key");
     let mut rows = Vec::new();
@@ -491,6 +510,7 @@ async fn drive(
     let work = Arc::new(work);
     let next = Arc::new(AtomicUsize::new(0));
     let cpu_before = process_cpu();
+    let server_before = SERVER.get().and_then(|server| server.cpu());
     let start = Instant::now();
     let deadline = start + window;
     let tasks: Vec<_> = (0..concurrency)
@@ -533,6 +553,7 @@ async fn drive(
         other: 0,
         elapsed: Duration::ZERO,
         cpu: None,
+        server_cpu: None,
         latencies: Vec::with_capacity(work.len()),
     };
     for task in tasks {
@@ -545,6 +566,11 @@ async fn drive(
     measured.cpu = process_cpu()
         .zip(cpu_before)
         .map(|(after, before)| after.saturating_sub(before));
+    measured.server_cpu = SERVER
+        .get()
+        .and_then(|server| server.cpu())
+        .zip(server_before)
+        .map(|(after, before)| after.saturating_sub(before));
     measured.completed = measured.latencies.len();
     measured.latencies.sort_unstable();
     measured
@@ -552,15 +578,82 @@ async fn drive(
 
 /// User + system CPU time of this process so far, all threads (Linux; 10 ms ticks).
 fn process_cpu() -> Option<Duration> {
+    let stat = ProcStat::read("self")?;
+    Some(ticks(stat.user + stat.system))
+}
+
+/// Clock ticks to time (Linux's `USER_HZ`).
+fn ticks(n: u64) -> Duration {
     const TICKS_PER_SECOND: u64 = 100;
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
-    let mut fields = stat.rsplit_once(')')?.1.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_millis(
-        (user + system) * 1000 / TICKS_PER_SECOND,
-    ))
+    Duration::from_millis(n * 1000 / TICKS_PER_SECOND)
+}
+
+/// The fields of `/proc/PID/stat` the bench reads.
+struct ProcStat {
+    parent: u32,
+    user: u64,
+    system: u64,
+    /// CPU time of the children it has reaped.
+    children: u64,
+}
+
+impl ProcStat {
+    fn read(pid: &str) -> Option<Self> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the parenthesised command name, from the 3rd (state) on.
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        let field = |n: usize| -> Option<u64> { fields.get(n - 3)?.parse().ok() };
+        Some(Self {
+            parent: u32::try_from(field(4)?).ok()?,
+            user: field(14)?,
+            system: field(15)?,
+            children: field(16)? + field(17)?,
+        })
+    }
+}
+
+/// The PostgreSQL server under the bench, when it runs on this machine: its postmaster.
+static SERVER: std::sync::OnceLock<LocalServer> = std::sync::OnceLock::new();
+
+struct LocalServer {
+    postmaster: u32,
+}
+
+impl LocalServer {
+    /// The postmaster of the server `pool` talks to, found by its data directory's
+    /// `postmaster.pid`; `None` for a server elsewhere or out of reach.
+    async fn find(pool: &Pool) -> Option<Self> {
+        let Pool::Postgres(pool) = pool else {
+            return None;
+        };
+        let (directory,): (String,) = sqlx::query_as("SELECT current_setting('data_directory')")
+            .fetch_one(pool)
+            .await
+            .ok()?;
+        let pid = std::fs::read_to_string(format!("{directory}/postmaster.pid")).ok()?;
+        let postmaster: u32 = pid.lines().next()?.trim().parse().ok()?;
+        let server = Self { postmaster };
+        server.cpu().map(|_| server)
+    }
+
+    /// CPU time of the postmaster, its live children and the children it has reaped.
+    fn cpu(&self) -> Option<Duration> {
+        let postmaster = ProcStat::read(&self.postmaster.to_string())?;
+        let mut total = postmaster.user + postmaster.system + postmaster.children;
+        for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .filter(|n| n.bytes().all(|b| b.is_ascii_digit()))
+            else {
+                continue;
+            };
+            if let Some(child) = ProcStat::read(pid).filter(|s| s.parent == self.postmaster) {
+                total += child.user + child.system;
+            }
+        }
+        Some(ticks(total))
+    }
 }
 
 fn contains(haystack: &[u8], needle: &[u8]) -> bool {
@@ -591,8 +684,16 @@ async fn catch_up(pool: &Pool) -> Result<CatchUp, sqlx::Error> {
 
 fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabase) {
     println!(
-        "{:>5}  {:<7} {:>8} {:>9} {:>14} {:>9} {:>9} {:>12}",
-        "conc", "target", "done", "non-200", "deliveries/s", "p50 ms", "p99 ms", "cpu us/req"
+        "{:>5}  {:<7} {:>8} {:>9} {:>14} {:>9} {:>9} {:>12} {:>15}",
+        "conc",
+        "target",
+        "done",
+        "non-200",
+        "deliveries/s",
+        "p50 ms",
+        "p99 ms",
+        "cpu us/req",
+        "server us/req"
     );
     for level in rows {
         for (name, m) in [
@@ -601,7 +702,7 @@ fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabas
             ("daemon", &level.daemon),
         ] {
             println!(
-                "{:>5}  {:<7} {:>8} {:>9} {:>14.0} {:>9.2} {:>9.2} {:>12.0}",
+                "{:>5}  {:<7} {:>8} {:>9} {:>14.0} {:>9.2} {:>9.2} {:>12.0} {:>15.0}",
                 level.concurrency,
                 name,
                 m.completed,
@@ -610,6 +711,7 @@ fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabas
                 m.quantile_ms(0.50),
                 m.quantile_ms(0.99),
                 m.cpu_us_per_request(),
+                m.server_cpu_us_per_request(),
             );
         }
     }

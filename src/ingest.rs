@@ -1,6 +1,8 @@
 //! The public ingest listener: verify each delivery on its exact bytes, commit it to the
 //! outbox, and only then answer. Applying is the worker's job, not the request's.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -264,31 +266,24 @@ fn dedup_key(body: &[u8], webhook_id: Option<&str>) -> Result<String, IngestErro
     })
 }
 
-fn kept_headers(headers: &HeaderMap) -> impl Iterator<Item = (&str, String)> {
+fn kept_headers(headers: &HeaderMap) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
     headers
         .iter()
         .filter(|(name, _)| !NOT_KEPT.contains(&name.as_str()))
-        .map(|(name, value)| {
-            (
-                name.as_str(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
+        .map(|(name, value)| (name.as_str(), String::from_utf8_lossy(value.as_bytes())))
 }
 
+/// As a JSON object, names in order, the last value of a repeated name: written straight
+/// from the header map, which is on every delivery's path.
 fn headers_as_object(headers: &HeaderMap) -> String {
-    let map: serde_json::Map<String, serde_json::Value> = kept_headers(headers)
-        .map(|(n, v)| (n.to_owned(), serde_json::Value::String(v)))
-        .collect();
-    serde_json::Value::Object(map).to_string()
+    let object: BTreeMap<&str, Cow<'_, str>> = kept_headers(headers).collect();
+    serde_json::to_string(&object).expect("a map of strings to strings always encodes")
 }
 
-/// As `[[name, value], ...]`; built as a JSON value, which cannot fail to encode.
+/// As `[[name, value], ...]`, every value of a repeated name in order.
 fn headers_as_pairs(headers: &HeaderMap) -> String {
-    let pairs = kept_headers(headers)
-        .map(|(name, value)| serde_json::json!([name, value]))
-        .collect();
-    serde_json::Value::Array(pairs).to_string()
+    let pairs: Vec<(&str, Cow<'_, str>)> = kept_headers(headers).collect();
+    serde_json::to_string(&pairs).expect("pairs of strings always encode")
 }
 
 async fn healthz() -> impl IntoResponse {
@@ -351,6 +346,24 @@ mod tests {
         assert_eq!(
             headers_as_pairs(&headers),
             r#"[["x-signature","sha256=ab\"c"]]"#
+        );
+    }
+
+    #[test]
+    fn kept_headers_are_an_object_in_name_order_with_the_last_value_of_a_repeated_name() {
+        let mut headers = HeaderMap::new();
+        headers.insert("webhook-signature", "v1,ab\"c".parse().unwrap());
+        headers.insert("content-type", "application/json".parse().unwrap());
+        headers.append("x-trace", "first".parse().unwrap());
+        headers.append("x-trace", "second".parse().unwrap());
+        headers.insert("authorization", "Bearer secret".parse().unwrap());
+        assert_eq!(
+            headers_as_object(&headers),
+            r#"{"content-type":"application/json","webhook-signature":"v1,ab\"c","x-trace":"second"}"#
+        );
+        assert_eq!(
+            headers_as_pairs(&headers),
+            r#"[["webhook-signature","v1,ab\"c"],["content-type","application/json"],["x-trace","first"],["x-trace","second"]]"#
         );
     }
 }
