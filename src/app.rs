@@ -132,72 +132,10 @@ impl Application {
         } = self;
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
-        let worker = Worker::new(
-            pool.clone(),
-            writer.state().clone(),
-            settings.consent.account_sync,
-        );
-        tasks.add("worker", move |shutdown| {
-            worker.clone().run(shutdown).map(Ok)
-        });
+        supervise_worker(&mut tasks, &pool, &writer, &settings);
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        // The singleton work runs on the leader alone: the reconciler's schedule and the
-        // pusher, when a client is configured (they talk to the service).
-        let singletons = client.as_ref().map(|client| {
-            (
-                Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
-                    .with_lease(settings.replica.lease()),
-                Pusher::new(pool.clone(), client.clone(), wake.clone()),
-            )
-        });
-        let subscribers = crate::subscribers::configured(&settings.subscriber);
-        let replica = Replica::new(pool.clone(), &settings.replica);
-        // Listed in `status` from the start; a database busy just now (another process
-        // holding its write lock) must not stop the daemon: the replica's own loop beats
-        // again a third of a lease period later.
-        if let Err(error) = replica.heartbeat().await {
-            tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
-        }
-        // The leader's housekeeping needs no service: the chain head's hourly log, and
-        // pruning stored deliveries past their retention.
-        let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
-            .with_pause(crate::retention::PRUNE_PAUSE);
-        let leader_pool = pool.clone();
-        tasks.add("leader", move |shutdown| {
-            let singletons = singletons.clone();
-            let subscribers = subscribers.clone();
-            let pool = leader_pool.clone();
-            let pruner = pruner.clone();
-            replica
-                .clone()
-                .run(shutdown, move |stop| {
-                    let singletons = singletons.clone();
-                    // Each subscriber is sent to by the leader alone, so in seq order.
-                    let senders =
-                        crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
-                    let housekeeping = futures::future::join(
-                        crate::chain::log_head(pool.clone(), stop.clone()),
-                        pruner.clone().run(stop.clone()),
-                    );
-                    async move {
-                        match singletons {
-                            Some((reconciler, pusher)) => {
-                                tokio::join!(
-                                    reconciler.run_scheduled(stop.clone()),
-                                    pusher.run(stop),
-                                    senders,
-                                    housekeeping
-                                );
-                            }
-                            None => {
-                                tokio::join!(stop.cancelled(), senders, housekeeping);
-                            }
-                        }
-                    }
-                })
-                .map(Ok)
-        });
+        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone()).await;
         // Every replica's followers of the ledger wake on every replica's commits.
         if let Pool::Postgres(pg) = &pool {
             let pg = pg.clone();
@@ -211,24 +149,7 @@ impl Application {
                 .with_outbox(writer.state().clone())
                 .with_stop(shutdown.clone()),
         );
-        // Every run of the admin task serves on a handle of the one bound socket, so a
-        // restart needs no new bind and keeps the port.
-        let admin_socket = admin_listener
-            .into_std()
-            .context("taking the admin listener's socket")?;
-        tasks.add("admin", move |shutdown| {
-            let socket = admin_socket.try_clone();
-            let admin = admin.clone();
-            async move {
-                let socket = socket.context("cloning the admin listener's socket")?;
-                let listener = TcpListener::from_std(socket)
-                    .context("registering the admin listener's socket")?;
-                axum::serve(listener, admin)
-                    .with_graceful_shutdown(shutdown.cancelled_owned())
-                    .await
-                    .context("serving the admin API")
-            }
-        });
+        supervise_admin(&mut tasks, admin_listener, admin)?;
         tracing::info!(%admin_addr, "admin listening");
         let router = ingest::router(&settings, writer, pool.clone());
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
@@ -239,26 +160,7 @@ impl Application {
         }
         // The listeners are bound and every task starts now: tell systemd (no-op outside it).
         notify_systemd(sd_notify::NotifyState::Ready);
-        let stop = shutdown.clone();
-        let ingest = async {
-            let served = axum::serve(ingest_listener, router)
-                .with_graceful_shutdown(async move {
-                    stop.cancelled().await;
-                    notify_systemd(sd_notify::NotifyState::Stopping);
-                })
-                .await;
-            match &served {
-                Ok(()) => tracing::info!("ingest listener stopped"),
-                Err(error) => tracing::error!(%error, "ingest listener failed"),
-            }
-            // However the listener ended, every other task stops too.
-            shutdown.cancel();
-            // The router (and its writer handle) is gone: the writer ends after its last batch.
-            if let Err(error) = writer_task.await {
-                tracing::error!(%error, "outbox writer ended abnormally");
-            }
-            served.context("serving ingest")
-        };
+        let ingest = serve_ingest(ingest_listener, router, shutdown.clone(), writer_task);
         let finish = async {
             let (served, supervised) = tokio::join!(ingest, tasks.run(&shutdown));
             pool.close().await;
@@ -279,6 +181,142 @@ impl Application {
             tasks.take_failure().map_or(Ok(()), Err)
         })
     }
+}
+
+/// The worker, applying the outbox on every replica.
+fn supervise_worker(
+    tasks: &mut Supervisor,
+    pool: &Pool,
+    writer: &OutboxWriter,
+    settings: &Settings,
+) {
+    let worker = Worker::new(
+        pool.clone(),
+        writer.state().clone(),
+        settings.consent.account_sync,
+    );
+    tasks.add("worker", move |shutdown| {
+        worker.clone().run(shutdown).map(Ok)
+    });
+}
+
+/// This replica's heartbeat, and the work that runs on the leader alone while this replica
+/// leads: the reconciler's schedule and the pusher (when a client is configured: they talk
+/// to the service), the subscribers' senders, and housekeeping.
+async fn supervise_leader_work(
+    tasks: &mut Supervisor,
+    pool: &Pool,
+    settings: &Settings,
+    client: Option<ServiceClient>,
+    wake: Arc<tokio::sync::Notify>,
+) {
+    let singletons = client.map(|client| {
+        (
+            Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
+                .with_lease(settings.replica.lease()),
+            Pusher::new(pool.clone(), client, wake),
+        )
+    });
+    let subscribers = crate::subscribers::configured(&settings.subscriber);
+    let replica = Replica::new(pool.clone(), &settings.replica);
+    // Listed in `status` from the start; a database busy just now (another process
+    // holding its write lock) must not stop the daemon: the replica's own loop beats
+    // again a third of a lease period later.
+    if let Err(error) = replica.heartbeat().await {
+        tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
+    }
+    // The leader's housekeeping needs no service: the chain head's hourly log, and
+    // pruning stored deliveries past their retention.
+    let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
+        .with_pause(crate::retention::PRUNE_PAUSE);
+    let pool = pool.clone();
+    tasks.add("leader", move |shutdown| {
+        let singletons = singletons.clone();
+        let subscribers = subscribers.clone();
+        let pool = pool.clone();
+        let pruner = pruner.clone();
+        replica
+            .clone()
+            .run(shutdown, move |stop| {
+                let singletons = singletons.clone();
+                // Each subscriber is sent to by the leader alone, so in seq order.
+                let senders =
+                    crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
+                let housekeeping = futures::future::join(
+                    crate::chain::log_head(pool.clone(), stop.clone()),
+                    pruner.clone().run(stop.clone()),
+                );
+                async move {
+                    match singletons {
+                        Some((reconciler, pusher)) => {
+                            tokio::join!(
+                                reconciler.run_scheduled(stop.clone()),
+                                pusher.run(stop),
+                                senders,
+                                housekeeping
+                            );
+                        }
+                        None => {
+                            tokio::join!(stop.cancelled(), senders, housekeeping);
+                        }
+                    }
+                }
+            })
+            .map(Ok)
+    });
+}
+
+/// The admin listener. Every run of its task serves on a handle of the one bound socket, so
+/// a restart needs no new bind and keeps the port.
+fn supervise_admin(
+    tasks: &mut Supervisor,
+    listener: TcpListener,
+    admin: axum::Router,
+) -> anyhow::Result<()> {
+    let socket = listener
+        .into_std()
+        .context("taking the admin listener's socket")?;
+    tasks.add("admin", move |shutdown| {
+        let socket = socket.try_clone();
+        let admin = admin.clone();
+        async move {
+            let socket = socket.context("cloning the admin listener's socket")?;
+            let listener =
+                TcpListener::from_std(socket).context("registering the admin listener's socket")?;
+            axum::serve(listener, admin)
+                .with_graceful_shutdown(shutdown.cancelled_owned())
+                .await
+                .context("serving the admin API")
+        }
+    });
+    Ok(())
+}
+
+/// Serves deliveries until `shutdown`; however the listener ends, every other task stops
+/// too, and the outbox writer is drained: with the router gone, the writer ends after its
+/// last batch.
+async fn serve_ingest(
+    listener: TcpListener,
+    router: axum::Router,
+    shutdown: CancellationToken,
+    writer_task: JoinHandle<()>,
+) -> anyhow::Result<()> {
+    let stop = shutdown.clone();
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            stop.cancelled().await;
+            notify_systemd(sd_notify::NotifyState::Stopping);
+        })
+        .await;
+    match &served {
+        Ok(()) => tracing::info!("ingest listener stopped"),
+        Err(error) => tracing::error!(%error, "ingest listener failed"),
+    }
+    shutdown.cancel();
+    if let Err(error) = writer_task.await {
+        tracing::error!(%error, "outbox writer ended abnormally");
+    }
+    served.context("serving ingest")
 }
 
 /// Tells systemd about a state change when run under `Type=notify`; does nothing otherwise.

@@ -293,54 +293,51 @@ impl Metrics {
             "Deliveries quarantined (not applicable as they are).",
             &one(gauges.quarantined),
         );
-        family(
-            "events_applied_total",
-            "counter",
-            "Outbox rows applied by the worker.",
-            &one(get(&self.events_applied)),
-        );
-        family(
-            "events_quarantined_total",
-            "counter",
-            "Outbox rows quarantined by the worker.",
-            &one(get(&self.events_quarantined)),
-        );
-        family(
-            "echoes_recognised_total",
-            "counter",
-            "Returning webhooks recognised as the echo of a local change.",
-            &one(get(&self.echoes)),
-        );
-        family(
-            "reconcile_passes_total",
-            "counter",
-            "Reconciliation passes.",
-            &one(get(&self.reconcile_passes)),
-        );
-        family(
-            "reconcile_leads_scanned_total",
-            "counter",
-            "Leads read from the service by reconciliation.",
-            &one(get(&self.reconcile_leads_scanned)),
-        );
-        family(
-            "reconcile_repairs_total",
-            "counter",
-            "Differences reconciliation repaired.",
-            &one(get(&self.reconcile_repairs)),
-        );
-        family(
-            "reconcile_messages_refreshed_total",
-            "counter",
-            "Message statuses reconciliation refreshed.",
-            &one(get(&self.reconcile_messages_refreshed)),
-        );
-        family(
-            "reconcile_errors_total",
-            "counter",
-            "Errors during reconciliation passes.",
-            &one(get(&self.reconcile_errors)),
-        );
+        let counters: [(&str, &str, &AtomicU64); 8] = [
+            (
+                "events_applied_total",
+                "Outbox rows applied by the worker.",
+                &self.events_applied,
+            ),
+            (
+                "events_quarantined_total",
+                "Outbox rows quarantined by the worker.",
+                &self.events_quarantined,
+            ),
+            (
+                "echoes_recognised_total",
+                "Returning webhooks recognised as the echo of a local change.",
+                &self.echoes,
+            ),
+            (
+                "reconcile_passes_total",
+                "Reconciliation passes.",
+                &self.reconcile_passes,
+            ),
+            (
+                "reconcile_leads_scanned_total",
+                "Leads read from the service by reconciliation.",
+                &self.reconcile_leads_scanned,
+            ),
+            (
+                "reconcile_repairs_total",
+                "Differences reconciliation repaired.",
+                &self.reconcile_repairs,
+            ),
+            (
+                "reconcile_messages_refreshed_total",
+                "Message statuses reconciliation refreshed.",
+                &self.reconcile_messages_refreshed,
+            ),
+            (
+                "reconcile_errors_total",
+                "Errors during reconciliation passes.",
+                &self.reconcile_errors,
+            ),
+        ];
+        for (name, help, counter) in counters {
+            family(name, "counter", help, &one(get(counter)));
+        }
         let mut upstream: Vec<(String, String)> = self
             .upstream
             .iter()

@@ -216,28 +216,8 @@ impl Reconciler {
             }))
         };
         let shutdown = &stop;
-        // Stops only at page boundaries: every organization started writes at least one
-        // page, so even a pass cut short makes progress.
-        for organization in &organizations {
-            if summary.interrupted {
-                break;
-            }
-            let pass_id = summary.id.clone();
-            if let Err(error) = self
-                .leads_pass(&pass_id, organization, shutdown, &mut summary)
-                .await
-            {
-                let error = format!("{error:#}");
-                tracing::warn!(%organization, %error, "leads pass failed");
-                summary.errors.push(format!("{organization}: {error}"));
-                if let Err(cannot) = self
-                    .record_organization_error(&summary.id, organization, &error)
-                    .await
-                {
-                    tracing::error!(%organization, error = %cannot, "cannot record the leads pass's error for status");
-                }
-            }
-        }
+        self.leads_passes(&organizations, shutdown, &mut summary)
+            .await;
         summary.organizations = organizations;
         if request.messages && !summary.interrupted {
             if !self.source.reads_messages() {
@@ -257,13 +237,51 @@ impl Reconciler {
         }
         summary.duration_ms = started.elapsed().as_millis() as u64;
         summary.finished_at = db::timestamp(Utc::now());
+        self.report(&summary).await;
+        Ok(summary)
+    }
+
+    /// The leads pass of each organization in turn, each failure kept in the summary and
+    /// recorded for `status`. Stops only at page boundaries: every organization started
+    /// writes at least one page, so even a pass cut short makes progress.
+    async fn leads_passes(
+        &self,
+        organizations: &[String],
+        shutdown: &CancellationToken,
+        summary: &mut PassSummary,
+    ) {
+        for organization in organizations {
+            if summary.interrupted {
+                break;
+            }
+            let pass_id = summary.id.clone();
+            let Err(error) = self
+                .leads_pass(&pass_id, organization, shutdown, summary)
+                .await
+            else {
+                continue;
+            };
+            let error = format!("{error:#}");
+            tracing::warn!(%organization, %error, "leads pass failed");
+            summary.errors.push(format!("{organization}: {error}"));
+            if let Err(cannot) = self
+                .record_organization_error(&summary.id, organization, &error)
+                .await
+            {
+                tracing::error!(%organization, error = %cannot, "cannot record the leads pass's error for status");
+            }
+        }
+    }
+
+    /// A finished pass in the metrics, the database (for `status`) and the log.
+    async fn report(&self, summary: &PassSummary) {
         crate::metrics::record_reconcile_pass(
             summary.leads_scanned,
             summary.repaired,
             summary.messages_refreshed,
             summary.errors.len() as u64,
         );
-        if let Err(error) = self.record_pass(&summary).await {
+        if let Err(error) = self.record_pass(summary).await {
             tracing::error!(%error, "cannot record the reconciliation summary");
         }
         tracing::info!(
@@ -278,7 +296,6 @@ impl Reconciler {
             interrupted = summary.interrupted,
             "reconciliation pass finished"
         );
-        Ok(summary)
     }
 
     /// Takes the leases of a pass: one per organization scanned, and one for the messages.
