@@ -21,7 +21,7 @@ use futures::StreamExt;
 use serde::Serialize;
 use sqlx::{ConnectOptions, Connection as _};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::AbortOnDropHandle;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use crate::apply::{self, PageApplied};
 use crate::client::{ClientError, ServiceClient, V2Lead, models};
@@ -586,7 +586,8 @@ impl Reconciler {
             shutdown.cancelled().await;
             return;
         }
-        let scheduler = match self.scheduler(shutdown.clone()).await {
+        let ticks = TaskTracker::new();
+        let scheduler = match self.scheduler(shutdown.clone(), ticks.clone()).await {
             Ok(scheduler) => scheduler,
             Err(error) => {
                 tracing::error!(%error, "cannot start the reconciliation schedule");
@@ -599,12 +600,20 @@ impl Reconciler {
         if let Err(error) = scheduler.shutdown().await {
             tracing::warn!(%error, "stopping the reconciliation schedule");
         }
-        // A pass in progress stops at its next page boundary, its cursor saved.
+        // The daemon closes its database once this returns: every tick that fired is done
+        // first. A pass in progress stops at its next page boundary, its cursor saved; a
+        // tick that fired during the stop starts none.
+        ticks.close();
+        ticks.wait().await;
         let _ = self.running.lock().await;
     }
 
-    /// A scheduled pass over everything; a refusal only skips this tick.
+    /// A scheduled pass over everything, unless the daemon is stopping; a refusal only
+    /// skips this tick.
     async fn run_scheduled_pass(&self, shutdown: &CancellationToken) {
+        if shutdown.is_cancelled() {
+            return;
+        }
         match self.run_pass(&PassRequest::default(), shutdown).await {
             Ok(_) => {}
             Err(PassRefused::Running(held)) => {
@@ -614,9 +623,11 @@ impl Reconciler {
         }
     }
 
+    /// The schedule, started; each tick's pass runs under `ticks`.
     async fn scheduler(
         &self,
         shutdown: CancellationToken,
+        ticks: TaskTracker,
     ) -> Result<tokio_cron_scheduler::JobScheduler, tokio_cron_scheduler::JobSchedulerError> {
         let scheduler = tokio_cron_scheduler::JobScheduler::new().await?;
         let reconciler = self.clone();
@@ -624,7 +635,11 @@ impl Reconciler {
             tokio_cron_scheduler::Job::new_async(self.settings.schedule.as_str(), move |_, _| {
                 let reconciler = reconciler.clone();
                 let shutdown = shutdown.clone();
-                Box::pin(async move { reconciler.run_scheduled_pass(&shutdown).await })
+                Box::pin(
+                    ticks.track_future(
+                        async move { reconciler.run_scheduled_pass(&shutdown).await },
+                    ),
+                )
             })?;
         scheduler.add(job).await?;
         scheduler.start().await?;
