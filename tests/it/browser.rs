@@ -471,24 +471,27 @@ async fn a_quarantined_delivery_is_replayed_and_the_status_charts_deliveries() {
     }
     app.drain().await;
     // Receipt times spread over the hour (ids stay in receipt order): 4 deliveries half an
-    // hour ago, 3 ten minutes ago, 5 now.
-    app.execute(
-        "UPDATE outbox SET received_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-30 minutes')
-         WHERE id <= 4",
-    )
-    .await;
-    app.execute(
-        "UPDATE outbox SET received_at = strftime('%Y-%m-%dT%H:%M:%fZ', 'now', '-10 minutes')
-         WHERE id BETWEEN 5 AND 7",
-    )
-    .await;
+    // hour before `now`, 3 ten minutes before, 5 at `now`. One instant for all, so that a
+    // minute turning during the test moves every bar alike.
+    let now = chrono::Utc::now();
+    let at = |minutes_before: i64| {
+        outreach_sync::db::timestamp(now - chrono::Duration::minutes(minutes_before))
+    };
+    for (ids, minutes_before) in [("1 AND 4", 30), ("5 AND 7", 10), ("8 AND 12", 0)] {
+        app.execute(&format!(
+            "UPDATE outbox SET received_at = '{}' WHERE id BETWEEN {ids}",
+            at(minutes_before)
+        ))
+        .await;
+    }
     // One that failed to apply before its cause was mended, kept in quarantine.
     let late = consent_event("evt-late", "+15550009999", true);
     app.execute(&format!(
         "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, state,
                              attempts, last_error)
-         VALUES ('event:evt-late', strftime('%Y-%m-%dT%H:%M:%fZ', 'now'), CAST('{late}' AS BLOB),
-                 '{{}}', 0, 'quarantined', 5, 'database is locked (the disk was full)')"
+         VALUES ('event:evt-late', '{}', CAST('{late}' AS BLOB),
+                 '{{}}', 0, 'quarantined', 5, 'database is locked (the disk was full)')",
+        at(0)
     ))
     .await;
 
@@ -507,18 +510,27 @@ async fn a_quarantined_delivery_is_replayed_and_the_status_charts_deliveries() {
         .await;
     let bars: Vec<String> = serde_json::from_value(bars).expect("titles");
     assert_eq!(bars.len(), 60);
-    let counts: Vec<i64> = bars
-        .iter()
-        .map(|t| {
-            t.rsplit(": ")
-                .next()
-                .and_then(|n| n.parse().ok())
-                .expect("count")
-        })
-        .collect();
-    assert_eq!(counts[59], 6, "this minute: {bars:?}");
-    assert_eq!(counts[49], 3, "ten minutes ago: {bars:?}");
-    assert_eq!(counts[29], 4, "half an hour ago: {bars:?}");
+    // Each bar's title is "HH:MM UTC: count".
+    let count_at = |minutes_before: i64| -> Option<i64> {
+        let minute = (now - chrono::Duration::minutes(minutes_before)).format("%H:%M UTC: ");
+        let prefix = minute.to_string();
+        bars.iter()
+            .find_map(|t| t.strip_prefix(prefix.as_str()))
+            .and_then(|n| n.parse().ok())
+    };
+    assert_eq!(count_at(0), Some(6), "the minute of `now`: {bars:?}");
+    assert_eq!(count_at(10), Some(3), "ten minutes before: {bars:?}");
+    assert_eq!(count_at(30), Some(4), "half an hour before: {bars:?}");
+    assert!(
+        bars.last()
+            .is_some_and(|t| t.starts_with(&now.format("%H:%M").to_string())
+                || t.starts_with(
+                    &(now + chrono::Duration::minutes(1))
+                        .format("%H:%M")
+                        .to_string()
+                )),
+        "the last bar is the current minute: {bars:?}"
+    );
     assert_eq!(
         browser.text(".tiles div:nth-child(3) dd").await,
         "1",
