@@ -459,13 +459,7 @@ async fn on_postgres_a_session_made_on_one_replica_works_on_another_and_ends_on_
     let response = on_second
         .post(
             "/change",
-            &[
-                ("csrf", &csrf),
-                ("phoneNumber", "+15550007777"),
-                ("organizationId", "org_1"),
-                ("consent", "out"),
-                ("reason", "asked at the front desk"),
-            ],
+            &change_form(Some(&csrf), "+15550007777", "asked at the front desk"),
         )
         .await;
     assert!(location(&response).contains("recorded="));
@@ -512,13 +506,7 @@ async fn sign_out_ends_the_session_for_good(backend: Backend) {
     let response = kept
         .post(
             "/change",
-            &[
-                ("csrf", &csrf),
-                ("phoneNumber", "+15550001111"),
-                ("organizationId", "org_1"),
-                ("consent", "out"),
-                ("reason", "after sign-out"),
-            ],
+            &change_form(Some(&csrf), "+15550001111", "after sign-out"),
         )
         .await;
     assert!(location(&response).starts_with("/signin"));
