@@ -11,7 +11,12 @@
 //! message still not final after `message_stale_after_secs`, and for those `sent` recently,
 //! awaiting their carrier receipt.
 
+mod mirror;
+mod schedule;
 mod source;
+
+pub use mirror::{mirror_lead, mirror_status, mirror_v2_lead};
+pub use schedule::valid_schedule;
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -21,11 +26,11 @@ use futures::StreamExt;
 use serde::Serialize;
 use sqlx::{ConnectOptions, Connection as _};
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::{AbortOnDropHandle, TaskTracker};
+use tokio_util::task::AbortOnDropHandle;
 
 use crate::apply::{self, PageApplied};
-use crate::client::{ClientError, ServiceClient, V2Lead, models};
-use crate::events::{Lead, MessageStatus};
+use crate::client::{ClientError, ServiceClient, models};
+use crate::events::Lead;
 use crate::model::{Source, StatusObservation};
 use crate::settings::ReconcileSettings;
 use crate::store::{self, Connection, PageCheckpoint, PassRecord, Pool, on_backend};
@@ -576,75 +581,6 @@ impl Reconciler {
             reconcile::organization_failed(pass_id, organization, Utc::now(), error)
         )
     }
-
-    /// Runs a pass at start (if configured) and on the cron schedule until `shutdown`.
-    pub async fn run_scheduled(self, shutdown: CancellationToken) {
-        if self.settings.on_start {
-            self.run_scheduled_pass(&shutdown).await;
-        }
-        if self.settings.schedule.trim().is_empty() {
-            shutdown.cancelled().await;
-            return;
-        }
-        let ticks = TaskTracker::new();
-        let scheduler = match self.scheduler(shutdown.clone(), ticks.clone()).await {
-            Ok(scheduler) => scheduler,
-            Err(error) => {
-                tracing::error!(%error, "cannot start the reconciliation schedule");
-                shutdown.cancelled().await;
-                return;
-            }
-        };
-        shutdown.cancelled().await;
-        let mut scheduler = scheduler;
-        if let Err(error) = scheduler.shutdown().await {
-            tracing::warn!(%error, "stopping the reconciliation schedule");
-        }
-        // The daemon closes its database once this returns: every tick that fired is done
-        // first. A pass in progress stops at its next page boundary, its cursor saved; a
-        // tick that fired during the stop starts none.
-        ticks.close();
-        ticks.wait().await;
-        let _ = self.running.lock().await;
-    }
-
-    /// A scheduled pass over everything, unless the daemon is stopping; a refusal only
-    /// skips this tick.
-    async fn run_scheduled_pass(&self, shutdown: &CancellationToken) {
-        if shutdown.is_cancelled() {
-            return;
-        }
-        match self.run_pass(&PassRequest::default(), shutdown).await {
-            Ok(_) => {}
-            Err(PassRefused::Running(held)) => {
-                tracing::info!(%held, "another reconciliation pass is running; this tick is skipped");
-            }
-            Err(error) => tracing::error!(%error, "cannot start a reconciliation pass"),
-        }
-    }
-
-    /// The schedule, started; each tick's pass runs under `ticks`.
-    async fn scheduler(
-        &self,
-        shutdown: CancellationToken,
-        ticks: TaskTracker,
-    ) -> Result<tokio_cron_scheduler::JobScheduler, tokio_cron_scheduler::JobSchedulerError> {
-        let scheduler = tokio_cron_scheduler::JobScheduler::new().await?;
-        let reconciler = self.clone();
-        let job =
-            tokio_cron_scheduler::Job::new_async(self.settings.schedule.as_str(), move |_, _| {
-                let reconciler = reconciler.clone();
-                let shutdown = shutdown.clone();
-                Box::pin(
-                    ticks.track_future(
-                        async move { reconciler.run_scheduled_pass(&shutdown).await },
-                    ),
-                )
-            })?;
-        scheduler.add(job).await?;
-        scheduler.start().await?;
-        Ok(scheduler)
-    }
 }
 
 /// Where the pass stands once `counts`' page is written.
@@ -661,85 +597,5 @@ fn checkpoint_of<'a>(
         scanned: counts.scanned as i64,
         repaired: counts.repaired as i64,
         now: Utc::now(),
-    }
-}
-
-/// Whether `schedule` is a cron expression the scheduler accepts.
-pub fn valid_schedule(schedule: &str) -> bool {
-    tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
-}
-
-/// The service's custom fields (text values) as the mirror keeps them (JSON values).
-fn custom_fields_as_json<'a>(
-    fields: impl IntoIterator<Item = (&'a String, &'a String)>,
-) -> serde_json::Map<String, serde_json::Value> {
-    fields
-        .into_iter()
-        .map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone())))
-        .collect()
-}
-
-/// The mirror's form of a lead fetched from the service.
-pub fn mirror_lead(lead: &models::Lead) -> Lead {
-    Lead {
-        id: lead.id.clone(),
-        phone_number: lead.phone_number.clone(),
-        organization_id: lead.organization_id.clone(),
-        active_group_ids: lead.active_group_ids.clone(),
-        inactive_group_ids: lead.inactive_group_ids.clone(),
-        custom_fields: custom_fields_as_json(&lead.custom_fields),
-        first_name: lead.first_name.clone(),
-        last_name: lead.last_name.clone(),
-        notes: lead.notes.clone(),
-        follow_up: lead.follow_up.clone(),
-        email: lead.email.clone(),
-        postal_code: lead.postal_code.clone(),
-        phone_number_type: lead.phone_number_type.as_ref().and_then(|t| {
-            serde_json::to_value(t)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_owned))
-        }),
-        tag_ids: lead.tag_ids.clone(),
-        global_opted_out: lead.global_opted_out,
-        created_at: Some(lead.created_at.clone()),
-    }
-}
-
-/// The mirror's form of a lead read through v2, the same observation as [`mirror_lead`]'s.
-/// v2's Lead has `groupIds` without saying which memberships are active, nor
-/// `postalCode` and `phoneNumberType`: its groups are mirrored as active ones and the other
-/// two as unknown.
-pub fn mirror_v2_lead(lead: &V2Lead) -> Lead {
-    Lead {
-        id: lead.id.clone(),
-        phone_number: lead.phone_number.clone(),
-        organization_id: lead.organization_id.clone(),
-        active_group_ids: lead.group_ids.clone(),
-        inactive_group_ids: Vec::new(),
-        custom_fields: custom_fields_as_json(&lead.custom_fields),
-        first_name: lead.first_name.clone(),
-        last_name: lead.last_name.clone(),
-        notes: lead.notes.clone(),
-        follow_up: lead.follow_up.clone(),
-        email: lead.email.clone(),
-        postal_code: None,
-        phone_number_type: None,
-        tag_ids: lead.tag_ids.clone(),
-        global_opted_out: lead.global_opted_out,
-        created_at: Some(lead.created_at.clone()),
-    }
-}
-
-/// The mirror's form of a message status fetched from the service.
-pub fn mirror_status(message: &models::MessageStatus) -> MessageStatus {
-    MessageStatus {
-        id: message.id.clone(),
-        thread_id: Some(message.thread_id.clone()),
-        status: message.status.clone(),
-        kind: serde_json::to_value(message.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_owned)),
-        created_at: Some(message.created_at.clone()),
-        error_code: message.error_code.clone(),
     }
 }

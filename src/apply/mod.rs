@@ -137,37 +137,14 @@ async fn plan<T: ApplyTx + ?Sized>(
     rows: &[Pending],
     account_sync: bool,
 ) -> Result<Plan, sqlx::Error> {
-    let consent = || {
-        rows.iter().filter_map(|row| match &row.event {
+    let consent: Vec<&ConsentEvent> = rows
+        .iter()
+        .filter_map(|row| match &row.event {
             Ok(Event::Consent(c)) => Some(c),
             _ => None,
         })
-    };
-    let unresolved: Vec<&str> = consent()
-        .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
-        .filter_map(|c| c.lead_id.as_deref())
         .collect();
-    let mut located = if unresolved.is_empty() {
-        HashMap::new()
-    } else {
-        tx.locate_leads(&unresolved).await?
-    };
-    let mut phones: Vec<&str> = consent()
-        .filter_map(|c| c.phone_number.as_deref())
-        .chain(located.values().map(|(_, phone)| phone.as_str()))
-        .collect();
-    phones.sort_unstable();
-    phones.dedup();
-    tx.lock_numbers(&phones).await?;
-    let mut holders = if account_sync {
-        tx.holders_of(&phones).await?
-    } else {
-        Holders::new()
-    };
-    let echo_keys: Vec<(&str, &str)> = consent()
-        .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
-        .collect();
-    let mut echoes = EchoMatcher::load(tx, &echo_keys).await?;
+    let mut known = Known::load(tx, &consent, account_sync).await?;
     let mut plan = Plan::default();
     for row in rows {
         let c = match &row.event {
@@ -179,7 +156,7 @@ async fn plan<T: ApplyTx + ?Sized>(
             Ok(Event::MessageStatus(_)) => continue,
             Ok(Event::Consent(c)) => c,
         };
-        let (org, phone) = match resolve(c, &located) {
+        let (org, phone) = match resolve(c, &known.located) {
             Ok(pair) => pair,
             Err(reason) => {
                 plan.quarantined.push((row.id, reason.to_string()));
@@ -187,20 +164,14 @@ async fn plan<T: ApplyTx + ?Sized>(
             }
         };
         if let Some(lead) = &c.lead_id {
-            located.insert(lead.clone(), (org.clone(), phone.clone()));
+            known
+                .located
+                .insert(lead.clone(), (org.clone(), phone.clone()));
         }
-        let mut targets = vec![(org.clone(), c.lead_id.clone())];
-        if account_sync {
-            let known = holders.entry(phone.clone()).or_default();
-            for (other, lead) in known.iter() {
-                if !targets.iter().any(|(o, _)| o == other) {
-                    targets.push((other.clone(), lead.clone()));
-                }
-            }
-            if !known.iter().any(|(o, _)| *o == org) {
-                known.push((org.clone(), c.lead_id.clone()));
-            }
-        }
+        let targets = match known.holders.as_mut() {
+            Some(holders) => account_sync_targets(holders, &phone, org, c.lead_id.clone()),
+            None => vec![(org, c.lead_id.clone())],
+        };
         for (organization_id, lead_id) in targets {
             let mut observation = ConsentObservation {
                 organization_id,
@@ -214,7 +185,7 @@ async fn plan<T: ApplyTx + ?Sized>(
                 reason: None,
                 evidence: None,
             };
-            if let Some(echo) = echoes.take(tx, &observation).await? {
+            if let Some(echo) = known.echoes.take(tx, &observation).await? {
                 observation.occurred_at = echo.occurred_at;
                 observation.reason = Some(echo_reason(echo.seq));
             }
@@ -222,6 +193,81 @@ async fn plan<T: ApplyTx + ?Sized>(
         }
     }
     Ok(plan)
+}
+
+/// What the batch's consent events are planned against, read once for the whole batch
+/// after locking every number they touch.
+struct Known {
+    /// Lead id to its (organization, number): from the mirror, then from the batch's
+    /// earlier events.
+    located: HashMap<String, (String, String)>,
+    /// The holders of each number, with account sync on; grows with the batch's events.
+    holders: Option<Holders>,
+    /// Local changes already pushed, whose webhook echo is recognized.
+    echoes: EchoMatcher,
+}
+
+impl Known {
+    async fn load<T: ApplyTx + ?Sized>(
+        tx: &mut T,
+        consent: &[&ConsentEvent],
+        account_sync: bool,
+    ) -> Result<Self, sqlx::Error> {
+        let unresolved: Vec<&str> = consent
+            .iter()
+            .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
+            .filter_map(|c| c.lead_id.as_deref())
+            .collect();
+        let located = if unresolved.is_empty() {
+            HashMap::new()
+        } else {
+            tx.locate_leads(&unresolved).await?
+        };
+        let mut phones: Vec<&str> = consent
+            .iter()
+            .filter_map(|c| c.phone_number.as_deref())
+            .chain(located.values().map(|(_, phone)| phone.as_str()))
+            .collect();
+        phones.sort_unstable();
+        phones.dedup();
+        tx.lock_numbers(&phones).await?;
+        let holders = if account_sync {
+            Some(tx.holders_of(&phones).await?)
+        } else {
+            None
+        };
+        let echo_keys: Vec<(&str, &str)> = consent
+            .iter()
+            .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
+            .collect();
+        let echoes = EchoMatcher::load(tx, &echo_keys).await?;
+        Ok(Self {
+            located,
+            holders,
+            echoes,
+        })
+    }
+}
+
+/// Account sync: the event's own (organization, lead) first, then every other holder of
+/// `phone` known so far; the event's organization becomes a holder for the events after it.
+fn account_sync_targets(
+    holders: &mut Holders,
+    phone: &str,
+    org: String,
+    lead_id: Option<String>,
+) -> Vec<(String, Option<String>)> {
+    let known = holders.entry(phone.to_owned()).or_default();
+    let mut targets = vec![(org.clone(), lead_id.clone())];
+    for (other, lead) in known.iter() {
+        if !targets.iter().any(|(o, _)| o == other) {
+            targets.push((other.clone(), lead.clone()));
+        }
+    }
+    if !known.iter().any(|(o, _)| *o == org) {
+        known.push((org, lead_id));
+    }
+    targets
 }
 
 /// The (organization, number) a consent event is about.
