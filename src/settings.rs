@@ -2,23 +2,20 @@
 //! secrets, validation that names the offending key, and the redacted effective view.
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod load;
 mod subscribers;
+mod validate;
 pub use subscribers::{MAX_BATCH, SubscriberSettings};
 
 /// Where `--config` points when it is not given, if the file exists.
 pub const DEFAULT_CONFIG_PATH: &str = "/etc/outreach-sync/config.toml";
-/// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
-const ENV_PREFIX: &str = "OUTREACH_SYNC";
 /// Shown in place of every secret.
 pub const REDACTED: &str = "[redacted]";
-
-/// Keys whose environment value is a comma-separated list.
-const LIST_KEYS: &[&str] = &["webhook.secrets", "admin.tokens", "reconcile.organizations"];
 
 /// A configuration that cannot be used, naming the key at fault.
 #[derive(Debug, thiserror::Error)]
@@ -493,249 +490,6 @@ fn redact_opt<S: Serializer>(secret: &Option<SecretString>, s: S) -> Result<S::O
 }
 
 impl Settings {
-    /// Loads the file named on the command line, or the default path if it exists, or only
-    /// the built-in defaults; then the environment; then `_file` secrets; then validates.
-    pub fn load(explicit: Option<&Path>) -> Result<Self, SettingsError> {
-        let env: Vec<(String, String)> = std::env::vars().collect();
-        Self::load_from(explicit, &env)
-    }
-
-    /// [`Settings::load`] for commands that never see a webhook (reading the ledger,
-    /// reconciling, local changes): `[webhook]` need not be configured for them.
-    pub fn load_without_webhook(explicit: Option<&Path>) -> Result<Self, SettingsError> {
-        let env: Vec<(String, String)> = std::env::vars().collect();
-        let settings = Self::load_unvalidated(explicit, &env)?;
-        settings.validate_except_webhook()?;
-        Ok(settings)
-    }
-
-    /// [`Settings::load`] with the environment given, for tests.
-    pub fn load_from(
-        explicit: Option<&Path>,
-        env: &[(String, String)],
-    ) -> Result<Self, SettingsError> {
-        let settings = Self::load_unvalidated(explicit, env)?;
-        settings.validate()?;
-        Ok(settings)
-    }
-
-    /// Loads and reads `_file` secrets, but leaves validation to the caller (for commands
-    /// that supply a missing value themselves, such as `sign --secret`).
-    pub fn load_unvalidated(
-        explicit: Option<&Path>,
-        env: &[(String, String)],
-    ) -> Result<Self, SettingsError> {
-        let file = match explicit {
-            Some(path) if !path.exists() => {
-                return Err(SettingsError::File {
-                    path: path.to_owned(),
-                    message: "no such file".into(),
-                });
-            }
-            Some(path) => Some(path.to_owned()),
-            None => Some(PathBuf::from(DEFAULT_CONFIG_PATH)).filter(|p| p.exists()),
-        };
-        let mut builder = config::Config::builder();
-        if let Some(path) = &file {
-            builder = builder.add_source(
-                config::File::from(path.as_path())
-                    .format(config::FileFormat::Toml)
-                    .required(true),
-            );
-        }
-        let mut environment = config::Environment::with_prefix(ENV_PREFIX)
-            .prefix_separator("__")
-            .separator("__")
-            .try_parsing(true)
-            .list_separator(",")
-            .source(Some(env.iter().cloned().collect()));
-        for key in LIST_KEYS {
-            environment = environment.with_list_parse_key(key);
-        }
-        let raw = builder
-            .add_source(environment)
-            .build()
-            .map_err(|e| describe_config_error(e, file.as_deref()))?;
-        let mut settings: Settings = raw
-            .try_deserialize()
-            .map_err(|e| describe_config_error(e, file.as_deref()))?;
-        settings.read_secret_files()?;
-        Ok(settings)
-    }
-
-    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
-        if let Some(path) = &self.database.url_file {
-            let text = read_secret_file("database.url_file", path)?;
-            self.database.url = text.trim().to_owned();
-        }
-        if let Some(path) = &self.webhook.secrets_file {
-            let text = read_secret_file("webhook.secrets_file", path)?;
-            self.webhook.secrets.extend(lines_as_secrets(&text));
-        }
-        if let Some(path) = &self.admin.tokens_file {
-            let text = read_secret_file("admin.tokens_file", path)?;
-            self.admin.tokens.extend(lines_as_secrets(&text));
-        }
-        if let Some(path) = &self.service.client_secret_file {
-            let text = read_secret_file("service.client_secret_file", path)?;
-            self.service.client_secret = Some(SecretString::from(text.trim().to_owned()));
-        }
-        subscribers::read_secret_files(&mut self.subscriber)?;
-        Ok(())
-    }
-
-    /// Checks every value that deserialization alone cannot.
-    pub fn validate(&self) -> Result<(), SettingsError> {
-        self.validate_except_webhook()?;
-        self.validate_webhook()
-    }
-
-    /// Every check of [`Settings::validate`] but `[webhook]`'s.
-    pub fn validate_except_webhook(&self) -> Result<(), SettingsError> {
-        self.backend()?;
-        for (key, days) in [
-            (
-                "retention.message_status_days",
-                self.retention.message_status_days,
-            ),
-            (
-                "retention.consent_delivery_days",
-                self.retention.consent_delivery_days,
-            ),
-            ("retention.messages_days", self.retention.messages_days),
-        ] {
-            if days == 0 {
-                return Err(SettingsError::invalid(key, "must be at least 1 (a day)"));
-            }
-        }
-        if self.replica.lease_secs < 2 {
-            return Err(SettingsError::invalid(
-                "replica.lease_secs",
-                "must be at least 2 (the lease is renewed three times per period)",
-            ));
-        }
-        subscribers::validate(&self.subscriber)?;
-        parse_bind("ingest.bind", &self.ingest.bind)?;
-        parse_bind("admin.bind", &self.admin.bind)?;
-        if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {
-            return Err(SettingsError::invalid(
-                "ingest.path",
-                "must start with `/` and name a path other than `/`",
-            ));
-        }
-        if matches!(self.ingest.path.as_str(), "/healthz" | "/readyz") {
-            return Err(SettingsError::invalid(
-                "ingest.path",
-                "is reserved for health checks",
-            ));
-        }
-        if self.ingest.max_body_bytes == 0 {
-            return Err(SettingsError::invalid(
-                "ingest.max_body_bytes",
-                "must be positive",
-            ));
-        }
-        if self.ingest.max_backlog == 0 {
-            return Err(SettingsError::invalid(
-                "ingest.max_backlog",
-                "must be positive",
-            ));
-        }
-        url_with_http_scheme("service.base_url", &self.service.base_url)?;
-        if !self.reconcile.schedule.trim().is_empty()
-            && !crate::reconcile::valid_schedule(&self.reconcile.schedule)
-        {
-            return Err(SettingsError::invalid(
-                "reconcile.schedule",
-                "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
-            ));
-        }
-        if self.service.requests_per_second == 0 {
-            return Err(SettingsError::invalid(
-                "service.requests_per_second",
-                "must be positive",
-            ));
-        }
-        if self.service.timeout_secs == 0 {
-            return Err(SettingsError::invalid(
-                "service.timeout_secs",
-                "must be positive",
-            ));
-        }
-        let level = self.log.level.trim();
-        let plain_level = level
-            .parse::<tracing_subscriber::filter::LevelFilter>()
-            .is_ok();
-        // A bare word would be taken as a target name: only accept filters with directives.
-        let filter = level.contains('=') && tracing_subscriber::EnvFilter::try_new(level).is_ok();
-        if !(plain_level || filter) {
-            return Err(SettingsError::invalid(
-                "log.level",
-                "not a level (error, warn, info, debug, trace) or a tracing filter",
-            ));
-        }
-        Ok(())
-    }
-
-    fn validate_webhook(&self) -> Result<(), SettingsError> {
-        let webhook = &self.webhook;
-        if webhook.secrets.is_empty() {
-            return Err(SettingsError::invalid(
-                "webhook.secrets",
-                "at least one secret is required (or webhook.secrets_file)",
-            ));
-        }
-        for secret in &webhook.secrets {
-            if secret.expose_secret().is_empty() {
-                return Err(SettingsError::invalid(
-                    "webhook.secrets",
-                    "a secret is empty",
-                ));
-            }
-            if webhook.scheme == Scheme::StandardWebhooks
-                && crate::signature::standard_webhooks_key(secret.expose_secret()).is_none()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.secrets",
-                    "standard-webhooks secrets are base64, optionally prefixed `whsec_`",
-                ));
-            }
-        }
-        if webhook.scheme == Scheme::Hmac {
-            if http::HeaderName::try_from(webhook.header.as_str()).is_err() {
-                return Err(SettingsError::invalid(
-                    "webhook.header",
-                    "not a valid header name",
-                ));
-            }
-            if !webhook.timestamp_header.is_empty()
-                && http::HeaderName::try_from(webhook.timestamp_header.as_str()).is_err()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.timestamp_header",
-                    "not a valid header name",
-                ));
-            }
-        }
-        if !webhook.confirmation_header.is_empty() {
-            if http::HeaderName::try_from(webhook.confirmation_header.as_str()).is_err() {
-                return Err(SettingsError::invalid(
-                    "webhook.confirmation_header",
-                    "not a valid header name",
-                ));
-            }
-            if webhook.account_id.is_empty()
-                || http::HeaderValue::try_from(webhook.account_id.as_str()).is_err()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.account_id",
-                    "required (as a valid header value) when webhook.confirmation_header is set",
-                ));
-            }
-        }
-        Ok(())
-    }
-
     /// The backend `database.url` names.
     pub fn backend(&self) -> Result<Backend, SettingsError> {
         let url = self.database.url.as_str();
@@ -786,68 +540,19 @@ impl Settings {
 
     /// The ingest listener address.
     pub fn ingest_bind(&self) -> SocketAddr {
-        parse_bind("ingest.bind", &self.ingest.bind)
+        validate::parse_bind("ingest.bind", &self.ingest.bind)
             .unwrap_or_else(|_| ([127, 0, 0, 1], 8080).into())
     }
 
     /// The admin listener address.
     pub fn admin_bind(&self) -> SocketAddr {
-        parse_bind("admin.bind", &self.admin.bind).unwrap_or_else(|_| ([127, 0, 0, 1], 8081).into())
+        validate::parse_bind("admin.bind", &self.admin.bind)
+            .unwrap_or_else(|_| ([127, 0, 0, 1], 8081).into())
     }
 
     /// The effective configuration as TOML, every secret replaced by [`REDACTED`].
     pub fn redacted_toml(&self) -> String {
         toml::to_string(self).unwrap_or_else(|e| format!("# cannot render configuration: {e}\n"))
-    }
-}
-
-fn parse_bind(key: &'static str, value: &str) -> Result<SocketAddr, SettingsError> {
-    value
-        .parse()
-        .map_err(|_| SettingsError::invalid(key, format!("`{value}` is not an IP:port address")))
-}
-
-fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
-    match reqwest::Url::parse(value) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
-        _ => Err(SettingsError::invalid(
-            key,
-            format!("`{value}` is not an http(s) URL"),
-        )),
-    }
-}
-
-fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsError> {
-    // The path may be relative to systemd's credentials directory.
-    let resolved = match std::env::var_os("CREDENTIALS_DIRECTORY") {
-        Some(dir) if path.is_relative() => Path::new(&dir).join(path),
-        _ => path.to_owned(),
-    };
-    std::fs::read_to_string(&resolved).map_err(|e| {
-        SettingsError::invalid(key, format!("cannot read {}: {e}", resolved.display()))
-    })
-}
-
-fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| SecretString::from(line.to_owned()))
-}
-
-/// Turns the `config` crate's error into one that names the key, without echoing values
-/// (a value may be a secret).
-fn describe_config_error(error: config::ConfigError, file: Option<&Path>) -> SettingsError {
-    match error {
-        config::ConfigError::FileParse { uri, cause } => SettingsError::File {
-            path: uri
-                .map(PathBuf::from)
-                .or_else(|| file.map(Path::to_owned))
-                .unwrap_or_default(),
-            message: cause.to_string(),
-        },
-        config::ConfigError::Foreign(cause) => SettingsError::Parse(cause.to_string()),
-        other => SettingsError::Parse(other.to_string()),
     }
 }
 

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, read_secret_file, redact_opt};
+use super::load::read_secret_file;
+use super::validate::url_with_http_scheme;
+use super::{SettingsError, redact_opt};
 use crate::model::Source;
 
 /// Largest `batch`: a request of 1,000 entries is about 300 KB.
@@ -102,7 +104,7 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named("named twice; names are unique"),
             ));
         }
-        if super::url_with_http_scheme("subscriber.url", &s.url).is_err() {
+        if url_with_http_scheme("subscriber.url", &s.url).is_err() {
             return Err(SettingsError::invalid(
                 "subscriber.url",
                 named("not an http(s) URL"),
