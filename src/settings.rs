@@ -587,6 +587,32 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_zero_limit_is_refused_naming_its_key() {
+        for (var, key) in [
+            ("INGEST__MAX_BODY_BYTES", "ingest.max_body_bytes"),
+            ("INGEST__MAX_BACKLOG", "ingest.max_backlog"),
+            (
+                "SERVICE__REQUESTS_PER_SECOND",
+                "service.requests_per_second",
+            ),
+            ("SERVICE__TIMEOUT_SECS", "service.timeout_secs"),
+        ] {
+            let error = Settings::load_from(
+                None,
+                &env(&[
+                    ("OUTREACH_SYNC__WEBHOOK__SECRETS", "one"),
+                    (&format!("OUTREACH_SYNC__{var}"), "0"),
+                ]),
+            )
+            .expect_err("zero is refused");
+            assert_eq!(
+                error.to_string(),
+                format!("invalid configuration key `{key}`: must be positive")
+            );
+        }
+    }
+
     fn with_database(url: &str) -> Result<Settings, SettingsError> {
         Settings::load_from(
             None,

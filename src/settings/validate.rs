@@ -66,19 +66,10 @@ impl Settings {
                 "is reserved for health checks",
             ));
         }
-        if self.ingest.max_body_bytes == 0 {
-            return Err(SettingsError::invalid(
-                "ingest.max_body_bytes",
-                "must be positive",
-            ));
-        }
-        if self.ingest.max_backlog == 0 {
-            return Err(SettingsError::invalid(
-                "ingest.max_backlog",
-                "must be positive",
-            ));
-        }
-        Ok(())
+        positive([
+            ("ingest.max_body_bytes", self.ingest.max_body_bytes == 0),
+            ("ingest.max_backlog", self.ingest.max_backlog == 0),
+        ])
     }
 
     /// `[service]` and `[reconcile]`: what the upstream client and the schedule need.
@@ -92,19 +83,13 @@ impl Settings {
                 "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
             ));
         }
-        if self.service.requests_per_second == 0 {
-            return Err(SettingsError::invalid(
+        positive([
+            (
                 "service.requests_per_second",
-                "must be positive",
-            ));
-        }
-        if self.service.timeout_secs == 0 {
-            return Err(SettingsError::invalid(
-                "service.timeout_secs",
-                "must be positive",
-            ));
-        }
-        Ok(())
+                self.service.requests_per_second == 0,
+            ),
+            ("service.timeout_secs", self.service.timeout_secs == 0),
+        ])
     }
 
     fn validate_log(&self) -> Result<(), SettingsError> {
@@ -180,6 +165,14 @@ impl Settings {
             }
         }
         Ok(())
+    }
+}
+
+/// An error naming the first key whose value is zero, of `(key, is zero)` pairs.
+fn positive<const N: usize>(keys: [(&'static str, bool); N]) -> Result<(), SettingsError> {
+    match keys.into_iter().find(|(_, zero)| *zero) {
+        Some((key, _)) => Err(SettingsError::invalid(key, "must be positive")),
+        None => Ok(()),
     }
 }
 
