@@ -4,7 +4,7 @@
 //! `ON CONFLICT`, row and advisory locks), behind one trait the apply path is written
 //! against.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 use chrono::{DateTime, Utc};
@@ -194,6 +194,64 @@ pub(crate) fn entry_fields<'a>(
         tag_id: o.tag_id.as_deref(),
         reason: o.reason.as_deref(),
     }
+}
+
+/// What makes a ledger entry unique: (event_ref, organization, number).
+pub(crate) fn entry_key<'a>(e: &NewEntry<'a>) -> (&'a str, &'a str, &'a str) {
+    let o = e.observation;
+    (&o.event_ref, &o.organization_id, &o.phone_number)
+}
+
+/// Which of `entries` to append, by index: those not `recorded` already, and an event twice
+/// in `entries` once (its first occurrence).
+pub(crate) fn unrecorded(entries: &[NewEntry<'_>], recorded: &HashSet<usize>) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    (0..entries.len())
+        .filter(|i| !recorded.contains(i) && seen.insert(entry_key(&entries[*i])))
+        .collect()
+}
+
+/// A new ledger entry as it is inserted: its place in the chain and its stored forms.
+pub(crate) struct Chained<'e, 'a> {
+    pub entry: &'e NewEntry<'a>,
+    pub seq: i64,
+    /// RFC 3339, as hashed.
+    pub occurred_at: String,
+    pub hash: String,
+    /// The kept evidence, as JSON.
+    pub evidence: Option<String>,
+}
+
+/// Chains the entries `new` (indices into `entries`) after the entry `head_seq` whose hash
+/// is `head_hash`, in order: each entry's hash covers its fields and the hash before it.
+pub(crate) fn chain_after<'e, 'a>(
+    entries: &'e [NewEntry<'a>],
+    new: &[usize],
+    head_seq: i64,
+    head_hash: String,
+    recorded_at: &str,
+) -> Result<Vec<Chained<'e, 'a>>, sqlx::Error> {
+    let mut prev = head_hash;
+    let mut chained = Vec::with_capacity(new.len());
+    for (seq, &i) in (head_seq + 1..).zip(new) {
+        let entry = &entries[i];
+        let occurred_at = crate::db::timestamp(entry.observation.occurred_at);
+        prev = entry_fields(entry, seq, &occurred_at, recorded_at).hash_after(&prev);
+        let evidence = entry
+            .observation
+            .evidence
+            .as_ref()
+            .map(crate::db::json_param)
+            .transpose()?;
+        chained.push(Chained {
+            entry,
+            seq,
+            occurred_at,
+            hash: prev.clone(),
+            evidence,
+        });
+    }
+    Ok(chained)
 }
 
 /// A current consent state to set where it outranks the stored one.

@@ -19,7 +19,7 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
-use crate::store::{ApplyTx, LeadJson, NewEntry, StateWrite, entry_fields, status_rank};
+use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, status_rank};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -172,10 +172,7 @@ impl ApplyTx for PgConnection {
             .into_iter()
             .filter_map(|i| usize::try_from(i - 1).ok())
             .collect();
-        let mut seen = HashSet::new();
-        let new: Vec<usize> = (0..entries.len())
-            .filter(|i| !recorded.contains(i) && seen.insert((refs[*i], orgs[*i], phones[*i])))
-            .collect();
+        let new = store::unrecorded(entries, &recorded);
         let mut seqs = vec![None; entries.len()];
         if new.is_empty() {
             return Ok(seqs);
@@ -187,29 +184,15 @@ impl ApplyTx for PgConnection {
                 .bind(new.len() as i64)
                 .fetch_one(&mut *self)
                 .await?;
-        let first = last - new.len() as i64 + 1;
-        for (seq, &i) in (first..=last).zip(&new) {
-            seqs[i] = Some(seq);
-        }
-        let new: Vec<NewEntry> = new.iter().map(|&i| entries[i]).collect();
         let recorded_text = db::timestamp(recorded_at);
-        let mut prev = head_hash;
-        let mut hashes = Vec::with_capacity(new.len());
-        for (seq, e) in (first..).zip(&new) {
-            let occurred_at = db::timestamp(e.observation.occurred_at);
-            prev = entry_fields(e, seq, &occurred_at, &recorded_text).hash_after(&prev);
-            hashes.push(prev.clone());
+        let head_seq = last - new.len() as i64;
+        let rows = store::chain_after(entries, &new, head_seq, head_hash, &recorded_text)?;
+        for (row, &i) in rows.iter().zip(&new) {
+            seqs[i] = Some(row.seq);
         }
-        let evidence = new
-            .iter()
-            .map(|e| {
-                e.observation
-                    .evidence
-                    .as_ref()
-                    .map(db::json_param)
-                    .transpose()
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let Some(last_hash) = rows.last().map(|row| row.hash.as_str()) else {
+            return Ok(seqs);
+        };
         sqlx::query(
             "WITH head AS (UPDATE ledger_head SET hash = $13)
              INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
@@ -222,23 +205,23 @@ impl ApplyTx for PgConnection {
                          $14::text[], $15::text[])
                   WITH ORDINALITY AS k (o, l, p, out, at, src, r, sup, tag, why, hash, evidence, i)",
         )
-        .bind(first)
+        .bind(head_seq + 1)
         .bind(crate::model::to_millis(recorded_at))
-        .bind(column(&new, |e| e.observation.organization_id.as_str()))
-        .bind(column(&new, |e| e.lead_id))
-        .bind(column(&new, |e| e.observation.phone_number.as_str()))
-        .bind(column(&new, |e| e.observation.opted_out))
-        .bind(column(&new, |e| {
-            crate::model::to_millis(e.observation.occurred_at)
+        .bind(column(&rows, |r| r.entry.observation.organization_id.as_str()))
+        .bind(column(&rows, |r| r.entry.lead_id))
+        .bind(column(&rows, |r| r.entry.observation.phone_number.as_str()))
+        .bind(column(&rows, |r| r.entry.observation.opted_out))
+        .bind(column(&rows, |r| {
+            crate::model::to_millis(r.entry.observation.occurred_at)
         }))
-        .bind(column(&new, |e| e.observation.source.as_str()))
-        .bind(column(&new, |e| e.observation.event_ref.as_str()))
-        .bind(column(&new, |e| e.superseded))
-        .bind(column(&new, |e| e.observation.tag_id.as_deref()))
-        .bind(column(&new, |e| e.observation.reason.as_deref()))
-        .bind(&prev)
-        .bind(&hashes)
-        .bind(&evidence)
+        .bind(column(&rows, |r| r.entry.observation.source.as_str()))
+        .bind(column(&rows, |r| r.entry.observation.event_ref.as_str()))
+        .bind(column(&rows, |r| r.entry.superseded))
+        .bind(column(&rows, |r| r.entry.observation.tag_id.as_deref()))
+        .bind(column(&rows, |r| r.entry.observation.reason.as_deref()))
+        .bind(last_hash)
+        .bind(column(&rows, |r| r.hash.as_str()))
+        .bind(column(&rows, |r| r.evidence.as_deref()))
         .execute(&mut *self)
         .await?;
         // The insert notifies every replica's listener at commit (`crate::signal::listen`),

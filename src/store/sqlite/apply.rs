@@ -16,7 +16,7 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
-use crate::store::{ApplyTx, LeadJson, NewEntry, StateWrite};
+use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
@@ -28,12 +28,6 @@ fn parse_time(text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
     DateTime::parse_from_rfc3339(text)
         .map(|t| t.with_timezone(&Utc))
         .map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
-/// What makes a ledger entry unique: (event_ref, organization, number).
-fn entry_key<'a>(e: &NewEntry<'a>) -> (&'a str, &'a str, &'a str) {
-    let o = e.observation;
-    (&o.event_ref, &o.organization_id, &o.phone_number)
 }
 
 /// The last entry of the chain, which the next one follows.
@@ -161,7 +155,7 @@ impl ApplyTx for SqliteConnection {
         // The write lock is held: the last entry stays the last, and nothing else records
         // these events, until the commit. So the new entries' seqs and their chain are known
         // before the insert (each hash needs its seq and the hash before it).
-        let keys: Vec<(&str, &str, &str)> = entries.iter().map(entry_key).collect();
+        let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
         let recorded: HashSet<usize> = db::json_rows::<usize, _>(
             self,
             "SELECT json_group_array(k.key)
@@ -174,32 +168,15 @@ impl ApplyTx for SqliteConnection {
         .await?
         .into_iter()
         .collect();
-        // An event twice in `entries` is recorded once: its first occurrence gets it.
-        let mut seen = HashSet::new();
-        let new: Vec<usize> = (0..entries.len())
-            .filter(|i| !recorded.contains(i) && seen.insert(keys[*i]))
-            .collect();
+        let new = store::unrecorded(entries, &recorded);
         if new.is_empty() {
             return Ok(seqs);
         }
         let head = chain_head(self).await?;
         let recorded_at = db::timestamp(recorded_at);
-        let mut prev = head.hash;
-        let mut rows = Vec::with_capacity(new.len());
-        for (seq, &i) in (head.seq + 1..).zip(&new) {
-            let e = &entries[i];
-            let occurred_at = db::timestamp(e.observation.occurred_at);
-            let hash =
-                super::super::entry_fields(e, seq, &occurred_at, &recorded_at).hash_after(&prev);
-            let evidence = e
-                .observation
-                .evidence
-                .as_ref()
-                .map(db::json_param)
-                .transpose()?;
-            seqs[i] = Some(seq);
-            prev = hash.clone();
-            rows.push((seq, e, occurred_at, hash, evidence));
+        let rows = store::chain_after(entries, &new, head.seq, head.hash, &recorded_at)?;
+        for (row, &i) in rows.iter().zip(&new) {
+            seqs[i] = Some(row.seq);
         }
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             // OR IGNORE, though nothing can conflict (checked above, under the write lock):
@@ -210,22 +187,22 @@ impl ApplyTx for SqliteConnection {
                      opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
                      reason, hash, evidence) ",
             );
-            insert.push_values(chunk, |mut row, (seq, e, at, hash, evidence)| {
-                let o = e.observation;
-                row.push_bind(*seq)
+            insert.push_values(chunk, |mut row, c| {
+                let (e, o) = (c.entry, c.entry.observation);
+                row.push_bind(c.seq)
                     .push_bind(&o.organization_id)
                     .push_bind(e.lead_id)
                     .push_bind(&o.phone_number)
                     .push_bind(o.opted_out)
-                    .push_bind(at)
+                    .push_bind(&c.occurred_at)
                     .push_bind(&recorded_at)
                     .push_bind(o.source.as_str())
                     .push_bind(&o.event_ref)
                     .push_bind(e.superseded)
                     .push_bind(&o.tag_id)
                     .push_bind(&o.reason)
-                    .push_bind(hash)
-                    .push_bind(evidence);
+                    .push_bind(&c.hash)
+                    .push_bind(&c.evidence);
             });
             let done = insert.build().execute(&mut *self).await?;
             if done.rows_affected() != chunk.len() as u64 {
