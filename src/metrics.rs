@@ -252,47 +252,49 @@ impl Metrics {
 
     /// The Prometheus text exposition (format 0.0.4) of every metric.
     pub fn render(&self, gauges: &Gauges) -> String {
-        let mut out = String::with_capacity(4096);
-        let mut family = |name: &str, kind: &str, help: &str, samples: &[(String, String)]| {
-            let _ = writeln!(out, "# HELP {PREFIX}_{name} {help}");
-            let _ = writeln!(out, "# TYPE {PREFIX}_{name} {kind}");
-            for (labels, value) in samples {
-                let _ = writeln!(out, "{PREFIX}_{name}{labels} {value}");
-            }
-        };
-        let one = |v: u64| vec![(String::new(), v.to_string())];
-        family(
+        let mut out = Exposition::default();
+        self.render_pipeline(&mut out, gauges);
+        self.render_counters(&mut out);
+        self.render_upstream(&mut out, gauges);
+        self.render_subscribers(&mut out, gauges);
+        out.0
+    }
+
+    /// Ingest's answers and the outbox's state.
+    fn render_pipeline(&self, out: &mut Exposition, gauges: &Gauges) {
+        out.family(
             "deliveries_total",
             "counter",
             "Webhook deliveries by the ingest listener's answer.",
-            &Delivery::ALL
-                .iter()
-                .map(|d| {
-                    (
-                        format!("{{outcome=\"{}\"}}", d.label()),
-                        self.deliveries(*d).to_string(),
-                    )
-                })
-                .collect::<Vec<_>>(),
+            Delivery::ALL.iter().map(|d| {
+                (
+                    format!("{{outcome=\"{}\"}}", d.label()),
+                    self.deliveries(*d).to_string(),
+                )
+            }),
         );
-        family(
+        out.single(
             "outbox_backlog",
             "gauge",
             "Deliveries committed but not yet applied.",
-            &one(gauges.outbox_backlog),
+            gauges.outbox_backlog,
         );
-        family(
+        out.single(
             "apply_lag_seconds",
             "gauge",
             "Age of the oldest unapplied delivery.",
-            &[(String::new(), format!("{:.3}", gauges.apply_lag_seconds))],
+            format!("{:.3}", gauges.apply_lag_seconds),
         );
-        family(
+        out.single(
             "quarantined",
             "gauge",
             "Deliveries quarantined (not applicable as they are).",
-            &one(gauges.quarantined),
+            gauges.quarantined,
         );
+    }
+
+    /// The single-value counters of the worker and the reconciler.
+    fn render_counters(&self, out: &mut Exposition) {
         let counters: [(&str, &str, &AtomicU64); 8] = [
             (
                 "events_applied_total",
@@ -336,51 +338,53 @@ impl Metrics {
             ),
         ];
         for (name, help, counter) in counters {
-            family(name, "counter", help, &one(get(counter)));
+            out.single(name, "counter", help, get(counter));
         }
-        let mut upstream: Vec<(String, String)> = self
-            .upstream
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| {
-                let n = get(c);
-                (n > 0).then(|| (format!("{{status=\"{}\"}}", i + 100), n.to_string()))
-            })
-            .collect();
-        upstream.push((
-            "{status=\"other\"}".into(),
-            get(&self.upstream_other).to_string(),
-        ));
-        upstream.push((
-            "{status=\"error\"}".into(),
-            get(&self.upstream_transport_errors).to_string(),
-        ));
-        family(
+    }
+
+    /// The service's answers, and the pushes of local changes to it.
+    fn render_upstream(&self, out: &mut Exposition, gauges: &Gauges) {
+        let by_status = self.upstream.iter().enumerate().filter_map(|(i, c)| {
+            let n = get(c);
+            (n > 0).then(|| (format!("{{status=\"{}\"}}", i + 100), n.to_string()))
+        });
+        let others = [
+            (
+                "{status=\"other\"}".into(),
+                get(&self.upstream_other).to_string(),
+            ),
+            (
+                "{status=\"error\"}".into(),
+                get(&self.upstream_transport_errors).to_string(),
+            ),
+        ];
+        out.family(
             "upstream_responses_total",
             "counter",
             "Answers of the service's API by HTTP status (\"error\": no answer).",
-            &upstream,
+            by_status.chain(others),
         );
-        family(
+        out.family(
             "pushes_total",
             "counter",
             "Push attempts of local consent changes by outcome.",
-            &Push::ALL
-                .iter()
-                .map(|p| {
-                    (
-                        format!("{{outcome=\"{}\"}}", p.label()),
-                        self.pushes(*p).to_string(),
-                    )
-                })
-                .collect::<Vec<_>>(),
+            Push::ALL.iter().map(|p| {
+                (
+                    format!("{{outcome=\"{}\"}}", p.label()),
+                    self.pushes(*p).to_string(),
+                )
+            }),
         );
-        family(
+        out.single(
             "pushes_pending",
             "gauge",
             "Local consent changes not yet accepted by the service.",
-            &one(gauges.pushes_pending),
+            gauges.pushes_pending,
         );
+    }
+
+    /// Deliveries to the campaign's other tools.
+    fn render_subscribers(&self, out: &mut Exposition, gauges: &Gauges) {
         let requests: Vec<(String, String)> = self
             .subscriber_requests
             .lock()
@@ -393,23 +397,48 @@ impl Metrics {
                 )
             })
             .collect();
-        family(
+        out.family(
             "subscriber_requests_total",
             "counter",
             "Requests to subscribers by outcome.",
-            &requests,
+            requests,
         );
-        family(
+        out.family(
             "subscriber_lag_entries",
             "gauge",
             "Ledger entries after each subscriber's cursor.",
-            &gauges
+            gauges
                 .subscriber_lag
                 .iter()
-                .map(|(name, lag)| (format!("{{subscriber=\"{name}\"}}"), lag.to_string()))
-                .collect::<Vec<_>>(),
+                .map(|(name, lag)| (format!("{{subscriber=\"{name}\"}}"), lag.to_string())),
         );
-        out
+    }
+}
+
+/// The Prometheus text being written, family by family.
+#[derive(Default)]
+struct Exposition(String);
+
+impl Exposition {
+    /// A family's help, type and samples (labels, value).
+    fn family(
+        &mut self,
+        name: &str,
+        kind: &str,
+        help: &str,
+        samples: impl IntoIterator<Item = (String, String)>,
+    ) {
+        // Writing to a String cannot fail.
+        let _ = writeln!(self.0, "# HELP {PREFIX}_{name} {help}");
+        let _ = writeln!(self.0, "# TYPE {PREFIX}_{name} {kind}");
+        for (labels, value) in samples {
+            let _ = writeln!(self.0, "{PREFIX}_{name}{labels} {value}");
+        }
+    }
+
+    /// A family of one sample without labels.
+    fn single(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+        self.family(name, kind, help, [(String::new(), value.to_string())]);
     }
 }
 
