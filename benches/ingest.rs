@@ -66,7 +66,6 @@ use bytes::Bytes;
 use common::{BenchDatabase, fetch_row, outbox_states};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::db;
 use outreach_sync::settings::{Settings, Synchronous};
 use outreach_sync::signature::{Key, SignatureFormat, Verifier, sign};
 use outreach_sync::store::Pool;
@@ -217,7 +216,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let settings = bench_settings(&database.url);
     let app = Application::build(settings.clone()).await?;
     // The bench's own look at the daemon's database (the backlog, the final count).
-    let pool = db::open(&settings).await?;
+    let pool = outreach_sync::store::open(&settings).await?;
     let daemon_url = format!("http://{}{}", app.ingest_addr(), settings.ingest.path);
     let shutdown = CancellationToken::new();
     let daemon = tokio::spawn(app.run_until_stopped(shutdown.clone()));
@@ -392,7 +391,7 @@ enum FloorStore {
 impl FloorStore {
     async fn open(database: &BenchDatabase, settings: &Settings) -> anyhow::Result<Self> {
         if database.is_postgres() {
-            let mut conn = db::postgres_connection(settings).await?;
+            let mut conn = outreach_sync::store::postgres_connection(settings).await?;
             sqlx::query("CREATE TABLE floor (key TEXT PRIMARY KEY, body BYTEA NOT NULL)")
                 .execute(&mut conn)
                 .await?;

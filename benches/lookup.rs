@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use outreach_sync::admin::{self, AdminState};
-use outreach_sync::db;
 use outreach_sync::settings::Settings;
 use secrecy::SecretString;
 use sqlx::SqlitePool;
@@ -131,8 +130,8 @@ async fn main() {
     let mut settings = Settings::default();
     settings.database.url = format!("sqlite://{}", dir.path().join("bench.db").display());
     settings.webhook.secrets = vec![SecretString::from("bench")];
-    let pool = db::pool(&settings).await.expect("pool");
-    db::migrate(&pool).await.expect("migrate");
+    let pool = outreach_sync::store::pool(&settings).await.expect("pool");
+    outreach_sync::store::migrate(&pool).await.expect("migrate");
     let t = Instant::now();
     prefill(&pool, entries, numbers).await;
     println!(

@@ -16,7 +16,6 @@ use std::time::{Duration, Instant};
 use futures::TryStreamExt;
 use outreach_sync::client::models::{ListLeads, ListOrganizations, Paging};
 use outreach_sync::client::{ClientConfig, ServiceClient};
-use outreach_sync::db;
 use outreach_sync::reconcile::{PAGE_SIZE, PassRequest, Reconciler};
 use outreach_sync::settings::Settings;
 use secrecy::SecretString;
@@ -207,8 +206,8 @@ async fn child(mode: &str, base: &str) -> (u64, f64, f64) {
     let dir = tempfile::tempdir().expect("tempdir");
     let mut settings = Settings::default();
     settings.database.url = format!("sqlite://{}/reconcile.db", dir.path().display());
-    let pool = db::pool(&settings).await.expect("pool");
-    db::migrate(&pool).await.expect("migrate");
+    let pool = outreach_sync::store::pool(&settings).await.expect("pool");
+    outreach_sync::store::migrate(&pool).await.expect("migrate");
     let reconciler = Reconciler::new(pool, client, &settings.reconcile);
     let request = PassRequest {
         organizations,

@@ -23,11 +23,11 @@
 
 mod common;
 
+use outreach_sync::store::codec;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, TimeZone, Utc};
 use common::{BenchDatabase, fetch_row, outbox_states};
-use outreach_sync::db;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::retention::Pruner;
 use outreach_sync::settings::Settings;
@@ -87,7 +87,7 @@ async fn commit(pool: &Pool, rows: Vec<(String, Vec<u8>)>, at: DateTime<Utc>) {
                 let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
                     "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
                 );
-                let received_at = db::timestamp(at);
+                let received_at = codec::timestamp(at);
                 insert.push_values(chunk, |mut row, (key, body)| {
                     row.push_bind(key)
                         .push_bind(received_at.clone())

@@ -22,7 +22,7 @@ use crate::replica::Replica;
 use crate::settings::Settings;
 use crate::store::Pool;
 use crate::worker::Worker;
-use crate::{admin, db, ingest, outbox, upstream};
+use crate::{admin, ingest, outbox, upstream};
 
 /// Longest wait, after a stop request, for in-flight requests and tasks to finish; below
 /// the 10 s promised to systemd (TimeoutStopSec=15 in the unit).
@@ -46,7 +46,7 @@ impl Application {
     /// Opens and migrates the database, starts the outbox writer and binds the listeners
     /// (`127.0.0.1:0` in tests picks a free port).
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
-        let pool = db::open(&settings)
+        let pool = crate::store::open(&settings)
             .await
             .context("opening and migrating the database")?;
         let state = Arc::new(OutboxState::default());
@@ -243,7 +243,7 @@ async fn supervise_leader_work(
                 let senders =
                     crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
                 let housekeeping = futures::future::join(
-                    crate::chain::log_head(pool.clone(), stop.clone()),
+                    crate::ledger::chain::log_head(pool.clone(), stop.clone()),
                     pruner.clone().run(stop.clone()),
                 );
                 async move {

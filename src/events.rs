@@ -5,6 +5,8 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::model::{Lead, MessageStatus};
+
 pub const CONSENT_UPDATE: &str = "consentUpdate-v1";
 pub const MESSAGE_STATUS: &str = "messageStatus-v1";
 
@@ -44,52 +46,6 @@ pub struct MessageStatusEvent {
     pub message: MessageStatus,
     pub lead_id: Option<String>,
     pub organization_id: Option<String>,
-}
-
-/// The Lead resource of the v3 API.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Lead {
-    pub id: String,
-    pub phone_number: String,
-    pub organization_id: String,
-    #[serde(default)]
-    pub active_group_ids: Vec<String>,
-    #[serde(default)]
-    pub inactive_group_ids: Vec<String>,
-    #[serde(default)]
-    pub custom_fields: Map<String, Value>,
-    pub first_name: Option<String>,
-    pub last_name: Option<String>,
-    pub notes: Option<String>,
-    pub follow_up: Option<String>,
-    pub email: Option<String>,
-    pub postal_code: Option<String>,
-    pub phone_number_type: Option<String>,
-    #[serde(default)]
-    pub tag_ids: Vec<String>,
-    pub global_opted_out: bool,
-    pub created_at: Option<String>,
-}
-
-/// The Message status resource of the v3 API.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct MessageStatus {
-    pub id: String,
-    pub thread_id: Option<String>,
-    pub status: String,
-    #[serde(rename = "type")]
-    pub kind: Option<String>,
-    pub created_at: Option<String>,
-    pub error_code: Option<String>,
-}
-
-/// Statuses after which a message still changes; every other status is terminal.
-pub const NON_TERMINAL: &[&str] = &["pending_lookup", "queued"];
-
-pub fn is_terminal(status: &str) -> bool {
-    !NON_TERMINAL.contains(&status)
 }
 
 /// Why a verified delivery cannot be applied; kept with the quarantined row.

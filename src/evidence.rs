@@ -2,13 +2,15 @@
 //! and what it stands on (the delivery as received, the lead as fetched, or who made the
 //! change), so that a reader can check each claim without this code.
 
+use crate::store::codec;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::chain::{self, ChainHead};
+use crate::ledger::chain;
+use crate::model::chain::{ChainHead, GENESIS};
 use crate::model::{KeptDelivery, KeptEvidence, LedgerEntry, StoredEntry};
 use crate::store::{Pool, on_backend};
 
@@ -121,9 +123,7 @@ pub async fn bundle(
         .map(|stored| {
             let evidence = evidence_of(&stored, &deliveries, pruned_before.as_deref());
             Item {
-                prev_hash: stored
-                    .prev_hash
-                    .unwrap_or_else(|| chain::GENESIS.to_owned()),
+                prev_hash: stored.prev_hash.unwrap_or_else(|| GENESIS.to_owned()),
                 entry: stored.entry,
                 tag_id: stored.tag_id,
                 reason: stored.reason,
@@ -134,7 +134,7 @@ pub async fn bundle(
         .collect();
     Ok(Some(Bundle {
         phone_number: phone.to_owned(),
-        generated_at: crate::db::timestamp(now),
+        generated_at: codec::timestamp(now),
         chain_head,
         canonical_encoding: CANONICAL_ENCODING,
         items,

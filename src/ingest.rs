@@ -291,7 +291,7 @@ async fn healthz() -> impl IntoResponse {
 }
 
 async fn readyz(State(state): State<Arc<IngestState>>) -> Response {
-    let migrated = crate::db::migrations_applied(&state.pool)
+    let migrated = crate::store::migrations_applied(&state.pool)
         .await
         .unwrap_or(false);
     let writable = migrated && state.writer.probe().await;

@@ -188,8 +188,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let mut settings = crate::settings::Settings::default();
         settings.database.url = format!("sqlite://{}", dir.path().join("l.db").display());
-        let pool = crate::db::pool(&settings).await.unwrap();
-        crate::db::migrate(&pool).await.unwrap();
+        let pool = crate::store::pool(&settings).await.unwrap();
+        crate::store::migrate(&pool).await.unwrap();
         (dir, pool)
     }
 

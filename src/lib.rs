@@ -7,14 +7,10 @@ pub mod admin;
 pub mod app;
 /// The one apply path every writer calls: last-writer-wins, account sync, echoes, ledger.
 pub mod apply;
-/// The ledger's hash chain: the canonical encoding of an entry, and the walk that checks it.
-pub mod chain;
 /// The command line.
 pub mod cli;
 /// The typed client of the service's API.
 pub mod client;
-/// The SQLite database and its migrations.
-pub mod db;
 /// `demo`: sandbox, daemon and generated activity in one process.
 pub mod demo;
 /// The accepted event envelope and its parser.

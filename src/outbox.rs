@@ -15,7 +15,6 @@ use sqlx::{Connection as _, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::apply::{self, Outcome, Pending};
-use crate::db;
 use crate::events;
 use crate::settings::Settings;
 use crate::store::{Connection, Pool, postgres, sqlite};
@@ -109,7 +108,7 @@ impl OutboxWriter {
         settings: &Settings,
         state: Arc<OutboxState>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
-        let conn = db::connection(settings).await?;
+        let conn = crate::store::connection(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
             settings: settings.clone(),
@@ -291,7 +290,7 @@ impl Writer {
 
     async fn connection(&mut self) -> Result<&mut Connection, sqlx::Error> {
         if self.conn.is_none() {
-            let conn = db::connection(&self.settings)
+            let conn = crate::store::connection(&self.settings)
                 .await
                 .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
             self.conn = Some(conn);

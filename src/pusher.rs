@@ -3,6 +3,7 @@
 //! queued change (v3: PATCH /leads `optOut`/`optIn`; v2: PUT /leads/{id}
 //! `globalOptedOut`), retrying with a persisted backoff.
 
+use crate::store::codec;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +15,6 @@ use futures::TryStreamExt;
 
 use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
-use crate::db;
 use crate::metrics::{self, Push};
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
@@ -87,7 +87,7 @@ impl Pusher {
                 // To the millisecond, as times are shown: the time reported is the time stored.
                 let next = (now.max(finished) + backoff(due.attempts)).trunc_subsecs(3);
                 on_backend!(&self.pool, pushes::retry_at(due.seq, &error, next))?;
-                let next_attempt_at = db::timestamp(next);
+                let next_attempt_at = codec::timestamp(next);
                 metrics::global().push(Push::Retry);
                 tracing::warn!(seq = due.seq, attempts = due.attempts, %error, %next_attempt_at, "push failed; will retry");
                 Attempted::Retry {

@@ -16,8 +16,8 @@ mod schedule;
 mod source;
 
 pub use mirror::{mirror_lead, mirror_status, mirror_v2_lead};
-pub use schedule::valid_schedule;
 
+use crate::store::codec;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -30,11 +30,11 @@ use tokio_util::task::AbortOnDropHandle;
 
 use crate::apply::{self, PageApplied};
 use crate::client::{ClientError, ServiceClient, models};
-use crate::events::Lead;
+use crate::lease;
+use crate::model::Lead;
 use crate::model::{Source, StatusObservation};
 use crate::settings::ReconcileSettings;
 use crate::store::{self, Connection, PageCheckpoint, PassRecord, Pool, on_backend};
-use crate::{db, lease};
 use source::LeadSource;
 
 /// Leads per page: the service's maximum.
@@ -50,9 +50,6 @@ const PAGE_CACHE_KIB: u32 = 4 * 1024;
 const PASS_CHECKPOINT_PAGES: u32 = 10_000;
 /// Message lookups in flight at once (the rate limiter still applies).
 const MESSAGE_CONCURRENCY: usize = 8;
-/// `sent` is final as a status class, yet a carrier receipt usually follows it
-/// (`delivered`, `undelivered`): a message `sent` within this window is looked up too.
-pub const RECEIPT_WINDOW: chrono::Duration = chrono::Duration::hours(72);
 /// Message results written per transaction.
 const MESSAGE_CHUNK: usize = 200;
 /// Why a pass under v2 does not look up message statuses.
@@ -191,7 +188,7 @@ impl Reconciler {
                 now.format("%Y%m%dT%H%M%S"),
                 rand::random::<u32>()
             ),
-            started_at: db::timestamp(now),
+            started_at: codec::timestamp(now),
             ..PassSummary::default()
         };
         let organizations = if request.leads {
@@ -241,7 +238,7 @@ impl Reconciler {
             tracing::warn!(%error, "cannot release the pass's leases; they lapse on their own");
         }
         summary.duration_ms = started.elapsed().as_millis() as u64;
-        summary.finished_at = db::timestamp(Utc::now());
+        summary.finished_at = codec::timestamp(Utc::now());
         self.report(&summary).await;
         Ok(summary)
     }
@@ -500,7 +497,7 @@ impl Reconciler {
         let now = Utc::now();
         let ids = on_backend!(
             &self.pool,
-            reconcile::open_messages(now - stale, now - RECEIPT_WINDOW)
+            reconcile::open_messages(now - stale, now - crate::model::RECEIPT_WINDOW)
         )?;
         for chunk in ids.chunks(MESSAGE_CHUNK) {
             if shutdown.is_cancelled() {
@@ -560,7 +557,7 @@ impl Reconciler {
     }
 
     async fn record_pass(&self, summary: &PassSummary) -> Result<(), sqlx::Error> {
-        let json = db::json_param(summary)?;
+        let json = codec::json_param(summary)?;
         let pass = PassRecord {
             id: &summary.id,
             started_at: &summary.started_at,

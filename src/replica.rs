@@ -8,6 +8,7 @@
 //! cleanly gives the lease back at once. A leader that finds its lease taken (it stalled
 //! past a period) stops its duties at their next safe point and tries again like the rest.
 
+use crate::store::codec;
 use std::future::Future;
 use std::time::Duration;
 
@@ -155,7 +156,7 @@ pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error
         .map(|beat| ReplicaSeen {
             name: beat.name,
             last_seen: DateTime::<Utc>::from_timestamp_millis(beat.last_seen_ms)
-                .map(crate::db::timestamp)
+                .map(codec::timestamp)
                 .unwrap_or_default(),
             leader: beat.leader,
         })

@@ -16,6 +16,7 @@
 //! `sent` one within the reconciler's receipt window. A late status of a pruned message
 //! mirrors it again, as for a new one.
 
+use crate::store::codec;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
@@ -151,7 +152,7 @@ impl Pruner {
         // Never a `sent` message the reconciler still looks up for its carrier receipt,
         // however short the retention.
         let messages_cutoff =
-            (now - days(self.settings.messages_days)).min(now - crate::reconcile::RECEIPT_WINDOW);
+            (now - days(self.settings.messages_days)).min(now - crate::model::RECEIPT_WINDOW);
         self.prune_messages(messages_cutoff, dry_run, &mut pruned)
             .await?;
         let removed = pruned.removed();
@@ -198,7 +199,7 @@ impl Pruner {
                 if !dry_run {
                     self.pool.set_state(key, &id.to_string()).await?;
                     if kind == Kind::Consent {
-                        let at = crate::db::timestamp(received_at);
+                        let at = codec::timestamp(received_at);
                         self.pool.set_state(CONSENT_PRUNED_BEFORE, &at).await?;
                     }
                 }
@@ -337,18 +338,6 @@ impl Batch {
 /// The receipt time up to which applied consent deliveries have been pruned, if any were.
 pub async fn consent_pruned_before(pool: &Pool) -> Result<Option<String>, sqlx::Error> {
     pool.state(CONSENT_PRUNED_BEFORE).await
-}
-
-/// Switches a SQLite file to incremental auto-vacuum once (see
-/// [`crate::store::sqlite::retention::ensure_incremental_vacuum`]); logs when that takes a
-/// rewrite.
-pub async fn prepare_sqlite(pool: &sqlx::SqlitePool) -> Result<(), sqlx::Error> {
-    if crate::store::sqlite::retention::ensure_incremental_vacuum(pool).await? {
-        tracing::info!(
-            "the database file now gives pruned space back (incremental auto-vacuum; rewritten once)"
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -7,9 +7,13 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod keys;
 mod load;
+mod schedule;
 mod subscribers;
 mod validate;
+pub use keys::standard_webhooks_key;
+pub use schedule::Schedule;
 pub use subscribers::{MAX_BATCH, SubscriberSettings};
 
 /// Where `--config` points when it is not given, if the file exists.
@@ -343,7 +347,7 @@ pub enum ApiVersion {
 #[serde(default, deny_unknown_fields)]
 pub struct ReconcileSettings {
     /// Cron expression with seconds; empty disables the schedule.
-    pub schedule: String,
+    pub schedule: Schedule,
     pub on_start: bool,
     /// Organizations to scan; empty means every organization of the account.
     pub organizations: Vec<String>,
@@ -353,7 +357,7 @@ pub struct ReconcileSettings {
 impl Default for ReconcileSettings {
     fn default() -> Self {
         Self {
-            schedule: "0 */15 * * * *".into(),
+            schedule: Schedule::from("0 */15 * * * *"),
             on_start: true,
             organizations: Vec::new(),
             message_stale_after_secs: 3600,

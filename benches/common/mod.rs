@@ -65,7 +65,7 @@ impl BenchDatabase {
         settings.database.url = database.url.clone();
         settings.database.synchronous = outreach_sync::settings::Synchronous::Full;
         settings.webhook.secrets = vec![secrecy::SecretString::from("bench")];
-        let pool = outreach_sync::db::open(&settings)
+        let pool = outreach_sync::store::open(&settings)
             .await
             .expect("open and migrate");
         (database, pool)

@@ -4,11 +4,13 @@
 //! recognition, ledger entries, consent states, message statuses and outbox marking. The
 //! statements themselves are the storage layer's ([`crate::store::ApplyTx`]).
 
+use crate::store::codec;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
-use crate::events::{self, ConsentEvent, Event, Lead};
+use crate::events::{self, ConsentEvent, Event};
+use crate::model::Lead;
 use crate::model::{
     ConsentApplied, ConsentObservation, Holders, KeptEvidence, Source, StatusObservation,
 };
@@ -336,7 +338,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
                     tag_id: None,
                     reason: None,
                     evidence: Some(KeptEvidence::Reconcile {
-                        requested_at: crate::db::timestamp(fetched_at),
+                        requested_at: codec::timestamp(fetched_at),
                         lead: lead_json(l),
                     }),
                 };

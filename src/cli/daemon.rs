@@ -2,7 +2,7 @@
 
 use super::CliError;
 use crate::settings::{Backend, Settings, redacted_url};
-use crate::{app, db, telemetry};
+use crate::{app, telemetry};
 
 /// For tests only: when this variable is set, `serve` runs one more task, which panics at
 /// once, so a test can watch the real process stop and exit non-zero. Single underscore:
@@ -26,8 +26,12 @@ pub async fn serve(settings: Settings) -> Result<(), CliError> {
 pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), CliError> {
     match (settings.backend()?, from) {
         (Backend::Sqlite(path), None) => {
-            let pool = db::pool(&settings).await.map_err(anyhow::Error::from)?;
-            db::migrate(&pool).await.map_err(anyhow::Error::from)?;
+            let pool = crate::store::pool(&settings)
+                .await
+                .map_err(anyhow::Error::from)?;
+            crate::store::migrate(&pool)
+                .await
+                .map_err(anyhow::Error::from)?;
             println!("migrations applied to {}", path.display());
         }
         (Backend::Sqlite(_), Some(_)) => {
@@ -38,7 +42,7 @@ pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), Cli
         }
         (Backend::Postgres, from) => {
             let target = redacted_url(&settings.database.url);
-            db::migrate_postgres(&settings)
+            crate::store::migrate_postgres(&settings)
                 .await
                 .map_err(anyhow::Error::from)?;
             println!("migrations applied to {target}");
@@ -64,12 +68,16 @@ async fn copy_from_sqlite(settings: &Settings, from: &str, target: &str) -> Resu
         }
         _ => return Err(CliError::Usage("--from takes a sqlite:// URL".into())),
     };
-    let pool = db::pool(&source).await.map_err(anyhow::Error::from)?;
-    db::migrate(&pool).await.map_err(anyhow::Error::from)?;
-    let mut conn = db::postgres_connection(settings)
+    let pool = crate::store::pool(&source)
         .await
         .map_err(anyhow::Error::from)?;
-    let copied = db::copy::sqlite_to_postgres(&pool, &mut conn)
+    crate::store::migrate(&pool)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let mut conn = crate::store::postgres_connection(settings)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let copied = crate::store::copy::sqlite_to_postgres(&pool, &mut conn)
         .await
         .map_err(anyhow::Error::from)?;
     pool.close().await;

@@ -7,8 +7,9 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::{CliError, open};
-use crate::chain::{self, Break, ChainHead};
 use crate::evidence;
+use crate::ledger::chain;
+use crate::model::chain::{Break, ChainHead};
 use crate::retention::Pruner;
 use crate::settings::Settings;
 
@@ -42,7 +43,7 @@ pub async fn prune(settings: &Settings, dry_run: bool, json: bool) -> Result<(),
         .await
         .map_err(anyhow::Error::from)?;
     if json {
-        return super::read::print_json(&pruned);
+        return super::output::print_json(&pruned);
     }
     let verb = if dry_run { "would remove" } else { "removed" };
     println!(
@@ -101,7 +102,7 @@ pub async fn verify(settings: &Settings, json: bool) -> Result<(), CliError> {
                 broken_at: Some(broken.clone()),
             },
         };
-        super::read::print_json(&report)?;
+        super::output::print_json(&report)?;
     }
     match outcome {
         Ok(head) => {

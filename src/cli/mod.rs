@@ -3,6 +3,7 @@
 mod consent;
 mod daemon;
 mod evidence;
+mod output;
 mod read;
 mod subscribers;
 mod webhooks;
@@ -250,7 +251,7 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
 /// Opens the configured database for a command, applying migrations so a fresh one works
 /// too.
 async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
-    Ok(crate::db::open(settings)
+    Ok(crate::store::open(settings)
         .await
         .map_err(anyhow::Error::from)?)
 }

@@ -4,19 +4,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::output::print_json;
 use super::{CliError, open};
 use crate::ledger::{self, Items};
 use crate::outbox::OutboxState;
 use crate::settings::Settings;
 use crate::worker::{Requeue, Worker};
-
-pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).map_err(anyhow::Error::from)?
-    );
-    Ok(())
-}
 
 fn yes_no(b: bool) -> &'static str {
     if b { "yes" } else { "no" }
@@ -257,7 +250,7 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     for subscriber in &status.subscribers {
         println!(
             "subscriber:            {}",
-            super::subscribers::line(subscriber)
+            super::output::subscriber_line(subscriber)
         );
     }
     Ok(())

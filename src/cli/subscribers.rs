@@ -1,29 +1,10 @@
 //! `subscribers` and `subscribers replay`.
 
-use super::read::print_json;
+use super::output::{print_json, subscriber_line};
 use super::{CliError, open};
 use crate::ledger::Items;
-use crate::model::SubscriberView;
 use crate::settings::Settings;
 use crate::subscribers::{self, ReplayError};
-
-/// One line per subscriber: name, URL, state, cursor and lag, and what went wrong last.
-pub fn line(s: &SubscriberView) -> String {
-    let mut line = format!(
-        "{} -> {}: {}, cursor {}, {} entries behind ({:.1}s)",
-        s.name, s.url, s.state, s.cursor, s.lag_entries, s.lag_seconds
-    );
-    if let Some(at) = &s.last_success_at {
-        line.push_str(&format!(", last delivered {at}"));
-    }
-    if let Some(at) = &s.next_attempt_at {
-        line.push_str(&format!(", next attempt {at}"));
-    }
-    if let Some(error) = &s.last_error {
-        line.push_str(&format!(", last error: {error}"));
-    }
-    line
-}
 
 pub async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
@@ -37,7 +18,7 @@ pub async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
         println!("no subscriber is configured ([[subscriber]] in the configuration)");
     }
     for subscriber in &items {
-        println!("{}", line(subscriber));
+        println!("{}", subscriber_line(subscriber));
     }
     Ok(())
 }
@@ -61,6 +42,6 @@ pub async fn replay(
     if json {
         return print_json(&view);
     }
-    println!("{}", line(&view));
+    println!("{}", subscriber_line(&view));
     Ok(())
 }

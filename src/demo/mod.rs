@@ -18,7 +18,7 @@ use crate::reconcile::{PassRequest, Reconciler};
 use crate::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use crate::settings::{LogFormat, Settings, Synchronous};
 use crate::store::Pool;
-use crate::{db, ledger, upstream};
+use crate::{ledger, upstream};
 pub use differences::{ConsentDifferences, consent_differences};
 pub use receiver::DemoSubscriber;
 pub use view::{LEGEND, Row};
@@ -222,7 +222,7 @@ async fn finale(
     // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
-    let pool = db::pool(settings).await?;
+    let pool = crate::store::pool(settings).await?;
     let client = upstream::service_client(settings, &pool)?;
     let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:

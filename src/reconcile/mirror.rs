@@ -2,7 +2,7 @@
 //! or endpoint it came from.
 
 use crate::client::{V2Lead, models};
-use crate::events::{Lead, MessageStatus};
+use crate::model::{Lead, MessageStatus};
 
 /// The service's custom fields (text values) as the mirror keeps them (JSON values).
 fn custom_fields_as_json<'a>(

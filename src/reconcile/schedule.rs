@@ -6,18 +6,13 @@ use tokio_util::task::TaskTracker;
 
 use super::{PassRefused, PassRequest, Reconciler};
 
-/// Whether `schedule` is a cron expression the scheduler accepts.
-pub fn valid_schedule(schedule: &str) -> bool {
-    tokio_cron_scheduler::Job::new_async(schedule, |_, _| Box::pin(async {})).is_ok()
-}
-
 impl Reconciler {
     /// Runs a pass at start (if configured) and on the cron schedule until `shutdown`.
     pub async fn run_scheduled(self, shutdown: CancellationToken) {
         if self.settings.on_start {
             self.run_scheduled_pass(&shutdown).await;
         }
-        if self.settings.schedule.trim().is_empty() {
+        if self.settings.schedule.is_disabled() {
             shutdown.cancelled().await;
             return;
         }

@@ -66,7 +66,7 @@ impl SubscriberSettings {
         let secret = self.secret.as_ref()?.expose_secret();
         secret
             .strip_prefix("whsec_")
-            .and_then(crate::signature::standard_webhooks_key)
+            .and_then(super::standard_webhooks_key)
     }
 }
 

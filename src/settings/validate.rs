@@ -75,9 +75,7 @@ impl Settings {
     /// `[service]` and `[reconcile]`: what the upstream client and the schedule need.
     fn validate_service(&self) -> Result<(), SettingsError> {
         url_with_http_scheme("service.base_url", &self.service.base_url)?;
-        if !self.reconcile.schedule.trim().is_empty()
-            && !crate::reconcile::valid_schedule(&self.reconcile.schedule)
-        {
+        if self.reconcile.schedule.check().is_err() {
             return Err(SettingsError::invalid(
                 "reconcile.schedule",
                 "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
@@ -124,7 +122,7 @@ impl Settings {
                 ));
             }
             if webhook.scheme == Scheme::StandardWebhooks
-                && crate::signature::standard_webhooks_key(secret.expose_secret()).is_none()
+                && super::standard_webhooks_key(secret.expose_secret()).is_none()
             {
                 return Err(SettingsError::invalid(
                     "webhook.secrets",

@@ -9,7 +9,7 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use http::HeaderMap;
 use secrecy::{ExposeSecret, SecretSlice};
 
-use crate::settings::{Algorithm, Encoding, Scheme, WebhookSettings};
+use crate::settings::{Algorithm, Encoding, Scheme, WebhookSettings, standard_webhooks_key};
 pub use digest::{compute, digest_len, verify_tag};
 
 /// Header names of the Standard Webhooks scheme.
@@ -72,16 +72,6 @@ impl Key {
     pub fn bytes(&self) -> &[u8] {
         self.0.expose_secret()
     }
-}
-
-/// Decodes a Standard Webhooks secret (`whsec_` + base64); `None` if it is not base64.
-pub fn standard_webhooks_key(secret: &str) -> Option<Vec<u8>> {
-    let b64 = secret.strip_prefix("whsec_").unwrap_or(secret);
-    let key = STANDARD
-        .decode(b64)
-        .or_else(|_| STANDARD_NO_PAD.decode(b64))
-        .ok()?;
-    (!key.is_empty()).then_some(key)
 }
 
 /// Why a delivery was refused. The text is safe to show a client: it names headers, never

@@ -9,10 +9,23 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 
-use crate::events::Lead;
+use crate::model::Lead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
 };
+
+/// Opening the configured database, and the embedded migrations of each backend.
+mod open;
+pub use open::{
+    DbError, MIGRATOR, POSTGRES_MIGRATOR, connection, migrate, migrate_postgres,
+    migrations_applied, open, pool, postgres_connection,
+};
+
+/// How values cross the storage boundary as text (JSON, times, rowids).
+pub mod codec;
+
+/// `migrate --from`: a SQLite database copied into PostgreSQL.
+pub mod copy;
 
 /// The SQLite backend.
 pub mod sqlite;
@@ -178,9 +191,9 @@ pub(crate) fn entry_fields<'a>(
     seq: i64,
     occurred_at: &'a str,
     recorded_at: &'a str,
-) -> crate::chain::Fields<'a> {
+) -> crate::model::chain::Fields<'a> {
     let o = e.observation;
-    crate::chain::Fields {
+    crate::model::chain::Fields {
         seq,
         organization_id: &o.organization_id,
         lead_id: e.lead_id,
@@ -235,13 +248,13 @@ pub(crate) fn chain_after<'e, 'a>(
     let mut chained = Vec::with_capacity(new.len());
     for (seq, &i) in (head_seq + 1..).zip(new) {
         let entry = &entries[i];
-        let occurred_at = crate::db::timestamp(entry.observation.occurred_at);
+        let occurred_at = codec::timestamp(entry.observation.occurred_at);
         prev = entry_fields(entry, seq, &occurred_at, recorded_at).hash_after(&prev);
         let evidence = entry
             .observation
             .evidence
             .as_ref()
-            .map(crate::db::json_param)
+            .map(codec::json_param)
             .transpose()?;
         chained.push(Chained {
             entry,
@@ -375,11 +388,11 @@ pub(crate) struct LeadJson {
 
 impl LeadJson {
     pub fn of(lead: &Lead) -> Result<Self, sqlx::Error> {
-        let custom_fields = crate::db::json_param(&lead.custom_fields)?;
+        let custom_fields = codec::json_param(&lead.custom_fields)?;
         Ok(Self {
-            active_group_ids: crate::db::json_param(&lead.active_group_ids)?,
-            inactive_group_ids: crate::db::json_param(&lead.inactive_group_ids)?,
-            tag_ids: crate::db::json_param(&lead.tag_ids)?,
+            active_group_ids: codec::json_param(&lead.active_group_ids)?,
+            inactive_group_ids: codec::json_param(&lead.inactive_group_ids)?,
+            tag_ids: codec::json_param(&lead.tag_ids)?,
             hash: content_hash(lead, &custom_fields),
             custom_fields,
         })
@@ -425,7 +438,7 @@ pub(crate) fn status_rank<'a>(
     o: &'a StatusObservation<'_>,
 ) -> (bool, DateTime<Utc>, &'a str, &'a str) {
     (
-        crate::events::is_terminal(&o.message.status),
+        crate::model::is_terminal(&o.message.status),
         crate::model::to_millis(o.occurred_at),
         o.message.status.as_str(),
         o.message.error_code.as_deref().unwrap_or(""),

@@ -6,6 +6,7 @@
 
 mod sender;
 
+use crate::store::codec;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -187,7 +188,7 @@ async fn view(
         .map_or(0.0, |at| {
             ((now - at.with_timezone(&Utc)).num_milliseconds().max(0) as f64) / 1000.0
         });
-    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(crate::db::timestamp);
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(codec::timestamp);
     let retrying = state.failures > 0;
     Ok(SubscriberView {
         name: settings.name.clone(),

@@ -1,6 +1,7 @@
 //! One subscriber's sender: read the entries after its cursor, post them as one signed
 //! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
 
+use crate::store::codec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -370,7 +371,7 @@ impl Sender {
         let now = Utc::now();
         let message = Message {
             kind: "consent.changed",
-            timestamp: crate::db::timestamp(now),
+            timestamp: codec::timestamp(now),
             data: Items { items },
         };
         let body = match serde_json::to_vec(&message) {

@@ -5,10 +5,10 @@ use crate::common;
 
 use std::sync::Arc;
 
+use outreach_sync::ledger;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::worker::{Requeue, Worker};
-use outreach_sync::{db, ledger};
 use serde_json::{Value, json};
 use sqlx::SqlitePool;
 
@@ -23,8 +23,8 @@ async fn store(account_sync: bool) -> Store {
     let dir = tempfile::tempdir().unwrap();
     let mut settings: Settings = common::test_settings(dir.path());
     settings.database.synchronous = outreach_sync::settings::Synchronous::Normal;
-    let pool = db::pool(&settings).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = outreach_sync::store::pool(&settings).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
     let worker = Worker::new(pool.clone(), Arc::new(OutboxState::default()), account_sync);
     Store {
         pool,

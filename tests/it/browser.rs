@@ -8,6 +8,7 @@
 //! With `OUTREACH_SYNC_SCREENSHOTS=DIR` the tests also save the screenshots the README
 //! shows.
 
+use outreach_sync::store::codec;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -474,9 +475,8 @@ async fn a_quarantined_delivery_is_replayed_and_the_status_charts_deliveries() {
     // hour before `now`, 3 ten minutes before, 5 at `now`. One instant for all, so that a
     // minute turning during the test moves every bar alike.
     let now = chrono::Utc::now();
-    let at = |minutes_before: i64| {
-        outreach_sync::db::timestamp(now - chrono::Duration::minutes(minutes_before))
-    };
+    let at =
+        |minutes_before: i64| codec::timestamp(now - chrono::Duration::minutes(minutes_before));
     for (ids, minutes_before) in [("1 AND 4", 30), ("5 AND 7", 10), ("8 AND 12", 0)] {
         app.execute(&format!(
             "UPDATE outbox SET received_at = '{}' WHERE id BETWEEN {ids}",

@@ -1,8 +1,7 @@
 //! The ledger's hash chain: written with every entry on both backends, shown by `status`,
 //! checked by `ledger verify`, and computed for the entries of databases from before it.
 
-use outreach_sync::chain;
-use outreach_sync::db;
+use outreach_sync::ledger::chain;
 use serde_json::Value;
 
 use crate::common::{Backend, consent_event, on_both_backends, spawn_app_on, with_admin_token};
@@ -90,7 +89,10 @@ async fn a_postgres_ledger_from_before_the_chain_is_chained_by_its_migration() {
     .await
     .unwrap();
 
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
 
     let head = chain::verify(&pool)
         .await

@@ -3,6 +3,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::Utc;
+use outreach_sync::store::codec;
 use reqwest::redirect::Policy;
 use reqwest::{Response, StatusCode};
 use secrecy::SecretString;
@@ -1130,7 +1131,7 @@ async fn the_status_page_charts_the_deliveries_of_the_last_hour(backend: Backend
     }
     app.drain().await;
     // The first came two hours ago: not in the chart.
-    let earlier = outreach_sync::db::timestamp(Utc::now() - chrono::Duration::hours(2));
+    let earlier = codec::timestamp(Utc::now() - chrono::Duration::hours(2));
     app.execute(&format!(
         "UPDATE outbox SET received_at = '{earlier}' WHERE dedup_key = 'event:evt_0'"
     ))

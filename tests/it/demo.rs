@@ -22,7 +22,7 @@ async fn daemon_of(sandbox: &RunningSandbox) -> common::TestApp {
         settings.service.client_id = sandbox.config().client_id.clone();
         settings.service.client_secret =
             Some(SecretString::from(sandbox.config().client_secret.clone()));
-        settings.reconcile.schedule = String::new();
+        settings.reconcile.schedule = "".into();
         settings.reconcile.on_start = false;
     })
     .await;

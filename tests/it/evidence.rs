@@ -8,9 +8,10 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{Duration, Utc};
 use hmac::{KeyInit as _, Mac as _};
 use outreach_sync::apply;
-use outreach_sync::events::Lead;
+use outreach_sync::model::Lead;
 use outreach_sync::retention::Pruner;
 use outreach_sync::store::Pool;
+use outreach_sync::store::codec;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use sha2::{Digest as _, Sha256};
@@ -143,7 +144,7 @@ async fn a_webhook_opt_out_comes_with_its_delivery_whose_signature_checks_out_wi
     );
     assert_chain_holds(&bundle);
     assert!(
-        outreach_sync::chain::verify(&app.pool)
+        outreach_sync::ledger::chain::verify(&app.pool)
             .await
             .unwrap()
             .is_ok()
@@ -190,7 +191,7 @@ async fn a_local_change_names_its_actor_and_a_reconciled_one_keeps_the_lead_as_f
     assert_eq!(reconciled["source"], "reconcile");
     assert_eq!(
         reconciled["evidence"]["requestedAt"],
-        outreach_sync::db::timestamp(fetched_at).as_str()
+        codec::timestamp(fetched_at).as_str()
     );
     assert_eq!(reconciled["evidence"]["lead"]["firstName"], "Ada");
     assert_eq!(reconciled["evidence"]["lead"]["id"], "lead_7");

@@ -5,7 +5,6 @@ use crate::common;
 
 use std::io::{BufRead, BufReader, BufWriter};
 
-use outreach_sync::db;
 use outreach_sync::export::{self, Dataset, Format};
 use sqlx::SqlitePool;
 
@@ -14,8 +13,8 @@ const ROWS: i64 = 100_000;
 /// 100,000 ledger entries (and the consent state of every 10th), in one statement each.
 async fn prefilled(dir: &std::path::Path) -> SqlitePool {
     let settings = common::test_settings(dir);
-    let pool = db::pool(&settings).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = outreach_sync::store::pool(&settings).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
     sqlx::query(
         "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
          INSERT INTO ledger (organization_id, lead_id, phone_number, opted_out, occurred_at,

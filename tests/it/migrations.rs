@@ -55,7 +55,7 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     .unwrap();
 
     // As `migrate` and `serve` do: the migrations, then the chain of the older entries.
-    outreach_sync::db::migrate(&pool).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
 
     let current: Vec<(String, Option<String>, String, bool, String)> = sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, source
@@ -120,6 +120,9 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     .unwrap();
     assert_eq!((opted_out, lead.as_deref(), seq), (true, Some("lead_2"), 3));
     // The older entries were given their hashes, and the new one follows them.
-    let head = outreach_sync::chain::verify(&pool).await.unwrap().unwrap();
+    let head = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(head.seq, 3);
 }

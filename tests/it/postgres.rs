@@ -10,7 +10,6 @@ use std::io::Write as _;
 use std::str::FromStr as _;
 use std::sync::Once;
 
-use outreach_sync::db;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::{Connection as _, PgConnection, PgPool};
 
@@ -92,7 +91,9 @@ async fn replicas_starting_together_apply_the_postgres_migrations_once() {
         database.pool().await,
         database.pool().await,
     ];
-    let runs = replicas.iter().map(|pool| db::POSTGRES_MIGRATOR.run(pool));
+    let runs = replicas
+        .iter()
+        .map(|pool| outreach_sync::store::POSTGRES_MIGRATOR.run(pool));
     for result in futures::future::join_all(runs).await {
         result.expect("every replica's migration succeeds");
     }
@@ -102,7 +103,7 @@ async fn replicas_starting_together_apply_the_postgres_migrations_once() {
             .fetch_one(pool)
             .await
             .unwrap();
-    let expected = db::POSTGRES_MIGRATOR.iter().count() as i64;
+    let expected = outreach_sync::store::POSTGRES_MIGRATOR.iter().count() as i64;
     assert_eq!((applied, succeeded), (expected, expected));
     let heads: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ledger_head")
         .fetch_one(pool)
@@ -120,8 +121,8 @@ async fn sqlite_view_columns(view: &str) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = outreach_sync::settings::Settings::default();
     settings.database.url = format!("sqlite://{}", dir.path().join("views.db").display());
-    let pool = db::pool(&settings).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = outreach_sync::store::pool(&settings).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
     let columns = sqlx::query_scalar(&format!("SELECT name FROM pragma_table_info('{view}')"))
         .fetch_all(&pool)
         .await
@@ -136,7 +137,10 @@ async fn the_stable_views_have_the_same_columns_on_both_backends() {
         return;
     };
     let pool = database.pool().await;
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
     let contract: [(&str, &[&str]); 2] = [
         (
             "consent_current",
@@ -187,7 +191,10 @@ async fn the_ledger_on_postgres_refuses_changes_and_deletions() {
         return;
     };
     let pool = database.pool().await;
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
     sqlx::query(
         "INSERT INTO ledger (seq, organization_id, phone_number, opted_out, occurred_at,
                              recorded_at, source, event_ref, hash)
@@ -223,7 +230,10 @@ async fn a_ledger_seq_is_taken_only_after_the_previous_appender_commits() {
         return;
     };
     let pool = database.pool().await;
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
     let take = "UPDATE ledger_head SET seq = seq + 1 RETURNING seq";
     let mut first = pool.begin().await.unwrap();
     let seq: i64 = sqlx::query_scalar(take)
@@ -432,11 +442,14 @@ async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_pos
         "new entries continue the seqs"
     );
     // The chain comes across whole, and new entries continue it.
-    let sqlite_head = outreach_sync::chain::verify(&sqlite)
+    let sqlite_head = outreach_sync::ledger::chain::verify(&sqlite)
         .await
         .unwrap()
         .unwrap();
-    let pg_head = outreach_sync::chain::verify(&pool).await.unwrap().unwrap();
+    let pg_head = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(pg_head, sqlite_head);
     let stored: String = sqlx::query_scalar("SELECT hash FROM ledger_head")
         .fetch_one(&pool)

@@ -5,7 +5,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use outreach_sync::db;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
@@ -23,7 +22,10 @@ use crate::postgres::TestDatabase;
 pub(crate) async fn postgres() -> Option<(TestDatabase, PgPool)> {
     let database = TestDatabase::create().await?;
     let pool = database.pool().await;
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
     Some((database, pool))
 }
 
@@ -31,8 +33,8 @@ pub(crate) async fn sqlite() -> (tempfile::TempDir, SqlitePool) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings: Settings = common::test_settings(dir.path());
     settings.database.synchronous = outreach_sync::settings::Synchronous::Normal;
-    let pool = db::pool(&settings).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = outreach_sync::store::pool(&settings).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
     (dir, pool)
 }
 

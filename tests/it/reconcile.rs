@@ -22,7 +22,7 @@ fn point_at(settings: &mut Settings, sandbox: &RunningSandbox) {
     settings.service.client_secret =
         Some(SecretString::from(sandbox.config().client_secret.clone()));
     settings.service.requests_per_second = 1000;
-    settings.reconcile.schedule = String::new();
+    settings.reconcile.schedule = "".into();
     settings.reconcile.on_start = false;
     settings.reconcile.message_stale_after_secs = 0;
 }

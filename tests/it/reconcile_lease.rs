@@ -6,7 +6,6 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use outreach_sync::client::ServiceClient;
-use outreach_sync::db;
 use outreach_sync::reconcile::{PassRefused, PassRequest, Reconciler};
 use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::Settings;
@@ -24,8 +23,8 @@ fn settings_in(dir: &Path) -> Settings {
 }
 
 async fn migrated_pool(settings: &Settings) -> SqlitePool {
-    let pool = db::pool(settings).await.expect("pool");
-    db::migrate(&pool).await.expect("migrate");
+    let pool = outreach_sync::store::pool(settings).await.expect("pool");
+    outreach_sync::store::migrate(&pool).await.expect("migrate");
     pool
 }
 

@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use chrono::{SubsecRound as _, Utc};
 use outreach_sync::client::{TokenGuardState, TokenGuardStore as _};
+use outreach_sync::ledger;
 use outreach_sync::replica::{self, Replica};
 use outreach_sync::settings::Settings;
 use outreach_sync::store::Pool;
 use outreach_sync::upstream::DbTokenGuardStore;
-use outreach_sync::{db, ledger};
 use serde_json::Value;
 use sqlx::SqlitePool;
 use tokio::sync::mpsc;
@@ -27,8 +27,8 @@ async fn database() -> (tempfile::TempDir, SqlitePool) {
     let dir = tempfile::tempdir().unwrap();
     let mut settings = Settings::default();
     settings.database.url = format!("sqlite://{}", dir.path().join("r.db").display());
-    let pool = db::pool(&settings).await.unwrap();
-    db::migrate(&pool).await.unwrap();
+    let pool = outreach_sync::store::pool(&settings).await.unwrap();
+    outreach_sync::store::migrate(&pool).await.unwrap();
     (dir, pool)
 }
 
@@ -74,7 +74,10 @@ async fn on_postgres_one_replica_leads_and_a_dead_leader_is_replaced_within_two_
         return;
     };
     let pool = database.pool().await;
-    db::POSTGRES_MIGRATOR.run(&pool).await.unwrap();
+    outreach_sync::store::POSTGRES_MIGRATOR
+        .run(&pool)
+        .await
+        .unwrap();
     a_dead_leader_is_replaced(Pool::from(&pool)).await;
     pool.close().await;
     database.drop().await;
@@ -176,7 +179,7 @@ async fn the_token_guard_counts_the_failures_of_every_replica_together(backend: 
         return;
     };
     // Two replicas: two pools on the one database.
-    let other = db::open(&app.settings).await.unwrap();
+    let other = outreach_sync::store::open(&app.settings).await.unwrap();
     let replicas = [
         DbTokenGuardStore::new(&app.pool),
         DbTokenGuardStore::new(other),

@@ -3,6 +3,7 @@
 //! messages leave the mirror after `messages_days`, open ones never.
 
 use chrono::{DateTime, Duration, Utc};
+use outreach_sync::store::codec;
 use std::sync::Arc;
 
 use outreach_sync::apply::{self, LocalChange};
@@ -26,7 +27,7 @@ async fn database(
     dir: &std::path::Path,
 ) -> Option<(Pool, Settings, Option<TestDatabase>)> {
     let (settings, database) = settings_on(backend, dir).await?;
-    let pool = outreach_sync::db::open(&settings).await.expect("open");
+    let pool = outreach_sync::store::open(&settings).await.expect("open");
     Some((pool, settings, database))
 }
 
@@ -39,7 +40,7 @@ async fn delivery(pool: &Pool, key: &str, body: &str, days_ago: i64, state: &str
              VALUES (?, ?, ?, '{}', 0, ?)",
         )
         .bind(key)
-        .bind(outreach_sync::db::timestamp(received_at))
+        .bind(codec::timestamp(received_at))
         .bind(body.as_bytes())
         .bind(state)
         .execute(pool)
@@ -148,7 +149,12 @@ async fn pruning_removes_old_applied_statuses_and_keeps_evidence_quarantine_back
     assert_eq!(kept(&pool).await, ["status-quarantined"]);
     let entries: Vec<(i64,)> = rows(&pool, "SELECT COUNT(*) FROM ledger").await;
     assert_eq!(entries[0].0, 2);
-    assert!(outreach_sync::chain::verify(&pool).await.unwrap().is_ok());
+    assert!(
+        outreach_sync::ledger::chain::verify(&pool)
+            .await
+            .unwrap()
+            .is_ok()
+    );
 
     pool.close().await;
     if let Some(database) = database {
@@ -321,7 +327,7 @@ async fn a_sqlite_file_from_before_retention_is_switched_to_incremental_vacuum_a
     assert_eq!(mode, 0);
     old.close().await;
 
-    outreach_sync::db::open(&settings)
+    outreach_sync::store::open(&settings)
         .await
         .unwrap()
         .close()

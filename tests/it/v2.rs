@@ -35,7 +35,7 @@ fn v2_service(settings: &mut Settings, sandbox: &RunningSandbox, with_secret: bo
     settings.service.client_secret =
         with_secret.then(|| SecretString::from(sandbox.config().client_secret.clone()));
     settings.service.requests_per_second = 1000;
-    settings.reconcile.schedule = String::new();
+    settings.reconcile.schedule = "".into();
     settings.reconcile.on_start = false;
     settings.reconcile.message_stale_after_secs = 0;
 }

@@ -4,7 +4,7 @@
 use sqlx::PgPool;
 
 use super::read::LedgerRow;
-use crate::chain::{ChainHead, ChainRow};
+use crate::model::chain::{ChainHead, ChainRow};
 
 /// A ledger row as PostgreSQL stores it (times as timestamps).
 #[derive(sqlx::FromRow)]

@@ -1,12 +1,12 @@
 //! What the evidence bundle reads on PostgreSQL: a number's ledger entries with their
 //! hashes and kept evidence, and the stored deliveries they came from.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use super::read::LedgerRow;
 use super::read::ledger_columns;
-use crate::db;
 use crate::model::{KeptDelivery, StoredEntry};
 
 #[derive(sqlx::FromRow)]
@@ -79,7 +79,7 @@ pub async fn deliveries(
         .map(|r| KeptDelivery {
             id: r.id,
             dedup_key: r.dedup_key,
-            received_at: db::timestamp(r.received_at),
+            received_at: codec::timestamp(r.received_at),
             headers: r.headers,
             body: r.body,
             secret_index: i64::from(r.secret_index),

@@ -1,14 +1,14 @@
 //! The read side on PostgreSQL: the records of `ledger`, `export` and the admin API, the
 //! same as on SQLite for the same data. Times are decoded and written as SQLite stores them
-//! ([`db::timestamp`]); text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
+//! ([`codec::timestamp`]); text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
 //! whatever the database's collation.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use futures::{Stream, TryStreamExt as _};
 use serde_json::{Value, json};
 use sqlx::PgPool;
 
-use crate::db;
 use crate::model::{
     Backlog, ConsentRecord, KeptRejection, LastError, LedgerEntry, OrganizationPass, PushCounts,
     Status, StoredEvent,
@@ -46,7 +46,7 @@ impl From<ConsentRow> for ConsentRecord {
             lead_id: row.lead_id,
             phone_number: row.phone_number,
             opted_out: row.opted_out,
-            changed_at: db::timestamp(row.changed_at),
+            changed_at: codec::timestamp(row.changed_at),
             source: row.source,
         }
     }
@@ -80,8 +80,8 @@ impl From<LedgerRow> for LedgerEntry {
             lead_id: row.lead_id,
             phone_number: row.phone_number,
             opted_out: row.opted_out,
-            occurred_at: db::timestamp(row.occurred_at),
-            recorded_at: db::timestamp(row.recorded_at),
+            occurred_at: codec::timestamp(row.occurred_at),
+            recorded_at: codec::timestamp(row.recorded_at),
             source: row.source,
             event_ref: row.event_ref,
             superseded: row.superseded,
@@ -218,7 +218,7 @@ pub async fn events(
             event_type: event_type(&row.body),
             id: row.id,
             dedup_key: row.dedup_key,
-            received_at: db::timestamp(row.received_at),
+            received_at: codec::timestamp(row.received_at),
             state: row.state,
             attempts: row.attempts,
             last_error: row.last_error,
@@ -283,16 +283,16 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
         leads,
         messages,
         open_messages,
-        oldest_pending_at: oldest_pending_at.map(db::timestamp),
+        oldest_pending_at: oldest_pending_at.map(codec::timestamp),
         last_error: last_error.map(|row| LastError {
-            at: db::timestamp(row.at),
+            at: codec::timestamp(row.at),
             message: row.message,
         }),
         reconciliation: reconciliation
             .into_iter()
             .map(|row| OrganizationPass {
                 organization_id: row.organization_id,
-                finished_at: db::timestamp(row.finished_at),
+                finished_at: codec::timestamp(row.finished_at),
                 leads_scanned: row.leads_scanned,
                 repaired: row.repaired,
                 error: row.error,
@@ -301,7 +301,7 @@ pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
         reconciliation_in_progress,
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
-        chain_head: crate::chain::ChainHead::empty(),
+        chain_head: crate::model::chain::ChainHead::empty(),
         subscribers: Vec::new(),
     })
 }
@@ -354,7 +354,7 @@ pub async fn rejected(pool: &PgPool) -> Result<Vec<KeptRejection>, sqlx::Error> 
         .into_iter()
         .map(|(id, received_at, reason, headers, body)| KeptRejection {
             id,
-            received_at: db::timestamp(received_at),
+            received_at: codec::timestamp(received_at),
             reason,
             headers: headers.0,
             body,
@@ -382,7 +382,7 @@ pub async fn push_counts(pool: &PgPool) -> Result<PushCounts, sqlx::Error> {
         sent: row.sent,
         failed: row.failed,
         retrying: row.retrying,
-        oldest_pending_at: row.oldest_pending_at.map(db::timestamp),
+        oldest_pending_at: row.oldest_pending_at.map(codec::timestamp),
         last_push_error: row.last_push_error,
     })
 }
@@ -437,7 +437,7 @@ pub async fn lead(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error>
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    found.as_deref().map(db::json_decoded).transpose()
+    found.as_deref().map(codec::json_decoded).transpose()
 }
 
 /// The mirrored leads of `phone`, in every organization or in one.
@@ -454,7 +454,7 @@ pub async fn leads(
     .bind(organization)
     .fetch_all(pool)
     .await?;
-    rows.iter().map(|text| db::json_decoded(text)).collect()
+    rows.iter().map(|text| codec::json_decoded(text)).collect()
 }
 
 #[derive(sqlx::FromRow)]
@@ -494,9 +494,9 @@ pub async fn message(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Err
             "leadId": m.lead_id,
             "organizationId": m.organization_id,
             "terminal": m.terminal,
-            "statusAt": db::timestamp(m.status_at),
+            "statusAt": codec::timestamp(m.status_at),
             "source": m.source,
-            "updatedAt": db::timestamp(m.updated_at),
+            "updatedAt": codec::timestamp(m.updated_at),
         })
     }))
 }

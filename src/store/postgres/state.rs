@@ -1,9 +1,8 @@
 //! `daemon_state`: small durable facts of the daemon, by key, shared by every replica.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
-
-use crate::db;
 
 pub async fn get(pool: &PgPool, key: &str) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = $1")
@@ -57,7 +56,7 @@ pub async fn count_token_failure(
     )
     .bind(key)
     .bind(max)
-    .bind(db::timestamp(block_until))
+    .bind(codec::timestamp(block_until))
     .bind(now)
     .fetch_one(pool)
     .await

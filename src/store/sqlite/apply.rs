@@ -3,19 +3,19 @@
 //! values, or one JSON array read with `json_each`, because each statement costs a
 //! hand-over between SQLite's thread and the calling task.
 
+use crate::store::codec;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 
-use crate::chain::ChainHead;
-use crate::db;
-use crate::events::{Lead, MessageStatus, is_terminal};
+use crate::model::chain::ChainHead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
+use crate::model::{Lead, MessageStatus, is_terminal};
 use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
@@ -61,7 +61,7 @@ impl ApplyTx for SqliteConnection {
              SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
              JOIN consent_state AS s ON s.lead_id = k.value",
         )
-        .bind(db::json_param(lead_ids)?)
+        .bind(codec::json_param(lead_ids)?)
         .fetch_all(&mut *self)
         .await?;
         Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
@@ -73,7 +73,7 @@ impl ApplyTx for SqliteConnection {
              FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
              JOIN consent_state AS s ON s.phone_number = p.value",
         )
-        .bind(db::json_param(phones)?)
+        .bind(codec::json_param(phones)?)
         .fetch_all(&mut *self)
         .await?;
         Ok(crate::model::holders(rows))
@@ -92,7 +92,7 @@ impl ApplyTx for SqliteConnection {
              WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
              ORDER BY p.seq",
         )
-        .bind(db::json_param(keys)?)
+        .bind(codec::json_param(keys)?)
         .fetch_all(&mut *self)
         .await?;
         rows.into_iter()
@@ -123,13 +123,13 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, sqlx::Error> {
-        let rows: Vec<(String, String, String, bool, Option<String>)> = db::json_rows(
+        let rows: Vec<(String, String, String, bool, Option<String>)> = codec::json_rows(
             self,
             "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
                                                 json(iif(s.opted_out, 'true', 'false')), s.lead_id))
              FROM json_each(?) AS k
              JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
-            db::json_param(keys)?,
+            codec::json_param(keys)?,
         )
         .await?;
         let mut states = HashMap::with_capacity(rows.len());
@@ -156,14 +156,14 @@ impl ApplyTx for SqliteConnection {
         // these events, until the commit. So the new entries' seqs and their chain are known
         // before the insert (each hash needs its seq and the hash before it).
         let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
-        let recorded: HashSet<usize> = db::json_rows::<usize, _>(
+        let recorded: HashSet<usize> = codec::json_rows::<usize, _>(
             self,
             "SELECT json_group_array(k.key)
              FROM json_each(?) AS k
              JOIN ledger AS l ON l.event_ref = k.value ->> 0
                              AND l.organization_id = k.value ->> 1
                              AND l.phone_number = k.value ->> 2",
-            db::json_param(&keys)?,
+            codec::json_param(&keys)?,
         )
         .await?
         .into_iter()
@@ -173,7 +173,7 @@ impl ApplyTx for SqliteConnection {
             return Ok(seqs);
         }
         let head = chain_head(self).await?;
-        let recorded_at = db::timestamp(recorded_at);
+        let recorded_at = codec::timestamp(recorded_at);
         let rows = store::chain_after(entries, &new, head.seq, head.hash, &recorded_at)?;
         for (row, &i) in rows.iter().zip(&new) {
             seqs[i] = Some(row.seq);
@@ -241,7 +241,7 @@ impl ApplyTx for SqliteConnection {
                         .push_bind(w.phone_number)
                         .push_bind(w.lead_id)
                         .push_bind(w.rank.opted_out)
-                        .push_bind(db::timestamp(w.rank.changed_at))
+                        .push_bind(codec::timestamp(w.rank.changed_at))
                         .push_bind(w.source.as_str())
                         .push_bind(w.seq);
                 });
@@ -260,16 +260,16 @@ impl ApplyTx for SqliteConnection {
         if leads.is_empty() {
             return Ok(0);
         }
-        let now = db::timestamp(now);
+        let now = codec::timestamp(now);
         // Leads the mirror does not have yet are plain inserts, which cannot abort and so
         // need no statement journal; the others (and a lead's later observations in the same
         // batch) are updated where newer and different. Rows are bound as parameters: for
         // wide rows that is cheaper than JSON extraction.
         let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-        let stored: HashSet<String> = db::json_rows::<String, _>(
+        let stored: HashSet<String> = codec::json_rows::<String, _>(
             self,
             "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
-            db::json_param(&ids)?,
+            codec::json_param(&ids)?,
         )
         .await?
         .into_iter()
@@ -328,7 +328,7 @@ impl ApplyTx for SqliteConnection {
                         .push_bind(json.tag_ids)
                         .push_bind(json.custom_fields)
                         .push_bind(&lead.created_at)
-                        .push_bind(db::timestamp(*observed_at))
+                        .push_bind(codec::timestamp(*observed_at))
                         .push_bind(json.hash)
                         .push_bind(&now);
                 });
@@ -364,7 +364,7 @@ impl ApplyTx for SqliteConnection {
                 lead: o.lead_id,
                 org: o.organization_id,
                 terminal: is_terminal(&o.message.status),
-                at: db::timestamp(o.occurred_at),
+                at: codec::timestamp(o.occurred_at),
                 src: o.source.as_str(),
             })
             .collect();
@@ -385,8 +385,8 @@ impl ApplyTx for SqliteConnection {
              WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
                  > (terminal, status_at, status, COALESCE(error_code, ''))",
         )
-        .bind(db::json_param(&rows)?)
-        .bind(db::timestamp(now))
+        .bind(codec::json_param(&rows)?)
+        .bind(codec::timestamp(now))
         .execute(&mut *self)
         .await?;
         Ok(done.rows_affected())
@@ -413,8 +413,8 @@ impl ApplyTx for SqliteConnection {
                 "UPDATE outbox SET state = 'applied', applied_at = ?
                  WHERE id IN (SELECT value FROM json_each(?))",
             )
-            .bind(db::timestamp(now))
-            .bind(db::json_param(applied)?)
+            .bind(codec::timestamp(now))
+            .bind(codec::json_param(applied)?)
             .execute(&mut *self)
             .await?;
         }
@@ -427,7 +427,7 @@ impl ApplyTx for SqliteConnection {
         change: &ConsentObservation,
         now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
-        let now = db::timestamp(now);
+        let now = codec::timestamp(now);
         sqlx::query(
             "UPDATE pushes SET state = 'superseded', finished_at = ?3
              WHERE organization_id = ?1 AND phone_number = ?2 AND state = 'pending' AND attempts = 0",

@@ -3,7 +3,7 @@
 
 use sqlx::{Connection as _, SqlitePool};
 
-use crate::chain::{ChainHead, ChainRow, GENESIS};
+use crate::model::chain::{ChainHead, ChainRow, GENESIS};
 
 /// Entries hashed per transaction when computing a missing chain: each transaction holds
 /// the write lock, so it stays short.

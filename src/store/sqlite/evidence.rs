@@ -1,10 +1,10 @@
 //! What the evidence bundle reads on SQLite: a number's ledger entries with their hashes
 //! and kept evidence, and the stored deliveries they came from.
 
+use crate::store::codec;
 use sqlx::SqlitePool;
 
 use super::read::ledger_columns;
-use crate::db;
 use crate::model::{KeptDelivery, StoredEntry};
 
 /// Every ledger entry of `phone` (in one organization or all), oldest first.
@@ -38,7 +38,7 @@ pub async fn deliveries(
          FROM (SELECT DISTINCT value FROM json_each(?)) AS k
          JOIN outbox AS o ON o.dedup_key = k.value",
     )
-    .bind(db::json_param(dedup_keys)?)
+    .bind(codec::json_param(dedup_keys)?)
     .fetch_all(pool)
     .await
 }

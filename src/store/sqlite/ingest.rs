@@ -1,12 +1,12 @@
 //! Ingest's statements on SQLite: the group commit's one INSERT per batch, refused
 //! deliveries, and the write probe.
 
+use crate::store::codec;
 use std::collections::HashMap;
 
 use chrono::Utc;
 use sqlx::SqliteConnection;
 
-use crate::db;
 use crate::model::{Delivery, RejectedDelivery};
 
 /// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
@@ -14,7 +14,7 @@ use crate::model::{Delivery, RejectedDelivery};
 /// hand-over to the database thread instead of the four of an explicit one). Returns each
 /// key's row and whether this statement added it.
 ///
-/// The ids of new rows follow from the statement's outcome ([`db::consecutive_rowids`]).
+/// The ids of new rows follow from the statement's outcome ([`codec::consecutive_rowids`]).
 /// When some keys were already present, the keys are looked up in one row, and those above
 /// `last_id` (the largest id before the statement, read once and then carried by the
 /// caller: its writer is the only one to add rows) are the new ones.
@@ -40,7 +40,7 @@ pub async fn insert(
     );
     insert.push_values(fresh, |mut row, d| {
         row.push_bind(&d.dedup_key)
-            .push_bind(db::timestamp(d.received_at))
+            .push_bind(codec::timestamp(d.received_at))
             .push_bind(d.body.as_ref())
             .push_bind(&d.headers)
             .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
@@ -52,7 +52,7 @@ pub async fn insert(
     } else {
         before
     });
-    if let Some(range) = db::consecutive_rowids(&done, fresh.len()) {
+    if let Some(range) = codec::consecutive_rowids(&done, fresh.len()) {
         ids.extend(
             range
                 .zip(fresh)
@@ -61,11 +61,11 @@ pub async fn insert(
         return Ok(ids);
     }
     let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
-    let rows: Vec<(i64, String)> = db::json_rows(
+    let rows: Vec<(i64, String)> = codec::json_rows(
         conn,
         "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
          WHERE dedup_key IN (SELECT value FROM json_each(?))",
-        db::json_param(&keys)?,
+        codec::json_param(&keys)?,
     )
     .await?;
     ids.extend(rows.into_iter().map(|(id, key)| (key, (id, id > before))));
@@ -86,7 +86,7 @@ pub async fn record_others(
         sqlx::query(
             "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
         )
-        .bind(db::timestamp(r.received_at))
+        .bind(codec::timestamp(r.received_at))
         .bind(&r.reason)
         .bind(&r.headers)
         .bind(r.body.as_ref())
@@ -106,7 +106,7 @@ pub async fn record_others(
             "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', ?1)
              ON CONFLICT (key) DO UPDATE SET updated_at = ?1",
         )
-        .bind(db::timestamp(Utc::now()))
+        .bind(codec::timestamp(Utc::now()))
         .execute(&mut *tx)
         .await?;
     }

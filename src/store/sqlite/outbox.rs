@@ -1,9 +1,9 @@
 //! The outbox on SQLite, as the worker and `replay` use it.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
 
-use crate::db;
 use crate::model::{OutboxStates, StoredDelivery};
 
 /// The first `limit` pending rows, in id order, inside the caller's write transaction.
@@ -13,7 +13,7 @@ pub async fn pending(
 ) -> Result<Vec<StoredDelivery>, sqlx::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
-    let mut rows: Vec<(i64, String, String, String)> = db::json_rows(
+    let mut rows: Vec<(i64, String, String, String)> = codec::json_rows(
         conn,
         "SELECT json_group_array(json_array(id, dedup_key, received_at, hex(body)))
          FROM (SELECT id, dedup_key, received_at, body FROM outbox
@@ -49,7 +49,7 @@ pub async fn states(pool: &SqlitePool, ids: &[i64]) -> Result<OutboxStates, sqlx
                 COALESCE(SUM(state = 'quarantined'), 0) AS quarantined
          FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
     )
-    .bind(db::json_param(ids)?)
+    .bind(codec::json_param(ids)?)
     .fetch_one(pool)
     .await
 }

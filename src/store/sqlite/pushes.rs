@@ -1,9 +1,9 @@
 //! The push queue on SQLite: local changes on their way to the service.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
-use crate::db;
 use crate::model::DuePush;
 
 /// Takes the oldest push due at `now` whose number has no older change pending, counting
@@ -23,7 +23,7 @@ pub async fn take_due(
                       ORDER BY p.seq LIMIT 1)
          RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
     )
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(now))
     .fetch_optional(pool)
     .await
 }
@@ -41,7 +41,7 @@ pub async fn sent(
     )
     .bind(seq)
     .bind(lead_id)
-    .bind(db::timestamp(at))
+    .bind(codec::timestamp(at))
     .execute(pool)
     .await?;
     Ok(())
@@ -60,7 +60,7 @@ pub async fn failed(
     )
     .bind(seq)
     .bind(error)
-    .bind(db::timestamp(at))
+    .bind(codec::timestamp(at))
     .execute(pool)
     .await?;
     Ok(())
@@ -76,7 +76,7 @@ pub async fn retry_at(
     sqlx::query("UPDATE pushes SET last_error = ?2, next_attempt_at = ?3 WHERE seq = ?1")
         .bind(seq)
         .bind(error)
-        .bind(db::timestamp(next))
+        .bind(codec::timestamp(next))
         .execute(pool)
         .await?;
     Ok(())

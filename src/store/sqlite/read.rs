@@ -1,11 +1,11 @@
 //! The read side on SQLite: the records of `ledger`, `export` and the admin API. Times are
 //! stored as they are shown (RFC 3339 text), booleans as 0/1, JSON as text.
 
+use crate::store::codec;
 use futures::Stream;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use crate::db;
 use crate::model::{
     Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent,
 };
@@ -51,7 +51,7 @@ pub async fn lookup(
          WHERE ?2 IS NULL OR s.organization_id = ?2
          ORDER BY k.key, s.organization_id",
     )
-    .bind(crate::db::json_param(phones)?)
+    .bind(codec::json_param(phones)?)
     .bind(organization)
     .fetch_all(pool)
     .await
@@ -159,7 +159,7 @@ pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
         reconciliation_in_progress,
         pushes: push_counts(pool).await?,
         replicas: Vec::new(),
-        chain_head: crate::chain::ChainHead::empty(),
+        chain_head: crate::model::chain::ChainHead::empty(),
         subscribers: Vec::new(),
     })
 }
@@ -198,7 +198,7 @@ pub async fn rejected(pool: &SqlitePool) -> Result<Vec<KeptRejection>, sqlx::Err
                 id,
                 received_at,
                 reason,
-                headers: db::json_decoded(&headers)?,
+                headers: codec::json_decoded(&headers)?,
                 body,
             })
         })
@@ -264,7 +264,7 @@ pub async fn lead(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Er
         .bind(id)
         .fetch_optional(pool)
         .await?;
-    found.as_deref().map(db::json_decoded).transpose()
+    found.as_deref().map(codec::json_decoded).transpose()
 }
 
 /// The mirrored leads of `phone`, in every organization or in one.
@@ -281,7 +281,7 @@ pub async fn leads(
     .bind(organization)
     .fetch_all(pool)
     .await?;
-    rows.iter().map(|text| db::json_decoded(text)).collect()
+    rows.iter().map(|text| codec::json_decoded(text)).collect()
 }
 
 /// The tracked message `id`.
@@ -296,7 +296,7 @@ pub async fn message(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx:
     .bind(id)
     .fetch_optional(pool)
     .await?;
-    found.as_deref().map(db::json_decoded).transpose()
+    found.as_deref().map(codec::json_decoded).transpose()
 }
 
 /// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
@@ -313,7 +313,7 @@ pub async fn deliveries_per_minute(
            AND received_at >= ?1
          GROUP BY minute ORDER BY minute",
     )
-    .bind(db::timestamp(since))
+    .bind(codec::timestamp(since))
     .fetch_all(pool)
     .await
 }

@@ -1,10 +1,10 @@
 //! The reconciler's bookkeeping on SQLite: checkpoints of interrupted scans, the last pass
 //! of each organization, and every pass's summary.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
 
-use crate::db;
 use crate::store::{PageCheckpoint, PassRecord};
 
 /// The cursor to resume `organization` from, starting a checkpoint if there is none.
@@ -22,7 +22,7 @@ pub async fn checkpoint(
     )
     .bind(organization)
     .bind(pass_id)
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(now))
     .fetch_optional(pool)
     .await?;
     Ok(cursor.flatten())
@@ -67,7 +67,7 @@ pub async fn end_with_error<E: std::fmt::Display + Send>(
     )
     .bind(organization)
     .bind(pass_id)
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(now))
     .bind(scanned)
     .bind(repaired)
     .bind(error.to_string())
@@ -87,7 +87,7 @@ pub async fn page_written(
     conn: &mut SqliteConnection,
     page: PageCheckpoint<'_>,
 ) -> Result<(), sqlx::Error> {
-    let now = db::timestamp(page.now);
+    let now = codec::timestamp(page.now);
     match page.next {
         Some(cursor) => {
             sqlx::query(
@@ -140,8 +140,8 @@ pub async fn open_messages(
            AND (terminal = 0 OR (status = 'sent' AND status_at >= ?2))
          ORDER BY first_seen_at",
     )
-    .bind(db::timestamp(stale_before))
-    .bind(db::timestamp(receipt_since))
+    .bind(codec::timestamp(stale_before))
+    .bind(codec::timestamp(receipt_since))
     .fetch_all(pool)
     .await
 }
@@ -175,7 +175,7 @@ pub async fn organization_failed(
     )
     .bind(organization)
     .bind(pass_id)
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(now))
     .bind(error)
     .execute(pool)
     .await?;

@@ -1,10 +1,10 @@
 //! Pruning stored deliveries and finished messages on SQLite, and giving the space back
 //! (incremental vacuum).
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
-use crate::db;
 use crate::model::OutboxHead;
 
 /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
@@ -45,7 +45,7 @@ pub async fn delete_applied(pool: &SqlitePool, ids: &[i64]) -> Result<u64, sqlx:
     let done = sqlx::query(
         "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
     )
-    .bind(db::json_param(ids)?)
+    .bind(codec::json_param(ids)?)
     .execute(pool)
     .await?;
     Ok(done.rows_affected())
@@ -60,7 +60,7 @@ pub async fn count_finished_messages(
 ) -> Result<u64, sqlx::Error> {
     let count: i64 =
         sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?")
-            .bind(db::timestamp(before))
+            .bind(codec::timestamp(before))
             .fetch_one(pool)
             .await?;
     Ok(u64::try_from(count).unwrap_or(0))
@@ -79,7 +79,7 @@ pub async fn delete_finished_messages(
         "DELETE FROM messages WHERE id IN
              (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
     )
-    .bind(db::timestamp(before))
+    .bind(codec::timestamp(before))
     .bind(limit)
     .execute(pool)
     .await?;
@@ -117,4 +117,15 @@ pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, sqlx::
         .await?;
     sqlx::query("VACUUM").execute(&mut *conn).await?;
     Ok(true)
+}
+
+/// Switches a SQLite file to incremental auto-vacuum once (see
+/// [`ensure_incremental_vacuum`]); logs when that takes a rewrite.
+pub async fn prepare(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+    if ensure_incremental_vacuum(pool).await? {
+        tracing::info!(
+            "the database file now gives pruned space back (incremental auto-vacuum; rewritten once)"
+        );
+    }
+    Ok(())
 }

@@ -1,9 +1,8 @@
 //! `daemon_state`: small durable facts of the daemon, by key.
 
+use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
-
-use crate::db;
 
 pub async fn get(pool: &SqlitePool, key: &str) -> Result<Option<String>, sqlx::Error> {
     sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = ?")
@@ -24,7 +23,7 @@ pub async fn set(
     )
     .bind(key)
     .bind(value)
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(now))
     .execute(pool)
     .await?;
     Ok(())
@@ -56,8 +55,8 @@ pub async fn count_token_failure(
     )
     .bind(key)
     .bind(max)
-    .bind(db::timestamp(block_until))
-    .bind(db::timestamp(now))
+    .bind(codec::timestamp(block_until))
+    .bind(codec::timestamp(now))
     .fetch_one(pool)
     .await
 }

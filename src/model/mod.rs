@@ -7,7 +7,13 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::events::MessageStatus;
+/// The hash chain over the ledger: the canonical encoding of an entry and the walk.
+pub mod chain;
+/// The lead and the message status as the mirror keeps them.
+mod mirror;
+
+pub use chain::ChainHead;
+pub use mirror::{Lead, MessageStatus, NON_TERMINAL, RECEIPT_WINDOW, is_terminal};
 
 /// Where a consent observation comes from (the contract's `source`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -340,7 +346,7 @@ pub struct Status {
     pub replicas: Vec<ReplicaSeen>,
     /// The last ledger entry and its hash, to keep elsewhere (`ledger verify` checks the
     /// chain up to it).
-    pub chain_head: crate::chain::ChainHead,
+    pub chain_head: ChainHead,
     /// The configured subscribers and how far behind each is.
     pub subscribers: Vec<SubscriberView>,
 }

@@ -1,5 +1,5 @@
-//! The hash chain over the consent ledger: what an entry's `hash` is, and the walk that
-//! checks every one.
+//! The hash chain over the consent ledger: what an entry's `hash` is, and the pure walk
+//! that checks entries fed to it in order (reading them is the store's, in `ledger::chain`).
 //!
 //! # The canonical encoding
 //!
@@ -28,15 +28,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::model::LedgerEntry;
-use crate::store::{Pool, on_backend};
-
-/// Entries read per page of a walk.
-const WALK_PAGE: i64 = 10_000;
-
-/// How often the leader logs the chain's head, so that it can be kept elsewhere (a log
-/// shipped off the machine holds the ledger to what it was).
-pub const HEAD_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_secs(3600);
+use super::LedgerEntry;
 
 /// The `prevHash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -60,31 +52,84 @@ pub struct Fields<'a> {
 }
 
 impl Fields<'_> {
-    /// The canonical encoding of the entry after `prev` (see the module's documentation).
+    /// The canonical encoding of the entry after `prev` (see the module's documentation),
+    /// written field by field: every field is a string, an integer, a boolean or null, so
+    /// the encoding cannot fail.
     pub fn canonical(&self, prev: &str) -> String {
-        // A tuple is a JSON array to serde_json, written compact, with the escapes above;
-        // strings, integers, booleans and options cannot fail to encode.
-        serde_json::to_string(&(
-            prev,
-            self.seq,
-            self.organization_id,
+        let mut out = String::with_capacity(256 + self.reason.map_or(0, str::len));
+        out.push('[');
+        push_str(&mut out, prev);
+        out.push(',');
+        out.push_str(&self.seq.to_string());
+        for field in [
+            Some(self.organization_id),
             self.lead_id,
-            self.phone_number,
-            self.opted_out,
+            Some(self.phone_number),
+        ] {
+            out.push(',');
+            push_opt(&mut out, field);
+        }
+        out.push(',');
+        out.push_str(if self.opted_out { "true" } else { "false" });
+        for field in [
             self.occurred_at,
             self.recorded_at,
             self.source,
             self.event_ref,
-            self.superseded,
-            self.tag_id,
-            self.reason,
-        ))
-        .unwrap_or_default()
+        ] {
+            out.push(',');
+            push_str(&mut out, field);
+        }
+        out.push(',');
+        out.push_str(if self.superseded { "true" } else { "false" });
+        for field in [self.tag_id, self.reason] {
+            out.push(',');
+            push_opt(&mut out, field);
+        }
+        out.push(']');
+        out
     }
 
     /// The entry's `hash`, following the entry whose hash is `prev`.
     pub fn hash_after(&self, prev: &str) -> String {
         hex::encode(Sha256::digest(self.canonical(prev).as_bytes()))
+    }
+}
+
+/// `value` as a JSON string, escaped as the module's documentation says. Every byte that
+/// needs an escape is ASCII, so the runs between them are copied whole.
+fn push_str(out: &mut String, value: &str) {
+    out.push('"');
+    let mut run = 0;
+    for (i, byte) in value.bytes().enumerate() {
+        let escaped = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..0x20 => "",
+            _ => continue,
+        };
+        out.push_str(&value[run..i]);
+        if escaped.is_empty() {
+            out.push_str(&format!("\\u{byte:04x}"));
+        } else {
+            out.push_str(escaped);
+        }
+        run = i + 1;
+    }
+    out.push_str(&value[run..]);
+    out.push('"');
+}
+
+/// A string or `null`.
+fn push_opt(out: &mut String, value: Option<&str>) {
+    match value {
+        Some(value) => push_str(out, value),
+        None => out.push_str("null"),
     }
 }
 
@@ -208,44 +253,6 @@ impl Walk {
     }
 }
 
-/// Walks the whole chain in `seq` order: `Ok(head)` when every entry matches its hash,
-/// `Err(break)` naming the first that does not.
-pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, sqlx::Error> {
-    let pool = pool.into();
-    let mut walk = Walk::default();
-    loop {
-        let after = walk.head().seq;
-        let rows = on_backend!(&pool, chain::page(after, WALK_PAGE))?;
-        if rows.is_empty() {
-            return Ok(Ok(walk.head().clone()));
-        }
-        if let Err(broken) = walk.check(&rows) {
-            return Ok(Err(broken));
-        }
-    }
-}
-
-/// The last entry and its hash, as stored (not checked: see [`verify`]).
-pub async fn head(pool: impl Into<Pool>) -> Result<ChainHead, sqlx::Error> {
-    on_backend!(&pool.into(), chain::head())
-}
-
-/// Logs the chain's head now and every [`HEAD_LOG_INTERVAL`] until `stop`; a failed read
-/// is logged and tried again at the next tick.
-pub async fn log_head(pool: Pool, stop: tokio_util::sync::CancellationToken) {
-    let mut ticker = tokio::time::interval(HEAD_LOG_INTERVAL);
-    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = ticker.tick() => match head(&pool).await {
-                Ok(head) => tracing::info!(seq = head.seq, hash = %head.hash, "ledger chain head"),
-                Err(error) => tracing::warn!(%error, "cannot read the ledger chain head"),
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -275,6 +282,23 @@ mod tests {
                 "[\"{GENESIS}\",1,\"org_1\",null,\"+15551234567\",true,\"2026-11-21T10:00:00.000Z\",\"2026-11-21T10:00:01.250Z\",\"webhook\",\"event:evt_1\",false,null,\"said \\\"STOP\\\"\\n\\u0001é/\"]"
             )
         );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_encoding_is_what_serde_json_writes_for_the_same_array(
+            organization_id in ".*", phone_number in ".*", reason in proptest::option::of(".*"),
+            seq in 0i64.., opted_out: bool,
+        ) {
+            let fields = Fields { seq, organization_id: &organization_id, phone_number: &phone_number,
+                opted_out, reason: reason.as_deref(), ..entry() };
+            let expected = serde_json::to_string(&(
+                GENESIS, seq, &organization_id, fields.lead_id, &phone_number, opted_out,
+                fields.occurred_at, fields.recorded_at, fields.source, fields.event_ref,
+                fields.superseded, fields.tag_id, &reason,
+            )).expect("an array of strings, integers and booleans encodes");
+            proptest::prop_assert_eq!(fields.canonical(GENESIS), expected);
+        }
     }
 
     #[test]

@@ -8,8 +8,8 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
 
+use super::{Connection, Pool};
 use crate::settings::{Backend, Settings, Synchronous};
-use crate::store::{Connection, Pool};
 
 /// How long a statement waits for another writer before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -22,9 +22,6 @@ const POOL_SIZE: u32 = 8;
 /// pusher and subscriber senders, admin requests and the heartbeat each hold one at a time;
 /// the ledger's listener (`signal::listen`) keeps one for itself.
 const POSTGRES_POOL_SIZE: u32 = 11;
-
-/// `migrate --from`: a SQLite database copied into PostgreSQL.
-pub mod copy;
 
 /// SQLite's migrations, compiled into the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -173,7 +170,7 @@ pub async fn migrate(pool: &SqlitePool) -> Result<(), DbError> {
     // A file from before retention is rewritten once so that pruning frees space. Another
     // process using the file (an older daemon) can keep that from happening now: the next
     // start tries again, and nothing else depends on it.
-    if let Err(error) = crate::retention::prepare_sqlite(pool).await {
+    if let Err(error) = super::sqlite::retention::prepare(pool).await {
         tracing::warn!(%error, "cannot switch the database to incremental auto-vacuum yet; pruned space is reused but not given back");
     }
     Ok(())
@@ -193,72 +190,4 @@ pub async fn migrations_applied(pool: &Pool) -> Result<bool, sqlx::Error> {
         ),
     };
     Ok(usize::try_from(applied).unwrap_or(0) >= embedded)
-}
-
-/// The rows of `sql`, a query of one `json_group_array` row, with its one parameter.
-/// Many rows come back as one: each row of a result costs a hand-over between SQLite's
-/// thread and the calling task, which for a thousand rows outweighs the query itself.
-pub async fn json_rows<'q, T, P>(
-    conn: &mut SqliteConnection,
-    sql: &'q str,
-    parameter: P,
-) -> Result<Vec<T>, sqlx::Error>
-where
-    T: serde::de::DeserializeOwned,
-    P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
-{
-    let text: String = sqlx::query_scalar(sql)
-        .bind(parameter)
-        .fetch_one(&mut *conn)
-        .await?;
-    json_decoded(&text)
-}
-
-/// JSON text the database built, decoded; a decode error of the query when it is not.
-pub fn json_decoded<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
-    serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
-
-/// `value` as JSON text, for a `json_each(?)` parameter or a JSON column. A value that
-/// cannot be encoded is an error: binding `[]` in its place would silently match nothing
-/// (or mark nothing applied).
-pub fn json_param<T: serde::Serialize + ?Sized>(value: &T) -> Result<String, sqlx::Error> {
-    serde_json::to_string(value).map_err(|e| sqlx::Error::Encode(Box::new(e)))
-}
-
-/// The rowids a multi-row `INSERT OR IGNORE` (or `... ON CONFLICT DO NOTHING`) of `rows`
-/// rows gave, when it inserted every one: consecutive, in VALUES order, ending at the last
-/// insert rowid (the caller holds the write lock, so no other insert interleaves). `None`
-/// when some rows conflicted: skipped rows may burn AUTOINCREMENT values, so the caller
-/// looks the new ones up.
-pub fn consecutive_rowids(
-    done: &sqlx::sqlite::SqliteQueryResult,
-    rows: usize,
-) -> Option<std::ops::RangeInclusive<i64>> {
-    let last = done.last_insert_rowid();
-    (rows > 0 && done.rows_affected() == rows as u64).then(|| last - rows as i64 + 1..=last)
-}
-
-/// Now as stored in the database: RFC 3339, UTC, milliseconds.
-pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
-}
-
-#[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::json_param;
-
-    #[test]
-    fn a_value_that_cannot_be_encoded_is_an_encode_error_not_an_empty_array() {
-        // JSON object keys must be strings.
-        let unencodable = BTreeMap::from([((1, 2), "pair key")]);
-        let error = json_param(&unencodable).expect_err("tuple keys cannot be JSON keys");
-        assert!(matches!(error, sqlx::Error::Encode(_)), "{error:?}");
-        assert_eq!(
-            json_param(&["a", "b"]).expect("strings encode"),
-            r#"["a","b"]"#
-        );
-    }
 }

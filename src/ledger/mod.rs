@@ -11,6 +11,9 @@ pub use crate::model::{
 };
 use crate::store::{Pool, on_backend};
 
+/// The hash chain as stored: the walk that checks it, its head, its hourly log.
+pub mod chain;
+
 /// `{"items": [...]}`, the list shape of the contract.
 #[derive(Debug, Serialize)]
 pub struct Items<T> {
@@ -81,7 +84,7 @@ pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
     let pool = pool.into();
     let mut status = on_backend!(&pool, read::status())?;
     status.replicas = crate::replica::seen(&pool).await?;
-    status.chain_head = crate::chain::head(pool).await?;
+    status.chain_head = crate::ledger::chain::head(pool).await?;
     Ok(status)
 }
 

@@ -1,0 +1,33 @@
+//! How the CLI prints: JSON for `--json`, and the one-line forms shared by commands.
+
+use serde::Serialize;
+
+use super::CliError;
+use crate::model::SubscriberView;
+
+/// `value` as pretty JSON on standard output.
+pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).map_err(anyhow::Error::from)?
+    );
+    Ok(())
+}
+
+/// One line per subscriber: name, URL, state, cursor and lag, and what went wrong last.
+pub(super) fn subscriber_line(s: &SubscriberView) -> String {
+    let mut line = format!(
+        "{} -> {}: {}, cursor {}, {} entries behind ({:.1}s)",
+        s.name, s.url, s.state, s.cursor, s.lag_entries, s.lag_seconds
+    );
+    if let Some(at) = &s.last_success_at {
+        line.push_str(&format!(", last delivered {at}"));
+    }
+    if let Some(at) = &s.next_attempt_at {
+        line.push_str(&format!(", next attempt {at}"));
+    }
+    if let Some(error) = &s.last_error {
+        line.push_str(&format!(", last error: {error}"));
+    }
+    line
+}
