@@ -176,6 +176,7 @@ async fn latency(seconds: u64) {
     let senders = tokio::spawn(outreach_sync::subscribers::run(
         pool.clone(),
         outreach_sync::subscribers::configured(&[subscriber]),
+        outreach_sync::subscribers::http_client().expect("the subscribers' HTTP client"),
         stop.clone(),
     ));
     let committed = steady_writes(&pool, seconds, None).await;
@@ -275,6 +276,7 @@ async fn catch_up(n: usize) {
     let senders = tokio::spawn(outreach_sync::subscribers::run(
         pool.clone(),
         outreach_sync::subscribers::configured(&[subscriber]),
+        outreach_sync::subscribers::http_client().expect("the subscribers' HTTP client"),
         stop.clone(),
     ));
     receipts.wait_for(n).await;

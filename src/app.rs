@@ -135,7 +135,7 @@ impl Application {
         supervise_worker(&mut tasks, &pool, &writer, &settings);
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone()).await;
+        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone()).await?;
         // Every replica's followers of the ledger wake on every replica's commits.
         if let Pool::Postgres(pg) = &pool {
             let pg = pg.clone();
@@ -209,7 +209,7 @@ async fn supervise_leader_work(
     settings: &Settings,
     client: Option<ServiceClient>,
     wake: Arc<tokio::sync::Notify>,
-) {
+) -> anyhow::Result<()> {
     let singletons = client.map(|client| {
         (
             Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
@@ -218,6 +218,8 @@ async fn supervise_leader_work(
         )
     });
     let subscribers = crate::subscribers::configured(&settings.subscriber);
+    let http = crate::subscribers::http_client()
+        .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
     let replica = Replica::new(pool.clone(), &settings.replica);
     // Listed in `status` from the start; a database busy just now (another process
     // holding its write lock) must not stop the daemon: the replica's own loop beats
@@ -233,6 +235,7 @@ async fn supervise_leader_work(
     tasks.add("leader", move |shutdown| {
         let singletons = singletons.clone();
         let subscribers = subscribers.clone();
+        let http = http.clone();
         let pool = pool.clone();
         let pruner = pruner.clone();
         replica
@@ -240,8 +243,12 @@ async fn supervise_leader_work(
             .run(shutdown, move |stop| {
                 let singletons = singletons.clone();
                 // Each subscriber is sent to by the leader alone, so in seq order.
-                let senders =
-                    crate::subscribers::run(pool.clone(), subscribers.clone(), stop.clone());
+                let senders = crate::subscribers::run(
+                    pool.clone(),
+                    subscribers.clone(),
+                    http.clone(),
+                    stop.clone(),
+                );
                 let housekeeping = futures::future::join(
                     crate::ledger::chain::log_head(pool.clone(), stop.clone()),
                     pruner.clone().run(stop.clone()),
@@ -264,6 +271,7 @@ async fn supervise_leader_work(
             })
             .map(Ok)
     });
+    Ok(())
 }
 
 /// The admin listener. Every run of its task serves on a handle of the one bound socket, so

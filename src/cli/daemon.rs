@@ -4,14 +4,17 @@ use super::CliError;
 use crate::settings::{Backend, Settings, redacted_url};
 use crate::{app, telemetry};
 
-/// For tests only: when this variable is set, `serve` runs one more task, which panics at
-/// once, so a test can watch the real process stop and exit non-zero. Single underscore:
-/// it is not a configuration override.
+/// For tests only, and only in debug builds (the release binary has no such hook): when
+/// this variable is set, `serve` runs one more task, which panics at once, so a test can
+/// watch the real process stop and exit non-zero. Single underscore: it is not a
+/// configuration override.
+#[cfg(debug_assertions)]
 pub const PANIC_FOR_TESTS: &str = "OUTREACH_SYNC_TEST_PANIC";
 
 pub async fn serve(settings: Settings) -> Result<(), CliError> {
     telemetry::init(&settings.log);
     let mut application = app::Application::build(settings).await?;
+    #[cfg(debug_assertions)]
     if std::env::var_os(PANIC_FOR_TESTS).is_some() {
         application.supervise("test-panic", |_| async {
             panic!("{PANIC_FOR_TESTS} is set: a task panics, as asked");

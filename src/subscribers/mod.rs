@@ -14,7 +14,7 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 use tokio_util::sync::CancellationToken;
 
-pub use self::sender::{Attempt, Sender, backoff};
+pub use self::sender::{Attempt, Sender, backoff, http_client};
 use crate::ledger::{self, LedgerEntry};
 use crate::model::{Source, SubscriberState, SubscriberView};
 use crate::settings::SubscriberSettings;
@@ -82,8 +82,14 @@ pub async fn ensure(pool: &Pool, subscribers: &[Arc<Subscriber>]) -> Result<(), 
     on_backend!(pool, subscribers::ensure(&names))
 }
 
-/// Runs a sender per subscriber until `stop`; returns when every sender has.
-pub async fn run(pool: Pool, subscribers: Vec<Arc<Subscriber>>, stop: CancellationToken) {
+/// Runs a sender per subscriber, each posting through `http` (see [`http_client`]), until
+/// `stop`; returns when every sender has.
+pub async fn run(
+    pool: Pool,
+    subscribers: Vec<Arc<Subscriber>>,
+    http: reqwest::Client,
+    stop: CancellationToken,
+) {
     if subscribers.is_empty() {
         return;
     }
@@ -91,7 +97,6 @@ pub async fn run(pool: Pool, subscribers: Vec<Arc<Subscriber>>, stop: Cancellati
         // Each sender creates nothing itself: it waits for its state, reading it again.
         tracing::warn!(%error, "cannot record the subscribers' states yet");
     }
-    let http = sender::http_client();
     let mut senders = tokio::task::JoinSet::new();
     for subscriber in subscribers {
         let sender = Sender::new(pool.clone(), subscriber, http.clone());

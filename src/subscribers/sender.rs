@@ -35,15 +35,15 @@ const FILTERED_PAGE: i64 = 1_000;
 const MAX_ERROR_BODY: usize = 200;
 
 /// The one HTTP client of every sender: no redirects (a 3xx is an answer to show, not to
-/// follow with signed consent data).
-pub(super) fn http_client() -> reqwest::Client {
+/// follow with signed consent data). A client that cannot be built with these is an error,
+/// never a default client without them.
+pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
     reqwest::Client::builder()
         .timeout(REQUEST_TIMEOUT)
         .connect_timeout(CONNECT_TIMEOUT)
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
         .build()
-        .unwrap_or_default()
 }
 
 /// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to
