@@ -137,10 +137,14 @@ impl Application {
         let wake = Arc::new(tokio::sync::Notify::new());
         supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone()).await?;
         // Every replica's followers of the ledger wake on every replica's commits.
-        if let Pool::Postgres(pg) = &pool {
-            let pg = pg.clone();
+        if pool.shared_by_replicas() {
+            let pool = pool.clone();
             tasks.add("ledger-listener", move |shutdown| {
-                crate::signal::listen(pg.clone(), shutdown).map(Ok)
+                let pool = pool.clone();
+                async move {
+                    pool.listen_to_replicas(shutdown).await;
+                    Ok(())
+                }
             });
         }
         let admin = admin::router(

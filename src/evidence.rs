@@ -2,6 +2,7 @@
 //! and what it stands on (the delivery as received, the lead as fetched, or who made the
 //! change), so that a reader can check each claim without this code.
 
+use crate::store::EvidenceStore;
 use crate::store::codec;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
@@ -12,7 +13,7 @@ use serde_json::Value;
 use crate::ledger::chain;
 use crate::model::chain::{ChainHead, GENESIS};
 use crate::model::{KeptDelivery, KeptEvidence, LedgerEntry, StoredEntry};
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// How the bundle's hashes are computed, said in the bundle itself for its reader.
 pub const CANONICAL_ENCODING: &str = "hash = lowercase hex SHA-256 of the UTF-8 bytes of the compact JSON array \
@@ -107,7 +108,7 @@ pub async fn bundle(
     let pool = pool.into();
     // The head first: every entry of the bundle is at or below it.
     let chain_head = chain::head(&pool).await?;
-    let entries: Vec<StoredEntry> = on_backend!(&pool, evidence::entries(phone, organization))?;
+    let entries: Vec<StoredEntry> = pool.evidence_entries(phone, organization).await?;
     if entries.is_empty() {
         return Ok(None);
     }
@@ -116,7 +117,7 @@ pub async fn bundle(
         .filter(|e| e.entry.source == "webhook")
         .map(|e| e.entry.event_ref.as_str())
         .collect();
-    let deliveries: Vec<KeptDelivery> = on_backend!(&pool, evidence::deliveries(&keys))?;
+    let deliveries: Vec<KeptDelivery> = pool.evidence_deliveries(&keys).await?;
     let pruned_before = crate::retention::consent_pruned_before(&pool).await?;
     let items = entries
         .into_iter()

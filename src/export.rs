@@ -7,7 +7,7 @@ use futures::{Stream, TryStreamExt as _};
 use serde::Serialize;
 
 use crate::ledger::{ConsentRecord, LedgerEntry};
-use crate::store::{Pool, postgres, sqlite};
+use crate::store::{ExportStore, Pool};
 
 /// What is exported.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -161,19 +161,10 @@ pub async fn export(
     out: &mut impl Write,
 ) -> Result<u64, ExportError> {
     let since = since.unwrap_or(0);
-    match (&pool.into(), dataset) {
-        (Pool::Sqlite(pool), Dataset::Consent) => {
-            write_rows(sqlite::read::export_consent(pool, since), format, out).await
-        }
-        (Pool::Sqlite(pool), Dataset::Ledger) => {
-            write_rows(sqlite::read::export_ledger(pool, since), format, out).await
-        }
-        (Pool::Postgres(pool), Dataset::Consent) => {
-            write_rows(postgres::read::export_consent(pool, since), format, out).await
-        }
-        (Pool::Postgres(pool), Dataset::Ledger) => {
-            write_rows(postgres::read::export_ledger(pool, since), format, out).await
-        }
+    let pool = pool.into();
+    match dataset {
+        Dataset::Consent => write_rows(pool.export_consent(since), format, out).await,
+        Dataset::Ledger => write_rows(pool.export_ledger(since), format, out).await,
     }
 }
 #[cfg(test)]

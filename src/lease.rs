@@ -7,6 +7,7 @@
 //! finds its lease taken (it was stalled past the TTL and someone else took over) is told
 //! through a cancellation token, so it stops at its next safe point.
 
+use crate::store::LeaseStore;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -15,7 +16,7 @@ use tokio_util::task::AbortOnDropHandle;
 /// How long a lease lasts without renewal.
 pub const LEASE_TTL: Duration = Duration::from_secs(60);
 
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// A lease someone else holds.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -82,7 +83,7 @@ impl Leases {
         let pool = pool.into();
         let term = Term { ttl };
         let ttl_ms = term.ttl_ms();
-        let held = on_backend!(&pool, leases::take(&names, holder, ttl_ms))?;
+        let held = pool.take_leases(&names, holder, ttl_ms).await?;
         if let Some(held) = held {
             return Err(Held {
                 name: held.name,
@@ -116,7 +117,7 @@ impl Leases {
 
     /// Gives the leases back at once (dropping them lets them lapse instead).
     pub async fn release(self) -> Result<(), sqlx::Error> {
-        on_backend!(&self.pool, leases::release(&self.names, &self.holder))
+        self.pool.release_leases(&self.names, &self.holder).await
     }
 }
 
@@ -164,7 +165,7 @@ async fn renew_once(
     term: Term,
 ) -> Result<Renewal, sqlx::Error> {
     let ttl_ms = term.ttl_ms();
-    let taken_over = on_backend!(pool, leases::renew(names, holder, ttl_ms))?;
+    let taken_over = pool.renew_leases(names, holder, ttl_ms).await?;
     Ok(taken_over.map_or(Renewal::Renewed, Renewal::TakenOver))
 }
 

@@ -11,13 +11,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use chrono::Utc;
-use sqlx::{Connection as _, SqliteConnection};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::apply::{self, Outcome, Pending};
 use crate::events;
 use crate::settings::Settings;
-use crate::store::{Connection, Pool, postgres, sqlite};
+use crate::store::{Connection, IngestStore, Pool};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -243,39 +242,30 @@ impl Writer {
         let account_sync = self.settings.consent.account_sync;
         let mut last_id = self.last_id;
         let conn = self.connection().await?;
-        let _gate = match conn {
-            Connection::Sqlite(_) => Some(state.write_gate.lock().await),
-            Connection::Postgres(_) => None,
+        let single_writer = conn.single_writer();
+        let _gate = match single_writer {
+            true => Some(state.write_gate.lock().await),
+            false => None,
         };
-        let written = match conn {
-            // With nothing left for the worker (it settles its rows before letting go of the
-            // gate), applying the batch now keeps receipt order: one transaction and one
-            // fsync for the deliveries and their effects, instead of the worker reading
-            // them back.
-            Connection::Sqlite(conn) if state.pending() == 0 => {
-                write_and_apply(conn, batch, &mut last_id, account_sync).await?
-            }
-            Connection::Sqlite(conn) => (
+        // With one writer and nothing left for the worker (it settles its rows before
+        // letting go of the gate), applying the batch now keeps receipt order: one
+        // transaction and one fsync for the deliveries and their effects, instead of the
+        // worker reading them back. Replicas' workers apply: an ingest commit never waits
+        // on their locks.
+        let written = if single_writer && state.pending() == 0 {
+            write_and_apply(conn, batch, &mut last_id, account_sync).await?
+        } else {
+            (
                 write_deliveries(conn, batch, &mut last_id).await?,
                 Outcome::default(),
-            ),
-            // Replicas' workers apply: an ingest commit never waits on their locks.
-            Connection::Postgres(conn) => {
-                let ids = postgres::ingest::insert(conn, &fresh(batch)).await?;
-                (results(batch, &ids)?, Outcome::default())
-            }
+            )
         };
         let others = others(batch);
-        let recorded = match conn {
-            _ if others.rejected.is_empty() && !others.probe => Ok(()),
-            Connection::Sqlite(conn) => {
-                sqlite::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
-                    .await
-            }
-            Connection::Postgres(conn) => {
-                postgres::ingest::record_others(conn, &others.rejected, REJECTED_KEPT, others.probe)
-                    .await
-            }
+        let recorded = if others.rejected.is_empty() && !others.probe {
+            Ok(())
+        } else {
+            conn.record_others(&others.rejected, REJECTED_KEPT, others.probe)
+                .await
         };
         self.last_id = last_id;
         Ok((written, recorded))
@@ -308,13 +298,13 @@ impl Writer {
 /// that cannot take the deliveries at all (locked, full) fails the batch at once: trying
 /// again without the apply would only wait for the same lock twice.
 async fn write_and_apply(
-    conn: &mut SqliteConnection,
+    conn: &mut Connection,
     batch: &[Command],
     last_id: &mut Option<i64>,
     account_sync: bool,
 ) -> Result<(Vec<Option<Committed>>, Outcome), sqlx::Error> {
     let mut tentative = *last_id;
-    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
+    let mut tx = conn.begin_write().await?;
     let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
     let pending: Vec<Pending> = batch
         .iter()
@@ -328,7 +318,7 @@ async fn write_and_apply(
             _ => None,
         })
         .collect();
-    match apply::deliveries(&mut *tx, &pending, Utc::now(), account_sync).await {
+    match apply::deliveries(&mut tx, &pending, Utc::now(), account_sync).await {
         Ok(applied) => {
             tx.commit().await?;
             if !applied.is_idle() {
@@ -346,13 +336,13 @@ async fn write_and_apply(
     }
 }
 
-/// Writes the batch's deliveries on SQLite; one result per command, in order.
-async fn write_deliveries(
-    conn: &mut SqliteConnection,
+/// Writes the batch's deliveries; one result per command, in order.
+async fn write_deliveries<C: IngestStore>(
+    conn: &mut C,
     batch: &[Command],
     last_id: &mut Option<i64>,
 ) -> Result<Vec<Option<Committed>>, sqlx::Error> {
-    let ids = sqlite::ingest::insert(conn, &fresh(batch), last_id).await?;
+    let ids = conn.insert_deliveries(&fresh(batch), last_id).await?;
     results(batch, &ids)
 }
 

@@ -4,6 +4,7 @@
 //! `globalOptedOut`), retrying with a persisted backoff.
 
 use crate::store::codec;
+use crate::store::{PushStore, ReadStore};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use crate::metrics::{self, Push};
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
 use crate::settings::ApiVersion;
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
 /// the CLI, which runs in another process).
@@ -63,19 +64,19 @@ impl Pusher {
     pub async fn try_push(&self, now: DateTime<Utc>) -> Result<Option<Attempted>, sqlx::Error> {
         // Counting the attempt before sending is what lets a webhook that arrives before
         // the answer be recognised as an echo, and a crash mid-attempt still counts.
-        let due = on_backend!(&self.pool, pushes::take_due(now))?;
+        let due = self.pool.take_due_pushes(now).await?;
         let Some(due) = due else { return Ok(None) };
         let outcome = self.send(&due).await;
         let finished = Utc::now();
         let attempted = match outcome {
             Ok(lead_id) => {
-                on_backend!(&self.pool, pushes::sent(due.seq, &lead_id, finished))?;
+                self.pool.push_sent(due.seq, &lead_id, finished).await?;
                 metrics::global().push(Push::Sent);
                 tracing::info!(seq = due.seq, "local consent change pushed");
                 Attempted::Sent { seq: due.seq }
             }
             Err(PushError::Permanent(error)) => {
-                on_backend!(&self.pool, pushes::failed(due.seq, &error, finished))?;
+                self.pool.push_failed(due.seq, &error, finished).await?;
                 metrics::global().push(Push::Failed);
                 tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
                 self.pool
@@ -86,7 +87,7 @@ impl Pusher {
             Err(PushError::Transient(error)) => {
                 // To the millisecond, as times are shown: the time reported is the time stored.
                 let next = (now.max(finished) + backoff(due.attempts)).trunc_subsecs(3);
-                on_backend!(&self.pool, pushes::retry_at(due.seq, &error, next))?;
+                self.pool.retry_push_at(due.seq, &error, next).await?;
                 let next_attempt_at = codec::timestamp(next);
                 metrics::global().push(Push::Retry);
                 tracing::warn!(seq = due.seq, attempts = due.attempts, %error, %next_attempt_at, "push failed; will retry");
@@ -182,7 +183,7 @@ impl Pusher {
 
     /// The earliest time a pending push is due, if any.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        on_backend!(&self.pool, pushes::next_due())
+        self.pool.next_push_due().await
     }
 
     /// Runs until `shutdown`: pushes whatever is due, then sleeps until the next push is due,
@@ -262,5 +263,5 @@ impl From<ClientError> for PushError {
 }
 
 pub async fn counts(pool: impl Into<Pool>) -> Result<PushCounts, sqlx::Error> {
-    on_backend!(&pool.into(), read::push_counts())
+    (pool.into()).push_counts().await
 }

@@ -17,6 +17,7 @@ mod source;
 
 pub use mirror::{mirror_lead, mirror_status, mirror_v2_lead};
 
+use crate::store::PassStore;
 use crate::store::codec;
 use std::sync::Arc;
 use std::time::Instant;
@@ -24,7 +25,6 @@ use std::time::Instant;
 use chrono::{DateTime, Utc};
 use futures::StreamExt;
 use serde::Serialize;
-use sqlx::{ConnectOptions, Connection as _};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
@@ -34,7 +34,7 @@ use crate::lease;
 use crate::model::Lead;
 use crate::model::{Source, StatusObservation};
 use crate::settings::ReconcileSettings;
-use crate::store::{self, Connection, PageCheckpoint, PassRecord, Pool, on_backend};
+use crate::store::{ApplyTx, Connection, PageCheckpoint, PassRecord, Pool};
 use source::LeadSource;
 
 /// Leads per page: the service's maximum.
@@ -349,7 +349,7 @@ impl Reconciler {
         let restart = saved.is_some();
         let cursor = self.source.resume(saved);
         if restart && cursor.is_none() {
-            on_backend!(&self.pool, reconcile::restart_checkpoint(organization))?;
+            self.pool.restart_checkpoint(organization).await?;
         }
         let mut conn = self.pass_connection().await?;
         let outcome = self
@@ -368,20 +368,9 @@ impl Reconciler {
     /// ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own, its cache going with it
     /// at the end.
     async fn pass_connection(&self) -> Result<Connection, sqlx::Error> {
-        Ok(match &self.pool {
-            Pool::Sqlite(pool) => Connection::Sqlite(
-                pool.connect_options()
-                    .as_ref()
-                    .clone()
-                    .pragma("cache_size", format!("-{PAGE_CACHE_KIB}"))
-                    .pragma("wal_autocheckpoint", PASS_CHECKPOINT_PAGES.to_string())
-                    .connect()
-                    .await?,
-            ),
-            Pool::Postgres(pool) => {
-                Connection::Postgres(pool.connect_options().as_ref().clone().connect().await?)
-            }
-        })
+        self.pool
+            .bulk_connection(PAGE_CACHE_KIB, PASS_CHECKPOINT_PAGES)
+            .await
     }
 
     /// Applies the page at `cursor` and every page after it, each next page fetched while
@@ -432,10 +421,9 @@ impl Reconciler {
         message: String,
     ) -> Result<LeadsPassError, sqlx::Error> {
         let describe = |scanned| LeadsPassError::DepthLimit { scanned, message };
-        on_backend!(
-            &self.pool,
-            reconcile::end_with_error(pass_id, organization, Utc::now(), describe)
-        )
+        self.pool
+            .end_with_error(pass_id, organization, Utc::now(), describe)
+            .await
     }
 
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
@@ -444,10 +432,9 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
     ) -> Result<Option<String>, sqlx::Error> {
-        on_backend!(
-            &self.pool,
-            reconcile::checkpoint(pass_id, organization, Utc::now())
-        )
+        self.pool
+            .checkpoint(pass_id, organization, Utc::now())
+            .await
     }
 
     /// Writes one page in one transaction: lead fields, consent differences as `reconcile`
@@ -464,24 +451,11 @@ impl Reconciler {
             fetched_at,
             next,
         } = page;
-        let counts = match conn {
-            Connection::Sqlite(conn) => {
-                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-                let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
-                let page = checkpoint_of(pass_id, organization, next, &counts);
-                store::sqlite::reconcile::page_written(&mut tx, page).await?;
-                tx.commit().await?;
-                counts
-            }
-            Connection::Postgres(conn) => {
-                let mut tx = conn.begin().await?;
-                let counts = apply::lead_page(&mut *tx, pass_id, leads, *fetched_at).await?;
-                let page = checkpoint_of(pass_id, organization, next, &counts);
-                store::postgres::reconcile::page_written(&mut tx, page).await?;
-                tx.commit().await?;
-                counts
-            }
-        };
+        let mut tx = conn.begin_write().await?;
+        let counts = apply::lead_page(&mut tx, pass_id, leads, *fetched_at).await?;
+        tx.page_written(checkpoint_of(pass_id, organization, next, &counts))
+            .await?;
+        tx.commit().await?;
         crate::signal::ledger_grew();
         Ok(counts)
     }
@@ -495,10 +469,10 @@ impl Reconciler {
             i64::try_from(self.settings.message_stale_after_secs).unwrap_or(i64::MAX / 2),
         );
         let now = Utc::now();
-        let ids = on_backend!(
-            &self.pool,
-            reconcile::open_messages(now - stale, now - crate::model::RECEIPT_WINDOW)
-        )?;
+        let ids = self
+            .pool
+            .open_messages(now - stale, now - crate::model::RECEIPT_WINDOW)
+            .await?;
         for chunk in ids.chunks(MESSAGE_CHUNK) {
             if shutdown.is_cancelled() {
                 summary.interrupted = true;
@@ -537,21 +511,10 @@ impl Reconciler {
                     source: Source::Reconcile,
                 })
                 .collect();
-            summary.messages_refreshed += match &self.pool {
-                Pool::Sqlite(pool) => {
-                    let mut conn = pool.acquire().await?;
-                    let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-                    let refreshed = apply::statuses(&mut *tx, &observations, fetched_at).await?;
-                    tx.commit().await?;
-                    refreshed
-                }
-                Pool::Postgres(pool) => {
-                    let mut tx = pool.begin().await?;
-                    let refreshed = apply::statuses(&mut *tx, &observations, fetched_at).await?;
-                    tx.commit().await?;
-                    refreshed
-                }
-            };
+            let mut tx = self.pool.begin_write().await?;
+            summary.messages_refreshed +=
+                apply::statuses(&mut tx, &observations, fetched_at).await?;
+            tx.commit().await?;
         }
         Ok(())
     }
@@ -564,7 +527,7 @@ impl Reconciler {
             finished_at: &summary.finished_at,
             summary: &json,
         };
-        on_backend!(&self.pool, reconcile::record_pass(pass))
+        self.pool.record_pass(pass).await
     }
 
     async fn record_organization_error(
@@ -573,10 +536,9 @@ impl Reconciler {
         organization: &str,
         error: &str,
     ) -> Result<(), sqlx::Error> {
-        on_backend!(
-            &self.pool,
-            reconcile::organization_failed(pass_id, organization, Utc::now(), error)
-        )
+        self.pool
+            .organization_failed(pass_id, organization, Utc::now(), error)
+            .await
     }
 }
 

@@ -8,6 +8,7 @@
 //! cleanly gives the lease back at once. A leader that finds its lease taken (it stalled
 //! past a period) stops its duties at their next safe point and tries again like the rest.
 
+use crate::store::LeaseStore;
 use crate::store::codec;
 use std::future::Future;
 use std::time::Duration;
@@ -18,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use crate::lease::{self, LeaseError, Leases};
 pub use crate::model::ReplicaSeen;
 use crate::settings::ReplicaSettings;
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// The lease the leader holds.
 pub const LEADER_LEASE: &str = "leader";
@@ -61,7 +62,7 @@ impl Replica {
     /// Says this replica is alive; forgets replicas long gone.
     pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
         let (name, forget) = (&self.name, FORGOTTEN_AFTER_MS);
-        on_backend!(&self.pool, leases::heartbeat(name, forget))
+        self.pool.heartbeat(name, forget).await
     }
 
     /// The leader's lease if it is free (or already ours); `None` while another leads.
@@ -150,7 +151,7 @@ impl Replica {
 
 /// The replicas heard from in the last minute, and which one leads.
 pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
-    let rows = on_backend!(&pool.into(), leases::replicas(LEADER_LEASE, LISTED_FOR_MS))?;
+    let rows = (pool.into()).replicas(LEADER_LEASE, LISTED_FOR_MS).await?;
     Ok(rows
         .into_iter()
         .map(|beat| ReplicaSeen {

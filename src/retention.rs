@@ -16,6 +16,7 @@
 //! `sent` one within the reconciler's receipt window. A late status of a pruned message
 //! mirrors it again, as for a new one.
 
+use crate::store::RetentionStore;
 use crate::store::codec;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::model::OutboxHead;
 use crate::settings::RetentionSettings;
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// Rows looked at per batch: each delete is a short transaction, so ingest (on SQLite, the
 /// one writer) waits a few milliseconds at most.
@@ -175,8 +176,7 @@ impl Pruner {
             None => 0,
         };
         loop {
-            let rows: Vec<OutboxHead> =
-                on_backend!(&self.pool, retention::scan(cursor, PRUNE_BATCH))?;
+            let rows: Vec<OutboxHead> = self.pool.scan_outbox(cursor, PRUNE_BATCH).await?;
             let batch = Batch::of(&rows, kind, cutoff);
             if batch.last_seen.is_none() {
                 return Ok(());
@@ -185,7 +185,7 @@ impl Pruner {
                 batch.doomed.len() as u64
             } else {
                 let started = std::time::Instant::now();
-                let removed = on_backend!(&self.pool, retention::delete_applied(&batch.doomed))?;
+                let removed = self.pool.delete_applied(&batch.doomed).await?;
                 pruned.timed(started);
                 removed
             };
@@ -222,15 +222,15 @@ impl Pruner {
         pruned: &mut Pruned,
     ) -> Result<(), sqlx::Error> {
         if dry_run {
-            pruned.messages += on_backend!(&self.pool, retention::count_finished_messages(cutoff))?;
+            pruned.messages += self.pool.count_finished_messages(cutoff).await?;
             return Ok(());
         }
         loop {
             let started = std::time::Instant::now();
-            let removed = on_backend!(
-                &self.pool,
-                retention::delete_finished_messages(cutoff, PRUNE_BATCH)
-            )?;
+            let removed = self
+                .pool
+                .delete_finished_messages(cutoff, PRUNE_BATCH)
+                .await?;
             pruned.timed(started);
             pruned.messages += removed;
             if removed < PRUNE_BATCH as u64 {
@@ -244,15 +244,10 @@ impl Pruner {
 
     /// SQLite: the incremental vacuum, a step at a time; PostgreSQL reuses freed space.
     async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), sqlx::Error> {
-        let Pool::Sqlite(pool) = &self.pool else {
-            return Ok(());
-        };
-        let mut free: i64 = sqlx::query_scalar("PRAGMA freelist_count")
-            .fetch_one(pool)
-            .await?;
+        let mut free = self.pool.free_pages().await?;
         while free > 0 {
             let started = std::time::Instant::now();
-            let left = crate::store::sqlite::retention::vacuum_step(pool, VACUUM_PAGES).await?;
+            let left = self.pool.vacuum_step(VACUUM_PAGES).await?;
             pruned.timed(started);
             // A file without incremental auto-vacuum (not switched yet) keeps its pages.
             if left >= free {

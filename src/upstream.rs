@@ -1,13 +1,14 @@
 //! The daemon's one service client, with its token-request guard kept in the database so a
 //! restart loop cannot hammer the token endpoint.
 
+use crate::store::StateStore;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 use crate::client::{ClientConfig, ClientError, ServiceClient, TokenGuardState, TokenGuardStore};
 use crate::settings::Settings;
@@ -52,15 +53,15 @@ impl TokenGuardStore for DbTokenGuardStore {
         block_until: DateTime<Utc>,
     ) -> BoxFuture<'_, anyhow::Result<TokenGuardState>> {
         Box::pin(async move {
-            let value = on_backend!(
-                &self.pool,
-                state::count_token_failure(
+            let value = self
+                .pool
+                .count_token_failure(
                     GUARD_KEY,
                     i64::from(max_consecutive_failures),
                     block_until,
-                    Utc::now()
+                    Utc::now(),
                 )
-            )?;
+                .await?;
             let stored: Stored = serde_json::from_str(&value)?;
             Ok(TokenGuardState {
                 consecutive_failures: stored.consecutive_failures,

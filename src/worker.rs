@@ -2,11 +2,11 @@
 //! marks its rows applied (or quarantined), so a crash at any instant neither loses nor
 //! repeats an effect.
 
+use crate::store::{OutboxCounts, OutboxStore};
 use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::Connection as _;
 use tokio_util::sync::CancellationToken;
 
 use crate::apply::{self, Pending};
@@ -14,7 +14,7 @@ use crate::events;
 use crate::model::StoredDelivery;
 pub use crate::model::{OutboxStates, Requeue};
 use crate::outbox::OutboxState;
-use crate::store::{ApplyTx, Pool, on_backend, postgres, sqlite};
+use crate::store::{ApplyTx, Pool};
 
 /// Rows applied per transaction under load.
 pub const BATCH: i64 = 1000;
@@ -63,25 +63,17 @@ impl Worker {
     async fn attempt(&self, limit: i64, claimed: &mut Vec<i64>) -> Result<Outcome, sqlx::Error> {
         claimed.clear();
         let now = Utc::now();
-        let outcome = match &self.pool {
-            Pool::Sqlite(pool) => {
-                let _gate = self.state.write_gate.lock().await;
-                let mut conn = pool.acquire().await?;
-                let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-                let rows = sqlite::outbox::pending(&mut tx, limit).await?;
-                claimed.extend(rows.iter().map(|row| row.id));
-                let outcome = self.apply(&mut *tx, rows, now).await?;
-                tx.commit().await?;
-                outcome
-            }
-            Pool::Postgres(pool) => {
-                let mut tx = pool.begin().await?;
-                let rows = postgres::outbox::claim_pending(&mut tx, limit, now).await?;
-                claimed.extend(rows.iter().map(|row| row.id));
-                let outcome = self.apply(&mut *tx, rows, now).await?;
-                tx.commit().await?;
-                outcome
-            }
+        let outcome = {
+            let _gate = match self.pool.single_writer() {
+                true => Some(self.state.write_gate.lock().await),
+                false => None,
+            };
+            let mut tx = self.pool.begin_write().await?;
+            let rows = tx.claim_pending(limit, now).await?;
+            claimed.extend(rows.iter().map(|row| row.id));
+            let outcome = self.apply(&mut tx, rows, now).await?;
+            tx.commit().await?;
+            outcome
         };
         if outcome.is_idle() {
             return Ok(outcome);
@@ -117,9 +109,9 @@ impl Worker {
 
     /// Apply loops run at once (see [`POSTGRES_LOOPS`]).
     fn loops(&self) -> usize {
-        match self.pool {
-            Pool::Sqlite(_) => 1,
-            Pool::Postgres(_) => POSTGRES_LOOPS,
+        match self.pool.single_writer() {
+            true => 1,
+            false => POSTGRES_LOOPS,
         }
     }
 
@@ -214,7 +206,7 @@ impl Worker {
     }
 
     async fn record_failure(&self, id: i64, error: &str) -> Result<(), sqlx::Error> {
-        let quarantined = on_backend!(&self.pool, outbox::record_failure(id, error, MAX_ATTEMPTS))?;
+        let quarantined = self.pool.record_failure(id, error, MAX_ATTEMPTS).await?;
         if let Some(id) = quarantined {
             tracing::warn!(
                 outbox_id = id,
@@ -228,12 +220,12 @@ impl Worker {
 
 /// Puts rows back in the pending state so a worker applies them again; returns their ids.
 pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
-    on_backend!(&pool.into(), outbox::requeue(selection))
+    (pool.into()).requeue(selection).await
 }
 
 /// How the outbox rows `ids` stand now.
 pub async fn states(pool: impl Into<Pool>, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
-    on_backend!(&pool.into(), outbox::states(ids))
+    (pool.into()).outbox_states(ids).await
 }
 
 /// How the outbox rows `ids` stand once no worker holds them pending (any replica's worker

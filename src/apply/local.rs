@@ -122,23 +122,10 @@ pub async fn record_local(
     change: &LocalChange,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LocalError> {
-    use sqlx::Connection as _;
     change.validate()?;
-    let recorded = match pool.into() {
-        Pool::Sqlite(pool) => {
-            let mut conn = pool.acquire().await?;
-            let mut tx = conn.begin_with("BEGIN IMMEDIATE").await?;
-            let recorded = record(&mut *tx, change, now).await?;
-            tx.commit().await?;
-            recorded
-        }
-        Pool::Postgres(pool) => {
-            let mut tx = pool.begin().await?;
-            let recorded = record(&mut *tx, change, now).await?;
-            tx.commit().await?;
-            recorded
-        }
-    };
+    let mut tx = pool.into().begin_write().await?;
+    let recorded = record(&mut tx, change, now).await?;
+    tx.commit().await?;
     crate::signal::ledger_grew();
     Ok(recorded)
 }

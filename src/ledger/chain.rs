@@ -2,7 +2,8 @@
 //! head as stored, and the hourly log of the head. The hashing itself is `model::chain`.
 
 use crate::model::chain::{Break, ChainHead, Walk};
-use crate::store::{Pool, on_backend};
+use crate::store::ChainStore;
+use crate::store::Pool;
 
 /// Entries read per page of a walk.
 const WALK_PAGE: i64 = 10_000;
@@ -18,7 +19,7 @@ pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, s
     let mut walk = Walk::default();
     loop {
         let after = walk.head().seq;
-        let rows = on_backend!(&pool, chain::page(after, WALK_PAGE))?;
+        let rows = pool.chain_page(after, WALK_PAGE).await?;
         if rows.is_empty() {
             return Ok(Ok(walk.head().clone()));
         }
@@ -30,7 +31,7 @@ pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, s
 
 /// The last entry and its hash, as stored (not checked: see [`verify`]).
 pub async fn head(pool: impl Into<Pool>) -> Result<ChainHead, sqlx::Error> {
-    on_backend!(&pool.into(), chain::head())
+    (pool.into()).chain_head().await
 }
 
 /// Logs the chain's head now and every [`HEAD_LOG_INTERVAL`] until `stop`; a failed read

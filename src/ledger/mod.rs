@@ -2,6 +2,7 @@
 //! shared by the CLI and the admin API, the same on either backend (the statements are in
 //! `store::{sqlite, postgres}::read`). Only reads.
 
+use crate::store::ReadStore;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -9,7 +10,7 @@ pub use crate::model::{
     Backlog, ConsentRecord, KeptRejection, LastError, LedgerEntry, OrganizationPass, Status,
     StoredEvent,
 };
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// The hash chain as stored: the walk that checks it, its head, its hourly log.
 pub mod chain;
@@ -26,7 +27,7 @@ pub async fn current(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    on_backend!(&pool.into(), read::current(phone, organization))
+    (pool.into()).current(phone, organization).await
 }
 
 /// Current consent of each of `phones` (without duplicates), in their order, organizations
@@ -36,7 +37,7 @@ pub async fn lookup(
     phones: &[&str],
     organization: Option<&str>,
 ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    on_backend!(&pool.into(), read::lookup(phones, organization))
+    (pool.into()).lookup(phones, organization).await
 }
 
 /// Every ledger entry of `phone`, oldest first.
@@ -45,7 +46,7 @@ pub async fn history(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    on_backend!(&pool.into(), read::history(phone, organization))
+    (pool.into()).history(phone, organization).await
 }
 
 /// Ledger entries after `after`, in `seq` order: the change feed. On either backend seqs
@@ -56,17 +57,17 @@ pub async fn changes(
     after: i64,
     limit: i64,
 ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    on_backend!(&pool.into(), read::changes(after, limit))
+    (pool.into()).changes(after, limit).await
 }
 
 /// The outbox and push backlog, for `/metrics`.
 pub async fn backlog(pool: impl Into<Pool>) -> Result<Backlog, sqlx::Error> {
-    on_backend!(&pool.into(), read::backlog())
+    (pool.into()).backlog().await
 }
 
 /// The kept deliveries that failed verification, newest first.
 pub async fn rejected(pool: impl Into<Pool>) -> Result<Vec<KeptRejection>, sqlx::Error> {
-    on_backend!(&pool.into(), read::rejected())
+    (pool.into()).rejected().await
 }
 
 /// The most recent stored deliveries, newest first.
@@ -75,14 +76,14 @@ pub async fn events(
     quarantined_only: bool,
     limit: i64,
 ) -> Result<Vec<StoredEvent>, sqlx::Error> {
-    on_backend!(&pool.into(), read::events(quarantined_only, limit))
+    (pool.into()).events(quarantined_only, limit).await
 }
 
 /// The daemon's state at a glance: counts, the last error, reconciliation, pushes and
 /// replicas.
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
     let pool = pool.into();
-    let mut status = on_backend!(&pool, read::status())?;
+    let mut status = pool.status().await?;
     status.replicas = crate::replica::seen(&pool).await?;
     status.chain_head = crate::ledger::chain::head(pool).await?;
     Ok(status)
@@ -91,7 +92,7 @@ pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
 /// The mirrored lead `id` as the v3 Lead resource (its `globalOptedOut` from the consent
 /// state of its number), with nulls.
 pub async fn lead(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    on_backend!(&pool.into(), read::lead(id))
+    (pool.into()).lead(id).await
 }
 
 /// The mirrored leads of `phone` as v3 Lead resources, in every organization or in one,
@@ -101,12 +102,12 @@ pub async fn leads(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<Value>, sqlx::Error> {
-    on_backend!(&pool.into(), read::leads(phone, organization))
+    (pool.into()).leads(phone, organization).await
 }
 
 /// The tracked message `id`, with nulls.
 pub async fn message(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    on_backend!(&pool.into(), read::message(id))
+    (pool.into()).message(id).await
 }
 
 /// Deliveries received since `since`, per minute (`"YYYY-MM-DDTHH:MM"` in UTC, oldest
@@ -115,5 +116,5 @@ pub async fn deliveries_per_minute(
     pool: impl Into<Pool>,
     since: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<(String, i64)>, sqlx::Error> {
-    on_backend!(&pool.into(), read::deliveries_per_minute(since))
+    (pool.into()).deliveries_per_minute(since).await
 }

@@ -6,72 +6,70 @@ macro_rules! statements {
     ($pool:ty) => {
         use crate::model::ConsoleSession;
 
-        /// Stores a new session, and drops those that have lapsed.
-        pub async fn create(
-            pool: &$pool,
-            session: &ConsoleSession,
-            idle_ms: i64,
-        ) -> Result<(), sqlx::Error> {
-            sqlx::query(
-                "DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2",
-            )
-            .bind(session.created_ms)
-            .bind(idle_ms)
-            .execute(pool)
-            .await?;
-            sqlx::query(
-                "INSERT INTO console_sessions
+        impl $crate::store::SessionStore for $pool {
+            async fn create_session(
+                &self,
+                session: &ConsoleSession,
+                idle_ms: i64,
+            ) -> Result<(), sqlx::Error> {
+                sqlx::query(
+                    "DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2",
+                )
+                .bind(session.created_ms)
+                .bind(idle_ms)
+                .execute(self)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO console_sessions
                      (id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
-            )
-            .bind(&session.id_hash)
-            .bind(&session.actor)
-            .bind(&session.token_hash)
-            .bind(&session.csrf)
-            .bind(session.created_ms)
-            .bind(session.seen_ms)
-            .bind(session.expires_ms)
-            .execute(pool)
-            .await?;
-            Ok(())
-        }
+                )
+                .bind(&session.id_hash)
+                .bind(&session.actor)
+                .bind(&session.token_hash)
+                .bind(&session.csrf)
+                .bind(session.created_ms)
+                .bind(session.seen_ms)
+                .bind(session.expires_ms)
+                .execute(self)
+                .await?;
+                Ok(())
+            }
 
-        /// The session of `id_hash`, if it has not lapsed by `now_ms`.
-        pub async fn find(
-            pool: &$pool,
-            id_hash: &str,
-            now_ms: i64,
-            idle_ms: i64,
-        ) -> Result<Option<ConsoleSession>, sqlx::Error> {
-            sqlx::query_as(
-                "SELECT id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms
+            async fn find_session(
+                &self,
+                id_hash: &str,
+                now_ms: i64,
+                idle_ms: i64,
+            ) -> Result<Option<ConsoleSession>, sqlx::Error> {
+                sqlx::query_as(
+                    "SELECT id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms
                  FROM console_sessions
                  WHERE id_hash = $1 AND expires_ms > $2 AND seen_ms > $2 - $3",
-            )
-            .bind(id_hash)
-            .bind(now_ms)
-            .bind(idle_ms)
-            .fetch_optional(pool)
-            .await
-        }
-
-        /// Records a use of the session.
-        pub async fn touch(pool: &$pool, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error> {
-            sqlx::query("UPDATE console_sessions SET seen_ms = $2 WHERE id_hash = $1")
+                )
                 .bind(id_hash)
                 .bind(now_ms)
-                .execute(pool)
-                .await?;
-            Ok(())
-        }
+                .bind(idle_ms)
+                .fetch_optional(self)
+                .await
+            }
 
-        /// Ends the session (sign-out).
-        pub async fn delete(pool: &$pool, id_hash: &str) -> Result<(), sqlx::Error> {
-            sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
-                .bind(id_hash)
-                .execute(pool)
-                .await?;
-            Ok(())
+            async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error> {
+                sqlx::query("UPDATE console_sessions SET seen_ms = $2 WHERE id_hash = $1")
+                    .bind(id_hash)
+                    .bind(now_ms)
+                    .execute(self)
+                    .await?;
+                Ok(())
+            }
+
+            async fn delete_session(&self, id_hash: &str) -> Result<(), sqlx::Error> {
+                sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
+                    .bind(id_hash)
+                    .execute(self)
+                    .await?;
+                Ok(())
+            }
         }
     };
 }

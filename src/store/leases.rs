@@ -11,15 +11,12 @@ macro_rules! statements {
         /// Now, in Unix milliseconds, on the database's clock.
         const NOW_MS: &str = $now_ms;
 
-        /// Takes every lease of `names` for `holder` for `ttl_ms`, or none: the first one held
-        /// by another holder and not lapsed is returned, and nothing is taken.
-        pub async fn take(
-            pool: &$pool,
-            names: &[String],
+        impl $crate::store::LeaseStore for $pool {
+        async fn take_leases(&self, names: &[String],
             holder: &str,
             ttl_ms: i64,
         ) -> Result<Option<LeaseHeld>, sqlx::Error> {
-            let mut tx = pool.begin().await?;
+            let mut tx = self.begin().await?;
             for name in names {
                 let taken = sqlx::query(&format!(
                     "INSERT INTO leases (name, holder, acquired_ms, expires_ms)
@@ -55,11 +52,7 @@ macro_rules! statements {
             Ok(None)
         }
 
-        /// Extends `holder`'s leases by `ttl_ms` from now; the first one found with another
-        /// holder is returned (and the ones after it are left alone).
-        pub async fn renew(
-            pool: &$pool,
-            names: &[String],
+        async fn renew_leases(&self, names: &[String],
             holder: &str,
             ttl_ms: i64,
         ) -> Result<Option<String>, sqlx::Error> {
@@ -70,7 +63,7 @@ macro_rules! statements {
                 .bind(ttl_ms)
                 .bind(name)
                 .bind(holder)
-                .execute(pool)
+                .execute(self)
                 .await?;
                 if renewed.rows_affected() == 0 {
                     return Ok(Some(name.clone()));
@@ -79,9 +72,8 @@ macro_rules! statements {
             Ok(None)
         }
 
-        /// Gives `holder`'s leases of `names` back.
-        pub async fn release(pool: &$pool, names: &[String], holder: &str) -> Result<(), sqlx::Error> {
-            let mut tx = pool.begin().await?;
+        async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), sqlx::Error> {
+            let mut tx = self.begin().await?;
             for name in names {
                 sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
                     .bind(name)
@@ -92,29 +84,24 @@ macro_rules! statements {
             tx.commit().await
         }
 
-        /// Records `name`'s heartbeat; forgets replicas not heard from for `forget_after_ms`.
-        pub async fn heartbeat(pool: &$pool, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error> {
+        async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error> {
             sqlx::query(&format!(
                 "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES ($1, {NOW_MS}, {NOW_MS})
                  ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
             ))
             .bind(name)
-            .execute(pool)
+            .execute(self)
             .await?;
             sqlx::query(&format!(
                 "DELETE FROM replicas WHERE last_seen_ms < {NOW_MS} - $1"
             ))
             .bind(forget_after_ms)
-            .execute(pool)
+            .execute(self)
             .await?;
             Ok(())
         }
 
-        /// The replicas heard from in the last `listed_for_ms`, by name, and which holds the lease
-        /// `leader_lease`.
-        pub async fn replicas(
-            pool: &$pool,
-            leader_lease: &str,
+        async fn replicas(&self, leader_lease: &str,
             listed_for_ms: i64,
         ) -> Result<Vec<ReplicaBeat>, sqlx::Error> {
             sqlx::query_as(&format!(
@@ -126,9 +113,14 @@ macro_rules! statements {
             ))
             .bind(leader_lease)
             .bind(listed_for_ms)
-            .fetch_all(pool)
+            .fetch_all(self)
             .await
         }
+        }
+
+
+
+
     };
 }
 

@@ -43,33 +43,39 @@ mod outbox;
 mod console;
 mod subscribers;
 
-/// Calls `$module::$function(pool, args…)` of the pool's backend (`store::sqlite::…` or
-/// `store::postgres::…`, which have the same functions) and awaits it.
-macro_rules! on_backend {
-    ($pool:expr, $module:ident :: $function:ident ( $($arg:expr),* $(,)? )) => {
-        match $pool {
-            $crate::store::Pool::Sqlite(pool) => {
-                $crate::store::sqlite::$module::$function(pool, $($arg),*).await
-            }
-            $crate::store::Pool::Postgres(pool) => {
-                $crate::store::postgres::$module::$function(pool, $($arg),*).await
-            }
-        }
-    };
-}
-pub(crate) use on_backend;
+/// Write transactions and the dedicated write connection, whichever the backend.
+mod tx;
+pub use tx::{IngestStore, Tx};
 
-/// A pool of connections to the configured database, whichever the backend.
+/// One trait per concern, implemented by both backends and dispatched by [`Pool`].
+mod concerns;
+pub use concerns::{
+    ChainStore, EvidenceStore, ExportStore, LeaseStore, OutboxCounts, OutboxStore, PassStore,
+    PushStore, ReadStore, RetentionStore, SessionStore, StateStore, SubscriberStore,
+};
+
+/// A pool of connections to the configured database, whichever the backend: chosen once,
+/// when the database is opened ([`open`]); every concern's trait is implemented for it by
+/// dispatching to the backend's pool.
 #[derive(Debug, Clone)]
+#[enum_dispatch::enum_dispatch(
+    ChainStore,
+    SessionStore,
+    EvidenceStore,
+    ExportStore,
+    LeaseStore,
+    OutboxStore,
+    OutboxCounts,
+    PassStore,
+    PushStore,
+    ReadStore,
+    RetentionStore,
+    StateStore,
+    SubscriberStore
+)]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),
     Postgres(sqlx::PgPool),
-}
-
-impl From<sqlx::SqlitePool> for Pool {
-    fn from(pool: sqlx::SqlitePool) -> Self {
-        Pool::Sqlite(pool)
-    }
 }
 
 impl From<&sqlx::SqlitePool> for Pool {
@@ -84,12 +90,6 @@ impl From<&sqlx::PgPool> for Pool {
     }
 }
 
-impl From<sqlx::PgPool> for Pool {
-    fn from(pool: sqlx::PgPool) -> Self {
-        Pool::Postgres(pool)
-    }
-}
-
 /// So that functions taking `impl Into<Pool>` take a borrowed `Pool` too.
 impl From<&Pool> for Pool {
     fn from(pool: &Pool) -> Self {
@@ -100,13 +100,13 @@ impl From<&Pool> for Pool {
 impl Pool {
     /// The `daemon_state` value of `key`.
     pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
-        on_backend!(self, state::get(key))
+        self.state_value(key).await
     }
 
     /// Sets the `daemon_state` value of `key`.
     pub async fn set_state(&self, key: &str, value: &str) -> Result<(), sqlx::Error> {
         let now = Utc::now();
-        on_backend!(self, state::set(key, value, now))
+        self.put_state(key, value, now).await
     }
 
     /// Closes every connection of the pool, waiting for those in use.
@@ -373,6 +373,22 @@ pub trait ApplyTx: Send {
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+
+    /// The next `limit` pending outbox rows, in id order, taken for this transaction (on
+    /// PostgreSQL marked applied at `now` in the same statement, so that workers of every
+    /// replica take disjoint batches; the transaction settles those it quarantines).
+    fn claim_pending(
+        &mut self,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<crate::model::StoredDelivery>, sqlx::Error>> + Send;
+
+    /// In a leads page's transaction: moves the checkpoint to the next page, or, after the
+    /// last page, records the organization's finished scan and drops its checkpoint.
+    fn page_written(
+        &mut self,
+        page: PageCheckpoint<'_>,
     ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
 }
 

@@ -4,11 +4,8 @@
 /// The shared outbox statements for the pool type `$pool`.
 macro_rules! statements {
     ($pool:ty) => {
-        /// Counts a failed attempt against the pending row `id`, quarantining it after
-        /// `max_attempts`; returns its id if it was quarantined.
-        pub async fn record_failure(
-            pool: &$pool,
-            id: i64,
+        impl $crate::store::OutboxStore for $pool {
+        async fn record_failure(&self, id: i64,
             error: &str,
             max_attempts: i64,
         ) -> Result<Option<i64>, sqlx::Error> {
@@ -21,15 +18,12 @@ macro_rules! statements {
             .bind(id)
             .bind(error)
             .bind(max_attempts)
-            .fetch_optional(pool)
+            .fetch_optional(self)
             .await?
             .flatten())
         }
 
-        /// Puts rows back in the pending state; returns their ids.
-        pub async fn requeue(
-            pool: &$pool,
-            selection: crate::model::Requeue,
+        async fn requeue(&self, selection: crate::model::Requeue,
         ) -> Result<Vec<i64>, sqlx::Error> {
             let (sql, id) = match selection {
                 crate::model::Requeue::Quarantined => (
@@ -46,8 +40,10 @@ macro_rules! statements {
             if let Some(id) = id {
                 query = query.bind(id);
             }
-            query.fetch_all(pool).await
+            query.fetch_all(self).await
         }
+        }
+
     };
 }
 

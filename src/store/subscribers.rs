@@ -9,34 +9,29 @@ macro_rules! statements {
     ($pool:ty) => {
         use crate::model::SubscriberState;
 
-        /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
-        pub async fn ensure(pool: &$pool, names: &[&str]) -> Result<(), sqlx::Error> {
+        impl $crate::store::SubscriberStore for $pool {
+        async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), sqlx::Error> {
             for name in names {
                 sqlx::query("INSERT INTO subscribers (name) VALUES ($1) ON CONFLICT (name) DO NOTHING")
                     .bind(name)
-                    .execute(pool)
+                    .execute(self)
                     .await?;
             }
             Ok(())
         }
 
-        /// The state of `name`, if it was ever configured.
-        pub async fn get(pool: &$pool, name: &str) -> Result<Option<SubscriberState>, sqlx::Error> {
+        async fn subscriber_state(&self, name: &str) -> Result<Option<SubscriberState>, sqlx::Error> {
             sqlx::query_as(
                 "SELECT name, cursor, generation, disabled, failures, next_attempt_ms,
                         last_error, last_success_ms
                  FROM subscribers WHERE name = $1",
             )
             .bind(name)
-            .fetch_optional(pool)
+            .fetch_optional(self)
             .await
         }
 
-        /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
-        /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance.
-        pub async fn delivered(
-            pool: &$pool,
-            name: &str,
+        async fn subscriber_delivered(&self, name: &str,
             generation: i64,
             cursor: i64,
             delivered_ms: Option<i64>,
@@ -50,15 +45,12 @@ macro_rules! statements {
             .bind(generation)
             .bind(cursor)
             .bind(delivered_ms)
-            .execute(pool)
+            .execute(self)
             .await?;
             Ok(())
         }
 
-        /// Counts a failed attempt; the next is due at `next_attempt_ms`.
-        pub async fn failed(
-            pool: &$pool,
-            name: &str,
+        async fn subscriber_failed(&self, name: &str,
             generation: i64,
             error: &str,
             next_attempt_ms: i64,
@@ -72,15 +64,12 @@ macro_rules! statements {
             .bind(generation)
             .bind(error)
             .bind(next_attempt_ms)
-            .execute(pool)
+            .execute(self)
             .await?;
             Ok(())
         }
 
-        /// Stops sending to `name` (it answered 410) until a replay.
-        pub async fn disable(
-            pool: &$pool,
-            name: &str,
+        async fn disable_subscriber(&self, name: &str,
             generation: i64,
             error: &str,
         ) -> Result<(), sqlx::Error> {
@@ -91,14 +80,12 @@ macro_rules! statements {
             .bind(name)
             .bind(generation)
             .bind(error)
-            .execute(pool)
+            .execute(self)
             .await?;
             Ok(())
         }
 
-        /// Sets the cursor of `name` to `cursor` (entries after it are sent again), enables it
-        /// and clears its failures; false if `name` has no state.
-        pub async fn replay(pool: &$pool, name: &str, cursor: i64) -> Result<bool, sqlx::Error> {
+        async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, sqlx::Error> {
             let replayed = sqlx::query(
                 "UPDATE subscribers SET cursor = $2, generation = generation + 1,
                      disabled = FALSE, failures = 0, next_attempt_ms = NULL, last_error = NULL
@@ -106,18 +93,23 @@ macro_rules! statements {
             )
             .bind(name)
             .bind(cursor)
-            .execute(pool)
+            .execute(self)
             .await?;
             Ok(replayed.rows_affected() == 1)
         }
 
-        /// The ledger's last seq (0 when empty). Seqs become visible in order, so every
-        /// entry up to it is readable.
-        pub async fn ledger_head(pool: &$pool) -> Result<i64, sqlx::Error> {
+        async fn ledger_head(&self) -> Result<i64, sqlx::Error> {
             sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
-                .fetch_one(pool)
+                .fetch_one(self)
                 .await
         }
+        }
+
+
+
+
+
+
     };
 }
 pub(crate) use statements;

@@ -6,6 +6,7 @@
 
 mod sender;
 
+use crate::store::SubscriberStore;
 use crate::store::codec;
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -18,7 +19,7 @@ pub use self::sender::{Attempt, Sender, backoff, http_client};
 use crate::ledger::{self, LedgerEntry};
 use crate::model::{Source, SubscriberState, SubscriberView};
 use crate::settings::SubscriberSettings;
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// A configured subscriber, its secret decoded once.
 pub struct Subscriber {
@@ -79,7 +80,7 @@ pub fn configured(settings: &[SubscriberSettings]) -> Vec<Arc<Subscriber>> {
 /// ledger).
 pub async fn ensure(pool: &Pool, subscribers: &[Arc<Subscriber>]) -> Result<(), sqlx::Error> {
     let names: Vec<&str> = subscribers.iter().map(|s| s.name.as_str()).collect();
-    on_backend!(pool, subscribers::ensure(&names))
+    pool.ensure_subscribers(&names).await
 }
 
 /// Runs a sender per subscriber, each posting through `http` (see [`http_client`]), until
@@ -137,7 +138,7 @@ pub async fn replay(
     if from_seq < 1 {
         return Err(ReplayError::BeforeTheStart);
     }
-    on_backend!(pool, subscribers::ensure(&[name]))?;
+    pool.ensure_subscribers(&[name]).await?;
     let state = state_of(pool, name).await?;
     if from_seq - 1 > state.cursor {
         return Err(ReplayError::Forward {
@@ -145,14 +146,14 @@ pub async fn replay(
             cursor: state.cursor,
         });
     }
-    on_backend!(pool, subscribers::replay(name, from_seq - 1))?;
+    pool.replay_subscriber(name, from_seq - 1).await?;
     crate::signal::ledger_grew();
     tracing::info!(subscriber = name, from_seq, "subscriber rewound");
     Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
 }
 
 async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, sqlx::Error> {
-    let state = on_backend!(pool, subscribers::get(name))?;
+    let state = pool.subscriber_state(name).await?;
     Ok(state.unwrap_or_else(|| SubscriberState {
         name: name.to_owned(),
         cursor: 0,
@@ -185,7 +186,7 @@ async fn view(
     state: SubscriberState,
     now: DateTime<Utc>,
 ) -> Result<SubscriberView, sqlx::Error> {
-    let head = on_backend!(pool, subscribers::ledger_head())?;
+    let head = pool.ledger_head().await?;
     let oldest = ledger::changes(pool, state.cursor, 1).await?;
     let lag_seconds = oldest
         .first()

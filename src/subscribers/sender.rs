@@ -1,6 +1,7 @@
 //! One subscriber's sender: read the entries after its cursor, post them as one signed
 //! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
 
+use crate::store::SubscriberStore;
 use crate::store::codec;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +18,7 @@ use crate::ledger::{self, LedgerEntry};
 use crate::metrics::{self, SubscriberOutcome};
 use crate::settings::Algorithm;
 use crate::signal::{FALLBACK_POLL, Follower};
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// First wait after a failed attempt, doubled per failure up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -193,8 +194,8 @@ impl Sender {
         now: DateTime<Utc>,
     ) -> Result<Attempt, sqlx::Error> {
         let name = self.subscriber.name.as_str();
-        let Some(state) = on_backend!(&self.pool, subscribers::get(name))? else {
-            on_backend!(&self.pool, subscribers::ensure(&[name]))?;
+        let Some(state) = self.pool.subscriber_state(name).await? else {
+            self.pool.ensure_subscribers(&[name]).await?;
             return Ok(Attempt::Waiting(Duration::ZERO));
         };
         let progress = match progress {
@@ -240,10 +241,9 @@ impl Sender {
             Posted::Gone => {
                 self.keep(progress).await?;
                 let error = "answered 410 Gone: disabled until a replay".to_owned();
-                on_backend!(
-                    &self.pool,
-                    subscribers::disable(name, state.generation, &error)
-                )?;
+                self.pool
+                    .disable_subscriber(name, state.generation, &error)
+                    .await?;
                 tracing::warn!(subscriber = name, "subscriber answered 410 Gone; disabled");
                 Attempt::Gone
             }
@@ -257,10 +257,9 @@ impl Sender {
                     .map(|after| after.clamp(FIRST_BACKOFF, MAX_BACKOFF))
                     .unwrap_or_else(|| backoff(failures));
                 let next = finished + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX);
-                on_backend!(
-                    &self.pool,
-                    subscribers::failed(name, state.generation, &error, next.timestamp_millis())
-                )?;
+                self.pool
+                    .subscriber_failed(name, state.generation, &error, next.timestamp_millis())
+                    .await?;
                 tracing::warn!(subscriber = name, failures, %error, retry_in = ?wait, "delivery to subscriber failed; will retry");
                 Attempt::Failed { error, wait }
             }
@@ -286,10 +285,8 @@ impl Sender {
             progress.delivered_ms,
         );
         progress.writing = Some(tokio::spawn(async move {
-            on_backend!(
-                &pool,
-                subscribers::delivered(&name, generation, cursor, delivered_ms)
-            )
+            pool.subscriber_delivered(&name, generation, cursor, delivered_ms)
+                .await
         }));
         progress.kept = true;
         progress.kept_at = Instant::now();
@@ -321,15 +318,14 @@ impl Sender {
         if progress.kept {
             return Ok(());
         }
-        on_backend!(
-            &self.pool,
-            subscribers::delivered(
+        self.pool
+            .subscriber_delivered(
                 &self.subscriber.name,
                 progress.generation,
                 progress.cursor,
-                progress.delivered_ms
+                progress.delivered_ms,
             )
-        )?;
+            .await?;
         progress.kept = true;
         progress.kept_at = Instant::now();
         Ok(())

@@ -11,6 +11,7 @@
 //! `Origin` is another site is refused. The sign-in form, made before any session exists,
 //! carries a token that must match a short-lived cookie of its own (double submit).
 
+use crate::store::SessionStore;
 use std::time::Duration;
 
 use axum::extract::{FromRequestParts, OptionalFromRequestParts};
@@ -26,7 +27,7 @@ use subtle::ConstantTimeEq as _;
 use super::ConsoleError;
 use crate::admin::AdminState;
 use crate::model::ConsoleSession;
-use crate::store::{Pool, on_backend};
+use crate::store::Pool;
 
 /// The session cookie.
 pub const COOKIE: &str = "outreach_sync_session";
@@ -184,7 +185,7 @@ pub async fn sign_in(
         seen_ms: now,
         expires_ms: now.saturating_add(millis(LIFETIME)),
     };
-    on_backend!(&state.pool, console::create(&stored, millis(IDLE)))?;
+    state.pool.create_session(&stored, millis(IDLE)).await?;
     let session = Session {
         actor: stored.actor,
         csrf: stored.csrf,
@@ -195,7 +196,7 @@ pub async fn sign_in(
 
 /// Ends `session` on every replica.
 pub async fn sign_out(pool: &Pool, session: &Session) -> Result<(), sqlx::Error> {
-    on_backend!(pool, console::delete(&session.id_hash))
+    pool.delete_session(&session.id_hash).await
 }
 
 /// The session of a request's cookie, if it is signed in.
@@ -205,7 +206,7 @@ async fn current(state: &AdminState, headers: &HeaderMap) -> Result<Option<Sessi
     };
     let id_hash = sha256_hex(id);
     let now = Utc::now().timestamp_millis();
-    let Some(stored) = on_backend!(&state.pool, console::find(&id_hash, now, millis(IDLE)))? else {
+    let Some(stored) = state.pool.find_session(&id_hash, now, millis(IDLE)).await? else {
         return Ok(None);
     };
     // The token it was made with must still be configured, under the same name.
@@ -214,11 +215,11 @@ async fn current(state: &AdminState, headers: &HeaderMap) -> Result<Option<Sessi
             && same_secret(&stored.token_hash, &sha256_hex(token.token.expose_secret()))
     });
     if !token_kept {
-        on_backend!(&state.pool, console::delete(&id_hash))?;
+        state.pool.delete_session(&id_hash).await?;
         return Ok(None);
     }
     if now - stored.seen_ms >= millis(TOUCH_EVERY) {
-        on_backend!(&state.pool, console::touch(&id_hash, now))?;
+        state.pool.touch_session(&id_hash, now).await?;
     }
     Ok(Some(Session {
         actor: stored.actor,

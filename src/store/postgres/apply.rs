@@ -442,4 +442,19 @@ impl ApplyTx for PgConnection {
         .await?;
         Ok(())
     }
+
+    async fn claim_pending(
+        &mut self,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<crate::model::StoredDelivery>, sqlx::Error> {
+        super::outbox::claim_pending(self, limit, now).await
+    }
+
+    async fn page_written(
+        &mut self,
+        page: crate::store::PageCheckpoint<'_>,
+    ) -> Result<(), sqlx::Error> {
+        super::reconcile::page_written(self, page).await
+    }
 }

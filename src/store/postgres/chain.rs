@@ -5,6 +5,7 @@ use sqlx::PgPool;
 
 use super::read::LedgerRow;
 use crate::model::chain::{ChainHead, ChainRow};
+use crate::store::ChainStore;
 
 /// A ledger row as PostgreSQL stores it (times as timestamps).
 #[derive(sqlx::FromRow)]
@@ -27,26 +28,25 @@ impl From<Row> for ChainRow {
     }
 }
 
-/// Up to `limit` entries after `after`, in seq order.
-pub async fn page(pool: &PgPool, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
+impl ChainStore for PgPool {
+    async fn chain_page(&self, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
                 recorded_at, source, event_ref, superseded, tag_id, reason, hash
          FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
-    )
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows.into_iter().map(ChainRow::from).collect())
-}
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self)
+        .await?;
+        Ok(rows.into_iter().map(ChainRow::from).collect())
+    }
 
-/// The last committed entry (an empty ledger's head is the genesis). Read from the ledger,
-/// not `ledger_head`, whose hash may belong to a transaction not committed yet.
-pub async fn head(pool: &PgPool) -> Result<ChainHead, sqlx::Error> {
-    let last: Option<(i64, String)> =
-        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(pool)
-            .await?;
-    Ok(last.map_or_else(ChainHead::empty, |(seq, hash)| ChainHead { seq, hash }))
+    async fn chain_head(&self) -> Result<ChainHead, sqlx::Error> {
+        let last: Option<(i64, String)> =
+            sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(self)
+                .await?;
+        Ok(last.map_or_else(ChainHead::empty, |(seq, hash)| ChainHead { seq, hash }))
+    }
 }

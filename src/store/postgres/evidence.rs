@@ -1,6 +1,7 @@
 //! What the evidence bundle reads on PostgreSQL: a number's ledger entries with their
 //! hashes and kept evidence, and the stored deliveries they came from.
 
+use crate::store::EvidenceStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
@@ -20,36 +21,61 @@ struct Row {
     evidence: Option<String>,
 }
 
-/// Every ledger entry of `phone` (in one organization or all), oldest first.
-pub async fn entries(
-    pool: &PgPool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<StoredEntry>, sqlx::Error> {
-    let rows: Vec<Row> = sqlx::query_as(concat!(
-        "SELECT ",
-        ledger_columns!(),
-        ", tag_id, reason, hash, evidence::text AS evidence,
+impl EvidenceStore for PgPool {
+    async fn evidence_entries(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<StoredEntry>, sqlx::Error> {
+        let rows: Vec<Row> = sqlx::query_as(concat!(
+            "SELECT ",
+            ledger_columns!(),
+            ", tag_id, reason, hash, evidence::text AS evidence,
                 (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
                  ORDER BY b.seq DESC LIMIT 1) AS prev_hash
          FROM ledger
          WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2) ORDER BY seq"
-    ))
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| StoredEntry {
-            entry: r.entry.into(),
-            tag_id: r.tag_id,
-            reason: r.reason,
-            hash: r.hash,
-            prev_hash: r.prev_hash,
-            evidence: r.evidence,
-        })
-        .collect())
+        ))
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| StoredEntry {
+                entry: r.entry.into(),
+                tag_id: r.tag_id,
+                reason: r.reason,
+                hash: r.hash,
+                prev_hash: r.prev_hash,
+                evidence: r.evidence,
+            })
+            .collect())
+    }
+
+    async fn evidence_deliveries(
+        &self,
+        dedup_keys: &[&str],
+    ) -> Result<Vec<KeptDelivery>, sqlx::Error> {
+        let rows: Vec<DeliveryRow> = sqlx::query_as(
+            "SELECT id, dedup_key, received_at, headers::text AS headers, body, secret_index
+         FROM outbox WHERE dedup_key = ANY($1)",
+        )
+        .bind(dedup_keys)
+        .fetch_all(self)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| KeptDelivery {
+                id: r.id,
+                dedup_key: r.dedup_key,
+                received_at: codec::timestamp(r.received_at),
+                headers: r.headers,
+                body: r.body,
+                secret_index: i64::from(r.secret_index),
+            })
+            .collect())
+    }
 }
 
 #[derive(sqlx::FromRow)]
@@ -60,29 +86,4 @@ struct DeliveryRow {
     headers: String,
     body: Vec<u8>,
     secret_index: i32,
-}
-
-/// The stored deliveries of these dedup keys (those still kept).
-pub async fn deliveries(
-    pool: &PgPool,
-    dedup_keys: &[&str],
-) -> Result<Vec<KeptDelivery>, sqlx::Error> {
-    let rows: Vec<DeliveryRow> = sqlx::query_as(
-        "SELECT id, dedup_key, received_at, headers::text AS headers, body, secret_index
-         FROM outbox WHERE dedup_key = ANY($1)",
-    )
-    .bind(dedup_keys)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|r| KeptDelivery {
-            id: r.id,
-            dedup_key: r.dedup_key,
-            received_at: codec::timestamp(r.received_at),
-            headers: r.headers,
-            body: r.body,
-            secret_index: i64::from(r.secret_index),
-        })
-        .collect())
 }

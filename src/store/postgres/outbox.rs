@@ -4,13 +4,14 @@ use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
 use crate::model::{OutboxStates, StoredDelivery};
+use crate::store::OutboxCounts;
 
 /// Claims the first `limit` pending rows no other worker holds, in id order, and marks them
 /// applied at `now` in the same statement (the caller's transaction settles the rows it
 /// must quarantine instead, and a rollback leaves them all pending): one pass over the rows
 /// instead of a lock now and an update later. Workers of all replicas take disjoint batches
 /// at once, nobody waiting on anybody.
-pub async fn claim_pending(
+pub(super) async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
     now: DateTime<Utc>,
@@ -31,16 +32,16 @@ pub async fn claim_pending(
 
 crate::store::outbox::statements!(sqlx::PgPool);
 
-/// The states of the outbox rows `ids`, by state: how many are pending, applied and
-/// quarantined.
-pub async fn states(pool: &PgPool, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+impl OutboxCounts for PgPool {
+    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'applied') AS applied,
                 COUNT(*) FILTER (WHERE state = 'quarantined') AS quarantined
          FROM outbox WHERE id = ANY($1)",
-    )
-    .bind(ids)
-    .fetch_one(pool)
-    .await
+        )
+        .bind(ids)
+        .fetch_one(self)
+        .await
+    }
 }

@@ -5,12 +5,12 @@ use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
 use crate::model::DuePush;
+use crate::store::PushStore;
 
-/// Takes the oldest push due at `now` whose number has no older change pending, counting
-/// the attempt before it is made.
-pub async fn take_due(pool: &PgPool, now: DateTime<Utc>) -> Result<Option<DuePush>, sqlx::Error> {
-    sqlx::query_as(
-        "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = $1,
+impl PushStore for PgPool {
+    async fn take_due_pushes(&self, now: DateTime<Utc>) -> Result<Option<DuePush>, sqlx::Error> {
+        sqlx::query_as(
+            "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = $1,
                 first_attempt_at = COALESCE(first_attempt_at, $1)
          WHERE seq = (SELECT p.seq FROM pushes AS p
                       WHERE p.state = 'pending' AND p.next_attempt_at <= $1
@@ -20,69 +20,66 @@ pub async fn take_due(pool: &PgPool, now: DateTime<Utc>) -> Result<Option<DuePus
                       ORDER BY p.seq LIMIT 1 FOR UPDATE SKIP LOCKED)
          RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id,
                    attempts::BIGINT AS attempts",
-    )
-    .bind(now)
-    .fetch_optional(pool)
-    .await
-}
+        )
+        .bind(now)
+        .fetch_optional(self)
+        .await
+    }
 
-/// The push `seq` reached the service as lead `lead_id`.
-pub async fn sent(
-    pool: &PgPool,
-    seq: i64,
-    lead_id: &str,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE pushes SET state = 'sent', lead_id = $2, finished_at = $3, last_error = NULL
+    async fn push_sent(
+        &self,
+        seq: i64,
+        lead_id: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE pushes SET state = 'sent', lead_id = $2, finished_at = $3, last_error = NULL
          WHERE seq = $1 AND state = 'pending'",
-    )
-    .bind(seq)
-    .bind(lead_id)
-    .bind(at)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
+        )
+        .bind(seq)
+        .bind(lead_id)
+        .bind(at)
+        .execute(self)
+        .await?;
+        Ok(())
+    }
 
-/// The service refused the push `seq` for good.
-pub async fn failed(
-    pool: &PgPool,
-    seq: i64,
-    error: &str,
-    at: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE pushes SET state = 'failed', last_error = $2, finished_at = $3
+    async fn push_failed(
+        &self,
+        seq: i64,
+        error: &str,
+        at: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE pushes SET state = 'failed', last_error = $2, finished_at = $3
          WHERE seq = $1 AND state = 'pending'",
-    )
-    .bind(seq)
-    .bind(error)
-    .bind(at)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// The push `seq` failed for now; it is due again at `next`.
-pub async fn retry_at(
-    pool: &PgPool,
-    seq: i64,
-    error: &str,
-    next: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE pushes SET last_error = $2, next_attempt_at = $3 WHERE seq = $1")
+        )
         .bind(seq)
         .bind(error)
-        .bind(next)
-        .execute(pool)
+        .bind(at)
+        .execute(self)
         .await?;
-    Ok(())
-}
+        Ok(())
+    }
 
-/// The earliest time a pending push is due, if any.
-pub async fn next_due(pool: &PgPool) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-    sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
-        .fetch_one(pool)
-        .await
+    async fn retry_push_at(
+        &self,
+        seq: i64,
+        error: &str,
+        next: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query("UPDATE pushes SET last_error = $2, next_attempt_at = $3 WHERE seq = $1")
+            .bind(seq)
+            .bind(error)
+            .bind(next)
+            .execute(self)
+            .await?;
+        Ok(())
+    }
+
+    async fn next_push_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+        sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
+            .fetch_one(self)
+            .await
+    }
 }

@@ -3,8 +3,12 @@
 //! ([`codec::timestamp`]); text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
 //! whatever the database's collation.
 
+use crate::store::ExportStore;
+use crate::store::ReadStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
 use futures::{Stream, TryStreamExt as _};
 use serde_json::{Value, json};
 use sqlx::PgPool;
@@ -95,31 +99,30 @@ fn converted<R, T: From<R>>(rows: Vec<R>) -> Vec<T> {
     rows.into_iter().map(T::from).collect()
 }
 
-/// Current consent of `phone` in every organization, or in one.
-pub async fn current(
-    pool: &PgPool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    let rows: Vec<ConsentRow> = sqlx::query_as(
-        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+impl ReadStore for PgPool {
+    async fn current(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+        let rows: Vec<ConsentRow> = sqlx::query_as(
+            "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2)
          ORDER BY organization_id COLLATE \"C\"",
-    )
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await?;
-    Ok(converted(rows))
-}
+        )
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await?;
+        Ok(converted(rows))
+    }
 
-/// Current consent of each of `phones`, in their order, organizations sorted.
-pub async fn lookup(
-    pool: &PgPool,
-    phones: &[&str],
-    organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    let rows: Vec<ConsentRow> = sqlx::query_as(
+    async fn lookup(
+        &self,
+        phones: &[&str],
+        organization: Option<&str>,
+    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+        let rows: Vec<ConsentRow> = sqlx::query_as(
         "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
          FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
          JOIN consent_state AS s ON s.phone_number = k.phone_number
@@ -128,48 +131,265 @@ pub async fn lookup(
     )
     .bind(phones)
     .bind(organization)
-    .fetch_all(pool)
+    .fetch_all(self)
     .await?;
-    Ok(converted(rows))
-}
+        Ok(converted(rows))
+    }
 
-/// Every ledger entry of `phone`, oldest first.
-pub async fn history(
-    pool: &PgPool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        ledger_columns!(),
-        " FROM ledger
+    async fn history(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+        let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            ledger_columns!(),
+            " FROM ledger
          WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2) ORDER BY seq"
+        ))
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await?;
+        Ok(converted(rows))
+    }
+
+    async fn changes(&self, after: i64, limit: i64) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+        let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            ledger_columns!(),
+            " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
+        ))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self)
+        .await?;
+        Ok(converted(rows))
+    }
+
+    async fn events(
+        &self,
+        quarantined_only: bool,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, sqlx::Error> {
+        let rows: Vec<EventRow> = sqlx::query_as(
+        "SELECT id, dedup_key, received_at, body, state, attempts::BIGINT AS attempts, last_error
+         FROM outbox WHERE (NOT $1 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
+    )
+    .bind(quarantined_only)
+    .bind(limit)
+    .fetch_all(self)
+    .await?;
+        Ok(rows
+            .into_iter()
+            .map(|row| StoredEvent {
+                event_type: event_type(&row.body),
+                id: row.id,
+                dedup_key: row.dedup_key,
+                received_at: codec::timestamp(row.received_at),
+                state: row.state,
+                attempts: row.attempts,
+                last_error: row.last_error,
+            })
+            .collect())
+    }
+
+    async fn status(&self) -> Result<Status, sqlx::Error> {
+        let (backlog, quarantined, applied, oldest_pending_at): (
+            i64,
+            i64,
+            i64,
+            Option<DateTime<Utc>>,
+        ) = sqlx::query_as(
+            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
+                COUNT(*) FILTER (WHERE state = 'quarantined'),
+                COUNT(*) FILTER (WHERE state = 'applied'),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
+         FROM outbox",
+        )
+        .fetch_one(self)
+        .await?;
+        let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
+                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE NOT terminal)",
+    )
+    .fetch_one(self)
+    .await?;
+        let last_error: Option<LastErrorRow> = sqlx::query_as(
+            "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+        )
+        .fetch_optional(self)
+        .await?;
+        let reconciliation: Vec<PassRow> = sqlx::query_as(
+            "SELECT organization_id, finished_at, leads_scanned, repaired, error
+         FROM reconcile_organizations ORDER BY organization_id COLLATE \"C\"",
+        )
+        .fetch_all(self)
+        .await?;
+        let reconciliation_in_progress = sqlx::query_scalar(
+        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id COLLATE \"C\"",
+    )
+    .fetch_all(self)
+    .await?;
+        Ok(Status {
+            backlog,
+            quarantined,
+            applied,
+            ledger_entries,
+            leads,
+            messages,
+            open_messages,
+            oldest_pending_at: oldest_pending_at.map(codec::timestamp),
+            last_error: last_error.map(|row| LastError {
+                at: codec::timestamp(row.at),
+                message: row.message,
+            }),
+            reconciliation: reconciliation
+                .into_iter()
+                .map(|row| OrganizationPass {
+                    organization_id: row.organization_id,
+                    finished_at: codec::timestamp(row.finished_at),
+                    leads_scanned: row.leads_scanned,
+                    repaired: row.repaired,
+                    error: row.error,
+                })
+                .collect(),
+            reconciliation_in_progress,
+            pushes: self.push_counts().await?,
+            replicas: Vec::new(),
+            chain_head: crate::model::chain::ChainHead::empty(),
+            subscribers: Vec::new(),
+        })
+    }
+
+    async fn backlog(&self) -> Result<Backlog, sqlx::Error> {
+        let (pending, oldest_pending_at, quarantined, pushes_pending) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
+                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
+                (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
+                (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
+        )
+        .fetch_one(self)
+        .await?;
+        Ok(Backlog {
+            pending,
+            oldest_pending_at,
+            quarantined,
+            pushes_pending,
+        })
+    }
+
+    async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
+        let rows: Vec<RejectedRow> = sqlx::query_as(
+        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
+    )
+    .fetch_all(self)
+    .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, received_at, reason, headers, body)| KeptRejection {
+                id,
+                received_at: codec::timestamp(received_at),
+                reason,
+                headers: headers.0,
+                body,
+            })
+            .collect())
+    }
+
+    async fn push_counts(&self) -> Result<PushCounts, sqlx::Error> {
+        // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
+        let row: PushCountsRow = sqlx::query_as(
+            "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+                COUNT(*) FILTER (WHERE state = 'sent') AS sent,
+                COUNT(*) FILTER (WHERE state = 'failed') AS failed,
+                COUNT(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL) AS retrying,
+                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
+                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
+                 ORDER BY last_attempt_at DESC NULLS LAST LIMIT 1) AS last_push_error
+         FROM pushes",
+        )
+        .fetch_one(self)
+        .await?;
+        Ok(PushCounts {
+            pending: row.pending,
+            sent: row.sent,
+            failed: row.failed,
+            retrying: row.retrying,
+            oldest_pending_at: row.oldest_pending_at.map(codec::timestamp),
+            last_push_error: row.last_push_error,
+        })
+    }
+
+    async fn lead(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+        let found: Option<String> =
+            sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = $1"))
+                .bind(id)
+                .fetch_optional(self)
+                .await?;
+        found.as_deref().map(codec::json_decoded).transpose()
+    }
+
+    async fn leads(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<Value>, sqlx::Error> {
+        let rows: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT {LEAD_JSON} WHERE l.phone_number = $1 AND ($2::text IS NULL OR l.organization_id = $2)
+         ORDER BY l.organization_id COLLATE \"C\", l.id COLLATE \"C\""
     ))
     .bind(phone)
     .bind(organization)
-    .fetch_all(pool)
+    .fetch_all(self)
     .await?;
-    Ok(converted(rows))
-}
+        rows.iter().map(|text| codec::json_decoded(text)).collect()
+    }
 
-/// Ledger entries after `after`, in `seq` order. Appenders take their seqs from
-/// `ledger_head` and hold its lock until they commit, so seqs become visible in order:
-/// reading `seq > after` never skips an entry that commits later with a smaller seq.
-pub async fn changes(
-    pool: &PgPool,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
-        "SELECT ",
-        ledger_columns!(),
-        " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(converted(rows))
+    async fn message(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+        let found: Option<MessageRow> = sqlx::query_as(
+            "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
+                organization_id, terminal, status_at, source, updated_at
+         FROM messages WHERE id = $1",
+        )
+        .bind(id)
+        .fetch_optional(self)
+        .await?;
+        Ok(found.map(|m| {
+            json!({
+                "id": m.id,
+                "threadId": m.thread_id,
+                "status": m.status,
+                "type": m.message_type,
+                "createdAt": m.created_at,
+                "errorCode": m.error_code,
+                "leadId": m.lead_id,
+                "organizationId": m.organization_id,
+                "terminal": m.terminal,
+                "statusAt": codec::timestamp(m.status_at),
+                "source": m.source,
+                "updatedAt": codec::timestamp(m.updated_at),
+            })
+        }))
+    }
+
+    async fn deliveries_per_minute(
+        &self,
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'),
+                        'YYYY-MM-DD\"T\"HH24:MI') AS minute, COUNT(*)
+         FROM outbox
+         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < $1
+                              ORDER BY id DESC LIMIT 1), 0)
+           AND received_at >= $1
+         GROUP BY minute ORDER BY minute",
+        )
+        .bind(since)
+        .fetch_all(self)
+        .await
+    }
 }
 
 /// A stored delivery, body and all.
@@ -198,34 +418,6 @@ fn event_type(body: &[u8]) -> Option<String> {
     }
 }
 
-/// The most recent stored deliveries, newest first.
-pub async fn events(
-    pool: &PgPool,
-    quarantined_only: bool,
-    limit: i64,
-) -> Result<Vec<StoredEvent>, sqlx::Error> {
-    let rows: Vec<EventRow> = sqlx::query_as(
-        "SELECT id, dedup_key, received_at, body, state, attempts::BIGINT AS attempts, last_error
-         FROM outbox WHERE (NOT $1 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
-    )
-    .bind(quarantined_only)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|row| StoredEvent {
-            event_type: event_type(&row.body),
-            id: row.id,
-            dedup_key: row.dedup_key,
-            received_at: codec::timestamp(row.received_at),
-            state: row.state,
-            attempts: row.attempts,
-            last_error: row.last_error,
-        })
-        .collect())
-}
-
 #[derive(sqlx::FromRow)]
 struct LastErrorRow {
     at: DateTime<Utc>,
@@ -241,71 +433,6 @@ struct PassRow {
     error: Option<String>,
 }
 
-/// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
-pub async fn status(pool: &PgPool) -> Result<Status, sqlx::Error> {
-    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<DateTime<Utc>>) =
-        sqlx::query_as(
-            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
-                COUNT(*) FILTER (WHERE state = 'quarantined'),
-                COUNT(*) FILTER (WHERE state = 'applied'),
-                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
-         FROM outbox",
-        )
-        .fetch_one(pool)
-        .await?;
-    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
-        "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
-                (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE NOT terminal)",
-    )
-    .fetch_one(pool)
-    .await?;
-    let last_error: Option<LastErrorRow> = sqlx::query_as(
-        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
-    )
-    .fetch_optional(pool)
-    .await?;
-    let reconciliation: Vec<PassRow> = sqlx::query_as(
-        "SELECT organization_id, finished_at, leads_scanned, repaired, error
-         FROM reconcile_organizations ORDER BY organization_id COLLATE \"C\"",
-    )
-    .fetch_all(pool)
-    .await?;
-    let reconciliation_in_progress = sqlx::query_scalar(
-        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id COLLATE \"C\"",
-    )
-    .fetch_all(pool)
-    .await?;
-    Ok(Status {
-        backlog,
-        quarantined,
-        applied,
-        ledger_entries,
-        leads,
-        messages,
-        open_messages,
-        oldest_pending_at: oldest_pending_at.map(codec::timestamp),
-        last_error: last_error.map(|row| LastError {
-            at: codec::timestamp(row.at),
-            message: row.message,
-        }),
-        reconciliation: reconciliation
-            .into_iter()
-            .map(|row| OrganizationPass {
-                organization_id: row.organization_id,
-                finished_at: codec::timestamp(row.finished_at),
-                leads_scanned: row.leads_scanned,
-                repaired: row.repaired,
-                error: row.error,
-            })
-            .collect(),
-        reconciliation_in_progress,
-        pushes: push_counts(pool).await?,
-        replicas: Vec::new(),
-        chain_head: crate::model::chain::ChainHead::empty(),
-        subscribers: Vec::new(),
-    })
-}
-
 #[derive(sqlx::FromRow)]
 struct PushCountsRow {
     pending: i64,
@@ -314,24 +441,6 @@ struct PushCountsRow {
     retrying: i64,
     oldest_pending_at: Option<DateTime<Utc>>,
     last_push_error: Option<String>,
-}
-
-/// The outbox and push backlog.
-pub async fn backlog(pool: &PgPool) -> Result<Backlog, sqlx::Error> {
-    let (pending, oldest_pending_at, quarantined, pushes_pending) = sqlx::query_as(
-        "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
-                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
-                (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
-                (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(Backlog {
-        pending,
-        oldest_pending_at,
-        quarantined,
-        pushes_pending,
-    })
 }
 
 /// A kept refused delivery as stored: id, received_at, reason, headers, body.
@@ -343,52 +452,8 @@ type RejectedRow = (
     Vec<u8>,
 );
 
-/// The kept refused deliveries, newest first.
-pub async fn rejected(pool: &PgPool) -> Result<Vec<KeptRejection>, sqlx::Error> {
-    let rows: Vec<RejectedRow> = sqlx::query_as(
-        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-    )
-    .fetch_all(pool)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, received_at, reason, headers, body)| KeptRejection {
-            id,
-            received_at: codec::timestamp(received_at),
-            reason,
-            headers: headers.0,
-            body,
-        })
-        .collect())
-}
-
-/// Pushes by state.
-pub async fn push_counts(pool: &PgPool) -> Result<PushCounts, sqlx::Error> {
-    // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
-    let row: PushCountsRow = sqlx::query_as(
-        "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
-                COUNT(*) FILTER (WHERE state = 'sent') AS sent,
-                COUNT(*) FILTER (WHERE state = 'failed') AS failed,
-                COUNT(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL) AS retrying,
-                (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
-                (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
-                 ORDER BY last_attempt_at DESC NULLS LAST LIMIT 1) AS last_push_error
-         FROM pushes",
-    )
-    .fetch_one(pool)
-    .await?;
-    Ok(PushCounts {
-        pending: row.pending,
-        sent: row.sent,
-        failed: row.failed,
-        retrying: row.retrying,
-        oldest_pending_at: row.oldest_pending_at.map(codec::timestamp),
-        last_push_error: row.last_push_error,
-    })
-}
-
 /// `consent_state` rows set by a ledger entry after `since`, by organization and number.
-pub fn export_consent(
+fn export_consent_stream(
     pool: &PgPool,
     since: i64,
 ) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
@@ -403,7 +468,7 @@ pub fn export_consent(
 }
 
 /// Ledger entries after `since`, in seq order.
-pub fn export_ledger(
+fn export_ledger_stream(
     pool: &PgPool,
     since: i64,
 ) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
@@ -431,32 +496,6 @@ const LEAD_JSON: &str =
     FROM leads AS l LEFT JOIN consent_state AS s
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
 
-/// The mirrored lead `id`, as the v3 Lead resource.
-pub async fn lead(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = $1"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
-    found.as_deref().map(codec::json_decoded).transpose()
-}
-
-/// The mirrored leads of `phone`, in every organization or in one.
-pub async fn leads(
-    pool: &PgPool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<Value>, sqlx::Error> {
-    let rows: Vec<String> = sqlx::query_scalar(&format!(
-        "SELECT {LEAD_JSON} WHERE l.phone_number = $1 AND ($2::text IS NULL OR l.organization_id = $2)
-         ORDER BY l.organization_id COLLATE \"C\", l.id COLLATE \"C\""
-    ))
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await?;
-    rows.iter().map(|text| codec::json_decoded(text)).collect()
-}
-
 #[derive(sqlx::FromRow)]
 struct MessageRow {
     id: String,
@@ -473,53 +512,14 @@ struct MessageRow {
     updated_at: DateTime<Utc>,
 }
 
-/// The tracked message `id`, its times written as on SQLite.
-pub async fn message(pool: &PgPool, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    let found: Option<MessageRow> = sqlx::query_as(
-        "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
-                organization_id, terminal, status_at, source, updated_at
-         FROM messages WHERE id = $1",
-    )
-    .bind(id)
-    .fetch_optional(pool)
-    .await?;
-    Ok(found.map(|m| {
-        json!({
-            "id": m.id,
-            "threadId": m.thread_id,
-            "status": m.status,
-            "type": m.message_type,
-            "createdAt": m.created_at,
-            "errorCode": m.error_code,
-            "leadId": m.lead_id,
-            "organizationId": m.organization_id,
-            "terminal": m.terminal,
-            "statusAt": codec::timestamp(m.status_at),
-            "source": m.source,
-            "updatedAt": codec::timestamp(m.updated_at),
-        })
-    }))
-}
+impl ExportStore for PgPool {
+    fn export_consent(&self, since: i64) -> BoxStream<'_, Result<ConsentRecord, sqlx::Error>> {
+        export_consent_stream(self, since).boxed()
+    }
 
-/// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
-/// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
-/// walking the primary key back from the newest, not by a scan of the whole outbox.
-pub async fn deliveries_per_minute(
-    pool: &PgPool,
-    since: DateTime<Utc>,
-) -> Result<Vec<(String, i64)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'),
-                        'YYYY-MM-DD\"T\"HH24:MI') AS minute, COUNT(*)
-         FROM outbox
-         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < $1
-                              ORDER BY id DESC LIMIT 1), 0)
-           AND received_at >= $1
-         GROUP BY minute ORDER BY minute",
-    )
-    .bind(since)
-    .fetch_all(pool)
-    .await
+    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, sqlx::Error>> {
+        export_ledger_stream(self, since).boxed()
+    }
 }
 
 #[cfg(test)]

@@ -454,4 +454,19 @@ impl ApplyTx for SqliteConnection {
         .await?;
         Ok(())
     }
+
+    async fn claim_pending(
+        &mut self,
+        limit: i64,
+        _now: DateTime<Utc>,
+    ) -> Result<Vec<crate::model::StoredDelivery>, sqlx::Error> {
+        super::outbox::pending(self, limit).await
+    }
+
+    async fn page_written(
+        &mut self,
+        page: crate::store::PageCheckpoint<'_>,
+    ) -> Result<(), sqlx::Error> {
+        super::reconcile::page_written(self, page).await
+    }
 }

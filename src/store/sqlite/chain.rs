@@ -4,6 +4,7 @@
 use sqlx::{Connection as _, SqlitePool};
 
 use crate::model::chain::{ChainHead, ChainRow, GENESIS};
+use crate::store::ChainStore;
 
 /// Entries hashed per transaction when computing a missing chain: each transaction holds
 /// the write lock, so it stays short.
@@ -12,30 +13,30 @@ const FILL_BATCH: i64 = 5_000;
 const COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
     recorded_at, source, event_ref, superseded, tag_id, reason, hash";
 
-/// Up to `limit` entries after `after`, in seq order.
-pub async fn page(pool: &SqlitePool, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-    sqlx::query_as(&format!(
-        "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
-}
+impl ChainStore for SqlitePool {
+    async fn chain_page(&self, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
+        sqlx::query_as(&format!(
+            "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+        ))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self)
+        .await
+    }
 
-/// The last entry, as stored (an empty ledger's head is the genesis).
-pub async fn head(pool: &SqlitePool) -> Result<ChainHead, sqlx::Error> {
-    let last: Option<(i64, Option<String>)> =
-        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(pool)
-            .await?;
-    Ok(match last {
-        None => ChainHead::empty(),
-        Some((seq, hash)) => ChainHead {
-            seq,
-            hash: hash.unwrap_or_default(),
-        },
-    })
+    async fn chain_head(&self) -> Result<ChainHead, sqlx::Error> {
+        let last: Option<(i64, Option<String>)> =
+            sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+                .fetch_optional(self)
+                .await?;
+        Ok(match last {
+            None => ChainHead::empty(),
+            Some((seq, hash)) => ChainHead {
+                seq,
+                hash: hash.unwrap_or_default(),
+            },
+        })
+    }
 }
 
 /// Computes the hash of every entry that has none (those recorded before the chain), in

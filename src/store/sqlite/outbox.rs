@@ -1,5 +1,6 @@
 //! The outbox on SQLite, as the worker and `replay` use it.
 
+use crate::store::OutboxCounts;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
@@ -7,7 +8,7 @@ use sqlx::{SqliteConnection, SqlitePool};
 use crate::model::{OutboxStates, StoredDelivery};
 
 /// The first `limit` pending rows, in id order, inside the caller's write transaction.
-pub async fn pending(
+pub(super) async fn pending(
     conn: &mut SqliteConnection,
     limit: i64,
 ) -> Result<Vec<StoredDelivery>, sqlx::Error> {
@@ -40,16 +41,16 @@ pub async fn pending(
 
 crate::store::outbox::statements!(sqlx::SqlitePool);
 
-/// The states of the outbox rows `ids`, by state: how many are pending, applied and
-/// quarantined.
-pub async fn states(pool: &SqlitePool, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
+impl OutboxCounts for SqlitePool {
+    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
                 COALESCE(SUM(state = 'applied'), 0) AS applied,
                 COALESCE(SUM(state = 'quarantined'), 0) AS quarantined
          FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
-    )
-    .bind(codec::json_param(ids)?)
-    .fetch_one(pool)
-    .await
+        )
+        .bind(codec::json_param(ids)?)
+        .fetch_one(self)
+        .await
+    }
 }

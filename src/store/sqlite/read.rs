@@ -1,8 +1,12 @@
 //! The read side on SQLite: the records of `ledger`, `export` and the admin API. Times are
 //! stored as they are shown (RFC 3339 text), booleans as 0/1, JSON as text.
 
+use crate::store::ExportStore;
+use crate::store::ReadStore;
 use crate::store::codec;
 use futures::Stream;
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
@@ -22,30 +26,29 @@ macro_rules! ledger_columns {
 }
 pub(super) use ledger_columns;
 
-/// Current consent of `phone` in every organization, or in one.
-pub async fn current(
-    pool: &SqlitePool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+impl ReadStore for SqlitePool {
+    async fn current(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2)
          ORDER BY organization_id",
-    )
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await
-}
+        )
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await
+    }
 
-/// Current consent of each of `phones`, in their order, organizations sorted.
-pub async fn lookup(
-    pool: &SqlitePool,
-    phones: &[&str],
-    organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-    sqlx::query_as(
+    async fn lookup(
+        &self,
+        phones: &[&str],
+        organization: Option<&str>,
+    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+        sqlx::query_as(
         "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
          FROM json_each(?1) AS k JOIN consent_state AS s ON s.phone_number = k.value
          WHERE ?2 IS NULL OR s.organization_id = ?2
@@ -53,52 +56,45 @@ pub async fn lookup(
     )
     .bind(codec::json_param(phones)?)
     .bind(organization)
-    .fetch_all(pool)
+    .fetch_all(self)
     .await
-}
+    }
 
-/// Every ledger entry of `phone`, oldest first.
-pub async fn history(
-    pool: &SqlitePool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    sqlx::query_as(concat!(
-        "SELECT ",
-        ledger_columns!(),
-        " FROM ledger
+    async fn history(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+        sqlx::query_as(concat!(
+            "SELECT ",
+            ledger_columns!(),
+            " FROM ledger
          WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
-    ))
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await
-}
+        ))
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await
+    }
 
-/// Ledger entries after `after`, in `seq` order.
-pub async fn changes(
-    pool: &SqlitePool,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-    sqlx::query_as(concat!(
-        "SELECT ",
-        ledger_columns!(),
-        " FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-    ))
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await
-}
+    async fn changes(&self, after: i64, limit: i64) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+        sqlx::query_as(concat!(
+            "SELECT ",
+            ledger_columns!(),
+            " FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
+        ))
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self)
+        .await
+    }
 
-/// The most recent stored deliveries, newest first.
-pub async fn events(
-    pool: &SqlitePool,
-    quarantined_only: bool,
-    limit: i64,
-) -> Result<Vec<StoredEvent>, sqlx::Error> {
-    sqlx::query_as(
+    async fn events(
+        &self,
+        quarantined_only: bool,
+        limit: i64,
+    ) -> Result<Vec<StoredEvent>, sqlx::Error> {
+        sqlx::query_as(
         "SELECT id, dedup_key, received_at,
                 CASE WHEN json_valid(CAST(body AS TEXT))
                      THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
@@ -108,106 +104,102 @@ pub async fn events(
     )
     .bind(quarantined_only)
     .bind(limit)
-    .fetch_all(pool)
+    .fetch_all(self)
     .await
-}
+    }
 
-/// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
-pub async fn status(pool: &SqlitePool) -> Result<Status, sqlx::Error> {
-    let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
+    async fn status(&self) -> Result<Status, sqlx::Error> {
+        let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
         sqlx::query_as(
             "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
                 COALESCE(SUM(state = 'applied'), 0),
                 (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
          FROM outbox",
         )
-        .fetch_one(pool)
+        .fetch_one(self)
         .await?;
-    let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
+        let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
                 (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE terminal = 0)",
     )
-    .fetch_one(pool)
+    .fetch_one(self)
     .await?;
-    let last_error = sqlx::query_as(
-        "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
-    )
-    .fetch_optional(pool)
-    .await?;
-    let reconciliation = sqlx::query_as(
-        "SELECT organization_id, finished_at, leads_scanned, repaired, error
+        let last_error = sqlx::query_as(
+            "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+        )
+        .fetch_optional(self)
+        .await?;
+        let reconciliation = sqlx::query_as(
+            "SELECT organization_id, finished_at, leads_scanned, repaired, error
          FROM reconcile_organizations ORDER BY organization_id",
-    )
-    .fetch_all(pool)
-    .await?;
-    let reconciliation_in_progress = sqlx::query_scalar(
-        "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
-    )
-    .fetch_all(pool)
-    .await?;
-    Ok(Status {
-        backlog,
-        quarantined,
-        applied,
-        ledger_entries,
-        leads,
-        messages,
-        open_messages,
-        oldest_pending_at,
-        last_error,
-        reconciliation,
-        reconciliation_in_progress,
-        pushes: push_counts(pool).await?,
-        replicas: Vec::new(),
-        chain_head: crate::model::chain::ChainHead::empty(),
-        subscribers: Vec::new(),
-    })
-}
+        )
+        .fetch_all(self)
+        .await?;
+        let reconciliation_in_progress = sqlx::query_scalar(
+            "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
+        )
+        .fetch_all(self)
+        .await?;
+        Ok(Status {
+            backlog,
+            quarantined,
+            applied,
+            ledger_entries,
+            leads,
+            messages,
+            open_messages,
+            oldest_pending_at,
+            last_error,
+            reconciliation,
+            reconciliation_in_progress,
+            pushes: self.push_counts().await?,
+            replicas: Vec::new(),
+            chain_head: crate::model::chain::ChainHead::empty(),
+            subscribers: Vec::new(),
+        })
+    }
 
-/// The outbox and push backlog.
-pub async fn backlog(pool: &SqlitePool) -> Result<Backlog, sqlx::Error> {
-    let (pending, oldest, quarantined, pushes_pending): (i64, Option<String>, i64, i64) =
-        sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
+    async fn backlog(&self) -> Result<Backlog, sqlx::Error> {
+        let (pending, oldest, quarantined, pushes_pending): (i64, Option<String>, i64, i64) =
+            sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
                     (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
                     (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
                     (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-        )
-        .fetch_one(pool)
-        .await?;
-    Ok(Backlog {
-        pending,
-        oldest_pending_at: oldest
-            .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-            .map(|t| t.to_utc()),
-        quarantined,
-        pushes_pending,
-    })
-}
+            )
+            .fetch_one(self)
+            .await?;
+        Ok(Backlog {
+            pending,
+            oldest_pending_at: oldest
+                .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
+                .map(|t| t.to_utc()),
+            quarantined,
+            pushes_pending,
+        })
+    }
 
-/// The kept refused deliveries, newest first.
-pub async fn rejected(pool: &SqlitePool) -> Result<Vec<KeptRejection>, sqlx::Error> {
-    let rows: Vec<(i64, String, String, String, Vec<u8>)> = sqlx::query_as(
+    async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
+        let rows: Vec<(i64, String, String, String, Vec<u8>)> = sqlx::query_as(
         "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
     )
-    .fetch_all(pool)
+    .fetch_all(self)
     .await?;
-    rows.into_iter()
-        .map(|(id, received_at, reason, headers, body)| {
-            Ok(KeptRejection {
-                id,
-                received_at,
-                reason,
-                headers: codec::json_decoded(&headers)?,
-                body,
+        rows.into_iter()
+            .map(|(id, received_at, reason, headers, body)| {
+                Ok(KeptRejection {
+                    id,
+                    received_at,
+                    reason,
+                    headers: codec::json_decoded(&headers)?,
+                    body,
+                })
             })
-        })
-        .collect()
-}
+            .collect()
+    }
 
-/// Pushes by state.
-pub async fn push_counts(pool: &SqlitePool) -> Result<PushCounts, sqlx::Error> {
-    sqlx::query_as(
+    async fn push_counts(&self) -> Result<PushCounts, sqlx::Error> {
+        sqlx::query_as(
         "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
                 COALESCE(SUM(state = 'failed'), 0) AS failed,
                 COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
@@ -216,12 +208,68 @@ pub async fn push_counts(pool: &SqlitePool) -> Result<PushCounts, sqlx::Error> {
                  ORDER BY last_attempt_at DESC LIMIT 1) AS last_push_error
          FROM pushes",
     )
-    .fetch_one(pool)
+    .fetch_one(self)
     .await
+    }
+
+    async fn lead(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+        let found: Option<String> =
+            sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
+                .bind(id)
+                .fetch_optional(self)
+                .await?;
+        found.as_deref().map(codec::json_decoded).transpose()
+    }
+
+    async fn leads(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<Value>, sqlx::Error> {
+        let rows: Vec<String> = sqlx::query_scalar(&format!(
+        "SELECT {LEAD_JSON} WHERE l.phone_number = ?1 AND (?2 IS NULL OR l.organization_id = ?2)
+         ORDER BY l.organization_id, l.id"
+    ))
+        .bind(phone)
+        .bind(organization)
+        .fetch_all(self)
+        .await?;
+        rows.iter().map(|text| codec::json_decoded(text)).collect()
+    }
+
+    async fn message(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+        let found: Option<String> = sqlx::query_scalar(
+        "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
+                'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
+                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
+                'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
+         FROM messages WHERE id = ?",
+    )
+    .bind(id)
+    .fetch_optional(self)
+    .await?;
+        found.as_deref().map(codec::json_decoded).transpose()
+    }
+
+    async fn deliveries_per_minute(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
+        sqlx::query_as(
+            "SELECT substr(received_at, 1, 16) AS minute, COUNT(*) FROM outbox
+         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < ?1
+                              ORDER BY id DESC LIMIT 1), 0)
+           AND received_at >= ?1
+         GROUP BY minute ORDER BY minute",
+        )
+        .bind(codec::timestamp(since))
+        .fetch_all(self)
+        .await
+    }
 }
 
 /// `consent_state` rows set by a ledger entry after `since`, by organization and number.
-pub fn export_consent(
+fn export_consent_stream(
     pool: &SqlitePool,
     since: i64,
 ) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
@@ -234,7 +282,7 @@ pub fn export_consent(
 }
 
 /// Ledger entries after `since`, in seq order.
-pub fn export_ledger(
+fn export_ledger_stream(
     pool: &SqlitePool,
     since: i64,
 ) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
@@ -258,62 +306,12 @@ const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', 
     FROM leads AS l LEFT JOIN consent_state AS s
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
 
-/// The mirrored lead `id`, as the v3 Lead resource.
-pub async fn lead(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    let found: Option<String> = sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
-        .bind(id)
-        .fetch_optional(pool)
-        .await?;
-    found.as_deref().map(codec::json_decoded).transpose()
-}
+impl ExportStore for SqlitePool {
+    fn export_consent(&self, since: i64) -> BoxStream<'_, Result<ConsentRecord, sqlx::Error>> {
+        export_consent_stream(self, since).boxed()
+    }
 
-/// The mirrored leads of `phone`, in every organization or in one.
-pub async fn leads(
-    pool: &SqlitePool,
-    phone: &str,
-    organization: Option<&str>,
-) -> Result<Vec<Value>, sqlx::Error> {
-    let rows: Vec<String> = sqlx::query_scalar(&format!(
-        "SELECT {LEAD_JSON} WHERE l.phone_number = ?1 AND (?2 IS NULL OR l.organization_id = ?2)
-         ORDER BY l.organization_id, l.id"
-    ))
-    .bind(phone)
-    .bind(organization)
-    .fetch_all(pool)
-    .await?;
-    rows.iter().map(|text| codec::json_decoded(text)).collect()
-}
-
-/// The tracked message `id`.
-pub async fn message(pool: &SqlitePool, id: &str) -> Result<Option<Value>, sqlx::Error> {
-    let found: Option<String> = sqlx::query_scalar(
-        "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
-                'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
-                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
-                'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
-         FROM messages WHERE id = ?",
-    )
-    .bind(id)
-    .fetch_optional(pool)
-    .await?;
-    found.as_deref().map(codec::json_decoded).transpose()
-}
-
-/// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
-/// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
-/// walking the primary key back from the newest, not by a scan of the whole outbox.
-pub async fn deliveries_per_minute(
-    pool: &SqlitePool,
-    since: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<(String, i64)>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT substr(received_at, 1, 16) AS minute, COUNT(*) FROM outbox
-         WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < ?1
-                              ORDER BY id DESC LIMIT 1), 0)
-           AND received_at >= ?1
-         GROUP BY minute ORDER BY minute",
-    )
-    .bind(codec::timestamp(since))
-    .fetch_all(pool)
-    .await
+    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, sqlx::Error>> {
+        export_ledger_stream(self, since).boxed()
+    }
 }

@@ -1,20 +1,21 @@
 //! The reconciler's bookkeeping on SQLite: checkpoints of interrupted scans, the last pass
 //! of each organization, and every pass's summary.
 
+use crate::store::PassStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::store::{PageCheckpoint, PassRecord};
 
-/// The cursor to resume `organization` from, starting a checkpoint if there is none.
-pub async fn checkpoint(
-    pool: &SqlitePool,
-    pass_id: &str,
-    organization: &str,
-    now: DateTime<Utc>,
-) -> Result<Option<String>, sqlx::Error> {
-    let cursor: Option<Option<String>> = sqlx::query_scalar(
+impl PassStore for SqlitePool {
+    async fn checkpoint(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, sqlx::Error> {
+        let cursor: Option<Option<String>> = sqlx::query_scalar(
         "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at)
          VALUES (?1, ?2, NULL, ?3, ?3)
          ON CONFLICT (organization_id) DO UPDATE SET updated_at = ?3
@@ -23,42 +24,39 @@ pub async fn checkpoint(
     .bind(organization)
     .bind(pass_id)
     .bind(codec::timestamp(now))
-    .fetch_optional(pool)
+    .fetch_optional(self)
     .await?;
-    Ok(cursor.flatten())
-}
+        Ok(cursor.flatten())
+    }
 
-/// Starts `organization`'s scan again from the first page.
-pub async fn restart_checkpoint(pool: &SqlitePool, organization: &str) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
+    async fn restart_checkpoint(&self, organization: &str) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
          WHERE organization_id = ?",
-    )
-    .bind(organization)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
+        )
+        .bind(organization)
+        .execute(self)
+        .await?;
+        Ok(())
+    }
 
-/// Ends `organization`'s scan with an error: what was scanned is recorded with the error
-/// `describe` gives for that count, and the checkpoint goes. Returns the error.
-pub async fn end_with_error<E: std::fmt::Display + Send>(
-    pool: &SqlitePool,
-    pass_id: &str,
-    organization: &str,
-    now: DateTime<Utc>,
-    describe: impl FnOnce(i64) -> E + Send,
-) -> Result<E, sqlx::Error> {
-    let mut tx = pool.begin().await?;
-    let (scanned, repaired): (i64, i64) = sqlx::query_as(
-        "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = ?",
-    )
-    .bind(organization)
-    .fetch_optional(&mut *tx)
-    .await?
-    .unwrap_or_default();
-    let error = describe(scanned);
-    sqlx::query(
+    async fn end_with_error<E: std::fmt::Display + Send>(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: DateTime<Utc>,
+        describe: impl FnOnce(i64) -> E + Send,
+    ) -> Result<E, sqlx::Error> {
+        let mut tx = self.begin().await?;
+        let (scanned, repaired): (i64, i64) = sqlx::query_as(
+            "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = ?",
+        )
+        .bind(organization)
+        .fetch_optional(&mut *tx)
+        .await?
+        .unwrap_or_default();
+        let error = describe(scanned);
+        sqlx::query(
         "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6)
          ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
@@ -73,17 +71,69 @@ pub async fn end_with_error<E: std::fmt::Display + Send>(
     .bind(error.to_string())
     .execute(&mut *tx)
     .await?;
-    sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
-        .bind(organization)
-        .execute(&mut *tx)
-        .await?;
-    tx.commit().await?;
-    Ok(error)
+        sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
+            .bind(organization)
+            .execute(&mut *tx)
+            .await?;
+        tx.commit().await?;
+        Ok(error)
+    }
+
+    async fn open_messages(
+        &self,
+        stale_before: DateTime<Utc>,
+        receipt_since: DateTime<Utc>,
+    ) -> Result<Vec<String>, sqlx::Error> {
+        sqlx::query_scalar(
+            "SELECT id FROM messages
+         WHERE first_seen_at <= ?1
+           AND (terminal = 0 OR (status = 'sent' AND status_at >= ?2))
+         ORDER BY first_seen_at",
+        )
+        .bind(codec::timestamp(stale_before))
+        .bind(codec::timestamp(receipt_since))
+        .fetch_all(self)
+        .await
+    }
+
+    async fn record_pass(&self, pass: PassRecord<'_>) -> Result<(), sqlx::Error> {
+        sqlx::query(
+        "INSERT INTO reconcile_passes (id, started_at, finished_at, summary) VALUES (?, ?, ?, ?)",
+    )
+    .bind(pass.id)
+    .bind(pass.started_at)
+    .bind(pass.finished_at)
+    .bind(pass.summary)
+    .execute(self)
+    .await?;
+        Ok(())
+    }
+
+    async fn organization_failed(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: DateTime<Utc>,
+        error: &str,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+        "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
+         VALUES (?1, ?2, ?3, 0, 0, ?4)
+         ON CONFLICT (organization_id) DO UPDATE SET error = ?4",
+    )
+    .bind(organization)
+    .bind(pass_id)
+    .bind(codec::timestamp(now))
+    .bind(error)
+    .execute(self)
+    .await?;
+        Ok(())
+    }
 }
 
 /// In the page's transaction: moves the checkpoint to the next page, or, after the last
 /// page, records the organization's finished scan and drops its checkpoint.
-pub async fn page_written(
+pub(super) async fn page_written(
     conn: &mut SqliteConnection,
     page: PageCheckpoint<'_>,
 ) -> Result<(), sqlx::Error> {
@@ -124,60 +174,5 @@ pub async fn page_written(
                 .await?;
         }
     }
-    Ok(())
-}
-
-/// Messages to look up: not final and first seen before `stale_before`, or `sent` since
-/// `receipt_since` (a carrier receipt may follow).
-pub async fn open_messages(
-    pool: &SqlitePool,
-    stale_before: DateTime<Utc>,
-    receipt_since: DateTime<Utc>,
-) -> Result<Vec<String>, sqlx::Error> {
-    sqlx::query_scalar(
-        "SELECT id FROM messages
-         WHERE first_seen_at <= ?1
-           AND (terminal = 0 OR (status = 'sent' AND status_at >= ?2))
-         ORDER BY first_seen_at",
-    )
-    .bind(codec::timestamp(stale_before))
-    .bind(codec::timestamp(receipt_since))
-    .fetch_all(pool)
-    .await
-}
-
-/// Keeps a finished pass's summary.
-pub async fn record_pass(pool: &SqlitePool, pass: PassRecord<'_>) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO reconcile_passes (id, started_at, finished_at, summary) VALUES (?, ?, ?, ?)",
-    )
-    .bind(pass.id)
-    .bind(pass.started_at)
-    .bind(pass.finished_at)
-    .bind(pass.summary)
-    .execute(pool)
-    .await?;
-    Ok(())
-}
-
-/// Records that `organization` could not be scanned in this pass.
-pub async fn organization_failed(
-    pool: &SqlitePool,
-    pass_id: &str,
-    organization: &str,
-    now: DateTime<Utc>,
-    error: &str,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-         VALUES (?1, ?2, ?3, 0, 0, ?4)
-         ON CONFLICT (organization_id) DO UPDATE SET error = ?4",
-    )
-    .bind(organization)
-    .bind(pass_id)
-    .bind(codec::timestamp(now))
-    .bind(error)
-    .execute(pool)
-    .await?;
     Ok(())
 }

@@ -1,101 +1,92 @@
 //! Pruning stored deliveries and finished messages on SQLite, and giving the space back
 //! (incremental vacuum).
 
+use crate::store::RetentionStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
 use crate::model::OutboxHead;
 
-/// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
-/// delivery each is).
-pub async fn scan(
-    pool: &SqlitePool,
-    after: i64,
-    limit: i64,
-) -> Result<Vec<OutboxHead>, sqlx::Error> {
-    let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
-    )
-    .bind(after)
-    .bind(limit)
-    .fetch_all(pool)
-    .await?;
-    rows.into_iter()
-        .map(|(id, received_at, state, body)| {
-            let received_at = chrono::DateTime::parse_from_rfc3339(&received_at)
-                .map(|t| t.with_timezone(&chrono::Utc))
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-            Ok(OutboxHead {
-                id,
-                received_at,
-                state,
-                body,
-            })
-        })
-        .collect()
-}
-
-/// Deletes those of `ids` that are still applied (a row put back to pending by `replay`
-/// since it was scanned stays); returns how many went.
-pub async fn delete_applied(pool: &SqlitePool, ids: &[i64]) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
+impl RetentionStore for SqlitePool {
+    async fn free_pages(&self) -> Result<i64, sqlx::Error> {
+        sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(self)
+            .await
     }
-    let done = sqlx::query(
-        "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
-    )
-    .bind(codec::json_param(ids)?)
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected())
-}
 
-/// Tracked messages with a terminal status dating from before `before`: what
-/// [`delete_finished_messages`] would remove, all batches together (the `messages_done`
-/// index).
-pub async fn count_finished_messages(
-    pool: &SqlitePool,
-    before: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
-    let count: i64 =
-        sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?")
-            .bind(codec::timestamp(before))
-            .fetch_one(pool)
+    async fn vacuum_step(&self, pages: i64) -> Result<i64, sqlx::Error> {
+        let mut conn = self.acquire().await?;
+        // A pragma's argument cannot be bound; `pages` is a number.
+        sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
+            .execute(&mut *conn)
             .await?;
-    Ok(u64::try_from(count).unwrap_or(0))
-}
+        sqlx::query_scalar("PRAGMA freelist_count")
+            .fetch_one(&mut *conn)
+            .await
+    }
 
-/// Deletes up to `limit` tracked messages with a terminal status dating from before
-/// `before` (a non-terminal one is never touched: the reconciler looks it up); returns how
-/// many went. One statement, so a status applied meanwhile (SQLite has one writer) is
-/// either seen or waits for it.
-pub async fn delete_finished_messages(
-    pool: &SqlitePool,
-    before: DateTime<Utc>,
-    limit: i64,
-) -> Result<u64, sqlx::Error> {
-    let done = sqlx::query(
-        "DELETE FROM messages WHERE id IN
-             (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
-    )
-    .bind(codec::timestamp(before))
-    .bind(limit)
-    .execute(pool)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-/// Gives back to the file system up to `pages` free pages; returns how many remain free.
-pub async fn vacuum_step(pool: &SqlitePool, pages: i64) -> Result<i64, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
-    // A pragma's argument cannot be bound; `pages` is a number.
-    sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
-        .execute(&mut *conn)
+    async fn scan_outbox(&self, after: i64, limit: i64) -> Result<Vec<OutboxHead>, sqlx::Error> {
+        let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
+            "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(self)
         .await?;
-    sqlx::query_scalar("PRAGMA freelist_count")
-        .fetch_one(&mut *conn)
-        .await
+        rows.into_iter()
+            .map(|(id, received_at, state, body)| {
+                let received_at = chrono::DateTime::parse_from_rfc3339(&received_at)
+                    .map(|t| t.with_timezone(&chrono::Utc))
+                    .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
+                Ok(OutboxHead {
+                    id,
+                    received_at,
+                    state,
+                    body,
+                })
+            })
+            .collect()
+    }
+
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let done = sqlx::query(
+            "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(codec::json_param(ids)?)
+        .execute(self)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
+    async fn count_finished_messages(&self, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?",
+        )
+        .bind(codec::timestamp(before))
+        .fetch_one(self)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn delete_finished_messages(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<u64, sqlx::Error> {
+        let done = sqlx::query(
+            "DELETE FROM messages WHERE id IN
+             (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
+        )
+        .bind(codec::timestamp(before))
+        .bind(limit)
+        .execute(self)
+        .await?;
+        Ok(done.rows_affected())
+    }
 }
 
 /// Switches the file to incremental auto-vacuum if it is not yet: that takes one VACUUM

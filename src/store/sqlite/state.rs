@@ -1,45 +1,44 @@
 //! `daemon_state`: small durable facts of the daemon, by key.
 
+use crate::store::StateStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
-pub async fn get(pool: &SqlitePool, key: &str) -> Result<Option<String>, sqlx::Error> {
-    sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = ?")
-        .bind(key)
-        .fetch_optional(pool)
-        .await
-}
+impl StateStore for SqlitePool {
+    async fn state_value(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
+        sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = ?")
+            .bind(key)
+            .fetch_optional(self)
+            .await
+    }
 
-pub async fn set(
-    pool: &SqlitePool,
-    key: &str,
-    value: &str,
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO daemon_state (key, value, updated_at) VALUES (?1, ?2, ?3)
+    async fn put_state(
+        &self,
+        key: &str,
+        value: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO daemon_state (key, value, updated_at) VALUES (?1, ?2, ?3)
          ON CONFLICT (key) DO UPDATE SET value = ?2, updated_at = ?3",
-    )
-    .bind(key)
-    .bind(value)
-    .bind(codec::timestamp(now))
-    .execute(pool)
-    .await?;
-    Ok(())
-}
+        )
+        .bind(key)
+        .bind(value)
+        .bind(codec::timestamp(now))
+        .execute(self)
+        .await?;
+        Ok(())
+    }
 
-/// Counts one more failed token request in the JSON state under `key` (see
-/// `upstream::DbTokenGuardStore`), in one statement: processes failing at once each add
-/// theirs. The failure that reaches `max` blocks until `block_until`. Returns the new value.
-pub async fn count_token_failure(
-    pool: &SqlitePool,
-    key: &str,
-    max: i64,
-    block_until: DateTime<Utc>,
-    now: DateTime<Utc>,
-) -> Result<String, sqlx::Error> {
-    sqlx::query_scalar(
+    async fn count_token_failure(
+        &self,
+        key: &str,
+        max: i64,
+        block_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<String, sqlx::Error> {
+        sqlx::query_scalar(
         "INSERT INTO daemon_state (key, value, updated_at)
          VALUES (?1, json_object('consecutive_failures', 1,
                                  'blocked_until', CASE WHEN 1 >= ?2 THEN ?3 END), ?4)
@@ -57,6 +56,7 @@ pub async fn count_token_failure(
     .bind(max)
     .bind(codec::timestamp(block_until))
     .bind(codec::timestamp(now))
-    .fetch_one(pool)
+    .fetch_one(self)
     .await
+    }
 }

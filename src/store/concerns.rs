@@ -1,0 +1,411 @@
+//! One trait per concern of the storage layer, each implemented by both backends'
+//! pools ([`sqlx::SqlitePool`] in `sqlite/`, [`sqlx::PgPool`] in `postgres/`, or once for
+//! both where the statement text is the same) and dispatched by [`super::Pool`].
+#![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
+
+use enum_dispatch::enum_dispatch;
+
+// enum_dispatch writes these signatures again beside `Pool`: every type is named by its
+// whole path, so that they resolve there too.
+
+/// The ledger's hash chain as stored.
+#[enum_dispatch]
+pub trait ChainStore {
+    /// The last entry, as stored (an empty ledger's head is the genesis).
+    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, sqlx::Error>;
+
+    /// Up to `limit` entries after `after`, in seq order.
+    async fn chain_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::chain::ChainRow>, sqlx::Error>;
+}
+
+/// The console's sessions.
+#[enum_dispatch]
+pub trait SessionStore {
+    /// Stores a new session, and drops those that have lapsed.
+    async fn create_session(
+        &self,
+        session: &crate::model::ConsoleSession,
+        idle_ms: i64,
+    ) -> Result<(), sqlx::Error>;
+
+    /// The session of `id_hash`, if it has not lapsed by `now_ms`.
+    async fn find_session(
+        &self,
+        id_hash: &str,
+        now_ms: i64,
+        idle_ms: i64,
+    ) -> Result<Option<crate::model::ConsoleSession>, sqlx::Error>;
+
+    /// Records a use of the session.
+    async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error>;
+
+    /// Ends the session (sign-out).
+    async fn delete_session(&self, id_hash: &str) -> Result<(), sqlx::Error>;
+}
+
+/// What each ledger entry of a number stands on.
+#[enum_dispatch]
+pub trait EvidenceStore {
+    /// Every ledger entry of `phone` (in one organization or all), oldest first.
+    async fn evidence_entries(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<crate::model::StoredEntry>, sqlx::Error>;
+
+    /// The stored deliveries of these dedup keys (those still kept).
+    async fn evidence_deliveries(
+        &self,
+        dedup_keys: &[&str],
+    ) -> Result<Vec<crate::model::KeptDelivery>, sqlx::Error>;
+}
+
+/// Leases and replica heartbeats.
+#[enum_dispatch]
+pub trait LeaseStore {
+    /// Takes every lease of `names` for `holder` for `ttl_ms`, or none: the first one held
+    /// by another holder and not lapsed is returned, and nothing is taken.
+    async fn take_leases(
+        &self,
+        names: &[String],
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<Option<crate::model::LeaseHeld>, sqlx::Error>;
+
+    /// Extends `holder`'s leases by `ttl_ms` from now; the first one found with another
+    /// holder is returned (and the ones after it are left alone).
+    async fn renew_leases(
+        &self,
+        names: &[String],
+        holder: &str,
+        ttl_ms: i64,
+    ) -> Result<Option<String>, sqlx::Error>;
+
+    /// Gives `holder`'s leases of `names` back.
+    async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), sqlx::Error>;
+
+    /// Records `name`'s heartbeat; forgets replicas not heard from for `forget_after_ms`.
+    async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error>;
+
+    /// The replicas heard from in the last `listed_for_ms`, by name, and which holds the lease
+    /// `leader_lease`.
+    async fn replicas(
+        &self,
+        leader_lease: &str,
+        listed_for_ms: i64,
+    ) -> Result<Vec<crate::model::ReplicaBeat>, sqlx::Error>;
+}
+
+/// The outbox as the worker and `replay` use it.
+#[enum_dispatch]
+pub trait OutboxStore {
+    /// Counts a failed attempt against the pending row `id`, quarantining it after
+    /// `max_attempts`; returns its id if it was quarantined.
+    async fn record_failure(
+        &self,
+        id: i64,
+        error: &str,
+        max_attempts: i64,
+    ) -> Result<Option<i64>, sqlx::Error>;
+
+    /// Puts rows back in the pending state; returns their ids.
+    async fn requeue(&self, selection: crate::model::Requeue) -> Result<Vec<i64>, sqlx::Error>;
+}
+
+/// How many stored deliveries are in each state.
+#[enum_dispatch]
+pub trait OutboxCounts {
+    /// The states of the outbox rows `ids`, by state: how many are pending, applied and
+    /// quarantined.
+    async fn outbox_states(&self, ids: &[i64]) -> Result<crate::model::OutboxStates, sqlx::Error>;
+}
+
+/// Local consent changes queued for the service.
+#[enum_dispatch]
+pub trait PushStore {
+    /// The service refused the push `seq` for good.
+    async fn push_failed(
+        &self,
+        seq: i64,
+        error: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), sqlx::Error>;
+
+    /// The earliest time a pending push is due, if any.
+    async fn next_push_due(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, sqlx::Error>;
+
+    /// The push `seq` failed for now; it is due again at `next`.
+    async fn retry_push_at(
+        &self,
+        seq: i64,
+        error: &str,
+        next: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), sqlx::Error>;
+
+    /// The push `seq` reached the service as lead `lead_id`.
+    async fn push_sent(
+        &self,
+        seq: i64,
+        lead_id: &str,
+        at: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Takes the oldest push due at `now` whose number has no older change pending, counting
+    /// the attempt before it is made.
+    async fn take_due_pushes(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<crate::model::DuePush>, sqlx::Error>;
+}
+
+/// The read side: the ledger, the mirror and the daemon's state, as records.
+#[enum_dispatch]
+pub trait ReadStore {
+    /// The outbox and push backlog.
+    async fn backlog(&self) -> Result<crate::model::Backlog, sqlx::Error>;
+
+    /// Ledger entries after `after`, in `seq` order.
+    async fn changes(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::LedgerEntry>, sqlx::Error>;
+
+    /// Current consent of `phone` in every organization, or in one.
+    async fn current(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<crate::model::ConsentRecord>, sqlx::Error>;
+
+    /// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
+    /// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
+    /// walking the primary key back from the newest, not by a scan of the whole outbox.
+    async fn deliveries_per_minute(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<(String, i64)>, sqlx::Error>;
+
+    /// The most recent stored deliveries, newest first.
+    async fn events(
+        &self,
+        quarantined_only: bool,
+        limit: i64,
+    ) -> Result<Vec<crate::model::StoredEvent>, sqlx::Error>;
+
+    /// Every ledger entry of `phone`, oldest first.
+    async fn history(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<crate::model::LedgerEntry>, sqlx::Error>;
+
+    /// The mirrored lead `id`, as the v3 Lead resource.
+    async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, sqlx::Error>;
+
+    /// The mirrored leads of `phone`, in every organization or in one.
+    async fn leads(
+        &self,
+        phone: &str,
+        organization: Option<&str>,
+    ) -> Result<Vec<serde_json::Value>, sqlx::Error>;
+
+    /// Current consent of each of `phones`, in their order, organizations sorted.
+    async fn lookup(
+        &self,
+        phones: &[&str],
+        organization: Option<&str>,
+    ) -> Result<Vec<crate::model::ConsentRecord>, sqlx::Error>;
+
+    /// The tracked message `id`.
+    async fn message(&self, id: &str) -> Result<Option<serde_json::Value>, sqlx::Error>;
+
+    /// Pushes by state.
+    async fn push_counts(&self) -> Result<crate::model::PushCounts, sqlx::Error>;
+
+    /// The kept refused deliveries, newest first.
+    async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, sqlx::Error>;
+
+    /// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
+    async fn status(&self) -> Result<crate::model::Status, sqlx::Error>;
+}
+
+/// Reconciliation passes: checkpoints, records and the messages to look up.
+#[enum_dispatch]
+pub trait PassStore {
+    /// The cursor to resume `organization` from, starting a checkpoint if there is none.
+    async fn checkpoint(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Option<String>, sqlx::Error>;
+
+    /// Ends `organization`'s scan with an error: what was scanned is recorded with the error
+    /// `describe` gives for that count, and the checkpoint goes. Returns the error.
+    async fn end_with_error<E: std::fmt::Display + Send>(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: chrono::DateTime<chrono::Utc>,
+        describe: impl FnOnce(i64) -> E + Send,
+    ) -> Result<E, sqlx::Error>;
+
+    /// Messages to look up: not final and first seen before `stale_before`, or `sent` since
+    /// `receipt_since` (a carrier receipt may follow).
+    async fn open_messages(
+        &self,
+        stale_before: chrono::DateTime<chrono::Utc>,
+        receipt_since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<String>, sqlx::Error>;
+
+    /// Records that `organization` could not be scanned in this pass.
+    async fn organization_failed(
+        &self,
+        pass_id: &str,
+        organization: &str,
+        now: chrono::DateTime<chrono::Utc>,
+        error: &str,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Keeps a finished pass's summary.
+    async fn record_pass(&self, pass: crate::store::PassRecord<'_>) -> Result<(), sqlx::Error>;
+
+    /// Starts `organization`'s scan again from the first page.
+    async fn restart_checkpoint(&self, organization: &str) -> Result<(), sqlx::Error>;
+}
+
+/// Pruning stored deliveries and finished messages.
+#[enum_dispatch]
+pub trait RetentionStore {
+    /// Pages of the database file that are free and could go back to the file system
+    /// (SQLite; PostgreSQL reuses freed space and gives none back: 0).
+    async fn free_pages(&self) -> Result<i64, sqlx::Error>;
+
+    /// Gives back to the file system up to `pages` free pages; returns how many remain
+    /// free (PostgreSQL: nothing to give, 0).
+    async fn vacuum_step(&self, pages: i64) -> Result<i64, sqlx::Error>;
+
+    /// Tracked messages with a terminal status dating from before `before`: what
+    /// [`delete_finished_messages`] would remove, all batches together (the `messages_done`
+    /// index).
+    async fn count_finished_messages(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, sqlx::Error>;
+
+    /// Deletes those of `ids` that are still applied (a row put back to pending by `replay`
+    /// since it was scanned stays); returns how many went.
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error>;
+
+    /// Deletes up to `limit` tracked messages with a terminal status dating from before
+    /// `before` (a non-terminal one is never touched: the reconciler looks it up); returns how
+    /// many went. One statement, so a status applied meanwhile (SQLite has one writer) is
+    /// either seen or waits for it.
+    async fn delete_finished_messages(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: i64,
+    ) -> Result<u64, sqlx::Error>;
+
+    /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
+    /// delivery each is).
+    async fn scan_outbox(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::OutboxHead>, sqlx::Error>;
+}
+
+/// `daemon_state`: small durable facts of the daemon, by key.
+#[enum_dispatch]
+pub trait StateStore {
+    async fn state_value(&self, key: &str) -> Result<Option<String>, sqlx::Error>;
+
+    async fn put_state(
+        &self,
+        key: &str,
+        value: &str,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Counts one more failed token request in the JSON state under `key` (see
+    /// `upstream::DbTokenGuardStore`), in one statement: processes failing at once each add
+    /// theirs. The failure that reaches `max` blocks until `block_until`. Returns the new value.
+    async fn count_token_failure(
+        &self,
+        key: &str,
+        max: i64,
+        block_until: chrono::DateTime<chrono::Utc>,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<String, sqlx::Error>;
+}
+
+/// The subscribers' delivery state.
+#[enum_dispatch]
+pub trait SubscriberStore {
+    /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
+    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), sqlx::Error>;
+
+    /// The state of `name`, if it was ever configured.
+    async fn subscriber_state(
+        &self,
+        name: &str,
+    ) -> Result<Option<crate::model::SubscriberState>, sqlx::Error>;
+
+    /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
+    /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance.
+    async fn subscriber_delivered(
+        &self,
+        name: &str,
+        generation: i64,
+        cursor: i64,
+        delivered_ms: Option<i64>,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Counts a failed attempt; the next is due at `next_attempt_ms`.
+    async fn subscriber_failed(
+        &self,
+        name: &str,
+        generation: i64,
+        error: &str,
+        next_attempt_ms: i64,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Stops sending to `name` (it answered 410) until a replay.
+    async fn disable_subscriber(
+        &self,
+        name: &str,
+        generation: i64,
+        error: &str,
+    ) -> Result<(), sqlx::Error>;
+
+    /// Sets the cursor of `name` to `cursor` (entries after it are sent again), enables it
+    /// and clears its failures; false if `name` has no state.
+    async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, sqlx::Error>;
+
+    /// The ledger's last seq (0 when empty). Seqs become visible in order, so every
+    /// entry up to it is readable.
+    async fn ledger_head(&self) -> Result<i64, sqlx::Error>;
+}
+
+/// Streamed exports of the consent state and the ledger.
+#[enum_dispatch]
+pub trait ExportStore {
+    /// Consent records whose current state was set by an entry after `since`, by
+    /// organization and number (byte order on either backend).
+    fn export_consent(
+        &self,
+        since: i64,
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, sqlx::Error>>;
+
+    /// Ledger entries after `since`, in seq order.
+    fn export_ledger(
+        &self,
+        since: i64,
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, sqlx::Error>>;
+}

@@ -1,0 +1,189 @@
+//! Write transactions and the dedicated write connection, whichever the backend: a [`Tx`]
+//! begins as its backend needs (SQLite takes its one write lock at once, `BEGIN
+//! IMMEDIATE`, so that a transaction never fails half-way for want of it) and hands the
+//! apply path's statements ([`ApplyTx`]) and ingest's ([`IngestStore`]) to the backend's
+//! connection.
+
+use std::collections::HashMap;
+use std::future::Future;
+
+use chrono::{DateTime, Utc};
+
+use super::{
+    ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, PageCheckpoint,
+    Pool, PushedChange, StateWrite, StatusObservation,
+};
+use crate::model::{Delivery, Lead, RejectedDelivery, StoredDelivery};
+
+/// How SQLite begins a write transaction: with the database's write lock.
+const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
+
+/// A write transaction on the configured database. Dropped without [`Tx::commit`], it rolls
+/// back.
+pub enum Tx<'c> {
+    Sqlite(sqlx::Transaction<'c, sqlx::Sqlite>),
+    Postgres(sqlx::Transaction<'c, sqlx::Postgres>),
+}
+
+impl Tx<'_> {
+    pub async fn commit(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => tx.commit().await,
+            Tx::Postgres(tx) => tx.commit().await,
+        }
+    }
+
+    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+        match self {
+            Tx::Sqlite(tx) => tx.rollback().await,
+            Tx::Postgres(tx) => tx.rollback().await,
+        }
+    }
+}
+
+impl Pool {
+    /// A write transaction on a connection of the pool.
+    pub async fn begin_write(&self) -> Result<Tx<'static>, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with(SQLITE_BEGIN).await?),
+            Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
+        })
+    }
+
+    /// Whether the database takes one writer at a time (SQLite): its writers then take
+    /// turns in the process ([`crate::outbox::OutboxState`]'s gate) instead of waiting on
+    /// the file's lock, and the worker runs one apply loop.
+    pub fn single_writer(&self) -> bool {
+        matches!(self, Pool::Sqlite(_))
+    }
+}
+
+impl Pool {
+    /// A connection of its own for a long run of write transactions (a leads pass). On
+    /// SQLite it has a page cache of `cache_kib` and a WAL checkpoint every
+    /// `checkpoint_pages`, its cache going with it at the end; on PostgreSQL it is a plain
+    /// connection.
+    pub async fn bulk_connection(
+        &self,
+        cache_kib: u32,
+        checkpoint_pages: u32,
+    ) -> Result<Connection, sqlx::Error> {
+        use sqlx::ConnectOptions as _;
+        Ok(match self {
+            Pool::Sqlite(pool) => Connection::Sqlite(
+                pool.connect_options()
+                    .as_ref()
+                    .clone()
+                    .pragma("cache_size", format!("-{cache_kib}"))
+                    .pragma("wal_autocheckpoint", checkpoint_pages.to_string())
+                    .connect()
+                    .await?,
+            ),
+            Pool::Postgres(pool) => {
+                Connection::Postgres(pool.connect_options().as_ref().clone().connect().await?)
+            }
+        })
+    }
+
+    /// Whether other processes (replicas) write to the same database, so that their
+    /// ledger commits are announced by `NOTIFY` and must be listened to
+    /// ([`Pool::listen_to_replicas`]).
+    pub fn shared_by_replicas(&self) -> bool {
+        matches!(self, Pool::Postgres(_))
+    }
+
+    /// Turns the other replicas' ledger commits into wake-ups here until `shutdown` (see
+    /// [`crate::signal::listen`]); returns at once where there are no replicas.
+    pub async fn listen_to_replicas(&self, shutdown: tokio_util::sync::CancellationToken) {
+        if let Pool::Postgres(pool) = self {
+            crate::signal::listen(pool.clone(), shutdown).await;
+        }
+    }
+}
+
+impl Connection {
+    /// A write transaction on this connection.
+    pub async fn begin_write(&mut self) -> Result<Tx<'_>, sqlx::Error> {
+        use sqlx::Connection as _;
+        Ok(match self {
+            Connection::Sqlite(conn) => Tx::Sqlite(conn.begin_with(SQLITE_BEGIN).await?),
+            Connection::Postgres(conn) => Tx::Postgres(conn.begin().await?),
+        })
+    }
+
+    /// See [`Pool::single_writer`].
+    pub fn single_writer(&self) -> bool {
+        matches!(self, Connection::Sqlite(_))
+    }
+}
+
+/// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
+/// the write probe.
+pub trait IngestStore: Send {
+    /// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
+    /// transaction or alone in autocommit. Returns each key's row and whether this
+    /// statement added it. `last_id` is the largest outbox id before the statement, carried
+    /// by the one writer that adds rows (SQLite works out the new ids from it;
+    /// PostgreSQL's statement returns them and leaves it alone).
+    fn insert_deliveries(
+        &mut self,
+        fresh: &[&Delivery],
+        last_id: &mut Option<i64>,
+    ) -> impl Future<Output = Result<HashMap<String, (i64, bool)>, sqlx::Error>> + Send;
+
+    /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
+    /// readiness probe's row, in one transaction.
+    fn record_others(
+        &mut self,
+        rejected: &[&RejectedDelivery],
+        kept: i64,
+        probe: bool,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+}
+
+/// Forwards each listed method of `$trait` to the backend's connection under `$enum`.
+macro_rules! forward {
+    ($trait:ident for $enum:ident$(<$l:lifetime>)? {
+        $( fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?) -> $out:ty; )*
+    }) => {
+        impl $trait for $enum$(<$l>)? {
+            $(
+                fn $name(&mut self $(, $arg: $ty)*) -> impl Future<Output = Result<$out, sqlx::Error>> + Send {
+                    async move {
+                        match self {
+                            $enum::Sqlite(inner) => inner.$name($($arg),*).await,
+                            $enum::Postgres(inner) => inner.$name($($arg),*).await,
+                        }
+                    }
+                }
+            )*
+        }
+    };
+}
+
+forward!(ApplyTx for Tx<'_> {
+    fn lock_numbers(&mut self, phones: &[&str]) -> ();
+    fn locate_leads(&mut self, lead_ids: &[&str]) -> HashMap<String, (String, String)>;
+    fn holders_of(&mut self, phones: &[&str]) -> Holders;
+    fn pushed_changes(&mut self, keys: &[(&str, &str)]) -> Vec<PushedChange>;
+    fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> ();
+    fn consent_states(&mut self, keys: &[(&str, &str)]) -> ConsentStates;
+    fn append_ledger(&mut self, entries: &[NewEntry<'_>], recorded_at: DateTime<Utc>) -> Vec<Option<i64>>;
+    fn write_states(&mut self, states: &[StateWrite<'_>]) -> ();
+    fn upsert_leads(&mut self, leads: &[(&Lead, DateTime<Utc>)], now: DateTime<Utc>) -> u64;
+    fn apply_statuses(&mut self, observations: &[StatusObservation<'_>], now: DateTime<Utc>) -> u64;
+    fn settle_outbox(&mut self, applied: &[i64], quarantined: &[(i64, String)], now: DateTime<Utc>) -> ();
+    fn queue_push(&mut self, seq: i64, change: &ConsentObservation, now: DateTime<Utc>) -> ();
+    fn claim_pending(&mut self, limit: i64, now: DateTime<Utc>) -> Vec<StoredDelivery>;
+    fn page_written(&mut self, page: PageCheckpoint<'_>) -> ();
+});
+
+forward!(IngestStore for Tx<'_> {
+    fn insert_deliveries(&mut self, fresh: &[&Delivery], last_id: &mut Option<i64>) -> HashMap<String, (i64, bool)>;
+    fn record_others(&mut self, rejected: &[&RejectedDelivery], kept: i64, probe: bool) -> ();
+});
+
+forward!(IngestStore for Connection {
+    fn insert_deliveries(&mut self, fresh: &[&Delivery], last_id: &mut Option<i64>) -> HashMap<String, (i64, bool)>;
+    fn record_others(&mut self, rejected: &[&RejectedDelivery], kept: i64, probe: bool) -> ();
+});
