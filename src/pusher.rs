@@ -102,6 +102,11 @@ impl Pusher {
 
     /// Sends one change through the configured API version, finding the lead first when the
     /// mirror does not know it. Returns the lead id.
+    #[tracing::instrument(
+        name = "push",
+        skip_all,
+        fields(seq = due.seq, organization = %due.organization_id, attempt = due.attempts)
+    )]
     async fn send(&self, due: &DuePush) -> Result<String, PushError> {
         let v2 = self.client.config().api_version == ApiVersion::V2;
         let lead_id = match (&due.lead_id, v2) {

@@ -439,6 +439,11 @@ impl Reconciler {
 
     /// Writes one page in one transaction: lead fields, consent differences as `reconcile`
     /// observations timed at the fetch, and the cursor of the next page (or the end).
+    #[tracing::instrument(
+        name = "leads_page",
+        skip_all,
+        fields(organization = %organization, pass = pass_id, leads = page.leads.len())
+    )]
     async fn apply_page(
         &self,
         conn: &mut Connection,

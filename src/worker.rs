@@ -60,6 +60,7 @@ impl Worker {
 
     /// [`Worker::try_execute_task`], telling in `claimed` which rows the batch took (none
     /// when it failed before taking any), so that a failure is counted against its row.
+    #[tracing::instrument(name = "apply_batch", skip_all, fields(limit = limit, rows = tracing::field::Empty))]
     async fn attempt(&self, limit: i64, claimed: &mut Vec<i64>) -> Result<Outcome, sqlx::Error> {
         claimed.clear();
         let now = Utc::now();
@@ -71,6 +72,7 @@ impl Worker {
             let mut tx = self.pool.begin_write().await?;
             let rows = tx.claim_pending(limit, now).await?;
             claimed.extend(rows.iter().map(|row| row.id));
+            tracing::Span::current().record("rows", rows.len());
             let outcome = self.apply(&mut tx, rows, now).await?;
             tx.commit().await?;
             outcome

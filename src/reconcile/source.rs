@@ -74,6 +74,7 @@ impl LeadSource {
     /// next page as it is saved. Its observations are timed when the request was sent: the
     /// page reflects at least every change before then, and a webhook event after then is
     /// newer than the page and wins over it.
+    #[tracing::instrument(name = "fetch_leads_page", skip_all, fields(organization = %organization))]
     pub async fn page(
         self,
         organization: String,

@@ -363,6 +363,11 @@ impl Sender {
     }
 
     /// Posts `items` as one signed message.
+    #[tracing::instrument(
+        name = "subscriber_request",
+        skip_all,
+        fields(subscriber = %self.subscriber.name, first, last, entries = items.len())
+    )]
     async fn post(&self, items: &[LedgerEntry], first: i64, last: i64) -> Posted {
         let now = Utc::now();
         let message = Message {
