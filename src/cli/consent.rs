@@ -11,6 +11,24 @@ use crate::apply::{self, LocalChange, LocalError};
 use crate::export::{self, Dataset, Format};
 use crate::settings::Settings;
 
+/// A local change made with the CLI, by [`cli_actor`].
+pub fn local_change(
+    organization_id: String,
+    phone_number: String,
+    opted_out: bool,
+    tag_id: Option<String>,
+    reason: Option<String>,
+) -> LocalChange {
+    LocalChange {
+        organization_id,
+        phone_number,
+        opted_out,
+        tag_id,
+        reason,
+        actor: cli_actor(),
+    }
+}
+
 /// The actor of a change made with the CLI: `cli:` and the login name (`$USER`), else the
 /// user id of the process.
 pub fn cli_actor() -> String {

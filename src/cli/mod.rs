@@ -269,41 +269,34 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,
         } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
+        Command::Demo(args) => Ok(crate::demo::run(args).await?),
+        Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
+        command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
+    }
+}
+
+/// Runs a command that reads or changes the ledger of an existing database.
+async fn on_the_ledger(command: Command, settings: &Settings, json: bool) -> Result<(), CliError> {
+    match command {
         Command::Consent {
             phone,
             organization,
-        } => {
-            read::consent(
-                &load_for_reading(config)?,
-                &phone,
-                organization.as_deref(),
-                cli.json,
-            )
-            .await
-        }
+        } => read::consent(settings, &phone, organization.as_deref(), json).await,
         Command::History {
             phone,
             organization,
-        } => {
-            read::history(
-                &load_for_reading(config)?,
-                &phone,
-                organization.as_deref(),
-                cli.json,
-            )
-            .await
-        }
+        } => read::history(settings, &phone, organization.as_deref(), json).await,
         Command::Events { quarantined, limit } => {
-            read::events(&load_for_reading(config)?, quarantined, limit, cli.json).await
+            read::events(settings, quarantined, limit, json).await
         }
         Command::Replay { quarantined, id } => {
             let selection = match (quarantined, id) {
                 (_, Some(id)) => crate::worker::Requeue::Id(id),
                 _ => crate::worker::Requeue::Quarantined,
             };
-            read::replay(&load_for_reading(config)?, selection, cli.json).await
+            read::replay(settings, selection, json).await
         }
-        Command::Status => read::status(&load_for_reading(config)?, cli.json).await,
+        Command::Status => read::status(settings, json).await,
         Command::Reconcile {
             organizations,
             leads,
@@ -315,74 +308,52 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
                 leads: leads || !messages,
                 messages: messages || !leads,
             };
-            daemon::reconcile(load_for_reading(config)?, request, cli.json).await
+            daemon::reconcile(settings.clone(), request, json).await
         }
-        Command::Demo(args) => Ok(crate::demo::run(args).await?),
-        Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
         Command::OptOut {
             phone,
             organization,
             tag,
             reason,
         } => {
-            let change = crate::apply::LocalChange {
-                organization_id: organization,
-                phone_number: phone,
-                opted_out: true,
-                tag_id: tag,
-                reason,
-                actor: consent::cli_actor(),
-            };
-            consent::change(&load_for_reading(config)?, change, cli.json).await
+            let change = consent::local_change(organization, phone, true, tag, reason);
+            consent::change(settings, change, json).await
         }
         Command::OptIn {
             phone,
             organization,
             reason,
         } => {
-            let change = crate::apply::LocalChange {
-                organization_id: organization,
-                phone_number: phone,
-                opted_out: false,
-                tag_id: None,
-                reason,
-                actor: consent::cli_actor(),
-            };
-            consent::change(&load_for_reading(config)?, change, cli.json).await
+            let change = consent::local_change(organization, phone, false, None, reason);
+            consent::change(settings, change, json).await
         }
         Command::Evidence {
             phone,
             organization,
             output,
-        } => {
-            evidence::bundle(
-                &load_for_reading(config)?,
-                &phone,
-                organization.as_deref(),
-                output,
-            )
-            .await
-        }
-        Command::Prune { dry_run } => {
-            evidence::prune(&load_for_reading(config)?, dry_run, cli.json).await
-        }
+        } => evidence::bundle(settings, &phone, organization.as_deref(), output).await,
+        Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,
-        } => evidence::verify(&load_for_reading(config)?, cli.json).await,
-        Command::Subscribers { command } => {
-            let settings = load_for_reading(config)?;
-            match command {
-                None => subscribers::list(&settings, cli.json).await,
-                Some(SubscribersCommand::Replay { name, from }) => {
-                    subscribers::replay(&settings, &name, from, cli.json).await
-                }
-            }
-        }
+        } => evidence::verify(settings, json).await,
+        Command::Subscribers { command: None } => subscribers::list(settings, json).await,
+        Command::Subscribers {
+            command: Some(SubscribersCommand::Replay { name, from }),
+        } => subscribers::replay(settings, &name, from, json).await,
         Command::Export {
             dataset,
             format,
             since,
             output,
-        } => consent::export(&load_for_reading(config)?, dataset, format, since, output).await,
+        } => consent::export(settings, dataset, format, since, output).await,
+        Command::Serve
+        | Command::Migrate { .. }
+        | Command::CheckConfig
+        | Command::Sign { .. }
+        | Command::Webhooks { .. }
+        | Command::Demo(_)
+        | Command::Sandbox(_) => Err(CliError::Usage(
+            "this command does not read the ledger".into(),
+        )),
     }
 }

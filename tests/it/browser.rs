@@ -5,7 +5,7 @@
 //! either these tests say so on the terminal and pass without running (as the PostgreSQL
 //! tests do). With the variable set, a driver that does not start fails the test.
 //!
-//! With `OUTREACH_SYNC_SCREENSHOTS=DIR` the tests also save the screenshots the README
+//! With `OUTREACH_SYNC_SCREENSHOTS=DIR` the tests also save the screenshots docs/console.md
 //! shows.
 
 use outreach_sync::store::codec;

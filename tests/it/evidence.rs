@@ -22,7 +22,7 @@ use crate::common::{
     self, ADMIN_TOKEN, Backend, SECRET, TestApp, consent_event, on_both_backends, spawn_app_on,
 };
 
-/// The hash of a bundle item, computed as the README tells an auditor to.
+/// The hash of a bundle item, computed as docs/evidence-and-retention.md tells an auditor to.
 fn recomputed_hash(item: &Value) -> String {
     let canonical = Value::Array(
         [
