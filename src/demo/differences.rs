@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use sqlx::SqlitePool;
 
-use crate::client::models::Lead;
+use crate::sandbox::wire::Lead;
 
 /// The mirror's consent beside the service's, lead by lead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::signature::SignatureFormat;
+use super::signing::Signing;
 
 /// Faults of webhook delivery.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -35,13 +35,25 @@ pub struct ApiFaults {
 }
 
 /// A registration made at start, for both event kinds and the whole account.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct DeliverTo {
     pub url: String,
     pub secret: String,
 }
 
-#[derive(Debug, Clone)]
+impl std::fmt::Debug for DeliverTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeliverTo")
+            .field("url", &self.url)
+            .field("secret", &REDACTED)
+            .finish()
+    }
+}
+
+/// What `Debug` shows of a secret.
+const REDACTED: &str = "[redacted]";
+
+#[derive(Clone)]
 pub struct SandboxConfig {
     /// Port 0 picks a free port (tests).
     pub bind: SocketAddr,
@@ -57,7 +69,7 @@ pub struct SandboxConfig {
     /// Opt-out and opt-in reach every lead of the account with the same number.
     pub account_sync: bool,
     /// How deliveries are signed.
-    pub signature: SignatureFormat,
+    pub signing: Signing,
     pub delivery_faults: DeliveryFaults,
     pub api_faults: ApiFaults,
     /// Attempts per delivery (the first included) before giving up on a non-2xx target.
@@ -92,7 +104,7 @@ impl Default for SandboxConfig {
             leads: 20,
             organizations: 2,
             account_sync: true,
-            signature: SignatureFormat::default(),
+            signing: Signing::default(),
             delivery_faults: DeliveryFaults::default(),
             api_faults: ApiFaults::default(),
             delivery_attempts: 8,
@@ -103,5 +115,31 @@ impl Default for SandboxConfig {
             deliver_to: None,
             activity_interval: None,
         }
+    }
+}
+
+impl std::fmt::Debug for SandboxConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SandboxConfig")
+            .field("bind", &self.bind)
+            .field("client_id", &self.client_id)
+            .field("client_secret", &REDACTED)
+            .field("account_id", &self.account_id)
+            .field("token_lifetime", &self.token_lifetime)
+            .field("seed", &self.seed)
+            .field("leads", &self.leads)
+            .field("organizations", &self.organizations)
+            .field("account_sync", &self.account_sync)
+            .field("signing", &self.signing)
+            .field("delivery_faults", &self.delivery_faults)
+            .field("api_faults", &self.api_faults)
+            .field("delivery_attempts", &self.delivery_attempts)
+            .field("delivery_backoff", &self.delivery_backoff)
+            .field("v2_cursor_depth", &self.v2_cursor_depth)
+            .field("default_page_size", &self.default_page_size)
+            .field("confirmation_header", &self.confirmation_header)
+            .field("deliver_to", &self.deliver_to)
+            .field("activity_interval", &self.activity_interval)
+            .finish()
     }
 }

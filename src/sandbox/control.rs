@@ -14,8 +14,8 @@ use super::api::{ApiError, ApiResult, AppState, JsonBody};
 use super::config::{ApiFaults, DeliveryFaults};
 use super::deliver::{DeliveryCounts, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
+use super::wire::{Lead, MessageType, Organization, WebhookRegistration};
 use super::world::{Refusal, SandboxMessage};
-use crate::client::models::{Lead, MessageType, Organization, WebhookRegistration};
 
 /// Everything the sandbox holds that a comparison needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]

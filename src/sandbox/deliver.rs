@@ -1,5 +1,5 @@
-//! Webhook delivery: at least once, from background tasks, signed with
-//! `crate::signature::sign`, with injected drops, duplicates, reordering and delays.
+//! Webhook delivery: at least once, from background tasks, signed as [`Signing`] says,
+//! with injected drops, duplicates, reordering and delays.
 //! Each target has its own worker, so a failing target delays only its own events.
 //!
 //! What became of the deliveries is kept two ways: the most recent records, attempt by
@@ -20,7 +20,7 @@ use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::config::DeliveryFaults;
-use crate::signature::{Key, SignatureFormat, sign};
+use super::signing::Signing;
 
 /// Longest wait between two attempts of one delivery.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -33,7 +33,7 @@ const IN_FLIGHT_PER_TARGET: usize = 32;
 pub const DELIVERY_RECORDS_KEPT: usize = 10_000;
 
 /// One event for one registration.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Job {
     pub event_id: String,
     pub event_type: &'static str,
@@ -41,6 +41,19 @@ pub struct Job {
     pub target_url: String,
     pub secret: Option<String>,
     pub body: Bytes,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("event_id", &self.event_id)
+            .field("event_type", &self.event_type)
+            .field("registration_id", &self.registration_id)
+            .field("target_url", &self.target_url)
+            .field("secret", &self.secret.as_ref().map(|_| "[redacted]"))
+            .field("body_bytes", &self.body.len())
+            .finish()
+    }
 }
 
 /// What became of one attempt (or of an event dropped on purpose).
@@ -133,7 +146,7 @@ pub struct Deliverer {
 
 struct Worker {
     http: reqwest::Client,
-    format: SignatureFormat,
+    signing: Signing,
     attempts: u32,
     backoff: Duration,
     pending: watch::Sender<usize>,
@@ -146,7 +159,7 @@ struct Worker {
 impl Deliverer {
     /// Starts the dispatcher; it stops with `cancel`.
     pub fn start(
-        format: SignatureFormat,
+        signing: Signing,
         faults: DeliveryFaults,
         attempts: u32,
         backoff: Duration,
@@ -162,7 +175,7 @@ impl Deliverer {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap_or_default(),
-            format,
+            signing,
             attempts: attempts.max(1),
             backoff,
             pending: pending.clone(),
@@ -371,7 +384,7 @@ impl Worker {
         tokio::time::sleep(delay).await;
         let mut wait = self.backoff;
         for attempt in 1..=self.attempts {
-            let status = send(&self.http, &self.format, &copy.job).await;
+            let status = send(&self.http, &self.signing, &copy.job).await;
             let ok = status.is_some_and(|s| (200..300).contains(&s));
             let outcome = match (ok, attempt == self.attempts) {
                 (true, _) => Outcome::Delivered,
@@ -401,29 +414,27 @@ fn record(job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) -> Del
 }
 
 /// One signed POST. `None` when the target did not answer.
-pub async fn send(http: &reqwest::Client, format: &SignatureFormat, job: &Job) -> Option<u16> {
-    post(http, format, job).await.map(|r| r.status().as_u16())
+pub async fn send(http: &reqwest::Client, signing: &Signing, job: &Job) -> Option<u16> {
+    post(http, signing, job).await.map(|r| r.status().as_u16())
 }
 
 /// One signed POST, returning the whole response (mock_event reads its headers).
 pub async fn post(
     http: &reqwest::Client,
-    format: &SignatureFormat,
+    signing: &Signing,
     job: &Job,
 ) -> Option<reqwest::Response> {
     let mut request = http
         .post(&job.target_url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(job.body.clone());
-    let key = job
+    let now = chrono::Utc::now().timestamp();
+    let headers = job
         .secret
         .as_deref()
-        .and_then(|secret| Key::for_scheme(format.scheme, secret));
-    if let Some(key) = key {
-        let now = chrono::Utc::now().timestamp();
-        for (name, value) in sign(format, &key, &job.body, now, Some(&job.event_id)) {
-            request = request.header(name, value);
-        }
+        .and_then(|secret| signing.headers(secret, &job.event_id, now, &job.body));
+    for (name, value) in headers.into_iter().flatten() {
+        request = request.header(name, value);
     }
     request.send().await.ok()
 }

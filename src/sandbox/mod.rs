@@ -13,7 +13,10 @@ mod control;
 mod deliver;
 mod running;
 mod shared;
-pub mod world;
+mod signing;
+mod validate;
+pub mod wire;
+mod world;
 
 pub use config::{
     ApiFaults, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DeliverTo, DeliveryFaults, SandboxConfig,
@@ -22,4 +25,5 @@ pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
 pub use running::{RunningSandbox, Sandbox};
 pub use shared::{ApiRequest, StatsSnapshot};
+pub use signing::{Algorithm, Encoding, HmacSigning, Signing};
 pub use world::{Refusal, SandboxMessage};

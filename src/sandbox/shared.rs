@@ -16,6 +16,7 @@ use serde::Serialize;
 
 use super::config::{ApiFaults, SandboxConfig};
 use super::deliver::{Deliverer, Job};
+use super::wire::{Event, EventKind};
 use super::world::{Change, World, timestamp};
 
 /// Counters a test can read (for example: how many token requests were made).
@@ -137,20 +138,20 @@ impl Shared {
             return;
         }
         let id = self.next_event_id();
-        let (event_type, body) = match &change {
+        let (kind, body) = match &change {
             Change::Consent { lead, at } => (
-                "consentUpdate-v1",
-                envelope("consentUpdate-v1", &id, *at, lead),
+                EventKind::ConsentUpdate,
+                envelope(EventKind::ConsentUpdate, &id, *at, lead),
             ),
             Change::Message { message, at } => (
-                "messageStatus-v1",
-                envelope("messageStatus-v1", &id, *at, message),
+                EventKind::MessageStatus,
+                envelope(EventKind::MessageStatus, &id, *at, message),
             ),
         };
         for registration in targets {
             self.deliverer.enqueue(Job {
                 event_id: id.clone(),
-                event_type,
+                event_type: kind.token(),
                 registration_id: registration.resource.id.clone(),
                 target_url: registration.resource.target_url.clone(),
                 secret: registration.secret.clone(),
@@ -232,22 +233,13 @@ impl Shared {
     }
 }
 
-/// `{"type","id","createdAt","data"}` in that order.
-pub fn envelope<T: Serialize>(kind: &str, id: &str, at: DateTime<Utc>, data: &T) -> Bytes {
-    #[derive(Serialize)]
-    struct Envelope<'a, T> {
-        #[serde(rename = "type")]
-        kind: &'a str,
-        id: &'a str,
-        #[serde(rename = "createdAt")]
-        created_at: String,
-        data: &'a T,
-    }
-    let envelope = Envelope {
+/// The delivered bytes of an event: `{"type","id","createdAt","data"}` in that order.
+pub fn envelope<T: Serialize>(kind: EventKind, id: &str, at: DateTime<Utc>, data: &T) -> Bytes {
+    let event = Event {
         kind,
         id,
         created_at: timestamp(at),
         data,
     };
-    Bytes::from(serde_json::to_vec(&envelope).unwrap_or_default())
+    Bytes::from(serde_json::to_vec(&event).unwrap_or_default())
 }

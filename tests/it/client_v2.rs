@@ -15,7 +15,7 @@ async fn sandbox(leads: usize, depth: usize) -> (RunningSandbox, ServiceClient) 
     })
     .await
     .expect("sandbox starts");
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.api_version = ApiVersion::V2;
     let client = ServiceClient::new(config).expect("client");
     (sandbox, client)

@@ -329,7 +329,7 @@ async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_pos
     .await
     .unwrap();
     let app = crate::common::spawn_app(crate::common::with_admin_token).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
         .run_pass(&PassRequest::default(), &CancellationToken::new())
         .await

@@ -22,8 +22,9 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use super::shared::{ApiRequest, Shared};
+use super::validate::{self, BadLimit};
+use super::wire::ErrorBody;
 use super::world::Refusal;
-use crate::client::models::ErrorBody;
 
 pub type AppState = Arc<Shared>;
 
@@ -50,8 +51,11 @@ impl IntoResponse for ApiError {
             message,
             service_code,
         } = self.0;
-        let mut body = ErrorBody::new(status, message);
-        body.service_error_code = service_code.map(str::to_owned);
+        let body = ErrorBody {
+            code: status,
+            message,
+            service_error_code: service_code,
+        };
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, axum::Json(body)).into_response()
     }
@@ -99,17 +103,15 @@ impl Params {
         let Some(raw) = self.get("limit") else {
             return Ok(default);
         };
-        let value: f64 = raw
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("limit: `{raw}` is not a number")))?;
-        if value.fract() != 0.0 || !(1.0..=1000.0).contains(&value) {
-            return Err(ApiError(Refusal::unprocessable(
+        validate::limit(raw).map_err(|bad| match bad {
+            BadLimit::NotANumber => {
+                ApiError::bad_request(format!("limit: `{raw}` is not a number"))
+            }
+            BadLimit::OutOfRange => ApiError(Refusal::unprocessable(
                 "INVALID_LIMIT",
                 format!("limit must be an integer from 1 to 1000, got {raw}"),
-            )));
-        }
-        // In range and integral: the conversion is exact.
-        Ok(value as usize)
+            )),
+        })
     }
 
     /// A query value that must be one of an enumeration's serde names.

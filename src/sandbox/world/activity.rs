@@ -4,7 +4,7 @@
 use rand::RngExt as _;
 
 use super::World;
-use crate::client::models::MessageType;
+use crate::sandbox::wire::MessageType;
 
 /// What one step did, for the log of `outreach-sync sandbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -4,12 +4,12 @@
 use chrono::Utc;
 
 use super::{Attachment, Change, Refusal, World};
-use crate::client::models::{AgentVisibility, Lead, LeadOperation, UpsertLead};
-use crate::client::validate;
+use crate::sandbox::validate;
+use crate::sandbox::wire::{AgentVisibility, Kind, Lead, LeadOperation, LeadUpsert, Tag};
 
 impl World {
     /// POST /leads. Returns the lead and whether it was created.
-    pub fn upsert_lead(&mut self, body: UpsertLead) -> Result<(Lead, bool), Refusal> {
+    pub fn upsert_lead(&mut self, body: LeadUpsert) -> Result<(Lead, bool), Refusal> {
         if !validate::is_phone(&body.phone_number) {
             return Err(Refusal::bad_request(format!(
                 "phoneNumber `{}` does not match the PHONE pattern",
@@ -38,7 +38,7 @@ impl World {
             Some(id) => self.leads[&id].clone(),
             None => Lead {
                 id: self.id("lead"),
-                kind: "lead".into(),
+                kind: Kind::Lead,
                 phone_number: body.phone_number.clone(),
                 organization_id: org,
                 active_group_ids: Vec::new(),
@@ -252,11 +252,7 @@ impl World {
         Ok(())
     }
 
-    fn tag_of(
-        &self,
-        organization_id: &str,
-        tag_id: &str,
-    ) -> Result<&crate::client::models::Tag, Refusal> {
+    fn tag_of(&self, organization_id: &str, tag_id: &str) -> Result<&Tag, Refusal> {
         let tag = self.tags.get(tag_id).ok_or_else(|| {
             Refusal::unprocessable("TAG_NOT_FOUND", format!("tag {tag_id} not found"))
         })?;

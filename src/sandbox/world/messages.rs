@@ -6,7 +6,7 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{Change, Refusal, World};
-use crate::client::models::{MessageStatus, MessageType};
+use crate::sandbox::wire::{MessageStatus, MessageType};
 
 /// A message as the sandbox keeps it: the Message status resource plus whom it went to.
 /// Serialized, it is exactly the `data` of a `messageStatus-v1` event.

@@ -13,10 +13,9 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 
-use crate::client::models::{
-    Agent, CustomField, ExternalLeadObject, Group, Integration, Lead, Organization, Tag,
+use crate::sandbox::wire::{
+    Agent, CustomField, ExternalLead, Group, Integration, Lead, Organization, Tag,
 };
-pub use activity::Activity;
 pub use messages::SandboxMessage;
 pub use seed::{PHONE_NUMBERS, SeedPlan};
 pub use webhooks::Registration;
@@ -72,7 +71,7 @@ pub enum Change {
 pub struct Attachment {
     pub lead_id: String,
     pub integration_id: String,
-    pub external: ExternalLeadObject,
+    pub external: ExternalLead,
 }
 
 pub struct World {

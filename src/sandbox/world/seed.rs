@@ -9,7 +9,10 @@ use rand::seq::IndexedRandom as _;
 use std::collections::HashSet;
 
 use super::World;
-use crate::client::models::*;
+use crate::sandbox::wire::{
+    Agent, AgentVisibility, Balances, Coordinates, CountryCode, CustomField, Group, Integration,
+    IntegrationType, Kind, Lead, Location, Organization, PhoneNumberType, Tag,
+};
 
 /// How big an account to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +54,7 @@ impl World {
             field_id.clone(),
             CustomField {
                 id: field_id,
-                kind: "custom_field".into(),
+                kind: Kind::CustomField,
                 name: "source".into(),
                 agent_visible: false,
                 organization_id: None,
@@ -114,7 +117,7 @@ impl World {
             integration_id.clone(),
             Integration {
                 id: integration_id.clone(),
-                kind: "integration".into(),
+                kind: Kind::Integration,
                 name: format!("Voter file {}", n + 1),
                 integration_type: IntegrationType::VoterFileA,
                 organization_id: org_id.clone(),
@@ -125,7 +128,7 @@ impl World {
             org_id.clone(),
             Organization {
                 id: org_id.clone(),
-                kind: "organization".into(),
+                kind: Kind::Organization,
                 name: format!("Organization {}", n + 1),
                 integrations: vec![integration_id],
                 balances: (n == 0).then_some(Balances {
@@ -142,7 +145,7 @@ impl World {
                 group_id.clone(),
                 Group {
                     id: group_id.clone(),
-                    kind: "group".into(),
+                    kind: Kind::Group,
                     name: format!("{} team {}", label, g + 1),
                     description: Some("seeded".into()),
                     country_code: CountryCode::US,
@@ -164,7 +167,7 @@ impl World {
                 agent_id.clone(),
                 Agent {
                     id: agent_id,
-                    kind: "agent".into(),
+                    kind: Kind::Agent,
                     name: format!("Agent {}-{}", n + 1, g + 1),
                     full_name: format!("Agent {} of group {}", n + 1, g + 1),
                     phone_number: None,
@@ -184,7 +187,7 @@ impl World {
                 tag_id.clone(),
                 Tag {
                     id: tag_id,
-                    kind: "tag".into(),
+                    kind: Kind::Tag,
                     name: name.into(),
                     organization_id: Some(org_id.clone()),
                     created_at: at.clone(),
@@ -198,7 +201,7 @@ impl World {
                 field_id.clone(),
                 CustomField {
                     id: field_id,
-                    kind: "custom_field".into(),
+                    kind: Kind::CustomField,
                     name: name.into(),
                     agent_visible: true,
                     organization_id: Some(org_id.clone()),
@@ -224,7 +227,7 @@ impl World {
             .collect();
         let mut lead = Lead {
             id: self.id("lead"),
-            kind: "lead".into(),
+            kind: Kind::Lead,
             phone_number: phone,
             organization_id: org.to_owned(),
             active_group_ids: groups.first().cloned().into_iter().collect(),

@@ -1,16 +1,26 @@
 //! Webhook registrations and which of them an event reaches.
 
 use super::{Change, Refusal, World};
-use crate::client::models::{
-    CreateWebhookRegistration, Scope, UpdateWebhookRegistration, WebhookConfig, WebhookRegistration,
+use crate::sandbox::wire::{
+    CreateWebhookRegistration, Kind, Scope, UpdateWebhookRegistration, WebhookConfig,
+    WebhookRegistration,
 };
 use secrecy::ExposeSecret;
 
 /// A registration with its secret, which the API never returns.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Registration {
     pub resource: WebhookRegistration,
     pub secret: Option<String>,
+}
+
+impl std::fmt::Debug for Registration {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registration")
+            .field("resource", &self.resource)
+            .field("secret", &self.secret.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 impl Registration {
@@ -51,7 +61,7 @@ impl World {
             Some(body.secret_for_hmac.expose_secret().to_owned()).filter(|s| !s.is_empty());
         let resource = WebhookRegistration {
             id: self.id("whr"),
-            kind: "webhook_registration".into(),
+            kind: Kind::WebhookRegistration,
             target_url: body.target_url,
             config: body.config,
             created_at: super::now(),
