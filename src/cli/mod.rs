@@ -96,7 +96,7 @@ pub enum Command {
     /// Sandbox, daemon and generated activity with faults in one process, with a live view.
     Demo(crate::demo::DemoArgs),
     /// Run the built-in simulated service.
-    Sandbox(crate::sandbox::cli::SandboxArgs),
+    Sandbox(outreach_sync_sandbox::cli::SandboxArgs),
     /// Record a local opt-out and queue it for the service.
     OptOut {
         phone: String,
@@ -317,7 +317,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             daemon::reconcile(load_for_reading(config)?, request, cli.json).await
         }
         Command::Demo(args) => Ok(crate::demo::run(args).await?),
-        Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
+        Command::Sandbox(args) => Ok(outreach_sync_sandbox::cli::run(args).await?),
         Command::OptOut {
             phone,
             organization,

@@ -10,13 +10,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use outreach_sync_sandbox::wire::{Scope, WebhookConfig};
+use outreach_sync_sandbox::{DeliveryFaults, Refusal, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, Application};
 use crate::reconcile::{PassRequest, Reconciler};
-use crate::sandbox::wire::{Scope, WebhookConfig};
-use crate::sandbox::{DeliveryFaults, Refusal, RunningSandbox, Sandbox, SandboxConfig};
 use crate::settings::{LogFormat, Settings, Synchronous};
 use crate::store::Pool;
 use crate::{db, ledger, upstream};

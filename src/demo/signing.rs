@@ -1,7 +1,7 @@
 //! The daemon's `[webhook]` settings as the sandbox's signing scheme, so the demo's sandbox
 //! signs what the daemon verifies.
 
-use crate::sandbox;
+use outreach_sync_sandbox as sandbox;
 
 use crate::settings::{Algorithm, Encoding, Scheme, WebhookSettings};
 

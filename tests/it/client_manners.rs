@@ -12,7 +12,7 @@ use outreach_sync::client::models::*;
 use outreach_sync::client::{
     ClientError, MemoryTokenGuardStore, ServiceClient, TokenGuardState, TokenGuardStore,
 };
-use outreach_sync::sandbox::{ApiFaults, RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{ApiFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 
 async fn sandbox(leads: usize) -> RunningSandbox {

@@ -3,7 +3,7 @@
 use futures::TryStreamExt;
 use outreach_sync::client::models::*;
 use outreach_sync::client::{ClientError, ServiceClient};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 
 async fn sandbox(leads: usize) -> (RunningSandbox, ServiceClient) {
@@ -373,7 +373,7 @@ async fn a_message_status_is_read_and_an_unknown_message_is_not_found() {
         .find(|l| !l.global_opted_out)
         .unwrap();
     let sent = sandbox
-        .send_message(&lead.id, outreach_sync::sandbox::wire::MessageType::SMS)
+        .send_message(&lead.id, outreach_sync_sandbox::wire::MessageType::SMS)
         .unwrap();
     let read = client.message(&sent.id).await.unwrap();
     assert_eq!(

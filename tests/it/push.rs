@@ -11,8 +11,8 @@ use common::{Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token}
 use outreach_sync::apply::{self, LocalChange};
 use outreach_sync::client::ServiceClient;
 use outreach_sync::pusher::{Attempted, Pusher};
-use outreach_sync::sandbox::wire::{Lead, WebhookConfig};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::wire::{Lead, WebhookConfig};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 

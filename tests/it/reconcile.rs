@@ -10,9 +10,9 @@ use std::time::Duration;
 use outreach_sync::client::ServiceClient;
 use outreach_sync::ledger;
 use outreach_sync::reconcile::{PassRequest, Reconciler, mirror_lead};
-use outreach_sync::sandbox::wire::{MessageType, Scope, WebhookConfig};
-use outreach_sync::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::Settings;
+use outreach_sync_sandbox::wire::{MessageType, Scope, WebhookConfig};
+use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 

@@ -8,8 +8,8 @@ use std::process::{Command, Output};
 use outreach_sync::client::ServiceClient;
 use outreach_sync::db;
 use outreach_sync::reconcile::{PassRefused, PassRequest, Reconciler};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::Settings;
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 

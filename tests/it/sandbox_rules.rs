@@ -2,8 +2,8 @@
 //! (status codes, error bodies, the list envelope) is what is checked.
 
 use outreach_sync::client::models::AgentVisibility;
-use outreach_sync::sandbox::wire::{Lead, MessageType};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::wire::{Lead, MessageType};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 struct Api {

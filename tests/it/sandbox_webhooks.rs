@@ -12,13 +12,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use outreach_sync::client::ServiceClient;
 use outreach_sync::client::models::{self as client_models, MockEvent};
-use outreach_sync::sandbox::wire::{Lead, MessageType, Scope, WebhookConfig};
-use outreach_sync::sandbox::{
+use outreach_sync::settings::{Scheme, WebhookSettings};
+use outreach_sync::signature::Verifier;
+use outreach_sync_sandbox::wire::{Lead, MessageType, Scope, WebhookConfig};
+use outreach_sync_sandbox::{
     DELIVERY_RECORDS_KEPT, DeliverTo, DeliveryFaults, Outcome, RunningSandbox, Sandbox,
     SandboxConfig, Signing,
 };
-use outreach_sync::settings::{Scheme, WebhookSettings};
-use outreach_sync::signature::Verifier;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;

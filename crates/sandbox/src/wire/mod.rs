@@ -13,9 +13,9 @@ mod v2;
 mod webhooks;
 
 pub(crate) use common::{
-    AgentVisibility, CountryCode, ErrorBody, IntegrationType, LeadStatusInGroup, Page,
+    AgentVisibility, CountryCode, ErrorBody, EventKind, IntegrationType, LeadStatusInGroup, Page,
 };
-pub use common::{EventKind, Kind, MessageType, PhoneNumberType};
+pub use common::{Kind, MessageType, PhoneNumberType};
 pub(crate) use requests::*;
 pub(crate) use resources::{Agent, Coordinates, CustomField, Group, Integration, Location, Tag};
 pub use resources::{Balances, Lead, MessageStatus, Organization};

@@ -89,8 +89,9 @@ pub struct SandboxConfig {
     pub activity_interval: Option<Duration>,
 }
 
-pub const DEFAULT_CLIENT_ID: &str = "sandbox@example.org";
-pub const DEFAULT_CLIENT_SECRET: &str = "sandbox-secret";
+/// The credentials a sandbox accepts unless told otherwise.
+pub(crate) const DEFAULT_CLIENT_ID: &str = "sandbox@example.org";
+pub(crate) const DEFAULT_CLIENT_SECRET: &str = "sandbox-secret";
 
 impl Default for SandboxConfig {
     fn default() -> Self {

@@ -11,14 +11,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::sandbox::validate;
-use crate::sandbox::wire::{
+use crate::validate;
+use crate::wire::{
     Kind, Lead, Organization, V2GroupScope, V2Lead, V2LeadUpdate, V2Organization, V2Page,
     V2Pagination,
 };
-use crate::sandbox::world::{Refusal, World};
+use crate::world::{Refusal, World};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/organizations", get(organizations))
         .route("/organizations/{id}", get(organization))

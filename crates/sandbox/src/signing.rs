@@ -156,7 +156,7 @@ mod tests {
     use super::*;
 
     /// The published vectors, shared with the daemon's tests.
-    const VECTORS: &str = include_str!("../../tests/data/signature-vectors.json");
+    const VECTORS: &str = include_str!("../../../tests/data/signature-vectors.json");
 
     fn vectors() -> Value {
         serde_json::from_str(VECTORS).expect("the vectors are JSON")

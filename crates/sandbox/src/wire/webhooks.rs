@@ -22,7 +22,7 @@ pub enum Scope {
 
 impl Scope {
     /// Whether a lead of `organization_id` is in scope.
-    pub fn covers(&self, organization_id: &str) -> bool {
+    pub(crate) fn covers(&self, organization_id: &str) -> bool {
         match self {
             Self::Account => true,
             Self::Organizations { organization_ids } => {
@@ -65,7 +65,7 @@ impl WebhookConfig {
         }
     }
 
-    pub fn kind(&self) -> EventKind {
+    pub(crate) fn kind(&self) -> EventKind {
         match self {
             Self::ConsentUpdate { .. } => EventKind::ConsentUpdate,
             Self::MessageStatus { .. } => EventKind::MessageStatus,

@@ -34,7 +34,7 @@ pub const DELIVERY_RECORDS_KEPT: usize = 10_000;
 
 /// One event for one registration.
 #[derive(Clone)]
-pub struct Job {
+pub(crate) struct Job {
     pub event_id: String,
     pub event_type: &'static str,
     pub registration_id: String,
@@ -137,7 +137,7 @@ struct Fate {
 
 /// Handle of the delivery machinery.
 #[derive(Clone)]
-pub struct Deliverer {
+pub(crate) struct Deliverer {
     tx: mpsc::UnboundedSender<Job>,
     pending: watch::Sender<usize>,
     log: Arc<Mutex<Log>>,
@@ -158,7 +158,7 @@ struct Worker {
 
 impl Deliverer {
     /// Starts the dispatcher; it stops with `cancel`.
-    pub fn start(
+    pub(crate) fn start(
         signing: Signing,
         faults: DeliveryFaults,
         attempts: u32,
@@ -194,7 +194,7 @@ impl Deliverer {
         }
     }
 
-    pub fn enqueue(&self, job: Job) {
+    pub(crate) fn enqueue(&self, job: Job) {
         self.pending.send_modify(|n| *n += 1);
         lock(&self.log).counts.events += 1;
         if self.tx.send(job).is_err() {
@@ -205,12 +205,12 @@ impl Deliverer {
     }
 
     /// The most recent delivery records, oldest first (at most [`DELIVERY_RECORDS_KEPT`]).
-    pub fn records(&self) -> Vec<DeliveryRecord> {
+    pub(crate) fn records(&self) -> Vec<DeliveryRecord> {
         lock(&self.log).records.iter().cloned().collect()
     }
 
     /// Totals since the start.
-    pub fn counts(&self) -> DeliveryCounts {
+    pub(crate) fn counts(&self) -> DeliveryCounts {
         let counts = lock(&self.log).counts;
         DeliveryCounts {
             waiting: counts
@@ -220,21 +220,21 @@ impl Deliverer {
         }
     }
 
-    pub fn faults(&self) -> DeliveryFaults {
+    pub(crate) fn faults(&self) -> DeliveryFaults {
         lock(&self.faults).clone()
     }
 
-    pub fn set_faults(&self, faults: DeliveryFaults) {
+    pub(crate) fn set_faults(&self, faults: DeliveryFaults) {
         *lock(&self.faults) = faults;
     }
 
     /// Events not yet delivered, dropped or given up on.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         *self.pending.borrow()
     }
 
     /// Waits until nothing is pending; `false` if `timeout` passed first.
-    pub async fn settle(&self, timeout: Duration) -> bool {
+    pub(crate) async fn settle(&self, timeout: Duration) -> bool {
         let mut rx = self.pending.subscribe();
         tokio::time::timeout(timeout, rx.wait_for(|n| *n == 0))
             .await
@@ -414,12 +414,12 @@ fn record(job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) -> Del
 }
 
 /// One signed POST. `None` when the target did not answer.
-pub async fn send(http: &reqwest::Client, signing: &Signing, job: &Job) -> Option<u16> {
+pub(crate) async fn send(http: &reqwest::Client, signing: &Signing, job: &Job) -> Option<u16> {
     post(http, signing, job).await.map(|r| r.status().as_u16())
 }
 
 /// One signed POST, returning the whole response (mock_event reads its headers).
-pub async fn post(
+pub(crate) async fn post(
     http: &reqwest::Client,
     signing: &Signing,
     job: &Job,

@@ -21,7 +21,7 @@ use super::world::{Change, World, timestamp};
 
 /// Counters a test can read (for example: how many token requests were made).
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub token_requests: AtomicU64,
     pub token_failures: AtomicU64,
     pub api_requests: AtomicU64,
@@ -55,13 +55,13 @@ pub struct ApiRequest {
 }
 
 /// API fault injection: rates, plus a queue of statuses to answer next (deterministic).
-pub struct FaultState {
+pub(crate) struct FaultState {
     pub faults: ApiFaults,
     pub fail_next: VecDeque<u16>,
     rng: StdRng,
 }
 
-pub struct Shared {
+pub(crate) struct Shared {
     pub config: SandboxConfig,
     world: Mutex<World>,
     /// Token value -> when it stops being accepted.
@@ -82,7 +82,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(config: SandboxConfig, world: World, deliverer: Deliverer) -> Self {
+    pub(crate) fn new(config: SandboxConfig, world: World, deliverer: Deliverer) -> Self {
         let faults = FaultState {
             faults: config.api_faults.clone(),
             fail_next: VecDeque::new(),
@@ -107,7 +107,7 @@ impl Shared {
     }
 
     /// Runs `f` on the world, then announces whatever it changed.
-    pub fn with_world<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+    pub(crate) fn with_world<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
         let mut world = lock(&self.world);
         let result = f(&mut world);
         let changes = world.take_changes();
@@ -118,11 +118,11 @@ impl Shared {
     }
 
     /// Reads the world without changing it.
-    pub fn read<R>(&self, f: impl FnOnce(&World) -> R) -> R {
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&World) -> R) -> R {
         f(&lock(&self.world))
     }
 
-    pub fn next_event_id(&self) -> String {
+    pub(crate) fn next_event_id(&self) -> String {
         let n = self.next_event.fetch_add(1, Ordering::Relaxed) + 1;
         format!("evt_{}_{n}", self.run_nonce)
     }
@@ -161,7 +161,7 @@ impl Shared {
     }
 
     /// Mints a token valid for the configured lifetime.
-    pub fn mint_token(&self) -> String {
+    pub(crate) fn mint_token(&self) -> String {
         let mut bytes = [0u8; 24];
         rand::rng().fill(&mut bytes[..]);
         let token = format!("sbx_{}", hex::encode(bytes));
@@ -173,7 +173,7 @@ impl Shared {
     }
 
     /// `None` if the token is valid, else why not.
-    pub fn check_token(&self, token: &str) -> Option<&'static str> {
+    pub(crate) fn check_token(&self, token: &str) -> Option<&'static str> {
         match lock(&self.tokens).get(token) {
             None => Some("invalid access token"),
             Some(until) if *until <= Instant::now() => Some("access token expired"),
@@ -182,13 +182,13 @@ impl Shared {
     }
 
     /// Every token stops working at once (as if they had all expired).
-    pub fn revoke_tokens(&self) {
+    pub(crate) fn revoke_tokens(&self) {
         lock(&self.tokens).clear();
     }
 
     /// The fault to inject into this request, if any: a status and whether to send
     /// `Retry-After`.
-    pub fn draw_fault(&self) -> Option<(u16, Option<u64>)> {
+    pub(crate) fn draw_fault(&self) -> Option<(u16, Option<u64>)> {
         let mut state = lock(&self.api_faults);
         let retry_after = state.faults.retry_after_secs;
         if let Some(status) = state.fail_next.pop_front() {
@@ -209,7 +209,7 @@ impl Shared {
         }
     }
 
-    pub fn log_request(&self, request: ApiRequest) {
+    pub(crate) fn log_request(&self, request: ApiRequest) {
         let mut log = lock(&self.requests);
         if log.len() >= REQUEST_LOG_CAP {
             log.pop_front();
@@ -218,11 +218,11 @@ impl Shared {
     }
 
     /// The most recent resource requests, oldest first.
-    pub fn requests(&self) -> Vec<ApiRequest> {
+    pub(crate) fn requests(&self) -> Vec<ApiRequest> {
         lock(&self.requests).iter().cloned().collect()
     }
 
-    pub fn stats(&self) -> StatsSnapshot {
+    pub(crate) fn stats(&self) -> StatsSnapshot {
         let s = &self.stats;
         StatsSnapshot {
             token_requests: s.token_requests.load(Ordering::Relaxed),
@@ -234,7 +234,12 @@ impl Shared {
 }
 
 /// The delivered bytes of an event: `{"type","id","createdAt","data"}` in that order.
-pub fn envelope<T: Serialize>(kind: EventKind, id: &str, at: DateTime<Utc>, data: &T) -> Bytes {
+pub(crate) fn envelope<T: Serialize>(
+    kind: EventKind,
+    id: &str,
+    at: DateTime<Utc>,
+    data: &T,
+) -> Bytes {
     let event = Event {
         kind,
         id,

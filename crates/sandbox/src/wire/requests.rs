@@ -28,7 +28,10 @@ pub(crate) struct AgentUpdate {
     pub full_name: String,
     /// Sends a new invitation; the sandbox sends no email.
     #[serde(default)]
-    #[expect(dead_code, reason = "read so a wrong type is refused; no email is sent")]
+    #[expect(
+        dead_code,
+        reason = "read so a wrong type is refused; no email is sent"
+    )]
     pub send_invite: Option<bool>,
 }
 
@@ -226,7 +229,10 @@ pub(crate) enum NewIntegration {
         name: String,
         credentials: VoterFileCredentials,
         #[serde(default)]
-        #[expect(dead_code, reason = "read so a wrong type is refused; no list is processed")]
+        #[expect(
+            dead_code,
+            reason = "read so a wrong type is refused; no list is processed"
+        )]
         ref_key: Option<String>,
     },
     #[serde(rename = "voter_file_a_alt", rename_all = "camelCase")]
@@ -234,13 +240,16 @@ pub(crate) enum NewIntegration {
         name: String,
         credentials: VoterFileCredentials,
         #[serde(default)]
-        #[expect(dead_code, reason = "read so a wrong type is refused; no list is processed")]
+        #[expect(
+            dead_code,
+            reason = "read so a wrong type is refused; no list is processed"
+        )]
         ref_key: Option<String>,
     },
 }
 
 impl NewIntegration {
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         match self {
             Self::AdvocacyA { name, .. }
             | Self::VoterFileA { name, .. }
@@ -249,7 +258,7 @@ impl NewIntegration {
     }
 
     /// The `integrationType` of the integration it creates.
-    pub fn integration_type(&self) -> IntegrationType {
+    pub(crate) fn integration_type(&self) -> IntegrationType {
         match self {
             Self::AdvocacyA { .. } => IntegrationType::AdvocacyA,
             Self::VoterFileA { .. } => IntegrationType::VoterFileA,

@@ -4,12 +4,12 @@
 use chrono::Utc;
 
 use super::{Attachment, Change, Refusal, World};
-use crate::sandbox::validate;
-use crate::sandbox::wire::{AgentVisibility, Kind, Lead, LeadOperation, LeadUpsert, Tag};
+use crate::validate;
+use crate::wire::{AgentVisibility, Kind, Lead, LeadOperation, LeadUpsert, Tag};
 
 impl World {
     /// POST /leads. Returns the lead and whether it was created.
-    pub fn upsert_lead(&mut self, body: LeadUpsert) -> Result<(Lead, bool), Refusal> {
+    pub(crate) fn upsert_lead(&mut self, body: LeadUpsert) -> Result<(Lead, bool), Refusal> {
         if !validate::is_phone(&body.phone_number) {
             return Err(Refusal::bad_request(format!(
                 "phoneNumber `{}` does not match the PHONE pattern",
@@ -91,7 +91,7 @@ impl World {
     }
 
     /// PATCH /leads.
-    pub fn patch_lead(&mut self, id: &str, operation: LeadOperation) -> Result<(), Refusal> {
+    pub(crate) fn patch_lead(&mut self, id: &str, operation: LeadOperation) -> Result<(), Refusal> {
         let org = self.lead(id)?.organization_id.clone();
         match operation {
             LeadOperation::MakeActiveInGroup { group_id } => {
@@ -178,7 +178,12 @@ impl World {
 
     /// Opts a lead out or in; with account sync, every lead of the account with the same
     /// number follows. Returns the leads whose consent changed.
-    pub fn set_consent(&mut self, id: &str, opted_out: bool, tag_id: Option<&str>) -> Vec<Lead> {
+    pub(crate) fn set_consent(
+        &mut self,
+        id: &str,
+        opted_out: bool,
+        tag_id: Option<&str>,
+    ) -> Vec<Lead> {
         let Some(phone) = self.leads.get(id).map(|l| l.phone_number.clone()) else {
             return Vec::new();
         };
@@ -219,7 +224,7 @@ impl World {
 
     /// A person texts STOP (or START) to an organization: the lead with that number there
     /// changes consent, with account sync as configured.
-    pub fn text_keyword(
+    pub(crate) fn text_keyword(
         &mut self,
         organization_id: &str,
         phone: &str,

@@ -7,10 +7,10 @@ use axum::{Json, Router};
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::sandbox::validate;
-use crate::sandbox::wire::{Lead, LeadPatch, LeadStatusInGroup, LeadUpsert, Page};
+use crate::validate;
+use crate::wire::{Lead, LeadPatch, LeadStatusInGroup, LeadUpsert, Page};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new().route(
         "/leads",
         get(list_leads).post(upsert_lead).patch(patch_lead),

@@ -8,15 +8,15 @@ use secrecy::ExposeSecret;
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::sandbox::validate;
-use crate::sandbox::wire::{
+use crate::validate;
+use crate::wire::{
     Agent, AgentUpdate, AgentVisibility, CountryCode, CustomField, Group, Integration,
     IntegrationOperation, IntegrationPatch, IntegrationType, Kind, MessageStatus, NewAgent,
     NewCustomField, NewGroup, NewIntegration, NewIntegrationBody, Organization, Page, Tag,
 };
-use crate::sandbox::world::{Refusal, World, now};
+use crate::world::{Refusal, World, now};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/agents", get(list_agents).post(create_agent))
         .route("/agents/{id}", axum::routing::put(update_agent))

@@ -1,7 +1,7 @@
 //! Webhook registrations and which of them an event reaches.
 
 use super::{Change, Refusal, World};
-use crate::sandbox::wire::{
+use crate::wire::{
     CreateWebhookRegistration, Kind, Scope, UpdateWebhookRegistration, WebhookConfig,
     WebhookRegistration,
 };
@@ -9,7 +9,7 @@ use secrecy::ExposeSecret;
 
 /// A registration with its secret, which the API never returns.
 #[derive(Clone)]
-pub struct Registration {
+pub(crate) struct Registration {
     pub resource: WebhookRegistration,
     pub secret: Option<String>,
 }
@@ -25,7 +25,7 @@ impl std::fmt::Debug for Registration {
 
 impl Registration {
     /// Whether this registration receives `change` (kind, scope and consent direction).
-    pub fn wants(&self, change: &Change) -> bool {
+    pub(crate) fn wants(&self, change: &Change) -> bool {
         match (&self.resource.config, change) {
             (
                 WebhookConfig::ConsentUpdate {
@@ -51,7 +51,7 @@ impl Registration {
 }
 
 impl World {
-    pub fn create_registration(
+    pub(crate) fn create_registration(
         &mut self,
         body: CreateWebhookRegistration,
     ) -> Result<WebhookRegistration, Refusal> {
@@ -77,7 +77,7 @@ impl World {
         Ok(resource)
     }
 
-    pub fn update_registration(
+    pub(crate) fn update_registration(
         &mut self,
         id: &str,
         body: UpdateWebhookRegistration,
@@ -106,7 +106,7 @@ impl World {
     }
 
     /// `true` if there was such a registration.
-    pub fn delete_registration(&mut self, id: &str) -> bool {
+    pub(crate) fn delete_registration(&mut self, id: &str) -> bool {
         self.registrations.remove(id).is_some()
     }
 

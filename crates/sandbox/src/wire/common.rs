@@ -94,7 +94,7 @@ pub(crate) enum IntegrationType {
 
 impl IntegrationType {
     /// The token on the wire.
-    pub fn token(self) -> &'static str {
+    pub(crate) fn token(self) -> &'static str {
         match self {
             Self::FundraisingA => "fundraising_a",
             Self::FundraisingB => "fundraising_b",
@@ -122,7 +122,7 @@ pub(crate) enum LeadStatusInGroup {
 /// The event kind a webhook registration selects (`config.type`), and the `type` of a
 /// delivered event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-pub enum EventKind {
+pub(crate) enum EventKind {
     #[serde(rename = "consentUpdate-v1")]
     ConsentUpdate,
     #[serde(rename = "messageStatus-v1")]
@@ -131,7 +131,7 @@ pub enum EventKind {
 
 impl EventKind {
     /// The token on the wire.
-    pub fn token(self) -> &'static str {
+    pub(crate) fn token(self) -> &'static str {
         match self {
             Self::ConsentUpdate => "consentUpdate-v1",
             Self::MessageStatus => "messageStatus-v1",

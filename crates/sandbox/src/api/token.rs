@@ -10,14 +10,14 @@ use axum::routing::post;
 use secrecy::ExposeSecret as _;
 
 use super::{ApiError, ApiResult, AppState, JsonBody};
-use crate::sandbox::wire::{Token, TokenGrant as Grant};
-use crate::sandbox::world::Refusal;
+use crate::wire::{Token, TokenGrant as Grant};
+use crate::world::Refusal;
 
-pub fn routes_v3() -> Router<AppState> {
+pub(super) fn routes_v3() -> Router<AppState> {
     Router::new().route("/oauth/token", post(token_v3))
 }
 
-pub fn routes_v2() -> Router<AppState> {
+pub(super) fn routes_v2() -> Router<AppState> {
     Router::new().route("/oauth/token", post(token_v2))
 }
 

@@ -9,20 +9,20 @@ use rand::seq::IndexedRandom as _;
 use std::collections::HashSet;
 
 use super::World;
-use crate::sandbox::wire::{
+use crate::wire::{
     Agent, AgentVisibility, Balances, Coordinates, CountryCode, CustomField, Group, Integration,
     IntegrationType, Kind, Lead, Location, Organization, PhoneNumberType, Tag,
 };
 
 /// How big an account to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SeedPlan {
+pub(crate) struct SeedPlan {
     pub leads: usize,
     pub organizations: usize,
 }
 
 /// Seeded numbers are `+1555` and seven digits: at most this many leads per organization.
-pub const PHONE_NUMBERS: u32 = 10_000_000;
+pub(crate) const PHONE_NUMBERS: u32 = 10_000_000;
 
 const FIRST_NAMES: [&str; 8] = [
     "Ana", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo",
@@ -42,7 +42,7 @@ fn epoch() -> DateTime<Utc> {
 }
 
 impl World {
-    pub fn seed(&mut self, plan: SeedPlan) {
+    pub(crate) fn seed(&mut self, plan: SeedPlan) {
         let stamp = |world: &mut World| {
             let back = world.rng.random_range(0..90 * 24 * 3600);
             super::timestamp(epoch() - Duration::seconds(back))

@@ -10,15 +10,15 @@ use secrecy::ExposeSecret;
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::sandbox::deliver::{Job, post as post_signed};
-use crate::sandbox::shared::envelope;
-use crate::sandbox::wire::{
+use crate::deliver::{Job, post as post_signed};
+use crate::shared::envelope;
+use crate::wire::{
     CreateWebhookRegistration, DeleteOutcome, EventKind, Kind, Lead, MockEvent, MockEventOutcome,
     Page, UpdateWebhookRegistration, WebhookRegistration,
 };
-use crate::sandbox::world::{Refusal, now};
+use crate::world::{Refusal, now};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/webhook_registrations", get(list).post(create))
         .route("/webhook_registrations/mock_event", post(mock_event))
