@@ -43,7 +43,7 @@ pub struct StatsSnapshot {
 const REQUEST_LOG_CAP: usize = 10_000;
 
 /// One resource request as the sandbox answered it (token requests are counted in
-/// [`Stats`] instead): which endpoints a client used, in order.
+/// [`StatsSnapshot`] instead): which endpoints a client used, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiRequest {

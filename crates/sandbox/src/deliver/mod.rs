@@ -2,11 +2,11 @@
 //! with injected drops, duplicates, reordering and delays.
 //! Each target has its own worker, so a failing target delays only its own events.
 //!
-//! What became of the deliveries is kept two ways: the most recent records, attempt by
-//! attempt ([`DELIVERY_RECORDS_KEPT`] of them, so a sandbox running for weeks stays small),
-//! and counters of every event since the start ([`DeliveryCounts`]), for totals.
+//! What became of each delivery is kept in [`log`].
 
-use std::collections::{HashMap, VecDeque};
+mod log;
+
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,12 +15,13 @@ use rand::RngExt as _;
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom as _;
-use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::config::DeliveryFaults;
 use super::signing::Signing;
+pub use log::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
+use log::{Log, record};
 
 /// Longest wait between two attempts of one delivery.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -28,9 +29,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const REORDER_WINDOW: Duration = Duration::from_millis(25);
 /// Copies of one target in flight at once when reordering (see [`target_worker`]).
 const IN_FLIGHT_PER_TARGET: usize = 32;
-/// Delivery records kept: the most recent ones; older ones are forgotten, the counters
-/// ([`DeliveryCounts`]) keep counting.
-pub const DELIVERY_RECORDS_KEPT: usize = 10_000;
 
 /// One event for one registration.
 #[derive(Clone)]
@@ -53,73 +51,6 @@ impl std::fmt::Debug for Job {
             .field("secret", &self.secret.as_ref().map(|_| "[redacted]"))
             .field("body_bytes", &self.body.len())
             .finish()
-    }
-}
-
-/// What became of one attempt (or of an event dropped on purpose).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryRecord {
-    pub event_id: String,
-    pub event_type: &'static str,
-    pub registration_id: String,
-    pub target_url: String,
-    pub attempt: u32,
-    /// The target's HTTP status, if it answered.
-    pub status: Option<u16>,
-    pub outcome: Outcome,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Delivered,
-    /// A non-2xx or no answer; another attempt follows unless attempts ran out.
-    Failed,
-    /// The last attempt failed too.
-    GaveUp,
-    /// Dropped by fault injection.
-    Dropped,
-}
-
-/// Totals since the sandbox started. An event here is one event for one registration (an
-/// event two registrations want counts twice). Every event is in exactly one of `dropped`,
-/// `delivered`, `gave_up` and `waiting`, so those four add up to `events`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryCounts {
-    /// Events handed over for delivery.
-    pub events: u64,
-    /// Events never sent, by fault injection.
-    pub dropped: u64,
-    /// Events the target accepted (2xx), at least once.
-    pub delivered: u64,
-    /// Events given up on: every attempt of every copy was refused or unanswered.
-    pub gave_up: u64,
-    /// Events not yet dropped, delivered or given up on: queued, delayed or being retried.
-    pub waiting: u64,
-    /// Events sent twice, by fault injection (each copy is delivered and counted on its own:
-    /// `delivered` counts the event once).
-    pub duplicated: u64,
-    /// Requests made: every attempt of every copy.
-    pub attempts: u64,
-    /// Attempts refused (non-2xx) or unanswered; every one but a copy's last is retried.
-    pub failed_attempts: u64,
-}
-
-/// The records of the most recent deliveries and the totals.
-#[derive(Default)]
-struct Log {
-    records: VecDeque<DeliveryRecord>,
-    counts: DeliveryCounts,
-}
-
-impl Log {
-    fn push(&mut self, record: DeliveryRecord) {
-        if self.records.len() == DELIVERY_RECORDS_KEPT {
-            self.records.pop_front();
-        }
-        self.records.push_back(record);
     }
 }
 
@@ -398,18 +329,6 @@ impl Worker {
             tokio::time::sleep(wait).await;
             wait = (wait * 2).min(MAX_BACKOFF);
         }
-    }
-}
-
-fn record(job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) -> DeliveryRecord {
-    DeliveryRecord {
-        event_id: job.event_id.clone(),
-        event_type: job.event_type,
-        registration_id: job.registration_id.clone(),
-        target_url: job.target_url.clone(),
-        attempt,
-        status,
-        outcome,
     }
 }
 
