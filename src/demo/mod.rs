@@ -99,10 +99,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let crm = DemoSubscriber::start(&crm_secret)
         .await
         .context("starting the demo's subscriber")?;
-    settings.service.base_url = sandbox.base_url();
-    settings.service.client_id = sandbox.config().client_id.clone();
-    settings.service.client_secret =
-        Some(SecretString::from(sandbox.config().client_secret.clone()));
+    use_service(&mut settings, &sandbox);
     // Named: the console shows who is signed in, and records it with local changes.
     settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
     settings
@@ -315,6 +312,14 @@ fn demo_settings(dir: &std::path::Path, secret: &str) -> Settings {
     settings.log.format = LogFormat::Text;
     settings.log.level = "warn".into();
     settings
+}
+
+/// Points the daemon's `[service]` at the sandbox, with its credentials.
+fn use_service(settings: &mut Settings, sandbox: &RunningSandbox) {
+    settings.service.base_url = sandbox.base_url();
+    settings.service.client_id = sandbox.config().client_id.clone();
+    settings.service.client_secret =
+        Some(SecretString::from(sandbox.config().client_secret.clone()));
 }
 
 fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Result<()> {

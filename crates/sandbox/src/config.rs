@@ -43,8 +43,9 @@ pub struct DeliverTo {
 
 impl std::fmt::Debug for DeliverTo {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { url, secret: _ } = self;
         f.debug_struct("DeliverTo")
-            .field("url", &self.url)
+            .field("url", url)
             .field("secret", &REDACTED)
             .finish()
     }
@@ -121,26 +122,68 @@ impl Default for SandboxConfig {
 
 impl std::fmt::Debug for SandboxConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named, so a new one cannot slip past the redaction unnoticed.
+        let Self {
+            bind,
+            client_id,
+            client_secret: _,
+            account_id,
+            token_lifetime,
+            seed,
+            leads,
+            organizations,
+            account_sync,
+            signing,
+            delivery_faults,
+            api_faults,
+            delivery_attempts,
+            delivery_backoff,
+            v2_cursor_depth,
+            default_page_size,
+            confirmation_header,
+            deliver_to,
+            activity_interval,
+        } = self;
         f.debug_struct("SandboxConfig")
-            .field("bind", &self.bind)
-            .field("client_id", &self.client_id)
+            .field("bind", bind)
+            .field("client_id", client_id)
             .field("client_secret", &REDACTED)
-            .field("account_id", &self.account_id)
-            .field("token_lifetime", &self.token_lifetime)
-            .field("seed", &self.seed)
-            .field("leads", &self.leads)
-            .field("organizations", &self.organizations)
-            .field("account_sync", &self.account_sync)
-            .field("signing", &self.signing)
-            .field("delivery_faults", &self.delivery_faults)
-            .field("api_faults", &self.api_faults)
-            .field("delivery_attempts", &self.delivery_attempts)
-            .field("delivery_backoff", &self.delivery_backoff)
-            .field("v2_cursor_depth", &self.v2_cursor_depth)
-            .field("default_page_size", &self.default_page_size)
-            .field("confirmation_header", &self.confirmation_header)
-            .field("deliver_to", &self.deliver_to)
-            .field("activity_interval", &self.activity_interval)
+            .field("account_id", account_id)
+            .field("token_lifetime", token_lifetime)
+            .field("seed", seed)
+            .field("leads", leads)
+            .field("organizations", organizations)
+            .field("account_sync", account_sync)
+            .field("signing", signing)
+            .field("delivery_faults", delivery_faults)
+            .field("api_faults", api_faults)
+            .field("delivery_attempts", delivery_attempts)
+            .field("delivery_backoff", delivery_backoff)
+            .field("v2_cursor_depth", v2_cursor_depth)
+            .field("default_page_size", default_page_size)
+            .field("confirmation_header", confirmation_header)
+            .field("deliver_to", deliver_to)
+            .field("activity_interval", activity_interval)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_secret() {
+        let config = SandboxConfig {
+            client_secret: "client-s3cret".into(),
+            deliver_to: Some(DeliverTo {
+                url: "http://127.0.0.1:9/hook".into(),
+                secret: "delivery-s3cret".into(),
+            }),
+            ..SandboxConfig::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("http://127.0.0.1:9/hook"), "{shown}");
     }
 }

@@ -30,7 +30,7 @@ const REORDER_WINDOW: Duration = Duration::from_millis(25);
 /// Copies of one target in flight at once when reordering (see [`target_worker`]).
 const IN_FLIGHT_PER_TARGET: usize = 32;
 
-/// One event for one registration.
+/// One event for one registration. No `Debug`: it carries the signing secret.
 #[derive(Clone)]
 pub(crate) struct Job {
     pub event_id: String,
@@ -39,19 +39,6 @@ pub(crate) struct Job {
     pub target_url: String,
     pub secret: Option<String>,
     pub body: Bytes,
-}
-
-impl std::fmt::Debug for Job {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Job")
-            .field("event_id", &self.event_id)
-            .field("event_type", &self.event_type)
-            .field("registration_id", &self.registration_id)
-            .field("target_url", &self.target_url)
-            .field("secret", &self.secret.as_ref().map(|_| "[redacted]"))
-            .field("body_bytes", &self.body.len())
-            .finish()
-    }
 }
 
 /// One copy of a job on its way to the target; copies of a duplicated job share the fate.

@@ -7,20 +7,12 @@ use crate::wire::{
 };
 use secrecy::ExposeSecret;
 
-/// A registration with its secret, which the API never returns.
+/// A registration with its secret, which the API never returns. No `Debug`, for the same
+/// reason.
 #[derive(Clone)]
 pub(crate) struct Registration {
     pub resource: WebhookRegistration,
     pub secret: Option<String>,
-}
-
-impl std::fmt::Debug for Registration {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Registration")
-            .field("resource", &self.resource)
-            .field("secret", &self.secret.as_ref().map(|_| "[redacted]"))
-            .finish()
-    }
 }
 
 impl Registration {
