@@ -5,7 +5,7 @@ use chrono::Utc;
 
 use super::{Attachment, Change, Refusal, World};
 use crate::validate;
-use crate::wire::{AgentVisibility, Kind, Lead, LeadOperation, LeadUpsert, Tag};
+use crate::wire::{AgentVisibility, ExternalLead, Kind, Lead, LeadOperation, LeadUpsert, Tag};
 
 impl World {
     /// POST /leads. Returns the lead and whether it was created.
@@ -110,23 +110,7 @@ impl World {
             LeadOperation::AttachLeadToIntegration {
                 integration_id,
                 external,
-            } => {
-                let integration = self
-                    .integrations
-                    .get(&integration_id)
-                    .ok_or_else(|| Refusal::not_found("integration", &integration_id))?;
-                if integration.organization_id != org {
-                    return Err(Refusal::unprocessable(
-                        "INTEGRATION_NOT_IN_ORGANIZATION",
-                        "the integration belongs to another organization",
-                    ));
-                }
-                self.attachments.push(Attachment {
-                    lead_id: id.to_owned(),
-                    integration_id,
-                    external,
-                });
-            }
+            } => self.attach(id, &org, integration_id, external)?,
             LeadOperation::ApplyTag { tag_id } => {
                 self.tag_of(&org, &tag_id)?;
                 self.edit_lead(id, |lead| {
@@ -141,22 +125,7 @@ impl World {
             LeadOperation::SetCustomField {
                 custom_field_name,
                 value,
-            } => {
-                let known = self.custom_fields.values().any(|f| {
-                    f.name == custom_field_name
-                        && f.organization_id.as_deref().is_none_or(|o| o == org)
-                });
-                if !known {
-                    return Err(Refusal::unprocessable(
-                        "CUSTOM_FIELD_NOT_FOUND",
-                        format!("no custom field named `{custom_field_name}` in the organization"),
-                    ));
-                }
-                self.edit_lead(id, |lead| {
-                    lead.custom_fields
-                        .insert(custom_field_name.clone(), value.clone());
-                });
-            }
+            } => self.set_custom_field(id, &org, custom_field_name, value)?,
             LeadOperation::OptOut { tag_id } => {
                 if let Some(tag_id) = &tag_id {
                     let tag = self.tag_of(&org, tag_id)?;
@@ -173,6 +142,56 @@ impl World {
                 self.set_consent(id, false, None);
             }
         }
+        Ok(())
+    }
+
+    /// `attachLeadToIntegration`: the integration must be of the lead's organization.
+    fn attach(
+        &mut self,
+        id: &str,
+        org: &str,
+        integration_id: String,
+        external: ExternalLead,
+    ) -> Result<(), Refusal> {
+        let integration = self
+            .integrations
+            .get(&integration_id)
+            .ok_or_else(|| Refusal::not_found("integration", &integration_id))?;
+        if integration.organization_id != org {
+            return Err(Refusal::unprocessable(
+                "INTEGRATION_NOT_IN_ORGANIZATION",
+                "the integration belongs to another organization",
+            ));
+        }
+        self.attachments.push(Attachment {
+            lead_id: id.to_owned(),
+            integration_id,
+            external,
+        });
+        Ok(())
+    }
+
+    /// `setCustomField`: the name must exist in the lead's organization (or the account).
+    fn set_custom_field(
+        &mut self,
+        id: &str,
+        org: &str,
+        name: String,
+        value: String,
+    ) -> Result<(), Refusal> {
+        let known = self
+            .custom_fields
+            .values()
+            .any(|f| f.name == name && f.organization_id.as_deref().is_none_or(|o| o == org));
+        if !known {
+            return Err(Refusal::unprocessable(
+                "CUSTOM_FIELD_NOT_FOUND",
+                format!("no custom field named `{name}` in the organization"),
+            ));
+        }
+        self.edit_lead(id, |lead| {
+            lead.custom_fields.insert(name, value);
+        });
         Ok(())
     }
 

@@ -139,6 +139,13 @@ impl World {
                 created_at: at.clone(),
             },
         );
+        self.seed_teams(n, &org_id, &at);
+        self.seed_labels(&org_id, &at);
+        org_id
+    }
+
+    /// Two groups of the organization, each with an agent.
+    fn seed_teams(&mut self, n: usize, org_id: &str, at: &str) {
         for (g, (label, lat, lng, zone)) in CITIES.iter().take(2).enumerate() {
             let group_id = self.id("grp");
             self.groups.insert(
@@ -157,9 +164,9 @@ impl World {
                             lng: *lng,
                         },
                     }),
-                    organization_id: org_id.clone(),
+                    organization_id: org_id.to_owned(),
                     timezone: (*zone).into(),
-                    created_at: at.clone(),
+                    created_at: at.to_owned(),
                 },
             );
             let agent_id = self.id("agt");
@@ -171,12 +178,16 @@ impl World {
                     name: format!("Agent {}-{}", n + 1, g + 1),
                     full_name: format!("Agent {} of group {}", n + 1, g + 1),
                     phone_number: None,
-                    organization_id: org_id.clone(),
+                    organization_id: org_id.to_owned(),
                     group_id,
-                    created_at: at.clone(),
+                    created_at: at.to_owned(),
                 },
             );
         }
+    }
+
+    /// The organization's tags (one of each visibility) and custom fields.
+    fn seed_labels(&mut self, org_id: &str, at: &str) {
         for (name, visibility) in [
             ("Volunteer", AgentVisibility::LeadProfiles),
             ("Texted STOP", AgentVisibility::OptOut),
@@ -189,8 +200,8 @@ impl World {
                     id: tag_id,
                     kind: Kind::Tag,
                     name: name.into(),
-                    organization_id: Some(org_id.clone()),
-                    created_at: at.clone(),
+                    organization_id: Some(org_id.to_owned()),
+                    created_at: at.to_owned(),
                     agent_visibility: visibility,
                 },
             );
@@ -204,12 +215,11 @@ impl World {
                     kind: Kind::CustomField,
                     name: name.into(),
                     agent_visible: true,
-                    organization_id: Some(org_id.clone()),
-                    created_at: at.clone(),
+                    organization_id: Some(org_id.to_owned()),
+                    created_at: at.to_owned(),
                 },
             );
         }
-        org_id
     }
 
     fn seed_lead(&mut self, org: &str, phone: String, at: String) {
