@@ -39,8 +39,6 @@ pub mod reconcile;
 pub mod replica;
 /// Retention: stored deliveries pruned once applied and old enough; never the ledger.
 pub mod retention;
-/// The in-memory service used by tests, `demo` and users' own code.
-pub mod sandbox;
 /// Typed configuration, environment overrides, validation and redaction.
 pub mod settings;
 /// "The ledger grew": wakes the followers of the ledger on commit, on any replica.

@@ -97,7 +97,7 @@ pub enum Command {
     /// Sandbox, daemon and generated activity with faults in one process, with a live view.
     Demo(crate::demo::DemoArgs),
     /// Run the built-in simulated service.
-    Sandbox(crate::sandbox::cli::SandboxArgs),
+    Sandbox(outreach_sync_sandbox::cli::SandboxArgs),
     /// Record a local opt-out and queue it for the service.
     OptOut {
         phone: String,
@@ -270,7 +270,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
             command: WebhooksCommand::Diagnose,
         } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
         Command::Demo(args) => Ok(crate::demo::run(args).await?),
-        Command::Sandbox(args) => Ok(crate::sandbox::cli::run(args).await?),
+        Command::Sandbox(args) => Ok(outreach_sync_sandbox::cli::run(args).await?),
         command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
     }
 }

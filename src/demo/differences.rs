@@ -3,9 +3,8 @@
 
 use std::collections::HashMap;
 
+use outreach_sync_sandbox::wire::Lead;
 use sqlx::SqlitePool;
-
-use crate::client::models::Lead;
 
 /// The mirror's consent beside the service's, lead by lead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

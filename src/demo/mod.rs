@@ -3,24 +3,26 @@
 
 mod differences;
 mod receiver;
+mod signing;
 mod view;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use outreach_sync_sandbox::wire::{Scope, WebhookConfig};
+use outreach_sync_sandbox::{DeliveryFaults, Refusal, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
 use crate::app::{self, Application};
-use crate::client::models::{Scope, WebhookConfig};
 use crate::reconcile::{PassRequest, Reconciler};
-use crate::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use crate::settings::{LogFormat, Settings, Synchronous};
 use crate::store::Pool;
 use crate::{ledger, upstream};
 pub use differences::{ConsentDifferences, consent_differences};
 pub use receiver::DemoSubscriber;
+pub use signing::sandbox_signing;
 pub use view::{LEGEND, Row};
 
 /// How often the live view prints a line.
@@ -66,8 +68,10 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let secret = format!("demo-{:016x}", rand::random::<u64>());
     let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
+    let mut settings = demo_settings(&dir, &secret);
 
     let sandbox = Sandbox::spawn(SandboxConfig {
+        signing: sandbox_signing(&settings.webhook),
         leads: args.leads,
         organizations: 3,
         seed: rand::random(),
@@ -95,7 +99,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let crm = DemoSubscriber::start(&crm_secret)
         .await
         .context("starting the demo's subscriber")?;
-    let mut settings = demo_settings(&dir, &sandbox, &secret);
+    use_service(&mut settings, &sandbox);
     // Named: the console shows who is signed in, and records it with local changes.
     settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
     settings
@@ -293,7 +297,8 @@ async fn applied_all(pool: &sqlx::SqlitePool) -> bool {
     false
 }
 
-fn demo_settings(dir: &std::path::Path, sandbox: &RunningSandbox, secret: &str) -> Settings {
+/// The daemon's settings, but for where the service is (the sandbox, once it runs).
+fn demo_settings(dir: &std::path::Path, secret: &str) -> Settings {
     let mut settings = Settings::default();
     settings.database.url = format!("sqlite://{}", dir.join("demo.db").display());
     // The demo shows the flow, not power-loss durability.
@@ -301,10 +306,6 @@ fn demo_settings(dir: &std::path::Path, sandbox: &RunningSandbox, secret: &str) 
     settings.ingest.bind = "127.0.0.1:0".into();
     settings.admin.bind = "127.0.0.1:0".into();
     settings.webhook.secrets = vec![SecretString::from(secret.to_owned())];
-    settings.service.base_url = sandbox.base_url();
-    settings.service.client_id = sandbox.config().client_id.clone();
-    settings.service.client_secret =
-        Some(SecretString::from(sandbox.config().client_secret.clone()));
     settings.reconcile.schedule = DEMO_SCHEDULE.into();
     settings.reconcile.on_start = true;
     settings.reconcile.message_stale_after_secs = 10;
@@ -313,9 +314,16 @@ fn demo_settings(dir: &std::path::Path, sandbox: &RunningSandbox, secret: &str) 
     settings
 }
 
+/// Points the daemon's `[service]` at the sandbox, with its credentials.
+fn use_service(settings: &mut Settings, sandbox: &RunningSandbox) {
+    settings.service.base_url = sandbox.base_url();
+    settings.service.client_id = sandbox.config().client_id.clone();
+    settings.service.client_secret =
+        Some(SecretString::from(sandbox.config().client_secret.clone()));
+}
+
 fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Result<()> {
-    let refused =
-        |e: crate::sandbox::Refusal| anyhow::anyhow!("registering the webhook: {}", e.message);
+    let refused = |e: Refusal| anyhow::anyhow!("registering the webhook: {}", e.message);
     let consent = WebhookConfig::ConsentUpdate {
         scope: Scope::Account,
         include_opt_out: true,

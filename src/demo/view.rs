@@ -1,11 +1,11 @@
 //! The demo's live view: one row of figures every few seconds, each column counting what its
 //! heading says.
 
+use outreach_sync_sandbox::{DeliveryCounts, RunningSandbox};
 use sqlx::SqlitePool;
 
 use super::differences::{ConsentDifferences, consent_differences};
 use crate::ledger;
-use crate::sandbox::{DeliveryCounts, RunningSandbox};
 
 /// What the columns count, printed once above them.
 pub const LEGEND: &str = concat!(

@@ -1,5 +1,6 @@
-//! Webhook signatures: verifying a delivery on its exact bytes, and signing one (for `sign`
-//! and the sandbox). Both schemes of the configuration contract live here and nowhere else.
+//! Webhook signatures: verifying a delivery on its exact bytes, and signing one (for `sign`).
+//! Both schemes of the configuration contract are verified here and nowhere else; the
+//! sandbox signs with its own implementation, so each checks the other.
 
 pub mod diagnose;
 mod digest;

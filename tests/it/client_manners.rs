@@ -12,7 +12,7 @@ use outreach_sync::client::models::*;
 use outreach_sync::client::{
     ClientError, MemoryTokenGuardStore, ServiceClient, TokenGuardState, TokenGuardStore,
 };
-use outreach_sync::sandbox::{ApiFaults, RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{ApiFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 
 async fn sandbox(leads: usize) -> RunningSandbox {
@@ -31,7 +31,7 @@ fn orgs() -> (ListOrganizations, Paging) {
 #[tokio::test]
 async fn a_token_that_expires_in_the_middle_of_a_pagination_is_replaced_once() {
     let sandbox = sandbox(30).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let mut pages = client.list_pages(ListLeads::default(), Paging::first(Some(5)));
     let first = pages.next().await.unwrap().unwrap();
     assert_eq!(sandbox.stats().token_requests, 1);
@@ -40,7 +40,10 @@ async fn a_token_that_expires_in_the_middle_of_a_pagination_is_replaced_once() {
     while let Some(page) = pages.try_next().await.unwrap() {
         leads.extend(page.items);
     }
-    assert_eq!(leads, sandbox.leads());
+    assert_eq!(
+        leads,
+        crate::common::as_client::<Vec<Lead>>(&sandbox.leads())
+    );
     assert_eq!(
         sandbox.stats().token_requests,
         2,
@@ -52,7 +55,7 @@ async fn a_token_that_expires_in_the_middle_of_a_pagination_is_replaced_once() {
 #[tokio::test]
 async fn concurrent_callers_share_one_token() {
     let sandbox = sandbox(2).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let calls = (0..20).map(|_| {
         let client = client.clone();
         async move {
@@ -71,7 +74,7 @@ async fn concurrent_callers_share_one_token() {
 #[tokio::test]
 async fn a_401_gets_one_fresh_token_and_one_retry() {
     let sandbox = sandbox(2).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let (q, p) = orgs();
     client.organizations_page(&q, &p).await.unwrap();
     sandbox.fail_next(&[401]);
@@ -92,7 +95,7 @@ async fn a_401_gets_one_fresh_token_and_one_retry() {
 async fn bad_credentials_never_cause_more_than_three_token_requests() {
     let sandbox = sandbox(1).await;
     let store = Arc::new(MemoryTokenGuardStore::default());
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.client_secret = SecretString::from("wrong-secret-value");
     let client = ServiceClient::with_guard_store(config.clone(), store.clone()).unwrap();
     let (q, p) = orgs();
@@ -142,7 +145,8 @@ async fn bad_credentials_never_cause_more_than_three_token_requests() {
 
     // A restart with the same store (as the daemon's database) asks no more.
     let restarted =
-        ServiceClient::with_guard_store(sandbox.client_config(), store.clone()).unwrap();
+        ServiceClient::with_guard_store(crate::common::client_config(&sandbox), store.clone())
+            .unwrap();
     let err = restarted.organizations_page(&q, &p).await.unwrap_err();
     assert!(matches!(err, ClientError::TokenBlocked { .. }), "{err}");
     assert_eq!(sandbox.stats().token_requests, 3);
@@ -156,7 +160,9 @@ async fn a_success_clears_earlier_token_failures() {
         consecutive_failures: 2,
         blocked_until: Some(chrono::Utc::now() - chrono::Duration::seconds(1)),
     }));
-    let client = ServiceClient::with_guard_store(sandbox.client_config(), store.clone()).unwrap();
+    let client =
+        ServiceClient::with_guard_store(crate::common::client_config(&sandbox), store.clone())
+            .unwrap();
     client.ensure_token().await.unwrap();
     assert_eq!(store.load().await.unwrap(), TokenGuardState::default());
     sandbox.shutdown().await;
@@ -165,7 +171,7 @@ async fn a_success_clears_earlier_token_failures() {
 #[tokio::test]
 async fn a_429_storm_is_ridden_out_by_retries() {
     let sandbox = sandbox(2).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     sandbox.fail_next(&[429, 429, 503, 429]);
     let (q, p) = orgs();
     let page = client.organizations_page(&q, &p).await.unwrap();
@@ -177,7 +183,7 @@ async fn a_429_storm_is_ridden_out_by_retries() {
 #[tokio::test]
 async fn retries_are_bounded_and_then_the_service_error_is_returned() {
     let sandbox = sandbox(2).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     sandbox.fail_next(&[429; 50]);
     let (q, p) = orgs();
     let err = client.organizations_page(&q, &p).await.unwrap_err();
@@ -200,7 +206,7 @@ async fn a_random_429_rate_is_absorbed_by_retries() {
         rate_429: 0.3,
         ..ApiFaults::default()
     });
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.max_retries = 20;
     let client = ServiceClient::new(config).unwrap();
     let leads: Vec<Lead> = client
@@ -208,7 +214,10 @@ async fn a_random_429_rate_is_absorbed_by_retries() {
         .try_collect()
         .await
         .unwrap();
-    assert_eq!(leads, sandbox.leads());
+    assert_eq!(
+        leads,
+        crate::common::as_client::<Vec<Lead>>(&sandbox.leads())
+    );
     assert!(sandbox.stats().injected_faults > 0);
     sandbox.shutdown().await;
 }
@@ -220,7 +229,7 @@ async fn retry_after_is_honoured() {
         retry_after_secs: Some(1),
         ..ApiFaults::default()
     });
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.retry_after_max = Duration::from_secs(5);
     let client = ServiceClient::new(config).unwrap();
     client.ensure_token().await.unwrap();
@@ -236,7 +245,7 @@ async fn retry_after_is_honoured() {
 #[tokio::test]
 async fn a_creation_is_not_repeated_after_a_server_error() {
     let sandbox = sandbox(1).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     client.ensure_token().await.unwrap();
     let org = sandbox.truth().organizations.remove(0);
     sandbox.fail_next(&[500]);
@@ -260,7 +269,7 @@ async fn a_creation_is_not_repeated_after_a_server_error() {
 #[tokio::test(start_paused = true)]
 async fn the_rate_limiter_spaces_requests() {
     let sandbox = sandbox(1).await;
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.requests_per_second = 20;
     let client = ServiceClient::new(config).unwrap();
     let (q, p) = orgs();
@@ -276,7 +285,7 @@ async fn the_rate_limiter_spaces_requests() {
 #[tokio::test]
 async fn secrets_never_appear_in_debug_output() {
     let sandbox = sandbox(1).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     client.ensure_token().await.unwrap();
     let text = format!("{client:?} {:?}", client.config());
     assert!(!text.contains("sandbox-secret"), "{text}");
@@ -299,7 +308,7 @@ async fn a_token_is_reused_until_shortly_before_it_expires() {
     })
     .await
     .unwrap();
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let (q, p) = orgs();
     for _ in 0..3 {
         client.organizations_page(&q, &p).await.unwrap();

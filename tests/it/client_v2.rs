@@ -4,8 +4,8 @@
 use futures::TryStreamExt;
 use outreach_sync::client::models::Paging;
 use outreach_sync::client::{ClientError, ServiceClient, V2GroupScope, V2Lead, V2LeadUpdate};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::ApiVersion;
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 
 async fn sandbox(leads: usize, depth: usize) -> (RunningSandbox, ServiceClient) {
     let sandbox = Sandbox::spawn(SandboxConfig {
@@ -15,7 +15,7 @@ async fn sandbox(leads: usize, depth: usize) -> (RunningSandbox, ServiceClient) 
     })
     .await
     .expect("sandbox starts");
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.api_version = ApiVersion::V2;
     let client = ServiceClient::new(config).expect("client");
     (sandbox, client)

@@ -3,7 +3,7 @@
 use futures::TryStreamExt;
 use outreach_sync::client::models::*;
 use outreach_sync::client::{ClientError, ServiceClient};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 
 async fn sandbox(leads: usize) -> (RunningSandbox, ServiceClient) {
@@ -13,7 +13,7 @@ async fn sandbox(leads: usize) -> (RunningSandbox, ServiceClient) {
     })
     .await
     .expect("sandbox starts");
-    let client = ServiceClient::new(sandbox.client_config()).expect("client");
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).expect("client");
     (sandbox, client)
 }
 
@@ -61,7 +61,7 @@ async fn a_stream_of_leads_follows_cursors_to_the_end() {
         .try_collect()
         .await
         .unwrap();
-    let truth = sandbox.leads();
+    let truth: Vec<Lead> = crate::common::as_client(&sandbox.leads());
     assert_eq!(streamed, truth);
     // A page at a time, resuming from a checkpointed cursor.
     let first = client
@@ -372,9 +372,14 @@ async fn a_message_status_is_read_and_an_unknown_message_is_not_found() {
         .into_iter()
         .find(|l| !l.global_opted_out)
         .unwrap();
-    let sent = sandbox.send_message(&lead.id, MessageType::SMS).unwrap();
+    let sent = sandbox
+        .send_message(&lead.id, outreach_sync_sandbox::wire::MessageType::SMS)
+        .unwrap();
     let read = client.message(&sent.id).await.unwrap();
-    assert_eq!(read, sent.status_resource());
+    assert_eq!(
+        read,
+        crate::common::as_client::<MessageStatus>(&sent.status_resource())
+    );
     assert!(!read.is_terminal());
     let err = client.message("msg_missing").await.unwrap_err();
     assert!(err.is_not_found(), "{err}");

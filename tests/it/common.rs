@@ -5,11 +5,13 @@
 use std::net::SocketAddr;
 
 use outreach_sync::app::Application;
+use outreach_sync::client::ClientConfig;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use outreach_sync::worker::{Outcome, Worker};
+use outreach_sync_sandbox::RunningSandbox;
 use secrecy::SecretString;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
@@ -377,4 +379,23 @@ impl TestApp {
             .await
             .expect("admin request")
     }
+}
+
+/// A client of `sandbox`: its credentials, fast retries and no rate limit.
+pub fn client_config(sandbox: &RunningSandbox) -> ClientConfig {
+    let config = sandbox.config();
+    ClientConfig::new(
+        sandbox.base_url(),
+        &config.client_id,
+        SecretString::from(config.client_secret.clone()),
+    )
+    .for_tests()
+}
+
+/// A value of the sandbox as the client reads it: serialized with the sandbox's wire type,
+/// deserialized as the client's model. Set beside what the client fetched, it checks each
+/// side's wire types against the other's.
+pub fn as_client<T: serde::de::DeserializeOwned>(sandbox_value: &impl serde::Serialize) -> T {
+    let json = serde_json::to_value(sandbox_value).expect("the sandbox's value serializes");
+    serde_json::from_value(json).expect("the client reads what the sandbox serves")
 }

@@ -149,6 +149,7 @@ impl Daemon {
     }
 
     /// Sends `signal` (e.g. `libc::SIGTERM`) to the daemon.
+    #[allow(unsafe_code)]
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own child's pid; no memory is involved.
         let sent = unsafe { libc::kill(self.pid(), signal) };

@@ -4,10 +4,10 @@
 use crate::common;
 
 use outreach_sync::client::ServiceClient;
-use outreach_sync::client::models::WebhookConfig;
 use outreach_sync::demo::{Row, consent_differences};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
-use outreach_sync::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::wire::WebhookConfig;
+use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -36,7 +36,7 @@ async fn daemon_of(sandbox: &RunningSandbox) -> common::TestApp {
 }
 
 async fn reconcile(app: &common::TestApp, sandbox: &RunningSandbox) {
-    let client = ServiceClient::new(sandbox.client_config()).expect("client");
+    let client = ServiceClient::new(common::client_config(sandbox)).expect("client");
     let summary = Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
         .run_pass(&PassRequest::default(), &CancellationToken::new())
         .await

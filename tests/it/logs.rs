@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use daemon_process::{Daemon, SECRET, Signer, command, eventually};
-use outreach_sync::sandbox::{Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{Sandbox, SandboxConfig};
 use serde_json::Value;
 
 const WEBHOOK_SECRET: &str = "whsecret-log-test-7f3a9c";

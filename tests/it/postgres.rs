@@ -323,7 +323,7 @@ const PG_TIME: &str = r#"'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"#;
 async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_postgres() {
     use outreach_sync::client::ServiceClient;
     use outreach_sync::reconcile::{PassRequest, Reconciler};
-    use outreach_sync::sandbox::{Sandbox, SandboxConfig};
+    use outreach_sync_sandbox::{Sandbox, SandboxConfig};
     use tokio_util::sync::CancellationToken;
 
     let Some(database) = TestDatabase::create().await else {
@@ -339,7 +339,7 @@ async fn migrate_from_sqlite_moves_the_ledger_the_mirror_and_the_outbox_into_pos
     .await
     .unwrap();
     let app = crate::common::spawn_app(crate::common::with_admin_token).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
         .run_pass(&PassRequest::default(), &CancellationToken::new())
         .await

@@ -10,9 +10,9 @@ use chrono::Utc;
 use common::{Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
 use outreach_sync::apply::{self, LocalChange};
 use outreach_sync::client::ServiceClient;
-use outreach_sync::client::models::{Lead, WebhookConfig};
 use outreach_sync::pusher::{Attempted, Pusher};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::wire::{Lead, WebhookConfig};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -62,7 +62,7 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent(backend: 
     let recorded = apply::record_local(&app.pool, &change, Utc::now())
         .await
         .unwrap();
-    let mut config = sandbox.client_config();
+    let mut config = common::client_config(&sandbox);
     config.max_retries = 0; // each failure reaches the pusher
     let client = ServiceClient::new(config).unwrap();
     let pusher = Pusher::new(app.pool.clone(), client, Arc::new(Notify::new()));
@@ -156,7 +156,7 @@ async fn the_returning_webhook_is_recognised_as_the_echo_of_the_local_change(bac
     let seq = recorded["seq"].as_i64().unwrap();
 
     // The pusher sends the PATCH, the sandbox delivers its webhook, the worker applies it.
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(common::client_config(&sandbox)).unwrap();
     let pusher = Pusher::new(app.pool.clone(), client, Arc::new(Notify::new()));
     assert_eq!(
         pusher.try_push(Utc::now()).await.unwrap(),

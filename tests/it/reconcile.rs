@@ -8,11 +8,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use outreach_sync::client::ServiceClient;
-use outreach_sync::client::models::{MessageType, Scope, WebhookConfig};
 use outreach_sync::ledger;
 use outreach_sync::reconcile::{PassRequest, Reconciler, mirror_lead};
-use outreach_sync::sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::Settings;
+use outreach_sync_sandbox::wire::{MessageType, Scope, WebhookConfig};
+use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
@@ -57,7 +57,7 @@ async fn one_organization(leads: usize) -> RunningSandbox {
 }
 
 fn reconciler(app: &common::TestApp, sandbox: &RunningSandbox) -> Reconciler {
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(common::client_config(sandbox)).unwrap();
     Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
 }
 
@@ -109,7 +109,7 @@ fn service_leads(sandbox: &RunningSandbox) -> BTreeMap<String, MirrorLead> {
         .leads()
         .iter()
         .map(|l| {
-            let m = mirror_lead(l);
+            let m = mirror_lead(&common::as_client(l));
             let row = (
                 m.organization_id.clone(),
                 m.phone_number.clone(),

@@ -7,8 +7,8 @@ use std::process::{Command, Output};
 
 use outreach_sync::client::ServiceClient;
 use outreach_sync::reconcile::{PassRefused, PassRequest, Reconciler};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::Settings;
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
@@ -91,7 +91,7 @@ async fn reconcile_by_hand_refuses_while_another_pass_of_the_organization_runs(b
     // The daemon's pass of the first organization is stuck on an upstream that accepts
     // connections and never answers.
     let stalled = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let mut config = sandbox.client_config();
+    let mut config = crate::common::client_config(&sandbox);
     config.base_url = format!("http://{}", stalled.local_addr().unwrap());
     let client = ServiceClient::new(config).unwrap();
     let daemon = Reconciler::new(pool, client, &settings.reconcile);
@@ -170,7 +170,7 @@ async fn a_second_pass_in_the_same_process_is_refused_and_runs_once_the_first_is
     let dir = tempfile::tempdir().expect("temp dir");
     let settings = settings_in(dir.path());
     let pool = migrated_pool(&settings).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
     let other = reconciler.clone();
     let stop = CancellationToken::new();

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use outreach_sync::sandbox::{Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{Sandbox, SandboxConfig};
 use serde_json::Value;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;

@@ -1,8 +1,9 @@
 //! The sandbox's rules, one by one against the v3 document, over raw HTTP so the wire shape
 //! (status codes, error bodies, the list envelope) is what is checked.
 
-use outreach_sync::client::models::{AgentVisibility, Lead};
-use outreach_sync::sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync::client::models::AgentVisibility;
+use outreach_sync_sandbox::wire::{Lead, MessageType};
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
 use serde_json::{Value, json};
 
 struct Api {
@@ -571,7 +572,7 @@ async fn messages_progress_to_a_terminal_status_with_error_codes_on_failures() {
     for lead in &reachable {
         let first = api
             .sandbox
-            .send_message(&lead.id, outreach_sync::client::models::MessageType::SMS)
+            .send_message(&lead.id, MessageType::SMS)
             .unwrap();
         assert!(matches!(first.status.as_str(), "queued" | "pending_lookup"));
     }
@@ -601,7 +602,7 @@ async fn messages_progress_to_a_terminal_status_with_error_codes_on_failures() {
     if let Some(lead) = opted_out {
         let refused = api
             .sandbox
-            .send_message(&lead.id, outreach_sync::client::models::MessageType::SMS)
+            .send_message(&lead.id, MessageType::SMS)
             .unwrap_err();
         assert_eq!(refused.status, 422);
     }

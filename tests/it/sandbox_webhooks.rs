@@ -11,13 +11,14 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::IntoResponse;
 use outreach_sync::client::ServiceClient;
-use outreach_sync::client::models::{MessageType, MockEvent, Scope, WebhookConfig};
-use outreach_sync::sandbox::{
-    DELIVERY_RECORDS_KEPT, DeliverTo, DeliveryFaults, Outcome, RunningSandbox, Sandbox,
-    SandboxConfig,
-};
+use outreach_sync::client::models::{self as client_models, MockEvent};
 use outreach_sync::settings::{Scheme, WebhookSettings};
-use outreach_sync::signature::{SignatureFormat, Verifier};
+use outreach_sync::signature::Verifier;
+use outreach_sync_sandbox::wire::{Lead, MessageType, Scope, WebhookConfig};
+use outreach_sync_sandbox::{
+    DELIVERY_RECORDS_KEPT, DeliverTo, DeliveryFaults, Outcome, RunningSandbox, Sandbox,
+    SandboxConfig, Signing,
+};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -123,7 +124,7 @@ fn seeded(leads: usize) -> SandboxConfig {
     }
 }
 
-fn reachable(sandbox: &RunningSandbox) -> outreach_sync::client::models::Lead {
+fn reachable(sandbox: &RunningSandbox) -> Lead {
     sandbox
         .leads()
         .into_iter()
@@ -162,11 +163,11 @@ async fn a_stop_is_delivered_as_a_signed_consent_update_with_the_full_lead() {
     assert_eq!(event["type"], "consentUpdate-v1");
     assert!(event["id"].as_str().unwrap().starts_with("evt_"));
     chrono::DateTime::parse_from_rfc3339(event["createdAt"].as_str().unwrap()).expect("RFC 3339");
-    let delivered: outreach_sync::client::models::Lead =
-        serde_json::from_value(event["data"].clone()).unwrap();
+    let delivered: client_models::Lead = serde_json::from_value(event["data"].clone()).unwrap();
     assert!(delivered.global_opted_out);
     assert_eq!(
-        changed[0], delivered,
+        crate::common::as_client::<client_models::Lead>(&changed[0]),
+        delivered,
         "data is the whole Lead after the change"
     );
     assert!(String::from_utf8_lossy(&body).starts_with(r#"{"type":"consentUpdate-v1","id":"evt_"#));
@@ -177,12 +178,12 @@ async fn a_stop_is_delivered_as_a_signed_consent_update_with_the_full_lead() {
 async fn an_account_synced_opt_out_sends_one_event_per_lead_changed() {
     let mut receiver = receiver(0, None).await;
     let sandbox = sandbox_with(seeded(2)).await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     let orgs = sandbox.truth().organizations;
     let mut ids = Vec::new();
     for org in &orgs {
         let lead = client
-            .upsert_lead(&outreach_sync::client::models::UpsertLead {
+            .upsert_lead(&client_models::UpsertLead {
                 phone_number: "+15550123456".into(),
                 organization_id: org.id.clone(),
                 ..Default::default()
@@ -414,13 +415,13 @@ async fn a_mock_event_passes_validation_only_when_the_target_confirms_ownership(
         ..seeded(1)
     })
     .await;
-    let client = ServiceClient::new(sandbox.client_config()).unwrap();
+    let client = ServiceClient::new(crate::common::client_config(&sandbox)).unwrap();
     for (target, expected) in [(&confirming, true), (&silent, false)] {
         let outcome = client
             .mock_event(&MockEvent::MockWebhookRegistration {
                 target_url: target.url.clone(),
                 secret_for_hmac: SecretString::from(SECRET),
-                config: WebhookConfig::all_messages(),
+                config: client_models::WebhookConfig::all_messages(),
             })
             .await
             .unwrap();
@@ -435,10 +436,7 @@ async fn the_signature_format_is_configurable() {
     let mut receiver = receiver(0, None).await;
     let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
     let sandbox = sandbox_with(SandboxConfig {
-        signature: SignatureFormat::from(&WebhookSettings {
-            scheme: Scheme::StandardWebhooks,
-            ..WebhookSettings::default()
-        }),
+        signing: Signing::StandardWebhooks,
         ..seeded(4)
     })
     .await;
@@ -498,11 +496,7 @@ async fn deliver_to_registers_both_event_kinds_for_the_account_at_start() {
 
 /// Flips `lead`'s consent `times` times; returns how many consent changes that made (account
 /// sync may change other leads with the number too).
-fn flip_consent(
-    sandbox: &RunningSandbox,
-    lead: &outreach_sync::client::models::Lead,
-    times: usize,
-) -> u64 {
+fn flip_consent(sandbox: &RunningSandbox, lead: &Lead, times: usize) -> u64 {
     let mut changed = 0;
     for n in 0..times {
         let leads = if n % 2 == 0 {

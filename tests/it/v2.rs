@@ -13,14 +13,13 @@ use std::time::Duration;
 use chrono::Utc;
 use futures::TryStreamExt;
 use outreach_sync::client::ServiceClient;
-use outreach_sync::client::models::{
-    AgentVisibility, Lead, LeadOperation, ListTags, WebhookConfig,
-};
+use outreach_sync::client::models::{AgentVisibility, LeadOperation, ListTags};
 use outreach_sync::ledger;
 use outreach_sync::pusher::{Attempted, Pusher};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
-use outreach_sync::sandbox::{ApiRequest, Outcome, RunningSandbox, Sandbox, SandboxConfig};
 use outreach_sync::settings::{ApiVersion, Settings};
+use outreach_sync_sandbox::wire::{Lead, WebhookConfig};
+use outreach_sync_sandbox::{ApiRequest, Outcome, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -302,7 +301,7 @@ async fn a_local_opt_out_is_pushed_with_put_v2_leads_and_reaches_every_lead_with
         )
         .unwrap();
     // The lead has a tag already; the opt-out adds the organization's OPT_OUT tag to it.
-    let v3 = ServiceClient::new(sandbox.client_config()).unwrap();
+    let v3 = ServiceClient::new(common::client_config(&sandbox)).unwrap();
     let tags: Vec<_> = v3
         .tags(
             ListTags {

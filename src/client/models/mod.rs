@@ -1,6 +1,6 @@
 //! Request and response models of the service's v3 API, with the documented enumerations
-//! and discriminated unions. The sandbox serves the same types, so one definition fixes the
-//! wire shape for both sides; tests check that shape against the document with raw JSON.
+//! and discriminated unions. The sandbox serves wire types of its own, written apart from
+//! these, so each side checks the other; tests also check the shape with raw JSON.
 
 mod common;
 mod integrations;

@@ -6,7 +6,7 @@ use rand::RngExt as _;
 use serde::{Deserialize, Serialize};
 
 use super::{Change, Refusal, World};
-use crate::client::models::{MessageStatus, MessageType};
+use crate::wire::{MessageStatus, MessageType};
 
 /// A message as the sandbox keeps it: the Message status resource plus whom it went to.
 /// Serialized, it is exactly the `data` of a `messageStatus-v1` event.
@@ -38,13 +38,9 @@ impl SandboxMessage {
         }
     }
 
-    pub fn is_terminal(&self) -> bool {
-        !matches!(self.status.as_str(), "pending_lookup" | "queued")
-    }
-
     /// Whether a later step may still change the status (`sent` still becomes delivered or
     /// undelivered, as carriers report back).
-    pub fn can_advance(&self) -> bool {
+    pub(crate) fn can_advance(&self) -> bool {
         matches!(self.status.as_str(), "pending_lookup" | "queued" | "sent")
     }
 }
@@ -54,7 +50,7 @@ const CARRIER_CODES: [&str; 4] = ["30003", "30005", "30006", "30007"];
 
 impl World {
     /// Sends a message to a lead. A number of unknown type starts with a lookup.
-    pub fn send_message(
+    pub(crate) fn send_message(
         &mut self,
         lead_id: &str,
         kind: MessageType,
@@ -97,7 +93,7 @@ impl World {
 
     /// Moves each named message (every advanceable one if `ids` is empty) one step on.
     /// Returns the messages that changed.
-    pub fn advance_messages(&mut self, ids: &[String]) -> Vec<SandboxMessage> {
+    pub(crate) fn advance_messages(&mut self, ids: &[String]) -> Vec<SandboxMessage> {
         let chosen: Vec<String> = if ids.is_empty() {
             self.messages
                 .values()

@@ -14,8 +14,8 @@ use super::api::{ApiError, ApiResult, AppState, JsonBody};
 use super::config::{ApiFaults, DeliveryFaults};
 use super::deliver::{DeliveryCounts, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
+use super::wire::{Lead, MessageType, Organization, WebhookRegistration};
 use super::world::{Refusal, SandboxMessage};
-use crate::client::models::{Lead, MessageType, Organization, WebhookRegistration};
 
 /// Everything the sandbox holds that a comparison needs.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -28,7 +28,7 @@ pub struct Truth {
 }
 
 impl Shared {
-    pub fn truth(&self) -> Truth {
+    pub(crate) fn truth(&self) -> Truth {
         self.read(|w| Truth {
             organizations: w.organizations.values().cloned().collect(),
             leads: w.leads.values().cloned().collect(),
@@ -43,7 +43,7 @@ impl Shared {
 
     /// A person texts STOP (`stop`) or START to an organization. Returns the leads whose
     /// consent changed (several with account sync).
-    pub fn text(
+    pub(crate) fn text(
         &self,
         organization_id: &str,
         phone: &str,
@@ -52,7 +52,7 @@ impl Shared {
         self.with_world(|w| w.text_keyword(organization_id, phone, stop))
     }
 
-    pub fn send_message(
+    pub(crate) fn send_message(
         &self,
         lead_id: &str,
         kind: MessageType,
@@ -61,11 +61,11 @@ impl Shared {
     }
 
     /// Moves the named messages (all that can move, if none named) one status on.
-    pub fn advance_messages(&self, ids: &[String]) -> Vec<SandboxMessage> {
+    pub(crate) fn advance_messages(&self, ids: &[String]) -> Vec<SandboxMessage> {
         self.with_world(|w| w.advance_messages(ids))
     }
 
-    pub fn set_api_faults(&self, faults: ApiFaults) {
+    pub(crate) fn set_api_faults(&self, faults: ApiFaults) {
         self.api_faults
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -73,7 +73,7 @@ impl Shared {
     }
 
     /// The next resource requests are answered with these statuses, in order.
-    pub fn fail_next(&self, statuses: &[u16]) {
+    pub(crate) fn fail_next(&self, statuses: &[u16]) {
         self.api_faults
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -122,7 +122,7 @@ struct Changed<T> {
     changed: Vec<T>,
 }
 
-pub fn routes() -> Router<AppState> {
+pub(crate) fn routes() -> Router<AppState> {
     Router::new()
         .route("/_control/truth", get(truth))
         .route("/_control/stats", get(stats))

@@ -11,11 +11,14 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::client::models::{Lead, Organization};
-use crate::client::{V2GroupScope, V2Lead, V2LeadUpdate, V2List, V2Organization, V2Pagination};
-use crate::sandbox::world::{Refusal, World};
+use crate::validate;
+use crate::wire::{
+    Kind, Lead, Organization, V2GroupScope, V2Lead, V2LeadUpdate, V2Organization, V2Page,
+    V2Pagination,
+};
+use crate::world::{Refusal, World};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/organizations", get(organizations))
         .route("/organizations/{id}", get(organization))
@@ -27,7 +30,7 @@ pub fn routes() -> Router<AppState> {
 fn v2_org(o: &Organization) -> V2Organization {
     V2Organization {
         id: o.id.clone(),
-        kind: "organization".into(),
+        kind: Kind::Organization,
         name: o.name.clone(),
         created_at: o.created_at.clone(),
     }
@@ -36,7 +39,7 @@ fn v2_org(o: &Organization) -> V2Organization {
 fn v2_lead(l: &Lead) -> V2Lead {
     V2Lead {
         id: l.id.clone(),
-        kind: "lead".into(),
+        kind: Kind::Lead,
         custom_fields: l.custom_fields.clone(),
         global_opted_out: l.global_opted_out,
         group_ids: l
@@ -104,7 +107,7 @@ impl Window {
         &self,
         items: impl Iterator<Item = &'a S>,
         convert: impl Fn(&S) -> T,
-    ) -> V2List<T> {
+    ) -> V2Page<T> {
         let mut total = 0;
         let mut page = Vec::new();
         let last = (self.offset + self.limit).min(self.depth);
@@ -116,12 +119,12 @@ impl Window {
         }
         let end = last.min(total);
         let has_next_page = end < total;
-        V2List {
+        V2Page {
             items: page,
             pagination: V2Pagination {
                 cursor: has_next_page.then(|| URL_SAFE_NO_PAD.encode(format!("offset:{end}"))),
                 has_next_page,
-                total: Some(total as u64),
+                total: total as u64,
             },
         }
     }
@@ -130,7 +133,7 @@ impl Window {
 async fn organizations(
     State(s): State<AppState>,
     params: Params,
-) -> ApiResult<Json<V2List<V2Organization>>> {
+) -> ApiResult<Json<V2Page<V2Organization>>> {
     let window = Window::of(&params, &s)?;
     Ok(Json(
         s.read(|w| window.page(w.organizations.values(), v2_org)),
@@ -152,7 +155,7 @@ async fn organization_leads(
     State(s): State<AppState>,
     Path(id): Path<String>,
     params: Params,
-) -> ApiResult<Json<V2List<V2Lead>>> {
+) -> ApiResult<Json<V2Page<V2Lead>>> {
     let window = Window::of(&params, &s)?;
     let page = s.read(|w: &World| {
         w.organization(&id)?;
@@ -166,7 +169,7 @@ async fn group_leads(
     State(s): State<AppState>,
     Path(id): Path<String>,
     params: Params,
-) -> ApiResult<Json<V2List<V2Lead>>> {
+) -> ApiResult<Json<V2Page<V2Lead>>> {
     let scope: V2GroupScope = params.parse("scope")?.unwrap_or_default();
     let window = Window::of(&params, &s)?;
     let page = s.read(|w: &World| {
@@ -201,7 +204,7 @@ async fn update_lead(
     JsonBody(body): JsonBody<V2LeadUpdate>,
 ) -> ApiResult<Json<V2Lead>> {
     if let Some(email) = &body.email
-        && !looks_like_email(email)
+        && !validate::is_email(email)
     {
         return Err(ApiError::bad_request(format!(
             "email `{email}` is not an email address"
@@ -241,16 +244,5 @@ async fn update_lead(
             w.set_consent(&id, opted_out, None);
         }
         Ok(Json(v2_lead(w.lead(&id)?)))
-    })
-}
-
-/// `local@domain.tld`, loosely: the document says "email format" and no more.
-fn looks_like_email(value: &str) -> bool {
-    value.split_once('@').is_some_and(|(local, domain)| {
-        !local.is_empty()
-            && !domain.starts_with('.')
-            && domain.contains('.')
-            && !domain.ends_with('.')
-            && !value.contains(char::is_whitespace)
     })
 }

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::signature::SignatureFormat;
+use super::signing::Signing;
 
 /// Faults of webhook delivery.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -35,13 +35,26 @@ pub struct ApiFaults {
 }
 
 /// A registration made at start, for both event kinds and the whole account.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub struct DeliverTo {
     pub url: String,
     pub secret: String,
 }
 
-#[derive(Debug, Clone)]
+impl std::fmt::Debug for DeliverTo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { url, secret: _ } = self;
+        f.debug_struct("DeliverTo")
+            .field("url", url)
+            .field("secret", &REDACTED)
+            .finish()
+    }
+}
+
+/// What `Debug` shows of a secret.
+const REDACTED: &str = "[redacted]";
+
+#[derive(Clone)]
 pub struct SandboxConfig {
     /// Port 0 picks a free port (tests).
     pub bind: SocketAddr,
@@ -57,7 +70,7 @@ pub struct SandboxConfig {
     /// Opt-out and opt-in reach every lead of the account with the same number.
     pub account_sync: bool,
     /// How deliveries are signed.
-    pub signature: SignatureFormat,
+    pub signing: Signing,
     pub delivery_faults: DeliveryFaults,
     pub api_faults: ApiFaults,
     /// Attempts per delivery (the first included) before giving up on a non-2xx target.
@@ -77,8 +90,9 @@ pub struct SandboxConfig {
     pub activity_interval: Option<Duration>,
 }
 
-pub const DEFAULT_CLIENT_ID: &str = "sandbox@example.org";
-pub const DEFAULT_CLIENT_SECRET: &str = "sandbox-secret";
+/// The credentials a sandbox accepts unless told otherwise.
+pub(crate) const DEFAULT_CLIENT_ID: &str = "sandbox@example.org";
+pub(crate) const DEFAULT_CLIENT_SECRET: &str = "sandbox-secret";
 
 impl Default for SandboxConfig {
     fn default() -> Self {
@@ -92,7 +106,7 @@ impl Default for SandboxConfig {
             leads: 20,
             organizations: 2,
             account_sync: true,
-            signature: SignatureFormat::default(),
+            signing: Signing::default(),
             delivery_faults: DeliveryFaults::default(),
             api_faults: ApiFaults::default(),
             delivery_attempts: 8,
@@ -103,5 +117,73 @@ impl Default for SandboxConfig {
             deliver_to: None,
             activity_interval: None,
         }
+    }
+}
+
+impl std::fmt::Debug for SandboxConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Every field named, so a new one cannot slip past the redaction unnoticed.
+        let Self {
+            bind,
+            client_id,
+            client_secret: _,
+            account_id,
+            token_lifetime,
+            seed,
+            leads,
+            organizations,
+            account_sync,
+            signing,
+            delivery_faults,
+            api_faults,
+            delivery_attempts,
+            delivery_backoff,
+            v2_cursor_depth,
+            default_page_size,
+            confirmation_header,
+            deliver_to,
+            activity_interval,
+        } = self;
+        f.debug_struct("SandboxConfig")
+            .field("bind", bind)
+            .field("client_id", client_id)
+            .field("client_secret", &REDACTED)
+            .field("account_id", account_id)
+            .field("token_lifetime", token_lifetime)
+            .field("seed", seed)
+            .field("leads", leads)
+            .field("organizations", organizations)
+            .field("account_sync", account_sync)
+            .field("signing", signing)
+            .field("delivery_faults", delivery_faults)
+            .field("api_faults", api_faults)
+            .field("delivery_attempts", delivery_attempts)
+            .field("delivery_backoff", delivery_backoff)
+            .field("v2_cursor_depth", v2_cursor_depth)
+            .field("default_page_size", default_page_size)
+            .field("confirmation_header", confirmation_header)
+            .field("deliver_to", deliver_to)
+            .field("activity_interval", activity_interval)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_a_secret() {
+        let config = SandboxConfig {
+            client_secret: "client-s3cret".into(),
+            deliver_to: Some(DeliverTo {
+                url: "http://127.0.0.1:9/hook".into(),
+                secret: "delivery-s3cret".into(),
+            }),
+            ..SandboxConfig::default()
+        };
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("s3cret"), "{shown}");
+        assert!(shown.contains("http://127.0.0.1:9/hook"), "{shown}");
     }
 }

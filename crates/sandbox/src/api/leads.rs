@@ -7,17 +7,17 @@ use axum::{Json, Router};
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::client::models::{Lead, LeadStatusInGroup, ListPage, PatchLead, UpsertLead};
-use crate::client::validate;
+use crate::validate;
+use crate::wire::{Lead, LeadPatch, LeadStatusInGroup, LeadUpsert, Page};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new().route(
         "/leads",
         get(list_leads).post(upsert_lead).patch(patch_lead),
     )
 }
 
-async fn list_leads(State(s): State<AppState>, params: Params) -> ApiResult<Json<ListPage<Lead>>> {
+async fn list_leads(State(s): State<AppState>, params: Params) -> ApiResult<Json<Page<Lead>>> {
     let limit = s.config.default_page_size;
     if let Some(phone) = params.get("phoneNumber").filter(|p| !validate::is_e164(p)) {
         return Err(ApiError::bad_request(format!(
@@ -61,7 +61,7 @@ async fn list_leads(State(s): State<AppState>, params: Params) -> ApiResult<Json
 
 async fn upsert_lead(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<UpsertLead>,
+    JsonBody(body): JsonBody<LeadUpsert>,
 ) -> ApiResult<(StatusCode, Json<Lead>)> {
     let (lead, created) = s.with_world(|w| w.upsert_lead(body))?;
     let status = if created {
@@ -74,7 +74,7 @@ async fn upsert_lead(
 
 async fn patch_lead(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<PatchLead>,
+    JsonBody(body): JsonBody<LeadPatch>,
 ) -> ApiResult<StatusCode> {
     s.with_world(|w| w.patch_lead(&body.id, body.operation))?;
     Ok(StatusCode::NO_CONTENT)

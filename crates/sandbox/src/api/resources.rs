@@ -8,11 +8,15 @@ use secrecy::ExposeSecret;
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::client::models::*;
-use crate::client::validate;
-use crate::sandbox::world::{Refusal, World, now};
+use crate::validate;
+use crate::wire::{
+    Agent, AgentUpdate, AgentVisibility, CountryCode, CustomField, Group, Integration,
+    IntegrationOperation, IntegrationPatch, IntegrationType, Kind, MessageStatus, NewAgent,
+    NewCustomField, NewGroup, NewIntegration, NewIntegrationBody, Organization, Page, Tag,
+};
+use crate::world::{Refusal, World, now};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/agents", get(list_agents).post(create_agent))
         .route("/agents/{id}", axum::routing::put(update_agent))
@@ -32,10 +36,7 @@ pub fn routes() -> Router<AppState> {
         .route("/tags", get(list_tags))
 }
 
-async fn list_agents(
-    State(s): State<AppState>,
-    params: Params,
-) -> ApiResult<Json<ListPage<Agent>>> {
+async fn list_agents(State(s): State<AppState>, params: Params) -> ApiResult<Json<Page<Agent>>> {
     let limit = s.config.default_page_size;
     s.read(|w| {
         let items = w
@@ -48,7 +49,7 @@ async fn list_agents(
 
 async fn create_agent(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<CreateAgent>,
+    JsonBody(body): JsonBody<NewAgent>,
 ) -> ApiResult<Json<Agent>> {
     if !body.email.contains('@') {
         return Err(ApiError::bad_request("email: not an email address"));
@@ -66,7 +67,7 @@ async fn create_agent(
             .clone();
         let agent = Agent {
             id: w.id("agt"),
-            kind: "agent".into(),
+            kind: Kind::Agent,
             name: body.name,
             full_name: body.full_name,
             phone_number: None,
@@ -82,7 +83,7 @@ async fn create_agent(
 async fn update_agent(
     State(s): State<AppState>,
     Path(id): Path<String>,
-    JsonBody(body): JsonBody<UpdateAgent>,
+    JsonBody(body): JsonBody<AgentUpdate>,
 ) -> ApiResult<Json<Agent>> {
     s.with_world(|w| {
         let agent = w
@@ -98,7 +99,7 @@ async fn update_agent(
 async fn list_custom_fields(
     State(s): State<AppState>,
     params: Params,
-) -> ApiResult<Json<ListPage<CustomField>>> {
+) -> ApiResult<Json<Page<CustomField>>> {
     let limit = s.config.default_page_size;
     s.read(|w| {
         let items = w.custom_fields.iter().filter(|(_, f)| {
@@ -113,7 +114,7 @@ async fn list_custom_fields(
 
 async fn create_custom_field(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<CreateCustomField>,
+    JsonBody(body): JsonBody<NewCustomField>,
 ) -> ApiResult<(StatusCode, Json<CustomField>)> {
     if !validate::is_custom_field_name(&body.name) {
         return Err(ApiError(Refusal::unprocessable(
@@ -137,7 +138,7 @@ async fn create_custom_field(
         }
         let field = CustomField {
             id: w.id("cf"),
-            kind: "custom_field".into(),
+            kind: Kind::CustomField,
             name: body.name,
             agent_visible: body.agent_visible,
             organization_id: Some(body.organization_id),
@@ -148,10 +149,7 @@ async fn create_custom_field(
     })
 }
 
-async fn list_groups(
-    State(s): State<AppState>,
-    params: Params,
-) -> ApiResult<Json<ListPage<Group>>> {
+async fn list_groups(State(s): State<AppState>, params: Params) -> ApiResult<Json<Page<Group>>> {
     let limit = s.config.default_page_size;
     let active = params.bool("active")?;
     s.read(|w| {
@@ -179,13 +177,13 @@ fn timezone(country: CountryCode, lng: f64) -> &'static str {
 
 async fn create_group(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<CreateGroup>,
+    JsonBody(body): JsonBody<NewGroup>,
 ) -> ApiResult<Json<Group>> {
     s.with_world(|w| {
         w.organization(&body.organization_id)?;
         let group = Group {
             id: w.id("grp"),
-            kind: "group".into(),
+            kind: Kind::Group,
             name: body.name,
             description: body.description,
             country_code: body.country_code,
@@ -203,7 +201,7 @@ async fn create_group(
 async fn list_integrations(
     State(s): State<AppState>,
     params: Params,
-) -> ApiResult<Json<ListPage<Integration>>> {
+) -> ApiResult<Json<Page<Integration>>> {
     let limit = s.config.default_page_size;
     let kind: Option<IntegrationType> = params.parse("integrationType")?;
     s.read(|w| {
@@ -229,7 +227,7 @@ fn check_credentials(values: &[&str]) -> Result<(), Refusal> {
 
 async fn create_integration(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<CreateIntegration>,
+    JsonBody(body): JsonBody<NewIntegrationBody>,
 ) -> ApiResult<(StatusCode, Json<Integration>)> {
     match &body.integration {
         NewIntegration::AdvocacyA { credentials: c, .. } => check_credentials(&[
@@ -246,7 +244,7 @@ async fn create_integration(
         w.organization(&body.organization_id)?;
         let integration = Integration {
             id: w.id("int"),
-            kind: "integration".into(),
+            kind: Kind::Integration,
             name: body.integration.name().to_owned(),
             integration_type: body.integration.integration_type(),
             organization_id: body.organization_id.clone(),
@@ -263,7 +261,7 @@ async fn create_integration(
 
 async fn update_integration(
     State(s): State<AppState>,
-    JsonBody(body): JsonBody<UpdateIntegration>,
+    JsonBody(body): JsonBody<IntegrationPatch>,
 ) -> ApiResult<(StatusCode, Json<Integration>)> {
     s.with_world(|w: &mut World| {
         let integration = w
@@ -271,7 +269,7 @@ async fn update_integration(
             .get(&body.integration_id)
             .ok_or_else(|| Refusal::not_found("integration", &body.integration_id))?;
         let expected = match &body.operation {
-            IntegrationOperation::UpdateAdvocacyACredentials { credentials: c } => {
+            IntegrationOperation::AdvocacyA { credentials: c } => {
                 check_credentials(&[
                     &c.username,
                     c.password.expose_secret(),
@@ -279,11 +277,11 @@ async fn update_integration(
                 ])?;
                 IntegrationType::AdvocacyA
             }
-            IntegrationOperation::UpdateVoterFileACredentials { credentials: c } => {
+            IntegrationOperation::VoterFileA { credentials: c } => {
                 check_credentials(&[&c.application_name, c.api_key.expose_secret()])?;
                 IntegrationType::VoterFileA
             }
-            IntegrationOperation::UpdateVoterFileAltCredentials { credentials: c } => {
+            IntegrationOperation::VoterFileAlt { credentials: c } => {
                 check_credentials(&[&c.application_name, c.api_key.expose_secret()])?;
                 IntegrationType::VoterFileAAlt
             }
@@ -294,7 +292,7 @@ async fn update_integration(
                 format!(
                     "integration {} is of type {}",
                     integration.id,
-                    integration.integration_type.as_str()
+                    integration.integration_type.token()
                 ),
             )));
         }
@@ -317,7 +315,7 @@ async fn message(
 async fn list_organizations(
     State(s): State<AppState>,
     params: Params,
-) -> ApiResult<Json<ListPage<Organization>>> {
+) -> ApiResult<Json<Page<Organization>>> {
     let limit = s.config.default_page_size;
     s.read(|w| {
         page(
@@ -331,7 +329,7 @@ async fn list_organizations(
     })
 }
 
-async fn list_tags(State(s): State<AppState>, params: Params) -> ApiResult<Json<ListPage<Tag>>> {
+async fn list_tags(State(s): State<AppState>, params: Params) -> ApiResult<Json<Page<Tag>>> {
     let limit = s.config.default_page_size;
     let visibility: Option<AgentVisibility> = params.parse("agentVisibility")?;
     s.read(|w| {

@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use super::config::{DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET};
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
@@ -11,9 +12,9 @@ pub struct SandboxArgs {
     /// Address of the v3 API (served under /v3).
     #[arg(long, default_value = "127.0.0.1:9090")]
     pub bind: SocketAddr,
-    #[arg(long, default_value = "sandbox@example.org")]
+    #[arg(long, default_value = DEFAULT_CLIENT_ID)]
     pub client_id: String,
-    #[arg(long, default_value = "sandbox-secret")]
+    #[arg(long, default_value = DEFAULT_CLIENT_SECRET)]
     pub client_secret: String,
     /// Register a webhook target for every event kind at start.
     #[arg(long)]
@@ -57,7 +58,7 @@ pub struct SandboxArgs {
 
 impl SandboxArgs {
     /// The in-process configuration these flags describe.
-    pub fn to_config(&self) -> anyhow::Result<SandboxConfig> {
+    pub(crate) fn to_config(&self) -> anyhow::Result<SandboxConfig> {
         for (name, rate) in [
             ("--drop-rate", self.drop_rate),
             ("--duplicate-rate", self.duplicate_rate),

@@ -5,13 +5,13 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 
 use super::{ApiError, ApiResult, Params};
-use crate::client::models::ListPage;
+use crate::wire::Page;
 
-pub fn encode_cursor(last_id: &str) -> String {
+pub(super) fn encode_cursor(last_id: &str) -> String {
     URL_SAFE_NO_PAD.encode(format!("after:{last_id}"))
 }
 
-pub fn decode_cursor(cursor: &str) -> ApiResult<String> {
+pub(super) fn decode_cursor(cursor: &str) -> ApiResult<String> {
     URL_SAFE_NO_PAD
         .decode(cursor)
         .ok()
@@ -21,11 +21,11 @@ pub fn decode_cursor(cursor: &str) -> ApiResult<String> {
 }
 
 /// One page of `items` (already filtered, in id order) per `cursor` and `limit`.
-pub fn page<'a, T: Clone + 'a>(
+pub(super) fn page<'a, T: Clone + 'a>(
     items: impl Iterator<Item = (&'a String, &'a T)>,
     params: &Params,
     default_limit: usize,
-) -> ApiResult<ListPage<T>> {
+) -> ApiResult<Page<T>> {
     let limit = params.limit(default_limit)?;
     let after = params.get("cursor").map(decode_cursor).transpose()?;
     let mut taken: Vec<(&String, &T)> = items
@@ -39,7 +39,7 @@ pub fn page<'a, T: Clone + 'a>(
     let has_more = taken.len() > limit;
     taken.truncate(limit);
     let cursor = taken.last().map(|(id, _)| encode_cursor(id));
-    Ok(ListPage {
+    Ok(Page {
         items: taken.into_iter().map(|(_, item)| item.clone()).collect(),
         cursor,
         has_more,

@@ -9,17 +9,20 @@ use rand::seq::IndexedRandom as _;
 use std::collections::HashSet;
 
 use super::World;
-use crate::client::models::*;
+use crate::wire::{
+    Agent, AgentVisibility, Balances, Coordinates, CountryCode, CustomField, Group, Integration,
+    IntegrationType, Kind, Lead, Location, Organization, PhoneNumberType, Tag,
+};
 
 /// How big an account to make.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct SeedPlan {
+pub(crate) struct SeedPlan {
     pub leads: usize,
     pub organizations: usize,
 }
 
 /// Seeded numbers are `+1555` and seven digits: at most this many leads per organization.
-pub const PHONE_NUMBERS: u32 = 10_000_000;
+pub(crate) const PHONE_NUMBERS: u32 = 10_000_000;
 
 const FIRST_NAMES: [&str; 8] = [
     "Ana", "Ben", "Chloe", "Dev", "Elena", "Femi", "Grace", "Hugo",
@@ -39,7 +42,7 @@ fn epoch() -> DateTime<Utc> {
 }
 
 impl World {
-    pub fn seed(&mut self, plan: SeedPlan) {
+    pub(crate) fn seed(&mut self, plan: SeedPlan) {
         let stamp = |world: &mut World| {
             let back = world.rng.random_range(0..90 * 24 * 3600);
             super::timestamp(epoch() - Duration::seconds(back))
@@ -51,7 +54,7 @@ impl World {
             field_id.clone(),
             CustomField {
                 id: field_id,
-                kind: "custom_field".into(),
+                kind: Kind::CustomField,
                 name: "source".into(),
                 agent_visible: false,
                 organization_id: None,
@@ -114,7 +117,7 @@ impl World {
             integration_id.clone(),
             Integration {
                 id: integration_id.clone(),
-                kind: "integration".into(),
+                kind: Kind::Integration,
                 name: format!("Voter file {}", n + 1),
                 integration_type: IntegrationType::VoterFileA,
                 organization_id: org_id.clone(),
@@ -125,7 +128,7 @@ impl World {
             org_id.clone(),
             Organization {
                 id: org_id.clone(),
-                kind: "organization".into(),
+                kind: Kind::Organization,
                 name: format!("Organization {}", n + 1),
                 integrations: vec![integration_id],
                 balances: (n == 0).then_some(Balances {
@@ -136,13 +139,20 @@ impl World {
                 created_at: at.clone(),
             },
         );
+        self.seed_teams(n, &org_id, &at);
+        self.seed_labels(&org_id, &at);
+        org_id
+    }
+
+    /// Two groups of the organization, each with an agent.
+    fn seed_teams(&mut self, n: usize, org_id: &str, at: &str) {
         for (g, (label, lat, lng, zone)) in CITIES.iter().take(2).enumerate() {
             let group_id = self.id("grp");
             self.groups.insert(
                 group_id.clone(),
                 Group {
                     id: group_id.clone(),
-                    kind: "group".into(),
+                    kind: Kind::Group,
                     name: format!("{} team {}", label, g + 1),
                     description: Some("seeded".into()),
                     country_code: CountryCode::US,
@@ -154,9 +164,9 @@ impl World {
                             lng: *lng,
                         },
                     }),
-                    organization_id: org_id.clone(),
+                    organization_id: org_id.to_owned(),
                     timezone: (*zone).into(),
-                    created_at: at.clone(),
+                    created_at: at.to_owned(),
                 },
             );
             let agent_id = self.id("agt");
@@ -164,16 +174,20 @@ impl World {
                 agent_id.clone(),
                 Agent {
                     id: agent_id,
-                    kind: "agent".into(),
+                    kind: Kind::Agent,
                     name: format!("Agent {}-{}", n + 1, g + 1),
                     full_name: format!("Agent {} of group {}", n + 1, g + 1),
                     phone_number: None,
-                    organization_id: org_id.clone(),
+                    organization_id: org_id.to_owned(),
                     group_id,
-                    created_at: at.clone(),
+                    created_at: at.to_owned(),
                 },
             );
         }
+    }
+
+    /// The organization's tags (one of each visibility) and custom fields.
+    fn seed_labels(&mut self, org_id: &str, at: &str) {
         for (name, visibility) in [
             ("Volunteer", AgentVisibility::LeadProfiles),
             ("Texted STOP", AgentVisibility::OptOut),
@@ -184,10 +198,10 @@ impl World {
                 tag_id.clone(),
                 Tag {
                     id: tag_id,
-                    kind: "tag".into(),
+                    kind: Kind::Tag,
                     name: name.into(),
-                    organization_id: Some(org_id.clone()),
-                    created_at: at.clone(),
+                    organization_id: Some(org_id.to_owned()),
+                    created_at: at.to_owned(),
                     agent_visibility: visibility,
                 },
             );
@@ -198,15 +212,14 @@ impl World {
                 field_id.clone(),
                 CustomField {
                     id: field_id,
-                    kind: "custom_field".into(),
+                    kind: Kind::CustomField,
                     name: name.into(),
                     agent_visible: true,
-                    organization_id: Some(org_id.clone()),
-                    created_at: at.clone(),
+                    organization_id: Some(org_id.to_owned()),
+                    created_at: at.to_owned(),
                 },
             );
         }
-        org_id
     }
 
     fn seed_lead(&mut self, org: &str, phone: String, at: String) {
@@ -224,7 +237,7 @@ impl World {
             .collect();
         let mut lead = Lead {
             id: self.id("lead"),
-            kind: "lead".into(),
+            kind: Kind::Lead,
             phone_number: phone,
             organization_id: org.to_owned(),
             active_group_ids: groups.first().cloned().into_iter().collect(),

@@ -1,21 +1,23 @@
 //! Webhook registrations and which of them an event reaches.
 
 use super::{Change, Refusal, World};
-use crate::client::models::{
-    CreateWebhookRegistration, Scope, UpdateWebhookRegistration, WebhookConfig, WebhookRegistration,
+use crate::wire::{
+    CreateWebhookRegistration, Kind, Scope, UpdateWebhookRegistration, WebhookConfig,
+    WebhookRegistration,
 };
 use secrecy::ExposeSecret;
 
-/// A registration with its secret, which the API never returns.
-#[derive(Debug, Clone)]
-pub struct Registration {
+/// A registration with its secret, which the API never returns. No `Debug`, for the same
+/// reason.
+#[derive(Clone)]
+pub(crate) struct Registration {
     pub resource: WebhookRegistration,
     pub secret: Option<String>,
 }
 
 impl Registration {
     /// Whether this registration receives `change` (kind, scope and consent direction).
-    pub fn wants(&self, change: &Change) -> bool {
+    pub(crate) fn wants(&self, change: &Change) -> bool {
         match (&self.resource.config, change) {
             (
                 WebhookConfig::ConsentUpdate {
@@ -41,7 +43,7 @@ impl Registration {
 }
 
 impl World {
-    pub fn create_registration(
+    pub(crate) fn create_registration(
         &mut self,
         body: CreateWebhookRegistration,
     ) -> Result<WebhookRegistration, Refusal> {
@@ -51,7 +53,7 @@ impl World {
             Some(body.secret_for_hmac.expose_secret().to_owned()).filter(|s| !s.is_empty());
         let resource = WebhookRegistration {
             id: self.id("whr"),
-            kind: "webhook_registration".into(),
+            kind: Kind::WebhookRegistration,
             target_url: body.target_url,
             config: body.config,
             created_at: super::now(),
@@ -67,7 +69,7 @@ impl World {
         Ok(resource)
     }
 
-    pub fn update_registration(
+    pub(crate) fn update_registration(
         &mut self,
         id: &str,
         body: UpdateWebhookRegistration,
@@ -96,7 +98,7 @@ impl World {
     }
 
     /// `true` if there was such a registration.
-    pub fn delete_registration(&mut self, id: &str) -> bool {
+    pub(crate) fn delete_registration(&mut self, id: &str) -> bool {
         self.registrations.remove(id).is_some()
     }
 

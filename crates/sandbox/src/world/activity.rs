@@ -4,11 +4,11 @@
 use rand::RngExt as _;
 
 use super::World;
-use crate::client::models::MessageType;
+use crate::wire::MessageType;
 
 /// What one step did, for the log of `outreach-sync sandbox`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Activity {
+pub(crate) struct Activity {
     pub sent: Option<String>,
     pub advanced: usize,
     /// (lead id, opted out) for each consent change.
@@ -16,7 +16,7 @@ pub struct Activity {
 }
 
 impl World {
-    pub fn activity_step(&mut self) -> Activity {
+    pub(crate) fn activity_step(&mut self) -> Activity {
         let mut activity = Activity::default();
         let reachable: Vec<String> = self
             .leads

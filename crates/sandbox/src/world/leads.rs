@@ -4,12 +4,12 @@
 use chrono::Utc;
 
 use super::{Attachment, Change, Refusal, World};
-use crate::client::models::{AgentVisibility, Lead, LeadOperation, UpsertLead};
-use crate::client::validate;
+use crate::validate;
+use crate::wire::{AgentVisibility, ExternalLead, Kind, Lead, LeadOperation, LeadUpsert, Tag};
 
 impl World {
     /// POST /leads. Returns the lead and whether it was created.
-    pub fn upsert_lead(&mut self, body: UpsertLead) -> Result<(Lead, bool), Refusal> {
+    pub(crate) fn upsert_lead(&mut self, body: LeadUpsert) -> Result<(Lead, bool), Refusal> {
         if !validate::is_phone(&body.phone_number) {
             return Err(Refusal::bad_request(format!(
                 "phoneNumber `{}` does not match the PHONE pattern",
@@ -38,7 +38,7 @@ impl World {
             Some(id) => self.leads[&id].clone(),
             None => Lead {
                 id: self.id("lead"),
-                kind: "lead".into(),
+                kind: Kind::Lead,
                 phone_number: body.phone_number.clone(),
                 organization_id: org,
                 active_group_ids: Vec::new(),
@@ -91,7 +91,7 @@ impl World {
     }
 
     /// PATCH /leads.
-    pub fn patch_lead(&mut self, id: &str, operation: LeadOperation) -> Result<(), Refusal> {
+    pub(crate) fn patch_lead(&mut self, id: &str, operation: LeadOperation) -> Result<(), Refusal> {
         let org = self.lead(id)?.organization_id.clone();
         match operation {
             LeadOperation::MakeActiveInGroup { group_id } => {
@@ -110,23 +110,7 @@ impl World {
             LeadOperation::AttachLeadToIntegration {
                 integration_id,
                 external,
-            } => {
-                let integration = self
-                    .integrations
-                    .get(&integration_id)
-                    .ok_or_else(|| Refusal::not_found("integration", &integration_id))?;
-                if integration.organization_id != org {
-                    return Err(Refusal::unprocessable(
-                        "INTEGRATION_NOT_IN_ORGANIZATION",
-                        "the integration belongs to another organization",
-                    ));
-                }
-                self.attachments.push(Attachment {
-                    lead_id: id.to_owned(),
-                    integration_id,
-                    external,
-                });
-            }
+            } => self.attach(id, &org, integration_id, external)?,
             LeadOperation::ApplyTag { tag_id } => {
                 self.tag_of(&org, &tag_id)?;
                 self.edit_lead(id, |lead| {
@@ -141,22 +125,7 @@ impl World {
             LeadOperation::SetCustomField {
                 custom_field_name,
                 value,
-            } => {
-                let known = self.custom_fields.values().any(|f| {
-                    f.name == custom_field_name
-                        && f.organization_id.as_deref().is_none_or(|o| o == org)
-                });
-                if !known {
-                    return Err(Refusal::unprocessable(
-                        "CUSTOM_FIELD_NOT_FOUND",
-                        format!("no custom field named `{custom_field_name}` in the organization"),
-                    ));
-                }
-                self.edit_lead(id, |lead| {
-                    lead.custom_fields
-                        .insert(custom_field_name.clone(), value.clone());
-                });
-            }
+            } => self.set_custom_field(id, &org, custom_field_name, value)?,
             LeadOperation::OptOut { tag_id } => {
                 if let Some(tag_id) = &tag_id {
                     let tag = self.tag_of(&org, tag_id)?;
@@ -176,9 +145,64 @@ impl World {
         Ok(())
     }
 
+    /// `attachLeadToIntegration`: the integration must be of the lead's organization.
+    fn attach(
+        &mut self,
+        id: &str,
+        org: &str,
+        integration_id: String,
+        external: ExternalLead,
+    ) -> Result<(), Refusal> {
+        let integration = self
+            .integrations
+            .get(&integration_id)
+            .ok_or_else(|| Refusal::not_found("integration", &integration_id))?;
+        if integration.organization_id != org {
+            return Err(Refusal::unprocessable(
+                "INTEGRATION_NOT_IN_ORGANIZATION",
+                "the integration belongs to another organization",
+            ));
+        }
+        self.attachments.push(Attachment {
+            lead_id: id.to_owned(),
+            integration_id,
+            external,
+        });
+        Ok(())
+    }
+
+    /// `setCustomField`: the name must exist in the lead's organization (or the account).
+    fn set_custom_field(
+        &mut self,
+        id: &str,
+        org: &str,
+        name: String,
+        value: String,
+    ) -> Result<(), Refusal> {
+        let known = self
+            .custom_fields
+            .values()
+            .any(|f| f.name == name && f.organization_id.as_deref().is_none_or(|o| o == org));
+        if !known {
+            return Err(Refusal::unprocessable(
+                "CUSTOM_FIELD_NOT_FOUND",
+                format!("no custom field named `{name}` in the organization"),
+            ));
+        }
+        self.edit_lead(id, |lead| {
+            lead.custom_fields.insert(name, value);
+        });
+        Ok(())
+    }
+
     /// Opts a lead out or in; with account sync, every lead of the account with the same
     /// number follows. Returns the leads whose consent changed.
-    pub fn set_consent(&mut self, id: &str, opted_out: bool, tag_id: Option<&str>) -> Vec<Lead> {
+    pub(crate) fn set_consent(
+        &mut self,
+        id: &str,
+        opted_out: bool,
+        tag_id: Option<&str>,
+    ) -> Vec<Lead> {
         let Some(phone) = self.leads.get(id).map(|l| l.phone_number.clone()) else {
             return Vec::new();
         };
@@ -219,7 +243,7 @@ impl World {
 
     /// A person texts STOP (or START) to an organization: the lead with that number there
     /// changes consent, with account sync as configured.
-    pub fn text_keyword(
+    pub(crate) fn text_keyword(
         &mut self,
         organization_id: &str,
         phone: &str,
@@ -252,11 +276,7 @@ impl World {
         Ok(())
     }
 
-    fn tag_of(
-        &self,
-        organization_id: &str,
-        tag_id: &str,
-    ) -> Result<&crate::client::models::Tag, Refusal> {
+    fn tag_of(&self, organization_id: &str, tag_id: &str) -> Result<&Tag, Refusal> {
         let tag = self.tags.get(tag_id).ok_or_else(|| {
             Refusal::unprocessable("TAG_NOT_FOUND", format!("tag {tag_id} not found"))
         })?;

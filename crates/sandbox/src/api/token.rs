@@ -7,30 +7,24 @@ use axum::Json;
 use axum::Router;
 use axum::extract::State;
 use axum::routing::post;
-use serde::Deserialize;
+use secrecy::ExposeSecret as _;
 
 use super::{ApiError, ApiResult, AppState, JsonBody};
-use crate::sandbox::world::Refusal;
+use crate::wire::{Token, TokenGrant as Grant};
+use crate::world::Refusal;
 
-#[derive(Deserialize)]
-struct Grant {
-    grant_type: String,
-    client_id: String,
-    client_secret: String,
-}
-
-pub fn routes_v3() -> Router<AppState> {
+pub(super) fn routes_v3() -> Router<AppState> {
     Router::new().route("/oauth/token", post(token_v3))
 }
 
-pub fn routes_v2() -> Router<AppState> {
+pub(super) fn routes_v2() -> Router<AppState> {
     Router::new().route("/oauth/token", post(token_v2))
 }
 
 async fn token_v3(
     State(shared): State<AppState>,
     body: Result<JsonBody<Grant>, ApiError>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Token>> {
     mint(&shared, body, 401)
 }
 
@@ -38,7 +32,7 @@ async fn token_v3(
 async fn token_v2(
     State(shared): State<AppState>,
     body: Result<JsonBody<Grant>, ApiError>,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Token>> {
     mint(&shared, body, 403)
 }
 
@@ -46,7 +40,7 @@ fn mint(
     shared: &AppState,
     body: Result<JsonBody<Grant>, ApiError>,
     refused: u16,
-) -> ApiResult<Json<serde_json::Value>> {
+) -> ApiResult<Json<Token>> {
     shared.stats.token_requests.fetch_add(1, Ordering::Relaxed);
     let outcome = body.and_then(|JsonBody(grant)| {
         if grant.grant_type != "client_credentials" {
@@ -55,7 +49,9 @@ fn mint(
             ));
         }
         let config = &shared.config;
-        if grant.client_id != config.client_id || grant.client_secret != config.client_secret {
+        if grant.client_id != config.client_id
+            || grant.client_secret.expose_secret() != config.client_secret
+        {
             return Err(ApiError(Refusal::new(
                 refused,
                 "invalid client credentials",
@@ -68,15 +64,17 @@ fn mint(
         return Err(error);
     }
     let lifetime = shared.config.token_lifetime;
+    // Whole seconds as an integer, as the service writes them.
     let expires_in = if lifetime.subsec_nanos() == 0 {
-        serde_json::json!(lifetime.as_secs())
+        serde_json::Number::from(lifetime.as_secs())
     } else {
-        serde_json::json!(lifetime.as_secs_f64())
+        serde_json::Number::from_f64(lifetime.as_secs_f64())
+            .unwrap_or_else(|| serde_json::Number::from(lifetime.as_secs()))
     };
-    Ok(Json(serde_json::json!({
-        "access_token": shared.mint_token(),
-        "token_type": "Bearer",
-        "scope": "account",
-        "expires_in": expires_in,
-    })))
+    Ok(Json(Token {
+        access_token: shared.mint_token(),
+        token_type: "Bearer",
+        scope: "account",
+        expires_in,
+    }))
 }

@@ -12,11 +12,10 @@ use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
-use super::world::{PHONE_NUMBERS, Refusal, SandboxMessage, SeedPlan, World};
-use crate::client::ClientConfig;
-use crate::client::models::{
+use super::wire::{
     CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
 };
+use super::world::{PHONE_NUMBERS, Refusal, SandboxMessage, SeedPlan, World};
 
 /// The sandbox, as a constructor.
 pub struct Sandbox;
@@ -49,7 +48,7 @@ impl Sandbox {
             organizations: config.organizations,
         });
         let deliverer = Deliverer::start(
-            config.signature.clone(),
+            config.signing.clone(),
             config.delivery_faults.clone(),
             config.delivery_attempts,
             config.delivery_backoff,
@@ -134,17 +133,6 @@ impl RunningSandbox {
 
     pub fn config(&self) -> &SandboxConfig {
         &self.shared.config
-    }
-
-    /// A client configuration with the sandbox's credentials, fast retries and no rate
-    /// limit.
-    pub fn client_config(&self) -> ClientConfig {
-        ClientConfig::new(
-            self.base_url(),
-            &self.shared.config.client_id,
-            SecretString::from(self.shared.config.client_secret.clone()),
-        )
-        .for_tests()
     }
 
     /// A person texts STOP to an organization: the lead with that number opts out (and,

@@ -5,6 +5,13 @@
 //!
 //! In process: [`Sandbox::spawn`] returns a [`RunningSandbox`]. Over HTTP: `/v3/...`,
 //! `/v2/...` and the unauthenticated test controls under `/_control/...`.
+//!
+//! It does not depend on the daemon: its wire types ([`wire`]), its validation and its
+//! signing ([`Signing`]) are its own, written from the service's documents, so the daemon's
+//! client and the sandbox check each other.
+#![forbid(unsafe_code)]
+// What other crates do not use stays `pub(crate)`.
+#![warn(unreachable_pub)]
 
 mod api;
 pub mod cli;
@@ -13,13 +20,15 @@ mod control;
 mod deliver;
 mod running;
 mod shared;
-pub mod world;
+mod signing;
+mod validate;
+pub mod wire;
+mod world;
 
-pub use config::{
-    ApiFaults, DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DeliverTo, DeliveryFaults, SandboxConfig,
-};
+pub use config::{ApiFaults, DeliverTo, DeliveryFaults, SandboxConfig};
 pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
 pub use running::{RunningSandbox, Sandbox};
 pub use shared::{ApiRequest, StatsSnapshot};
+pub use signing::{Algorithm, Encoding, HmacSigning, Signing};
 pub use world::{Refusal, SandboxMessage};

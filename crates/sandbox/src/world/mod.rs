@@ -13,13 +13,10 @@ use chrono::{DateTime, SecondsFormat, Utc};
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 
-use crate::client::models::{
-    Agent, CustomField, ExternalLeadObject, Group, Integration, Lead, Organization, Tag,
-};
-pub use activity::Activity;
+use crate::wire::{Agent, CustomField, ExternalLead, Group, Integration, Lead, Organization, Tag};
 pub use messages::SandboxMessage;
-pub use seed::{PHONE_NUMBERS, SeedPlan};
-pub use webhooks::Registration;
+pub(crate) use seed::{PHONE_NUMBERS, SeedPlan};
+pub(crate) use webhooks::Registration;
 
 /// A refusal in the service's words: status, message, optional `serviceErrorCode`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,7 +54,7 @@ impl Refusal {
 
 /// Something to announce by webhook, captured when it happened.
 #[derive(Debug, Clone)]
-pub enum Change {
+pub(crate) enum Change {
     /// A lead's `globalOptedOut` flipped; the lead as it is after the change.
     Consent { lead: Lead, at: DateTime<Utc> },
     /// A message got a status (including its first one).
@@ -69,13 +66,13 @@ pub enum Change {
 
 /// An attachment made by `attachLeadToIntegration`.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Attachment {
+pub(crate) struct Attachment {
     pub lead_id: String,
     pub integration_id: String,
-    pub external: ExternalLeadObject,
+    pub external: ExternalLead,
 }
 
-pub struct World {
+pub(crate) struct World {
     pub rng: StdRng,
     next_id: u64,
     pub account_sync: bool,
@@ -94,7 +91,7 @@ pub struct World {
 }
 
 impl World {
-    pub fn new(seed: u64, account_sync: bool) -> Self {
+    pub(crate) fn new(seed: u64, account_sync: bool) -> Self {
         Self {
             rng: StdRng::seed_from_u64(seed),
             next_id: 0,
@@ -114,12 +111,12 @@ impl World {
     }
 
     /// A new id: `prefix_` and a zero-padded counter, so id order is creation order.
-    pub fn id(&mut self, prefix: &str) -> String {
+    pub(crate) fn id(&mut self, prefix: &str) -> String {
         self.next_id += 1;
         format!("{prefix}_{:08}", self.next_id)
     }
 
-    pub fn take_changes(&mut self) -> Vec<Change> {
+    pub(crate) fn take_changes(&mut self) -> Vec<Change> {
         std::mem::take(&mut self.changes)
     }
 
@@ -127,20 +124,20 @@ impl World {
         self.changes.push(change);
     }
 
-    pub fn organization(&self, id: &str) -> Result<&Organization, Refusal> {
+    pub(crate) fn organization(&self, id: &str) -> Result<&Organization, Refusal> {
         self.organizations
             .get(id)
             .ok_or_else(|| Refusal::not_found("organization", id))
     }
 
-    pub fn lead(&self, id: &str) -> Result<&Lead, Refusal> {
+    pub(crate) fn lead(&self, id: &str) -> Result<&Lead, Refusal> {
         self.leads
             .get(id)
             .ok_or_else(|| Refusal::not_found("lead", id))
     }
 
     /// The lead of an organization with a number, if any (the upsert key).
-    pub fn lead_by_phone(&self, organization_id: &str, phone: &str) -> Option<&Lead> {
+    pub(crate) fn lead_by_phone(&self, organization_id: &str, phone: &str) -> Option<&Lead> {
         self.leads
             .values()
             .find(|l| l.organization_id == organization_id && l.phone_number == phone)
@@ -148,10 +145,10 @@ impl World {
 }
 
 /// RFC 3339 with seconds, as the service writes `createdAt`.
-pub fn timestamp(at: DateTime<Utc>) -> String {
+pub(crate) fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(SecondsFormat::Millis, true)
 }
 
-pub fn now() -> String {
+pub(crate) fn now() -> String {
     timestamp(Utc::now())
 }

@@ -22,14 +22,15 @@ use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
 use super::shared::{ApiRequest, Shared};
+use super::validate::{self, BadLimit};
+use super::wire::ErrorBody;
 use super::world::Refusal;
-use crate::client::models::ErrorBody;
 
-pub type AppState = Arc<Shared>;
+pub(crate) type AppState = Arc<Shared>;
 
 /// An error answered with the service's error body.
 #[derive(Debug)]
-pub struct ApiError(pub Refusal);
+pub(crate) struct ApiError(pub Refusal);
 
 impl From<Refusal> for ApiError {
     fn from(refusal: Refusal) -> Self {
@@ -38,7 +39,7 @@ impl From<Refusal> for ApiError {
 }
 
 impl ApiError {
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         Self(Refusal::bad_request(message))
     }
 }
@@ -50,17 +51,20 @@ impl IntoResponse for ApiError {
             message,
             service_code,
         } = self.0;
-        let mut body = ErrorBody::new(status, message);
-        body.service_error_code = service_code.map(str::to_owned);
+        let body = ErrorBody {
+            code: status,
+            message,
+            service_error_code: service_code,
+        };
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         (status, axum::Json(body)).into_response()
     }
 }
 
-pub type ApiResult<T> = Result<T, ApiError>;
+pub(crate) type ApiResult<T> = Result<T, ApiError>;
 
 /// Query parameters, with the documented checks.
-pub struct Params(pub BTreeMap<String, String>);
+pub(crate) struct Params(pub BTreeMap<String, String>);
 
 impl<S: Send + Sync> FromRequestParts<S> for Params {
     type Rejection = ApiError;
@@ -74,16 +78,16 @@ impl<S: Send + Sync> FromRequestParts<S> for Params {
 }
 
 impl Params {
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.0.get(name).map(String::as_str)
     }
 
     /// Filter helper: absent, or equal.
-    pub fn matches(&self, name: &str, value: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str, value: &str) -> bool {
         self.get(name).is_none_or(|wanted| wanted == value)
     }
 
-    pub fn bool(&self, name: &str) -> ApiResult<Option<bool>> {
+    pub(crate) fn bool(&self, name: &str) -> ApiResult<Option<bool>> {
         match self.get(name) {
             None => Ok(None),
             Some("true") => Ok(Some(true)),
@@ -95,25 +99,23 @@ impl Params {
     }
 
     /// `limit`: an integer-valued number from 1 to 1000.
-    pub fn limit(&self, default: usize) -> ApiResult<usize> {
+    pub(crate) fn limit(&self, default: usize) -> ApiResult<usize> {
         let Some(raw) = self.get("limit") else {
             return Ok(default);
         };
-        let value: f64 = raw
-            .parse()
-            .map_err(|_| ApiError::bad_request(format!("limit: `{raw}` is not a number")))?;
-        if value.fract() != 0.0 || !(1.0..=1000.0).contains(&value) {
-            return Err(ApiError(Refusal::unprocessable(
+        validate::limit(raw).map_err(|bad| match bad {
+            BadLimit::NotANumber => {
+                ApiError::bad_request(format!("limit: `{raw}` is not a number"))
+            }
+            BadLimit::OutOfRange => ApiError(Refusal::unprocessable(
                 "INVALID_LIMIT",
                 format!("limit must be an integer from 1 to 1000, got {raw}"),
-            )));
-        }
-        // In range and integral: the conversion is exact.
-        Ok(value as usize)
+            )),
+        })
     }
 
     /// A query value that must be one of an enumeration's serde names.
-    pub fn parse<T: DeserializeOwned>(&self, name: &str) -> ApiResult<Option<T>> {
+    pub(crate) fn parse<T: DeserializeOwned>(&self, name: &str) -> ApiResult<Option<T>> {
         match self.get(name) {
             None => Ok(None),
             Some(raw) => serde_json::from_value(serde_json::Value::String(raw.to_owned()))
@@ -126,7 +128,7 @@ impl Params {
 }
 
 /// A JSON body; anything unreadable is a 400 with the error body.
-pub struct JsonBody<T>(pub T);
+pub(crate) struct JsonBody<T>(pub T);
 
 impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
     type Rejection = ApiError;
@@ -203,7 +205,7 @@ async fn not_found() -> ApiError {
 }
 
 /// `/v3/...` and `/v2/...`.
-pub fn router(shared: AppState) -> Router {
+pub(crate) fn router(shared: AppState) -> Router {
     let v3 = Router::new()
         .merge(resources::routes())
         .merge(leads::routes())

@@ -10,12 +10,15 @@ use secrecy::ExposeSecret;
 
 use super::paging::page;
 use super::{ApiError, ApiResult, AppState, JsonBody, Params};
-use crate::client::models::*;
-use crate::sandbox::deliver::{Job, post as post_signed};
-use crate::sandbox::shared::envelope;
-use crate::sandbox::world::{Refusal, now};
+use crate::deliver::{Job, post as post_signed};
+use crate::shared::envelope;
+use crate::wire::{
+    CreateWebhookRegistration, DeleteOutcome, EventKind, Kind, Lead, MockEvent, MockEventOutcome,
+    Page, UpdateWebhookRegistration, WebhookRegistration,
+};
+use crate::world::{Refusal, now};
 
-pub fn routes() -> Router<AppState> {
+pub(super) fn routes() -> Router<AppState> {
     Router::new()
         .route("/webhook_registrations", get(list).post(create))
         .route("/webhook_registrations/mock_event", post(mock_event))
@@ -25,7 +28,7 @@ pub fn routes() -> Router<AppState> {
 async fn list(
     State(s): State<AppState>,
     params: Params,
-) -> ApiResult<Json<ListPage<WebhookRegistration>>> {
+) -> ApiResult<Json<Page<WebhookRegistration>>> {
     let limit = s.config.default_page_size;
     let kind: Option<EventKind> = params.parse("configType")?;
     s.read(|w| {
@@ -100,15 +103,11 @@ async fn mock_event(
         ),
     };
     let id = s.next_event_id();
-    let body = match config.kind() {
-        EventKind::ConsentUpdate => envelope(
-            EventKind::ConsentUpdate.as_str(),
-            &id,
-            Utc::now(),
-            &mock_lead(),
-        ),
+    let kind = config.kind();
+    let body = match kind {
+        EventKind::ConsentUpdate => envelope(kind, &id, Utc::now(), &mock_lead()),
         EventKind::MessageStatus => envelope(
-            EventKind::MessageStatus.as_str(),
+            kind,
             &id,
             Utc::now(),
             &serde_json::json!({
@@ -119,13 +118,13 @@ async fn mock_event(
     };
     let job = Job {
         event_id: id,
-        event_type: config.kind().as_str(),
+        event_type: kind.token(),
         registration_id: "mock".into(),
         target_url,
         secret: secret.filter(|s| !s.is_empty()),
         body,
     };
-    let response = post_signed(&s.http, &s.config.signature, &job).await;
+    let response = post_signed(&s.http, &s.config.signing, &job).await;
     let will_pass_validation = response.is_some_and(|r| {
         let confirmed = match &s.config.confirmation_header {
             None => true,
@@ -146,7 +145,7 @@ async fn mock_event(
 fn mock_lead() -> Lead {
     Lead {
         id: "lead_mock".into(),
-        kind: "lead".into(),
+        kind: Kind::Lead,
         phone_number: "+15550000000".into(),
         organization_id: "org_mock".into(),
         active_group_ids: Vec::new(),

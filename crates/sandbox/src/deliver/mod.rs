@@ -1,12 +1,12 @@
-//! Webhook delivery: at least once, from background tasks, signed with
-//! `crate::signature::sign`, with injected drops, duplicates, reordering and delays.
+//! Webhook delivery: at least once, from background tasks, signed as [`Signing`] says,
+//! with injected drops, duplicates, reordering and delays.
 //! Each target has its own worker, so a failing target delays only its own events.
 //!
-//! What became of the deliveries is kept two ways: the most recent records, attempt by
-//! attempt ([`DELIVERY_RECORDS_KEPT`] of them, so a sandbox running for weeks stays small),
-//! and counters of every event since the start ([`DeliveryCounts`]), for totals.
+//! What became of each delivery is kept in [`log`].
 
-use std::collections::{HashMap, VecDeque};
+mod log;
+
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -15,12 +15,13 @@ use rand::RngExt as _;
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom as _;
-use serde::Serialize;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::config::DeliveryFaults;
-use crate::signature::{Key, SignatureFormat, sign};
+use super::signing::Signing;
+pub use log::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
+use log::{Log, record};
 
 /// Longest wait between two attempts of one delivery.
 const MAX_BACKOFF: Duration = Duration::from_secs(10);
@@ -28,86 +29,16 @@ const MAX_BACKOFF: Duration = Duration::from_secs(10);
 const REORDER_WINDOW: Duration = Duration::from_millis(25);
 /// Copies of one target in flight at once when reordering (see [`target_worker`]).
 const IN_FLIGHT_PER_TARGET: usize = 32;
-/// Delivery records kept: the most recent ones; older ones are forgotten, the counters
-/// ([`DeliveryCounts`]) keep counting.
-pub const DELIVERY_RECORDS_KEPT: usize = 10_000;
 
-/// One event for one registration.
-#[derive(Debug, Clone)]
-pub struct Job {
+/// One event for one registration. No `Debug`: it carries the signing secret.
+#[derive(Clone)]
+pub(crate) struct Job {
     pub event_id: String,
     pub event_type: &'static str,
     pub registration_id: String,
     pub target_url: String,
     pub secret: Option<String>,
     pub body: Bytes,
-}
-
-/// What became of one attempt (or of an event dropped on purpose).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryRecord {
-    pub event_id: String,
-    pub event_type: &'static str,
-    pub registration_id: String,
-    pub target_url: String,
-    pub attempt: u32,
-    /// The target's HTTP status, if it answered.
-    pub status: Option<u16>,
-    pub outcome: Outcome,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Outcome {
-    Delivered,
-    /// A non-2xx or no answer; another attempt follows unless attempts ran out.
-    Failed,
-    /// The last attempt failed too.
-    GaveUp,
-    /// Dropped by fault injection.
-    Dropped,
-}
-
-/// Totals since the sandbox started. An event here is one event for one registration (an
-/// event two registrations want counts twice). Every event is in exactly one of `dropped`,
-/// `delivered`, `gave_up` and `waiting`, so those four add up to `events`.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DeliveryCounts {
-    /// Events handed over for delivery.
-    pub events: u64,
-    /// Events never sent, by fault injection.
-    pub dropped: u64,
-    /// Events the target accepted (2xx), at least once.
-    pub delivered: u64,
-    /// Events given up on: every attempt of every copy was refused or unanswered.
-    pub gave_up: u64,
-    /// Events not yet dropped, delivered or given up on: queued, delayed or being retried.
-    pub waiting: u64,
-    /// Events sent twice, by fault injection (each copy is delivered and counted on its own:
-    /// `delivered` counts the event once).
-    pub duplicated: u64,
-    /// Requests made: every attempt of every copy.
-    pub attempts: u64,
-    /// Attempts refused (non-2xx) or unanswered; every one but a copy's last is retried.
-    pub failed_attempts: u64,
-}
-
-/// The records of the most recent deliveries and the totals.
-#[derive(Default)]
-struct Log {
-    records: VecDeque<DeliveryRecord>,
-    counts: DeliveryCounts,
-}
-
-impl Log {
-    fn push(&mut self, record: DeliveryRecord) {
-        if self.records.len() == DELIVERY_RECORDS_KEPT {
-            self.records.pop_front();
-        }
-        self.records.push_back(record);
-    }
 }
 
 /// One copy of a job on its way to the target; copies of a duplicated job share the fate.
@@ -124,7 +55,7 @@ struct Fate {
 
 /// Handle of the delivery machinery.
 #[derive(Clone)]
-pub struct Deliverer {
+pub(crate) struct Deliverer {
     tx: mpsc::UnboundedSender<Job>,
     pending: watch::Sender<usize>,
     log: Arc<Mutex<Log>>,
@@ -133,7 +64,7 @@ pub struct Deliverer {
 
 struct Worker {
     http: reqwest::Client,
-    format: SignatureFormat,
+    signing: Signing,
     attempts: u32,
     backoff: Duration,
     pending: watch::Sender<usize>,
@@ -145,8 +76,8 @@ struct Worker {
 
 impl Deliverer {
     /// Starts the dispatcher; it stops with `cancel`.
-    pub fn start(
-        format: SignatureFormat,
+    pub(crate) fn start(
+        signing: Signing,
         faults: DeliveryFaults,
         attempts: u32,
         backoff: Duration,
@@ -162,7 +93,7 @@ impl Deliverer {
                 .timeout(Duration::from_secs(10))
                 .build()
                 .unwrap_or_default(),
-            format,
+            signing,
             attempts: attempts.max(1),
             backoff,
             pending: pending.clone(),
@@ -181,7 +112,7 @@ impl Deliverer {
         }
     }
 
-    pub fn enqueue(&self, job: Job) {
+    pub(crate) fn enqueue(&self, job: Job) {
         self.pending.send_modify(|n| *n += 1);
         lock(&self.log).counts.events += 1;
         if self.tx.send(job).is_err() {
@@ -192,12 +123,12 @@ impl Deliverer {
     }
 
     /// The most recent delivery records, oldest first (at most [`DELIVERY_RECORDS_KEPT`]).
-    pub fn records(&self) -> Vec<DeliveryRecord> {
+    pub(crate) fn records(&self) -> Vec<DeliveryRecord> {
         lock(&self.log).records.iter().cloned().collect()
     }
 
     /// Totals since the start.
-    pub fn counts(&self) -> DeliveryCounts {
+    pub(crate) fn counts(&self) -> DeliveryCounts {
         let counts = lock(&self.log).counts;
         DeliveryCounts {
             waiting: counts
@@ -207,21 +138,21 @@ impl Deliverer {
         }
     }
 
-    pub fn faults(&self) -> DeliveryFaults {
+    pub(crate) fn faults(&self) -> DeliveryFaults {
         lock(&self.faults).clone()
     }
 
-    pub fn set_faults(&self, faults: DeliveryFaults) {
+    pub(crate) fn set_faults(&self, faults: DeliveryFaults) {
         *lock(&self.faults) = faults;
     }
 
     /// Events not yet delivered, dropped or given up on.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         *self.pending.borrow()
     }
 
     /// Waits until nothing is pending; `false` if `timeout` passed first.
-    pub async fn settle(&self, timeout: Duration) -> bool {
+    pub(crate) async fn settle(&self, timeout: Duration) -> bool {
         let mut rx = self.pending.subscribe();
         tokio::time::timeout(timeout, rx.wait_for(|n| *n == 0))
             .await
@@ -371,7 +302,7 @@ impl Worker {
         tokio::time::sleep(delay).await;
         let mut wait = self.backoff;
         for attempt in 1..=self.attempts {
-            let status = send(&self.http, &self.format, &copy.job).await;
+            let status = send(&self.http, &self.signing, &copy.job).await;
             let ok = status.is_some_and(|s| (200..300).contains(&s));
             let outcome = match (ok, attempt == self.attempts) {
                 (true, _) => Outcome::Delivered,
@@ -388,42 +319,28 @@ impl Worker {
     }
 }
 
-fn record(job: &Job, attempt: u32, status: Option<u16>, outcome: Outcome) -> DeliveryRecord {
-    DeliveryRecord {
-        event_id: job.event_id.clone(),
-        event_type: job.event_type,
-        registration_id: job.registration_id.clone(),
-        target_url: job.target_url.clone(),
-        attempt,
-        status,
-        outcome,
-    }
-}
-
 /// One signed POST. `None` when the target did not answer.
-pub async fn send(http: &reqwest::Client, format: &SignatureFormat, job: &Job) -> Option<u16> {
-    post(http, format, job).await.map(|r| r.status().as_u16())
+pub(crate) async fn send(http: &reqwest::Client, signing: &Signing, job: &Job) -> Option<u16> {
+    post(http, signing, job).await.map(|r| r.status().as_u16())
 }
 
 /// One signed POST, returning the whole response (mock_event reads its headers).
-pub async fn post(
+pub(crate) async fn post(
     http: &reqwest::Client,
-    format: &SignatureFormat,
+    signing: &Signing,
     job: &Job,
 ) -> Option<reqwest::Response> {
     let mut request = http
         .post(&job.target_url)
         .header(reqwest::header::CONTENT_TYPE, "application/json")
         .body(job.body.clone());
-    let key = job
+    let now = chrono::Utc::now().timestamp();
+    let headers = job
         .secret
         .as_deref()
-        .and_then(|secret| Key::for_scheme(format.scheme, secret));
-    if let Some(key) = key {
-        let now = chrono::Utc::now().timestamp();
-        for (name, value) in sign(format, &key, &job.body, now, Some(&job.event_id)) {
-            request = request.header(name, value);
-        }
+        .and_then(|secret| signing.headers(secret, &job.event_id, now, &job.body));
+    for (name, value) in headers.into_iter().flatten() {
+        request = request.header(name, value);
     }
     request.send().await.ok()
 }

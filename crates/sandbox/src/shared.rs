@@ -16,11 +16,12 @@ use serde::Serialize;
 
 use super::config::{ApiFaults, SandboxConfig};
 use super::deliver::{Deliverer, Job};
+use super::wire::{Event, EventKind};
 use super::world::{Change, World, timestamp};
 
 /// Counters a test can read (for example: how many token requests were made).
 #[derive(Debug, Default)]
-pub struct Stats {
+pub(crate) struct Stats {
     pub token_requests: AtomicU64,
     pub token_failures: AtomicU64,
     pub api_requests: AtomicU64,
@@ -42,7 +43,7 @@ pub struct StatsSnapshot {
 const REQUEST_LOG_CAP: usize = 10_000;
 
 /// One resource request as the sandbox answered it (token requests are counted in
-/// [`Stats`] instead): which endpoints a client used, in order.
+/// [`StatsSnapshot`] instead): which endpoints a client used, in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ApiRequest {
@@ -54,13 +55,13 @@ pub struct ApiRequest {
 }
 
 /// API fault injection: rates, plus a queue of statuses to answer next (deterministic).
-pub struct FaultState {
+pub(crate) struct FaultState {
     pub faults: ApiFaults,
     pub fail_next: VecDeque<u16>,
     rng: StdRng,
 }
 
-pub struct Shared {
+pub(crate) struct Shared {
     pub config: SandboxConfig,
     world: Mutex<World>,
     /// Token value -> when it stops being accepted.
@@ -81,7 +82,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Shared {
-    pub fn new(config: SandboxConfig, world: World, deliverer: Deliverer) -> Self {
+    pub(crate) fn new(config: SandboxConfig, world: World, deliverer: Deliverer) -> Self {
         let faults = FaultState {
             faults: config.api_faults.clone(),
             fail_next: VecDeque::new(),
@@ -106,7 +107,7 @@ impl Shared {
     }
 
     /// Runs `f` on the world, then announces whatever it changed.
-    pub fn with_world<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
+    pub(crate) fn with_world<R>(&self, f: impl FnOnce(&mut World) -> R) -> R {
         let mut world = lock(&self.world);
         let result = f(&mut world);
         let changes = world.take_changes();
@@ -117,11 +118,11 @@ impl Shared {
     }
 
     /// Reads the world without changing it.
-    pub fn read<R>(&self, f: impl FnOnce(&World) -> R) -> R {
+    pub(crate) fn read<R>(&self, f: impl FnOnce(&World) -> R) -> R {
         f(&lock(&self.world))
     }
 
-    pub fn next_event_id(&self) -> String {
+    pub(crate) fn next_event_id(&self) -> String {
         let n = self.next_event.fetch_add(1, Ordering::Relaxed) + 1;
         format!("evt_{}_{n}", self.run_nonce)
     }
@@ -137,20 +138,20 @@ impl Shared {
             return;
         }
         let id = self.next_event_id();
-        let (event_type, body) = match &change {
+        let (kind, body) = match &change {
             Change::Consent { lead, at } => (
-                "consentUpdate-v1",
-                envelope("consentUpdate-v1", &id, *at, lead),
+                EventKind::ConsentUpdate,
+                envelope(EventKind::ConsentUpdate, &id, *at, lead),
             ),
             Change::Message { message, at } => (
-                "messageStatus-v1",
-                envelope("messageStatus-v1", &id, *at, message),
+                EventKind::MessageStatus,
+                envelope(EventKind::MessageStatus, &id, *at, message),
             ),
         };
         for registration in targets {
             self.deliverer.enqueue(Job {
                 event_id: id.clone(),
-                event_type,
+                event_type: kind.token(),
                 registration_id: registration.resource.id.clone(),
                 target_url: registration.resource.target_url.clone(),
                 secret: registration.secret.clone(),
@@ -160,7 +161,7 @@ impl Shared {
     }
 
     /// Mints a token valid for the configured lifetime.
-    pub fn mint_token(&self) -> String {
+    pub(crate) fn mint_token(&self) -> String {
         let mut bytes = [0u8; 24];
         rand::rng().fill(&mut bytes[..]);
         let token = format!("sbx_{}", hex::encode(bytes));
@@ -172,7 +173,7 @@ impl Shared {
     }
 
     /// `None` if the token is valid, else why not.
-    pub fn check_token(&self, token: &str) -> Option<&'static str> {
+    pub(crate) fn check_token(&self, token: &str) -> Option<&'static str> {
         match lock(&self.tokens).get(token) {
             None => Some("invalid access token"),
             Some(until) if *until <= Instant::now() => Some("access token expired"),
@@ -181,13 +182,13 @@ impl Shared {
     }
 
     /// Every token stops working at once (as if they had all expired).
-    pub fn revoke_tokens(&self) {
+    pub(crate) fn revoke_tokens(&self) {
         lock(&self.tokens).clear();
     }
 
     /// The fault to inject into this request, if any: a status and whether to send
     /// `Retry-After`.
-    pub fn draw_fault(&self) -> Option<(u16, Option<u64>)> {
+    pub(crate) fn draw_fault(&self) -> Option<(u16, Option<u64>)> {
         let mut state = lock(&self.api_faults);
         let retry_after = state.faults.retry_after_secs;
         if let Some(status) = state.fail_next.pop_front() {
@@ -208,7 +209,7 @@ impl Shared {
         }
     }
 
-    pub fn log_request(&self, request: ApiRequest) {
+    pub(crate) fn log_request(&self, request: ApiRequest) {
         let mut log = lock(&self.requests);
         if log.len() >= REQUEST_LOG_CAP {
             log.pop_front();
@@ -217,11 +218,11 @@ impl Shared {
     }
 
     /// The most recent resource requests, oldest first.
-    pub fn requests(&self) -> Vec<ApiRequest> {
+    pub(crate) fn requests(&self) -> Vec<ApiRequest> {
         lock(&self.requests).iter().cloned().collect()
     }
 
-    pub fn stats(&self) -> StatsSnapshot {
+    pub(crate) fn stats(&self) -> StatsSnapshot {
         let s = &self.stats;
         StatsSnapshot {
             token_requests: s.token_requests.load(Ordering::Relaxed),
@@ -232,22 +233,18 @@ impl Shared {
     }
 }
 
-/// `{"type","id","createdAt","data"}` in that order.
-pub fn envelope<T: Serialize>(kind: &str, id: &str, at: DateTime<Utc>, data: &T) -> Bytes {
-    #[derive(Serialize)]
-    struct Envelope<'a, T> {
-        #[serde(rename = "type")]
-        kind: &'a str,
-        id: &'a str,
-        #[serde(rename = "createdAt")]
-        created_at: String,
-        data: &'a T,
-    }
-    let envelope = Envelope {
+/// The delivered bytes of an event: `{"type","id","createdAt","data"}` in that order.
+pub(crate) fn envelope<T: Serialize>(
+    kind: EventKind,
+    id: &str,
+    at: DateTime<Utc>,
+    data: &T,
+) -> Bytes {
+    let event = Event {
         kind,
         id,
         created_at: timestamp(at),
         data,
     };
-    Bytes::from(serde_json::to_vec(&envelope).unwrap_or_default())
+    Bytes::from(serde_json::to_vec(&event).unwrap_or_default())
 }
