@@ -69,33 +69,9 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let secret = format!("demo-{:016x}", rand::random::<u64>());
     let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
     let mut settings = demo_settings(&dir, &secret);
-
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        signing: sandbox_signing(&settings.webhook),
-        leads: args.leads,
-        organizations: 3,
-        seed: rand::random(),
-        delivery_faults: DeliveryFaults {
-            drop_rate: args.drop_rate,
-            duplicate_rate: args.duplicate_rate,
-            reorder: true,
-            max_delay_ms: 200,
-        },
-        activity_interval: Some(ACTIVITY_INTERVAL),
-        ..SandboxConfig::default()
-    })
-    .await
-    .context("starting the sandbox")?;
-
+    let sandbox = start_sandbox(&args, &settings).await?;
     // A stand-in for the campaign's CRM, subscribed to every consent ledger entry.
-    let crm_secret = {
-        use base64::Engine as _;
-        let key: [u8; 24] = rand::random();
-        format!(
-            "whsec_{}",
-            base64::engine::general_purpose::STANDARD.encode(key)
-        )
-    };
+    let crm_secret = subscriber_secret();
     let crm = DemoSubscriber::start(&crm_secret)
         .await
         .context("starting the demo's subscriber")?;
@@ -124,7 +100,82 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         anyhow::bail!("the demo runs on SQLite only");
     };
     subscribe(&sandbox, &ingest, &secret)?;
+    print_banner(
+        &args,
+        &settings,
+        &sandbox,
+        &crm,
+        &ingest,
+        admin,
+        &admin_token,
+    )?;
 
+    let started = Instant::now();
+    let stop = app::shutdown_on_signals();
+    if let Some(secs) = args.duration {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            stop.cancel();
+        });
+    }
+    // The daemon stops only when the finale says so (or on its own failure, which ends the
+    // view too): the final pass needs the deliveries still in flight received first.
+    let daemon_stop = CancellationToken::new();
+    let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
+    live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
+    let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
+    print_received(&crm);
+    sandbox.shutdown().await;
+    outcome?;
+
+    println!("\nstopped. The database stays for a look:");
+    let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
+    println!("  {config} outreach-sync status");
+    println!("  {config} outreach-sync events --limit 10");
+    Ok(())
+}
+
+/// The simulated service, with the demo's faults and background activity.
+async fn start_sandbox(args: &DemoArgs, settings: &Settings) -> anyhow::Result<RunningSandbox> {
+    Sandbox::spawn(SandboxConfig {
+        signing: sandbox_signing(&settings.webhook),
+        leads: args.leads,
+        organizations: 3,
+        seed: rand::random(),
+        delivery_faults: DeliveryFaults {
+            drop_rate: args.drop_rate,
+            duplicate_rate: args.duplicate_rate,
+            reorder: true,
+            max_delay_ms: 200,
+        },
+        activity_interval: Some(ACTIVITY_INTERVAL),
+        ..SandboxConfig::default()
+    })
+    .await
+    .context("starting the sandbox")
+}
+
+/// A fresh Standard Webhooks secret for the demo's subscriber.
+fn subscriber_secret() -> String {
+    use base64::Engine as _;
+    let key: [u8; 24] = rand::random();
+    format!(
+        "whsec_{}",
+        base64::engine::general_purpose::STANDARD.encode(key)
+    )
+}
+
+/// What runs where, the faults, and how to stop.
+fn print_banner(
+    args: &DemoArgs,
+    settings: &Settings,
+    sandbox: &RunningSandbox,
+    crm: &DemoSubscriber,
+    ingest: &str,
+    admin: std::net::SocketAddr,
+    admin_token: &str,
+) -> anyhow::Result<()> {
     println!("outreach-sync demo");
     println!(
         "  sandbox (the simulated service): {}/v3, {} leads in 3 organizations",
@@ -154,22 +205,11 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             .unwrap_or_default()
     );
     println!("{LEGEND}\n");
+    Ok(())
+}
 
-    let started = Instant::now();
-    let stop = app::shutdown_on_signals();
-    if let Some(secs) = args.duration {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(secs)).await;
-            stop.cancel();
-        });
-    }
-    // The daemon stops only when the finale says so (or on its own failure, which ends the
-    // view too): the final pass needs the deliveries still in flight received first.
-    let daemon_stop = CancellationToken::new();
-    let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
-    live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
-    let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
+/// What the demo's subscriber received, and whether every request verified.
+fn print_received(crm: &DemoSubscriber) {
     let r = crm.received();
     println!(
         "the subscriber `crm` received {} ledger entries ({} opt-outs), every signature checked{}",
@@ -181,14 +221,6 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
             String::new()
         }
     );
-    sandbox.shutdown().await;
-    outcome?;
-
-    println!("\nstopped. The database stays for a look:");
-    let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
-    println!("  {config} outreach-sync status");
-    println!("  {config} outreach-sync events --limit 10");
-    Ok(())
 }
 
 /// The end: no more activity, the queued deliveries received and applied, the daemon
@@ -255,7 +287,13 @@ async fn finale(
     let row = Row::read(sandbox, &pool).await?;
     println!("{}", row.line("final"));
     pool.close().await;
+    print_totals(&row);
+    Ok(())
+}
 
+/// The run's totals: the webhooks as the service sent them, what the daemon stored and
+/// recorded, and how far the mirror is from the service.
+fn print_totals(row: &Row) {
     let w = &row.webhooks;
     let share = |n: u64| 100.0 * n as f64 / w.events.max(1) as f64;
     println!(
@@ -282,7 +320,6 @@ async fn finale(
         d.wrong,
         d.missing
     );
-    Ok(())
 }
 
 /// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
