@@ -2,7 +2,6 @@
 //! applied to the mirror and queued for the service, in one transaction.
 
 use chrono::{DateTime, Utc};
-use rand::RngExt as _;
 use serde::Serialize;
 
 use crate::client::validate;
@@ -78,7 +77,7 @@ pub async fn record<T: ApplyTx + ?Sized>(
     now: DateTime<Utc>,
 ) -> Result<Recorded, LocalError> {
     change.validate()?;
-    let event_ref = format!("local:{:032x}", rand::rng().random::<u128>());
+    let event_ref = format!("local:{:032x}", rand::random::<u128>());
     let observation = ConsentObservation {
         organization_id: change.organization_id.clone(),
         phone_number: change.phone_number.clone(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use rand::RngExt as _;
+use rand::Rng as _;
 use reqwest::{Method, StatusCode, Url};
 use secrecy::ExposeSecret;
 use serde::Serialize;
@@ -237,7 +237,7 @@ impl Inner {
         // "Equal jitter": at least half the backoff, so retries never bunch up at zero.
         let half = exp / 2;
         let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
-        half + Duration::from_millis(rand::rng().random_range(0..=jitter_ms))
+        half + Duration::from_millis(rand::thread_rng().gen_range(0..=jitter_ms))
     }
 
     /// The shared token, minting one if there is none or it is about to expire. The lock is

@@ -1,6 +1,7 @@
 //! HMAC over a sequence of byte slices, for each supported hash, with constant-time checks.
 
-use hmac::{Hmac, KeyInit, Mac};
+use hmac::digest::KeyInit;
+use hmac::{Hmac, Mac};
 
 use crate::settings::Algorithm;
 

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, TimeDelta, Utc};
-use rand::RngExt as _;
+use rand::Rng as _;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -53,7 +53,7 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
 pub fn backoff(failures: u32) -> Duration {
     let doubled = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(16));
     let ceiling = doubled.min(MAX_BACKOFF);
-    let jitter = rand::rng().random_range(0.8..=1.0);
+    let jitter = rand::thread_rng().gen_range(0.8..=1.0);
     ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
 }
 

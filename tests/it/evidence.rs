@@ -6,7 +6,7 @@
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{Duration, Utc};
-use hmac::{KeyInit as _, Mac as _};
+use hmac::Mac as _;
 use outreach_sync::apply;
 use outreach_sync::model::Lead;
 use outreach_sync::retention::Pruner;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use rand::RngExt as _;
+use rand::Rng as _;
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use serde::Serialize;
@@ -163,7 +163,7 @@ impl Shared {
     /// Mints a token valid for the configured lifetime.
     pub(crate) fn mint_token(&self) -> String {
         let mut bytes = [0u8; 24];
-        rand::rng().fill(&mut bytes[..]);
+        rand::thread_rng().fill(&mut bytes[..]);
         let token = format!("sbx_{}", hex::encode(bytes));
         let expires = Instant::now() + self.config.token_lifetime;
         let mut tokens = lock(&self.tokens);
@@ -198,11 +198,11 @@ impl Shared {
             state.faults.rate_429.clamp(0.0, 1.0),
             state.faults.rate_5xx.clamp(0.0, 1.0),
         );
-        let roll: f64 = state.rng.random();
+        let roll: f64 = state.rng.gen_range(0.0..1.0);
         if roll < r429 {
             Some((429, retry_after))
         } else if roll < r429 + r5xx {
-            let status = if state.rng.random_bool(0.5) { 500 } else { 503 };
+            let status = if state.rng.gen_bool(0.5) { 500 } else { 503 };
             Some((status, None))
         } else {
             None

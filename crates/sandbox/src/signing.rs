@@ -6,7 +6,8 @@
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
-use hmac::{Hmac, KeyInit, Mac};
+use hmac::digest::KeyInit;
+use hmac::{Hmac, Mac};
 
 /// Header names of Standard Webhooks.
 const WEBHOOK_ID: &str = "webhook-id";

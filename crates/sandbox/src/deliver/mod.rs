@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rand::RngExt as _;
+use rand::Rng as _;
 use rand::SeedableRng as _;
 use rand::rngs::StdRng;
 use rand::seq::SliceRandom as _;
@@ -183,7 +183,7 @@ async fn dispatch(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<Job>) {
         {
             let mut rng = lock(&worker.rng);
             for job in batch {
-                if rng.random_bool(faults.drop_rate.clamp(0.0, 1.0)) {
+                if rng.gen_bool(faults.drop_rate.clamp(0.0, 1.0)) {
                     let mut log = lock(&worker.log);
                     log.counts.dropped += 1;
                     log.push(record(&job, 0, None, Outcome::Dropped));
@@ -191,7 +191,7 @@ async fn dispatch(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<Job>) {
                     worker.done();
                     continue;
                 }
-                let twice = rng.random_bool(faults.duplicate_rate.clamp(0.0, 1.0));
+                let twice = rng.gen_bool(faults.duplicate_rate.clamp(0.0, 1.0));
                 let fate = Arc::new(Mutex::new(Fate {
                     copies_left: if twice { 2 } else { 1 },
                     delivered: false,
@@ -240,7 +240,7 @@ async fn target_worker(worker: Arc<Worker>, mut rx: mpsc::UnboundedReceiver<JobC
         let faults = lock(&worker.faults).clone();
         let delay = match faults.max_delay_ms {
             0 => Duration::ZERO,
-            max => Duration::from_millis(lock(&worker.rng).random_range(0..=max)),
+            max => Duration::from_millis(lock(&worker.rng).gen_range(0..=max)),
         };
         if !faults.reorder {
             tokio::select! {

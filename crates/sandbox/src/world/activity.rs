@@ -1,7 +1,7 @@
 //! One step of simulated account activity: a message sent, some messages moving on, now and
 //! then a person texting STOP or START. Drawn from the world's seeded generator.
 
-use rand::RngExt as _;
+use rand::Rng as _;
 
 use super::World;
 use crate::wire::MessageType;
@@ -25,8 +25,8 @@ impl World {
             .map(|l| l.id.clone())
             .collect();
         if !reachable.is_empty() {
-            let lead = reachable[self.rng.random_range(0..reachable.len())].clone();
-            let kind = if self.rng.random_bool(0.9) {
+            let lead = reachable[self.rng.gen_range(0..reachable.len())].clone();
+            let kind = if self.rng.gen_bool(0.9) {
                 MessageType::SMS
             } else {
                 MessageType::MMS
@@ -41,15 +41,15 @@ impl World {
             .collect();
         let chosen: Vec<String> = moving
             .into_iter()
-            .filter(|_| self.rng.random_bool(0.5))
+            .filter(|_| self.rng.gen_bool(0.5))
             .collect();
         activity.advanced = self.advance_messages(&chosen).len();
-        if !self.leads.is_empty() && self.rng.random_bool(0.15) {
+        if !self.leads.is_empty() && self.rng.gen_bool(0.15) {
             let ids: Vec<String> = self.leads.keys().cloned().collect();
-            let id = ids[self.rng.random_range(0..ids.len())].clone();
+            let id = ids[self.rng.gen_range(0..ids.len())].clone();
             let opted_out = self.leads.get(&id).is_some_and(|l| l.global_opted_out);
             // STOP is common, START rare: flip an opted-out lead back only sometimes.
-            if !opted_out || self.rng.random_bool(0.3) {
+            if !opted_out || self.rng.gen_bool(0.3) {
                 for lead in self.set_consent(&id, !opted_out, None) {
                     activity.consent.push((lead.id, lead.global_opted_out));
                 }

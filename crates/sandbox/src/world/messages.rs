@@ -2,7 +2,7 @@
 //! (`pending_lookup`/`queued` -> `sent` -> `delivered`/`failed`/`undelivered`).
 
 use chrono::Utc;
-use rand::RngExt as _;
+use rand::Rng as _;
 use serde::{Deserialize, Serialize};
 
 use super::{Change, Refusal, World};
@@ -119,7 +119,7 @@ impl World {
             .filter(|m| m.can_advance())?
             .status
             .clone();
-        let roll: f64 = self.rng.random();
+        let roll: f64 = self.rng.gen_range(0.0..1.0);
         let (next, error) = match status.as_str() {
             "pending_lookup" if roll < 0.05 => ("failed", Some("lookup_timeout".to_owned())),
             "pending_lookup" if roll < 0.12 => ("failed", Some("not_textable".to_owned())),
@@ -127,7 +127,7 @@ impl World {
             "queued" if roll < 0.04 => ("failed", Some(CARRIER_CODES[0].to_owned())),
             "queued" => ("sent", None),
             _ if roll < 0.10 => {
-                let code = CARRIER_CODES[self.rng.random_range(0..CARRIER_CODES.len())];
+                let code = CARRIER_CODES[self.rng.gen_range(0..CARRIER_CODES.len())];
                 ("undelivered", Some(code.to_owned()))
             }
             _ => ("delivered", None),

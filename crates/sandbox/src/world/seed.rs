@@ -3,8 +3,8 @@
 //! gives the same account.
 
 use chrono::{DateTime, Duration, Utc};
-use rand::RngExt as _;
-use rand::seq::IndexedRandom as _;
+use rand::Rng as _;
+use rand::seq::SliceRandom as _;
 
 use std::collections::HashSet;
 
@@ -44,7 +44,7 @@ fn epoch() -> DateTime<Utc> {
 impl World {
     pub(crate) fn seed(&mut self, plan: SeedPlan) {
         let stamp = |world: &mut World| {
-            let back = world.rng.random_range(0..90 * 24 * 3600);
+            let back = world.rng.gen_range(0..90 * 24 * 3600);
             super::timestamp(epoch() - Duration::seconds(back))
         };
         let field_id = self.id("cf");
@@ -96,14 +96,14 @@ impl World {
     ) -> String {
         let is_free = |phone: &str| !taken.contains(&(org.to_owned(), phone.to_owned()));
         if !phones.is_empty()
-            && self.rng.random_bool(0.125)
+            && self.rng.gen_bool(0.125)
             && let Some(known) = phones.choose(&mut self.rng).filter(|p| is_free(p))
         {
             return known.clone();
         }
         // Ends while `org` has fewer than PHONE_NUMBERS leads (`Sandbox::spawn` checks).
         loop {
-            let phone = format!("+1555{:07}", self.rng.random_range(0..PHONE_NUMBERS));
+            let phone = format!("+1555{:07}", self.rng.gen_range(0..PHONE_NUMBERS));
             if is_free(&phone) {
                 return phone;
             }
@@ -248,25 +248,25 @@ impl World {
             notes: None,
             follow_up: None,
             email: None,
-            postal_code: Some(format!("{:05}", self.rng.random_range(10_000..99_999))),
+            postal_code: Some(format!("{:05}", self.rng.gen_range(10_000..99_999))),
             phone_number_type: None,
             tag_ids: Vec::new(),
-            global_opted_out: self.rng.random_bool(0.05),
+            global_opted_out: self.rng.gen_bool(0.05),
             created_at: at,
         };
-        if self.rng.random_bool(0.8) {
+        if self.rng.gen_bool(0.8) {
             lead.phone_number_type = Some(PhoneNumberType::Mobile);
         }
-        if let Some(second) = groups.get(1).filter(|_| self.rng.random_bool(0.3)) {
+        if let Some(second) = groups.get(1).filter(|_| self.rng.gen_bool(0.3)) {
             lead.inactive_group_ids.push(second.clone());
         }
-        if let Some(tag) = tags.first().filter(|_| self.rng.random_bool(0.3)) {
+        if let Some(tag) = tags.first().filter(|_| self.rng.gen_bool(0.3)) {
             lead.tag_ids.push(tag.clone());
         }
         if lead.global_opted_out {
             lead.tag_ids.extend(tags.get(1).cloned());
         }
-        let level = ["bronze", "silver", "gold"][self.rng.random_range(0..3)];
+        let level = ["bronze", "silver", "gold"][self.rng.gen_range(0..3)];
         lead.custom_fields
             .insert("donor_level".into(), level.into());
         self.leads.insert(lead.id.clone(), lead);
