@@ -13,17 +13,24 @@ pub const PANIC_FOR_TESTS: &str = "OUTREACH_SYNC_TEST_PANIC";
 
 pub async fn serve(settings: Settings) -> Result<(), CliError> {
     telemetry::init(&settings.log);
-    let mut application = app::Application::build(settings).await?;
+    let application = app::Application::build(settings).await?;
     #[cfg(debug_assertions)]
+    let application = with_test_panic(application);
+    application
+        .run_until_stopped(app::shutdown_on_signals())
+        .await?;
+    Ok(())
+}
+
+/// The daemon with one more task that panics at once, when [`PANIC_FOR_TESTS`] is set.
+#[cfg(debug_assertions)]
+fn with_test_panic(mut application: app::Application) -> app::Application {
     if std::env::var_os(PANIC_FOR_TESTS).is_some() {
         application.supervise("test-panic", |_| async {
             panic!("{PANIC_FOR_TESTS} is set: a task panics, as asked");
         });
     }
     application
-        .run_until_stopped(app::shutdown_on_signals())
-        .await?;
-    Ok(())
 }
 
 pub async fn migrate(settings: Settings, from: Option<String>) -> Result<(), CliError> {
