@@ -4,7 +4,7 @@
 use axum::Json;
 use serde_json::{Map, Value, json};
 
-use super::ROUTES;
+use super::{ROUTES, RouteSpec};
 
 pub async fn document() -> Json<Value> {
     Json(build())
@@ -20,73 +20,10 @@ fn error_response(description: &str) -> Value {
 pub fn build() -> Value {
     let mut paths = Map::new();
     for route in ROUTES {
-        let parameters: Vec<Value> = route
-            .query
-            .iter()
-            .map(|p| {
-                json!({"name": p.name, "in": "query", "required": p.required,
-                       "description": p.description, "schema": {"type": p.kind}})
-            })
-            .chain(
-                route
-                    .path
-                    .split('/')
-                    .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
-                    .map(|name| {
-                        json!({"name": name, "in": "path", "required": true,
-                               "schema": {"type": "string"}})
-                    }),
-            )
-            .collect();
-        let (status, schema) = route.response;
-        let content = match schema {
-            Some("EventStream") => json!({"text/event-stream": {"schema": {"type": "string",
-                "description": "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments"}}}),
-            Some(name) => {
-                json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}})
-            }
-            None => json!({"text/plain": {"schema": {"type": "string"}}}),
-        };
-        let mut responses = Map::new();
-        responses.insert(
-            status.to_string(),
-            json!({"description": "success", "content": content}),
-        );
-        if !route.public {
-            responses.insert(
-                "401".into(),
-                error_response("missing or unknown bearer token"),
-            );
-        }
-        if !route.query.is_empty() || route.request.is_some() {
-            responses.insert("400".into(), error_response("invalid parameters or body"));
-        }
-        if route.path.contains('{') {
-            responses.insert("404".into(), error_response("not found"));
-        }
-        if route.request.is_some() {
-            responses.insert("413".into(), error_response("body or batch too large"));
-        }
-        responses.insert("503".into(), error_response("the database is unavailable"));
-        let mut operation = json!({
-            "operationId": route.operation_id,
-            "summary": route.summary,
-            "parameters": parameters,
-            "responses": responses,
-        });
-        if route.public {
-            operation["security"] = json!([]);
-        }
-        if let Some(name) = route.request {
-            operation["requestBody"] = json!({
-                "required": true,
-                "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
-            });
-        }
         let entry = paths
             .entry(route.path.to_owned())
             .or_insert_with(|| Value::Object(Map::new()));
-        entry[route.method.as_str().to_ascii_lowercase()] = operation;
+        entry[route.method.as_str().to_ascii_lowercase()] = operation(route);
     }
     json!({
         "openapi": "3.0.3",
@@ -102,6 +39,83 @@ pub fn build() -> Value {
             "schemas": schemas(),
         }
     })
+}
+
+/// One route's operation: its parameters, request body and responses.
+fn operation(route: &RouteSpec) -> Value {
+    let mut operation = json!({
+        "operationId": route.operation_id,
+        "summary": route.summary,
+        "parameters": parameters(route),
+        "responses": responses(route),
+    });
+    if route.public {
+        operation["security"] = json!([]);
+    }
+    if let Some(name) = route.request {
+        operation["requestBody"] = json!({
+            "required": true,
+            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
+        });
+    }
+    operation
+}
+
+/// The route's query parameters, then the parameters in its path.
+fn parameters(route: &RouteSpec) -> Vec<Value> {
+    route
+        .query
+        .iter()
+        .map(|p| {
+            json!({"name": p.name, "in": "query", "required": p.required,
+                   "description": p.description, "schema": {"type": p.kind}})
+        })
+        .chain(
+            route
+                .path
+                .split('/')
+                .filter_map(|s| s.strip_prefix('{')?.strip_suffix('}'))
+                .map(|name| {
+                    json!({"name": name, "in": "path", "required": true,
+                           "schema": {"type": "string"}})
+                }),
+        )
+        .collect()
+}
+
+/// The route's success response, and the errors it can answer.
+fn responses(route: &RouteSpec) -> Map<String, Value> {
+    let (status, schema) = route.response;
+    let content = match schema {
+        Some("EventStream") => json!({"text/event-stream": {"schema": {"type": "string",
+            "description": "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments"}}}),
+        Some(name) => {
+            json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}})
+        }
+        None => json!({"text/plain": {"schema": {"type": "string"}}}),
+    };
+    let mut responses = Map::new();
+    responses.insert(
+        status.to_string(),
+        json!({"description": "success", "content": content}),
+    );
+    if !route.public {
+        responses.insert(
+            "401".into(),
+            error_response("missing or unknown bearer token"),
+        );
+    }
+    if !route.query.is_empty() || route.request.is_some() {
+        responses.insert("400".into(), error_response("invalid parameters or body"));
+    }
+    if route.path.contains('{') {
+        responses.insert("404".into(), error_response("not found"));
+    }
+    if route.request.is_some() {
+        responses.insert("413".into(), error_response("body or batch too large"));
+    }
+    responses.insert("503".into(), error_response("the database is unavailable"));
+    responses
 }
 
 fn string() -> Value {

@@ -275,6 +275,19 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
     }
 }
 
+/// What `reconcile` was asked to do: naming neither part means both.
+fn pass_request(
+    organizations: Vec<String>,
+    leads: bool,
+    messages: bool,
+) -> crate::reconcile::PassRequest {
+    crate::reconcile::PassRequest {
+        organizations,
+        leads: leads || !messages,
+        messages: messages || !leads,
+    }
+}
+
 /// Runs a command that reads or changes the ledger of an existing database.
 async fn on_the_ledger(command: Command, settings: &Settings, json: bool) -> Result<(), CliError> {
     match command {
@@ -302,13 +315,12 @@ async fn on_the_ledger(command: Command, settings: &Settings, json: bool) -> Res
             leads,
             messages,
         } => {
-            let request = crate::reconcile::PassRequest {
-                organizations,
-                // Naming neither part means both.
-                leads: leads || !messages,
-                messages: messages || !leads,
-            };
-            daemon::reconcile(settings.clone(), request, json).await
+            daemon::reconcile(
+                settings.clone(),
+                pass_request(organizations, leads, messages),
+                json,
+            )
+            .await
         }
         Command::OptOut {
             phone,
