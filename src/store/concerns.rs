@@ -291,8 +291,8 @@ pub trait RetentionStore {
     async fn vacuum_step(&self, pages: i64) -> Result<i64, sqlx::Error>;
 
     /// Tracked messages with a terminal status dating from before `before`: what
-    /// [`delete_finished_messages`] would remove, all batches together (the `messages_done`
-    /// index).
+    /// [`RetentionStore::delete_finished_messages`] would remove, all batches together
+    /// (the `messages_done` index).
     async fn count_finished_messages(
         &self,
         before: chrono::DateTime<chrono::Utc>,
