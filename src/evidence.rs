@@ -2,6 +2,8 @@
 //! and what it stands on (the delivery as received, the lead as fetched, or who made the
 //! change), so that a reader can check each claim without this code.
 
+use crate::model::Timestamp;
+use crate::model::{PushState, Source};
 use crate::store::EvidenceStore;
 use crate::store::codec;
 use base64::Engine as _;
@@ -63,7 +65,7 @@ pub enum Evidence {
 pub struct WebhookEvidence {
     /// The outbox id; `None` once the delivery is no longer kept.
     pub delivery_id: Option<i64>,
-    pub received_at: Option<String>,
+    pub received_at: Option<Timestamp>,
     /// The headers kept with it (the signature's among them).
     pub headers: Option<Value>,
     /// The exact bytes received, so the signature can be checked again with the secret.
@@ -81,7 +83,7 @@ pub struct WebhookEvidence {
 #[derive(Debug, Clone, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReconcileEvidence {
-    pub requested_at: String,
+    pub requested_at: Timestamp,
     /// `None` for entries recorded before leads were kept with them.
     pub lead: Option<Value>,
 }
@@ -94,7 +96,7 @@ pub struct LocalEvidence {
     /// were kept.
     pub actor: Option<String>,
     pub reason: Option<String>,
-    pub push: Option<String>,
+    pub push: Option<PushState>,
 }
 
 /// The bundle of `phone` (in one organization or all); `None` when the ledger has no entry
@@ -114,7 +116,7 @@ pub async fn bundle(
     }
     let keys: Vec<&str> = entries
         .iter()
-        .filter(|e| e.entry.source == "webhook")
+        .filter(|e| e.entry.source == Source::Webhook)
         .map(|e| e.entry.event_ref.as_str())
         .collect();
     let deliveries: Vec<KeptDelivery> = pool.evidence_deliveries(&keys).await?;
@@ -152,8 +154,8 @@ fn evidence_of(
         .as_deref()
         .and_then(|text| serde_json::from_str(text).ok());
     let entry = &stored.entry;
-    match entry.source.as_str() {
-        "reconcile" => match kept {
+    match entry.source {
+        Source::Reconcile => match kept {
             Some(KeptEvidence::Reconcile { requested_at, lead }) => {
                 Evidence::Reconcile(ReconcileEvidence {
                     requested_at,
@@ -162,22 +164,22 @@ fn evidence_of(
             }
             // A reconciliation entry's event time is the time of the request.
             _ => Evidence::Reconcile(ReconcileEvidence {
-                requested_at: entry.occurred_at.clone(),
+                requested_at: entry.occurred_at,
                 lead: None,
             }),
         },
-        "local" => Evidence::Local(LocalEvidence {
+        Source::Local => Evidence::Local(LocalEvidence {
             actor: match kept {
                 Some(KeptEvidence::Local { actor }) => Some(actor),
                 _ => None,
             },
             reason: stored.reason.clone(),
-            push: entry.push.clone(),
+            push: entry.push,
         }),
         _ => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
             Some(d) => Evidence::Webhook(WebhookEvidence {
                 delivery_id: Some(d.id),
-                received_at: Some(d.received_at.clone()),
+                received_at: Some(d.received_at),
                 headers: serde_json::from_str(&d.headers).ok(),
                 body_base64: Some(STANDARD.encode(&d.body)),
                 secret_index: Some(d.secret_index),

@@ -62,8 +62,8 @@ impl CsvRow for ConsentRecord {
             opt(&self.lead_id),
             self.phone_number.clone(),
             self.opted_out.to_string(),
-            self.changed_at.clone(),
-            self.source.clone(),
+            self.changed_at.to_string(),
+            self.source.to_string(),
         ]
     }
 }
@@ -90,9 +90,9 @@ impl CsvRow for LedgerEntry {
             opt(&self.lead_id),
             self.phone_number.clone(),
             self.opted_out.to_string(),
-            self.occurred_at.clone(),
-            self.recorded_at.clone(),
-            self.source.clone(),
+            self.occurred_at.to_string(),
+            self.recorded_at.to_string(),
+            self.source.to_string(),
             self.event_ref.clone(),
             self.superseded.to_string(),
             opt(&self.push),

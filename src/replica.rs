@@ -8,8 +8,8 @@
 //! cleanly gives the lease back at once. A leader that finds its lease taken (it stalled
 //! past a period) stops its duties at their next safe point and tries again like the rest.
 
+use crate::model::Timestamp;
 use crate::store::LeaseStore;
-use crate::store::codec;
 use std::future::Future;
 use std::time::Duration;
 
@@ -156,9 +156,9 @@ pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error
         .into_iter()
         .map(|beat| ReplicaSeen {
             name: beat.name,
-            last_seen: DateTime::<Utc>::from_timestamp_millis(beat.last_seen_ms)
-                .map(codec::timestamp)
-                .unwrap_or_default(),
+            last_seen: Timestamp(
+                DateTime::<Utc>::from_timestamp_millis(beat.last_seen_ms).unwrap_or_default(),
+            ),
             leader: beat.leader,
         })
         .collect())

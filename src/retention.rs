@@ -16,6 +16,7 @@
 //! `sent` one within the reconciler's receipt window. A late status of a pruned message
 //! mirrors it again, as for a new one.
 
+use crate::model::OutboxState;
 use crate::store::RetentionStore;
 use crate::store::codec;
 use std::time::Duration;
@@ -315,7 +316,7 @@ impl Batch {
             ended: false,
         };
         for row in rows {
-            if row.received_at >= cutoff || row.state == "pending" {
+            if row.received_at >= cutoff || row.state == OutboxState::Pending {
                 batch.ended = true;
                 break;
             }

@@ -1,6 +1,7 @@
 //! Local consent changes (CLI, admin API): recorded in the ledger with source `local`,
 //! applied to the mirror and queued for the service, in one transaction.
 
+use crate::model::PushState;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -28,13 +29,6 @@ pub enum LocalError {
     Invalid(String),
     #[error("cannot record the change: {0}")]
     Database(#[from] sqlx::Error),
-}
-
-/// Where a recorded change stands with the service.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PushState {
-    Pending,
 }
 
 /// A recorded local change.

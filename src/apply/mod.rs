@@ -4,7 +4,7 @@
 //! recognition, ledger entries, consent states, message statuses and outbox marking. The
 //! statements themselves are the storage layer's ([`crate::store::ApplyTx`]).
 
-use crate::store::codec;
+use crate::model::Timestamp;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -338,7 +338,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
                     tag_id: None,
                     reason: None,
                     evidence: Some(KeptEvidence::Reconcile {
-                        requested_at: codec::timestamp(fetched_at),
+                        requested_at: Timestamp(fetched_at),
                         lead: lead_json(l),
                     }),
                 };

@@ -28,7 +28,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::LedgerEntry;
+use super::{LedgerEntry, Source, Timestamp};
 
 /// The `prevHash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -41,10 +41,10 @@ pub struct Fields<'a> {
     pub lead_id: Option<&'a str>,
     pub phone_number: &'a str,
     pub opted_out: bool,
-    /// RFC 3339, UTC, milliseconds.
-    pub occurred_at: &'a str,
-    pub recorded_at: &'a str,
-    pub source: &'a str,
+    /// Encoded as the ledger shows it: RFC 3339, UTC, milliseconds.
+    pub occurred_at: Timestamp,
+    pub recorded_at: Timestamp,
+    pub source: Source,
     pub event_ref: &'a str,
     pub superseded: bool,
     pub tag_id: Option<&'a str>,
@@ -72,9 +72,9 @@ impl Fields<'_> {
         out.push(',');
         out.push_str(if self.opted_out { "true" } else { "false" });
         for field in [
-            self.occurred_at,
-            self.recorded_at,
-            self.source,
+            &*self.occurred_at.to_string(),
+            &self.recorded_at.to_string(),
+            self.source.as_str(),
             self.event_ref,
         ] {
             out.push(',');
@@ -154,9 +154,9 @@ impl ChainRow {
             lead_id: e.lead_id.as_deref(),
             phone_number: &e.phone_number,
             opted_out: e.opted_out,
-            occurred_at: &e.occurred_at,
-            recorded_at: &e.recorded_at,
-            source: &e.source,
+            occurred_at: e.occurred_at,
+            recorded_at: e.recorded_at,
+            source: e.source,
             event_ref: &e.event_ref,
             superseded: e.superseded,
             tag_id: self.tag_id.as_deref(),
@@ -257,6 +257,10 @@ impl Walk {
 mod tests {
     use super::*;
 
+    fn at(text: &str) -> Timestamp {
+        text.parse().expect("rfc 3339")
+    }
+
     fn entry() -> Fields<'static> {
         Fields {
             seq: 1,
@@ -264,9 +268,9 @@ mod tests {
             lead_id: None,
             phone_number: "+15551234567",
             opted_out: true,
-            occurred_at: "2026-11-21T10:00:00.000Z",
-            recorded_at: "2026-11-21T10:00:01.250Z",
-            source: "webhook",
+            occurred_at: at("2026-11-21T10:00:00.000Z"),
+            recorded_at: at("2026-11-21T10:00:01.250Z"),
+            source: Source::Webhook,
             event_ref: "event:evt_1",
             superseded: false,
             tag_id: None,
@@ -314,9 +318,9 @@ mod tests {
                 lead_id: None,
                 phone_number: f.phone_number.into(),
                 opted_out: f.opted_out,
-                occurred_at: f.occurred_at.into(),
-                recorded_at: f.recorded_at.into(),
-                source: f.source.into(),
+                occurred_at: f.occurred_at,
+                recorded_at: f.recorded_at,
+                source: f.source,
                 event_ref: f.event_ref.into(),
                 superseded: f.superseded,
                 push: None,

@@ -11,28 +11,12 @@ use serde::Serialize;
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.
 mod mirror;
+/// Times and closed sets of words, typed across the storage boundary.
+pub mod typed;
 
 pub use chain::ChainHead;
 pub use mirror::{Lead, MessageStatus, NON_TERMINAL, RECEIPT_WINDOW, is_terminal};
-
-/// Where a consent observation comes from (the contract's `source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Source {
-    Webhook,
-    Reconcile,
-    Local,
-}
-
-impl Source {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Source::Webhook => "webhook",
-            Source::Reconcile => "reconcile",
-            Source::Local => "local",
-        }
-    }
-}
+pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 
 /// One consent observation of one (organization, number).
 #[derive(Debug, Clone, PartialEq)]
@@ -59,7 +43,7 @@ pub struct ConsentObservation {
 pub enum KeptEvidence {
     /// When the lead was requested from the service, and the lead as it came back.
     Reconcile {
-        requested_at: String,
+        requested_at: Timestamp,
         lead: serde_json::Value,
     },
     /// Who made a local change: an admin token's name, or `cli:USER`.
@@ -172,8 +156,7 @@ pub struct StoredDelivery {
 pub struct OutboxHead {
     pub id: i64,
     pub received_at: DateTime<Utc>,
-    /// `pending`, `applied` or `quarantined`.
-    pub state: String,
+    pub state: OutboxState,
     pub body: Vec<u8>,
 }
 
@@ -235,8 +218,7 @@ pub struct RejectedDelivery {
 #[derive(Debug, Clone)]
 pub struct KeptRejection {
     pub id: i64,
-    /// RFC 3339.
-    pub received_at: String,
+    pub received_at: Timestamp,
     pub reason: String,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
@@ -252,8 +234,8 @@ pub struct ConsentRecord {
     pub lead_id: Option<String>,
     pub phone_number: String,
     pub opted_out: bool,
-    pub changed_at: String,
-    pub source: String,
+    pub changed_at: Timestamp,
+    pub source: Source,
 }
 
 /// One ledger entry (the contract's ledger entry).
@@ -265,16 +247,15 @@ pub struct LedgerEntry {
     pub lead_id: Option<String>,
     pub phone_number: String,
     pub opted_out: bool,
-    pub occurred_at: String,
-    pub recorded_at: String,
-    pub source: String,
+    pub occurred_at: Timestamp,
+    pub recorded_at: Timestamp,
+    pub source: Source,
     pub event_ref: String,
     pub superseded: bool,
-    /// Local changes only: the push to the service (`pending`, `sent`, `failed`,
-    /// `superseded`).
+    /// Local changes only: the push to the service.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[sqlx(default)]
-    pub push: Option<String>,
+    pub push: Option<PushState>,
     /// Returning webhooks only: the seq of the local change this entry echoes.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[sqlx(default)]
@@ -300,8 +281,7 @@ pub struct StoredEntry {
 pub struct KeptDelivery {
     pub id: i64,
     pub dedup_key: String,
-    /// RFC 3339, UTC, milliseconds.
-    pub received_at: String,
+    pub received_at: Timestamp,
     /// JSON object of the headers kept.
     pub headers: String,
     pub body: Vec<u8>,
@@ -314,10 +294,10 @@ pub struct KeptDelivery {
 pub struct StoredEvent {
     pub id: i64,
     pub dedup_key: String,
-    pub received_at: String,
+    pub received_at: Timestamp,
     /// The envelope's `type` (or `eventType`), when the body has one.
     pub event_type: Option<String>,
-    pub state: String,
+    pub state: OutboxState,
     pub attempts: i64,
     pub last_error: Option<String>,
 }
@@ -334,7 +314,7 @@ pub struct Status {
     pub leads: i64,
     pub messages: i64,
     pub open_messages: i64,
-    pub oldest_pending_at: Option<String>,
+    pub oldest_pending_at: Option<Timestamp>,
     pub last_error: Option<LastError>,
     /// The last completed leads pass of each organization.
     pub reconciliation: Vec<OrganizationPass>,
@@ -356,7 +336,7 @@ pub struct Status {
 #[serde(rename_all = "camelCase")]
 pub struct OrganizationPass {
     pub organization_id: String,
-    pub finished_at: String,
+    pub finished_at: Timestamp,
     pub leads_scanned: i64,
     pub repaired: i64,
     pub error: Option<String>,
@@ -366,7 +346,7 @@ pub struct OrganizationPass {
 #[derive(Debug, Clone, Serialize, sqlx::FromRow)]
 #[serde(rename_all = "camelCase")]
 pub struct LastError {
-    pub at: String,
+    pub at: Timestamp,
     pub message: String,
 }
 
@@ -403,7 +383,7 @@ pub struct PushCounts {
     pub failed: i64,
     /// Pending pushes that failed at least once.
     pub retrying: i64,
-    pub oldest_pending_at: Option<String>,
+    pub oldest_pending_at: Option<Timestamp>,
     pub last_push_error: Option<String>,
 }
 
@@ -412,7 +392,7 @@ pub struct PushCounts {
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaSeen {
     pub name: String,
-    pub last_seen: String,
+    pub last_seen: Timestamp,
     pub leader: bool,
 }
 
@@ -444,14 +424,12 @@ pub struct SubscriberView {
     pub lag_entries: i64,
     /// Age of the oldest entry after the cursor (0 when none).
     pub lag_seconds: f64,
-    /// `active`, `retrying` (the last attempt failed) or `disabled` (answered 410).
-    pub state: &'static str,
+    pub state: SubscriberStatus,
     pub last_error: Option<String>,
-    /// RFC 3339.
-    pub last_success_at: Option<String>,
-    /// RFC 3339, while retrying.
+    pub last_success_at: Option<Timestamp>,
+    /// While retrying.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub next_attempt_at: Option<String>,
+    pub next_attempt_at: Option<Timestamp>,
 }
 
 /// A console sign-in, as kept (times in Unix milliseconds).

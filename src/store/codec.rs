@@ -47,9 +47,9 @@ pub fn consecutive_rowids(
     (rows > 0 && done.rows_affected() == rows as u64).then(|| last - rows as i64 + 1..=last)
 }
 
-/// Now as stored in the database: RFC 3339, UTC, milliseconds.
+/// A time as SQLite stores it and the ledger shows it: RFC 3339, UTC, milliseconds.
 pub fn timestamp(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    crate::model::Timestamp(at).to_string()
 }
 
 #[cfg(test)]

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use crate::model::Lead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
+    Timestamp,
 };
 
 /// Opening the configured database, and the embedded migrations of each backend.
@@ -189,8 +190,7 @@ pub struct NewEntry<'a> {
 pub(crate) fn entry_fields<'a>(
     e: &NewEntry<'a>,
     seq: i64,
-    occurred_at: &'a str,
-    recorded_at: &'a str,
+    recorded_at: Timestamp,
 ) -> crate::model::chain::Fields<'a> {
     let o = e.observation;
     crate::model::chain::Fields {
@@ -199,9 +199,9 @@ pub(crate) fn entry_fields<'a>(
         lead_id: e.lead_id,
         phone_number: &o.phone_number,
         opted_out: o.opted_out,
-        occurred_at,
+        occurred_at: Timestamp(o.occurred_at),
         recorded_at,
-        source: o.source.as_str(),
+        source: o.source,
         event_ref: &o.event_ref,
         superseded: e.superseded,
         tag_id: o.tag_id.as_deref(),
@@ -228,8 +228,6 @@ pub(crate) fn unrecorded(entries: &[NewEntry<'_>], recorded: &HashSet<usize>) ->
 pub(crate) struct Chained<'e, 'a> {
     pub entry: &'e NewEntry<'a>,
     pub seq: i64,
-    /// RFC 3339, as hashed.
-    pub occurred_at: String,
     pub hash: String,
     /// The kept evidence, as JSON.
     pub evidence: Option<String>,
@@ -242,14 +240,13 @@ pub(crate) fn chain_after<'e, 'a>(
     new: &[usize],
     head_seq: i64,
     head_hash: String,
-    recorded_at: &str,
+    recorded_at: Timestamp,
 ) -> Result<Vec<Chained<'e, 'a>>, sqlx::Error> {
     let mut prev = head_hash;
     let mut chained = Vec::with_capacity(new.len());
     for (seq, &i) in (head_seq + 1..).zip(new) {
         let entry = &entries[i];
-        let occurred_at = codec::timestamp(entry.observation.occurred_at);
-        prev = entry_fields(entry, seq, &occurred_at, recorded_at).hash_after(&prev);
+        prev = entry_fields(entry, seq, recorded_at).hash_after(&prev);
         let evidence = entry
             .observation
             .evidence
@@ -259,7 +256,6 @@ pub(crate) fn chain_after<'e, 'a>(
         chained.push(Chained {
             entry,
             seq,
-            occurred_at,
             hash: prev.clone(),
             evidence,
         });

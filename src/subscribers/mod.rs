@@ -6,8 +6,9 @@
 
 mod sender;
 
+use crate::model::SubscriberStatus;
+use crate::model::Timestamp;
 use crate::store::SubscriberStore;
-use crate::store::codec;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -58,7 +59,7 @@ impl Subscriber {
     /// Whether `entry` is for this subscriber.
     pub fn takes(&self, entry: &LedgerEntry) -> bool {
         (self.organizations.is_empty() || self.organizations.contains(&entry.organization_id))
-            && self.sources.iter().any(|s| s.as_str() == entry.source)
+            && self.sources.contains(&entry.source)
     }
 
     fn key(&self) -> &[u8] {
@@ -188,13 +189,10 @@ async fn view(
 ) -> Result<SubscriberView, sqlx::Error> {
     let head = pool.ledger_head().await?;
     let oldest = ledger::changes(pool, state.cursor, 1).await?;
-    let lag_seconds = oldest
-        .first()
-        .and_then(|e| DateTime::parse_from_rfc3339(&e.recorded_at).ok())
-        .map_or(0.0, |at| {
-            ((now - at.with_timezone(&Utc)).num_milliseconds().max(0) as f64) / 1000.0
-        });
-    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(codec::timestamp);
+    let lag_seconds = oldest.first().map_or(0.0, |e| {
+        ((now - e.recorded_at.at()).num_milliseconds().max(0) as f64) / 1000.0
+    });
+    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(Timestamp);
     let retrying = state.failures > 0;
     Ok(SubscriberView {
         name: settings.name.clone(),
@@ -203,9 +201,9 @@ async fn view(
         lag_entries: (head - state.cursor).max(0),
         lag_seconds,
         state: match (state.disabled, retrying) {
-            (true, _) => "disabled",
-            (false, true) => "retrying",
-            (false, false) => "active",
+            (true, _) => SubscriberStatus::Disabled,
+            (false, true) => SubscriberStatus::Retrying,
+            (false, false) => SubscriberStatus::Active,
         },
         last_error: state.last_error,
         last_success_at: state.last_success_ms.and_then(at),

@@ -62,7 +62,7 @@ impl Store {
             .await
             .unwrap()
             .into_iter()
-            .map(|r| (r.organization_id, r.opted_out, r.changed_at))
+            .map(|r| (r.organization_id, r.opted_out, r.changed_at.to_string()))
             .collect()
     }
 

@@ -1,6 +1,7 @@
 //! What the console's templates show, prepared: evidence as labelled facts, times as people
 //! read them, and the deliveries chart.
 
+use crate::model::Timestamp;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
@@ -125,7 +126,7 @@ fn facts(item: &Item) -> Vec<Fact> {
                 facts.push(Fact::line("Delivery", format!("#{id}")));
             }
             if let Some(at) = &webhook.received_at {
-                facts.push(Fact::line("Received at", at.clone()));
+                facts.push(Fact::line("Received at", at.to_string()));
             }
             if let Some(index) = webhook.secret_index {
                 facts.push(Fact::line(
@@ -144,7 +145,7 @@ fn facts(item: &Item) -> Vec<Fact> {
         Evidence::Reconcile(reconcile) => {
             facts.push(Fact::line(
                 "Lead requested at",
-                reconcile.requested_at.clone(),
+                reconcile.requested_at.to_string(),
             ));
             match &reconcile.lead {
                 Some(lead) => facts.push(Fact::block("Lead as fetched", pretty(lead))),
@@ -169,7 +170,7 @@ fn facts(item: &Item) -> Vec<Fact> {
                     .unwrap_or_else(|| "none given".to_owned()),
             ));
             if let Some(push) = &local.push {
-                facts.push(Fact::line("Sent to the service", push.clone()));
+                facts.push(Fact::line("Sent to the service", push.to_string()));
             }
         }
     }
@@ -179,12 +180,9 @@ fn facts(item: &Item) -> Vec<Fact> {
     facts
 }
 
-/// How long ago `at` (RFC 3339) was, as people say it.
-pub fn ago(at: &str, now: DateTime<Utc>) -> String {
-    let Ok(at) = DateTime::parse_from_rfc3339(at) else {
-        return String::new();
-    };
-    let seconds = (now - at.to_utc()).num_seconds();
+/// How long ago `at` was, as people say it.
+pub fn ago(at: Timestamp, now: DateTime<Utc>) -> String {
+    let seconds = (now - at.at()).num_seconds();
     match seconds {
         ..=4 => "just now".to_owned(),
         5..=119 => format!("{seconds} s ago"),

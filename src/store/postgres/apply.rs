@@ -8,7 +8,6 @@
 //!   commits (see the migration). So seqs are gapless and become visible in order: a
 //!   follower of the change feed never skips a lower seq that commits late.
 
-use crate::store::codec;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -18,7 +17,7 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
-use crate::model::{Lead, is_terminal};
+use crate::model::{Lead, Timestamp, is_terminal};
 use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, status_rank};
 
 /// A stored consent state, as read.
@@ -184,9 +183,8 @@ impl ApplyTx for PgConnection {
                 .bind(new.len() as i64)
                 .fetch_one(&mut *self)
                 .await?;
-        let recorded_text = codec::timestamp(recorded_at);
         let head_seq = last - new.len() as i64;
-        let rows = store::chain_after(entries, &new, head_seq, head_hash, &recorded_text)?;
+        let rows = store::chain_after(entries, &new, head_seq, head_hash, Timestamp(recorded_at))?;
         for (row, &i) in rows.iter().zip(&new) {
             seqs[i] = Some(row.seq);
         }

@@ -3,34 +3,12 @@
 
 use sqlx::PgPool;
 
-use super::read::LedgerRow;
 use crate::model::chain::{ChainHead, ChainRow};
 use crate::store::ChainStore;
 
-/// A ledger row as PostgreSQL stores it (times as timestamps).
-#[derive(sqlx::FromRow)]
-struct Row {
-    #[sqlx(flatten)]
-    entry: LedgerRow,
-    tag_id: Option<String>,
-    reason: Option<String>,
-    hash: Option<String>,
-}
-
-impl From<Row> for ChainRow {
-    fn from(r: Row) -> Self {
-        ChainRow {
-            entry: r.entry.into(),
-            tag_id: r.tag_id,
-            reason: r.reason,
-            hash: r.hash,
-        }
-    }
-}
-
 impl ChainStore for PgPool {
     async fn chain_page(&self, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-        let rows: Vec<Row> = sqlx::query_as(
+        sqlx::query_as(
             "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
                 recorded_at, source, event_ref, superseded, tag_id, reason, hash
          FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
@@ -38,8 +16,7 @@ impl ChainStore for PgPool {
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await?;
-        Ok(rows.into_iter().map(ChainRow::from).collect())
+        .await
     }
 
     async fn chain_head(&self) -> Result<ChainHead, sqlx::Error> {

@@ -1,21 +1,22 @@
 //! The read side on PostgreSQL: the records of `ledger`, `export` and the admin API, the
-//! same as on SQLite for the same data. Times are decoded and written as SQLite stores them
-//! ([`codec::timestamp`]); text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
+//! same as on SQLite for the same data. Times are `timestamptz`, decoded into the records'
+//! [`Timestamp`](crate::model::Timestamp)s; text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
 //! whatever the database's collation.
 
 use crate::store::ExportStore;
 use crate::store::ReadStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
+use futures::Stream;
 use futures::StreamExt as _;
 use futures::stream::BoxStream;
-use futures::{Stream, TryStreamExt as _};
 use serde_json::{Value, json};
 use sqlx::PgPool;
+use sqlx::types::Json;
 
 use crate::model::{
-    Backlog, ConsentRecord, KeptRejection, LastError, LedgerEntry, OrganizationPass, PushCounts,
-    Status, StoredEvent,
+    Backlog, ConsentRecord, KeptRejection, LedgerEntry, OutboxState, PushCounts, Source, Status,
+    StoredEvent, Timestamp,
 };
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
@@ -32,80 +33,13 @@ macro_rules! ledger_columns {
 }
 pub(super) use ledger_columns;
 
-/// A consent record as stored.
-#[derive(sqlx::FromRow)]
-struct ConsentRow {
-    organization_id: String,
-    lead_id: Option<String>,
-    phone_number: String,
-    opted_out: bool,
-    changed_at: DateTime<Utc>,
-    source: String,
-}
-
-impl From<ConsentRow> for ConsentRecord {
-    fn from(row: ConsentRow) -> Self {
-        Self {
-            organization_id: row.organization_id,
-            lead_id: row.lead_id,
-            phone_number: row.phone_number,
-            opted_out: row.opted_out,
-            changed_at: codec::timestamp(row.changed_at),
-            source: row.source,
-        }
-    }
-}
-
-/// A ledger entry as stored.
-#[derive(sqlx::FromRow)]
-pub(crate) struct LedgerRow {
-    seq: i64,
-    organization_id: String,
-    lead_id: Option<String>,
-    phone_number: String,
-    opted_out: bool,
-    occurred_at: DateTime<Utc>,
-    recorded_at: DateTime<Utc>,
-    source: String,
-    event_ref: String,
-    superseded: bool,
-    /// Not selected by the chain walk, which reads no pushes.
-    #[sqlx(default)]
-    push: Option<String>,
-    #[sqlx(default)]
-    echo_of: Option<i64>,
-}
-
-impl From<LedgerRow> for LedgerEntry {
-    fn from(row: LedgerRow) -> Self {
-        Self {
-            seq: row.seq,
-            organization_id: row.organization_id,
-            lead_id: row.lead_id,
-            phone_number: row.phone_number,
-            opted_out: row.opted_out,
-            occurred_at: codec::timestamp(row.occurred_at),
-            recorded_at: codec::timestamp(row.recorded_at),
-            source: row.source,
-            event_ref: row.event_ref,
-            superseded: row.superseded,
-            push: row.push,
-            echo_of: row.echo_of,
-        }
-    }
-}
-
-fn converted<R, T: From<R>>(rows: Vec<R>) -> Vec<T> {
-    rows.into_iter().map(T::from).collect()
-}
-
 impl ReadStore for PgPool {
     async fn current(
         &self,
         phone: &str,
         organization: Option<&str>,
     ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        let rows: Vec<ConsentRow> = sqlx::query_as(
+        sqlx::query_as(
             "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2)
          ORDER BY organization_id COLLATE \"C\"",
@@ -113,8 +47,7 @@ impl ReadStore for PgPool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await?;
-        Ok(converted(rows))
+        .await
     }
 
     async fn lookup(
@@ -122,7 +55,7 @@ impl ReadStore for PgPool {
         phones: &[&str],
         organization: Option<&str>,
     ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        let rows: Vec<ConsentRow> = sqlx::query_as(
+        sqlx::query_as(
         "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
          FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
          JOIN consent_state AS s ON s.phone_number = k.phone_number
@@ -132,8 +65,7 @@ impl ReadStore for PgPool {
     .bind(phones)
     .bind(organization)
     .fetch_all(self)
-    .await?;
-        Ok(converted(rows))
+    .await
     }
 
     async fn history(
@@ -141,7 +73,7 @@ impl ReadStore for PgPool {
         phone: &str,
         organization: Option<&str>,
     ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+        sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger
@@ -150,12 +82,11 @@ impl ReadStore for PgPool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await?;
-        Ok(converted(rows))
+        .await
     }
 
     async fn changes(&self, after: i64, limit: i64) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        let rows: Vec<LedgerRow> = sqlx::query_as(concat!(
+        sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
@@ -163,8 +94,7 @@ impl ReadStore for PgPool {
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await?;
-        Ok(converted(rows))
+        .await
     }
 
     async fn events(
@@ -186,7 +116,7 @@ impl ReadStore for PgPool {
                 event_type: event_type(&row.body),
                 id: row.id,
                 dedup_key: row.dedup_key,
-                received_at: codec::timestamp(row.received_at),
+                received_at: row.received_at,
                 state: row.state,
                 attempts: row.attempts,
                 last_error: row.last_error,
@@ -195,32 +125,28 @@ impl ReadStore for PgPool {
     }
 
     async fn status(&self) -> Result<Status, sqlx::Error> {
-        let (backlog, quarantined, applied, oldest_pending_at): (
-            i64,
-            i64,
-            i64,
-            Option<DateTime<Utc>>,
-        ) = sqlx::query_as(
-            "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
+        let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<Timestamp>) =
+            sqlx::query_as(
+                "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
                 COUNT(*) FILTER (WHERE state = 'quarantined'),
                 COUNT(*) FILTER (WHERE state = 'applied'),
                 (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
          FROM outbox",
-        )
-        .fetch_one(self)
-        .await?;
+            )
+            .fetch_one(self)
+            .await?;
         let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
                 (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE NOT terminal)",
     )
     .fetch_one(self)
     .await?;
-        let last_error: Option<LastErrorRow> = sqlx::query_as(
+        let last_error = sqlx::query_as(
             "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
         )
         .fetch_optional(self)
         .await?;
-        let reconciliation: Vec<PassRow> = sqlx::query_as(
+        let reconciliation = sqlx::query_as(
             "SELECT organization_id, finished_at, leads_scanned, repaired, error
          FROM reconcile_organizations ORDER BY organization_id COLLATE \"C\"",
         )
@@ -239,21 +165,9 @@ impl ReadStore for PgPool {
             leads,
             messages,
             open_messages,
-            oldest_pending_at: oldest_pending_at.map(codec::timestamp),
-            last_error: last_error.map(|row| LastError {
-                at: codec::timestamp(row.at),
-                message: row.message,
-            }),
-            reconciliation: reconciliation
-                .into_iter()
-                .map(|row| OrganizationPass {
-                    organization_id: row.organization_id,
-                    finished_at: codec::timestamp(row.finished_at),
-                    leads_scanned: row.leads_scanned,
-                    repaired: row.repaired,
-                    error: row.error,
-                })
-                .collect(),
+            oldest_pending_at,
+            last_error,
+            reconciliation,
             reconciliation_in_progress,
             pushes: self.push_counts().await?,
             replicas: Vec::new(),
@@ -280,7 +194,7 @@ impl ReadStore for PgPool {
     }
 
     async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
-        let rows: Vec<RejectedRow> = sqlx::query_as(
+        let rows: Vec<(i64, Timestamp, String, Json<Vec<(String, String)>>, Vec<u8>)> = sqlx::query_as(
         "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
     )
     .fetch_all(self)
@@ -289,7 +203,7 @@ impl ReadStore for PgPool {
             .into_iter()
             .map(|(id, received_at, reason, headers, body)| KeptRejection {
                 id,
-                received_at: codec::timestamp(received_at),
+                received_at,
                 reason,
                 headers: headers.0,
                 body,
@@ -299,7 +213,7 @@ impl ReadStore for PgPool {
 
     async fn push_counts(&self) -> Result<PushCounts, sqlx::Error> {
         // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
-        let row: PushCountsRow = sqlx::query_as(
+        sqlx::query_as(
             "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'sent') AS sent,
                 COUNT(*) FILTER (WHERE state = 'failed') AS failed,
@@ -310,15 +224,7 @@ impl ReadStore for PgPool {
          FROM pushes",
         )
         .fetch_one(self)
-        .await?;
-        Ok(PushCounts {
-            pending: row.pending,
-            sent: row.sent,
-            failed: row.failed,
-            retrying: row.retrying,
-            oldest_pending_at: row.oldest_pending_at.map(codec::timestamp),
-            last_push_error: row.last_push_error,
-        })
+        .await
     }
 
     async fn lead(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
@@ -366,9 +272,9 @@ impl ReadStore for PgPool {
                 "leadId": m.lead_id,
                 "organizationId": m.organization_id,
                 "terminal": m.terminal,
-                "statusAt": codec::timestamp(m.status_at),
+                "statusAt": m.status_at,
                 "source": m.source,
-                "updatedAt": codec::timestamp(m.updated_at),
+                "updatedAt": m.updated_at,
             })
         }))
     }
@@ -397,9 +303,9 @@ impl ReadStore for PgPool {
 struct EventRow {
     id: i64,
     dedup_key: String,
-    received_at: DateTime<Utc>,
+    received_at: Timestamp,
     body: Vec<u8>,
-    state: String,
+    state: OutboxState,
     attempts: i64,
     last_error: Option<String>,
 }
@@ -418,53 +324,18 @@ fn event_type(body: &[u8]) -> Option<String> {
     }
 }
 
-#[derive(sqlx::FromRow)]
-struct LastErrorRow {
-    at: DateTime<Utc>,
-    message: String,
-}
-
-#[derive(sqlx::FromRow)]
-struct PassRow {
-    organization_id: String,
-    finished_at: DateTime<Utc>,
-    leads_scanned: i64,
-    repaired: i64,
-    error: Option<String>,
-}
-
-#[derive(sqlx::FromRow)]
-struct PushCountsRow {
-    pending: i64,
-    sent: i64,
-    failed: i64,
-    retrying: i64,
-    oldest_pending_at: Option<DateTime<Utc>>,
-    last_push_error: Option<String>,
-}
-
-/// A kept refused delivery as stored: id, received_at, reason, headers, body.
-type RejectedRow = (
-    i64,
-    DateTime<Utc>,
-    String,
-    sqlx::types::Json<Vec<(String, String)>>,
-    Vec<u8>,
-);
-
 /// `consent_state` rows set by a ledger entry after `since`, by organization and number.
 fn export_consent_stream(
     pool: &PgPool,
     since: i64,
 ) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
-    sqlx::query_as::<_, ConsentRow>(
+    sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_state WHERE seq > $1
          ORDER BY organization_id COLLATE \"C\", phone_number COLLATE \"C\"",
     )
     .bind(since)
     .fetch(pool)
-    .map_ok(ConsentRecord::from)
 }
 
 /// Ledger entries after `since`, in seq order.
@@ -472,14 +343,13 @@ fn export_ledger_stream(
     pool: &PgPool,
     since: i64,
 ) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
-    sqlx::query_as::<_, LedgerRow>(concat!(
+    sqlx::query_as(concat!(
         "SELECT ",
         ledger_columns!(),
         " FROM ledger WHERE seq > $1 ORDER BY seq"
     ))
     .bind(since)
     .fetch(pool)
-    .map_ok(LedgerEntry::from)
 }
 
 /// The v3 Lead resource, its `globalOptedOut` from the consent state of its number (false
@@ -507,9 +377,9 @@ struct MessageRow {
     lead_id: Option<String>,
     organization_id: Option<String>,
     terminal: bool,
-    status_at: DateTime<Utc>,
-    source: String,
-    updated_at: DateTime<Utc>,
+    status_at: Timestamp,
+    source: Source,
+    updated_at: Timestamp,
 }
 
 impl ExportStore for PgPool {

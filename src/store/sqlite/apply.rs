@@ -15,20 +15,13 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent,
 };
-use crate::model::{Lead, MessageStatus, is_terminal};
+use crate::model::{Lead, MessageStatus, Timestamp, is_terminal};
 use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
 /// Rows per INSERT of leads: 18 parameters each.
 const LEADS_PER_STATEMENT: usize = 1000;
-
-/// A time as stored (RFC 3339 text), read back.
-fn parse_time(text: &str) -> Result<DateTime<Utc>, sqlx::Error> {
-    DateTime::parse_from_rfc3339(text)
-        .map(|t| t.with_timezone(&Utc))
-        .map_err(|e| sqlx::Error::Decode(Box::new(e)))
-}
 
 /// The last entry of the chain, which the next one follows.
 async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, sqlx::Error> {
@@ -83,7 +76,7 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         keys: &[(&str, &str)],
     ) -> Result<Vec<PushedChange>, sqlx::Error> {
-        let rows: Vec<(i64, String, String, bool, String, String, String)> = sqlx::query_as(
+        sqlx::query_as(
             "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
                     p.first_attempt_at, p.last_attempt_at
              FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
@@ -94,20 +87,7 @@ impl ApplyTx for SqliteConnection {
         )
         .bind(codec::json_param(keys)?)
         .fetch_all(&mut *self)
-        .await?;
-        rows.into_iter()
-            .map(|(seq, o, p, out, at, first, last)| {
-                Ok(PushedChange {
-                    seq,
-                    organization_id: o,
-                    phone_number: p,
-                    opted_out: out,
-                    occurred_at: parse_time(&at)?,
-                    first_attempt_at: parse_time(&first)?,
-                    last_attempt_at: parse_time(&last)?,
-                })
-            })
-            .collect()
+        .await
     }
 
     async fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> Result<(), sqlx::Error> {
@@ -123,7 +103,7 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, sqlx::Error> {
-        let rows: Vec<(String, String, String, bool, Option<String>)> = codec::json_rows(
+        let rows: Vec<(String, String, Timestamp, bool, Option<String>)> = codec::json_rows(
             self,
             "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
                                                 json(iif(s.opted_out, 'true', 'false')), s.lead_id))
@@ -135,7 +115,7 @@ impl ApplyTx for SqliteConnection {
         let mut states = HashMap::with_capacity(rows.len());
         for (o, p, at, opted_out, lead_id) in rows {
             let rank = Rank {
-                changed_at: parse_time(&at)?,
+                changed_at: at.at(),
                 opted_out,
             };
             states.insert((o, p), StoredConsent { rank, lead_id });
@@ -173,8 +153,8 @@ impl ApplyTx for SqliteConnection {
             return Ok(seqs);
         }
         let head = chain_head(self).await?;
-        let recorded_at = codec::timestamp(recorded_at);
-        let rows = store::chain_after(entries, &new, head.seq, head.hash, &recorded_at)?;
+        let recorded_at = Timestamp(recorded_at);
+        let rows = store::chain_after(entries, &new, head.seq, head.hash, recorded_at)?;
         for (row, &i) in rows.iter().zip(&new) {
             seqs[i] = Some(row.seq);
         }
@@ -194,8 +174,8 @@ impl ApplyTx for SqliteConnection {
                     .push_bind(e.lead_id)
                     .push_bind(&o.phone_number)
                     .push_bind(o.opted_out)
-                    .push_bind(&c.occurred_at)
-                    .push_bind(&recorded_at)
+                    .push_bind(Timestamp(o.occurred_at))
+                    .push_bind(recorded_at)
                     .push_bind(o.source.as_str())
                     .push_bind(&o.event_ref)
                     .push_bind(e.superseded)

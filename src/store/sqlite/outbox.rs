@@ -1,8 +1,9 @@
 //! The outbox on SQLite, as the worker and `replay` use it.
 
+use crate::model::Timestamp;
 use crate::store::OutboxCounts;
 use crate::store::codec;
-use chrono::{DateTime, Utc};
+
 use sqlx::{SqliteConnection, SqlitePool};
 
 use crate::model::{OutboxStates, StoredDelivery};
@@ -14,7 +15,7 @@ pub(super) async fn pending(
 ) -> Result<Vec<StoredDelivery>, sqlx::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
-    let mut rows: Vec<(i64, String, String, String)> = codec::json_rows(
+    let mut rows: Vec<(i64, String, Timestamp, String)> = codec::json_rows(
         conn,
         "SELECT json_group_array(json_array(id, dedup_key, received_at, hex(body)))
          FROM (SELECT id, dedup_key, received_at, body FROM outbox
@@ -25,14 +26,11 @@ pub(super) async fn pending(
     rows.sort_unstable_by_key(|(id, ..)| *id);
     rows.into_iter()
         .map(|(id, dedup_key, received_at, body)| {
-            let received_at = DateTime::parse_from_rfc3339(&received_at)
-                .map(|t| t.with_timezone(&Utc))
-                .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
             let body = hex::decode(&body).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
             Ok(StoredDelivery {
                 id,
                 dedup_key,
-                received_at,
+                received_at: received_at.at(),
                 body,
             })
         })

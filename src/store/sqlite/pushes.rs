@@ -1,5 +1,6 @@
 //! The push queue on SQLite: local changes on their way to the service.
 
+use crate::model::Timestamp;
 use crate::store::PushStore;
 use crate::store::codec;
 use chrono::{DateTime, Utc};
@@ -77,12 +78,10 @@ impl PushStore for SqlitePool {
     }
 
     async fn next_push_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        let next: Option<String> =
+        let next: Option<Timestamp> =
             sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
                 .fetch_one(self)
                 .await?;
-        Ok(next
-            .and_then(|t| DateTime::parse_from_rfc3339(&t).ok())
-            .map(|t| t.with_timezone(&Utc)))
+        Ok(next.map(Timestamp::at))
     }
 }

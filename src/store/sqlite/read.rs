@@ -11,7 +11,7 @@ use serde_json::Value;
 use sqlx::SqlitePool;
 
 use crate::model::{
-    Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent,
+    Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp,
 };
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
@@ -109,7 +109,7 @@ impl ReadStore for SqlitePool {
     }
 
     async fn status(&self) -> Result<Status, sqlx::Error> {
-        let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<String>) =
+        let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<Timestamp>) =
         sqlx::query_as(
             "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
                 COALESCE(SUM(state = 'applied'), 0),
@@ -160,27 +160,29 @@ impl ReadStore for SqlitePool {
     }
 
     async fn backlog(&self) -> Result<Backlog, sqlx::Error> {
-        let (pending, oldest, quarantined, pushes_pending): (i64, Option<String>, i64, i64) =
-            sqlx::query_as(
-                "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
+        let (pending, oldest_pending_at, quarantined, pushes_pending): (
+            i64,
+            Option<Timestamp>,
+            i64,
+            i64,
+        ) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
                     (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
                     (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
                     (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-            )
-            .fetch_one(self)
-            .await?;
+        )
+        .fetch_one(self)
+        .await?;
         Ok(Backlog {
             pending,
-            oldest_pending_at: oldest
-                .and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok())
-                .map(|t| t.to_utc()),
+            oldest_pending_at: oldest_pending_at.map(Timestamp::at),
             quarantined,
             pushes_pending,
         })
     }
 
     async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
-        let rows: Vec<(i64, String, String, String, Vec<u8>)> = sqlx::query_as(
+        let rows: Vec<(i64, Timestamp, String, String, Vec<u8>)> = sqlx::query_as(
         "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
     )
     .fetch_all(self)

@@ -27,26 +27,13 @@ impl RetentionStore for SqlitePool {
     }
 
     async fn scan_outbox(&self, after: i64, limit: i64) -> Result<Vec<OutboxHead>, sqlx::Error> {
-        let rows: Vec<(i64, String, String, Vec<u8>)> = sqlx::query_as(
+        sqlx::query_as(
             "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
         )
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await?;
-        rows.into_iter()
-            .map(|(id, received_at, state, body)| {
-                let received_at = chrono::DateTime::parse_from_rfc3339(&received_at)
-                    .map(|t| t.with_timezone(&chrono::Utc))
-                    .map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
-                Ok(OutboxHead {
-                    id,
-                    received_at,
-                    state,
-                    body,
-                })
-            })
-            .collect()
+        .await
     }
 
     async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error> {

@@ -96,7 +96,7 @@ pub async fn lookup(
         current: current
             .into_iter()
             .map(|record| CurrentRow {
-                ago: views::ago(&record.changed_at, now),
+                ago: views::ago(record.changed_at, now),
                 change_href: format!(
                     "/change?phoneNumber={}&organizationId={}&optedOut={}",
                     query_value(&record.phone_number),

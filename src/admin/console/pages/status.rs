@@ -47,9 +47,7 @@ pub async fn status(
     let rows = ledger::deliveries_per_minute(&state.pool, since).await?;
     let apply_lag = match &status.oldest_pending_at {
         None => "none: nothing is waiting".to_owned(),
-        Some(oldest) => chrono::DateTime::parse_from_rfc3339(oldest)
-            .map(|t| views::duration((now - t.to_utc()).as_seconds_f64().max(0.0)))
-            .unwrap_or_else(|_| oldest.clone()),
+        Some(oldest) => views::duration((now - oldest.at()).as_seconds_f64().max(0.0)),
     };
     let page = StatusPage {
         frame: Frame::of(&session, "status"),

@@ -1,0 +1,316 @@
+//! Values that cross the storage boundary typed: a time as the ledger shows it, and the
+//! closed sets of words the database keeps as text (sources, outbox and push states).
+//!
+//! Each type binds and decodes on both backends, so a statement that is the same text in
+//! both dialects can be written once and its results need no second parse.
+
+use std::fmt;
+use std::str::FromStr;
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use sqlx::encode::IsNull;
+use sqlx::error::BoxDynError;
+use sqlx::postgres::{PgHasArrayType, PgTypeInfo};
+use sqlx::{Database, Decode, Encode, Postgres, Sqlite, Type};
+
+/// An instant as the ledger shows and SQLite stores it: RFC 3339, UTC, milliseconds, `Z`
+/// (`2026-11-21T10:00:00.000Z`). On PostgreSQL it is a `timestamptz`. Text that sorts as
+/// the instants do, so SQLite compares stored times as text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Timestamp(pub DateTime<Utc>);
+
+impl Timestamp {
+    pub fn now() -> Self {
+        Self(Utc::now())
+    }
+
+    pub fn at(self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
+impl From<DateTime<Utc>> for Timestamp {
+    fn from(at: DateTime<Utc>) -> Self {
+        Self(at)
+    }
+}
+
+impl From<Timestamp> for DateTime<Utc> {
+    fn from(at: Timestamp) -> Self {
+        at.0
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+    }
+}
+
+impl FromStr for Timestamp {
+    type Err = chrono::ParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        DateTime::parse_from_rfc3339(text).map(|at| Self(at.to_utc()))
+    }
+}
+
+/// A time equals the text the ledger shows for it.
+impl PartialEq<&str> for Timestamp {
+    fn eq(&self, text: &&str) -> bool {
+        self.to_string() == *text
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+impl Type<Sqlite> for Timestamp {
+    fn type_info() -> <Sqlite as Database>::TypeInfo {
+        <String as Type<Sqlite>>::type_info()
+    }
+
+    fn compatible(ty: &<Sqlite as Database>::TypeInfo) -> bool {
+        <DateTime<Utc> as Type<Sqlite>>::compatible(ty)
+    }
+}
+
+impl<'q> Encode<'q, Sqlite> for Timestamp {
+    fn encode_by_ref(
+        &self,
+        buf: &mut <Sqlite as Database>::ArgumentBuffer<'q>,
+    ) -> Result<IsNull, BoxDynError> {
+        <String as Encode<'q, Sqlite>>::encode(self.to_string(), buf)
+    }
+}
+
+impl<'r> Decode<'r, Sqlite> for Timestamp {
+    fn decode(value: <Sqlite as Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
+        <DateTime<Utc> as Decode<'r, Sqlite>>::decode(value).map(Self)
+    }
+}
+
+impl Type<Postgres> for Timestamp {
+    fn type_info() -> PgTypeInfo {
+        <DateTime<Utc> as Type<Postgres>>::type_info()
+    }
+
+    fn compatible(ty: &PgTypeInfo) -> bool {
+        <DateTime<Utc> as Type<Postgres>>::compatible(ty)
+    }
+}
+
+impl PgHasArrayType for Timestamp {
+    fn array_type_info() -> PgTypeInfo {
+        <DateTime<Utc> as PgHasArrayType>::array_type_info()
+    }
+}
+
+impl<'q> Encode<'q, Postgres> for Timestamp {
+    fn encode_by_ref(
+        &self,
+        buf: &mut <Postgres as Database>::ArgumentBuffer<'q>,
+    ) -> Result<IsNull, BoxDynError> {
+        <DateTime<Utc> as Encode<'q, Postgres>>::encode_by_ref(&self.0, buf)
+    }
+}
+
+impl<'r> Decode<'r, Postgres> for Timestamp {
+    fn decode(value: <Postgres as Database>::ValueRef<'r>) -> Result<Self, BoxDynError> {
+        <DateTime<Utc> as Decode<'r, Postgres>>::decode(value).map(Self)
+    }
+}
+
+/// A word the database keeps as text that is not one of the enum's.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {what} {found:?}")]
+pub struct UnknownWord {
+    pub what: &'static str,
+    pub found: String,
+}
+
+/// A closed set of words kept as text: `as_str`, `FromStr`, `Display`, serde, and sqlx on
+/// any backend that stores text.
+macro_rules! text_enum {
+    ($(#[$meta:meta])* $vis:vis enum $name:ident ($what:literal) {
+        $($(#[$vmeta:meta])* $variant:ident = $word:literal,)+
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        $vis enum $name {
+            $($(#[$vmeta])* $variant,)+
+        }
+
+        impl $name {
+            /// Every word, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)+
+                }
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::model::typed::UnknownWord;
+
+            fn from_str(word: &str) -> Result<Self, Self::Err> {
+                match word {
+                    $($word => Ok($name::$variant),)+
+                    other => Err($crate::model::typed::UnknownWord {
+                        what: $what,
+                        found: other.to_owned(),
+                    }),
+                }
+            }
+        }
+
+        /// A word equals its text.
+        impl PartialEq<&str> for $name {
+            fn eq(&self, word: &&str) -> bool {
+                self.as_str() == *word
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let word = <::std::borrow::Cow<'de, str>>::deserialize(deserializer)?;
+                word.parse().map_err(::serde::de::Error::custom)
+            }
+        }
+
+        impl<DB: ::sqlx::Database> ::sqlx::Type<DB> for $name
+        where
+            str: ::sqlx::Type<DB>,
+        {
+            fn type_info() -> DB::TypeInfo {
+                <str as ::sqlx::Type<DB>>::type_info()
+            }
+
+            fn compatible(ty: &DB::TypeInfo) -> bool {
+                <str as ::sqlx::Type<DB>>::compatible(ty)
+            }
+        }
+
+        impl<'q, DB: ::sqlx::Database> ::sqlx::Encode<'q, DB> for $name
+        where
+            &'q str: ::sqlx::Encode<'q, DB>,
+        {
+            fn encode_by_ref(
+                &self,
+                buf: &mut DB::ArgumentBuffer<'q>,
+            ) -> Result<::sqlx::encode::IsNull, ::sqlx::error::BoxDynError> {
+                <&'q str as ::sqlx::Encode<'q, DB>>::encode(self.as_str(), buf)
+            }
+        }
+
+        impl<'r, DB: ::sqlx::Database> ::sqlx::Decode<'r, DB> for $name
+        where
+            &'r str: ::sqlx::Decode<'r, DB>,
+        {
+            fn decode(value: DB::ValueRef<'r>) -> Result<Self, ::sqlx::error::BoxDynError> {
+                let word = <&'r str as ::sqlx::Decode<'r, DB>>::decode(value)?;
+                Ok(word.parse()?)
+            }
+        }
+    };
+}
+
+text_enum! {
+    /// Where a consent observation comes from (the contract's `source`).
+    pub enum Source("source") {
+        Webhook = "webhook",
+        Reconcile = "reconcile",
+        Local = "local",
+    }
+}
+
+text_enum! {
+    /// Where an outbox row is: waiting for the worker, applied, or kept aside because it
+    /// does not parse or apply.
+    pub enum OutboxState("outbox state") {
+        Pending = "pending",
+        Applied = "applied",
+        Quarantined = "quarantined",
+    }
+}
+
+text_enum! {
+    /// A local change's push to the service.
+    pub enum PushState("push state") {
+        Pending = "pending",
+        Sent = "sent",
+        Failed = "failed",
+        /// A newer change of the same number was queued before this one was sent.
+        Superseded = "superseded",
+    }
+}
+
+text_enum! {
+    /// A subscriber as `GET /v1/subscribers` shows it.
+    pub enum SubscriberStatus("subscriber state") {
+        Active = "active",
+        /// The last attempt failed; the next is scheduled.
+        Retrying = "retrying",
+        /// Answered 410: nothing is sent until a replay.
+        Disabled = "disabled",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timestamp_shows_as_the_ledger_stores_it_and_reads_back() {
+        let at: Timestamp = "2026-11-21T10:00:00.123456+02:00"
+            .parse()
+            .expect("rfc 3339");
+        assert_eq!(at.to_string(), "2026-11-21T08:00:00.123Z");
+        let json = serde_json::to_string(&at).expect("serialize");
+        assert_eq!(json, r#""2026-11-21T08:00:00.123Z""#);
+        let back: Timestamp = serde_json::from_str(&json).expect("deserialize");
+        assert_eq!(back.to_string(), at.to_string());
+        assert!("yesterday".parse::<Timestamp>().is_err());
+    }
+
+    #[test]
+    fn a_word_outside_the_set_is_refused_naming_what_it_is() {
+        assert_eq!("local".parse::<Source>(), Ok(Source::Local));
+        let error = "carrier pigeon"
+            .parse::<Source>()
+            .expect_err("not a source");
+        assert_eq!(error.to_string(), r#"unknown source "carrier pigeon""#);
+        for state in OutboxState::ALL {
+            assert_eq!(state.as_str().parse::<OutboxState>(), Ok(*state));
+        }
+        assert_eq!(
+            serde_json::to_string(&PushState::Superseded).expect("serialize"),
+            r#""superseded""#
+        );
+    }
+}
