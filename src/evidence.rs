@@ -106,7 +106,7 @@ pub async fn bundle(
     phone: &str,
     organization: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<Option<Bundle>, sqlx::Error> {
+) -> Result<Option<Bundle>, crate::store::Error> {
     let pool = pool.into();
     // The head first: every entry of the bundle is at or below it.
     let chain_head = chain::head(&pool).await?;

@@ -30,7 +30,7 @@ pub enum Format {
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
     #[error("reading the database: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
     #[error("writing the export: {0}")]
     Io(#[from] std::io::Error),
     #[error("encoding a record: {0}")]
@@ -125,7 +125,7 @@ fn write_csv_line<S: AsRef<str>>(out: &mut impl Write, fields: &[S]) -> std::io:
 
 /// Writes `rows` as they come.
 async fn write_rows<T>(
-    rows: impl Stream<Item = Result<T, sqlx::Error>>,
+    rows: impl Stream<Item = Result<T, crate::store::Error>>,
     format: Format,
     out: &mut impl Write,
 ) -> Result<u64, ExportError>

@@ -33,7 +33,7 @@ pub enum LeaseError {
     #[error(transparent)]
     Held(#[from] Held),
     #[error("cannot read or write leases: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
 }
 
 /// Leases held together, renewed in the background until dropped or released.
@@ -116,7 +116,7 @@ impl Leases {
     }
 
     /// Gives the leases back at once (dropping them lets them lapse instead).
-    pub async fn release(self) -> Result<(), sqlx::Error> {
+    pub async fn release(self) -> Result<(), crate::store::Error> {
         self.pool.release_leases(&self.names, &self.holder).await
     }
 }
@@ -163,7 +163,7 @@ async fn renew_once(
     names: &[String],
     holder: &str,
     term: Term,
-) -> Result<Renewal, sqlx::Error> {
+) -> Result<Renewal, crate::store::Error> {
     let ttl_ms = term.ttl_ms();
     let taken_over = pool.renew_leases(names, holder, ttl_ms).await?;
     Ok(taken_over.map_or(Renewal::Renewed, Renewal::TakenOver))

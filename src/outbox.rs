@@ -237,7 +237,7 @@ impl Writer {
     async fn write(
         &mut self,
         batch: &[Command],
-    ) -> Result<(Written, Result<(), sqlx::Error>), sqlx::Error> {
+    ) -> Result<(Written, Result<(), crate::store::Error>), crate::store::Error> {
         let state = self.state.clone();
         let account_sync = self.settings.consent.account_sync;
         let mut last_id = self.last_id;
@@ -278,16 +278,12 @@ impl Writer {
         self.last_id = None;
     }
 
-    async fn connection(&mut self) -> Result<&mut Connection, sqlx::Error> {
-        if self.conn.is_none() {
-            let conn = crate::store::connection(&self.settings)
-                .await
-                .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
-            self.conn = Some(conn);
-        }
-        self.conn
-            .as_mut()
-            .ok_or_else(|| sqlx::Error::Protocol("no connection".into()))
+    async fn connection(&mut self) -> Result<&mut Connection, crate::store::Error> {
+        let conn = match self.conn.take() {
+            Some(conn) => conn,
+            None => crate::store::connection(&self.settings).await?,
+        };
+        Ok(self.conn.insert(conn))
     }
 }
 
@@ -302,7 +298,7 @@ async fn write_and_apply(
     batch: &[Command],
     last_id: &mut Option<i64>,
     account_sync: bool,
-) -> Result<(Vec<Option<Committed>>, Outcome), sqlx::Error> {
+) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
     let mut tentative = *last_id;
     let mut tx = conn.begin_write().await?;
     let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
@@ -341,7 +337,7 @@ async fn write_deliveries<C: IngestStore>(
     conn: &mut C,
     batch: &[Command],
     last_id: &mut Option<i64>,
-) -> Result<Vec<Option<Committed>>, sqlx::Error> {
+) -> Result<Vec<Option<Committed>>, crate::store::Error> {
     let ids = conn.insert_deliveries(&fresh(batch), last_id).await?;
     results(batch, &ids)
 }
@@ -363,17 +359,19 @@ fn fresh(batch: &[Command]) -> Vec<&Delivery> {
 fn results(
     batch: &[Command],
     ids: &HashMap<String, (i64, bool)>,
-) -> Result<Vec<Option<Committed>>, sqlx::Error> {
+) -> Result<Vec<Option<Committed>>, crate::store::Error> {
     let mut seen: HashSet<&str> = HashSet::new();
     batch
         .iter()
         .map(|command| match command {
             Command::Commit(d, _) => {
                 let key = d.dedup_key.as_str();
-                let (id, new) = ids
-                    .get(key)
-                    .copied()
-                    .ok_or_else(|| sqlx::Error::Protocol(format!("no outbox row for {key}")))?;
+                let (id, new) =
+                    ids.get(key)
+                        .copied()
+                        .ok_or_else(|| crate::store::Error::OutboxRowMissing {
+                            key: key.to_owned(),
+                        })?;
                 let first_here = seen.insert(key);
                 Ok(Some(if new && first_here {
                     Committed::Accepted(id)
@@ -406,7 +404,7 @@ fn others(batch: &[Command]) -> Others<'_> {
 }
 
 /// Unapplied rows in the outbox.
-pub async fn count_pending(pool: &Pool) -> Result<u64, sqlx::Error> {
+pub async fn count_pending(pool: &Pool) -> Result<u64, crate::store::Error> {
     let backlog = crate::ledger::backlog(pool).await?;
     Ok(u64::try_from(backlog.pending).unwrap_or(0))
 }

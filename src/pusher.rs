@@ -61,7 +61,10 @@ impl Pusher {
     }
 
     /// Attempts the oldest push due at `now`; `None` when nothing is due.
-    pub async fn try_push(&self, now: DateTime<Utc>) -> Result<Option<Attempted>, sqlx::Error> {
+    pub async fn try_push(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Option<Attempted>, crate::store::Error> {
         // Counting the attempt before sending is what lets a webhook that arrives before
         // the answer be recognised as an echo, and a crash mid-attempt still counts.
         let due = self.pool.take_due_pushes(now).await?;
@@ -187,7 +190,7 @@ impl Pusher {
     }
 
     /// The earliest time a pending push is due, if any.
-    async fn next_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
+    async fn next_due(&self) -> Result<Option<DateTime<Utc>>, crate::store::Error> {
         self.pool.next_push_due().await
     }
 
@@ -267,6 +270,6 @@ impl From<ClientError> for PushError {
     }
 }
 
-pub async fn counts(pool: impl Into<Pool>) -> Result<PushCounts, sqlx::Error> {
+pub async fn counts(pool: impl Into<Pool>) -> Result<PushCounts, crate::store::Error> {
     (pool.into()).push_counts().await
 }

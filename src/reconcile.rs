@@ -112,7 +112,7 @@ pub enum PassRefused {
     #[error("another reconciliation pass is running: {0}")]
     Running(lease::Held),
     #[error("cannot take the pass's leases: {0}")]
-    Database(sqlx::Error),
+    Database(crate::store::Error),
 }
 
 /// Why an organization's leads pass ended early.
@@ -121,7 +121,7 @@ enum LeadsPassError {
     #[error(transparent)]
     Client(#[from] ClientError),
     #[error(transparent)]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
     #[error("fetching a page: {0}")]
     Fetch(#[from] tokio::task::JoinError),
     /// v2 answered 422: it pages no deeper than 100,000 objects.
@@ -367,7 +367,7 @@ impl Reconciler {
     /// A connection for one leads pass. On SQLite it has a bounded page cache
     /// ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own, its cache going with it
     /// at the end.
-    async fn pass_connection(&self) -> Result<Connection, sqlx::Error> {
+    async fn pass_connection(&self) -> Result<Connection, crate::store::Error> {
         self.pool
             .bulk_connection(PAGE_CACHE_KIB, PASS_CHECKPOINT_PAGES)
             .await
@@ -419,7 +419,7 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
         message: String,
-    ) -> Result<LeadsPassError, sqlx::Error> {
+    ) -> Result<LeadsPassError, crate::store::Error> {
         let describe = |scanned| LeadsPassError::DepthLimit { scanned, message };
         self.pool
             .end_with_error(pass_id, organization, Utc::now(), describe)
@@ -431,7 +431,7 @@ impl Reconciler {
         &self,
         pass_id: &str,
         organization: &str,
-    ) -> Result<Option<String>, sqlx::Error> {
+    ) -> Result<Option<String>, crate::store::Error> {
         self.pool
             .checkpoint(pass_id, organization, Utc::now())
             .await
@@ -450,7 +450,7 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
         page: &LeadsPage,
-    ) -> Result<PageApplied, sqlx::Error> {
+    ) -> Result<PageApplied, crate::store::Error> {
         let LeadsPage {
             leads,
             fetched_at,
@@ -524,7 +524,7 @@ impl Reconciler {
         Ok(())
     }
 
-    async fn record_pass(&self, summary: &PassSummary) -> Result<(), sqlx::Error> {
+    async fn record_pass(&self, summary: &PassSummary) -> Result<(), crate::store::Error> {
         let json = codec::json_param(summary)?;
         let pass = PassRecord {
             id: &summary.id,
@@ -540,7 +540,7 @@ impl Reconciler {
         pass_id: &str,
         organization: &str,
         error: &str,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         self.pool
             .organization_failed(pass_id, organization, Utc::now(), error)
             .await

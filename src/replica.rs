@@ -60,13 +60,13 @@ impl Replica {
     }
 
     /// Says this replica is alive; forgets replicas long gone.
-    pub async fn heartbeat(&self) -> Result<(), sqlx::Error> {
+    pub async fn heartbeat(&self) -> Result<(), crate::store::Error> {
         let (name, forget) = (&self.name, FORGOTTEN_AFTER_MS);
         self.pool.heartbeat(name, forget).await
     }
 
     /// The leader's lease if it is free (or already ours); `None` while another leads.
-    pub async fn try_lead(&self) -> Result<Option<Leases>, sqlx::Error> {
+    pub async fn try_lead(&self) -> Result<Option<Leases>, crate::store::Error> {
         let names = vec![LEADER_LEASE.to_owned()];
         match Leases::acquire_for(self.pool.clone(), names, &self.name, self.lease).await {
             Ok(lease) => Ok(Some(lease)),
@@ -150,7 +150,7 @@ impl Replica {
 }
 
 /// The replicas heard from in the last minute, and which one leads.
-pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, sqlx::Error> {
+pub async fn seen(pool: impl Into<Pool>) -> Result<Vec<ReplicaSeen>, crate::store::Error> {
     let rows = (pool.into()).replicas(LEADER_LEASE, LISTED_FOR_MS).await?;
     Ok(rows
         .into_iter()

@@ -136,7 +136,11 @@ impl Pruner {
     }
 
     /// One pass over both kinds of deliveries, then the finished messages.
-    pub async fn prune(&self, now: DateTime<Utc>, dry_run: bool) -> Result<Pruned, sqlx::Error> {
+    pub async fn prune(
+        &self,
+        now: DateTime<Utc>,
+        dry_run: bool,
+    ) -> Result<Pruned, crate::store::Error> {
         let mut pruned = Pruned::default();
         let days = |d: u32| chrono::Duration::days(i64::from(d));
         for (kind, cutoff) in [
@@ -170,7 +174,7 @@ impl Pruner {
         cutoff: DateTime<Utc>,
         dry_run: bool,
         pruned: &mut Pruned,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         let key = kind.cursor_key();
         let mut cursor: i64 = match self.pool.state(key).await? {
             Some(text) => text.parse().unwrap_or(0),
@@ -221,7 +225,7 @@ impl Pruner {
         cutoff: DateTime<Utc>,
         dry_run: bool,
         pruned: &mut Pruned,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         if dry_run {
             pruned.messages += self.pool.count_finished_messages(cutoff).await?;
             return Ok(());
@@ -244,7 +248,7 @@ impl Pruner {
     }
 
     /// SQLite: the incremental vacuum, a step at a time; PostgreSQL reuses freed space.
-    async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), sqlx::Error> {
+    async fn give_space_back(&self, pruned: &mut Pruned) -> Result<(), crate::store::Error> {
         let mut free = self.pool.free_pages().await?;
         while free > 0 {
             let started = std::time::Instant::now();
@@ -332,7 +336,7 @@ impl Batch {
 }
 
 /// The receipt time up to which applied consent deliveries have been pruned, if any were.
-pub async fn consent_pruned_before(pool: &Pool) -> Result<Option<String>, sqlx::Error> {
+pub async fn consent_pruned_before(pool: &Pool) -> Result<Option<String>, crate::store::Error> {
     pool.state(CONSENT_PRUNED_BEFORE).await
 }
 

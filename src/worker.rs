@@ -54,14 +54,18 @@ impl Worker {
     }
 
     /// Applies at most `limit` pending rows in one transaction.
-    pub async fn try_execute_task(&self, limit: i64) -> Result<Outcome, sqlx::Error> {
+    pub async fn try_execute_task(&self, limit: i64) -> Result<Outcome, crate::store::Error> {
         self.attempt(limit, &mut Vec::new()).await
     }
 
     /// [`Worker::try_execute_task`], telling in `claimed` which rows the batch took (none
     /// when it failed before taking any), so that a failure is counted against its row.
     #[tracing::instrument(name = "apply_batch", skip_all, fields(limit = limit, rows = tracing::field::Empty))]
-    async fn attempt(&self, limit: i64, claimed: &mut Vec<i64>) -> Result<Outcome, sqlx::Error> {
+    async fn attempt(
+        &self,
+        limit: i64,
+        claimed: &mut Vec<i64>,
+    ) -> Result<Outcome, crate::store::Error> {
         claimed.clear();
         let now = Utc::now();
         let outcome = {
@@ -97,7 +101,7 @@ impl Worker {
         tx: &mut T,
         rows: Vec<StoredDelivery>,
         now: DateTime<Utc>,
-    ) -> Result<Outcome, sqlx::Error> {
+    ) -> Result<Outcome, crate::store::Error> {
         let pending: Vec<Pending> = rows
             .into_iter()
             .map(|row| Pending {
@@ -119,7 +123,7 @@ impl Worker {
 
     /// Applies until the outbox is empty, with as many loops as [`Worker::run`]; for tests,
     /// `replay` and benchmarks.
-    pub async fn drain(&self) -> Result<Outcome, sqlx::Error> {
+    pub async fn drain(&self) -> Result<Outcome, crate::store::Error> {
         let loops = (0..self.loops()).map(|_| self.drain_in_order());
         let mut total = Outcome::default();
         for outcome in futures::future::try_join_all(loops).await? {
@@ -132,7 +136,7 @@ impl Worker {
     /// Applies until the outbox is empty with one loop, batch after batch in id order, as
     /// on SQLite. The loops of [`Worker::drain`] on PostgreSQL may split a batch, and commit
     /// order then decides the seqs: this is for comparisons that need the same seqs.
-    pub async fn drain_in_order(&self) -> Result<Outcome, sqlx::Error> {
+    pub async fn drain_in_order(&self) -> Result<Outcome, crate::store::Error> {
         let mut total = Outcome::default();
         loop {
             let outcome = self.try_execute_task(BATCH).await?;
@@ -207,7 +211,7 @@ impl Worker {
         }
     }
 
-    async fn record_failure(&self, id: i64, error: &str) -> Result<(), sqlx::Error> {
+    async fn record_failure(&self, id: i64, error: &str) -> Result<(), crate::store::Error> {
         let quarantined = self.pool.record_failure(id, error, MAX_ATTEMPTS).await?;
         if let Some(id) = quarantined {
             tracing::warn!(
@@ -221,12 +225,18 @@ impl Worker {
 }
 
 /// Puts rows back in the pending state so a worker applies them again; returns their ids.
-pub async fn requeue(pool: impl Into<Pool>, selection: Requeue) -> Result<Vec<i64>, sqlx::Error> {
+pub async fn requeue(
+    pool: impl Into<Pool>,
+    selection: Requeue,
+) -> Result<Vec<i64>, crate::store::Error> {
     (pool.into()).requeue(selection).await
 }
 
 /// How the outbox rows `ids` stand now.
-pub async fn states(pool: impl Into<Pool>, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
+pub async fn states(
+    pool: impl Into<Pool>,
+    ids: &[i64],
+) -> Result<OutboxStates, crate::store::Error> {
     (pool.into()).outbox_states(ids).await
 }
 
@@ -236,7 +246,7 @@ pub async fn settled(
     pool: impl Into<Pool>,
     ids: &[i64],
     within: Duration,
-) -> Result<OutboxStates, sqlx::Error> {
+) -> Result<OutboxStates, crate::store::Error> {
     let pool = pool.into();
     let deadline = tokio::time::Instant::now() + within;
     loop {

@@ -22,7 +22,7 @@ pub enum AdminError {
     #[error("{0}")]
     TooLarge(String),
     #[error("the database is unavailable")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
 }
 
 impl AdminError {

@@ -32,7 +32,7 @@ pub async fn apply<T: ApplyTx + ?Sized>(
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
     states: ConsentStates,
-) -> Result<Vec<ConsentApplied>, sqlx::Error> {
+) -> Result<Vec<ConsentApplied>, crate::store::Error> {
     if observations.is_empty() {
         return Ok(Vec::new());
     }

@@ -31,7 +31,7 @@ impl EchoMatcher {
     pub async fn load<T: ApplyTx + ?Sized>(
         tx: &mut T,
         keys: &[(&str, &str)],
-    ) -> Result<Self, sqlx::Error> {
+    ) -> Result<Self, crate::store::Error> {
         if keys.is_empty() {
             return Ok(Self::default());
         }
@@ -46,7 +46,7 @@ impl EchoMatcher {
         &mut self,
         tx: &mut T,
         observation: &ConsentObservation,
-    ) -> Result<Option<Echo>, sqlx::Error> {
+    ) -> Result<Option<Echo>, crate::store::Error> {
         let found = self.candidates.iter().position(|c| {
             c.organization_id == observation.organization_id
                 && c.phone_number == observation.phone_number

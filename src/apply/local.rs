@@ -28,7 +28,7 @@ pub enum LocalError {
     #[error("{0}")]
     Invalid(String),
     #[error("cannot record the change: {0}")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
 }
 
 /// A recorded local change.

@@ -76,7 +76,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     rows: &[Pending],
     now: DateTime<Utc>,
     account_sync: bool,
-) -> Result<Outcome, sqlx::Error> {
+) -> Result<Outcome, crate::store::Error> {
     if rows.is_empty() {
         return Ok(Outcome::default());
     }
@@ -138,7 +138,7 @@ async fn plan<T: ApplyTx + ?Sized>(
     tx: &mut T,
     rows: &[Pending],
     account_sync: bool,
-) -> Result<Plan, sqlx::Error> {
+) -> Result<Plan, crate::store::Error> {
     let consent: Vec<&ConsentEvent> = rows
         .iter()
         .filter_map(|row| match &row.event {
@@ -214,7 +214,7 @@ impl Known {
         tx: &mut T,
         consent: &[&ConsentEvent],
         account_sync: bool,
-    ) -> Result<Self, sqlx::Error> {
+    ) -> Result<Self, crate::store::Error> {
         let unresolved: Vec<&str> = consent
             .iter()
             .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
@@ -292,7 +292,7 @@ pub async fn statuses<T: ApplyTx + ?Sized>(
     tx: &mut T,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
+) -> Result<u64, crate::store::Error> {
     tx.apply_statuses(observations, now).await
 }
 
@@ -313,7 +313,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     pass_id: &str,
     leads: &[Lead],
     fetched_at: DateTime<Utc>,
-) -> Result<PageApplied, sqlx::Error> {
+) -> Result<PageApplied, crate::store::Error> {
     let keys: Vec<(&str, &str)> = leads
         .iter()
         .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
@@ -378,7 +378,7 @@ pub async fn consent<T: ApplyTx + ?Sized>(
     tx: &mut T,
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
-) -> Result<Vec<ConsentApplied>, sqlx::Error> {
+) -> Result<Vec<ConsentApplied>, crate::store::Error> {
     let keys: Vec<(&str, &str)> = observations
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
@@ -391,7 +391,7 @@ pub async fn consent<T: ApplyTx + ?Sized>(
 pub(crate) async fn locked_states<T: ApplyTx + ?Sized>(
     tx: &mut T,
     keys: &[(&str, &str)],
-) -> Result<crate::model::ConsentStates, sqlx::Error> {
+) -> Result<crate::model::ConsentStates, crate::store::Error> {
     let mut phones: Vec<&str> = keys.iter().map(|(_, phone)| *phone).collect();
     phones.sort_unstable();
     phones.dedup();

@@ -31,7 +31,7 @@ impl ConsentDifferences {
 pub async fn consent_differences(
     pool: &SqlitePool,
     leads: &[Lead],
-) -> Result<ConsentDifferences, sqlx::Error> {
+) -> Result<ConsentDifferences, crate::store::Error> {
     let rows: Vec<(String, Option<String>, String, bool)> = sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out FROM consent_current",
     )

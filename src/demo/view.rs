@@ -42,7 +42,10 @@ pub struct Row {
 
 impl Row {
     /// Reads the sandbox's counters and truth, then the daemon's database.
-    pub async fn read(sandbox: &RunningSandbox, pool: &SqlitePool) -> Result<Row, sqlx::Error> {
+    pub async fn read(
+        sandbox: &RunningSandbox,
+        pool: &SqlitePool,
+    ) -> Result<Row, crate::store::Error> {
         let webhooks = sandbox.delivery_counts();
         let leads = sandbox.leads();
         let status = ledger::status(pool).await?;
@@ -106,10 +109,10 @@ pub fn header() -> String {
 }
 
 /// Reconciliation passes recorded and the consent differences they repaired.
-async fn passes(pool: &SqlitePool) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as(
+async fn passes(pool: &SqlitePool) -> Result<(i64, i64), crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT COUNT(*), COALESCE(SUM(summary ->> '$.repaired'), 0) FROM reconcile_passes",
     )
     .fetch_one(pool)
-    .await
+    .await?)
 }

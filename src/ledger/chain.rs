@@ -14,7 +14,9 @@ pub const HEAD_LOG_INTERVAL: std::time::Duration = std::time::Duration::from_sec
 
 /// Walks the whole chain in `seq` order: `Ok(head)` when every entry matches its hash,
 /// `Err(break)` naming the first that does not.
-pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, sqlx::Error> {
+pub async fn verify(
+    pool: impl Into<Pool>,
+) -> Result<Result<ChainHead, Break>, crate::store::Error> {
     let pool = pool.into();
     let mut walk = Walk::default();
     loop {
@@ -30,7 +32,7 @@ pub async fn verify(pool: impl Into<Pool>) -> Result<Result<ChainHead, Break>, s
 }
 
 /// The last entry and its hash, as stored (not checked: see [`verify`]).
-pub async fn head(pool: impl Into<Pool>) -> Result<ChainHead, sqlx::Error> {
+pub async fn head(pool: impl Into<Pool>) -> Result<ChainHead, crate::store::Error> {
     (pool.into()).chain_head().await
 }
 

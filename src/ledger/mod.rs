@@ -26,7 +26,7 @@ pub async fn current(
     pool: impl Into<Pool>,
     phone: &str,
     organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+) -> Result<Vec<ConsentRecord>, crate::store::Error> {
     (pool.into()).current(phone, organization).await
 }
 
@@ -36,7 +36,7 @@ pub async fn lookup(
     pool: impl Into<Pool>,
     phones: &[&str],
     organization: Option<&str>,
-) -> Result<Vec<ConsentRecord>, sqlx::Error> {
+) -> Result<Vec<ConsentRecord>, crate::store::Error> {
     (pool.into()).lookup(phones, organization).await
 }
 
@@ -45,7 +45,7 @@ pub async fn history(
     pool: impl Into<Pool>,
     phone: &str,
     organization: Option<&str>,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+) -> Result<Vec<LedgerEntry>, crate::store::Error> {
     (pool.into()).history(phone, organization).await
 }
 
@@ -56,17 +56,17 @@ pub async fn changes(
     pool: impl Into<Pool>,
     after: i64,
     limit: i64,
-) -> Result<Vec<LedgerEntry>, sqlx::Error> {
+) -> Result<Vec<LedgerEntry>, crate::store::Error> {
     (pool.into()).changes(after, limit).await
 }
 
 /// The outbox and push backlog, for `/metrics`.
-pub async fn backlog(pool: impl Into<Pool>) -> Result<Backlog, sqlx::Error> {
+pub async fn backlog(pool: impl Into<Pool>) -> Result<Backlog, crate::store::Error> {
     (pool.into()).backlog().await
 }
 
 /// The kept deliveries that failed verification, newest first.
-pub async fn rejected(pool: impl Into<Pool>) -> Result<Vec<KeptRejection>, sqlx::Error> {
+pub async fn rejected(pool: impl Into<Pool>) -> Result<Vec<KeptRejection>, crate::store::Error> {
     (pool.into()).rejected().await
 }
 
@@ -75,13 +75,13 @@ pub async fn events(
     pool: impl Into<Pool>,
     quarantined_only: bool,
     limit: i64,
-) -> Result<Vec<StoredEvent>, sqlx::Error> {
+) -> Result<Vec<StoredEvent>, crate::store::Error> {
     (pool.into()).events(quarantined_only, limit).await
 }
 
 /// The daemon's state at a glance: counts, the last error, reconciliation, pushes and
 /// replicas.
-pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
+pub async fn status(pool: impl Into<Pool>) -> Result<Status, crate::store::Error> {
     let pool = pool.into();
     let mut status = pool.status().await?;
     status.replicas = crate::replica::seen(&pool).await?;
@@ -91,7 +91,7 @@ pub async fn status(pool: impl Into<Pool>) -> Result<Status, sqlx::Error> {
 
 /// The mirrored lead `id` as the v3 Lead resource (its `globalOptedOut` from the consent
 /// state of its number), with nulls.
-pub async fn lead(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
+pub async fn lead(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, crate::store::Error> {
     (pool.into()).lead(id).await
 }
 
@@ -101,12 +101,15 @@ pub async fn leads(
     pool: impl Into<Pool>,
     phone: &str,
     organization: Option<&str>,
-) -> Result<Vec<Value>, sqlx::Error> {
+) -> Result<Vec<Value>, crate::store::Error> {
     (pool.into()).leads(phone, organization).await
 }
 
 /// The tracked message `id`, with nulls.
-pub async fn message(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, sqlx::Error> {
+pub async fn message(
+    pool: impl Into<Pool>,
+    id: &str,
+) -> Result<Option<Value>, crate::store::Error> {
     (pool.into()).message(id).await
 }
 
@@ -115,6 +118,6 @@ pub async fn message(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, s
 pub async fn deliveries_per_minute(
     pool: impl Into<Pool>,
     since: chrono::DateTime<chrono::Utc>,
-) -> Result<Vec<(String, i64)>, sqlx::Error> {
+) -> Result<Vec<(String, i64)>, crate::store::Error> {
     (pool.into()).deliveries_per_minute(since).await
 }

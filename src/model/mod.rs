@@ -215,11 +215,13 @@ pub struct RejectedDelivery {
 }
 
 /// A kept refused delivery, as `webhooks diagnose` reads it.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeptRejection {
     pub id: i64,
     pub received_at: Timestamp,
     pub reason: String,
+    /// Stored as a JSON array of `[name, value]`.
+    #[sqlx(json)]
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
 }

@@ -59,7 +59,9 @@ impl FromStr for Timestamp {
 /// A time equals the text the ledger shows for it.
 impl PartialEq<&str> for Timestamp {
     fn eq(&self, text: &&str) -> bool {
-        self.to_string() == *text
+        use std::fmt::Write as _;
+        let mut shown = String::with_capacity(24);
+        write!(shown, "{self}").is_ok() && shown == *text
     }
 }
 

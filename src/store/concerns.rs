@@ -12,14 +12,14 @@ use enum_dispatch::enum_dispatch;
 #[enum_dispatch]
 pub trait ChainStore {
     /// The last entry, as stored (an empty ledger's head is the genesis).
-    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, sqlx::Error>;
+    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, crate::store::Error>;
 
     /// Up to `limit` entries after `after`, in seq order.
     async fn chain_page(
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::chain::ChainRow>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::chain::ChainRow>, crate::store::Error>;
 }
 
 /// The console's sessions.
@@ -30,7 +30,7 @@ pub trait SessionStore {
         &self,
         session: &crate::model::ConsoleSession,
         idle_ms: i64,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// The session of `id_hash`, if it has not lapsed by `now_ms`.
     async fn find_session(
@@ -38,13 +38,13 @@ pub trait SessionStore {
         id_hash: &str,
         now_ms: i64,
         idle_ms: i64,
-    ) -> Result<Option<crate::model::ConsoleSession>, sqlx::Error>;
+    ) -> Result<Option<crate::model::ConsoleSession>, crate::store::Error>;
 
     /// Records a use of the session.
-    async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error>;
+    async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), crate::store::Error>;
 
     /// Ends the session (sign-out).
-    async fn delete_session(&self, id_hash: &str) -> Result<(), sqlx::Error>;
+    async fn delete_session(&self, id_hash: &str) -> Result<(), crate::store::Error>;
 }
 
 /// What each ledger entry of a number stands on.
@@ -55,13 +55,13 @@ pub trait EvidenceStore {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::StoredEntry>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::StoredEntry>, crate::store::Error>;
 
     /// The stored deliveries of these dedup keys (those still kept).
     async fn evidence_deliveries(
         &self,
         dedup_keys: &[&str],
-    ) -> Result<Vec<crate::model::KeptDelivery>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::KeptDelivery>, crate::store::Error>;
 }
 
 /// Leases and replica heartbeats.
@@ -74,7 +74,7 @@ pub trait LeaseStore {
         names: &[String],
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<crate::model::LeaseHeld>, sqlx::Error>;
+    ) -> Result<Option<crate::model::LeaseHeld>, crate::store::Error>;
 
     /// Extends `holder`'s leases by `ttl_ms` from now; the first one found with another
     /// holder is returned (and the ones after it are left alone).
@@ -83,13 +83,17 @@ pub trait LeaseStore {
         names: &[String],
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<String>, sqlx::Error>;
+    ) -> Result<Option<String>, crate::store::Error>;
 
     /// Gives `holder`'s leases of `names` back.
-    async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), sqlx::Error>;
+    async fn release_leases(
+        &self,
+        names: &[String],
+        holder: &str,
+    ) -> Result<(), crate::store::Error>;
 
     /// Records `name`'s heartbeat; forgets replicas not heard from for `forget_after_ms`.
-    async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error>;
+    async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), crate::store::Error>;
 
     /// The replicas heard from in the last `listed_for_ms`, by name, and which holds the lease
     /// `leader_lease`.
@@ -97,7 +101,7 @@ pub trait LeaseStore {
         &self,
         leader_lease: &str,
         listed_for_ms: i64,
-    ) -> Result<Vec<crate::model::ReplicaBeat>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::ReplicaBeat>, crate::store::Error>;
 }
 
 /// The outbox as the worker and `replay` use it.
@@ -110,10 +114,13 @@ pub trait OutboxStore {
         id: i64,
         error: &str,
         max_attempts: i64,
-    ) -> Result<Option<i64>, sqlx::Error>;
+    ) -> Result<Option<i64>, crate::store::Error>;
 
     /// Puts rows back in the pending state; returns their ids.
-    async fn requeue(&self, selection: crate::model::Requeue) -> Result<Vec<i64>, sqlx::Error>;
+    async fn requeue(
+        &self,
+        selection: crate::model::Requeue,
+    ) -> Result<Vec<i64>, crate::store::Error>;
 }
 
 /// How many stored deliveries are in each state.
@@ -121,7 +128,10 @@ pub trait OutboxStore {
 pub trait OutboxCounts {
     /// The states of the outbox rows `ids`, by state: how many are pending, applied and
     /// quarantined.
-    async fn outbox_states(&self, ids: &[i64]) -> Result<crate::model::OutboxStates, sqlx::Error>;
+    async fn outbox_states(
+        &self,
+        ids: &[i64],
+    ) -> Result<crate::model::OutboxStates, crate::store::Error>;
 }
 
 /// Local consent changes queued for the service.
@@ -133,10 +143,12 @@ pub trait PushStore {
         seq: i64,
         error: &str,
         at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// The earliest time a pending push is due, if any.
-    async fn next_push_due(&self) -> Result<Option<chrono::DateTime<chrono::Utc>>, sqlx::Error>;
+    async fn next_push_due(
+        &self,
+    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error>;
 
     /// The push `seq` failed for now; it is due again at `next`.
     async fn retry_push_at(
@@ -144,7 +156,7 @@ pub trait PushStore {
         seq: i64,
         error: &str,
         next: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// The push `seq` reached the service as lead `lead_id`.
     async fn push_sent(
@@ -152,35 +164,35 @@ pub trait PushStore {
         seq: i64,
         lead_id: &str,
         at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Takes the oldest push due at `now` whose number has no older change pending, counting
     /// the attempt before it is made.
     async fn take_due_pushes(
         &self,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<crate::model::DuePush>, sqlx::Error>;
+    ) -> Result<Option<crate::model::DuePush>, crate::store::Error>;
 }
 
 /// The read side: the ledger, the mirror and the daemon's state, as records.
 #[enum_dispatch]
 pub trait ReadStore {
     /// The outbox and push backlog.
-    async fn backlog(&self) -> Result<crate::model::Backlog, sqlx::Error>;
+    async fn backlog(&self) -> Result<crate::model::Backlog, crate::store::Error>;
 
     /// Ledger entries after `after`, in `seq` order.
     async fn changes(
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::LedgerEntry>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::LedgerEntry>, crate::store::Error>;
 
     /// Current consent of `phone` in every organization, or in one.
     async fn current(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::ConsentRecord>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error>;
 
     /// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
     /// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
@@ -188,50 +200,50 @@ pub trait ReadStore {
     async fn deliveries_per_minute(
         &self,
         since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<(String, i64)>, sqlx::Error>;
+    ) -> Result<Vec<(String, i64)>, crate::store::Error>;
 
     /// The most recent stored deliveries, newest first.
     async fn events(
         &self,
         quarantined_only: bool,
         limit: i64,
-    ) -> Result<Vec<crate::model::StoredEvent>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::StoredEvent>, crate::store::Error>;
 
     /// Every ledger entry of `phone`, oldest first.
     async fn history(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::LedgerEntry>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::LedgerEntry>, crate::store::Error>;
 
     /// The mirrored lead `id`, as the v3 Lead resource.
-    async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, sqlx::Error>;
+    async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// The mirrored leads of `phone`, in every organization or in one.
     async fn leads(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<serde_json::Value>, sqlx::Error>;
+    ) -> Result<Vec<serde_json::Value>, crate::store::Error>;
 
     /// Current consent of each of `phones`, in their order, organizations sorted.
     async fn lookup(
         &self,
         phones: &[&str],
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::ConsentRecord>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error>;
 
     /// The tracked message `id`.
-    async fn message(&self, id: &str) -> Result<Option<serde_json::Value>, sqlx::Error>;
+    async fn message(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// Pushes by state.
-    async fn push_counts(&self) -> Result<crate::model::PushCounts, sqlx::Error>;
+    async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error>;
 
     /// The kept refused deliveries, newest first.
-    async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, sqlx::Error>;
+    async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, crate::store::Error>;
 
     /// The daemon's state at a glance, but for the replicas (listed by `crate::replica`).
-    async fn status(&self) -> Result<crate::model::Status, sqlx::Error>;
+    async fn status(&self) -> Result<crate::model::Status, crate::store::Error>;
 }
 
 /// Reconciliation passes: checkpoints, records and the messages to look up.
@@ -243,7 +255,7 @@ pub trait PassStore {
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<String>, sqlx::Error>;
+    ) -> Result<Option<String>, crate::store::Error>;
 
     /// Ends `organization`'s scan with an error: what was scanned is recorded with the error
     /// `describe` gives for that count, and the checkpoint goes. Returns the error.
@@ -253,7 +265,7 @@ pub trait PassStore {
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
         describe: impl FnOnce(i64) -> E + Send,
-    ) -> Result<E, sqlx::Error>;
+    ) -> Result<E, crate::store::Error>;
 
     /// Messages to look up: not final and first seen before `stale_before`, or `sent` since
     /// `receipt_since` (a carrier receipt may follow).
@@ -261,7 +273,7 @@ pub trait PassStore {
         &self,
         stale_before: chrono::DateTime<chrono::Utc>,
         receipt_since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<String>, sqlx::Error>;
+    ) -> Result<Vec<String>, crate::store::Error>;
 
     /// Records that `organization` could not be scanned in this pass.
     async fn organization_failed(
@@ -270,13 +282,16 @@ pub trait PassStore {
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
         error: &str,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Keeps a finished pass's summary.
-    async fn record_pass(&self, pass: crate::store::PassRecord<'_>) -> Result<(), sqlx::Error>;
+    async fn record_pass(
+        &self,
+        pass: crate::store::PassRecord<'_>,
+    ) -> Result<(), crate::store::Error>;
 
     /// Starts `organization`'s scan again from the first page.
-    async fn restart_checkpoint(&self, organization: &str) -> Result<(), sqlx::Error>;
+    async fn restart_checkpoint(&self, organization: &str) -> Result<(), crate::store::Error>;
 }
 
 /// Pruning stored deliveries and finished messages.
@@ -284,11 +299,11 @@ pub trait PassStore {
 pub trait RetentionStore {
     /// Pages of the database file that are free and could go back to the file system
     /// (SQLite; PostgreSQL reuses freed space and gives none back: 0).
-    async fn free_pages(&self) -> Result<i64, sqlx::Error>;
+    async fn free_pages(&self) -> Result<i64, crate::store::Error>;
 
     /// Gives back to the file system up to `pages` free pages; returns how many remain
     /// free (PostgreSQL: nothing to give, 0).
-    async fn vacuum_step(&self, pages: i64) -> Result<i64, sqlx::Error>;
+    async fn vacuum_step(&self, pages: i64) -> Result<i64, crate::store::Error>;
 
     /// Tracked messages with a terminal status dating from before `before`: what
     /// [`RetentionStore::delete_finished_messages`] would remove, all batches together
@@ -296,11 +311,11 @@ pub trait RetentionStore {
     async fn count_finished_messages(
         &self,
         before: chrono::DateTime<chrono::Utc>,
-    ) -> Result<u64, sqlx::Error>;
+    ) -> Result<u64, crate::store::Error>;
 
     /// Deletes those of `ids` that are still applied (a row put back to pending by `replay`
     /// since it was scanned stays); returns how many went.
-    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error>;
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error>;
 
     /// Deletes up to `limit` tracked messages with a terminal status dating from before
     /// `before` (a non-terminal one is never touched: the reconciler looks it up); returns how
@@ -310,7 +325,7 @@ pub trait RetentionStore {
         &self,
         before: chrono::DateTime<chrono::Utc>,
         limit: i64,
-    ) -> Result<u64, sqlx::Error>;
+    ) -> Result<u64, crate::store::Error>;
 
     /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
     /// delivery each is).
@@ -318,20 +333,20 @@ pub trait RetentionStore {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::OutboxHead>, sqlx::Error>;
+    ) -> Result<Vec<crate::model::OutboxHead>, crate::store::Error>;
 }
 
 /// `daemon_state`: small durable facts of the daemon, by key.
 #[enum_dispatch]
 pub trait StateStore {
-    async fn state_value(&self, key: &str) -> Result<Option<String>, sqlx::Error>;
+    async fn state_value(&self, key: &str) -> Result<Option<String>, crate::store::Error>;
 
     async fn put_state(
         &self,
         key: &str,
         value: &str,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Counts one more failed token request in the JSON state under `key` (see
     /// `upstream::DbTokenGuardStore`), in one statement: processes failing at once each add
@@ -342,20 +357,20 @@ pub trait StateStore {
         max: i64,
         block_until: chrono::DateTime<chrono::Utc>,
         now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<String, sqlx::Error>;
+    ) -> Result<String, crate::store::Error>;
 }
 
 /// The subscribers' delivery state.
 #[enum_dispatch]
 pub trait SubscriberStore {
     /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
-    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), sqlx::Error>;
+    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error>;
 
     /// The state of `name`, if it was ever configured.
     async fn subscriber_state(
         &self,
         name: &str,
-    ) -> Result<Option<crate::model::SubscriberState>, sqlx::Error>;
+    ) -> Result<Option<crate::model::SubscriberState>, crate::store::Error>;
 
     /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
     /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance.
@@ -365,7 +380,7 @@ pub trait SubscriberStore {
         generation: i64,
         cursor: i64,
         delivered_ms: Option<i64>,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Counts a failed attempt; the next is due at `next_attempt_ms`.
     async fn subscriber_failed(
@@ -374,7 +389,7 @@ pub trait SubscriberStore {
         generation: i64,
         error: &str,
         next_attempt_ms: i64,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Stops sending to `name` (it answered 410) until a replay.
     async fn disable_subscriber(
@@ -382,15 +397,16 @@ pub trait SubscriberStore {
         name: &str,
         generation: i64,
         error: &str,
-    ) -> Result<(), sqlx::Error>;
+    ) -> Result<(), crate::store::Error>;
 
     /// Sets the cursor of `name` to `cursor` (entries after it are sent again), enables it
     /// and clears its failures; false if `name` has no state.
-    async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, sqlx::Error>;
+    async fn replay_subscriber(&self, name: &str, cursor: i64)
+    -> Result<bool, crate::store::Error>;
 
     /// The ledger's last seq (0 when empty). Seqs become visible in order, so every
     /// entry up to it is readable.
-    async fn ledger_head(&self) -> Result<i64, sqlx::Error>;
+    async fn ledger_head(&self) -> Result<i64, crate::store::Error>;
 }
 
 /// Streamed exports of the consent state and the ledger.
@@ -401,11 +417,11 @@ pub trait ExportStore {
     fn export_consent(
         &self,
         since: i64,
-    ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, sqlx::Error>>;
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, crate::store::Error>>;
 
     /// Ledger entries after `since`, in seq order.
     fn export_ledger(
         &self,
         since: i64,
-    ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, sqlx::Error>>;
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, crate::store::Error>>;
 }

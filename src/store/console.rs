@@ -11,7 +11,7 @@ macro_rules! statements {
                 &self,
                 session: &ConsoleSession,
                 idle_ms: i64,
-            ) -> Result<(), sqlx::Error> {
+            ) -> Result<(), crate::store::Error> {
                 sqlx::query(
                     "DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2",
                 )
@@ -41,8 +41,8 @@ macro_rules! statements {
                 id_hash: &str,
                 now_ms: i64,
                 idle_ms: i64,
-            ) -> Result<Option<ConsoleSession>, sqlx::Error> {
-                sqlx::query_as(
+            ) -> Result<Option<ConsoleSession>, crate::store::Error> {
+                Ok(sqlx::query_as(
                     "SELECT id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms
                  FROM console_sessions
                  WHERE id_hash = $1 AND expires_ms > $2 AND seen_ms > $2 - $3",
@@ -51,10 +51,14 @@ macro_rules! statements {
                 .bind(now_ms)
                 .bind(idle_ms)
                 .fetch_optional(self)
-                .await
+                .await?)
             }
 
-            async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), sqlx::Error> {
+            async fn touch_session(
+                &self,
+                id_hash: &str,
+                now_ms: i64,
+            ) -> Result<(), crate::store::Error> {
                 sqlx::query("UPDATE console_sessions SET seen_ms = $2 WHERE id_hash = $1")
                     .bind(id_hash)
                     .bind(now_ms)
@@ -63,7 +67,7 @@ macro_rules! statements {
                 Ok(())
             }
 
-            async fn delete_session(&self, id_hash: &str) -> Result<(), sqlx::Error> {
+            async fn delete_session(&self, id_hash: &str) -> Result<(), crate::store::Error> {
                 sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
                     .bind(id_hash)
                     .execute(self)

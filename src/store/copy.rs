@@ -212,6 +212,13 @@ pub enum CopyError {
     Source(sqlx::Error),
     #[error("writing the PostgreSQL database: {0}")]
     Target(sqlx::Error),
+    /// Every row read must land: a silent shortfall would lose evidence.
+    #[error("writing the PostgreSQL database: {table}: {read} rows read, {written} written")]
+    Short {
+        table: &'static str,
+        read: i64,
+        written: u64,
+    },
 }
 
 /// Rows copied, per table, in the order copied.
@@ -298,10 +305,11 @@ async fn copy_table(
             .rows_affected();
         if written != rows as u64 {
             // Every row read must land: a silent shortfall would lose evidence.
-            return Err(CopyError::Target(sqlx::Error::Protocol(format!(
-                "{}: {rows} rows read, {written} written",
-                table.name
-            ))));
+            return Err(CopyError::Short {
+                table: table.name,
+                read: rows,
+                written,
+            });
         }
         total += written;
         after = last;

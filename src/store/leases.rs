@@ -15,7 +15,7 @@ macro_rules! statements {
         async fn take_leases(&self, names: &[String],
             holder: &str,
             ttl_ms: i64,
-        ) -> Result<Option<LeaseHeld>, sqlx::Error> {
+        ) -> Result<Option<LeaseHeld>, crate::store::Error> {
             let mut tx = self.begin().await?;
             for name in names {
                 let taken = sqlx::query(&format!(
@@ -55,7 +55,7 @@ macro_rules! statements {
         async fn renew_leases(&self, names: &[String],
             holder: &str,
             ttl_ms: i64,
-        ) -> Result<Option<String>, sqlx::Error> {
+        ) -> Result<Option<String>, crate::store::Error> {
             for name in names {
                 let renewed = sqlx::query(&format!(
                     "UPDATE leases SET expires_ms = {NOW_MS} + $1 WHERE name = $2 AND holder = $3"
@@ -72,7 +72,7 @@ macro_rules! statements {
             Ok(None)
         }
 
-        async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), sqlx::Error> {
+        async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), crate::store::Error> {
             let mut tx = self.begin().await?;
             for name in names {
                 sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
@@ -81,10 +81,10 @@ macro_rules! statements {
                     .execute(&mut *tx)
                     .await?;
             }
-            tx.commit().await
+            Ok(tx.commit().await?)
         }
 
-        async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), sqlx::Error> {
+        async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), crate::store::Error> {
             sqlx::query(&format!(
                 "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES ($1, {NOW_MS}, {NOW_MS})
                  ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
@@ -103,8 +103,8 @@ macro_rules! statements {
 
         async fn replicas(&self, leader_lease: &str,
             listed_for_ms: i64,
-        ) -> Result<Vec<ReplicaBeat>, sqlx::Error> {
-            sqlx::query_as(&format!(
+        ) -> Result<Vec<ReplicaBeat>, crate::store::Error> {
+            Ok(sqlx::query_as(&format!(
                 "SELECT r.name, r.last_seen_ms, l.name IS NOT NULL AS leader
                  FROM replicas r
                  LEFT JOIN leases l ON l.name = $1 AND l.holder = r.name AND l.expires_ms > {NOW_MS}
@@ -114,7 +114,7 @@ macro_rules! statements {
             .bind(leader_lease)
             .bind(listed_for_ms)
             .fetch_all(self)
-            .await
+            .await?)
         }
         }
 

@@ -8,7 +8,7 @@ macro_rules! statements {
         async fn record_failure(&self, id: i64,
             error: &str,
             max_attempts: i64,
-        ) -> Result<Option<i64>, sqlx::Error> {
+        ) -> Result<Option<i64>, crate::store::Error> {
             Ok(sqlx::query_scalar(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
                      state = CASE WHEN attempts + 1 >= $3 THEN 'quarantined' ELSE state END
@@ -24,7 +24,7 @@ macro_rules! statements {
         }
 
         async fn requeue(&self, selection: crate::model::Requeue,
-        ) -> Result<Vec<i64>, sqlx::Error> {
+        ) -> Result<Vec<i64>, crate::store::Error> {
             let (sql, id) = match selection {
                 crate::model::Requeue::Quarantined => (
                     "UPDATE outbox SET state = 'pending', attempts = 0
@@ -40,7 +40,7 @@ macro_rules! statements {
             if let Some(id) = id {
                 query = query.bind(id);
             }
-            query.fetch_all(self).await
+            Ok(query.fetch_all(self).await?)
         }
         }
 

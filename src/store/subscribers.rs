@@ -10,7 +10,7 @@ macro_rules! statements {
         use crate::model::SubscriberState;
 
         impl $crate::store::SubscriberStore for $pool {
-        async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), sqlx::Error> {
+        async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error> {
             for name in names {
                 sqlx::query("INSERT INTO subscribers (name) VALUES ($1) ON CONFLICT (name) DO NOTHING")
                     .bind(name)
@@ -20,22 +20,22 @@ macro_rules! statements {
             Ok(())
         }
 
-        async fn subscriber_state(&self, name: &str) -> Result<Option<SubscriberState>, sqlx::Error> {
-            sqlx::query_as(
+        async fn subscriber_state(&self, name: &str) -> Result<Option<SubscriberState>, crate::store::Error> {
+            Ok(sqlx::query_as(
                 "SELECT name, cursor, generation, disabled, failures, next_attempt_ms,
                         last_error, last_success_ms
                  FROM subscribers WHERE name = $1",
             )
             .bind(name)
             .fetch_optional(self)
-            .await
+            .await?)
         }
 
         async fn subscriber_delivered(&self, name: &str,
             generation: i64,
             cursor: i64,
             delivered_ms: Option<i64>,
-        ) -> Result<(), sqlx::Error> {
+        ) -> Result<(), crate::store::Error> {
             sqlx::query(
                 "UPDATE subscribers SET cursor = $3, failures = 0, next_attempt_ms = NULL,
                      last_error = NULL, last_success_ms = COALESCE($4, last_success_ms)
@@ -54,7 +54,7 @@ macro_rules! statements {
             generation: i64,
             error: &str,
             next_attempt_ms: i64,
-        ) -> Result<(), sqlx::Error> {
+        ) -> Result<(), crate::store::Error> {
             sqlx::query(
                 "UPDATE subscribers SET failures = failures + 1, last_error = $3,
                      next_attempt_ms = $4
@@ -72,7 +72,7 @@ macro_rules! statements {
         async fn disable_subscriber(&self, name: &str,
             generation: i64,
             error: &str,
-        ) -> Result<(), sqlx::Error> {
+        ) -> Result<(), crate::store::Error> {
             sqlx::query(
                 "UPDATE subscribers SET disabled = TRUE, last_error = $3, next_attempt_ms = NULL
                  WHERE name = $1 AND generation = $2",
@@ -85,7 +85,7 @@ macro_rules! statements {
             Ok(())
         }
 
-        async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, sqlx::Error> {
+        async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, crate::store::Error> {
             let replayed = sqlx::query(
                 "UPDATE subscribers SET cursor = $2, generation = generation + 1,
                      disabled = FALSE, failures = 0, next_attempt_ms = NULL, last_error = NULL
@@ -98,10 +98,10 @@ macro_rules! statements {
             Ok(replayed.rows_affected() == 1)
         }
 
-        async fn ledger_head(&self) -> Result<i64, sqlx::Error> {
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
+        async fn ledger_head(&self) -> Result<i64, crate::store::Error> {
+            Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
                 .fetch_one(self)
-                .await
+                .await?)
         }
         }
 

@@ -26,24 +26,24 @@ pub enum Tx<'c> {
 }
 
 impl Tx<'_> {
-    pub async fn commit(self) -> Result<(), sqlx::Error> {
+    pub async fn commit(self) -> Result<(), crate::store::Error> {
         match self {
-            Tx::Sqlite(tx) => tx.commit().await,
-            Tx::Postgres(tx) => tx.commit().await,
+            Tx::Sqlite(tx) => Ok(tx.commit().await?),
+            Tx::Postgres(tx) => Ok(tx.commit().await?),
         }
     }
 
-    pub async fn rollback(self) -> Result<(), sqlx::Error> {
+    pub async fn rollback(self) -> Result<(), crate::store::Error> {
         match self {
-            Tx::Sqlite(tx) => tx.rollback().await,
-            Tx::Postgres(tx) => tx.rollback().await,
+            Tx::Sqlite(tx) => Ok(tx.rollback().await?),
+            Tx::Postgres(tx) => Ok(tx.rollback().await?),
         }
     }
 }
 
 impl Pool {
     /// A write transaction on a connection of the pool.
-    pub async fn begin_write(&self) -> Result<Tx<'static>, sqlx::Error> {
+    pub async fn begin_write(&self) -> Result<Tx<'static>, crate::store::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with(SQLITE_BEGIN).await?),
             Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
@@ -67,7 +67,7 @@ impl Pool {
         &self,
         cache_kib: u32,
         checkpoint_pages: u32,
-    ) -> Result<Connection, sqlx::Error> {
+    ) -> Result<Connection, crate::store::Error> {
         use sqlx::ConnectOptions as _;
         Ok(match self {
             Pool::Sqlite(pool) => Connection::Sqlite(
@@ -103,7 +103,7 @@ impl Pool {
 
 impl Connection {
     /// A write transaction on this connection.
-    pub async fn begin_write(&mut self) -> Result<Tx<'_>, sqlx::Error> {
+    pub async fn begin_write(&mut self) -> Result<Tx<'_>, crate::store::Error> {
         use sqlx::Connection as _;
         Ok(match self {
             Connection::Sqlite(conn) => Tx::Sqlite(conn.begin_with(SQLITE_BEGIN).await?),
@@ -129,7 +129,7 @@ pub trait IngestStore: Send {
         &mut self,
         fresh: &[&Delivery],
         last_id: &mut Option<i64>,
-    ) -> impl Future<Output = Result<HashMap<String, (i64, bool)>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<HashMap<String, (i64, bool)>, crate::store::Error>> + Send;
 
     /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
     /// readiness probe's row, in one transaction.
@@ -138,7 +138,7 @@ pub trait IngestStore: Send {
         rejected: &[&RejectedDelivery],
         kept: i64,
         probe: bool,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 }
 
 /// Forwards each listed method of `$trait` to the backend's connection under `$enum`.
@@ -148,7 +148,7 @@ macro_rules! forward {
     }) => {
         impl $trait for $enum$(<$l>)? {
             $(
-                fn $name(&mut self $(, $arg: $ty)*) -> impl Future<Output = Result<$out, sqlx::Error>> + Send {
+                fn $name(&mut self $(, $arg: $ty)*) -> impl Future<Output = Result<$out, crate::store::Error>> + Send {
                     async move {
                         match self {
                             $enum::Sqlite(inner) => inner.$name($($arg),*).await,

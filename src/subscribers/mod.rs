@@ -79,7 +79,10 @@ pub fn configured(settings: &[SubscriberSettings]) -> Vec<Arc<Subscriber>> {
 
 /// Gives every configured subscriber a state (a new one starts at the beginning of the
 /// ledger).
-pub async fn ensure(pool: &Pool, subscribers: &[Arc<Subscriber>]) -> Result<(), sqlx::Error> {
+pub async fn ensure(
+    pool: &Pool,
+    subscribers: &[Arc<Subscriber>],
+) -> Result<(), crate::store::Error> {
     let names: Vec<&str> = subscribers.iter().map(|s| s.name.as_str()).collect();
     pool.ensure_subscribers(&names).await
 }
@@ -121,7 +124,7 @@ pub enum ReplayError {
     #[error("fromSeq {from} is past the subscriber's cursor ({cursor}); a replay only rewinds")]
     Forward { from: i64, cursor: i64 },
     #[error(transparent)]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
 }
 
 /// Rewinds `name` so that entries from `from_seq` on are sent again (and enables it if it
@@ -153,7 +156,7 @@ pub async fn replay(
     Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
 }
 
-async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, sqlx::Error> {
+async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, crate::store::Error> {
     let state = pool.subscriber_state(name).await?;
     Ok(state.unwrap_or_else(|| SubscriberState {
         name: name.to_owned(),
@@ -171,7 +174,7 @@ async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, sqlx::Erro
 pub async fn views(
     pool: &Pool,
     configured: &[SubscriberSettings],
-) -> Result<Vec<SubscriberView>, sqlx::Error> {
+) -> Result<Vec<SubscriberView>, crate::store::Error> {
     let now = Utc::now();
     let mut views = Vec::with_capacity(configured.len());
     for settings in configured {
@@ -186,7 +189,7 @@ async fn view(
     settings: &SubscriberSettings,
     state: SubscriberState,
     now: DateTime<Utc>,
-) -> Result<SubscriberView, sqlx::Error> {
+) -> Result<SubscriberView, crate::store::Error> {
     let head = pool.ledger_head().await?;
     let oldest = ledger::changes(pool, state.cursor, 1).await?;
     let lag_seconds = oldest.first().map_or(0.0, |e| {

@@ -72,7 +72,7 @@ pub struct Progress {
     kept: bool,
     kept_at: Instant,
     /// The write in progress beside the sender.
-    writing: Option<tokio::task::JoinHandle<Result<(), sqlx::Error>>>,
+    writing: Option<tokio::task::JoinHandle<Result<(), crate::store::Error>>>,
 }
 
 impl Progress {
@@ -192,7 +192,7 @@ impl Sender {
         &self,
         progress: &mut Option<Progress>,
         now: DateTime<Utc>,
-    ) -> Result<Attempt, sqlx::Error> {
+    ) -> Result<Attempt, crate::store::Error> {
         let name = self.subscriber.name.as_str();
         let Some(state) = self.pool.subscriber_state(name).await? else {
             self.pool.ensure_subscribers(&[name]).await?;
@@ -269,7 +269,7 @@ impl Sender {
 
     /// Starts writing the cursor beside the sender if it moved, the last write began
     /// [`KEEP_EVERY`] ago and has ended.
-    async fn keep_if_due(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+    async fn keep_if_due(&self, progress: &mut Progress) -> Result<(), crate::store::Error> {
         if progress.kept
             || progress.kept_at.elapsed() < KEEP_EVERY
             || progress.writing.as_ref().is_some_and(|w| !w.is_finished())
@@ -294,7 +294,7 @@ impl Sender {
     }
 
     /// Waits for the write beside the sender, if any; a failed one is to be written again.
-    async fn written(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+    async fn written(&self, progress: &mut Progress) -> Result<(), crate::store::Error> {
         let Some(writing) = progress.writing.take() else {
             return Ok(());
         };
@@ -313,7 +313,7 @@ impl Sender {
     }
 
     /// Writes the cursor (and the last success) now if it moved since it was last kept.
-    async fn keep(&self, progress: &mut Progress) -> Result<(), sqlx::Error> {
+    async fn keep(&self, progress: &mut Progress) -> Result<(), crate::store::Error> {
         self.written(progress).await?;
         if progress.kept {
             return Ok(());
@@ -333,7 +333,10 @@ impl Sender {
 
     /// The subscriber's next entries after `cursor` (at most its batch), and the seq read up
     /// to: the last entry taken, or, when fewer were found, the last entry scanned.
-    async fn next_batch(&self, cursor: i64) -> Result<(Vec<LedgerEntry>, i64), sqlx::Error> {
+    async fn next_batch(
+        &self,
+        cursor: i64,
+    ) -> Result<(Vec<LedgerEntry>, i64), crate::store::Error> {
         let batch = self.subscriber.batch as usize;
         let unfiltered =
             self.subscriber.organizations.is_empty() && self.subscriber.sources.len() == 3;

@@ -133,7 +133,7 @@ pub enum ConsoleError {
     #[error("{0}")]
     NotFound(String),
     #[error("the database is unavailable")]
-    Database(#[from] sqlx::Error),
+    Database(#[from] crate::store::Error),
     #[error("the page could not be rendered")]
     Render(#[from] askama::Error),
 }

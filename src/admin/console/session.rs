@@ -170,7 +170,7 @@ pub fn check_signin_form(headers: &HeaderMap, presented: Option<&str>) -> Result
 pub async fn sign_in(
     state: &AdminState,
     presented: &str,
-) -> Result<Option<(Session, String)>, sqlx::Error> {
+) -> Result<Option<(Session, String)>, crate::store::Error> {
     let Some(token) = crate::admin::auth::matching_token(state, presented.trim()) else {
         return Ok(None);
     };
@@ -195,12 +195,15 @@ pub async fn sign_in(
 }
 
 /// Ends `session` on every replica.
-pub async fn sign_out(pool: &Pool, session: &Session) -> Result<(), sqlx::Error> {
+pub async fn sign_out(pool: &Pool, session: &Session) -> Result<(), crate::store::Error> {
     pool.delete_session(&session.id_hash).await
 }
 
 /// The session of a request's cookie, if it is signed in.
-async fn current(state: &AdminState, headers: &HeaderMap) -> Result<Option<Session>, sqlx::Error> {
+async fn current(
+    state: &AdminState,
+    headers: &HeaderMap,
+) -> Result<Option<Session>, crate::store::Error> {
     let Some(id) = cookie(headers, COOKIE) else {
         return Ok(None);
     };

@@ -40,7 +40,7 @@ fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
 const NUMBER_LOCKS: i32 = 0x6f73_6e00;
 
 impl ApplyTx for PgConnection {
-    async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), sqlx::Error> {
+    async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), crate::store::Error> {
         if phones.is_empty() {
             return Ok(());
         }
@@ -61,7 +61,7 @@ impl ApplyTx for PgConnection {
     async fn locate_leads(
         &mut self,
         lead_ids: &[&str],
-    ) -> Result<HashMap<String, (String, String)>, sqlx::Error> {
+    ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
         let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1)
              UNION ALL
@@ -73,7 +73,7 @@ impl ApplyTx for PgConnection {
         Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
     }
 
-    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, sqlx::Error> {
+    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, crate::store::Error> {
         let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
             "SELECT phone_number, organization_id, lead_id FROM consent_state
              WHERE phone_number = ANY($1)",
@@ -87,9 +87,9 @@ impl ApplyTx for PgConnection {
     async fn pushed_changes(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> Result<Vec<PushedChange>, sqlx::Error> {
+    ) -> Result<Vec<PushedChange>, crate::store::Error> {
         let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
                     p.first_attempt_at, p.last_attempt_at
              FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
@@ -102,10 +102,14 @@ impl ApplyTx for PgConnection {
         .bind(orgs)
         .bind(phones)
         .fetch_all(&mut *self)
-        .await
+        .await?)
     }
 
-    async fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> Result<(), sqlx::Error> {
+    async fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> Result<(), crate::store::Error> {
         sqlx::query("UPDATE pushes SET echo_ref = $2 WHERE seq = $1")
             .bind(push_seq)
             .bind(event_ref)
@@ -117,7 +121,7 @@ impl ApplyTx for PgConnection {
     async fn consent_states(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> Result<ConsentStates, sqlx::Error> {
+    ) -> Result<ConsentStates, crate::store::Error> {
         let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
         let rows: Vec<StateRow> = sqlx::query_as(
             "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id
@@ -149,7 +153,7 @@ impl ApplyTx for PgConnection {
         &mut self,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, sqlx::Error> {
+    ) -> Result<Vec<Option<i64>>, crate::store::Error> {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
@@ -227,7 +231,7 @@ impl ApplyTx for PgConnection {
         Ok(seqs)
     }
 
-    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), sqlx::Error> {
+    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), crate::store::Error> {
         if states.is_empty() {
             return Ok(());
         }
@@ -258,7 +262,7 @@ impl ApplyTx for PgConnection {
         &mut self,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         // One row per lead (an upsert cannot touch a row twice): its latest observation.
         let mut latest: HashMap<&str, &(&Lead, DateTime<Utc>)> = HashMap::new();
         for observed in leads {
@@ -331,7 +335,7 @@ impl ApplyTx for PgConnection {
         &mut self,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         // One row per message (an upsert cannot touch a row twice): its highest-ranked
         // observation, which is what applying them one by one would leave.
         let mut best: HashMap<&str, &StatusObservation<'_>> = HashMap::new();
@@ -391,7 +395,7 @@ impl ApplyTx for PgConnection {
         _applied: &[i64],
         quarantined: &[(i64, String)],
         _now: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         if !quarantined.is_empty() {
             let (ids, reasons): (Vec<i64>, Vec<&str>) =
                 quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
@@ -413,7 +417,7 @@ impl ApplyTx for PgConnection {
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         sqlx::query(
             "UPDATE pushes SET state = 'superseded', finished_at = $3
              WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0",
@@ -445,14 +449,14 @@ impl ApplyTx for PgConnection {
         &mut self,
         limit: i64,
         now: DateTime<Utc>,
-    ) -> Result<Vec<crate::model::StoredDelivery>, sqlx::Error> {
+    ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
         super::outbox::claim_pending(self, limit, now).await
     }
 
     async fn page_written(
         &mut self,
         page: crate::store::PageCheckpoint<'_>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         super::reconcile::page_written(self, page).await
     }
 }

@@ -7,8 +7,12 @@ use crate::model::chain::{ChainHead, ChainRow};
 use crate::store::ChainStore;
 
 impl ChainStore for PgPool {
-    async fn chain_page(&self, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-        sqlx::query_as(
+    async fn chain_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ChainRow>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
                 recorded_at, source, event_ref, superseded, tag_id, reason, hash
          FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2",
@@ -16,10 +20,10 @@ impl ChainStore for PgPool {
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn chain_head(&self) -> Result<ChainHead, sqlx::Error> {
+    async fn chain_head(&self) -> Result<ChainHead, crate::store::Error> {
         let last: Option<(i64, String)> =
             sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(self)

@@ -12,8 +12,8 @@ impl EvidenceStore for PgPool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<StoredEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    ) -> Result<Vec<StoredEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             ", tag_id, reason, hash, evidence::text AS evidence,
@@ -25,20 +25,20 @@ impl EvidenceStore for PgPool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn evidence_deliveries(
         &self,
         dedup_keys: &[&str],
-    ) -> Result<Vec<KeptDelivery>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<KeptDelivery>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT id, dedup_key, received_at, headers::text AS headers, body,
                 secret_index::BIGINT AS secret_index
          FROM outbox WHERE dedup_key = ANY($1)",
         )
         .bind(dedup_keys)
         .fetch_all(self)
-        .await
+        .await?)
     }
 }

@@ -18,7 +18,7 @@ impl IngestStore for PgConnection {
         &mut self,
         fresh: &[&Delivery],
         _last_id: &mut Option<i64>,
-    ) -> Result<HashMap<String, (i64, bool)>, sqlx::Error> {
+    ) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
         let mut ids = HashMap::with_capacity(fresh.len());
         if fresh.is_empty() {
             return Ok(ids);
@@ -65,7 +65,7 @@ impl IngestStore for PgConnection {
         rejected: &[&RejectedDelivery],
         kept: i64,
         probe: bool,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         let mut tx = self.begin().await?;
         if !rejected.is_empty() {
             sqlx::query(
@@ -95,6 +95,6 @@ impl IngestStore for PgConnection {
             .execute(&mut *tx)
             .await?;
         }
-        tx.commit().await
+        Ok(tx.commit().await?)
     }
 }

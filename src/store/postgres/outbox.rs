@@ -15,7 +15,7 @@ pub(super) async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
     now: DateTime<Utc>,
-) -> Result<Vec<StoredDelivery>, sqlx::Error> {
+) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     let mut rows: Vec<StoredDelivery> = sqlx::query_as(
         "UPDATE outbox SET state = 'applied', applied_at = $2
          WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT $1
@@ -33,8 +33,8 @@ pub(super) async fn claim_pending(
 crate::store::outbox::statements!(sqlx::PgPool);
 
 impl OutboxCounts for PgPool {
-    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
-        sqlx::query_as(
+    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'applied') AS applied,
                 COUNT(*) FILTER (WHERE state = 'quarantined') AS quarantined
@@ -42,6 +42,6 @@ impl OutboxCounts for PgPool {
         )
         .bind(ids)
         .fetch_one(self)
-        .await
+        .await?)
     }
 }

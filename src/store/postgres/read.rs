@@ -9,10 +9,10 @@ use crate::store::codec;
 use chrono::{DateTime, Utc};
 use futures::Stream;
 use futures::StreamExt as _;
+use futures::TryStreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::{Value, json};
 use sqlx::PgPool;
-use sqlx::types::Json;
 
 use crate::model::{
     Backlog, ConsentRecord, KeptRejection, LedgerEntry, OutboxState, PushCounts, Source, Status,
@@ -38,8 +38,8 @@ impl ReadStore for PgPool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<ConsentRecord>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current WHERE phone_number = $1 AND ($2::text IS NULL OR organization_id = $2)
          ORDER BY organization_id COLLATE \"C\"",
@@ -47,15 +47,15 @@ impl ReadStore for PgPool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn lookup(
         &self,
         phones: &[&str],
         organization: Option<&str>,
-    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<ConsentRecord>, crate::store::Error> {
+        Ok(sqlx::query_as(
         "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
          FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
          JOIN consent_state AS s ON s.phone_number = k.phone_number
@@ -65,15 +65,15 @@ impl ReadStore for PgPool {
     .bind(phones)
     .bind(organization)
     .fetch_all(self)
-    .await
+    .await?)
     }
 
     async fn history(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger
@@ -82,11 +82,15 @@ impl ReadStore for PgPool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn changes(&self, after: i64, limit: i64) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    async fn changes(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
@@ -94,14 +98,14 @@ impl ReadStore for PgPool {
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn events(
         &self,
         quarantined_only: bool,
         limit: i64,
-    ) -> Result<Vec<StoredEvent>, sqlx::Error> {
+    ) -> Result<Vec<StoredEvent>, crate::store::Error> {
         let rows: Vec<EventRow> = sqlx::query_as(
         "SELECT id, dedup_key, received_at, body, state, attempts::BIGINT AS attempts, last_error
          FROM outbox WHERE (NOT $1 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
@@ -124,7 +128,7 @@ impl ReadStore for PgPool {
             .collect())
     }
 
-    async fn status(&self) -> Result<Status, sqlx::Error> {
+    async fn status(&self) -> Result<Status, crate::store::Error> {
         let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<Timestamp>) =
             sqlx::query_as(
                 "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
@@ -176,7 +180,7 @@ impl ReadStore for PgPool {
         })
     }
 
-    async fn backlog(&self) -> Result<Backlog, sqlx::Error> {
+    async fn backlog(&self) -> Result<Backlog, crate::store::Error> {
         let (pending, oldest_pending_at, quarantined, pushes_pending) = sqlx::query_as(
             "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
                 (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
@@ -193,27 +197,17 @@ impl ReadStore for PgPool {
         })
     }
 
-    async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
-        let rows: Vec<(i64, Timestamp, String, Json<Vec<(String, String)>>, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-    )
-    .fetch_all(self)
-    .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, received_at, reason, headers, body)| KeptRejection {
-                id,
-                received_at,
-                reason,
-                headers: headers.0,
-                body,
-            })
-            .collect())
+    async fn rejected(&self) -> Result<Vec<KeptRejection>, crate::store::Error> {
+        Ok(sqlx::query_as(
+            "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
+        )
+        .fetch_all(self)
+        .await?)
     }
 
-    async fn push_counts(&self) -> Result<PushCounts, sqlx::Error> {
+    async fn push_counts(&self) -> Result<PushCounts, crate::store::Error> {
         // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
-        sqlx::query_as(
+        Ok(sqlx::query_as(
             "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'sent') AS sent,
                 COUNT(*) FILTER (WHERE state = 'failed') AS failed,
@@ -224,23 +218,23 @@ impl ReadStore for PgPool {
          FROM pushes",
         )
         .fetch_one(self)
-        .await
+        .await?)
     }
 
-    async fn lead(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    async fn lead(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<String> =
             sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = $1"))
                 .bind(id)
                 .fetch_optional(self)
                 .await?;
-        found.as_deref().map(codec::json_decoded).transpose()
+        Ok(found.as_deref().map(codec::json_decoded).transpose()?)
     }
 
     async fn leads(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<Value>, sqlx::Error> {
+    ) -> Result<Vec<Value>, crate::store::Error> {
         let rows: Vec<String> = sqlx::query_scalar(&format!(
         "SELECT {LEAD_JSON} WHERE l.phone_number = $1 AND ($2::text IS NULL OR l.organization_id = $2)
          ORDER BY l.organization_id COLLATE \"C\", l.id COLLATE \"C\""
@@ -249,10 +243,13 @@ impl ReadStore for PgPool {
     .bind(organization)
     .fetch_all(self)
     .await?;
-        rows.iter().map(|text| codec::json_decoded(text)).collect()
+        Ok(rows
+            .iter()
+            .map(|text| codec::json_decoded(text))
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    async fn message(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    async fn message(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<MessageRow> = sqlx::query_as(
             "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
                 organization_id, terminal, status_at, source, updated_at
@@ -282,8 +279,8 @@ impl ReadStore for PgPool {
     async fn deliveries_per_minute(
         &self,
         since: DateTime<Utc>,
-    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<(String, i64)>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'),
                         'YYYY-MM-DD\"T\"HH24:MI') AS minute, COUNT(*)
          FROM outbox
@@ -294,7 +291,7 @@ impl ReadStore for PgPool {
         )
         .bind(since)
         .fetch_all(self)
-        .await
+        .await?)
     }
 }
 
@@ -328,7 +325,7 @@ fn event_type(body: &[u8]) -> Option<String> {
 fn export_consent_stream(
     pool: &PgPool,
     since: i64,
-) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
+) -> impl Stream<Item = Result<ConsentRecord, crate::store::Error>> + Send + '_ {
     sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_state WHERE seq > $1
@@ -336,13 +333,14 @@ fn export_consent_stream(
     )
     .bind(since)
     .fetch(pool)
+    .map_err(Into::into)
 }
 
 /// Ledger entries after `since`, in seq order.
 fn export_ledger_stream(
     pool: &PgPool,
     since: i64,
-) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
+) -> impl Stream<Item = Result<LedgerEntry, crate::store::Error>> + Send + '_ {
     sqlx::query_as(concat!(
         "SELECT ",
         ledger_columns!(),
@@ -350,6 +348,7 @@ fn export_ledger_stream(
     ))
     .bind(since)
     .fetch(pool)
+    .map_err(Into::into)
 }
 
 /// The v3 Lead resource, its `globalOptedOut` from the consent state of its number (false
@@ -383,11 +382,14 @@ struct MessageRow {
 }
 
 impl ExportStore for PgPool {
-    fn export_consent(&self, since: i64) -> BoxStream<'_, Result<ConsentRecord, sqlx::Error>> {
+    fn export_consent(
+        &self,
+        since: i64,
+    ) -> BoxStream<'_, Result<ConsentRecord, crate::store::Error>> {
         export_consent_stream(self, since).boxed()
     }
 
-    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, sqlx::Error>> {
+    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, crate::store::Error>> {
         export_ledger_stream(self, since).boxed()
     }
 }

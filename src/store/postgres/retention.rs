@@ -8,25 +8,29 @@ use crate::model::OutboxHead;
 use crate::store::RetentionStore;
 
 impl RetentionStore for PgPool {
-    async fn free_pages(&self) -> Result<i64, sqlx::Error> {
+    async fn free_pages(&self) -> Result<i64, crate::store::Error> {
         Ok(0)
     }
 
-    async fn vacuum_step(&self, _pages: i64) -> Result<i64, sqlx::Error> {
+    async fn vacuum_step(&self, _pages: i64) -> Result<i64, crate::store::Error> {
         Ok(0)
     }
 
-    async fn scan_outbox(&self, after: i64, limit: i64) -> Result<Vec<OutboxHead>, sqlx::Error> {
-        sqlx::query_as(
+    async fn scan_outbox(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<OutboxHead>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT id, received_at, state, body FROM outbox WHERE id > $1 ORDER BY id LIMIT $2",
         )
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error> {
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
         if ids.is_empty() {
             return Ok(0);
         }
@@ -37,7 +41,10 @@ impl RetentionStore for PgPool {
         Ok(done.rows_affected())
     }
 
-    async fn count_finished_messages(&self, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    async fn count_finished_messages(
+        &self,
+        before: DateTime<Utc>,
+    ) -> Result<u64, crate::store::Error> {
         let count: i64 =
             sqlx::query_scalar("SELECT COUNT(*) FROM messages WHERE terminal AND status_at < $1")
                 .bind(before)
@@ -50,7 +57,7 @@ impl RetentionStore for PgPool {
         &self,
         before: DateTime<Utc>,
         limit: i64,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         let done = sqlx::query(
             "DELETE FROM messages WHERE terminal AND status_at < $1 AND id IN
              (SELECT id FROM messages WHERE terminal AND status_at < $1

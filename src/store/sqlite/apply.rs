@@ -24,7 +24,7 @@ const ROWS_PER_STATEMENT: usize = 1000;
 const LEADS_PER_STATEMENT: usize = 1000;
 
 /// The last entry of the chain, which the next one follows.
-async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, sqlx::Error> {
+async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
     let last: Option<(i64, Option<String>)> =
         sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
             .fetch_optional(&mut *conn)
@@ -32,14 +32,12 @@ async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, sqlx::Erro
     match last {
         None => Ok(ChainHead::empty()),
         Some((seq, Some(hash))) => Ok(ChainHead { seq, hash }),
-        Some((seq, None)) => Err(sqlx::Error::Protocol(format!(
-            "the ledger's last entry (seq {seq}) has no hash yet: `outreach-sync migrate` computes the chain of older entries"
-        ))),
+        Some((seq, None)) => Err(store::Error::ChainNotComputed { seq }),
     }
 }
 
 impl ApplyTx for SqliteConnection {
-    async fn lock_numbers(&mut self, _phones: &[&str]) -> Result<(), sqlx::Error> {
+    async fn lock_numbers(&mut self, _phones: &[&str]) -> Result<(), crate::store::Error> {
         // The transaction's write lock covers the whole database already.
         Ok(())
     }
@@ -47,7 +45,7 @@ impl ApplyTx for SqliteConnection {
     async fn locate_leads(
         &mut self,
         lead_ids: &[&str],
-    ) -> Result<HashMap<String, (String, String)>, sqlx::Error> {
+    ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
         let rows: Vec<(String, String, String)> = sqlx::query_as(
             "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
              UNION ALL
@@ -60,7 +58,7 @@ impl ApplyTx for SqliteConnection {
         Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
     }
 
-    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, sqlx::Error> {
+    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, crate::store::Error> {
         let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
             "SELECT s.phone_number, s.organization_id, s.lead_id
              FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
@@ -75,8 +73,8 @@ impl ApplyTx for SqliteConnection {
     async fn pushed_changes(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> Result<Vec<PushedChange>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<PushedChange>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
                     p.first_attempt_at, p.last_attempt_at
              FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
@@ -87,10 +85,14 @@ impl ApplyTx for SqliteConnection {
         )
         .bind(codec::json_param(keys)?)
         .fetch_all(&mut *self)
-        .await
+        .await?)
     }
 
-    async fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> Result<(), sqlx::Error> {
+    async fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> Result<(), crate::store::Error> {
         sqlx::query("UPDATE pushes SET echo_ref = ?2 WHERE seq = ?1")
             .bind(push_seq)
             .bind(event_ref)
@@ -102,7 +104,7 @@ impl ApplyTx for SqliteConnection {
     async fn consent_states(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> Result<ConsentStates, sqlx::Error> {
+    ) -> Result<ConsentStates, crate::store::Error> {
         let rows: Vec<(String, String, Timestamp, bool, Option<String>)> = codec::json_rows(
             self,
             "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
@@ -127,7 +129,7 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, sqlx::Error> {
+    ) -> Result<Vec<Option<i64>>, crate::store::Error> {
         let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
         if entries.is_empty() {
             return Ok(seqs);
@@ -186,17 +188,16 @@ impl ApplyTx for SqliteConnection {
             });
             let done = insert.build().execute(&mut *self).await?;
             if done.rows_affected() != chunk.len() as u64 {
-                return Err(sqlx::Error::Protocol(format!(
-                    "the ledger took {} of {} new entries though the write lock was held",
-                    done.rows_affected(),
-                    chunk.len()
-                )));
+                return Err(store::Error::LedgerShort {
+                    took: done.rows_affected(),
+                    of: chunk.len(),
+                });
             }
         }
         Ok(seqs)
     }
 
-    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), sqlx::Error> {
+    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), crate::store::Error> {
         // Pairs with no stored state are plain inserts, which cannot abort and so need no
         // statement journal (see the ledger); the others are updated where still older.
         let (known, fresh): (Vec<&StateWrite>, Vec<&StateWrite>) =
@@ -236,7 +237,7 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         if leads.is_empty() {
             return Ok(0);
         }
@@ -323,7 +324,7 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         if observations.is_empty() {
             return Ok(0);
         }
@@ -377,7 +378,7 @@ impl ApplyTx for SqliteConnection {
         applied: &[i64],
         quarantined: &[(i64, String)],
         now: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         for (id, reason) in quarantined {
             sqlx::query(
                 "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?
@@ -406,7 +407,7 @@ impl ApplyTx for SqliteConnection {
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         let now = codec::timestamp(now);
         sqlx::query(
             "UPDATE pushes SET state = 'superseded', finished_at = ?3
@@ -439,14 +440,14 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         limit: i64,
         _now: DateTime<Utc>,
-    ) -> Result<Vec<crate::model::StoredDelivery>, sqlx::Error> {
+    ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
         super::outbox::pending(self, limit).await
     }
 
     async fn page_written(
         &mut self,
         page: crate::store::PageCheckpoint<'_>,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         super::reconcile::page_written(self, page).await
     }
 }

@@ -14,17 +14,21 @@ const COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, o
     recorded_at, source, event_ref, superseded, tag_id, reason, hash";
 
 impl ChainStore for SqlitePool {
-    async fn chain_page(&self, after: i64, limit: i64) -> Result<Vec<ChainRow>, sqlx::Error> {
-        sqlx::query_as(&format!(
+    async fn chain_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<ChainRow>, crate::store::Error> {
+        Ok(sqlx::query_as(&format!(
             "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
         ))
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn chain_head(&self) -> Result<ChainHead, sqlx::Error> {
+    async fn chain_head(&self) -> Result<ChainHead, crate::store::Error> {
         let last: Option<(i64, Option<String>)> =
             sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
                 .fetch_optional(self)

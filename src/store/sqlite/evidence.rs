@@ -13,8 +13,8 @@ impl EvidenceStore for SqlitePool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<StoredEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    ) -> Result<Vec<StoredEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             ", tag_id, reason, hash, evidence,
@@ -26,20 +26,20 @@ impl EvidenceStore for SqlitePool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn evidence_deliveries(
         &self,
         dedup_keys: &[&str],
-    ) -> Result<Vec<KeptDelivery>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<KeptDelivery>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT o.id, o.dedup_key, o.received_at, o.headers, o.body, o.secret_index
          FROM (SELECT DISTINCT value FROM json_each(?)) AS k
          JOIN outbox AS o ON o.dedup_key = k.value",
         )
         .bind(codec::json_param(dedup_keys)?)
         .fetch_all(self)
-        .await
+        .await?)
     }
 }

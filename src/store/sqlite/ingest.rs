@@ -24,7 +24,7 @@ impl IngestStore for SqliteConnection {
         &mut self,
         fresh: &[&Delivery],
         last_id: &mut Option<i64>,
-    ) -> Result<HashMap<String, (i64, bool)>, sqlx::Error> {
+    ) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
         let mut ids = HashMap::with_capacity(fresh.len());
         if fresh.is_empty() {
             return Ok(ids);
@@ -81,7 +81,7 @@ impl IngestStore for SqliteConnection {
         rejected: &[&RejectedDelivery],
         kept: i64,
         probe: bool,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<(), crate::store::Error> {
         use sqlx::Connection as _;
         let mut tx = self.begin_with("BEGIN IMMEDIATE").await?;
         for r in rejected {
@@ -112,6 +112,6 @@ impl IngestStore for SqliteConnection {
             .execute(&mut *tx)
             .await?;
         }
-        tx.commit().await
+        Ok(tx.commit().await?)
     }
 }

@@ -12,7 +12,7 @@ use crate::model::{OutboxStates, StoredDelivery};
 pub(super) async fn pending(
     conn: &mut SqliteConnection,
     limit: i64,
-) -> Result<Vec<StoredDelivery>, sqlx::Error> {
+) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
     let mut rows: Vec<(i64, String, Timestamp, String)> = codec::json_rows(
@@ -40,8 +40,8 @@ pub(super) async fn pending(
 crate::store::outbox::statements!(sqlx::SqlitePool);
 
 impl OutboxCounts for SqlitePool {
-    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, sqlx::Error> {
-        sqlx::query_as(
+    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
                 COALESCE(SUM(state = 'applied'), 0) AS applied,
                 COALESCE(SUM(state = 'quarantined'), 0) AS quarantined
@@ -49,6 +49,6 @@ impl OutboxCounts for SqlitePool {
         )
         .bind(codec::json_param(ids)?)
         .fetch_one(self)
-        .await
+        .await?)
     }
 }

@@ -6,6 +6,7 @@ use crate::store::ReadStore;
 use crate::store::codec;
 use futures::Stream;
 use futures::StreamExt as _;
+use futures::TryStreamExt as _;
 use futures::stream::BoxStream;
 use serde_json::Value;
 use sqlx::SqlitePool;
@@ -31,8 +32,8 @@ impl ReadStore for SqlitePool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<ConsentRecord>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
          FROM consent_current WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2)
          ORDER BY organization_id",
@@ -40,15 +41,15 @@ impl ReadStore for SqlitePool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn lookup(
         &self,
         phones: &[&str],
         organization: Option<&str>,
-    ) -> Result<Vec<ConsentRecord>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<ConsentRecord>, crate::store::Error> {
+        Ok(sqlx::query_as(
         "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
          FROM json_each(?1) AS k JOIN consent_state AS s ON s.phone_number = k.value
          WHERE ?2 IS NULL OR s.organization_id = ?2
@@ -57,15 +58,15 @@ impl ReadStore for SqlitePool {
     .bind(codec::json_param(phones)?)
     .bind(organization)
     .fetch_all(self)
-    .await
+    .await?)
     }
 
     async fn history(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger
@@ -74,11 +75,15 @@ impl ReadStore for SqlitePool {
         .bind(phone)
         .bind(organization)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn changes(&self, after: i64, limit: i64) -> Result<Vec<LedgerEntry>, sqlx::Error> {
-        sqlx::query_as(concat!(
+    async fn changes(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
+        Ok(sqlx::query_as(concat!(
             "SELECT ",
             ledger_columns!(),
             " FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
@@ -86,15 +91,15 @@ impl ReadStore for SqlitePool {
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
     async fn events(
         &self,
         quarantined_only: bool,
         limit: i64,
-    ) -> Result<Vec<StoredEvent>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<StoredEvent>, crate::store::Error> {
+        Ok(sqlx::query_as(
         "SELECT id, dedup_key, received_at,
                 CASE WHEN json_valid(CAST(body AS TEXT))
                      THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
@@ -105,10 +110,10 @@ impl ReadStore for SqlitePool {
     .bind(quarantined_only)
     .bind(limit)
     .fetch_all(self)
-    .await
+    .await?)
     }
 
-    async fn status(&self) -> Result<Status, sqlx::Error> {
+    async fn status(&self) -> Result<Status, crate::store::Error> {
         let (backlog, quarantined, applied, oldest_pending_at): (i64, i64, i64, Option<Timestamp>) =
         sqlx::query_as(
             "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
@@ -159,7 +164,7 @@ impl ReadStore for SqlitePool {
         })
     }
 
-    async fn backlog(&self) -> Result<Backlog, sqlx::Error> {
+    async fn backlog(&self) -> Result<Backlog, crate::store::Error> {
         let (pending, oldest_pending_at, quarantined, pushes_pending): (
             i64,
             Option<Timestamp>,
@@ -181,27 +186,16 @@ impl ReadStore for SqlitePool {
         })
     }
 
-    async fn rejected(&self) -> Result<Vec<KeptRejection>, sqlx::Error> {
-        let rows: Vec<(i64, Timestamp, String, String, Vec<u8>)> = sqlx::query_as(
-        "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-    )
-    .fetch_all(self)
-    .await?;
-        rows.into_iter()
-            .map(|(id, received_at, reason, headers, body)| {
-                Ok(KeptRejection {
-                    id,
-                    received_at,
-                    reason,
-                    headers: codec::json_decoded(&headers)?,
-                    body,
-                })
-            })
-            .collect()
+    async fn rejected(&self) -> Result<Vec<KeptRejection>, crate::store::Error> {
+        Ok(sqlx::query_as(
+            "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
+        )
+        .fetch_all(self)
+        .await?)
     }
 
-    async fn push_counts(&self) -> Result<PushCounts, sqlx::Error> {
-        sqlx::query_as(
+    async fn push_counts(&self) -> Result<PushCounts, crate::store::Error> {
+        Ok(sqlx::query_as(
         "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
                 COALESCE(SUM(state = 'failed'), 0) AS failed,
                 COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
@@ -211,23 +205,23 @@ impl ReadStore for SqlitePool {
          FROM pushes",
     )
     .fetch_one(self)
-    .await
+    .await?)
     }
 
-    async fn lead(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    async fn lead(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<String> =
             sqlx::query_scalar(&format!("SELECT {LEAD_JSON} WHERE l.id = ?"))
                 .bind(id)
                 .fetch_optional(self)
                 .await?;
-        found.as_deref().map(codec::json_decoded).transpose()
+        Ok(found.as_deref().map(codec::json_decoded).transpose()?)
     }
 
     async fn leads(
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<Value>, sqlx::Error> {
+    ) -> Result<Vec<Value>, crate::store::Error> {
         let rows: Vec<String> = sqlx::query_scalar(&format!(
         "SELECT {LEAD_JSON} WHERE l.phone_number = ?1 AND (?2 IS NULL OR l.organization_id = ?2)
          ORDER BY l.organization_id, l.id"
@@ -236,10 +230,13 @@ impl ReadStore for SqlitePool {
         .bind(organization)
         .fetch_all(self)
         .await?;
-        rows.iter().map(|text| codec::json_decoded(text)).collect()
+        Ok(rows
+            .iter()
+            .map(|text| codec::json_decoded(text))
+            .collect::<Result<_, sqlx::Error>>()?)
     }
 
-    async fn message(&self, id: &str) -> Result<Option<Value>, sqlx::Error> {
+    async fn message(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<String> = sqlx::query_scalar(
         "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
@@ -250,14 +247,14 @@ impl ReadStore for SqlitePool {
     .bind(id)
     .fetch_optional(self)
     .await?;
-        found.as_deref().map(codec::json_decoded).transpose()
+        Ok(found.as_deref().map(codec::json_decoded).transpose()?)
     }
 
     async fn deliveries_per_minute(
         &self,
         since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<(String, i64)>, sqlx::Error> {
-        sqlx::query_as(
+    ) -> Result<Vec<(String, i64)>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT substr(received_at, 1, 16) AS minute, COUNT(*) FROM outbox
          WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < ?1
                               ORDER BY id DESC LIMIT 1), 0)
@@ -266,7 +263,7 @@ impl ReadStore for SqlitePool {
         )
         .bind(codec::timestamp(since))
         .fetch_all(self)
-        .await
+        .await?)
     }
 }
 
@@ -274,20 +271,21 @@ impl ReadStore for SqlitePool {
 fn export_consent_stream(
     pool: &SqlitePool,
     since: i64,
-) -> impl Stream<Item = Result<ConsentRecord, sqlx::Error>> + Send + '_ {
+) -> impl Stream<Item = Result<ConsentRecord, crate::store::Error>> + Send + '_ {
     sqlx::query_as(
         "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
                        FROM consent_state WHERE seq > ? ORDER BY organization_id, phone_number",
     )
     .bind(since)
     .fetch(pool)
+    .map_err(Into::into)
 }
 
 /// Ledger entries after `since`, in seq order.
 fn export_ledger_stream(
     pool: &SqlitePool,
     since: i64,
-) -> impl Stream<Item = Result<LedgerEntry, sqlx::Error>> + Send + '_ {
+) -> impl Stream<Item = Result<LedgerEntry, crate::store::Error>> + Send + '_ {
     sqlx::query_as(concat!(
         "SELECT ",
         ledger_columns!(),
@@ -295,6 +293,7 @@ fn export_ledger_stream(
     ))
     .bind(since)
     .fetch(pool)
+    .map_err(Into::into)
 }
 
 /// The v3 Lead resource, its `globalOptedOut` from the consent state of its number.
@@ -309,11 +308,14 @@ const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', 
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number";
 
 impl ExportStore for SqlitePool {
-    fn export_consent(&self, since: i64) -> BoxStream<'_, Result<ConsentRecord, sqlx::Error>> {
+    fn export_consent(
+        &self,
+        since: i64,
+    ) -> BoxStream<'_, Result<ConsentRecord, crate::store::Error>> {
         export_consent_stream(self, since).boxed()
     }
 
-    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, sqlx::Error>> {
+    fn export_ledger(&self, since: i64) -> BoxStream<'_, Result<LedgerEntry, crate::store::Error>> {
         export_ledger_stream(self, since).boxed()
     }
 }

@@ -9,34 +9,38 @@ use sqlx::SqlitePool;
 use crate::model::OutboxHead;
 
 impl RetentionStore for SqlitePool {
-    async fn free_pages(&self) -> Result<i64, sqlx::Error> {
-        sqlx::query_scalar("PRAGMA freelist_count")
+    async fn free_pages(&self) -> Result<i64, crate::store::Error> {
+        Ok(sqlx::query_scalar("PRAGMA freelist_count")
             .fetch_one(self)
-            .await
+            .await?)
     }
 
-    async fn vacuum_step(&self, pages: i64) -> Result<i64, sqlx::Error> {
+    async fn vacuum_step(&self, pages: i64) -> Result<i64, crate::store::Error> {
         let mut conn = self.acquire().await?;
         // A pragma's argument cannot be bound; `pages` is a number.
         sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
             .execute(&mut *conn)
             .await?;
-        sqlx::query_scalar("PRAGMA freelist_count")
+        Ok(sqlx::query_scalar("PRAGMA freelist_count")
             .fetch_one(&mut *conn)
-            .await
+            .await?)
     }
 
-    async fn scan_outbox(&self, after: i64, limit: i64) -> Result<Vec<OutboxHead>, sqlx::Error> {
-        sqlx::query_as(
+    async fn scan_outbox(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<OutboxHead>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
         )
         .bind(after)
         .bind(limit)
         .fetch_all(self)
-        .await
+        .await?)
     }
 
-    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, sqlx::Error> {
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
         if ids.is_empty() {
             return Ok(0);
         }
@@ -49,7 +53,10 @@ impl RetentionStore for SqlitePool {
         Ok(done.rows_affected())
     }
 
-    async fn count_finished_messages(&self, before: DateTime<Utc>) -> Result<u64, sqlx::Error> {
+    async fn count_finished_messages(
+        &self,
+        before: DateTime<Utc>,
+    ) -> Result<u64, crate::store::Error> {
         let count: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?",
         )
@@ -63,7 +70,7 @@ impl RetentionStore for SqlitePool {
         &self,
         before: DateTime<Utc>,
         limit: i64,
-    ) -> Result<u64, sqlx::Error> {
+    ) -> Result<u64, crate::store::Error> {
         let done = sqlx::query(
             "DELETE FROM messages WHERE id IN
              (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
@@ -80,7 +87,7 @@ impl RetentionStore for SqlitePool {
 /// (a rewrite of the file: instant on a new one, long on a large one). Returns whether it
 /// rewrote. Not a connection option: setting the pragma writes the file's header, which
 /// would make every connection of every command queue for the write lock.
-pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, sqlx::Error> {
+pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, crate::store::Error> {
     /// `PRAGMA auto_vacuum`'s value for INCREMENTAL.
     const INCREMENTAL: i64 = 2;
     let mut conn = pool.acquire().await?;
@@ -99,7 +106,7 @@ pub async fn ensure_incremental_vacuum(pool: &SqlitePool) -> Result<bool, sqlx::
 
 /// Switches a SQLite file to incremental auto-vacuum once (see
 /// [`ensure_incremental_vacuum`]); logs when that takes a rewrite.
-pub async fn prepare(pool: &SqlitePool) -> Result<(), sqlx::Error> {
+pub async fn prepare(pool: &SqlitePool) -> Result<(), crate::store::Error> {
     if ensure_incremental_vacuum(pool).await? {
         tracing::info!(
             "the database file now gives pruned space back (incremental auto-vacuum; rewritten once)"
