@@ -16,6 +16,8 @@ use crate::model::{
 };
 
 /// Opening the configured database, and the embedded migrations of each backend.
+mod error;
+pub use error::{Error, Result};
 mod open;
 pub use open::{
     DbError, MIGRATOR, POSTGRES_MIGRATOR, connection, migrate, migrate_postgres,
@@ -39,6 +41,12 @@ mod leases;
 
 /// Outbox statements with one text for both backends.
 mod outbox;
+/// The push queue's statements written once for both backends.
+mod pushes;
+/// The reconciler's bookkeeping written once for both backends.
+mod reconcile;
+/// `daemon_state`'s statements written once for both backends.
+mod state;
 
 /// Subscribers' delivery state, one text for both backends.
 mod console;
@@ -100,12 +108,12 @@ impl From<&Pool> for Pool {
 
 impl Pool {
     /// The `daemon_state` value of `key`.
-    pub async fn state(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
+    pub async fn state(&self, key: &str) -> Result<Option<String>, crate::store::Error> {
         self.state_value(key).await
     }
 
     /// Sets the `daemon_state` value of `key`.
-    pub async fn set_state(&self, key: &str, value: &str) -> Result<(), sqlx::Error> {
+    pub async fn set_state(&self, key: &str, value: &str) -> Result<(), crate::store::Error> {
         let now = Utc::now();
         self.put_state(key, value, now).await
     }
@@ -241,7 +249,7 @@ pub(crate) fn chain_after<'e, 'a>(
     head_seq: i64,
     head_hash: String,
     recorded_at: Timestamp,
-) -> Result<Vec<Chained<'e, 'a>>, sqlx::Error> {
+) -> Result<Vec<Chained<'e, 'a>>, crate::store::Error> {
     let mut prev = head_hash;
     let mut chained = Vec::with_capacity(new.len());
     for (seq, &i) in (head_seq + 1..).zip(new) {
@@ -286,40 +294,40 @@ pub trait ApplyTx: Send {
     fn lock_numbers(
         &mut self,
         phones: &[&str],
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// The (organization, number) of each of `lead_ids` the mirror knows.
     fn locate_leads(
         &mut self,
         lead_ids: &[&str],
-    ) -> impl Future<Output = Result<HashMap<String, (String, String)>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<HashMap<String, (String, String)>, crate::store::Error>> + Send;
 
     /// The organizations (and lead ids) holding each of `phones`. Every mirrored lead has
     /// the consent record of its (organization, number), so consent records are enough.
     fn holders_of(
         &mut self,
         phones: &[&str],
-    ) -> impl Future<Output = Result<Holders, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Holders, crate::store::Error>> + Send;
 
     /// Attempted local changes of these (organization, number) pairs whose echo has not
     /// come back yet, oldest first.
     fn pushed_changes(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> impl Future<Output = Result<Vec<PushedChange>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
 
     /// Marks the local change `push_seq` as echoed by `event_ref`.
     fn mark_echo(
         &mut self,
         push_seq: i64,
         event_ref: &str,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// The stored state of each known pair of `keys`.
     fn consent_states(
         &mut self,
         keys: &[(&str, &str)],
-    ) -> impl Future<Output = Result<ConsentStates, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
 
     /// Appends the entries not in the ledger yet, in order: the seq of each new one, `None`
     /// for an event already recorded (or recorded earlier in `entries`).
@@ -327,13 +335,13 @@ pub trait ApplyTx: Send {
         &mut self,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
-    ) -> impl Future<Output = Result<Vec<Option<i64>>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Vec<Option<i64>>, crate::store::Error>> + Send;
 
     /// Sets each state where it outranks the stored one; at most one per pair.
     fn write_states(
         &mut self,
         states: &[StateWrite<'_>],
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// Inserts or updates mirrored leads, each only if its observation is not older than
     /// what the mirror holds and its fields changed (an unchanged lead is not rewritten on
@@ -342,7 +350,7 @@ pub trait ApplyTx: Send {
         &mut self,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
 
     /// Applies status observations: a terminal status beats a non-terminal one whatever
     /// the times; otherwise the later wins (ties broken by status text, then error code, so
@@ -351,7 +359,7 @@ pub trait ApplyTx: Send {
         &mut self,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<u64, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
 
     /// Marks outbox rows applied, and others quarantined with their reason. (PostgreSQL's
     /// worker claims its rows marked applied already: there only the quarantined change.)
@@ -360,7 +368,7 @@ pub trait ApplyTx: Send {
         applied: &[i64],
         quarantined: &[(i64, String)],
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// Queues the local change recorded as `seq` for the service, superseding older changes
     /// of the pair never attempted.
@@ -369,7 +377,7 @@ pub trait ApplyTx: Send {
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// The next `limit` pending outbox rows, in id order, taken for this transaction (on
     /// PostgreSQL marked applied at `now` in the same statement, so that workers of every
@@ -378,14 +386,14 @@ pub trait ApplyTx: Send {
         &mut self,
         limit: i64,
         now: DateTime<Utc>,
-    ) -> impl Future<Output = Result<Vec<crate::model::StoredDelivery>, sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<Vec<crate::model::StoredDelivery>, crate::store::Error>> + Send;
 
     /// In a leads page's transaction: moves the checkpoint to the next page, or, after the
     /// last page, records the organization's finished scan and drops its checkpoint.
     fn page_written(
         &mut self,
         page: PageCheckpoint<'_>,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send;
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 }
 
 /// A lead's JSON columns, as stored.
@@ -399,7 +407,7 @@ pub(crate) struct LeadJson {
 }
 
 impl LeadJson {
-    pub fn of(lead: &Lead) -> Result<Self, sqlx::Error> {
+    pub fn of(lead: &Lead) -> Result<Self, crate::store::Error> {
         let custom_fields = codec::json_param(&lead.custom_fields)?;
         Ok(Self {
             active_group_ids: codec::json_param(&lead.active_group_ids)?,

@@ -8,8 +8,11 @@ use crate::model::DuePush;
 use crate::store::PushStore;
 
 impl PushStore for PgPool {
-    async fn take_due_pushes(&self, now: DateTime<Utc>) -> Result<Option<DuePush>, sqlx::Error> {
-        sqlx::query_as(
+    async fn take_due_pushes(
+        &self,
+        now: DateTime<Utc>,
+    ) -> Result<Option<DuePush>, crate::store::Error> {
+        Ok(sqlx::query_as(
             "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = $1,
                 first_attempt_at = COALESCE(first_attempt_at, $1)
          WHERE seq = (SELECT p.seq FROM pushes AS p
@@ -23,63 +26,8 @@ impl PushStore for PgPool {
         )
         .bind(now)
         .fetch_optional(self)
-        .await
+        .await?)
     }
 
-    async fn push_sent(
-        &self,
-        seq: i64,
-        lead_id: &str,
-        at: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE pushes SET state = 'sent', lead_id = $2, finished_at = $3, last_error = NULL
-         WHERE seq = $1 AND state = 'pending'",
-        )
-        .bind(seq)
-        .bind(lead_id)
-        .bind(at)
-        .execute(self)
-        .await?;
-        Ok(())
-    }
-
-    async fn push_failed(
-        &self,
-        seq: i64,
-        error: &str,
-        at: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE pushes SET state = 'failed', last_error = $2, finished_at = $3
-         WHERE seq = $1 AND state = 'pending'",
-        )
-        .bind(seq)
-        .bind(error)
-        .bind(at)
-        .execute(self)
-        .await?;
-        Ok(())
-    }
-
-    async fn retry_push_at(
-        &self,
-        seq: i64,
-        error: &str,
-        next: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query("UPDATE pushes SET last_error = $2, next_attempt_at = $3 WHERE seq = $1")
-            .bind(seq)
-            .bind(error)
-            .bind(next)
-            .execute(self)
-            .await?;
-        Ok(())
-    }
-
-    async fn next_push_due(&self) -> Result<Option<DateTime<Utc>>, sqlx::Error> {
-        sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
-            .fetch_one(self)
-            .await
-    }
+    crate::store::pushes::shared!();
 }

@@ -1,101 +1,15 @@
 //! The reconciler's bookkeeping on PostgreSQL: checkpoints of interrupted scans, the last pass
 //! of each organization, and every pass's summary.
 
-use chrono::{DateTime, Utc};
 use sqlx::{PgConnection, PgPool};
 
+use crate::store::PassRecord;
 use crate::store::PassStore;
-use crate::store::{PageCheckpoint, PassRecord};
 
 impl PassStore for PgPool {
-    async fn checkpoint(
-        &self,
-        pass_id: &str,
-        organization: &str,
-        now: DateTime<Utc>,
-    ) -> Result<Option<String>, sqlx::Error> {
-        let cursor: Option<Option<String>> = sqlx::query_scalar(
-        "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at)
-         VALUES ($1, $2, NULL, $3, $3)
-         ON CONFLICT (organization_id) DO UPDATE SET updated_at = $3
-         RETURNING cursor",
-    )
-    .bind(organization)
-    .bind(pass_id)
-    .bind(now)
-    .fetch_optional(self)
-    .await?;
-        Ok(cursor.flatten())
-    }
+    crate::store::reconcile::shared!();
 
-    async fn restart_checkpoint(&self, organization: &str) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
-         WHERE organization_id = $1",
-        )
-        .bind(organization)
-        .execute(self)
-        .await?;
-        Ok(())
-    }
-
-    async fn end_with_error<E: std::fmt::Display + Send>(
-        &self,
-        pass_id: &str,
-        organization: &str,
-        now: DateTime<Utc>,
-        describe: impl FnOnce(i64) -> E + Send,
-    ) -> Result<E, sqlx::Error> {
-        let mut tx = self.begin().await?;
-        let (scanned, repaired): (i64, i64) = sqlx::query_as(
-            "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = $1",
-        )
-        .bind(organization)
-        .fetch_optional(&mut *tx)
-        .await?
-        .unwrap_or_default();
-        let error = describe(scanned);
-        sqlx::query(
-        "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-         VALUES ($1, $2, $3, $4, $5, $6)
-         ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
-             finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
-             repaired = excluded.repaired, error = excluded.error",
-    )
-    .bind(organization)
-    .bind(pass_id)
-    .bind(now)
-    .bind(scanned)
-    .bind(repaired)
-    .bind(error.to_string())
-    .execute(&mut *tx)
-    .await?;
-        sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1")
-            .bind(organization)
-            .execute(&mut *tx)
-            .await?;
-        tx.commit().await?;
-        Ok(error)
-    }
-
-    async fn open_messages(
-        &self,
-        stale_before: DateTime<Utc>,
-        receipt_since: DateTime<Utc>,
-    ) -> Result<Vec<String>, sqlx::Error> {
-        sqlx::query_scalar(
-            "SELECT id FROM messages
-         WHERE first_seen_at <= $1
-           AND (NOT terminal OR (status = 'sent' AND status_at >= $2))
-         ORDER BY first_seen_at",
-        )
-        .bind(stale_before)
-        .bind(receipt_since)
-        .fetch_all(self)
-        .await
-    }
-
-    async fn record_pass(&self, pass: PassRecord<'_>) -> Result<(), sqlx::Error> {
+    async fn record_pass(&self, pass: PassRecord<'_>) -> Result<(), crate::store::Error> {
         sqlx::query(
         "INSERT INTO reconcile_passes (id, started_at, finished_at, summary) VALUES ($1, $2::TIMESTAMPTZ, $3::TIMESTAMPTZ, $4::JSONB)",
     )
@@ -107,71 +21,6 @@ impl PassStore for PgPool {
     .await?;
         Ok(())
     }
-
-    async fn organization_failed(
-        &self,
-        pass_id: &str,
-        organization: &str,
-        now: DateTime<Utc>,
-        error: &str,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-        "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-         VALUES ($1, $2, $3, 0, 0, $4)
-         ON CONFLICT (organization_id) DO UPDATE SET error = $4",
-    )
-    .bind(organization)
-    .bind(pass_id)
-    .bind(now)
-    .bind(error)
-    .execute(self)
-    .await?;
-        Ok(())
-    }
 }
 
-/// In the page's transaction: moves the checkpoint to the next page, or, after the last
-/// page, records the organization's finished scan and drops its checkpoint.
-pub(super) async fn page_written(
-    conn: &mut PgConnection,
-    page: PageCheckpoint<'_>,
-) -> Result<(), sqlx::Error> {
-    let now = page.now;
-    match page.next {
-        Some(cursor) => {
-            sqlx::query(
-                "UPDATE reconcile_checkpoints SET cursor = $1, leads_scanned = leads_scanned + $2,
-                     repaired = repaired + $3, updated_at = $4 WHERE organization_id = $5",
-            )
-            .bind(cursor)
-            .bind(page.scanned)
-            .bind(page.repaired)
-            .bind(now)
-            .bind(page.organization)
-            .execute(&mut *conn)
-            .await?;
-        }
-        None => {
-            sqlx::query(
-                "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-                 SELECT organization_id, $2, $3, leads_scanned + $4, repaired + $5, NULL
-                 FROM reconcile_checkpoints WHERE organization_id = $1
-                 ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
-                     finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
-                     repaired = excluded.repaired, error = NULL",
-            )
-            .bind(page.organization)
-            .bind(page.pass_id)
-            .bind(now)
-            .bind(page.scanned)
-            .bind(page.repaired)
-            .execute(&mut *conn)
-            .await?;
-            sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1")
-                .bind(page.organization)
-                .execute(&mut *conn)
-                .await?;
-        }
-    }
-    Ok(())
-}
+crate::store::reconcile::page_written!(PgConnection);

@@ -6,30 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
 impl StateStore for SqlitePool {
-    async fn state_value(&self, key: &str) -> Result<Option<String>, sqlx::Error> {
-        sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = ?")
-            .bind(key)
-            .fetch_optional(self)
-            .await
-    }
-
-    async fn put_state(
-        &self,
-        key: &str,
-        value: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), sqlx::Error> {
-        sqlx::query(
-            "INSERT INTO daemon_state (key, value, updated_at) VALUES (?1, ?2, ?3)
-         ON CONFLICT (key) DO UPDATE SET value = ?2, updated_at = ?3",
-        )
-        .bind(key)
-        .bind(value)
-        .bind(codec::timestamp(now))
-        .execute(self)
-        .await?;
-        Ok(())
-    }
+    crate::store::state::shared!();
 
     async fn count_token_failure(
         &self,
@@ -37,8 +14,8 @@ impl StateStore for SqlitePool {
         max: i64,
         block_until: DateTime<Utc>,
         now: DateTime<Utc>,
-    ) -> Result<String, sqlx::Error> {
-        sqlx::query_scalar(
+    ) -> Result<String, crate::store::Error> {
+        Ok(sqlx::query_scalar(
         "INSERT INTO daemon_state (key, value, updated_at)
          VALUES (?1, json_object('consecutive_failures', 1,
                                  'blocked_until', CASE WHEN 1 >= ?2 THEN ?3 END), ?4)
@@ -57,6 +34,6 @@ impl StateStore for SqlitePool {
     .bind(codec::timestamp(block_until))
     .bind(codec::timestamp(now))
     .fetch_one(self)
-    .await
+    .await?)
     }
 }

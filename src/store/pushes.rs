@@ -1,0 +1,71 @@
+//! Push queue statements with one text for both backends (`$N` parameters, times bound as
+//! [`Timestamp`](crate::model::Timestamp)); taking the next due push, which locks rows on
+//! PostgreSQL, is in each backend's `pushes`.
+
+/// The shared methods of `PushStore`, expanded inside each backend's `impl` block.
+macro_rules! shared {
+    () => {
+        async fn push_sent(
+            &self,
+            seq: i64,
+            lead_id: &str,
+            at: chrono::DateTime<chrono::Utc>,
+        ) -> Result<(), crate::store::Error> {
+            sqlx::query(
+                "UPDATE pushes SET state = 'sent', lead_id = $2, finished_at = $3, last_error = NULL
+                 WHERE seq = $1 AND state = 'pending'",
+            )
+            .bind(seq)
+            .bind(lead_id)
+            .bind(crate::model::Timestamp(at))
+            .execute(self)
+            .await?;
+            Ok(())
+        }
+
+        async fn push_failed(
+            &self,
+            seq: i64,
+            error: &str,
+            at: chrono::DateTime<chrono::Utc>,
+        ) -> Result<(), crate::store::Error> {
+            sqlx::query(
+                "UPDATE pushes SET state = 'failed', last_error = $2, finished_at = $3
+                 WHERE seq = $1 AND state = 'pending'",
+            )
+            .bind(seq)
+            .bind(error)
+            .bind(crate::model::Timestamp(at))
+            .execute(self)
+            .await?;
+            Ok(())
+        }
+
+        async fn retry_push_at(
+            &self,
+            seq: i64,
+            error: &str,
+            next: chrono::DateTime<chrono::Utc>,
+        ) -> Result<(), crate::store::Error> {
+            sqlx::query("UPDATE pushes SET last_error = $2, next_attempt_at = $3 WHERE seq = $1")
+                .bind(seq)
+                .bind(error)
+                .bind(crate::model::Timestamp(next))
+                .execute(self)
+                .await?;
+            Ok(())
+        }
+
+        async fn next_push_due(
+            &self,
+        ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error> {
+            let next: Option<crate::model::Timestamp> =
+                sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
+                    .fetch_one(self)
+                    .await?;
+            Ok(next.map(crate::model::Timestamp::at))
+        }
+    };
+}
+
+pub(crate) use shared;
