@@ -157,24 +157,9 @@ impl ApplyTx for PgConnection {
         if entries.is_empty() {
             return Ok(Vec::new());
         }
-        let refs = column(entries, |e| e.observation.event_ref.as_str());
-        let orgs = column(entries, |e| e.observation.organization_id.as_str());
-        let phones = column(entries, |e| e.observation.phone_number.as_str());
         // Which are recorded already: the numbers are locked, so no other transaction can
         // record them before this one commits.
-        let recorded: Vec<i64> = sqlx::query_scalar(
-            "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o, p, i)
-             JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p",
-        )
-        .bind(&refs)
-        .bind(&orgs)
-        .bind(&phones)
-        .fetch_all(&mut *self)
-        .await?;
-        let recorded: HashSet<usize> = recorded
-            .into_iter()
-            .filter_map(|i| usize::try_from(i - 1).ok())
-            .collect();
+        let recorded = recorded_already(self, entries).await?;
         let new = store::unrecorded(entries, &recorded);
         let mut seqs = vec![None; entries.len()];
         if new.is_empty() {
@@ -459,4 +444,28 @@ impl ApplyTx for PgConnection {
     ) -> Result<(), crate::store::Error> {
         super::reconcile::page_written(self, page).await
     }
+}
+
+/// The indices of `entries` whose event the ledger has already recorded for their
+/// (organization, number).
+async fn recorded_already(
+    conn: &mut PgConnection,
+    entries: &[NewEntry<'_>],
+) -> Result<HashSet<usize>, crate::store::Error> {
+    let refs = column(entries, |e| e.observation.event_ref.as_str());
+    let orgs = column(entries, |e| e.observation.organization_id.as_str());
+    let phones = column(entries, |e| e.observation.phone_number.as_str());
+    let recorded: Vec<i64> = sqlx::query_scalar(
+        "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o, p, i)
+         JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p",
+    )
+    .bind(&refs)
+    .bind(&orgs)
+    .bind(&phones)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(recorded
+        .into_iter()
+        .filter_map(|i| usize::try_from(i - 1).ok())
+        .collect())
 }

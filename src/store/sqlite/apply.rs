@@ -280,42 +280,7 @@ impl ApplyTx for SqliteConnection {
                    AND excluded.content_hash <> leads.content_hash",
             ),
         ] {
-            for chunk in rows.chunks(LEADS_PER_STATEMENT) {
-                let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                    "{insert_sql} leads (id, organization_id, phone_number, first_name, last_name,
-                         notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
-                         inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                         content_hash, updated_at) "
-                ));
-                // Encoded first, so that a lead that cannot be encoded is an error, not a row.
-                let columns = chunk
-                    .iter()
-                    .map(|(lead, _)| LeadJson::of(lead))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let encoded = chunk.iter().zip(columns);
-                insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
-                    row.push_bind(&lead.id)
-                        .push_bind(&lead.organization_id)
-                        .push_bind(&lead.phone_number)
-                        .push_bind(&lead.first_name)
-                        .push_bind(&lead.last_name)
-                        .push_bind(&lead.notes)
-                        .push_bind(&lead.follow_up)
-                        .push_bind(&lead.email)
-                        .push_bind(&lead.postal_code)
-                        .push_bind(&lead.phone_number_type)
-                        .push_bind(json.active_group_ids)
-                        .push_bind(json.inactive_group_ids)
-                        .push_bind(json.tag_ids)
-                        .push_bind(json.custom_fields)
-                        .push_bind(&lead.created_at)
-                        .push_bind(codec::timestamp(*observed_at))
-                        .push_bind(json.hash)
-                        .push_bind(&now);
-                });
-                insert.push(conflict);
-                written += insert.build().execute(&mut *self).await?.rows_affected();
-            }
+            written += write_leads(self, &rows, insert_sql, conflict, &now).await?;
         }
         Ok(written)
     }
@@ -450,4 +415,53 @@ impl ApplyTx for SqliteConnection {
     ) -> Result<(), crate::store::Error> {
         super::reconcile::page_written(self, page).await
     }
+}
+
+/// Writes leads as multi-row `{verb} leads ... {conflict}` statements; returns the rows
+/// written.
+async fn write_leads(
+    conn: &mut SqliteConnection,
+    rows: &[&(&Lead, DateTime<Utc>)],
+    verb: &str,
+    conflict: &str,
+    now: &str,
+) -> Result<u64, crate::store::Error> {
+    let mut written = 0;
+    for chunk in rows.chunks(LEADS_PER_STATEMENT) {
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+            "{verb} leads (id, organization_id, phone_number, first_name, last_name,
+                 notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
+                 inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
+                 content_hash, updated_at) "
+        ));
+        // Encoded first, so that a lead that cannot be encoded is an error, not a row.
+        let columns = chunk
+            .iter()
+            .map(|(lead, _)| LeadJson::of(lead))
+            .collect::<Result<Vec<_>, _>>()?;
+        let encoded = chunk.iter().zip(columns);
+        insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
+            row.push_bind(&lead.id)
+                .push_bind(&lead.organization_id)
+                .push_bind(&lead.phone_number)
+                .push_bind(&lead.first_name)
+                .push_bind(&lead.last_name)
+                .push_bind(&lead.notes)
+                .push_bind(&lead.follow_up)
+                .push_bind(&lead.email)
+                .push_bind(&lead.postal_code)
+                .push_bind(&lead.phone_number_type)
+                .push_bind(json.active_group_ids)
+                .push_bind(json.inactive_group_ids)
+                .push_bind(json.tag_ids)
+                .push_bind(json.custom_fields)
+                .push_bind(&lead.created_at)
+                .push_bind(codec::timestamp(*observed_at))
+                .push_bind(json.hash)
+                .push_bind(now);
+        });
+        insert.push(conflict);
+        written += insert.build().execute(&mut *conn).await?.rows_affected();
+    }
+    Ok(written)
 }

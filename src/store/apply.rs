@@ -1,0 +1,321 @@
+//! The apply path's side of the storage layer: what a write transaction is given (new
+//! ledger entries, consent states, leads, a page's checkpoint), how new entries are chained,
+//! and the [`ApplyTx`] trait each backend's connection implements.
+
+use super::codec;
+use crate::model::Lead;
+use crate::model::{
+    ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
+    Timestamp,
+};
+use chrono::{DateTime, Utc};
+use std::collections::{HashMap, HashSet};
+use std::future::Future;
+
+/// Where a leads pass stands after writing one page.
+#[derive(Debug, Clone, Copy)]
+pub struct PageCheckpoint<'a> {
+    pub pass_id: &'a str,
+    pub organization: &'a str,
+    /// The next page's cursor; `None` after the last page.
+    pub next: Option<&'a str>,
+    /// Leads scanned and repaired on this page.
+    pub scanned: i64,
+    pub repaired: i64,
+    pub now: DateTime<Utc>,
+}
+
+/// A finished reconciliation pass, as kept.
+#[derive(Debug, Clone, Copy)]
+pub struct PassRecord<'a> {
+    pub id: &'a str,
+    /// RFC 3339.
+    pub started_at: &'a str,
+    pub finished_at: &'a str,
+    /// The pass's summary, as JSON.
+    pub summary: &'a str,
+}
+
+/// The `daemon_state` key of the latest failure.
+pub const LAST_ERROR: &str = "last_error";
+
+/// One ledger entry to append.
+#[derive(Debug, Clone, Copy)]
+pub struct NewEntry<'a> {
+    pub observation: &'a ConsentObservation,
+    /// The observation's lead, or the one stored for its (organization, number).
+    pub lead_id: Option<&'a str>,
+    /// A newer state was already in place.
+    pub superseded: bool,
+}
+
+/// The chained fields of a new entry with its `seq` and times as stored.
+pub(crate) fn entry_fields<'a>(
+    e: &NewEntry<'a>,
+    seq: i64,
+    recorded_at: Timestamp,
+) -> crate::model::chain::Fields<'a> {
+    let o = e.observation;
+    crate::model::chain::Fields {
+        seq,
+        organization_id: &o.organization_id,
+        lead_id: e.lead_id,
+        phone_number: &o.phone_number,
+        opted_out: o.opted_out,
+        occurred_at: Timestamp(o.occurred_at),
+        recorded_at,
+        source: o.source,
+        event_ref: &o.event_ref,
+        superseded: e.superseded,
+        tag_id: o.tag_id.as_deref(),
+        reason: o.reason.as_deref(),
+    }
+}
+
+/// What makes a ledger entry unique: (event_ref, organization, number).
+pub(crate) fn entry_key<'a>(e: &NewEntry<'a>) -> (&'a str, &'a str, &'a str) {
+    let o = e.observation;
+    (&o.event_ref, &o.organization_id, &o.phone_number)
+}
+
+/// Which of `entries` to append, by index: those not `recorded` already, and an event twice
+/// in `entries` once (its first occurrence).
+pub(crate) fn unrecorded(entries: &[NewEntry<'_>], recorded: &HashSet<usize>) -> Vec<usize> {
+    let mut seen = HashSet::new();
+    (0..entries.len())
+        .filter(|i| !recorded.contains(i) && seen.insert(entry_key(&entries[*i])))
+        .collect()
+}
+
+/// A new ledger entry as it is inserted: its place in the chain and its stored forms.
+pub(crate) struct Chained<'e, 'a> {
+    pub entry: &'e NewEntry<'a>,
+    pub seq: i64,
+    pub hash: String,
+    /// The kept evidence, as JSON.
+    pub evidence: Option<String>,
+}
+
+/// Chains the entries `new` (indices into `entries`) after the entry `head_seq` whose hash
+/// is `head_hash`, in order: each entry's hash covers its fields and the hash before it.
+pub(crate) fn chain_after<'e, 'a>(
+    entries: &'e [NewEntry<'a>],
+    new: &[usize],
+    head_seq: i64,
+    head_hash: String,
+    recorded_at: Timestamp,
+) -> Result<Vec<Chained<'e, 'a>>, crate::store::Error> {
+    let mut prev = head_hash;
+    let mut chained = Vec::with_capacity(new.len());
+    for (seq, &i) in (head_seq + 1..).zip(new) {
+        let entry = &entries[i];
+        prev = entry_fields(entry, seq, recorded_at).hash_after(&prev);
+        let evidence = entry
+            .observation
+            .evidence
+            .as_ref()
+            .map(codec::json_param)
+            .transpose()?;
+        chained.push(Chained {
+            entry,
+            seq,
+            hash: prev.clone(),
+            evidence,
+        });
+    }
+    Ok(chained)
+}
+
+/// A current consent state to set where it outranks the stored one.
+#[derive(Debug, Clone, Copy)]
+pub struct StateWrite<'a> {
+    pub organization_id: &'a str,
+    pub phone_number: &'a str,
+    pub lead_id: Option<&'a str>,
+    pub rank: Rank,
+    pub source: Source,
+    /// The ledger entry that sets it.
+    pub seq: i64,
+    /// The pair had a state stored before this transaction.
+    pub stored: bool,
+}
+
+/// The writes of the apply path, inside a transaction the caller began and commits. Every
+/// method takes a whole batch.
+pub trait ApplyTx: Send {
+    /// Keeps every other writer of these numbers waiting until this transaction ends, so
+    /// what it reads of them (states, holders, pushes) stays true until it commits. To be
+    /// called once per transaction, before the reads (locks are taken in one order).
+    fn lock_numbers(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The (organization, number) of each of `lead_ids` the mirror knows.
+    fn locate_leads(
+        &mut self,
+        lead_ids: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, (String, String)>, crate::store::Error>> + Send;
+
+    /// The organizations (and lead ids) holding each of `phones`. Every mirrored lead has
+    /// the consent record of its (organization, number), so consent records are enough.
+    fn holders_of(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<Holders, crate::store::Error>> + Send;
+
+    /// Attempted local changes of these (organization, number) pairs whose echo has not
+    /// come back yet, oldest first.
+    fn pushed_changes(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
+
+    /// Marks the local change `push_seq` as echoed by `event_ref`.
+    fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The stored state of each known pair of `keys`.
+    fn consent_states(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
+
+    /// Appends the entries not in the ledger yet, in order: the seq of each new one, `None`
+    /// for an event already recorded (or recorded earlier in `entries`).
+    fn append_ledger(
+        &mut self,
+        entries: &[NewEntry<'_>],
+        recorded_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Option<i64>>, crate::store::Error>> + Send;
+
+    /// Sets each state where it outranks the stored one; at most one per pair.
+    fn write_states(
+        &mut self,
+        states: &[StateWrite<'_>],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Inserts or updates mirrored leads, each only if its observation is not older than
+    /// what the mirror holds and its fields changed (an unchanged lead is not rewritten on
+    /// every scan). Returns how many rows were written.
+    fn upsert_leads(
+        &mut self,
+        leads: &[(&Lead, DateTime<Utc>)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
+
+    /// Applies status observations: a terminal status beats a non-terminal one whatever
+    /// the times; otherwise the later wins (ties broken by status text, then error code, so
+    /// the outcome never depends on arrival order). Returns how many changed a stored row.
+    fn apply_statuses(
+        &mut self,
+        observations: &[StatusObservation<'_>],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
+
+    /// Marks outbox rows applied, and others quarantined with their reason. (PostgreSQL's
+    /// worker claims its rows marked applied already: there only the quarantined change.)
+    fn settle_outbox(
+        &mut self,
+        applied: &[i64],
+        quarantined: &[(i64, String)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Queues the local change recorded as `seq` for the service, superseding older changes
+    /// of the pair never attempted.
+    fn queue_push(
+        &mut self,
+        seq: i64,
+        change: &ConsentObservation,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The next `limit` pending outbox rows, in id order, taken for this transaction (on
+    /// PostgreSQL marked applied at `now` in the same statement, so that workers of every
+    /// replica take disjoint batches; the transaction settles those it quarantines).
+    fn claim_pending(
+        &mut self,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<crate::model::StoredDelivery>, crate::store::Error>> + Send;
+
+    /// In a leads page's transaction: moves the checkpoint to the next page, or, after the
+    /// last page, records the organization's finished scan and drops its checkpoint.
+    fn page_written(
+        &mut self,
+        page: PageCheckpoint<'_>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+}
+
+/// A lead's JSON columns, as stored.
+pub(crate) struct LeadJson {
+    pub active_group_ids: String,
+    pub inactive_group_ids: String,
+    pub tag_ids: String,
+    pub custom_fields: String,
+    /// [`content_hash`] of the lead with these columns.
+    pub hash: i64,
+}
+
+impl LeadJson {
+    pub fn of(lead: &Lead) -> Result<Self, crate::store::Error> {
+        let custom_fields = codec::json_param(&lead.custom_fields)?;
+        Ok(Self {
+            active_group_ids: codec::json_param(&lead.active_group_ids)?,
+            inactive_group_ids: codec::json_param(&lead.inactive_group_ids)?,
+            tag_ids: codec::json_param(&lead.tag_ids)?,
+            hash: content_hash(lead, &custom_fields),
+            custom_fields,
+        })
+    }
+}
+
+/// A hash of a lead's mirrored fields (consent excluded: it lives elsewhere), with its
+/// custom fields as encoded. Should it change with a new toolchain, the next scan rewrites
+/// each lead once; nothing else.
+fn content_hash(lead: &Lead, custom_fields: &str) -> i64 {
+    use std::hash::{Hash, Hasher};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    // Every field but `global_opted_out`, without copying the lead.
+    (
+        &lead.id,
+        &lead.organization_id,
+        &lead.phone_number,
+        (
+            &lead.first_name,
+            &lead.last_name,
+            &lead.notes,
+            &lead.follow_up,
+        ),
+        (
+            &lead.email,
+            &lead.postal_code,
+            &lead.phone_number_type,
+            &lead.created_at,
+        ),
+        (
+            &lead.active_group_ids,
+            &lead.inactive_group_ids,
+            &lead.tag_ids,
+        ),
+        custom_fields,
+    )
+        .hash(&mut hasher);
+    hasher.finish() as i64
+}
+
+/// A status observation's rank: terminal first, then time, status text and error code.
+pub(crate) fn status_rank<'a>(
+    o: &'a StatusObservation<'_>,
+) -> (bool, DateTime<Utc>, &'a str, &'a str) {
+    (
+        crate::model::is_terminal(&o.message.status),
+        crate::model::to_millis(o.occurred_at),
+        o.message.status.as_str(),
+        o.message.error_code.as_deref().unwrap_or(""),
+    )
+}
