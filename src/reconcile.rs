@@ -11,6 +11,8 @@
 //! message still not final after `message_stale_after_secs`, and for those `sent` recently,
 //! awaiting their carrier receipt.
 
+mod leads;
+mod messages;
 mod mirror;
 mod schedule;
 mod source;
@@ -99,13 +101,6 @@ pub struct PassSummary {
     pub interrupted: bool,
 }
 
-/// One page of leads as fetched, with the cursor of the next page (none at the end).
-struct LeadsPage {
-    leads: Vec<Lead>,
-    fetched_at: DateTime<Utc>,
-    next: Option<String>,
-}
-
 /// Why a pass did not start.
 #[derive(Debug, thiserror::Error)]
 pub enum PassRefused {
@@ -113,24 +108,6 @@ pub enum PassRefused {
     Running(lease::Held),
     #[error("cannot take the pass's leases: {0}")]
     Database(crate::store::Error),
-}
-
-/// Why an organization's leads pass ended early.
-#[derive(Debug, thiserror::Error)]
-enum LeadsPassError {
-    #[error(transparent)]
-    Client(#[from] ClientError),
-    #[error(transparent)]
-    Database(#[from] crate::store::Error),
-    #[error("fetching a page: {0}")]
-    Fetch(#[from] tokio::task::JoinError),
-    /// v2 answered 422: it pages no deeper than 100,000 objects.
-    #[error(
-        "stopped after {scanned} leads: the v2 API pages no further than 100,000 leads of an \
-         organization (it answered 422: {message}), so the leads past them were not \
-         reconciled; v3 has no such limit (set [service] api_version = \"v3\")"
-    )]
-    DepthLimit { scanned: i64, message: String },
 }
 
 /// Runs reconciliation passes, never two at once.
@@ -338,192 +315,6 @@ impl Reconciler {
     /// The pages are written through a connection of the pass's own ([`Self::pass_connection`]),
     /// closed at the end. The next page is fetched on another task while the
     /// current one is written, so a page costs the slower of the two rather than their sum.
-    async fn leads_pass(
-        &self,
-        pass_id: &str,
-        organization: &str,
-        shutdown: &CancellationToken,
-        summary: &mut PassSummary,
-    ) -> Result<(), LeadsPassError> {
-        let saved = self.checkpoint(pass_id, organization).await?;
-        let restart = saved.is_some();
-        let cursor = self.source.resume(saved);
-        if restart && cursor.is_none() {
-            self.pool.restart_checkpoint(organization).await?;
-        }
-        let mut conn = self.pass_connection().await?;
-        let outcome = self
-            .pages(&mut conn, pass_id, organization, cursor, shutdown, summary)
-            .await;
-        conn.close().await;
-        match outcome {
-            Err(LeadsPassError::Client(ClientError::CursorDepthExceeded { message })) => {
-                Err(self.stop_at_depth(pass_id, organization, message).await?)
-            }
-            other => other,
-        }
-    }
-
-    /// A connection for one leads pass. On SQLite it has a bounded page cache
-    /// ([`PAGE_CACHE_KIB`]) and a checkpoint interval of its own, its cache going with it
-    /// at the end.
-    async fn pass_connection(&self) -> Result<Connection, crate::store::Error> {
-        self.pool
-            .bulk_connection(PAGE_CACHE_KIB, PASS_CHECKPOINT_PAGES)
-            .await
-    }
-
-    /// Applies the page at `cursor` and every page after it, each next page fetched while
-    /// the current one is written; stops at the last page, at a shutdown, or at the first
-    /// failure.
-    async fn pages(
-        &self,
-        conn: &mut Connection,
-        pass_id: &str,
-        organization: &str,
-        cursor: Option<String>,
-        shutdown: &CancellationToken,
-        summary: &mut PassSummary,
-    ) -> Result<(), LeadsPassError> {
-        let fetch = |cursor| {
-            AbortOnDropHandle::new(tokio::spawn(
-                self.source.clone().page(organization.to_owned(), cursor),
-            ))
-        };
-        let mut page = fetch(cursor).await??;
-        loop {
-            let next = match &page.next {
-                Some(cursor) if !shutdown.is_cancelled() => Some(fetch(Some(cursor.clone()))),
-                _ => None,
-            };
-            let counts = self.apply_page(conn, pass_id, organization, &page).await?;
-            summary.leads_scanned += counts.scanned;
-            summary.leads_new += counts.new;
-            summary.repaired += counts.repaired;
-            match next {
-                Some(next) => page = next.await??,
-                None if page.next.is_some() => {
-                    summary.interrupted = true;
-                    return Ok(());
-                }
-                None => return Ok(()),
-            }
-        }
-    }
-
-    /// Ends the scan of an organization v2 will not page further: what was scanned is
-    /// recorded with the error, and the checkpoint goes, so the next pass starts again from
-    /// the first page instead of asking past the limit again.
-    async fn stop_at_depth(
-        &self,
-        pass_id: &str,
-        organization: &str,
-        message: String,
-    ) -> Result<LeadsPassError, crate::store::Error> {
-        let describe = |scanned| LeadsPassError::DepthLimit { scanned, message };
-        self.pool
-            .end_with_error(pass_id, organization, Utc::now(), describe)
-            .await
-    }
-
-    /// The cursor to resume `organization` from, starting a checkpoint if there is none.
-    async fn checkpoint(
-        &self,
-        pass_id: &str,
-        organization: &str,
-    ) -> Result<Option<String>, crate::store::Error> {
-        self.pool
-            .checkpoint(pass_id, organization, Utc::now())
-            .await
-    }
-
-    /// Writes one page in one transaction: lead fields, consent differences as `reconcile`
-    /// observations timed at the fetch, and the cursor of the next page (or the end).
-    #[tracing::instrument(
-        name = "leads_page",
-        skip_all,
-        fields(organization = %organization, pass = pass_id, leads = page.leads.len())
-    )]
-    async fn apply_page(
-        &self,
-        conn: &mut Connection,
-        pass_id: &str,
-        organization: &str,
-        page: &LeadsPage,
-    ) -> Result<PageApplied, crate::store::Error> {
-        let LeadsPage {
-            leads,
-            fetched_at,
-            next,
-        } = page;
-        let mut tx = conn.begin_write().await?;
-        let counts = apply::lead_page(&mut tx, pass_id, leads, *fetched_at).await?;
-        tx.page_written(checkpoint_of(pass_id, organization, next, &counts))
-            .await?;
-        tx.commit().await?;
-        crate::signal::ledger_grew();
-        Ok(counts)
-    }
-
-    async fn messages_pass(
-        &self,
-        shutdown: &CancellationToken,
-        summary: &mut PassSummary,
-    ) -> anyhow::Result<()> {
-        let stale = chrono::Duration::seconds(
-            i64::try_from(self.settings.message_stale_after_secs).unwrap_or(i64::MAX / 2),
-        );
-        let now = Utc::now();
-        let ids = self
-            .pool
-            .open_messages(now - stale, now - crate::model::RECEIPT_WINDOW)
-            .await?;
-        for chunk in ids.chunks(MESSAGE_CHUNK) {
-            if shutdown.is_cancelled() {
-                summary.interrupted = true;
-                break;
-            }
-            // Owned ids and client clones keep the futures free of borrows (and `Send`).
-            let client = self.client.clone();
-            let fetched: Vec<(String, Result<models::MessageStatus, ClientError>)> =
-                futures::stream::iter(chunk.to_vec())
-                    .map(move |id| {
-                        let client = client.clone();
-                        async move {
-                            let result = client.message(&id).await;
-                            (id, result)
-                        }
-                    })
-                    .buffer_unordered(MESSAGE_CONCURRENCY)
-                    .collect()
-                    .await;
-            let fetched_at = Utc::now();
-            let mut statuses = Vec::with_capacity(fetched.len());
-            for (id, result) in fetched {
-                summary.messages_checked += 1;
-                match result {
-                    Ok(message) => statuses.push(mirror_status(&message)),
-                    Err(error) => summary.errors.push(format!("message {id}: {error}")),
-                }
-            }
-            let observations: Vec<StatusObservation> = statuses
-                .iter()
-                .map(|message| StatusObservation {
-                    message,
-                    lead_id: None,
-                    organization_id: None,
-                    occurred_at: fetched_at,
-                    source: Source::Reconcile,
-                })
-                .collect();
-            let mut tx = self.pool.begin_write().await?;
-            summary.messages_refreshed +=
-                apply::statuses(&mut tx, &observations, fetched_at).await?;
-            tx.commit().await?;
-        }
-        Ok(())
-    }
-
     async fn record_pass(&self, summary: &PassSummary) -> Result<(), crate::store::Error> {
         let json = codec::json_param(summary)?;
         let pass = PassRecord {
@@ -544,22 +335,5 @@ impl Reconciler {
         self.pool
             .organization_failed(pass_id, organization, Utc::now(), error)
             .await
-    }
-}
-
-/// Where the pass stands once `counts`' page is written.
-fn checkpoint_of<'a>(
-    pass_id: &'a str,
-    organization: &'a str,
-    next: &'a Option<String>,
-    counts: &PageApplied,
-) -> PageCheckpoint<'a> {
-    PageCheckpoint {
-        pass_id,
-        organization,
-        next: next.as_deref(),
-        scanned: counts.scanned as i64,
-        repaired: counts.repaired as i64,
-        now: Utc::now(),
     }
 }

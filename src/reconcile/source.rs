@@ -4,7 +4,8 @@
 use chrono::Utc;
 use futures::TryStreamExt;
 
-use super::{LeadsPage, PAGE_SIZE, mirror_lead, mirror_v2_lead};
+use super::leads::LeadsPage;
+use super::{PAGE_SIZE, mirror_lead, mirror_v2_lead};
 use crate::client::models::{ListLeads, ListOrganizations, Paging};
 use crate::client::{ClientError, ServiceClient, V2Client};
 use crate::settings::ApiVersion;

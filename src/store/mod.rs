@@ -4,7 +4,6 @@
 //! `ON CONFLICT`, row and advisory locks), behind one trait the apply path is written
 //! against.
 
-
 use chrono::Utc;
 
 use crate::model::{ConsentObservation, ConsentStates, Holders, PushedChange, StatusObservation};

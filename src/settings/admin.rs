@@ -1,0 +1,112 @@
+//! `[admin]` and `[log]`: the local listener for other tools, and logging.
+
+use super::*;
+
+/// `[admin]`: the local listener for other tools.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AdminSettings {
+    pub bind: String,
+    /// Bearer tokens accepted; `/healthz` and `/metrics` need none. `name:token` names a
+    /// token (`[A-Za-z0-9_.-]+`; the name is the actor of the local changes made with it,
+    /// and may be shown; the token never is); a token without a name is `token-N` (N from
+    /// 1, in order).
+    #[serde(serialize_with = "redact_tokens")]
+    pub tokens: Vec<SecretString>,
+    /// A file with one token per line, added to `tokens`.
+    pub tokens_file: Option<PathBuf>,
+}
+
+/// An admin token and its name (see [`AdminSettings::tokens`]).
+#[derive(Debug, Clone)]
+pub struct AdminToken {
+    pub name: String,
+    pub token: SecretString,
+}
+
+impl AdminToken {
+    /// `name:token`, or a bare token named `token-{number}`.
+    pub fn parse(configured: &SecretString, number: usize) -> Self {
+        let text = configured.expose_secret();
+        match token_name(text) {
+            Some((name, token)) => Self {
+                name: name.to_owned(),
+                token: SecretString::from(token.to_owned()),
+            },
+            None => Self {
+                name: format!("token-{number}"),
+                token: configured.clone(),
+            },
+        }
+    }
+}
+
+/// The name and token of `name:token`, if `text` has that form.
+fn token_name(text: &str) -> Option<(&str, &str)> {
+    let (name, token) = text.split_once(':')?;
+    let valid = !name.is_empty()
+        && !token.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    valid.then_some((name, token))
+}
+
+impl AdminSettings {
+    /// The configured tokens with their names.
+    pub fn named_tokens(&self) -> Vec<AdminToken> {
+        self.tokens
+            .iter()
+            .enumerate()
+            .map(|(i, token)| AdminToken::parse(token, i + 1))
+            .collect()
+    }
+}
+
+/// Tokens as `name:[redacted]` (a name is not a secret), or `[redacted]` when unnamed.
+fn redact_tokens<S: Serializer>(tokens: &[SecretString], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(
+        tokens
+            .iter()
+            .map(|token| match token_name(token.expose_secret()) {
+                Some((name, _)) => format!("{name}:{REDACTED}"),
+                None => REDACTED.to_owned(),
+            }),
+    )
+}
+
+impl Default for AdminSettings {
+    fn default() -> Self {
+        Self {
+            bind: "127.0.0.1:8081".into(),
+            tokens: Vec::new(),
+            tokens_file: None,
+        }
+    }
+}
+
+/// `[log]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LogSettings {
+    pub format: LogFormat,
+    /// A level (`info`) or a `tracing` filter (`info,outreach_sync=debug`).
+    pub level: String,
+}
+
+impl Default for LogSettings {
+    fn default() -> Self {
+        Self {
+            format: LogFormat::Text,
+            level: "info".into(),
+        }
+    }
+}
+
+/// Log line formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
+}

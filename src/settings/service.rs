@@ -1,0 +1,72 @@
+//! `[service]`, `[reconcile]` and `[consent]`: the upstream API and what is done with it.
+
+use super::*;
+
+/// `[service]`: the upstream API client.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServiceSettings {
+    /// The service's address; paths add `/v3` or `/v2`.
+    pub base_url: String,
+    pub api_version: ApiVersion,
+    pub client_id: String,
+    #[serde(serialize_with = "redact_opt")]
+    pub client_secret: Option<SecretString>,
+    pub client_secret_file: Option<PathBuf>,
+    /// Upper bound on requests per second, shared by every task.
+    pub requests_per_second: u32,
+    pub timeout_secs: u64,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.example.org".into(),
+            api_version: ApiVersion::V3,
+            client_id: "me@example.org".into(),
+            client_secret: None,
+            client_secret_file: None,
+            requests_per_second: 20,
+            timeout_secs: 30,
+        }
+    }
+}
+
+/// Upstream API versions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ApiVersion {
+    V3,
+    V2,
+}
+
+/// `[reconcile]`
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReconcileSettings {
+    /// Cron expression with seconds; empty disables the schedule.
+    pub schedule: Schedule,
+    pub on_start: bool,
+    /// Organizations to scan; empty means every organization of the account.
+    pub organizations: Vec<String>,
+    pub message_stale_after_secs: u64,
+}
+
+impl Default for ReconcileSettings {
+    fn default() -> Self {
+        Self {
+            schedule: Schedule::from("0 */15 * * * *"),
+            on_start: true,
+            organizations: Vec::new(),
+            message_stale_after_secs: 3600,
+        }
+    }
+}
+
+/// `[consent]`
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConsentSettings {
+    /// A consent change applies to every mirrored lead with the same number.
+    pub account_sync: bool,
+}
