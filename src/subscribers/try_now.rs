@@ -117,3 +117,35 @@ impl Drop for Listed {
         });
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn only_a_listed_sender_is_asked_and_a_later_listing_outlives_an_earlier_one() {
+        let running = Running::default();
+        assert_eq!(running.try_now("crm").await, Err(TryNowError::NotRunning));
+
+        let mut first = running.list("crm");
+        let asked = tokio::spawn({
+            let running = running.clone();
+            async move { running.try_now("crm").await }
+        });
+        let reply = first.next().await.expect("a request");
+        reply.send(Ok(Attempt::Idle)).expect("asked");
+        assert_eq!(asked.await.expect("join"), Ok(Attempt::Idle));
+
+        // A new term's sender lists itself before the old one's place is dropped.
+        let second = running.list("crm");
+        drop(first);
+        running.started("crm").await;
+        let asked = tokio::spawn({
+            let running = running.clone();
+            async move { running.try_now("crm").await }
+        });
+        drop(second);
+        assert_eq!(asked.await.expect("join"), Err(TryNowError::NotRunning));
+        assert_eq!(running.try_now("crm").await, Err(TryNowError::NotRunning));
+    }
+}
