@@ -40,6 +40,7 @@ pub struct Application {
     writer_task: JoinHandle<()>,
     client: Option<ServiceClient>,
     tasks: Supervisor,
+    senders: crate::subscribers::Running,
 }
 
 impl Application {
@@ -82,6 +83,7 @@ impl Application {
             writer_task,
             client,
             tasks: Supervisor::default(),
+            senders: crate::subscribers::Running::default(),
         })
     }
 
@@ -103,6 +105,12 @@ impl Application {
     /// Where deliveries are received.
     pub fn ingest_addr(&self) -> SocketAddr {
         self.ingest_addr
+    }
+
+    /// The subscribers' senders while this daemon leads, to ask one to try at once; the
+    /// handle stays valid across leadership terms.
+    pub fn senders(&self) -> crate::subscribers::Running {
+        self.senders.clone()
     }
 
     pub fn pool(&self) -> &Pool {
@@ -129,13 +137,14 @@ impl Application {
             writer_task,
             client,
             mut tasks,
+            senders,
         } = self;
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         supervise_worker(&mut tasks, &pool, &writer, &settings);
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone()).await?;
+        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone(), senders).await?;
         // Every replica's followers of the ledger wake on every replica's commits.
         if pool.shared_by_replicas() {
             let pool = pool.clone();
@@ -213,6 +222,7 @@ async fn supervise_leader_work(
     settings: &Settings,
     client: Option<ServiceClient>,
     wake: Arc<tokio::sync::Notify>,
+    running: crate::subscribers::Running,
 ) -> anyhow::Result<()> {
     let singletons = client.map(|client| {
         (
@@ -242,15 +252,17 @@ async fn supervise_leader_work(
         let http = http.clone();
         let pool = pool.clone();
         let pruner = pruner.clone();
+        let running = running.clone();
         replica
             .clone()
             .run(shutdown, move |stop| {
                 let singletons = singletons.clone();
                 // Each subscriber is sent to by the leader alone, so in seq order.
-                let senders = crate::subscribers::run(
+                let senders = crate::subscribers::run_listed(
                     pool.clone(),
                     subscribers.clone(),
                     http.clone(),
+                    running.clone(),
                     stop.clone(),
                 );
                 let housekeeping = futures::future::join(

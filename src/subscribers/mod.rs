@@ -5,6 +5,7 @@
 //! each in a task of its own, so one slow or dead subscriber never delays another.
 
 mod sender;
+mod try_now;
 
 use crate::model::SubscriberStatus;
 use crate::model::Timestamp;
@@ -17,6 +18,7 @@ use secrecy::SecretSlice;
 use tokio_util::sync::CancellationToken;
 
 pub use self::sender::{Attempt, Sender, backoff, http_client};
+pub use self::try_now::{Running, TryNowError};
 use crate::ledger::{self, LedgerEntry};
 use crate::model::{Source, SubscriberState, SubscriberView};
 use crate::settings::SubscriberSettings;
@@ -95,6 +97,18 @@ pub async fn run(
     http: reqwest::Client,
     stop: CancellationToken,
 ) {
+    run_listed(pool, subscribers, http, Running::default(), stop).await;
+}
+
+/// [`run`], each sender listed in `running` while it runs, so that it can be asked to try
+/// at once ([`Running::try_now`]).
+pub async fn run_listed(
+    pool: Pool,
+    subscribers: Vec<Arc<Subscriber>>,
+    http: reqwest::Client,
+    running: Running,
+    stop: CancellationToken,
+) {
     if subscribers.is_empty() {
         return;
     }
@@ -105,7 +119,7 @@ pub async fn run(
     let mut senders = tokio::task::JoinSet::new();
     for subscriber in subscribers {
         let sender = Sender::new(pool.clone(), subscriber, http.clone());
-        senders.spawn(sender.run(stop.clone()));
+        senders.spawn(sender.run_listed(running.clone(), stop.clone()));
     }
     while let Some(ended) = senders.join_next().await {
         if let Err(error) = ended {

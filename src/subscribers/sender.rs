@@ -14,6 +14,7 @@ use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 use super::Subscriber;
+use super::try_now::{Request, Running};
 use crate::ledger::{self, LedgerEntry};
 use crate::metrics::{self, SubscriberOutcome};
 use crate::settings::Algorithm;
@@ -147,16 +148,33 @@ impl Sender {
     /// [`FALLBACK_POLL`]; a failure waits its backoff. Never ends on an error; keeps the
     /// cursor before it returns.
     pub async fn run(self, stop: CancellationToken) {
+        self.run_listed(Running::default(), stop).await;
+    }
+
+    /// [`Sender::run`], listed in `running` while it runs: asked there, it makes its next
+    /// attempt at once (see [`Running::try_now`]).
+    pub async fn run_listed(self, running: Running, stop: CancellationToken) {
         let name = self.subscriber.name.as_str();
         tracing::info!(subscriber = name, url = %crate::settings::redacted_url(&self.subscriber.url), "subscriber sender started");
+        let mut requests = running.list(name);
         // Taken before the first read, so no commit after it goes unnoticed.
         let mut follower = Follower::new();
         let mut progress = None;
+        // A request to try at once, answered after the attempt it asked for.
+        let mut asked: Option<Request> = None;
         loop {
+            let at_once = asked.is_some();
             let attempt = tokio::select! {
                 _ = stop.cancelled() => break,
-                attempt = self.try_send(&mut progress, Utc::now()) => attempt,
+                attempt = self.attempt(&mut progress, Utc::now(), at_once) => attempt,
             };
+            if let Some(reply) = asked.take() {
+                let answer = match &attempt {
+                    Ok(attempt) => Ok(attempt.clone()),
+                    Err(error) => Err(error.to_string()),
+                };
+                let _ = reply.send(answer);
+            }
             let wait = match attempt {
                 Ok(Attempt::Delivered { .. }) => continue,
                 Ok(Attempt::Idle | Attempt::Gone) => FALLBACK_POLL,
@@ -177,6 +195,7 @@ impl Sender {
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = follower.wait(wait.min(FALLBACK_POLL)) => {}
+                Some(request) = requests.next() => asked = Some(request),
             }
         }
         if let Some(progress) = &mut progress
@@ -192,6 +211,17 @@ impl Sender {
         &self,
         progress: &mut Option<Progress>,
         now: DateTime<Utc>,
+    ) -> Result<Attempt, crate::store::Error> {
+        self.attempt(progress, now, false).await
+    }
+
+    /// [`Sender::try_send`]; `at_once`: due or not (a backoff, a `Retry-After`), and the
+    /// cursor kept right after.
+    async fn attempt(
+        &self,
+        progress: &mut Option<Progress>,
+        now: DateTime<Utc>,
+        at_once: bool,
     ) -> Result<Attempt, crate::store::Error> {
         let name = self.subscriber.name.as_str();
         let Some(state) = self.pool.subscriber_state(name).await? else {
@@ -213,13 +243,18 @@ impl Sender {
             .next_attempt_ms
             .and_then(DateTime::from_timestamp_millis)
             && due > now
+            && !at_once
         {
             return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
         }
         let (items, scanned) = self.next_batch(progress.cursor).await?;
         let (Some(first), Some(last)) = (items.first(), items.last()) else {
             progress.advance(scanned, None);
-            self.keep_if_due(progress).await?;
+            if at_once {
+                self.keep(progress).await?;
+            } else {
+                self.keep_if_due(progress).await?;
+            }
             return Ok(Attempt::Idle);
         };
         let (first, last) = (first.seq, last.seq);
@@ -229,7 +264,7 @@ impl Sender {
         let attempt = match outcome {
             Posted::Accepted => {
                 progress.advance(scanned, Some(finished.timestamp_millis()));
-                if state.failures > 0 {
+                if state.failures > 0 || at_once {
                     // Out of `retrying` at once, for everyone who looks.
                     self.keep(progress).await?;
                 } else {

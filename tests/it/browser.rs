@@ -20,7 +20,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
-use crate::common::{TestApp, consent_event, spawn_app};
+use crate::common::{TestApp, consent_event, spawn_app, within};
 
 const DRIVER_VARIABLE: &str = "OUTREACH_SYNC_TEST_CHROMEDRIVER";
 const SCREENSHOTS_VARIABLE: &str = "OUTREACH_SYNC_SCREENSHOTS";
@@ -116,27 +116,26 @@ impl Browser {
         let mut capabilities = serde_json::Map::new();
         capabilities.insert("goog:chromeOptions".into(), options);
         let url = format!("http://127.0.0.1:{port}");
-        // The driver listens a moment after it starts.
+        // The driver (another process) listens a moment after it starts.
         let mut last_error = None;
-        for _ in 0..100 {
-            match ClientBuilder::new(HttpConnector::new())
+        let client = within(Duration::from_secs(10), async || {
+            ClientBuilder::new(HttpConnector::new())
                 .capabilities(capabilities.clone())
                 .connect(&url)
                 .await
-            {
-                Ok(client) => {
-                    return Some(Browser {
-                        client,
-                        driver,
-                        _profile: profile,
-                        downloads,
-                    });
-                }
-                Err(e) => last_error = Some(e.to_string()),
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        panic!("the browser did not start: {last_error:?}");
+                .map_err(|e| last_error = Some(e.to_string()))
+                .ok()
+        })
+        .await;
+        let Some(client) = client else {
+            panic!("the browser did not start: {last_error:?}");
+        };
+        Some(Browser {
+            client,
+            driver,
+            _profile: profile,
+            downloads,
+        })
     }
 
     async fn goto(&self, url: &str) {
@@ -171,7 +170,7 @@ impl Browser {
     async fn enter_and_wait(&self) {
         self.js("window.outreachSyncOldPage = true;").await;
         self.press(&char::from(Key::Enter).to_string()).await;
-        for _ in 0..200 {
+        let followed = within(Duration::from_secs(10), async || {
             let loaded = self
                 .client
                 .execute(
@@ -181,12 +180,12 @@ impl Browser {
                 )
                 .await;
             // A script may fail while the next page replaces this one.
-            if matches!(loaded, Ok(Value::Bool(true))) {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+            matches!(loaded, Ok(Value::Bool(true)))
+        })
+        .await;
+        if followed.is_none() {
+            panic!("no page followed Enter on {}", self.path().await);
         }
-        panic!("no page followed Enter on {}", self.path().await);
     }
 
     /// Presses `key` where the focus is.
@@ -344,16 +343,12 @@ async fn an_opt_out_received_by_webhook_is_followed_to_its_evidence() {
     browser.tab_to("a[download]").await;
     browser.press(&char::from(Key::Enter).to_string()).await;
     let saved = browser.downloads.path().join("evidence-15550001111.json");
-    let mut bundle = None;
-    for _ in 0..100 {
-        if let Ok(bytes) = std::fs::read(&saved)
-            && let Ok(json) = serde_json::from_slice::<Value>(&bytes)
-        {
-            bundle = Some(json);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    // The browser, another process, writes it when it will.
+    let bundle = within(Duration::from_secs(5), async || {
+        let bytes = std::fs::read(&saved).ok()?;
+        serde_json::from_slice::<Value>(&bytes).ok()
+    })
+    .await;
     let bundle = bundle.expect("the evidence bundle was saved");
     let body = bundle["items"][0]["evidence"]["bodyBase64"]
         .as_str()

@@ -3,13 +3,16 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use outreach_sync::app::Application;
 use outreach_sync::client::ClientConfig;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
+use outreach_sync::signal::{FALLBACK_POLL, Follower};
 use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
+use outreach_sync::subscribers::{Attempt, Running};
 use outreach_sync::worker::{Outcome, Worker};
 use outreach_sync_sandbox::RunningSandbox;
 use secrecy::SecretString;
@@ -19,6 +22,65 @@ use tokio_util::sync::CancellationToken;
 use crate::postgres::TestDatabase;
 
 pub const SECRET: &str = "test-secret-0123";
+
+/// How often [`within`] looks again.
+const POLL_EVERY: Duration = Duration::from_millis(10);
+/// Longest [`TestApp::drain`] waits for rows the daemon's own worker holds.
+const DRAIN_WITHIN: Duration = Duration::from_secs(10);
+/// Longest [`TestApp::settle`] waits for one subscriber's sender.
+const SETTLE_WITHIN: Duration = Duration::from_secs(20);
+
+/// What a probe of [`within`] found: `true`, or `Some` value.
+pub trait Found {
+    type Value;
+    fn found(self) -> Option<Self::Value>;
+}
+
+impl Found for bool {
+    type Value = ();
+    fn found(self) -> Option<()> {
+        self.then_some(())
+    }
+}
+
+impl<T> Found for Option<T> {
+    type Value = T;
+    fn found(self) -> Option<T> {
+        self
+    }
+}
+
+/// What `probe` finds (it answers `true`, or `Some` value) once it does, asking again every
+/// [`POLL_EVERY`]; `None` when it found nothing within `limit` (of the runtime's clock, so
+/// paused time passes at once). The tests' one polling loop: for what gives no signal to
+/// wait on (another process, a browser, the database as another process left it).
+pub async fn within<R: Found>(
+    limit: Duration,
+    mut probe: impl AsyncFnMut() -> R,
+) -> Option<R::Value> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if let Some(value) = probe().await.found() {
+            return Some(value);
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+}
+
+/// [`within`], failing the test when nothing was found, with `what` was waited for.
+pub async fn eventually<R: Found>(
+    what: impl std::fmt::Display,
+    limit: Duration,
+    probe: impl AsyncFnMut() -> R,
+) -> R::Value {
+    match within(limit, probe).await {
+        Some(value) => value,
+        None => panic!("waited {limit:?} for {what}, in vain"),
+    }
+}
 
 pub struct TestApp {
     pub addr: SocketAddr,
@@ -30,6 +92,8 @@ pub struct TestApp {
     pub dir: tempfile::TempDir,
     /// PostgreSQL: the test's own database, dropped with the app.
     database: DroppedWithApp,
+    /// The subscribers' senders, to ask them to try at once ([`TestApp::settle`]).
+    senders: Running,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -115,6 +179,7 @@ pub async fn spawn_app_on(
     let application = Application::build(settings.clone()).await.expect("build");
     let addr = application.ingest_addr();
     let admin_addr = application.admin_addr();
+    let senders = application.senders();
     let pool = match &database {
         None => Pool::Sqlite(
             SqlitePool::connect(&settings.database.url)
@@ -133,6 +198,7 @@ pub async fn spawn_app_on(
         http: reqwest::Client::new(),
         dir,
         database: DroppedWithApp(database),
+        senders,
         shutdown,
         task,
     })
@@ -260,14 +326,16 @@ impl TestApp {
 
     /// Applies everything committed to the outbox so far, as the daemon's worker would, and
     /// returns what it did: a test waits for background work by doing it. On PostgreSQL
-    /// the daemon's own worker may hold rows (claimed, skipped by this one): their commit
-    /// is waited for too.
+    /// the daemon's own worker may hold rows (claimed, skipped by this one): their commit,
+    /// which wakes the ledger's followers, is waited for too.
     pub async fn drain(&self) -> Outcome {
         let state = std::sync::Arc::new(OutboxState::default());
         let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync);
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
         let mut total = Outcome::default();
         loop {
+            // Taken before looking, so that a commit after the look ends the wait at once.
+            let mut follower = Follower::new();
             let outcome = worker.drain().await.expect("drain the outbox");
             total.applied += outcome.applied;
             total.quarantined += outcome.quarantined;
@@ -277,12 +345,47 @@ impl TestApp {
             if pending == 0 {
                 return total;
             }
+            let now = tokio::time::Instant::now();
             assert!(
-                std::time::Instant::now() < deadline,
-                "{pending} deliveries still pending after 10 s"
+                now < deadline,
+                "{pending} deliveries still pending after {DRAIN_WITHIN:?}"
             );
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            // A batch that failed and rolled back signals nothing: looked at again after a
+            // poll, as the daemon's followers do.
+            follower.wait(FALLBACK_POLL.min(deadline - now)).await;
         }
+    }
+
+    /// Settles the daemon: drains the worker ([`TestApp::drain`]), then asks every
+    /// configured subscriber's sender to attempt its next delivery at once, past any backoff,
+    /// again after each delivery until it has nothing more to send now, and to keep its
+    /// cursor. Afterwards a test asserts instead of waiting: what could be delivered was
+    /// delivered, and the subscribers' views are current. Returns each subscriber's last
+    /// attempt, in configuration order. A sender whose subscriber hangs answers when its
+    /// request times out, so a test with one does not settle.
+    pub async fn settle(&self) -> Vec<(String, Attempt)> {
+        self.drain().await;
+        let mut settled = Vec::with_capacity(self.settings.subscriber.len());
+        for subscriber in &self.settings.subscriber {
+            let name = subscriber.name.as_str();
+            let attempt = tokio::time::timeout(SETTLE_WITHIN, async {
+                // Until this daemon leads, no sender runs.
+                self.senders.started(name).await;
+                loop {
+                    match self.senders.try_now(name).await {
+                        Ok(Attempt::Delivered { .. }) => {}
+                        Ok(attempt) => return attempt,
+                        Err(error) => panic!("subscriber {name}: {error}"),
+                    }
+                }
+            })
+            .await
+            .unwrap_or_else(|_| {
+                panic!("subscriber {name} did not settle within {SETTLE_WITHIN:?}")
+            });
+            settled.push((name.to_owned(), attempt));
+        }
+        settled
     }
 
     /// Stops the daemon cleanly and starts it again on the same database and settings (new
@@ -295,6 +398,7 @@ impl TestApp {
             .expect("build");
         self.addr = application.ingest_addr();
         self.admin_addr = application.admin_addr();
+        self.senders = application.senders();
         self.shutdown = CancellationToken::new();
         self.task = tokio::spawn(application.run_until_stopped(self.shutdown.clone()));
         self

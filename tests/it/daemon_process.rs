@@ -16,6 +16,8 @@ use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::within;
+
 pub const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
 /// The webhook signing secret every daemon here is started with.
 pub const SECRET: &str = "process-test-secret-4711";
@@ -117,23 +119,18 @@ impl Daemon {
         panic!("serve did not become ready: {failures:#?}");
     }
 
+    /// Whether the daemon answers `/readyz` within [`READY_WITHIN`] (not when it exited).
     async fn wait_ready(&mut self, http: &reqwest::Client) -> bool {
-        let deadline = Instant::now() + READY_WITHIN;
-        while Instant::now() < deadline {
+        let url = self.url("/readyz");
+        let ready = within(READY_WITHIN, async || {
             if self.child.try_wait().expect("try_wait").is_some() {
-                return false;
+                return Some(false);
             }
-            let ready = http
-                .get(self.url("/readyz"))
-                .timeout(Duration::from_secs(2))
-                .send()
-                .await;
-            if ready.is_ok_and(|r| r.status() == 200) {
-                return true;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        false
+            let ready = http.get(&url).timeout(Duration::from_secs(2)).send().await;
+            ready.is_ok_and(|r| r.status() == 200).then_some(true)
+        })
+        .await;
+        ready == Some(true)
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -162,18 +159,9 @@ impl Daemon {
         let _ = self.child.wait();
     }
 
-    /// The exit status, if the daemon exits within `limit` (polled every 10 ms).
+    /// The exit status, if the daemon exits within `limit` (polled, see [`within`]).
     pub async fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + limit;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return Some(status);
-            }
-            if Instant::now() >= deadline {
-                return None;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+        within(limit, async || self.child.try_wait().expect("try_wait")).await
     }
 
     /// Everything the daemon wrote to stdout and stderr so far.
@@ -338,33 +326,40 @@ impl Load {
                         .wrapping_add(attempt as usize);
                     (!targets.is_empty()).then(|| targets[spread % targets.len()].clone())
                 };
-                let Some(url) = target else {
-                    // No daemon right now (restarting): try again shortly.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                    continue;
-                };
-                let mut request = http.post(url).body(body.clone());
-                for (name, value) in signer.headers(body.as_bytes()) {
-                    request = request.header(name, value);
-                }
-                match request.send().await {
-                    Ok(response) => {
-                        let status = response.status();
-                        *self
-                            .statuses
-                            .lock()
-                            .expect("statuses")
-                            .entry(status.as_u16())
-                            .or_default() += 1;
-                        if status.is_success() {
-                            self.acked.lock().expect("acked").push(key.clone());
-                            break;
+                let answered = match target {
+                    // No daemon right now (restarting).
+                    None => false,
+                    Some(url) => {
+                        let mut request = http.post(url).body(body.clone());
+                        for (name, value) in signer.headers(body.as_bytes()) {
+                            request = request.header(name, value);
+                        }
+                        match request.send().await {
+                            Ok(response) => {
+                                let status = response.status();
+                                *self
+                                    .statuses
+                                    .lock()
+                                    .expect("statuses")
+                                    .entry(status.as_u16())
+                                    .or_default() += 1;
+                                if status.is_success() {
+                                    self.acked.lock().expect("acked").push(key.clone());
+                                    break;
+                                }
+                                true
+                            }
+                            Err(_) => {
+                                self.transport_errors.fetch_add(1, Ordering::Relaxed);
+                                false
+                            }
                         }
                     }
-                    Err(_) => {
-                        self.transport_errors.fetch_add(1, Ordering::Relaxed);
-                        tokio::time::sleep(Duration::from_millis(5)).await;
-                    }
+                };
+                if !answered {
+                    // No daemon, or none that answers (killed, starting): try again shortly,
+                    // as a sender with a retry policy would.
+                    tokio::time::sleep(Duration::from_millis(5)).await;
                 }
             }
         }
@@ -382,20 +377,6 @@ impl SplitMix64 {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
-    }
-}
-
-/// Polls `condition` every 20 ms until it holds or `limit` passes; whether it held.
-pub async fn eventually(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if condition() {
-            return true;
-        }
-        if Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
 

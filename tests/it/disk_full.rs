@@ -3,6 +3,7 @@
 //! there is room again. Needs `mount` (root with CAP_SYS_ADMIN): skipped with a notice
 //! where mounting is not permitted.
 
+use crate::common::within;
 use crate::daemon_process;
 
 use std::io::Write as _;
@@ -144,17 +145,17 @@ async fn a_full_disk_answers_503_never_an_unkept_2xx_and_recovers_by_itself() {
 
     std::fs::remove_file(small.path.join("filler")).unwrap();
     let recovered_at = Instant::now();
-    let mut recovered = false;
     // The refused deliveries, sent again as the service would, until the daemon takes one.
-    for _ in 0..200 {
+    let recovered = within(Duration::from_secs(10), async || {
         let body = refused.first().cloned().expect("a refused delivery");
-        if post(body).await.status() == 200 {
-            recovered = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    assert!(recovered, "ingest recovers by itself: {}", daemon.logs());
+        post(body).await.status() == 200
+    })
+    .await;
+    assert!(
+        recovered.is_some(),
+        "ingest recovers by itself: {}",
+        daemon.logs()
+    );
     println!(
         "recovered {} ms after the disk had room again",
         recovered_at.elapsed().as_millis()

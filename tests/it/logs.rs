@@ -7,8 +7,9 @@ use crate::daemon_process;
 use std::path::Path;
 use std::time::Duration;
 
+use crate::common::within;
 use base64::Engine as _;
-use daemon_process::{Daemon, SECRET, Signer, command, eventually};
+use daemon_process::{Daemon, SECRET, Signer, command};
 use outreach_sync_sandbox::{Sandbox, SandboxConfig};
 use serde_json::Value;
 
@@ -95,9 +96,12 @@ async fn drive(format: &str) -> String {
     let env = credentials(dir.path(), &sandbox.base_url(), format);
     let mut daemon = Daemon::start(dir.path(), "serve", &env).await;
     assert!(
-        eventually(Duration::from_secs(20), || sandbox.stats().token_requests
+        within(Duration::from_secs(20), async || sandbox
+            .stats()
+            .token_requests
             >= 1)
-        .await,
+        .await
+        .is_some(),
         "the daemon asks for a token with the client secret: {}",
         daemon.logs()
     );
@@ -162,9 +166,12 @@ async fn drive(format: &str) -> String {
     assert_eq!(change.status(), 202);
     let pushed = sandbox.stats().api_requests;
     assert!(
-        eventually(Duration::from_secs(10), || sandbox.stats().api_requests
+        within(Duration::from_secs(10), async || sandbox
+            .stats()
+            .api_requests
             > pushed)
-        .await,
+        .await
+        .is_some(),
         "the pusher calls the service: {}",
         daemon.logs()
     );

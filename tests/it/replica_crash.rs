@@ -14,6 +14,7 @@ use serde_json::Value;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
+use crate::common::eventually;
 use crate::daemon_process::{Daemon, Load, LoadPlan, SplitMix64};
 use crate::postgres::TestDatabase;
 
@@ -51,8 +52,11 @@ impl Follower {
                 turn += 1;
                 urls[turn % urls.len()].clone()
             };
+            // Answered at the next commit on any replica (or after a second, empty).
             let page = http
-                .get(format!("{url}/v1/consent/changes?after={after}&limit=500"))
+                .get(format!(
+                    "{url}/v1/consent/changes?after={after}&limit=500&wait=1"
+                ))
                 .bearer_auth(ADMIN_TOKEN)
                 .send()
                 .await;
@@ -71,11 +75,8 @@ impl Follower {
                 self.seen.lock().expect("seen").push(seq);
                 after = seq;
             }
-            if items.is_empty() {
-                if stop.is_cancelled() {
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
+            if items.is_empty() && stop.is_cancelled() {
+                return;
             }
         }
     }
@@ -191,25 +192,24 @@ async fn replicas_killed_at_random_lose_nothing_apply_once_and_never_reconcile_t
     let load_took = started.elapsed();
 
     // The survivors' workers drain what is left; the follower catches up.
+    // The replicas are other processes: their progress is looked at in the database.
     let pool = database.pool().await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&pool, "SELECT COUNT(*) FROM outbox WHERE state = 'pending'").await > 0 {
-        assert!(Instant::now() < deadline, "the outbox is not drained");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let patience = Duration::from_secs(30);
+    eventually("the outbox to be drained", patience, async || {
+        count(&pool, "SELECT COUNT(*) FROM outbox WHERE state = 'pending'").await == 0
+    })
+    .await;
     // Whoever leads now goes on reconciling (each kill of a leader in mid-pass leaves its
     // leases to lapse first): at least two finished passes to compare.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while count(&pool, "SELECT COUNT(*) FROM reconcile_passes").await < 2 {
-        assert!(Instant::now() < deadline, "no reconciliation passes");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually("two reconciliation passes", patience, async || {
+        count(&pool, "SELECT COUNT(*) FROM reconcile_passes").await >= 2
+    })
+    .await;
     let ledger_max = count(&pool, "SELECT COALESCE(MAX(seq), 0) FROM ledger").await;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while follower.seen.lock().unwrap().last().copied().unwrap_or(0) < ledger_max {
-        assert!(Instant::now() < deadline, "the follower does not catch up");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually("the follower to catch up", patience, async || {
+        follower.seen.lock().unwrap().last().copied().unwrap_or(0) >= ledger_max
+    })
+    .await;
     follower_stop.cancel();
     following.await.unwrap();
     for replica in &mut replicas {

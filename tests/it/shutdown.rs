@@ -6,7 +6,8 @@ use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 
-use daemon_process::{Daemon, Load, LoadPlan, eventually, missing_from_outbox, open_database};
+use crate::common::within;
+use daemon_process::{Daemon, Load, LoadPlan, missing_from_outbox, open_database};
 use outreach_sync::store::Pool;
 
 use crate::common::{Backend, on_both_backends};
@@ -45,7 +46,9 @@ async fn sigterm_under_load_exits_0_within_10_seconds_with_every_acknowledged_de
     };
     let (load, clients) = Load::start(plan, Some(daemon.url("/webhooks")));
     assert!(
-        eventually(Duration::from_secs(20), || load.acked_count() >= 300).await,
+        within(Duration::from_secs(20), async || load.acked_count() >= 300)
+            .await
+            .is_some(),
         "the daemon takes load before the stop: {}",
         daemon.logs()
     );

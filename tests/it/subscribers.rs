@@ -6,8 +6,11 @@ use std::time::Duration;
 use outreach_sync::settings::{Settings, SubscriberSettings};
 use serde_json::Value;
 
+use outreach_sync::subscribers::Attempt;
+
 use crate::common::{
-    Backend, TestApp, consent_event, on_both_backends, spawn_app, spawn_app_on, with_admin_token,
+    Backend, TestApp, consent_event, eventually, on_both_backends, spawn_app, spawn_app_on,
+    with_admin_token,
 };
 use crate::receiver::{Receiver, Reply, SUBSCRIBER_SECRET};
 
@@ -53,20 +56,18 @@ async fn subscriber_view(app: &TestApp, name: &str) -> Value {
         .expect("the subscriber is listed")
 }
 
-/// Polls the subscriber's view until `done` holds of it.
+/// Polls the subscriber's view until `done` holds of it: for a wait the daemon's own
+/// schedule decides (a settle would try at once).
 async fn wait_for_view(app: &TestApp, name: &str, done: impl Fn(&Value) -> bool) -> Value {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        let view = subscriber_view(app, name).await;
-        if done(&view) {
-            return view;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "subscriber view never got there: {view}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    eventually(
+        format!("the view of {name} to get there"),
+        PATIENCE,
+        async || {
+            let view = subscriber_view(app, name).await;
+            done(&view).then_some(view)
+        },
+    )
+    .await
 }
 
 async fn every_entry_reaches_a_subscriber_in_order_signed_and_in_batches(backend: Backend) {
@@ -99,7 +100,9 @@ async fn every_entry_reaches_a_subscriber_in_order_signed_and_in_batches(backend
         assert_eq!(entry["source"], "webhook");
         assert_eq!(entry["organizationId"], "org_1");
     }
-    let view = wait_for_view(&app, "crm", |v| v["cursor"] == seqs[99]).await;
+    app.settle().await;
+    let view = subscriber_view(&app, "crm").await;
+    assert_eq!(view["cursor"], seqs[99]);
     assert_eq!(view["lagEntries"], 0);
     assert_eq!(view["state"], "active");
     assert!(view["lastSuccessAt"].is_string());
@@ -151,10 +154,10 @@ async fn a_subscriber_only_gets_its_organizations_and_sources() {
     assert_eq!(entry["source"], "local");
     assert_eq!(entry["phoneNumber"], "+15550009999");
     // The cursor passed over the three entries it does not take.
-    wait_for_view(&app, "org2-local", |v| {
-        v["cursor"] == 4 && v["lagEntries"] == 0
-    })
-    .await;
+    app.settle().await;
+    let view = subscriber_view(&app, "org2-local").await;
+    assert_eq!(view["cursor"], 4, "{view}");
+    assert_eq!(view["lagEntries"], 0, "{view}");
     app.stop().await;
 }
 
@@ -168,7 +171,13 @@ async fn a_subscriber_down_for_a_while_gets_everything_in_order_once_back(backen
         return;
     };
     let seqs = opt_outs(&app, 0, 5).await;
-    let view = wait_for_view(&app, "crm", |v| v["state"] == "retrying").await;
+    let settled = app.settle().await;
+    assert!(
+        matches!(settled[0].1, Attempt::Failed { .. }),
+        "{settled:?}"
+    );
+    let view = subscriber_view(&app, "crm").await;
+    assert_eq!(view["state"], "retrying");
     assert!(
         view["lastError"]
             .as_str()
@@ -180,12 +189,13 @@ async fn a_subscriber_down_for_a_while_gets_everything_in_order_once_back(backen
     let more = opt_outs(&app, 5, 5).await;
     assert_eq!(more.len(), 10);
     let receiver = Receiver::start_on(addr, []).await;
+    // Back: the sender tries at once rather than at the end of its backoff.
+    app.settle().await;
     receiver.wait_for_seqs(PATIENCE, &more).await;
     assert_eq!(&more[..5], &seqs[..]);
-    wait_for_view(&app, "crm", |v| {
-        v["state"] == "active" && v["lastError"].is_null()
-    })
-    .await;
+    let view = subscriber_view(&app, "crm").await;
+    assert_eq!(view["state"], "active");
+    assert!(view["lastError"].is_null(), "{view}");
     app.stop().await;
 }
 on_both_backends!(a_subscriber_down_for_a_while_gets_everything_in_order_once_back);
@@ -242,15 +252,18 @@ async fn a_410_disables_the_subscriber_until_a_replay() {
     let url = receiver.url();
     let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
     let seqs = opt_outs(&app, 0, 3).await;
-    let view = wait_for_view(&app, "crm", |v| v["state"] == "disabled").await;
+    app.settle().await;
+    let view = subscriber_view(&app, "crm").await;
+    assert_eq!(view["state"], "disabled");
     assert!(
         view["lastError"]
             .as_str()
             .is_some_and(|e| e.contains("410"))
     );
     opt_outs(&app, 3, 1).await;
-    // Nothing more is sent while disabled (well over a poll interval).
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // Nothing more is sent while disabled, even when asked to try at once.
+    let settled = app.settle().await;
+    assert!(matches!(settled[0].1, Attempt::Waiting(_)), "{settled:?}");
     assert_eq!(receiver.received().len(), 1);
 
     let replayed = app
@@ -275,8 +288,9 @@ async fn replay_sends_entries_again_and_refuses_what_it_cannot_do() {
     let url = receiver.url();
     let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
     let seqs = opt_outs(&app, 0, 4).await;
+    app.settle().await;
     receiver.wait_for_seqs(PATIENCE, &seqs).await;
-    wait_for_view(&app, "crm", |v| v["cursor"] == 4).await;
+    assert_eq!(subscriber_view(&app, "crm").await["cursor"], 4);
 
     let replay = |body: Value, name: &'static str| {
         let app = &app;
@@ -468,8 +482,9 @@ async fn the_subscribers_commands_show_and_rewind_a_subscriber() {
     let url = receiver.url();
     let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
     let seqs = opt_outs(&app, 0, 3).await;
+    app.settle().await;
     receiver.wait_for_seqs(PATIENCE, &seqs).await;
-    wait_for_view(&app, "crm", |v| v["cursor"] == 3).await;
+    assert_eq!(subscriber_view(&app, "crm").await["cursor"], 3);
 
     let config = app.dir.path().join("subscribers.toml");
     std::fs::write(
@@ -527,5 +542,31 @@ async fn the_subscribers_commands_show_and_rewind_a_subscriber() {
     let forward = run(&["subscribers", "replay", "crm", "--from", "99"]);
     assert_eq!(forward.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&forward.stderr).contains("only rewinds"));
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_sender_asked_to_try_at_once_does_not_wait_out_its_retry_after() {
+    // Ten minutes to wait, as the subscriber asked.
+    let receiver = Receiver::start([Reply::TooManyRequests(600)]).await;
+    let url = receiver.url();
+    let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
+    let seqs = opt_outs(&app, 0, 2).await;
+    receiver.wait_for(PATIENCE, |r| r.len() == 1).await;
+    let view = wait_for_view(&app, "crm", |v| v["state"] == "retrying").await;
+    assert!(view["nextAttemptAt"].is_string(), "{view}");
+
+    let settled = app.settle().await;
+    assert_eq!(settled, [("crm".to_owned(), Attempt::Idle)]);
+    receiver.wait_for_seqs(PATIENCE, &seqs).await;
+    assert_eq!(
+        receiver.received().len(),
+        2,
+        "the 429, then the entries at once"
+    );
+    let view = subscriber_view(&app, "crm").await;
+    assert_eq!(view["state"], "active", "{view}");
+    assert_eq!(view["cursor"], 2, "{view}");
+    assert!(view["nextAttemptAt"].is_null(), "{view}");
     app.stop().await;
 }
