@@ -405,6 +405,6 @@ fn others(batch: &[Command]) -> Others<'_> {
 
 /// Unapplied rows in the outbox.
 pub async fn count_pending(pool: &Pool) -> Result<u64, crate::store::Error> {
-    let backlog = crate::ledger::backlog(pool).await?;
+    let backlog = crate::store::ReadStore::backlog(pool).await?;
     Ok(u64::try_from(backlog.pending).unwrap_or(0))
 }

@@ -79,7 +79,7 @@ pub async fn listen(pool: sqlx::PgPool, shutdown: CancellationToken) {
     }
 }
 
-async fn listen_once(pool: &sqlx::PgPool) -> Result<(), crate::store::Error> {
+async fn listen_once(pool: &sqlx::PgPool) -> Result<(), sqlx::Error> {
     let mut listener = sqlx::postgres::PgListener::connect_with(pool).await?;
     listener.listen(PG_CHANNEL).await?;
     // What was committed before this connection listened is read now.

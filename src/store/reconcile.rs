@@ -68,7 +68,7 @@ macro_rules! shared {
         .bind(error.to_string())
         .execute(&mut *tx)
         .await?;
-            sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = ?")
+            sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1")
                 .bind(organization)
                 .execute(&mut *tx)
                 .await?;

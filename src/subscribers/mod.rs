@@ -19,10 +19,11 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::sender::{Attempt, Sender, backoff, http_client};
 pub use self::try_now::{Running, TryNowError};
-use crate::ledger::{self, LedgerEntry};
+use crate::model::LedgerEntry;
 use crate::model::{Source, SubscriberState, SubscriberView};
 use crate::settings::SubscriberSettings;
 use crate::store::Pool;
+use crate::store::ReadStore as _;
 
 /// A configured subscriber, its secret decoded once.
 pub struct Subscriber {
@@ -205,7 +206,7 @@ async fn view(
     now: DateTime<Utc>,
 ) -> Result<SubscriberView, crate::store::Error> {
     let head = pool.ledger_head().await?;
-    let oldest = ledger::changes(pool, state.cursor, 1).await?;
+    let oldest = pool.changes(state.cursor, 1).await?;
     let lag_seconds = oldest.first().map_or(0.0, |e| {
         ((now - e.recorded_at.at()).num_milliseconds().max(0) as f64) / 1000.0
     });

@@ -13,13 +13,17 @@ use rand::Rng as _;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+mod post;
+
+use self::post::Posted;
 use super::Subscriber;
 use super::try_now::{Request, Running};
-use crate::ledger::{self, LedgerEntry};
 use crate::metrics::{self, SubscriberOutcome};
+use crate::model::LedgerEntry;
 use crate::settings::Algorithm;
 use crate::signal::{FALLBACK_POLL, Follower};
 use crate::store::Pool;
+use crate::store::ReadStore as _;
 
 /// First wait after a failed attempt, doubled per failure up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -112,20 +116,6 @@ pub enum Attempt {
     Gone,
     /// Disabled, or not due yet: nothing was sent.
     Waiting(Duration),
-}
-
-/// The body of the contract: `{"type":"consent.changed","timestamp","data":{"items"}}`.
-#[derive(Serialize)]
-struct Message<'a> {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    timestamp: String,
-    data: Items<'a>,
-}
-
-#[derive(Serialize)]
-struct Items<'a> {
-    items: &'a [LedgerEntry],
 }
 
 /// Sends one subscriber's entries.
@@ -261,6 +251,28 @@ impl Sender {
         let outcome = self.post(&items, first, last).await;
         let finished = Utc::now();
         metrics::global().subscriber_request(name, outcome.metric());
+        self.record(
+            progress,
+            &state,
+            outcome,
+            (first, last, scanned),
+            finished,
+            at_once,
+        )
+        .await
+    }
+
+    /// Records how a post ended: the cursor, the subscriber's state, the log line.
+    async fn record(
+        &self,
+        progress: &mut Progress,
+        state: &crate::model::SubscriberState,
+        outcome: Posted,
+        (first, last, scanned): (i64, i64, i64),
+        finished: DateTime<Utc>,
+        at_once: bool,
+    ) -> Result<Attempt, crate::store::Error> {
+        let name = self.subscriber.name.as_str();
         let attempt = match outcome {
             Posted::Accepted => {
                 progress.advance(scanned, Some(finished.timestamp_millis()));
@@ -383,7 +395,7 @@ impl Sender {
         let mut items = Vec::with_capacity(batch);
         let mut scanned = cursor;
         loop {
-            let entries = ledger::changes(&self.pool, scanned, page).await?;
+            let entries = self.pool.changes(scanned, page).await?;
             let full = entries.len() as i64 == page;
             for entry in entries {
                 if items.len() == batch {
@@ -399,121 +411,4 @@ impl Sender {
             }
         }
     }
-
-    /// Posts `items` as one signed message.
-    #[tracing::instrument(
-        name = "subscriber_request",
-        skip_all,
-        fields(subscriber = %self.subscriber.name, first, last, entries = items.len())
-    )]
-    async fn post(&self, items: &[LedgerEntry], first: i64, last: i64) -> Posted {
-        let now = Utc::now();
-        let message = Message {
-            kind: "consent.changed",
-            timestamp: codec::timestamp(now),
-            data: Items { items },
-        };
-        let body = match serde_json::to_vec(&message) {
-            Ok(body) => body,
-            Err(error) => {
-                return Posted::failed(format!("cannot encode the entries: {error}"), None);
-            }
-        };
-        let id = format!("{}-{first}-{last}", self.subscriber.name);
-        let timestamp = now.timestamp().to_string();
-        let signature = sign(self.subscriber.key(), &id, &timestamp, &body);
-        let sent = self
-            .http
-            .post(&self.subscriber.url)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("webhook-id", &id)
-            .header("webhook-timestamp", &timestamp)
-            .header("webhook-signature", signature)
-            .body(body)
-            .send()
-            .await;
-        let response = match sent {
-            Ok(response) => response,
-            Err(error) => {
-                let error = if error.is_timeout() {
-                    format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())
-                } else {
-                    format!("no answer: {}", without_url(error))
-                };
-                return Posted::failed(error, None);
-            }
-        };
-        let status = response.status();
-        if status.is_success() {
-            return Posted::Accepted;
-        }
-        if status == reqwest::StatusCode::GONE {
-            return Posted::Gone;
-        }
-        let retry_after = crate::client::retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
-        let text: String = text.chars().take(MAX_ERROR_BODY).collect();
-        let transient = status.is_server_error() || matches!(status.as_u16(), 408 | 429);
-        let error = format!("answered {status}: {}", text.trim());
-        Posted::Failed {
-            error,
-            retry_after,
-            rejected: !transient,
-        }
-    }
-}
-
-/// How a post ended.
-enum Posted {
-    Accepted,
-    Gone,
-    /// `rejected`: a 3xx or 4xx other than 408, 429 and 410: retried all the same, but it
-    /// needs a person.
-    Failed {
-        error: String,
-        retry_after: Option<Duration>,
-        rejected: bool,
-    },
-}
-
-impl Posted {
-    fn failed(error: String, retry_after: Option<Duration>) -> Self {
-        Self::Failed {
-            error,
-            retry_after,
-            rejected: false,
-        }
-    }
-
-    fn metric(&self) -> SubscriberOutcome {
-        match self {
-            Posted::Accepted => SubscriberOutcome::Delivered,
-            Posted::Gone => SubscriberOutcome::Gone,
-            Posted::Failed { rejected: true, .. } => SubscriberOutcome::Rejected,
-            Posted::Failed { .. } => SubscriberOutcome::Failed,
-        }
-    }
-}
-
-/// A transport error's causes, without its URL (a subscriber's URL may carry a token).
-fn without_url(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
-}
-
-/// `v1,` + base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}`.
-pub fn sign(key: &[u8], id: &str, timestamp: &str, body: &[u8]) -> String {
-    let tag = crate::signature::compute(
-        Algorithm::Sha256,
-        key,
-        &[id.as_bytes(), b".", timestamp.as_bytes(), b".", body],
-    );
-    format!("v1,{}", STANDARD.encode(tag))
 }
