@@ -4,6 +4,9 @@
 //! worker has nothing waiting, the writer applies the new deliveries in that same
 //! transaction (the worker's own apply path), so an acknowledged opt-out is already in the
 //! ledger; the worker keeps whatever could not be applied at once.
+//!
+//! One file over 400 lines on purpose: the writer's batch, its commit and the answers it
+//! owes each request are one protocol, read in order.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -1,4 +1,7 @@
 //! The request engine shared by the v3 and v2 methods: rate limit, token, retries.
+//!
+//! One file over 400 lines on purpose: the retry loop, the token cache and the rate limit
+//! decide together what a request does next, and read best side by side.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

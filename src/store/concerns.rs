@@ -1,6 +1,9 @@
 //! One trait per concern of the storage layer, each implemented by both backends'
 //! pools ([`sqlx::SqlitePool`] in `sqlite/`, [`sqlx::PgPool`] in `postgres/`, or once for
 //! both where the statement text is the same) and dispatched by [`super::Pool`].
+//!
+//! One file over 400 lines on purpose: it is the table of every statement the daemon runs,
+//! by concern, where a reader looks one up.
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
 use enum_dispatch::enum_dispatch;

@@ -1,5 +1,8 @@
 //! One subscriber's sender: read the entries after its cursor, post them as one signed
 //! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
+//!
+//! One file over 400 lines on purpose: the attempt, the cursor it keeps and the backoff it
+//! schedules are one state machine (the request itself is in `sender/post.rs`).
 
 use crate::store::SubscriberStore;
 use crate::store::codec;

@@ -7,6 +7,9 @@
 //! - Ledger seqs come from the `ledger_head` row, whose lock the appender holds until it
 //!   commits (see the migration). So seqs are gapless and become visible in order: a
 //!   follower of the change feed never skips a lower seq that commits late.
+//!
+//! One file over 400 lines on purpose: a batch's statements in the order the apply path
+//! runs them in one transaction, the locks the first ones take held by the last.
 
 use std::collections::{HashMap, HashSet};
 

@@ -2,6 +2,9 @@
 //! same as on SQLite for the same data. Times are `timestamptz`, decoded into the records'
 //! [`Timestamp`](crate::model::Timestamp)s; text is sorted bytewise (`COLLATE "C"`), as SQLite sorts it,
 //! whatever the database's collation.
+//!
+//! One file over 400 lines on purpose: each read mirrors SQLite's `read.rs` method by
+//! method, so the two are compared side by side.
 
 use crate::store::ExportStore;
 use crate::store::ReadStore;

@@ -2,6 +2,9 @@
 //! (`BEGIN IMMEDIATE`): nobody else writes until it commits. Multi-row statements with bound
 //! values, or one JSON array read with `json_each`, because each statement costs a
 //! hand-over between SQLite's thread and the calling task.
+//!
+//! One file over 400 lines on purpose: a batch's statements in the order the apply path
+//! runs them in one transaction under the write lock.
 
 use crate::store::codec;
 use std::collections::{HashMap, HashSet};
