@@ -94,11 +94,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         settings.ingest.path
     );
     let admin = application.admin_addr();
-    // The demo's view reads its SQLite file directly (`database_path` above refused any
-    // other backend).
-    let Pool::Sqlite(pool) = application.pool().clone() else {
-        anyhow::bail!("the demo runs on SQLite only");
-    };
+    let pool = application.pool().clone();
     subscribe(&sandbox, &ingest, &secret)?;
     print_banner(
         &args,
@@ -228,7 +224,7 @@ fn print_received(crm: &DemoSubscriber) {
 async fn finale(
     sandbox: &RunningSandbox,
     settings: &Settings,
-    pool: &sqlx::SqlitePool,
+    pool: &Pool,
     daemon_stop: CancellationToken,
     daemon: tokio::task::JoinHandle<anyhow::Result<()>>,
     started: Instant,
@@ -258,7 +254,7 @@ async fn finale(
     // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
-    let pool = crate::store::pool(settings).await?;
+    let pool = crate::store::open(settings).await?;
     let client = upstream::service_client(settings, &pool)?;
     let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
@@ -323,7 +319,7 @@ fn print_totals(row: &Row) {
 }
 
 /// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
-async fn applied_all(pool: &sqlx::SqlitePool) -> bool {
+async fn applied_all(pool: &Pool) -> bool {
     let deadline = Instant::now() + APPLY_LIMIT;
     while Instant::now() < deadline {
         if ledger::status(pool).await.is_ok_and(|s| s.backlog == 0) {
@@ -381,7 +377,7 @@ fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Re
 /// Prints one row every [`VIEW_INTERVAL`] until `stop` (or the daemon stops on its own).
 async fn live_view(
     sandbox: &RunningSandbox,
-    pool: &sqlx::SqlitePool,
+    pool: &Pool,
     crm: &DemoSubscriber,
     admin: std::net::SocketAddr,
     stop: &CancellationToken,

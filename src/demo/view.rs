@@ -2,10 +2,10 @@
 //! heading says.
 
 use outreach_sync_sandbox::{DeliveryCounts, RunningSandbox};
-use sqlx::SqlitePool;
 
 use super::differences::{ConsentDifferences, consent_differences};
 use crate::ledger;
+use crate::store::{DemoStore as _, Pool};
 
 /// What the columns count, printed once above them.
 pub const LEGEND: &str = concat!(
@@ -42,20 +42,21 @@ pub struct Row {
 
 impl Row {
     /// Reads the sandbox's counters and truth, then the daemon's database.
-    pub async fn read(sandbox: &RunningSandbox, pool: &SqlitePool) -> Result<Row, sqlx::Error> {
+    pub async fn read(sandbox: &RunningSandbox, pool: impl Into<Pool>) -> Result<Row, sqlx::Error> {
+        let pool = pool.into();
         let webhooks = sandbox.delivery_counts();
         let leads = sandbox.leads();
-        let status = ledger::status(pool).await?;
-        let (passes, repaired) = passes(pool).await?;
+        let status = ledger::status(&pool).await?;
+        let totals = pool.pass_totals().await?;
         Ok(Row {
             webhooks,
             stored: status.applied + status.backlog + status.quarantined,
             applied: status.applied,
             quarantined: status.quarantined,
             ledger: status.ledger_entries,
-            passes,
-            repaired,
-            differences: consent_differences(pool, &leads).await?,
+            passes: totals.passes,
+            repaired: totals.repaired,
+            differences: consent_differences(&pool, &leads).await?,
         })
     }
 
@@ -103,13 +104,4 @@ pub fn header() -> String {
         "differ"
     );
     format!("{groups}\n{columns}")
-}
-
-/// Reconciliation passes recorded and the consent differences they repaired.
-async fn passes(pool: &SqlitePool) -> Result<(i64, i64), sqlx::Error> {
-    sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(summary ->> '$.repaired'), 0) FROM reconcile_passes",
-    )
-    .fetch_one(pool)
-    .await
 }

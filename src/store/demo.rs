@@ -1,0 +1,66 @@
+//! The figures of `demo`'s live view that no other concern reads: the reconciliation
+//! passes' totals, and the mirror's consent beside the service's. Implemented here for both
+//! backends, which differ only in how they read a number out of a pass's JSON summary.
+#![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
+
+use enum_dispatch::enum_dispatch;
+
+/// Reconciliation passes recorded, and the consent differences they repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassTotals {
+    pub passes: i64,
+    pub repaired: i64,
+}
+
+/// One row of the `consent_current` view: the consent the mirror holds for a number in an
+/// organization (and the lead, when one is known).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MirroredConsent {
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+}
+
+// enum_dispatch writes these signatures again beside `Pool`: every type is named by its
+// whole path, so that they resolve there too.
+
+/// What the demo's view reads of the daemon's database, beside `status`.
+#[enum_dispatch]
+pub trait DemoStore {
+    /// Reconciliation passes recorded and the consent differences they repaired.
+    async fn pass_totals(&self) -> Result<crate::store::PassTotals, sqlx::Error>;
+
+    /// Every row of the `consent_current` view.
+    async fn mirrored_consent(&self) -> Result<Vec<crate::store::MirroredConsent>, sqlx::Error>;
+}
+
+/// The same on both backends.
+const MIRRORED_CONSENT: &str =
+    "SELECT organization_id, lead_id, phone_number, opted_out FROM consent_current";
+
+/// The statements for the pool type `$pool`, whose pass totals `$totals` reads.
+macro_rules! statements {
+    ($pool:ty, $totals:literal) => {
+        impl DemoStore for $pool {
+            async fn pass_totals(&self) -> Result<PassTotals, sqlx::Error> {
+                let (passes, repaired) = sqlx::query_as($totals).fetch_one(self).await?;
+                Ok(PassTotals { passes, repaired })
+            }
+
+            async fn mirrored_consent(&self) -> Result<Vec<MirroredConsent>, sqlx::Error> {
+                sqlx::query_as(MIRRORED_CONSENT).fetch_all(self).await
+            }
+        }
+    };
+}
+
+statements!(
+    sqlx::SqlitePool,
+    "SELECT COUNT(*), COALESCE(SUM(summary ->> '$.repaired'), 0) FROM reconcile_passes"
+);
+
+statements!(
+    sqlx::PgPool,
+    "SELECT COUNT(*), COALESCE(SUM((summary ->> 'repaired')::BIGINT), 0)::BIGINT FROM reconcile_passes"
+);
