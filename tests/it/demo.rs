@@ -4,8 +4,8 @@
 use crate::common;
 
 use outreach_sync::client::ServiceClient;
-use outreach_sync::demo::{Row, consent_differences};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
+use outreach_sync_cli::demo::{Row, consent_differences};
 use outreach_sync_sandbox::wire::WebhookConfig;
 use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;

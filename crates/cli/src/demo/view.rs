@@ -4,11 +4,11 @@
 use outreach_sync_sandbox::{DeliveryCounts, RunningSandbox};
 
 use super::differences::{ConsentDifferences, consent_differences};
-use crate::ledger;
-use crate::store::{DemoStore as _, Pool};
+use outreach_sync::ledger;
+use outreach_sync::store::{DemoStore as _, Pool};
 
 /// What the columns count, printed once above them.
-pub const LEGEND: &str = concat!(
+pub(super) const LEGEND: &str = concat!(
     "  webhook events: one per change the service announces (a consent, a message status);\n",
     "    each is dropped, delivered, waiting (queued, delayed or being retried) or given up,\n",
     "    so events = dropped + delivered + waiting + gave up. twice: events sent twice.\n",
@@ -82,7 +82,7 @@ impl Row {
 }
 
 /// The two heading lines of the view.
-pub fn header() -> String {
+pub(super) fn header() -> String {
     let groups = format!(
         "{:6}  {:<52}  {:<24}  {:<17}  {:>7}",
         "", "webhook events of the service", "the daemon", "reconciliation", "mirror"

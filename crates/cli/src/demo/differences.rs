@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use outreach_sync_sandbox::wire::Lead;
 
-use crate::store::{DemoStore as _, Pool};
+use outreach_sync::store::{DemoStore as _, Pool};
 
 /// The mirror's consent beside the service's, lead by lead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
