@@ -11,8 +11,6 @@ pub mod apply;
 pub mod cli;
 /// The typed client of the service's API.
 pub mod client;
-/// `demo`: sandbox, daemon and generated activity in one process.
-pub mod demo;
 /// The accepted event envelope and its parser.
 pub mod events;
 /// The evidence bundle of a number: each ledger entry with its hash and what it stands on.

@@ -15,10 +15,13 @@ use clap::{Parser, Subcommand};
 
 use crate::settings::{Settings, SettingsError};
 
+// `T` is the binary's own commands (`demo`, `sandbox`: they drive the sandbox, which the
+// daemon does not depend on), listed among the daemon's and run by the binary. (Not a doc
+// comment: clap would print it in `--help`.)
 /// outreach-sync: the outreach messaging service's consent ledger, kept durable and correct.
 #[derive(Debug, Parser)]
 #[command(name = "outreach-sync", version, about)]
-pub struct Cli {
+pub struct Cli<T: Subcommand> {
     /// Configuration file (default: /etc/outreach-sync/config.toml if it exists).
     #[arg(long, global = true, value_name = "PATH")]
     pub config: Option<PathBuf>,
@@ -26,11 +29,11 @@ pub struct Cli {
     #[arg(long, global = true)]
     pub json: bool,
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Command<T>,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub enum Command<T: Subcommand> {
     /// Run the daemon until SIGTERM or SIGINT.
     Serve,
     /// Apply database migrations and exit; with --from, then copy a SQLite database into the
@@ -94,10 +97,9 @@ pub enum Command {
         #[arg(long)]
         messages: bool,
     },
-    /// Sandbox, daemon and generated activity with faults in one process, with a live view.
-    Demo(crate::demo::DemoArgs),
-    /// Run the built-in simulated service.
-    Sandbox(outreach_sync_sandbox::cli::SandboxArgs),
+    /// The binary's own commands, here in the list (`demo`, `sandbox`).
+    #[command(flatten)]
+    Binary(T),
     /// Record a local opt-out and queue it for the service.
     OptOut {
         phone: String,
@@ -204,9 +206,10 @@ impl CliError {
     }
 }
 
-/// Parses the command line, runs the command, and maps its outcome to an exit code.
-pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+/// Parses the command line, runs the command (the binary's own with `binary`), and maps its
+/// outcome to an exit code.
+pub fn main<T: Subcommand>(binary: impl AsyncFnOnce(T) -> anyhow::Result<()>) -> ExitCode {
+    let cli = Cli::<T>::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -217,7 +220,7 @@ pub fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match runtime.block_on(run(cli)) {
+    match runtime.block_on(run(cli, binary)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("error: {}", chain(&error));
@@ -256,8 +259,11 @@ async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
         .map_err(anyhow::Error::from)?)
 }
 
-/// Runs one parsed command.
-pub async fn run(cli: Cli) -> Result<(), CliError> {
+/// Runs one parsed command (the binary's own with `binary`; its failure is a runtime one).
+pub async fn run<T: Subcommand>(
+    cli: Cli<T>,
+    binary: impl AsyncFnOnce(T) -> anyhow::Result<()>,
+) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
         Command::Serve => daemon::serve(load_for_database(config)?).await,
@@ -269,8 +275,7 @@ pub async fn run(cli: Cli) -> Result<(), CliError> {
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,
         } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
-        Command::Demo(args) => Ok(crate::demo::run(args).await?),
-        Command::Sandbox(args) => Ok(outreach_sync_sandbox::cli::run(args).await?),
+        Command::Binary(command) => Ok(binary(command).await?),
         command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
     }
 }
@@ -289,7 +294,11 @@ fn pass_request(
 }
 
 /// Runs a command that reads or changes the ledger of an existing database.
-async fn on_the_ledger(command: Command, settings: &Settings, json: bool) -> Result<(), CliError> {
+async fn on_the_ledger<T: Subcommand>(
+    command: Command<T>,
+    settings: &Settings,
+    json: bool,
+) -> Result<(), CliError> {
     match command {
         Command::Consent {
             phone,
@@ -363,8 +372,7 @@ async fn on_the_ledger(command: Command, settings: &Settings, json: bool) -> Res
         | Command::CheckConfig
         | Command::Sign { .. }
         | Command::Webhooks { .. }
-        | Command::Demo(_)
-        | Command::Sandbox(_) => Err(CliError::Usage(
+        | Command::Binary(_) => Err(CliError::Usage(
             "this command does not read the ledger".into(),
         )),
     }

@@ -20,8 +20,8 @@ pub use chain::ChainHead;
 pub use mirror::{Lead, MessageStatus, NON_TERMINAL, RECEIPT_WINDOW, is_terminal};
 pub use records::{
     Backlog, ConsentRecord, ConsoleSession, DuePush, KeptDelivery, LastError, LedgerEntry,
-    OrganizationPass, PushCounts, ReplicaSeen, Status, StoredEntry, StoredEvent, SubscriberState,
-    SubscriberView,
+    MirroredConsent, OrganizationPass, PassTotals, PushCounts, ReplicaSeen, Status, StoredEntry,
+    StoredEvent, SubscriberState, SubscriberView,
 };
 pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 

@@ -240,3 +240,20 @@ impl std::fmt::Debug for ConsoleSession {
             .finish_non_exhaustive()
     }
 }
+
+/// Reconciliation passes recorded, and the consent differences they repaired.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PassTotals {
+    pub passes: i64,
+    pub repaired: i64,
+}
+
+/// One row of the `consent_current` view: the consent the mirror holds for a number in an
+/// organization (and the lead, when one is known).
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct MirroredConsent {
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub opted_out: bool,
+}

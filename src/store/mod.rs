@@ -62,6 +62,10 @@ pub use concerns::{
     PushStore, ReadStore, RetentionStore, SessionStore, StateStore, SubscriberStore,
 };
 
+/// What the demo's live view reads, beside `status`.
+mod demo;
+pub use demo::DemoStore;
+
 /// A pool of connections to the configured database, whichever the backend: chosen once,
 /// when the database is opened ([`open`]); every concern's trait is implemented for it by
 /// dispatching to the backend's pool.
@@ -79,7 +83,8 @@ pub use concerns::{
     ReadStore,
     RetentionStore,
     StateStore,
-    SubscriberStore
+    SubscriberStore,
+    DemoStore
 )]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),

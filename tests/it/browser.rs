@@ -255,7 +255,9 @@ impl Browser {
             return;
         };
         let png = self.client.screenshot().await.expect("screenshot");
-        std::fs::write(PathBuf::from(dir).join(format!("{name}.png")), png).expect("save");
+        // A relative DIR is the repository's (the suite runs in crates/cli).
+        let dir = crate::repository("").join(dir);
+        std::fs::write(dir.join(format!("{name}.png")), png).expect("save");
     }
 
     /// Signs in with the keyboard: the token typed into the focused field, then Enter.

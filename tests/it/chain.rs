@@ -58,7 +58,7 @@ async fn a_postgres_ledger_from_before_the_chain_is_chained_by_its_migration() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    for entry in std::fs::read_dir("migrations/postgres").unwrap() {
+    for entry in std::fs::read_dir(crate::repository("migrations/postgres")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let version: i64 = name.split('_').next().unwrap().parse().unwrap();

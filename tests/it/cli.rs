@@ -202,7 +202,7 @@ async fn diagnose_finds_the_format_of_deliveries_the_configuration_refused(backe
 
 #[test]
 fn the_example_configuration_is_valid_and_names_every_key() {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("config/example.toml");
+    let path = crate::repository("config/example.toml");
     let settings =
         outreach_sync::settings::Settings::load_from(Some(&path), &[]).expect("example is valid");
     let example: toml::Table = std::fs::read_to_string(&path).unwrap().parse().unwrap();

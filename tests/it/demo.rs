@@ -4,8 +4,8 @@
 use crate::common;
 
 use outreach_sync::client::ServiceClient;
-use outreach_sync::demo::{Row, consent_differences};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
+use outreach_sync_cli::demo::{Row, consent_differences};
 use outreach_sync_sandbox::wire::WebhookConfig;
 use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
@@ -146,6 +146,44 @@ async fn the_demo_columns_add_up_under_drops_duplicates_and_reordering() {
     assert_eq!(row.differences.total(), 0);
     assert_eq!(row.differences.leads, 40);
     assert_eq!(row.passes, 2);
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+common::on_both_backends!(the_view_reads_its_figures_on_either_backend);
+async fn the_view_reads_its_figures_on_either_backend(backend: common::Backend) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 20,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let Some(app) = common::spawn_app_on(backend, |settings| {
+        settings.service.base_url = sandbox.base_url();
+        settings.service.client_id = sandbox.config().client_id.clone();
+        settings.service.client_secret =
+            Some(SecretString::from(sandbox.config().client_secret.clone()));
+        settings.reconcile.schedule = "".into();
+        settings.reconcile.on_start = false;
+    })
+    .await
+    else {
+        return;
+    };
+    let before = Row::read(&sandbox, &app.pool).await.expect("figures");
+    assert_eq!((before.passes, before.repaired, before.ledger), (0, 0, 0));
+    assert_eq!(before.differences.missing, 20, "nothing mirrored yet");
+
+    let client = ServiceClient::new(common::client_config(&sandbox)).expect("client");
+    let summary = Reconciler::new(app.pool.clone(), client, &app.settings.reconcile)
+        .run_pass(&PassRequest::default(), &CancellationToken::new())
+        .await
+        .expect("a pass runs");
+    let row = Row::read(&sandbox, &app.pool).await.expect("figures");
+    assert_eq!((row.passes, row.repaired), (1, summary.repaired as i64));
+    assert_eq!(row.ledger, 20, "the first pass records one entry per lead");
+    assert_eq!(row.differences.total(), 0);
+    assert_eq!(row.differences.leads, 20);
     app.stop().await;
     sandbox.shutdown().await;
 }

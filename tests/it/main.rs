@@ -1,5 +1,9 @@
 //! The integration suite, one binary: the daemon in-process or as a child process, the
 //! sandbox as the upstream, real HTTP on loopback and a fresh SQLite file per test.
+//!
+//! It is a target of the binary's package (crates/cli/Cargo.toml), so that Cargo builds
+//! `outreach-sync` before it runs and names it (`CARGO_BIN_EXE_outreach-sync`); its working
+//! directory is that package's, hence [`repository`] for the files it reads.
 
 mod common;
 mod daemon_process;
@@ -40,3 +44,10 @@ mod stream;
 mod subscribers;
 mod supervise;
 mod v2;
+
+/// `path` in the repository (the suite runs in crates/cli, the binary's package).
+fn repository(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(path)
+}

@@ -17,7 +17,7 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     // The migrations of the earlier release, as files, for a migrator of their own.
     let old = dir.path().join("migrations");
     std::fs::create_dir(&old).unwrap();
-    for entry in std::fs::read_dir("migrations/sqlite").unwrap() {
+    for entry in std::fs::read_dir(crate::repository("migrations/sqlite")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
         let version: i64 = name.split('_').next().unwrap().parse().unwrap();

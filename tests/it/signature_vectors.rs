@@ -7,11 +7,8 @@ use secrecy::SecretString;
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let text = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/data/signature-vectors.json"
-    ))
-    .expect("vectors file");
+    let text = std::fs::read_to_string(crate::repository("tests/data/signature-vectors.json"))
+        .expect("vectors file");
     serde_json::from_str(&text).expect("vectors JSON")
 }
 

@@ -4,7 +4,8 @@
 use std::collections::HashMap;
 
 use outreach_sync_sandbox::wire::Lead;
-use sqlx::SqlitePool;
+
+use outreach_sync::store::{DemoStore as _, Pool};
 
 /// The mirror's consent beside the service's, lead by lead.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -29,21 +30,18 @@ impl ConsentDifferences {
 /// with the mirror's `consent_current` view, by organization and lead id, or by organization
 /// and number when the mirror's row has no lead id (a webhook that named only the number).
 pub async fn consent_differences(
-    pool: &SqlitePool,
+    pool: impl Into<Pool>,
     leads: &[Lead],
-) -> Result<ConsentDifferences, crate::store::Error> {
-    let rows: Vec<(String, Option<String>, String, bool)> = sqlx::query_as(
-        "SELECT organization_id, lead_id, phone_number, opted_out FROM consent_current",
-    )
-    .fetch_all(pool)
-    .await?;
+) -> Result<ConsentDifferences, outreach_sync::store::Error> {
+    let rows = pool.into().mirrored_consent().await?;
     let mut by_lead = HashMap::new();
     let mut by_number = HashMap::new();
-    for (organization, lead, phone, opted_out) in &rows {
-        if let Some(lead) = lead {
-            by_lead.insert((organization.as_str(), lead.as_str()), *opted_out);
+    for row in &rows {
+        let organization = row.organization_id.as_str();
+        if let Some(lead) = &row.lead_id {
+            by_lead.insert((organization, lead.as_str()), row.opted_out);
         }
-        by_number.insert((organization.as_str(), phone.as_str()), *opted_out);
+        by_number.insert((organization, row.phone_number.as_str()), row.opted_out);
     }
     let mut differences = ConsentDifferences {
         leads: leads.len(),

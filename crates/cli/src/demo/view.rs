@@ -2,13 +2,13 @@
 //! heading says.
 
 use outreach_sync_sandbox::{DeliveryCounts, RunningSandbox};
-use sqlx::SqlitePool;
 
 use super::differences::{ConsentDifferences, consent_differences};
-use crate::ledger;
+use outreach_sync::ledger;
+use outreach_sync::store::{DemoStore as _, Pool};
 
 /// What the columns count, printed once above them.
-pub const LEGEND: &str = concat!(
+pub(super) const LEGEND: &str = concat!(
     "  webhook events: one per change the service announces (a consent, a message status);\n",
     "    each is dropped, delivered, waiting (queued, delayed or being retried) or given up,\n",
     "    so events = dropped + delivered + waiting + gave up. twice: events sent twice.\n",
@@ -44,21 +44,22 @@ impl Row {
     /// Reads the sandbox's counters and truth, then the daemon's database.
     pub async fn read(
         sandbox: &RunningSandbox,
-        pool: &SqlitePool,
-    ) -> Result<Row, crate::store::Error> {
+        pool: impl Into<Pool>,
+    ) -> Result<Row, outreach_sync::store::Error> {
+        let pool = pool.into();
         let webhooks = sandbox.delivery_counts();
         let leads = sandbox.leads();
-        let status = ledger::status(pool).await?;
-        let (passes, repaired) = passes(pool).await?;
+        let status = ledger::status(&pool).await?;
+        let totals = pool.pass_totals().await?;
         Ok(Row {
             webhooks,
             stored: status.applied + status.backlog + status.quarantined,
             applied: status.applied,
             quarantined: status.quarantined,
             ledger: status.ledger_entries,
-            passes,
-            repaired,
-            differences: consent_differences(pool, &leads).await?,
+            passes: totals.passes,
+            repaired: totals.repaired,
+            differences: consent_differences(&pool, &leads).await?,
         })
     }
 
@@ -84,7 +85,7 @@ impl Row {
 }
 
 /// The two heading lines of the view.
-pub fn header() -> String {
+pub(super) fn header() -> String {
     let groups = format!(
         "{:6}  {:<52}  {:<24}  {:<17}  {:>7}",
         "", "webhook events of the service", "the daemon", "reconciliation", "mirror"
@@ -106,13 +107,4 @@ pub fn header() -> String {
         "differ"
     );
     format!("{groups}\n{columns}")
-}
-
-/// Reconciliation passes recorded and the consent differences they repaired.
-async fn passes(pool: &SqlitePool) -> Result<(i64, i64), crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT COUNT(*), COALESCE(SUM(summary ->> '$.repaired'), 0) FROM reconcile_passes",
-    )
-    .fetch_one(pool)
-    .await?)
 }

@@ -15,15 +15,16 @@ use outreach_sync_sandbox::{DeliveryFaults, Refusal, RunningSandbox, Sandbox, Sa
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
-use crate::app::{self, Application};
-use crate::reconcile::{PassRequest, Reconciler};
-use crate::settings::{LogFormat, Settings, Synchronous};
-use crate::store::Pool;
-use crate::{ledger, upstream};
 pub use differences::{ConsentDifferences, consent_differences};
-pub use receiver::DemoSubscriber;
-pub use signing::sandbox_signing;
-pub use view::{LEGEND, Row};
+use outreach_sync::app::{self, Application};
+use outreach_sync::reconcile::{PassRequest, Reconciler};
+use outreach_sync::settings::{LogFormat, Settings, Synchronous};
+use outreach_sync::store::Pool;
+use outreach_sync::{ledger, upstream};
+use receiver::DemoSubscriber;
+use signing::sandbox_signing;
+use view::LEGEND;
+pub use view::Row;
 
 /// How often the live view prints a line.
 const VIEW_INTERVAL: Duration = Duration::from_secs(2);
@@ -40,27 +41,27 @@ const APPLY_LIMIT: Duration = Duration::from_secs(10);
 
 /// Options of `outreach-sync demo`.
 #[derive(Debug, Clone, clap::Args)]
-pub struct DemoArgs {
+pub(crate) struct DemoArgs {
     /// Stop after this many seconds (default: run until Ctrl-C).
     #[arg(long, value_name = "SECS")]
-    pub duration: Option<u64>,
+    pub(crate) duration: Option<u64>,
     /// Leads the sandbox starts with.
     #[arg(long, default_value_t = 2000)]
-    pub leads: usize,
+    pub(crate) leads: usize,
     /// Share of webhook deliveries the sandbox drops.
     #[arg(long, default_value_t = 0.2)]
-    pub drop_rate: f64,
+    pub(crate) drop_rate: f64,
     /// Share of webhook deliveries the sandbox sends twice.
     #[arg(long, default_value_t = 0.1)]
-    pub duplicate_rate: f64,
+    pub(crate) duplicate_rate: f64,
     /// Where the demo keeps its database (default: a new directory under the temp dir).
     #[arg(long, value_name = "DIR")]
-    pub dir: Option<PathBuf>,
+    pub(crate) dir: Option<PathBuf>,
 }
 
 /// Runs the demo until Ctrl-C/SIGTERM or `--duration`, then stops the activity, runs a
 /// final reconciliation pass and prints the last row: the mirror then equals the service.
-pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
+pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let dir = match &args.dir {
         Some(dir) => dir.clone(),
         None => std::env::temp_dir().join(format!("outreach-sync-demo-{}", std::process::id())),
@@ -80,13 +81,13 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
     settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
     settings
         .subscriber
-        .push(crate::settings::SubscriberSettings::new(
+        .push(outreach_sync::settings::SubscriberSettings::new(
             "crm",
             &crm.url,
             &crm_secret,
         ));
     settings.validate()?;
-    crate::telemetry::init(&settings.log);
+    outreach_sync::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
     let ingest = format!(
         "http://{}{}",
@@ -94,11 +95,7 @@ pub async fn run(args: DemoArgs) -> anyhow::Result<()> {
         settings.ingest.path
     );
     let admin = application.admin_addr();
-    // The demo's view reads its SQLite file directly (`database_path` above refused any
-    // other backend).
-    let Pool::Sqlite(pool) = application.pool().clone() else {
-        anyhow::bail!("the demo runs on SQLite only");
-    };
+    let pool = application.pool().clone();
     subscribe(&sandbox, &ingest, &secret)?;
     print_banner(
         &args,
@@ -228,7 +225,7 @@ fn print_received(crm: &DemoSubscriber) {
 async fn finale(
     sandbox: &RunningSandbox,
     settings: &Settings,
-    pool: &sqlx::SqlitePool,
+    pool: &Pool,
     daemon_stop: CancellationToken,
     daemon: tokio::task::JoinHandle<anyhow::Result<()>>,
     started: Instant,
@@ -258,7 +255,7 @@ async fn finale(
     // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
-    let pool = crate::store::pool(settings).await?;
+    let pool = outreach_sync::store::open(settings).await?;
     let client = upstream::service_client(settings, &pool)?;
     let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
@@ -323,7 +320,7 @@ fn print_totals(row: &Row) {
 }
 
 /// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
-async fn applied_all(pool: &sqlx::SqlitePool) -> bool {
+async fn applied_all(pool: &Pool) -> bool {
     let deadline = Instant::now() + APPLY_LIMIT;
     while Instant::now() < deadline {
         if ledger::status(pool).await.is_ok_and(|s| s.backlog == 0) {
@@ -381,7 +378,7 @@ fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Re
 /// Prints one row every [`VIEW_INTERVAL`] until `stop` (or the daemon stops on its own).
 async fn live_view(
     sandbox: &RunningSandbox,
-    pool: &sqlx::SqlitePool,
+    pool: &Pool,
     crm: &DemoSubscriber,
     admin: std::net::SocketAddr,
     stop: &CancellationToken,

@@ -3,10 +3,10 @@
 
 use outreach_sync_sandbox as sandbox;
 
-use crate::settings::{Algorithm, Encoding, Scheme, WebhookSettings};
+use outreach_sync::settings::{Algorithm, Encoding, Scheme, WebhookSettings};
 
 /// How a sandbox must sign for a daemon verifying with `webhook` (its secrets aside).
-pub fn sandbox_signing(webhook: &WebhookSettings) -> sandbox::Signing {
+pub(super) fn sandbox_signing(webhook: &WebhookSettings) -> sandbox::Signing {
     match webhook.scheme {
         Scheme::StandardWebhooks => sandbox::Signing::StandardWebhooks,
         Scheme::Hmac => sandbox::Signing::Hmac(sandbox::HmacSigning {
@@ -32,7 +32,7 @@ mod tests {
     use secrecy::SecretString;
 
     use super::*;
-    use crate::signature::Verifier;
+    use outreach_sync::signature::Verifier;
 
     const NOW: i64 = 1_790_000_000;
 

@@ -10,12 +10,12 @@ use axum::http::{HeaderMap, StatusCode};
 use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 
-use crate::settings::{Scheme, WebhookSettings};
-use crate::signature::Verifier;
+use outreach_sync::settings::{Scheme, WebhookSettings};
+use outreach_sync::signature::Verifier;
 
 /// What the demo's subscriber has received so far.
 #[derive(Debug, Clone, Default)]
-pub struct Received {
+pub(super) struct Received {
     pub entries: u64,
     pub opt_outs: u64,
     /// Requests whose signature did not check out (never expected).
@@ -32,7 +32,7 @@ struct Shared {
 
 /// The running subscriber.
 #[derive(Clone)]
-pub struct DemoSubscriber {
+pub(super) struct DemoSubscriber {
     pub url: String,
     shared: Arc<Shared>,
 }
