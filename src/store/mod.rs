@@ -41,6 +41,8 @@ mod leases;
 mod outbox;
 /// The push queue's statements written once for both backends.
 mod pushes;
+/// Read statements written once for both backends.
+mod read;
 /// The reconciler's bookkeeping written once for both backends.
 mod reconcile;
 /// `daemon_state`'s statements written once for both backends.

@@ -5,29 +5,10 @@ use crate::store::EvidenceStore;
 use crate::store::codec;
 use sqlx::SqlitePool;
 
-use super::read::ledger_columns;
-use crate::model::{KeptDelivery, StoredEntry};
+use crate::model::KeptDelivery;
 
 impl EvidenceStore for SqlitePool {
-    async fn evidence_entries(
-        &self,
-        phone: &str,
-        organization: Option<&str>,
-    ) -> Result<Vec<StoredEntry>, crate::store::Error> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT ",
-            ledger_columns!(),
-            ", tag_id, reason, hash, evidence,
-                (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
-                 ORDER BY b.seq DESC LIMIT 1) AS prev_hash
-         FROM ledger
-         WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
-        ))
-        .bind(phone)
-        .bind(organization)
-        .fetch_all(self)
-        .await?)
-    }
+    crate::store::read::evidence_entries!();
 
     async fn evidence_deliveries(
         &self,

@@ -15,17 +15,7 @@ use crate::model::{
     Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp,
 };
 
-/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
-/// the statements built with it are literals (an export's stream borrows its statement).
-macro_rules! ledger_columns {
-    () => {
-        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at, source, event_ref, superseded,
-     (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
-     (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
-        AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number) AS echo_of"
-    };
-}
-pub(super) use ledger_columns;
+use crate::store::read::ledger_columns;
 
 impl ReadStore for SqlitePool {
     async fn current(
@@ -61,38 +51,7 @@ impl ReadStore for SqlitePool {
     .await?)
     }
 
-    async fn history(
-        &self,
-        phone: &str,
-        organization: Option<&str>,
-    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT ",
-            ledger_columns!(),
-            " FROM ledger
-         WHERE phone_number = ?1 AND (?2 IS NULL OR organization_id = ?2) ORDER BY seq"
-        ))
-        .bind(phone)
-        .bind(organization)
-        .fetch_all(self)
-        .await?)
-    }
-
-    async fn changes(
-        &self,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<LedgerEntry>, crate::store::Error> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT ",
-            ledger_columns!(),
-            " FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-        ))
-        .bind(after)
-        .bind(limit)
-        .fetch_all(self)
-        .await?)
-    }
+    crate::store::read::shared!();
 
     async fn events(
         &self,
