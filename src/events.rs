@@ -51,8 +51,16 @@ pub struct MessageStatusEvent {
 /// Why a verified delivery cannot be applied; kept with the quarantined row.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ParseError {
-    #[error("not a JSON object")]
-    NotAnObject,
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    #[error("not a JSON object: {0}")]
+    NotAnObject(&'static str),
+    /// A key twice in one object: which value was meant cannot be told, and a consent
+    /// change must not be guessed.
+    #[error("ambiguous: duplicate key {0}")]
+    DuplicateKey(String),
+    #[error("`type`, `eventType` and `createdAt` must be strings: {0}")]
+    BadEnvelope(String),
     #[error("no `type` or `eventType`")]
     NoType,
     #[error("unknown event type `{0}`")]
@@ -79,7 +87,13 @@ struct Envelope {
 
 /// Parses a delivery's body; `received_at` stands in for a missing event time.
 pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
-    let envelope: Envelope = serde_json::from_slice(body).map_err(|_| ParseError::NotAnObject)?;
+    let value = json_without_duplicates(body)?;
+    let envelope: Envelope = match &value {
+        Value::Object(_) => {
+            serde_json::from_value(value).map_err(|e| ParseError::BadEnvelope(e.to_string()))?
+        }
+        other => return Err(ParseError::NotAnObject(json_kind(other))),
+    };
     let kind = envelope
         .kind
         .or(envelope.event_type)
@@ -98,6 +112,92 @@ pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseErro
         CONSENT_UPDATE => consent(data, occurred_at).map(Event::Consent),
         MESSAGE_STATUS => message_status(data, occurred_at).map(Event::MessageStatus),
         _ => Err(ParseError::UnknownType(kind)),
+    }
+}
+
+/// `body` as JSON, refused when it is not JSON (saying where and why) or when an object in
+/// it has a key twice (serde_json would keep the last value silently).
+fn json_without_duplicates(body: &[u8]) -> Result<Value, ParseError> {
+    let duplicate = std::cell::RefCell::new(None);
+    let mut reader = serde_json::Deserializer::from_slice(body);
+    let checked = serde::de::DeserializeSeed::deserialize(Unique(&duplicate), &mut reader)
+        .and_then(|()| reader.end());
+    if let Some(key) = duplicate.into_inner() {
+        return Err(ParseError::DuplicateKey(key));
+    }
+    checked.map_err(|e| ParseError::NotJson(e.to_string()))?;
+    serde_json::from_slice(body).map_err(|e| ParseError::NotJson(e.to_string()))
+}
+
+/// What kind of JSON value stands where an object was expected.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Walks a JSON value and records the first key found twice in one object.
+struct Unique<'a>(&'a std::cell::RefCell<Option<String>>);
+
+impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Unique<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element_seed(Unique(self.0))?.is_some() {}
+        Ok(())
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if !seen.insert(key.clone()) {
+                *self.0.borrow_mut() = Some(key);
+                return Err(serde::de::Error::custom("duplicate key"));
+            }
+            map.next_value_seed(Unique(self.0))?;
+        }
+        Ok(())
     }
 }
 
@@ -235,6 +335,44 @@ mod tests {
         for (body, expected) in cases {
             let error = parse(body, at()).unwrap_err().to_string();
             assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_ambiguous_or_malformed_delivery_says_exactly_what_is_wrong() {
+        let cases: [(&[u8], &str); 6] = [
+            (
+                br#"{"type":"consentUpdate-v1","data":{"id":"l1","globalOptedOut":true,"phoneNumber":"+15550000001","globalOptedOut":false}}"#,
+                "ambiguous: duplicate key globalOptedOut",
+            ),
+            (
+                br#"{"type":"consentUpdate-v1","type":"messageStatus-v1","data":{}}"#,
+                "ambiguous: duplicate key type",
+            ),
+            (b"1e999", "not JSON: number out of range"),
+            (b"{\"type\":", "not JSON: EOF while parsing"),
+            (b"\"consentUpdate-v1\"", "not a JSON object: a string"),
+            (br#"{"type":5,"data":{}}"#, "must be strings"),
+        ];
+        for (body, expected) in cases {
+            let error = parse(body, at()).unwrap_err().to_string();
+            assert!(error.contains(expected), "{error}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_parse_or_give_a_reason(body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
+            if let Err(error) = parse(&body, at()) {
+                proptest::prop_assert!(!error.to_string().is_empty());
+            }
+        }
+
+        #[test]
+        fn any_json_text_parses_or_gives_a_reason(body in r#"\{("[a-zA-Z]{0,8}":("[a-z+0-9]{0,6}"|true|false|[0-9e.-]{1,6}|\{\}|\[\]|null),?){0,6}\}"#) {
+            if let Err(error) = parse(body.as_bytes(), at()) {
+                proptest::prop_assert!(!error.to_string().is_empty());
+            }
         }
     }
 }

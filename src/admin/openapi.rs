@@ -1,6 +1,7 @@
 //! The OpenAPI 3 document of the admin listener, built from the same route table as the
 //! router, with the contract's JSON records as schemas.
 
+use crate::model::{MAX_ID_CHARS, MAX_REASON_CHARS};
 use axum::Json;
 use serde_json::{Map, Value, json};
 
@@ -159,8 +160,11 @@ fn schemas() -> Value {
             "items": {"type": "array", "items": {"$ref": "#/components/schemas/ConsentRecord"}},
             "unknown": {"type": "array", "items": string()}}},
         "LocalChange": {"type": "object", "required": ["phoneNumber", "organizationId", "optedOut"],
-            "properties": {"phoneNumber": string(), "organizationId": string(),
-                "optedOut": {"type": "boolean"}, "tagId": string(), "reason": string()}},
+            "properties": {"phoneNumber": string(),
+                "organizationId": {"type": "string", "maxLength": MAX_ID_CHARS},
+                "optedOut": {"type": "boolean"},
+                "tagId": {"type": "string", "maxLength": MAX_ID_CHARS},
+                "reason": {"type": "string", "maxLength": MAX_REASON_CHARS}}},
         "LocalChangeRecorded": {"type": "object", "properties": {
             "seq": {"type": "integer"}, "eventRef": string(), "current": {"type": "boolean"},
             "push": string()}},

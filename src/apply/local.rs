@@ -2,6 +2,7 @@
 //! applied to the mirror and queued for the service, in one transaction.
 
 use crate::model::PushState;
+use crate::model::{MAX_ID_CHARS, MAX_REASON_CHARS};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -52,6 +53,25 @@ impl LocalChange {
         }
         if self.organization_id.trim().is_empty() {
             return Err(LocalError::Invalid("organizationId is required".into()));
+        }
+        if self.organization_id.chars().count() > MAX_ID_CHARS
+            || self
+                .tag_id
+                .as_ref()
+                .is_some_and(|t| t.chars().count() > MAX_ID_CHARS)
+        {
+            return Err(LocalError::Invalid(format!(
+                "organizationId and tagId are at most {MAX_ID_CHARS} characters"
+            )));
+        }
+        if self
+            .reason
+            .as_ref()
+            .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+        {
+            return Err(LocalError::Invalid(format!(
+                "reason is at most {MAX_REASON_CHARS} characters"
+            )));
         }
         if self.tag_id.is_some() && !self.opted_out {
             return Err(LocalError::Invalid(

@@ -25,6 +25,12 @@ pub use records::{
 };
 pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 
+/// Longest `reason` kept with a consent change, in characters: the console, the admin API,
+/// the CLI and imports refuse a longer one (the ledger is never pruned).
+pub const MAX_REASON_CHARS: usize = 500;
+/// Longest organization or tag id taken with a local change, in characters.
+pub const MAX_ID_CHARS: usize = 200;
+
 /// One consent observation of one (organization, number).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConsentObservation {

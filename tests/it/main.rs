@@ -24,6 +24,7 @@ mod demo;
 mod disk_full;
 mod evidence;
 mod export;
+mod hostile;
 mod ingest;
 mod logs;
 mod migrations;

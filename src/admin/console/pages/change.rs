@@ -17,9 +17,8 @@ use crate::admin::console::session::Session;
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::apply::{self, LocalChange, LocalError};
 use crate::client::validate;
+use crate::model::MAX_REASON_CHARS;
 
-/// Longest reason kept with a local change.
-const MAX_REASON_CHARS: usize = 500;
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChangeQuery {

@@ -38,14 +38,27 @@ struct SigninPage {
     notice: Option<String>,
 }
 
-/// Where to go after sign-in: a path of this listener, never another site.
+/// Where to go after sign-in: a path of this listener, never another site; anything else
+/// goes to `/`.
 fn local_path(next: Option<&str>) -> String {
     match next {
-        Some(path) if path.starts_with('/') && !path.starts_with("//") && !path.contains('\\') => {
-            path.to_owned()
-        }
+        Some(path) if is_local_path(path) => path.to_owned(),
         _ => "/".to_owned(),
     }
+}
+
+/// `path` (as decoded from the query) names a page of this listener: one leading `/` not
+/// followed by another `/` or a `\`, and no control character, white space or backslash
+/// anywhere. Browsers drop tabs and line breaks from a URL and read `\` as `/`, so
+/// `/<TAB>/evil.example` or `/\evil.example` would take a signed-in user to another host;
+/// a line break would also split the `location` header.
+fn is_local_path(path: &str) -> bool {
+    let mut chars = path.chars();
+    chars.next() == Some('/')
+        && !matches!(chars.next(), Some('/' | '\\'))
+        && !path
+            .chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
 }
 
 fn signin_page(
@@ -162,5 +175,32 @@ mod tests {
         assert_eq!(local_path(Some("https://evil.example/")), "/");
         assert_eq!(local_path(Some("/\\evil.example")), "/");
         assert_eq!(local_path(None), "/");
+        // As found: `?next=%2F%09%2Fevil.example`, which a browser reads as `//evil.example`.
+        assert_eq!(local_path(Some("/\t/evil.example")), "/");
+        assert_eq!(local_path(Some("/\n/evil.example")), "/");
+        assert_eq!(local_path(Some("/status\r\nSet-Cookie: x=1")), "/");
+        assert_eq!(local_path(Some(" //evil.example")), "/");
+        assert_eq!(local_path(Some("/\u{0}/evil.example")), "/");
+        assert_eq!(local_path(Some("/\u{3000}/evil.example")), "/");
+        assert_eq!(local_path(Some("javascript:alert(1)")), "/");
+        assert_eq!(
+            local_path(Some("/lookup?phoneNumber=%2B1555")),
+            "/lookup?phoneNumber=%2B1555"
+        );
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn whatever_next_says_the_redirect_is_a_valid_header_to_a_page_of_this_listener(
+            next in proptest::option::of(".*"),
+        ) {
+            let path = local_path(next.as_deref());
+            proptest::prop_assert!(path.starts_with('/'));
+            proptest::prop_assert!(!path[1..].starts_with(['/', '\\']));
+            proptest::prop_assert!(http::HeaderValue::from_str(&path).is_ok(), "{path:?}");
+            if let Some(next) = &next {
+                proptest::prop_assert!(path == "/" || &path == next);
+            }
+        }
     }
 }
