@@ -286,15 +286,25 @@ fn headers_as_pairs(headers: &HeaderMap) -> String {
     serde_json::to_string(&pairs).expect("pairs of strings always encode")
 }
 
+/// Longest `/readyz` takes to answer.
+const READY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 async fn healthz() -> impl IntoResponse {
     axum::Json(serde_json::json!({"status": "ok"}))
 }
 
 async fn readyz(State(state): State<Arc<IngestState>>) -> Response {
-    let migrated = crate::store::migrations_applied(&state.pool)
+    // Answered within READY_WAIT whatever the database does: a check that does not finish
+    // by then is a database that is not ready.
+    let check = async {
+        let migrated = crate::store::migrations_applied(&state.pool)
+            .await
+            .unwrap_or(false);
+        (migrated, migrated && state.writer.probe().await)
+    };
+    let (migrated, writable) = tokio::time::timeout(READY_WAIT, check)
         .await
-        .unwrap_or(false);
-    let writable = migrated && state.writer.probe().await;
+        .unwrap_or((false, false));
     let body = serde_json::json!({
         "status": if writable { "ready" } else { "not ready" },
         "migrations": migrated,

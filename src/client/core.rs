@@ -285,6 +285,13 @@ impl Inner {
                 Ok(token)
             }
             Err(error) => {
+                let ClientError::TokenRejected { status, .. } = error else {
+                    // Not the service refusing the credentials (no answer, a 5xx, a 429): the
+                    // request loop retries it with the ordinary backoff, and the guard, which
+                    // is about credentials, does not count it.
+                    tracing::warn!(error = %error, "token request failed; not a refusal of the credentials, will retry");
+                    return Err(error);
+                };
                 let block_until = Utc::now()
                     + chrono::Duration::from_std(policy.block_for).unwrap_or(chrono::Duration::MAX);
                 // Counted in the store, with every other process's failures.
@@ -297,19 +304,20 @@ impl Inner {
                     .await
                     .map_err(|e| ClientError::Store(format!("{e:#}")))?;
                 let blocked_until = blocked_until.filter(|until| *until > Utc::now());
-                tracing::warn!(consecutive_failures, error = %error, "token request failed");
-                match (blocked_until, error) {
-                    (Some(until), _) => Err(ClientError::TokenBlocked {
+                tracing::warn!(
+                    consecutive_failures,
+                    status,
+                    "token request refused: check service.client_id and service.client_secret"
+                );
+                match blocked_until {
+                    Some(until) => Err(ClientError::TokenBlocked {
                         until,
                         consecutive_failures,
                     }),
-                    (None, ClientError::TokenRejected { status, .. }) => {
-                        Err(ClientError::TokenRejected {
-                            status,
-                            consecutive_failures,
-                        })
-                    }
-                    (None, other) => Err(other),
+                    None => Err(ClientError::TokenRejected {
+                        status,
+                        consecutive_failures,
+                    }),
                 }
             }
         }
@@ -379,8 +387,8 @@ impl Inner {
     }
 }
 
-/// Token failures that a later attempt may cure are retried by the request loop; each one
-/// still counts against the guard.
+/// Token failures that a later attempt may cure are retried by the request loop; only a
+/// refusal of the credentials counts against the guard.
 fn token_failure(error: ClientError) -> Attempt {
     match &error {
         ClientError::Transport(_) => Attempt::Retry {

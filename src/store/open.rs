@@ -22,6 +22,10 @@ const POOL_SIZE: u32 = 8;
 /// pusher and subscriber senders, admin requests and the heartbeat each hold one at a time;
 /// the ledger's listener (`signal::listen`) keeps one for itself.
 const POSTGRES_POOL_SIZE: u32 = 11;
+/// Longest wait for a PostgreSQL connection from the pool: while the server is down every
+/// read fails after it (readiness and the admin API answer 503) instead of after sqlx's
+/// default 30 s, and the tasks that write retry on their own schedule.
+pub const POSTGRES_ACQUIRE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(1_500);
 
 /// SQLite's migrations, compiled into the binary.
 pub static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations/sqlite");
@@ -94,6 +98,7 @@ pub async fn open(settings: &Settings) -> Result<Pool, DbError> {
             Pool::Postgres(
                 PgPoolOptions::new()
                     .max_connections(POSTGRES_POOL_SIZE)
+                    .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
                     .connect_with(postgres_options(settings)?)
                     .await?,
             )

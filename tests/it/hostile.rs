@@ -120,3 +120,133 @@ async fn a_delivery_that_is_not_json_is_quarantined_saying_where_and_why(backend
     );
     app.stop().await;
 }
+
+/// As found: a ~7 s upstream outage (connection refused, then timeouts) counted as three
+/// failed token requests and paused all upstream work for 15 minutes, with a message blaming
+/// the credentials. Only the service refusing the credentials counts now.
+#[tokio::test]
+async fn an_upstream_that_does_not_answer_is_retried_and_never_counts_against_the_credentials() {
+    use outreach_sync::client::models::{ListOrganizations, Paging};
+    use outreach_sync::client::{ClientError, ServiceClient, TokenGuardState};
+    use std::sync::Arc;
+
+    // A port nothing listens on: every connection is refused.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = closed.local_addr().unwrap();
+    drop(closed);
+    let mut config = outreach_sync::client::ClientConfig::new(
+        format!("http://{address}"),
+        "me@example.org",
+        secrecy::SecretString::from("right-or-wrong"),
+    );
+    config.max_retries = 1;
+    config.backoff_base = std::time::Duration::from_millis(1);
+    config.backoff_max = std::time::Duration::from_millis(5);
+    let store = Arc::new(outreach_sync::client::MemoryTokenGuardStore::default());
+    let client = ServiceClient::with_guard_store(config, store.clone()).unwrap();
+    let (query, page) = (ListOrganizations::default(), Paging::default());
+    for _ in 0..5 {
+        let error = client.organizations_page(&query, &page).await.unwrap_err();
+        assert!(
+            !matches!(
+                error,
+                ClientError::TokenBlocked { .. } | ClientError::TokenRejected { .. }
+            ),
+            "{error}"
+        );
+        assert!(!error.to_string().contains("client_secret"), "{error}");
+    }
+    assert_eq!(store.snapshot(), TokenGuardState::default());
+}
+
+/// A TCP proxy on loopback in front of `upstream`; cancelling the token takes the server
+/// "down" as a stopped server is: every connection through it is cut, and the port is
+/// closed, so new connections are refused.
+async fn proxy(upstream: String) -> (std::net::SocketAddr, tokio_util::sync::CancellationToken) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let down = tokio_util::sync::CancellationToken::new();
+    let cut = down.clone();
+    tokio::spawn(async move {
+        loop {
+            let mut inbound = tokio::select! {
+                accepted = listener.accept() => match accepted {
+                    Ok((inbound, _)) => inbound,
+                    Err(_) => return,
+                },
+                // The listener is dropped with this task: the port refuses from now on.
+                () = cut.cancelled() => return,
+            };
+            let (upstream, cut) = (upstream.clone(), cut.clone());
+            tokio::spawn(async move {
+                let Ok(mut outbound) = tokio::net::TcpStream::connect(&upstream).await else {
+                    return;
+                };
+                tokio::select! {
+                    _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound) => {}
+                    () = cut.cancelled() => {}
+                }
+            });
+        }
+    });
+    (address, down)
+}
+
+/// As found: `/readyz`, `/v1/status` and `/v1/consent` took 30 s to answer while PostgreSQL
+/// was down (ingest answered 503 within 0.2 s).
+#[tokio::test]
+async fn while_postgresql_is_down_readiness_and_admin_reads_answer_503_within_2_seconds() {
+    let Ok(server) = std::env::var(crate::postgres::SERVER_VARIABLE) else {
+        return;
+    };
+    // The server's host:port, between the user and the database name.
+    let authority = server
+        .split_once('@')
+        .and_then(|(_, rest)| rest.split_once('/'))
+        .map(|(authority, _)| authority.to_owned())
+        .expect("a postgres://USER@HOST:PORT/DB URL");
+    let (through, down) = proxy(authority.clone()).await;
+    let Some(app) = spawn_app_on(Backend::Postgres, |settings| {
+        with_admin_token(settings);
+        settings.database.url = settings
+            .database
+            .url
+            .replacen(&authority, &through.to_string(), 1);
+    })
+    .await
+    else {
+        return;
+    };
+    assert_eq!(
+        app.http
+            .get(app.url("/readyz"))
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
+    assert_eq!(app.admin_get("/v1/status").await.status(), 200);
+
+    down.cancel();
+    for path in [
+        "/readyz",
+        "/v1/status",
+        "/v1/consent?phoneNumber=%2B15550000404",
+    ] {
+        let started = std::time::Instant::now();
+        let response = if path == "/readyz" {
+            app.http.get(app.url(path)).send().await.unwrap()
+        } else {
+            app.admin_get(path).await
+        };
+        let took = started.elapsed();
+        assert_eq!(response.status(), 503, "{path}");
+        assert!(
+            took < std::time::Duration::from_secs(2),
+            "{path} took {took:?}"
+        );
+    }
+    // Not stopped cleanly: with its database gone the daemon cannot finish its writes.
+    drop(app);
+}
