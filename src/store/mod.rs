@@ -45,6 +45,8 @@ mod pushes;
 mod read;
 /// The reconciler's bookkeeping written once for both backends.
 mod reconcile;
+/// Retention statements written once for both backends.
+mod retention;
 /// `daemon_state`'s statements written once for both backends.
 mod state;
 

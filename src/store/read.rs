@@ -1,6 +1,6 @@
 //! Read statements with one text for both backends (`$N` parameters, `CAST(... AS TEXT)`
 //! where PostgreSQL needs a parameter's type): a number's history, its entries for the
-//! evidence bundle and the change feed, and the ledger's columns every listing of entries
+//! evidence bundle, the change feed, the kept rejected deliveries, and the ledger's columns every listing of entries
 //! selects.
 
 /// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
@@ -51,6 +51,15 @@ macro_rules! shared {
             ))
             .bind(after)
             .bind(limit)
+            .fetch_all(self)
+            .await?)
+        }
+
+        async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, crate::store::Error> {
+            Ok(sqlx::query_as(
+                "SELECT id, received_at, reason, headers, body FROM rejected_deliveries
+                 ORDER BY id DESC",
+            )
             .fetch_all(self)
             .await?)
         }

@@ -18,8 +18,8 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use crate::model::{
-    Backlog, ConsentRecord, KeptRejection, LedgerEntry, OutboxState, PushCounts, Source, Status,
-    StoredEvent, Timestamp,
+    Backlog, ConsentRecord, LedgerEntry, OutboxState, PushCounts, Source, Status, StoredEvent,
+    Timestamp,
 };
 
 use crate::store::read::ledger_columns;
@@ -155,14 +155,6 @@ impl ReadStore for PgPool {
             quarantined,
             pushes_pending,
         })
-    }
-
-    async fn rejected(&self) -> Result<Vec<KeptRejection>, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-        )
-        .fetch_all(self)
-        .await?)
     }
 
     async fn push_counts(&self) -> Result<PushCounts, crate::store::Error> {

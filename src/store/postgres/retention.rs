@@ -4,7 +4,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::PgPool;
 
-use crate::model::OutboxHead;
 use crate::store::RetentionStore;
 
 impl RetentionStore for PgPool {
@@ -16,19 +15,7 @@ impl RetentionStore for PgPool {
         Ok(0)
     }
 
-    async fn scan_outbox(
-        &self,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<OutboxHead>, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT id, received_at, state, body FROM outbox WHERE id > $1 ORDER BY id LIMIT $2",
-        )
-        .bind(after)
-        .bind(limit)
-        .fetch_all(self)
-        .await?)
-    }
+    crate::store::retention::shared!();
 
     async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
         if ids.is_empty() {

@@ -12,7 +12,7 @@ use serde_json::Value;
 use sqlx::SqlitePool;
 
 use crate::model::{
-    Backlog, ConsentRecord, KeptRejection, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp,
+    Backlog, ConsentRecord, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp,
 };
 
 use crate::store::read::ledger_columns;
@@ -143,14 +143,6 @@ impl ReadStore for SqlitePool {
             quarantined,
             pushes_pending,
         })
-    }
-
-    async fn rejected(&self) -> Result<Vec<KeptRejection>, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT id, received_at, reason, headers, body FROM rejected_deliveries ORDER BY id DESC",
-        )
-        .fetch_all(self)
-        .await?)
     }
 
     async fn push_counts(&self) -> Result<PushCounts, crate::store::Error> {

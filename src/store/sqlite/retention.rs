@@ -6,8 +6,6 @@ use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
-use crate::model::OutboxHead;
-
 impl RetentionStore for SqlitePool {
     async fn free_pages(&self) -> Result<i64, crate::store::Error> {
         Ok(sqlx::query_scalar("PRAGMA freelist_count")
@@ -26,19 +24,7 @@ impl RetentionStore for SqlitePool {
             .await?)
     }
 
-    async fn scan_outbox(
-        &self,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<OutboxHead>, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT id, received_at, state, body FROM outbox WHERE id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(after)
-        .bind(limit)
-        .fetch_all(self)
-        .await?)
-    }
+    crate::store::retention::shared!();
 
     async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
         if ids.is_empty() {
