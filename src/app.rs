@@ -164,7 +164,13 @@ impl Application {
         );
         supervise_admin(&mut tasks, admin_listener, admin)?;
         tracing::info!(%admin_addr, "admin listening");
-        let router = ingest::router(&settings, writer, pool.clone());
+        // Refused deliveries leave a bounded sample, kept by the writer now and then.
+        let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
+        let keep_rejections = {
+            let (rejections, stop) = (rejections.clone(), shutdown.clone());
+            async move { rejections.keep(stop).await }
+        };
+        let router = ingest::router(&settings, writer, pool.clone(), rejections);
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         if let Some(interval) = sd_notify::watchdog_enabled() {
             tasks.add("watchdog", move |shutdown| {
@@ -173,7 +179,13 @@ impl Application {
         }
         // The listeners are bound and every task starts now: tell systemd (no-op outside it).
         notify_systemd(sd_notify::NotifyState::Ready);
-        let ingest = serve_ingest(ingest_listener, router, shutdown.clone(), writer_task);
+        let ingest = serve_ingest(
+            ingest_listener,
+            router,
+            shutdown.clone(),
+            keep_rejections,
+            writer_task,
+        );
         let finish = async {
             let (served, supervised) = tokio::join!(ingest, tasks.run(&shutdown));
             pool.close().await;
@@ -317,26 +329,32 @@ fn supervise_admin(
 }
 
 /// Serves deliveries until `shutdown`; however the listener ends, every other task stops
-/// too, and the outbox writer is drained: with the router gone, the writer ends after its
-/// last batch.
+/// too, and the outbox writer is drained: with the router and `keep_rejections` (which
+/// ends once `shutdown` is cancelled) gone, the writer ends after its last batch.
 async fn serve_ingest(
     listener: TcpListener,
     router: axum::Router,
     shutdown: CancellationToken,
+    keep_rejections: impl Future<Output = ()>,
     writer_task: JoinHandle<()>,
 ) -> anyhow::Result<()> {
     let stop = shutdown.clone();
-    let served = axum::serve(listener, router)
-        .with_graceful_shutdown(async move {
-            stop.cancelled().await;
-            notify_systemd(sd_notify::NotifyState::Stopping);
-        })
-        .await;
+    let serve = async {
+        let served = axum::serve(listener, router)
+            .with_graceful_shutdown(async move {
+                stop.cancelled().await;
+                notify_systemd(sd_notify::NotifyState::Stopping);
+            })
+            .await;
+        // However serving ended, the rest stops too (and so does keep_rejections).
+        shutdown.cancel();
+        served
+    };
+    let (served, ()) = tokio::join!(serve, keep_rejections);
     match &served {
         Ok(()) => tracing::info!("ingest listener stopped"),
         Err(error) => tracing::error!(%error, "ingest listener failed"),
     }
-    shutdown.cancel();
     if let Err(error) = writer_task.await {
         tracing::error!(%error, "outbox writer ended abnormally");
     }

@@ -1,6 +1,7 @@
 //! The public ingest listener: verify each delivery on its exact bytes, commit it to the
 //! outbox, and only then answer. Applying is the worker's job, not the request's.
 
+use crate::rejections::Rejections;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,16 +35,23 @@ pub struct IngestState {
     pool: crate::store::Pool,
     max_body_bytes: usize,
     max_backlog: u64,
+    rejections: Arc<Rejections>,
 }
 
 /// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`.
-pub fn router(settings: &Settings, writer: OutboxWriter, pool: crate::store::Pool) -> Router {
+pub fn router(
+    settings: &Settings,
+    writer: OutboxWriter,
+    pool: crate::store::Pool,
+    rejections: Arc<Rejections>,
+) -> Router {
     let state = Arc::new(IngestState {
         verifier: Verifier::new(&settings.webhook),
         writer,
         pool,
         max_body_bytes: settings.ingest.max_body_bytes,
         max_backlog: settings.ingest.max_backlog,
+        rejections,
     });
     let router = Router::new()
         .route(&settings.ingest.path, post(receive))
@@ -155,8 +163,10 @@ async fn receive(
     {
         Ok(verified) => verified,
         Err(rejection) => {
-            tracing::warn!(reason = %rejection, outcome = "rejected", "delivery refused: signature");
-            state.writer.record_rejected(RejectedDelivery {
+            // Counted, sampled and logged once per period (crate::rejections): an
+            // unverified request costs no write and no log line of its own.
+            tracing::debug!(reason = %rejection, outcome = "rejected", "delivery refused: signature");
+            state.rejections.record(RejectedDelivery {
                 received_at,
                 reason: rejection.to_string(),
                 headers: headers_as_pairs(&headers),

@@ -33,6 +33,8 @@ pub mod outbox;
 pub mod pusher;
 /// The scheduled reconciler.
 pub mod reconcile;
+/// A bounded sample of the deliveries refused by signature verification.
+pub mod rejections;
 /// This process among the replicas of a database: heartbeat and the leader's lease.
 pub mod replica;
 /// Retention: stored deliveries pruned once applied and old enough; never the ledger.

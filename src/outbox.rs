@@ -28,8 +28,6 @@ const MAX_BATCH: usize = 512;
 const QUEUE_DEPTH: usize = 4096;
 /// Pause after a failed commit, so a broken disk is not hammered in a tight loop.
 const FAILURE_PAUSE: Duration = Duration::from_millis(200);
-/// Rejected deliveries kept for `webhooks diagnose`.
-pub const REJECTED_KEPT: i64 = 100;
 
 pub use crate::model::{Delivery, RejectedDelivery};
 
@@ -92,7 +90,8 @@ type Written = (Vec<Option<Committed>>, Outcome);
 
 enum Command {
     Commit(Delivery, oneshot::Sender<Result<Committed, CommitError>>),
-    Reject(RejectedDelivery),
+    /// A sample of refused deliveries to keep ([`crate::rejections`]).
+    Reject(Vec<RejectedDelivery>),
     Probe(oneshot::Sender<bool>),
 }
 
@@ -144,9 +143,10 @@ impl OutboxWriter {
         answer.await.map_err(|_| CommitError::Stopping)?
     }
 
-    /// Keeps a rejected delivery for diagnosis, if the writer has room; never waits.
-    pub fn record_rejected(&self, rejected: RejectedDelivery) {
-        let _ = self.tx.try_send(Command::Reject(rejected));
+    /// Keeps a sample of refused deliveries for diagnosis, if the writer has room; never
+    /// waits.
+    pub fn keep_rejected(&self, sample: Vec<RejectedDelivery>) {
+        let _ = self.tx.try_send(Command::Reject(sample));
     }
 
     /// Whether the database takes a write now.
@@ -267,8 +267,12 @@ impl Writer {
         let recorded = if others.rejected.is_empty() && !others.probe {
             Ok(())
         } else {
-            conn.record_others(&others.rejected, REJECTED_KEPT, others.probe)
-                .await
+            conn.record_others(
+                &others.rejected,
+                crate::rejections::KEPT as i64,
+                others.probe,
+            )
+            .await
         };
         self.last_id = last_id;
         Ok((written, recorded))
@@ -398,9 +402,10 @@ fn others(batch: &[Command]) -> Others<'_> {
         rejected: batch
             .iter()
             .filter_map(|c| match c {
-                Command::Reject(r) => Some(r),
+                Command::Reject(sample) => Some(sample),
                 _ => None,
             })
+            .flatten()
             .collect(),
         probe: batch.iter().any(|c| matches!(c, Command::Probe(_))),
     }
