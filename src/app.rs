@@ -144,6 +144,7 @@ impl Application {
         supervise_worker(&mut tasks, &pool, &writer, &settings);
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
+        let running_senders = senders.clone();
         supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone(), senders).await?;
         // Every replica's followers of the ledger wake on every replica's commits.
         if pool.shared_by_replicas() {
@@ -160,6 +161,7 @@ impl Application {
             admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
                 .with_subscribers(settings.subscriber.clone())
                 .with_outbox(writer.state().clone())
+                .with_senders(running_senders)
                 .with_stop(shutdown.clone()),
         );
         supervise_admin(&mut tasks, admin_listener, admin)?;

@@ -51,6 +51,8 @@ pub struct AdminState {
     stop: CancellationToken,
     /// This process's outbox counters: a replay from the console wakes its worker.
     outbox: Option<Arc<OutboxState>>,
+    /// The subscribers' senders while this process leads: a retry asks them at once.
+    senders: Option<crate::subscribers::Running>,
 }
 
 impl AdminState {
@@ -66,7 +68,14 @@ impl AdminState {
             subscribers: Vec::new(),
             stop: CancellationToken::new(),
             outbox: None,
+            senders: None,
         }
+    }
+
+    /// Retries at once through these senders (the ones running in this process).
+    pub fn with_senders(mut self, senders: crate::subscribers::Running) -> Self {
+        self.senders = Some(senders);
+        self
     }
 
     /// Wakes this worker when the console replays a delivery.
@@ -262,6 +271,17 @@ pub static ROUTES: &[RouteSpec] = &[
         request: Some("ReplayRequest"),
         response: (200, Some("Subscriber")),
         handler: || post(subscribers::replay),
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/v1/subscribers/{name}/retry",
+        operation_id: "retrySubscriber",
+        summary: "Try the next delivery to a subscriber now instead of at the end of its backoff",
+        public: false,
+        query: &[],
+        request: None,
+        response: (200, Some("Subscriber")),
+        handler: || post(subscribers::retry),
     },
     RouteSpec {
         method: Method::GET,

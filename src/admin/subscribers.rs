@@ -21,6 +21,32 @@ pub async fn list(
     Ok(Json(Items { items }))
 }
 
+pub async fn retry(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+) -> Result<Json<SubscriberView>, AdminError> {
+    subscribers::retry(
+        &state.pool,
+        &state.subscribers,
+        state.senders.as_ref(),
+        &name,
+    )
+    .await
+    .map(Json)
+    .map_err(replay_error)
+}
+
+/// A refused replay or retry, as the admin API answers it.
+fn replay_error(error: ReplayError) -> AdminError {
+    match error {
+        ReplayError::Unknown(_) => AdminError::NotFound(error.to_string()),
+        ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
+            AdminError::BadRequest(error.to_string())
+        }
+        ReplayError::Database(error) => AdminError::Database(error),
+    }
+}
+
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct ReplayBody {
@@ -36,11 +62,5 @@ pub async fn replay(
     subscribers::replay(&state.pool, &state.subscribers, &name, body.from_seq)
         .await
         .map(Json)
-        .map_err(|error| match error {
-            ReplayError::Unknown(_) => AdminError::NotFound(error.to_string()),
-            ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
-                AdminError::BadRequest(error.to_string())
-            }
-            ReplayError::Database(error) => AdminError::Database(error),
-        })
+        .map_err(replay_error)
 }

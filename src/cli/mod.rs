@@ -175,6 +175,9 @@ pub enum SubscribersCommand {
         #[arg(long = "from", value_name = "SEQ")]
         from: i64,
     },
+    /// Try the next delivery to a subscriber now instead of at the end of its backoff (the
+    /// running daemon's sender notices within a few seconds).
+    Retry { name: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -361,6 +364,9 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Subscribers {
             command: Some(SubscribersCommand::Replay { name, from }),
         } => subscribers::replay(settings, &name, from, json).await,
+        Command::Subscribers {
+            command: Some(SubscribersCommand::Retry { name }),
+        } => subscribers::retry(settings, &name, json).await,
         Command::Export {
             dataset,
             format,

@@ -1,4 +1,4 @@
-//! `subscribers` and `subscribers replay`.
+//! `subscribers`, `subscribers replay` and `subscribers retry`.
 
 use super::output::{print_json, subscriber_line};
 use super::{CliError, open};
@@ -32,16 +32,34 @@ pub async fn replay(
     let pool = open(settings).await?;
     let view = subscribers::replay(&pool, &settings.subscriber, name, from)
         .await
-        .map_err(|error| match error {
-            ReplayError::Unknown(_) => CliError::NotFound(error.to_string()),
-            ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
-                CliError::Usage(error.to_string())
-            }
-            ReplayError::Database(error) => CliError::Runtime(error.into()),
-        })?;
+        .map_err(replay_error)?;
     if json {
         return print_json(&view);
     }
     println!("{}", subscriber_line(&view));
     Ok(())
+}
+
+pub async fn retry(settings: &Settings, name: &str, json: bool) -> Result<(), CliError> {
+    let pool = open(settings).await?;
+    // Another process: the daemon's sender is not here to ask, so the attempt is made due.
+    let view = subscribers::retry(&pool, &settings.subscriber, None, name)
+        .await
+        .map_err(replay_error)?;
+    if json {
+        return print_json(&view);
+    }
+    println!("{}", subscriber_line(&view));
+    Ok(())
+}
+
+/// A refused replay or retry, as the command line reports it.
+fn replay_error(error: ReplayError) -> CliError {
+    match error {
+        ReplayError::Unknown(_) => CliError::NotFound(error.to_string()),
+        ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
+            CliError::Usage(error.to_string())
+        }
+        ReplayError::Database(error) => CliError::Runtime(error.into()),
+    }
 }

@@ -12,6 +12,8 @@ use crate::model::Source;
 
 /// Largest `batch`: a request of 1,000 entries is about 300 KB.
 pub const MAX_BATCH: u32 = 1_000;
+/// Largest `max_backoff_secs`: an hour, as for a subscriber's own `Retry-After`.
+pub const MAX_BACKOFF_SECS: u64 = 3_600;
 
 /// One `[[subscriber]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -36,6 +38,15 @@ pub struct SubscriberSettings {
     /// Most entries in one request.
     #[serde(default = "default_batch")]
     pub batch: u32,
+    /// Longest wait between two failed attempts (the backoff doubles from 1 s up to it), so
+    /// that a tool that comes back gets its opt-outs within seconds. A subscriber's own
+    /// `Retry-After` is still honoured up to an hour.
+    #[serde(default = "default_max_backoff_secs")]
+    pub max_backoff_secs: u64,
+}
+
+fn default_max_backoff_secs() -> u64 {
+    30
 }
 
 fn all_sources() -> Vec<Source> {
@@ -58,6 +69,7 @@ impl SubscriberSettings {
             organizations: Vec::new(),
             sources: all_sources(),
             batch: default_batch(),
+            max_backoff_secs: default_max_backoff_secs(),
         }
     }
 
@@ -134,6 +146,37 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named(&format!("must be between 1 and {MAX_BATCH}")),
             ));
         }
+        if !(1..=MAX_BACKOFF_SECS).contains(&s.max_backoff_secs) {
+            return Err(SettingsError::invalid(
+                "subscriber.max_backoff_secs",
+                named(&format!("must be between 1 and {MAX_BACKOFF_SECS}")),
+            ));
+        }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_backoff_ceiling_outside_a_second_to_an_hour_is_refused_naming_its_key() {
+        let mut subscriber = SubscriberSettings::new(
+            "crm",
+            "http://127.0.0.1:9/hooks",
+            "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+        );
+        assert_eq!(subscriber.max_backoff_secs, 30, "the default");
+        for wrong in [0, 3_601] {
+            subscriber.max_backoff_secs = wrong;
+            let error = validate(std::slice::from_ref(&subscriber)).expect_err("refused");
+            assert!(
+                error.to_string().contains("subscriber.max_backoff_secs"),
+                "{error}"
+            );
+        }
+        subscriber.max_backoff_secs = 3_600;
+        assert!(validate(std::slice::from_ref(&subscriber)).is_ok());
+    }
 }

@@ -407,6 +407,10 @@ pub trait SubscriberStore {
     async fn replay_subscriber(&self, name: &str, cursor: i64)
     -> Result<bool, crate::store::Error>;
 
+    /// Makes the next attempt of `name` due now (its backoff or `Retry-After` is cut short;
+    /// a disabled subscriber stays disabled); false if `name` has no state.
+    async fn retry_subscriber(&self, name: &str) -> Result<bool, crate::store::Error>;
+
     /// The ledger's last seq (0 when empty). Seqs become visible in order, so every
     /// entry up to it is readable.
     async fn ledger_head(&self) -> Result<i64, crate::store::Error>;

@@ -98,6 +98,14 @@ macro_rules! statements {
             Ok(replayed.rows_affected() == 1)
         }
 
+        async fn retry_subscriber(&self, name: &str) -> Result<bool, crate::store::Error> {
+            let due = sqlx::query("UPDATE subscribers SET next_attempt_ms = NULL WHERE name = $1")
+                .bind(name)
+                .execute(self)
+                .await?;
+            Ok(due.rows_affected() == 1)
+        }
+
         async fn ledger_head(&self) -> Result<i64, crate::store::Error> {
             Ok(sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")
                 .fetch_one(self)

@@ -33,6 +33,8 @@ pub struct Subscriber {
     organizations: HashSet<String>,
     sources: Vec<Source>,
     pub batch: u32,
+    /// Longest wait between two failed attempts.
+    pub max_backoff: std::time::Duration,
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -56,6 +58,7 @@ impl Subscriber {
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             batch: settings.batch,
+            max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
         })
     }
 
@@ -127,6 +130,32 @@ pub async fn run_listed(
             tracing::error!(%error, "a subscriber's sender ended abnormally");
         }
     }
+}
+
+/// Tries the next delivery to `name` now instead of at the end of its backoff: at once when
+/// its sender runs in this process (`running`: this replica leads), else by making its next
+/// attempt due now, which the leader's sender notices within a poll. Returns its view after.
+pub async fn retry(
+    pool: &Pool,
+    configured: &[SubscriberSettings],
+    running: Option<&Running>,
+    name: &str,
+) -> Result<SubscriberView, ReplayError> {
+    let settings = configured
+        .iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| ReplayError::Unknown(name.to_owned()))?;
+    pool.ensure_subscribers(&[name]).await?;
+    let tried_here = match running {
+        Some(running) => running.try_now(name).await.is_ok(),
+        None => false,
+    };
+    if !tried_here {
+        pool.retry_subscriber(name).await?;
+        crate::signal::ledger_grew();
+    }
+    tracing::info!(subscriber = name, tried_here, "subscriber retried at once");
+    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
 }
 
 /// Why a replay was refused.

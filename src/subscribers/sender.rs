@@ -28,9 +28,11 @@ use crate::signal::{FALLBACK_POLL, Follower};
 use crate::store::Pool;
 use crate::store::ReadStore as _;
 
-/// First wait after a failed attempt, doubled per failure up to [`MAX_BACKOFF`].
+/// First wait after a failed attempt, doubled per failure up to the subscriber's
+/// `max_backoff_secs`.
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
-pub const MAX_BACKOFF: Duration = Duration::from_secs(600);
+/// Longest `Retry-After` honoured: a subscriber asking for more is tried after an hour.
+pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(3_600);
 /// Longest wait for a subscriber's answer; no answer is a failure like a 5xx.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -55,12 +57,12 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
-/// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to
-/// [`MAX_BACKOFF`], with up to a fifth taken off at random so that senders restarted
-/// together do not retry together.
-pub fn backoff(failures: u32) -> Duration {
+/// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to `most`,
+/// with up to a fifth taken off at random so that senders restarted together do not retry
+/// together.
+pub fn backoff(failures: u32, most: Duration) -> Duration {
     let doubled = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(16));
-    let ceiling = doubled.min(MAX_BACKOFF);
+    let ceiling = doubled.min(most.max(FIRST_BACKOFF));
     let jitter = rand::thread_rng().gen_range(0.8..=1.0);
     ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
 }
@@ -304,8 +306,8 @@ impl Sender {
                 let failures = u32::try_from(state.failures + 1).unwrap_or(u32::MAX);
                 // The subscriber's own word on when to come back, within the contract's bounds.
                 let wait = retry_after
-                    .map(|after| after.clamp(FIRST_BACKOFF, MAX_BACKOFF))
-                    .unwrap_or_else(|| backoff(failures));
+                    .map(|after| after.clamp(FIRST_BACKOFF, RETRY_AFTER_MAX))
+                    .unwrap_or_else(|| backoff(failures, self.subscriber.max_backoff));
                 let next = finished + TimeDelta::from_std(wait).unwrap_or(TimeDelta::MAX);
                 self.pool
                     .subscriber_failed(name, state.generation, &error, next.timestamp_millis())
@@ -413,5 +415,24 @@ impl Sender {
                 return Ok((items, scanned));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_backoff_doubles_from_a_second_up_to_the_subscribers_ceiling() {
+        let most = Duration::from_secs(30);
+        for _ in 0..100 {
+            let first = backoff(1, most);
+            assert_eq!(first, FIRST_BACKOFF, "never under a second");
+            let fourth = backoff(4, most);
+            assert!((Duration::from_millis(6_400)..=Duration::from_secs(8)).contains(&fourth));
+            let late = backoff(40, most);
+            assert!((Duration::from_secs(24)..=most).contains(&late), "{late:?}");
+        }
+        assert!(backoff(40, Duration::from_secs(3_600)) > Duration::from_secs(2_800));
     }
 }

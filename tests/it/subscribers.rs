@@ -570,3 +570,68 @@ async fn a_sender_asked_to_try_at_once_does_not_wait_out_its_retry_after() {
     assert!(view["nextAttemptAt"].is_null(), "{view}");
     app.stop().await;
 }
+
+/// As found: a subscriber that was down came back to a backoff grown toward 10 minutes, so
+/// the campaign's dialer could be minutes late with an opt-out after it was healthy again.
+/// An operator can now have it tried at once, by the admin API or the command line.
+#[tokio::test]
+async fn a_subscriber_in_backoff_is_tried_at_once_when_asked_by_the_api_or_the_command_line() {
+    // Ten minutes to wait, as the subscriber asked, twice.
+    let receiver =
+        Receiver::start([Reply::TooManyRequests(600), Reply::TooManyRequests(600)]).await;
+    let url = receiver.url();
+    let app = spawn_app(|s| subscribe(s, "crm", &url)).await;
+    let seqs = opt_outs(&app, 0, 1).await;
+    receiver.wait_for(PATIENCE, |r| r.len() == 1).await;
+    wait_for_view(&app, "crm", |v| v["state"] == "retrying").await;
+
+    // The API asks this daemon's sender, which tries at once: the second 429.
+    let response = app
+        .admin_post("/v1/subscribers/crm/retry", &serde_json::json!({}))
+        .await;
+    assert_eq!(response.status(), 200);
+    let view: Value = response.json().await.expect("json");
+    assert_eq!(view["name"], "crm");
+    assert_eq!(receiver.received().len(), 2, "tried at once");
+    assert_eq!(
+        app.admin_post("/v1/subscribers/nobody/retry", &serde_json::json!({}))
+            .await
+            .status(),
+        404
+    );
+
+    // The command line, another process, makes the attempt due; the sender sees it.
+    let config = app.dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[database]\nurl = \"{}\"\n\n[[subscriber]]\nname = \"crm\"\nurl = \"{url}\"\nsecret = \"{SUBSCRIBER_SECRET}\"\n",
+            app.settings.database.url
+        ),
+    )
+    .unwrap();
+    let out = crate::cli::run(
+        app.dir.path(),
+        &[
+            "subscribers",
+            "retry",
+            "crm",
+            "--json",
+            "--config",
+            config.to_str().unwrap(),
+        ],
+        &[("OUTREACH_SYNC__DATABASE__URL", &app.settings.database.url)],
+        "",
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let view: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(view["name"], "crm");
+    assert!(view["nextAttemptAt"].is_null(), "{view}");
+    receiver.wait_for_seqs(PATIENCE, &seqs).await;
+    app.stop().await;
+}
