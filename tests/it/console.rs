@@ -1157,3 +1157,62 @@ async fn without_a_token_configured_the_sign_in_page_says_no_one_can_sign_in() {
     assert!(visitor.cookie(SESSION_COOKIE).is_none());
     app.stop().await;
 }
+
+#[tokio::test]
+async fn a_subscriber_waiting_out_a_backoff_is_tried_now_from_the_status_page() {
+    use crate::receiver::{Receiver, Reply, SUBSCRIBER_SECRET};
+    let receiver =
+        Receiver::start([Reply::TooManyRequests(600), Reply::TooManyRequests(600)]).await;
+    let url = receiver.url();
+    let Some(app) = spawn_app_on(Backend::Sqlite, |settings| {
+        with_admin_token(settings);
+        settings
+            .subscriber
+            .push(outreach_sync::settings::SubscriberSettings::new(
+                "crm",
+                &url,
+                SUBSCRIBER_SECRET,
+            ));
+    })
+    .await
+    else {
+        return;
+    };
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(ADMIN_TOKEN).await;
+    let event = crate::common::consent_event("evt_try", "+15550009901", true);
+    assert_eq!(app.post_signed(&event).await.status(), 200);
+    receiver
+        .wait_for(std::time::Duration::from_secs(20), |r| r.len() == 1)
+        .await;
+    let html = crate::common::eventually(
+        "the status page shows the subscriber retrying",
+        std::time::Duration::from_secs(20),
+        async || {
+            let html = visitor.text("/status").await;
+            html.contains(r#"action="/subscribers/crm/retry""#)
+                .then_some(html)
+        },
+    )
+    .await;
+    let csrf = input_value(&html, "csrf");
+
+    // Without the session's form token: refused, and nothing is tried.
+    let refused = visitor.post("/subscribers/crm/retry", &[]).await;
+    assert_eq!(refused.status(), StatusCode::FORBIDDEN);
+    assert_eq!(receiver.received().len(), 1);
+
+    let response = visitor
+        .post("/subscribers/crm/retry", &[("csrf", &csrf)])
+        .await;
+    let href = location(&response);
+    assert_eq!(href, "/status?retried=crm");
+    assert_eq!(receiver.received().len(), 2, "tried at once");
+    assert!(
+        visitor
+            .text(&href)
+            .await
+            .contains("Subscriber crm was tried now")
+    );
+    app.stop().await;
+}

@@ -30,6 +30,7 @@ pub fn router() -> Router<Arc<AdminState>> {
         .route("/status", get(pages::status))
         .route("/quarantine", get(pages::quarantine))
         .route("/quarantine/{id}/replay", post(pages::replay))
+        .route("/subscribers/{name}/retry", post(pages::retry_subscriber))
         .route("/change", get(pages::change_form).post(pages::change))
         .route("/signin", get(pages::signin_form).post(pages::signin))
         .route("/signout", post(pages::signout))

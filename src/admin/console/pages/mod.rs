@@ -10,7 +10,7 @@ pub use change::{change, change_form};
 pub use lookup::{evidence, lookup};
 pub use quarantine::{quarantine, replay};
 pub use signin::{signin, signin_form, signout};
-pub use status::status;
+pub use status::{retry_subscriber, status};
 
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use serde::Deserialize;

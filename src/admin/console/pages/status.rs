@@ -1,18 +1,30 @@
-//! The daemon's status, with the deliveries chart.
+//! The daemon's status, with the deliveries chart, and a subscriber tried at once.
 
 use std::sync::Arc;
 
 use askama::Template;
-use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
+use axum::Form;
+use axum::extract::rejection::{FormRejection, QueryRejection};
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Redirect, Response};
 use chrono::{DurationRound as _, SecondsFormat, Utc};
+use serde::Deserialize;
 
 use crate::admin::AdminState;
 use crate::admin::console::session::Session;
-use crate::admin::console::views::{self, Chart};
+use crate::admin::console::views::{self, Chart, query_value};
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::ledger::{self, Status};
+use crate::subscribers::ReplayError;
+
+use super::CsrfForm;
+
+#[derive(Deserialize)]
+pub struct StatusQuery {
+    /// The subscriber just tried at once.
+    retried: Option<String>,
+}
 
 /// A subscriber's row.
 pub struct SubscriberRow {
@@ -30,12 +42,15 @@ struct StatusPage {
     subscribers: Vec<SubscriberRow>,
     chart: Chart,
     generated_at: String,
+    notice: Option<String>,
 }
 
 pub async fn status(
     session: Session,
     State(state): State<Arc<AdminState>>,
+    query: Result<Query<StatusQuery>, QueryRejection>,
 ) -> Result<Response, ConsoleError> {
+    let Query(query) = query?;
     let now = Utc::now();
     let status = ledger::status(&state.pool).await?;
     let subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
@@ -62,6 +77,35 @@ pub async fn status(
         chart: Chart::new(&rows, now),
         generated_at: now.to_rfc3339_opts(SecondsFormat::Secs, true),
         status,
+        notice: query
+            .retried
+            .map(|name| format!("Subscriber {name} was tried now; its row shows how it went.")),
     };
     Ok(render(StatusCode::OK, &page))
+}
+
+/// The status page's "Try now" of a subscriber waiting out a backoff.
+pub async fn retry_subscriber(
+    session: Session,
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Response, ConsoleError> {
+    let Form(form) = form?;
+    session.check_form(&headers, form.csrf.as_deref())?;
+    crate::subscribers::retry(
+        &state.pool,
+        &state.subscribers,
+        state.senders.as_ref(),
+        &name,
+    )
+    .await
+    .map_err(|error| match error {
+        ReplayError::Database(error) => ConsoleError::Database(error),
+        other => ConsoleError::NotFound(other.to_string()),
+    })?;
+    tracing::info!(subscriber = %name, actor = %session.actor, "subscriber tried at once from the console");
+    let name = query_value(&name);
+    Ok(Redirect::to(&format!("/status?retried={name}")).into_response())
 }
