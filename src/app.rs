@@ -166,13 +166,7 @@ impl Application {
         );
         supervise_admin(&mut tasks, admin_listener, admin)?;
         tracing::info!(%admin_addr, "admin listening");
-        // Refused deliveries leave a bounded sample, kept by the writer now and then.
-        let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
-        let keep_rejections = {
-            let (rejections, stop) = (rejections.clone(), shutdown.clone());
-            async move { rejections.keep(stop).await }
-        };
-        let router = ingest::router(&settings, writer, pool.clone(), rejections);
+        let (router, keep_rejections) = ingest_router(&settings, writer, &pool, &shutdown);
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         if let Some(interval) = sd_notify::watchdog_enabled() {
             tasks.add("watchdog", move |shutdown| {
@@ -328,6 +322,23 @@ fn supervise_admin(
         }
     });
     Ok(())
+}
+
+/// The ingest listener's router, and the task that keeps the sample of refused deliveries it
+/// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
+fn ingest_router(
+    settings: &Settings,
+    writer: OutboxWriter,
+    pool: &Pool,
+    shutdown: &CancellationToken,
+) -> (axum::Router, impl Future<Output = ()> + use<>) {
+    let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
+    let keep_rejections = {
+        let (rejections, stop) = (rejections.clone(), shutdown.clone());
+        async move { rejections.keep(stop).await }
+    };
+    let router = ingest::router(settings, writer, pool.clone(), rejections);
+    (router, keep_rejections)
 }
 
 /// Serves deliveries until `shutdown`; however the listener ends, every other task stops

@@ -360,13 +360,7 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => evidence::verify(settings, json).await,
-        Command::Subscribers { command: None } => subscribers::list(settings, json).await,
-        Command::Subscribers {
-            command: Some(SubscribersCommand::Replay { name, from }),
-        } => subscribers::replay(settings, &name, from, json).await,
-        Command::Subscribers {
-            command: Some(SubscribersCommand::Retry { name }),
-        } => subscribers::retry(settings, &name, json).await,
+        Command::Subscribers { command } => subscribers::run(settings, command, json).await,
         Command::Export {
             dataset,
             format,

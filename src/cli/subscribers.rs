@@ -1,10 +1,25 @@
 //! `subscribers`, `subscribers replay` and `subscribers retry`.
 
 use super::output::{print_json, subscriber_line};
-use super::{CliError, open};
+use super::{CliError, SubscribersCommand, open};
 use crate::ledger::Items;
 use crate::settings::Settings;
 use crate::subscribers::{self, ReplayError};
+
+/// `subscribers` and its subcommands.
+pub async fn run(
+    settings: &Settings,
+    command: Option<SubscribersCommand>,
+    json: bool,
+) -> Result<(), CliError> {
+    match command {
+        None => list(settings, json).await,
+        Some(SubscribersCommand::Replay { name, from }) => {
+            replay(settings, &name, from, json).await
+        }
+        Some(SubscribersCommand::Retry { name }) => retry(settings, &name, json).await,
+    }
+}
 
 pub async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
