@@ -145,7 +145,7 @@ pub struct DuePush {
 }
 
 /// The backlog figures `/metrics` shows, read from the database when asked.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
 pub struct Backlog {
     /// Outbox rows not applied yet.
     pub pending: i64,

@@ -55,6 +55,18 @@ macro_rules! shared {
             .await?)
         }
 
+        async fn backlog(&self) -> Result<crate::model::Backlog, crate::store::Error> {
+            Ok(sqlx::query_as(
+                "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending') AS pending,
+                        (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
+                            AS oldest_pending_at,
+                        (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined') AS quarantined,
+                        (SELECT COUNT(*) FROM pushes WHERE state = 'pending') AS pushes_pending",
+            )
+            .fetch_one(self)
+            .await?)
+        }
+
         async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, crate::store::Error> {
             Ok(sqlx::query_as(
                 "SELECT id, received_at, reason, headers, body FROM rejected_deliveries

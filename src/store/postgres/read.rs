@@ -18,8 +18,7 @@ use serde_json::{Value, json};
 use sqlx::PgPool;
 
 use crate::model::{
-    Backlog, ConsentRecord, LedgerEntry, OutboxState, PushCounts, Source, Status, StoredEvent,
-    Timestamp,
+    ConsentRecord, LedgerEntry, OutboxState, PushCounts, Source, Status, StoredEvent, Timestamp,
 };
 
 use crate::store::read::ledger_columns;
@@ -137,23 +136,6 @@ impl ReadStore for PgPool {
             replicas: Vec::new(),
             chain_head: crate::model::chain::ChainHead::empty(),
             subscribers: Vec::new(),
-        })
-    }
-
-    async fn backlog(&self) -> Result<Backlog, crate::store::Error> {
-        let (pending, oldest_pending_at, quarantined, pushes_pending) = sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
-                (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
-                (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
-                (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-        )
-        .fetch_one(self)
-        .await?;
-        Ok(Backlog {
-            pending,
-            oldest_pending_at,
-            quarantined,
-            pushes_pending,
         })
     }
 

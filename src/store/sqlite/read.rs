@@ -11,9 +11,7 @@ use futures::stream::BoxStream;
 use serde_json::Value;
 use sqlx::SqlitePool;
 
-use crate::model::{
-    Backlog, ConsentRecord, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp,
-};
+use crate::model::{ConsentRecord, LedgerEntry, PushCounts, Status, StoredEvent, Timestamp};
 
 use crate::store::read::ledger_columns;
 
@@ -120,28 +118,6 @@ impl ReadStore for SqlitePool {
             replicas: Vec::new(),
             chain_head: crate::model::chain::ChainHead::empty(),
             subscribers: Vec::new(),
-        })
-    }
-
-    async fn backlog(&self) -> Result<Backlog, crate::store::Error> {
-        let (pending, oldest_pending_at, quarantined, pushes_pending): (
-            i64,
-            Option<Timestamp>,
-            i64,
-            i64,
-        ) = sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending'),
-                    (SELECT MIN(received_at) FROM outbox WHERE state = 'pending'),
-                    (SELECT COUNT(*) FROM outbox WHERE state = 'quarantined'),
-                    (SELECT COUNT(*) FROM pushes WHERE state = 'pending')",
-        )
-        .fetch_one(self)
-        .await?;
-        Ok(Backlog {
-            pending,
-            oldest_pending_at: oldest_pending_at.map(Timestamp::at),
-            quarantined,
-            pushes_pending,
         })
     }
 
