@@ -50,7 +50,10 @@
 //! `BENCH_ROUNDS=N` measures floor and daemon N times per level instead of 3;
 //! `BENCH_CONCURRENCY=64` (a comma-separated list) measures only those levels;
 //! `BENCH_POSTGRES_URL=postgres://USER@HOST:PORT/DB` runs on PostgreSQL (the URL's database
-//! is only used to create and drop the bench's own).
+//! is only used to create and drop the bench's own);
+//! `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
+//! to measure the ingest path alone: the outbox is left unapplied and nothing is waited for
+//! after a level (the durability check still counts the outbox's rows).
 //! No tracing subscriber is installed, so logging costs (almost) nothing.
 
 mod common;
@@ -155,7 +158,8 @@ struct Level {
     /// The median round's floor and daemon (see [`Plan::rounds`]).
     floor: Measured,
     daemon: Measured,
-    worker: CatchUp,
+    /// `None` when the daemon runs without its worker (`BENCH_WORKER=off`).
+    worker: Option<CatchUp>,
     /// daemon/floor of every round, in the order run.
     ratios: Vec<f64>,
 }
@@ -214,7 +218,13 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let database = BenchDatabase::create("bench.db").await?;
     let dir = database.dir.path();
     let settings = bench_settings(&database.url);
+    let with_worker = std::env::var("BENCH_WORKER").as_deref() != Ok("off");
     let app = Application::build(settings.clone()).await?;
+    let app = if with_worker {
+        app
+    } else {
+        app.without_worker()
+    };
     // The bench's own look at the daemon's database (the backlog, the final count).
     let pool = outreach_sync::store::open(&settings).await?;
     let daemon_url = format!("http://{}{}", app.ingest_addr(), settings.ingest.path);
@@ -246,9 +256,14 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         .build()?;
 
     println!(
-        "ingest bench on {}{}: {} requests per level (+{} warm-up, {}s cap), floor and daemon {} times each, {}",
+        "ingest bench on {}{}{}: {} requests per level (+{} warm-up, {}s cap), floor and daemon {} times each, {}",
         database.backend(),
         if quick { " (BENCH_QUICK)" } else { "" },
+        if with_worker {
+            ""
+        } else {
+            " (BENCH_WORKER=off: no worker)"
+        },
         plan.requests,
         plan.warmup,
         plan.window.as_secs(),
@@ -305,7 +320,11 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             let warm = drive(&client, &daemon_url, concurrency, warmup, plan.window).await;
             let live = drive(&client, &daemon_url, concurrency, timed, plan.window).await;
             accepted_total += warm.accepted + live.accepted;
-            let worker = catch_up(&pool).await?;
+            let worker = if with_worker {
+                Some(catch_up(&pool).await?)
+            } else {
+                None
+            };
             rounds.push((floor, live, worker));
         }
         let ratios: Vec<f64> = rounds
@@ -779,7 +798,13 @@ fn print_table(rows: &[Level], plan: &Plan, quick: bool, database: &BenchDatabas
     println!();
     println!("worker behind ingest at the end of each level (waited for, untimed):");
     for level in rows {
-        let CatchUp { behind, left, took } = level.worker;
+        let Some(CatchUp { behind, left, took }) = level.worker else {
+            println!(
+                "  c={:<4} no worker (BENCH_WORKER=off): the outbox is left unapplied",
+                level.concurrency
+            );
+            continue;
+        };
         let outcome = if left > 0 {
             format!("{left} still pending after {:.2} s", took.as_secs_f64())
         } else {

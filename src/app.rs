@@ -41,6 +41,8 @@ pub struct Application {
     client: Option<ServiceClient>,
     tasks: Supervisor,
     senders: crate::subscribers::Running,
+    /// Whether `run_until_stopped` starts the worker (see [`Application::without_worker`]).
+    worker: bool,
 }
 
 impl Application {
@@ -84,7 +86,15 @@ impl Application {
             client,
             tasks: Supervisor::default(),
             senders: crate::subscribers::Running::default(),
+            worker: true,
         })
+    }
+
+    /// Keeps `run_until_stopped` from starting the worker: for measuring the ingest path
+    /// alone. The outbox is then left unapplied (deliveries are stored, never applied).
+    pub fn without_worker(mut self) -> Self {
+        self.worker = false;
+        self
     }
 
     /// Runs one more background task beside the daemon's own, under the same supervisor
@@ -138,10 +148,13 @@ impl Application {
             client,
             mut tasks,
             senders,
+            worker,
         } = self;
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
-        supervise_worker(&mut tasks, &pool, &writer, &settings);
+        if worker {
+            supervise_worker(&mut tasks, &pool, &writer, &settings);
+        }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let running_senders = senders.clone();
