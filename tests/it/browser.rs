@@ -635,3 +635,32 @@ async fn the_demo_leads_a_newcomer_from_an_opt_out_to_its_evidence() {
     );
     let _ = demo.kill().await;
 }
+
+/// As found: `/signin?next=%2F%09%2Fevil.example` answered `location: /<TAB>/evil.example`,
+/// which Chromium reads as `//evil.example`: a signed-in user landed on the other host.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn signing_in_never_leaves_the_console_for_another_host_whatever_next_says() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let app = console_app().await;
+    for next in [
+        "%2F%09%2Fevil.example",
+        "%2F%5Cevil.example",
+        "%2F%2Fevil.example",
+    ] {
+        browser
+            .goto(&app.admin_url(&format!("/signin?next={next}")))
+            .await;
+        let field = browser.client.active_element().await.expect("focus");
+        field.send_keys(TOKEN).await.expect("type");
+        browser.enter_and_wait().await;
+        let url = browser.client.current_url().await.expect("url");
+        assert_eq!(url.host_str(), Some("127.0.0.1"), "{next}: {url}");
+        assert_eq!(url.port(), Some(app.admin_addr.port()), "{next}: {url}");
+        assert_eq!(url.path(), "/", "{next}: {url}");
+        // Signed out again for the next try.
+        browser.client.delete_all_cookies().await.expect("cookies");
+    }
+    app.stop().await;
+}
