@@ -164,15 +164,7 @@ async fn diagnose_finds_the_format_of_deliveries_the_configuration_refused(backe
         ("x-vendor-timestamp".into(), ts),
     ];
     assert_eq!(app.post_with(body, &headers).await.status(), 401);
-    assert_eq!(
-        app.http
-            .get(app.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(app.readyz().await, 200);
 
     let out = run(
         app.dir.path(),

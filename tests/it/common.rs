@@ -269,6 +269,17 @@ impl TestApp {
     }
 
     /// POSTs `body` signed with the first configured secret.
+    /// What `GET /readyz` on the ingest listener answers. The readiness probe goes through
+    /// the writer, behind everything queued before it: a barrier for what the writer does.
+    pub async fn readyz(&self) -> reqwest::StatusCode {
+        self.http
+            .get(self.url("/readyz"))
+            .send()
+            .await
+            .expect("GET /readyz")
+            .status()
+    }
+
     pub async fn post_signed(&self, body: &str) -> reqwest::Response {
         let headers = self.sign_with(SECRET, body.as_bytes());
         self.post_with(body, &headers).await

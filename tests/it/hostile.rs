@@ -217,15 +217,7 @@ async fn while_postgresql_is_down_readiness_and_admin_reads_answer_503_within_2_
     else {
         return;
     };
-    assert_eq!(
-        app.http
-            .get(app.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(app.readyz().await, 200);
     assert_eq!(app.admin_get("/v1/status").await.status(), 200);
 
     down.cancel();

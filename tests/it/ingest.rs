@@ -498,15 +498,7 @@ async fn only_a_sample_of_the_last_refused_deliveries_is_kept(backend: Backend) 
     }
     // The first refusal is written at once, in order with everything else the writer does:
     // a readiness probe behind it returns once it is committed.
-    assert_eq!(
-        app.http
-            .get(app.url("/readyz"))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    assert_eq!(app.readyz().await, 200);
     let bodies = async |app: &crate::common::TestApp| -> Vec<String> {
         app.blobs("SELECT body FROM rejected_deliveries ORDER BY id")
             .await
