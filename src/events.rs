@@ -116,17 +116,17 @@ pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseErro
 }
 
 /// `body` as JSON, refused when it is not JSON (saying where and why) or when an object in
-/// it has a key twice (serde_json would keep the last value silently).
+/// it has a key twice (serde_json would keep the last value silently). One pass builds the
+/// value and checks the keys.
 fn json_without_duplicates(body: &[u8]) -> Result<Value, ParseError> {
     let duplicate = std::cell::RefCell::new(None);
     let mut reader = serde_json::Deserializer::from_slice(body);
-    let checked = serde::de::DeserializeSeed::deserialize(Unique(&duplicate), &mut reader)
-        .and_then(|()| reader.end());
+    let parsed = serde::de::DeserializeSeed::deserialize(Unique(&duplicate), &mut reader)
+        .and_then(|value| reader.end().map(|()| value));
     if let Some(key) = duplicate.into_inner() {
         return Err(ParseError::DuplicateKey(key));
     }
-    checked.map_err(|e| ParseError::NotJson(e.to_string()))?;
-    serde_json::from_slice(body).map_err(|e| ParseError::NotJson(e.to_string()))
+    parsed.map_err(|e| ParseError::NotJson(e.to_string()))
 }
 
 /// What kind of JSON value stands where an object was expected.
@@ -141,63 +141,73 @@ fn json_kind(value: &Value) -> &'static str {
     }
 }
 
-/// Walks a JSON value and records the first key found twice in one object.
+/// Builds a JSON value, and records the first key found twice in one object (which ends
+/// the parse).
 struct Unique<'a>(&'a std::cell::RefCell<Option<String>>);
 
 impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
-    type Value = ();
+    type Value = Value;
 
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
 
 impl<'de> serde::de::Visitor<'de> for Unique<'_> {
-    type Value = ();
+    type Value = Value;
 
     fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("any JSON value")
     }
 
-    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
-        Ok(())
+    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
+        Ok(Value::Bool(value))
     }
 
-    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
-        Ok(())
+    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
 
-    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
-        Ok(())
+    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
+        Ok(Value::from(value))
     }
 
-    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
-        Ok(())
+    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
+        // JSON text has no NaN or infinity: every double it gives is a number.
+        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
     }
 
-    fn visit_str<E>(self, _: &str) -> Result<(), E> {
-        Ok(())
+    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
+        Ok(Value::String(value.to_owned()))
     }
 
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_string<E>(self, value: String) -> Result<Value, E> {
+        Ok(Value::String(value))
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Unique(self.0))?.is_some() {}
-        Ok(())
+    fn visit_unit<E>(self) -> Result<Value, E> {
+        Ok(Value::Null)
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut seen = std::collections::HashSet::new();
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element_seed(Unique(self.0))? {
+            items.push(item);
+        }
+        Ok(Value::Array(items))
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
+        let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            if !seen.insert(key.clone()) {
+            if object.contains_key(&key) {
                 *self.0.borrow_mut() = Some(key);
                 return Err(serde::de::Error::custom("duplicate key"));
             }
-            map.next_value_seed(Unique(self.0))?;
+            let value = map.next_value_seed(Unique(self.0))?;
+            object.insert(key, value);
         }
-        Ok(())
+        Ok(Value::Object(object))
     }
 }
 
