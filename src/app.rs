@@ -15,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, Supervisor};
 use crate::client::ServiceClient;
+use crate::listener::Limits;
+use crate::metrics::Listener;
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
@@ -36,6 +38,8 @@ pub struct Application {
     ingest_addr: SocketAddr,
     admin_listener: TcpListener,
     admin_addr: SocketAddr,
+    /// The listeners' limits, fitted to the open-file limit.
+    limits: (Limits, Limits),
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
     client: Option<ServiceClient>,
@@ -67,6 +71,9 @@ impl Application {
             .await
             .with_context(|| format!("binding the admin listener to {admin_bind} (admin.bind)"))?;
         let admin_addr = admin_listener.local_addr()?;
+        let (mut ingest_limits, mut admin_limits) =
+            (settings.ingest.limits(), settings.admin.limits());
+        crate::listener::fit_descriptors(&mut ingest_limits, &mut admin_limits);
         let client = match upstream::service_client(&settings, &pool) {
             Ok(client) => Some(client),
             Err(error) => {
@@ -81,6 +88,7 @@ impl Application {
             ingest_addr,
             admin_listener,
             admin_addr,
+            limits: (ingest_limits, admin_limits),
             writer,
             writer_task,
             client,
@@ -143,6 +151,7 @@ impl Application {
             ingest_addr,
             admin_listener,
             admin_addr,
+            limits: (ingest_limits, admin_limits),
             writer,
             writer_task,
             client,
@@ -177,7 +186,7 @@ impl Application {
                 .with_senders(running_senders)
                 .with_stop(shutdown.clone()),
         );
-        supervise_admin(&mut tasks, admin_listener, admin)?;
+        supervise_admin(&mut tasks, admin_listener, admin, admin_limits)?;
         tracing::info!(%admin_addr, "admin listening");
         let (router, keep_rejections) = ingest_router(&settings, writer, &pool, &shutdown);
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
@@ -191,14 +200,15 @@ impl Application {
         let ingest = serve_ingest(
             ingest_listener,
             router,
+            ingest_limits,
             shutdown.clone(),
             keep_rejections,
             writer_task,
         );
         let finish = async {
-            let (served, supervised) = tokio::join!(ingest, tasks.run(&shutdown));
+            let ((), supervised) = tokio::join!(ingest, tasks.run(&shutdown));
             pool.close().await;
-            supervised.and(served)
+            supervised
         };
         // A client that never finishes its request (or an upstream call that hangs) must not
         // hold the stop past the promised bound: what is still open then is dropped, which
@@ -317,6 +327,7 @@ fn supervise_admin(
     tasks: &mut Supervisor,
     listener: TcpListener,
     admin: axum::Router,
+    limits: Limits,
 ) -> anyhow::Result<()> {
     let socket = listener
         .into_std()
@@ -328,10 +339,8 @@ fn supervise_admin(
             let socket = socket.context("cloning the admin listener's socket")?;
             let listener =
                 TcpListener::from_std(socket).context("registering the admin listener's socket")?;
-            axum::serve(listener, admin)
-                .with_graceful_shutdown(shutdown.cancelled_owned())
-                .await
-                .context("serving the admin API")
+            crate::listener::serve(listener, admin, limits, Listener::Admin, shutdown).await;
+            Ok(())
         }
     });
     Ok(())
@@ -354,37 +363,30 @@ fn ingest_router(
     (router, keep_rejections)
 }
 
-/// Serves deliveries until `shutdown`; however the listener ends, every other task stops
-/// too, and the outbox writer is drained: with the router and `keep_rejections` (which
-/// ends once `shutdown` is cancelled) gone, the writer ends after its last batch.
+/// Serves deliveries until `shutdown`, then drains the outbox writer: with the router and
+/// `keep_rejections` (which ends once `shutdown` is cancelled) gone, the writer ends after
+/// its last batch.
 async fn serve_ingest(
     listener: TcpListener,
     router: axum::Router,
+    limits: Limits,
     shutdown: CancellationToken,
     keep_rejections: impl Future<Output = ()>,
     writer_task: JoinHandle<()>,
-) -> anyhow::Result<()> {
-    let stop = shutdown.clone();
-    let serve = async {
-        let served = axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                stop.cancelled().await;
-                notify_systemd(sd_notify::NotifyState::Stopping);
-            })
-            .await;
-        // However serving ended, the rest stops too (and so does keep_rejections).
-        shutdown.cancel();
-        served
+) {
+    let stopping = {
+        let shutdown = shutdown.clone();
+        async move {
+            shutdown.cancelled().await;
+            notify_systemd(sd_notify::NotifyState::Stopping);
+        }
     };
-    let (served, ()) = tokio::join!(serve, keep_rejections);
-    match &served {
-        Ok(()) => tracing::info!("ingest listener stopped"),
-        Err(error) => tracing::error!(%error, "ingest listener failed"),
-    }
+    let serve = crate::listener::serve(listener, router, limits, Listener::Ingest, shutdown);
+    tokio::join!(serve, stopping, keep_rejections);
+    tracing::info!("ingest listener stopped");
     if let Err(error) = writer_task.await {
         tracing::error!(%error, "outbox writer ended abnormally");
     }
-    served.context("serving ingest")
 }
 
 /// Tells systemd about a state change when run under `Type=notify`; does nothing otherwise.

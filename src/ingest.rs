@@ -106,6 +106,8 @@ pub enum IngestError {
     Unavailable(CommitError),
     #[error("cannot read the body")]
     BadBody,
+    #[error("{0}")]
+    BodyTimedOut(crate::listener::BodyTimedOut),
     #[error("not found")]
     NotFound,
 }
@@ -127,6 +129,7 @@ impl IngestError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             IngestError::NotFound => StatusCode::NOT_FOUND,
+            IngestError::BodyTimedOut(_) => StatusCode::REQUEST_TIMEOUT,
         }
     }
 }
@@ -227,6 +230,7 @@ fn count_refusal(error: &IngestError) {
             metrics::global().delivery(metrics::Delivery::NotJson);
             "not_json"
         }
+        IngestError::BodyTimedOut(_) => "body_timeout",
         _ => "bad_body",
     };
     tracing::warn!(reason = %error, outcome, "delivery refused: body");
@@ -244,7 +248,10 @@ async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<B
     match Limited::new(body, limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(IngestError::TooLarge(limit)),
-        Err(_) => Err(IngestError::BadBody),
+        Err(e) => Err(match crate::listener::body_timeout(&*e) {
+            Some(timeout) => IngestError::BodyTimedOut(timeout),
+            None => IngestError::BadBody,
+        }),
     }
 }
 

@@ -23,6 +23,8 @@ pub mod ingest;
 pub mod lease;
 /// The read side of the ledger and the mirror, as JSON records.
 pub mod ledger;
+/// Serving a router with a connection cap and per-phase deadlines.
+pub mod listener;
 /// Process-wide counters and the Prometheus text rendering.
 pub mod metrics;
 /// The records the daemon keeps, typed once for the apply path and the storage layer.

@@ -100,6 +100,55 @@ impl Push {
     }
 }
 
+/// One of the daemon's two listeners.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Listener {
+    Ingest,
+    Admin,
+}
+
+impl Listener {
+    const ALL: [Listener; 2] = [Listener::Ingest, Listener::Admin];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Listener::Ingest => "ingest",
+            Listener::Admin => "admin",
+        }
+    }
+}
+
+/// Why a listener closed a connection itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// No request began within the idle timeout.
+    Idle,
+    /// A request's head did not arrive whole within the header timeout.
+    HeaderTimeout,
+    /// At the cap, a new connection took its place.
+    Evicted,
+    /// At the cap with every connection busy: closed as soon as accepted.
+    Refused,
+}
+
+impl Closed {
+    const ALL: [Closed; 4] = [
+        Closed::Idle,
+        Closed::HeaderTimeout,
+        Closed::Evicted,
+        Closed::Refused,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Closed::Idle => "idle",
+            Closed::HeaderTimeout => "header_timeout",
+            Closed::Evicted => "evicted",
+            Closed::Refused => "refused",
+        }
+    }
+}
+
 /// Values read from the database at scrape time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gauges {
@@ -129,6 +178,10 @@ pub struct Metrics {
     pushes: [AtomicU64; Push::ALL.len()],
     /// Requests to subscribers, by subscriber and outcome.
     subscriber_requests: Mutex<BTreeMap<(String, SubscriberOutcome), u64>>,
+    /// Open connections, by listener.
+    connections_open: [AtomicU64; Listener::ALL.len()],
+    /// Connections the listeners closed, by listener and reason.
+    connections_closed: [[AtomicU64; Closed::ALL.len()]; Listener::ALL.len()],
 }
 
 static GLOBAL: Metrics = Metrics::new();
@@ -174,7 +227,29 @@ impl Metrics {
             upstream_transport_errors: AtomicU64::new(0),
             pushes: [const { AtomicU64::new(0) }; Push::ALL.len()],
             subscriber_requests: Mutex::new(BTreeMap::new()),
+            connections_open: [const { AtomicU64::new(0) }; Listener::ALL.len()],
+            connections_closed: [const { [const { AtomicU64::new(0) }; Closed::ALL.len()] };
+                Listener::ALL.len()],
         }
+    }
+
+    /// How many connections `listener` holds open now.
+    pub fn connections_open(&self, listener: Listener, open: usize) {
+        let open = u64::try_from(open).unwrap_or(u64::MAX);
+        self.connections_open[listener as usize].store(open, Ordering::Relaxed);
+    }
+
+    /// `listener` closed a connection itself, for `reason`.
+    pub fn connection_closed(&self, listener: Listener, reason: Closed) {
+        add(
+            &self.connections_closed[listener as usize][reason as usize],
+            1,
+        );
+    }
+
+    /// Connections `listener` closed for `reason` so far.
+    pub fn connections_closed(&self, listener: Listener, reason: Closed) -> u64 {
+        get(&self.connections_closed[listener as usize][reason as usize])
     }
 
     pub fn delivery(&self, outcome: Delivery) {
@@ -261,6 +336,7 @@ impl Metrics {
         self.render_counters(&mut out);
         self.render_upstream(&mut out, gauges);
         self.render_subscribers(&mut out, gauges);
+        self.render_connections(&mut out);
         out.0
     }
 
@@ -384,6 +460,35 @@ impl Metrics {
             "gauge",
             "Local consent changes not yet accepted by the service.",
             gauges.pushes_pending,
+        );
+    }
+
+    /// The listeners' connections.
+    fn render_connections(&self, out: &mut Exposition) {
+        out.family(
+            "connections_open",
+            "gauge",
+            "Connections each listener holds open.",
+            Listener::ALL.iter().map(|l| {
+                (
+                    format!("{{listener=\"{}\"}}", l.label()),
+                    get(&self.connections_open[*l as usize]).to_string(),
+                )
+            }),
+        );
+        let closed = Listener::ALL.iter().flat_map(|l| {
+            Closed::ALL.iter().map(move |c| {
+                (
+                    format!("{{listener=\"{}\",reason=\"{}\"}}", l.label(), c.label()),
+                    self.connections_closed(*l, *c).to_string(),
+                )
+            })
+        });
+        out.family(
+            "connections_closed_total",
+            "counter",
+            "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or refused at the cap with every connection busy.",
+            closed,
         );
     }
 

@@ -1,5 +1,7 @@
 //! `[admin]` and `[log]`: the local listener for other tools, and logging.
 
+use std::time::Duration;
+
 use super::*;
 
 /// `[admin]`: the local listener for other tools.
@@ -15,6 +17,14 @@ pub struct AdminSettings {
     pub tokens: Vec<SecretString>,
     /// A file with one token per line, added to `tokens`.
     pub tokens_file: Option<PathBuf>,
+    /// Open connections at most (a long-poll or an event stream holds one while it runs).
+    pub max_connections: usize,
+    /// A request's head must be complete this long after its first byte.
+    pub header_timeout_secs: u64,
+    /// A request's body must be complete this long after its head.
+    pub body_timeout_secs: u64,
+    /// A connection with no request in progress is closed after this.
+    pub idle_timeout_secs: u64,
 }
 
 /// An admin token and its name (see [`AdminSettings::tokens`]).
@@ -53,6 +63,16 @@ fn token_name(text: &str) -> Option<(&str, &str)> {
 }
 
 impl AdminSettings {
+    /// The listener's limits.
+    pub fn limits(&self) -> crate::listener::Limits {
+        crate::listener::Limits {
+            max_connections: self.max_connections,
+            header_timeout: Duration::from_secs(self.header_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+        }
+    }
+
     /// The configured tokens with their names.
     pub fn named_tokens(&self) -> Vec<AdminToken> {
         self.tokens
@@ -81,6 +101,10 @@ impl Default for AdminSettings {
             bind: "127.0.0.1:8081".into(),
             tokens: Vec::new(),
             tokens_file: None,
+            max_connections: 256,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 60,
         }
     }
 }

@@ -69,7 +69,33 @@ impl Settings {
         positive([
             ("ingest.max_body_bytes", self.ingest.max_body_bytes == 0),
             ("ingest.max_backlog", self.ingest.max_backlog == 0),
-        ])
+        ])?;
+        self.validate_limits()
+    }
+
+    /// Both listeners' connection limits: a cap and timeouts of 1 s to an hour.
+    fn validate_limits(&self) -> Result<(), SettingsError> {
+        let (ingest, admin) = (&self.ingest, &self.admin);
+        positive([
+            ("ingest.max_connections", ingest.max_connections == 0),
+            ("admin.max_connections", admin.max_connections == 0),
+        ])?;
+        for (key, secs) in [
+            ("ingest.header_timeout_secs", ingest.header_timeout_secs),
+            ("ingest.body_timeout_secs", ingest.body_timeout_secs),
+            ("ingest.idle_timeout_secs", ingest.idle_timeout_secs),
+            ("admin.header_timeout_secs", admin.header_timeout_secs),
+            ("admin.body_timeout_secs", admin.body_timeout_secs),
+            ("admin.idle_timeout_secs", admin.idle_timeout_secs),
+        ] {
+            if !(1..=MAX_LISTENER_TIMEOUT_SECS).contains(&secs) {
+                return Err(SettingsError::invalid(
+                    key,
+                    format!("must be from 1 to {MAX_LISTENER_TIMEOUT_SECS} (seconds)"),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// `[service]` and `[reconcile]`: what the upstream client and the schedule need.
@@ -165,6 +191,9 @@ impl Settings {
         Ok(())
     }
 }
+
+/// Longest a listener's timeout may be set to: an hour.
+const MAX_LISTENER_TIMEOUT_SECS: u64 = 3600;
 
 /// An error naming the first key whose value is zero, of `(key, is zero)` pairs.
 fn positive<const N: usize>(keys: [(&'static str, bool); N]) -> Result<(), SettingsError> {

@@ -1,5 +1,7 @@
 //! `[ingest]` and `[webhook]`: the public listener and how its deliveries are verified.
 
+use std::time::Duration;
+
 use super::*;
 
 /// `[ingest]`: the public listener the webhook registrations target.
@@ -13,6 +15,27 @@ pub struct IngestSettings {
     pub max_body_bytes: usize,
     /// Unapplied events above which deliveries are refused with 503 + `Retry-After`.
     pub max_backlog: u64,
+    /// Open connections at most; at the cap a new one takes the place of the one longest
+    /// without a request in progress (see [`crate::listener`]).
+    pub max_connections: usize,
+    /// A request's head must be complete this long after its first byte.
+    pub header_timeout_secs: u64,
+    /// A request's body must be complete this long after its head.
+    pub body_timeout_secs: u64,
+    /// A connection with no request in progress is closed after this.
+    pub idle_timeout_secs: u64,
+}
+
+impl IngestSettings {
+    /// The listener's limits.
+    pub fn limits(&self) -> crate::listener::Limits {
+        crate::listener::Limits {
+            max_connections: self.max_connections,
+            header_timeout: Duration::from_secs(self.header_timeout_secs),
+            body_timeout: Duration::from_secs(self.body_timeout_secs),
+            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
+        }
+    }
 }
 
 impl Default for IngestSettings {
@@ -22,6 +45,10 @@ impl Default for IngestSettings {
             path: "/webhooks".into(),
             max_body_bytes: 1024 * 1024,
             max_backlog: 100_000,
+            max_connections: 4096,
+            header_timeout_secs: 10,
+            body_timeout_secs: 30,
+            idle_timeout_secs: 30,
         }
     }
 }

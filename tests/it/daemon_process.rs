@@ -44,11 +44,37 @@ pub fn database_url(dir: &Path) -> String {
 /// inherited `OUTREACH_SYNC__*` variables removed, the database in `dir` and [`SECRET`];
 /// `env` is applied last.
 pub fn command(dir: &Path, args: &[&str], env: &[(String, String)]) -> Command {
+    configured(Command::new(BIN), dir, args, env)
+}
+
+/// As [`command`], run with at most `open_files` descriptors (`ulimit -n`, soft and hard).
+pub fn command_with_open_files(
+    open_files: u64,
+    dir: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) -> Command {
+    let mut command = Command::new("sh");
+    command
+        .arg("-c")
+        .arg(r#"ulimit -n "$0" && exec "$@""#)
+        .arg(open_files.to_string())
+        .arg(BIN);
+    configured(command, dir, args, env)
+}
+
+/// `command` (the binary, or a wrapper that runs it with the arguments that follow) with
+/// [`command`]'s configuration.
+fn configured(
+    mut command: Command,
+    dir: &Path,
+    args: &[&str],
+    env: &[(String, String)],
+) -> Command {
     let config = dir.join("empty-config.toml");
     if !config.exists() {
         std::fs::write(&config, "").expect("config file");
     }
-    let mut command = Command::new(BIN);
     command.arg("--config").arg(&config).args(args);
     for (name, _) in std::env::vars() {
         if name.starts_with("OUTREACH_SYNC__")
@@ -87,6 +113,16 @@ impl Daemon {
     /// Starts `serve` with its files in `dir` (logs named after `label`) and waits until
     /// `/readyz` answers 200.
     pub async fn start(dir: &Path, label: &str, env: &[(String, String)]) -> Daemon {
+        Self::start_with(dir, label, env, None).await
+    }
+
+    /// As [`Daemon::start`], with at most `open_files` descriptors when given.
+    pub async fn start_with(
+        dir: &Path,
+        label: &str,
+        env: &[(String, String)],
+        open_files: Option<u64>,
+    ) -> Daemon {
         let http = reqwest::Client::new();
         let mut failures = Vec::new();
         for attempt in 0..START_ATTEMPTS {
@@ -97,7 +133,11 @@ impl Daemon {
             let mut env = env.to_vec();
             env.push(("OUTREACH_SYNC__INGEST__BIND".into(), ingest.to_string()));
             env.push(("OUTREACH_SYNC__ADMIN__BIND".into(), admin.to_string()));
-            let child = command(dir, &["serve"], &env)
+            let mut command = match open_files {
+                Some(limit) => command_with_open_files(limit, dir, &["serve"], &env),
+                None => command(dir, &["serve"], &env),
+            };
+            let child = command
                 .stdin(Stdio::null())
                 .stdout(std::fs::File::create(&stdout).expect("stdout file"))
                 .stderr(std::fs::File::create(&stderr).expect("stderr file"))

@@ -24,6 +24,7 @@ mod demo;
 mod disk_full;
 mod evidence;
 mod export;
+mod floods;
 mod hostile;
 mod ingest;
 mod logs;
