@@ -182,6 +182,7 @@ impl Application {
         let admin = admin::router(
             admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
                 .with_subscribers(settings.subscriber.clone())
+                .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
                 .with_outbox(writer.state().clone())
                 .with_senders(running_senders)
                 .with_stop(shutdown.clone()),

@@ -149,6 +149,46 @@ impl Closed {
     }
 }
 
+/// A credential presented to the admin listener.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthAttempt {
+    /// A bearer token on the API.
+    Bearer,
+    /// A token on the console's sign-in form.
+    SignIn,
+}
+
+impl AuthAttempt {
+    const ALL: [AuthAttempt; 2] = [AuthAttempt::Bearer, AuthAttempt::SignIn];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            AuthAttempt::Bearer => "bearer",
+            AuthAttempt::SignIn => "signin",
+        }
+    }
+}
+
+/// What became of a credential that matched no token.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthOutcome {
+    /// Refused (401), counted against its address.
+    Refused,
+    /// Refused with 429: its address is past the limit (the credential was not compared).
+    Limited,
+}
+
+impl AuthOutcome {
+    const ALL: [AuthOutcome; 2] = [AuthOutcome::Refused, AuthOutcome::Limited];
+
+    fn label(self) -> &'static str {
+        match self {
+            AuthOutcome::Refused => "refused",
+            AuthOutcome::Limited => "limited",
+        }
+    }
+}
+
 /// Values read from the database at scrape time.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Gauges {
@@ -178,6 +218,8 @@ pub struct Metrics {
     pushes: [AtomicU64; Push::ALL.len()],
     /// Requests to subscribers, by subscriber and outcome.
     subscriber_requests: Mutex<BTreeMap<(String, SubscriberOutcome), u64>>,
+    /// Failed admin credentials, by attempt and outcome.
+    auth_failures: [[AtomicU64; AuthOutcome::ALL.len()]; AuthAttempt::ALL.len()],
     /// Open connections, by listener.
     connections_open: [AtomicU64; Listener::ALL.len()],
     /// Connections the listeners closed, by listener and reason.
@@ -227,10 +269,22 @@ impl Metrics {
             upstream_transport_errors: AtomicU64::new(0),
             pushes: [const { AtomicU64::new(0) }; Push::ALL.len()],
             subscriber_requests: Mutex::new(BTreeMap::new()),
+            auth_failures: [const { [const { AtomicU64::new(0) }; AuthOutcome::ALL.len()] };
+                AuthAttempt::ALL.len()],
             connections_open: [const { AtomicU64::new(0) }; Listener::ALL.len()],
             connections_closed: [const { [const { AtomicU64::new(0) }; Closed::ALL.len()] };
                 Listener::ALL.len()],
         }
+    }
+
+    /// A credential that matched no admin token.
+    pub fn auth_failure(&self, attempt: AuthAttempt, outcome: AuthOutcome) {
+        add(&self.auth_failures[attempt as usize][outcome as usize], 1);
+    }
+
+    /// Failed credentials so far.
+    pub fn auth_failures(&self, attempt: AuthAttempt, outcome: AuthOutcome) -> u64 {
+        get(&self.auth_failures[attempt as usize][outcome as usize])
     }
 
     /// How many connections `listener` holds open now.
@@ -463,7 +517,7 @@ impl Metrics {
         );
     }
 
-    /// The listeners' connections.
+    /// The listeners' connections, and failed admin credentials.
     fn render_connections(&self, out: &mut Exposition) {
         out.family(
             "connections_open",
@@ -489,6 +543,20 @@ impl Metrics {
             "counter",
             "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or refused at the cap with every connection busy.",
             closed,
+        );
+        let failures = AuthAttempt::ALL.iter().flat_map(|a| {
+            AuthOutcome::ALL.iter().map(move |o| {
+                (
+                    format!("{{attempt=\"{}\",outcome=\"{}\"}}", a.label(), o.label()),
+                    self.auth_failures(*a, *o).to_string(),
+                )
+            })
+        });
+        out.family(
+            "admin_auth_failures_total",
+            "counter",
+            "Admin credentials that matched no token: refused, or refused unread because the client's address is past [admin] failed_auth_per_minute.",
+            failures,
         );
     }
 

@@ -16,7 +16,9 @@ mod storage;
 mod subscribers;
 mod validate;
 mod webhook;
-pub use admin::{AdminSettings, AdminToken, LogFormat, LogSettings};
+pub use admin::{
+    AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
+};
 pub use keys::standard_webhooks_key;
 pub use schedule::Schedule;
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};

@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use secrecy::ExposeSecret as _;
 use subtle::{ConditionallySelectable as _, ConstantTimeEq as _};
 
+use super::guard::ClientAddress;
 use super::{AdminError, AdminState, ROUTES};
+use crate::metrics::AuthAttempt;
 use crate::settings::AdminToken;
 
 /// Lets public routes through, and everything else only with a configured token. Unknown
@@ -25,26 +27,45 @@ pub async fn require_token(
     if public {
         return next.run(request).await;
     }
+    let client = ClientAddress::of(request.extensions()).0;
+    if let Err(limited) = state.failed_auth.check(client) {
+        state.failed_auth.refused_unread(AuthAttempt::Bearer);
+        return AdminError::TooManyFailures(limited).into_response();
+    }
     match authorized(&state, &request) {
-        Some(actor) => {
+        Ok(actor) => {
             request.extensions_mut().insert(actor);
             next.run(request).await
         }
-        None => AdminError::Unauthorized.into_response(),
+        Err(Presented::Nothing) => AdminError::Unauthorized.into_response(),
+        Err(Presented::Unknown) => match state.failed_auth.failed(client, AuthAttempt::Bearer) {
+            Ok(()) => AdminError::Unauthorized.into_response(),
+            Err(limited) => AdminError::TooManyFailures(limited).into_response(),
+        },
     }
+}
+
+/// Why a request is not authorized: no bearer token (not counted as a failure: it guesses
+/// nothing), or one that matches no configured token.
+enum Presented {
+    Nothing,
+    Unknown,
 }
 
 /// The name of the admin token a request was made with: the actor of what it changes.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Actor(pub String);
 
-fn authorized(state: &AdminState, request: &Request) -> Option<Actor> {
+fn authorized(state: &AdminState, request: &Request) -> Result<Actor, Presented> {
     let presented = request
         .headers()
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok())
-        .and_then(bearer)?;
-    matching_token(state, presented).map(|token| Actor(token.name.clone()))
+        .and_then(bearer)
+        .ok_or(Presented::Nothing)?;
+    matching_token(state, presented)
+        .map(|token| Actor(token.name.clone()))
+        .ok_or(Presented::Unknown)
 }
 
 /// The configured token equal to `presented`, compared with every one in constant time.

@@ -23,6 +23,11 @@ pub enum AdminError {
     TooLarge(String),
     #[error("the database is unavailable")]
     Database(#[from] crate::store::Error),
+    #[error(
+        "too many failed tokens from this address; try again in {} s",
+        .0.retry_after_secs()
+    )]
+    TooManyFailures(super::guard::Limited),
 }
 
 impl AdminError {
@@ -34,6 +39,7 @@ impl AdminError {
             AdminError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AdminError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AdminError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
+            AdminError::TooManyFailures(_) => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }
@@ -48,10 +54,15 @@ impl IntoResponse for AdminError {
             code: status.as_u16(),
             message: self.to_string(),
         });
-        if status == StatusCode::UNAUTHORIZED {
-            (status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
-        } else {
-            (status, body).into_response()
+        match &self {
+            AdminError::Unauthorized => {
+                (status, [(header::WWW_AUTHENTICATE, "Bearer")], body).into_response()
+            }
+            AdminError::TooManyFailures(limited) => {
+                let retry = limited.retry_after_secs().to_string();
+                (status, [(header::RETRY_AFTER, retry)], body).into_response()
+            }
+            _ => (status, body).into_response(),
         }
     }
 }

@@ -13,6 +13,7 @@ mod consent;
 mod console;
 mod error;
 mod evidence;
+pub mod guard;
 mod openapi;
 mod records;
 mod stream;
@@ -53,6 +54,8 @@ pub struct AdminState {
     outbox: Option<Arc<OutboxState>>,
     /// The subscribers' senders while this process leads: a retry asks them at once.
     senders: Option<crate::subscribers::Running>,
+    /// Failed tokens and sign-ins, limited per client address.
+    failed_auth: Arc<guard::FailedAuth>,
 }
 
 impl AdminState {
@@ -69,7 +72,16 @@ impl AdminState {
             stop: CancellationToken::new(),
             outbox: None,
             senders: None,
+            failed_auth: Arc::new(guard::FailedAuth::new(
+                crate::settings::DEFAULT_FAILED_AUTH_PER_MINUTE,
+            )),
         }
+    }
+
+    /// Limits failed credentials to `per_minute` per client address.
+    pub fn with_failed_auth_limit(mut self, per_minute: u32) -> Self {
+        self.failed_auth = Arc::new(guard::FailedAuth::new(per_minute));
+        self
     }
 
     /// Retries at once through these senders (the ones running in this process).

@@ -105,6 +105,12 @@ fn responses(route: &RouteSpec) -> Map<String, Value> {
             "401".into(),
             error_response("missing or unknown bearer token"),
         );
+        responses.insert(
+            "429".into(),
+            error_response(
+                "too many unknown bearer tokens from this client address ([admin] failed_auth_per_minute); try again after Retry-After seconds",
+            ),
+        );
     }
     if !route.query.is_empty() || route.request.is_some() {
         responses.insert("400".into(), error_response("invalid parameters or body"));

@@ -25,7 +25,14 @@ pub struct AdminSettings {
     pub body_timeout_secs: u64,
     /// A connection with no request in progress is closed after this.
     pub idle_timeout_secs: u64,
+    /// Bearer tokens and console sign-ins that match no token, per client address and
+    /// minute; past it the address is refused (429) for a while (see
+    /// [`crate::admin::guard`]).
+    pub failed_auth_per_minute: u32,
 }
+
+/// Failed credentials allowed per client address and minute by default.
+pub const DEFAULT_FAILED_AUTH_PER_MINUTE: u32 = 10;
 
 /// An admin token and its name (see [`AdminSettings::tokens`]).
 #[derive(Debug, Clone)]
@@ -105,6 +112,7 @@ impl Default for AdminSettings {
             header_timeout_secs: 10,
             body_timeout_secs: 30,
             idle_timeout_secs: 60,
+            failed_auth_per_minute: DEFAULT_FAILED_AUTH_PER_MINUTE,
         }
     }
 }

@@ -79,6 +79,10 @@ impl Settings {
         positive([
             ("ingest.max_connections", ingest.max_connections == 0),
             ("admin.max_connections", admin.max_connections == 0),
+            (
+                "admin.failed_auth_per_minute",
+                admin.failed_auth_per_minute == 0,
+            ),
         ])?;
         for (key, secs) in [
             ("ingest.header_timeout_secs", ingest.header_timeout_secs),

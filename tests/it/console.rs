@@ -437,6 +437,41 @@ async fn sign_in_needs_its_own_form_and_returns_only_to_this_listener() {
     app.stop().await;
 }
 
+/// As found: 1,000 wrong tokens in 5 s, then the right one signed in. Past
+/// `failed_auth_per_minute` failures the address is refused for a while, with the right
+/// token too (it is not compared), and a person is told when to try again.
+#[tokio::test]
+async fn sign_ins_that_keep_failing_are_refused_for_a_while_even_with_the_right_token() {
+    let app = spawn_app(|s| {
+        with_admin_token(s);
+        s.admin.failed_auth_per_minute = 2;
+    })
+    .await;
+    let mut visitor = Visitor::new(&app);
+    for _ in 0..2 {
+        let refused = visitor.sign_in_answer("not-the-token").await;
+        assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
+    }
+    for token in ["not-the-token", ADMIN_TOKEN] {
+        let limited = visitor.sign_in_answer(token).await;
+        assert_eq!(limited.status(), StatusCode::TOO_MANY_REQUESTS);
+        let retry: u64 = limited.headers()["retry-after"]
+            .to_str()
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert!((1..=30).contains(&retry), "Retry-After: {retry}");
+        let page = limited.text().await.unwrap();
+        assert!(
+            page.contains("Too many failed sign-ins from your address"),
+            "{page}"
+        );
+        assert!(visitor.cookie(SESSION_COOKIE).is_none());
+    }
+    assert_eq!(sessions(&app).await, 0);
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn on_postgres_a_session_made_on_one_replica_works_on_another_and_ends_on_both() {
     let Some(first) = spawn_app_on(Backend::Postgres, |s| {

@@ -25,6 +25,7 @@ mod disk_full;
 mod evidence;
 mod export;
 mod floods;
+mod guessing;
 mod hostile;
 mod ingest;
 mod logs;

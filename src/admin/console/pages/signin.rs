@@ -15,6 +15,8 @@ use super::CsrfForm;
 use crate::admin::AdminState;
 use crate::admin::console::session::{self, Session};
 use crate::admin::console::{ConsoleError, Frame, render};
+use crate::admin::guard::{ClientAddress, Limited};
+use crate::metrics::AuthAttempt;
 
 /// A wrong token is answered this late, to slow down guessing.
 const SIGNIN_FAILURE_DELAY: Duration = Duration::from_millis(500);
@@ -109,16 +111,23 @@ pub struct SigninForm {
 
 pub async fn signin(
     State(state): State<Arc<AdminState>>,
+    ClientAddress(client): ClientAddress,
     headers: HeaderMap,
     form: Result<Form<SigninForm>, FormRejection>,
 ) -> Result<Response, ConsoleError> {
     let Form(form) = form?;
     session::check_signin_form(&headers, form.csrf.as_deref())?;
     let next = local_path(form.next.as_deref());
+    if let Err(limited) = state.failed_auth.check(client) {
+        state.failed_auth.refused_unread(AuthAttempt::SignIn);
+        return Ok(too_many_failures(&headers, next, limited));
+    }
     let token = form.token.unwrap_or_default();
     let Some((signed_in, id)) = session::sign_in(&state, &token).await? else {
-        tracing::warn!("console sign-in refused: not one of admin.tokens");
         tokio::time::sleep(SIGNIN_FAILURE_DELAY).await;
+        if let Err(limited) = state.failed_auth.failed(client, AuthAttempt::SignIn) {
+            return Ok(too_many_failures(&headers, next, limited));
+        }
         let message = if state.tokens.is_empty() {
             NO_TOKENS
         } else {
@@ -145,6 +154,27 @@ pub async fn signin(
         Redirect::to(&next),
     )
         .into_response())
+}
+
+/// The sign-in page, answered 429 with `Retry-After` to an address past the limit of
+/// failed sign-ins.
+fn too_many_failures(headers: &HeaderMap, next: String, limited: Limited) -> Response {
+    let secs = limited.retry_after_secs();
+    let message = format!(
+        "Too many failed sign-ins from your address. Try again in {secs} second{}.",
+        if secs == 1 { "" } else { "s" }
+    );
+    let mut response = signin_page(
+        headers,
+        StatusCode::TOO_MANY_REQUESTS,
+        next,
+        Some(message),
+        None,
+    );
+    if let Ok(value) = header::HeaderValue::from_str(&secs.to_string()) {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 pub async fn signout(
