@@ -42,6 +42,7 @@ mod retention;
 mod sandbox_rules;
 mod sandbox_webhooks;
 mod shutdown;
+mod signature_properties;
 mod signature_vectors;
 mod stream;
 mod subscribers;
