@@ -1,0 +1,510 @@
+//! `cargo bench --bench attack`: the ingest listener of the release binary under the attack
+//! suite's two floods, on loopback, with signed deliveries flowing throughout.
+//!
+//! The daemon (`outreach-sync serve`, default limits, SQLite) runs as its own process; this
+//! bench is the attacker, the service and an admin client at once. Per phase it prints the
+//! acknowledgement latency of signed deliveries (each on a fresh connection) against the
+//! same figure measured with no flood at the start of the run, the admin API's slowest
+//! answer, and the daemon's resident memory (sampled every 50 ms) against its memory at rest.
+//!
+//! 1. **Connections**: 10,000 idle connections and 1,000 sending a head a byte every 5 s,
+//!    each opened again a second after the daemon closes it; once from another address
+//!    than the deliveries' (127.0.0.2), once from the same one (127.0.0.1).
+//! 2. **Unsigned bodies**: 6,000 unsigned 1 MiB POSTs, 16 at a time; also the growth of the
+//!    database files.
+//!
+//! `BENCH_QUICK=1` makes it 2,000 + 200 connections and 600 bodies.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use outreach_sync::settings::WebhookSettings;
+use outreach_sync::signature::{Key, SignatureFormat, sign};
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+use tokio::net::TcpSocket;
+
+const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
+const SECRET: &str = "attack-bench-secret";
+const TOKEN: &str = "bench:attack-bench-token";
+/// How long signed deliveries flow in each phase, and how often.
+const PHASE: Duration = Duration::from_secs(20);
+const DELIVERY_EVERY: Duration = Duration::from_millis(50);
+
+fn main() {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(run());
+}
+
+async fn run() {
+    let quick = std::env::var_os("BENCH_QUICK").is_some();
+    let (idle, slow, bodies) = if quick {
+        (2_000, 200, 600)
+    } else {
+        (10_000, 1_000, 6_000)
+    };
+    let limit = rlimit::increase_nofile_limit(u64::MAX).expect("the open-file limit");
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let mut daemon = Daemon::start(dir.path());
+    let memory = Memory::watch(daemon.pid());
+    println!(
+        "attack: release daemon (pid {}), default limits, SQLite; this process may open {limit} files\n",
+        daemon.pid()
+    );
+    let deliveries = Deliveries::new(daemon.ingest);
+    let quiet = deliveries.flow(Duration::from_secs(5), &daemon).await;
+    let at_rest = memory.take_peak();
+    println!("no flood:        {}", quiet.line(&quiet));
+    println!(
+        "                 daemon RSS at rest {:.0} MiB\n",
+        mib(at_rest)
+    );
+
+    for (label, from) in [
+        ("another address", [127, 0, 0, 2]),
+        ("the same address", [127, 0, 0, 1]),
+    ] {
+        let flood = ConnectionFlood::start(daemon.ingest, from, idle, slow).await;
+        let during = deliveries.flow(PHASE, &daemon).await;
+        let held = daemon
+            .metric("outreach_sync_connections_open{listener=\"ingest\"}")
+            .await;
+        let opened = flood.stop().await;
+        println!(
+            "{idle} idle + {slow} slow-head connections from {label} ({opened} opened, the daemon holding {held:.0}):"
+        );
+        println!("                 {}", during.line(&quiet));
+        println!(
+            "                 peak RSS {:.0} MiB ({:.2}x at rest)\n",
+            mib(memory.take_peak()),
+            memory.last_peak() as f64 / at_rest as f64
+        );
+    }
+    for reason in ["idle", "header_timeout", "evicted", "refused"] {
+        let series = format!(
+            "outreach_sync_connections_closed_total{{listener=\"ingest\",reason=\"{reason}\"}}"
+        );
+        println!(
+            "closed by the daemon, {reason}: {:.0}",
+            daemon.metric(&series).await
+        );
+    }
+    println!();
+
+    let before = database_bytes(dir.path());
+    memory.take_peak();
+    let unsigned = UnsignedFlood::start(daemon.ingest, bodies);
+    let during = deliveries.flow_while(&daemon, || !unsigned.done()).await;
+    let (answered, refused) = unsigned.finish().await;
+    let grown = database_bytes(dir.path()).saturating_sub(before);
+    println!(
+        "{bodies} unsigned 1 MiB bodies, 16 at a time ({answered} answered, {refused} with 401):"
+    );
+    println!("                 {}", during.line(&quiet));
+    println!(
+        "                 peak RSS {:.0} MiB ({:.2}x at rest); database files grew {:.2} MiB",
+        mib(memory.take_peak()),
+        memory.last_peak() as f64 / at_rest as f64,
+        grown as f64 / 1_048_576.0
+    );
+    daemon.stop();
+}
+
+/// The daemon under attack.
+struct Daemon {
+    child: Child,
+    ingest: SocketAddr,
+    admin: SocketAddr,
+    http: reqwest::Client,
+}
+
+impl Daemon {
+    fn start(dir: &Path) -> Daemon {
+        let port = || {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .and_then(|l| l.local_addr())
+                .expect("a free port")
+        };
+        let (ingest, admin) = (port(), port());
+        let config = dir.join("config.toml");
+        std::fs::write(&config, "").expect("config");
+        let child = Command::new(BIN)
+            .args(["--config", config.to_str().expect("a path"), "serve"])
+            .env(
+                "OUTREACH_SYNC__DATABASE__URL",
+                format!("sqlite://{}", dir.join("db.sqlite").display()),
+            )
+            .env("OUTREACH_SYNC__WEBHOOK__SECRETS", SECRET)
+            .env("OUTREACH_SYNC__ADMIN__TOKENS", TOKEN)
+            .env("OUTREACH_SYNC__INGEST__BIND", ingest.to_string())
+            .env("OUTREACH_SYNC__ADMIN__BIND", admin.to_string())
+            .env("OUTREACH_SYNC__RECONCILE__ON_START", "false")
+            .env("OUTREACH_SYNC__RECONCILE__SCHEDULE", "")
+            .env("OUTREACH_SYNC__LOG__LEVEL", "warn")
+            .stdin(Stdio::null())
+            .stdout(std::fs::File::create(dir.join("daemon.log")).expect("log"))
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the daemon");
+        let daemon = Daemon {
+            child,
+            ingest,
+            admin,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(10))
+                .build()
+                .expect("client"),
+        };
+        let began = Instant::now();
+        while began.elapsed() < Duration::from_secs(30) {
+            if std::net::TcpStream::connect(ingest).is_ok()
+                && std::net::TcpStream::connect(admin).is_ok()
+            {
+                return daemon;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("the daemon did not start listening");
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// One series of `/metrics`.
+    async fn metric(&self, series: &str) -> f64 {
+        let text = self
+            .http
+            .get(format!("http://{}/metrics", self.admin))
+            .send()
+            .await
+            .expect("/metrics")
+            .text()
+            .await
+            .expect("/metrics text");
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
+            .unwrap_or(f64::NAN)
+    }
+
+    fn stop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Signed deliveries, each on a fresh connection, with an admin request beside each.
+struct Deliveries {
+    ingest: SocketAddr,
+    format: SignatureFormat,
+    key: Key,
+    next: AtomicU64,
+}
+
+/// What one flow of deliveries saw.
+struct Flow {
+    acks: Vec<Duration>,
+    failed: u64,
+    admin_slowest: Duration,
+    admin_failed: u64,
+}
+
+impl Flow {
+    fn line(&self, quiet: &Flow) -> String {
+        let p = |flow: &Flow, q: f64| percentile(&flow.acks, q);
+        format!(
+            "{} signed deliveries, {} not acknowledged; ack p50 {:.1} ms ({:.2}x quiet), p99 {:.1} ms ({:.2}x), max {:.1} ms; admin slowest {:.1} ms, {} failed",
+            self.acks.len(),
+            self.failed,
+            ms(p(self, 0.5)),
+            ratio(p(self, 0.5), p(quiet, 0.5)),
+            ms(p(self, 0.99)),
+            ratio(p(self, 0.99), p(quiet, 0.99)),
+            ms(p(self, 1.0)),
+            ms(self.admin_slowest),
+            self.admin_failed
+        )
+    }
+}
+
+impl Deliveries {
+    fn new(ingest: SocketAddr) -> Self {
+        let format = SignatureFormat::from(&WebhookSettings::default());
+        let key = Key::for_scheme(format.scheme, SECRET).expect("key");
+        Self {
+            ingest,
+            format,
+            key,
+            next: AtomicU64::new(0),
+        }
+    }
+
+    async fn flow(&self, length: Duration, daemon: &Daemon) -> Flow {
+        let began = Instant::now();
+        self.flow_while(daemon, || began.elapsed() < length).await
+    }
+
+    async fn flow_while(&self, daemon: &Daemon, mut go_on: impl FnMut() -> bool) -> Flow {
+        let fresh = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(10))
+            .build()
+            .expect("client");
+        let mut flow = Flow {
+            acks: Vec::new(),
+            failed: 0,
+            admin_slowest: Duration::ZERO,
+            admin_failed: 0,
+        };
+        let mut ticker = tokio::time::interval(DELIVERY_EVERY);
+        while go_on() {
+            ticker.tick().await;
+            let n = self.next.fetch_add(1, Ordering::Relaxed);
+            let body = format!(
+                r#"{{"type":"consentUpdate-v1","id":"evt_attack_{n}","createdAt":"2026-11-25T10:00:00Z","data":{{"organizationId":"org_1","phoneNumber":"+1555{:07}","globalOptedOut":true}}}}"#,
+                n % 10_000_000
+            );
+            let now = chrono::Utc::now().timestamp();
+            let mut request = fresh
+                .post(format!("http://{}/webhooks", self.ingest))
+                .body(body.clone());
+            for (name, value) in sign(&self.format, &self.key, body.as_bytes(), now, None) {
+                request = request.header(name, value);
+            }
+            let started = Instant::now();
+            match request.send().await {
+                Ok(response) if response.status() == 200 => flow.acks.push(started.elapsed()),
+                _ => flow.failed += 1,
+            }
+            if n.is_multiple_of(5) {
+                let started = Instant::now();
+                let status = fresh
+                    .get(format!("http://{}/v1/status", daemon.admin))
+                    .bearer_auth(TOKEN.split_once(':').map_or(TOKEN, |(_, t)| t))
+                    .send()
+                    .await;
+                match status {
+                    Ok(response) if response.status() == 200 => {
+                        flow.admin_slowest = flow.admin_slowest.max(started.elapsed());
+                    }
+                    _ => flow.admin_failed += 1,
+                }
+            }
+        }
+        flow
+    }
+}
+
+/// Idle and slow-head connections, each opened again a second after it is closed.
+struct ConnectionFlood {
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl ConnectionFlood {
+    async fn start(to: SocketAddr, from: [u8; 4], idle: usize, slow: usize) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let opened = Arc::new(AtomicU64::new(0));
+        let tasks = (0..idle + slow)
+            .map(|n| {
+                let (stop, opened) = (stop.clone(), opened.clone());
+                tokio::spawn(hold(to, from, n >= idle, stop, opened))
+            })
+            .collect();
+        // Let the flood build up before deliveries start.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        Self {
+            stop,
+            opened,
+            tasks,
+        }
+    }
+
+    async fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        for task in self.tasks {
+            task.abort();
+            let _ = task.await;
+        }
+        // The daemon closes what it held.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        self.opened.load(Ordering::Relaxed)
+    }
+}
+
+/// One attacker's connection, opened again a second after the daemon closes it.
+async fn hold(
+    to: SocketAddr,
+    from: [u8; 4],
+    slow: bool,
+    stop: Arc<AtomicBool>,
+    opened: Arc<AtomicU64>,
+) {
+    while !stop.load(Ordering::Relaxed) {
+        let connected = async {
+            let socket = TcpSocket::new_v4()?;
+            socket.bind(SocketAddr::from((from, 0)))?;
+            socket.connect(to).await
+        };
+        if let Ok(mut stream) = connected.await {
+            opened.fetch_add(1, Ordering::Relaxed);
+            let mut buffer = [0u8; 256];
+            if slow {
+                let _ = stream.write_all(b"POST /webhooks HTTP/1.1\r\n").await;
+            }
+            loop {
+                tokio::select! {
+                    read = stream.read(&mut buffer) => if matches!(read, Ok(0) | Err(_)) { break },
+                    () = tokio::time::sleep(Duration::from_secs(5)), if slow => {
+                        if stream.write_all(b"x").await.is_err() { break }
+                    }
+                }
+            }
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// Unsigned 1 MiB POSTs, 16 at a time.
+struct UnsignedFlood {
+    left: Arc<AtomicU64>,
+    refused: Arc<AtomicU64>,
+    answered: Arc<AtomicU64>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl UnsignedFlood {
+    fn start(to: SocketAddr, bodies: u64) -> Self {
+        let left = Arc::new(AtomicU64::new(bodies));
+        let refused = Arc::new(AtomicU64::new(0));
+        let answered = Arc::new(AtomicU64::new(0));
+        let body = bytes::Bytes::from(vec![b'x'; 1024 * 1024]);
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        let tasks = (0..16)
+            .map(|_| {
+                let (left, refused, answered) = (left.clone(), refused.clone(), answered.clone());
+                let (http, body) = (http.clone(), body.clone());
+                tokio::spawn(async move {
+                    while left
+                        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                        .is_ok()
+                    {
+                        let sent = http
+                            .post(format!("http://{to}/webhooks"))
+                            .header("x-signature", "00")
+                            .body(body.clone())
+                            .send()
+                            .await;
+                        if let Ok(response) = sent {
+                            answered.fetch_add(1, Ordering::Relaxed);
+                            if response.status() == 401 {
+                                refused.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        Self {
+            left,
+            refused,
+            answered,
+            tasks,
+        }
+    }
+
+    fn done(&self) -> bool {
+        self.left.load(Ordering::Relaxed) == 0 && self.tasks.iter().all(|t| t.is_finished())
+    }
+
+    async fn finish(self) -> (u64, u64) {
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        (
+            self.answered.load(Ordering::Relaxed),
+            self.refused.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// The daemon's resident memory, sampled every 50 ms; the peak since the last take.
+struct Memory {
+    peak: Arc<AtomicU64>,
+    last: AtomicU64,
+}
+
+impl Memory {
+    fn watch(pid: u32) -> Self {
+        let peak = Arc::new(AtomicU64::new(0));
+        let path = PathBuf::from(format!("/proc/{pid}/status"));
+        let sampled = peak.clone();
+        std::thread::spawn(move || {
+            while let Ok(status) = std::fs::read_to_string(&path) {
+                if let Some(kib) = status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+                {
+                    sampled.fetch_max(kib * 1024, Ordering::Relaxed);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        Self {
+            peak,
+            last: AtomicU64::new(0),
+        }
+    }
+
+    /// The peak since the last call, in bytes; sampling starts afresh.
+    fn take_peak(&self) -> u64 {
+        let peak = self.peak.swap(0, Ordering::Relaxed);
+        self.last.store(peak, Ordering::Relaxed);
+        peak
+    }
+
+    fn last_peak(&self) -> u64 {
+        self.last.load(Ordering::Relaxed)
+    }
+}
+
+fn database_bytes(dir: &Path) -> u64 {
+    ["db.sqlite", "db.sqlite-wal", "db.sqlite-shm"]
+        .iter()
+        .filter_map(|f| std::fs::metadata(dir.join(f)).ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+fn percentile(values: &[Duration], q: f64) -> Duration {
+    if values.is_empty() {
+        return Duration::ZERO;
+    }
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    let index = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[index]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn ratio(a: Duration, b: Duration) -> f64 {
+    a.as_secs_f64() / b.as_secs_f64().max(1e-9)
+}
+
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / 1_048_576.0
+}
