@@ -11,6 +11,8 @@ use serde::Serialize;
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.
 mod mirror;
+/// Phone numbers normalized to E.164, one function for every way a number comes in.
+pub mod phone;
 /// The records the read side gives out.
 mod records;
 /// Times and closed sets of words, typed across the storage boundary.
