@@ -292,8 +292,9 @@ fn delivery(key: &str) -> outreach_sync::outbox::Delivery {
         dedup_key: key.to_owned(),
         received_at: chrono::Utc::now(),
         body: bytes::Bytes::from(consent(key, "o1", "+15550000001", true, 1).to_string()),
-        headers: r#"{"webhook-id":"x"}"#.to_owned(),
+        headers: r#"[["webhook-id","x"]]"#.to_owned(),
         secret_index: 0,
+        verified_header: None,
     }
 }
 
