@@ -1,6 +1,6 @@
 //! Phone numbers as the ledger keeps them: E.164, `+` and ASCII digits, normalized with
 //! libphonenumber's rules and metadata (the `phonenumber` crate) wherever a number comes in:
-//! signed deliveries, reconciliation, local changes, lookups and imports.
+//! signed deliveries, reconciliation, local changes and lookups.
 //!
 //! A number is taken when it parses into a *possible* number: a known country code and a
 //! national number of a length some number of that country has. Whether the range is
