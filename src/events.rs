@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
+use crate::model::phone::{self, Region};
 use crate::model::{Lead, MessageStatus};
 
 pub const CONSENT_UPDATE: &str = "consentUpdate-v1";
@@ -240,7 +241,11 @@ fn consent(
         .ok_or_else(|| bad(CONSENT_UPDATE, "`globalOptedOut` (boolean) is required"))?;
     let lead_id = text(&data, "id");
     let organization_id = text(&data, "organizationId");
-    let phone_number = text(&data, "phoneNumber");
+    let phone_number = text(&data, "phoneNumber")
+        .map(|raw| phone::normalize(&raw, Region::default()))
+        .transpose()
+        .map_err(|e| bad(CONSENT_UPDATE, format!("`phoneNumber`: {e}")))?
+        .map(phone::E164::into_string);
     if lead_id.is_none() && (organization_id.is_none() || phone_number.is_none()) {
         return Err(bad(
             CONSENT_UPDATE,
@@ -253,10 +258,13 @@ fn consent(
         && phone_number.is_some()
         && FULL_LEAD_FIELDS.iter().all(|k| data.contains_key(*k));
     let lead = if full {
-        Some(Box::new(
-            serde_json::from_value::<Lead>(Value::Object(data))
-                .map_err(|e| bad(CONSENT_UPDATE, format!("lead resource: {e}")))?,
-        ))
+        let mut lead = serde_json::from_value::<Lead>(Value::Object(data))
+            .map_err(|e| bad(CONSENT_UPDATE, format!("lead resource: {e}")))?;
+        // The mirror keeps the number as the ledger does.
+        if let Some(phone) = &phone_number {
+            lead.phone_number.clone_from(phone);
+        }
+        Some(Box::new(lead))
     } else {
         None
     };
@@ -322,6 +330,32 @@ mod tests {
         };
         assert_eq!(e.lead.unwrap().first_name.as_deref(), Some("Ada"));
         assert_eq!(e.occurred_at, at());
+    }
+
+    #[test]
+    fn the_number_is_normalized_and_an_impossible_one_is_refused_saying_what_is_wrong() {
+        let event = |phone: &str| {
+            let data = serde_json::json!({"id": "l1", "type": "lead", "organizationId": "o1",
+                "phoneNumber": phone, "activeGroupIds": [], "inactiveGroupIds": [],
+                "customFields": {}, "tagIds": [], "globalOptedOut": true});
+            let body = serde_json::json!({"type": "consentUpdate-v1", "data": data});
+            parse(body.to_string().as_bytes(), at())
+        };
+        let Event::Consent(e) = event("+1 (555) 010-0001").unwrap() else {
+            panic!()
+        };
+        assert_eq!(e.phone_number.as_deref(), Some("+15550100001"));
+        assert_eq!(e.lead.unwrap().phone_number, "+15550100001");
+        let error = event("+1555\u{202E}0100001").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "consentUpdate-v1: `phoneNumber`: invalid character U+202E at position 6: only ASCII digits, a leading +, spaces and ( ) - . / are taken"
+        );
+        let error = event(&"1".repeat(301)).unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "consentUpdate-v1: `phoneNumber`: not a possible number: too long (301 digits)"
+        );
     }
 
     #[test]

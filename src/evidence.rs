@@ -66,8 +66,18 @@ pub struct WebhookEvidence {
     /// The outbox id; `None` once the delivery is no longer kept.
     pub delivery_id: Option<i64>,
     pub received_at: Option<Timestamp>,
-    /// The headers kept with it (the signature's among them).
+    /// The headers kept with it as an object, one value per name: the value verification
+    /// read (for the signature header, the one that verified; else the first of a repeated
+    /// name), so that a check of the signature with one value per header gives the same
+    /// answer. Deliveries stored before every header was kept show the object they were
+    /// stored with (the last value of a repeated name).
     pub headers: Option<Value>,
+    /// Every header kept, `[name, value]` as received: names in the order they first
+    /// appeared, the values of a repeated name in order. `None` for deliveries stored
+    /// before the order was kept.
+    pub headers_received: Option<Vec<(String, String)>>,
+    /// The signature header's value that verified, and its place in `headersReceived`.
+    pub verified_header: Option<VerifiedHeader>,
     /// The exact bytes received, so the signature can be checked again with the secret.
     pub body_base64: Option<String>,
     /// Which configured `webhook.secrets` entry (from 0) verified it.
@@ -77,6 +87,65 @@ pub struct WebhookEvidence {
     /// Why it is not, when it is not.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+}
+
+/// The header value a delivery's signature verified with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifiedHeader {
+    pub name: String,
+    pub value: String,
+    /// Its place in `headersReceived` (from 0).
+    pub index: usize,
+}
+
+/// The stored `headers` of a delivery, as the bundle gives them.
+#[derive(Debug, PartialEq)]
+struct StoredHeaders {
+    object: Option<Value>,
+    /// Not known for a delivery stored as an object.
+    received: Option<Vec<(String, String)>>,
+    verified: Option<VerifiedHeader>,
+}
+
+/// Reads the `headers` column (pairs, or the object of older deliveries) and the place of
+/// the value that verified.
+fn stored_headers(text: &str, verified_at: Option<i64>) -> StoredHeaders {
+    let pairs: Vec<(String, String)> = match serde_json::from_str(text) {
+        Ok(pairs) => pairs,
+        // Stored before every header was kept: an object, given as it is.
+        Err(_) => {
+            return StoredHeaders {
+                object: serde_json::from_str(text).ok(),
+                received: None,
+                verified: None,
+            };
+        }
+    };
+    let verified = verified_at
+        .and_then(|at| usize::try_from(at).ok())
+        .and_then(|index| {
+            let (name, value) = pairs.get(index)?;
+            Some(VerifiedHeader {
+                name: name.clone(),
+                value: value.clone(),
+                index,
+            })
+        });
+    let mut object = serde_json::Map::new();
+    for (name, value) in &pairs {
+        if !object.contains_key(name) {
+            object.insert(name.clone(), Value::String(value.clone()));
+        }
+    }
+    if let Some(v) = &verified {
+        object.insert(v.name.clone(), Value::String(v.value.clone()));
+    }
+    StoredHeaders {
+        object: Some(Value::Object(object)),
+        received: Some(pairs),
+        verified,
+    }
 }
 
 /// A reconciliation entry: when the lead was asked for, and what came back.
@@ -177,19 +246,26 @@ fn evidence_of(
             push: entry.push,
         }),
         _ => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
-            Some(d) => Evidence::Webhook(WebhookEvidence {
-                delivery_id: Some(d.id),
-                received_at: Some(d.received_at),
-                headers: serde_json::from_str(&d.headers).ok(),
-                body_base64: Some(STANDARD.encode(&d.body)),
-                secret_index: Some(d.secret_index),
-                kept: true,
-                note: None,
-            }),
+            Some(d) => {
+                let headers = stored_headers(&d.headers, d.verified_header);
+                Evidence::Webhook(WebhookEvidence {
+                    delivery_id: Some(d.id),
+                    received_at: Some(d.received_at),
+                    headers: headers.object,
+                    headers_received: headers.received,
+                    verified_header: headers.verified,
+                    body_base64: Some(STANDARD.encode(&d.body)),
+                    secret_index: Some(d.secret_index),
+                    kept: true,
+                    note: None,
+                })
+            }
             None => Evidence::Webhook(WebhookEvidence {
                 delivery_id: None,
                 received_at: None,
                 headers: None,
+                headers_received: None,
+                verified_header: None,
                 body_base64: None,
                 secret_index: None,
                 kept: false,
@@ -206,5 +282,38 @@ fn missing_delivery(pruned_before: Option<&str>) -> String {
             "the delivery was pruned after retention.consent_delivery_days: applied deliveries received up to {before} are no longer kept; the entry and its hash remain"
         ),
         None => "the stored delivery is not in the outbox (removed by hand, or recorded from a copy without it)".to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_object_holds_the_value_that_verified_and_the_pairs_every_value_in_order() {
+        let stored =
+            r#"[["x-signature","aa"],["x-signature","bb"],["x-trace","1"],["x-trace","2"]]"#;
+        let headers = stored_headers(stored, Some(1));
+        assert_eq!(
+            headers.object,
+            Some(serde_json::json!({"x-signature": "bb", "x-trace": "1"}))
+        );
+        assert_eq!(headers.received.map(|p| p.len()), Some(4));
+        assert_eq!(
+            headers.verified,
+            Some(VerifiedHeader {
+                name: "x-signature".into(),
+                value: "bb".into(),
+                index: 1
+            })
+        );
+    }
+
+    #[test]
+    fn a_delivery_stored_as_an_object_is_given_as_it_was_stored() {
+        let stored = r#"{"content-type":"application/json","x-signature":"bb"}"#;
+        let headers = stored_headers(stored, None);
+        assert_eq!(headers.object, serde_json::from_str(stored).ok());
+        assert_eq!((headers.received, headers.verified), (None, None));
     }
 }

@@ -3,7 +3,6 @@
 
 use crate::rejections::Rejections;
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::Router;
@@ -21,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::Settings;
-use crate::signature::{Rejection, Verifier};
+use crate::signature::{Rejection, SignatureHeader, Verifier};
 
 /// Seconds a client is asked to wait when the daemon cannot take a delivery now.
 const RETRY_AFTER_SECS: u64 = 5;
@@ -186,12 +185,14 @@ async fn receive(
         metrics::global().delivery(metrics::Delivery::BacklogFull);
         return Err(IngestError::BacklogFull);
     }
+    let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
     let delivery = Delivery {
         dedup_key,
         received_at,
         body,
-        headers: headers_as_object(&headers),
+        headers: kept,
         secret_index: verified.secret_index,
+        verified_header,
     };
     match state.writer.commit(delivery).await {
         Ok(Committed::Accepted(id)) => {
@@ -290,17 +291,26 @@ fn kept_headers(headers: &HeaderMap) -> impl Iterator<Item = (&str, Cow<'_, str>
         .map(|(name, value)| (name.as_str(), String::from_utf8_lossy(value.as_bytes())))
 }
 
-/// As a JSON object, names in order, the last value of a repeated name: written straight
-/// from the header map, which is on every delivery's path.
-fn headers_as_object(headers: &HeaderMap) -> String {
-    let object: BTreeMap<&str, Cow<'_, str>> = kept_headers(headers).collect();
-    serde_json::to_string(&object).expect("a map of strings to strings always encodes")
-}
-
 /// As `[[name, value], ...]`, every value of a repeated name in order.
 fn headers_as_pairs(headers: &HeaderMap) -> String {
     let pairs: Vec<(&str, Cow<'_, str>)> = kept_headers(headers).collect();
     serde_json::to_string(&pairs).expect("pairs of strings always encode")
+}
+
+/// As [`headers_as_pairs`] (the header map's order: names by first appearance, the values
+/// of a name in the order received), and the place among those pairs of the value that
+/// verified; `None` when that header is not kept. One pass and one encoding, on every
+/// delivery's path.
+fn headers_as_received(headers: &HeaderMap, verified: &SignatureHeader) -> (String, Option<usize>) {
+    let pairs: Vec<(&str, Cow<'_, str>)> = kept_headers(headers).collect();
+    let at = pairs
+        .iter()
+        .enumerate()
+        .filter(|(_, (name, _))| *name == verified.name)
+        .nth(verified.position)
+        .map(|(at, _)| at);
+    let text = serde_json::to_string(&pairs).expect("pairs of strings always encode");
+    (text, at)
 }
 
 /// Longest `/readyz` takes to answer.
@@ -377,20 +387,27 @@ mod tests {
     }
 
     #[test]
-    fn kept_headers_are_an_object_in_name_order_with_the_last_value_of_a_repeated_name() {
+    fn kept_headers_are_every_value_as_received_in_order_naming_the_one_that_verified() {
         let mut headers = HeaderMap::new();
-        headers.insert("webhook-signature", "v1,ab\"c".parse().unwrap());
-        headers.insert("content-type", "application/json".parse().unwrap());
-        headers.append("x-trace", "first".parse().unwrap());
-        headers.append("x-trace", "second".parse().unwrap());
         headers.insert("authorization", "Bearer secret".parse().unwrap());
+        headers.append("x-signature", "bogus".parse().unwrap());
+        headers.insert("content-type", "application/json".parse().unwrap());
+        headers.append("x-signature", "ab\"c".parse().unwrap());
+        let verified = SignatureHeader {
+            name: "x-signature".into(),
+            position: 1,
+        };
+        let (kept, at) = headers_as_received(&headers, &verified);
         assert_eq!(
-            headers_as_object(&headers),
-            r#"{"content-type":"application/json","webhook-signature":"v1,ab\"c","x-trace":"second"}"#
+            kept,
+            r#"[["x-signature","bogus"],["x-signature","ab\"c"],["content-type","application/json"]]"#
         );
-        assert_eq!(
-            headers_as_pairs(&headers),
-            r#"[["webhook-signature","v1,ab\"c"],["content-type","application/json"],["x-trace","first"],["x-trace","second"]]"#
-        );
+        assert_eq!(at, Some(1));
+        assert_eq!(kept, headers_as_pairs(&headers));
+        let credential = SignatureHeader {
+            name: "authorization".into(),
+            position: 0,
+        };
+        assert_eq!(headers_as_received(&headers, &credential).1, None);
     }
 }

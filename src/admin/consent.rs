@@ -14,8 +14,8 @@ use serde::{Deserialize, Serialize};
 use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::{self, LocalChange, Recorded};
-use crate::client::validate;
 use crate::ledger::{self, ConsentRecord, Items, LedgerEntry};
+use crate::model::phone;
 
 /// Most numbers in one lookup.
 pub const MAX_LOOKUP: usize = 10_000;
@@ -32,15 +32,15 @@ pub struct ByNumber {
     pub organization_id: Option<String>,
 }
 
-/// The number of a query, checked.
+/// The number of a query, as the ledger keeps it (`+1 (555) 000-1111` finds
+/// `+15550001111`).
 pub fn required_phone(phone: Option<String>) -> Result<String, AdminError> {
     let phone = phone.ok_or_else(|| AdminError::BadRequest("phoneNumber is required".into()))?;
-    if !validate::is_e164(&phone) {
-        return Err(AdminError::BadRequest(format!(
-            "phoneNumber {phone:?} is not E.164 (e.g. +15551234567)"
-        )));
-    }
-    Ok(phone)
+    phone::canonical(&phone).map_err(|e| {
+        AdminError::BadRequest(format!(
+            "phoneNumber: {e} (an E.164 number is expected, e.g. +15551234567)"
+        ))
+    })
 }
 
 pub fn json_body<T: serde::de::DeserializeOwned>(
@@ -86,29 +86,26 @@ pub async fn lookup(
             "at most {MAX_LOOKUP} phoneNumbers per lookup"
         )));
     }
-    if let Some((i, bad)) = request
-        .phone_numbers
-        .iter()
-        .enumerate()
-        .find(|(_, p)| !validate::is_e164(p))
-    {
-        return Err(AdminError::BadRequest(format!(
-            "phoneNumbers[{i}] {bad:?} is not E.164"
-        )));
+    // Each number as asked and as the ledger keeps it.
+    let mut asked = Vec::with_capacity(request.phone_numbers.len());
+    for (i, given) in request.phone_numbers.iter().enumerate() {
+        let kept = phone::canonical(given)
+            .map_err(|e| AdminError::BadRequest(format!("phoneNumbers[{i}]: {e}")))?;
+        asked.push((given.as_str(), kept));
     }
-    let mut seen = HashSet::with_capacity(request.phone_numbers.len());
-    let phones: Vec<&str> = request
-        .phone_numbers
+    let mut seen = HashSet::with_capacity(asked.len());
+    let phones: Vec<&str> = asked
         .iter()
-        .map(String::as_str)
+        .map(|(_, kept)| kept.as_str())
         .filter(|p| seen.insert(*p))
         .collect();
     let items = ledger::lookup(&state.pool, &phones, request.organization_id.as_deref()).await?;
     let known: HashSet<&str> = items.iter().map(|r| r.phone_number.as_str()).collect();
-    let unknown = phones
+    let mut seen = HashSet::with_capacity(asked.len());
+    let unknown = asked
         .iter()
-        .filter(|p| !known.contains(*p))
-        .map(|p| (*p).to_owned())
+        .filter(|(given, kept)| !known.contains(kept.as_str()) && seen.insert(*given))
+        .map(|(given, _)| (*given).to_owned())
         .collect();
     Ok(Json(LookupResult { items, unknown }))
 }

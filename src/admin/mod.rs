@@ -139,7 +139,7 @@ const PHONE: Param = Param {
     name: "phoneNumber",
     required: true,
     kind: "string",
-    description: "E.164 number, e.g. +15551234567",
+    description: "a phone number: E.164 (e.g. +15551234567), or as people write it (+1 (555) 123-4567; a national number is read as American)",
 };
 const ORG: Param = Param {
     name: "organizationId",

@@ -6,7 +6,7 @@ use crate::model::{MAX_ID_CHARS, MAX_REASON_CHARS};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::client::validate;
+use crate::model::phone;
 use crate::model::{ConsentObservation, KeptEvidence, Source};
 use crate::store::{ApplyTx, Pool};
 
@@ -44,13 +44,14 @@ pub struct Recorded {
 }
 
 impl LocalChange {
-    pub fn validate(&self) -> Result<(), LocalError> {
-        if !validate::is_e164(&self.phone_number) {
-            return Err(LocalError::Invalid(format!(
-                "phoneNumber {:?} is not E.164 (e.g. +15551234567)",
-                self.phone_number
-            )));
-        }
+    /// Checks the change; gives its number as the ledger keeps it ([`phone::canonical`]:
+    /// `+1 (555) 000-1111` is `+15550001111`).
+    pub fn validate(&self) -> Result<String, LocalError> {
+        let phone_number = phone::canonical(&self.phone_number).map_err(|e| {
+            LocalError::Invalid(format!(
+                "phoneNumber: {e} (an E.164 number is expected, e.g. +15551234567)"
+            ))
+        })?;
         if self.organization_id.trim().is_empty() {
             return Err(LocalError::Invalid("organizationId is required".into()));
         }
@@ -78,7 +79,7 @@ impl LocalChange {
                 "tagId applies to an opt-out only".into(),
             ));
         }
-        Ok(())
+        Ok(phone_number)
     }
 }
 
@@ -90,11 +91,11 @@ pub async fn record<T: ApplyTx + ?Sized>(
     change: &LocalChange,
     now: DateTime<Utc>,
 ) -> Result<Recorded, LocalError> {
-    change.validate()?;
+    let phone_number = change.validate()?;
     let event_ref = format!("local:{:032x}", rand::random::<u128>());
     let observation = ConsentObservation {
         organization_id: change.organization_id.clone(),
-        phone_number: change.phone_number.clone(),
+        phone_number,
         lead_id: None,
         opted_out: change.opted_out,
         occurred_at: now,
@@ -107,8 +108,8 @@ pub async fn record<T: ApplyTx + ?Sized>(
         }),
     };
     let key = (
-        change.organization_id.as_str(),
-        change.phone_number.as_str(),
+        observation.organization_id.as_str(),
+        observation.phone_number.as_str(),
     );
     let states = super::locked_states(tx, &[key]).await?;
     let applied =

@@ -49,7 +49,7 @@ pub fn cli_actor() -> String {
 /// Records a local change; the daemon's pusher sends it (within its poll interval, as the
 /// CLI is another process).
 pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Result<(), CliError> {
-    change.validate().map_err(usage)?;
+    let phone = change.validate().map_err(usage)?;
     let pool = super::open(settings).await?;
     let recorded = apply::record_local(&pool, &change, Utc::now())
         .await
@@ -67,7 +67,7 @@ pub async fn change(settings: &Settings, change: LocalChange, json: bool) -> Res
             } else {
                 "opted in"
             },
-            change.phone_number,
+            phone,
             change.organization_id,
             recorded.seq,
             if recorded.current {

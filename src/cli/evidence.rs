@@ -20,6 +20,7 @@ pub async fn bundle(
     organization: Option<&str>,
     output: Option<PathBuf>,
 ) -> Result<(), CliError> {
+    let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
     let bundle = evidence::bundle(&pool, phone, organization, Utc::now())
         .await

@@ -199,6 +199,16 @@ pub enum CliError {
     Runtime(#[from] anyhow::Error),
 }
 
+/// A number given on the command line, as the ledger keeps it (`+1 (555) 000-1111` is
+/// `+15550001111`); a usage error (exit 2) saying what is wrong when it is not a number.
+fn lookup_number(phone: &str) -> Result<String, CliError> {
+    crate::model::phone::canonical(phone).map_err(|e| {
+        CliError::Usage(format!(
+            "PHONE: {e} (an E.164 number is expected, e.g. +15551234567)"
+        ))
+    })
+}
+
 impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {

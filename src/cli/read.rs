@@ -21,6 +21,7 @@ pub async fn consent(
     org: Option<&str>,
     json: bool,
 ) -> Result<(), CliError> {
+    let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
     let items = ledger::current(&pool, phone, org)
         .await
@@ -55,6 +56,7 @@ pub async fn history(
     org: Option<&str>,
     json: bool,
 ) -> Result<(), CliError> {
+    let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
     let items = ledger::history(&pool, phone, org)
         .await

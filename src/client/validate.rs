@@ -22,7 +22,7 @@ pub fn is_phone(value: &str) -> bool {
 
 /// E.164 only (GET /leads `phoneNumber`).
 pub fn is_e164(value: &str) -> bool {
-    value.starts_with('+') && is_phone(value)
+    crate::model::phone::is_e164_form(value)
 }
 
 /// Custom field names: `^[_a-zA-Z]\w*$` (ASCII word characters).

@@ -11,6 +11,8 @@ use serde::Serialize;
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.
 mod mirror;
+/// Phone numbers normalized to E.164, one function for every way a number comes in.
+pub mod phone;
 /// The records the read side gives out.
 mod records;
 /// Times and closed sets of words, typed across the storage boundary.
@@ -212,9 +214,13 @@ pub struct Delivery {
     pub dedup_key: String,
     pub received_at: DateTime<Utc>,
     pub body: Bytes,
-    /// JSON object of the headers kept with the delivery.
+    /// JSON array of `[name, value]`: every header kept with the delivery, as received and
+    /// in order.
     pub headers: String,
     pub secret_index: usize,
+    /// The place in `headers` of the signature header's value that verified (`None` when
+    /// that header is not kept).
+    pub verified_header: Option<usize>,
 }
 
 /// A delivery that failed verification, kept for diagnosis.

@@ -63,10 +63,13 @@ pub struct KeptDelivery {
     pub id: i64,
     pub dedup_key: String,
     pub received_at: Timestamp,
-    /// JSON object of the headers kept.
+    /// The headers kept: a JSON array of `[name, value]` as received, in order; a JSON
+    /// object (one value per name) for deliveries stored before the order was kept.
     pub headers: String,
     pub body: Vec<u8>,
     pub secret_index: i64,
+    /// The place in the `headers` array of the signature header's value that verified.
+    pub verified_header: Option<i64>,
 }
 
 /// A stored delivery, as `events` lists it.

@@ -2,6 +2,7 @@
 //! or endpoint it came from.
 
 use crate::client::{V2Lead, models};
+use crate::model::phone::{self, PhoneError};
 use crate::model::{Lead, MessageStatus};
 
 /// The service's custom fields (text values) as the mirror keeps them (JSON values).
@@ -14,11 +15,12 @@ fn custom_fields_as_json<'a>(
         .collect()
 }
 
-/// The mirror's form of a lead fetched from the service.
-pub fn mirror_lead(lead: &models::Lead) -> Lead {
-    Lead {
+/// The mirror's form of a lead fetched from the service, its number as the ledger keeps
+/// numbers ([`phone::canonical`]); an error when the number is not one.
+pub fn mirror_lead(lead: &models::Lead) -> Result<Lead, PhoneError> {
+    Ok(Lead {
         id: lead.id.clone(),
-        phone_number: lead.phone_number.clone(),
+        phone_number: phone::canonical(&lead.phone_number)?,
         organization_id: lead.organization_id.clone(),
         active_group_ids: lead.active_group_ids.clone(),
         inactive_group_ids: lead.inactive_group_ids.clone(),
@@ -37,17 +39,17 @@ pub fn mirror_lead(lead: &models::Lead) -> Lead {
         tag_ids: lead.tag_ids.clone(),
         global_opted_out: lead.global_opted_out,
         created_at: Some(lead.created_at.clone()),
-    }
+    })
 }
 
 /// The mirror's form of a lead read through v2, the same observation as [`mirror_lead`]'s.
 /// v2's Lead has `groupIds` without saying which memberships are active, nor
 /// `postalCode` and `phoneNumberType`: its groups are mirrored as active ones and the other
 /// two as unknown.
-pub fn mirror_v2_lead(lead: &V2Lead) -> Lead {
-    Lead {
+pub fn mirror_v2_lead(lead: &V2Lead) -> Result<Lead, PhoneError> {
+    Ok(Lead {
         id: lead.id.clone(),
-        phone_number: lead.phone_number.clone(),
+        phone_number: phone::canonical(&lead.phone_number)?,
         organization_id: lead.organization_id.clone(),
         active_group_ids: lead.group_ids.clone(),
         inactive_group_ids: Vec::new(),
@@ -62,7 +64,18 @@ pub fn mirror_v2_lead(lead: &V2Lead) -> Lead {
         tag_ids: lead.tag_ids.clone(),
         global_opted_out: lead.global_opted_out,
         created_at: Some(lead.created_at.clone()),
-    }
+    })
+}
+
+/// A mirrored lead, or `None` (logged) when its number is not one. The service checks the
+/// form of the numbers it takes, so that is a service off its documents; mirroring the lead
+/// would put in the ledger a number that no lookup finds.
+pub(super) fn kept(lead_id: &str, mirrored: Result<Lead, PhoneError>) -> Option<Lead> {
+    mirrored
+        .inspect_err(|error| {
+            tracing::warn!(lead = lead_id, %error, "lead not mirrored: its phone number is not a number");
+        })
+        .ok()
 }
 
 /// The mirror's form of a message status fetched from the service.

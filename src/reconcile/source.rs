@@ -5,6 +5,7 @@ use chrono::Utc;
 use futures::TryStreamExt;
 
 use super::leads::LeadsPage;
+use super::mirror::kept;
 use super::{PAGE_SIZE, mirror_lead, mirror_v2_lead};
 use crate::client::models::{ListLeads, ListOrganizations, Paging};
 use crate::client::{ClientError, ServiceClient, V2Client};
@@ -95,7 +96,11 @@ impl LeadSource {
                 let page = client.leads_page(&query, &paging).await?;
                 Ok(LeadsPage {
                     next: page.next_cursor().map(str::to_owned),
-                    leads: page.items.iter().map(mirror_lead).collect(),
+                    leads: page
+                        .items
+                        .iter()
+                        .filter_map(|l| kept(&l.id, mirror_lead(l)))
+                        .collect(),
                     fetched_at,
                 })
             }
@@ -124,7 +129,11 @@ impl LeadSource {
                 };
                 Ok(LeadsPage {
                     next,
-                    leads: page.items.iter().map(mirror_v2_lead).collect(),
+                    leads: page
+                        .items
+                        .iter()
+                        .filter_map(|l| kept(&l.id, mirror_v2_lead(l)))
+                        .collect(),
                     fetched_at,
                 })
             }

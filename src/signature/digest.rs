@@ -60,3 +60,28 @@ pub fn verify_tag(algorithm: Algorithm, key: &[u8], parts: &[&[u8]], tag: &[u8])
             .is_ok(),
     }
 }
+
+/// The first of `tags` that is the HMAC of `parts`, each compared in constant time. The
+/// parts are hashed once, whatever the number of tags: a request that repeats a signature
+/// header costs one finalization per value, not a pass over its body.
+pub fn first_match(
+    algorithm: Algorithm,
+    key: &[u8],
+    parts: &[&[u8]],
+    tags: &[&[u8]],
+) -> Option<usize> {
+    fn first<M: Mac + KeyInit + Clone>(
+        key: &[u8],
+        parts: &[&[u8]],
+        tags: &[&[u8]],
+    ) -> Option<usize> {
+        let mac = keyed::<M>(key, parts);
+        tags.iter()
+            .position(|tag| mac.clone().verify_slice(tag).is_ok())
+    }
+    match algorithm {
+        Algorithm::Sha1 => first::<Hmac<sha1::Sha1>>(key, parts, tags),
+        Algorithm::Sha256 => first::<Hmac<sha2::Sha256>>(key, parts, tags),
+        Algorithm::Sha512 => first::<Hmac<sha2::Sha512>>(key, parts, tags),
+    }
+}

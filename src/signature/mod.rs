@@ -11,7 +11,7 @@ use http::HeaderMap;
 use secrecy::{ExposeSecret, SecretSlice};
 
 use crate::settings::{Algorithm, Encoding, Scheme, WebhookSettings, standard_webhooks_key};
-pub use digest::{compute, digest_len, verify_tag};
+pub use digest::{compute, digest_len, first_match, verify_tag};
 
 /// Header names of the Standard Webhooks scheme.
 pub const WEBHOOK_ID: &str = "webhook-id";
@@ -96,6 +96,18 @@ pub struct Verified {
     pub secret_index: usize,
     /// The `webhook-id` header, for the Standard Webhooks scheme.
     pub webhook_id: Option<String>,
+    /// The header value that verified.
+    pub signature: SignatureHeader,
+}
+
+/// Which header value carried the signature that verified: a sender may repeat the header,
+/// and every value is tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignatureHeader {
+    /// The header's name, in lowercase.
+    pub name: String,
+    /// Its place among the values of that name, in the order received (from 0).
+    pub position: usize,
 }
 
 /// Verifies deliveries against every configured secret.
@@ -156,16 +168,7 @@ impl Verifier {
         now: i64,
     ) -> Result<Verified, Rejection> {
         let f = &self.format;
-        let value = header(headers, &f.header)?;
-        let digest = value
-            .trim()
-            .strip_prefix(f.prefix.as_str())
-            .ok_or_else(|| Rejection::Malformed(f.header.clone()))?;
-        let tag =
-            decode(f.encoding, digest).ok_or_else(|| Rejection::Malformed(f.header.clone()))?;
-        if tag.len() != digest_len(f.algorithm) {
-            return Err(Rejection::Malformed(f.header.clone()));
-        }
+        let candidates = self.hmac_candidates(headers)?;
         let timestamp = if f.timestamp_header.is_empty() {
             None
         } else {
@@ -173,16 +176,67 @@ impl Verifier {
             self.check_timestamp(&f.timestamp_header, ts, now)?;
             Some(ts)
         };
-        let matched = self.keys.iter().position(|key| match timestamp {
-            Some(ts) => verify_tag(f.algorithm, key.bytes(), &[ts.as_bytes(), b".", body], &tag),
-            None => verify_tag(f.algorithm, key.bytes(), &[body], &tag),
-        });
-        matched
-            .map(|secret_index| Verified {
+        let with_timestamp: [&[u8]; 3];
+        let content: &[&[u8]] = match timestamp {
+            Some(ts) => {
+                with_timestamp = [ts.as_bytes(), b".", body];
+                &with_timestamp
+            }
+            None => std::slice::from_ref(&body),
+        };
+        let tags: Vec<&[u8]> = candidates.iter().map(|(_, tag)| tag.as_slice()).collect();
+        self.first_key(f.algorithm, content, &tags)
+            .map(|(secret_index, matched)| Verified {
                 secret_index,
                 webhook_id: None,
+                signature: SignatureHeader {
+                    name: f.header.clone(),
+                    position: candidates[matched].0,
+                },
             })
             .ok_or(Rejection::Mismatch)
+    }
+
+    /// Every value of the signature header that is well formed (prefix, encoding, length),
+    /// decoded, with its place among the header's values.
+    fn hmac_candidates(&self, headers: &HeaderMap) -> Result<Vec<(usize, Vec<u8>)>, Rejection> {
+        let f = &self.format;
+        let mut values = headers.get_all(f.header.as_str()).iter().peekable();
+        if values.peek().is_none() {
+            return Err(Rejection::MissingHeader(f.header.clone()));
+        }
+        let candidates: Vec<(usize, Vec<u8>)> = values
+            .enumerate()
+            .filter_map(|(position, value)| {
+                let digest = value
+                    .to_str()
+                    .ok()?
+                    .trim()
+                    .strip_prefix(f.prefix.as_str())?;
+                let tag = decode(f.encoding, digest)?;
+                (tag.len() == digest_len(f.algorithm)).then_some((position, tag))
+            })
+            .collect();
+        if candidates.is_empty() {
+            return Err(Rejection::Malformed(f.header.clone()));
+        }
+        Ok(candidates)
+    }
+
+    /// The first configured key (its index) under which one of `tags` (its index) is the
+    /// HMAC of `content`.
+    fn first_key(
+        &self,
+        algorithm: Algorithm,
+        content: &[&[u8]],
+        tags: &[&[u8]],
+    ) -> Option<(usize, usize)> {
+        self.keys
+            .iter()
+            .enumerate()
+            .find_map(|(secret_index, key)| {
+                first_match(algorithm, key.bytes(), content, tags).map(|tag| (secret_index, tag))
+            })
     }
 
     fn verify_standard(
@@ -193,31 +247,47 @@ impl Verifier {
     ) -> Result<Verified, Rejection> {
         let id = header(headers, WEBHOOK_ID)?;
         let ts = header(headers, WEBHOOK_TIMESTAMP)?;
-        let signatures = header(headers, WEBHOOK_SIGNATURE)?;
-        self.check_timestamp(WEBHOOK_TIMESTAMP, ts, now)?;
-        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", body];
-        for entry in signatures.split_whitespace() {
-            let Some(("v1", b64)) = entry.split_once(',') else {
-                continue;
-            };
-            let Some(tag) = decode(Encoding::Base64, b64) else {
-                continue;
-            };
-            if tag.len() != digest_len(Algorithm::Sha256) {
-                continue;
-            }
-            if let Some(secret_index) = self
-                .keys
-                .iter()
-                .position(|key| verify_tag(Algorithm::Sha256, key.bytes(), &content, &tag))
-            {
-                return Ok(Verified {
-                    secret_index,
-                    webhook_id: Some(id.to_owned()),
-                });
-            }
+        let values: Vec<Option<&str>> = headers
+            .get_all(WEBHOOK_SIGNATURE)
+            .iter()
+            .map(|v| v.to_str().ok())
+            .collect();
+        if values.is_empty() {
+            return Err(Rejection::MissingHeader(WEBHOOK_SIGNATURE.to_owned()));
         }
-        Err(Rejection::Mismatch)
+        if values.iter().all(Option::is_none) {
+            return Err(Rejection::Malformed(WEBHOOK_SIGNATURE.to_owned()));
+        }
+        self.check_timestamp(WEBHOOK_TIMESTAMP, ts, now)?;
+        // Each value is a space-separated list of `v1,{base64}`; other versions are skipped.
+        let candidates: Vec<(usize, Vec<u8>)> = values
+            .iter()
+            .enumerate()
+            .flat_map(|(position, value)| {
+                value
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .filter_map(move |entry| {
+                        let Some(("v1", b64)) = entry.split_once(',') else {
+                            return None;
+                        };
+                        let tag = decode(Encoding::Base64, b64)?;
+                        (tag.len() == digest_len(Algorithm::Sha256)).then_some((position, tag))
+                    })
+            })
+            .collect();
+        let tags: Vec<&[u8]> = candidates.iter().map(|(_, tag)| tag.as_slice()).collect();
+        let content: [&[u8]; 5] = [id.as_bytes(), b".", ts.as_bytes(), b".", body];
+        self.first_key(Algorithm::Sha256, &content, &tags)
+            .map(|(secret_index, matched)| Verified {
+                secret_index,
+                webhook_id: Some(id.to_owned()),
+                signature: SignatureHeader {
+                    name: WEBHOOK_SIGNATURE.to_owned(),
+                    position: candidates[matched].0,
+                },
+            })
+            .ok_or(Rejection::Mismatch)
     }
 }
 
@@ -292,5 +362,103 @@ pub fn sign(
                 ),
             ]
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::SecretString;
+
+    const NOW: i64 = 1_800_000_000;
+
+    fn verifier(scheme: Scheme, secrets: &[&str]) -> Verifier {
+        let settings = WebhookSettings {
+            scheme,
+            secrets: secrets.iter().map(|s| SecretString::from(*s)).collect(),
+            ..WebhookSettings::default()
+        };
+        Verifier::new(&settings)
+    }
+
+    /// The headers `sign` gives for `body` under `secret`, with `extra` values appended
+    /// after (`after`) or before them.
+    fn signed(
+        verifier: &Verifier,
+        secret: &str,
+        body: &[u8],
+        extra: &[(&str, &str)],
+        after: bool,
+    ) -> HeaderMap {
+        let key = Key::for_scheme(verifier.format().scheme, secret).unwrap();
+        let signed = sign(verifier.format(), &key, body, NOW, Some("msg_1"));
+        let extra = extra
+            .iter()
+            .map(|(n, v)| ((*n).to_owned(), (*v).to_owned()));
+        let pairs: Vec<(String, String)> = if after {
+            signed.into_iter().chain(extra).collect()
+        } else {
+            extra.chain(signed).collect()
+        };
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.append(
+                http::HeaderName::try_from(name).unwrap(),
+                value.parse().unwrap(),
+            );
+        }
+        headers
+    }
+
+    #[test]
+    fn a_repeated_signature_header_verifies_by_whichever_value_is_right_and_says_which() {
+        let v = verifier(Scheme::Hmac, &["old", "new"]);
+        let body = br#"{"id":"evt_1"}"#;
+        let bogus = ("x-signature", "00".repeat(32));
+        let first = signed(&v, "new", body, &[(bogus.0, &bogus.1)], true);
+        let verified = v.verify(&first, body, NOW).unwrap();
+        assert_eq!(verified.secret_index, 1);
+        assert_eq!(
+            verified.signature,
+            SignatureHeader {
+                name: "x-signature".into(),
+                position: 0
+            }
+        );
+        let second = signed(
+            &v,
+            "old",
+            body,
+            &[(bogus.0, &bogus.1), ("x-signature", "zz")],
+            false,
+        );
+        let verified = v.verify(&second, body, NOW).unwrap();
+        assert_eq!((verified.secret_index, verified.signature.position), (0, 2));
+        let none = signed(&v, "another", body, &[(bogus.0, &bogus.1)], true);
+        assert_eq!(v.verify(&none, body, NOW), Err(Rejection::Mismatch));
+        let mut malformed = signed(&v, "old", b"", &[], true);
+        malformed.insert("x-signature", "zz".parse().unwrap());
+        assert_eq!(
+            v.verify(&malformed, body, NOW),
+            Err(Rejection::Malformed("x-signature".into()))
+        );
+    }
+
+    #[test]
+    fn a_repeated_standard_webhooks_signature_header_verifies_by_its_right_value() {
+        let secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let v = verifier(Scheme::StandardWebhooks, &[secret]);
+        let body = br#"{"id":"evt_1"}"#;
+        let bogus = format!("v1,{} v2,abc", encode(Encoding::Base64, &[0; 32]));
+        let headers = signed(&v, secret, body, &[(WEBHOOK_SIGNATURE, &bogus)], false);
+        let verified = v.verify(&headers, body, NOW).unwrap();
+        assert_eq!(verified.webhook_id.as_deref(), Some("msg_1"));
+        assert_eq!(
+            verified.signature,
+            SignatureHeader {
+                name: WEBHOOK_SIGNATURE.into(),
+                position: 1
+            }
+        );
     }
 }

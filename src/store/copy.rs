@@ -31,13 +31,16 @@ const TABLES: &[Table] = &[
         name: "outbox",
         object: "'id', id, 'dedup_key', dedup_key, 'received_at', received_at, 'body', hex(body), \
                  'headers', json(headers), 'secret_index', secret_index, 'state', state, \
-                 'attempts', attempts, 'last_error', last_error, 'applied_at', applied_at",
+                 'attempts', attempts, 'last_error', last_error, 'applied_at', applied_at, \
+                 'verified_header', verified_header",
         record: "id bigint, dedup_key text, received_at timestamptz, body text, headers jsonb, \
-                 secret_index int, state text, attempts int, last_error text, applied_at timestamptz",
+                 secret_index int, state text, attempts int, last_error text, applied_at timestamptz, \
+                 verified_header int",
         insert: "id, dedup_key, received_at, body, headers, secret_index, state, attempts, \
-                 last_error, applied_at",
+                 last_error, applied_at, verified_header",
         select: "x.id, x.dedup_key, x.received_at, decode(x.body, 'hex'), x.headers, \
-                 x.secret_index, x.state, x.attempts, x.last_error, x.applied_at",
+                 x.secret_index, x.state, x.attempts, x.last_error, x.applied_at, \
+                 x.verified_header",
         identity: Some("id"),
     },
     Table {

@@ -297,7 +297,7 @@ async fn a_local_change_is_accepted_recorded_as_local_and_shown_as_a_pending_pus
     assert_eq!(status["pushes"]["pending"], 1);
 
     for bad in [
-        json!({"phoneNumber": "15550000003", "organizationId": "org_1", "optedOut": true}),
+        json!({"phoneNumber": "555 0003", "organizationId": "org_1", "optedOut": true}),
         json!({"phoneNumber": "+15550000003", "organizationId": "", "optedOut": true}),
         json!({"phoneNumber": "+15550000003", "organizationId": "org_1", "optedOut": false, "tagId": "tag_1"}),
         json!({"phoneNumber": "+15550000003", "organizationId": "org_1"}),

@@ -121,16 +121,18 @@ async fn an_acknowledged_delivery_is_already_in_the_ledger() {
 #[tokio::test]
 async fn an_older_event_never_overwrites_a_newer_state_but_still_enters_the_ledger() {
     let s = store(false).await;
-    s.apply(&[consent("evt_new", "o1", "+1555", true, 30)])
+    s.apply(&[consent("evt_new", "o1", "+15550000555", true, 30)])
         .await;
-    s.apply(&[consent("evt_old", "o1", "+1555", false, 10)])
+    s.apply(&[consent("evt_old", "o1", "+15550000555", false, 10)])
         .await;
 
     assert_eq!(
-        s.consent("+1555").await,
+        s.consent("+15550000555").await,
         vec![("o1".into(), true, "2026-11-21T10:30:00.000Z".into())]
     );
-    let history = ledger::history(&s.pool, "+1555", None).await.unwrap();
+    let history = ledger::history(&s.pool, "+15550000555", None)
+        .await
+        .unwrap();
     let seen: Vec<(&str, bool, bool)> = history
         .iter()
         .map(|e| (e.event_ref.as_str(), e.opted_out, e.superseded))
@@ -149,13 +151,13 @@ async fn opt_out_wins_a_tie_whatever_the_order() {
     for order in [[0, 1], [1, 0]] {
         let s = store(false).await;
         let events = [
-            consent("evt_in", "o1", "+1555", false, 5),
-            consent("evt_out", "o1", "+1555", true, 5),
+            consent("evt_in", "o1", "+15550000555", false, 5),
+            consent("evt_out", "o1", "+15550000555", true, 5),
         ];
         for i in order {
             s.apply(&[events[i].clone()]).await;
         }
-        assert!(s.consent("+1555").await[0].1, "order {order:?}");
+        assert!(s.consent("+15550000555").await[0].1, "order {order:?}");
     }
 }
 
@@ -164,11 +166,11 @@ async fn with_account_sync_one_event_changes_every_mirrored_lead_with_the_number
     for account_sync in [false, true] {
         let s = store(account_sync).await;
         s.apply(&[
-            lead("lead_a", "o1", "+1555", "Ada", 1),
-            lead("lead_b", "o2", "+1555", "Ada", 1),
+            lead("lead_a", "o1", "+15550000555", "Ada", 1),
+            lead("lead_b", "o2", "+15550000555", "Ada", 1),
         ])
         .await;
-        s.apply(&[consent("evt_stop", "o1", "+1555", true, 5)])
+        s.apply(&[consent("evt_stop", "o1", "+15550000555", true, 5)])
             .await;
 
         let opted_out: Vec<(String, bool)> =
@@ -182,7 +184,9 @@ async fn with_account_sync_one_event_changes_every_mirrored_lead_with_the_number
             opted_out,
             vec![("lead_a".into(), true), ("lead_b".into(), account_sync)]
         );
-        let entries = ledger::history(&s.pool, "+1555", None).await.unwrap();
+        let entries = ledger::history(&s.pool, "+15550000555", None)
+            .await
+            .unwrap();
         let stop_entries = entries
             .iter()
             .filter(|e| e.event_ref == "event:evt_stop")
@@ -194,8 +198,10 @@ async fn with_account_sync_one_event_changes_every_mirrored_lead_with_the_number
 #[tokio::test]
 async fn a_full_lead_resource_fills_the_mirror_and_an_older_one_does_not_overwrite_it() {
     let s = store(false).await;
-    s.apply(&[lead("lead_a", "o1", "+1555", "Newer", 20)]).await;
-    s.apply(&[lead("lead_a", "o1", "+1555", "Older", 10)]).await;
+    s.apply(&[lead("lead_a", "o1", "+15550000555", "Newer", 20)])
+        .await;
+    s.apply(&[lead("lead_a", "o1", "+15550000555", "Older", 10)])
+        .await;
     let (first_name, groups, fields, tags): (String, String, String, String) =
         sqlx::query_as("SELECT first_name, active_group_ids, custom_fields, tag_ids FROM leads WHERE id = 'lead_a'")
             .fetch_one(&s.pool)
@@ -206,7 +212,9 @@ async fn a_full_lead_resource_fills_the_mirror_and_an_older_one_does_not_overwri
         (groups.as_str(), fields.as_str(), tags.as_str()),
         (r#"["g1"]"#, r#"{"district":"7"}"#, r#"["t1"]"#)
     );
-    let record = &ledger::current(&s.pool, "+1555", None).await.unwrap()[0];
+    let record = &ledger::current(&s.pool, "+15550000555", None)
+        .await
+        .unwrap()[0];
     assert_eq!(record.lead_id.as_deref(), Some("lead_a"));
 }
 
@@ -241,7 +249,7 @@ async fn an_unparseable_delivery_is_quarantined_with_its_reason_and_blocks_nothi
     let s = store(false).await;
     s.apply(&[
         json!({"type": "consentUpdate-v2", "id": "evt_future", "data": {}}),
-        consent("evt_after", "o1", "+1555", true, 5),
+        consent("evt_after", "o1", "+15550000555", true, 5),
     ])
     .await;
     assert_eq!(
@@ -257,7 +265,7 @@ async fn an_unparseable_delivery_is_quarantined_with_its_reason_and_blocks_nothi
             .unwrap()
             .contains("unknown event type")
     );
-    assert!(s.consent("+1555").await[0].1);
+    assert!(s.consent("+15550000555").await[0].1);
 }
 
 #[tokio::test]
@@ -268,7 +276,8 @@ async fn a_quarantined_event_about_an_unknown_lead_applies_on_replay_once_the_le
     s.apply(&[by_id]).await;
     assert_eq!(s.outbox_states().await, vec![("quarantined".into(), 1)]);
 
-    s.apply(&[lead("lead_a", "o1", "+1555", "Ada", 10)]).await;
+    s.apply(&[lead("lead_a", "o1", "+15550000555", "Ada", 10)])
+        .await;
     outreach_sync::worker::requeue(&s.pool, Requeue::Quarantined)
         .await
         .unwrap();
@@ -276,7 +285,7 @@ async fn a_quarantined_event_about_an_unknown_lead_applies_on_replay_once_the_le
 
     assert_eq!((outcome.applied, outcome.quarantined), (1, 0));
     assert_eq!(
-        s.consent("+1555").await,
+        s.consent("+15550000555").await,
         vec![("o1".into(), true, "2026-11-21T10:30:00.000Z".into())]
     );
 }
@@ -284,13 +293,17 @@ async fn a_quarantined_event_about_an_unknown_lead_applies_on_replay_once_the_le
 #[tokio::test]
 async fn replaying_an_applied_delivery_changes_nothing() {
     let s = store(false).await;
-    s.apply(&[consent("evt_1", "o1", "+1555", true, 5)]).await;
+    s.apply(&[consent("evt_1", "o1", "+15550000555", true, 5)])
+        .await;
     outreach_sync::worker::requeue(&s.pool, Requeue::Id(1))
         .await
         .unwrap();
     s.worker.drain().await.unwrap();
     assert_eq!(
-        ledger::history(&s.pool, "+1555", None).await.unwrap().len(),
+        ledger::history(&s.pool, "+15550000555", None)
+            .await
+            .unwrap()
+            .len(),
         1
     );
 }
@@ -298,13 +311,14 @@ async fn replaying_an_applied_delivery_changes_nothing() {
 #[tokio::test]
 async fn a_batch_mixing_a_replayed_delivery_and_new_ones_links_each_state_to_its_own_entry() {
     let s = store(false).await;
-    s.apply(&[consent("evt_1", "o1", "+1555", true, 5)]).await;
+    s.apply(&[consent("evt_1", "o1", "+15550000555", true, 5)])
+        .await;
     outreach_sync::worker::requeue(&s.pool, Requeue::Id(1))
         .await
         .unwrap();
     s.deliver(&[
-        consent("evt_2", "o1", "+1666", true, 6),
-        consent("evt_3", "o1", "+1777", false, 7),
+        consent("evt_2", "o1", "+15550000666", true, 6),
+        consent("evt_3", "o1", "+15550000777", false, 7),
     ])
     .await;
 
@@ -322,9 +336,9 @@ async fn a_batch_mixing_a_replayed_delivery_and_new_ones_links_each_state_to_its
     assert_eq!(
         links,
         vec![
-            ("+1555".into(), "event:evt_1".into(), true),
-            ("+1666".into(), "event:evt_2".into(), true),
-            ("+1777".into(), "event:evt_3".into(), false),
+            ("+15550000555".into(), "event:evt_1".into(), true),
+            ("+15550000666".into(), "event:evt_2".into(), true),
+            ("+15550000777".into(), "event:evt_3".into(), false),
         ]
     );
     let entries: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM ledger")
@@ -342,7 +356,7 @@ async fn a_worker_aborted_mid_batch_and_restarted_applies_nothing_twice() {
             consent(
                 &format!("evt_{i}"),
                 &format!("o{}", i % 3),
-                &format!("+1555{:04}", i % 700),
+                &format!("+1555000{:04}", i % 700),
                 i % 3 == 0,
                 i % 60,
             )
@@ -376,7 +390,7 @@ async fn a_worker_aborted_mid_batch_and_restarted_applies_nothing_twice() {
     let mut sorted = events.clone();
     sorted.sort_by_key(|e| e["createdAt"].as_str().unwrap().to_owned());
     baseline.apply(&sorted).await;
-    for phone in ["+15550000", "+15550001", "+15550699"] {
+    for phone in ["+15550000000", "+15550000001", "+15550000699"] {
         assert_eq!(
             s.consent(phone).await,
             baseline.consent(phone).await,
@@ -409,7 +423,7 @@ mod order_independence {
             consent(
                 &format!("evt_{i}"),
                 &format!("o{which}"),
-                &format!("+1555000{phone}"),
+                &format!("+1555000{phone:04}"),
                 opted_out,
                 minute.into(),
             )

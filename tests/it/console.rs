@@ -850,7 +850,7 @@ async fn the_change_form_says_what_is_wrong_and_keeps_what_was_typed() {
     assert_eq!(ledger_entries(&app).await, 0);
 
     // The lookup form too.
-    let response = visitor.get("/?phoneNumber=15550001111").await;
+    let response = visitor.get("/?phoneNumber=555%201234").await;
     assert_eq!(response.status(), 400);
     assert!(
         response

@@ -152,6 +152,83 @@ async fn a_webhook_opt_out_comes_with_its_delivery_whose_signature_checks_out_wi
     app.stop().await;
 }
 
+on_both_backends!(
+    a_repeated_signature_header_is_kept_in_order_and_the_evidence_names_the_value_that_verified
+);
+/// As found: with the signature header twice, the evidence kept the last value while
+/// verification used the first, so checking a delivery again from its evidence could fail.
+/// Every value is tried now, every header is kept as received, in order, and the evidence
+/// names the value that verified, whichever it is.
+async fn a_repeated_signature_header_is_kept_in_order_and_the_evidence_names_the_value_that_verified(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_named_tokens).await else {
+        return;
+    };
+    let bogus = "00".repeat(32);
+    for (id, phone, valid_first) in [
+        ("evt_valid_first", "+15550003331", true),
+        ("evt_valid_second", "+15550003332", false),
+    ] {
+        let body = consent_event(id, phone, true);
+        let (name, valid) = app.sign_with(SECRET, body.as_bytes()).remove(0);
+        let (valid_header, bogus_header) = ((name.clone(), valid.clone()), (name, bogus.clone()));
+        let trace = ("x-trace".to_owned(), "t1".to_owned());
+        let headers = if valid_first {
+            vec![valid_header, trace, bogus_header]
+        } else {
+            vec![bogus_header, trace, valid_header]
+        };
+        assert_eq!(app.post_with(body, &headers).await.status(), 200, "{id}");
+        app.drain().await;
+
+        let evidence = &evidence_of(&app, phone).await["items"][0]["evidence"];
+        let received: Vec<(String, String)> =
+            serde_json::from_value(evidence["headersReceived"].clone()).expect("pairs");
+        let signatures: Vec<&str> = received
+            .iter()
+            .filter(|(name, _)| name == "x-signature")
+            .map(|(_, value)| value.as_str())
+            .collect();
+        let expected = if valid_first {
+            [valid.as_str(), bogus.as_str()]
+        } else {
+            [bogus.as_str(), valid.as_str()]
+        };
+        assert_eq!(signatures, expected, "{id}: every value, in order");
+        assert!(received.contains(&("x-trace".into(), "t1".into())), "{id}");
+        let verified = &evidence["verifiedHeader"];
+        assert_eq!(
+            (verified["name"].as_str(), verified["value"].as_str()),
+            (Some("x-signature"), Some(valid.as_str())),
+            "{id}"
+        );
+        let index = usize::try_from(verified["index"].as_u64().expect("index")).unwrap();
+        assert_eq!(received[index], ("x-signature".to_owned(), valid.clone()));
+        assert!(signature_checks_out(evidence, SECRET), "{id}: {evidence:#}");
+    }
+
+    // A delivery stored before every header was kept holds an object: given as it is.
+    let (_, valid) = app
+        .sign_with(
+            SECRET,
+            consent_event("evt_valid_first", "+15550003331", true).as_bytes(),
+        )
+        .remove(0);
+    app.execute(&format!(
+        r#"UPDATE outbox SET headers = '{{"content-type":"application/json","x-signature":"{valid}"}}',
+               verified_header = NULL
+           WHERE dedup_key = 'event:evt_valid_first'"#
+    ))
+    .await;
+    let evidence = &evidence_of(&app, "+15550003331").await["items"][0]["evidence"];
+    assert_eq!(evidence["headersReceived"], Value::Null);
+    assert_eq!(evidence["verifiedHeader"], Value::Null);
+    assert_eq!(evidence["headers"]["content-type"], "application/json");
+    assert!(signature_checks_out(evidence, SECRET), "{evidence:#}");
+    app.stop().await;
+}
+
 on_both_backends!(a_local_change_names_its_actor_and_a_reconciled_one_keeps_the_lead_as_fetched);
 async fn a_local_change_names_its_actor_and_a_reconciled_one_keeps_the_lead_as_fetched(
     backend: Backend,

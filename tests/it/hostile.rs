@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::cli::run;
-use crate::common::{Backend, on_both_backends, spawn_app_on, with_admin_token};
+use crate::common::{Backend, consent_event, on_both_backends, spawn_app_on, with_admin_token};
 
 /// As found: a TOML syntax error on a secret's line (here a missing closing quote) printed
 /// that line, secret included, to stderr, so to the journal, from `check-config` and
@@ -118,6 +118,150 @@ async fn a_delivery_that_is_not_json_is_quarantined_saying_where_and_why(backend
         error[0].starts_with("not JSON: number out of range at line 1 column"),
         "{error:?}"
     );
+    app.stop().await;
+}
+
+/// `GET /v1/consent?phoneNumber=` with `written` as given (the query encoded by the client).
+async fn consent_of(app: &crate::common::TestApp, written: &str) -> reqwest::Response {
+    app.http
+        .get(app.admin_url("/v1/consent"))
+        .query(&[("phoneNumber", written)])
+        .bearer_auth(crate::common::ADMIN_TOKEN)
+        .send()
+        .await
+        .unwrap()
+}
+
+on_both_backends!(
+    a_number_in_other_digits_or_with_hidden_characters_is_quarantined_saying_what_is_wrong
+);
+/// As found: full-width digits, Arabic-Indic digits, a right-to-left override, a zero-width
+/// space, 301 digits or `<script>` in a signed delivery's `phoneNumber` became ledger
+/// numbers that the admin API and the console then refused to look up. Each delivery is
+/// now kept and quarantined with a reason naming the field and what is wrong; the ledger
+/// only ever holds `+` and ASCII digits, and a number written with spaces and brackets is
+/// kept in E.164 and found however it is written.
+async fn a_number_in_other_digits_or_with_hidden_characters_is_quarantined_saying_what_is_wrong(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    let long = "1".repeat(301);
+    let hostile = [
+        (
+            "evt_full_width",
+            "＋１５５５０１０００１",
+            "invalid character U+FF0B at position 1",
+        ),
+        (
+            "evt_arabic_indic",
+            "+١٥٥٥٠١٠٠٠٠١",
+            "invalid character U+0661 at position 2",
+        ),
+        (
+            "evt_rtl",
+            "+1555\u{202E}0100001",
+            "invalid character U+202E at position 6",
+        ),
+        (
+            "evt_zero_width",
+            "+1555\u{200B}0100001",
+            "invalid character U+200B at position 6",
+        ),
+        (
+            "evt_long",
+            long.as_str(),
+            "not a possible number: too long (301 digits)",
+        ),
+        (
+            "evt_script",
+            "<script>alert(1)</script>",
+            "invalid character '<' at position 1",
+        ),
+    ];
+    for (id, phone, _) in hostile {
+        let response = app.post_signed(&consent_event(id, phone, true)).await;
+        assert_eq!(response.status(), 200, "{id}: verified, so kept");
+    }
+    let written = "+1 (555) 010-0001";
+    let response = app
+        .post_signed(&consent_event("evt_spaced", written, true))
+        .await;
+    assert_eq!(response.status(), 200);
+    app.drain().await;
+
+    // As `outreach-sync events --quarantined` lists them.
+    let quarantined = outreach_sync::ledger::events(&app.pool, true, 100)
+        .await
+        .unwrap();
+    assert_eq!(quarantined.len(), hostile.len(), "{quarantined:?}");
+    for (id, _, reason) in hostile {
+        let event = quarantined
+            .iter()
+            .find(|e| e.dedup_key == format!("event:{id}"))
+            .unwrap_or_else(|| panic!("{id} is not quarantined: {quarantined:?}"));
+        let error = event.last_error.as_deref().unwrap_or_default();
+        assert!(
+            error.starts_with(&format!("consentUpdate-v1: `phoneNumber`: {reason}")),
+            "{id}: {error}"
+        );
+    }
+    assert_eq!(
+        app.texts("SELECT DISTINCT phone_number FROM ledger").await,
+        ["+15550100001"]
+    );
+    for asked in [written, "+15550100001", "(555) 010-0001"] {
+        let response = consent_of(&app, asked).await;
+        assert_eq!(response.status(), 200, "{asked}");
+        let found: Value = response.json().await.unwrap();
+        assert_eq!(found["items"][0]["phoneNumber"], "+15550100001", "{asked}");
+        assert_eq!(found["items"][0]["optedOut"], true, "{asked}");
+    }
+    // A lookup of a hostile number is refused saying what is wrong, never echoing it.
+    let response = consent_of(&app, "+1555\u{202E}0100001").await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    let message = error["message"].as_str().unwrap();
+    assert!(message.contains("invalid character U+202E"), "{message}");
+    assert!(!message.contains('\u{202E}'), "{message}");
+    app.stop().await;
+}
+
+on_both_backends!(a_local_change_and_a_batch_lookup_take_a_number_as_people_write_it);
+/// The admin API takes `+1 (555) 000-1111` as `+15550001111`: a local change is recorded
+/// (and sent to the service) in E.164, and a batch lookup finds it, listing what it does not
+/// know as it was asked.
+async fn a_local_change_and_a_batch_lookup_take_a_number_as_people_write_it(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    let change = json!({"phoneNumber": "+1 (555) 000-1111", "organizationId": "org_1",
+                        "optedOut": true});
+    assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
+    assert_eq!(
+        app.texts("SELECT phone_number FROM ledger").await,
+        ["+15550001111"]
+    );
+    let asked = json!({"phoneNumbers": ["555-000-1111", "+1 555 000 2222"]});
+    let response = app.admin_post("/v1/consent/lookup", &asked).await;
+    assert_eq!(response.status(), 200);
+    let found: Value = response.json().await.unwrap();
+    assert_eq!(found["items"][0]["phoneNumber"], "+15550001111");
+    assert_eq!(found["unknown"], json!(["+1 555 000 2222"]));
+    let refused = json!({"phoneNumber": "+1555\u{200B}0001111", "organizationId": "org_1",
+                         "optedOut": true});
+    let response = app.admin_post("/v1/consent", &refused).await;
+    assert_eq!(response.status(), 400);
+    let error: Value = response.json().await.unwrap();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("invalid character U+200B at position 6"),
+        "{error}"
+    );
+    assert_eq!(app.count("SELECT COUNT(*) FROM ledger").await, 1);
     app.stop().await;
 }
 

@@ -108,9 +108,9 @@ async fn seen(pool: impl Into<Pool>) -> Seen {
 /// events by lead id only, full lead resources, statuses, a duplicate and an unparseable one.
 pub(crate) fn mixed_deliveries() -> Vec<Value> {
     let mut bodies = vec![
-        lead("lead_1", "o1", "+15550001", "Ada", 1),
-        lead("lead_2", "o2", "+15550001", "Bea", 2),
-        lead("lead_1", "o1", "+15550001", "Ada Older", 0),
+        lead("lead_1", "o1", "+15550000001", "Ada", 1),
+        lead("lead_2", "o2", "+15550000001", "Bea", 2),
+        lead("lead_1", "o1", "+15550000001", "Ada Older", 0),
         serde_json::json!({"type": "consentUpdate-v1", "id": "evt_by_id", "createdAt": "2026-11-21T10:30:00Z",
                            "data": {"id": "lead_2", "globalOptedOut": true}}),
         serde_json::json!({"type": "consentUpdate-v1", "id": "evt_unknown", "createdAt": "2026-11-21T10:31:00Z",
@@ -121,7 +121,7 @@ pub(crate) fn mixed_deliveries() -> Vec<Value> {
         bodies.push(consent(
             &format!("evt_{i}"),
             &format!("o{}", i % 3),
-            &format!("+1555000{}", i % 4),
+            &format!("+1555000000{}", i % 4),
             i % 2 == 0,
             i % 7,
         ));
@@ -203,7 +203,7 @@ fn expected_states(events: &[(u8, bool, u8)]) -> HashMap<String, bool> {
     let mut best: HashMap<String, (u8, bool)> = HashMap::new();
     for &(phone, opted_out, minute) in events {
         let entry = best
-            .entry(format!("+1555100{phone}"))
+            .entry(format!("+1555100{phone:04}"))
             .or_insert((minute, opted_out));
         *entry = (*entry).max((minute, opted_out));
     }
@@ -219,7 +219,7 @@ async fn check_concurrent_apply(pool: &PgPool, case: u64, events: &[(u8, bool, u
             consent(
                 &format!("{org}_evt_{i}"),
                 &org,
-                &format!("+1555100{phone}"),
+                &format!("+1555100{phone:04}"),
                 opted_out,
                 minute.into(),
             )
@@ -291,9 +291,10 @@ fn delivery(key: &str) -> outreach_sync::outbox::Delivery {
     outreach_sync::outbox::Delivery {
         dedup_key: key.to_owned(),
         received_at: chrono::Utc::now(),
-        body: bytes::Bytes::from(consent(key, "o1", "+15550001", true, 1).to_string()),
-        headers: r#"{"webhook-id":"x"}"#.to_owned(),
+        body: bytes::Bytes::from(consent(key, "o1", "+15550000001", true, 1).to_string()),
+        headers: r#"[["webhook-id","x"]]"#.to_owned(),
         secret_index: 0,
+        verified_header: None,
     }
 }
 

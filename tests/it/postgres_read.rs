@@ -36,16 +36,16 @@ fn at(text: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(text).unwrap().to_utc()
 }
 
-/// The service's echo of the local change of `+15550002` in `o2`, a second after it.
+/// The service's echo of the local change of `+15550000002` in `o2`, a second after it.
 fn echo() -> Value {
     json!({"type": "consentUpdate-v1", "id": "evt_echo", "createdAt": "2026-11-21T11:00:01Z",
-           "data": {"organizationId": "o2", "phoneNumber": "+15550002", "globalOptedOut": false}})
+           "data": {"organizationId": "o2", "phoneNumber": "+15550000002", "globalOptedOut": false}})
 }
 
 /// A delivery left unapplied, for the backlog.
 fn late() -> Value {
     json!({"eventType": "consentUpdate-v1", "id": "evt_late", "createdAt": "2026-11-21T11:30:00Z",
-           "data": {"organizationId": "o1", "phoneNumber": "+15550009", "globalOptedOut": true}})
+           "data": {"organizationId": "o1", "phoneNumber": "+15550000009", "globalOptedOut": true}})
 }
 
 fn changes() -> [LocalChange; 3] {
@@ -58,9 +58,9 @@ fn changes() -> [LocalChange; 3] {
         actor: "cli:test".into(),
     };
     [
-        change("o1", "+15550001", true, None),
-        change("o2", "+15550002", false, None),
-        change("o0", "+15550003", true, Some("t_opt_out")),
+        change("o1", "+15550000001", true, None),
+        change("o2", "+15550000002", false, None),
+        change("o0", "+15550000003", true, Some("t_opt_out")),
     ]
 }
 
@@ -213,7 +213,12 @@ async fn consent_lookup_and_history_read_the_same_on_postgres_as_on_sqlite() {
     let Some(both) = both().await else {
         return;
     };
-    let phones = ["+15550000", "+15550001", "+15550002", "+15550003"];
+    let phones = [
+        "+15550000000",
+        "+15550000001",
+        "+15550000002",
+        "+15550000003",
+    ];
     for phone in phones {
         for org in [None, Some("o1"), Some("o2")] {
             let (pg, lite) = both
@@ -238,7 +243,7 @@ async fn consent_lookup_and_history_read_the_same_on_postgres_as_on_sqlite() {
     }
     let (pg, _) = both
         .read(|pool| async move {
-            ledger::current(pool, "+15550001", Some("o1"))
+            ledger::current(pool, "+15550000001", Some("o1"))
                 .await
                 .unwrap()
         })
@@ -256,16 +261,21 @@ async fn consent_lookup_and_history_read_the_same_on_postgres_as_on_sqlite() {
     assert_eq!(pg[0].lead_id.as_deref(), Some("lead_1"));
 
     // Requested order, duplicates removed by the caller, unknown numbers left out.
-    let asked = ["+15550003", "+19990000", "+15550001", "+15550000"];
+    let asked = [
+        "+15550000003",
+        "+19990000000",
+        "+15550000001",
+        "+15550000000",
+    ];
     let (pg, lite) = both
         .read(|pool| async move { ledger::lookup(pool, &asked, None).await.unwrap() })
         .await;
     assert_eq!(pg, lite);
     assert_eq!(
         pg.first().map(|r| r.phone_number.as_str()),
-        Some("+15550003")
+        Some("+15550000003")
     );
-    assert!(pg.iter().all(|r| r.phone_number != "+19990000"));
+    assert!(pg.iter().all(|r| r.phone_number != "+19990000000"));
     assert!(pg.len() >= 6, "{pg:?}");
     let (pg, lite) = both
         .read(|pool| async move { ledger::lookup(pool, &asked, Some("o2")).await.unwrap() })
@@ -276,7 +286,7 @@ async fn consent_lookup_and_history_read_the_same_on_postgres_as_on_sqlite() {
     // Push states and the recognised echo come out on the entries.
     let (pg, _) = both
         .read(|pool| async move {
-            ledger::history(pool, "+15550002", Some("o2"))
+            ledger::history(pool, "+15550000002", Some("o2"))
                 .await
                 .unwrap()
         })
@@ -480,7 +490,7 @@ async fn exports_are_the_same_on_postgres_as_on_sqlite_in_each_format() {
         .read(|pool| exported(pool, Dataset::Consent, Format::Csv, None))
         .await;
     assert!(
-        pg.contains(&format!("o1,lead_1,+15550001,true,{LOCAL_AT},local\r\n")),
+        pg.contains(&format!("o1,lead_1,+15550000001,true,{LOCAL_AT},local\r\n")),
         "{pg}"
     );
     both.drop().await;
@@ -503,7 +513,7 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
         .await;
     assert_eq!(
         pg.unwrap(),
-        json!({"id": "lead_1", "type": "lead", "phoneNumber": "+15550001", "organizationId": "o1",
+        json!({"id": "lead_1", "type": "lead", "phoneNumber": "+15550000001", "organizationId": "o1",
                "activeGroupIds": ["g1"], "inactiveGroupIds": [], "customFields": {"district": "7"},
                "firstName": "Ada", "lastName": null, "notes": null, "followUp": null, "email": null,
                "postalCode": null, "phoneNumberType": null, "tagIds": ["t1"],
@@ -511,7 +521,7 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
     );
     for org in [None, Some("o2"), Some("o9")] {
         let (pg, lite) = both
-            .read(|pool| async move { ledger::leads(pool, "+15550001", org).await.unwrap() })
+            .read(|pool| async move { ledger::leads(pool, "+15550000001", org).await.unwrap() })
             .await;
         assert_eq!(pg, lite, "{org:?}");
         let expected = match org {

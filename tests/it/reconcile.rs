@@ -109,7 +109,7 @@ fn service_leads(sandbox: &RunningSandbox) -> BTreeMap<String, MirrorLead> {
         .leads()
         .iter()
         .map(|l| {
-            let m = mirror_lead(&common::as_client(l));
+            let m = mirror_lead(&common::as_client(l)).expect("the sandbox's numbers are E.164");
             let row = (
                 m.organization_id.clone(),
                 m.phone_number.clone(),

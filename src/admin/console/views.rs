@@ -7,7 +7,7 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Duration, SecondsFormat, Utc};
 use serde_json::Value;
 
-use crate::evidence::{Evidence, Item};
+use crate::evidence::{Evidence, Item, WebhookEvidence};
 use crate::ledger::LedgerEntry;
 
 /// `text` as a query-string value (RFC 3986 unreserved characters kept, the rest escaped).
@@ -108,40 +108,55 @@ impl From<Item> for TimelineEntry {
     }
 }
 
+/// What a webhook entry stands on: its delivery as received, and how it was verified.
+fn webhook_facts(webhook: &WebhookEvidence, facts: &mut Vec<Fact>) {
+    if !webhook.kept {
+        facts.push(Fact::line(
+            "Delivery",
+            webhook
+                .note
+                .clone()
+                .unwrap_or_else(|| "no longer kept".to_owned()),
+        ));
+        return;
+    }
+    if let Some(id) = webhook.delivery_id {
+        facts.push(Fact::line("Delivery", format!("#{id}")));
+    }
+    if let Some(at) = &webhook.received_at {
+        facts.push(Fact::line("Received at", at.to_string()));
+    }
+    if let Some(index) = webhook.secret_index {
+        let by = webhook
+            .verified_header
+            .as_ref()
+            .map(|v| format!(", by {} (header {} as received)", v.name, v.index + 1))
+            .unwrap_or_default();
+        facts.push(Fact::line(
+            "Signature",
+            format!("verified with webhook.secrets entry {index}{by}"),
+        ));
+    }
+    match (&webhook.headers_received, &webhook.headers) {
+        (Some(pairs), _) => {
+            let lines: Vec<String> = pairs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+            facts.push(Fact::block("Headers as received", lines.join("\n")));
+        }
+        (None, Some(headers)) => {
+            facts.push(Fact::block("Headers as received", pretty(headers)));
+        }
+        (None, None) => {}
+    }
+    if let Some(body) = &webhook.body_base64 {
+        let bytes = STANDARD.decode(body).unwrap_or_default();
+        facts.push(Fact::block("Body as received", pretty_bytes(&bytes)));
+    }
+}
+
 fn facts(item: &Item) -> Vec<Fact> {
     let mut facts = Vec::new();
     match &item.evidence {
-        Evidence::Webhook(webhook) => {
-            if !webhook.kept {
-                facts.push(Fact::line(
-                    "Delivery",
-                    webhook
-                        .note
-                        .clone()
-                        .unwrap_or_else(|| "no longer kept".to_owned()),
-                ));
-                return facts;
-            }
-            if let Some(id) = webhook.delivery_id {
-                facts.push(Fact::line("Delivery", format!("#{id}")));
-            }
-            if let Some(at) = &webhook.received_at {
-                facts.push(Fact::line("Received at", at.to_string()));
-            }
-            if let Some(index) = webhook.secret_index {
-                facts.push(Fact::line(
-                    "Signature",
-                    format!("verified with webhook.secrets entry {index}"),
-                ));
-            }
-            if let Some(headers) = &webhook.headers {
-                facts.push(Fact::block("Headers as received", pretty(headers)));
-            }
-            if let Some(body) = &webhook.body_base64 {
-                let bytes = STANDARD.decode(body).unwrap_or_default();
-                facts.push(Fact::block("Body as received", pretty_bytes(&bytes)));
-            }
-        }
+        Evidence::Webhook(webhook) => webhook_facts(webhook, &mut facts),
         Evidence::Reconcile(reconcile) => {
             facts.push(Fact::line(
                 "Lead requested at",

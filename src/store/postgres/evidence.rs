@@ -15,7 +15,8 @@ impl EvidenceStore for PgPool {
     ) -> Result<Vec<KeptDelivery>, crate::store::Error> {
         Ok(sqlx::query_as(
             "SELECT id, dedup_key, received_at, headers::text AS headers, body,
-                secret_index::BIGINT AS secret_index
+                secret_index::BIGINT AS secret_index,
+                verified_header::BIGINT AS verified_header
          FROM outbox WHERE dedup_key = ANY($1)",
         )
         .bind(dedup_keys)

@@ -25,10 +25,11 @@ impl IngestStore for PgConnection {
         }
         let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
         let added: Vec<(i64, String)> = sqlx::query_as(
-            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index)
-             SELECT k, t, b, h::jsonb, i
-             FROM unnest($1::text[], $2::timestamptz[], $3::bytea[], $4::text[], $5::int4[])
-                  AS d (k, t, b, h, i)
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header)
+             SELECT k, t, b, h::jsonb, i, v
+             FROM unnest($1::text[], $2::timestamptz[], $3::bytea[], $4::text[], $5::int4[],
+                         $6::int4[])
+                  AS d (k, t, b, h, i, v)
              ON CONFLICT (dedup_key) DO NOTHING
              RETURNING id, dedup_key",
         )
@@ -40,6 +41,12 @@ impl IngestStore for PgConnection {
             fresh
                 .iter()
                 .map(|d| i32::try_from(d.secret_index).unwrap_or(i32::MAX))
+                .collect::<Vec<_>>(),
+        )
+        .bind(
+            fresh
+                .iter()
+                .map(|d| d.verified_header.and_then(|i| i32::try_from(i).ok()))
                 .collect::<Vec<_>>(),
         )
         .fetch_all(&mut *self)

@@ -15,7 +15,8 @@ impl EvidenceStore for SqlitePool {
         dedup_keys: &[&str],
     ) -> Result<Vec<KeptDelivery>, crate::store::Error> {
         Ok(sqlx::query_as(
-            "SELECT o.id, o.dedup_key, o.received_at, o.headers, o.body, o.secret_index
+            "SELECT o.id, o.dedup_key, o.received_at, o.headers, o.body, o.secret_index,
+                o.verified_header
          FROM (SELECT DISTINCT value FROM json_each(?)) AS k
          JOIN outbox AS o ON o.dedup_key = k.value",
         )

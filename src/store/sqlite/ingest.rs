@@ -38,14 +38,15 @@ impl IngestStore for SqliteConnection {
             }
         };
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index) ",
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header) ",
         );
         insert.push_values(fresh, |mut row, d| {
             row.push_bind(&d.dedup_key)
                 .push_bind(codec::timestamp(d.received_at))
                 .push_bind(d.body.as_ref())
                 .push_bind(&d.headers)
-                .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX));
+                .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
+                .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()));
         });
         insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
         let done = insert.build().execute(&mut *self).await?;

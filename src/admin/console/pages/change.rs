@@ -16,8 +16,8 @@ use crate::admin::AdminState;
 use crate::admin::console::session::Session;
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::apply::{self, LocalChange, LocalError};
-use crate::client::validate;
 use crate::model::MAX_REASON_CHARS;
+use crate::model::phone;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -90,10 +90,9 @@ pub async fn change(
         page.error_field = field;
         Ok(render(StatusCode::BAD_REQUEST, &page))
     };
-    if !validate::is_e164(&page.phone) {
+    if let Err(error) = phone::canonical(&page.phone) {
         let message = format!(
-            "Phone number: {:?} is not in E.164 form (a +, the country code and the number, e.g. +15551234567).",
-            page.phone
+            "Phone number: {error}; it is not in E.164 form (a +, the country code and the number, e.g. +15551234567)."
         );
         return refuse(page, "phoneNumber", message);
     }

@@ -15,8 +15,8 @@ use crate::admin::AdminState;
 use crate::admin::console::session::Session;
 use crate::admin::console::views::{self, TimelineEntry, query_value};
 use crate::admin::console::{ConsoleError, Frame, render};
-use crate::client::validate;
 use crate::ledger::{self, ConsentRecord};
+use crate::model::phone;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -82,12 +82,16 @@ pub async fn lookup(
     if phone.is_empty() {
         return Ok(render(StatusCode::OK, &page));
     }
-    if !validate::is_e164(&phone) {
-        page.error = Some(format!(
-            "{phone} is not a number in E.164 form: a +, the country code and the number, with no spaces (e.g. +15551234567)."
-        ));
-        return Ok(render(StatusCode::BAD_REQUEST, &page));
-    }
+    // As the ledger keeps it: `+1 (555) 000-1111` finds `+15550001111`.
+    let phone = match phone::canonical(&phone) {
+        Ok(phone) => phone,
+        Err(error) => {
+            page.error = Some(format!(
+                "Phone number: {error}; it is not a number in E.164 form: a +, the country code and the number (e.g. +15551234567)."
+            ));
+            return Ok(render(StatusCode::BAD_REQUEST, &page));
+        }
+    };
     page.searched = true;
     let now = Utc::now();
     let current = ledger::current(&state.pool, &phone, organization.as_deref()).await?;
@@ -124,7 +128,7 @@ pub async fn evidence(
 ) -> Result<Response, ConsoleError> {
     let Query(query) = query?;
     let phone = given(query.phone_number)
-        .filter(|p| validate::is_e164(p))
+        .and_then(|p| phone::canonical(&p).ok())
         .ok_or_else(|| ConsoleError::BadRequest("phoneNumber must be an E.164 number".into()))?;
     let organization = given(query.organization_id);
     let bundle = crate::evidence::bundle(&state.pool, &phone, organization.as_deref(), Utc::now())
