@@ -1,8 +1,11 @@
 //! The attack suite: each finding of an adversarial pass against the daemon, reproduced as
-//! it was found, and what the daemon does now. The listener floods (slow headers, idle
-//! connections, unsigned bodies) are not here yet; what is here is the input an attacker or
-//! a clumsy operator controls: configuration text, the console's `next`, free text of a
-//! local change, and the JSON of a signed delivery.
+//! it was found, and what the daemon does now. Here: the input an attacker or a clumsy
+//! operator controls (configuration text, free text of a local change, the JSON and the
+//! phone numbers of a signed delivery), an unsigned flood, and upstream and database
+//! outages. Beside it: the connection floods in `floods.rs`, guessed tokens in
+//! `guessing.rs` (and the console's in `console.rs`), the signature headers' properties in
+//! `signature_properties.rs`, the console's `next` in the browser tests, and repeated
+//! signature headers in `evidence.rs`.
 
 use serde_json::{Value, json};
 
