@@ -8,8 +8,9 @@
 //! answer, and the daemon's resident memory (sampled every 50 ms) against its memory at rest.
 //!
 //! 1. **Connections**: 10,000 idle connections and 1,000 sending a head a byte every 5 s,
-//!    each opened again a second after the daemon closes it; once from another address
-//!    than the deliveries' (127.0.0.2), once from the same one (127.0.0.1).
+//!    from another address than the deliveries' (127.0.0.2) and from the same one
+//!    (127.0.0.1); held as long as the daemon keeps them, then again each opened anew a
+//!    second after the daemon closes it (a flood that never stops coming back).
 //! 2. **Unsigned bodies**: 6,000 unsigned 1 MiB POSTs, 16 at a time; also the growth of the
 //!    database files.
 //!
@@ -66,11 +67,23 @@ async fn run() {
         mib(at_rest)
     );
 
-    for (label, from) in [
-        ("another address", [127, 0, 0, 2]),
-        ("the same address", [127, 0, 0, 1]),
-    ] {
-        let flood = ConnectionFlood::start(daemon.ingest, from, idle, slow).await;
+    let back = Some(Duration::from_secs(1));
+    let phases = [
+        ("another address", [127, 0, 0, 2], None),
+        ("the same address", [127, 0, 0, 1], None),
+        (
+            "another address, each back 1 s after it is closed",
+            [127, 0, 0, 2],
+            back,
+        ),
+        (
+            "the same address, each back 1 s after it is closed",
+            [127, 0, 0, 1],
+            back,
+        ),
+    ];
+    for (label, from, again) in phases {
+        let flood = ConnectionFlood::start(daemon.ingest, from, idle, slow, again).await;
         let during = deliveries.flow(PHASE, &daemon).await;
         let held = daemon
             .metric("outreach_sync_connections_open{listener=\"ingest\"}")
@@ -301,7 +314,8 @@ impl Deliveries {
     }
 }
 
-/// Idle and slow-head connections, each opened again a second after it is closed.
+/// Idle and slow-head connections, each opened again `again` after it is closed (when
+/// given).
 struct ConnectionFlood {
     stop: Arc<AtomicBool>,
     opened: Arc<AtomicU64>,
@@ -309,13 +323,19 @@ struct ConnectionFlood {
 }
 
 impl ConnectionFlood {
-    async fn start(to: SocketAddr, from: [u8; 4], idle: usize, slow: usize) -> Self {
+    async fn start(
+        to: SocketAddr,
+        from: [u8; 4],
+        idle: usize,
+        slow: usize,
+        again: Option<Duration>,
+    ) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let opened = Arc::new(AtomicU64::new(0));
         let tasks = (0..idle + slow)
             .map(|n| {
                 let (stop, opened) = (stop.clone(), opened.clone());
-                tokio::spawn(hold(to, from, n >= idle, stop, opened))
+                tokio::spawn(hold(to, from, n >= idle, again, stop, opened))
             })
             .collect();
         // Let the flood build up before deliveries start.
@@ -339,11 +359,12 @@ impl ConnectionFlood {
     }
 }
 
-/// One attacker's connection, opened again a second after the daemon closes it.
+/// One attacker's connection, opened again `again` after the daemon closes it (when given).
 async fn hold(
     to: SocketAddr,
     from: [u8; 4],
     slow: bool,
+    again: Option<Duration>,
     stop: Arc<AtomicBool>,
     opened: Arc<AtomicU64>,
 ) {
@@ -368,7 +389,10 @@ async fn hold(
                 }
             }
         }
-        tokio::time::sleep(Duration::from_secs(1)).await;
+        match again {
+            Some(pause) => tokio::time::sleep(pause).await,
+            None => return,
+        }
     }
 }
 

@@ -62,13 +62,11 @@ impl Application {
             .await
             .context("opening the outbox writer")?;
         let bind = settings.ingest_bind();
-        let ingest_listener = TcpListener::bind(bind)
-            .await
+        let ingest_listener = crate::listener::bind(bind)
             .with_context(|| format!("binding the ingest listener to {bind}"))?;
         let ingest_addr = ingest_listener.local_addr()?;
         let admin_bind = settings.admin_bind();
-        let admin_listener = TcpListener::bind(admin_bind)
-            .await
+        let admin_listener = crate::listener::bind(admin_bind)
             .with_context(|| format!("binding the admin listener to {admin_bind} (admin.bind)"))?;
         let admin_addr = admin_listener.local_addr()?;
         let (mut ingest_limits, mut admin_limits) =

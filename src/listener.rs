@@ -13,9 +13,9 @@
 //!   [`BodyTimedOut`]. A busy connection is never closed for idleness.
 //!
 //! At the cap a new connection takes the place of a connection with no request in progress:
-//! one of the client address holding the most connections, the one quiet the longest (a
-//! flood of idle or slow clients evicts itself, not the next delivery); when every
-//! connection is busy the new one is closed at once. Nothing is
+//! the oldest of the client address holding the most connections (a flood of idle or slow
+//! clients evicts itself, not the next delivery); when every connection is busy the new one
+//! is closed at once. Nothing is
 //! read from an evicted or refused connection, and closing one that is not busy loses
 //! nothing: no request of it is with the router.
 
@@ -47,6 +47,23 @@ pub const MAX_HEAD_BYTES: usize = 16 * 1024;
 const READ_BUFFER_BYTES: usize = 64 * 1024;
 /// How long an accept that failed for want of descriptors waits before trying again.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Connections the kernel queues for accepting (capped by `net.core.somaxconn`): a burst of
+/// connections, a flood's churn among them, must not overflow the queue, or the kernel
+/// drops the next delivery's SYN and its client waits a second to send it again.
+pub const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds `addr` (reusing a port in TIME_WAIT, as `TcpListener::bind` does) with a queue of
+/// [`LISTEN_BACKLOG`].
+pub fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
+}
 
 /// The limits of one listener.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,7 +132,7 @@ pub async fn serve(
         let open = open.clone();
         connections.spawn(async move {
             let (id, reason) = task.await;
-            open.release(id);
+            open.release(peer.ip(), id);
             if let Some(reason) = reason {
                 metrics::global().connection_closed(which, reason);
             }
@@ -244,22 +261,21 @@ impl Open {
     /// with no request in progress (see [`Open::victim`]); `None` when every one is busy.
     fn admit(&self, peer: IpAddr) -> Option<Arc<Connection>> {
         let mut open = self.lock();
-        if open.connections.len() >= self.max {
-            let victim = open.victim()?;
-            open.remove(victim);
+        if open.len >= self.max {
+            let (address, id) = open.victim()?;
+            open.remove(address, id);
         }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection::new(id, peer, self.started));
-        *open.per_address.entry(peer).or_default() += 1;
-        open.connections.insert(id, connection.clone());
-        metrics::global().connections_open(self.which, open.connections.len());
+        open.insert(connection.clone());
+        metrics::global().connections_open(self.which, open.len);
         Some(connection)
     }
 
-    fn release(&self, id: u64) {
+    fn release(&self, address: IpAddr, id: u64) {
         let mut open = self.lock();
-        open.remove(id);
-        metrics::global().connections_open(self.which, open.connections.len());
+        open.remove(address, id);
+        metrics::global().connections_open(self.which, open.len);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connections> {
@@ -267,40 +283,48 @@ impl Open {
     }
 }
 
-/// The open connections, and how many each client address holds.
+/// The open connections, by client address.
 #[derive(Default)]
 struct Connections {
-    connections: BTreeMap<u64, Arc<Connection>>,
-    per_address: HashMap<IpAddr, usize>,
+    /// Each address's connections, oldest first.
+    by_address: HashMap<IpAddr, BTreeMap<u64, Arc<Connection>>>,
+    len: usize,
 }
 
 impl Connections {
-    /// The connection to close for a new one: of those with no request in progress, one of
-    /// the address that holds the most connections (a flood from a few addresses evicts
-    /// its own), and of those the one quiet the longest.
-    fn victim(&self) -> Option<u64> {
-        self.connections
-            .values()
-            .filter(|c| !c.busy())
-            .max_by_key(|c| {
-                let held = self.per_address.get(&c.peer).copied().unwrap_or(0);
-                let oldest = std::cmp::Reverse((c.quiet_since(), c.id));
-                (held, oldest)
-            })
-            .map(|c| c.id)
+    fn insert(&mut self, connection: Arc<Connection>) {
+        let held = self.by_address.entry(connection.peer).or_default();
+        held.insert(connection.id, connection);
+        self.len += 1;
     }
 
-    /// Forgets connection `id`, and tells it to close if it is still open.
-    fn remove(&mut self, id: u64) {
-        let Some(connection) = self.connections.remove(&id) else {
+    /// The connection to close for a new one: of those with no request in progress, the
+    /// oldest of the address that holds the most connections (a flood from a few addresses
+    /// evicts its own). Looks at the busiest address first, so that a flood costs each new
+    /// connection a look at a few of its own, not at every connection.
+    fn victim(&self) -> Option<(IpAddr, u64)> {
+        let oldest_quiet = |(address, held): (&IpAddr, &BTreeMap<u64, Arc<Connection>>)| {
+            held.values().find(|c| !c.busy()).map(|c| (*address, c.id))
+        };
+        let busiest = self.by_address.iter().max_by_key(|(_, held)| held.len())?;
+        oldest_quiet(busiest).or_else(|| {
+            let mut addresses: Vec<_> = self.by_address.iter().collect();
+            addresses.sort_by_key(|(_, held)| std::cmp::Reverse(held.len()));
+            addresses.into_iter().find_map(oldest_quiet)
+        })
+    }
+
+    /// Forgets connection `id` of `address`, and tells it to close if it is still open.
+    fn remove(&mut self, address: IpAddr, id: u64) {
+        let Some(held) = self.by_address.get_mut(&address) else {
             return;
         };
-        connection.evicted.cancel();
-        if let Some(held) = self.per_address.get_mut(&connection.peer) {
-            *held -= 1;
-            if *held == 0 {
-                self.per_address.remove(&connection.peer);
-            }
+        if let Some(connection) = held.remove(&id) {
+            connection.evicted.cancel();
+            self.len -= 1;
+        }
+        if held.is_empty() {
+            self.by_address.remove(&address);
         }
     }
 }
@@ -347,11 +371,6 @@ impl Connection {
 
     fn busy(&self) -> bool {
         self.busy.load(Ordering::Acquire) > 0
-    }
-
-    /// Since when the connection has had no request in progress (for eviction).
-    fn quiet_since(&self) -> u64 {
-        self.waiting_since.load(Ordering::Relaxed)
     }
 
     /// Bytes arrived: the first after a quiet spell begins a head.
