@@ -17,6 +17,8 @@ pub mod events;
 pub mod evidence;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
 pub mod export;
+/// Reading opt-out lists (CSV) into E.164 numbers, as a stream.
+pub mod import;
 /// The public ingest listener.
 pub mod ingest;
 /// Leases in the database: work that runs in one place at a time.

@@ -1,0 +1,487 @@
+//! Reading an opt-out list a campaign brings from another platform: CSV with or without a
+//! header row, `,` `;` or tab between fields, quoted fields, a UTF-8 BOM; every number
+//! normalized to E.164 with [`phone::normalize`] (`region` for national formats).
+//!
+//! The list is read as a stream, a record at a time: memory grows with the distinct numbers
+//! seen (8 bytes each, to tell a repeat), never with the file. What the rows say is given
+//! row by row ([`Row`]); what the file says as a whole at the end ([`Summary`], with the
+//! SHA-256 of its exact bytes).
+
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::model::phone::{self, E164, Region};
+
+/// Header names taken as the phone column, compared without case, spaces, `_` or `-`.
+const PHONE_HEADERS: [&str; 12] = [
+    "phone",
+    "phonenumber",
+    "phoneno",
+    "mobile",
+    "mobilenumber",
+    "mobilephone",
+    "cell",
+    "cellphone",
+    "number",
+    "msisdn",
+    "telephone",
+    "e164",
+];
+/// Longest part of an invalid value shown back, in characters.
+const SHOWN_VALUE_CHARS: usize = 100;
+/// How much of the file's start is looked at to tell its delimiter.
+const SNIFF_BYTES: usize = 64 * 1024;
+
+/// How to read a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// The phone column's header; found by name (or by content) when not given.
+    pub phone_column: Option<String>,
+    /// Where national formats (`(202) 555-0143`) are read.
+    pub region: Region,
+}
+
+/// Why a list cannot be read at all (a bad row is a [`Row::Invalid`] instead).
+#[derive(Debug, thiserror::Error)]
+pub enum ListError {
+    #[error("cannot read the file: {0}")]
+    Read(#[from] std::io::Error),
+    #[error("the file holds no rows")]
+    Empty,
+    #[error("no column is named {wanted:?} (the header row has: {found})")]
+    NoSuchColumn { wanted: String, found: String },
+    #[error(
+        "no phone column found: the first row names none of the usual headers and holds no number; name it with --phone-column (the first row has: {found})"
+    )]
+    NoPhoneColumn { found: String },
+    #[error("line {line}: {message}")]
+    Csv { line: u64, message: String },
+}
+
+/// A row that does not hold a possible number.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct InvalidRow {
+    pub line: u64,
+    /// The cell as written, at most 100 characters of it.
+    pub value: String,
+    pub reason: String,
+}
+
+/// One data row of the list.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Row {
+    /// A number seen for the first time in the file.
+    Number {
+        line: u64,
+        number: E164,
+    },
+    /// A number already seen on an earlier line.
+    Repeat {
+        line: u64,
+    },
+    Invalid(InvalidRow),
+}
+
+/// The whole file, once read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Data rows (the header row not counted).
+    pub rows: u64,
+    pub valid: u64,
+    pub invalid: u64,
+    pub duplicates_in_file: u64,
+    /// Hex SHA-256 of the file's exact bytes.
+    pub sha256: String,
+}
+
+/// A list being read.
+pub struct ListReader<R: Read> {
+    records: csv::Reader<Hashing<BufReader<R>>>,
+    column: usize,
+    region: Region,
+    /// The first data row, when the first row was one.
+    first: Option<csv::ByteRecord>,
+    seen: HashSet<u64>,
+    summary: Summary,
+}
+
+impl<R: Read> ListReader<R> {
+    /// Opens a list: tells its delimiter from its start and finds the phone column.
+    pub fn new(input: R, options: &ListOptions) -> Result<Self, ListError> {
+        let mut buffered = BufReader::with_capacity(SNIFF_BYTES, input);
+        let delimiter = sniff_delimiter(buffered.fill_buf()?);
+        let mut records = csv::ReaderBuilder::new()
+            .delimiter(delimiter)
+            .has_headers(false)
+            .flexible(true)
+            .from_reader(Hashing::new(buffered));
+        let mut first = csv::ByteRecord::new();
+        if !records.read_byte_record(&mut first).map_err(csv_error)? {
+            return Err(ListError::Empty);
+        }
+        let (column, header) = phone_column(&first, options)?;
+        Ok(Self {
+            records,
+            column,
+            region: options.region,
+            first: (!header).then_some(first),
+            seen: HashSet::new(),
+            summary: Summary {
+                rows: 0,
+                valid: 0,
+                invalid: 0,
+                duplicates_in_file: 0,
+                sha256: String::new(),
+            },
+        })
+    }
+
+    /// The next data row, `None` after the last.
+    pub fn next_row(&mut self) -> Result<Option<Row>, ListError> {
+        let record = match self.first.take() {
+            Some(first) => first,
+            None => {
+                let mut record = csv::ByteRecord::new();
+                if !self
+                    .records
+                    .read_byte_record(&mut record)
+                    .map_err(csv_error)?
+                {
+                    return Ok(None);
+                }
+                record
+            }
+        };
+        let line = record.position().map_or(0, csv::Position::line);
+        self.summary.rows += 1;
+        let row = self.row(line, record.get(self.column));
+        match &row {
+            Row::Number { .. } => self.summary.valid += 1,
+            Row::Repeat { .. } => {
+                self.summary.valid += 1;
+                self.summary.duplicates_in_file += 1;
+            }
+            Row::Invalid(_) => self.summary.invalid += 1,
+        }
+        Ok(Some(row))
+    }
+
+    fn row(&mut self, line: u64, cell: Option<&[u8]>) -> Row {
+        let invalid = |value: &str, reason: String| {
+            Row::Invalid(InvalidRow {
+                line,
+                value: value.chars().take(SHOWN_VALUE_CHARS).collect(),
+                reason,
+            })
+        };
+        let Some(cell) = cell else {
+            return invalid("", format!("no field {}", self.column + 1));
+        };
+        let Ok(text) = std::str::from_utf8(cell) else {
+            let shown = String::from_utf8_lossy(cell);
+            return invalid(&shown, "not UTF-8 text".into());
+        };
+        match phone::normalize(text.trim(), self.region) {
+            Ok(number) => {
+                if self.seen.insert(digits(&number)) {
+                    Row::Number { line, number }
+                } else {
+                    Row::Repeat { line }
+                }
+            }
+            Err(error) => invalid(text, error.to_string()),
+        }
+    }
+
+    /// Reads what is left (rows not asked for are not counted) and gives the summary.
+    pub fn finish(mut self) -> Result<Summary, ListError> {
+        std::io::copy(self.records.get_mut(), &mut std::io::sink())?;
+        let hashing = self.records.into_inner();
+        self.summary.sha256 = hex::encode(hashing.hasher.finalize());
+        Ok(self.summary)
+    }
+}
+
+impl<R: Read> Iterator for ListReader<R> {
+    type Item = Result<Row, ListError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_row().transpose()
+    }
+}
+
+/// The delimiter of the first line: the most frequent of `,` `;` and tab outside quotes
+/// (`,` when none is there).
+fn sniff_delimiter(start: &[u8]) -> u8 {
+    let start = start.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(start);
+    let mut counts = [0usize; 3];
+    let mut quoted = false;
+    for &byte in start {
+        match byte {
+            b'"' => quoted = !quoted,
+            b'\n' if !quoted => break,
+            b',' if !quoted => counts[0] += 1,
+            b';' if !quoted => counts[1] += 1,
+            b'\t' if !quoted => counts[2] += 1,
+            _ => {}
+        }
+    }
+    let delimiters = [b',', b';', b'\t'];
+    let (most, _) = counts.iter().enumerate().fold(
+        (0, 0),
+        |best, (i, &n)| if n > best.1 { (i, n) } else { best },
+    );
+    delimiters[most]
+}
+
+/// The phone column, and whether the first row is a header row.
+fn phone_column(
+    first: &csv::ByteRecord,
+    options: &ListOptions,
+) -> Result<(usize, bool), ListError> {
+    let cells: Vec<String> = first
+        .iter()
+        .enumerate()
+        .map(|(i, cell)| {
+            let text = String::from_utf8_lossy(cell);
+            // A BOM the reader left on the first field.
+            let text = if i == 0 {
+                text.trim_start_matches('\u{feff}').to_owned()
+            } else {
+                text.into_owned()
+            };
+            text.trim().to_owned()
+        })
+        .collect();
+    let found = || {
+        cells
+            .iter()
+            .map(|c| format!("{:?}", c.chars().take(40).collect::<String>()))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if let Some(wanted) = &options.phone_column {
+        let key = header_key(wanted);
+        return match cells.iter().position(|c| header_key(c) == key) {
+            Some(column) => Ok((column, true)),
+            None => Err(ListError::NoSuchColumn {
+                wanted: wanted.clone(),
+                found: found(),
+            }),
+        };
+    }
+    if let Some(column) = cells
+        .iter()
+        .position(|c| PHONE_HEADERS.contains(&header_key(c).as_str()))
+    {
+        return Ok((column, true));
+    }
+    match cells
+        .iter()
+        .position(|c| phone::normalize(c, options.region).is_ok())
+    {
+        Some(column) => Ok((column, false)),
+        None if cells.len() == 1 && !cells[0].chars().any(char::is_alphabetic) => Ok((0, false)),
+        None => Err(ListError::NoPhoneColumn { found: found() }),
+    }
+}
+
+/// A header compared without case, spaces, `_`, `-` or `.`.
+fn header_key(header: &str) -> String {
+    header
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '_' | '-' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect()
+}
+
+/// An E.164 number as its digits, to remember it in 8 bytes (15 digits fit).
+fn digits(number: &E164) -> u64 {
+    number
+        .as_str()
+        .bytes()
+        .filter(u8::is_ascii_digit)
+        .fold(0u64, |n, d| {
+            n.wrapping_mul(10).wrapping_add(u64::from(d - b'0'))
+        })
+}
+
+fn csv_error(error: csv::Error) -> ListError {
+    let line = error.position().map_or(0, csv::Position::line);
+    match error.into_kind() {
+        csv::ErrorKind::Io(error) => ListError::Read(error),
+        kind => ListError::Csv {
+            line,
+            message: format!("{kind:?}"),
+        },
+    }
+}
+
+/// A reader that hashes every byte read through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: Sha256,
+}
+
+impl<R> Hashing<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            hasher: Sha256::new(),
+        }
+    }
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(text: &[u8], options: &ListOptions) -> (Vec<Row>, Summary) {
+        let mut reader = ListReader::new(text, options).expect("a list");
+        let rows: Vec<Row> = reader.by_ref().map(|r| r.expect("a row")).collect();
+        (rows, reader.finish().expect("a summary"))
+    }
+
+    fn numbers(rows: &[Row]) -> Vec<(u64, String)> {
+        rows.iter()
+            .filter_map(|r| match r {
+                Row::Number { line, number } => Some((*line, number.to_string())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_export_with_a_bom_a_header_semicolons_and_mixed_formats_is_read_line_by_line() {
+        let text = "\u{feff}Name;Mobile Number;Notes\n\
+                    Ann;(202) 555-0143;x\n\
+                    \"Bo; Jr\";202.555.0144;\"two\nlines\"\n\
+                    Cy;+1 202 555 0145;\n\
+                    Di;555-0143;\n\
+                    Ed;202-555-0143;again\n";
+        let (rows, summary) = read(text.as_bytes(), &ListOptions::default());
+        assert_eq!(
+            numbers(&rows),
+            [
+                (2, "+12025550143".to_owned()),
+                (3, "+12025550144".to_owned()),
+                (5, "+12025550145".to_owned())
+            ]
+        );
+        let invalid: Vec<_> = rows
+            .iter()
+            .filter_map(|r| match r {
+                Row::Invalid(i) => Some(i.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(invalid.len(), 1);
+        assert_eq!(
+            (invalid[0].line, invalid[0].value.as_str()),
+            (6, "555-0143")
+        );
+        assert!(
+            invalid[0].reason.contains("area code"),
+            "{}",
+            invalid[0].reason
+        );
+        assert_eq!(
+            (
+                summary.rows,
+                summary.valid,
+                summary.invalid,
+                summary.duplicates_in_file
+            ),
+            (5, 4, 1, 1)
+        );
+        assert_eq!(summary.sha256, hex::encode(Sha256::digest(text.as_bytes())));
+    }
+
+    #[test]
+    fn a_list_without_a_header_is_read_from_its_first_line() {
+        let (rows, summary) = read(b"+15550100001\n+44 20 7946 0958\n", &ListOptions::default());
+        assert_eq!(
+            numbers(&rows),
+            [
+                (1, "+15550100001".to_owned()),
+                (2, "+442079460958".to_owned())
+            ]
+        );
+        assert_eq!(summary.rows, 2);
+        let (rows, _) = read(
+            b"id\tnumber\n7\t020 7946 0958\n",
+            &ListOptions {
+                region: "GB".parse().unwrap(),
+                ..ListOptions::default()
+            },
+        );
+        assert_eq!(numbers(&rows), [(2, "+442079460958".to_owned())]);
+    }
+
+    #[test]
+    fn a_named_column_is_found_and_a_missing_one_is_a_clear_error() {
+        let options = ListOptions {
+            phone_column: Some("Contact".into()),
+            ..ListOptions::default()
+        };
+        let (rows, _) = read(b"phone,contact\n+15550100001,+15550100002\n", &options);
+        assert_eq!(numbers(&rows), [(2, "+15550100002".to_owned())]);
+        let Err(error) = ListReader::new(&b"phone,email\n+15550100001,a@b\n"[..], &options) else {
+            panic!("a missing column is an error");
+        };
+        assert!(error.to_string().contains("\"Contact\""), "{error}");
+        assert!(error.to_string().contains("\"email\""), "{error}");
+        let Err(error) = ListReader::new(&b"name,email\nAnn,a@b\n"[..], &ListOptions::default())
+        else {
+            panic!("no phone column is an error");
+        };
+        assert!(error.to_string().contains("--phone-column"), "{error}");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_bytes_are_read_as_rows_or_refused_with_a_reason(
+            bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),
+        ) {
+            match ListReader::new(&bytes[..], &ListOptions::default()) {
+                Err(error) => proptest::prop_assert!(!error.to_string().is_empty()),
+                Ok(mut reader) => {
+                    let mut rows = 0;
+                    for row in reader.by_ref() {
+                        match row {
+                            Ok(Row::Number { number, .. }) => {
+                                proptest::prop_assert!(phone::is_e164_form(number.as_str()));
+                            }
+                            Ok(Row::Invalid(invalid)) => {
+                                proptest::prop_assert!(!invalid.reason.is_empty());
+                                proptest::prop_assert!(invalid.value.chars().count() <= SHOWN_VALUE_CHARS);
+                            }
+                            Ok(Row::Repeat { .. }) => {}
+                            Err(error) => {
+                                proptest::prop_assert!(!error.to_string().is_empty());
+                                break;
+                            }
+                        }
+                        rows += 1;
+                    }
+                    let summary = reader.finish();
+                    if let Ok(summary) = summary {
+                        proptest::prop_assert!(summary.rows <= rows);
+                        proptest::prop_assert_eq!(summary.sha256, hex::encode(Sha256::digest(&bytes)));
+                    }
+                }
+            }
+        }
+    }
+}
