@@ -36,6 +36,7 @@ mod postgres_read;
 mod push;
 mod reconcile;
 mod reconcile_lease;
+mod registrations;
 mod replica_crash;
 mod replicas;
 mod retention;
