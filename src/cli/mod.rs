@@ -304,7 +304,7 @@ pub async fn run<T: Subcommand>(
 ) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
-        Command::Serve => daemon::serve(load_for_database(config)?).await,
+        Command::Serve => daemon::serve(load_for_database(config)?, config).await,
         Command::Migrate { from } => {
             daemon::migrate(Settings::load_without_webhook(config)?, from).await
         }

@@ -37,6 +37,7 @@ mod push;
 mod reconcile;
 mod reconcile_lease;
 mod registrations;
+mod reload;
 mod replica_crash;
 mod replicas;
 mod retention;
