@@ -8,6 +8,7 @@ use super::output::print_json;
 use super::{CliError, WebhooksCommand};
 use crate::client::ServiceClient;
 use crate::client::models::{WebhookConfig, WebhookRegistration};
+use crate::model::{RegistrationCheck, Timestamp};
 use crate::registrations::{self, Applied, Change, CheckReport, Mocked, Planned, Target};
 use crate::settings::{ApiVersion, Settings};
 use crate::store::Pool;
@@ -191,9 +192,20 @@ fn print_dry_run(target: &Target, planned: &[Planned], json: bool) -> Result<(),
 async fn check(settings: &Settings, args: &TargetArgs, json: bool) -> Result<(), CliError> {
     let target = target(settings, args)?;
     let (pool, client) = connect(settings).await?;
-    let report = registrations::check(&client, &target)
-        .await
-        .map_err(runtime)?;
+    let report = match registrations::check(&client, &target).await {
+        Ok(report) => report,
+        Err(error) => {
+            // A check that cannot ask the service fails too: `status` and the metric say so.
+            let failed = RegistrationCheck {
+                checked_at: Timestamp::now(),
+                ok: false,
+                problems: vec![format!("the service could not be asked: {error}")],
+                target_url: target.url.clone(),
+            };
+            registrations::record(&pool, &failed).await?;
+            return Err(runtime(error));
+        }
+    };
     registrations::record(&pool, &report.result).await?;
     if json {
         print_json(&check_json(&report))?;

@@ -245,6 +245,19 @@ async fn registering_twice_changes_nothing_and_a_broken_registration_fails_the_c
         .expect("the same registration");
     assert_eq!(fixed.config, SandboxWebhookConfig::all_consent());
     assert_eq!(status_check(&app).await["ok"], true);
+
+    // A check that cannot ask the service fails, and says so where the last one shows.
+    sandbox.fail_next(&[404]);
+    let out = run(&["webhooks", "check"]).await;
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    let check = status_check(&app).await;
+    assert_eq!(check["ok"], false, "{check}");
+    let problem = check["problems"][0].as_str().expect("a problem");
+    assert!(
+        problem.starts_with("the service could not be asked: service answered 404"),
+        "{check}"
+    );
+    assert_eq!(registration_ok_metric(&app).await.as_deref(), Some("0"));
     app.stop().await;
     sandbox.shutdown().await;
 }
