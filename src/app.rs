@@ -1,10 +1,12 @@
 //! The daemon: binds its listeners, starts its tasks under one supervisor, and stops them
 //! in order.
 
+mod reload;
 mod supervisor;
 
 use std::future::Future;
 use std::net::SocketAddr;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::Context as _;
@@ -13,6 +15,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+pub use self::reload::{Hangups, Reloaded, Reloader};
 pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, Supervisor};
 use crate::client::ServiceClient;
 use crate::listener::Limits;
@@ -21,7 +24,8 @@ use crate::outbox::{OutboxState, OutboxWriter};
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::replica::Replica;
-use crate::settings::Settings;
+use crate::settings::{AdminToken, Live, Settings};
+use crate::signature::Verifier;
 use crate::store::Pool;
 use crate::worker::Worker;
 use crate::{admin, ingest, outbox, upstream};
@@ -47,6 +51,12 @@ pub struct Application {
     senders: crate::subscribers::Running,
     /// Whether `run_until_stopped` starts the worker (see [`Application::without_worker`]).
     worker: bool,
+    /// The ingest listener's verifier, replaced by a reload.
+    verifier: Live<Verifier>,
+    /// The admin tokens in force, replaced by a reload.
+    tokens: Live<Vec<AdminToken>>,
+    /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
+    reload: Option<Option<PathBuf>>,
 }
 
 impl Application {
@@ -80,7 +90,6 @@ impl Application {
             }
         };
         Ok(Self {
-            settings,
             pool,
             ingest_listener,
             ingest_addr,
@@ -93,6 +102,10 @@ impl Application {
             tasks: Supervisor::default(),
             senders: crate::subscribers::Running::default(),
             worker: true,
+            verifier: Live::new(Verifier::new(&settings.webhook)),
+            tokens: Live::new(settings.admin.named_tokens()),
+            reload: None,
+            settings,
         })
     }
 
@@ -101,6 +114,24 @@ impl Application {
     pub fn without_worker(mut self) -> Self {
         self.worker = false;
         self
+    }
+
+    /// Makes `run_until_stopped` reload `[webhook] secrets` and `[admin] tokens` from
+    /// `config` (as given to `serve`) on SIGHUP.
+    pub fn reload_on_hangup(mut self, config: Option<PathBuf>) -> Self {
+        self.reload = Some(config);
+        self
+    }
+
+    /// What reloads this daemon's secrets and tokens from `config`: SIGHUP's work, for code
+    /// embedding the daemon and tests.
+    pub fn reloader(&self, config: Option<PathBuf>) -> Reloader {
+        Reloader::new(
+            config,
+            self.settings.clone(),
+            self.verifier.clone(),
+            self.tokens.clone(),
+        )
     }
 
     /// Runs one more background task beside the daemon's own, under the same supervisor
@@ -142,6 +173,7 @@ impl Application {
     /// its unit of work, and drains the writer. A task that panics cancels `shutdown`
     /// itself, and the daemon stops the same way but ends with that error.
     pub async fn run_until_stopped(self, shutdown: CancellationToken) -> anyhow::Result<()> {
+        let reloader = self.reload.clone().map(|config| self.reloader(config));
         let Application {
             settings,
             pool,
@@ -156,6 +188,9 @@ impl Application {
             mut tasks,
             senders,
             worker,
+            verifier,
+            tokens,
+            reload: _,
         } = self;
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
@@ -166,33 +201,26 @@ impl Application {
         let wake = Arc::new(tokio::sync::Notify::new());
         let running_senders = senders.clone();
         supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone(), senders).await?;
-        // Every replica's followers of the ledger wake on every replica's commits.
-        if pool.shared_by_replicas() {
-            let pool = pool.clone();
-            tasks.add("ledger-listener", move |shutdown| {
-                let pool = pool.clone();
-                async move {
-                    pool.listen_to_replicas(shutdown).await;
-                    Ok(())
-                }
-            });
-        }
-        let admin = admin::router(
-            admin::AdminState::new(pool.clone(), settings.admin.tokens.clone(), wake)
-                .with_subscribers(settings.subscriber.clone())
-                .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
-                .with_outbox(writer.state().clone())
-                .with_senders(running_senders)
-                .with_stop(shutdown.clone()),
+        supervise_ledger_listener(&mut tasks, &pool);
+        let admin = admin_router(
+            &settings,
+            &pool,
+            tokens,
+            wake,
+            &writer,
+            running_senders,
+            &shutdown,
         );
         supervise_admin(&mut tasks, admin_listener, admin, admin_limits)?;
         tracing::info!(%admin_addr, "admin listening");
-        let (router, keep_rejections) = ingest_router(&settings, writer, &pool, &shutdown);
+        let (router, keep_rejections) =
+            ingest_router(&settings, verifier, writer, &pool, &shutdown);
+        if let Some(reloader) = reloader {
+            supervise_reload(&mut tasks, reloader)?;
+        }
         tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
         if let Some(interval) = sd_notify::watchdog_enabled() {
-            tasks.add("watchdog", move |shutdown| {
-                watchdog(interval / 2, shutdown).map(Ok)
-            });
+            tasks.add("watchdog", move |s| watchdog(interval / 2, s).map(Ok));
         }
         // The listeners are bound and every task starts now: tell systemd (no-op outside it).
         notify_systemd(sd_notify::NotifyState::Ready);
@@ -320,6 +348,51 @@ async fn supervise_leader_work(
     Ok(())
 }
 
+/// Every replica's followers of the ledger wake on every replica's commits (PostgreSQL).
+fn supervise_ledger_listener(tasks: &mut Supervisor, pool: &Pool) {
+    if pool.shared_by_replicas() {
+        let pool = pool.clone();
+        tasks.add("ledger-listener", move |shutdown| {
+            let pool = pool.clone();
+            async move {
+                pool.listen_to_replicas(shutdown).await;
+                Ok(())
+            }
+        });
+    }
+}
+
+/// The admin listener's router: the API and the console, with the tokens in force.
+fn admin_router(
+    settings: &Settings,
+    pool: &Pool,
+    tokens: Live<Vec<AdminToken>>,
+    wake: Arc<tokio::sync::Notify>,
+    writer: &OutboxWriter,
+    senders: crate::subscribers::Running,
+    shutdown: &CancellationToken,
+) -> axum::Router {
+    admin::router(
+        admin::AdminState::new(pool.clone(), Vec::new(), wake)
+            .with_tokens(tokens)
+            .with_subscribers(settings.subscriber.clone())
+            .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
+            .with_outbox(writer.state().clone())
+            .with_senders(senders)
+            .with_stop(shutdown.clone()),
+    )
+}
+
+/// Reloads the webhook secrets and admin tokens on every SIGHUP, listened to from now on:
+/// before the daemon tells anyone it is ready, since an unheard SIGHUP ends a process.
+fn supervise_reload(tasks: &mut Supervisor, reloader: Reloader) -> anyhow::Result<()> {
+    let hangups = Hangups::listen().context("listening to SIGHUP")?;
+    tasks.add("reload", move |shutdown| {
+        reloader.clone().run(hangups.clone(), shutdown).map(Ok)
+    });
+    Ok(())
+}
+
 /// The admin listener. Every run of its task serves on a handle of the one bound socket, so
 /// a restart needs no new bind and keeps the port.
 fn supervise_admin(
@@ -349,6 +422,7 @@ fn supervise_admin(
 /// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
 fn ingest_router(
     settings: &Settings,
+    verifier: Live<Verifier>,
     writer: OutboxWriter,
     pool: &Pool,
     shutdown: &CancellationToken,
@@ -358,7 +432,7 @@ fn ingest_router(
         let (rejections, stop) = (rejections.clone(), shutdown.clone());
         async move { rejections.keep(stop).await }
     };
-    let router = ingest::router(settings, writer, pool.clone(), rejections);
+    let router = ingest::router(settings, verifier, writer, pool.clone(), rejections);
     (router, keep_rejections)
 }
 

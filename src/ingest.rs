@@ -19,7 +19,7 @@ use sha2::{Digest, Sha256};
 
 use crate::metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
-use crate::settings::Settings;
+use crate::settings::{Live, Settings};
 use crate::signature::{Rejection, SignatureHeader, Verifier};
 
 /// Seconds a client is asked to wait when the daemon cannot take a delivery now.
@@ -29,7 +29,8 @@ const NOT_KEPT: &[&str] = &["authorization", "cookie", "proxy-authorization"];
 
 /// What the ingest handlers share.
 pub struct IngestState {
-    verifier: Verifier,
+    /// Replaced whole when `serve` reloads `[webhook] secrets`.
+    verifier: Live<Verifier>,
     writer: OutboxWriter,
     pool: crate::store::Pool,
     max_body_bytes: usize,
@@ -37,15 +38,17 @@ pub struct IngestState {
     rejections: Arc<Rejections>,
 }
 
-/// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`.
+/// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`. Deliveries are
+/// verified by the verifier `verifier` holds at the time.
 pub fn router(
     settings: &Settings,
+    verifier: Live<Verifier>,
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
 ) -> Router {
     let state = Arc::new(IngestState {
-        verifier: Verifier::new(&settings.webhook),
+        verifier,
         writer,
         pool,
         max_body_bytes: settings.ingest.max_body_bytes,
@@ -161,6 +164,7 @@ async fn receive(
         .inspect_err(count_refusal)?;
     let verified = match state
         .verifier
+        .current()
         .verify(&headers, &body, received_at.timestamp())
     {
         Ok(verified) => verified,

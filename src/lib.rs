@@ -37,6 +37,8 @@ pub mod outbox;
 pub mod pusher;
 /// The scheduled reconciler.
 pub mod reconcile;
+/// The account's webhook registrations for this daemon: register, check, rotate.
+pub mod registrations;
 /// A bounded sample of the deliveries refused by signature verification.
 pub mod rejections;
 /// This process among the replicas of a database: heartbeat and the leader's lease.

@@ -199,6 +199,9 @@ pub struct Gauges {
     pub pushes_pending: u64,
     /// Each subscriber's lag, in entries.
     pub subscriber_lag: Vec<(String, u64)>,
+    /// Whether the last check of the webhook registrations passed; `None` before the
+    /// first check, when the metric has no sample.
+    pub registration_ok: Option<bool>,
 }
 
 /// The process's counters.
@@ -515,6 +518,14 @@ impl Metrics {
             "Local consent changes not yet accepted by the service.",
             gauges.pushes_pending,
         );
+        out.family(
+            "registration_ok",
+            "gauge",
+            "1 when the last `webhooks check` found both webhook registrations right and passing a mock event, 0 when not; no sample before the first check.",
+            gauges
+                .registration_ok
+                .map(|ok| (String::new(), u8::from(ok).to_string())),
+        );
     }
 
     /// The listeners' connections, and failed admin credentials.
@@ -639,6 +650,7 @@ mod tests {
             quarantined: 1,
             pushes_pending: 2,
             subscriber_lag: vec![("crm".into(), 12)],
+            registration_ok: Some(false),
         });
         assert!(text.contains(
             "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2\n"
@@ -652,6 +664,10 @@ mod tests {
         assert!(text.contains("outreach_sync_outbox_backlog 7\n"));
         assert!(text.contains("outreach_sync_apply_lag_seconds 1.500\n"));
         assert!(text.contains("outreach_sync_pushes_total{outcome=\"sent\"} 1\n"));
+        assert!(text.contains("outreach_sync_registration_ok 0\n"));
+        let unchecked = m.render(&Gauges::default());
+        assert!(unchecked.contains("# TYPE outreach_sync_registration_ok gauge\n"));
+        assert!(!unchecked.contains("outreach_sync_registration_ok 0"));
         let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
         let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
         assert_eq!(helps, types);

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 mod admin;
 mod keys;
+mod live;
 mod load;
 mod schedule;
 mod service;
@@ -20,6 +21,7 @@ pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
 pub use keys::standard_webhooks_key;
+pub use live::Live;
 pub use schedule::Schedule;
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};
 pub use storage::{

@@ -64,16 +64,18 @@ fn authorized(state: &AdminState, request: &Request) -> Result<Actor, Presented>
         .and_then(bearer)
         .ok_or(Presented::Nothing)?;
     matching_token(state, presented)
-        .map(|token| Actor(token.name.clone()))
+        .map(|token| Actor(token.name))
         .ok_or(Presented::Unknown)
 }
 
-/// The configured token equal to `presented`, compared with every one in constant time.
-pub(super) fn matching_token<'a>(state: &'a AdminState, presented: &str) -> Option<&'a AdminToken> {
+/// The configured token equal to `presented` (among those in force now), compared with
+/// every one in constant time.
+pub(super) fn matching_token(state: &AdminState, presented: &str) -> Option<AdminToken> {
+    let tokens = state.tokens.current();
     let mut matched = subtle::Choice::from(0);
     // Which token matched, chosen without a branch on the comparison.
     let mut index = 0u32;
-    for (i, token) in state.tokens.iter().enumerate() {
+    for (i, token) in tokens.iter().enumerate() {
         let equal = token
             .token
             .expose_secret()
@@ -85,7 +87,7 @@ pub(super) fn matching_token<'a>(state: &'a AdminState, presented: &str) -> Opti
     if !bool::from(matched) {
         return None;
     }
-    state.tokens.get(index as usize)
+    tokens.get(index as usize).cloned()
 }
 
 /// The token of `Bearer <token>` (scheme case-insensitive, as RFC 7235 says).

@@ -32,8 +32,8 @@ use tokio_util::sync::CancellationToken;
 pub use error::AdminError;
 
 use crate::outbox::OutboxState;
-use crate::settings::AdminToken;
 use crate::settings::SubscriberSettings;
+use crate::settings::{AdminToken, Live};
 use crate::store::Pool;
 
 /// Largest request body: a 10,000-number lookup is about 200 KB.
@@ -42,8 +42,9 @@ const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
 /// What the admin handlers share.
 pub struct AdminState {
     pool: Pool,
-    /// With their names: the actor of the local changes made with each.
-    tokens: Vec<AdminToken>,
+    /// With their names: the actor of the local changes made with each. Replaced whole
+    /// when `serve` reloads `[admin] tokens`.
+    tokens: Live<Vec<AdminToken>>,
     /// Wakes the pusher when a local change is queued.
     wake: Arc<Notify>,
     /// The configured subscribers.
@@ -62,11 +63,13 @@ impl AdminState {
     pub fn new(pool: impl Into<Pool>, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
         Self {
             pool: pool.into(),
-            tokens: tokens
-                .iter()
-                .enumerate()
-                .map(|(i, token)| AdminToken::parse(token, i + 1))
-                .collect(),
+            tokens: Live::new(
+                tokens
+                    .iter()
+                    .enumerate()
+                    .map(|(i, token)| AdminToken::parse(token, i + 1))
+                    .collect(),
+            ),
             wake,
             subscribers: Vec::new(),
             stop: CancellationToken::new(),
@@ -76,6 +79,12 @@ impl AdminState {
                 crate::settings::DEFAULT_FAILED_AUTH_PER_MINUTE,
             )),
         }
+    }
+
+    /// Takes the tokens in force from `tokens`, which a reload replaces.
+    pub fn with_tokens(mut self, tokens: Live<Vec<AdminToken>>) -> Self {
+        self.tokens = tokens;
+        self
     }
 
     /// Limits failed credentials to `per_minute` per client address.
@@ -354,7 +363,7 @@ pub static ROUTES: &[RouteSpec] = &[
 
 /// The admin router over `state`.
 pub fn router(state: AdminState) -> Router {
-    if state.tokens.is_empty() {
+    if state.tokens.current().is_empty() {
         tracing::warn!(
             "admin.tokens is empty: every /v1 request of the admin listener is refused (401)"
         );

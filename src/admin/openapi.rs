@@ -190,7 +190,9 @@ fn schemas() -> Value {
             "organizationId": string(), "terminal": {"type": "boolean"}, "statusAt": string(),
             "source": string(), "updatedAt": string()}},
         "Status": {"type": "object", "additionalProperties": true,
-            "description": "backlog, quarantined, reconciliation, pushes, lastError"},
+            "description": "backlog, quarantined, reconciliation, pushes, lastError, \
+                registrationCheck (the last `webhooks check`: checkedAt, ok, problems, \
+                targetUrl; null before the first)"},
         "OpenApi": {"type": "object", "additionalProperties": true},
         "EvidenceBundle": {"type": "object", "additionalProperties": true,
             "description": "phoneNumber, generatedAt, chainHead {seq, hash}, canonicalEncoding, \

@@ -39,6 +39,9 @@ pub async fn metrics(
             .into_iter()
             .map(|s| (s.name, count(s.lag_entries)))
             .collect(),
+        registration_ok: crate::registrations::last_check(&state.pool)
+            .await?
+            .map(|check| check.ok),
     });
     Ok((
         [(

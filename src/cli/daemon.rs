@@ -11,9 +11,13 @@ use crate::{app, telemetry};
 #[cfg(debug_assertions)]
 pub const PANIC_FOR_TESTS: &str = "OUTREACH_SYNC_TEST_PANIC";
 
-pub async fn serve(settings: Settings) -> Result<(), CliError> {
+/// The daemon, until SIGTERM or SIGINT; on SIGHUP it reloads its webhook secrets and admin
+/// tokens from `config` (as given on the command line).
+pub async fn serve(settings: Settings, config: Option<&std::path::Path>) -> Result<(), CliError> {
     telemetry::init(&settings.log);
-    let application = app::Application::build(settings).await?;
+    let application = app::Application::build(settings)
+        .await?
+        .reload_on_hangup(config.map(std::path::Path::to_owned));
     #[cfg(debug_assertions)]
     let application = with_test_panic(application);
     application

@@ -5,6 +5,7 @@ mod daemon;
 mod evidence;
 mod output;
 mod read;
+mod registrations;
 mod subscribers;
 mod webhooks;
 
@@ -184,6 +185,30 @@ pub enum SubscribersCommand {
 pub enum WebhooksCommand {
     /// Report which signature format the recently refused deliveries use.
     Diagnose,
+    /// Make the account hold the two registrations this daemon needs at its URL (signed
+    /// with the first of webhook.secrets), then check each with a mock event.
+    Register {
+        #[command(flatten)]
+        target: registrations::TargetArgs,
+        /// Say what would change, change nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Every webhook registration of the account, and whether it targets this daemon.
+    List,
+    /// Exit 0 when both registrations are right and pass a mock event, else 1 naming what
+    /// is missing or failing; the result is kept for `status`.
+    Check {
+        #[command(flatten)]
+        target: registrations::TargetArgs,
+    },
+    /// Put the first of webhook.secrets on every registration at this daemon's URL, then
+    /// check each with a mock event.
+    Rotate {
+        /// The URL the service calls (default: ingest.public_url).
+        #[arg(long, value_name = "URL")]
+        target_url: Option<String>,
+    },
 }
 
 /// A failed command and its exit code.
@@ -279,7 +304,7 @@ pub async fn run<T: Subcommand>(
 ) -> Result<(), CliError> {
     let config = cli.config.as_deref();
     match cli.command {
-        Command::Serve => daemon::serve(load_for_database(config)?).await,
+        Command::Serve => daemon::serve(load_for_database(config)?, config).await,
         Command::Migrate { from } => {
             daemon::migrate(Settings::load_without_webhook(config)?, from).await
         }
@@ -288,6 +313,7 @@ pub async fn run<T: Subcommand>(
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,
         } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
+        Command::Webhooks { command } => registrations::run(command, config, cli.json).await,
         Command::Binary(command) => Ok(binary(command).await?),
         command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
     }

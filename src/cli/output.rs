@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use super::CliError;
-use crate::model::SubscriberView;
+use crate::model::{RegistrationCheck, SubscriberView};
 
 /// `value` as pretty JSON on standard output.
 pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
@@ -30,4 +30,18 @@ pub(super) fn subscriber_line(s: &SubscriberView) -> String {
         line.push_str(&format!(", last error: {error}"));
     }
     line
+}
+
+/// The last check of the webhook registrations in a line: `ok`, or its problems.
+pub(super) fn registration_line(check: Option<&RegistrationCheck>) -> String {
+    match check {
+        None => "never checked (outreach-sync webhooks check)".into(),
+        Some(c) if c.ok => format!("ok at {} ({})", c.checked_at, c.target_url),
+        Some(c) => format!(
+            "FAILING at {} ({}): {}",
+            c.checked_at,
+            c.target_url,
+            c.problems.join("; ")
+        ),
+    }
 }

@@ -255,5 +255,9 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
             super::output::subscriber_line(subscriber)
         );
     }
+    println!(
+        "webhook registrations: {}",
+        super::output::registration_line(status.registration_check.as_ref())
+    );
     Ok(())
 }

@@ -79,12 +79,13 @@ pub async fn events(
     (pool.into()).events(quarantined_only, limit).await
 }
 
-/// The daemon's state at a glance: counts, the last error, reconciliation, pushes and
-/// replicas.
+/// The daemon's state at a glance: counts, the last error, reconciliation, pushes,
+/// replicas and the last check of the webhook registrations.
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, crate::store::Error> {
     let pool = pool.into();
     let mut status = pool.status().await?;
     status.replicas = crate::replica::seen(&pool).await?;
+    status.registration_check = crate::registrations::last_check(&pool).await?;
     status.chain_head = crate::ledger::chain::head(pool).await?;
     Ok(status)
 }

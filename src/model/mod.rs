@@ -22,8 +22,8 @@ pub use chain::ChainHead;
 pub use mirror::{Lead, MessageStatus, NON_TERMINAL, RECEIPT_WINDOW, is_terminal};
 pub use records::{
     Backlog, ConsentRecord, ConsoleSession, DuePush, KeptDelivery, LastError, LedgerEntry,
-    MirroredConsent, OrganizationPass, PassTotals, PushCounts, ReplicaSeen, Status, StoredEntry,
-    StoredEvent, SubscriberState, SubscriberView,
+    MirroredConsent, OrganizationPass, PassTotals, PushCounts, RegistrationCheck, ReplicaSeen,
+    Status, StoredEntry, StoredEvent, SubscriberState, SubscriberView,
 };
 pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 

@@ -113,6 +113,22 @@ pub struct Status {
     pub chain_head: ChainHead,
     /// The configured subscribers and how far behind each is.
     pub subscribers: Vec<SubscriberView>,
+    /// The last check of the account's webhook registrations; `None` before the first.
+    pub registration_check: Option<RegistrationCheck>,
+}
+
+/// The result of the last `webhooks check` (`webhooks register` ends with one): whether the
+/// account holds the two registrations this daemon needs at its URL, each passing a mock
+/// event; if not, what is missing or failing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationCheck {
+    pub checked_at: Timestamp,
+    pub ok: bool,
+    /// Each problem in a sentence (empty when `ok`).
+    pub problems: Vec<String>,
+    /// The URL the registrations were checked for.
+    pub target_url: String,
 }
 
 /// The last reconciliation of one organization.

@@ -66,6 +66,9 @@ impl Settings {
                 "is reserved for health checks",
             ));
         }
+        if !self.ingest.public_url.is_empty() {
+            url_with_http_scheme("ingest.public_url", &self.ingest.public_url)?;
+        }
         positive([
             ("ingest.max_body_bytes", self.ingest.max_body_bytes == 0),
             ("ingest.max_backlog", self.ingest.max_backlog == 0),

@@ -11,6 +11,10 @@ pub struct IngestSettings {
     pub bind: String,
     /// Path deliveries are posted to.
     pub path: String,
+    /// The URL the service calls (`https://hooks.example.org/webhooks`): the target of the
+    /// webhook registrations `webhooks register` makes. Empty: not known here, and those
+    /// commands need `--target-url`.
+    pub public_url: String,
     /// Larger bodies are refused with 413 without being read further.
     pub max_body_bytes: usize,
     /// Unapplied events above which deliveries are refused with 503 + `Retry-After`.
@@ -43,6 +47,7 @@ impl Default for IngestSettings {
         Self {
             bind: "127.0.0.1:8080".into(),
             path: "/webhooks".into(),
+            public_url: String::new(),
             max_body_bytes: 1024 * 1024,
             max_backlog: 100_000,
             max_connections: 4096,

@@ -1251,3 +1251,49 @@ async fn a_subscriber_waiting_out_a_backoff_is_tried_now_from_the_status_page() 
     );
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_status_page_shows_the_last_check_of_the_webhook_registrations() {
+    let Some((app, visitor)) = signed_in_app(Backend::Sqlite).await else {
+        return;
+    };
+    assert!(
+        visitor
+            .text("/status")
+            .await
+            .contains("Never checked: <code>outreach-sync webhooks check</code>")
+    );
+    let mut check = outreach_sync::model::RegistrationCheck {
+        checked_at: outreach_sync::model::Timestamp::now(),
+        ok: false,
+        problems: vec![
+            "no messageStatus-v1 registration targets https://hooks.example.org/webhooks".into(),
+        ],
+        target_url: "https://hooks.example.org/webhooks".into(),
+    };
+    outreach_sync::registrations::record(&app.pool, &check)
+        .await
+        .expect("kept");
+    let html = visitor.text("/status").await;
+    assert!(
+        html.contains("found 1 problem with the registrations"),
+        "{html}"
+    );
+    assert!(
+        html.contains(
+            "<li>no messageStatus-v1 registration targets https://hooks.example.org/webhooks</li>"
+        ),
+        "{html}"
+    );
+    check.ok = true;
+    check.problems.clear();
+    outreach_sync::registrations::record(&app.pool, &check)
+        .await
+        .expect("kept");
+    let html = visitor.text("/status").await;
+    assert!(
+        html.contains("Both registrations target <code>https://hooks.example.org/webhooks</code>"),
+        "{html}"
+    );
+    app.stop().await;
+}

@@ -40,9 +40,16 @@ pub fn database_url(dir: &Path) -> String {
     format!("sqlite://{}", dir.join("outreach-sync.db").display())
 }
 
-/// `outreach-sync ARGS` with a configuration made only of an empty file in `dir`, the
-/// inherited `OUTREACH_SYNC__*` variables removed, the database in `dir` and [`SECRET`];
-/// `env` is applied last.
+/// The configuration file a test may write in `dir` before starting a daemon there: when it
+/// exists, [`command`] passes it, and the webhook secrets come from it instead of
+/// [`SECRET`].
+pub fn config_file(dir: &Path) -> PathBuf {
+    dir.join("config.toml")
+}
+
+/// `outreach-sync ARGS` with a configuration made only of an empty file in `dir` (or the
+/// test's own, see [`config_file`]), the inherited `OUTREACH_SYNC__*` variables removed,
+/// the database in `dir` and [`SECRET`]; `env` is applied last.
 pub fn command(dir: &Path, args: &[&str], env: &[(String, String)]) -> Command {
     configured(Command::new(BIN), dir, args, env)
 }
@@ -71,7 +78,13 @@ fn configured(
     args: &[&str],
     env: &[(String, String)],
 ) -> Command {
-    let config = dir.join("empty-config.toml");
+    let written = config_file(dir);
+    let own_config = written.exists();
+    let config = if own_config {
+        written
+    } else {
+        dir.join("empty-config.toml")
+    };
     if !config.exists() {
         std::fs::write(&config, "").expect("config file");
     }
@@ -89,9 +102,11 @@ fn configured(
             command.env_remove(name);
         }
     }
+    if !own_config {
+        command.env("OUTREACH_SYNC__WEBHOOK__SECRETS", SECRET);
+    }
     command
         .env("OUTREACH_SYNC__DATABASE__URL", database_url(dir))
-        .env("OUTREACH_SYNC__WEBHOOK__SECRETS", SECRET)
         .env("OUTREACH_SYNC__RECONCILE__ON_START", "false")
         .env("OUTREACH_SYNC__RECONCILE__SCHEDULE", "");
     for (name, value) in env {

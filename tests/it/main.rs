@@ -36,6 +36,8 @@ mod postgres_read;
 mod push;
 mod reconcile;
 mod reconcile_lease;
+mod registrations;
+mod reload;
 mod replica_crash;
 mod replicas;
 mod retention;

@@ -595,6 +595,8 @@ async fn status_reads_the_same_on_postgres_as_on_sqlite() {
             "replicas": [],
             // No subscriber is configured.
             "subscribers": [],
+            // `webhooks check` never ran.
+            "registrationCheck": null,
         })
     );
     let (pg, lite) = both

@@ -178,7 +178,7 @@ pub async fn sign_in(
     let now = Utc::now().timestamp_millis();
     let stored = ConsoleSession {
         id_hash: sha256_hex(&id),
-        actor: token.name.clone(),
+        actor: token.name,
         token_hash: sha256_hex(token.token.expose_secret()),
         csrf: random_token(),
         created_ms: now,
@@ -213,7 +213,7 @@ async fn current(
         return Ok(None);
     };
     // The token it was made with must still be configured, under the same name.
-    let token_kept = state.tokens.iter().any(|token| {
+    let token_kept = state.tokens.current().iter().any(|token| {
         token.name == stored.actor
             && same_secret(&stored.token_hash, &sha256_hex(token.token.expose_secret()))
     });

@@ -136,6 +136,7 @@ impl ReadStore for PgPool {
             replicas: Vec::new(),
             chain_head: crate::model::chain::ChainHead::empty(),
             subscribers: Vec::new(),
+            registration_check: None,
         })
     }
 

@@ -118,6 +118,7 @@ impl ReadStore for SqlitePool {
             replicas: Vec::new(),
             chain_head: crate::model::chain::ChainHead::empty(),
             subscribers: Vec::new(),
+            registration_check: None,
         })
     }
 

@@ -10,8 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use outreach_sync_sandbox::wire::{Scope, WebhookConfig};
-use outreach_sync_sandbox::{DeliveryFaults, Refusal, RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{DeliveryFaults, RunningSandbox, Sandbox, SandboxConfig};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +19,7 @@ use outreach_sync::app::{self, Application};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
 use outreach_sync::settings::{LogFormat, Settings, Synchronous};
 use outreach_sync::store::Pool;
-use outreach_sync::{ledger, upstream};
+use outreach_sync::{ledger, registrations, upstream};
 use receiver::DemoSubscriber;
 use signing::sandbox_signing;
 use view::LEGEND;
@@ -96,7 +95,20 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     );
     let admin = application.admin_addr();
     let pool = application.pool().clone();
-    subscribe(&sandbox, &ingest, &secret)?;
+    // The daemon stops only when the finale says so (or on its own failure, which ends the
+    // view too): the final pass needs the deliveries still in flight received first.
+    let daemon_stop = CancellationToken::new();
+    let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
+    // Registered as `webhooks register` does, once the daemon answers the mock events.
+    let registered = match register(&settings, &pool, &ingest).await {
+        Ok(registered) => registered,
+        Err(error) => {
+            daemon_stop.cancel();
+            let _ = daemon.await;
+            sandbox.shutdown().await;
+            return Err(error);
+        }
+    };
     print_banner(
         &args,
         &settings,
@@ -106,20 +118,10 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         admin,
         &admin_token,
     )?;
+    print_registered(&registered);
 
     let started = Instant::now();
-    let stop = app::shutdown_on_signals();
-    if let Some(secs) = args.duration {
-        let stop = stop.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_secs(secs)).await;
-            stop.cancel();
-        });
-    }
-    // The daemon stops only when the finale says so (or on its own failure, which ends the
-    // view too): the final pass needs the deliveries still in flight received first.
-    let daemon_stop = CancellationToken::new();
-    let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
+    let stop = stop_signal(args.duration);
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
     let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
     print_received(&crm);
@@ -131,6 +133,19 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     println!("  {config} outreach-sync status");
     println!("  {config} outreach-sync events --limit 10");
     Ok(())
+}
+
+/// Cancelled by the first SIGTERM or SIGINT, or after `duration` seconds when given.
+fn stop_signal(duration: Option<u64>) -> CancellationToken {
+    let stop = app::shutdown_on_signals();
+    if let Some(secs) = duration {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(secs)).await;
+            stop.cancel();
+        });
+    }
+    stop
 }
 
 /// The simulated service, with the demo's faults and background activity.
@@ -356,23 +371,41 @@ fn use_service(settings: &mut Settings, sandbox: &RunningSandbox) {
         Some(SecretString::from(sandbox.config().client_secret.clone()));
 }
 
-fn subscribe(sandbox: &RunningSandbox, ingest: &str, secret: &str) -> anyhow::Result<()> {
-    let refused = |e: Refusal| anyhow::anyhow!("registering the webhook: {}", e.message);
-    let consent = WebhookConfig::ConsentUpdate {
-        scope: Scope::Account,
-        include_opt_out: true,
-        include_opt_in: true,
-    };
-    sandbox
-        .register_webhook(ingest, secret, consent)
-        .map_err(refused)?;
-    let statuses = WebhookConfig::MessageStatus {
-        scope: Scope::Account,
-    };
-    sandbox
-        .register_webhook(ingest, secret, statuses)
-        .map_err(refused)?;
-    Ok(())
+/// Registers the daemon's ingest URL with the sandbox through the code of
+/// `outreach-sync webhooks register` (both registrations, then a mock event each), and
+/// keeps the check's result for `status` and the console.
+async fn register(
+    settings: &Settings,
+    pool: &Pool,
+    ingest: &str,
+) -> anyhow::Result<registrations::Registered> {
+    let client = upstream::service_client(settings, pool)?;
+    let target = registrations::Target::of(settings, Some(ingest), &[])?;
+    let registered = registrations::register(&client, &target)
+        .await
+        .context("registering the daemon's webhooks with the sandbox")?;
+    registrations::record(pool, &registered.check.result).await?;
+    Ok(registered)
+}
+
+/// The registrations made, as `webhooks register` says them.
+fn print_registered(registered: &registrations::Registered) {
+    println!("registered as `outreach-sync webhooks register` does:");
+    for step in &registered.applied {
+        println!("  {:<17} {}", step.planned.kind.as_str(), step.id);
+    }
+    for mocked in &registered.check.mocked {
+        println!(
+            "  {:<17} {} mock event: willPassValidation {}",
+            mocked.kind.as_str(),
+            mocked.id,
+            mocked.will_pass_validation
+        );
+    }
+    for problem in &registered.check.result.problems {
+        println!("  problem: {problem}");
+    }
+    println!();
 }
 
 /// Prints one row every [`VIEW_INTERVAL`] until `stop` (or the daemon stops on its own).

@@ -98,7 +98,11 @@ pub async fn signin_form(
         .signed_out
         .unwrap_or(false)
         .then(|| "You have signed out.".to_owned());
-    let error = state.tokens.is_empty().then(|| NO_TOKENS.to_owned());
+    let error = state
+        .tokens
+        .current()
+        .is_empty()
+        .then(|| NO_TOKENS.to_owned());
     Ok(signin_page(&headers, StatusCode::OK, next, error, notice))
 }
 
@@ -128,7 +132,7 @@ pub async fn signin(
         if let Err(limited) = state.failed_auth.failed(client, AuthAttempt::SignIn) {
             return Ok(too_many_failures(&headers, next, limited));
         }
-        let message = if state.tokens.is_empty() {
+        let message = if state.tokens.current().is_empty() {
             NO_TOKENS
         } else {
             "That is not one of the admin tokens (admin.tokens). Check it and try again."

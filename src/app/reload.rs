@@ -1,0 +1,138 @@
+//! Reloading without a restart: on SIGHUP `serve` reads its configuration again and puts
+//! the new `[webhook] secrets` and `[admin] tokens` (with their `_file` forms) in force at
+//! once. A configuration that is not valid changes nothing: the running settings stay, and
+//! the log names the key at fault (never a value).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use secrecy::ExposeSecret as _;
+use tokio_util::sync::CancellationToken;
+
+use crate::settings::{AdminToken, Live, Settings, SettingsError};
+use crate::signature::{Key, Verifier};
+
+/// What a reload replaces, and where it reads the configuration from.
+#[derive(Debug, Clone)]
+pub struct Reloader {
+    /// `--config`, as `serve` was started with (`None`: the default path, if it exists).
+    config: Option<PathBuf>,
+    /// The settings in force: all but the two reloaded are kept as the daemon started.
+    running: Arc<std::sync::Mutex<Settings>>,
+    verifier: Live<Verifier>,
+    tokens: Live<Vec<AdminToken>>,
+}
+
+/// What a reload put in force.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reloaded {
+    pub webhook_secrets: usize,
+    pub admin_tokens: usize,
+    /// The file also changes keys that only a restart applies.
+    pub restart_needed: bool,
+}
+
+impl Reloader {
+    pub fn new(
+        config: Option<PathBuf>,
+        running: Settings,
+        verifier: Live<Verifier>,
+        tokens: Live<Vec<AdminToken>>,
+    ) -> Self {
+        Self {
+            config,
+            running: Arc::new(std::sync::Mutex::new(running)),
+            verifier,
+            tokens,
+        }
+    }
+
+    /// Reads the configuration again and, when it is valid, puts its webhook secrets and
+    /// admin tokens in force; otherwise changes nothing and says which key is at fault.
+    pub fn reload(&self) -> Result<Reloaded, SettingsError> {
+        let new = Settings::load(self.config.as_deref())?;
+        let mut running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // The scheme stays as started, so every new secret must make a key under it.
+        let scheme = running.webhook.scheme;
+        if new
+            .webhook
+            .secrets
+            .iter()
+            .any(|s| Key::for_scheme(scheme, s.expose_secret()).is_none())
+        {
+            return Err(SettingsError::Invalid {
+                key: "webhook.secrets",
+                message: "a secret does not decode under the running webhook.scheme (a new scheme takes a restart)".into(),
+            });
+        }
+        let mut next = running.clone();
+        next.webhook.secrets = new.webhook.secrets.clone();
+        next.webhook.secrets_file = new.webhook.secrets_file.clone();
+        next.admin.tokens = new.admin.tokens.clone();
+        next.admin.tokens_file = new.admin.tokens_file.clone();
+        self.verifier.replace(Verifier::new(&next.webhook));
+        self.tokens.replace(next.admin.named_tokens());
+        let reloaded = Reloaded {
+            webhook_secrets: next.webhook.secrets.len(),
+            admin_tokens: next.admin.tokens.len(),
+            restart_needed: next.redacted_toml() != new.redacted_toml(),
+        };
+        *running = next;
+        Ok(reloaded)
+    }
+
+    /// Reloads on every SIGHUP that `hangups` receives, until `shutdown`; logs each
+    /// outcome.
+    pub async fn run(self, hangups: Hangups, shutdown: CancellationToken) {
+        let mut hangups = hangups.0.lock().await;
+        loop {
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                received = hangups.recv() => {
+                    if received.is_none() {
+                        return;
+                    }
+                }
+            }
+            self.log(self.reload());
+        }
+    }
+
+    fn log(&self, outcome: Result<Reloaded, SettingsError>) {
+        match outcome {
+            Ok(reloaded) => {
+                tracing::info!(
+                    webhook_secrets = reloaded.webhook_secrets,
+                    admin_tokens = reloaded.admin_tokens,
+                    "configuration reloaded: webhook.secrets and admin.tokens are in force"
+                );
+                if reloaded.restart_needed {
+                    tracing::warn!(
+                        "the configuration also changes other keys: only webhook.secrets and admin.tokens are reloaded, the others take effect at the next start"
+                    );
+                }
+            }
+            // The error names the key and never quotes a value.
+            Err(error) => tracing::error!(
+                %error,
+                "configuration reload refused: the running webhook.secrets and admin.tokens stay"
+            ),
+        }
+    }
+}
+
+/// SIGHUP, listened to from before the daemon says it is ready (a SIGHUP before then
+/// would end the process): shared by the runs of the reload task.
+#[derive(Clone)]
+pub struct Hangups(Arc<tokio::sync::Mutex<tokio::signal::unix::Signal>>);
+
+impl Hangups {
+    /// Starts listening to SIGHUP.
+    pub fn listen() -> std::io::Result<Self> {
+        let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        Ok(Self(Arc::new(tokio::sync::Mutex::new(signal))))
+    }
+}
