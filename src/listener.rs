@@ -78,6 +78,23 @@ pub struct Limits {
     pub idle_timeout: Duration,
 }
 
+impl Limits {
+    /// Limits from a listener's settings: the cap, and its timeouts in seconds.
+    pub fn from_settings(
+        max_connections: usize,
+        header_timeout_secs: u64,
+        body_timeout_secs: u64,
+        idle_timeout_secs: u64,
+    ) -> Self {
+        Self {
+            max_connections,
+            header_timeout: Duration::from_secs(header_timeout_secs),
+            body_timeout: Duration::from_secs(body_timeout_secs),
+            idle_timeout: Duration::from_secs(idle_timeout_secs),
+        }
+    }
+}
+
 /// The error a request body yields once [`Limits::body_timeout`] has passed.
 #[derive(Debug, Clone, Copy, thiserror::Error)]
 #[error("the request body did not arrive within {0:?}")]

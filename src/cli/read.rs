@@ -204,6 +204,37 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
         "messages tracked:      {} ({} not final)",
         status.messages, status.open_messages
     );
+    print_work(&status);
+    match &status.last_error {
+        Some(e) => println!("last error:            {} at {}", e.message, e.at),
+        None => println!("last error:            none"),
+    }
+    if status.replicas.is_empty() {
+        println!("replicas:              none running");
+    }
+    for replica in &status.replicas {
+        println!(
+            "replica:               {} (last seen {}){}",
+            replica.name,
+            replica.last_seen,
+            if replica.leader { ", leader" } else { "" }
+        );
+    }
+    for subscriber in &status.subscribers {
+        println!(
+            "subscriber:            {}",
+            super::output::subscriber_line(subscriber)
+        );
+    }
+    println!(
+        "webhook registrations: {}",
+        super::output::registration_line(status.registration_check.as_ref())
+    );
+    Ok(())
+}
+
+/// The status lines of the daemon's work with the service: reconciliation and pushes.
+fn print_work(status: &crate::model::Status) {
     if status.reconciliation.is_empty() {
         println!("last reconciliation:   never");
     }
@@ -234,30 +265,4 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     if let Some(error) = &pushes.last_push_error {
         println!("last push error:       {error}");
     }
-    match &status.last_error {
-        Some(e) => println!("last error:            {} at {}", e.message, e.at),
-        None => println!("last error:            none"),
-    }
-    if status.replicas.is_empty() {
-        println!("replicas:              none running");
-    }
-    for replica in &status.replicas {
-        println!(
-            "replica:               {} (last seen {}){}",
-            replica.name,
-            replica.last_seen,
-            if replica.leader { ", leader" } else { "" }
-        );
-    }
-    for subscriber in &status.subscribers {
-        println!(
-            "subscriber:            {}",
-            super::output::subscriber_line(subscriber)
-        );
-    }
-    println!(
-        "webhook registrations: {}",
-        super::output::registration_line(status.registration_check.as_ref())
-    );
-    Ok(())
 }

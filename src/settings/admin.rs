@@ -1,7 +1,5 @@
 //! `[admin]` and `[log]`: the local listener for other tools, and logging.
 
-use std::time::Duration;
-
 use super::*;
 
 /// `[admin]`: the local listener for other tools.
@@ -72,12 +70,12 @@ fn token_name(text: &str) -> Option<(&str, &str)> {
 impl AdminSettings {
     /// The listener's limits.
     pub fn limits(&self) -> crate::listener::Limits {
-        crate::listener::Limits {
-            max_connections: self.max_connections,
-            header_timeout: Duration::from_secs(self.header_timeout_secs),
-            body_timeout: Duration::from_secs(self.body_timeout_secs),
-            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
-        }
+        crate::listener::Limits::from_settings(
+            self.max_connections,
+            self.header_timeout_secs,
+            self.body_timeout_secs,
+            self.idle_timeout_secs,
+        )
     }
 
     /// The configured tokens with their names.

@@ -1,7 +1,5 @@
 //! `[ingest]` and `[webhook]`: the public listener and how its deliveries are verified.
 
-use std::time::Duration;
-
 use super::*;
 
 /// `[ingest]`: the public listener the webhook registrations target.
@@ -33,12 +31,12 @@ pub struct IngestSettings {
 impl IngestSettings {
     /// The listener's limits.
     pub fn limits(&self) -> crate::listener::Limits {
-        crate::listener::Limits {
-            max_connections: self.max_connections,
-            header_timeout: Duration::from_secs(self.header_timeout_secs),
-            body_timeout: Duration::from_secs(self.body_timeout_secs),
-            idle_timeout: Duration::from_secs(self.idle_timeout_secs),
-        }
+        crate::listener::Limits::from_settings(
+            self.max_connections,
+            self.header_timeout_secs,
+            self.body_timeout_secs,
+            self.idle_timeout_secs,
+        )
     }
 }
 

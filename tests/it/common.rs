@@ -514,3 +514,22 @@ pub fn as_client<T: serde::de::DeserializeOwned>(sandbox_value: &impl serde::Ser
     let json = serde_json::to_value(sandbox_value).expect("the sandbox's value serializes");
     serde_json::from_value(json).expect("the client reads what the sandbox serves")
 }
+
+/// The `/metrics` text served at `url` (an admin listener's `/metrics`).
+pub async fn metrics_text(http: &reqwest::Client, url: String) -> String {
+    http.get(url)
+        .send()
+        .await
+        .expect("GET /metrics")
+        .text()
+        .await
+        .expect("the metrics text")
+}
+
+/// The value of `series` (its name and labels as exposed) in a `/metrics` text.
+pub fn series_value(metrics: &str, series: &str) -> Option<String> {
+    metrics
+        .lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(str::to_owned)
+}

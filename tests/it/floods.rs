@@ -9,7 +9,9 @@ use outreach_sync::metrics::{self, Closed, Listener};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
 
-use crate::common::{ADMIN_TOKEN, consent_event, spawn_app, with_admin_token};
+use crate::common::{
+    ADMIN_TOKEN, consent_event, metrics_text, series_value, spawn_app, with_admin_token,
+};
 use crate::daemon_process::{Daemon, SECRET, Signer};
 
 /// How long after it began `stream` was closed by the daemon (read gives end of file or a
@@ -32,6 +34,16 @@ async fn closed_within(
     .ok()
 }
 
+/// Writes `byte` every 200 ms, 50 times at most, until the daemon closes the connection.
+async fn dribble(mut writer: tokio::net::tcp::OwnedWriteHalf, byte: &'static [u8]) {
+    for _ in 0..50 {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        if writer.write_all(byte).await.is_err() {
+            break;
+        }
+    }
+}
+
 /// A connection to `to` from the loopback address `from` (127.0.0.0/8 is all loopback).
 async fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStream> {
     let socket = TcpSocket::new_v4()?;
@@ -50,15 +62,8 @@ async fn a_head_sent_a_byte_at_a_time_is_cut_off_at_the_header_timeout() {
         .write_all(b"POST /webhooks HTTP/1.1\r\n")
         .await
         .unwrap();
-    let (mut reader, mut writer) = stream.into_split();
-    let dribble = tokio::spawn(async move {
-        for _ in 0..50 {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if writer.write_all(b"x").await.is_err() {
-                break;
-            }
-        }
-    });
+    let (mut reader, writer) = stream.into_split();
+    let dribble = tokio::spawn(dribble(writer, b"x"));
     let mut buffer = [0u8; 64];
     let closed = tokio::time::timeout(Duration::from_secs(6), async {
         while matches!(reader.read(&mut buffer).await, Ok(n) if n > 0) {}
@@ -125,15 +130,8 @@ async fn a_body_sent_too_slowly_is_answered_408() {
         .write_all(b"POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nX-Signature: 00\r\n\r\n{")
         .await
         .unwrap();
-    let (mut reader, mut writer) = stream.into_split();
-    let dribble = tokio::spawn(async move {
-        for _ in 0..50 {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            if writer.write_all(b" ").await.is_err() {
-                break;
-            }
-        }
-    });
+    let (mut reader, writer) = stream.into_split();
+    let dribble = tokio::spawn(dribble(writer, b" "));
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(6), reader.read_to_end(&mut answer)).await;
     dribble.abort();
@@ -279,27 +277,17 @@ async fn a_flood_past_the_descriptor_limit_stalls_neither_deliveries_nor_the_adm
         assert_eq!(health.expect("the admin listener answers").status(), 200);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let metrics = http
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&http, daemon.admin_url("/metrics")).await;
     stop.cancel();
     for attacker in attackers {
         let _ = attacker.await;
     }
     println!("slowest signed delivery during the flood: {slowest:?}");
-    let evicted = metrics
-        .lines()
-        .find(|l| {
-            l.starts_with(
-                "outreach_sync_connections_closed_total{listener=\"ingest\",reason=\"evicted\"}",
-            )
-        })
-        .and_then(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
-        .unwrap_or(0);
+    let evicted = series_value(
+        &metrics,
+        "outreach_sync_connections_closed_total{listener=\"ingest\",reason=\"evicted\"}",
+    )
+    .and_then(|v| v.parse::<u64>().ok())
+    .unwrap_or(0);
     assert!(evicted > 0, "{metrics}");
 }

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::common::{metrics_text, series_value};
 use crate::daemon_process::Daemon;
 
 const TOKEN: &str = "crm:the-right-token-8c1f";
@@ -61,20 +62,10 @@ async fn wrong_bearer_tokens_are_limited_per_address_logged_without_the_token_an
     // Another address is not held up by the guesser.
     assert_eq!(status(&neighbour, "the-right-token-8c1f").await.0, 200);
 
-    let metrics = neighbour
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let metrics = metrics_text(&neighbour, daemon.admin_url("/metrics")).await;
     let count = |labels: &str| {
-        let series = format!("outreach_sync_admin_auth_failures_total{{{labels}}} ");
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(series.as_str()))
-            .and_then(|v| v.parse::<u64>().ok())
+        let series = format!("outreach_sync_admin_auth_failures_total{{{labels}}}");
+        series_value(&metrics, &series).and_then(|v| v.parse::<u64>().ok())
     };
     assert_eq!(
         count("attempt=\"bearer\",outcome=\"refused\""),

@@ -87,18 +87,8 @@ async fn status_check(app: &TestApp) -> Value {
 }
 
 async fn registration_ok_metric(app: &TestApp) -> Option<String> {
-    let text = app
-        .http
-        .get(app.admin_url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    text.lines()
-        .find_map(|l| l.strip_prefix("outreach_sync_registration_ok "))
-        .map(str::to_owned)
+    let text = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;
+    crate::common::series_value(&text, "outreach_sync_registration_ok")
 }
 
 // Multi-threaded: the commands run as child processes while the sandbox and the daemon
