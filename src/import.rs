@@ -10,6 +10,9 @@
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 
+mod record;
+pub use record::{ImportError, MAX_INVALID_KEPT, Refusal, Report, Request, import};
+
 use sha2::{Digest as _, Sha256};
 
 use crate::model::phone::{self, E164, Region};

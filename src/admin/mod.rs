@@ -14,6 +14,7 @@ mod console;
 mod error;
 mod evidence;
 pub mod guard;
+mod import;
 mod openapi;
 mod records;
 mod stream;
@@ -202,6 +203,66 @@ pub static ROUTES: &[RouteSpec] = &[
         request: Some("LocalChange"),
         response: (202, Some("LocalChangeRecorded")),
         handler: || post(consent::record),
+    },
+    RouteSpec {
+        method: Method::POST,
+        path: "/v1/consent/import",
+        operation_id: "importOptOuts",
+        summary: "Record an opt-out list (CSV body); a list with an invalid row is refused whole (400 naming the rows) unless skipInvalid",
+        public: false,
+        query: &[
+            Param {
+                name: "org",
+                required: false,
+                kind: "string",
+                description: "Record the opt-outs in this organization (or account=true)",
+            },
+            Param {
+                name: "account",
+                required: false,
+                kind: "boolean",
+                description: "Opt the numbers out for the whole account, and suppress them for leads that appear later",
+            },
+            Param {
+                name: "region",
+                required: false,
+                kind: "string",
+                description: "Where national formats are read (ISO 3166, default US)",
+            },
+            Param {
+                name: "reason",
+                required: false,
+                kind: "string",
+                description: "Kept with every entry (at most 500 characters)",
+            },
+            Param {
+                name: "skipInvalid",
+                required: false,
+                kind: "boolean",
+                description: "Record the valid rows of a list that has invalid ones",
+            },
+            Param {
+                name: "dryRun",
+                required: false,
+                kind: "boolean",
+                description: "Say what would be recorded; record nothing",
+            },
+            Param {
+                name: "phoneColumn",
+                required: false,
+                kind: "string",
+                description: "The header of the numbers' column (found by name or content otherwise)",
+            },
+            Param {
+                name: "file",
+                required: false,
+                kind: "string",
+                description: "The list's name, kept in the evidence (default upload.csv)",
+            },
+        ],
+        request: Some("CsvList"),
+        response: (200, Some("ImportResult")),
+        handler: || post(import::import),
     },
     RouteSpec {
         method: Method::POST,

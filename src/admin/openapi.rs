@@ -54,10 +54,14 @@ fn operation(route: &RouteSpec) -> Value {
         operation["security"] = json!([]);
     }
     if let Some(name) = route.request {
-        operation["requestBody"] = json!({
-            "required": true,
-            "content": {"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}}
-        });
+        let content = match name {
+            "CsvList" => json!({"text/csv": {"schema": {"type": "string",
+                "description": "CSV with or without a header row; `,` `;` or tab; quoted fields; a UTF-8 BOM"}}}),
+            name => {
+                json!({"application/json": {"schema": {"$ref": format!("#/components/schemas/{name}")}}})
+            }
+        };
+        operation["requestBody"] = json!({"required": true, "content": content});
     }
     operation
 }
@@ -147,7 +151,11 @@ fn schemas() -> Value {
             "organizationId": string(), "leadId": nullable_string(), "phoneNumber": string(),
             "optedOut": {"type": "boolean"}, "changedAt": string(),
             "source": {"type": "string", "enum": ["webhook", "reconcile", "local"]}}},
-        "ConsentItems": items_of("ConsentRecord"),
+        "ConsentItems": {"type": "object", "required": ["items", "suppressed"], "properties": {
+            "items": {"type": "array", "items": {"$ref": "#/components/schemas/ConsentRecord"}},
+            "suppressed": {"type": "boolean", "description": "opted out for the whole account: a lead that appears with the number is opted out"},
+            "suppressedSince": {"type": "string", "description": "when the account-wide opt-out happened (with suppressed)"},
+            "suppressedBy": {"type": "integer", "description": "the ledger entry of that opt-out (with suppressed)"}}},
         "LedgerEntry": {"type": "object", "properties": {
             "seq": {"type": "integer"}, "organizationId": string(), "leadId": nullable_string(),
             "phoneNumber": string(), "optedOut": {"type": "boolean"}, "occurredAt": string(),
@@ -171,6 +179,17 @@ fn schemas() -> Value {
                 "optedOut": {"type": "boolean"},
                 "tagId": {"type": "string", "maxLength": MAX_ID_CHARS},
                 "reason": {"type": "string", "maxLength": MAX_REASON_CHARS}}},
+        "ImportResult": {"type": "object", "properties": {
+            "rows": {"type": "integer"}, "valid": {"type": "integer"},
+            "invalid": {"type": "integer"}, "duplicatesInFile": {"type": "integer"},
+            "alreadyOptedOut": {"type": "integer", "description": "(organization, number) pairs opted out already"},
+            "recorded": {"type": "integer", "description": "ledger entries recorded"},
+            "suppressed": {"type": "integer", "description": "numbers suppressed that were not"},
+            "pushes": {"type": "integer", "description": "opt-outs queued for the service"},
+            "sha256": string(), "dryRun": {"type": "boolean"},
+            "invalidRows": {"type": "array", "items": {"$ref": "#/components/schemas/InvalidRow"}}}},
+        "InvalidRow": {"type": "object", "properties": {
+            "line": {"type": "integer"}, "value": string(), "reason": string()}},
         "LocalChangeRecorded": {"type": "object", "properties": {
             "seq": {"type": "integer"}, "eventRef": string(), "current": {"type": "boolean"},
             "push": string()}},

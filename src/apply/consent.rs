@@ -106,6 +106,7 @@ fn decide(observations: &[ConsentObservation], states: &ConsentStates) -> Vec<De
                 let state = StoredConsent {
                     rank,
                     lead_id: lead_id.clone(),
+                    seq: None,
                 };
                 overlay.insert(key, state);
             }

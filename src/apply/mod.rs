@@ -19,6 +19,8 @@ use crate::store::ApplyTx;
 mod consent;
 mod echo;
 pub mod local;
+mod suppression;
+pub mod imported;
 
 pub use echo::{Echo, EchoMatcher, echo_reason};
 pub use local::{LocalChange, LocalError, Recorded, record_local};
@@ -123,11 +125,60 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
     let states = tx.consent_states(&keys).await?;
-    consent::apply(tx, &plan.consent, now, states).await?;
+    let mut observations = plan.consent;
+    let events = observations.len();
+    let kept = suppressed_by_events(tx, &observations, &states, now).await?;
+    observations.extend(kept);
+    let applied = consent::apply(tx, &observations, now, states).await?;
+    if account_sync {
+        suppression::follow(tx, &observations[..events], &applied[..events]).await?;
+    }
+    let kept: Vec<&ConsentObservation> = observations[events..].iter().collect();
+    suppression::queue_pushes(tx, &kept, &applied[events..], now).await?;
     Ok(Outcome {
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,
     })
+}
+
+/// The entries that keep opted out the leads of opt-in events older than the suppression
+/// of their number (a late or reordered delivery), over the states stored before the batch.
+async fn suppressed_by_events<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    observations: &[ConsentObservation],
+    states: &crate::model::ConsentStates,
+    now: DateTime<Utc>,
+) -> Result<Vec<ConsentObservation>, crate::store::Error> {
+    let opt_ins: Vec<&ConsentObservation> = observations
+        .iter()
+        .filter(|o| !o.opted_out && o.lead_id.is_some())
+        .collect();
+    if opt_ins.is_empty() {
+        return Ok(Vec::new());
+    }
+    let phones: Vec<&str> = opt_ins.iter().map(|o| o.phone_number.as_str()).collect();
+    let suppressions = tx.suppressions(&phones).await?;
+    let mut kept: Vec<ConsentObservation> = Vec::new();
+    for o in opt_ins {
+        let Some(suppression) = suppressions.get(&o.phone_number) else {
+            continue;
+        };
+        let Some(lead) = o.lead_id.as_deref() else { continue };
+        let stored = states
+            .0
+            .get(&(o.organization_id.clone(), o.phone_number.clone()));
+        // Only the number's suppression here: an organization's own opt-out is last-writer-
+        // wins against the lead's own events.
+        let stored = stored.filter(|s| !s.rank.opted_out);
+        let by = suppression::suppressed_by(lead, Some(o.occurred_at), stored, Some(suppression));
+        if let Some(by) = by
+            && !kept.iter().any(|k| k.lead_id.as_deref() == Some(lead))
+        {
+            let (org, phone) = (&o.organization_id, &o.phone_number);
+            kept.push(suppression::observation(org, phone, lead, by, now));
+        }
+    }
+    Ok(kept)
 }
 
 /// Turns the batch's consent events into observations, in receipt order, exactly as
@@ -304,6 +355,9 @@ pub struct PageApplied {
     pub new: u64,
     /// Numbers whose mirrored consent was wrong and is now right.
     pub repaired: u64,
+    /// Leads found not opted out whose number is suppressed (or opted out in their
+    /// organization before they existed): opted out here and queued for the service.
+    pub suppressed: u64,
 }
 
 /// Applies one page of leads as fetched at `fetched_at`: their fields, and each consent
@@ -319,36 +373,57 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
         .collect();
     let mirrored = locked_states(tx, &keys).await?;
+    let not_opted_out: Vec<&str> = leads
+        .iter()
+        .filter(|l| !l.global_opted_out)
+        .map(|l| l.phone_number.as_str())
+        .collect();
+    let suppressions = tx.suppressions(&not_opted_out).await?;
     let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
     tx.upsert_leads(&observed, fetched_at).await?;
-    // Each difference, with whether the mirror knew the number (a repair) or not (new).
-    let (differences, known): (Vec<ConsentObservation>, Vec<bool>) = leads
-        .iter()
-        .filter_map(|l| {
-            let was = mirrored.opted_out(&l.organization_id, &l.phone_number);
-            (was != Some(l.global_opted_out)).then(|| {
-                let observation = ConsentObservation {
-                    organization_id: l.organization_id.clone(),
-                    phone_number: l.phone_number.clone(),
-                    lead_id: Some(l.id.clone()),
-                    opted_out: l.global_opted_out,
-                    occurred_at: fetched_at,
-                    source: Source::Reconcile,
-                    event_ref: format!("reconcile:{pass_id}:{}", l.id),
-                    tag_id: None,
-                    reason: None,
-                    evidence: Some(KeptEvidence::Reconcile {
-                        requested_at: Timestamp(fetched_at),
-                        lead: lead_json(l),
-                    }),
-                };
-                (observation, was.is_some())
-            })
-        })
-        .unzip();
+    // Each difference, with whether the mirror knew the number (a repair) or not (new);
+    // then the leads kept opted out by an opt-out the service never had for them.
+    let mut observations = Vec::new();
+    let mut known = Vec::new();
+    let mut suppressed = Vec::new();
+    for l in leads {
+        let stored = mirrored
+            .0
+            .get(&(l.organization_id.clone(), l.phone_number.clone()));
+        let suppression = suppressions.get(&l.phone_number);
+        if !l.global_opted_out
+            && let Some(by) = suppression::suppressed_by(&l.id, None, stored, suppression)
+        {
+            let (org, phone) = (&l.organization_id, &l.phone_number);
+            suppressed.push(suppression::observation(org, phone, &l.id, by, fetched_at));
+            continue;
+        }
+        let was = stored.map(|s| s.rank.opted_out);
+        if was == Some(l.global_opted_out) {
+            continue;
+        }
+        observations.push(ConsentObservation {
+            organization_id: l.organization_id.clone(),
+            phone_number: l.phone_number.clone(),
+            lead_id: Some(l.id.clone()),
+            opted_out: l.global_opted_out,
+            occurred_at: fetched_at,
+            source: Source::Reconcile,
+            event_ref: format!("reconcile:{pass_id}:{}", l.id),
+            tag_id: None,
+            reason: None,
+            evidence: Some(KeptEvidence::Reconcile {
+                requested_at: Timestamp(fetched_at),
+                lead: lead_json(l),
+            }),
+        });
+        known.push(was.is_some());
+    }
+    let differences = observations.len();
+    observations.extend(suppressed);
     // The states just read serve the apply too: the numbers are locked.
     let applied: Vec<ConsentApplied> =
-        consent::apply(tx, &differences, fetched_at, mirrored).await?;
+        consent::apply(tx, &observations, fetched_at, mirrored).await?;
     let mut counts = PageApplied {
         scanned: leads.len() as u64,
         ..PageApplied::default()
@@ -360,6 +435,9 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
             (true, false) => {}
         }
     }
+    let kept: Vec<&ConsentObservation> = observations[differences..].iter().collect();
+    counts.suppressed =
+        suppression::queue_pushes(tx, &kept, &applied[differences..], fetched_at).await?;
     Ok(counts)
 }
 

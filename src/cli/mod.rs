@@ -3,6 +3,7 @@
 mod consent;
 mod daemon;
 mod evidence;
+mod import;
 mod output;
 mod read;
 mod registrations;
@@ -112,6 +113,9 @@ pub enum Command<T: Subcommand> {
         #[arg(long)]
         reason: Option<String>,
     },
+    /// Record an opt-out list from another platform (CSV; numbers normalized to E.164);
+    /// a list with an invalid row is refused whole unless --skip-invalid.
+    Import(import::ImportArgs),
     /// Record a local opt-in and queue it for the service.
     OptIn {
         phone: String,
@@ -387,6 +391,7 @@ async fn on_the_ledger<T: Subcommand>(
             let change = consent::local_change(organization, phone, false, None, reason);
             consent::change(settings, change, json).await
         }
+        Command::Import(args) => import::run(settings, args, json).await,
         Command::Evidence {
             phone,
             organization,

@@ -30,6 +30,14 @@ pub async fn current(
     (pool.into()).current(phone, organization).await
 }
 
+/// The suppression in force of `phone`, if it is suppressed.
+pub async fn suppression(
+    pool: impl Into<Pool>,
+    phone: &str,
+) -> Result<Option<crate::model::Suppression>, crate::store::Error> {
+    (pool.into()).suppression(phone).await
+}
+
 /// Current consent of each of `phones` (without duplicates), in their order, organizations
 /// sorted; in every organization or in one. Numbers without a record are left out.
 pub async fn lookup(

@@ -51,8 +51,9 @@ pub struct ConsentObservation {
     pub evidence: Option<KeptEvidence>,
 }
 
-/// The evidence kept with a `reconcile` or `local` ledger entry, as JSON in its
-/// `evidence` column.
+/// The evidence kept with a `reconcile`, `import` or `local` ledger entry, as JSON in its
+/// `evidence` column. (Untagged: a variant whose fields are a subset of another's comes
+/// after it.)
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[serde(untagged, rename_all_fields = "camelCase")]
 pub enum KeptEvidence {
@@ -61,8 +62,36 @@ pub enum KeptEvidence {
         requested_at: Timestamp,
         lead: serde_json::Value,
     },
+    /// The imported list the number came from: its name as given, the SHA-256 of its exact
+    /// bytes, the line, who imported it and why.
+    Import {
+        file: String,
+        sha256: String,
+        line: u64,
+        actor: String,
+        reason: Option<String>,
+    },
+    /// A lead that appeared with a number opted out before it: `actor` is `suppression`,
+    /// `suppressed_by` the ledger entry that opted the number out.
+    Suppressed { actor: String, suppressed_by: i64 },
     /// Who made a local change: an admin token's name, or `cli:USER`.
     Local { actor: String },
+}
+
+/// The actor of the entries suppression records.
+pub const SUPPRESSION_ACTOR: &str = "suppression";
+
+/// The organization of an account-wide entry: an `--account` import records each number
+/// there once, and that entry is what suppresses it.
+pub const ACCOUNT_WIDE: &str = "*";
+
+/// A number opted out for the whole account: by the ledger entry `seq`, from `since` (its
+/// event time) until an account-wide opt-in later than that.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Suppression {
+    pub seq: i64,
+    pub since: Timestamp,
 }
 
 /// What applying one consent observation did.
@@ -104,6 +133,8 @@ pub fn to_millis(at: DateTime<Utc>) -> DateTime<Utc> {
 pub struct StoredConsent {
     pub rank: Rank,
     pub lead_id: Option<String>,
+    /// The ledger entry that set it (`None` for a state decided earlier in the same batch).
+    pub seq: Option<i64>,
 }
 
 /// The current consent of some (organization, number) pairs, as stored.

@@ -248,6 +248,8 @@ text_enum! {
         Webhook = "webhook",
         Reconcile = "reconcile",
         Local = "local",
+        /// An opt-out list imported from another platform.
+        Import = "import",
     }
 }
 

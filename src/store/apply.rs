@@ -6,7 +6,7 @@ use super::codec;
 use crate::model::Lead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, Source, StatusObservation,
-    Timestamp,
+    Suppression, Timestamp,
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
@@ -140,6 +140,16 @@ pub struct StateWrite<'a> {
     pub stored: bool,
 }
 
+/// An account-wide opt-out of a number, which suppresses it.
+#[derive(Debug, Clone, Copy)]
+pub struct Suppressing<'a> {
+    pub phone_number: &'a str,
+    /// Its ledger entry.
+    pub seq: i64,
+    /// Its event time.
+    pub since: DateTime<Utc>,
+}
+
 /// The writes of the apply path, inside a transaction the caller began and commits. Every
 /// method takes a whole batch.
 pub trait ApplyTx: Send {
@@ -223,6 +233,25 @@ pub trait ApplyTx: Send {
         applied: &[i64],
         quarantined: &[(i64, String)],
         now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The suppressions in force of those of `phones` that are suppressed.
+    fn suppressions(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, Suppression>, crate::store::Error>> + Send;
+
+    /// Suppresses each number from its account-wide opt-out (its entry and event time); a
+    /// number already suppressed keeps its earlier suppression.
+    fn suppress(
+        &mut self,
+        opt_outs: &[Suppressing<'_>],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Ends the suppression of each number whose account-wide opt-in is later than it.
+    fn lift_suppressions(
+        &mut self,
+        opt_ins: &[(&str, DateTime<Utc>)],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// Queues the local change recorded as `seq` for the service, superseding older changes

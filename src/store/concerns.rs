@@ -197,6 +197,12 @@ pub trait ReadStore {
         organization: Option<&str>,
     ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error>;
 
+    /// The suppression in force of `phone`, if it is suppressed.
+    async fn suppression(
+        &self,
+        phone: &str,
+    ) -> Result<Option<crate::model::Suppression>, crate::store::Error>;
+
     /// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
     /// count)`, oldest first. Ids grow with receipt, so the rows of the window are found by
     /// walking the primary key back from the newest, not by a scan of the whole outbox.

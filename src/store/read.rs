@@ -21,6 +21,18 @@ pub(crate) use ledger_columns;
 /// The shared methods of `ReadStore`, expanded inside each backend's `impl` block.
 macro_rules! shared {
     () => {
+        async fn suppression(
+            &self,
+            phone: &str,
+        ) -> Result<Option<crate::model::Suppression>, crate::store::Error> {
+            let row: Option<(i64, crate::model::Timestamp)> =
+                sqlx::query_as("SELECT seq, since FROM suppressions WHERE phone_number = $1")
+                    .bind(phone)
+                    .fetch_optional(self)
+                    .await?;
+            Ok(row.map(|(seq, since)| crate::model::Suppression { seq, since }))
+        }
+
         async fn history(
             &self,
             phone: &str,

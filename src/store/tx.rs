@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 
 use super::{
     ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, PageCheckpoint,
-    Pool, PushedChange, StateWrite, StatusObservation,
+    Pool, PushedChange, StateWrite, StatusObservation, Suppressing,
 };
-use crate::model::{Delivery, Lead, RejectedDelivery, StoredDelivery};
+use crate::model::{Delivery, Lead, RejectedDelivery, StoredDelivery, Suppression};
 
 /// How SQLite begins a write transaction: with the database's write lock.
 const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
@@ -173,6 +173,9 @@ forward!(ApplyTx for Tx<'_> {
     fn upsert_leads(&mut self, leads: &[(&Lead, DateTime<Utc>)], now: DateTime<Utc>) -> u64;
     fn apply_statuses(&mut self, observations: &[StatusObservation<'_>], now: DateTime<Utc>) -> u64;
     fn settle_outbox(&mut self, applied: &[i64], quarantined: &[(i64, String)], now: DateTime<Utc>) -> ();
+    fn suppressions(&mut self, phones: &[&str]) -> HashMap<String, Suppression>;
+    fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> ();
+    fn lift_suppressions(&mut self, opt_ins: &[(&str, DateTime<Utc>)]) -> ();
     fn queue_push(&mut self, seq: i64, change: &ConsentObservation, now: DateTime<Utc>) -> ();
     fn claim_pending(&mut self, limit: i64, now: DateTime<Utc>) -> Vec<StoredDelivery>;
     fn page_written(&mut self, page: PageCheckpoint<'_>) -> ();

@@ -18,10 +18,10 @@ use sqlx::PgConnection;
 
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
-    StoredConsent,
+    StoredConsent, Suppression,
 };
 use crate::model::{Lead, Timestamp, is_terminal};
-use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, status_rank};
+use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing, status_rank};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -31,6 +31,7 @@ struct StateRow {
     changed_at: DateTime<Utc>,
     opted_out: bool,
     lead_id: Option<String>,
+    seq: i64,
 }
 
 /// One column of `rows`, for an array parameter.
@@ -127,7 +128,7 @@ impl ApplyTx for PgConnection {
     ) -> Result<ConsentStates, crate::store::Error> {
         let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
         let rows: Vec<StateRow> = sqlx::query_as(
-            "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id
+            "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq
              FROM unnest($1::text[], $2::text[]) AS k (org, phone)
              JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org",
         )
@@ -145,6 +146,7 @@ impl ApplyTx for PgConnection {
                     let state = StoredConsent {
                         rank,
                         lead_id: row.lead_id,
+                        seq: Some(row.seq),
                     };
                     ((row.organization_id, row.phone_number), state)
                 })
@@ -397,6 +399,63 @@ impl ApplyTx for PgConnection {
             .execute(&mut *self)
             .await?;
         }
+        Ok(())
+    }
+
+    async fn suppressions(
+        &mut self,
+        phones: &[&str],
+    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
+            "SELECT phone_number, seq, since FROM suppressions WHERE phone_number = ANY($1)",
+        )
+        .bind(phones)
+        .fetch_all(&mut *self)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(phone, seq, since)| {
+                let since = Timestamp(since);
+                (phone, Suppression { seq, since })
+            })
+            .collect())
+    }
+
+    async fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> Result<(), crate::store::Error> {
+        if opt_outs.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "INSERT INTO suppressions (phone_number, seq, since)
+             SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
+             ON CONFLICT (phone_number) DO NOTHING",
+        )
+        .bind(column(opt_outs, |s| s.phone_number))
+        .bind(column(opt_outs, |s| s.seq))
+        .bind(column(opt_outs, |s| s.since))
+        .execute(&mut *self)
+        .await?;
+        Ok(())
+    }
+
+    async fn lift_suppressions(
+        &mut self,
+        opt_ins: &[(&str, DateTime<Utc>)],
+    ) -> Result<(), crate::store::Error> {
+        if opt_ins.is_empty() {
+            return Ok(());
+        }
+        sqlx::query(
+            "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
+             WHERE s.phone_number = k.phone AND s.since < k.at",
+        )
+        .bind(column(opt_ins, |(p, _)| *p))
+        .bind(column(opt_ins, |(_, at)| *at))
+        .execute(&mut *self)
+        .await?;
         Ok(())
     }
 

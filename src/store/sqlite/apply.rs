@@ -16,10 +16,10 @@ use sqlx::SqliteConnection;
 use crate::model::chain::ChainHead;
 use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
-    StoredConsent,
+    StoredConsent, Suppression,
 };
 use crate::model::{Lead, MessageStatus, Timestamp, is_terminal};
-use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite};
+use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
@@ -108,22 +108,24 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, crate::store::Error> {
-        let rows: Vec<(String, String, Timestamp, bool, Option<String>)> = codec::json_rows(
+        let rows: Vec<(String, String, Timestamp, bool, Option<String>, i64)> = codec::json_rows(
             self,
             "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
-                                                json(iif(s.opted_out, 'true', 'false')), s.lead_id))
+                                                json(iif(s.opted_out, 'true', 'false')), s.lead_id,
+                                                s.seq))
              FROM json_each(?) AS k
              JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
             codec::json_param(keys)?,
         )
         .await?;
         let mut states = HashMap::with_capacity(rows.len());
-        for (o, p, at, opted_out, lead_id) in rows {
+        for (o, p, at, opted_out, lead_id, seq) in rows {
             let rank = Rank {
                 changed_at: at.at(),
                 opted_out,
             };
-            states.insert((o, p), StoredConsent { rank, lead_id });
+            let seq = Some(seq);
+            states.insert((o, p), StoredConsent { rank, lead_id, seq });
         }
         Ok(ConsentStates(states))
     }
@@ -367,6 +369,63 @@ impl ApplyTx for SqliteConnection {
             .execute(&mut *self)
             .await?;
         }
+        Ok(())
+    }
+
+    async fn suppressions(
+        &mut self,
+        phones: &[&str],
+    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows: Vec<(String, i64, Timestamp)> = codec::json_rows(
+            self,
+            "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
+             FROM json_each(?) AS k JOIN suppressions AS s ON s.phone_number = k.value",
+            codec::json_param(phones)?,
+        )
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
+            .collect())
+    }
+
+    async fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> Result<(), crate::store::Error> {
+        for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT INTO suppressions (phone_number, seq, since) ",
+            );
+            insert.push_values(chunk, |mut row, s| {
+                row.push_bind(s.phone_number)
+                    .push_bind(s.seq)
+                    .push_bind(Timestamp(s.since));
+            });
+            insert.push(" ON CONFLICT (phone_number) DO NOTHING");
+            insert.build().execute(&mut *self).await?;
+        }
+        Ok(())
+    }
+
+    async fn lift_suppressions(
+        &mut self,
+        opt_ins: &[(&str, DateTime<Utc>)],
+    ) -> Result<(), crate::store::Error> {
+        if opt_ins.is_empty() {
+            return Ok(());
+        }
+        let rows: Vec<(&str, Timestamp)> =
+            opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
+        sqlx::query(
+            "DELETE FROM suppressions WHERE rowid IN (
+                 SELECT s.rowid FROM json_each(?) AS k
+                 JOIN suppressions AS s ON s.phone_number = k.value ->> 0
+                 WHERE s.since < k.value ->> 1)",
+        )
+        .bind(codec::json_param(&rows)?)
+        .execute(&mut *self)
+        .await?;
         Ok(())
     }
 

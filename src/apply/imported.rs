@@ -1,0 +1,181 @@
+//! Opt-out lists recorded, a batch of a list's numbers at a time, in the caller's
+//! transaction. Each (organization, number) not opted out already gets an `import` entry
+//! whose evidence names the list; the opt-out of each mirrored lead is queued for the
+//! service. An account-wide import also records each number once for the whole account
+//! (organization [`ACCOUNT_WIDE`]), and that entry suppresses it (see `suppression`).
+
+use std::collections::HashSet;
+
+use chrono::{DateTime, Utc};
+
+use crate::model::{
+    ACCOUNT_WIDE, ConsentObservation, ConsentStates, KeptEvidence, Source, StoredConsent,
+};
+use crate::store::{ApplyTx, Suppressing};
+
+/// Whom a list opts out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Each of these organizations.
+    Organizations(Vec<String>),
+    /// The whole account: every organization holding the number now, and every lead that
+    /// appears with it later (the number is suppressed).
+    Account,
+}
+
+/// What the entries of one list say of it.
+#[derive(Debug, Clone)]
+pub struct ListEvidence {
+    /// The file as named by whoever imported it (`-` for standard input).
+    pub file: String,
+    pub sha256: String,
+    /// An admin token's name, or `cli:USER`.
+    pub actor: String,
+    pub reason: Option<String>,
+}
+
+/// One number of a list: E.164, and the line it was first on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedNumber {
+    pub phone_number: String,
+    pub line: u64,
+}
+
+/// What recording (or, in a dry run, planning) a batch did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BatchCounts {
+    /// (organization, number) pairs opted out already.
+    pub already_opted_out: u64,
+    /// Entries recorded (or that would be).
+    pub recorded: u64,
+    /// Numbers suppressed that were not.
+    pub suppressed: u64,
+    /// Opt-outs queued for the service.
+    pub pushes: u64,
+}
+
+impl std::ops::AddAssign for BatchCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.already_opted_out += other.already_opted_out;
+        self.recorded += other.recorded;
+        self.suppressed += other.suppressed;
+        self.pushes += other.pushes;
+    }
+}
+
+/// Records `numbers` (distinct) for `scope`; with `dry_run` only counts what it would do.
+pub async fn record_batch<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    scope: &Scope,
+    list: &ListEvidence,
+    numbers: &[ListedNumber],
+    now: DateTime<Utc>,
+    dry_run: bool,
+) -> Result<BatchCounts, crate::store::Error> {
+    let mut phones: Vec<&str> = numbers.iter().map(|n| n.phone_number.as_str()).collect();
+    phones.sort_unstable();
+    tx.lock_numbers(&phones).await?;
+    // The organizations each number is recorded in.
+    let targets: Vec<(&ListedNumber, Vec<String>)> = match scope {
+        Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),
+        Scope::Account => {
+            let holders = tx.holders_of(&phones).await?;
+            numbers
+                .iter()
+                .map(|n| {
+                    let held = holders.get(&n.phone_number).into_iter().flatten();
+                    // ACCOUNT_WIDE first (an earlier import's entry holds it too).
+                    let orgs = std::iter::once(ACCOUNT_WIDE.to_owned())
+                        .chain(held.map(|(org, _)| org.clone()))
+                        .collect::<Vec<_>>();
+                    (n, dedup(orgs))
+                })
+                .collect()
+        }
+    };
+    let keys: Vec<(&str, &str)> = targets
+        .iter()
+        .flat_map(|(n, orgs)| orgs.iter().map(|o| (o.as_str(), n.phone_number.as_str())))
+        .collect();
+    let states = tx.consent_states(&keys).await?;
+    let mut counts = BatchCounts::default();
+    let mut observations = Vec::new();
+    let mut mirrored: HashSet<usize> = HashSet::new();
+    for (number, orgs) in &targets {
+        for org in orgs {
+            let stored = state_of(&states, org, &number.phone_number);
+            if stored.is_some_and(|s| s.rank.opted_out) {
+                counts.already_opted_out += 1;
+                continue;
+            }
+            if stored.is_some_and(|s| s.lead_id.is_some()) {
+                mirrored.insert(observations.len());
+            }
+            observations.push(observation(list, number, org, now));
+        }
+    }
+    counts.recorded = observations.len() as u64;
+    if dry_run {
+        counts.suppressed = observations
+            .iter()
+            .filter(|o| o.organization_id == ACCOUNT_WIDE)
+            .count() as u64;
+        return Ok(counts);
+    }
+    let applied = super::consent::apply(tx, &observations, now, states).await?;
+    counts.recorded = 0;
+    let mut suppressing = Vec::new();
+    for (i, (o, outcome)) in observations.iter().zip(&applied).enumerate() {
+        let Some(seq) = outcome.seq else { continue };
+        counts.recorded += 1;
+        if o.organization_id == ACCOUNT_WIDE {
+            suppressing.push(Suppressing {
+                phone_number: &o.phone_number,
+                seq,
+                since: o.occurred_at,
+            });
+        } else if mirrored.contains(&i) {
+            tx.queue_push(seq, o, now).await?;
+            counts.pushes += 1;
+        }
+    }
+    counts.suppressed = suppressing.len() as u64;
+    tx.suppress(&suppressing).await?;
+    Ok(counts)
+}
+
+fn dedup(mut orgs: Vec<String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    orgs.retain(|o| seen.insert(o.clone()));
+    orgs
+}
+
+fn state_of<'s>(states: &'s ConsentStates, org: &str, phone: &str) -> Option<&'s StoredConsent> {
+    states.0.get(&(org.to_owned(), phone.to_owned()))
+}
+
+fn observation(
+    list: &ListEvidence,
+    number: &ListedNumber,
+    organization_id: &str,
+    now: DateTime<Utc>,
+) -> ConsentObservation {
+    ConsentObservation {
+        organization_id: organization_id.to_owned(),
+        phone_number: number.phone_number.clone(),
+        lead_id: None,
+        opted_out: true,
+        occurred_at: now,
+        source: Source::Import,
+        event_ref: format!("import:{}:{}", list.sha256, number.line),
+        tag_id: None,
+        reason: list.reason.clone(),
+        evidence: Some(KeptEvidence::Import {
+            file: list.file.clone(),
+            sha256: list.sha256.clone(),
+            line: number.line,
+            actor: list.actor.clone(),
+            reason: list.reason.clone(),
+        }),
+    }
+}
