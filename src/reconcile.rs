@@ -91,6 +91,9 @@ pub struct PassSummary {
     pub leads_new: u64,
     /// Consent differences (the mirror said otherwise) found and made current.
     pub repaired: u64,
+    /// Leads found not opted out with a number opted out before them (suppressed, or opted
+    /// out in their organization): opted out here and queued for the service.
+    pub suppressed: u64,
     pub messages_checked: u64,
     pub messages_refreshed: u64,
     /// Why the messages part was not run although asked for (under v2).

@@ -18,9 +18,9 @@ use crate::store::ApplyTx;
 
 mod consent;
 mod echo;
+pub mod imported;
 pub mod local;
 mod suppression;
-pub mod imported;
 
 pub use echo::{Echo, EchoMatcher, echo_reason};
 pub use local::{LocalChange, LocalError, Recorded, record_local};
@@ -163,7 +163,9 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
         let Some(suppression) = suppressions.get(&o.phone_number) else {
             continue;
         };
-        let Some(lead) = o.lead_id.as_deref() else { continue };
+        let Some(lead) = o.lead_id.as_deref() else {
+            continue;
+        };
         let stored = states
             .0
             .get(&(o.organization_id.clone(), o.phone_number.clone()));

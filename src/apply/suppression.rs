@@ -151,14 +151,23 @@ mod tests {
         assert_eq!(suppressed_by("L1", None, None, Some(&suppression)), Some(3));
         // An opt-in stored there later than the suppression lifts it for that organization.
         let opted_in = state(false, "2026-11-21T00:00:00Z", Some("L1"), 9);
-        assert_eq!(suppressed_by("L1", None, Some(&opted_in), Some(&suppression)), None);
+        assert_eq!(
+            suppressed_by("L1", None, Some(&opted_in), Some(&suppression)),
+            None
+        );
         // So does the lead's own opt-in event, when later; not one from before.
         let later = Some(at("2026-11-26T00:00:00Z"));
         let earlier = Some(at("2026-11-19T00:00:00Z"));
         assert_eq!(suppressed_by("L1", later, None, Some(&suppression)), None);
-        assert_eq!(suppressed_by("L1", earlier, None, Some(&suppression)), Some(3));
+        assert_eq!(
+            suppressed_by("L1", earlier, None, Some(&suppression)),
+            Some(3)
+        );
         // An opt-in stored from before it does not lift it either.
         let old = state(false, "2026-11-01T00:00:00Z", Some("L1"), 2);
-        assert_eq!(suppressed_by("L1", None, Some(&old), Some(&suppression)), Some(3));
+        assert_eq!(
+            suppressed_by("L1", None, Some(&old), Some(&suppression)),
+            Some(3)
+        );
     }
 }

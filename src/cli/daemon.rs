@@ -135,12 +135,13 @@ pub async fn reconcile(
         );
     } else {
         println!(
-            "pass {}: {} organizations, {} leads scanned ({} new), {} differences repaired, {} messages checked, {} refreshed, {} errors, {} ms{}",
+            "pass {}: {} organizations, {} leads scanned ({} new), {} differences repaired, {} suppressed leads opted out, {} messages checked, {} refreshed, {} errors, {} ms{}",
             summary.id,
             summary.organizations.len(),
             summary.leads_scanned,
             summary.leads_new,
             summary.repaired,
+            summary.suppressed,
             summary.messages_checked,
             summary.messages_refreshed,
             summary.errors.len(),

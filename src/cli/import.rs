@@ -50,9 +50,10 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
     let input: Box<dyn Read + Send> = if name == "-" {
         Box::new(std::io::stdin())
     } else {
-        Box::new(std::fs::File::open(&args.file).map_err(|e| {
-            CliError::Usage(format!("cannot open {name}: {e}"))
-        })?)
+        Box::new(
+            std::fs::File::open(&args.file)
+                .map_err(|e| CliError::Usage(format!("cannot open {name}: {e}")))?,
+        )
     };
     let request = Request {
         scope: if args.account {

@@ -167,15 +167,9 @@ pub async fn import(
             .collect();
         let mut tx = pool.begin_write().await?;
         let now = Utc::now();
-        counts += imported::record_batch(
-            &mut tx,
-            &request.scope,
-            &list,
-            &batch,
-            now,
-            request.dry_run,
-        )
-        .await?;
+        counts +=
+            imported::record_batch(&mut tx, &request.scope, &list, &batch, now, request.dry_run)
+                .await?;
         if request.dry_run {
             tx.rollback().await?;
         } else {

@@ -91,6 +91,7 @@ impl Reconciler {
             summary.leads_scanned += counts.scanned;
             summary.leads_new += counts.new;
             summary.repaired += counts.repaired;
+            summary.suppressed += counts.suppressed;
             match next {
                 Some(next) => page = next.await??,
                 None if page.next.is_some() => {

@@ -10,7 +10,9 @@ use crate::model::{ConsentObservation, ConsentStates, Holders, PushedChange, Sta
 
 /// What a write transaction of the apply path is given, and [`ApplyTx`].
 mod apply;
-pub use apply::{ApplyTx, LAST_ERROR, NewEntry, PageCheckpoint, PassRecord, StateWrite, Suppressing};
+pub use apply::{
+    ApplyTx, LAST_ERROR, NewEntry, PageCheckpoint, PassRecord, StateWrite, Suppressing,
+};
 pub(crate) use apply::{LeadJson, chain_after, entry_key, status_rank, unrecorded};
 /// The storage layer's one error type.
 mod error;

@@ -27,6 +27,7 @@ mod export;
 mod floods;
 mod guessing;
 mod hostile;
+mod import;
 mod ingest;
 mod logs;
 mod migrations;

@@ -1,0 +1,341 @@
+//! Opt-out lists imported as a campaign brings them (mixed formats, a BOM, semicolons, bad
+//! rows), and suppression: the numbers reach the service for every mirrored lead, and a lead
+//! that appears later with one of them is opted out by the next reconciliation pass.
+
+use std::time::Duration;
+
+use outreach_sync::client::ServiceClient;
+use outreach_sync::client::models::UpsertLead;
+use outreach_sync::reconcile::{PassRequest, Reconciler};
+use outreach_sync::settings::Settings;
+use outreach_sync_sandbox::wire::Lead;
+use outreach_sync_sandbox::{RunningSandbox, Sandbox, SandboxConfig};
+use secrecy::SecretString;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::common::{self, ADMIN_TOKEN, Backend, TestApp, eventually, on_both_backends};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A list as another platform exports it: a BOM, a header row, `;`, quoted fields, the
+/// numbers in several national and international formats. `numbers` are E.164 (`+1555…`).
+fn exported_list(numbers: &[&str], bad: &[&str]) -> String {
+    let mut text = String::from("\u{feff}Name;\"Mobile Phone\";Opted out on\n");
+    for (i, number) in numbers.iter().enumerate() {
+        let national = &number[2..];
+        let (area, exchange, line) = (&national[..3], &national[3..6], &national[6..]);
+        let written = match i % 4 {
+            0 => format!("({area}) {exchange}-{line}"),
+            1 => format!("{area}.{exchange}.{line}"),
+            2 => format!("+1 {area} {exchange} {line}"),
+            _ => format!("1-{area}-{exchange}-{line}"),
+        };
+        text.push_str(&format!(
+            "\"Person {i}\";\"{written}\";2024-05-0{}\n",
+            i % 9 + 1
+        ));
+    }
+    for (i, value) in bad.iter().enumerate() {
+        text.push_str(&format!("Bad {i};{value};2024-01-01\n"));
+    }
+    text
+}
+
+async fn import(app: &TestApp, query: &str, body: String) -> (u16, Value) {
+    let response = app
+        .http
+        .post(app.admin_url(&format!("/v1/consent/import?{query}")))
+        .bearer_auth(ADMIN_TOKEN)
+        .header("content-type", "text/csv")
+        .body(body)
+        .send()
+        .await
+        .expect("import request");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("JSON answer"))
+}
+
+async fn ledger_entries(app: &TestApp) -> i64 {
+    app.count("SELECT COUNT(*) FROM ledger").await
+}
+
+on_both_backends!(a_list_with_bad_rows_is_refused_whole_then_recorded_once_with_skip_invalid);
+async fn a_list_with_bad_rows_is_refused_whole_then_recorded_once_with_skip_invalid(
+    backend: Backend,
+) {
+    let Some(app) = common::spawn_app_on(backend, common::with_admin_token).await else {
+        return;
+    };
+    let numbers: Vec<String> = (0..40).map(|i| format!("+1555010{i:04}")).collect();
+    let mut listed: Vec<&str> = numbers.iter().map(String::as_str).collect();
+    listed.push(&numbers[3]); // written twice
+    let list = exported_list(&listed, &["12", "call me", "+1 555 01"]);
+
+    let (status, refused) = import(&app, "org=org_a", list.clone()).await;
+    assert_eq!(status, 400, "{refused}");
+    let lines: Vec<u64> = refused["invalid"]
+        .as_array()
+        .expect("the bad rows")
+        .iter()
+        .map(|row| row["line"].as_u64().expect("line"))
+        .collect();
+    // Header on line 1, 41 numbers on lines 2..=42, the bad rows after them.
+    assert_eq!(lines, [43, 44, 45]);
+    assert_eq!(refused["invalid"][1]["value"], "call me");
+    assert_eq!(
+        ledger_entries(&app).await,
+        0,
+        "a refused list records nothing"
+    );
+
+    let (status, dry) = import(&app, "org=org_a&skipInvalid=true&dryRun=true", list.clone()).await;
+    assert_eq!(status, 200, "{dry}");
+    assert_eq!(dry["recorded"], 40);
+    assert_eq!(dry["dryRun"], true);
+    assert_eq!(ledger_entries(&app).await, 0, "a dry run records nothing");
+
+    let (status, report) = import(
+        &app,
+        "org=org_a&skipInvalid=true&reason=list%20from%20old%20platform&file=old.csv",
+        list.clone(),
+    )
+    .await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(
+        (
+            &report["rows"],
+            &report["valid"],
+            &report["invalid"],
+            &report["duplicatesInFile"],
+            &report["recorded"],
+            &report["alreadyOptedOut"],
+        ),
+        (
+            &44.into(),
+            &41.into(),
+            &3.into(),
+            &1.into(),
+            &40.into(),
+            &0.into()
+        )
+    );
+    let sha256 = report["sha256"].as_str().expect("sha256").to_owned();
+    assert_eq!(sha256.len(), 64);
+
+    // Every entry is an `import` one whose evidence names the file.
+    let evidence = app
+        .texts("SELECT CAST(evidence AS TEXT) FROM ledger WHERE phone_number = '+15550100003'")
+        .await;
+    let evidence: Value = serde_json::from_str(&evidence[0]).expect("evidence JSON");
+    assert_eq!(evidence["sha256"], sha256.as_str());
+    assert_eq!(evidence["file"], "old.csv");
+    assert_eq!(evidence["line"], 5, "the number's first line");
+    assert_eq!(evidence["actor"], "token-1");
+    assert_eq!(evidence["reason"], "list from old platform");
+    let sources = app
+        .texts("SELECT DISTINCT source FROM consent_ledger")
+        .await;
+    assert_eq!(sources, ["import"]);
+    let current = app
+        .admin_get("/v1/consent?phoneNumber=(555)%20010-0003")
+        .await;
+    let current: Value = current.json().await.expect("JSON");
+    assert_eq!(current["items"][0]["optedOut"], true);
+    assert_eq!(
+        current["suppressed"], false,
+        "an organization's list suppresses nothing"
+    );
+
+    let (status, again) = import(&app, "org=org_a&skipInvalid=true", list).await;
+    assert_eq!(status, 200, "{again}");
+    assert_eq!(
+        (&again["recorded"], &again["alreadyOptedOut"]),
+        (&0.into(), &40.into())
+    );
+    assert_eq!(
+        ledger_entries(&app).await,
+        40,
+        "the same list twice records nothing new"
+    );
+    app.stop().await;
+}
+
+fn point_at(settings: &mut Settings, sandbox: &RunningSandbox) {
+    common::with_admin_token(settings);
+    settings.service.base_url = sandbox.base_url();
+    settings.service.client_id = sandbox.config().client_id.clone();
+    settings.service.client_secret =
+        Some(SecretString::from(sandbox.config().client_secret.clone()));
+    settings.service.requests_per_second = 1000;
+    settings.reconcile.schedule = "".into();
+    settings.reconcile.on_start = false;
+}
+
+async fn pass(app: &TestApp, sandbox: &RunningSandbox) -> outreach_sync::reconcile::PassSummary {
+    let client = ServiceClient::new(common::client_config(sandbox)).expect("client");
+    let reconciler = Reconciler::new(app.pool.clone(), client, &app.settings.reconcile);
+    let leads = PassRequest {
+        leads: true,
+        messages: false,
+        ..PassRequest::default()
+    };
+    reconciler
+        .run_pass(&leads, &CancellationToken::new())
+        .await
+        .expect("a pass")
+}
+
+fn lead_at_sandbox(sandbox: &RunningSandbox, id: &str) -> Option<Lead> {
+    sandbox.leads().into_iter().find(|l| l.id == id)
+}
+
+/// A lead created at the service after the import, in `organization`.
+async fn new_lead(sandbox: &RunningSandbox, organization: &str, phone: &str) -> String {
+    let client = ServiceClient::new(common::client_config(sandbox)).expect("client");
+    let upserted = client
+        .upsert_lead(&UpsertLead {
+            phone_number: phone.to_owned(),
+            organization_id: organization.to_owned(),
+            ..UpsertLead::default()
+        })
+        .await
+        .expect("lead created");
+    let lead = upserted.lead();
+    assert!(!lead.global_opted_out);
+    lead.id.clone()
+}
+
+on_both_backends!(an_account_list_opts_out_mirrored_leads_at_the_service_and_suppresses_new_ones);
+async fn an_account_list_opts_out_mirrored_leads_at_the_service_and_suppresses_new_ones(
+    backend: Backend,
+) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 30,
+        organizations: 2,
+        account_sync: false,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
+    let first = pass(&app, &sandbox).await;
+    assert_eq!(first.leads_scanned, 30);
+    let mirrored: Vec<Lead> = sandbox
+        .leads()
+        .into_iter()
+        .filter(|l| !l.global_opted_out)
+        .take(3)
+        .collect();
+    assert_eq!(mirrored.len(), 3, "three opted-in leads to import");
+    let unknown = ["+15559990001", "+15559990002"];
+    let mut listed: Vec<&str> = mirrored.iter().map(|l| l.phone_number.as_str()).collect();
+    listed.extend(unknown);
+    let (status, report) = import(&app, "account=true", exported_list(&listed, &[])).await;
+    assert_eq!(status, 200, "{report}");
+    assert_eq!(report["suppressed"], 5, "{report}");
+    assert!(report["pushes"].as_u64().expect("pushes") >= 3, "{report}");
+
+    // The daemon's pusher opts every mirrored lead out at the service.
+    for lead in &mirrored {
+        eventually("the imported opt-out at the service", WAIT, async || {
+            lead_at_sandbox(&sandbox, &lead.id).is_some_and(|l| l.global_opted_out)
+        })
+        .await;
+    }
+
+    // A lead created later, in either organization, with a suppressed number.
+    let organization = &mirrored[0].organization_id;
+    let came_back = new_lead(&sandbox, organization, unknown[0]).await;
+    let after = pass(&app, &sandbox).await;
+    assert_eq!(after.suppressed, 1, "{after:?}");
+    eventually(
+        "the suppressed lead opted out at the service",
+        WAIT,
+        async || lead_at_sandbox(&sandbox, &came_back).is_some_and(|l| l.global_opted_out),
+    )
+    .await;
+    let current: Value = app
+        .admin_get(&format!("/v1/consent?phoneNumber={}", unknown[0]))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(current["suppressed"], true, "{current}");
+    let by = current["suppressedBy"].as_i64().expect("suppressedBy");
+    let evidence = app
+        .texts(&format!(
+            "SELECT CAST(evidence AS TEXT) FROM ledger WHERE lead_id = '{came_back}' AND source = 'local'"
+        ))
+        .await;
+    let evidence: Value = serde_json::from_str(&evidence[0]).expect("evidence JSON");
+    assert_eq!(evidence["actor"], "suppression");
+    assert_eq!(evidence["suppressedBy"], by);
+    let account_entry = app
+        .texts(&format!("SELECT source FROM ledger WHERE seq = {by}"))
+        .await;
+    assert_eq!(
+        account_entry,
+        ["import"],
+        "suppressed by the imported entry"
+    );
+
+    // One pass more finds everything in place: nothing suppressed twice.
+    let again = pass(&app, &sandbox).await;
+    assert_eq!(again.suppressed, 0, "{again:?}");
+    app.stop().await;
+}
+
+on_both_backends!(an_organizations_list_holds_for_its_new_leads_only);
+async fn an_organizations_list_holds_for_its_new_leads_only(backend: Backend) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 10,
+        organizations: 2,
+        account_sync: false,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
+    pass(&app, &sandbox).await;
+    let organizations: Vec<String> = {
+        let mut orgs: Vec<String> = sandbox
+            .leads()
+            .into_iter()
+            .map(|l| l.organization_id)
+            .collect();
+        orgs.sort();
+        orgs.dedup();
+        orgs
+    };
+    assert_eq!(organizations.len(), 2);
+    let number = "+15559990077";
+    let (status, report) = import(
+        &app,
+        &format!("org={}", organizations[0]),
+        exported_list(&[number], &[]),
+    )
+    .await;
+    assert_eq!((status, &report["recorded"]), (200, &1.into()), "{report}");
+
+    let in_list = new_lead(&sandbox, &organizations[0], number).await;
+    let elsewhere = new_lead(&sandbox, &organizations[1], number).await;
+    let after = pass(&app, &sandbox).await;
+    assert_eq!(after.suppressed, 1, "{after:?}");
+    eventually(
+        "the new lead of the list's organization opted out",
+        WAIT,
+        async || lead_at_sandbox(&sandbox, &in_list).is_some_and(|l| l.global_opted_out),
+    )
+    .await;
+    let other = lead_at_sandbox(&sandbox, &elsewhere).expect("the other lead");
+    assert!(
+        !other.global_opted_out,
+        "another organization's lead is left alone"
+    );
+    app.stop().await;
+}
