@@ -58,6 +58,8 @@ pub struct AdminState {
     senders: Option<crate::subscribers::Running>,
     /// Failed tokens and sign-ins, limited per client address.
     failed_auth: Arc<guard::FailedAuth>,
+    /// Opt-out lists uploaded on the console, previewed and waiting for a confirmation.
+    pending_imports: console::PendingImports,
 }
 
 impl AdminState {
@@ -79,6 +81,7 @@ impl AdminState {
             failed_auth: Arc::new(guard::FailedAuth::new(
                 crate::settings::DEFAULT_FAILED_AUTH_PER_MINUTE,
             )),
+            pending_imports: console::PendingImports::default(),
         }
     }
 

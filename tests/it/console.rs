@@ -1297,3 +1297,111 @@ async fn the_status_page_shows_the_last_check_of_the_webhook_registrations() {
     );
     app.stop().await;
 }
+
+impl Visitor {
+    /// The Import page's upload of `list` as `file_name`, with `fields`.
+    async fn upload(
+        &self,
+        csrf: &str,
+        file_name: &str,
+        list: &str,
+        fields: &[(&str, &str)],
+    ) -> Response {
+        let part = reqwest::multipart::Part::text(list.to_owned())
+            .file_name(file_name.to_owned())
+            .mime_str("text/csv")
+            .expect("a part");
+        let mut form = reqwest::multipart::Form::new()
+            .text("csrf", csrf.to_owned())
+            .part("list", part);
+        for (name, value) in fields {
+            form = form.text(name.to_string(), value.to_string());
+        }
+        self.with_cookies(self.http.post(format!("{}/import", self.base)))
+            .header("origin", self.base.clone())
+            .multipart(form)
+            .send()
+            .await
+            .expect("POST /import")
+    }
+}
+
+on_both_backends!(an_uploaded_list_is_previewed_and_recorded_only_once_confirmed);
+async fn an_uploaded_list_is_previewed_and_recorded_only_once_confirmed(backend: Backend) {
+    let Some((app, visitor)) = signed_in_app(backend).await else {
+        return;
+    };
+    let csrf = visitor.csrf().await;
+    let list = "phone;name\n(555) 010-7001;Ann\n555.010.7002;Bob\nnot a number;Cy\n";
+    let organization = [("scope", "organization"), ("organizationId", "org_1")];
+    let reason = ("reason", "export of the old platform");
+
+    let refused = visitor
+        .upload(
+            &csrf,
+            "old.csv",
+            list,
+            &[organization[0], organization[1], reason],
+        )
+        .await;
+    assert_eq!(refused.status(), 400);
+    let html = refused.text().await.expect("a page");
+    assert!(html.contains("id=\"invalid-rows\""), "{html}");
+    assert!(
+        html.contains("<td>4</td><td><code>not a number</code>"),
+        "{html}"
+    );
+
+    let forged = visitor
+        .upload(
+            "not-the-token",
+            "old.csv",
+            list,
+            &[organization[0], organization[1], reason],
+        )
+        .await;
+    assert_eq!(forged.status(), 403);
+
+    let previewed = visitor
+        .upload(
+            &csrf,
+            "old.csv",
+            list,
+            &[
+                organization[0],
+                organization[1],
+                reason,
+                ("skipInvalid", "true"),
+            ],
+        )
+        .await;
+    assert_eq!(previewed.status(), 200);
+    let html = previewed.text().await.expect("a page");
+    assert!(
+        html.contains("<dd id=\"preview-recorded\">2</dd>"),
+        "{html}"
+    );
+    assert_eq!(ledger_entries(&app).await, 0, "a preview records nothing");
+    let id = input_value(&html, "id");
+
+    let confirmed = visitor
+        .post("/import/confirm", &[("csrf", &csrf), ("id", &id)])
+        .await;
+    assert_eq!(confirmed.status(), 200);
+    let html = confirmed.text().await.expect("a page");
+    assert!(html.contains("id=\"import-done\""), "{html}");
+    assert_eq!(ledger_entries(&app).await, 2);
+    let evidence = app
+        .texts("SELECT CAST(evidence AS TEXT) FROM ledger ORDER BY seq")
+        .await;
+    let first: Value = serde_json::from_str(&evidence[0]).expect("JSON");
+    assert_eq!(first["file"], "old.csv");
+    assert_eq!(first["actor"], "token-1");
+
+    let again = visitor
+        .post("/import/confirm", &[("csrf", &csrf), ("id", &id)])
+        .await;
+    assert_eq!(again.status(), 400, "a preview is confirmed once");
+    assert_eq!(ledger_entries(&app).await, 2);
+    app.stop().await;
+}

@@ -1,7 +1,7 @@
 //! The console: server-rendered pages on the admin listener for the people who answer for
 //! consent. Look up a number (its consent now, and every ledger entry with what it stands
 //! on), the daemon's status with a chart of deliveries, quarantined deliveries with replay,
-//! and a local opt-out/opt-in form.
+//! a local opt-out/opt-in form, and the import of an opt-out list (previewed, then confirmed).
 //!
 //! Sign-in takes an admin token (see [`session`]); the changes made in a session are
 //! recorded with that token's name as their actor. Nothing is fetched from outside the
@@ -10,12 +10,15 @@
 
 mod pages;
 mod session;
+
+pub use pages::PendingImports;
 mod views;
 
 use std::sync::Arc;
 
 use askama::Template;
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
@@ -32,6 +35,13 @@ pub fn router() -> Router<Arc<AdminState>> {
         .route("/quarantine/{id}/replay", post(pages::replay))
         .route("/subscribers/{name}/retry", post(pages::retry_subscriber))
         .route("/change", get(pages::change_form).post(pages::change))
+        .route(
+            "/import",
+            get(pages::import_form)
+                .post(pages::preview_import)
+                .layer(DefaultBodyLimit::max(pages::MAX_UPLOAD_BYTES)),
+        )
+        .route("/import/confirm", post(pages::confirm_import))
         .route("/signin", get(pages::signin_form).post(pages::signin))
         .route("/signout", post(pages::signout))
         .route("/assets/console.css", get(stylesheet))
@@ -83,7 +93,8 @@ async fn stylesheet() -> impl IntoResponse {
 pub struct Frame {
     pub actor: Option<String>,
     pub csrf: String,
-    /// The current page of the navigation: `lookup`, `status`, `quarantine`, `change`.
+    /// The current page of the navigation: `lookup`, `status`, `quarantine`, `change`,
+    /// `import`.
     pub page: &'static str,
 }
 

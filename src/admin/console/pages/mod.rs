@@ -1,12 +1,17 @@
 //! The console's pages and forms, one file per page.
 
 mod change;
+mod import;
 mod lookup;
 mod quarantine;
 mod signin;
 mod status;
 
 pub use change::{change, change_form};
+pub use import::{
+    MAX_UPLOAD_BYTES, PendingImports, confirm as confirm_import, import_form,
+    preview as preview_import,
+};
 pub use lookup::{evidence, lookup};
 pub use quarantine::{quarantine, replay};
 pub use signin::{signin, signin_form, signout};
