@@ -339,3 +339,81 @@ async fn an_organizations_list_holds_for_its_new_leads_only(backend: Backend) {
     );
     app.stop().await;
 }
+
+/// `outreach-sync import` as a user runs it on a SQLite database of its own.
+fn import_command(
+    dir: &std::path::Path,
+    args: &[&str],
+    stdin: Option<&str>,
+) -> std::process::Output {
+    use std::io::Write as _;
+    let mut command = crate::daemon_process::command(dir, args, &[]);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = command.spawn().expect("the binary starts");
+    let mut input = child.stdin.take().expect("stdin");
+    input
+        .write_all(stdin.unwrap_or_default().as_bytes())
+        .expect("stdin written");
+    drop(input);
+    child.wait_with_output().expect("the binary ends")
+}
+
+#[test]
+fn the_cli_names_the_bad_lines_refuses_with_exit_2_and_records_from_standard_input() {
+    use crate::cli::text;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let migrated = import_command(dir.path(), &["migrate"], None);
+    assert!(migrated.status.success(), "{}", text(&migrated.stderr));
+    let numbers: Vec<String> = (0..30).map(|i| format!("+1555020{i:04}")).collect();
+    let listed: Vec<&str> = numbers.iter().map(String::as_str).collect();
+    let bad: Vec<String> = (0..25).map(|i| format!("x{i}")).collect();
+    let bad: Vec<&str> = bad.iter().map(String::as_str).collect();
+    let path = dir.path().join("old export.csv");
+    std::fs::write(&path, exported_list(&listed, &bad)).expect("list written");
+    let file = path.to_str().expect("a path");
+
+    let refused = import_command(dir.path(), &["import", file, "--org", "org_a"], None);
+    assert_eq!(refused.status.code(), Some(2));
+    let said = text(&refused.stderr);
+    assert!(said.contains("line 32: \"x0\""), "{said}");
+    assert!(
+        said.contains("… and 5 more invalid rows (--json lists them all)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("25 of 55 rows hold no possible phone number"),
+        "{said}"
+    );
+    let as_json = import_command(
+        dir.path(),
+        &["import", file, "--org", "org_a", "--json"],
+        None,
+    );
+    assert_eq!(as_json.status.code(), Some(2));
+    let refusal: Value = serde_json::from_slice(&as_json.stdout).expect("JSON");
+    assert_eq!(refusal["invalid"].as_array().map(Vec::len), Some(25));
+
+    let neither = import_command(dir.path(), &["import", file], None);
+    assert_eq!(neither.status.code(), Some(2), "a scope is required");
+
+    let from_stdin = import_command(
+        dir.path(),
+        &["import", "-", "--account", "--skip-invalid", "--json"],
+        Some(&exported_list(&listed, &bad)),
+    );
+    assert!(from_stdin.status.success(), "{}", text(&from_stdin.stderr));
+    let report: Value = serde_json::from_slice(&from_stdin.stdout).expect("JSON");
+    assert_eq!(
+        (&report["recorded"], &report["suppressed"]),
+        (&30.into(), &30.into())
+    );
+
+    let looked_up = import_command(dir.path(), &["history", "(555) 020-0007", "--json"], None);
+    assert!(looked_up.status.success(), "{}", text(&looked_up.stderr));
+    let history: Value = serde_json::from_slice(&looked_up.stdout).expect("JSON");
+    assert_eq!(history["items"][0]["source"], "import", "{history}");
+    assert_eq!(history["items"][0]["organizationId"], "*", "{history}");
+}
