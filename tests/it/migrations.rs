@@ -11,25 +11,29 @@ use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 /// The migrations a database had before `fewer_indexes_by_number`.
 const BEFORE: i64 = 20261121000005;
 
-#[tokio::test]
-async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_applies_over_it() {
-    let dir = tempfile::tempdir().unwrap();
+/// A SQLite database in `dir` migrated with the migrations before `version` only, as the
+/// earlier release left it, with a pool of `connections`.
+async fn database_before(
+    dir: &std::path::Path,
+    version: i64,
+    connections: u32,
+) -> sqlx::SqlitePool {
     // The migrations of the earlier release, as files, for a migrator of their own.
-    let old = dir.path().join("migrations");
+    let old = dir.join("migrations");
     std::fs::create_dir(&old).unwrap();
     for entry in std::fs::read_dir(crate::repository("migrations/sqlite")).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let version: i64 = name.split('_').next().unwrap().parse().unwrap();
-        if version < BEFORE {
+        let number: i64 = name.split('_').next().unwrap().parse().unwrap();
+        if number < version {
             std::fs::copy(&path, old.join(&name)).unwrap();
         }
     }
     let options = SqliteConnectOptions::new()
-        .filename(dir.path().join("old.db"))
+        .filename(dir.join("old.db"))
         .create_if_missing(true);
     let pool = SqlitePoolOptions::new()
-        .max_connections(1)
+        .max_connections(connections)
         .connect_with(options)
         .await
         .unwrap();
@@ -39,6 +43,51 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
         .run(&pool)
         .await
         .unwrap();
+    pool
+}
+
+/// The migration that lets the ledger take source `import`.
+const IMPORT_SOURCE: i64 = 20261126200001;
+
+#[tokio::test]
+async fn a_connection_opened_before_the_import_source_was_allowed_takes_it_after() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = database_before(dir.path(), IMPORT_SOURCE, 2).await;
+    // A connection that read the old schema, held while the migration runs on the other.
+    let mut early = pool.acquire().await.unwrap();
+    let refused = sqlx::query(
+        "INSERT INTO consent_state VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
+    )
+    .execute(&mut *early)
+    .await;
+    assert!(refused.is_err(), "the old schema refuses 'import'");
+    outreach_sync::store::migrate(&pool).await.unwrap();
+    sqlx::query(
+        "INSERT INTO consent_state VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
+    )
+    .execute(&mut *early)
+    .await
+    .expect("the connection sees the wider check");
+    let still_checked = sqlx::query(
+        "INSERT INTO consent_state VALUES ('o', '+1556', NULL, 1, '2026-11-20T10:00:00.000Z', 'carrier pigeon', 1)",
+    )
+    .execute(&mut *early)
+    .await;
+    assert!(
+        still_checked.is_err(),
+        "the check still holds for other words"
+    );
+    let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+        .fetch_one(&mut *early)
+        .await
+        .unwrap();
+    assert_eq!(integrity, "ok");
+}
+
+#[tokio::test]
+async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_applies_over_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let pool = database_before(dir.path(), BEFORE, 1).await;
     sqlx::raw_sql(
         "INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
                              recorded_at, source, event_ref)
