@@ -50,32 +50,16 @@ pub fn json_body<T: serde::de::DeserializeOwned>(
     serde_json::from_slice(&body).map_err(|e| AdminError::BadRequest(format!("invalid body: {e}")))
 }
 
-/// A number's current consent, and whether it is suppressed.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct CurrentConsent {
-    items: Vec<ConsentRecord>,
-    suppressed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    suppressed_since: Option<crate::model::Timestamp>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    suppressed_by: Option<i64>,
-}
-
 pub async fn current(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ByNumber>, QueryRejection>,
-) -> Result<Json<CurrentConsent>, AdminError> {
+) -> Result<Json<ledger::CurrentConsent>, AdminError> {
     let Query(query) = query?;
     let phone = required_phone(query.phone_number)?;
-    let items = ledger::current(&state.pool, &phone, query.organization_id.as_deref()).await?;
-    let suppression = ledger::suppression(&state.pool, &phone).await?;
-    Ok(Json(CurrentConsent {
-        items,
-        suppressed: suppression.is_some(),
-        suppressed_since: suppression.map(|s| s.since),
-        suppressed_by: suppression.map(|s| s.seq),
-    }))
+    let current =
+        ledger::current_with_suppression(&state.pool, &phone, query.organization_id.as_deref())
+            .await?;
+    Ok(Json(current))
 }
 
 #[derive(Deserialize)]

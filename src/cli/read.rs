@@ -23,20 +23,20 @@ pub async fn consent(
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let items = ledger::current(&pool, phone, org)
+    let current = ledger::current_with_suppression(&pool, phone, org)
         .await
         .map_err(anyhow::Error::from)?;
-    if items.is_empty() {
+    if current.items.is_empty() {
         return Err(CliError::NotFound(format!("no consent known for {phone}")));
     }
     if json {
-        return print_json(&Items { items });
+        return print_json(&current);
     }
     println!(
         "{:<20} {:<20} {:<16} {:<9} {:<25} SOURCE",
         "ORGANIZATION", "LEAD", "PHONE", "OPTED OUT", "CHANGED AT"
     );
-    for r in items {
+    for r in &current.items {
         println!(
             "{:<20} {:<20} {:<16} {:<9} {:<25} {}",
             r.organization_id,
@@ -45,6 +45,11 @@ pub async fn consent(
             yes_no(r.opted_out),
             r.changed_at,
             r.source
+        );
+    }
+    if let (Some(since), Some(by)) = (current.suppressed_since, current.suppressed_by) {
+        println!(
+            "suppressed for the whole account since {since} (entry {by}): a lead that appears with this number is opted out"
         );
     }
     Ok(())

@@ -30,12 +30,35 @@ pub async fn current(
     (pool.into()).current(phone, organization).await
 }
 
-/// The suppression in force of `phone`, if it is suppressed.
-pub async fn suppression(
+/// A number's current consent, and whether it is suppressed for the whole account.
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CurrentConsent {
+    pub items: Vec<ConsentRecord>,
+    pub suppressed: bool,
+    /// The account-wide opt-out's time, when suppressed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_since: Option<crate::model::Timestamp>,
+    /// The ledger entry that suppressed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_by: Option<i64>,
+}
+
+/// [`current`], and the suppression in force of `phone`.
+pub async fn current_with_suppression(
     pool: impl Into<Pool>,
     phone: &str,
-) -> Result<Option<crate::model::Suppression>, crate::store::Error> {
-    (pool.into()).suppression(phone).await
+    organization: Option<&str>,
+) -> Result<CurrentConsent, crate::store::Error> {
+    let pool = pool.into();
+    let items = pool.current(phone, organization).await?;
+    let suppression = pool.suppression(phone).await?;
+    Ok(CurrentConsent {
+        items,
+        suppressed: suppression.is_some(),
+        suppressed_since: suppression.map(|s| s.since),
+        suppressed_by: suppression.map(|s| s.seq),
+    })
 }
 
 /// Current consent of each of `phones` (without duplicates), in their order, organizations
