@@ -56,7 +56,20 @@ pub struct Item {
 pub enum Evidence {
     Webhook(WebhookEvidence),
     Reconcile(ReconcileEvidence),
+    Import(ImportEvidence),
     Local(LocalEvidence),
+}
+
+/// An imported entry: the list it came from (its name as given and the SHA-256 of its
+/// exact bytes), the line, who imported it and why.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImportEvidence {
+    pub file: Option<String>,
+    pub sha256: Option<String>,
+    pub line: Option<u64>,
+    pub actor: Option<String>,
+    pub reason: Option<String>,
 }
 
 /// A webhook entry's delivery, exactly as received.
@@ -166,6 +179,10 @@ pub struct LocalEvidence {
     pub actor: Option<String>,
     pub reason: Option<String>,
     pub push: Option<PushState>,
+    /// With actor `suppression`: the entry that opted the number out before the lead
+    /// appeared.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub suppressed_by: Option<i64>,
 }
 
 /// The bundle of `phone` (in one organization or all); `None` when the ledger has no entry
@@ -237,15 +254,45 @@ fn evidence_of(
                 lead: None,
             }),
         },
-        Source::Local => Evidence::Local(LocalEvidence {
-            actor: match kept {
-                Some(KeptEvidence::Local { actor }) => Some(actor),
-                _ => None,
+        Source::Local => {
+            let (actor, suppressed_by) = match kept {
+                Some(KeptEvidence::Local { actor }) => (Some(actor), None),
+                Some(KeptEvidence::Suppressed {
+                    actor,
+                    suppressed_by,
+                }) => (Some(actor), Some(suppressed_by)),
+                _ => (None, None),
+            };
+            Evidence::Local(LocalEvidence {
+                actor,
+                reason: stored.reason.clone(),
+                push: entry.push,
+                suppressed_by,
+            })
+        }
+        Source::Import => Evidence::Import(match kept {
+            Some(KeptEvidence::Import {
+                file,
+                sha256,
+                line,
+                actor,
+                reason,
+            }) => ImportEvidence {
+                file: Some(file),
+                sha256: Some(sha256),
+                line: Some(line),
+                actor: Some(actor),
+                reason,
             },
-            reason: stored.reason.clone(),
-            push: entry.push,
+            _ => ImportEvidence {
+                file: None,
+                sha256: None,
+                line: None,
+                actor: None,
+                reason: stored.reason.clone(),
+            },
         }),
-        _ => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
+        Source::Webhook => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
             Some(d) => {
                 let headers = stored_headers(&d.headers, d.verified_header);
                 Evidence::Webhook(WebhookEvidence {

@@ -388,6 +388,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     let mut observations = Vec::new();
     let mut known = Vec::new();
     let mut suppressed = Vec::new();
+    let mut suppressed_new = 0;
     for l in leads {
         let stored = mirrored
             .0
@@ -398,6 +399,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         {
             let (org, phone) = (&l.organization_id, &l.phone_number);
             suppressed.push(suppression::observation(org, phone, &l.id, by, fetched_at));
+            suppressed_new += u64::from(stored.is_none());
             continue;
         }
         let was = stored.map(|s| s.rank.opted_out);
@@ -428,6 +430,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         consent::apply(tx, &observations, fetched_at, mirrored).await?;
     let mut counts = PageApplied {
         scanned: leads.len() as u64,
+        new: suppressed_new,
         ..PageApplied::default()
     };
     for (known, outcome) in known.iter().zip(&applied) {

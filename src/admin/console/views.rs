@@ -92,10 +92,20 @@ impl From<Item> for TimelineEntry {
             (Evidence::Reconcile(_), _) => {
                 format!("{verb}: found by reconciliation against the service's API")
             }
-            (Evidence::Local(local), _) => format!(
-                "{verb}: changed here by {}",
-                local.actor.as_deref().unwrap_or("an unrecorded actor")
+            (Evidence::Import(import), _) => format!(
+                "{verb}: imported from {} by {}",
+                import.file.as_deref().unwrap_or("a list"),
+                import.actor.as_deref().unwrap_or("an unrecorded actor")
             ),
+            (Evidence::Local(local), _) => match local.suppressed_by {
+                Some(seq) => format!(
+                    "{verb}: a lead that appeared with a number opted out before it (entry #{seq})"
+                ),
+                None => format!(
+                    "{verb}: changed here by {}",
+                    local.actor.as_deref().unwrap_or("an unrecorded actor")
+                ),
+            },
         };
         let evidence = facts(&item);
         Self {
@@ -170,7 +180,35 @@ fn facts(item: &Item) -> Vec<Fact> {
                 )),
             }
         }
+        Evidence::Import(import) => {
+            let unknown = || "not recorded".to_owned();
+            facts.push(Fact::line(
+                "List",
+                import.file.clone().unwrap_or_else(unknown),
+            ));
+            facts.push(Fact::line(
+                "SHA-256",
+                import.sha256.clone().unwrap_or_else(unknown),
+            ));
+            if let Some(line) = import.line {
+                facts.push(Fact::line("Line", line.to_string()));
+            }
+            facts.push(Fact::line(
+                "Imported by",
+                import.actor.clone().unwrap_or_else(unknown),
+            ));
+            facts.push(Fact::line(
+                "Reason",
+                import
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| "none given".to_owned()),
+            ));
+        }
         Evidence::Local(local) => {
+            if let Some(seq) = local.suppressed_by {
+                facts.push(Fact::line("Suppressed by", format!("entry #{seq}")));
+            }
             facts.push(Fact::line(
                 "Changed by",
                 local
