@@ -169,9 +169,12 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
         let stored = states
             .0
             .get(&(o.organization_id.clone(), o.phone_number.clone()));
-        // Only the number's suppression here: an organization's own opt-out is last-writer-
-        // wins against the lead's own events.
-        let stored = stored.filter(|s| !s.rank.opted_out);
+        // Opted out there already: last-writer-wins keeps it so, and the service had that
+        // opt-out (an organization's own opt-out is last-writer-wins against the lead's own
+        // events).
+        if stored.is_some_and(|s| s.rank.opted_out) {
+            continue;
+        }
         let by = suppression::suppressed_by(lead, Some(o.occurred_at), stored, Some(suppression));
         if let Some(by) = by
             && !kept.iter().any(|k| k.lead_id.as_deref() == Some(lead))

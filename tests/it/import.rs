@@ -417,3 +417,135 @@ fn the_cli_names_the_bad_lines_refuses_with_exit_2_and_records_from_standard_inp
     assert_eq!(history["items"][0]["source"], "import", "{history}");
     assert_eq!(history["items"][0]["organizationId"], "*", "{history}");
 }
+
+fn lead_event(id: &str, lead: &str, phone: &str, opted_out: bool, at: &str) -> String {
+    serde_json::json!({
+        "type": "consentUpdate-v1",
+        "id": id,
+        "createdAt": at,
+        "data": {"id": lead, "organizationId": "org_9", "phoneNumber": phone,
+                 "globalOptedOut": opted_out}
+    })
+    .to_string()
+}
+
+on_both_backends!(
+    a_late_opt_in_webhook_of_a_suppressed_number_is_kept_opted_out_a_later_one_is_not
+);
+async fn a_late_opt_in_webhook_of_a_suppressed_number_is_kept_opted_out_a_later_one_is_not(
+    backend: Backend,
+) {
+    let Some(app) = common::spawn_app_on(backend, common::with_admin_token).await else {
+        return;
+    };
+    let (status, report) = import(
+        &app,
+        "account=true",
+        exported_list(&["+15559990101", "+15559990102"], &[]),
+    )
+    .await;
+    assert_eq!(
+        (status, &report["suppressed"]),
+        (200, &2.into()),
+        "{report}"
+    );
+    let imported_at = chrono::Utc::now();
+    let before = (imported_at - chrono::TimeDelta::hours(1)).to_rfc3339();
+    let after = (imported_at + chrono::TimeDelta::seconds(5)).to_rfc3339();
+
+    // An opt-in the service sent before the import, delivered late: still opted out here,
+    // and the opt-out queued for the service.
+    let late = lead_event("evt_late", "lead_late", "+15559990101", false, &before);
+    assert_eq!(app.post_signed(&late).await.status(), 200);
+    app.drain().await;
+    let current: Vec<(bool, String)> = app
+        .rows("SELECT opted_out, source FROM consent_current WHERE organization_id = 'org_9' AND phone_number = '+15559990101'")
+        .await;
+    assert_eq!(current, [(true, "local".to_owned())]);
+    let queued = app
+        .count("SELECT COUNT(*) FROM pushes WHERE organization_id = 'org_9' AND phone_number = '+15559990101' AND opted_out")
+        .await;
+    assert_eq!(queued, 1);
+
+    // The person opting in again after the import, in that organization, is an opt-in.
+    let later = lead_event("evt_later", "lead_later", "+15559990102", false, &after);
+    assert_eq!(app.post_signed(&later).await.status(), 200);
+    app.drain().await;
+    let current: Vec<(bool, String)> = app
+        .rows("SELECT opted_out, source FROM consent_current WHERE organization_id = 'org_9' AND phone_number = '+15559990102'")
+        .await;
+    assert_eq!(current, [(false, "webhook".to_owned())]);
+    app.stop().await;
+}
+
+on_both_backends!(with_account_sync_an_opt_out_suppresses_its_number_until_a_later_opt_in);
+async fn with_account_sync_an_opt_out_suppresses_its_number_until_a_later_opt_in(backend: Backend) {
+    let Some(app) = common::spawn_app_on(backend, |s| {
+        common::with_admin_token(s);
+        s.consent.account_sync = true;
+    })
+    .await
+    else {
+        return;
+    };
+    let suppressed = async |app: &TestApp| -> Value {
+        let current: Value = app
+            .admin_get("/v1/consent?phoneNumber=%2B15559990201")
+            .await
+            .json()
+            .await
+            .expect("JSON");
+        current
+    };
+    let out = lead_event(
+        "evt_out",
+        "lead_a",
+        "+15559990201",
+        true,
+        "2026-11-20T10:00:00Z",
+    );
+    assert_eq!(app.post_signed(&out).await.status(), 200);
+    app.drain().await;
+    let current = suppressed(&app).await;
+    assert_eq!(current["suppressed"], true, "{current}");
+    assert_eq!(
+        current["suppressedSince"], "2026-11-20T10:00:00.000Z",
+        "{current}"
+    );
+
+    let earlier_in = lead_event(
+        "evt_in_0",
+        "lead_a",
+        "+15559990201",
+        false,
+        "2026-11-19T10:00:00Z",
+    );
+    assert_eq!(app.post_signed(&earlier_in).await.status(), 200);
+    app.drain().await;
+    assert_eq!(
+        suppressed(&app).await["suppressed"],
+        true,
+        "an older opt-in lifts nothing"
+    );
+    let entries = app.count("SELECT COUNT(*) FROM ledger").await;
+    assert_eq!(
+        entries, 2,
+        "the older opt-in is recorded, and nothing besides it"
+    );
+
+    let later_in = lead_event(
+        "evt_in_1",
+        "lead_a",
+        "+15559990201",
+        false,
+        "2026-11-21T10:00:00Z",
+    );
+    assert_eq!(app.post_signed(&later_in).await.status(), 200);
+    app.drain().await;
+    assert_eq!(
+        suppressed(&app).await["suppressed"],
+        false,
+        "a later opt-in lifts it"
+    );
+    app.stop().await;
+}
