@@ -150,7 +150,7 @@ fn schemas() -> Value {
         "ConsentRecord": {"type": "object", "properties": {
             "organizationId": string(), "leadId": nullable_string(), "phoneNumber": string(),
             "optedOut": {"type": "boolean"}, "changedAt": string(),
-            "source": {"type": "string", "enum": ["webhook", "reconcile", "local"]}}},
+            "source": {"type": "string", "enum": ["webhook", "reconcile", "local", "import"]}}},
         "ConsentItems": {"type": "object", "required": ["items", "suppressed"], "properties": {
             "items": {"type": "array", "items": {"$ref": "#/components/schemas/ConsentRecord"}},
             "suppressed": {"type": "boolean", "description": "opted out for the whole account: a lead that appears with the number is opted out"},
@@ -159,7 +159,7 @@ fn schemas() -> Value {
         "LedgerEntry": {"type": "object", "properties": {
             "seq": {"type": "integer"}, "organizationId": string(), "leadId": nullable_string(),
             "phoneNumber": string(), "optedOut": {"type": "boolean"}, "occurredAt": string(),
-            "recordedAt": string(), "source": {"type": "string", "enum": ["webhook", "reconcile", "local"]},
+            "recordedAt": string(), "source": {"type": "string", "enum": ["webhook", "reconcile", "local", "import"]},
             "eventRef": string(), "superseded": {"type": "boolean"},
             "push": {"type": "string", "enum": ["pending", "sent", "failed", "superseded"],
                      "description": "local changes only"},

@@ -50,7 +50,7 @@ fn default_max_backoff_secs() -> u64 {
 }
 
 fn all_sources() -> Vec<Source> {
-    vec![Source::Webhook, Source::Reconcile, Source::Local]
+    Source::ALL.to_vec()
 }
 
 fn default_batch() -> u32 {
@@ -137,7 +137,7 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
         if s.sources.is_empty() {
             return Err(SettingsError::invalid(
                 "subscriber.sources",
-                named("at least one of webhook, reconcile, local"),
+                named("at least one of webhook, reconcile, local, import"),
             ));
         }
         if !(1..=MAX_BATCH).contains(&s.batch) {

@@ -68,6 +68,11 @@ impl Subscriber {
             && self.sources.contains(&entry.source)
     }
 
+    /// Whether no source is left out.
+    pub fn takes_every_source(&self) -> bool {
+        Source::ALL.iter().all(|s| self.sources.contains(s))
+    }
+
     fn key(&self) -> &[u8] {
         use secrecy::ExposeSecret as _;
         self.key.expose_secret()

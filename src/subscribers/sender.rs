@@ -391,7 +391,7 @@ impl Sender {
     ) -> Result<(Vec<LedgerEntry>, i64), crate::store::Error> {
         let batch = self.subscriber.batch as usize;
         let unfiltered =
-            self.subscriber.organizations.is_empty() && self.subscriber.sources.len() == 3;
+            self.subscriber.organizations.is_empty() && self.subscriber.takes_every_source();
         let page = if unfiltered {
             batch as i64
         } else {

@@ -635,3 +635,31 @@ async fn a_subscriber_in_backoff_is_tried_at_once_when_asked_by_the_api_or_the_c
     receiver.wait_for_seqs(PATIENCE, &seqs).await;
     app.stop().await;
 }
+
+on_both_backends!(a_subscriber_with_the_default_sources_gets_imported_opt_outs);
+async fn a_subscriber_with_the_default_sources_gets_imported_opt_outs(backend: Backend) {
+    let receiver = Receiver::start([]).await;
+    let url = receiver.url();
+    let Some(app) = spawn_app_on(backend, |s| subscribe(s, "crm", &url)).await else {
+        return;
+    };
+    let response = app
+        .http
+        .post(app.admin_url("/v1/consent/import?org=org_1"))
+        .bearer_auth(crate::common::ADMIN_TOKEN)
+        .body("phone\n+15550009901\n+15550009902\n")
+        .send()
+        .await
+        .expect("import");
+    assert_eq!(response.status(), 200);
+    app.settle().await;
+    receiver.wait_for_seqs(PATIENCE, &[1, 2]).await;
+    let sources: Vec<String> = receiver
+        .received()
+        .iter()
+        .flat_map(|r| r.body["data"]["items"].as_array().cloned().unwrap_or_default())
+        .map(|item| item["source"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(sources, ["import", "import"]);
+    app.stop().await;
+}
