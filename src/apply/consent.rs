@@ -107,6 +107,7 @@ fn decide(observations: &[ConsentObservation], states: &ConsentStates) -> Vec<De
                     rank,
                     lead_id: lead_id.clone(),
                     seq: None,
+                    source: o.source,
                 };
                 overlay.insert(key, state);
             }

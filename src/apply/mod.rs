@@ -129,12 +129,12 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     let events = observations.len();
     let kept = suppressed_by_events(tx, &observations, &states, now).await?;
     observations.extend(kept);
-    let applied = consent::apply(tx, &observations, now, states).await?;
+    let outcomes = consent::apply(tx, &observations, now, states).await?;
     if account_sync {
-        suppression::follow(tx, &observations[..events], &applied[..events]).await?;
+        suppression::follow(tx, &observations[..events], &outcomes[..events]).await?;
     }
     let kept: Vec<&ConsentObservation> = observations[events..].iter().collect();
-    suppression::queue_pushes(tx, &kept, &applied[events..], now).await?;
+    suppression::queue_pushes(tx, &kept, &outcomes[events..], now).await?;
     Ok(Outcome {
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,

@@ -20,7 +20,8 @@ use crate::model::{
 use crate::store::{ApplyTx, Suppressing};
 
 /// The entry that keeps lead `lead_id`, seen not opted out, opted out, if any: its
-/// organization's own opt-out of the number when that was not about this lead, else the
+/// organization's own opt-out of the number made here (local, import: the service may never
+/// have had it) when that was not about this lead, else the
 /// number's suppression when no opt-in there is later. `opted_in_at` is the time of the
 /// lead's own opt-in event (a webhook's); a reconciliation pass that finds a lead not opted
 /// out has seen no opt-in, only a service that was never told.
@@ -32,6 +33,7 @@ pub(super) fn suppressed_by(
 ) -> Option<i64> {
     if let Some(state) = stored
         && state.rank.opted_out
+        && matches!(state.source, Source::Local | Source::Import)
         && state.lead_id.as_deref() != Some(lead_id)
     {
         return state.seq;
@@ -129,6 +131,7 @@ mod tests {
             rank: Rank::of(at(when), opted_out),
             lead_id: lead.map(str::to_owned),
             seq: Some(seq),
+            source: Source::Import,
         }
     }
 
@@ -139,6 +142,12 @@ mod tests {
         // The same lead opted in at the service since: a repair, not a suppression.
         let own = state(true, "2026-11-20T00:00:00Z", Some("L1"), 7);
         assert_eq!(suppressed_by("L1", None, Some(&own), None), None);
+        // An opt-out the service announced itself: the service had it.
+        let announced = StoredConsent {
+            source: Source::Webhook,
+            ..imported
+        };
+        assert_eq!(suppressed_by("L1", None, Some(&announced), None), None);
     }
 
     #[test]

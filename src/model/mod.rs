@@ -135,6 +135,8 @@ pub struct StoredConsent {
     pub lead_id: Option<String>,
     /// The ledger entry that set it (`None` for a state decided earlier in the same batch).
     pub seq: Option<i64>,
+    /// Where that entry came from.
+    pub source: Source,
 }
 
 /// The current consent of some (organization, number) pairs, as stored.

@@ -20,7 +20,7 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent, Suppression,
 };
-use crate::model::{Lead, Timestamp, is_terminal};
+use crate::model::{Lead, Source, Timestamp, is_terminal};
 use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing, status_rank};
 
 /// A stored consent state, as read.
@@ -32,6 +32,7 @@ struct StateRow {
     opted_out: bool,
     lead_id: Option<String>,
     seq: i64,
+    source: Source,
 }
 
 /// One column of `rows`, for an array parameter.
@@ -128,7 +129,8 @@ impl ApplyTx for PgConnection {
     ) -> Result<ConsentStates, crate::store::Error> {
         let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
         let rows: Vec<StateRow> = sqlx::query_as(
-            "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq
+            "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq,
+                    s.source
              FROM unnest($1::text[], $2::text[]) AS k (org, phone)
              JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org",
         )
@@ -147,6 +149,7 @@ impl ApplyTx for PgConnection {
                         rank,
                         lead_id: row.lead_id,
                         seq: Some(row.seq),
+                        source: row.source,
                     };
                     ((row.organization_id, row.phone_number), state)
                 })

@@ -18,7 +18,7 @@ use crate::model::{
     ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
     StoredConsent, Suppression,
 };
-use crate::model::{Lead, MessageStatus, Timestamp, is_terminal};
+use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
 use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
@@ -108,24 +108,31 @@ impl ApplyTx for SqliteConnection {
         &mut self,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, crate::store::Error> {
-        let rows: Vec<(String, String, Timestamp, bool, Option<String>, i64)> = codec::json_rows(
+        type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
+        let rows: Vec<Row> = codec::json_rows(
             self,
             "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
                                                 json(iif(s.opted_out, 'true', 'false')), s.lead_id,
-                                                s.seq))
+                                                s.seq, s.source))
              FROM json_each(?) AS k
              JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
             codec::json_param(keys)?,
         )
         .await?;
         let mut states = HashMap::with_capacity(rows.len());
-        for (o, p, at, opted_out, lead_id, seq) in rows {
+        for (o, p, at, opted_out, lead_id, seq, source) in rows {
             let rank = Rank {
                 changed_at: at.at(),
                 opted_out,
             };
             let seq = Some(seq);
-            states.insert((o, p), StoredConsent { rank, lead_id, seq });
+            let state = StoredConsent {
+                rank,
+                lead_id,
+                seq,
+                source,
+            };
+            states.insert((o, p), state);
         }
         Ok(ConsentStates(states))
     }
