@@ -11,6 +11,7 @@ mod receiver;
 
 mod admin;
 mod admin_feed;
+mod alerts;
 mod apply;
 mod browser;
 mod chain;

@@ -1,0 +1,155 @@
+//! The Prometheus alert rules (config/prometheus/alerts.yml): promtool checks them and runs
+//! their unit tests (alerts.test.yml), and every metric they name is one the daemon exposes.
+//!
+//! promtool is `OUTREACH_SYNC_TEST_PROMTOOL`, else `promtool` on the PATH (Debian's
+//! `prometheus`; `.ci/run` installs it); without either the promtool test says so on the
+//! terminal and passes without running (as the browser tests do). With the variable set, a
+//! promtool that does not run fails the test.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const PROMTOOL_VARIABLE: &str = "OUTREACH_SYNC_TEST_PROMTOOL";
+const RULES: &str = "config/prometheus/alerts.yml";
+const RULE_TESTS: &str = "config/prometheus/alerts.test.yml";
+/// Every metric name starts with this (`PREFIX` in src/metrics.rs).
+const PREFIX: &str = "outreach_sync_";
+/// Metrics the rules use that src/metrics.rs may not declare yet (they are being added); a
+/// name leaves this list once src/metrics.rs declares it.
+const COMING: [&str; 3] = [
+    "outreach_sync_optout_oldest_pending_seconds",
+    "outreach_sync_optouts_overdue",
+    "outreach_sync_messages_after_optout_total",
+];
+
+/// promtool, and whether it was asked for (then it must run).
+fn promtool_path() -> Option<(PathBuf, bool)> {
+    if let Ok(path) = std::env::var(PROMTOOL_VARIABLE) {
+        return Some((PathBuf::from(path), true));
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join("promtool"))
+            .find(|path| path.is_file())
+            .map(|path| (path, false))
+    })
+}
+
+fn skipped(why: &str) {
+    let _ = writeln!(
+        std::io::stderr(),
+        "\nAlert rule tests SKIPPED: {why}; {RULES} was not run through promtool (its metric \
+         names are checked all the same).\n"
+    );
+}
+
+/// Runs `promtool ARGS FILE` and asserts it succeeds, its output in the failure; false (said
+/// on the terminal) when it cannot start and was not asked for.
+fn promtool(path: &Path, required: bool, args: &[&str], file: &str) -> bool {
+    let output = match Command::new(path)
+        .args(args)
+        .arg(crate::repository(file))
+        .output()
+    {
+        Ok(output) => output,
+        Err(e) if !required => {
+            skipped(&format!("{} does not start: {e}", path.display()));
+            return false;
+        }
+        Err(e) => panic!(
+            "{PROMTOOL_VARIABLE} is set but {} does not start: {e}",
+            path.display()
+        ),
+    };
+    assert!(
+        output.status.success(),
+        "promtool {} {file} failed ({}):\n{}{}",
+        args.join(" "),
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    true
+}
+
+#[test]
+fn the_alert_rules_pass_their_promtool_tests() {
+    let Some((path, required)) = promtool_path() else {
+        skipped(&format!(
+            "no promtool on the PATH and {PROMTOOL_VARIABLE} is not set (apt-get install \
+             --no-install-recommends prometheus)"
+        ));
+        return;
+    };
+    if !promtool(&path, required, &["check", "rules"], RULES) {
+        return;
+    }
+    promtool(&path, required, &["test", "rules"], RULE_TESTS);
+}
+
+/// Every `outreach_sync_...` name in `text`, in order of appearance, once each.
+fn metric_names(text: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(PREFIX) {
+        let before = rest[..at].chars().next_back();
+        let tail = &rest[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let starts_a_word = !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_');
+        if starts_a_word && !names.iter().any(|n| n == &tail[..end]) {
+            names.push(tail[..end].to_owned());
+        }
+        rest = &tail[end..];
+    }
+    names
+}
+
+#[test]
+fn the_alert_rules_name_only_metrics_the_daemon_exposes() {
+    let rules = std::fs::read_to_string(crate::repository(RULES)).expect("the alert rules");
+    let source = std::fs::read_to_string(crate::repository("src/metrics.rs")).unwrap();
+    assert!(
+        source.contains("const PREFIX: &str = \"outreach_sync\";"),
+        "src/metrics.rs no longer names its metrics outreach_sync_*: update {RULES}"
+    );
+    let names = metric_names(&rules);
+    assert!(!names.is_empty(), "no metric names found in {RULES}");
+    // src/metrics.rs declares a family by its name without the prefix, quoted.
+    let unknown: Vec<&String> = names
+        .iter()
+        .filter(|name| {
+            let declared = format!("\"{}\"", &name[PREFIX.len()..]);
+            !source.contains(&declared) && !COMING.contains(&name.as_str())
+        })
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "{RULES} uses metrics src/metrics.rs does not expose: {unknown:?}"
+    );
+}
+
+#[test]
+fn every_alert_rule_has_cases_in_the_unit_tests() {
+    let rules = std::fs::read_to_string(crate::repository(RULES)).expect("the alert rules");
+    let tests = std::fs::read_to_string(crate::repository(RULE_TESTS)).expect("the rule tests");
+    let alerts: Vec<&str> = rules
+        .lines()
+        .filter_map(|line| line.trim().strip_prefix("- alert:"))
+        .map(str::trim)
+        .collect();
+    assert!(!alerts.is_empty(), "no alert found in {RULES}");
+    for alert in alerts {
+        let cases = tests
+            .lines()
+            .filter(|line| line.trim() == format!("alertname: {alert}"))
+            .count();
+        assert!(
+            cases >= 2,
+            "{alert} has {cases} case(s) in {RULE_TESTS}: one where it fires and one where \
+             it does not, at least"
+        );
+    }
+}
