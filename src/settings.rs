@@ -8,6 +8,7 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
 mod admin;
+mod compliance;
 mod keys;
 mod live;
 mod load;
@@ -20,6 +21,7 @@ mod webhook;
 pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
+pub use compliance::ComplianceSettings;
 pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
@@ -69,6 +71,7 @@ pub struct Settings {
     pub log: LogSettings,
     pub replica: ReplicaSettings,
     pub retention: RetentionSettings,
+    pub compliance: ComplianceSettings,
     /// `[[subscriber]]`: tools every consent ledger entry is pushed to.
     pub subscriber: Vec<SubscriberSettings>,
 }

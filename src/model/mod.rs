@@ -7,6 +7,8 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// Business days and the legal deadline of an opt-out counted in them.
+pub mod business_days;
 /// The hash chain over the ledger: the canonical encoding of an entry and the walk.
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.

@@ -21,6 +21,7 @@ impl Settings {
         subscribers::validate(&self.subscriber)?;
         self.validate_listeners()?;
         self.validate_service()?;
+        self.compliance.validate()?;
         self.validate_log()
     }
 
