@@ -376,11 +376,21 @@ fn admin_router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
+            .with_compliance(compliance_rules(settings))
             .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
             .with_outbox(writer.state().clone())
             .with_senders(senders)
             .with_stop(shutdown.clone()),
     )
+}
+
+/// The compliance report's rules; the settings were validated, so the defaults stand in only
+/// for what validation already refused.
+fn compliance_rules(settings: &Settings) -> crate::compliance::Rules {
+    crate::compliance::Rules::of(settings).unwrap_or_else(|error| {
+        tracing::error!(%error, "[compliance] is not valid; the report uses the defaults");
+        crate::compliance::Rules::default()
+    })
 }
 
 /// Reloads the webhook secrets and admin tokens on every SIGHUP, listened to from now on:

@@ -11,13 +11,15 @@ pub mod apply;
 pub mod cli;
 /// The typed client of the service's API.
 pub mod client;
+/// The compliance report: each opt-out against its legal deadline, and messages after it.
+pub mod compliance;
 /// The accepted event envelope and its parser.
 pub mod events;
 /// The evidence bundle of a number: each ledger entry with its hash and what it stands on.
 pub mod evidence;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
 pub mod export;
-/// Reading opt-out lists (CSV) into E.164 numbers, as a stream.
+/// Opt-out lists (CSV) read into E.164 numbers as a stream, and recorded.
 pub mod import;
 /// The public ingest listener.
 pub mod ingest;

@@ -92,6 +92,8 @@ pub struct Pruned {
     pub messages: u64,
     /// Quarantined deliveries old enough to go, kept (they never are pruned).
     pub quarantined_kept: u64,
+    /// Subscribers' acknowledgements of opt-outs as old as the consent deliveries pruned.
+    pub subscriber_acks: u64,
     /// SQLite pages given back to the file system.
     pub pages_freed: i64,
     /// The longest single write (a batch's delete, or a vacuum step), in milliseconds: how
@@ -154,6 +156,10 @@ impl Pruner {
             ),
         ] {
             self.walk(kind, cutoff, dry_run, &mut pruned).await?;
+        }
+        if !dry_run {
+            let cutoff = now - days(self.settings.consent_delivery_days);
+            pruned.subscriber_acks = self.pool.delete_acks_before(cutoff).await?;
         }
         // Never a `sent` message the reconciler still looks up for its carrier receipt,
         // however short the retention.

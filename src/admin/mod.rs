@@ -9,6 +9,7 @@
 //! disagree.
 
 mod auth;
+mod compliance;
 mod consent;
 mod console;
 mod error;
@@ -60,6 +61,9 @@ pub struct AdminState {
     failed_auth: Arc<guard::FailedAuth>,
     /// Opt-out lists uploaded on the console, previewed and waiting for a confirmation.
     pending_imports: console::PendingImports,
+    /// What the compliance report measures against: the deadline's calendar, the
+    /// subscribers.
+    compliance: Arc<crate::compliance::Rules>,
 }
 
 impl AdminState {
@@ -82,6 +86,7 @@ impl AdminState {
                 crate::settings::DEFAULT_FAILED_AUTH_PER_MINUTE,
             )),
             pending_imports: console::PendingImports::default(),
+            compliance: Arc::new(crate::compliance::Rules::default()),
         }
     }
 
@@ -118,6 +123,12 @@ impl AdminState {
     /// Shows (and replays) these subscribers.
     pub fn with_subscribers(mut self, subscribers: Vec<SubscriberSettings>) -> Self {
         self.subscribers = subscribers;
+        self
+    }
+
+    /// Measures the compliance report against `rules`.
+    pub fn with_compliance(mut self, rules: crate::compliance::Rules) -> Self {
+        self.compliance = Arc::new(rules);
         self
     }
 }
@@ -206,6 +217,31 @@ pub static ROUTES: &[RouteSpec] = &[
         request: Some("LocalChange"),
         response: (202, Some("LocalChangeRecorded")),
         handler: || post(consent::record),
+    },
+    RouteSpec {
+        method: Method::GET,
+        path: "/v1/compliance",
+        operation_id: "complianceReport",
+        summary: "For every opt-out in the window: when the service and each subscriber had it against the legal deadline, and the messages sent after it",
+        public: false,
+        query: &[
+            Param {
+                name: "since",
+                required: false,
+                kind: "string",
+                description: "First day (YYYY-MM-DD in compliance.timezone) or RFC 3339 time; default: 30 days before until",
+            },
+            Param {
+                name: "until",
+                required: false,
+                kind: "string",
+                description: "Last day, taken whole (YYYY-MM-DD), or RFC 3339 time; default: now",
+            },
+            ORG,
+        ],
+        request: None,
+        response: (200, Some("ComplianceReport")),
+        handler: || get(compliance::report),
     },
     RouteSpec {
         method: Method::POST,

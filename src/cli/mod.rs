@@ -7,6 +7,7 @@ mod import;
 mod output;
 mod read;
 mod registrations;
+mod report;
 mod subscribers;
 mod webhooks;
 
@@ -140,6 +141,11 @@ pub enum Command<T: Subcommand> {
         /// Count what would go, remove nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// Reports on the ledger.
+    Report {
+        #[command(subcommand)]
+        command: report::ReportCommand,
     },
     /// The consent ledger's hash chain.
     Ledger {
@@ -398,6 +404,7 @@ async fn on_the_ledger<T: Subcommand>(
             output,
         } => evidence::bundle(settings, &phone, organization.as_deref(), output).await,
         Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
+        Command::Report { command } => report::run(settings, command, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => evidence::verify(settings, json).await,

@@ -68,6 +68,17 @@ impl BusinessDays {
     }
 
     /// The `deadline_days`-th business day after `day`, or `None` past the calendar's end.
+    /// When `date` begins in the calendar's zone (the first instant of it, should its
+    /// midnight be skipped by a clock change).
+    pub fn day_start(&self, date: NaiveDate) -> Option<DateTime<Utc>> {
+        start_of_day(self.timezone, date)
+    }
+
+    /// The day `at` falls on in the calendar's zone.
+    pub fn day_of(&self, at: DateTime<Utc>) -> NaiveDate {
+        at.with_timezone(&self.timezone).date_naive()
+    }
+
     fn nth_business_day_after(&self, day: NaiveDate) -> Option<NaiveDate> {
         let mut date = day;
         for _ in 0..self.deadline_days {

@@ -87,6 +87,44 @@ pub const SUPPRESSION_ACTOR: &str = "suppression";
 /// there once, and that entry is what suppresses it.
 pub const ACCOUNT_WIDE: &str = "*";
 
+/// An opt-out entry as the compliance report reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OptOutRow {
+    pub seq: i64,
+    pub organization_id: String,
+    pub lead_id: Option<String>,
+    pub phone_number: String,
+    pub occurred_at: Timestamp,
+    pub recorded_at: Timestamp,
+    pub source: Source,
+    /// Its push to the service, for an opt-out made here.
+    pub push_state: Option<PushState>,
+    pub push_finished_at: Option<Timestamp>,
+    /// The first opt-in of its (organization, number) after it.
+    pub opted_in_at: Option<Timestamp>,
+    /// The lead the mirror holds for its (organization, number).
+    pub state_lead_id: Option<String>,
+}
+
+/// A mirrored message of a lead.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LeadMessage {
+    pub lead_id: String,
+    pub id: String,
+    pub status: String,
+    /// As the service gave it.
+    pub created_at: Option<String>,
+}
+
+/// A request a subscriber acknowledged (2xx) that carried opt-outs: entries
+/// `first_seq..=last_seq` of its filter were in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct AckSpan {
+    pub first_seq: i64,
+    pub last_seq: i64,
+    pub acked_at: Timestamp,
+}
+
 /// A number opted out for the whole account: by the ledger entry `seq`, from `since` (its
 /// event time) until an account-wide opt-in later than that.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -177,6 +177,26 @@ pub trait PushStore {
     ) -> Result<Option<crate::model::DuePush>, crate::store::Error>;
 }
 
+/// The compliance report's reads.
+#[enum_dispatch]
+pub trait ComplianceStore {
+    /// The opt-out entries that occurred in `since..until` (in one organization or all),
+    /// echoes of local changes left out, in seq order, each with its push, the next opt-in
+    /// of its (organization, number) and the lead the mirror holds for that pair.
+    async fn opt_outs(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+        until: chrono::DateTime<chrono::Utc>,
+        organization: Option<&str>,
+    ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error>;
+
+    /// The mirrored messages of `lead_ids`.
+    async fn messages_of_leads(
+        &self,
+        lead_ids: &[&str],
+    ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error>;
+}
+
 /// The read side: the ledger, the mirror and the daemon's state, as records.
 #[enum_dispatch]
 pub trait ReadStore {
@@ -336,6 +356,13 @@ pub trait RetentionStore {
         limit: i64,
     ) -> Result<u64, crate::store::Error>;
 
+    /// Removes the subscribers' acknowledgements older than `before` (the consent evidence's
+    /// retention); returns how many went.
+    async fn delete_acks_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+    ) -> Result<u64, crate::store::Error>;
+
     /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
     /// delivery each is).
     async fn scan_outbox(
@@ -382,14 +409,25 @@ pub trait SubscriberStore {
     ) -> Result<Option<crate::model::SubscriberState>, crate::store::Error>;
 
     /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
-    /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance.
+    /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance. Keeps
+    /// `acks`, the acknowledged requests that carried opt-outs since the last call.
     async fn subscriber_delivered(
         &self,
         name: &str,
         generation: i64,
         cursor: i64,
         delivered_ms: Option<i64>,
+        acks: &[crate::model::AckSpan],
     ) -> Result<(), crate::store::Error>;
+
+    /// The acknowledged requests of `name` that carried entries of `first_seq..=last_seq`,
+    /// by their first entry.
+    async fn ack_spans(
+        &self,
+        name: &str,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<crate::model::AckSpan>, crate::store::Error>;
 
     /// Counts a failed attempt; the next is due at `next_attempt_ms`.
     async fn subscriber_failed(

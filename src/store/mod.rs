@@ -52,6 +52,8 @@ mod retention;
 /// `daemon_state`'s statements written once for both backends.
 mod state;
 
+/// The compliance report's reads, one text for both backends.
+mod compliance;
 /// Console sessions, one text for both backends.
 mod console;
 /// Subscribers' delivery state, one text for both backends.
@@ -64,8 +66,8 @@ pub use tx::{IngestStore, Tx};
 /// One trait per concern, implemented by both backends and dispatched by [`Pool`].
 mod concerns;
 pub use concerns::{
-    ChainStore, EvidenceStore, ExportStore, LeaseStore, OutboxCounts, OutboxStore, PassStore,
-    PushStore, ReadStore, RetentionStore, SessionStore, StateStore, SubscriberStore,
+    ChainStore, ComplianceStore, EvidenceStore, ExportStore, LeaseStore, OutboxCounts, OutboxStore,
+    PassStore, PushStore, ReadStore, RetentionStore, SessionStore, StateStore, SubscriberStore,
 };
 
 /// What the demo's live view reads, beside `status`.
@@ -78,6 +80,7 @@ pub use demo::DemoStore;
 #[derive(Debug, Clone)]
 #[enum_dispatch::enum_dispatch(
     ChainStore,
+    ComplianceStore,
     SessionStore,
     EvidenceStore,
     ExportStore,

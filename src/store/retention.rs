@@ -17,6 +17,17 @@ macro_rules! shared {
             .fetch_all(self)
             .await?)
         }
+
+        async fn delete_acks_before(
+            &self,
+            before: chrono::DateTime<chrono::Utc>,
+        ) -> Result<u64, crate::store::Error> {
+            Ok(sqlx::query("DELETE FROM subscriber_acks WHERE acked_at < $1")
+                .bind(crate::model::Timestamp(before))
+                .execute(self)
+                .await?
+                .rows_affected())
+        }
     };
 }
 

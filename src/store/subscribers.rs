@@ -35,7 +35,20 @@ macro_rules! statements {
             generation: i64,
             cursor: i64,
             delivered_ms: Option<i64>,
+            acks: &[crate::model::AckSpan],
         ) -> Result<(), crate::store::Error> {
+            for ack in acks {
+                sqlx::query(
+                    "INSERT INTO subscriber_acks (subscriber, first_seq, last_seq, acked_at)
+                     VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                )
+                .bind(name)
+                .bind(ack.first_seq)
+                .bind(ack.last_seq)
+                .bind(ack.acked_at)
+                .execute(self)
+                .await?;
+            }
             sqlx::query(
                 "UPDATE subscribers SET cursor = $3, failures = 0, next_attempt_ms = NULL,
                      last_error = NULL, last_success_ms = COALESCE($4, last_success_ms)
@@ -48,6 +61,20 @@ macro_rules! statements {
             .execute(self)
             .await?;
             Ok(())
+        }
+
+        async fn ack_spans(&self, name: &str, first_seq: i64, last_seq: i64)
+            -> Result<Vec<crate::model::AckSpan>, crate::store::Error> {
+            Ok(sqlx::query_as(
+                "SELECT first_seq, last_seq, acked_at FROM subscriber_acks
+                 WHERE subscriber = $1 AND last_seq >= $2 AND first_seq <= $3
+                 ORDER BY first_seq, last_seq",
+            )
+            .bind(name)
+            .bind(first_seq)
+            .bind(last_seq)
+            .fetch_all(self)
+            .await?)
         }
 
         async fn subscriber_failed(&self, name: &str,

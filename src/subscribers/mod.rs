@@ -64,8 +64,13 @@ impl Subscriber {
 
     /// Whether `entry` is for this subscriber.
     pub fn takes(&self, entry: &LedgerEntry) -> bool {
-        (self.organizations.is_empty() || self.organizations.contains(&entry.organization_id))
-            && self.sources.contains(&entry.source)
+        self.takes_from(&entry.organization_id, entry.source)
+    }
+
+    /// Whether an entry of `organization_id` from `source` is for this subscriber.
+    pub fn takes_from(&self, organization_id: &str, source: Source) -> bool {
+        (self.organizations.is_empty() || self.organizations.contains(organization_id))
+            && self.sources.contains(&source)
     }
 
     /// Whether no source is left out.

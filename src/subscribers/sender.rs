@@ -22,7 +22,7 @@ use self::post::Posted;
 use super::Subscriber;
 use super::try_now::{Request, Running};
 use crate::metrics::{self, SubscriberOutcome};
-use crate::model::LedgerEntry;
+use crate::model::{AckSpan, LedgerEntry, Timestamp};
 use crate::settings::Algorithm;
 use crate::signal::{FALLBACK_POLL, Follower};
 use crate::store::Pool;
@@ -79,6 +79,11 @@ pub struct Progress {
     cursor: i64,
     /// When the last delivery since the cursor was kept was accepted.
     delivered_ms: Option<i64>,
+    /// Accepted requests that carried opt-outs, not yet kept: written with the cursor,
+    /// for the compliance report (when this subscriber had each opt-out).
+    acks: Vec<AckSpan>,
+    /// How many of `acks` the write in progress carries; dropped once it succeeded.
+    acks_writing: usize,
     kept: bool,
     kept_at: Instant,
     /// The write in progress beside the sender.
@@ -91,6 +96,8 @@ impl Progress {
             generation: state.generation,
             cursor: state.cursor,
             delivered_ms: None,
+            acks: Vec::new(),
+            acks_writing: 0,
             kept: true,
             kept_at: Instant::now(),
             writing: None,
@@ -255,6 +262,14 @@ impl Sender {
         let (first, last) = (first.seq, last.seq);
         let outcome = self.post(&items, first, last).await;
         let finished = Utc::now();
+        if matches!(outcome, Posted::Accepted) && items.iter().any(|e| e.opted_out) {
+            progress.acks.push(AckSpan {
+                first_seq: first,
+                last_seq: last,
+                acked_at: Timestamp(finished),
+            });
+            progress.kept = false;
+        }
         metrics::global().subscriber_request(name, outcome.metric());
         self.record(
             progress,
@@ -330,14 +345,16 @@ impl Sender {
         }
         self.written(progress).await?;
         let pool = self.pool.clone();
-        let (name, generation, cursor, delivered_ms) = (
+        let (name, generation, cursor, delivered_ms, acks) = (
             self.subscriber.name.clone(),
             progress.generation,
             progress.cursor,
             progress.delivered_ms,
+            progress.acks.clone(),
         );
+        progress.acks_writing = acks.len();
         progress.writing = Some(tokio::spawn(async move {
-            pool.subscriber_delivered(&name, generation, cursor, delivered_ms)
+            pool.subscriber_delivered(&name, generation, cursor, delivered_ms, &acks)
                 .await
         }));
         progress.kept = true;
@@ -350,8 +367,12 @@ impl Sender {
         let Some(writing) = progress.writing.take() else {
             return Ok(());
         };
+        let acks = std::mem::take(&mut progress.acks_writing);
         match writing.await {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                progress.acks.drain(..acks.min(progress.acks.len()));
+                Ok(())
+            }
             Ok(Err(error)) => {
                 progress.kept = false;
                 Err(error)
@@ -376,8 +397,10 @@ impl Sender {
                 progress.generation,
                 progress.cursor,
                 progress.delivered_ms,
+                &progress.acks,
             )
             .await?;
+        progress.acks.clear();
         progress.kept = true;
         progress.kept_at = Instant::now();
         Ok(())

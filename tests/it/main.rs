@@ -19,6 +19,7 @@ mod cli;
 mod client_manners;
 mod client_v2;
 mod client_v3;
+mod compliance;
 mod console;
 mod crash;
 mod demo;

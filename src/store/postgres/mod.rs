@@ -5,6 +5,7 @@
 
 mod apply;
 pub mod chain;
+pub mod compliance;
 pub mod console;
 pub mod evidence;
 pub mod ingest;

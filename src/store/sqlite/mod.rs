@@ -4,6 +4,7 @@
 
 mod apply;
 pub mod chain;
+pub mod compliance;
 pub mod console;
 pub mod evidence;
 pub mod ingest;

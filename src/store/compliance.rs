@@ -1,0 +1,65 @@
+//! The compliance report's reads: one text for both backends (`$N` parameters; a list of
+//! lead ids as one JSON array, read with `$json_elements`, SQLite's `json_each` or
+//! PostgreSQL's `jsonb_array_elements_text`).
+
+/// The compliance statements for the pool type `$pool`.
+macro_rules! statements {
+    ($pool:ty, $json_elements:literal) => {
+        impl $crate::store::ComplianceStore for $pool {
+            async fn opt_outs(
+                &self,
+                since: chrono::DateTime<chrono::Utc>,
+                until: chrono::DateTime<chrono::Utc>,
+                organization: Option<&str>,
+            ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error> {
+                // Echoes of local changes are the service confirming those changes, not
+                // opt-outs of their own.
+                Ok(sqlx::query_as(
+                    "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
+                            l.recorded_at, l.source, p.state AS push_state,
+                            p.finished_at AS push_finished_at,
+                            (SELECT MIN(i.occurred_at) FROM ledger AS i
+                             WHERE i.phone_number = l.phone_number
+                               AND i.organization_id = l.organization_id
+                               AND NOT i.opted_out AND i.occurred_at > l.occurred_at) AS opted_in_at,
+                            (SELECT s.lead_id FROM consent_state AS s
+                             WHERE s.phone_number = l.phone_number
+                               AND s.organization_id = l.organization_id) AS state_lead_id
+                     FROM ledger AS l LEFT JOIN pushes AS p ON p.seq = l.seq
+                     WHERE l.opted_out AND l.occurred_at >= $1 AND l.occurred_at < $2
+                       AND (CAST($3 AS TEXT) IS NULL OR l.organization_id = $3)
+                       AND NOT EXISTS (SELECT 1 FROM pushes AS e
+                                       WHERE e.echo_ref = l.event_ref
+                                         AND e.organization_id = l.organization_id
+                                         AND e.phone_number = l.phone_number)
+                     ORDER BY l.seq",
+                )
+                .bind(crate::model::Timestamp(since))
+                .bind(crate::model::Timestamp(until))
+                .bind(organization)
+                .fetch_all(self)
+                .await?)
+            }
+
+            async fn messages_of_leads(
+                &self,
+                lead_ids: &[&str],
+            ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
+                if lead_ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                Ok(sqlx::query_as(concat!(
+                    "SELECT lead_id, id, status, created_at FROM messages
+                     WHERE lead_id IN (SELECT value FROM ",
+                    $json_elements,
+                    ")"
+                ))
+                .bind(crate::store::codec::json_param(lead_ids)?)
+                .fetch_all(self)
+                .await?)
+            }
+        }
+    };
+}
+
+pub(crate) use statements;

@@ -1,0 +1,148 @@
+//! The compliance report as a compliance officer reads it: every opt-out against its
+//! deadline, the service and each subscriber as destinations, and the messages sent after
+//! one.
+
+use chrono::{DateTime, TimeDelta, Utc};
+use outreach_sync::settings::{Settings, SubscriberSettings};
+use serde_json::{Value, json};
+
+use crate::common::{Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
+use crate::receiver::{Receiver, SUBSCRIBER_SECRET};
+
+fn subscribe(settings: &mut Settings, url: &str) {
+    with_admin_token(settings);
+    settings
+        .subscriber
+        .push(SubscriberSettings::new("crm", url, SUBSCRIBER_SECRET));
+}
+
+fn opt_out(lead: &str, phone: &str, at: DateTime<Utc>) -> String {
+    json!({"type": "consentUpdate-v1", "id": format!("evt_{lead}"), "createdAt": at.to_rfc3339(),
+           "data": {"id": lead, "organizationId": "org_1", "phoneNumber": phone,
+                    "globalOptedOut": true}})
+    .to_string()
+}
+
+fn message(id: &str, lead: &str, at: DateTime<Utc>) -> String {
+    json!({"type": "messageStatus-v1", "id": format!("evt_{id}"), "createdAt": at.to_rfc3339(),
+           "data": {"id": id, "threadId": "t1", "status": "delivered", "type": "text",
+                    "createdAt": at.to_rfc3339(), "errorCode": null, "leadId": lead,
+                    "organizationId": "org_1"}})
+    .to_string()
+}
+
+async fn report(app: &TestApp) -> Value {
+    let response = app.admin_get("/v1/compliance").await;
+    assert_eq!(response.status(), 200);
+    response.json().await.expect("JSON")
+}
+
+on_both_backends!(
+    an_opt_out_is_pending_until_a_stopped_subscriber_has_it_and_messages_after_it_are_listed
+);
+async fn an_opt_out_is_pending_until_a_stopped_subscriber_has_it_and_messages_after_it_are_listed(
+    backend: Backend,
+) {
+    // The subscriber's tool is down.
+    let receiver = Receiver::start([]).await;
+    let url = receiver.url();
+    let addr: std::net::SocketAddr = url
+        .trim_start_matches("http://")
+        .trim_end_matches("/hooks")
+        .parse()
+        .expect("the receiver's address");
+    receiver.stop();
+    drop(receiver);
+    let Some(app) = spawn_app_on(backend, |s| subscribe(s, &url)).await else {
+        return;
+    };
+    let opted_out_at = Utc::now() - TimeDelta::hours(2);
+    for body in [
+        opt_out("lead_1", "+15550001001", opted_out_at),
+        message("m_confirm", "lead_1", opted_out_at + TimeDelta::minutes(2)),
+        message("m_after", "lead_1", opted_out_at + TimeDelta::hours(1)),
+        message("m_before", "lead_1", opted_out_at - TimeDelta::hours(1)),
+    ] {
+        assert_eq!(app.post_signed(&body).await.status(), 200);
+    }
+    app.settle().await;
+
+    let pending = report(&app).await;
+    assert_eq!(pending["deadlineBusinessDays"], 10);
+    assert_eq!(pending["totals"]["optOuts"], 1, "{pending}");
+    assert_eq!(pending["totals"]["pending"], 1, "{pending}");
+    let item = &pending["items"][0];
+    assert_eq!(item["state"], "pending");
+    assert_eq!(item["honouredAt"], Value::Null);
+    let destinations = item["destinations"].as_array().expect("destinations");
+    assert_eq!(destinations.len(), 2, "{item}");
+    assert_eq!(destinations[0]["name"], "service");
+    // The service announced it: it had it at the event's own time.
+    let occurred = item["occurredAt"].as_str().expect("occurredAt");
+    assert_eq!(destinations[0]["honouredAt"], occurred);
+    assert_eq!(destinations[1], json!({"name": "crm", "honouredAt": null}));
+    assert_eq!(item["confirmation"]["id"], "m_confirm", "{item}");
+    let after: Vec<&str> = item["sentAfterOptOut"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(after, ["m_after"]);
+    assert_eq!(pending["totals"]["sentAfterOptOut"], 1);
+
+    // The tool is back: the next request carries the opt-out.
+    let _back = Receiver::start_on(addr, []).await;
+    app.settle().await;
+    let honoured = report(&app).await;
+    let item = &honoured["items"][0];
+    assert_eq!(item["state"], "honoured", "{item}");
+    let had = item["destinations"][1]["honouredAt"]
+        .as_str()
+        .expect("crm had it");
+    assert_eq!(item["honouredAt"], had, "the slowest destination");
+    let crm = &honoured["destinations"][1];
+    assert_eq!(
+        (&crm["name"], &crm["honoured"], &crm["pending"]),
+        (&json!("crm"), &json!(1), &json!(0))
+    );
+    assert!(crm["maxSecs"].as_f64().expect("seconds") >= 7000.0, "{crm}");
+    app.stop().await;
+}
+
+on_both_backends!(an_opt_out_past_its_deadline_and_not_everywhere_is_overdue);
+async fn an_opt_out_past_its_deadline_and_not_everywhere_is_overdue(backend: Backend) {
+    // A subscriber whose tool never answers.
+    let receiver = Receiver::start([]).await;
+    let url = receiver.url();
+    receiver.stop();
+    let Some(app) = spawn_app_on(backend, |s| subscribe(s, &url)).await else {
+        return;
+    };
+    // Three weeks ago: more than 10 business days whatever the holidays.
+    let long_ago = Utc::now() - TimeDelta::days(21);
+    assert_eq!(
+        app.post_signed(&opt_out("lead_9", "+15550001009", long_ago))
+            .await
+            .status(),
+        200
+    );
+    app.drain().await;
+    let overdue = report(&app).await;
+    assert_eq!(overdue["items"][0]["state"], "overdue", "{overdue}");
+    assert_eq!(overdue["totals"]["overdue"], 1);
+    // The window: an opt-out before it is not in the report.
+    let since = (Utc::now() - TimeDelta::days(7))
+        .format("%Y-%m-%d")
+        .to_string();
+    let recent: Value = app
+        .admin_get(&format!("/v1/compliance?since={since}"))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(recent["totals"]["optOuts"], 0, "{recent}");
+    let refused = app.admin_get("/v1/compliance?since=yesterday").await;
+    assert_eq!(refused.status(), 400);
+    app.stop().await;
+}
