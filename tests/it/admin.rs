@@ -211,7 +211,10 @@ async fn consent_is_read_one_number_at_a_time_and_in_batches_of_up_to_ten_thousa
     let other_org = app
         .admin_get("/v1/consent?phoneNumber=%2B15550000002&organizationId=org_2")
         .await;
-    assert_eq!(json_of(other_org).await, json!({"items": [], "suppressed": false}));
+    assert_eq!(
+        json_of(other_org).await,
+        json!({"items": [], "suppressed": false})
+    );
     assert_eq!(app.admin_get("/v1/consent").await.status(), 400);
     assert_eq!(
         app.admin_get("/v1/consent?phoneNumber=5550000002x")

@@ -657,7 +657,12 @@ async fn a_subscriber_with_the_default_sources_gets_imported_opt_outs(backend: B
     let sources: Vec<String> = receiver
         .received()
         .iter()
-        .flat_map(|r| r.body["data"]["items"].as_array().cloned().unwrap_or_default())
+        .flat_map(|r| {
+            r.body["data"]["items"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
         .map(|item| item["source"].as_str().unwrap_or_default().to_owned())
         .collect();
     assert_eq!(sources, ["import", "import"]);
