@@ -265,7 +265,8 @@ fn supervise_worker(
         pool.clone(),
         writer.state().clone(),
         settings.consent.account_sync,
-    );
+    )
+    .with_policy(crate::apply::Policy::of(settings));
     tasks.add("worker", move |shutdown| {
         worker.clone().run(shutdown).map(Ok)
     });

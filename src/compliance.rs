@@ -24,6 +24,67 @@ use crate::subscribers::Subscriber;
 pub const SERVICE: &str = "service";
 /// Opt-outs whose messages are read in one statement.
 const MESSAGES_CHUNK: usize = 1000;
+/// Most opt-outs per destination looked at for the gauges (the oldest come first).
+const GAUGE_LOOK: i64 = 10_000;
+
+/// What is not honoured yet, for the metrics: per destination the age of the oldest opt-out
+/// it has not had, and how many opt-outs are past their deadline and not everywhere.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Backlog {
+    /// (destination, seconds): 0 when it has had every opt-out.
+    pub oldest_pending_secs: Vec<(String, f64)>,
+    pub overdue: u64,
+}
+
+/// The [`Backlog`] as of `now`: the service's from the push queue, each subscriber's from
+/// the opt-outs after its cursor (each looked at up to [`GAUGE_LOOK`] opt-outs deep).
+pub async fn backlog(
+    pool: &Pool,
+    rules: &Rules,
+    now: DateTime<Utc>,
+) -> Result<Backlog, crate::store::Error> {
+    let age = |at: Option<Timestamp>| {
+        at.map_or(0.0, |at| {
+            (now - at.at()).num_milliseconds().max(0) as f64 / 1000.0
+        })
+    };
+    let mut overdue = BTreeSet::new();
+    let mut count_overdue = |seq: i64, at: Timestamp| {
+        if rules.calendar.deadline(at.at()) < now {
+            overdue.insert(seq);
+        }
+    };
+    let unsent = pool.unsent_opt_outs(GAUGE_LOOK).await?;
+    for (seq, at) in &unsent {
+        count_overdue(*seq, *at);
+    }
+    let mut oldest = vec![(
+        SERVICE.to_owned(),
+        age(unsent.iter().map(|(_, at)| *at).min()),
+    )];
+    for subscriber in &rules.subscribers {
+        let cursor = pool
+            .subscriber_state(&subscriber.name)
+            .await?
+            .map_or(0, |state| state.cursor);
+        let behind: Vec<(i64, Timestamp)> = pool
+            .opt_outs_after(cursor, GAUGE_LOOK)
+            .await?
+            .into_iter()
+            .filter(|(_, org, source, _)| subscriber.takes_from(org, *source))
+            .map(|(seq, _, _, at)| (seq, at))
+            .collect();
+        for (seq, at) in &behind {
+            count_overdue(*seq, *at);
+        }
+        let first = behind.iter().map(|(_, at)| *at).min();
+        oldest.push((subscriber.name.clone(), age(first)));
+    }
+    Ok(Backlog {
+        oldest_pending_secs: oldest,
+        overdue: overdue.len() as u64,
+    })
+}
 
 /// What a report covers: opt-outs that occurred in `since..until`, in one organization or
 /// all.

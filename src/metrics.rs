@@ -202,6 +202,11 @@ pub struct Gauges {
     /// Whether the last check of the webhook registrations passed; `None` before the
     /// first check, when the metric has no sample.
     pub registration_ok: Option<bool>,
+    /// Per destination (the service, each subscriber), the age in seconds of the oldest
+    /// opt-out it has not had (0 when none).
+    pub optout_oldest_pending: Vec<(String, f64)>,
+    /// Opt-outs past their deadline and not yet had by every destination.
+    pub optouts_overdue: u64,
 }
 
 /// The process's counters.
@@ -210,6 +215,9 @@ pub struct Metrics {
     events_applied: AtomicU64,
     events_quarantined: AtomicU64,
     echoes: AtomicU64,
+    messages_after_opt_out: AtomicU64,
+    /// 1 while this process holds the leader's lease.
+    leader: AtomicU64,
     reconcile_passes: AtomicU64,
     reconcile_leads_scanned: AtomicU64,
     reconcile_repairs: AtomicU64,
@@ -262,6 +270,8 @@ impl Metrics {
             events_applied: AtomicU64::new(0),
             events_quarantined: AtomicU64::new(0),
             echoes: AtomicU64::new(0),
+            messages_after_opt_out: AtomicU64::new(0),
+            leader: AtomicU64::new(0),
             reconcile_passes: AtomicU64::new(0),
             reconcile_leads_scanned: AtomicU64::new(0),
             reconcile_repairs: AtomicU64::new(0),
@@ -326,6 +336,18 @@ impl Metrics {
     /// A returning webhook recognised as the echo of a local change.
     pub fn echo(&self) {
         add(&self.echoes, 1);
+    }
+
+    /// Whether this process holds the leader's lease now.
+    pub fn leading(&self, leading: bool) {
+        self.leader.store(u64::from(leading), Ordering::Relaxed);
+    }
+
+    /// `n` messages new to the mirror were sent to a number after its opt-out.
+    pub fn messages_after_opt_out(&self, n: u64) {
+        if n > 0 {
+            add(&self.messages_after_opt_out, n);
+        }
     }
 
     pub fn record_reconcile_pass(
@@ -393,8 +415,36 @@ impl Metrics {
         self.render_counters(&mut out);
         self.render_upstream(&mut out, gauges);
         self.render_subscribers(&mut out, gauges);
+        self.render_compliance(&mut out, gauges);
         self.render_connections(&mut out);
         out.0
+    }
+
+    /// Opt-outs not yet honoured everywhere ([compliance]).
+    fn render_compliance(&self, out: &mut Exposition, gauges: &Gauges) {
+        out.family(
+            "optout_oldest_pending_seconds",
+            "gauge",
+            "Age of the oldest opt-out the destination (the service, or a subscriber) has not had yet; 0 when none.",
+            gauges.optout_oldest_pending.iter().map(|(name, secs)| {
+                (
+                    format!("{{destination=\"{name}\"}}"),
+                    format!("{secs:.3}"),
+                )
+            }),
+        );
+        out.single(
+            "leader",
+            "gauge",
+            "1 while this process holds the leader's lease (the reconciler's schedule, the pusher and the subscribers' senders run there).",
+            get(&self.leader),
+        );
+        out.single(
+            "optouts_overdue",
+            "gauge",
+            "Opt-outs past their deadline ([compliance] deadline_business_days) and not yet had by every destination.",
+            gauges.optouts_overdue,
+        );
     }
 
     /// Ingest's answers and the outbox's state.
@@ -432,7 +482,7 @@ impl Metrics {
 
     /// The single-value counters of the worker and the reconciler.
     fn render_counters(&self, out: &mut Exposition) {
-        let counters: [(&str, &str, &AtomicU64); 8] = [
+        let counters: [(&str, &str, &AtomicU64); 9] = [
             (
                 "events_applied_total",
                 "Outbox rows applied by the worker.",
@@ -447,6 +497,11 @@ impl Metrics {
                 "echoes_recognised_total",
                 "Returning webhooks recognised as the echo of a local change.",
                 &self.echoes,
+            ),
+            (
+                "messages_after_optout_total",
+                "Messages first seen by this process that were sent to a number after its opt-out, past the confirmation window ([compliance]).",
+                &self.messages_after_opt_out,
             ),
             (
                 "reconcile_passes_total",
@@ -651,7 +706,14 @@ mod tests {
             pushes_pending: 2,
             subscriber_lag: vec![("crm".into(), 12)],
             registration_ok: Some(false),
+            optout_oldest_pending: vec![("service".into(), 0.0), ("crm".into(), 3600.25)],
+            optouts_overdue: 3,
         });
+        assert!(text.contains(
+            "outreach_sync_optout_oldest_pending_seconds{destination=\"crm\"} 3600.250\n"
+        ));
+        assert!(text.contains("outreach_sync_optouts_overdue 3\n"));
+        assert!(text.contains("outreach_sync_messages_after_optout_total 0\n"));
         assert!(text.contains(
             "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2\n"
         ));

@@ -242,7 +242,7 @@ impl Writer {
         batch: &[Command],
     ) -> Result<(Written, Result<(), crate::store::Error>), crate::store::Error> {
         let state = self.state.clone();
-        let account_sync = self.settings.consent.account_sync;
+        let policy = apply::Policy::of(&self.settings);
         let mut last_id = self.last_id;
         let conn = self.connection().await?;
         let single_writer = conn.single_writer();
@@ -256,7 +256,7 @@ impl Writer {
         // worker reading them back. Replicas' workers apply: an ingest commit never waits
         // on their locks.
         let written = if single_writer && state.pending() == 0 {
-            write_and_apply(conn, batch, &mut last_id, account_sync).await?
+            write_and_apply(conn, batch, &mut last_id, &policy).await?
         } else {
             (
                 write_deliveries(conn, batch, &mut last_id).await?,
@@ -304,7 +304,7 @@ async fn write_and_apply(
     conn: &mut Connection,
     batch: &[Command],
     last_id: &mut Option<i64>,
-    account_sync: bool,
+    policy: &apply::Policy,
 ) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
     let mut tentative = *last_id;
     let mut tx = conn.begin_write().await?;
@@ -321,9 +321,10 @@ async fn write_and_apply(
             _ => None,
         })
         .collect();
-    match apply::deliveries(&mut tx, &pending, Utc::now(), account_sync).await {
+    match apply::deliveries(&mut tx, &pending, Utc::now(), policy).await {
         Ok(applied) => {
             tx.commit().await?;
+            crate::metrics::global().messages_after_opt_out(applied.sent_after_opt_out);
             if !applied.is_idle() {
                 crate::signal::ledger_grew();
             }

@@ -126,6 +126,7 @@ impl Replica {
                 }
             };
             tracing::info!(replica = %self.name, "leading: the reconciler's schedule and the pusher run here");
+            crate::metrics::global().leading(true);
             let stop = shutdown.child_token();
             let work = duties(stop.clone());
             tokio::pin!(work);
@@ -137,6 +138,7 @@ impl Replica {
                     work.await;
                 }
             }
+            crate::metrics::global().leading(false);
             if !lease.lost().is_cancelled()
                 && let Err(error) = lease.release().await
             {

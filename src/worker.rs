@@ -41,7 +41,7 @@ pub use crate::apply::Outcome;
 pub struct Worker {
     pool: Pool,
     state: Arc<OutboxState>,
-    account_sync: bool,
+    policy: apply::Policy,
 }
 
 impl Worker {
@@ -49,8 +49,17 @@ impl Worker {
         Self {
             pool: pool.into(),
             state,
-            account_sync,
+            policy: apply::Policy {
+                account_sync,
+                ..apply::Policy::default()
+            },
         }
+    }
+
+    /// Applies with `policy` (account sync, the confirmation window).
+    pub fn with_policy(mut self, policy: apply::Policy) -> Self {
+        self.policy = policy;
+        self
     }
 
     /// Applies at most `limit` pending rows in one transaction.
@@ -87,6 +96,7 @@ impl Worker {
         crate::signal::ledger_grew();
         self.state.settled(outcome.settled());
         crate::metrics::global().applied(outcome.applied, outcome.quarantined);
+        crate::metrics::global().messages_after_opt_out(outcome.sent_after_opt_out);
         tracing::debug!(
             applied = outcome.applied,
             quarantined = outcome.quarantined,
@@ -110,7 +120,7 @@ impl Worker {
                 dedup_key: row.dedup_key,
             })
             .collect();
-        apply::deliveries(tx, &pending, now, self.account_sync).await
+        apply::deliveries(tx, &pending, now, &self.policy).await
     }
 
     /// Apply loops run at once (see [`POSTGRES_LOOPS`]).

@@ -29,6 +29,7 @@ pub async fn metrics(
         .map(|t| (Utc::now() - t).as_seconds_f64().max(0.0))
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
     let text = metrics::global().render(&metrics::Gauges {
         outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,
@@ -42,6 +43,8 @@ pub async fn metrics(
         registration_ok: crate::registrations::last_check(&state.pool)
             .await?
             .map(|check| check.ok),
+        optout_oldest_pending: honouring.oldest_pending_secs,
+        optouts_overdue: honouring.overdue,
     });
     Ok((
         [(

@@ -39,6 +39,40 @@ pub struct Pending {
 pub struct Outcome {
     pub applied: u64,
     pub quarantined: u64,
+    /// Messages new to the mirror that were sent to a number after its opt-out (past the
+    /// confirmation window): counted once the batch commits.
+    pub sent_after_opt_out: u64,
+}
+
+/// What the configuration decides of how deliveries apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    /// `[consent] account_sync`.
+    pub account_sync: bool,
+    /// `[compliance] confirmation_window_secs`: a message this soon after an opt-out is
+    /// its confirmation, not a message sent after it.
+    pub confirmation_window: chrono::TimeDelta,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            account_sync: false,
+            confirmation_window: chrono::TimeDelta::seconds(300),
+        }
+    }
+}
+
+impl Policy {
+    pub fn of(settings: &crate::settings::Settings) -> Self {
+        let window = settings.compliance.confirmation_window_secs;
+        Self {
+            account_sync: settings.consent.account_sync,
+            confirmation_window: chrono::TimeDelta::seconds(
+                i64::try_from(window).unwrap_or(i64::MAX),
+            ),
+        }
+    }
 }
 
 impl Outcome {
@@ -77,11 +111,12 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     tx: &mut T,
     rows: &[Pending],
     now: DateTime<Utc>,
-    account_sync: bool,
+    policy: &Policy,
 ) -> Result<Outcome, crate::store::Error> {
     if rows.is_empty() {
         return Ok(Outcome::default());
     }
+    let account_sync = policy.account_sync;
     let plan = plan(tx, rows, account_sync).await?;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
@@ -106,6 +141,9 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
             _ => None,
         })
         .collect();
+    let sent_after_opt_out = tx
+        .sent_after_opt_out(&new_messages(&statuses, policy.confirmation_window))
+        .await?;
     tx.apply_statuses(&statuses, now).await?;
     for (id, reason) in &plan.quarantined {
         tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
@@ -138,7 +176,31 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     Ok(Outcome {
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,
+        sent_after_opt_out,
     })
+}
+
+/// The statuses of messages to a known lead with a creation time, each message once, with
+/// the time an opt-out must precede for it to count as sent after the opt-out.
+fn new_messages<'a>(
+    statuses: &'a [StatusObservation<'a>],
+    window: chrono::TimeDelta,
+) -> Vec<crate::store::NewMessage<'a>> {
+    let mut seen = HashSet::new();
+    statuses
+        .iter()
+        .filter_map(|s| {
+            let created = DateTime::parse_from_rfc3339(s.message.created_at.as_deref()?).ok()?;
+            let after = Timestamp(created.to_utc() - window);
+            let lead_id = s.lead_id?;
+            seen.insert(s.message.id.as_str())
+                .then_some(crate::store::NewMessage {
+                    id: &s.message.id,
+                    lead_id,
+                    after,
+                })
+        })
+        .collect()
 }
 
 /// The entries that keep opted out the leads of opt-in events older than the suppression

@@ -140,6 +140,15 @@ pub struct StateWrite<'a> {
     pub stored: bool,
 }
 
+/// A message status about to be applied, for [`ApplyTx::sent_after_opt_out`].
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct NewMessage<'a> {
+    pub id: &'a str,
+    pub lead_id: &'a str,
+    /// Its creation less the confirmation window.
+    pub after: Timestamp,
+}
+
 /// An account-wide opt-out of a number, which suppresses it.
 #[derive(Debug, Clone, Copy)]
 pub struct Suppressing<'a> {
@@ -234,6 +243,14 @@ pub trait ApplyTx: Send {
         quarantined: &[(i64, String)],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// How many of `messages` are new to the mirror and were sent to a lead whose number was
+    /// opted out in its organization before the message's `after` (its creation less the
+    /// confirmation window): messages sent after an opt-out.
+    fn sent_after_opt_out(
+        &mut self,
+        messages: &[NewMessage<'_>],
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
 
     /// The suppressions in force of those of `phones` that are suppressed.
     fn suppressions(

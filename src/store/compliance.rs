@@ -41,6 +41,35 @@ macro_rules! statements {
                 .await?)
             }
 
+            async fn unsent_opt_outs(
+                &self,
+                limit: i64,
+            ) -> Result<Vec<(i64, crate::model::Timestamp)>, crate::store::Error> {
+                Ok(sqlx::query_as(
+                    "SELECT l.seq, l.occurred_at FROM pushes AS p JOIN ledger AS l ON l.seq = p.seq
+                     WHERE p.state IN ('pending', 'failed') AND p.opted_out
+                     ORDER BY p.seq LIMIT $1",
+                )
+                .bind(limit)
+                .fetch_all(self)
+                .await?)
+            }
+
+            async fn opt_outs_after(
+                &self,
+                after: i64,
+                limit: i64,
+            ) -> Result<Vec<(i64, String, crate::model::Source, crate::model::Timestamp)>, crate::store::Error> {
+                Ok(sqlx::query_as(
+                    "SELECT seq, organization_id, source, occurred_at FROM ledger
+                     WHERE seq > $1 AND opted_out ORDER BY seq LIMIT $2",
+                )
+                .bind(after)
+                .bind(limit)
+                .fetch_all(self)
+                .await?)
+            }
+
             async fn messages_of_leads(
                 &self,
                 lead_ids: &[&str],

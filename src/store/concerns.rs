@@ -190,6 +190,24 @@ pub trait ComplianceStore {
         organization: Option<&str>,
     ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error>;
 
+    /// The opt-outs made here whose push the service has not accepted (pending, or
+    /// refused), oldest first: (seq, event time).
+    async fn unsent_opt_outs(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(i64, crate::model::Timestamp)>, crate::store::Error>;
+
+    /// The opt-out entries after `after`, in seq order: (seq, organization, source, event
+    /// time).
+    async fn opt_outs_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<
+        Vec<(i64, String, crate::model::Source, crate::model::Timestamp)>,
+        crate::store::Error,
+    >;
+
     /// The mirrored messages of `lead_ids`.
     async fn messages_of_leads(
         &self,

@@ -11,7 +11,7 @@ use crate::model::{ConsentObservation, ConsentStates, Holders, PushedChange, Sta
 /// What a write transaction of the apply path is given, and [`ApplyTx`].
 mod apply;
 pub use apply::{
-    ApplyTx, LAST_ERROR, NewEntry, PageCheckpoint, PassRecord, StateWrite, Suppressing,
+    ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
 pub(crate) use apply::{LeadJson, chain_after, entry_key, status_rank, unrecorded};
 /// The storage layer's one error type.

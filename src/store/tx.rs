@@ -10,8 +10,8 @@ use std::future::Future;
 use chrono::{DateTime, Utc};
 
 use super::{
-    ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, PageCheckpoint,
-    Pool, PushedChange, StateWrite, StatusObservation, Suppressing,
+    ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, NewMessage,
+    PageCheckpoint, Pool, PushedChange, StateWrite, StatusObservation, Suppressing,
 };
 use crate::model::{Delivery, Lead, RejectedDelivery, StoredDelivery, Suppression};
 
@@ -173,6 +173,7 @@ forward!(ApplyTx for Tx<'_> {
     fn upsert_leads(&mut self, leads: &[(&Lead, DateTime<Utc>)], now: DateTime<Utc>) -> u64;
     fn apply_statuses(&mut self, observations: &[StatusObservation<'_>], now: DateTime<Utc>) -> u64;
     fn settle_outbox(&mut self, applied: &[i64], quarantined: &[(i64, String)], now: DateTime<Utc>) -> ();
+    fn sent_after_opt_out(&mut self, messages: &[NewMessage<'_>]) -> u64;
     fn suppressions(&mut self, phones: &[&str]) -> HashMap<String, Suppression>;
     fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> ();
     fn lift_suppressions(&mut self, opt_ins: &[(&str, DateTime<Utc>)]) -> ();

@@ -16,10 +16,12 @@ fn subscribe(settings: &mut Settings, url: &str) {
         .push(SubscriberSettings::new("crm", url, SUBSCRIBER_SECRET));
 }
 
+/// The service's opt-out of `lead`, with the whole Lead resource as it sends it.
 fn opt_out(lead: &str, phone: &str, at: DateTime<Utc>) -> String {
     json!({"type": "consentUpdate-v1", "id": format!("evt_{lead}"), "createdAt": at.to_rfc3339(),
            "data": {"id": lead, "organizationId": "org_1", "phoneNumber": phone,
-                    "globalOptedOut": true}})
+                    "activeGroupIds": [], "inactiveGroupIds": [], "customFields": {},
+                    "tagIds": [], "globalOptedOut": true}})
     .to_string()
 }
 
@@ -29,6 +31,15 @@ fn message(id: &str, lead: &str, at: DateTime<Utc>) -> String {
                     "createdAt": at.to_rfc3339(), "errorCode": null, "leadId": lead,
                     "organizationId": "org_1"}})
     .to_string()
+}
+
+/// The value of `series` in the daemon's `/metrics`, as a number.
+async fn metric(app: &TestApp, series: &str) -> f64 {
+    let text = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;
+    crate::common::series_value(&text, series)
+        .unwrap_or_else(|| panic!("no {series} in {text}"))
+        .parse()
+        .expect("a number")
 }
 
 async fn report(app: &TestApp) -> Value {
@@ -57,8 +68,16 @@ async fn an_opt_out_is_pending_until_a_stopped_subscriber_has_it_and_messages_af
         return;
     };
     let opted_out_at = Utc::now() - TimeDelta::hours(2);
+    let sent_after = "outreach_sync_messages_after_optout_total";
+    let counted_before = metric(&app, sent_after).await;
+    assert_eq!(
+        app.post_signed(&opt_out("lead_1", "+15550001001", opted_out_at))
+            .await
+            .status(),
+        200
+    );
+    app.drain().await;
     for body in [
-        opt_out("lead_1", "+15550001001", opted_out_at),
         message("m_confirm", "lead_1", opted_out_at + TimeDelta::minutes(2)),
         message("m_after", "lead_1", opted_out_at + TimeDelta::hours(1)),
         message("m_before", "lead_1", opted_out_at - TimeDelta::hours(1)),
@@ -90,11 +109,33 @@ async fn an_opt_out_is_pending_until_a_stopped_subscriber_has_it_and_messages_af
         .collect();
     assert_eq!(after, ["m_after"]);
     assert_eq!(pending["totals"]["sentAfterOptOut"], 1);
+    // Told at once: the subscriber's oldest opt-out not had is two hours old; the service
+    // has them all; the message after the opt-out was counted as it arrived.
+    let crm_behind = metric(
+        &app,
+        r#"outreach_sync_optout_oldest_pending_seconds{destination="crm"}"#,
+    )
+    .await;
+    assert!((7000.0..8000.0).contains(&crm_behind), "{crm_behind}");
+    let service_behind = metric(
+        &app,
+        r#"outreach_sync_optout_oldest_pending_seconds{destination="service"}"#,
+    )
+    .await;
+    assert_eq!(service_behind, 0.0);
+    assert_eq!(metric(&app, "outreach_sync_optouts_overdue").await, 0.0);
+    assert!(metric(&app, sent_after).await >= counted_before + 1.0);
 
     // The tool is back: the next request carries the opt-out.
     let _back = Receiver::start_on(addr, []).await;
     app.settle().await;
     let honoured = report(&app).await;
+    let crm_behind = metric(
+        &app,
+        r#"outreach_sync_optout_oldest_pending_seconds{destination="crm"}"#,
+    )
+    .await;
+    assert_eq!(crm_behind, 0.0, "the subscriber has had it");
     let item = &honoured["items"][0];
     assert_eq!(item["state"], "honoured", "{item}");
     let had = item["destinations"][1]["honouredAt"]
@@ -131,6 +172,7 @@ async fn an_opt_out_past_its_deadline_and_not_everywhere_is_overdue(backend: Bac
     let overdue = report(&app).await;
     assert_eq!(overdue["items"][0]["state"], "overdue", "{overdue}");
     assert_eq!(overdue["totals"]["overdue"], 1);
+    assert_eq!(metric(&app, "outreach_sync_optouts_overdue").await, 1.0);
     // The window: an opt-out before it is not in the report.
     let since = (Utc::now() - TimeDelta::days(7))
         .format("%Y-%m-%d")

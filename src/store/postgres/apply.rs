@@ -21,7 +21,9 @@ use crate::model::{
     StoredConsent, Suppression,
 };
 use crate::model::{Lead, Source, Timestamp, is_terminal};
-use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing, status_rank};
+use crate::store::{
+    self, ApplyTx, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing, status_rank,
+};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -403,6 +405,29 @@ impl ApplyTx for PgConnection {
             .await?;
         }
         Ok(())
+    }
+
+    async fn sent_after_opt_out(
+        &mut self,
+        messages: &[NewMessage<'_>],
+    ) -> Result<u64, crate::store::Error> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k (id, lead, after)
+             JOIN leads AS l ON l.id = k.lead
+             JOIN consent_state AS s
+               ON s.phone_number = l.phone_number AND s.organization_id = l.organization_id
+             WHERE s.opted_out AND s.changed_at < k.after
+               AND NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.id)",
+        )
+        .bind(column(messages, |m| m.id))
+        .bind(column(messages, |m| m.lead_id))
+        .bind(column(messages, |m| m.after.at()))
+        .fetch_one(&mut *self)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn suppressions(

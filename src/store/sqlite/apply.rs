@@ -19,7 +19,7 @@ use crate::model::{
     StoredConsent, Suppression,
 };
 use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
-use crate::store::{self, ApplyTx, LeadJson, NewEntry, StateWrite, Suppressing};
+use crate::store::{self, ApplyTx, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
@@ -377,6 +377,27 @@ impl ApplyTx for SqliteConnection {
             .await?;
         }
         Ok(())
+    }
+
+    async fn sent_after_opt_out(
+        &mut self,
+        messages: &[NewMessage<'_>],
+    ) -> Result<u64, crate::store::Error> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let count: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM json_each(?) AS k
+             JOIN leads AS l ON l.id = k.value ->> 'lead_id'
+             JOIN consent_state AS s
+               ON s.phone_number = l.phone_number AND s.organization_id = l.organization_id
+             WHERE s.opted_out AND s.changed_at < k.value ->> 'after'
+               AND NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.value ->> 'id')",
+        )
+        .bind(codec::json_param(messages)?)
+        .fetch_one(&mut *self)
+        .await?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn suppressions(
