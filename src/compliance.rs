@@ -9,6 +9,9 @@
 //! instead) has no service destination. A subscriber had it when the request carrying it
 //! was answered 2xx (`subscriber_acks`).
 
+mod view;
+pub use view::{View, behind, html};
+
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -98,6 +101,8 @@ pub struct Window {
 /// What the report is measured against.
 pub struct Rules {
     pub calendar: BusinessDays,
+    /// The calendar's zone, as configured.
+    pub timezone: String,
     pub deadline_business_days: u32,
     pub confirmation_window: TimeDelta,
     pub subscribers: Vec<Arc<Subscriber>>,
@@ -273,6 +278,7 @@ impl Default for Rules {
                 chrono_tz::America::New_York,
                 [],
             ),
+            timezone: compliance.timezone,
             deadline_business_days: compliance.deadline_business_days,
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
@@ -288,6 +294,7 @@ impl Rules {
         let compliance = &settings.compliance;
         Ok(Self {
             calendar: compliance.business_days()?,
+            timezone: compliance.timezone.clone(),
             deadline_business_days: compliance.deadline_business_days,
             confirmation_window: TimeDelta::seconds(
                 i64::try_from(compliance.confirmation_window_secs).unwrap_or(i64::MAX),
@@ -618,6 +625,7 @@ mod tests {
     fn the_first_message_within_the_window_is_the_confirmation_and_an_opt_in_ends_it() {
         let rules = Rules {
             calendar: BusinessDays::new(10, chrono_tz::America::New_York, []),
+            timezone: "America/New_York".into(),
             deadline_business_days: 10,
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),

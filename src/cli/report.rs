@@ -1,5 +1,5 @@
 //! `report compliance`: every opt-out against its legal deadline, and the messages sent
-//! after one, as text, JSON (the contract) or CSV.
+//! after one, as text, JSON (the contract), CSV or a printable HTML file.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -17,6 +17,8 @@ pub enum Format {
     Text,
     Json,
     Csv,
+    /// One self-contained file that prints well.
+    Html,
 }
 
 /// `report`'s subcommands.
@@ -72,6 +74,10 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
             text
         }
         Format::Csv => csv(&report)?,
+        Format::Html => {
+            let view = compliance::View::of(&report, &rules.calendar, &rules.timezone, now);
+            compliance::html(&view).map_err(|e| CliError::Runtime(e.into()))?
+        }
         Format::Text => text(&report, settings),
     };
     match output {

@@ -670,3 +670,69 @@ async fn signing_in_never_leaves_the_console_for_another_host_whatever_next_says
     }
     app.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_compliance_page_shows_an_opt_out_a_stopped_tool_has_not_had_and_prints_as_a_file() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    // The CRM's receiver is down: nothing answers at its URL.
+    let down = crate::receiver::Receiver::start([]).await;
+    let url = down.url();
+    down.stop();
+    let app = spawn_app(|s| {
+        s.admin.tokens = vec![format!("{ACTOR}:{TOKEN}").into()];
+        s.subscriber
+            .push(outreach_sync::settings::SubscriberSettings::new(
+                "crm",
+                &url,
+                crate::receiver::SUBSCRIBER_SECRET,
+            ));
+    })
+    .await;
+    let stop = consent_event("evt-stop-2", "+15550002222", true);
+    assert_eq!(app.post_signed(&stop).await.status(), 200);
+    app.settle().await;
+
+    browser.sign_in(&app, TOKEN).await;
+    browser.tab_to("a[href='/compliance']").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/compliance");
+    browser.check_page().await;
+    let totals = browser.text("#totals tbody").await;
+    assert!(totals.starts_with('1'), "one opt-out: {totals}");
+    let late = browser.text("#late tbody tr").await;
+    assert!(
+        late.contains("pending") && late.contains("+15550002222") && late.contains("crm"),
+        "{late}"
+    );
+    browser.screenshot("compliance").await;
+
+    // The number leads to its timeline.
+    browser.tab_to("#late a").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/");
+    assert!(browser.text(".timeline li").await.contains("Opted out"));
+
+    // The printable file: the same report, standing alone.
+    browser.goto(&app.admin_url("/compliance")).await;
+    browser.tab_to("#download").await;
+    browser.press(&char::from(Key::Enter).to_string()).await;
+    let saved = within(Duration::from_secs(5), async || {
+        let entry = std::fs::read_dir(browser.downloads.path())
+            .ok()?
+            .filter_map(Result::ok)
+            .find(|e| e.file_name().to_string_lossy().ends_with(".html"))?;
+        std::fs::read_to_string(entry.path()).ok()
+    })
+    .await
+    .expect("the report was saved");
+    assert!(
+        saved.contains("<svg") && saved.contains("+15550002222"),
+        "{saved}"
+    );
+    for outside in ["<script", "src=", "<link", "http://", "https://"] {
+        assert!(!saved.contains(outside), "the file holds {outside}");
+    }
+    app.stop().await;
+}

@@ -188,3 +188,58 @@ async fn an_opt_out_past_its_deadline_and_not_everywhere_is_overdue(backend: Bac
     assert_eq!(refused.status(), 400);
     app.stop().await;
 }
+
+on_both_backends!(the_report_prints_as_csv_and_as_one_self_contained_html_file);
+async fn the_report_prints_as_csv_and_as_one_self_contained_html_file(backend: Backend) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    let at = Utc::now() - TimeDelta::hours(1);
+    assert_eq!(
+        app.post_signed(&opt_out("lead_7", "+15550001007", at))
+            .await
+            .status(),
+        200
+    );
+    app.drain().await;
+    let dir = app.dir.path();
+    let config = dir.join("report.toml");
+    std::fs::write(&config, "").expect("config");
+    let run = |format: &str| {
+        let out = dir.join(format!("report.{format}"));
+        let status = std::process::Command::new(crate::daemon_process::BIN)
+            .arg("--config")
+            .arg(&config)
+            .args(["report", "compliance", "--format", format, "--output"])
+            .arg(&out)
+            .env("OUTREACH_SYNC__DATABASE__URL", &app.settings.database.url)
+            .status()
+            .expect("the binary runs");
+        assert!(status.success(), "report --format {format}");
+        std::fs::read_to_string(out).expect("the report")
+    };
+    let csv = run("csv");
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "seq,phoneNumber,organizationId,leadId,occurredAt,source,state,deadline,honouredAt,honouredAt:service,confirmation,sentAfterOptOut"
+        )
+    );
+    let row = lines.next().expect("the opt-out");
+    assert!(row.starts_with("1,+15550001007,org_1,lead_7,"), "{row}");
+    assert!(row.contains(",webhook,honoured,"), "{row}");
+    let html = run("html");
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(
+        html.contains("<svg") && html.contains("id=\"totals\""),
+        "{html}"
+    );
+    assert!(html.contains("None: every opt-out was had everywhere by its deadline."));
+    for outside in ["<script", "src=", "<link", "http://", "https://"] {
+        assert!(!html.contains(outside), "the file holds {outside}");
+    }
+    let json: Value = serde_json::from_str(&run("json")).expect("JSON");
+    assert_eq!(json["totals"]["honoured"], 1);
+    app.stop().await;
+}

@@ -42,6 +42,8 @@ pub fn router() -> Router<Arc<AdminState>> {
                 .layer(DefaultBodyLimit::max(pages::MAX_UPLOAD_BYTES)),
         )
         .route("/import/confirm", post(pages::confirm_import))
+        .route("/compliance", get(pages::compliance))
+        .route("/compliance/report.html", get(pages::compliance_file))
         .route("/signin", get(pages::signin_form).post(pages::signin))
         .route("/signout", post(pages::signout))
         .route("/assets/console.css", get(stylesheet))
@@ -94,7 +96,7 @@ pub struct Frame {
     pub actor: Option<String>,
     pub csrf: String,
     /// The current page of the navigation: `lookup`, `status`, `quarantine`, `change`,
-    /// `import`.
+    /// `import`, `compliance`.
     pub page: &'static str,
 }
 

@@ -1,6 +1,7 @@
 //! The console's pages and forms, one file per page.
 
 mod change;
+mod compliance;
 mod import;
 mod lookup;
 mod quarantine;
@@ -8,6 +9,7 @@ mod signin;
 mod status;
 
 pub use change::{change, change_form};
+pub use compliance::{compliance, compliance_file};
 pub use import::{
     MAX_UPLOAD_BYTES, PendingImports, confirm as confirm_import, import_form,
     preview as preview_import,

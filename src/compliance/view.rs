@@ -1,0 +1,196 @@
+//! The report as people read it: the printable HTML file and the console's page share this
+//! view (totals, opt-outs per day and the time each destination took to honour them as
+//! inline SVG charts with their data beside them, what is late or waiting, and every
+//! message sent after an opt-out).
+
+use chrono::{DateTime, NaiveDate, Utc};
+
+use super::{Item, Report, State};
+use crate::model::business_days::BusinessDays;
+
+/// Plot width and height of the charts, in SVG units.
+const WIDTH: f64 = 600.0;
+const HEIGHT: f64 = 140.0;
+/// How long destinations took to have an opt-out: the bars of the distribution.
+const BUCKETS: [(&str, f64); 5] = [
+    ("under a minute", 60.0),
+    ("under an hour", 3600.0),
+    ("under a day", 86_400.0),
+    ("under 10 days", 864_000.0),
+    ("10 days or more", f64::INFINITY),
+];
+
+/// One bar of a chart: where it is drawn, and what it stands for.
+#[derive(Debug, Clone)]
+pub struct Bar {
+    pub label: String,
+    pub count: u64,
+    pub x: f64,
+    pub y: f64,
+    pub width: f64,
+    pub height: f64,
+}
+
+/// A destination's time-to-honour distribution.
+#[derive(Debug, Clone)]
+pub struct Distribution {
+    pub name: String,
+    pub bars: Vec<Bar>,
+    /// Opt-outs it has not had yet.
+    pub waiting: u64,
+}
+
+/// The report, laid out.
+pub struct View<'r> {
+    pub report: &'r Report,
+    pub timezone: String,
+    pub generated_at: String,
+    /// Opt-outs per day (in the calendar's zone), oldest first.
+    pub per_day: Vec<Bar>,
+    pub per_day_peak: u64,
+    pub distributions: Vec<Distribution>,
+    pub bucket_names: Vec<&'static str>,
+    /// Opt-outs not honoured everywhere by their deadline, or not yet.
+    pub late: Vec<&'r Item>,
+    /// Opt-outs with messages sent after them.
+    pub sent_after: Vec<&'r Item>,
+}
+
+impl<'r> View<'r> {
+    pub fn of(
+        report: &'r Report,
+        calendar: &BusinessDays,
+        timezone: &str,
+        now: DateTime<Utc>,
+    ) -> Self {
+        let (per_day, per_day_peak) = per_day(report, calendar);
+        Self {
+            report,
+            timezone: timezone.to_owned(),
+            generated_at: crate::model::Timestamp(now).to_string(),
+            per_day,
+            per_day_peak,
+            distributions: distributions(report),
+            bucket_names: BUCKETS.iter().map(|(name, _)| *name).collect(),
+            late: report
+                .items
+                .iter()
+                .filter(|i| i.state != State::Honoured)
+                .collect(),
+            sent_after: report
+                .items
+                .iter()
+                .filter(|i| !i.sent_after_opt_out.is_empty())
+                .collect(),
+        }
+    }
+}
+
+/// The destinations that had `item` after its deadline or not at all.
+pub fn behind(item: &Item) -> String {
+    let names: Vec<&str> = item
+        .destinations
+        .iter()
+        .filter(|d| d.honoured_at.is_none_or(|at| at > item.deadline))
+        .map(|d| d.name.as_str())
+        .collect();
+    names.join(", ")
+}
+
+fn per_day(report: &Report, calendar: &BusinessDays) -> (Vec<Bar>, u64) {
+    let first = calendar.day_of(report.since.at());
+    let last = calendar.day_of(report.until.at());
+    let days: Vec<NaiveDate> = first.iter_days().take_while(|d| *d <= last).collect();
+    let mut counts = vec![0u64; days.len()];
+    for item in &report.items {
+        let day = calendar.day_of(item.occurred_at.at());
+        if let Ok(i) = days.binary_search(&day) {
+            counts[i] += 1;
+        }
+    }
+    let peak = counts.iter().copied().max().unwrap_or(0);
+    let labels = days.iter().map(|d| d.format("%Y-%m-%d").to_string());
+    (bars(labels.zip(counts).collect(), peak), peak)
+}
+
+fn distributions(report: &Report) -> Vec<Distribution> {
+    report
+        .destinations
+        .iter()
+        .map(|destination| {
+            let mut counts = [0u64; BUCKETS.len()];
+            let mut waiting = 0;
+            for item in &report.items {
+                for had in item
+                    .destinations
+                    .iter()
+                    .filter(|d| d.name == destination.name)
+                {
+                    let Some(at) = had.honoured_at else {
+                        waiting += 1;
+                        continue;
+                    };
+                    let secs = (at.at() - item.occurred_at.at()).num_milliseconds() as f64 / 1e3;
+                    let bucket = BUCKETS.iter().position(|(_, under)| secs < *under);
+                    counts[bucket.unwrap_or(BUCKETS.len() - 1)] += 1;
+                }
+            }
+            let peak = counts.iter().copied().max().unwrap_or(0);
+            let labelled = BUCKETS
+                .iter()
+                .zip(counts)
+                .map(|((name, _), n)| ((*name).to_owned(), n))
+                .collect();
+            Distribution {
+                name: destination.name.clone(),
+                bars: bars(labelled, peak),
+                waiting,
+            }
+        })
+        .collect()
+}
+
+/// Bars side by side across the plot, scaled to `peak`.
+fn bars(counts: Vec<(String, u64)>, peak: u64) -> Vec<Bar> {
+    let slot = WIDTH / counts.len().max(1) as f64;
+    counts
+        .into_iter()
+        .enumerate()
+        .map(|(i, (label, count))| {
+            let height = if peak == 0 {
+                0.0
+            } else {
+                (count as f64 / peak as f64 * HEIGHT).round()
+            };
+            Bar {
+                label,
+                count,
+                x: (i as f64 * slot + slot * 0.1).round(),
+                y: HEIGHT - height,
+                width: (slot * 0.8).max(1.0).round(),
+                height,
+            }
+        })
+        .collect()
+}
+
+/// The printable report: one self-contained HTML file (its style inline; no script, no
+/// outside asset).
+#[derive(askama::Template)]
+#[template(path = "report/compliance.html")]
+struct ReportFile<'v, 'r> {
+    view: &'v View<'r>,
+    /// No links: the file stands alone.
+    links: bool,
+}
+
+impl ReportFile<'_, '_> {
+    fn href(&self, _item: &Item) -> String {
+        String::new()
+    }
+}
+
+/// The report as one printable HTML file.
+pub fn html(view: &View<'_>) -> Result<String, askama::Error> {
+    askama::Template::render(&ReportFile { view, links: false })
+}
