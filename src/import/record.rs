@@ -12,7 +12,13 @@ use crate::apply::imported::{self, BatchCounts, ListEvidence, ListedNumber, Scop
 use crate::store::Pool;
 
 /// Numbers per write transaction: the write lock is held for one batch at a time.
-const BATCH: usize = 1000;
+const BATCH: usize = 2000;
+/// The import's own connection (SQLite): a page cache of this many KiB, and a WAL
+/// checkpoint every this many pages rather than SQLite's 1,000. A list's numbers come in no
+/// order, into indexes keyed by number; with the defaults nearly every batch's commit also
+/// checkpointed, half of an import's time.
+const CACHE_KIB: u32 = 4096;
+const CHECKPOINT_PAGES: u32 = 10_000;
 /// Invalid rows kept to be named back; past it they are counted only (a list of a million
 /// bad rows must not cost their text in memory).
 pub const MAX_INVALID_KEPT: usize = 10_000;
@@ -156,6 +162,7 @@ pub async fn import(
         reason: request.reason.clone(),
     };
     let pool = pool.into();
+    let mut conn = pool.bulk_connection(CACHE_KIB, CHECKPOINT_PAGES).await?;
     let mut counts = BatchCounts::default();
     for chunk in numbers.chunks(BATCH) {
         let batch: Vec<ListedNumber> = chunk
@@ -165,7 +172,7 @@ pub async fn import(
                 line,
             })
             .collect();
-        let mut tx = pool.begin_write().await?;
+        let mut tx = conn.begin_write().await?;
         let now = Utc::now();
         counts +=
             imported::record_batch(&mut tx, &request.scope, &list, &batch, now, request.dry_run)

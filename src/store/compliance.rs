@@ -1,10 +1,10 @@
-//! The compliance report's reads: one text for both backends (`$N` parameters; a list of
-//! lead ids as one JSON array, read with `$json_elements`, SQLite's `json_each` or
-//! PostgreSQL's `jsonb_array_elements_text`).
+//! The compliance report's reads: one text for both backends (`$N` parameters), but the
+//! messages of many leads, which each backend reads its fastest way (given as
+//! `messages_of_leads`).
 
 /// The compliance statements for the pool type `$pool`.
 macro_rules! statements {
-    ($pool:ty, $json_elements:literal) => {
+    ($pool:ty, $($messages:tt)*) => {
         impl $crate::store::ComplianceStore for $pool {
             async fn opt_outs(
                 &self,
@@ -70,23 +70,7 @@ macro_rules! statements {
                 .await?)
             }
 
-            async fn messages_of_leads(
-                &self,
-                lead_ids: &[&str],
-            ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
-                if lead_ids.is_empty() {
-                    return Ok(Vec::new());
-                }
-                Ok(sqlx::query_as(concat!(
-                    "SELECT lead_id, id, status, created_at FROM messages
-                     WHERE lead_id IN (SELECT value FROM ",
-                    $json_elements,
-                    ")"
-                ))
-                .bind(crate::store::codec::json_param(lead_ids)?)
-                .fetch_all(self)
-                .await?)
-            }
+            $($messages)*
         }
     };
 }
