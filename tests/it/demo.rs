@@ -187,3 +187,33 @@ async fn the_view_reads_its_figures_on_either_backend(backend: common::Backend) 
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+/// The demo, run to its end as a newcomer runs it: its last lines say how the opt-outs of
+/// the run stand against the deadline, and how to print the whole report.
+#[tokio::test]
+async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
+    let dir = tempfile::tempdir().expect("demo dir");
+    let run = tokio::process::Command::new(crate::daemon_process::BIN)
+        .args(["demo", "--duration", "3", "--leads", "200", "--dir"])
+        .arg(dir.path())
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the demo ends in time")
+        .expect("the demo runs");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{said}");
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("compliance: "))
+        .unwrap_or_else(|| panic!("no compliance line in {said}"));
+    assert!(
+        line.contains("honoured everywhere within the deadline"),
+        "{line}"
+    );
+    assert!(line.contains("crm at most"), "{line}");
+    assert!(
+        said.contains("outreach-sync report compliance --format html"),
+        "{said}"
+    );
+}

@@ -127,11 +127,13 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     print_received(&crm);
     sandbox.shutdown().await;
     outcome?;
+    print_compliance(&settings).await?;
 
     println!("\nstopped. The database stays for a look:");
     let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
     println!("  {config} outreach-sync status");
     println!("  {config} outreach-sync events --limit 10");
+    println!("  {config} outreach-sync report compliance --format html --output report.html");
     Ok(())
 }
 
@@ -233,6 +235,42 @@ fn print_received(crm: &DemoSubscriber) {
             String::new()
         }
     );
+}
+
+/// The compliance report's totals for the run: when the service and `crm` had each opt-out
+/// (the full report: `outreach-sync report compliance`).
+async fn print_compliance(settings: &Settings) -> anyhow::Result<()> {
+    use outreach_sync::compliance::{self, Rules, Window};
+    let rules = Rules::of(settings)?;
+    let now = chrono::Utc::now();
+    let window = Window::parse(None, None, None, &rules.calendar, now)?;
+    let pool = outreach_sync::store::open(settings).await?;
+    let report = compliance::report(&pool, &rules, &window, now).await?;
+    pool.close().await;
+    let t = &report.totals;
+    let slowest: Vec<String> = report
+        .destinations
+        .iter()
+        .map(|d| match d.max_secs {
+            Some(secs) => format!("{} at most {secs:.1} s after", d.name),
+            None => format!("{} none yet", d.name),
+        })
+        .collect();
+    println!(
+        "compliance: {} opt-outs, {} honoured everywhere within the deadline ({}), {} pending, {} overdue; {} messages sent after an opt-out",
+        t.opt_outs,
+        t.honoured,
+        slowest.join(", "),
+        t.pending,
+        t.overdue,
+        t.sent_after_opt_out
+    );
+    if t.pending > 0 {
+        println!(
+            "  (the final pass ran after the daemon stopped: `crm` never got what it recorded, and shows it as pending)"
+        );
+    }
+    Ok(())
 }
 
 /// The end: no more activity, the queued deliveries received and applied, the daemon
