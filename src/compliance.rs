@@ -10,7 +10,7 @@
 //! was answered 2xx (`subscriber_acks`).
 
 mod view;
-pub use view::{View, behind, html};
+pub use view::{View, behind, html, waiting};
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;

@@ -78,7 +78,7 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
             let view = compliance::View::of(&report, &rules.calendar, &rules.timezone, now);
             compliance::html(&view).map_err(|e| CliError::Runtime(e.into()))?
         }
-        Format::Text => text(&report, settings),
+        Format::Text => text(&report, settings, now),
     };
     match output {
         Some(path) => std::fs::write(&path, text)
@@ -94,7 +94,7 @@ fn secs(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}s"))
 }
 
-fn text(report: &Report, settings: &Settings) -> String {
+fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> String {
     let t = &report.totals;
     let mut out = format!(
         "Compliance report, opt-outs from {} to {} (deadline: {} business days, {})\n\
@@ -144,8 +144,11 @@ fn text(report: &Report, settings: &Settings) -> String {
                 .filter(|d| d.honoured_at.is_none_or(|at| at > item.deadline))
                 .map(|d| d.name.as_str())
                 .collect();
+            let waited = compliance::waiting(item, now)
+                .map(|w| format!(" (waiting {w})"))
+                .unwrap_or_default();
             out.push_str(&format!(
-                "  {:<13} seq {} {} in {}, opted out {}, deadline {}: {}\n",
+                "  {:<13} seq {} {} in {}, opted out {}{waited}, deadline {}: {}\n",
                 item.state.as_str(),
                 item.seq,
                 item.phone_number,

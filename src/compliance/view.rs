@@ -43,6 +43,8 @@ pub struct Distribution {
 /// The report, laid out.
 pub struct View<'r> {
     pub report: &'r Report,
+    /// When the report was made.
+    pub now: DateTime<Utc>,
     pub timezone: String,
     pub generated_at: String,
     /// Opt-outs per day (in the calendar's zone), oldest first.
@@ -57,6 +59,11 @@ pub struct View<'r> {
 }
 
 impl<'r> View<'r> {
+    /// How long `item` has waited, for a table cell (`-` once honoured).
+    pub fn waited(&self, item: &Item) -> String {
+        waiting(item, self.now).unwrap_or_else(|| "-".to_owned())
+    }
+
     pub fn of(
         report: &'r Report,
         calendar: &BusinessDays,
@@ -66,6 +73,7 @@ impl<'r> View<'r> {
         let (per_day, per_day_peak) = per_day(report, calendar);
         Self {
             report,
+            now,
             timezone: timezone.to_owned(),
             generated_at: crate::model::Timestamp(now).to_string(),
             per_day,
@@ -84,6 +92,19 @@ impl<'r> View<'r> {
                 .collect(),
         }
     }
+}
+
+/// How long an opt-out not had everywhere has waited at `now` (`None` once it has been).
+pub fn waiting(item: &Item, now: DateTime<Utc>) -> Option<String> {
+    if item.honoured_at.is_some() {
+        return None;
+    }
+    let minutes = (now - item.occurred_at.at()).num_minutes().max(0);
+    Some(match minutes {
+        ..=119 => format!("{minutes} min"),
+        120..=2879 => format!("{} h {} min", minutes / 60, minutes % 60),
+        _ => format!("{} days {} h", minutes / 1440, minutes % 1440 / 60),
+    })
 }
 
 /// The destinations that had `item` after its deadline or not at all.
@@ -193,4 +214,44 @@ impl ReportFile<'_, '_> {
 /// The report as one printable HTML file.
 pub fn html(view: &View<'_>) -> Result<String, askama::Error> {
     askama::Template::render(&ReportFile { view, links: false })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Source, Timestamp};
+
+    #[test]
+    fn an_opt_out_not_had_everywhere_says_how_long_it_has_waited() {
+        let at = |text: &str| -> Timestamp { text.parse().expect("time") };
+        let mut item = Item {
+            seq: 1,
+            phone_number: "+15550000001".into(),
+            organization_id: "org_1".into(),
+            lead_id: None,
+            occurred_at: at("2026-11-20T10:00:00Z"),
+            source: Source::Webhook,
+            state: State::Pending,
+            deadline: at("2026-12-05T05:00:00Z"),
+            honoured_at: None,
+            destinations: Vec::new(),
+            confirmation: None,
+            sent_after_opt_out: Vec::new(),
+        };
+        let now = |text: &str| at(text).at();
+        assert_eq!(
+            waiting(&item, now("2026-11-20T10:45:00Z")).as_deref(),
+            Some("45 min")
+        );
+        assert_eq!(
+            waiting(&item, now("2026-11-20T13:05:00Z")).as_deref(),
+            Some("3 h 5 min")
+        );
+        assert_eq!(
+            waiting(&item, now("2026-11-23T12:00:00Z")).as_deref(),
+            Some("3 days 2 h")
+        );
+        item.honoured_at = Some(at("2026-11-20T10:00:01Z"));
+        assert_eq!(waiting(&item, now("2026-11-23T12:00:00Z")), None);
+    }
 }

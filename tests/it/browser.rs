@@ -706,6 +706,8 @@ async fn the_compliance_page_shows_an_opt_out_a_stopped_tool_has_not_had_and_pri
         late.contains("pending") && late.contains("+15550002222") && late.contains("crm"),
         "{late}"
     );
+    // The event is dated 2026-11-21: it has waited days.
+    assert!(late.contains(" days "), "waiting: {late}");
     browser.screenshot("compliance").await;
 
     // The number leads to its timeline.
