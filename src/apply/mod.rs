@@ -446,6 +446,17 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         .map(|l| l.phone_number.as_str())
         .collect();
     let suppressions = tx.suppressions(&not_opted_out).await?;
+    // An opt-out made here and still on its way to the service is not undone by a page read
+    // before it arrives: the service will have it, and the next pass sees it there.
+    let reverting: Vec<(&str, &str)> = leads
+        .iter()
+        .filter(|l| {
+            !l.global_opted_out
+                && mirrored.opted_out(&l.organization_id, &l.phone_number) == Some(true)
+        })
+        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
+        .collect();
+    let on_their_way = tx.unsent_opt_outs_of(&reverting).await?;
     let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
     tx.upsert_leads(&observed, fetched_at).await?;
     // Each difference, with whether the mirror knew the number (a repair) or not (new);
@@ -468,7 +479,9 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
             continue;
         }
         let was = stored.map(|s| s.rank.opted_out);
-        if was == Some(l.global_opted_out) {
+        if was == Some(l.global_opted_out)
+            || on_their_way.contains(&(l.organization_id.clone(), l.phone_number.clone()))
+        {
             continue;
         }
         observations.push(ConsentObservation {

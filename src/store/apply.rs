@@ -190,6 +190,13 @@ pub trait ApplyTx: Send {
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
 
+    /// Those of `keys` (organization, number) with an opt-out queued for the service and not
+    /// sent yet.
+    fn unsent_opt_outs_of(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<HashSet<(String, String)>, crate::store::Error>> + Send;
+
     /// Marks the local change `push_seq` as echoed by `event_ref`.
     fn mark_echo(
         &mut self,

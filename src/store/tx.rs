@@ -4,7 +4,7 @@
 //! apply path's statements ([`ApplyTx`]) and ingest's ([`IngestStore`]) to the backend's
 //! connection.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::future::Future;
 
 use chrono::{DateTime, Utc};
@@ -166,6 +166,7 @@ forward!(ApplyTx for Tx<'_> {
     fn locate_leads(&mut self, lead_ids: &[&str]) -> HashMap<String, (String, String)>;
     fn holders_of(&mut self, phones: &[&str]) -> Holders;
     fn pushed_changes(&mut self, keys: &[(&str, &str)]) -> Vec<PushedChange>;
+    fn unsent_opt_outs_of(&mut self, keys: &[(&str, &str)]) -> HashSet<(String, String)>;
     fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> ();
     fn consent_states(&mut self, keys: &[(&str, &str)]) -> ConsentStates;
     fn append_ledger(&mut self, entries: &[NewEntry<'_>], recorded_at: DateTime<Utc>) -> Vec<Option<i64>>;

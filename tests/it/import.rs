@@ -549,3 +549,47 @@ async fn with_account_sync_an_opt_out_suppresses_its_number_until_a_later_opt_in
     );
     app.stop().await;
 }
+
+on_both_backends!(
+    a_pass_that_reads_the_service_before_an_imported_opt_out_arrives_does_not_undo_it
+);
+async fn a_pass_that_reads_the_service_before_an_imported_opt_out_arrives_does_not_undo_it(
+    backend: Backend,
+) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 10,
+        organizations: 1,
+        account_sync: false,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    // No service configured: the daemon's pusher stays off, so the opt-out stays queued.
+    let Some(app) = common::spawn_app_on(backend, common::with_admin_token).await else {
+        return;
+    };
+    pass(&app, &sandbox).await;
+    let lead = sandbox
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("an opted-in lead");
+    let (status, report) = import(
+        &app,
+        &format!("org={}", lead.organization_id),
+        exported_list(&[lead.phone_number.as_str()], &[]),
+    )
+    .await;
+    assert_eq!((status, &report["pushes"]), (200, &1.into()), "{report}");
+
+    let again = pass(&app, &sandbox).await;
+    assert_eq!(again.repaired, 0, "{again:?}");
+    let current: Vec<(bool, String)> = app
+        .rows(&format!(
+            "SELECT opted_out, source FROM consent_current WHERE lead_id = '{}'",
+            lead.id
+        ))
+        .await;
+    assert_eq!(current, [(true, "import".to_owned())]);
+    app.stop().await;
+}

@@ -112,6 +112,27 @@ impl ApplyTx for PgConnection {
         .await?)
     }
 
+    async fn unsent_opt_outs_of(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> Result<HashSet<(String, String)>, crate::store::Error> {
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+        let rows: Vec<(String, String)> = sqlx::query_as(
+            "SELECT DISTINCT p.organization_id, p.phone_number
+             FROM unnest($1::text[], $2::text[]) AS k (org, phone)
+             JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
+             WHERE p.state = 'pending' AND p.opted_out",
+        )
+        .bind(orgs)
+        .bind(phones)
+        .fetch_all(&mut *self)
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
     async fn mark_echo(
         &mut self,
         push_seq: i64,

@@ -91,6 +91,25 @@ impl ApplyTx for SqliteConnection {
         .await?)
     }
 
+    async fn unsent_opt_outs_of(
+        &mut self,
+        keys: &[(&str, &str)],
+    ) -> Result<HashSet<(String, String)>, crate::store::Error> {
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let rows: Vec<(String, String)> = codec::json_rows(
+            self,
+            "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
+             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
+             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+             WHERE p.state = 'pending' AND p.opted_out",
+            codec::json_param(keys)?,
+        )
+        .await?;
+        Ok(rows.into_iter().collect())
+    }
+
     async fn mark_echo(
         &mut self,
         push_seq: i64,
