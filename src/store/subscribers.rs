@@ -37,6 +37,9 @@ macro_rules! statements {
             delivered_ms: Option<i64>,
             acks: &[crate::model::AckSpan],
         ) -> Result<(), crate::store::Error> {
+            // The acknowledgements and the cursor in one transaction: one commit (on SQLite
+            // one turn of the write lock) however many requests it keeps.
+            let mut tx = self.begin().await?;
             for ack in acks {
                 sqlx::query(
                     "INSERT INTO subscriber_acks (subscriber, first_seq, last_seq, acked_at)
@@ -46,7 +49,7 @@ macro_rules! statements {
                 .bind(ack.first_seq)
                 .bind(ack.last_seq)
                 .bind(ack.acked_at)
-                .execute(self)
+                .execute(&mut *tx)
                 .await?;
             }
             sqlx::query(
@@ -58,8 +61,9 @@ macro_rules! statements {
             .bind(generation)
             .bind(cursor)
             .bind(delivered_ms)
-            .execute(self)
+            .execute(&mut *tx)
             .await?;
+            tx.commit().await?;
             Ok(())
         }
 
