@@ -254,44 +254,8 @@ fn evidence_of(
                 lead: None,
             }),
         },
-        Source::Local => {
-            let (actor, suppressed_by) = match kept {
-                Some(KeptEvidence::Local { actor }) => (Some(actor), None),
-                Some(KeptEvidence::Suppressed {
-                    actor,
-                    suppressed_by,
-                }) => (Some(actor), Some(suppressed_by)),
-                _ => (None, None),
-            };
-            Evidence::Local(LocalEvidence {
-                actor,
-                reason: stored.reason.clone(),
-                push: entry.push,
-                suppressed_by,
-            })
-        }
-        Source::Import => Evidence::Import(match kept {
-            Some(KeptEvidence::Import {
-                file,
-                sha256,
-                line,
-                actor,
-                reason,
-            }) => ImportEvidence {
-                file: Some(file),
-                sha256: Some(sha256),
-                line: Some(line),
-                actor: Some(actor),
-                reason,
-            },
-            _ => ImportEvidence {
-                file: None,
-                sha256: None,
-                line: None,
-                actor: None,
-                reason: stored.reason.clone(),
-            },
-        }),
+        Source::Local => Evidence::Local(local_evidence(stored, kept)),
+        Source::Import => Evidence::Import(import_evidence(stored, kept)),
         Source::Webhook => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
             Some(d) => {
                 let headers = stored_headers(&d.headers, d.verified_header);
@@ -318,6 +282,51 @@ fn evidence_of(
                 kept: false,
                 note: Some(missing_delivery(pruned_before)),
             }),
+        },
+    }
+}
+
+/// A local change's evidence: who made it (or the suppression and its entry), why, and its
+/// push.
+fn local_evidence(stored: &StoredEntry, kept: Option<KeptEvidence>) -> LocalEvidence {
+    let (actor, suppressed_by) = match kept {
+        Some(KeptEvidence::Local { actor }) => (Some(actor), None),
+        Some(KeptEvidence::Suppressed {
+            actor,
+            suppressed_by,
+        }) => (Some(actor), Some(suppressed_by)),
+        _ => (None, None),
+    };
+    LocalEvidence {
+        actor,
+        reason: stored.reason.clone(),
+        push: stored.entry.push,
+        suppressed_by,
+    }
+}
+
+/// An imported entry's evidence: the list, its line, who imported it and why.
+fn import_evidence(stored: &StoredEntry, kept: Option<KeptEvidence>) -> ImportEvidence {
+    match kept {
+        Some(KeptEvidence::Import {
+            file,
+            sha256,
+            line,
+            actor,
+            reason,
+        }) => ImportEvidence {
+            file: Some(file),
+            sha256: Some(sha256),
+            line: Some(line),
+            actor: Some(actor),
+            reason,
+        },
+        _ => ImportEvidence {
+            file: None,
+            sha256: None,
+            line: None,
+            actor: None,
+            reason: stored.reason.clone(),
         },
     }
 }

@@ -143,7 +143,7 @@ fn items_of(name: &str) -> Value {
 }
 
 fn schemas() -> Value {
-    json!({
+    let mut schemas = json!({
         "Error": {"type": "object", "required": ["code", "message"], "properties": {
             "code": {"type": "integer"}, "message": string()}},
         "Health": {"type": "object", "properties": {"status": string()}},
@@ -179,38 +179,6 @@ fn schemas() -> Value {
                 "optedOut": {"type": "boolean"},
                 "tagId": {"type": "string", "maxLength": MAX_ID_CHARS},
                 "reason": {"type": "string", "maxLength": MAX_REASON_CHARS}}},
-        "ComplianceReport": {"type": "object", "description": "For every opt-out that occurred in the window: its destinations (the service; each subscriber whose filters take it) and when each had it, its state against the deadline (`honoured`, `honouredLate`, `pending`, `overdue`), the confirmation message and the messages sent after it", "properties": {
-            "since": string(), "until": string(), "deadlineBusinessDays": {"type": "integer"},
-            "totals": {"type": "object", "properties": {
-                "optOuts": {"type": "integer"}, "honoured": {"type": "integer"},
-                "honouredLate": {"type": "integer"}, "pending": {"type": "integer"},
-                "overdue": {"type": "integer"}, "sentAfterOptOut": {"type": "integer"}}},
-            "destinations": {"type": "array", "items": {"type": "object", "properties": {
-                "name": string(), "honoured": {"type": "integer"}, "pending": {"type": "integer"},
-                "p50Secs": {"type": "number", "nullable": true}, "p99Secs": {"type": "number", "nullable": true},
-                "maxSecs": {"type": "number", "nullable": true}}}},
-            "items": {"type": "array", "items": {"type": "object", "properties": {
-                "seq": {"type": "integer"}, "phoneNumber": string(), "organizationId": string(),
-                "leadId": nullable_string(), "occurredAt": string(), "source": string(),
-                "state": {"type": "string", "enum": ["honoured", "honouredLate", "pending", "overdue"]},
-                "deadline": string(), "honouredAt": nullable_string(),
-                "destinations": {"type": "array", "items": {"type": "object", "properties": {
-                    "name": string(), "honouredAt": nullable_string()}}},
-                "confirmation": {"$ref": "#/components/schemas/SentMessage"},
-                "sentAfterOptOut": {"type": "array", "items": {"$ref": "#/components/schemas/SentMessage"}}}}}}},
-        "SentMessage": {"type": "object", "nullable": true, "properties": {
-            "id": string(), "status": string(), "createdAt": string()}},
-        "ImportResult": {"type": "object", "properties": {
-            "rows": {"type": "integer"}, "valid": {"type": "integer"},
-            "invalid": {"type": "integer"}, "duplicatesInFile": {"type": "integer"},
-            "alreadyOptedOut": {"type": "integer", "description": "(organization, number) pairs opted out already"},
-            "recorded": {"type": "integer", "description": "ledger entries recorded"},
-            "suppressed": {"type": "integer", "description": "numbers suppressed that were not"},
-            "pushes": {"type": "integer", "description": "opt-outs queued for the service"},
-            "sha256": string(), "dryRun": {"type": "boolean"},
-            "invalidRows": {"type": "array", "items": {"$ref": "#/components/schemas/InvalidRow"}}}},
-        "InvalidRow": {"type": "object", "properties": {
-            "line": {"type": "integer"}, "value": string(), "reason": string()}},
         "LocalChangeRecorded": {"type": "object", "properties": {
             "seq": {"type": "integer"}, "eventRef": string(), "current": {"type": "boolean"},
             "push": string()}},
@@ -247,5 +215,49 @@ fn schemas() -> Value {
         "ReplayRequest": {"type": "object", "required": ["fromSeq"], "properties": {
             "fromSeq": {"type": "integer", "minimum": 1,
                 "description": "the first seq to send again; at most one past the cursor"}}},
+    });
+    if let (Value::Object(all), Value::Object(more)) =
+        (&mut schemas, adoption_and_compliance_schemas())
+    {
+        all.extend(more);
+    }
+    schemas
+}
+
+/// The schemas of imports and of the compliance report.
+fn adoption_and_compliance_schemas() -> Value {
+    json!({
+        "ComplianceReport": {"type": "object", "description": "For every opt-out that occurred in the window: its destinations (the service; each subscriber whose filters take it) and when each had it, its state against the deadline (`honoured`, `honouredLate`, `pending`, `overdue`), the confirmation message and the messages sent after it", "properties": {
+            "since": string(), "until": string(), "deadlineBusinessDays": {"type": "integer"},
+            "totals": {"type": "object", "properties": {
+                "optOuts": {"type": "integer"}, "honoured": {"type": "integer"},
+                "honouredLate": {"type": "integer"}, "pending": {"type": "integer"},
+                "overdue": {"type": "integer"}, "sentAfterOptOut": {"type": "integer"}}},
+            "destinations": {"type": "array", "items": {"type": "object", "properties": {
+                "name": string(), "honoured": {"type": "integer"}, "pending": {"type": "integer"},
+                "p50Secs": {"type": "number", "nullable": true}, "p99Secs": {"type": "number", "nullable": true},
+                "maxSecs": {"type": "number", "nullable": true}}}},
+            "items": {"type": "array", "items": {"type": "object", "properties": {
+                "seq": {"type": "integer"}, "phoneNumber": string(), "organizationId": string(),
+                "leadId": nullable_string(), "occurredAt": string(), "source": string(),
+                "state": {"type": "string", "enum": ["honoured", "honouredLate", "pending", "overdue"]},
+                "deadline": string(), "honouredAt": nullable_string(),
+                "destinations": {"type": "array", "items": {"type": "object", "properties": {
+                    "name": string(), "honouredAt": nullable_string()}}},
+                "confirmation": {"$ref": "#/components/schemas/SentMessage"},
+                "sentAfterOptOut": {"type": "array", "items": {"$ref": "#/components/schemas/SentMessage"}}}}}}},
+        "SentMessage": {"type": "object", "nullable": true, "properties": {
+            "id": string(), "status": string(), "createdAt": string()}},
+        "ImportResult": {"type": "object", "properties": {
+            "rows": {"type": "integer"}, "valid": {"type": "integer"},
+            "invalid": {"type": "integer"}, "duplicatesInFile": {"type": "integer"},
+            "alreadyOptedOut": {"type": "integer", "description": "(organization, number) pairs opted out already"},
+            "recorded": {"type": "integer", "description": "ledger entries recorded"},
+            "suppressed": {"type": "integer", "description": "numbers suppressed that were not"},
+            "pushes": {"type": "integer", "description": "opt-outs queued for the service"},
+            "sha256": string(), "dryRun": {"type": "boolean"},
+            "invalidRows": {"type": "array", "items": {"$ref": "#/components/schemas/InvalidRow"}}}},
+        "InvalidRow": {"type": "object", "properties": {
+            "line": {"type": "integer"}, "value": string(), "reason": string()}}
     })
 }

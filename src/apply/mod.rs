@@ -446,17 +446,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         .map(|l| l.phone_number.as_str())
         .collect();
     let suppressions = tx.suppressions(&not_opted_out).await?;
-    // An opt-out made here and still on its way to the service is not undone by a page read
-    // before it arrives: the service will have it, and the next pass sees it there.
-    let reverting: Vec<(&str, &str)> = leads
-        .iter()
-        .filter(|l| {
-            !l.global_opted_out
-                && mirrored.opted_out(&l.organization_id, &l.phone_number) == Some(true)
-        })
-        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
-        .collect();
-    let on_their_way = tx.unsent_opt_outs_of(&reverting).await?;
+    let on_their_way = opt_outs_on_their_way(tx, leads, &mirrored).await?;
     let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
     tx.upsert_leads(&observed, fetched_at).await?;
     // Each difference, with whether the mirror knew the number (a repair) or not (new);
@@ -484,21 +474,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         {
             continue;
         }
-        observations.push(ConsentObservation {
-            organization_id: l.organization_id.clone(),
-            phone_number: l.phone_number.clone(),
-            lead_id: Some(l.id.clone()),
-            opted_out: l.global_opted_out,
-            occurred_at: fetched_at,
-            source: Source::Reconcile,
-            event_ref: format!("reconcile:{pass_id}:{}", l.id),
-            tag_id: None,
-            reason: None,
-            evidence: Some(KeptEvidence::Reconcile {
-                requested_at: Timestamp(fetched_at),
-                lead: lead_json(l),
-            }),
-        });
+        observations.push(reconcile_observation(pass_id, l, fetched_at));
         known.push(was.is_some());
     }
     let differences = observations.len();
@@ -522,6 +498,44 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     counts.suppressed =
         suppression::queue_pushes(tx, &kept, &applied[differences..], fetched_at).await?;
     Ok(counts)
+}
+
+/// The pairs of `leads` found not opted out whose opt-out made here is still queued for the
+/// service. Such a page read the service before the opt-out arrived: it is not undone, and
+/// the next pass sees it there.
+async fn opt_outs_on_their_way<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    leads: &[Lead],
+    mirrored: &crate::model::ConsentStates,
+) -> Result<HashSet<(String, String)>, crate::store::Error> {
+    let reverting: Vec<(&str, &str)> = leads
+        .iter()
+        .filter(|l| {
+            !l.global_opted_out
+                && mirrored.opted_out(&l.organization_id, &l.phone_number) == Some(true)
+        })
+        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
+        .collect();
+    tx.unsent_opt_outs_of(&reverting).await
+}
+
+/// A lead's consent as a pass fetched it, as a `reconcile` observation timed at the fetch.
+fn reconcile_observation(pass_id: &str, l: &Lead, fetched_at: DateTime<Utc>) -> ConsentObservation {
+    ConsentObservation {
+        organization_id: l.organization_id.clone(),
+        phone_number: l.phone_number.clone(),
+        lead_id: Some(l.id.clone()),
+        opted_out: l.global_opted_out,
+        occurred_at: fetched_at,
+        source: Source::Reconcile,
+        event_ref: format!("reconcile:{pass_id}:{}", l.id),
+        tag_id: None,
+        reason: None,
+        evidence: Some(KeptEvidence::Reconcile {
+            requested_at: Timestamp(fetched_at),
+            lead: lead_json(l),
+        }),
+    }
 }
 
 /// A fetched lead as the v3 Lead resource it came as (the typed lead's fields: what this

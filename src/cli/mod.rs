@@ -325,6 +325,9 @@ pub async fn run<T: Subcommand>(
         } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
         Command::Webhooks { command } => registrations::run(command, config, cli.json).await,
         Command::Binary(command) => Ok(binary(command).await?),
+        Command::Report { command } => {
+            report::run(&load_for_reading(config)?, command, cli.json).await
+        }
         command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
     }
 }
@@ -404,7 +407,6 @@ async fn on_the_ledger<T: Subcommand>(
             output,
         } => evidence::bundle(settings, &phone, organization.as_deref(), output).await,
         Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
-        Command::Report { command } => report::run(settings, command, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,
         } => evidence::verify(settings, json).await,
@@ -420,6 +422,7 @@ async fn on_the_ledger<T: Subcommand>(
         | Command::CheckConfig
         | Command::Sign { .. }
         | Command::Webhooks { .. }
+        | Command::Report { .. }
         | Command::Binary(_) => Err(CliError::Usage(
             "this command does not read the ledger".into(),
         )),

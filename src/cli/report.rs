@@ -75,7 +75,7 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
         }
         Format::Csv => csv(&report)?,
         Format::Html => {
-            let view = compliance::View::of(&report, &rules.calendar, &rules.timezone, now);
+            let view = compliance::View::of(&report, &rules, now);
             compliance::html(&view).map_err(|e| CliError::Runtime(e.into()))?
         }
         Format::Text => text(&report, settings, now),
@@ -95,6 +95,14 @@ fn secs(value: Option<f64>) -> String {
 }
 
 fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> String {
+    let mut out = summary(report, settings);
+    late(report, now, &mut out);
+    sent_after(report, &mut out);
+    out
+}
+
+/// The totals, and each destination's times.
+fn summary(report: &Report, settings: &Settings) -> String {
     let t = &report.totals;
     let mut out = format!(
         "Compliance report, opt-outs from {} to {} (deadline: {} business days, {})\n\
@@ -125,6 +133,11 @@ fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> Str
             secs(d.max_secs)
         ));
     }
+    out
+}
+
+/// Every opt-out not had everywhere by its deadline (or not yet), with who is behind.
+fn late(report: &Report, now: chrono::DateTime<Utc>, out: &mut String) {
     let waiting: Vec<_> = report
         .items
         .iter()
@@ -135,53 +148,52 @@ fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> Str
             )
         })
         .collect();
-    if !waiting.is_empty() {
-        out.push_str("\nNot honoured everywhere by the deadline:\n");
-        for item in waiting {
-            let behind: Vec<&str> = item
-                .destinations
-                .iter()
-                .filter(|d| d.honoured_at.is_none_or(|at| at > item.deadline))
-                .map(|d| d.name.as_str())
-                .collect();
-            let waited = compliance::waiting(item, now)
-                .map(|w| format!(" (waiting {w})"))
-                .unwrap_or_default();
-            out.push_str(&format!(
-                "  {:<13} seq {} {} in {}, opted out {}{waited}, deadline {}: {}\n",
-                item.state.as_str(),
-                item.seq,
-                item.phone_number,
-                item.organization_id,
-                item.occurred_at,
-                item.deadline,
-                behind.join(", ")
-            ));
-        }
+    if waiting.is_empty() {
+        return;
     }
+    out.push_str("\nNot honoured everywhere by the deadline:\n");
+    for item in waiting {
+        let waited = compliance::waiting(item, now)
+            .map(|w| format!(" (waiting {w})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "  {:<13} seq {} {} in {}, opted out {}{waited}, deadline {}: {}\n",
+            item.state.as_str(),
+            item.seq,
+            item.phone_number,
+            item.organization_id,
+            item.occurred_at,
+            item.deadline,
+            compliance::behind(item)
+        ));
+    }
+}
+
+/// Every message sent after an opt-out.
+fn sent_after(report: &Report, out: &mut String) {
     let sent: Vec<_> = report
         .items
         .iter()
         .filter(|i| !i.sent_after_opt_out.is_empty())
         .collect();
-    if !sent.is_empty() {
-        out.push_str("\nMessages sent after an opt-out:\n");
-        for item in sent {
-            for m in &item.sent_after_opt_out {
-                out.push_str(&format!(
-                    "  seq {} {} in {} (opted out {}): message {} {} at {}\n",
-                    item.seq,
-                    item.phone_number,
-                    item.organization_id,
-                    item.occurred_at,
-                    m.id,
-                    m.status,
-                    m.created_at
-                ));
-            }
+    if sent.is_empty() {
+        return;
+    }
+    out.push_str("\nMessages sent after an opt-out:\n");
+    for item in sent {
+        for m in &item.sent_after_opt_out {
+            out.push_str(&format!(
+                "  seq {} {} in {} (opted out {}): message {} {} at {}\n",
+                item.seq,
+                item.phone_number,
+                item.organization_id,
+                item.occurred_at,
+                m.id,
+                m.status,
+                m.created_at
+            ));
         }
     }
-    out
 }
 
 /// One row per opt-out; a column per destination with when it had it.

@@ -64,17 +64,13 @@ impl<'r> View<'r> {
         waiting(item, self.now).unwrap_or_else(|| "-".to_owned())
     }
 
-    pub fn of(
-        report: &'r Report,
-        calendar: &BusinessDays,
-        timezone: &str,
-        now: DateTime<Utc>,
-    ) -> Self {
-        let (per_day, per_day_peak) = per_day(report, calendar);
+    /// `report` laid out, its days counted on the calendar of `rules`.
+    pub fn of(report: &'r Report, rules: &super::Rules, now: DateTime<Utc>) -> Self {
+        let (per_day, per_day_peak) = per_day(report, &rules.calendar);
         Self {
             report,
             now,
-            timezone: timezone.to_owned(),
+            timezone: rules.timezone.clone(),
             generated_at: crate::model::Timestamp(now).to_string(),
             per_day,
             per_day_peak,

@@ -94,7 +94,7 @@ pub async fn compliance(
     let Query(query) = query?;
     let (report, now) = report_of(&state, &query).await?;
     let rules = &state.compliance;
-    let view = View::of(&report, &rules.calendar, &rules.timezone, now);
+    let view = View::of(&report, rules, now);
     let page = CompliancePage {
         frame: Frame::of(&session, "compliance"),
         view: &view,
@@ -116,7 +116,7 @@ pub async fn compliance_file(
     let Query(query) = query?;
     let (report, now) = report_of(&state, &query).await?;
     let rules = &state.compliance;
-    let view = View::of(&report, &rules.calendar, &rules.timezone, now);
+    let view = View::of(&report, rules, now);
     let html = compliance::html(&view)?;
     let name = format!(
         "attachment; filename=\"compliance-report-{}.html\"",
