@@ -111,6 +111,17 @@ impl Connection {
         })
     }
 
+    /// A transaction that only reads (a dry run): it takes no write lock and no turn at
+    /// the write gate, so it never holds up a writer. Whatever it might write is rolled
+    /// back with it.
+    pub async fn begin_read(&mut self) -> Result<Tx<'_>, crate::store::Error> {
+        use sqlx::Connection as _;
+        Ok(match self {
+            Connection::Sqlite(conn) => Tx::Sqlite(conn.begin_with("BEGIN DEFERRED").await?),
+            Connection::Postgres(conn) => Tx::Postgres(conn.begin_with("BEGIN READ ONLY").await?),
+        })
+    }
+
     /// See [`Pool::single_writer`].
     pub fn single_writer(&self) -> bool {
         matches!(self, Connection::Sqlite(_))
