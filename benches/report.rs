@@ -397,7 +397,7 @@ fn measure_child(mode: &str, url: &str) {
         let pool = outreach_sync::store::open(&settings)
             .await
             .expect("open the database");
-        let rules = Rules::of(&settings).expect("the rules");
+        let rules = std::sync::Arc::new(Rules::of(&settings).expect("the rules"));
         assert_eq!(rules.subscribers.len(), SUBSCRIBERS.len());
         let (window, now) = window();
         let measured = match mode {
@@ -417,10 +417,28 @@ fn measure_child(mode: &str, url: &str) {
 /// row's own and the mirror's for its pair), a chunk of opt-outs at a time.
 async fn reads_only(pool: &Pool, rules: &Rules, window: &Window) -> Measured {
     let began = Instant::now();
-    let rows = pool
-        .opt_outs(window.since, window.until, window.organization.as_deref())
-        .await
-        .expect("opt_outs");
+    // A page at a time, as the report reads them.
+    let mut rows = Vec::new();
+    loop {
+        let after = rows
+            .last()
+            .map_or(0, |row: &outreach_sync::model::OptOutRow| row.seq);
+        let page = pool
+            .opt_outs(
+                window.since,
+                window.until,
+                window.organization.as_deref(),
+                after,
+                compliance::PAGE as i64,
+            )
+            .await
+            .expect("opt_outs");
+        let last_page = page.len() < compliance::PAGE;
+        rows.extend(page);
+        if last_page {
+            break;
+        }
+    }
     let rows_secs = began.elapsed().as_secs_f64();
     let mut spans = 0;
     if let (Some(first), Some(last)) = (rows.first(), rows.last()) {
@@ -484,23 +502,27 @@ impl std::io::Write for Counted {
     }
 }
 
-/// The report, built and serialized to JSON.
-async fn report_json(pool: &Pool, rules: &Rules, window: &Window, now: DateTime<Utc>) -> Measured {
+/// The report, read a page at a time and written as JSON (as `GET /v1/compliance` does).
+async fn report_json(
+    pool: &Pool,
+    rules: &std::sync::Arc<Rules>,
+    window: &Window,
+    now: DateTime<Utc>,
+) -> Measured {
     let began = Instant::now();
-    let report = compliance::report(pool, rules, window, now)
+    let items = compliance::Items::new(pool.clone(), rules.clone(), window.clone(), now);
+    let mut sink = compliance::Blocking(Counted(0));
+    let summary = compliance::write(items, rules, window, compliance::Listing::Json, &mut sink)
         .await
         .expect("the report");
-    let built = began.elapsed().as_secs_f64();
-    let mut sink = Counted(0);
-    serde_json::to_writer(&mut sink, &report).expect("JSON");
     let secs = began.elapsed().as_secs_f64();
-    let totals = &report.totals;
+    let totals = &summary.totals;
     Measured {
         secs,
-        first_secs: built,
-        second_secs: secs - built,
-        opt_outs: report.items.len() as u64,
-        json_bytes: sink.0,
+        first_secs: secs,
+        second_secs: 0.0,
+        opt_outs: totals.opt_outs,
+        json_bytes: sink.0.0,
         honoured: totals.honoured,
         honoured_late: totals.honoured_late,
         pending: totals.pending,

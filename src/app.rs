@@ -202,9 +202,10 @@ impl Application {
         let running_senders = senders.clone();
         supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone(), senders).await?;
         supervise_ledger_listener(&mut tasks, &pool);
+        let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(
             &settings,
-            &pool,
+            (&pool, long_reads),
             tokens,
             wake,
             &writer,
@@ -366,7 +367,7 @@ fn supervise_ledger_listener(tasks: &mut Supervisor, pool: &Pool) {
 /// The admin listener's router: the API and the console, with the tokens in force.
 fn admin_router(
     settings: &Settings,
-    pool: &Pool,
+    (pool, long_reads): (&Pool, Pool),
     tokens: Live<Vec<AdminToken>>,
     wake: Arc<tokio::sync::Notify>,
     writer: &OutboxWriter,
@@ -375,6 +376,7 @@ fn admin_router(
 ) -> axum::Router {
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
+            .with_long_reads(long_reads)
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_compliance(compliance_rules(settings))

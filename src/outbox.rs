@@ -57,10 +57,6 @@ pub struct OutboxState {
     pending: AtomicU64,
     /// Woken after every commit that added rows, so the worker does not poll.
     pub committed: Notify,
-    /// Taken by the writer and the worker around their transactions. SQLite lets one
-    /// writer in at a time and makes the others poll with growing sleeps; queueing here
-    /// instead hands the lock over the moment it is free.
-    pub write_gate: tokio::sync::Mutex<()>,
 }
 
 impl OutboxState {
@@ -246,10 +242,9 @@ impl Writer {
         let mut last_id = self.last_id;
         let conn = self.connection().await?;
         let single_writer = conn.single_writer();
-        let _gate = match single_writer {
-            true => Some(state.write_gate.lock().await),
-            false => None,
-        };
+        // Ingest's turn at the write gate: after the writer holding it, before the others
+        // (`store::WriteGate`).
+        let _turn = conn.first_turn().await;
         // With one writer and nothing left for the worker (it settles its rows before
         // letting go of the gate), applying the batch now keeps receipt order: one
         // transaction and one fsync for the deliveries and their effects, instead of the
@@ -307,7 +302,7 @@ async fn write_and_apply(
     policy: &apply::Policy,
 ) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
     let mut tentative = *last_id;
-    let mut tx = conn.begin_write().await?;
+    let mut tx = conn.begin_write_in_turn().await?;
     let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
     let pending: Vec<Pending> = batch
         .iter()

@@ -159,6 +159,7 @@ impl Pruner {
         }
         if !dry_run {
             let cutoff = now - days(self.settings.consent_delivery_days);
+            let _turn = self.pool.write_turn().await;
             pruned.subscriber_acks = self.pool.delete_acks_before(cutoff).await?;
         }
         // Never a `sent` message the reconciler still looks up for its carrier receipt,
@@ -196,7 +197,9 @@ impl Pruner {
                 batch.doomed.len() as u64
             } else {
                 let started = std::time::Instant::now();
+                let turn = self.pool.write_turn().await;
                 let removed = self.pool.delete_applied(&batch.doomed).await?;
+                drop(turn);
                 pruned.timed(started);
                 removed
             };
@@ -238,10 +241,12 @@ impl Pruner {
         }
         loop {
             let started = std::time::Instant::now();
+            let turn = self.pool.write_turn().await;
             let removed = self
                 .pool
                 .delete_finished_messages(cutoff, PRUNE_BATCH)
                 .await?;
+            drop(turn);
             pruned.timed(started);
             pruned.messages += removed;
             if removed < PRUNE_BATCH as u64 {
@@ -258,7 +263,9 @@ impl Pruner {
         let mut free = self.pool.free_pages().await?;
         while free > 0 {
             let started = std::time::Instant::now();
+            let turn = self.pool.write_turn().await;
             let left = self.pool.vacuum_step(VACUUM_PAGES).await?;
+            drop(turn);
             pruned.timed(started);
             // A file without incremental auto-vacuum (not switched yet) keeps its pages.
             if left >= free {

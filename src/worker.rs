@@ -78,10 +78,7 @@ impl Worker {
         claimed.clear();
         let now = Utc::now();
         let outcome = {
-            let _gate = match self.pool.single_writer() {
-                true => Some(self.state.write_gate.lock().await),
-                false => None,
-            };
+            // The connection first, then the turn at the write gate (`store::WriteGate`).
             let mut tx = self.pool.begin_write().await?;
             let rows = tx.claim_pending(limit, now).await?;
             claimed.extend(rows.iter().map(|row| row.id));

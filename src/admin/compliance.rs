@@ -1,15 +1,23 @@
-//! `GET /v1/compliance`: the compliance report (the contract's JSON form).
+//! `GET /v1/compliance`: the compliance report (the contract's JSON form), streamed as it
+//! is read, on the long reads' path.
 
 use std::sync::Arc;
 
-use axum::Json;
+use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
 use chrono::Utc;
 use serde::Deserialize;
+use tokio::sync::mpsc;
 
 use super::{AdminError, AdminState};
-use crate::compliance::{self, Report, Window};
+use crate::compliance::{self, Items, Listing, Window};
+
+/// Pages written ahead of a slow reader.
+const PAGES_AHEAD: usize = 2;
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -22,9 +30,9 @@ pub struct ComplianceQuery {
 pub async fn report(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ComplianceQuery>, QueryRejection>,
-) -> Result<Json<Report>, AdminError> {
+) -> Result<Response, AdminError> {
     let Query(query) = query?;
-    let rules = &state.compliance;
+    let rules = state.compliance.clone();
     let now = Utc::now();
     let window = Window::parse(
         query.since.as_deref(),
@@ -34,7 +42,28 @@ pub async fn report(
         now,
     )
     .map_err(|e| AdminError::BadRequest(e.to_string()))?;
-    Ok(Json(
-        compliance::report(&state.pool, rules, &window, now).await?,
-    ))
+    let read = state.long_read()?;
+    let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
+    let (mut pages, body) = mpsc::channel::<std::io::Result<Bytes>>(PAGES_AHEAD);
+    tokio::spawn(async move {
+        let _read = read;
+        let written = compliance::write(items, &rules, &window, Listing::Json, &mut pages).await;
+        if let Err(error) = written {
+            tracing::warn!(%error, "the compliance report stopped before its end");
+            let _ = pages.send(Err(std::io::Error::other("cut short"))).await;
+        }
+    });
+    let stream = tokio_stream_of(body);
+    Ok((
+        [(header::CONTENT_TYPE, "application/json")],
+        Body::from_stream(stream),
+    )
+        .into_response())
+}
+
+/// The receiving end as a stream of body chunks.
+fn tokio_stream_of(
+    mut receiver: mpsc::Receiver<std::io::Result<Bytes>>,
+) -> impl futures::Stream<Item = std::io::Result<Bytes>> {
+    futures::stream::poll_fn(move |cx| receiver.poll_recv(cx))
 }

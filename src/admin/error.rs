@@ -28,7 +28,16 @@ pub enum AdminError {
         .0.retry_after_secs()
     )]
     TooManyFailures(super::guard::Limited),
+    #[error(
+        "{} long reads (reports, batch lookups) are running already; try again in {} s",
+        crate::store::LONG_READS_AT_ONCE,
+        BUSY_RETRY_SECS
+    )]
+    Busy,
 }
+
+/// How long a caller told the long reads are busy is asked to wait.
+pub const BUSY_RETRY_SECS: u64 = 5;
 
 impl AdminError {
     fn status(&self) -> StatusCode {
@@ -39,7 +48,7 @@ impl AdminError {
             AdminError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AdminError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AdminError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,
-            AdminError::TooManyFailures(_) => StatusCode::TOO_MANY_REQUESTS,
+            AdminError::TooManyFailures(_) | AdminError::Busy => StatusCode::TOO_MANY_REQUESTS,
         }
     }
 }
@@ -62,6 +71,12 @@ impl IntoResponse for AdminError {
                 let retry = limited.retry_after_secs().to_string();
                 (status, [(header::RETRY_AFTER, retry)], body).into_response()
             }
+            AdminError::Busy => (
+                status,
+                [(header::RETRY_AFTER, BUSY_RETRY_SECS.to_string())],
+                body,
+            )
+                .into_response(),
             _ => (status, body).into_response(),
         }
     }

@@ -31,7 +31,7 @@ use secrecy::SecretString;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-pub use error::AdminError;
+pub use error::{AdminError, BUSY_RETRY_SECS};
 
 use crate::outbox::OutboxState;
 use crate::settings::SubscriberSettings;
@@ -64,12 +64,16 @@ pub struct AdminState {
     /// What the compliance report measures against: the deadline's calendar, the
     /// subscribers.
     compliance: Arc<crate::compliance::Rules>,
+    /// Reports and batch lookups: a few at a time, on connections of their own.
+    long_reads: crate::store::LongReads,
 }
 
 impl AdminState {
     pub fn new(pool: impl Into<Pool>, tokens: Vec<SecretString>, wake: Arc<Notify>) -> Self {
+        let pool = pool.into();
         Self {
-            pool: pool.into(),
+            long_reads: crate::store::LongReads::new(pool.clone()),
+            pool,
             tokens: Live::new(
                 tokens
                     .iter()
@@ -124,6 +128,17 @@ impl AdminState {
     pub fn with_subscribers(mut self, subscribers: Vec<SubscriberSettings>) -> Self {
         self.subscribers = subscribers;
         self
+    }
+
+    /// Runs long reads on `pool` (of their own: [`crate::store::open_long_reads`]).
+    pub fn with_long_reads(mut self, pool: Pool) -> Self {
+        self.long_reads = crate::store::LongReads::new(pool);
+        self
+    }
+
+    /// A place on the long reads' path, or [`AdminError::Busy`].
+    pub fn long_read(&self) -> Result<crate::store::LongRead, AdminError> {
+        self.long_reads.try_start().ok_or(AdminError::Busy)
     }
 
     /// Measures the compliance report against `rules`.

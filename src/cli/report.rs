@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use chrono::Utc;
 
 use super::CliError;
-use crate::compliance::{self, Report, Rules, State, Window};
+use crate::compliance::{self, Listing, Rules, Summary, Window};
 use crate::settings::Settings;
 
 /// The forms of the report.
@@ -63,30 +63,45 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
     )
     .map_err(|e| CliError::Usage(e.to_string()))?;
     let pool = super::open(settings).await?;
-    let report = compliance::report(&pool, &rules, &window, now)
-        .await
-        .map_err(anyhow::Error::from)?;
+    let rules = std::sync::Arc::new(rules);
+    let items = compliance::Items::new(pool, rules.clone(), window.clone(), now);
     let format = if json { Format::Json } else { format };
-    let text = match format {
-        Format::Json => {
-            let mut text = serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?;
-            text.push('\n');
-            text
-        }
-        Format::Csv => csv(&report)?,
-        Format::Html => {
-            let view = compliance::View::of(&report, &rules, now);
-            compliance::html(&view).map_err(|e| CliError::Runtime(e.into()))?
-        }
-        Format::Text => text(&report, settings, now),
+    let mut out: Box<dyn std::io::Write + Send> = match &output {
+        Some(path) => Box::new(std::io::BufWriter::new(
+            std::fs::File::create(path)
+                .with_context(|| format!("writing the report to {}", path.display()))?,
+        )),
+        None => Box::new(std::io::BufWriter::new(std::io::stdout())),
     };
-    match output {
-        Some(path) => std::fs::write(&path, text)
-            .with_context(|| format!("writing the report to {}", path.display()))?,
-        None => std::io::stdout()
-            .write_all(text.as_bytes())
-            .context("writing the report")?,
+    let listing = match format {
+        Format::Json => Some(Listing::Json),
+        Format::Csv => Some(Listing::Csv),
+        Format::Text | Format::Html => None,
+    };
+    match listing {
+        // Written a page at a time as it is read.
+        Some(listing) => {
+            let mut sink = compliance::Blocking(&mut out);
+            compliance::write(items, &rules, &window, listing, &mut sink)
+                .await
+                .map_err(anyhow::Error::from)?;
+        }
+        None => {
+            let summary = compliance::summarize(items, &rules, &window)
+                .await
+                .map_err(anyhow::Error::from)?;
+            let text = match format {
+                Format::Html => {
+                    let view = compliance::View::of(&summary, &rules, now);
+                    compliance::html(&view).map_err(|e| CliError::Runtime(e.into()))?
+                }
+                _ => text(&summary, settings, now),
+            };
+            out.write_all(text.as_bytes())
+                .context("writing the report")?;
+        }
     }
+    out.flush().context("writing the report")?;
     Ok(())
 }
 
@@ -94,7 +109,7 @@ fn secs(value: Option<f64>) -> String {
     value.map_or_else(|| "-".to_owned(), |s| format!("{s:.1}s"))
 }
 
-fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> String {
+fn text(report: &Summary, settings: &Settings, now: chrono::DateTime<Utc>) -> String {
     let mut out = summary(report, settings);
     late(report, now, &mut out);
     sent_after(report, &mut out);
@@ -102,7 +117,7 @@ fn text(report: &Report, settings: &Settings, now: chrono::DateTime<Utc>) -> Str
 }
 
 /// The totals, and each destination's times.
-fn summary(report: &Report, settings: &Settings) -> String {
+fn summary(report: &Summary, settings: &Settings) -> String {
     let t = &report.totals;
     let mut out = format!(
         "Compliance report, opt-outs from {} to {} (deadline: {} business days, {})\n\
@@ -137,17 +152,8 @@ fn summary(report: &Report, settings: &Settings) -> String {
 }
 
 /// Every opt-out not had everywhere by its deadline (or not yet), with who is behind.
-fn late(report: &Report, now: chrono::DateTime<Utc>, out: &mut String) {
-    let waiting: Vec<_> = report
-        .items
-        .iter()
-        .filter(|i| {
-            matches!(
-                i.state,
-                State::Pending | State::Overdue | State::HonouredLate
-            )
-        })
-        .collect();
+fn late(report: &Summary, now: chrono::DateTime<Utc>, out: &mut String) {
+    let waiting = &report.late;
     if waiting.is_empty() {
         return;
     }
@@ -167,15 +173,22 @@ fn late(report: &Report, now: chrono::DateTime<Utc>, out: &mut String) {
             compliance::behind(item)
         ));
     }
+    more(waiting.len(), report.late_total, out);
+}
+
+/// Says what a list capped at [`compliance::LISTED`] left out.
+fn more(shown: usize, total: u64, out: &mut String) {
+    if total > shown as u64 {
+        out.push_str(&format!(
+            "  ... {} more: --format csv or --format json lists every one\n",
+            total - shown as u64
+        ));
+    }
 }
 
 /// Every message sent after an opt-out.
-fn sent_after(report: &Report, out: &mut String) {
-    let sent: Vec<_> = report
-        .items
-        .iter()
-        .filter(|i| !i.sent_after_opt_out.is_empty())
-        .collect();
+fn sent_after(report: &Summary, out: &mut String) {
+    let sent = &report.sent_after;
     if sent.is_empty() {
         return;
     }
@@ -194,68 +207,5 @@ fn sent_after(report: &Report, out: &mut String) {
             ));
         }
     }
-}
-
-/// One row per opt-out; a column per destination with when it had it.
-fn csv(report: &Report) -> Result<String, CliError> {
-    let mut writer = ::csv::Writer::from_writer(Vec::new());
-    let mut header: Vec<String> = [
-        "seq",
-        "phoneNumber",
-        "organizationId",
-        "leadId",
-        "occurredAt",
-        "source",
-        "state",
-        "deadline",
-        "honouredAt",
-    ]
-    .map(str::to_owned)
-    .to_vec();
-    let names: Vec<&str> = report
-        .destinations
-        .iter()
-        .map(|d| d.name.as_str())
-        .collect();
-    header.extend(names.iter().map(|n| format!("honouredAt:{n}")));
-    header.extend(["confirmation".to_owned(), "sentAfterOptOut".to_owned()]);
-    let fail = |e: ::csv::Error| CliError::Runtime(e.into());
-    writer.write_record(&header).map_err(fail)?;
-    for item in &report.items {
-        let mut row = vec![
-            item.seq.to_string(),
-            item.phone_number.clone(),
-            item.organization_id.clone(),
-            item.lead_id.clone().unwrap_or_default(),
-            item.occurred_at.to_string(),
-            item.source.to_string(),
-            item.state.as_str().to_owned(),
-            item.deadline.to_string(),
-            item.honoured_at.map(|t| t.to_string()).unwrap_or_default(),
-        ];
-        for name in &names {
-            let had = item.destinations.iter().find(|d| d.name == *name);
-            row.push(match had {
-                None => "n/a".to_owned(),
-                Some(d) => d.honoured_at.map(|t| t.to_string()).unwrap_or_default(),
-            });
-        }
-        row.push(
-            item.confirmation
-                .as_ref()
-                .map(|m| m.id.clone())
-                .unwrap_or_default(),
-        );
-        let sent: Vec<&str> = item
-            .sent_after_opt_out
-            .iter()
-            .map(|m| m.id.as_str())
-            .collect();
-        row.push(sent.join(" "));
-        writer.write_record(&row).map_err(fail)?;
-    }
-    let bytes = writer
-        .into_inner()
-        .map_err(|e| CliError::Runtime(anyhow::anyhow!("{e}")))?;
-    String::from_utf8(bytes).map_err(|e| CliError::Runtime(e.into()))
+    more(sent.len(), report.sent_after_total, out);
 }

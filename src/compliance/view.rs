@@ -3,22 +3,14 @@
 //! inline SVG charts with their data beside them, what is late or waiting, and every
 //! message sent after an opt-out).
 
-use chrono::{DateTime, NaiveDate, Utc};
+use chrono::{DateTime, Utc};
 
-use super::{Item, Report, State};
-use crate::model::business_days::BusinessDays;
+use super::Item;
+use super::tally::{BUCKETS, LISTED, Summary};
 
 /// Plot width and height of the charts, in SVG units.
 const WIDTH: f64 = 600.0;
 const HEIGHT: f64 = 140.0;
-/// How long destinations took to have an opt-out: the bars of the distribution.
-const BUCKETS: [(&str, f64); 5] = [
-    ("under a minute", 60.0),
-    ("under an hour", 3600.0),
-    ("under a day", 86_400.0),
-    ("under 10 days", 864_000.0),
-    ("10 days or more", f64::INFINITY),
-];
 
 /// One bar of a chart: where it is drawn, and what it stands for.
 #[derive(Debug, Clone)]
@@ -42,7 +34,7 @@ pub struct Distribution {
 
 /// The report, laid out.
 pub struct View<'r> {
-    pub report: &'r Report,
+    pub report: &'r Summary,
     /// When the report was made.
     pub now: DateTime<Utc>,
     pub timezone: String,
@@ -52,10 +44,14 @@ pub struct View<'r> {
     pub per_day_peak: u64,
     pub distributions: Vec<Distribution>,
     pub bucket_names: Vec<&'static str>,
-    /// Opt-outs not honoured everywhere by their deadline, or not yet.
-    pub late: Vec<&'r Item>,
-    /// Opt-outs with messages sent after them.
-    pub sent_after: Vec<&'r Item>,
+    /// Opt-outs not honoured everywhere by their deadline, or not yet (the first
+    /// [`LISTED`]).
+    pub late: &'r [Item],
+    /// Opt-outs with messages sent after them (the first [`LISTED`]).
+    pub sent_after: &'r [Item],
+    /// What the lists leave out, said under them ("" when they hold every one).
+    pub late_more: String,
+    pub sent_after_more: String,
 }
 
 impl<'r> View<'r> {
@@ -64,30 +60,44 @@ impl<'r> View<'r> {
         waiting(item, self.now).unwrap_or_else(|| "-".to_owned())
     }
 
-    /// `report` laid out, its days counted on the calendar of `rules`.
-    pub fn of(report: &'r Report, rules: &super::Rules, now: DateTime<Utc>) -> Self {
-        let (per_day, per_day_peak) = per_day(report, &rules.calendar);
+    /// `summary` laid out, for the zone of `rules`.
+    pub fn of(summary: &'r Summary, rules: &super::Rules, now: DateTime<Utc>) -> Self {
+        let per_day_peak = summary.per_day.iter().map(|(_, n)| *n).max().unwrap_or(0);
+        let per_day = bars(
+            summary
+                .per_day
+                .iter()
+                .map(|(day, n)| (day.format("%Y-%m-%d").to_string(), *n))
+                .collect(),
+            per_day_peak,
+        );
         Self {
-            report,
+            report: summary,
             now,
             timezone: rules.timezone.clone(),
             generated_at: crate::model::Timestamp(now).to_string(),
             per_day,
             per_day_peak,
-            distributions: distributions(report),
+            distributions: distributions(summary),
             bucket_names: BUCKETS.iter().map(|(name, _)| *name).collect(),
-            late: report
-                .items
-                .iter()
-                .filter(|i| i.state != State::Honoured)
-                .collect(),
-            sent_after: report
-                .items
-                .iter()
-                .filter(|i| !i.sent_after_opt_out.is_empty())
-                .collect(),
+            late: &summary.late,
+            sent_after: &summary.sent_after,
+            late_more: more(summary.late.len(), summary.late_total),
+            sent_after_more: more(summary.sent_after.len(), summary.sent_after_total),
         }
     }
+}
+
+/// What a list of `shown` out of `total` leaves out.
+fn more(shown: usize, total: u64) -> String {
+    let left = total.saturating_sub(shown as u64);
+    if left == 0 {
+        return String::new();
+    }
+    format!(
+        "The first {LISTED} of {total} are listed here; the CSV and JSON forms of the report \
+         (report compliance --format csv, GET /v1/compliance) list every one."
+    )
 }
 
 /// How long an opt-out not had everywhere has waited at `now` (`None` once it has been).
@@ -114,54 +124,22 @@ pub fn behind(item: &Item) -> String {
     names.join(", ")
 }
 
-fn per_day(report: &Report, calendar: &BusinessDays) -> (Vec<Bar>, u64) {
-    let first = calendar.day_of(report.since.at());
-    let last = calendar.day_of(report.until.at());
-    let days: Vec<NaiveDate> = first.iter_days().take_while(|d| *d <= last).collect();
-    let mut counts = vec![0u64; days.len()];
-    for item in &report.items {
-        let day = calendar.day_of(item.occurred_at.at());
-        if let Ok(i) = days.binary_search(&day) {
-            counts[i] += 1;
-        }
-    }
-    let peak = counts.iter().copied().max().unwrap_or(0);
-    let labels = days.iter().map(|d| d.format("%Y-%m-%d").to_string());
-    (bars(labels.zip(counts).collect(), peak), peak)
-}
-
-fn distributions(report: &Report) -> Vec<Distribution> {
-    report
+fn distributions(summary: &Summary) -> Vec<Distribution> {
+    summary
         .destinations
         .iter()
-        .map(|destination| {
-            let mut counts = [0u64; BUCKETS.len()];
-            let mut waiting = 0;
-            for item in &report.items {
-                for had in item
-                    .destinations
-                    .iter()
-                    .filter(|d| d.name == destination.name)
-                {
-                    let Some(at) = had.honoured_at else {
-                        waiting += 1;
-                        continue;
-                    };
-                    let secs = (at.at() - item.occurred_at.at()).num_milliseconds() as f64 / 1e3;
-                    let bucket = BUCKETS.iter().position(|(_, under)| secs < *under);
-                    counts[bucket.unwrap_or(BUCKETS.len() - 1)] += 1;
-                }
-            }
+        .zip(&summary.distributions)
+        .map(|(destination, (counts, waiting))| {
             let peak = counts.iter().copied().max().unwrap_or(0);
             let labelled = BUCKETS
                 .iter()
                 .zip(counts)
-                .map(|((name, _), n)| ((*name).to_owned(), n))
+                .map(|((name, _), n)| ((*name).to_owned(), *n))
                 .collect();
             Distribution {
                 name: destination.name.clone(),
                 bars: bars(labelled, peak),
-                waiting,
+                waiting: *waiting,
             }
         })
         .collect()
@@ -214,6 +192,7 @@ pub fn html(view: &View<'_>) -> Result<String, askama::Error> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::State;
     use super::*;
     use crate::model::{Source, Timestamp};
 

@@ -11,6 +11,8 @@ macro_rules! statements {
                 since: chrono::DateTime<chrono::Utc>,
                 until: chrono::DateTime<chrono::Utc>,
                 organization: Option<&str>,
+                after: i64,
+                limit: i64,
             ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error> {
                 // Echoes of local changes are the service confirming those changes, not
                 // opt-outs of their own.
@@ -26,17 +28,19 @@ macro_rules! statements {
                              WHERE s.phone_number = l.phone_number
                                AND s.organization_id = l.organization_id) AS state_lead_id
                      FROM ledger AS l LEFT JOIN pushes AS p ON p.seq = l.seq
-                     WHERE l.opted_out AND l.occurred_at >= $1 AND l.occurred_at < $2
+                     WHERE l.seq > $4 AND l.opted_out AND l.occurred_at >= $1 AND l.occurred_at < $2
                        AND (CAST($3 AS TEXT) IS NULL OR l.organization_id = $3)
                        AND NOT EXISTS (SELECT 1 FROM pushes AS e
                                        WHERE e.echo_ref = l.event_ref
                                          AND e.organization_id = l.organization_id
                                          AND e.phone_number = l.phone_number)
-                     ORDER BY l.seq",
+                     ORDER BY l.seq LIMIT $5",
                 )
                 .bind(crate::model::Timestamp(since))
                 .bind(crate::model::Timestamp(until))
                 .bind(organization)
+                .bind(after)
+                .bind(limit)
                 .fetch_all(self)
                 .await?)
             }

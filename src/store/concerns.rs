@@ -180,14 +180,17 @@ pub trait PushStore {
 /// The compliance report's reads.
 #[enum_dispatch]
 pub trait ComplianceStore {
-    /// The opt-out entries that occurred in `since..until` (in one organization or all),
-    /// echoes of local changes left out, in seq order, each with its push, the next opt-in
-    /// of its (organization, number) and the lead the mirror holds for that pair.
+    /// The first `limit` opt-out entries after seq `after` that occurred in `since..until`
+    /// (in one organization or all), echoes of local changes left out, in seq order, each
+    /// with its push, the next opt-in of its (organization, number) and the lead the mirror
+    /// holds for that pair. A report reads them a page at a time.
     async fn opt_outs(
         &self,
         since: chrono::DateTime<chrono::Utc>,
         until: chrono::DateTime<chrono::Utc>,
         organization: Option<&str>,
+        after: i64,
+        limit: i64,
     ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error>;
 
     /// The opt-outs made here whose push the service has not accepted (pending, or

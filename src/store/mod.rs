@@ -21,7 +21,7 @@ pub use error::{Error, Result};
 mod open;
 pub use open::{
     DbError, MIGRATOR, POSTGRES_MIGRATOR, connection, migrate, migrate_postgres,
-    migrations_applied, open, pool, postgres_connection,
+    migrations_applied, open, open_long_reads, pool, postgres_connection,
 };
 
 /// How values cross the storage boundary as text (JSON, times, rowids).
@@ -61,7 +61,13 @@ mod subscribers;
 
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
-pub use tx::{IngestStore, Tx};
+pub use tx::{Gated, IngestStore, SqliteWriter, Tx};
+/// Long reads: a few at a time, on connections of their own.
+mod long_reads;
+pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};
+/// The turns SQLite's writers take, ingest first.
+mod gate;
+pub use gate::{Turn, WriteGate};
 
 /// One trait per concern, implemented by both backends and dispatched by [`Pool`].
 mod concerns;
@@ -152,7 +158,7 @@ impl Pool {
 /// A connection of its own, for a task that runs many write transactions in a row (the
 /// outbox writer, a leads pass).
 pub enum Connection {
-    Sqlite(sqlx::SqliteConnection),
+    Sqlite(tx::SqliteWriter),
     Postgres(sqlx::PgConnection),
 }
 
@@ -161,7 +167,7 @@ impl Connection {
     pub async fn close(self) {
         use sqlx::Connection as _;
         let closed = match self {
-            Self::Sqlite(conn) => conn.close().await,
+            Self::Sqlite(writer) => writer.into_inner().close().await,
             Self::Postgres(conn) => conn.close().await,
         };
         if let Err(error) = closed {

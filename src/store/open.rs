@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{ConnectOptions, PgConnection, SqliteConnection, SqlitePool};
+use sqlx::{ConnectOptions, PgConnection, SqlitePool};
 
 use super::{Connection, Pool};
 use crate::settings::{Backend, Settings, Synchronous};
@@ -115,11 +115,39 @@ pub async fn open(settings: &Settings) -> Result<Pool, DbError> {
     })
 }
 
+/// A pool of its own for long reads ([`super::LongReads`]): as many connections as long
+/// reads may run at once, not migrated (the daemon's pool was).
+pub async fn open_long_reads(settings: &Settings) -> Result<Pool, DbError> {
+    let size = super::long_reads::AT_ONCE as u32;
+    Ok(match settings.backend() {
+        Ok(Backend::Postgres) => Pool::Postgres(
+            PgPoolOptions::new()
+                .max_connections(size)
+                .acquire_timeout(POSTGRES_ACQUIRE_TIMEOUT)
+                .connect_with(postgres_options(settings)?)
+                .await?,
+        ),
+        _ => Pool::Sqlite(
+            SqlitePoolOptions::new()
+                .max_connections(size)
+                .connect_with(connect_options(settings)?.read_only(true))
+                .await?,
+        ),
+    })
+}
+
 /// A dedicated connection to the configured database, for a task that owns a write path.
 pub async fn connection(settings: &Settings) -> Result<Connection, DbError> {
     Ok(match settings.backend() {
         Ok(Backend::Postgres) => Connection::Postgres(postgres_connection(settings).await?),
-        _ => Connection::Sqlite(sqlite_connection(settings).await?),
+        _ => {
+            let options = connect_options(settings)?;
+            let path = options.get_filename().to_owned();
+            Connection::Sqlite(super::tx::SqliteWriter::new(
+                options.connect().await?,
+                &path,
+            ))
+        }
     })
 }
 
@@ -157,11 +185,6 @@ pub async fn pool(settings: &Settings) -> Result<SqlitePool, DbError> {
         })
         .connect_with(options)
         .await?)
-}
-
-/// A dedicated SQLite connection.
-pub async fn sqlite_connection(settings: &Settings) -> Result<SqliteConnection, DbError> {
-    Ok(connect_options(settings)?.connect().await?)
 }
 
 /// Applies every pending SQLite migration.

@@ -9,6 +9,7 @@ use std::future::Future;
 
 use chrono::{DateTime, Utc};
 
+use super::gate::{Turn, WriteGate};
 use super::{
     ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, NewMessage,
     PageCheckpoint, Pool, PushedChange, StateWrite, StatusObservation, Suppressing,
@@ -21,33 +22,80 @@ const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
 /// A write transaction on the configured database. Dropped without [`Tx::commit`], it rolls
 /// back.
 pub enum Tx<'c> {
-    Sqlite(sqlx::Transaction<'c, sqlx::Sqlite>),
+    Sqlite(Gated<sqlx::Transaction<'c, sqlx::Sqlite>>),
     Postgres(sqlx::Transaction<'c, sqlx::Postgres>),
+}
+
+/// A SQLite transaction with the writer's turn at the gate ([`WriteGate`]), given back when
+/// the transaction ends (none for a read, or when the caller holds the turn itself).
+pub struct Gated<T> {
+    // Declared first so that it ends before the turn is handed on.
+    inner: T,
+    turn: Option<Turn>,
+}
+
+impl<T> std::ops::Deref for Gated<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        &self.inner
+    }
+}
+
+impl<T> std::ops::DerefMut for Gated<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        &mut self.inner
+    }
 }
 
 impl Tx<'_> {
     pub async fn commit(self) -> Result<(), crate::store::Error> {
         match self {
-            Tx::Sqlite(tx) => Ok(tx.commit().await?),
+            Tx::Sqlite(Gated { inner, turn }) => {
+                inner.commit().await?;
+                drop(turn);
+                Ok(())
+            }
             Tx::Postgres(tx) => Ok(tx.commit().await?),
         }
     }
 
     pub async fn rollback(self) -> Result<(), crate::store::Error> {
         match self {
-            Tx::Sqlite(tx) => Ok(tx.rollback().await?),
+            Tx::Sqlite(Gated { inner, turn }) => {
+                inner.rollback().await?;
+                drop(turn);
+                Ok(())
+            }
             Tx::Postgres(tx) => Ok(tx.rollback().await?),
         }
     }
 }
 
 impl Pool {
-    /// A write transaction on a connection of the pool.
+    /// A write transaction on a connection of the pool, begun once the connection is had
+    /// and the writer's turn has come ([`WriteGate::queued`]).
     pub async fn begin_write(&self) -> Result<Tx<'static>, crate::store::Error> {
         Ok(match self {
-            Pool::Sqlite(pool) => Tx::Sqlite(pool.begin_with(SQLITE_BEGIN).await?),
+            Pool::Sqlite(pool) => {
+                let conn = pool.acquire().await?;
+                let turn = gate_of(pool).queued().await;
+                let tx = sqlx::Transaction::begin(conn, Some(SQLITE_BEGIN.into())).await?;
+                Tx::Sqlite(Gated {
+                    inner: tx,
+                    turn: Some(turn),
+                })
+            }
             Pool::Postgres(pool) => Tx::Postgres(pool.begin().await?),
         })
+    }
+
+    /// The turn of a writer that writes outside [`Pool::begin_write`] (one statement in
+    /// autocommit): hold it over the statement. `None` where there is no gate.
+    pub async fn write_turn(&self) -> Option<Turn> {
+        match self {
+            Pool::Sqlite(pool) => Some(gate_of(pool).queued().await),
+            Pool::Postgres(_) => None,
+        }
     }
 
     /// Whether the database takes one writer at a time (SQLite): its writers then take
@@ -70,15 +118,17 @@ impl Pool {
     ) -> Result<Connection, crate::store::Error> {
         use sqlx::ConnectOptions as _;
         Ok(match self {
-            Pool::Sqlite(pool) => Connection::Sqlite(
-                pool.connect_options()
+            Pool::Sqlite(pool) => Connection::Sqlite(SqliteWriter {
+                conn: pool
+                    .connect_options()
                     .as_ref()
                     .clone()
                     .pragma("cache_size", format!("-{cache_kib}"))
                     .pragma("wal_autocheckpoint", checkpoint_pages.to_string())
                     .connect()
                     .await?,
-            ),
+                gate: gate_of(pool),
+            }),
             Pool::Postgres(pool) => {
                 Connection::Postgres(pool.connect_options().as_ref().clone().connect().await?)
             }
@@ -101,12 +151,78 @@ impl Pool {
     }
 }
 
+/// The gate of the pool's database file.
+fn gate_of(pool: &sqlx::SqlitePool) -> std::sync::Arc<WriteGate> {
+    WriteGate::of(pool.connect_options().get_filename())
+}
+
+/// A dedicated SQLite connection and the gate of its file.
+pub struct SqliteWriter {
+    conn: sqlx::SqliteConnection,
+    gate: std::sync::Arc<WriteGate>,
+}
+
+impl SqliteWriter {
+    pub(super) fn new(conn: sqlx::SqliteConnection, path: &std::path::Path) -> Self {
+        Self {
+            conn,
+            gate: WriteGate::of(path),
+        }
+    }
+
+    pub(super) fn into_inner(self) -> sqlx::SqliteConnection {
+        self.conn
+    }
+}
+
+impl std::ops::Deref for SqliteWriter {
+    type Target = sqlx::SqliteConnection;
+    fn deref(&self) -> &sqlx::SqliteConnection {
+        &self.conn
+    }
+}
+
+impl std::ops::DerefMut for SqliteWriter {
+    fn deref_mut(&mut self) -> &mut sqlx::SqliteConnection {
+        &mut self.conn
+    }
+}
+
 impl Connection {
-    /// A write transaction on this connection.
+    /// A write transaction on this connection, begun once the writer's turn has come
+    /// ([`WriteGate::queued`]).
     pub async fn begin_write(&mut self) -> Result<Tx<'_>, crate::store::Error> {
         use sqlx::Connection as _;
         Ok(match self {
-            Connection::Sqlite(conn) => Tx::Sqlite(conn.begin_with(SQLITE_BEGIN).await?),
+            Connection::Sqlite(writer) => {
+                let turn = writer.gate.queued().await;
+                Tx::Sqlite(Gated {
+                    inner: writer.conn.begin_with(SQLITE_BEGIN).await?,
+                    turn: Some(turn),
+                })
+            }
+            Connection::Postgres(conn) => Tx::Postgres(conn.begin().await?),
+        })
+    }
+
+    /// Ingest's turn at the gate ([`WriteGate::first`]), for the outbox writer to hold over
+    /// its batch; `None` where there is no gate.
+    pub async fn first_turn(&self) -> Option<Turn> {
+        match self {
+            Connection::Sqlite(writer) => Some(writer.gate.first().await),
+            Connection::Postgres(_) => None,
+        }
+    }
+
+    /// A write transaction for a caller that holds its turn already
+    /// ([`Connection::first_turn`]).
+    pub async fn begin_write_in_turn(&mut self) -> Result<Tx<'_>, crate::store::Error> {
+        use sqlx::Connection as _;
+        Ok(match self {
+            Connection::Sqlite(writer) => Tx::Sqlite(Gated {
+                inner: writer.conn.begin_with(SQLITE_BEGIN).await?,
+                turn: None,
+            }),
             Connection::Postgres(conn) => Tx::Postgres(conn.begin().await?),
         })
     }
@@ -117,7 +233,10 @@ impl Connection {
     pub async fn begin_read(&mut self) -> Result<Tx<'_>, crate::store::Error> {
         use sqlx::Connection as _;
         Ok(match self {
-            Connection::Sqlite(conn) => Tx::Sqlite(conn.begin_with("BEGIN DEFERRED").await?),
+            Connection::Sqlite(writer) => Tx::Sqlite(Gated {
+                inner: writer.conn.begin_with("BEGIN DEFERRED").await?,
+                turn: None,
+            }),
             Connection::Postgres(conn) => Tx::Postgres(conn.begin_with("BEGIN READ ONLY").await?),
         })
     }

@@ -150,6 +150,20 @@ pub enum ConsoleError {
     Database(#[from] crate::store::Error),
     #[error("the page could not be rendered")]
     Render(#[from] askama::Error),
+    /// The long reads' places are taken ([`crate::admin::AdminError::Busy`]).
+    #[error("{0}")]
+    Busy(String),
+}
+
+impl From<crate::admin::AdminError> for ConsoleError {
+    fn from(error: crate::admin::AdminError) -> Self {
+        match error {
+            crate::admin::AdminError::Database(error) => ConsoleError::Database(error),
+            crate::admin::AdminError::NotFound(message) => ConsoleError::NotFound(message),
+            crate::admin::AdminError::Busy => ConsoleError::Busy(error.to_string()),
+            other => ConsoleError::BadRequest(other.to_string()),
+        }
+    }
 }
 
 impl IntoResponse for ConsoleError {
@@ -159,6 +173,7 @@ impl IntoResponse for ConsoleError {
             ConsoleError::Forbidden(_) => (StatusCode::FORBIDDEN, "Refused"),
             ConsoleError::BadRequest(_) => (StatusCode::BAD_REQUEST, "Not understood"),
             ConsoleError::NotFound(_) => (StatusCode::NOT_FOUND, "Not found"),
+            ConsoleError::Busy(_) => (StatusCode::TOO_MANY_REQUESTS, "Busy"),
             ConsoleError::Database(error) => {
                 tracing::error!(%error, "console request failed on the database");
                 (StatusCode::SERVICE_UNAVAILABLE, "Unavailable")
@@ -173,9 +188,16 @@ impl IntoResponse for ConsoleError {
             title,
             message: self.to_string(),
         };
-        match page.render() {
+        let mut response = match page.render() {
             Ok(html) => (status, Html(html)).into_response(),
             Err(_) => (status, self.to_string()).into_response(),
+        };
+        if let ConsoleError::Busy(_) = self {
+            response.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(crate::admin::BUSY_RETRY_SECS),
+            );
         }
+        response
     }
 }

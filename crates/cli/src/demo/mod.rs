@@ -240,12 +240,13 @@ fn print_received(crm: &DemoSubscriber) {
 /// The compliance report's totals for the run: when the service and `crm` had each opt-out
 /// (the full report: `outreach-sync report compliance`).
 async fn print_compliance(settings: &Settings) -> anyhow::Result<()> {
-    use outreach_sync::compliance::{self, Rules, Window};
-    let rules = Rules::of(settings)?;
+    use outreach_sync::compliance::{self, Items, Rules, Window};
+    let rules = std::sync::Arc::new(Rules::of(settings)?);
     let now = chrono::Utc::now();
     let window = Window::parse(None, None, None, &rules.calendar, now)?;
     let pool = outreach_sync::store::open(settings).await?;
-    let report = compliance::report(&pool, &rules, &window, now).await?;
+    let items = Items::new(pool.clone(), rules.clone(), window.clone(), now);
+    let report = compliance::summarize(items, &rules, &window).await?;
     pool.close().await;
     let t = &report.totals;
     let slowest: Vec<String> = report

@@ -17,7 +17,7 @@ use crate::admin::AdminState;
 use crate::admin::console::session::Session;
 use crate::admin::console::views::query_value;
 use crate::admin::console::{ConsoleError, Frame, render};
-use crate::compliance::{self, Item, Report, View, Window};
+use crate::compliance::{self, Item, Items, Summary, View, Window};
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,11 +65,12 @@ impl CompliancePage<'_, '_> {
     }
 }
 
-/// The report of the query's window, as of now.
+/// What sums up the report of the query's window, as of now, read on the long reads' path
+/// (a page at a time: the page lists the first [`compliance::LISTED`] of each kind).
 async fn report_of(
     state: &AdminState,
     query: &ComplianceQuery,
-) -> Result<(Report, chrono::DateTime<Utc>), ConsoleError> {
+) -> Result<(Summary, chrono::DateTime<Utc>), ConsoleError> {
     let rules = &state.compliance;
     let now = Utc::now();
     let window = Window::parse(
@@ -80,10 +81,9 @@ async fn report_of(
         now,
     )
     .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
-    Ok((
-        compliance::report(&state.pool, rules, &window, now).await?,
-        now,
-    ))
+    let read = state.long_read()?;
+    let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
+    Ok((compliance::summarize(items, rules, &window).await?, now))
 }
 
 pub async fn compliance(

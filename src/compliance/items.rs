@@ -1,0 +1,333 @@
+//! The report's opt-outs a page at a time: each page read in one statement, then its
+//! subscribers' acknowledgements and its messages, so that memory holds one page whatever
+//! the window.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+
+use super::{DestinationTime, Item, Message, Rules, SERVICE, State, Window};
+use crate::model::{AckSpan, LeadMessage, OptOutRow, PushState, Source, Timestamp};
+use crate::store::{ComplianceStore, Pool, SubscriberStore};
+
+/// Opt-outs read, and laid out, at a time.
+pub const PAGE: usize = 1000;
+
+/// The opt-outs of a window, as [`Item`]s, a page at a time in seq order.
+pub struct Items {
+    pool: Pool,
+    rules: Arc<Rules>,
+    window: Window,
+    now: DateTime<Utc>,
+    /// The last seq read.
+    after: i64,
+    done: bool,
+}
+
+impl Items {
+    pub fn new(pool: Pool, rules: Arc<Rules>, window: Window, now: DateTime<Utc>) -> Self {
+        Self {
+            pool,
+            rules,
+            window,
+            now,
+            after: 0,
+            done: false,
+        }
+    }
+
+    /// The next page, or `None` once every opt-out of the window was given.
+    pub async fn next_page(&mut self) -> Result<Option<Vec<Item>>, crate::store::Error> {
+        if self.done {
+            return Ok(None);
+        }
+        let rows = self
+            .pool
+            .opt_outs(
+                self.window.since,
+                self.window.until,
+                self.window.organization.as_deref(),
+                self.after,
+                PAGE as i64,
+            )
+            .await?;
+        self.done = rows.len() < PAGE;
+        let Some(last) = rows.last() else {
+            return Ok(None);
+        };
+        self.after = last.seq;
+        let rules = &self.rules;
+        let acks = subscriber_acks(&self.pool, rules, &rows).await?;
+        let mut messages = messages_after(&self.pool, rules, &rows).await?;
+        let items = rows
+            .iter()
+            .enumerate()
+            .map(|(i, row)| {
+                let mut destinations = Vec::new();
+                if let Some(at) = service_time(row) {
+                    destinations.push(DestinationTime {
+                        name: SERVICE.to_owned(),
+                        honoured_at: at,
+                    });
+                }
+                for (subscriber, acked) in rules.subscribers.iter().zip(&acks) {
+                    if subscriber.takes_from(&row.organization_id, row.source) {
+                        destinations.push(DestinationTime {
+                            name: subscriber.name.clone(),
+                            honoured_at: acked[i],
+                        });
+                    }
+                }
+                let (confirmation, sent_after) = std::mem::take(&mut messages[i]);
+                item(row, rules, destinations, confirmation, sent_after, self.now)
+            })
+            .collect();
+        Ok(Some(items))
+    }
+}
+
+fn item(
+    row: &OptOutRow,
+    rules: &Rules,
+    destinations: Vec<DestinationTime>,
+    confirmation: Option<Message>,
+    sent_after_opt_out: Vec<Message>,
+    now: DateTime<Utc>,
+) -> Item {
+    let deadline = rules.calendar.deadline(row.occurred_at.at());
+    // With no destination the ledger itself is the only one: had when recorded.
+    let honoured_at = if destinations.is_empty() {
+        Some(row.recorded_at)
+    } else {
+        destinations
+            .iter()
+            .map(|d| d.honoured_at)
+            .collect::<Option<Vec<_>>>()
+            .and_then(|times| times.into_iter().max())
+    };
+    let state = match honoured_at {
+        Some(at) if at.at() <= deadline => State::Honoured,
+        Some(_) => State::HonouredLate,
+        None if now <= deadline => State::Pending,
+        None => State::Overdue,
+    };
+    Item {
+        seq: row.seq,
+        phone_number: row.phone_number.clone(),
+        organization_id: row.organization_id.clone(),
+        lead_id: row.lead_id.clone().or_else(|| row.state_lead_id.clone()),
+        occurred_at: row.occurred_at,
+        source: row.source,
+        state,
+        deadline: Timestamp(deadline),
+        honoured_at,
+        destinations,
+        confirmation,
+        sent_after_opt_out,
+    }
+}
+
+/// When the service had the opt-out: `None` when it is no destination of it, `Some(None)`
+/// while it has not had it yet.
+fn service_time(row: &OptOutRow) -> Option<Option<Timestamp>> {
+    match (row.source, row.push_state) {
+        (Source::Webhook | Source::Reconcile, _) => Some(Some(row.occurred_at)),
+        (_, Some(PushState::Sent)) => Some(row.push_finished_at),
+        (_, Some(PushState::Pending | PushState::Failed)) => Some(None),
+        (_, Some(PushState::Superseded) | None) => None,
+    }
+}
+
+/// For each subscriber, when it had each of `rows` (by index), from its acknowledged
+/// requests: the earliest that carried the entry.
+async fn subscriber_acks(
+    pool: &Pool,
+    rules: &Rules,
+    rows: &[OptOutRow],
+) -> Result<Vec<Vec<Option<Timestamp>>>, crate::store::Error> {
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return Ok(vec![Vec::new(); rules.subscribers.len()]);
+    };
+    let mut all = Vec::with_capacity(rules.subscribers.len());
+    for subscriber in &rules.subscribers {
+        let spans = pool
+            .ack_spans(&subscriber.name, first.seq, last.seq)
+            .await?;
+        all.push(earliest_acks(&spans, rows));
+    }
+    Ok(all)
+}
+
+/// The earliest `acked_at` of the spans holding each row's seq; rows in seq order, spans
+/// by their first seq. A sweep: spans join when the rows reach their first seq and leave
+/// once the rows pass their last.
+fn earliest_acks(spans: &[AckSpan], rows: &[OptOutRow]) -> Vec<Option<Timestamp>> {
+    let mut next = 0;
+    let mut open: BTreeSet<(Timestamp, i64, usize)> = BTreeSet::new();
+    rows.iter()
+        .map(|row| {
+            while next < spans.len() && spans[next].first_seq <= row.seq {
+                let span = &spans[next];
+                open.insert((span.acked_at, span.last_seq, next));
+                next += 1;
+            }
+            open.retain(|(_, last, _)| *last >= row.seq);
+            open.first().map(|(at, _, _)| *at)
+        })
+        .collect()
+}
+
+/// For each of `rows`, the confirmation and the other messages sent to its lead after it
+/// and before the next opt-in of its pair.
+async fn messages_after(
+    pool: &Pool,
+    rules: &Rules,
+    rows: &[OptOutRow],
+) -> Result<Vec<(Option<Message>, Vec<Message>)>, crate::store::Error> {
+    let mut found = Vec::with_capacity(rows.len());
+    for chunk in rows.chunks(PAGE) {
+        let mut leads: Vec<&str> = chunk.iter().flat_map(leads_of).collect();
+        leads.sort_unstable();
+        leads.dedup();
+        let mut by_lead: HashMap<String, Vec<LeadMessage>> = HashMap::new();
+        for message in pool.messages_of_leads(&leads).await? {
+            by_lead
+                .entry(message.lead_id.clone())
+                .or_default()
+                .push(message);
+        }
+        for row in chunk {
+            found.push(after(row, rules, &by_lead));
+        }
+    }
+    Ok(found)
+}
+
+/// The leads a row's messages may have gone to: its own, and the mirror's for its pair.
+fn leads_of(row: &OptOutRow) -> impl Iterator<Item = &str> {
+    let own = row.lead_id.as_deref();
+    let held = row
+        .state_lead_id
+        .as_deref()
+        .filter(|held| Some(*held) != own);
+    own.into_iter().chain(held)
+}
+
+fn after(
+    row: &OptOutRow,
+    rules: &Rules,
+    by_lead: &HashMap<String, Vec<LeadMessage>>,
+) -> (Option<Message>, Vec<Message>) {
+    let from = row.occurred_at.at();
+    let until = row.opted_in_at.map(Timestamp::at);
+    let mut messages: Vec<Message> = leads_of(row)
+        .filter_map(|lead| by_lead.get(lead))
+        .flatten()
+        .filter_map(|m| {
+            let created = DateTime::parse_from_rfc3339(m.created_at.as_deref()?)
+                .ok()?
+                .to_utc();
+            (created > from && until.is_none_or(|until| created < until)).then(|| Message {
+                id: m.id.clone(),
+                status: m.status.clone(),
+                created_at: Timestamp(created),
+            })
+        })
+        .collect();
+    messages.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+    messages.dedup_by(|a, b| a.id == b.id);
+    let confirmation = messages
+        .first()
+        .filter(|m| m.created_at.at() - from <= rules.confirmation_window)
+        .cloned();
+    if confirmation.is_some() {
+        messages.remove(0);
+    }
+    (confirmation, messages)
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::TimeDelta;
+
+    use super::*;
+    use crate::model::business_days::BusinessDays;
+
+    fn at(text: &str) -> Timestamp {
+        text.parse().expect("time")
+    }
+
+    fn row(seq: i64) -> OptOutRow {
+        OptOutRow {
+            seq,
+            organization_id: "org_1".into(),
+            lead_id: Some("lead_1".into()),
+            phone_number: "+15550000001".into(),
+            occurred_at: at("2026-11-23T15:00:00Z"),
+            recorded_at: at("2026-11-23T15:00:01Z"),
+            source: Source::Webhook,
+            push_state: None,
+            push_finished_at: None,
+            opted_in_at: None,
+            state_lead_id: None,
+        }
+    }
+
+    #[test]
+    fn a_row_had_by_a_subscriber_takes_the_earliest_request_that_carried_it() {
+        let span = |first, last, when: &str| AckSpan {
+            first_seq: first,
+            last_seq: last,
+            acked_at: at(when),
+        };
+        // A replay sent 1..=9 again later; 12 is in no acknowledged request yet.
+        let spans = [
+            span(1, 5, "2026-11-23T15:00:02Z"),
+            span(1, 9, "2026-11-24T09:00:00Z"),
+            span(6, 9, "2026-11-23T15:00:03Z"),
+        ];
+        let rows: Vec<OptOutRow> = [2, 7, 9, 12].into_iter().map(row).collect();
+        assert_eq!(
+            earliest_acks(&spans, &rows),
+            [
+                Some(at("2026-11-23T15:00:02Z")),
+                Some(at("2026-11-23T15:00:03Z")),
+                Some(at("2026-11-23T15:00:03Z")),
+                None
+            ]
+        );
+    }
+
+    #[test]
+    fn the_first_message_within_the_window_is_the_confirmation_and_an_opt_in_ends_it() {
+        let rules = Rules {
+            calendar: BusinessDays::new(10, chrono_tz::America::New_York, []),
+            timezone: "America/New_York".into(),
+            deadline_business_days: 10,
+            confirmation_window: TimeDelta::seconds(300),
+            subscribers: Vec::new(),
+        };
+        let message = |id: &str, created: &str| LeadMessage {
+            lead_id: "lead_1".into(),
+            id: id.into(),
+            status: "delivered".into(),
+            created_at: Some(created.into()),
+        };
+        let mut opted_out = row(1);
+        opted_out.opted_in_at = Some(at("2026-11-25T00:00:00Z"));
+        let by_lead = HashMap::from([(
+            "lead_1".to_owned(),
+            vec![
+                message("before", "2026-11-23T14:59:59Z"),
+                message("confirm", "2026-11-23T15:02:00Z"),
+                message("later", "2026-11-23T16:00:00Z"),
+                message("opted-in-again", "2026-11-25T10:00:00Z"),
+            ],
+        )]);
+        let (confirmation, sent) = after(&opted_out, &rules, &by_lead);
+        assert_eq!(confirmation.map(|m| m.id), Some("confirm".to_owned()));
+        let sent: Vec<String> = sent.into_iter().map(|m| m.id).collect();
+        assert_eq!(sent, ["later"]);
+    }
+}
