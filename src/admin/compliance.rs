@@ -45,7 +45,7 @@ pub async fn report(
     let read = state.long_read()?;
     let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
     let (mut pages, body) = mpsc::channel::<std::io::Result<Bytes>>(PAGES_AHEAD);
-    tokio::spawn(async move {
+    super::off_the_workers(async move {
         let _read = read;
         let written = compliance::write(items, &rules, &window, Listing::Json, &mut pages).await;
         if let Err(error) = written {

@@ -148,6 +148,18 @@ impl AdminState {
     }
 }
 
+/// Runs `work` (a report, an import: long, and heavy between its awaits) on a thread of its
+/// own rather than on the async workers, which answer every request, acknowledgements
+/// included; its reads and writes still go through the runtime.
+pub fn off_the_workers<F>(work: F) -> tokio::task::JoinHandle<F::Output>
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(work))
+}
+
 /// A query parameter, as the OpenAPI document describes it.
 pub struct Param {
     pub name: &'static str,

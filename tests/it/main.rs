@@ -28,6 +28,7 @@ mod evidence;
 mod export;
 mod floods;
 mod guessing;
+mod hold;
 mod hostile;
 mod import;
 mod ingest;

@@ -83,7 +83,14 @@ async fn report_of(
     .map_err(|e| ConsoleError::BadRequest(e.to_string()))?;
     let read = state.long_read()?;
     let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
-    Ok((compliance::summarize(items, rules, &window).await?, now))
+    let rules = rules.clone();
+    let summary = crate::admin::off_the_workers(async move {
+        let _read = read;
+        compliance::summarize(items, &rules, &window).await
+    })
+    .await
+    .map_err(|e| ConsoleError::BadRequest(format!("the report stopped: {e}")))??;
+    Ok((summary, now))
 }
 
 pub async fn compliance(
