@@ -2,6 +2,10 @@
 //! than the long reads' path takes), an import and a dry run over HTTP, against a child
 //! daemon with tens of thousands of opt-outs, and every signed delivery still acknowledged
 //! within a second, `/healthz` still answering.
+//!
+//! They measure time, so they run alone, not beside the rest of the suite on a machine of
+//! two cores: ignored in the suite's run, `.ci/run` runs them after it
+//! (`cargo test -p outreach-sync-cli --test it -- --ignored --test-threads 1 hold::`).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -232,11 +236,13 @@ async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_import
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "measures time: run alone, as .ci/run does"]
 async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run_on_sqlite() {
     every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "measures time: run alone, as .ci/run does"]
 async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run_on_postgres()
 {
     let Some(database) = TestDatabase::create().await else {
