@@ -39,6 +39,7 @@ mod postgres_read;
 mod push;
 mod reconcile;
 mod reconcile_lease;
+mod redirects;
 mod registrations;
 mod reload;
 mod replica_crash;
