@@ -33,6 +33,7 @@ mod import;
 mod ingest;
 mod logs;
 mod migrations;
+mod output_safety;
 mod postgres;
 mod postgres_apply;
 mod postgres_read;
