@@ -18,8 +18,8 @@ use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::metrics::{self, Push};
 use crate::model::DuePush;
-use crate::model::text::Escaped;
 pub use crate::model::PushCounts;
+use crate::model::text::Escaped;
 use crate::settings::ApiVersion;
 use crate::store::Pool;
 

@@ -57,7 +57,10 @@ impl LocalChange {
         }
         // The rule of ids (length, no control character), for the admin API, the console
         // and the CLI alike.
-        let ids = [("organizationId", Some(&self.organization_id)), ("tagId", self.tag_id.as_ref())];
+        let ids = [
+            ("organizationId", Some(&self.organization_id)),
+            ("tagId", self.tag_id.as_ref()),
+        ];
         if let Some(problem) = ids
             .into_iter()
             .find_map(|(field, id)| id_problem(field, id?))

@@ -50,7 +50,8 @@ pub(crate) struct Answer {
 
 impl Answer {
     pub fn json<T: DeserializeOwned>(&self, endpoint: &str) -> Result<T, ClientError> {
-        serde_json::from_slice(&self.body).map_err(|e| ClientError::decode(endpoint, &e.to_string()))
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ClientError::decode(endpoint, &e.to_string()))
     }
 }
 
@@ -90,7 +91,10 @@ impl Inner {
             .ok_or_else(|| {
                 ClientError::invalid(
                     "base_url",
-                    format!("`{}` is not an http(s) URL", config.base_url),
+                    format!(
+                        "{} is not an http(s) URL",
+                        crate::model::text::quoted(&config.base_url)
+                    ),
                 )
             })?;
         let http = reqwest::Client::builder()

@@ -21,7 +21,11 @@ pub enum ClientError {
     },
 
     /// The service answered with an error status (not retried, or no longer).
-    #[error("service answered {status}: {}{}", service_message(body), service_code(body))]
+    #[error(
+        "service answered {status}: {}{}",
+        service_message(body),
+        service_code(body)
+    )]
     Api { status: u16, body: ErrorBody },
 
     /// The service answered with a redirect. None is followed: a request re-sent elsewhere
@@ -85,7 +89,10 @@ pub enum ClientError {
     },
 
     /// A resource endpoint still answered 401 with a freshly minted token.
-    #[error("the service refused a fresh token with 401: {}", service_message(body))]
+    #[error(
+        "the service refused a fresh token with 401: {}",
+        service_message(body)
+    )]
     Unauthorized { body: ErrorBody },
 
     /// Retryable failures (429, 5xx, timeouts, connection errors) outlasted the retries.

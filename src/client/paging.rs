@@ -231,7 +231,13 @@ mod tests {
         for page in 1..MAX_PAGES {
             trail.follow(&page.to_string()).expect("a new cursor");
         }
-        let error = trail.follow("last").expect_err("too many pages").to_string();
-        assert!(error.contains(&format!("went past {MAX_PAGES} pages")), "{error}");
+        let error = trail
+            .follow("last")
+            .expect_err("too many pages")
+            .to_string();
+        assert!(
+            error.contains(&format!("went past {MAX_PAGES} pages")),
+            "{error}"
+        );
     }
 }

@@ -256,24 +256,27 @@ impl V2Client {
     ) -> BoxStream<'static, Result<T, ClientError>> {
         let this = self.clone();
         let trail = CursorTrail::new(format!("v2/{}", path.join("/")), None);
-        stream::try_unfold((Some(Paging::first(limit)), trail), move |(next, mut trail)| {
-            let this = this.clone();
-            let path = path.clone();
-            async move {
-                let Some(paging) = next else {
-                    return Ok(None);
-                };
-                let page: V2List<T> = this.list_page(path, scope, &paging).await?;
-                let following = match (&page.pagination.cursor, page.pagination.has_next_page) {
-                    (Some(cursor), true) => {
-                        trail.follow(cursor)?;
-                        Some(Paging::after(cursor.clone(), paging.limit))
-                    }
-                    _ => None,
-                };
-                Ok(Some((page.items, (following, trail))))
-            }
-        })
+        stream::try_unfold(
+            (Some(Paging::first(limit)), trail),
+            move |(next, mut trail)| {
+                let this = this.clone();
+                let path = path.clone();
+                async move {
+                    let Some(paging) = next else {
+                        return Ok(None);
+                    };
+                    let page: V2List<T> = this.list_page(path, scope, &paging).await?;
+                    let following = match (&page.pagination.cursor, page.pagination.has_next_page) {
+                        (Some(cursor), true) => {
+                            trail.follow(cursor)?;
+                            Some(Paging::after(cursor.clone(), paging.limit))
+                        }
+                        _ => None,
+                    };
+                    Ok(Some((page.items, (following, trail))))
+                }
+            },
+        )
         .map_ok(|items| stream::iter(items.into_iter().map(Ok)))
         .try_flatten()
         .boxed()

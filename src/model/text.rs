@@ -174,7 +174,10 @@ mod tests {
     fn an_id_with_a_control_character_or_too_long_is_refused_naming_the_field() {
         assert_eq!(id_problem("organizationId", "org_1"), None);
         let problem = id_problem("organizationId", "org\n\u{1b}[31m").expect("refused");
-        assert!(problem.starts_with("organizationId holds a control character (\\n) at position 4"), "{problem}");
+        assert!(
+            problem.starts_with("organizationId holds a control character (\\n) at position 4"),
+            "{problem}"
+        );
         let long = "o".repeat(super::super::MAX_ID_CHARS + 1);
         assert!(id_problem("tagId", &long).is_some_and(|p| p.starts_with("tagId is at most")));
     }

@@ -14,8 +14,7 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use outreach_sync::client::models::{
-    ListOrganizations, ListWebhookRegistrations, Paging, Scope, WebhookConfig,
-    WebhookRegistration,
+    ListOrganizations, ListWebhookRegistrations, Paging, Scope, WebhookConfig, WebhookRegistration,
 };
 use outreach_sync::client::{ClientConfig, ServiceClient};
 use secrecy::SecretString;
@@ -35,7 +34,10 @@ fn service_env(base_url: &str) -> Vec<(String, String)> {
     [
         ("OUTREACH_SYNC__SERVICE__BASE_URL", base_url),
         ("OUTREACH_SYNC__SERVICE__CLIENT_ID", "me@example.org"),
-        ("OUTREACH_SYNC__SERVICE__CLIENT_SECRET", "upstream-client-secret"),
+        (
+            "OUTREACH_SYNC__SERVICE__CLIENT_SECRET",
+            "upstream-client-secret",
+        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -166,9 +168,9 @@ async fn an_answer_larger_than_the_cap_is_refused_whether_or_not_it_says_its_len
             // With its Content-Length.
             .route(
                 "/v3/organizations",
-                get(move || async move {
-                    ([(header::CONTENT_TYPE, "application/json")], padded())
-                }),
+                get(
+                    move || async move { ([(header::CONTENT_TYPE, "application/json")], padded()) },
+                ),
             ),
     )
     .await;
@@ -280,7 +282,11 @@ async fn admin_errors_quote_what_they_were_given_only_up_to_a_bound() {
         assert!(response.status().is_client_error(), "{response:?}");
         let body: Value = response.json().await.expect("a JSON error");
         let message = body["message"].as_str().expect("a message");
-        assert!(message.chars().count() < 400, "{} chars: {message}", message.len());
+        assert!(
+            message.chars().count() < 400,
+            "{} chars: {message}",
+            message.len()
+        );
     }
 }
 
@@ -300,7 +306,10 @@ async fn an_exported_id_that_a_spreadsheet_would_run_starts_with_a_quote_and_a_n
     let output = run(
         app.dir.path(),
         &["export", "ledger", "--format", "csv"],
-        &[("OUTREACH_SYNC__DATABASE__URL".into(), app.settings.database.url.clone())],
+        &[(
+            "OUTREACH_SYNC__DATABASE__URL".into(),
+            app.settings.database.url.clone(),
+        )],
     )
     .await
     .expect("export ends");
@@ -309,7 +318,9 @@ async fn an_exported_id_that_a_spreadsheet_would_run_starts_with_a_quote_and_a_n
     assert!(output.status.success(), "{csv}{}", text(&output.stderr));
     let row = csv.lines().nth(1).expect("one entry");
     assert!(
-        row.starts_with(r#"1,"'=HYPERLINK(""http://evil.example/"",""click"")",,+15550001111,true,"#),
+        row.starts_with(
+            r#"1,"'=HYPERLINK(""http://evil.example/"",""click"")",,+15550001111,true,"#
+        ),
         "{row}"
     );
 }

@@ -119,8 +119,7 @@ fn assert_nothing_reached(capture: &Capture) {
 }
 
 #[tokio::test]
-async fn a_token_request_answered_with_a_redirect_fails_naming_it_and_sends_the_secret_nowhere()
-{
+async fn a_token_request_answered_with_a_redirect_fails_naming_it_and_sends_the_secret_nowhere() {
     let capture = Capture::start().await;
     let elsewhere = capture.url("/v3/oauth/token");
     let upstream = serve(Router::new().route(
@@ -152,16 +151,13 @@ async fn a_registration_created_after_a_redirect_fails_naming_it_and_sends_the_s
  {
     let capture = Capture::start().await;
     let elsewhere = capture.url("/v3/webhook_registrations");
-    let upstream = serve(
-        token_granted()
-            .route(
-                "/v3/webhook_registrations",
-                get(|| async { axum::Json(one_page(&[])) }).post(move || {
-                    let elsewhere = elsewhere.clone();
-                    async move { redirect_to(elsewhere) }
-                }),
-            ),
-    )
+    let upstream = serve(token_granted().route(
+        "/v3/webhook_registrations",
+        get(|| async { axum::Json(one_page(&[])) }).post(move || {
+            let elsewhere = elsewhere.clone();
+            async move { redirect_to(elsewhere) }
+        }),
+    ))
     .await;
 
     let error = registrations::register(&client_of(&upstream), &target())

@@ -148,7 +148,10 @@ async fn a_hangup_that_would_leave_no_admin_token_is_refused_and_the_running_tok
         .find(|l| l.contains("configuration reload refused"))
         .unwrap_or_else(|| panic!("the reload is refused: {logs}"));
     assert!(refusal.contains("admin.tokens"), "{refusal}");
-    assert!(refusal.contains("ERROR") || refusal.contains("WARN"), "{refusal}");
+    assert!(
+        refusal.contains("ERROR") || refusal.contains("WARN"),
+        "{refusal}"
+    );
     assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
     assert_eq!(deliver(&http, &daemon, SECRET_B, "evt_b1").await, 401);
     assert_eq!(deliver(&http, &daemon, SECRET_A, "evt_a1").await, 200);
