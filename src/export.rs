@@ -1,5 +1,6 @@
 //! Bulk exports of the current consent and of the ledger, streamed: rows are read with a
-//! cursor and written as they come, so memory stays flat whatever the size.
+//! cursor and written as they come, so memory stays flat whatever the size. A CSV cell of
+//! text from elsewhere never starts a spreadsheet formula (see [`text`]).
 
 use std::io::Write;
 
@@ -7,6 +8,8 @@ use futures::{Stream, TryStreamExt as _};
 use serde::Serialize;
 
 use crate::ledger::{ConsentRecord, LedgerEntry};
+use crate::model::phone::is_e164_form;
+use crate::model::text::spreadsheet_safe;
 use crate::store::{ExportStore, Pool};
 
 /// What is exported.
@@ -47,6 +50,27 @@ fn opt<T: ToString>(value: &Option<T>) -> String {
     value.as_ref().map(ToString::to_string).unwrap_or_default()
 }
 
+/// A cell of text that came from elsewhere (an organization, lead or event id): one a
+/// spreadsheet would run as a formula starts with `'` ([`spreadsheet_safe`]). The cells the
+/// daemon writes in a form of its own (seqs, booleans, timestamps, sources, push states)
+/// go as they are, and so does a number in E.164: it starts with `+` and must stay the
+/// number it is (a ledger number is always E.164; anything else would be treated as text).
+fn text(value: &str) -> String {
+    spreadsheet_safe(value).into_owned()
+}
+
+fn opt_text(value: &Option<String>) -> String {
+    value.as_deref().map(text).unwrap_or_default()
+}
+
+fn phone(value: &str) -> String {
+    if is_e164_form(value) {
+        value.to_owned()
+    } else {
+        text(value)
+    }
+}
+
 impl CsvRow for ConsentRecord {
     const HEADER: &'static [&'static str] = &[
         "organization_id",
@@ -58,9 +82,9 @@ impl CsvRow for ConsentRecord {
     ];
     fn fields(&self) -> Vec<String> {
         vec![
-            self.organization_id.clone(),
-            opt(&self.lead_id),
-            self.phone_number.clone(),
+            text(&self.organization_id),
+            opt_text(&self.lead_id),
+            phone(&self.phone_number),
             self.opted_out.to_string(),
             self.changed_at.to_string(),
             self.source.to_string(),
@@ -86,14 +110,14 @@ impl CsvRow for LedgerEntry {
     fn fields(&self) -> Vec<String> {
         vec![
             self.seq.to_string(),
-            self.organization_id.clone(),
-            opt(&self.lead_id),
-            self.phone_number.clone(),
+            text(&self.organization_id),
+            opt_text(&self.lead_id),
+            phone(&self.phone_number),
             self.opted_out.to_string(),
             self.occurred_at.to_string(),
             self.recorded_at.to_string(),
             self.source.to_string(),
-            self.event_ref.clone(),
+            text(&self.event_ref),
             self.superseded.to_string(),
             opt(&self.push),
             opt(&self.echo_of),

@@ -19,6 +19,7 @@ use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::metrics::{self, Push};
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
+use crate::model::text::Escaped;
 use crate::settings::ApiVersion;
 use crate::store::Pool;
 
@@ -81,7 +82,9 @@ impl Pusher {
             Err(PushError::Permanent(error)) => {
                 self.pool.push_failed(due.seq, &error, finished).await?;
                 metrics::global().push(Push::Failed);
-                tracing::warn!(seq = due.seq, %error, "local consent change refused by the service");
+                // Through `Escaped`: the service's text and the organization id may hold a line
+                // break, which must not start a line of its own in a text log.
+                tracing::warn!(seq = due.seq, error = %Escaped(&error), "local consent change refused by the service");
                 self.pool
                     .note_error(&format!("push {}: {error}", due.seq))
                     .await;
@@ -93,7 +96,7 @@ impl Pusher {
                 self.pool.retry_push_at(due.seq, &error, next).await?;
                 let next_attempt_at = codec::timestamp(next);
                 metrics::global().push(Push::Retry);
-                tracing::warn!(seq = due.seq, attempts = due.attempts, %error, %next_attempt_at, "push failed; will retry");
+                tracing::warn!(seq = due.seq, attempts = due.attempts, error = %Escaped(&error), %next_attempt_at, "push failed; will retry");
                 Attempted::Retry {
                     seq: due.seq,
                     next_attempt_at,
@@ -108,7 +111,7 @@ impl Pusher {
     #[tracing::instrument(
         name = "push",
         skip_all,
-        fields(seq = due.seq, organization = %due.organization_id, attempt = due.attempts)
+        fields(seq = due.seq, organization = %Escaped(&due.organization_id), attempt = due.attempts)
     )]
     async fn send(&self, due: &DuePush) -> Result<String, PushError> {
         let v2 = self.client.config().api_version == ApiVersion::V2;
@@ -166,7 +169,7 @@ impl Pusher {
             Err(ClientError::CursorDepthExceeded { .. }) => Err(PushError::Permanent(format!(
                 "no lead with this number among the first 100,000 leads of organization {}, \
                  which is as far as the v2 API pages; v3 can find it (service.api_version)",
-                due.organization_id
+                Escaped(&due.organization_id)
             ))),
             Err(error) => Err(error.into()),
         }
@@ -233,7 +236,7 @@ impl Pusher {
 fn no_such_lead(due: &DuePush) -> PushError {
     PushError::Permanent(format!(
         "the service has no lead with this number in organization {}",
-        due.organization_id
+        Escaped(&due.organization_id)
     ))
 }
 

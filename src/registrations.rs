@@ -36,7 +36,7 @@ pub enum TargetError {
         "no target URL: set ingest.public_url (the URL the service calls, e.g. \"https://hooks.example.org/webhooks\") or give --target-url"
     )]
     NoUrl,
-    #[error("--target-url: `{0}` is not an http(s) URL")]
+    #[error("--target-url: {} is not an http(s) URL", crate::model::text::quoted(.0))]
     BadUrl(String),
     #[error("no signing secret: set webhook.secrets (the first one signs the registrations)")]
     NoSecret,

@@ -15,7 +15,8 @@ use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::{self, LocalChange, Recorded};
 use crate::ledger::{self, ConsentRecord, LedgerEntry};
-use crate::model::phone;
+use crate::model::text::bounded;
+use crate::model::{id_problem, phone};
 
 /// Most numbers in one lookup.
 pub const MAX_LOOKUP: usize = 10_000;
@@ -32,6 +33,25 @@ pub struct ByNumber {
     pub organization_id: Option<String>,
 }
 
+impl ByNumber {
+    /// `organizationId`, if given, checked as every id is ([`checked_id`]).
+    pub fn organization(&self) -> Result<Option<&str>, AdminError> {
+        checked_id("organizationId", self.organization_id.as_deref())
+    }
+}
+
+/// An id given to the admin API (`field` names it: `organizationId`, `leadId`, ...), refused
+/// with 400 when it breaks the rule of ids ([`id_problem`]: length, no control character).
+pub fn checked_id<'a>(field: &str, id: Option<&'a str>) -> Result<Option<&'a str>, AdminError> {
+    match id.and_then(|id| id_problem(field, id)) {
+        Some(problem) => Err(AdminError::BadRequest(problem)),
+        None => Ok(id),
+    }
+}
+
+/// Most characters of a JSON decoder's message an error quotes (it quotes the body).
+const DECODER_MESSAGE_CHARS: usize = 200;
+
 /// The number of a query, as the ledger keeps it (`+1 (555) 000-1111` finds
 /// `+15550001111`).
 pub fn required_phone(phone: Option<String>) -> Result<String, AdminError> {
@@ -47,7 +67,12 @@ pub fn json_body<T: serde::de::DeserializeOwned>(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<T, AdminError> {
     let body = body?;
-    serde_json::from_slice(&body).map_err(|e| AdminError::BadRequest(format!("invalid body: {e}")))
+    serde_json::from_slice(&body).map_err(|e| {
+        AdminError::BadRequest(format!(
+            "invalid body: {}",
+            bounded(&e.to_string(), DECODER_MESSAGE_CHARS)
+        ))
+    })
 }
 
 pub async fn current(
@@ -55,10 +80,9 @@ pub async fn current(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<ledger::CurrentConsent>, AdminError> {
     let Query(query) = query?;
-    let phone = required_phone(query.phone_number)?;
-    let current =
-        ledger::current_with_suppression(&state.pool, &phone, query.organization_id.as_deref())
-            .await?;
+    let organization = query.organization()?;
+    let phone = required_phone(query.phone_number.clone())?;
+    let current = ledger::current_with_suppression(&state.pool, &phone, organization).await?;
     Ok(Json(current))
 }
 
@@ -83,6 +107,7 @@ pub async fn lookup(
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<LookupResult>, AdminError> {
     let request: LookupRequest = json_body(body)?;
+    let organization = checked_id("organizationId", request.organization_id.as_deref())?;
     if request.phone_numbers.len() > MAX_LOOKUP {
         return Err(AdminError::TooLarge(format!(
             "at most {MAX_LOOKUP} phoneNumbers per lookup"
@@ -101,7 +126,7 @@ pub async fn lookup(
         .map(|(_, kept)| kept.as_str())
         .filter(|p| seen.insert(*p))
         .collect();
-    let items = ledger::lookup(&state.pool, &phones, request.organization_id.as_deref()).await?;
+    let items = ledger::lookup(&state.pool, &phones, organization).await?;
     let known: HashSet<&str> = items.iter().map(|r| r.phone_number.as_str()).collect();
     let mut seen = HashSet::with_capacity(asked.len());
     let unknown = asked

@@ -6,6 +6,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use crate::ingest::ErrorBody;
+use crate::model::text::bounded;
+
+/// Most characters of an extractor's rejection an error quotes (it may quote the request).
+const REJECTION_CHARS: usize = 200;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AdminError {
@@ -84,7 +88,7 @@ impl IntoResponse for AdminError {
 
 impl From<QueryRejection> for AdminError {
     fn from(rejection: QueryRejection) -> Self {
-        AdminError::BadRequest(rejection.body_text())
+        AdminError::BadRequest(bounded(&rejection.body_text(), REJECTION_CHARS))
     }
 }
 
@@ -93,7 +97,7 @@ impl From<BytesRejection> for AdminError {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             AdminError::TooLarge("request body too large".into())
         } else {
-            AdminError::BadRequest(rejection.body_text())
+            AdminError::BadRequest(bounded(&rejection.body_text(), REJECTION_CHARS))
         }
     }
 }

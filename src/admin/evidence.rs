@@ -16,8 +16,8 @@ pub async fn bundle(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Bundle>, AdminError> {
     let Query(query) = query?;
-    let phone = required_phone(query.phone_number)?;
-    let organization = query.organization_id.as_deref();
+    let organization = query.organization()?;
+    let phone = required_phone(query.phone_number.clone())?;
     evidence::bundle(&state.pool, &phone, organization, Utc::now())
         .await?
         .map(Json)

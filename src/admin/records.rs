@@ -10,10 +10,11 @@ use axum::response::IntoResponse;
 use chrono::Utc;
 use serde_json::Value;
 
-use super::consent::{ByNumber, required_phone};
+use super::consent::{ByNumber, checked_id, required_phone};
 use super::{AdminError, AdminState};
 use crate::ledger::{self, Items};
 use crate::metrics;
+use crate::model::text::quoted;
 
 pub async fn healthz() -> Json<Value> {
     Json(serde_json::json!({"status": "ok"}))
@@ -70,22 +71,21 @@ pub async fn lead(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminError> {
+    checked_id("leadId", Some(&id))?;
     ledger::lead(&state.pool, &id)
         .await?
         .map(|lead| Json(without_nulls(lead)))
-        .ok_or_else(|| AdminError::NotFound(format!("no lead {id} in the mirror")))
+        .ok_or_else(|| AdminError::NotFound(format!("no lead {} in the mirror", quoted(&id))))
 }
 
 pub async fn find_leads(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Items<Value>>, AdminError> {
-    let Query(ByNumber {
-        phone_number,
-        organization_id,
-    }) = query?;
-    let phone = required_phone(phone_number)?;
-    let leads = ledger::leads(&state.pool, &phone, organization_id.as_deref()).await?;
+    let Query(query) = query?;
+    let organization = query.organization()?;
+    let phone = required_phone(query.phone_number.clone())?;
+    let leads = ledger::leads(&state.pool, &phone, organization).await?;
     Ok(Json(Items {
         items: leads.into_iter().map(without_nulls).collect(),
     }))
@@ -95,10 +95,11 @@ pub async fn message(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, AdminError> {
+    checked_id("messageId", Some(&id))?;
     ledger::message(&state.pool, &id)
         .await?
         .map(|message| Json(without_nulls(message)))
-        .ok_or_else(|| AdminError::NotFound(format!("no message {id} is tracked")))
+        .ok_or_else(|| AdminError::NotFound(format!("no message {} is tracked", quoted(&id))))
 }
 
 pub async fn status(

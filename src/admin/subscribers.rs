@@ -39,7 +39,11 @@ pub async fn retry(
 /// A refused replay or retry, as the admin API answers it.
 fn replay_error(error: ReplayError) -> AdminError {
     match error {
-        ReplayError::Unknown(_) => AdminError::NotFound(error.to_string()),
+        // The name is the request's: quoted only up to a bound.
+        ReplayError::Unknown(name) => AdminError::NotFound(format!(
+            "no subscriber named {} is configured",
+            crate::model::text::quoted(&name)
+        )),
         ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
             AdminError::BadRequest(error.to_string())
         }

@@ -1,7 +1,8 @@
 //! Reloading without a restart: on SIGHUP `serve` reads its configuration again and puts
 //! the new `[webhook] secrets` and `[admin] tokens` (with their `_file` forms) in force at
 //! once. A configuration that is not valid changes nothing: the running settings stay, and
-//! the log names the key at fault (never a value).
+//! the log names the key at fault (never a value). Neither does one that would take every
+//! admin token away from a daemon that has some.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -66,6 +67,15 @@ impl Reloader {
             return Err(SettingsError::Invalid {
                 key: "webhook.secrets",
                 message: "a secret does not decode under the running webhook.scheme (a new scheme takes a restart)".into(),
+            });
+        }
+        // Allowed at start (a demo, a daemon whose admin listener nobody uses), an empty list
+        // put in force by a reload would end every console session and lock every tool out
+        // at once, most likely because a tokens file was emptied or not yet written.
+        if new.admin.tokens.is_empty() && !running.admin.tokens.is_empty() {
+            return Err(SettingsError::Invalid {
+                key: "admin.tokens",
+                message: "the new configuration has no admin token (admin.tokens and admin.tokens_file give none): a reload never removes every token, as that would lock out every tool and console session; to run without tokens, restart".into(),
             });
         }
         let mut next = running.clone();

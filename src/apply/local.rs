@@ -2,7 +2,7 @@
 //! applied to the mirror and queued for the service, in one transaction.
 
 use crate::model::PushState;
-use crate::model::{MAX_ID_CHARS, MAX_REASON_CHARS};
+use crate::model::{MAX_REASON_CHARS, id_problem};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -55,15 +55,17 @@ impl LocalChange {
         if self.organization_id.trim().is_empty() {
             return Err(LocalError::Invalid("organizationId is required".into()));
         }
-        if self.organization_id.chars().count() > MAX_ID_CHARS
-            || self
-                .tag_id
-                .as_ref()
-                .is_some_and(|t| t.chars().count() > MAX_ID_CHARS)
+        // The rule of ids (length, no control character), for the admin API, the console
+        // and the CLI alike.
+        let ids = [
+            ("organizationId", Some(&self.organization_id)),
+            ("tagId", self.tag_id.as_ref()),
+        ];
+        if let Some(problem) = ids
+            .into_iter()
+            .find_map(|(field, id)| id_problem(field, id?))
         {
-            return Err(LocalError::Invalid(format!(
-                "organizationId and tagId are at most {MAX_ID_CHARS} characters"
-            )));
+            return Err(LocalError::Invalid(problem));
         }
         if self
             .reason

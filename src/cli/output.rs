@@ -1,8 +1,13 @@
 //! How the CLI prints: JSON for `--json`, and the one-line forms shared by commands.
+//!
+//! Text that came from elsewhere (the service, a delivery, a subscriber's answer) is printed
+//! through [`Escaped`] in text output, so that a control character in it shows as an escape
+//! instead of moving the cursor or rewriting the line; JSON output is escaped by its encoder.
 
 use serde::Serialize;
 
 use super::CliError;
+use crate::model::text::Escaped;
 use crate::model::{RegistrationCheck, SubscriberView};
 
 /// `value` as pretty JSON on standard output.
@@ -27,7 +32,7 @@ pub(super) fn subscriber_line(s: &SubscriberView) -> String {
         line.push_str(&format!(", next attempt {at}"));
     }
     if let Some(error) = &s.last_error {
-        line.push_str(&format!(", last error: {error}"));
+        line.push_str(&format!(", last error: {}", Escaped(error)));
     }
     line
 }
@@ -36,12 +41,12 @@ pub(super) fn subscriber_line(s: &SubscriberView) -> String {
 pub(super) fn registration_line(check: Option<&RegistrationCheck>) -> String {
     match check {
         None => "never checked (outreach-sync webhooks check)".into(),
-        Some(c) if c.ok => format!("ok at {} ({})", c.checked_at, c.target_url),
+        Some(c) if c.ok => format!("ok at {} ({})", c.checked_at, Escaped(&c.target_url)),
         Some(c) => format!(
             "FAILING at {} ({}): {}",
             c.checked_at,
-            c.target_url,
-            c.problems.join("; ")
+            Escaped(&c.target_url),
+            Escaped(&c.problems.join("; "))
         ),
     }
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::output::print_json;
 use super::{CliError, open};
 use crate::ledger::{self, Items};
+use crate::model::text::Escaped;
 use crate::outbox::OutboxState;
 use crate::settings::Settings;
 use crate::worker::{Requeue, Worker};
@@ -39,8 +40,8 @@ pub async fn consent(
     for r in &current.items {
         println!(
             "{:<20} {:<20} {:<16} {:<9} {:<25} {}",
-            r.organization_id,
-            r.lead_id.as_deref().unwrap_or("-"),
+            Escaped(&r.organization_id),
+            Escaped(r.lead_id.as_deref().unwrap_or("-")),
             r.phone_number,
             yes_no(r.opted_out),
             r.changed_at,
@@ -80,12 +81,12 @@ pub async fn history(
         println!(
             "{:>8} {:<20} {:<9} {:<25} {:<10} {:<10} {}",
             e.seq,
-            e.organization_id,
+            Escaped(&e.organization_id),
             yes_no(e.opted_out),
             e.occurred_at,
             e.source,
             yes_no(e.superseded),
-            e.event_ref
+            Escaped(&e.event_ref)
         );
     }
     Ok(())
@@ -117,10 +118,12 @@ pub async fn events(
             e.id,
             e.received_at,
             e.state,
-            e.event_type.as_deref().unwrap_or("-"),
+            Escaped(e.event_type.as_deref().unwrap_or("-")),
             e.attempts,
-            e.dedup_key,
-            e.last_error.map(|r| format!("  ({r})")).unwrap_or_default()
+            Escaped(&e.dedup_key),
+            e.last_error
+                .map(|r| format!("  ({})", Escaped(&r)))
+                .unwrap_or_default()
         );
     }
     Ok(())
@@ -211,7 +214,7 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     );
     print_work(&status);
     match &status.last_error {
-        Some(e) => println!("last error:            {} at {}", e.message, e.at),
+        Some(e) => println!("last error:            {} at {}", Escaped(&e.message), e.at),
         None => println!("last error:            none"),
     }
     if status.replicas.is_empty() {
@@ -246,18 +249,21 @@ fn print_work(status: &crate::model::Status) {
     for pass in &status.reconciliation {
         println!(
             "last reconciliation:   {} at {}: {} leads, {} repaired{}",
-            pass.organization_id,
+            Escaped(&pass.organization_id),
             pass.finished_at,
             pass.leads_scanned,
             pass.repaired,
             pass.error
                 .as_deref()
-                .map(|e| format!(", error: {e}"))
+                .map(|e| format!(", error: {}", Escaped(e)))
                 .unwrap_or_default()
         );
     }
     for org in &status.reconciliation_in_progress {
-        println!("reconciling:           {org} (resumes from its saved cursor)");
+        println!(
+            "reconciling:           {} (resumes from its saved cursor)",
+            Escaped(org)
+        );
     }
     let pushes = &status.pushes;
     println!(
@@ -268,6 +274,6 @@ fn print_work(status: &crate::model::Status) {
         println!("oldest pending push:   {oldest}");
     }
     if let Some(error) = &pushes.last_push_error {
-        println!("last push error:       {error}");
+        println!("last push error:       {}", Escaped(error));
     }
 }

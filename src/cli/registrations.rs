@@ -1,6 +1,10 @@
 //! `webhooks register`, `list`, `check` and `rotate`: the account's webhook registrations
 //! for this daemon, through the v3 API whatever `service.api_version` says (registrations
 //! exist in v3 only).
+//!
+//! What the service gives (ids, target URLs, organization ids, the account id) is printed
+//! through [`Escaped`]: a control character in it shows as an escape and cannot rewrite
+//! the terminal. `--json` output is escaped by the JSON encoder.
 
 use serde_json::{Value, json};
 
@@ -8,6 +12,7 @@ use super::output::print_json;
 use super::{CliError, WebhooksCommand};
 use crate::client::ServiceClient;
 use crate::client::models::{WebhookConfig, WebhookRegistration};
+use crate::model::text::Escaped;
 use crate::model::{RegistrationCheck, Timestamp};
 use crate::registrations::{self, Applied, Change, CheckReport, Mocked, Planned, Target};
 use crate::settings::{ApiVersion, Settings};
@@ -105,12 +110,16 @@ async fn register(
     } else {
         println!(
             "webhook registrations for {} (scope {}):",
-            target.url,
-            registrations::describe_scope(&target.scope)
+            Escaped(&target.url),
+            Escaped(&registrations::describe_scope(&target.scope))
         );
         for step in &applied {
             let (kind, change) = (step.planned.kind.as_str(), &step.planned.change);
-            println!("  {kind:<17} {:<12} {}", step.id, done(change));
+            println!(
+                "  {kind:<17} {:<12} {}",
+                Escaped(&step.id),
+                Escaped(&done(change))
+            );
         }
         print_mocked(&report.mocked);
         print_problems(&report);
@@ -178,12 +187,17 @@ fn print_dry_run(target: &Target, planned: &[Planned], json: bool) -> Result<(),
     }
     println!(
         "dry run: nothing changes at the service. For {} (scope {}) register would:",
-        target.url,
-        registrations::describe_scope(&target.scope)
+        Escaped(&target.url),
+        Escaped(&registrations::describe_scope(&target.scope))
     );
     for p in planned {
         let id = id(p).unwrap_or_else(|| "(new)".into());
-        println!("  {:<17} {id:<12} {}", p.kind.as_str(), would(p));
+        println!(
+            "  {:<17} {:<12} {}",
+            p.kind.as_str(),
+            Escaped(&id),
+            Escaped(&would(p))
+        );
     }
     println!("No mock event is sent in a dry run.");
     Ok(())
@@ -212,7 +226,8 @@ async fn check(settings: &Settings, args: &TargetArgs, json: bool) -> Result<(),
     } else {
         println!(
             "webhook registrations for {}, checked at {}:",
-            report.result.target_url, report.result.checked_at
+            Escaped(&report.result.target_url),
+            report.result.checked_at
         );
         print_mocked(&report.mocked);
         print_problems(&report);
@@ -244,7 +259,7 @@ fn print_mocked(mocked: &[Mocked]) {
         println!(
             "  {:<17} {:<12} mock event: willPassValidation {}",
             m.kind.as_str(),
-            m.id,
+            Escaped(&m.id),
             m.will_pass_validation
         );
     }
@@ -254,25 +269,28 @@ fn print_problems(report: &CheckReport) {
     if !report.result.problems.is_empty() {
         println!("problems:");
         for problem in &report.result.problems {
-            println!("  - {problem}");
+            println!("  - {}", Escaped(problem));
         }
     }
 }
 
-/// The two `[webhook]` lines that make every ingest response confirm ownership.
+/// The two `[webhook]` lines that make every ingest response confirm ownership (the
+/// account id as a TOML string, so whatever the service sent stays inside its quotes).
 fn config_lines(account_id: &str) -> String {
+    let value = toml::Value::String(account_id.to_owned());
     format!(
-        "confirmation_header = \"NAME\"   # the ownership confirmation header, as the service names it\naccount_id = \"{account_id}\""
+        "confirmation_header = \"NAME\"   # the ownership confirmation header, as the service names it\naccount_id = {value}"
     )
 }
 
 fn print_ownership(account_id: &str) {
     println!(
-        "\nownership: the service's accountId is {account_id}. Where the service asks the target to \
-         confirm ownership, add to [webhook] (then restart the daemon):"
+        "\nownership: the service's accountId is {}. Where the service asks the target to \
+         confirm ownership, add to [webhook] (then restart the daemon):",
+        Escaped(account_id)
     );
     for line in config_lines(account_id).lines() {
-        println!("  {line}");
+        println!("  {}", Escaped(line));
     }
 }
 
@@ -307,9 +325,12 @@ async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
     }
     for r in &all {
         let mut columns = vec![
-            format!("{:<12} {:<17}", r.id, r.config.kind().as_str()),
-            r.target_url.clone(),
-            format!("scope {}", registrations::describe_scope(r.config.scope())),
+            format!("{:<12} {:<17}", Escaped(&r.id), r.config.kind().as_str()),
+            Escaped(&r.target_url).to_string(),
+            format!(
+                "scope {}",
+                Escaped(&registrations::describe_scope(r.config.scope()))
+            ),
         ];
         if let WebhookConfig::ConsentUpdate {
             include_opt_out,
@@ -370,7 +391,7 @@ async fn rotate(
     } else {
         println!(
             "the first of webhook.secrets put on every registration for {}:",
-            target.url
+            Escaped(&target.url)
         );
         print_mocked(&mocked);
     }

@@ -5,6 +5,7 @@ use std::io::{Read as _, Write as _};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::CliError;
+use crate::model::text::Escaped;
 use crate::settings::Settings;
 use crate::signature::diagnose::{Finding, config_snippet, diagnose};
 use crate::signature::{Key, SignatureFormat, sign};
@@ -100,7 +101,10 @@ pub async fn diagnose_rejected(settings: Settings, json: bool) -> Result<(), Cli
     }
     for (finding, n) in &tally {
         println!("\n{n} of them verify with this configuration:\n");
-        print!("{}", config_snippet(finding));
+        // Line by line: the snippet's lines are the daemon's, what fills them was received.
+        for line in config_snippet(finding).lines() {
+            println!("{}", Escaped(line));
+        }
     }
     if !unmatched.is_empty() {
         println!(
@@ -108,7 +112,12 @@ pub async fn diagnose_rejected(settings: Settings, json: bool) -> Result<(), Cli
             unmatched.len()
         );
         for row in unmatched.iter().take(5) {
-            println!("  #{} at {}: {}", row.id, row.received_at, row.reason);
+            println!(
+                "  #{} at {}: {}",
+                row.id,
+                row.received_at,
+                Escaped(&row.reason)
+            );
         }
     }
     Ok(())

@@ -8,6 +8,11 @@ use super::error::ClientError;
 use super::token::TokenPolicy;
 use crate::settings::{ApiVersion, ServiceSettings};
 
+/// Largest answer the client reads from the service, in bytes. The largest legitimate one
+/// is a page of 1,000 leads (v3 or v2), a few megabytes even with long notes and many
+/// custom fields; past this the answer is refused rather than held in memory.
+pub const MAX_ANSWER_BYTES: usize = 16 * 1024 * 1024;
+
 /// Client configuration. Secrets are `SecretString`, so `Debug` redacts them.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
@@ -31,6 +36,8 @@ pub struct ClientConfig {
     /// A `Retry-After` longer than this is cut to it.
     pub retry_after_max: Duration,
     pub token_policy: TokenPolicy,
+    /// Largest answer read, in bytes ([`MAX_ANSWER_BYTES`]); a larger one fails the request.
+    pub max_answer_bytes: usize,
 }
 
 impl ClientConfig {
@@ -52,6 +59,7 @@ impl ClientConfig {
             backoff_max: Duration::from_secs(30),
             retry_after_max: Duration::from_secs(300),
             token_policy: TokenPolicy::default(),
+            max_answer_bytes: MAX_ANSWER_BYTES,
         }
     }
 

@@ -50,10 +50,8 @@ pub(crate) struct Answer {
 
 impl Answer {
     pub fn json<T: DeserializeOwned>(&self, endpoint: &str) -> Result<T, ClientError> {
-        serde_json::from_slice(&self.body).map_err(|e| ClientError::Decode {
-            endpoint: endpoint.to_owned(),
-            message: e.to_string(),
-        })
+        serde_json::from_slice(&self.body)
+            .map_err(|e| ClientError::decode(endpoint, &e.to_string()))
     }
 }
 
@@ -93,10 +91,17 @@ impl Inner {
             .ok_or_else(|| {
                 ClientError::invalid(
                     "base_url",
-                    format!("`{}` is not an http(s) URL", config.base_url),
+                    format!(
+                        "{} is not an http(s) URL",
+                        crate::model::text::quoted(&config.base_url)
+                    ),
                 )
             })?;
         let http = reqwest::Client::builder()
+            // A redirect is an answer, never followed: reqwest would send the request again,
+            // body and all, to wherever `Location` points (a 307 after the token request
+            // carries the client secret there; after a registration, its signing secret).
+            .redirect(reqwest::redirect::Policy::none())
             .timeout(config.timeout)
             .connect_timeout(config.timeout.min(Duration::from_secs(10)))
             .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
@@ -194,10 +199,16 @@ impl Inner {
         };
         let status = response.status();
         crate::metrics::global().upstream_status(status.as_u16());
+        if status.is_redirection() {
+            return Err(Attempt::Fail(redirected(&response)));
+        }
         let retry_after = retry_after(response.headers());
-        let body = match response.bytes().await {
+        let body = match read_body(response, self.config.max_answer_bytes).await {
             Ok(body) => body,
-            Err(e) => return Err(transport_failure(&e, call.replay)),
+            Err(Unread::TooLarge(limit)) => {
+                return Err(Attempt::Fail(ClientError::TooLarge { limit }));
+            }
+            Err(Unread::Transport(e)) => return Err(transport_failure(&e, call.replay)),
         };
         tracing::debug!(method = %call.method, path = call.url.path(), status = status.as_u16(), "answered");
         if status.is_success() {
@@ -363,10 +374,15 @@ impl Inner {
             .map_err(|e| ClientError::transport(&e))?;
         let status = response.status();
         crate::metrics::global().upstream_status(status.as_u16());
-        let body = response
-            .bytes()
+        if status.is_redirection() {
+            return Err(redirected(&response));
+        }
+        let body = read_body(response, self.config.max_answer_bytes)
             .await
-            .map_err(|e| ClientError::transport(&e))?;
+            .map_err(|unread| match unread {
+                Unread::TooLarge(limit) => ClientError::TooLarge { limit },
+                Unread::Transport(e) => ClientError::transport(&e),
+            })?;
         if matches!(status.as_u16(), 400 | 401 | 403) {
             return Err(ClientError::TokenRejected {
                 status: status.as_u16(),
@@ -385,6 +401,41 @@ impl Inner {
             message: "no access_token and expires_in in the answer".into(),
         })
     }
+}
+
+/// The error of a redirect answer, naming where it pointed.
+fn redirected(response: &reqwest::Response) -> ClientError {
+    let location = response
+        .headers()
+        .get(reqwest::header::LOCATION)
+        .map(|value| value.as_bytes());
+    ClientError::redirected(response.status().as_u16(), location)
+}
+
+/// Why an answer's body was not read.
+enum Unread {
+    /// It is longer than the limit (by its `Content-Length`, or as it arrived).
+    TooLarge(usize),
+    Transport(reqwest::Error),
+}
+
+/// The answer's body, read as it arrives and given up on past `limit` bytes: a body is
+/// never held whole before its size is known (an answer may come chunked, without a
+/// length).
+async fn read_body(mut response: reqwest::Response, limit: usize) -> Result<Bytes, Unread> {
+    let declared = response.content_length();
+    if declared.is_some_and(|length| length > limit as u64) {
+        return Err(Unread::TooLarge(limit));
+    }
+    let capacity = declared.map_or(0, |length| length as usize);
+    let mut body = bytes::BytesMut::with_capacity(capacity);
+    while let Some(chunk) = response.chunk().await.map_err(Unread::Transport)? {
+        if body.len() + chunk.len() > limit {
+            return Err(Unread::TooLarge(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
 }
 
 /// Token failures that a later attempt may cure are retried by the request loop; only a

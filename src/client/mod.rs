@@ -18,7 +18,7 @@ pub mod validate;
 
 use std::sync::Arc;
 
-pub use config::ClientConfig;
+pub use config::{ClientConfig, MAX_ANSWER_BYTES};
 pub use error::ClientError;
 pub use paging::ListQuery;
 pub use rate::RateLimiter;

@@ -13,7 +13,7 @@ use super::ServiceClient;
 use super::core::{Call, Replay};
 use super::error::ClientError;
 use super::models::Paging;
-use super::paging::append_query;
+use super::paging::{CursorTrail, append_query};
 use super::validate;
 
 /// The v2.1 list envelope.
@@ -255,23 +255,28 @@ impl V2Client {
         limit: Option<u32>,
     ) -> BoxStream<'static, Result<T, ClientError>> {
         let this = self.clone();
-        stream::try_unfold(Some(Paging::first(limit)), move |next| {
-            let this = this.clone();
-            let path = path.clone();
-            async move {
-                let Some(paging) = next else {
-                    return Ok(None);
-                };
-                let page: V2List<T> = this.list_page(path, scope, &paging).await?;
-                let following = match (&page.pagination.cursor, page.pagination.has_next_page) {
-                    (Some(cursor), true) if Some(cursor) != paging.cursor.as_ref() => {
-                        Some(Paging::after(cursor.clone(), paging.limit))
-                    }
-                    _ => None,
-                };
-                Ok(Some((page.items, following)))
-            }
-        })
+        let trail = CursorTrail::new(format!("v2/{}", path.join("/")), None);
+        stream::try_unfold(
+            (Some(Paging::first(limit)), trail),
+            move |(next, mut trail)| {
+                let this = this.clone();
+                let path = path.clone();
+                async move {
+                    let Some(paging) = next else {
+                        return Ok(None);
+                    };
+                    let page: V2List<T> = this.list_page(path, scope, &paging).await?;
+                    let following = match (&page.pagination.cursor, page.pagination.has_next_page) {
+                        (Some(cursor), true) => {
+                            trail.follow(cursor)?;
+                            Some(Paging::after(cursor.clone(), paging.limit))
+                        }
+                        _ => None,
+                    };
+                    Ok(Some((page.items, (following, trail))))
+                }
+            },
+        )
         .map_ok(|items| stream::iter(items.into_iter().map(Ok)))
         .try_flatten()
         .boxed()

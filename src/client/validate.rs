@@ -2,6 +2,7 @@
 //! a clear error rather than as an opaque 400/422 from the service.
 
 use super::error::ClientError;
+use crate::model::text::quoted;
 
 /// Largest and smallest `limit` of a list request.
 pub const MIN_LIMIT: u32 = 1;
@@ -40,7 +41,10 @@ pub fn phone(field: &'static str, value: &str) -> Result<(), ClientError> {
     } else {
         Err(ClientError::invalid(
             field,
-            format!("`{value}` is not E.164 (+ and 2-15 digits) or a 5-6 digit short code"),
+            format!(
+                "{} is not E.164 (+ and 2-15 digits) or a 5-6 digit short code",
+                quoted(value)
+            ),
         ))
     }
 }
@@ -51,7 +55,10 @@ pub fn e164(field: &'static str, value: &str) -> Result<(), ClientError> {
     } else {
         Err(ClientError::invalid(
             field,
-            format!("`{value}` is not an E.164 number (+ and 2-15 digits)"),
+            format!(
+                "{} is not an E.164 number (+ and 2-15 digits)",
+                quoted(value)
+            ),
         ))
     }
 }
@@ -62,7 +69,10 @@ pub fn custom_field_name(field: &'static str, value: &str) -> Result<(), ClientE
     } else {
         Err(ClientError::invalid(
             field,
-            format!("`{value}` must start with a letter or _ and hold only letters, digits and _"),
+            format!(
+                "{} must start with a letter or _ and hold only letters, digits and _",
+                quoted(value)
+            ),
         ))
     }
 }

@@ -17,6 +17,8 @@ mod mirror;
 pub mod phone;
 /// The records the read side gives out.
 mod records;
+/// Someone else's text made safe for a terminal, a log, an error message or a spreadsheet.
+pub mod text;
 /// Times and closed sets of words, typed across the storage boundary.
 pub mod typed;
 
@@ -34,6 +36,8 @@ pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 pub const MAX_REASON_CHARS: usize = 500;
 /// Longest organization or tag id taken with a local change, in characters.
 pub const MAX_ID_CHARS: usize = 200;
+/// The rule of an id a user gives (length, no control character): [`text::id_problem`].
+pub use text::id_problem;
 
 /// One consent observation of one (organization, number).
 #[derive(Debug, Clone, PartialEq)]

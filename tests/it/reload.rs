@@ -110,3 +110,53 @@ async fn a_hangup_puts_new_secrets_and_tokens_in_force_and_an_invalid_file_chang
     let exit = daemon.exit_within(Duration::from_secs(15)).await;
     assert!(exit.is_some_and(|s| s.success()), "{}", daemon.logs());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hangup_that_would_leave_no_admin_token_is_refused_and_the_running_tokens_stay() {
+    let dir = tempfile::tempdir().expect("dir");
+    let http = reqwest::Client::new();
+    write_config(
+        dir.path(),
+        &format!(
+            "[webhook]\nsecrets = [\"{SECRET_A}\"]\n\n[admin]\ntokens = [\"one:{TOKEN_ONE}\"]\n"
+        ),
+    );
+    let mut daemon = Daemon::start(dir.path(), "reload-empty-tokens", &[]).await;
+    assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
+
+    // The tokens now from a file that is empty (emptied by mistake, or not yet written),
+    // and a new secret beside: the whole file is refused.
+    let tokens = dir.path().join("admin-tokens");
+    std::fs::write(&tokens, "").expect("tokens file");
+    write_config(
+        dir.path(),
+        &format!(
+            "[webhook]\nsecrets = [\"{SECRET_B}\", \"{SECRET_A}\"]\n\n[admin]\ntokens_file = \"{}\"\n",
+            tokens.display()
+        ),
+    );
+    daemon.signal(libc::SIGHUP);
+    let answered = within(RELOAD_WITHIN, async || {
+        daemon.logs().contains("configuration reload")
+    })
+    .await;
+
+    let logs = daemon.logs();
+    assert!(answered.is_some(), "the reload is answered: {logs}");
+    let refusal = logs
+        .lines()
+        .find(|l| l.contains("configuration reload refused"))
+        .unwrap_or_else(|| panic!("the reload is refused: {logs}"));
+    assert!(refusal.contains("admin.tokens"), "{refusal}");
+    assert!(
+        refusal.contains("ERROR") || refusal.contains("WARN"),
+        "{refusal}"
+    );
+    assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
+    assert_eq!(deliver(&http, &daemon, SECRET_B, "evt_b1").await, 401);
+    assert_eq!(deliver(&http, &daemon, SECRET_A, "evt_a1").await, 200);
+
+    daemon.signal(libc::SIGTERM);
+    let exit = daemon.exit_within(Duration::from_secs(15)).await;
+    assert!(exit.is_some_and(|s| s.success()), "{}", daemon.logs());
+}
