@@ -153,7 +153,7 @@ fn csv_page(page: &[Item], names: &[String]) -> Result<Vec<u8>, std::io::Error> 
 /// organization; the service names leads and messages), so a cell that a spreadsheet would
 /// take for a formula is neutralised; numbers, times and states are the daemon's own.
 fn csv_cells(item: &Item, names: &[String]) -> Vec<String> {
-    let safe = |text: &str| spreadsheet_safe(text);
+    let safe = |text: &str| crate::model::text::spreadsheet_safe(text).into_owned();
     let time = |at: Option<Timestamp>| at.map(|t| t.to_string()).unwrap_or_default();
     let mut row = vec![
         item.seq.to_string(),
@@ -192,11 +192,32 @@ fn csv_row(cells: &[String]) -> Result<Vec<u8>, std::io::Error> {
         .map_err(|e| std::io::Error::other(e.to_string()))
 }
 
-/// `text` as a spreadsheet shows it rather than runs it: a leading `=`, `+`, `-`, `@`, tab
-/// or carriage return gets a `'` before it (OWASP's rule for CSV injection).
-fn spreadsheet_safe(text: &str) -> String {
-    match text.chars().next() {
-        Some('=' | '+' | '-' | '@' | '\t' | '\r') => format!("'{text}"),
-        _ => text.to_owned(),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compliance::State;
+    use crate::model::Source;
+
+    #[test]
+    fn a_cell_a_spreadsheet_would_run_starts_with_a_quote_and_the_number_stays_a_number() {
+        let at: Timestamp = "2026-11-23T15:00:00Z".parse().expect("time");
+        let item = Item {
+            seq: 7,
+            phone_number: "+15550000001".into(),
+            organization_id: "=HYPERLINK(\"http://evil.example/\",\"click\")".into(),
+            lead_id: Some("@lead".into()),
+            occurred_at: at,
+            source: Source::Local,
+            state: State::Pending,
+            deadline: at,
+            honoured_at: None,
+            destinations: Vec::new(),
+            confirmation: None,
+            sent_after_opt_out: Vec::new(),
+        };
+        let cells = csv_cells(&item, &[]);
+        assert_eq!(cells[1], "+15550000001");
+        assert!(cells[2].starts_with("'="), "{}", cells[2]);
+        assert_eq!(cells[3], "'@lead");
     }
 }
