@@ -30,6 +30,7 @@ mod floods;
 mod guessing;
 mod hostile;
 mod import;
+mod import_hostile;
 mod ingest;
 mod logs;
 mod migrations;
