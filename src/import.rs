@@ -3,14 +3,16 @@
 //! normalized to E.164 with [`phone::normalize`] (`region` for national formats).
 //!
 //! The list is read as a stream, a record at a time: memory grows with the distinct numbers
-//! seen (8 bytes each, to tell a repeat), never with the file. What the rows say is given
-//! row by row ([`Row`]); what the file says as a whole at the end ([`Summary`], with the
-//! SHA-256 of its exact bytes).
+//! kept ([`Numbers`], 16 bytes each with the line of each), never with the file. What the
+//! rows say is given row by row ([`Row`]); what the file says as a whole at the end
+//! ([`Summary`], with the SHA-256 of its exact bytes). Lines end in LF, CRLF or CR alone,
+//! and are counted so whichever it is.
 
-use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read};
 
+mod numbers;
 mod record;
+pub use numbers::Numbers;
 pub use record::{ImportError, MAX_INVALID_KEPT, Refusal, Report, Request, import};
 
 use sha2::{Digest as _, Sha256};
@@ -34,6 +36,11 @@ const PHONE_HEADERS: [&str; 12] = [
 ];
 /// Longest part of an invalid value shown back, in characters.
 const SHOWN_VALUE_CHARS: usize = 100;
+/// Column names an error quotes from the first row, at most; and how much of each.
+const QUOTED_COLUMNS: usize = 10;
+const QUOTED_COLUMN_CHARS: usize = 40;
+/// How much of the first row an error quotes in all, in characters.
+const QUOTED_ROW_CHARS: usize = 200;
 /// How much of the file's start is looked at to tell its delimiter.
 const SNIFF_BYTES: usize = 64 * 1024;
 
@@ -53,7 +60,7 @@ pub enum ListError {
     Read(#[from] std::io::Error),
     #[error("the file holds no rows")]
     Empty,
-    #[error("no column is named {wanted:?} (the header row has: {found})")]
+    #[error("no column is named {wanted} (the header row has: {found})")]
     NoSuchColumn { wanted: String, found: String },
     #[error(
         "no phone column found: the first row names none of the usual headers and holds no number; name it with --phone-column (the first row has: {found})"
@@ -75,14 +82,10 @@ pub struct InvalidRow {
 /// One data row of the list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Row {
-    /// A number seen for the first time in the file.
+    /// A possible number (the file may hold it on other lines too: [`Numbers`] tells).
     Number {
         line: u64,
         number: E164,
-    },
-    /// A number already seen on an earlier line.
-    Repeat {
-        line: u64,
     },
     Invalid(InvalidRow),
 }
@@ -95,19 +98,17 @@ pub struct Summary {
     pub rows: u64,
     pub valid: u64,
     pub invalid: u64,
-    pub duplicates_in_file: u64,
     /// Hex SHA-256 of the file's exact bytes.
     pub sha256: String,
 }
 
 /// A list being read.
 pub struct ListReader<R: Read> {
-    records: csv::Reader<Hashing<BufReader<R>>>,
+    records: csv::Reader<LineEnds<Hashing<BufReader<R>>>>,
     column: usize,
     region: Region,
-    /// The first data row, when the first row was one.
-    first: Option<csv::ByteRecord>,
-    seen: HashSet<u64>,
+    /// The first data row, when the first row was one, with its line.
+    first: Option<(csv::ByteRecord, u64)>,
     summary: Summary,
 }
 
@@ -120,23 +121,22 @@ impl<R: Read> ListReader<R> {
             .delimiter(delimiter)
             .has_headers(false)
             .flexible(true)
-            .from_reader(Hashing::new(buffered));
+            .from_reader(LineEnds::new(Hashing::new(buffered)));
         let mut first = csv::ByteRecord::new();
         if !records.read_byte_record(&mut first).map_err(csv_error)? {
             return Err(ListError::Empty);
         }
         let (column, header) = phone_column(&first, options)?;
+        let line = start_line(&records, &first);
         Ok(Self {
             records,
             column,
             region: options.region,
-            first: (!header).then_some(first),
-            seen: HashSet::new(),
+            first: (!header).then_some((first, line)),
             summary: Summary {
                 rows: 0,
                 valid: 0,
                 invalid: 0,
-                duplicates_in_file: 0,
                 sha256: String::new(),
             },
         })
@@ -144,7 +144,7 @@ impl<R: Read> ListReader<R> {
 
     /// The next data row, `None` after the last.
     pub fn next_row(&mut self) -> Result<Option<Row>, ListError> {
-        let record = match self.first.take() {
+        let (record, line) = match self.first.take() {
             Some(first) => first,
             None => {
                 let mut record = csv::ByteRecord::new();
@@ -155,24 +155,20 @@ impl<R: Read> ListReader<R> {
                 {
                     return Ok(None);
                 }
-                record
+                let line = start_line(&self.records, &record);
+                (record, line)
             }
         };
-        let line = record.position().map_or(0, csv::Position::line);
         self.summary.rows += 1;
         let row = self.row(line, record.get(self.column));
         match &row {
             Row::Number { .. } => self.summary.valid += 1,
-            Row::Repeat { .. } => {
-                self.summary.valid += 1;
-                self.summary.duplicates_in_file += 1;
-            }
             Row::Invalid(_) => self.summary.invalid += 1,
         }
         Ok(Some(row))
     }
 
-    fn row(&mut self, line: u64, cell: Option<&[u8]>) -> Row {
+    fn row(&self, line: u64, cell: Option<&[u8]>) -> Row {
         let invalid = |value: &str, reason: String| {
             Row::Invalid(InvalidRow {
                 line,
@@ -188,13 +184,7 @@ impl<R: Read> ListReader<R> {
             return invalid(&shown, "not UTF-8 text".into());
         };
         match phone::normalize(text.trim(), self.region) {
-            Ok(number) => {
-                if self.seen.insert(digits(&number)) {
-                    Row::Number { line, number }
-                } else {
-                    Row::Repeat { line }
-                }
-            }
+            Ok(number) => Row::Number { line, number },
             Err(error) => invalid(text, error.to_string()),
         }
     }
@@ -202,7 +192,7 @@ impl<R: Read> ListReader<R> {
     /// Reads what is left (rows not asked for are not counted) and gives the summary.
     pub fn finish(mut self) -> Result<Summary, ListError> {
         std::io::copy(self.records.get_mut(), &mut std::io::sink())?;
-        let hashing = self.records.into_inner();
+        let hashing = self.records.into_inner().inner;
         self.summary.sha256 = hex::encode(hashing.hasher.finalize());
         Ok(self.summary)
     }
@@ -216,6 +206,19 @@ impl<R: Read> Iterator for ListReader<R> {
     }
 }
 
+/// The line `record` (just read) begins on. The reader's own position of a record is where
+/// the previous one ended, before the blank lines it skips; its line count once the record
+/// is read is true, so the line is counted back from there: the line ends inside the
+/// record's (quoted) fields, and the one that ended it unless the file did.
+fn start_line<R: Read>(records: &csv::Reader<LineEnds<R>>, record: &csv::ByteRecord) -> u64 {
+    let end = records.position();
+    let inside = record.as_slice().iter().filter(|&&b| b == b'\n').count() as u64;
+    let source = records.get_ref();
+    let ended_by_the_file = source.at_end && !source.ends_in_lf && end.byte() == source.handed_on;
+    let terminator = u64::from(!ended_by_the_file);
+    end.line().saturating_sub(terminator + inside).max(1)
+}
+
 /// The delimiter of the first line: the most frequent of `,` `;` and tab outside quotes
 /// (`,` when none is there).
 fn sniff_delimiter(start: &[u8]) -> u8 {
@@ -225,7 +228,7 @@ fn sniff_delimiter(start: &[u8]) -> u8 {
     for &byte in start {
         match byte {
             b'"' => quoted = !quoted,
-            b'\n' if !quoted => break,
+            b'\n' | b'\r' if !quoted => break,
             b',' if !quoted => counts[0] += 1,
             b';' if !quoted => counts[1] += 1,
             b'\t' if !quoted => counts[2] += 1,
@@ -259,19 +262,13 @@ fn phone_column(
             text.trim().to_owned()
         })
         .collect();
-    let found = || {
-        cells
-            .iter()
-            .map(|c| format!("{:?}", c.chars().take(40).collect::<String>()))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
+    let found = || quoted_columns(&cells);
     if let Some(wanted) = &options.phone_column {
         let key = header_key(wanted);
         return match cells.iter().position(|c| header_key(c) == key) {
             Some(column) => Ok((column, true)),
             None => Err(ListError::NoSuchColumn {
-                wanted: wanted.clone(),
+                wanted: quoted(wanted, QUOTED_COLUMN_CHARS),
                 found: found(),
             }),
         };
@@ -290,6 +287,38 @@ fn phone_column(
         None if cells.len() == 1 && !cells[0].chars().any(char::is_alphabetic) => Ok((0, false)),
         None => Err(ListError::NoPhoneColumn { found: found() }),
     }
+}
+
+/// `text` as an error quotes input: in quotes, control characters escaped, at most `chars`
+/// characters of it (`…` after a cut).
+pub fn quoted(text: &str, chars: usize) -> String {
+    let mut shown: String = text.chars().take(chars).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    format!("{shown:?}")
+}
+
+/// The first row's cells as an error quotes them: the first [`QUOTED_COLUMNS`], each cut
+/// to [`QUOTED_COLUMN_CHARS`], [`QUOTED_ROW_CHARS`] in all, and how many more there are.
+fn quoted_columns(cells: &[String]) -> String {
+    let mut shown = String::new();
+    let mut count = 0;
+    for cell in cells.iter().take(QUOTED_COLUMNS) {
+        let next = quoted(cell, QUOTED_COLUMN_CHARS);
+        if count > 0 && shown.chars().count() + next.chars().count() > QUOTED_ROW_CHARS {
+            break;
+        }
+        if count > 0 {
+            shown.push_str(", ");
+        }
+        shown.push_str(&next);
+        count += 1;
+    }
+    if cells.len() > count {
+        shown.push_str(&format!(" and {} more", cells.len() - count));
+    }
+    shown
 }
 
 /// A header compared without case, spaces, `_`, `-` or `.`.
@@ -320,6 +349,62 @@ fn csv_error(error: csv::Error) -> ListError {
             line,
             message: format!("{kind:?}"),
         },
+    }
+}
+
+/// A reader that hands on every line end as LF (CRLF as one LF, a CR alone as LF), so that
+/// the CSV reader's line count is true whichever a file uses. (Only lines are counted from
+/// what it reads: the hash is taken below it, over the file's own bytes.)
+struct LineEnds<R> {
+    inner: R,
+    /// The last byte read was a CR: an LF that comes next is its pair.
+    after_cr: bool,
+    /// Bytes handed on.
+    handed_on: u64,
+    /// The last byte handed on is an LF (or none was).
+    ends_in_lf: bool,
+    /// The file has ended.
+    at_end: bool,
+}
+
+impl<R> LineEnds<R> {
+    fn new(inner: R) -> Self {
+        Self {
+            inner,
+            after_cr: false,
+            handed_on: 0,
+            ends_in_lf: true,
+            at_end: false,
+        }
+    }
+}
+
+impl<R: Read> Read for LineEnds<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.inner.read(buf)?;
+            if n == 0 {
+                self.at_end = !buf.is_empty();
+                return Ok(0);
+            }
+            let mut kept = 0;
+            for i in 0..n {
+                let byte = buf[i];
+                let pair = self.after_cr && byte == b'\n';
+                self.after_cr = byte == b'\r';
+                if pair {
+                    continue;
+                }
+                buf[kept] = if byte == b'\r' { b'\n' } else { byte };
+                kept += 1;
+            }
+            // A read of a lone LF (a CRLF's half) gives nothing: 0 would mean the end.
+            if kept > 0 {
+                self.handed_on += kept as u64;
+                self.ends_in_lf = buf[kept - 1] == b'\n';
+                return Ok(kept);
+            }
+        }
     }
 }
 
@@ -356,13 +441,25 @@ mod tests {
         (rows, reader.finish().expect("a summary"))
     }
 
+    /// The distinct numbers of `rows`, each with its first line, and how many rows
+    /// repeated one.
+    fn distinct(rows: &[Row]) -> (Vec<(u64, String)>, u64) {
+        let mut numbers = Numbers::default();
+        for row in rows {
+            if let Row::Number { line, number } = row {
+                numbers.push(number, *line);
+            }
+        }
+        let (kept, repeats) = numbers.finish();
+        let kept = kept
+            .into_iter()
+            .map(|(digits, line)| (line, format!("+{digits}")))
+            .collect();
+        (kept, repeats)
+    }
+
     fn numbers(rows: &[Row]) -> Vec<(u64, String)> {
-        rows.iter()
-            .filter_map(|r| match r {
-                Row::Number { line, number } => Some((*line, number.to_string())),
-                _ => None,
-            })
-            .collect()
+        distinct(rows).0
     }
 
     #[test]
@@ -399,15 +496,8 @@ mod tests {
             "{}",
             invalid[0].reason
         );
-        assert_eq!(
-            (
-                summary.rows,
-                summary.valid,
-                summary.invalid,
-                summary.duplicates_in_file
-            ),
-            (5, 4, 1, 1)
-        );
+        assert_eq!((summary.rows, summary.valid, summary.invalid), (5, 4, 1));
+        assert_eq!(distinct(&rows).1, 1, "one row repeats a number");
         assert_eq!(summary.sha256, hex::encode(Sha256::digest(text.as_bytes())));
     }
 
@@ -452,6 +542,73 @@ mod tests {
         assert!(error.to_string().contains("--phone-column"), "{error}");
     }
 
+    #[test]
+    fn lines_ending_in_cr_alone_lf_or_crlf_are_each_counted() {
+        for end in ["\n", "\r\n", "\r"] {
+            let text = [
+                "phone",
+                "+15550100001",
+                "+15550100002",
+                "",
+                "+15550100003",
+                "",
+            ]
+            .join(end);
+            let (rows, summary) = read(text.as_bytes(), &ListOptions::default());
+            assert_eq!(
+                numbers(&rows),
+                [
+                    (2, "+15550100001".to_owned()),
+                    (3, "+15550100002".to_owned()),
+                    (5, "+15550100003".to_owned())
+                ],
+                "lines ending in {end:?}"
+            );
+            assert_eq!(summary.sha256, hex::encode(Sha256::digest(text.as_bytes())));
+        }
+        let mixed = "phone\r+15550100001\n+15550100002\r\n\"+1 555\r010 0003\"\r+15550100004";
+        let (rows, _) = read(mixed.as_bytes(), &ListOptions::default());
+        let lines: Vec<u64> = rows
+            .iter()
+            .map(|r| match r {
+                Row::Invalid(i) => i.line,
+                Row::Number { line, .. } => *line,
+            })
+            .collect();
+        assert_eq!(lines, [2, 3, 4, 6], "a line end inside quotes counts too");
+    }
+
+    #[test]
+    fn an_error_quotes_a_few_columns_of_a_huge_header_row_with_control_characters_escaped() {
+        let header: Vec<String> = (0..100_000).map(|i| format!("col\u{1b}[31m{i}")).collect();
+        let text = format!("{}\nAnn,a@b\n", header.join(","));
+        let Err(error) = ListReader::new(text.as_bytes(), &ListOptions::default()) else {
+            panic!("no phone column is an error");
+        };
+        let message = error.to_string();
+        assert!(
+            message.len() < 600,
+            "{} bytes: {}",
+            message.len(),
+            &message[..600]
+        );
+        assert!(!message.chars().any(char::is_control), "{message}");
+        assert!(message.contains(r#""col\u{1b}[31m0""#), "{message}");
+        assert!(message.contains("99990 more"), "{message}");
+
+        let wanted = "x".repeat(100_000);
+        let options = ListOptions {
+            phone_column: Some(wanted),
+            ..ListOptions::default()
+        };
+        let Err(error) = ListReader::new(text.as_bytes(), &options) else {
+            panic!("a missing column is an error");
+        };
+        let message = error.to_string();
+        assert!(message.len() < 800, "{} bytes", message.len());
+        assert!(!message.chars().any(char::is_control), "{message}");
+    }
+
     proptest::proptest! {
         #[test]
         fn any_bytes_are_read_as_rows_or_refused_with_a_reason(
@@ -470,7 +627,6 @@ mod tests {
                                 proptest::prop_assert!(!invalid.reason.is_empty());
                                 proptest::prop_assert!(invalid.value.chars().count() <= SHOWN_VALUE_CHARS);
                             }
-                            Ok(Row::Repeat { .. }) => {}
                             Err(error) => {
                                 proptest::prop_assert!(!error.to_string().is_empty());
                                 break;

@@ -61,6 +61,8 @@ pub struct AdminState {
     failed_auth: Arc<guard::FailedAuth>,
     /// Opt-out lists uploaded on the console, previewed and waiting for a confirmation.
     pending_imports: console::PendingImports,
+    /// Imports and console previews in flight, a few at a time.
+    imports: import::ImportSlots,
     /// What the compliance report measures against: the deadline's calendar, the
     /// subscribers.
     compliance: Arc<crate::compliance::Rules>,
@@ -90,6 +92,7 @@ impl AdminState {
                 crate::settings::DEFAULT_FAILED_AUTH_PER_MINUTE,
             )),
             pending_imports: console::PendingImports::default(),
+            imports: import::ImportSlots::default(),
             compliance: Arc::new(crate::compliance::Rules::default()),
         }
     }

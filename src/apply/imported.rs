@@ -23,6 +23,24 @@ pub enum Scope {
     Account,
 }
 
+impl std::fmt::Display for Scope {
+    /// `account`, or the organizations' ids, each quoted.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scope::Account => f.write_str("account"),
+            Scope::Organizations(orgs) => {
+                for (i, org) in orgs.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(",")?;
+                    }
+                    write!(f, "{org:?}")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
 /// What the entries of one list say of it.
 #[derive(Debug, Clone)]
 pub struct ListEvidence {
@@ -74,7 +92,11 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
 ) -> Result<BatchCounts, crate::store::Error> {
     let mut phones: Vec<&str> = numbers.iter().map(|n| n.phone_number.as_str()).collect();
     phones.sort_unstable();
-    tx.lock_numbers(&phones).await?;
+    // A dry run writes nothing, so it takes no number's lock (and its transaction only
+    // reads): it never holds up a writer.
+    if !dry_run {
+        tx.lock_numbers(&phones).await?;
+    }
     // The organizations each number is recorded in.
     let targets: Vec<(&ListedNumber, Vec<String>)> = match scope {
         Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),

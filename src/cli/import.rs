@@ -71,6 +71,9 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
         skip_invalid: args.skip_invalid,
         dry_run: args.dry_run,
     };
+    // The import's start and end are logged (standard error), as the daemon logs those of
+    // the API and the console.
+    crate::telemetry::init(&settings.log);
     let pool = super::open(settings).await?;
     match import::import(&pool, input, &request).await {
         Ok(report) => {
@@ -88,7 +91,7 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
             }
             Err(CliError::Usage(message))
         }
-        Err(ImportError::Database(error)) => Err(CliError::Runtime(error.into())),
+        Err(error @ ImportError::Aborted { .. }) => Err(CliError::Runtime(error.into())),
         Err(error) => Err(CliError::Usage(error.to_string())),
     }
 }

@@ -1,13 +1,18 @@
 //! An import from start to end: the list read whole first (a list with an invalid row is
 //! refused before anything is recorded), then its numbers recorded a batch per transaction,
-//! so that deliveries keep being committed while a long list goes in.
+//! so that deliveries keep being committed while a long list goes in. A dry run reads in
+//! transactions that take no write lock, so it never holds up a writer.
+//!
+//! Every import says in the log that it started, and that it finished or why it stopped
+//! (with what it had recorded by then), whoever started it: the CLI, the API or the console.
 
 use std::io::Read;
+use std::time::Instant;
 
 use chrono::Utc;
 use serde::Serialize;
 
-use super::{InvalidRow, ListError, ListOptions, ListReader, Row};
+use super::{InvalidRow, ListError, ListOptions, ListReader, Numbers, Row};
 use crate::apply::imported::{self, BatchCounts, ListEvidence, ListedNumber, Scope};
 use crate::store::Pool;
 
@@ -93,8 +98,15 @@ pub enum ImportError {
     /// The list holds invalid rows and `skip_invalid` was not given.
     #[error("{} of {} rows hold no possible phone number; nothing was recorded (--skip-invalid records the others)", .0.invalid, .0.rows)]
     Refused(Box<Report>),
-    #[error("cannot record the list: {0}")]
-    Database(#[from] crate::store::Error),
+    /// The database failed: the batches committed before (`recorded`) stay recorded, the
+    /// rest of the list is not. (The database's own words are the source, for the log.)
+    #[error("the database failed after {} entries of the list were recorded, and the rest were not; importing the list again records the rest (nothing is recorded twice)", .recorded.recorded)]
+    Aborted {
+        sha256: String,
+        recorded: BatchCounts,
+        #[source]
+        error: crate::store::Error,
+    },
 }
 
 impl Request {
@@ -111,7 +123,8 @@ impl Request {
                     || o.chars().count() > crate::model::MAX_ID_CHARS
             }) {
                 return Err(ImportError::Invalid(format!(
-                    "organization {org:?}: an organization id of 1 to {} characters is expected (\"*\" is the account: --account)",
+                    "organization {}: an organization id of 1 to {} characters is expected (\"*\" is the account: --account)",
+                    super::quoted(org, crate::model::MAX_ID_CHARS),
                     crate::model::MAX_ID_CHARS
                 )));
             }
@@ -136,13 +149,62 @@ struct ReadList {
     report: Report,
 }
 
-/// Reads `input` (on a blocking thread: the reader is synchronous), then records it.
+/// Reads `input` (on a blocking thread: the reader is synchronous), then records it; logs
+/// its start and its end.
 pub async fn import(
     pool: impl Into<Pool>,
     input: impl Read + Send + 'static,
     request: &Request,
 ) -> Result<Report, ImportError> {
-    request.check()?;
+    let began = Instant::now();
+    if let Err(error) = request.check() {
+        tracing::info!(actor = ?request.actor, %error, "import refused; nothing was recorded");
+        return Err(error);
+    }
+    tracing::info!(
+        actor = ?request.actor, file = ?request.file, scope = %request.scope,
+        dry_run = request.dry_run, "import started"
+    );
+    let outcome = run(pool.into(), input, request).await;
+    let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
+    match &outcome {
+        Ok(report) => tracing::info!(
+            actor = ?request.actor, file = ?request.file, sha256 = %report.sha256,
+            dry_run = request.dry_run, rows = report.rows, valid = report.valid,
+            invalid = report.invalid, recorded = report.recorded,
+            already_opted_out = report.already_opted_out, suppressed = report.suppressed,
+            pushes = report.pushes, duration_ms, "import finished"
+        ),
+        Err(ImportError::Aborted {
+            sha256,
+            recorded: counts,
+            error,
+        }) => tracing::warn!(
+            actor = ?request.actor, file = ?request.file, sha256 = %sha256,
+            dry_run = request.dry_run, recorded = counts.recorded,
+            already_opted_out = counts.already_opted_out, suppressed = counts.suppressed,
+            pushes = counts.pushes, duration_ms, %error,
+            "import aborted: the entries counted here are recorded, the rest of the list is not"
+        ),
+        Err(ImportError::Refused(report)) => tracing::info!(
+            actor = ?request.actor, file = ?request.file, sha256 = %report.sha256,
+            rows = report.rows, invalid = report.invalid, duration_ms,
+            "import refused: the list holds invalid rows; nothing was recorded"
+        ),
+        Err(error) => tracing::info!(
+            actor = ?request.actor, file = ?request.file, duration_ms, %error,
+            "import refused; nothing was recorded"
+        ),
+    }
+    outcome
+}
+
+/// The import itself.
+async fn run(
+    pool: Pool,
+    input: impl Read + Send + 'static,
+    request: &Request,
+) -> Result<Report, ImportError> {
     let options = request.options.clone();
     let read = tokio::task::spawn_blocking(move || read_list(input, &options))
         .await
@@ -161,9 +223,21 @@ pub async fn import(
         actor: request.actor.clone(),
         reason: request.reason.clone(),
     };
-    let pool = pool.into();
-    let mut conn = pool.bulk_connection(CACHE_KIB, CHECKPOINT_PAGES).await?;
     let mut counts = BatchCounts::default();
+    // A dry run records nothing, whatever it had counted.
+    let aborted = |counts: BatchCounts, error| ImportError::Aborted {
+        sha256: report.sha256.clone(),
+        recorded: if request.dry_run {
+            BatchCounts::default()
+        } else {
+            counts
+        },
+        error,
+    };
+    let mut conn = pool
+        .bulk_connection(CACHE_KIB, CHECKPOINT_PAGES)
+        .await
+        .map_err(|e| aborted(counts, e))?;
     for chunk in numbers.chunks(BATCH) {
         let batch: Vec<ListedNumber> = chunk
             .iter()
@@ -172,17 +246,11 @@ pub async fn import(
                 line,
             })
             .collect();
-        let mut tx = conn.begin_write().await?;
-        let now = Utc::now();
-        counts +=
-            imported::record_batch(&mut tx, &request.scope, &list, &batch, now, request.dry_run)
-                .await?;
-        if request.dry_run {
-            tx.rollback().await?;
-        } else {
-            tx.commit().await?;
-            crate::signal::ledger_grew();
-        }
+        let done = record(&mut conn, request, &list, &batch)
+            .await
+            .map_err(|e| aborted(counts, e))?;
+        // Counted once committed: what an aborted import tells is what it recorded.
+        counts += done;
     }
     report.already_opted_out = counts.already_opted_out;
     report.recorded = counts.recorded;
@@ -191,26 +259,49 @@ pub async fn import(
     Ok(report)
 }
 
+/// One batch in a transaction of its own: committed, or with `dry_run` only planned in a
+/// transaction that reads (no write lock, no turn at the writers' gate) and rolled back.
+async fn record(
+    conn: &mut crate::store::Connection,
+    request: &Request,
+    list: &ListEvidence,
+    batch: &[ListedNumber],
+) -> Result<BatchCounts, crate::store::Error> {
+    let now = Utc::now();
+    if request.dry_run {
+        let mut tx = conn.begin_read().await?;
+        let counts =
+            imported::record_batch(&mut tx, &request.scope, list, batch, now, true).await?;
+        tx.rollback().await?;
+        return Ok(counts);
+    }
+    let mut tx = conn.begin_write().await?;
+    let counts = imported::record_batch(&mut tx, &request.scope, list, batch, now, false).await?;
+    tx.commit().await?;
+    crate::signal::ledger_grew();
+    Ok(counts)
+}
+
 fn read_list(input: impl Read, options: &ListOptions) -> Result<ReadList, ListError> {
     let mut reader = ListReader::new(input, options)?;
-    let mut numbers = Vec::new();
+    let mut numbers = Numbers::default();
     let mut invalid_rows = Vec::new();
     while let Some(row) = reader.next_row()? {
         match row {
-            Row::Number { line, number } => numbers.push((super::digits(&number), line)),
-            Row::Repeat { .. } => {}
+            Row::Number { line, number } => numbers.push(&number, line),
             Row::Invalid(row) if invalid_rows.len() < MAX_INVALID_KEPT => invalid_rows.push(row),
             Row::Invalid(_) => {}
         }
     }
     let summary = reader.finish()?;
+    let (numbers, duplicates_in_file) = numbers.finish();
     Ok(ReadList {
         numbers,
         report: Report {
             rows: summary.rows,
             valid: summary.valid,
             invalid: summary.invalid,
-            duplicates_in_file: summary.duplicates_in_file,
+            duplicates_in_file,
             sha256: summary.sha256,
             invalid_rows,
             ..Report::default()

@@ -31,6 +31,7 @@ mod guessing;
 mod hold;
 mod hostile;
 mod import;
+mod import_hostile;
 mod ingest;
 mod logs;
 mod migrations;

@@ -1,6 +1,9 @@
 //! The Import page: upload an opt-out list, see what it would do (the dry run), then
 //! confirm. The upload waits for the confirmation in memory, for its uploader only, a few
 //! at a time and for a while (see [`PendingImports`]); nothing is recorded before it.
+//! A preview (from its upload on) and a confirmed import each take one of the API's import
+//! slots (`admin::import::ImportSlots`), and run on a task of their own: a browser that
+//! leaves does not stop an import half-way.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -14,11 +17,13 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use bytes::Bytes;
 use serde::Deserialize;
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::given;
 use crate::admin::AdminState;
 use crate::admin::console::session::Session;
 use crate::admin::console::{ConsoleError, Frame, render};
+use crate::admin::import::busy_message;
 use crate::apply::imported::Scope;
 use crate::import::{self, ImportError, InvalidRow, ListOptions, Report, Request};
 use crate::model::MAX_REASON_CHARS;
@@ -31,6 +36,8 @@ const MAX_PENDING: usize = 4;
 const PENDING_FOR: Duration = Duration::from_secs(30 * 60);
 /// Invalid rows shown on the page.
 const SHOWN_INVALID: usize = 20;
+/// Longest region given back on the page.
+const REGION_CHARS: usize = 8;
 
 /// Uploads previewed and not yet confirmed.
 #[derive(Default)]
@@ -118,9 +125,21 @@ impl ImportPage {
         self
     }
 
-    fn refused(mut self, message: String) -> Response {
+    fn refused(self, message: String) -> Response {
+        self.answered(StatusCode::BAD_REQUEST, message)
+    }
+
+    fn answered(mut self, status: StatusCode, message: String) -> Response {
         self.error = Some(message);
-        render(StatusCode::BAD_REQUEST, &self)
+        render(status, &self)
+    }
+
+    /// Every import slot is taken.
+    fn busy(self) -> Response {
+        self.answered(
+            StatusCode::TOO_MANY_REQUESTS,
+            format!("{}.", busy_message()),
+        )
     }
 }
 
@@ -172,13 +191,22 @@ pub async fn preview(
     headers: HeaderMap,
     multipart: Multipart,
 ) -> Result<Response, ConsoleError> {
+    // Taken before the upload is read: what previews hold in memory is bounded in total.
+    let Some(slot) = state.imports.try_take() else {
+        crate::admin::console::session::check_origin(&headers)?;
+        return Ok(ImportPage::blank(&session).busy());
+    };
     let upload = read_upload(multipart).await?;
     session.check_form(&headers, upload.csrf.as_deref())?;
     let mut page = ImportPage::blank(&session);
-    page.organization = upload.organization.clone().unwrap_or_default();
+    // Given back as sent, at most as long as taken.
+    page.organization = shown(upload.organization.as_deref(), crate::model::MAX_ID_CHARS);
     page.account = upload.scope.as_deref() == Some("account");
-    page.region = upload.region.clone().unwrap_or_else(|| "US".into());
-    page.reason = upload.reason.clone().unwrap_or_default();
+    page.region = upload
+        .region
+        .as_deref()
+        .map_or_else(|| "US".into(), |r| shown(Some(r), REGION_CHARS));
+    page.reason = shown(upload.reason.as_deref(), MAX_REASON_CHARS + 1);
     page.skip_invalid = upload.skip_invalid;
     let Some(body) = upload.body.filter(|b| !b.is_empty()) else {
         return Ok(page.refused("List: choose a CSV file.".into()));
@@ -190,14 +218,25 @@ pub async fn preview(
             return Ok(page.refused("Organization: required, or choose the whole account.".into()));
         }
     };
-    if page.reason.is_empty() || page.reason.chars().count() > MAX_REASON_CHARS {
+    if page.reason.is_empty()
+        || upload
+            .reason
+            .as_ref()
+            .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+    {
         return Ok(page.refused(format!(
             "Reason: required, at most {MAX_REASON_CHARS} characters; it is kept with every entry."
         )));
     }
     let region = match page.region.parse() {
         Ok(region) => region,
-        Err(error) => return Ok(page.refused(format!("Region: {error}."))),
+        Err(_) => {
+            let message = format!(
+                "Region: {} is not a region; two letters (ISO 3166-1 alpha-2, e.g. US) are expected.",
+                import::quoted(&page.region, REGION_CHARS)
+            );
+            return Ok(page.refused(message));
+        }
     };
     let request = Request {
         scope,
@@ -217,8 +256,8 @@ pub async fn preview(
         skip_invalid: page.skip_invalid,
         dry_run: true,
     };
-    let input = std::io::Cursor::new(body.clone());
-    match import::import(&state.pool, input, &request).await {
+    let outcome = detached(&state, slot, body.clone(), request.clone()).await;
+    match outcome {
         Ok(report) => {
             let id = state.pending_imports.keep(&session.actor, request, body);
             let mut page = page.showing_invalid(&report);
@@ -229,9 +268,39 @@ pub async fn preview(
             let message = ImportError::Refused(report.clone()).to_string();
             Ok(page.showing_invalid(&report).refused(message))
         }
-        Err(ImportError::Database(error)) => Err(error.into()),
+        Err(error @ ImportError::Aborted { .. }) => {
+            Ok(page.answered(StatusCode::SERVICE_UNAVAILABLE, error.to_string()))
+        }
         Err(error) => Ok(page.refused(error.to_string())),
     }
+}
+
+/// `request` over `body` on a task of its own, which holds `slot` until it ends: the
+/// import goes on to its end (and wakes the pusher) whether or not the browser waits for
+/// the page.
+async fn detached(
+    state: &AdminState,
+    slot: OwnedSemaphorePermit,
+    body: Bytes,
+    request: Request,
+) -> Result<Report, ImportError> {
+    let pool = state.pool.clone();
+    let wake = state.wake.clone();
+    tokio::spawn(async move {
+        let _slot = slot;
+        let outcome = import::import(pool, std::io::Cursor::new(body), &request).await;
+        if outcome.as_ref().is_ok_and(|report| report.pushes > 0) {
+            wake.notify_one();
+        }
+        outcome
+    })
+    .await
+    .unwrap_or_else(|e| Err(ImportError::Invalid(format!("the import stopped: {e}"))))
+}
+
+/// `text` given back on the page: at most `chars` characters of it.
+fn shown(text: Option<&str>, chars: usize) -> String {
+    text.unwrap_or_default().chars().take(chars).collect()
 }
 
 #[derive(Deserialize)]
@@ -250,6 +319,9 @@ pub async fn confirm(
     let Form(form) = form?;
     session.check_form(&headers, form.csrf.as_deref())?;
     let page = ImportPage::blank(&session);
+    let Some(slot) = state.imports.try_take() else {
+        return Ok(page.busy());
+    };
     let id = form.id.unwrap_or_default();
     let Some((mut request, body)) = state.pending_imports.take(&session.actor, &id) else {
         return Ok(page.refused(
@@ -257,20 +329,15 @@ pub async fn confirm(
         ));
     };
     request.dry_run = false;
-    match import::import(&state.pool, std::io::Cursor::new(body), &request).await {
+    match detached(&state, slot, body, request).await {
         Ok(report) => {
-            if report.pushes > 0 {
-                state.wake.notify_one();
-            }
-            tracing::info!(
-                actor = %session.actor, file = %request.file, sha256 = %report.sha256,
-                recorded = report.recorded, "opt-out list imported from the console"
-            );
             let mut page = page.showing_invalid(&report);
             page.done = Some(report);
             Ok(render(StatusCode::OK, &page))
         }
-        Err(ImportError::Database(error)) => Err(error.into()),
+        Err(error @ ImportError::Aborted { .. }) => {
+            Ok(page.answered(StatusCode::SERVICE_UNAVAILABLE, error.to_string()))
+        }
         Err(error) => Ok(page.refused(error.to_string())),
     }
 }
