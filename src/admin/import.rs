@@ -147,8 +147,9 @@ pub async fn import(
     };
     let pool = state.pool.clone();
     let wake = state.wake.clone();
-    // On a task of its own: a client that leaves does not stop the import half-way.
-    let task = tokio::spawn(async move {
+    // On a task of its own: a client that leaves does not stop the import half-way; and on
+    // a thread of its own, off the async workers that answer deliveries.
+    let task = super::off_the_workers(async move {
         let _slot = slot;
         let file = spool(body, &request).await?;
         let outcome = import::import(pool, file, &request).await;
