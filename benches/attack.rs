@@ -1,5 +1,6 @@
 //! `cargo bench --bench attack`: the ingest listener of the release binary under the attack
-//! suite's two floods, on loopback, with signed deliveries flowing throughout.
+//! suite's two floods, then while the admin side makes reports and takes a large import, on
+//! loopback, with signed deliveries flowing throughout.
 //!
 //! The daemon (`outreach-sync serve`, default limits, SQLite) runs as its own process; this
 //! bench is the attacker, the service and an admin client at once. Per phase it prints the
@@ -13,8 +14,18 @@
 //!    second after the daemon closes it (a flood that never stops coming back).
 //! 2. **Unsigned bodies**: 6,000 unsigned 1 MiB POSTs, 16 at a time; also the growth of the
 //!    database files.
+//! 3. **8 reports + a 256 MiB import during deliveries**: a second daemon, on a database of
+//!    its own whose ledger the CLI's `import` seeded with 400,000 opt-outs before it started
+//!    (the first daemon's figures stay those of an empty ledger). 8 clients ask for the
+//!    compliance report since 2000-01-01 again and again, reading each body to its end
+//!    (the daemon makes 2 at a time and answers the others 429; such a client waits
+//!    200 ms), while one client uploads a 256 MiB opt-out list (generated as it is sent:
+//!    20.6 million rows over 1,000,000 distinct numbers) to `POST /v1/consent/import`. The
+//!    phase lasts until the import has answered, at least 20 s, at most 10 minutes. Also the
+//!    reports made whole and refused, the import's answer and its duration.
 //!
-//! `BENCH_QUICK=1` makes it 2,000 + 200 connections and 600 bodies.
+//! `BENCH_QUICK=1` makes it 2,000 + 200 connections, 600 bodies and 40,000 seeded opt-outs
+//! (the list uploaded is 256 MiB either way).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -34,6 +45,17 @@ const TOKEN: &str = "bench:attack-bench-token";
 /// How long signed deliveries flow in each phase, and how often.
 const PHASE: Duration = Duration::from_secs(20);
 const DELIVERY_EVERY: Duration = Duration::from_millis(50);
+/// Compliance reports asked for at once (and again as each ends) in the reports phase.
+const REPORT_CLIENTS: usize = 8;
+/// How long a report client told 429 waits before it asks again.
+const BUSY_PAUSE: Duration = Duration::from_millis(200);
+/// The opt-out list uploaded in the reports phase: the admin API's largest (256 MiB),
+/// less the part of a row that would not fit.
+const LIST_BYTES: u64 = 256 * 1024 * 1024;
+/// Distinct numbers in that list: its rows go round them (each about 20 times).
+const LIST_DISTINCT: u64 = 1_000_000;
+/// The longest the reports phase lasts, whether or not the import has answered.
+const PHASE_CAP: Duration = Duration::from_secs(600);
 
 fn main() {
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -45,10 +67,10 @@ fn main() {
 
 async fn run() {
     let quick = std::env::var_os("BENCH_QUICK").is_some();
-    let (idle, slow, bodies) = if quick {
-        (2_000, 200, 600)
+    let (idle, slow, bodies, seeded) = if quick {
+        (2_000, 200, 600, 40_000)
     } else {
-        (10_000, 1_000, 6_000)
+        (10_000, 1_000, 6_000, 400_000)
     };
     let limit = rlimit::increase_nofile_limit(u64::MAX).expect("the open-file limit");
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -127,6 +149,332 @@ async fn run() {
         grown as f64 / 1_048_576.0
     );
     daemon.stop();
+    drop(dir);
+    println!();
+
+    reports_and_import(&quiet, seeded).await;
+}
+
+/// The third phase: a second daemon on a ledger of `seeded` opt-outs (recorded by the CLI
+/// before it starts), 8 report clients and a 256 MiB import while deliveries flow.
+async fn reports_and_import(quiet: &Flow, seeded: u64) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    let list = dir.path().join("seed.csv");
+    {
+        let mut text = String::with_capacity(6 + 13 * seeded as usize);
+        text.push_str("phone\n");
+        for n in 0..seeded {
+            text.push_str(&format!("+1555{:07}\n", n % 10_000_000));
+        }
+        std::fs::write(&list, text).expect("the seed list");
+    }
+    let began = Instant::now();
+    let output = command(
+        dir.path(),
+        &["import", list.to_str().expect("a path"), "--org", "org_1"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("run the import");
+    assert!(
+        output.status.success(),
+        "the seed import failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seeding = began.elapsed();
+    let mut daemon = Daemon::start(dir.path());
+    let memory = Memory::watch(daemon.pid());
+    let deliveries = Deliveries::new(daemon.ingest);
+    let rest = deliveries.flow(Duration::from_secs(5), &daemon).await;
+    let at_rest = memory.take_peak();
+    println!(
+        "{REPORT_CLIENTS} reports + a 256 MiB import during deliveries (a second daemon, pid {}, its ledger seeded with {seeded} opt-outs by the CLI's import in {:.1} s):",
+        daemon.pid(),
+        seeding.as_secs_f64()
+    );
+    println!("   no load:      {}", rest.line(quiet));
+    println!(
+        "                 daemon RSS at rest {:.0} MiB",
+        mib(at_rest)
+    );
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let reports = Reports::start(daemon.admin, stop.clone());
+    let import = tokio::spawn(import_list(daemon.admin));
+    let began = Instant::now();
+    let during = deliveries
+        .flow_while(&daemon, || {
+            let elapsed = began.elapsed();
+            elapsed < PHASE_CAP && (elapsed < PHASE || !import.is_finished())
+        })
+        .await;
+    let phase = began.elapsed();
+    stop.store(true, Ordering::Relaxed);
+    let imported = if import.is_finished() {
+        import.await.ok()
+    } else {
+        import.abort();
+        None
+    };
+    let reports = reports.finish().await;
+    println!("   loaded:       {}", during.line(quiet));
+    let other = if reports.other.is_empty() {
+        String::new()
+    } else {
+        format!(" {:?}", reports.other)
+    };
+    println!(
+        "                 reports: {} whole (the largest {:.1} MiB), {} refused 429, {} otherwise{other}; the phase {:.1} s",
+        reports.whole,
+        mib(reports.bytes),
+        reports.busy,
+        reports.other.len(),
+        phase.as_secs_f64()
+    );
+    match imported {
+        Some(import) => println!(
+            "                 import of {} bytes ({} rows, {LIST_DISTINCT} distinct numbers): {} in {:.1} s, recorded {}{}",
+            import.sent,
+            list_rows(),
+            import.status,
+            import.took.as_secs_f64(),
+            import
+                .recorded
+                .map_or_else(|| "nothing".to_owned(), |n| n.to_string()),
+            import.message
+        ),
+        None => println!(
+            "                 import: no answer within {} s",
+            PHASE_CAP.as_secs()
+        ),
+    }
+    println!(
+        "                 peak RSS {:.0} MiB ({:.2}x at rest)",
+        mib(memory.take_peak()),
+        memory.last_peak() as f64 / at_rest as f64
+    );
+    daemon.stop();
+}
+
+/// What the report clients saw.
+struct ReportCounts {
+    whole: u64,
+    busy: u64,
+    /// Any other status, 0 for a failed request.
+    other: Vec<u16>,
+    /// The size of the largest whole report (they grow as the import records).
+    bytes: u64,
+}
+
+/// [`REPORT_CLIENTS`] clients asking for the compliance report until `stop`.
+struct Reports {
+    tasks: Vec<tokio::task::JoinHandle<ReportCounts>>,
+}
+
+impl Reports {
+    fn start(admin: SocketAddr, stop: Arc<AtomicBool>) -> Self {
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(300))
+            .build()
+            .expect("client");
+        let url = format!("http://{admin}/v1/compliance?since=2000-01-01");
+        let tasks = (0..REPORT_CLIENTS)
+            .map(|_| {
+                let (http, url, stop) = (http.clone(), url.clone(), stop.clone());
+                tokio::spawn(async move {
+                    let mut counts = ReportCounts {
+                        whole: 0,
+                        busy: 0,
+                        other: Vec::new(),
+                        bytes: 0,
+                    };
+                    while !stop.load(Ordering::Relaxed) {
+                        let sent = http.get(&url).bearer_auth(admin_token()).send().await;
+                        let mut response = match sent {
+                            Ok(response) => response,
+                            Err(_) => {
+                                counts.other.push(0);
+                                continue;
+                            }
+                        };
+                        match response.status().as_u16() {
+                            200 => {
+                                // Read to its end, not parsed: this client costs the
+                                // machine little beside the daemon.
+                                let mut bytes = 0;
+                                loop {
+                                    match response.chunk().await {
+                                        Ok(Some(chunk)) => bytes += chunk.len() as u64,
+                                        Ok(None) => {
+                                            counts.whole += 1;
+                                            counts.bytes = counts.bytes.max(bytes);
+                                            break;
+                                        }
+                                        Err(_) => {
+                                            counts.other.push(0);
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            429 => {
+                                counts.busy += 1;
+                                tokio::time::sleep(BUSY_PAUSE).await;
+                            }
+                            status => counts.other.push(status),
+                        }
+                    }
+                    counts
+                })
+            })
+            .collect();
+        Self { tasks }
+    }
+
+    async fn finish(self) -> ReportCounts {
+        let mut all = ReportCounts {
+            whole: 0,
+            busy: 0,
+            other: Vec::new(),
+            bytes: 0,
+        };
+        for task in self.tasks {
+            let counts = task.await.expect("a report client");
+            all.whole += counts.whole;
+            all.busy += counts.busy;
+            all.other.extend(counts.other);
+            all.bytes = all.bytes.max(counts.bytes);
+        }
+        all
+    }
+}
+
+/// The import's answer.
+struct Imported {
+    status: u16,
+    recorded: Option<u64>,
+    /// The message of a refusal (its start), with a leading `; `.
+    message: String,
+    took: Duration,
+    /// Bytes of the list.
+    sent: u64,
+}
+
+/// The list's header, `phone\n`; every row after it is `+1` and 10 digits, and `\n`.
+const LIST_HEADER: &[u8] = b"phone\n";
+const ROW_BYTES: u64 = 13;
+/// Rows per chunk of the body (about 64 KiB).
+const CHUNK_ROWS: u64 = 5_000;
+
+fn list_rows() -> u64 {
+    (LIST_BYTES - LIST_HEADER.len() as u64) / ROW_BYTES
+}
+
+/// The `row`th number of the list: 10 digits, the first 2-9, going round
+/// [`LIST_DISTINCT`] numbers spread over the whole range (a multiplier prime to the range's
+/// size maps distinct indexes to distinct numbers).
+fn list_number(row: u64) -> u64 {
+    2_000_000_000 + (row % LIST_DISTINCT) * 2_654_435_761 % 8_000_000_000
+}
+
+/// Rows `first..first + count` of the list.
+fn list_chunk(first: u64, count: u64) -> bytes::Bytes {
+    let mut chunk = Vec::with_capacity((count * ROW_BYTES) as usize);
+    for row in first..first + count {
+        let mut digits = [0u8; 10];
+        let mut n = list_number(row);
+        for digit in digits.iter_mut().rev() {
+            *digit = b'0' + (n % 10) as u8;
+            n /= 10;
+        }
+        chunk.extend_from_slice(b"+1");
+        chunk.extend_from_slice(&digits);
+        chunk.push(b'\n');
+    }
+    bytes::Bytes::from(chunk)
+}
+
+/// Uploads the list to `POST /v1/consent/import?org=org_2`, made as it is sent.
+async fn import_list(admin: SocketAddr) -> Imported {
+    let rows = list_rows();
+    let sent = LIST_HEADER.len() as u64 + rows * ROW_BYTES;
+    let chunks = std::iter::once(bytes::Bytes::from_static(LIST_HEADER)).chain(
+        (0..rows)
+            .step_by(CHUNK_ROWS as usize)
+            .map(move |first| list_chunk(first, CHUNK_ROWS.min(rows - first))),
+    );
+    let body =
+        reqwest::Body::wrap_stream(futures::stream::iter(chunks.map(Ok::<_, std::io::Error>)));
+    let http = reqwest::Client::builder()
+        .timeout(PHASE_CAP)
+        .build()
+        .expect("client");
+    let began = Instant::now();
+    let answer = http
+        .post(format!("http://{admin}/v1/consent/import?org=org_2"))
+        .bearer_auth(admin_token())
+        .header("content-type", "text/csv")
+        .body(body)
+        .send()
+        .await;
+    let (status, text) = match answer {
+        Ok(response) => {
+            let status = response.status().as_u16();
+            (status, response.text().await.unwrap_or_default())
+        }
+        Err(error) => (0, error.to_string()),
+    };
+    let took = began.elapsed();
+    let answer: Option<serde_json::Value> = serde_json::from_str(&text).ok();
+    let recorded = answer
+        .as_ref()
+        .and_then(|a| a.get("recorded"))
+        .and_then(serde_json::Value::as_u64);
+    let message = if status == 200 {
+        String::new()
+    } else {
+        let message = answer
+            .as_ref()
+            .and_then(|a| a.get("message"))
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or(&text);
+        format!("; {}", message.chars().take(300).collect::<String>())
+    };
+    Imported {
+        status,
+        recorded,
+        message,
+        took,
+        sent,
+    }
+}
+
+/// The admin token's secret part (`TOKEN` is `name:secret`).
+fn admin_token() -> &'static str {
+    TOKEN.split_once(':').map_or(TOKEN, |(_, t)| t)
+}
+
+/// `outreach-sync --config DIR/config.toml ARGS` with the environment every run of the
+/// binary here gets (the database in `dir`, the secret, the admin token, no reconcile).
+fn command(dir: &Path, args: &[&str]) -> Command {
+    let config = dir.join("config.toml");
+    if !config.exists() {
+        std::fs::write(&config, "").expect("config");
+    }
+    let mut command = Command::new(BIN);
+    command
+        .args(["--config", config.to_str().expect("a path")])
+        .args(args)
+        .env(
+            "OUTREACH_SYNC__DATABASE__URL",
+            format!("sqlite://{}", dir.join("db.sqlite").display()),
+        )
+        .env("OUTREACH_SYNC__WEBHOOK__SECRETS", SECRET)
+        .env("OUTREACH_SYNC__ADMIN__TOKENS", TOKEN)
+        .env("OUTREACH_SYNC__RECONCILE__ON_START", "false")
+        .env("OUTREACH_SYNC__RECONCILE__SCHEDULE", "")
+        .env("OUTREACH_SYNC__LOG__LEVEL", "warn");
+    command
 }
 
 /// The daemon under attack.
@@ -145,21 +493,9 @@ impl Daemon {
                 .expect("a free port")
         };
         let (ingest, admin) = (port(), port());
-        let config = dir.join("config.toml");
-        std::fs::write(&config, "").expect("config");
-        let child = Command::new(BIN)
-            .args(["--config", config.to_str().expect("a path"), "serve"])
-            .env(
-                "OUTREACH_SYNC__DATABASE__URL",
-                format!("sqlite://{}", dir.join("db.sqlite").display()),
-            )
-            .env("OUTREACH_SYNC__WEBHOOK__SECRETS", SECRET)
-            .env("OUTREACH_SYNC__ADMIN__TOKENS", TOKEN)
+        let child = command(dir, &["serve"])
             .env("OUTREACH_SYNC__INGEST__BIND", ingest.to_string())
             .env("OUTREACH_SYNC__ADMIN__BIND", admin.to_string())
-            .env("OUTREACH_SYNC__RECONCILE__ON_START", "false")
-            .env("OUTREACH_SYNC__RECONCILE__SCHEDULE", "")
-            .env("OUTREACH_SYNC__LOG__LEVEL", "warn")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(dir.join("daemon.log")).expect("log"))
             .stderr(Stdio::inherit())
@@ -299,7 +635,7 @@ impl Deliveries {
                 let started = Instant::now();
                 let status = fresh
                     .get(format!("http://{}/v1/status", daemon.admin))
-                    .bearer_auth(TOKEN.split_once(':').map_or(TOKEN, |(_, t)| t))
+                    .bearer_auth(admin_token())
                     .send()
                     .await;
                 match status {
