@@ -356,6 +356,55 @@ async fn a_list_whose_client_leaves_before_the_answer_is_recorded_whole_and_logg
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_the_database_fails_part_way_says_how_much_it_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = daemon(dir.path()).await;
+    // The database refuses the ledger's 3,001st entry: the list's second batch of 2,000.
+    let pool = daemon_process::open_database(dir.path()).await;
+    sqlx::raw_sql(
+        "CREATE TRIGGER test_full BEFORE INSERT ON ledger
+         WHEN (SELECT COUNT(*) FROM ledger) >= 3000
+         BEGIN SELECT RAISE(ABORT, 'no room left (a test)'); END",
+    )
+    .execute(&pool)
+    .await
+    .expect("the trigger");
+    pool.close().await;
+
+    let response = reqwest::Client::new()
+        .post(daemon.admin_url("/v1/consent/import?org=org_1&file=big.csv"))
+        .bearer_auth(ADMIN_TOKEN)
+        .body(list(0, 5000))
+        .timeout(HELD_UP_AFTER)
+        .send()
+        .await
+        .expect("the import is answered");
+    assert_eq!(response.status(), 503);
+    let answer: Value = response.json().await.expect("JSON");
+    let message = answer["message"].as_str().expect("a message");
+    assert!(message.contains("after 2000 entries"), "{message}");
+    assert!(
+        !message.contains("a test"),
+        "the database's words stay in the log: {message}"
+    );
+    assert_eq!(
+        ledger_entries(dir.path()).await,
+        2000,
+        "the first batch is recorded"
+    );
+
+    let logs = daemon.logs();
+    let aborted = logs
+        .lines()
+        .find(|l| l.contains("import aborted"))
+        .unwrap_or_else(|| panic!("an abort line: {logs}"));
+    assert!(aborted.contains("WARN"), "{aborted}");
+    assert!(aborted.contains("recorded=2000"), "{aborted}");
+    assert!(aborted.contains("sha256="), "{aborted}");
+    assert!(aborted.contains("no room left (a test)"), "{aborted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_cut_off_while_it_arrives_records_nothing_and_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon = daemon(dir.path()).await;
