@@ -2,11 +2,12 @@
 //! header row, `,` `;` or tab between fields, quoted fields, a UTF-8 BOM; every number
 //! normalized to E.164 with [`phone::normalize`] (`region` for national formats).
 //!
-//! The list is read as a stream, a record at a time: memory grows with the distinct numbers
-//! kept ([`Numbers`], 16 bytes each with the line of each), never with the file. What the
-//! rows say is given row by row ([`Row`]); what the file says as a whole at the end
+//! The list is read as a stream, a record at a time, and the reader keeps nothing of the
+//! rows it gave: the numbers are kept by [`Numbers`] (16 bytes each with its first line,
+//! repeats dropped), so memory grows with the distinct numbers, never with the file. What
+//! the rows say is given row by row ([`Row`]); what the file says as a whole at the end
 //! ([`Summary`], with the SHA-256 of its exact bytes). Lines end in LF, CRLF or CR alone,
-//! and are counted so whichever it is.
+//! and are counted whichever it is, blank ones included.
 
 use std::io::{BufRead, BufReader, Read};
 
@@ -610,6 +611,28 @@ mod tests {
     }
 
     proptest::proptest! {
+        #[test]
+        fn each_number_is_on_the_line_it_was_written_whatever_the_line_ends(
+            ends in proptest::collection::vec(0usize..5, 1..40),
+            last_ended in proptest::prelude::any::<bool>(),
+        ) {
+            // LF, CR, CRLF, and a blank line after each of two of them.
+            const ENDS: [&str; 5] = ["\n", "\r", "\r\n", "\n\n", "\r\n\r\n"];
+            let mut text = String::from("phone\n");
+            let mut expected = Vec::new();
+            let mut line = 2;
+            for (i, &end) in ends.iter().enumerate() {
+                text.push_str(&format!("+1555010{i:04}"));
+                expected.push((line, format!("+1555010{i:04}")));
+                if i + 1 < ends.len() || last_ended {
+                    text.push_str(ENDS[end]);
+                    line += if end >= 3 { 2 } else { 1 };
+                }
+            }
+            let (rows, _) = read(text.as_bytes(), &ListOptions::default());
+            proptest::prop_assert_eq!(numbers(&rows), expected);
+        }
+
         #[test]
         fn any_bytes_are_read_as_rows_or_refused_with_a_reason(
             bytes in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..300),

@@ -356,6 +356,55 @@ async fn a_list_whose_client_leaves_before_the_answer_is_recorded_whole_and_logg
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_import_the_database_fails_part_way_says_how_much_it_recorded() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let daemon = daemon(dir.path()).await;
+    // The database refuses the ledger's 3,001st entry: the list's second batch of 2,000.
+    let pool = daemon_process::open_database(dir.path()).await;
+    sqlx::raw_sql(
+        "CREATE TRIGGER test_full BEFORE INSERT ON ledger
+         WHEN (SELECT COUNT(*) FROM ledger) >= 3000
+         BEGIN SELECT RAISE(ABORT, 'no room left (a test)'); END",
+    )
+    .execute(&pool)
+    .await
+    .expect("the trigger");
+    pool.close().await;
+
+    let response = reqwest::Client::new()
+        .post(daemon.admin_url("/v1/consent/import?org=org_1&file=big.csv"))
+        .bearer_auth(ADMIN_TOKEN)
+        .body(list(0, 5000))
+        .timeout(HELD_UP_AFTER)
+        .send()
+        .await
+        .expect("the import is answered");
+    assert_eq!(response.status(), 503);
+    let answer: Value = response.json().await.expect("JSON");
+    let message = answer["message"].as_str().expect("a message");
+    assert!(message.contains("after 2000 entries"), "{message}");
+    assert!(
+        !message.contains("a test"),
+        "the database's words stay in the log: {message}"
+    );
+    assert_eq!(
+        ledger_entries(dir.path()).await,
+        2000,
+        "the first batch is recorded"
+    );
+
+    let logs = daemon.logs();
+    let aborted = logs
+        .lines()
+        .find(|l| l.contains("import aborted"))
+        .unwrap_or_else(|| panic!("an abort line: {logs}"));
+    assert!(aborted.contains("WARN"), "{aborted}");
+    assert!(aborted.contains("recorded=2000"), "{aborted}");
+    assert!(aborted.contains("sha256="), "{aborted}");
+    assert!(aborted.contains("no room left (a test)"), "{aborted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_cut_off_while_it_arrives_records_nothing_and_says_so() {
     let dir = tempfile::tempdir().expect("temp dir");
     let daemon = daemon(dir.path()).await;
@@ -421,6 +470,7 @@ async fn read_response(stream: &mut TcpStream) -> (String, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_it() {
+    const ROWS: usize = 2_000_000;
     let deadline = 3;
     let app = common::spawn_app(|settings| {
         common::with_admin_token(settings);
@@ -428,10 +478,17 @@ async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_i
     })
     .await;
     // Sent within the deadline, with a second's pause before its last line (a client's
-    // hiccup); read (a million numbers normalized) for several seconds in a debug build.
-    let body = one_number(1_000_000);
+    // hiccup); read (two million numbers normalized) for several seconds in a debug build.
+    // Were the list read as it arrives, the client would be held to the reader's pace,
+    // and its pause would come after the deadline.
+    let body = one_number(ROWS);
     let (most, last) = body.split_at(body.len() - 13);
-    let mut stream = TcpStream::connect(app.admin_addr).await.expect("connect");
+    // A send buffer of its own size: what waits in it is no more than a moment's reading.
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket
+        .set_send_buffer_size(1024 * 1024)
+        .expect("a send buffer");
+    let mut stream = socket.connect(app.admin_addr).await.expect("connect");
     let head = request_head(
         app.admin_addr,
         ADMIN_TOKEN,
@@ -440,16 +497,15 @@ async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_i
         false,
     );
     let sent = std::time::Instant::now();
-    stream.write_all(head.as_bytes()).await.expect("head sent");
-    if let Err(e) = stream.write_all(most.as_bytes()).await {
-        let (status, answer) = read_response(&mut stream).await;
-        panic!("{e}: {status} {answer}");
+    for (i, part) in [head.as_str(), most, last].into_iter().enumerate() {
+        if i == 2 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+        if let Err(error) = stream.write_all(part.as_bytes()).await {
+            let (status, answer) = read_response(&mut stream).await;
+            panic!("the daemon stopped taking the list ({error}): {status} {answer}");
+        }
     }
-    tokio::time::sleep(Duration::from_secs(1)).await;
-    stream
-        .write_all(last.as_bytes())
-        .await
-        .expect("the last line sent");
     let upload = sent.elapsed();
     let (status, answer) = read_response(&mut stream).await;
     assert!(
@@ -457,7 +513,34 @@ async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_i
         "{status} {answer} (the upload took {upload:?})"
     );
     let report: Value = serde_json::from_str(&answer).expect("JSON");
-    assert_eq!(report["rows"], 1_000_000, "{report}");
+    assert_eq!(report["rows"], ROWS, "{report}");
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_too_slow_to_send_its_list_is_told_so_and_nothing_is_recorded() {
+    let app = common::spawn_app(|settings| {
+        common::with_admin_token(settings);
+        settings.admin.body_timeout_secs = 1;
+    })
+    .await;
+    let body = list(0, 1000);
+    let mut stream = TcpStream::connect(app.admin_addr).await.expect("connect");
+    let head = request_head(app.admin_addr, ADMIN_TOKEN, "org=org_1", body.len(), false);
+    stream.write_all(head.as_bytes()).await.expect("head sent");
+    stream
+        .write_all(&body.as_bytes()[..100])
+        .await
+        .expect("the start of the list sent");
+
+    // The rest never comes: the daemon answers once the deadline has passed.
+    let (status, answer) = read_response(&mut stream).await;
+    assert!(status.contains(" 408 "), "{status} {answer}");
+    let answer: Value = serde_json::from_str(&answer).expect("JSON");
+    let message = answer["message"].as_str().expect("a message");
+    assert!(message.contains("the client was too slow"), "{message}");
+    assert!(message.contains("100 bytes"), "{message}");
+    assert_eq!(app.count("SELECT COUNT(*) FROM ledger").await, 0);
     app.stop().await;
 }
 
