@@ -4,10 +4,8 @@
 //! within a second, `/healthz` still answering.
 //!
 //! They measure time, so they run alone, not beside the rest of the suite on a machine of
-//! two cores: ignored in the suite's run, run by hand on a quiet machine
+//! two cores: ignored in the suite's run, `.ci/run` runs them alone after it
 //! (`cargo test -p outreach-sync-cli --test it -- --ignored --test-threads 1 hold::`).
-//! Not yet in `.ci/run`: on SQLite, with other builds running on the machine, the slowest
-//! acknowledgement has reached 1.4-1.8 s (alone: 0.3 s); see SECURITY.md.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -238,13 +236,13 @@ async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_import
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "measures time: run alone, on a quiet machine"]
+#[ignore = "measures time: run alone, as .ci/run does"]
 async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run_on_sqlite() {
     every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run(None).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-#[ignore = "measures time: run alone, on a quiet machine"]
+#[ignore = "measures time: run alone, as .ci/run does"]
 async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_imports_run_on_postgres()
 {
     let Some(database) = TestDatabase::create().await else {
