@@ -456,14 +456,7 @@ async fn reads_only(pool: &Pool, rules: &Rules, window: &Window) -> Measured {
     for chunk in rows.chunks(MESSAGES_CHUNK) {
         let mut leads: Vec<&str> = chunk
             .iter()
-            .flat_map(|row| {
-                let own = row.lead_id.as_deref();
-                let held = row
-                    .state_lead_id
-                    .as_deref()
-                    .filter(|held| Some(*held) != own);
-                own.into_iter().chain(held)
-            })
+            .flat_map(outreach_sync::model::OptOutRow::leads)
             .collect();
         leads.sort_unstable();
         leads.dedup();

@@ -97,24 +97,7 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
     if !dry_run {
         tx.lock_numbers(&phones).await?;
     }
-    // The organizations each number is recorded in.
-    let targets: Vec<(&ListedNumber, Vec<String>)> = match scope {
-        Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),
-        Scope::Account => {
-            let holders = tx.holders_of(&phones).await?;
-            numbers
-                .iter()
-                .map(|n| {
-                    let held = holders.get(&n.phone_number).into_iter().flatten();
-                    // ACCOUNT_WIDE first (an earlier import's entry holds it too).
-                    let orgs = std::iter::once(ACCOUNT_WIDE.to_owned())
-                        .chain(held.map(|(org, _)| org.clone()))
-                        .collect::<Vec<_>>();
-                    (n, dedup(orgs))
-                })
-                .collect()
-        }
-    };
+    let targets = targets(tx, scope, numbers, &phones).await?;
     let keys: Vec<(&str, &str)> = targets
         .iter()
         .flat_map(|(n, orgs)| orgs.iter().map(|o| (o.as_str(), n.phone_number.as_str())))
@@ -164,6 +147,33 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
     counts.suppressed = suppressing.len() as u64;
     tx.suppress(&suppressing).await?;
     Ok(counts)
+}
+
+/// The organizations each number is recorded in: the ones named, or for the whole account
+/// [`ACCOUNT_WIDE`] and every organization holding the number.
+async fn targets<'n, T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    scope: &Scope,
+    numbers: &'n [ListedNumber],
+    phones: &[&str],
+) -> Result<Vec<(&'n ListedNumber, Vec<String>)>, crate::store::Error> {
+    Ok(match scope {
+        Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),
+        Scope::Account => {
+            let holders = tx.holders_of(phones).await?;
+            numbers
+                .iter()
+                .map(|n| {
+                    let held = holders.get(&n.phone_number).into_iter().flatten();
+                    // ACCOUNT_WIDE first (an earlier import's entry holds it too).
+                    let orgs = std::iter::once(ACCOUNT_WIDE.to_owned())
+                        .chain(held.map(|(org, _)| org.clone()))
+                        .collect::<Vec<_>>();
+                    (n, dedup(orgs))
+                })
+                .collect()
+        }
+    })
 }
 
 fn dedup(mut orgs: Vec<String>) -> Vec<String> {

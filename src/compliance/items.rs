@@ -187,7 +187,7 @@ async fn messages_after(
 ) -> Result<Vec<(Option<Message>, Vec<Message>)>, crate::store::Error> {
     let mut found = Vec::with_capacity(rows.len());
     for chunk in rows.chunks(PAGE) {
-        let mut leads: Vec<&str> = chunk.iter().flat_map(leads_of).collect();
+        let mut leads: Vec<&str> = chunk.iter().flat_map(OptOutRow::leads).collect();
         leads.sort_unstable();
         leads.dedup();
         let mut by_lead: HashMap<String, Vec<LeadMessage>> = HashMap::new();
@@ -204,16 +204,6 @@ async fn messages_after(
     Ok(found)
 }
 
-/// The leads a row's messages may have gone to: its own, and the mirror's for its pair.
-fn leads_of(row: &OptOutRow) -> impl Iterator<Item = &str> {
-    let own = row.lead_id.as_deref();
-    let held = row
-        .state_lead_id
-        .as_deref()
-        .filter(|held| Some(*held) != own);
-    own.into_iter().chain(held)
-}
-
 fn after(
     row: &OptOutRow,
     rules: &Rules,
@@ -221,7 +211,8 @@ fn after(
 ) -> (Option<Message>, Vec<Message>) {
     let from = row.occurred_at.at();
     let until = row.opted_in_at.map(Timestamp::at);
-    let mut messages: Vec<Message> = leads_of(row)
+    let mut messages: Vec<Message> = row
+        .leads()
         .filter_map(|lead| by_lead.get(lead))
         .flatten()
         .filter_map(|m| {

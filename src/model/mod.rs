@@ -110,6 +110,18 @@ pub struct OptOutRow {
     pub state_lead_id: Option<String>,
 }
 
+impl OptOutRow {
+    /// The leads its messages may have gone to: its own, and the mirror's for its pair.
+    pub fn leads(&self) -> impl Iterator<Item = &str> {
+        let own = self.lead_id.as_deref();
+        let held = self
+            .state_lead_id
+            .as_deref()
+            .filter(|held| Some(*held) != own);
+        own.into_iter().chain(held)
+    }
+}
+
 /// A mirrored message of a lead.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LeadMessage {

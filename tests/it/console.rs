@@ -88,7 +88,7 @@ fn location(response: &Response) -> String {
 
 /// The value of the first input named `name` of a page (as askama escaped it: the values
 /// looked for here need no escaping).
-fn input_value(html: &str, name: &str) -> String {
+pub(crate) fn input_value(html: &str, name: &str) -> String {
     let marker = format!("name=\"{name}\" value=\"");
     let start = html
         .find(&marker)

@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::common::{self, ADMIN_TOKEN, Backend, TestApp, on_both_backends, within};
+use crate::console::input_value;
 use crate::daemon_process::{self, Daemon};
 
 /// Longest a request of these tests may take before it counts as held up.
@@ -114,7 +115,7 @@ impl Console {
         };
         console.keep(&form);
         let html = form.text().await.expect("the sign-in page");
-        let (csrf, next) = (input(&html, "csrf"), input(&html, "next"));
+        let (csrf, next) = (input_value(&html, "csrf"), input_value(&html, "next"));
         let signed = console
             .http
             .post(format!("{}/signin", console.base))
@@ -158,7 +159,7 @@ impl Console {
             .send()
             .await
             .expect("GET /import");
-        let csrf = input(&page.text().await.expect("the page"), "csrf");
+        let csrf = input_value(&page.text().await.expect("the page"), "csrf");
         let part = reqwest::multipart::Part::text(list.to_owned())
             .file_name("list.csv")
             .mime_str("text/csv")
@@ -181,16 +182,6 @@ impl Console {
         let status = response.status().as_u16();
         (status, response.text().await.expect("a page"))
     }
-}
-
-fn input(html: &str, name: &str) -> String {
-    let marker = format!("name=\"{name}\" value=\"");
-    let start = html
-        .find(&marker)
-        .unwrap_or_else(|| panic!("no input {name} in {html}"))
-        + marker.len();
-    let end = html[start..].find('"').expect("a closing quote") + start;
-    html[start..end].to_owned()
 }
 
 /// Holds what a writer of the database takes, on another connection than the daemon's:

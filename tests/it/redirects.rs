@@ -118,6 +118,16 @@ fn assert_nothing_reached(capture: &Capture) {
     );
 }
 
+/// Nothing reached the capture server, and `error` names the redirect to its `path`.
+fn assert_redirect_named(capture: &Capture, error: &str, path: &str) {
+    assert_nothing_reached(capture);
+    let location = capture.url(path);
+    assert!(
+        error.contains(&format!("a redirect to `{location}`")),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_token_request_answered_with_a_redirect_fails_naming_it_and_sends_the_secret_nowhere() {
     let capture = Capture::start().await;
@@ -137,12 +147,8 @@ async fn a_token_request_answered_with_a_redirect_fails_naming_it_and_sends_the_
         .expect_err("no token from a redirect")
         .to_string();
 
-    assert_nothing_reached(&capture);
-    let location = capture.url("/v3/oauth/token");
-    assert!(
-        error.contains(&format!("a redirect to `{location}`")) && error.contains("not followed"),
-        "{error}"
-    );
+    assert_redirect_named(&capture, &error, "/v3/oauth/token");
+    assert!(error.contains("not followed"), "{error}");
     assert!(!error.contains(CLIENT_SECRET), "{error}");
 }
 
@@ -165,14 +171,7 @@ async fn a_registration_created_after_a_redirect_fails_naming_it_and_sends_the_s
         .expect_err("no registration from a redirect")
         .to_string();
 
-    assert_nothing_reached(&capture);
-    assert!(
-        error.contains(&format!(
-            "a redirect to `{}`",
-            capture.url("/v3/webhook_registrations")
-        )),
-        "{error}"
-    );
+    assert_redirect_named(&capture, &error, "/v3/webhook_registrations");
 }
 
 #[tokio::test]
@@ -218,14 +217,7 @@ async fn a_registration_updated_after_a_redirect_fails_naming_it_and_sends_the_s
         .expect_err("no update through a redirect")
         .to_string();
 
-    assert_nothing_reached(&capture);
-    assert!(
-        error.contains(&format!(
-            "a redirect to `{}`",
-            capture.url("/v3/webhook_registrations/whr_1")
-        )),
-        "{error}"
-    );
+    assert_redirect_named(&capture, &error, "/v3/webhook_registrations/whr_1");
 }
 
 #[tokio::test]

@@ -44,17 +44,24 @@ fn write_config(dir: &Path, text: &str) {
     std::fs::write(config_file(dir), text).expect("write the configuration");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hangup_puts_new_secrets_and_tokens_in_force_and_an_invalid_file_changes_nothing() {
+/// A daemon whose configuration file holds `SECRET_A` and the token `one`.
+async fn start_with_secret_a_and_token_one(
+    label: &str,
+) -> (tempfile::TempDir, reqwest::Client, Daemon) {
     let dir = tempfile::tempdir().expect("dir");
-    let http = reqwest::Client::new();
     write_config(
         dir.path(),
         &format!(
             "[webhook]\nsecrets = [\"{SECRET_A}\"]\n\n[admin]\ntokens = [\"one:{TOKEN_ONE}\"]\n"
         ),
     );
-    let mut daemon = Daemon::start(dir.path(), "reload", &[]).await;
+    let daemon = Daemon::start(dir.path(), label, &[]).await;
+    (dir, reqwest::Client::new(), daemon)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hangup_puts_new_secrets_and_tokens_in_force_and_an_invalid_file_changes_nothing() {
+    let (dir, http, mut daemon) = start_with_secret_a_and_token_one("reload").await;
     assert_eq!(deliver(&http, &daemon, SECRET_A, "evt_a1").await, 200);
     assert_eq!(deliver(&http, &daemon, SECRET_B, "evt_b1").await, 401);
     assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
@@ -113,15 +120,7 @@ async fn a_hangup_puts_new_secrets_and_tokens_in_force_and_an_invalid_file_chang
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hangup_that_would_leave_no_admin_token_is_refused_and_the_running_tokens_stay() {
-    let dir = tempfile::tempdir().expect("dir");
-    let http = reqwest::Client::new();
-    write_config(
-        dir.path(),
-        &format!(
-            "[webhook]\nsecrets = [\"{SECRET_A}\"]\n\n[admin]\ntokens = [\"one:{TOKEN_ONE}\"]\n"
-        ),
-    );
-    let mut daemon = Daemon::start(dir.path(), "reload-empty-tokens", &[]).await;
+    let (dir, http, mut daemon) = start_with_secret_a_and_token_one("reload-empty-tokens").await;
     assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
 
     // The tokens now from a file that is empty (emptied by mistake, or not yet written),

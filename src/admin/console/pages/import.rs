@@ -208,53 +208,12 @@ pub async fn preview(
         .map_or_else(|| "US".into(), |r| shown(Some(r), REGION_CHARS));
     page.reason = shown(upload.reason.as_deref(), MAX_REASON_CHARS + 1);
     page.skip_invalid = upload.skip_invalid;
-    let Some(body) = upload.body.filter(|b| !b.is_empty()) else {
+    let Some(body) = upload.body.clone().filter(|b| !b.is_empty()) else {
         return Ok(page.refused("List: choose a CSV file.".into()));
     };
-    let scope = match (page.account, page.organization.is_empty()) {
-        (true, _) => Scope::Account,
-        (false, false) => Scope::Organizations(vec![page.organization.clone()]),
-        (false, true) => {
-            return Ok(page.refused("Organization: required, or choose the whole account.".into()));
-        }
-    };
-    if page.reason.is_empty()
-        || upload
-            .reason
-            .as_ref()
-            .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
-    {
-        return Ok(page.refused(format!(
-            "Reason: required, at most {MAX_REASON_CHARS} characters; it is kept with every entry."
-        )));
-    }
-    let region = match page.region.parse() {
-        Ok(region) => region,
-        Err(_) => {
-            let message = format!(
-                "Region: {} is not a region; two letters (ISO 3166-1 alpha-2, e.g. US) are expected.",
-                import::quoted(&page.region, REGION_CHARS)
-            );
-            return Ok(page.refused(message));
-        }
-    };
-    let request = Request {
-        scope,
-        options: ListOptions {
-            phone_column: None,
-            region,
-        },
-        file: upload
-            .file_name
-            .filter(|f| !f.trim().is_empty())
-            .unwrap_or_else(|| "upload.csv".into())
-            .chars()
-            .take(crate::model::MAX_ID_CHARS)
-            .collect(),
-        actor: session.actor.clone(),
-        reason: Some(page.reason.clone()),
-        skip_invalid: page.skip_invalid,
-        dry_run: true,
+    let request = match request_of(&page, &upload, &session.actor) {
+        Ok(request) => request,
+        Err(message) => return Ok(page.refused(message)),
     };
     let outcome = detached(&state, slot, body.clone(), request.clone()).await;
     match outcome {
@@ -273,6 +232,56 @@ pub async fn preview(
         }
         Err(error) => Ok(page.refused(error.to_string())),
     }
+}
+
+/// The request a checked upload asks for, or what the page says is wrong with it.
+fn request_of(page: &ImportPage, upload: &Upload, actor: &str) -> Result<Request, String> {
+    let scope = match (page.account, page.organization.is_empty()) {
+        (true, _) => Scope::Account,
+        (false, false) => Scope::Organizations(vec![page.organization.clone()]),
+        (false, true) => {
+            return Err("Organization: required, or choose the whole account.".into());
+        }
+    };
+    if page.reason.is_empty()
+        || upload
+            .reason
+            .as_ref()
+            .is_some_and(|r| r.chars().count() > MAX_REASON_CHARS)
+    {
+        return Err(format!(
+            "Reason: required, at most {MAX_REASON_CHARS} characters; it is kept with every entry."
+        ));
+    }
+    let region = match page.region.parse() {
+        Ok(region) => region,
+        Err(_) => {
+            let message = format!(
+                "Region: {} is not a region; two letters (ISO 3166-1 alpha-2, e.g. US) are expected.",
+                import::quoted(&page.region, REGION_CHARS)
+            );
+            return Err(message);
+        }
+    };
+    Ok(Request {
+        scope,
+        options: ListOptions {
+            phone_column: None,
+            region,
+        },
+        file: upload
+            .file_name
+            .clone()
+            .filter(|f| !f.trim().is_empty())
+            .unwrap_or_else(|| "upload.csv".into())
+            .chars()
+            .take(crate::model::MAX_ID_CHARS)
+            .collect(),
+        actor: actor.to_owned(),
+        reason: Some(page.reason.clone()),
+        skip_invalid: page.skip_invalid,
+        dry_run: true,
+    })
 }
 
 /// `request` over `body` on a task of its own, which holds `slot` until it ends: the
