@@ -112,7 +112,7 @@ fn responses(route: &RouteSpec) -> Map<String, Value> {
         responses.insert(
             "429".into(),
             error_response(
-                "too many unknown bearer tokens from this client address ([admin] failed_auth_per_minute); try again after Retry-After seconds",
+                "too many unknown bearer tokens from this client address ([admin] failed_auth_per_minute), or (reports, imports) as many running as the daemon takes at once; try again after Retry-After seconds",
             ),
         );
     }
