@@ -1,5 +1,6 @@
 //! The ingest port's promise while the admin side works: compliance reports (more at once
-//! than the long reads' path takes), an import and a dry run over HTTP, against a child
+//! than the long reads' path takes), an import and a dry run over HTTP, batch lookups and
+//! scrapes, against a child
 //! daemon with tens of thousands of opt-outs, and every signed delivery still acknowledged
 //! within a second, `/healthz` still answering.
 //!
@@ -149,8 +150,12 @@ async fn admin_side(daemon: &Daemon, done: Arc<AtomicBool>) -> AdminSide {
         stop.store(true, Ordering::Relaxed);
         (import, dry_run)
     };
-    let ((import, dry_run), (reports_whole, reports_busy, other_statuses)) =
-        tokio::join!(imports, reports(daemon, stop.clone()));
+    let ((import, dry_run), (reports_whole, reports_busy, mut other_statuses), lookups) = tokio::join!(
+        imports,
+        reports(daemon, stop.clone()),
+        lookups_and_scrapes(daemon, stop.clone())
+    );
+    other_statuses.extend(lookups);
     done.store(true, Ordering::Relaxed);
     AdminSide {
         reports_whole,
@@ -159,6 +164,34 @@ async fn admin_side(daemon: &Daemon, done: Arc<AtomicBool>) -> AdminSide {
         import: Some(import),
         dry_run: Some(dry_run),
     }
+}
+
+/// Batch lookups of 10,000 numbers (the most one takes) and `/metrics` scrapes, one after
+/// another until `stop`: the statuses that were not 200.
+async fn lookups_and_scrapes(daemon: &Daemon, stop: Arc<AtomicBool>) -> Vec<u16> {
+    let http = reqwest::Client::new();
+    let numbers: Vec<String> = (0..10_000).map(|n| format!("+1555{n:07}")).collect();
+    let lookup = serde_json::json!({ "phoneNumbers": numbers });
+    let mut other = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let looked_up = http
+            .post(daemon.admin_url("/v1/consent/lookup"))
+            .bearer_auth(ADMIN_TOKEN)
+            .json(&lookup)
+            .send()
+            .await;
+        let scraped = http.get(daemon.admin_url("/metrics")).send().await;
+        for answer in [looked_up, scraped] {
+            match answer {
+                Ok(response) if response.status() == 200 => {
+                    let _ = response.bytes().await;
+                }
+                Ok(response) => other.push(response.status().as_u16()),
+                Err(_) => other.push(0),
+            }
+        }
+    }
+    other
 }
 
 /// Signed deliveries every [`DELIVERY_INTERVAL`] and `/healthz` beside them until `done`:
