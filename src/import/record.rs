@@ -165,7 +165,9 @@ pub async fn import(
         actor = ?request.actor, file = ?request.file, scope = %request.scope,
         dry_run = request.dry_run, "import started"
     );
+    let mut stopped = StoppedPartWay(Some(request));
     let outcome = run(pool.into(), input, request).await;
+    stopped.0 = None;
     let duration_ms = u64::try_from(began.elapsed().as_millis()).unwrap_or(u64::MAX);
     match &outcome {
         Ok(report) => tracing::info!(
@@ -197,6 +199,21 @@ pub async fn import(
         ),
     }
     outcome
+}
+
+/// Says so in the log when an import is dropped before its end (the daemon stopped while it
+/// ran): it is then neither finished nor aborted, and must not leave a start alone.
+struct StoppedPartWay<'r>(Option<&'r Request>);
+
+impl Drop for StoppedPartWay<'_> {
+    fn drop(&mut self) {
+        if let Some(request) = self.0 {
+            tracing::warn!(
+                actor = ?request.actor, file = ?request.file, dry_run = request.dry_run,
+                "import stopped part-way (the daemon stopped): the batches committed before it are recorded; importing the list again records the rest"
+            );
+        }
+    }
 }
 
 /// The import itself.
