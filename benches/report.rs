@@ -15,11 +15,12 @@
 //! Then, each in a child process of its own that opens the database as the daemon does and
 //! reports its peak RSS (VmHWM), twice in turn:
 //!
-//! - the baseline: the report's reads alone (`opt_outs` of the window, `ack_spans` of each
-//!   subscriber, `messages_of_leads` for the leads of those rows in chunks of 1,000),
-//!   nothing built from them;
-//! - the report: `compliance::report` of the last 30 days, serialized with serde_json (as
-//!   `GET /v1/compliance` does) into a sink that counts the bytes.
+//! - the baseline: the report's reads alone (`opt_outs` of the window a page of 1,000 at a
+//!   time, `ack_spans` of each subscriber, `messages_of_leads` for the leads of those rows
+//!   in chunks of 1,000), nothing built from them;
+//! - the report: the last 30 days read a page at a time and written as JSON as it is read
+//!   (`compliance::write`, as `GET /v1/compliance` streams it) into a sink that counts the
+//!   bytes.
 //!
 //! Targets: the report, JSON included, in under 5 s with a peak RSS under 200 MB, on both
 //! backends. Read the report/baseline ratio beside them.
