@@ -19,6 +19,7 @@ use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::metrics::{self, Push};
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
+use crate::model::backoff::Backoff;
 use crate::model::text::Escaped;
 use crate::settings::ApiVersion;
 use crate::store::Pool;
@@ -240,12 +241,15 @@ fn no_such_lead(due: &DuePush) -> PushError {
     ))
 }
 
-/// The wait after the `attempts`-th failed attempt.
+/// The wait after the `attempts`-th failed attempt: [`Backoff::step`], without jitter. The
+/// time is stored and shown (`status`, the console) and documented as "1 s doubling to 1 h".
 fn backoff(attempts: i64) -> TimeDelta {
-    let doublings = u32::try_from(attempts.saturating_sub(1).clamp(0, 20)).unwrap_or(20);
-    let wait = FIRST_BACKOFF
-        .saturating_mul(1u32 << doublings)
-        .min(MAX_BACKOFF);
+    let failures = u32::try_from(attempts.max(0)).unwrap_or(u32::MAX);
+    let wait = Backoff {
+        first: FIRST_BACKOFF,
+        most: MAX_BACKOFF,
+    }
+    .step(failures);
     TimeDelta::from_std(wait).unwrap_or(TimeDelta::hours(1))
 }
 

@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use rand::Rng as _;
 use reqwest::{Method, StatusCode, Url};
 use secrecy::ExposeSecret;
 use serde::Serialize;
@@ -23,6 +22,7 @@ use super::rate::RateLimiter;
 use super::token::{
     AccessToken, MemoryTokenGuardStore, TokenGuardState, TokenGuardStore, TokenResponse, TokenSlot,
 };
+use crate::model::backoff::Backoff;
 use crate::settings::ApiVersion;
 
 /// Whether a request may be sent again after the service may have acted on it.
@@ -238,20 +238,17 @@ impl Inner {
         }
     }
 
-    /// Exponential backoff with jitter, or the service's `Retry-After` when it gave one.
+    /// The service's `Retry-After` when it gave one (up to `retry_after_max`), else the
+    /// backoff from `backoff_base` to `backoff_max`.
     fn backoff(&self, retry: u32, retry_after: Option<Duration>) -> Duration {
         if let Some(wait) = retry_after {
             return wait.min(self.config.retry_after_max);
         }
-        let exp = self
-            .config
-            .backoff_base
-            .saturating_mul(1u32 << retry.saturating_sub(1).min(20))
-            .min(self.config.backoff_max);
-        // "Equal jitter": at least half the backoff, so retries never bunch up at zero.
-        let half = exp / 2;
-        let jitter_ms = u64::try_from(half.as_millis()).unwrap_or(u64::MAX);
-        half + Duration::from_millis(rand::thread_rng().gen_range(0..=jitter_ms))
+        Backoff {
+            first: self.config.backoff_base,
+            most: self.config.backoff_max,
+        }
+        .wait(retry)
     }
 
     /// The shared token, minting one if there is none or it is about to expire. The lock is

@@ -7,6 +7,8 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// The wait between failed attempts, one rule for the client, the pusher and the senders.
+pub mod backoff;
 /// Business days and the legal deadline of an opt-out counted in them.
 pub mod business_days;
 /// The hash chain over the ledger: the canonical encoding of an entry and the walk.

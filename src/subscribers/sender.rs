@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, TimeDelta, Utc};
-use rand::Rng as _;
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +21,7 @@ use self::post::Posted;
 use super::Subscriber;
 use super::try_now::{Request, Running};
 use crate::metrics::{self, SubscriberOutcome};
+use crate::model::backoff::Backoff;
 use crate::model::{AckSpan, LedgerEntry, Timestamp};
 use crate::settings::Algorithm;
 use crate::signal::{FALLBACK_POLL, Follower};
@@ -59,12 +59,13 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
 
 /// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to `most`,
 /// with up to a fifth taken off at random so that senders restarted together do not retry
-/// together.
+/// together ([`Backoff::wait`]).
 pub fn backoff(failures: u32, most: Duration) -> Duration {
-    let doubled = FIRST_BACKOFF.saturating_mul(1 << failures.saturating_sub(1).min(16));
-    let ceiling = doubled.min(most.max(FIRST_BACKOFF));
-    let jitter = rand::thread_rng().gen_range(0.8..=1.0);
-    ceiling.mul_f64(jitter).max(FIRST_BACKOFF)
+    Backoff {
+        first: FIRST_BACKOFF,
+        most,
+    }
+    .wait(failures)
 }
 
 /// A sender's cursor between attempts. While entries flow it is written to the database

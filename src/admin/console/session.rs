@@ -20,6 +20,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::Utc;
+use cookie::{Cookie, CookieBuilder, SameSite};
 use secrecy::ExposeSecret as _;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
@@ -118,10 +119,10 @@ fn cookie<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(';'))
-        .filter_map(|pair| pair.trim().split_once('='))
-        .find(|(key, _)| *key == name)
-        .map(|(_, value)| value)
+        .flat_map(Cookie::split_parse)
+        .filter_map(Result::ok)
+        .find(|cookie| cookie.name() == name)
+        .and_then(|cookie| cookie.value_raw())
 }
 
 /// A `Set-Cookie` value: HttpOnly, SameSite=Strict, for the whole listener; `Secure` when
@@ -130,21 +131,28 @@ pub fn set_cookie(headers: &HeaderMap, name: &str, value: &str, max_age: Duratio
     let secure = headers
         .get("x-forwarded-proto")
         .is_some_and(|p| p.as_bytes().eq_ignore_ascii_case(b"https"));
-    let cookie = format!(
-        "{name}={value}; Path=/; Max-Age={}; HttpOnly; SameSite=Strict{}",
-        max_age.as_secs(),
-        if secure { "; Secure" } else { "" }
-    );
-    // Only URL-safe base64 and fixed text: always a valid header value.
-    HeaderValue::from_str(&cookie).unwrap_or_else(|_| HeaderValue::from_static(""))
+    let seconds = i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX);
+    let cookie = ours(name, value, seconds).secure(secure);
+    header_value(&cookie.build())
 }
 
 /// A `Set-Cookie` value that removes the cookie `name`.
 pub fn clear_cookie(name: &'static str) -> HeaderValue {
-    HeaderValue::from_str(&format!(
-        "{name}=; Path=/; Max-Age=0; HttpOnly; SameSite=Strict"
-    ))
-    .unwrap_or_else(|_| HeaderValue::from_static(""))
+    header_value(&ours(name, "", 0).build())
+}
+
+/// The attributes of every cookie the console sets.
+fn ours<'c>(name: &'c str, value: &'c str, max_age_secs: i64) -> CookieBuilder<'c> {
+    Cookie::build((name, value))
+        .path("/")
+        .max_age(cookie::time::Duration::seconds(max_age_secs))
+        .http_only(true)
+        .same_site(SameSite::Strict)
+}
+
+fn header_value(cookie: &Cookie<'_>) -> HeaderValue {
+    // Only URL-safe base64 and fixed text: always a valid header value.
+    HeaderValue::from_str(&cookie.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
 }
 
 /// The sign-in form's token: a fresh one, and the cookie that goes with it.
@@ -318,6 +326,22 @@ mod tests {
             "v",
             IDLE,
         );
-        assert!(proxied.to_str().expect("ascii").ends_with("; Secure"));
+        // An attribute, wherever the crate writes it (after SameSite, before Path).
+        let attributes = |value: &HeaderValue| {
+            let text = value.to_str().expect("ascii").to_owned();
+            text.split("; ")
+                .skip(1)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        };
+        assert!(attributes(&proxied).iter().any(|a| a == "Secure"));
+        assert_eq!(
+            attributes(&set_cookie(&HeaderMap::new(), COOKIE, "v", IDLE)),
+            ["HttpOnly", "SameSite=Strict", "Path=/", "Max-Age=1800"]
+        );
+        assert_eq!(
+            clear_cookie(COOKIE).to_str().expect("ascii"),
+            "outreach_sync_session=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+        );
     }
 }
