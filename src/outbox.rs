@@ -28,6 +28,9 @@ const MAX_BATCH: usize = 512;
 const QUEUE_DEPTH: usize = 4096;
 /// Pause after a failed commit, so a broken disk is not hammered in a tight loop.
 const FAILURE_PAUSE: Duration = Duration::from_millis(200);
+/// Refused deliveries the database keeps (the newest); the sample of refusals (`rejections`,
+/// which hands them to the writer) keeps as many in memory.
+pub const REJECTED_KEPT: usize = 20;
 
 pub use crate::model::{Delivery, RejectedDelivery};
 
@@ -262,12 +265,8 @@ impl Writer {
         let recorded = if others.rejected.is_empty() && !others.probe {
             Ok(())
         } else {
-            conn.record_others(
-                &others.rejected,
-                crate::rejections::KEPT as i64,
-                others.probe,
-            )
-            .await
+            conn.record_others(&others.rejected, REJECTED_KEPT as i64, others.probe)
+                .await
         };
         self.last_id = last_id;
         Ok((written, recorded))

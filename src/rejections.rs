@@ -15,10 +15,11 @@ use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 use crate::model::RejectedDelivery;
-use crate::outbox::OutboxWriter;
+use crate::outbox::{OutboxWriter, REJECTED_KEPT};
 
-/// Refused deliveries kept, in memory and in the database.
-pub const KEPT: usize = 20;
+/// Refused deliveries kept, in memory and in the database (where the outbox writer keeps
+/// the newest).
+pub const KEPT: usize = REJECTED_KEPT;
 /// Largest body kept with a refused delivery; a larger one is kept as its length only.
 /// Webhook bodies are a few KiB; the bound holds the sample under 1.3 MiB.
 pub const BODY_KEPT: usize = 64 * 1024;

@@ -2,7 +2,7 @@
 //! secrets, validation that names the offending key, and the redacted effective view.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
@@ -84,6 +84,30 @@ fn redact_opt<S: Serializer>(secret: &Option<SecretString>, s: S) -> Result<S::O
     match secret {
         Some(_) => s.serialize_str(REDACTED),
         None => s.serialize_none(),
+    }
+}
+
+/// The text of a `_file` secret: the path may be relative to systemd's credentials
+/// directory. (For the whole file and for each section: here, so that no section imports
+/// `load`, which imports the sections.)
+fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsError> {
+    let resolved = match std::env::var_os("CREDENTIALS_DIRECTORY") {
+        Some(dir) if path.is_relative() => Path::new(&dir).join(path),
+        _ => path.to_owned(),
+    };
+    std::fs::read_to_string(&resolved).map_err(|e| {
+        SettingsError::invalid(key, format!("cannot read {}: {e}", resolved.display()))
+    })
+}
+
+/// Refuses a URL that is not http(s) with a host, naming `key`.
+fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
+    match reqwest::Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
+        _ => Err(SettingsError::invalid(
+            key,
+            format!("`{value}` is not an http(s) URL"),
+        )),
     }
 }
 

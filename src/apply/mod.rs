@@ -39,8 +39,9 @@ pub struct Pending {
 pub struct Outcome {
     pub applied: u64,
     pub quarantined: u64,
-    /// Messages new to the mirror that were sent to a number after its opt-out (past the
-    /// confirmation window): counted once the batch commits.
+    /// Messages new to the mirror that were sent to a lead after an opt-out of its number
+    /// (past the confirmation window, before a later opt-in), by the compliance report's
+    /// rule: counted once the batch commits.
     pub sent_after_opt_out: u64,
 }
 
@@ -192,11 +193,13 @@ fn new_messages<'a>(
         .filter_map(|s| {
             let created = DateTime::parse_from_rfc3339(s.message.created_at.as_deref()?).ok()?;
             let after = Timestamp(created.to_utc() - window);
+            let created = Timestamp(created.to_utc());
             let lead_id = s.lead_id?;
             seen.insert(s.message.id.as_str())
                 .then_some(crate::store::NewMessage {
                     id: &s.message.id,
                     lead_id,
+                    created,
                     after,
                 })
         })

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
-use super::{DEFAULT_CONFIG_PATH, Settings, SettingsError, subscribers};
+use super::{DEFAULT_CONFIG_PATH, Settings, SettingsError, read_secret_file, subscribers};
 
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
 const ENV_PREFIX: &str = "OUTREACH_SYNC";
@@ -104,17 +104,6 @@ impl Settings {
         subscribers::read_secret_files(&mut self.subscriber)?;
         Ok(())
     }
-}
-
-pub(super) fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsError> {
-    // The path may be relative to systemd's credentials directory.
-    let resolved = match std::env::var_os("CREDENTIALS_DIRECTORY") {
-        Some(dir) if path.is_relative() => Path::new(&dir).join(path),
-        _ => path.to_owned(),
-    };
-    std::fs::read_to_string(&resolved).map_err(|e| {
-        SettingsError::invalid(key, format!("cannot read {}: {e}", resolved.display()))
-    })
 }
 
 fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {

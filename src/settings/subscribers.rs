@@ -5,9 +5,7 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::load::read_secret_file;
-use super::validate::url_with_http_scheme;
-use super::{SettingsError, redact_opt};
+use super::{SettingsError, read_secret_file, redact_opt, url_with_http_scheme};
 use crate::model::Source;
 
 /// Largest `batch`: a request of 1,000 entries is about 300 KB.

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 
 use secrecy::ExposeSecret;
 
-use super::{Scheme, Settings, SettingsError, subscribers};
+use super::{Scheme, Settings, SettingsError, subscribers, url_with_http_scheme};
 
 impl Settings {
     /// Checks every value that deserialization alone cannot.
@@ -215,14 +215,4 @@ pub(super) fn parse_bind(key: &'static str, value: &str) -> Result<SocketAddr, S
     value
         .parse()
         .map_err(|_| SettingsError::invalid(key, format!("`{value}` is not an IP:port address")))
-}
-
-pub(super) fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
-    match reqwest::Url::parse(value) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
-        _ => Err(SettingsError::invalid(
-            key,
-            format!("`{value}` is not an http(s) URL"),
-        )),
-    }
 }

@@ -140,11 +140,62 @@ pub struct StateWrite<'a> {
     pub stored: bool,
 }
 
+/// The statement of [`ApplyTx::sent_after_opt_out`], one text for both backends: `$messages`
+/// gives each message as `k (id, lead, created, after)`. It is the compliance report's rule
+/// (`compliance/items.rs`) from the message's side: the opt-outs of its lead by the entry's
+/// own lead (on the index of opt-outs by lead), or by the lead the number's state holds, the
+/// number found through the mirror (an index by lead on the states would slow the first
+/// import).
+macro_rules! sent_after_opt_out {
+    ($messages:literal) => {
+        concat!(
+            "SELECT COUNT(*) FROM ",
+            $messages,
+            "
+             WHERE NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.id)
+               AND (EXISTS (SELECT 1 FROM ledger AS e WHERE e.lead_id = k.lead AND ",
+            $crate::store::apply::opted_out_before_k!(),
+            ")
+                    OR EXISTS (SELECT 1 FROM leads AS l
+                               JOIN consent_state AS s
+                                 ON s.phone_number = l.phone_number
+                                AND s.organization_id = l.organization_id
+                               JOIN ledger AS e
+                                 ON e.phone_number = s.phone_number
+                                AND e.organization_id = s.organization_id
+                               WHERE l.id = k.lead AND s.lead_id = l.id AND ",
+            $crate::store::apply::opted_out_before_k!(),
+            "))"
+        )
+    };
+}
+pub(crate) use sent_after_opt_out;
+
+/// An opt-out entry `e` (not the echo of a local change) earlier than the message `k`'s
+/// `after`, with no opt-in of its number up to the message's creation.
+macro_rules! opted_out_before_k {
+    () => {
+        "e.opted_out AND e.occurred_at < k.after
+         AND NOT EXISTS (SELECT 1 FROM ledger AS i
+                         WHERE i.phone_number = e.phone_number
+                           AND i.organization_id = e.organization_id
+                           AND NOT i.opted_out AND i.occurred_at > e.occurred_at
+                           AND i.occurred_at <= k.created)
+         AND NOT EXISTS (SELECT 1 FROM pushes AS p
+                         WHERE p.echo_ref = e.event_ref
+                           AND p.organization_id = e.organization_id
+                           AND p.phone_number = e.phone_number)"
+    };
+}
+pub(crate) use opted_out_before_k;
+
 /// A message status about to be applied, for [`ApplyTx::sent_after_opt_out`].
 #[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct NewMessage<'a> {
     pub id: &'a str,
     pub lead_id: &'a str,
+    /// Its creation.
+    pub created: Timestamp,
     /// Its creation less the confirmation window.
     pub after: Timestamp,
 }
@@ -251,9 +302,13 @@ pub trait ApplyTx: Send {
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
-    /// How many of `messages` are new to the mirror and were sent to a lead whose number was
-    /// opted out in its organization before the message's `after` (its creation less the
-    /// confirmation window): messages sent after an opt-out.
+    /// How many of `messages` are new to the mirror and were sent after an opt-out, by the
+    /// compliance report's rule: an opt-out entry (not the echo of a local change) of the
+    /// message's lead, by the entry's own lead or by the lead `consent_state` holds for the
+    /// entry's number, earlier than the message's `after` (its creation less the confirmation
+    /// window), with no opt-in of that number between the opt-out and the message's creation.
+    /// By its own lead the mirror need not hold the lead; by the state's lead the number is
+    /// the mirror's for that lead.
     fn sent_after_opt_out(
         &mut self,
         messages: &[NewMessage<'_>],

@@ -59,6 +59,8 @@ mod console;
 /// Subscribers' delivery state, one text for both backends.
 mod subscribers;
 
+/// The other replicas' ledger commits turned into wake-ups of [`crate::signal`].
+mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
 pub use tx::{Gated, IngestStore, SqliteWriter, Tx};

@@ -20,7 +20,7 @@ const CACHE_KIB: u32 = 2 * 1024;
 const POOL_SIZE: u32 = 8;
 /// Connections of a PostgreSQL pool, per replica: the worker, the leader's reconciler,
 /// pusher and subscriber senders, admin requests and the heartbeat each hold one at a time;
-/// the ledger's listener (`signal::listen`) keeps one for itself.
+/// the ledger's listener (`store/listen.rs`) keeps one for itself.
 const POSTGRES_POOL_SIZE: u32 = 11;
 /// Longest wait for a PostgreSQL connection from the pool: while the server is down every
 /// read fails after it (readiness and the admin API answer 503) instead of after sqlx's

@@ -143,10 +143,10 @@ impl Pool {
     }
 
     /// Turns the other replicas' ledger commits into wake-ups here until `shutdown` (see
-    /// [`crate::signal::listen`]); returns at once where there are no replicas.
+    /// `store/listen.rs`); returns at once where there are no replicas.
     pub async fn listen_to_replicas(&self, shutdown: tokio_util::sync::CancellationToken) {
         if let Pool::Postgres(pool) = self {
-            crate::signal::listen(pool.clone(), shutdown).await;
+            super::listen::listen(pool.clone(), shutdown).await;
         }
     }
 }

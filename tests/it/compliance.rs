@@ -25,6 +25,19 @@ fn opt_out(lead: &str, phone: &str, at: DateTime<Utc>) -> String {
     .to_string()
 }
 
+/// The service's opt-out of `lead` as a consent subset (no whole Lead resource): the ledger
+/// has the lead's id, the mirror does not have the lead.
+fn opt_out_subset(lead: &str, phone: &str, at: DateTime<Utc>) -> String {
+    json!({"type": "consentUpdate-v1", "id": format!("evt_{lead}"), "createdAt": at.to_rfc3339(),
+           "data": {"id": lead, "organizationId": "org_1", "phoneNumber": phone,
+                    "globalOptedOut": true}})
+    .to_string()
+}
+
+/// `outreach_sync_messages_after_optout_total` is the process's: the tests that read it
+/// exactly take turns.
+static SENT_AFTER_COUNTED: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn message(id: &str, lead: &str, at: DateTime<Utc>) -> String {
     json!({"type": "messageStatus-v1", "id": format!("evt_{id}"), "createdAt": at.to_rfc3339(),
            "data": {"id": id, "threadId": "t1", "status": "delivered", "type": "text",
@@ -67,6 +80,7 @@ async fn an_opt_out_is_pending_until_a_stopped_subscriber_has_it_and_messages_af
     let Some(app) = spawn_app_on(backend, |s| subscribe(s, &url)).await else {
         return;
     };
+    let _turn = SENT_AFTER_COUNTED.lock().await;
     let opted_out_at = Utc::now() - TimeDelta::hours(2);
     let sent_after = "outreach_sync_messages_after_optout_total";
     let counted_before = metric(&app, sent_after).await;
@@ -250,5 +264,58 @@ async fn the_report_prints_as_csv_and_as_one_self_contained_html_file(backend: B
     }
     let json: Value = serde_json::from_str(&run("json")).expect("JSON");
     assert_eq!(json["totals"]["honoured"], 1);
+    app.stop().await;
+}
+
+on_both_backends!(
+    a_message_after_an_opt_out_is_counted_as_the_report_lists_it_before_any_reconciliation
+);
+async fn a_message_after_an_opt_out_is_counted_as_the_report_lists_it_before_any_reconciliation(
+    backend: Backend,
+) {
+    // Never reconciled: the mirror holds no lead, only what the webhooks bring.
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    let _turn = SENT_AFTER_COUNTED.lock().await;
+    let sent_after = "outreach_sync_messages_after_optout_total";
+    let opted_out_at = Utc::now() - TimeDelta::hours(3);
+    let subset = opt_out_subset("lead_7", "+15550001007", opted_out_at);
+    assert_eq!(app.post_signed(&subset).await.status(), 200);
+    app.drain().await;
+
+    // Within the confirmation window: the confirmation, not counted.
+    let before = metric(&app, sent_after).await;
+    let confirm = message("m7_confirm", "lead_7", opted_out_at + TimeDelta::minutes(2));
+    assert_eq!(app.post_signed(&confirm).await.status(), 200);
+    app.drain().await;
+    assert_eq!(metric(&app, sent_after).await, before, "the confirmation");
+
+    // An hour after the opt-out: listed, and counted once.
+    let late = message("m7_after", "lead_7", opted_out_at + TimeDelta::hours(1));
+    assert_eq!(app.post_signed(&late).await.status(), 200);
+    app.drain().await;
+    assert_eq!(metric(&app, sent_after).await, before + 1.0);
+    let listed = report(&app).await;
+    let item = &listed["items"][0];
+    assert_eq!(item["confirmation"]["id"], "m7_confirm", "{listed}");
+    let after: Vec<&str> = item["sentAfterOptOut"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .map(|m| m["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(after, ["m7_after"], "{listed}");
+    assert_eq!(listed["totals"]["sentAfterOptOut"], 1);
+
+    // Its next status is the same message: not counted again.
+    assert_eq!(
+        app.post_signed(&late.replace("evt_m7_after", "evt_m7_again"))
+            .await
+            .status(),
+        200
+    );
+    app.drain().await;
+    assert_eq!(metric(&app, sent_after).await, before + 1.0);
     app.stop().await;
 }

@@ -13,6 +13,7 @@ mod admin;
 mod admin_feed;
 mod alerts;
 mod apply;
+mod architecture;
 mod browser;
 mod chain;
 mod cli;

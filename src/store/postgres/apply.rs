@@ -242,7 +242,7 @@ impl ApplyTx for PgConnection {
         .bind(column(&rows, |r| r.evidence.as_deref()))
         .execute(&mut *self)
         .await?;
-        // The insert notifies every replica's listener at commit (`crate::signal::listen`),
+        // The insert notifies every replica's listener at commit (`store/listen.rs`),
         // by the trigger `ledger_notify`.
         Ok(seqs)
     }
@@ -435,16 +435,13 @@ impl ApplyTx for PgConnection {
         if messages.is_empty() {
             return Ok(0);
         }
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM unnest($1::text[], $2::text[], $3::timestamptz[]) AS k (id, lead, after)
-             JOIN leads AS l ON l.id = k.lead
-             JOIN consent_state AS s
-               ON s.phone_number = l.phone_number AND s.organization_id = l.organization_id
-             WHERE s.opted_out AND s.changed_at < k.after
-               AND NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.id)",
-        )
+        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
+            "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+             AS k (id, lead, created, after)"
+        ))
         .bind(column(messages, |m| m.id))
         .bind(column(messages, |m| m.lead_id))
+        .bind(column(messages, |m| m.created.at()))
         .bind(column(messages, |m| m.after.at()))
         .fetch_one(&mut *self)
         .await?;

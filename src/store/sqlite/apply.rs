@@ -405,14 +405,11 @@ impl ApplyTx for SqliteConnection {
         if messages.is_empty() {
             return Ok(0);
         }
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM json_each(?) AS k
-             JOIN leads AS l ON l.id = k.value ->> 'lead_id'
-             JOIN consent_state AS s
-               ON s.phone_number = l.phone_number AND s.organization_id = l.organization_id
-             WHERE s.opted_out AND s.changed_at < k.value ->> 'after'
-               AND NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.value ->> 'id')",
-        )
+        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
+            "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
+                     value ->> 'created' AS created, value ->> 'after' AS after
+              FROM json_each(?)) AS k"
+        ))
         .bind(codec::json_param(messages)?)
         .fetch_one(&mut *self)
         .await?;

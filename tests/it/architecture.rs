@@ -1,0 +1,546 @@
+//! The layer rule of ARCHITECTURE.md as a test: each layer imports only the layers below it,
+//! no module imports one that imports it, and nothing outside `src/store/` names a backend.
+//! The layers are read from the document's own table, so that the page stays the one source.
+//!
+//! A use is every `crate::MODULE` path (in `use` lines, groups and inline paths such as
+//! `crate::metrics::global()`) and every `super::` or `self::` path, resolved from the file and
+//! the inline modules it is written in. Comments and literals are not read.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::repository;
+
+/// Uses of a higher layer kept for now, each with its reason: (from, to, why).
+const KNOWN_UPWARD: &[(&str, &str, &str)] = &[];
+
+/// Files outside `src/store/` that name a backend, each with its reason.
+const NAMES_A_BACKEND: &[(&str, &str)] = &[
+    (
+        "src/model/typed.rs",
+        "the typed values bind and decode on both backends (ARCHITECTURE.md, layer 1)",
+    ),
+    (
+        "src/settings.rs",
+        "`database.url` is checked by the PostgreSQL driver's own parser when it is validated",
+    ),
+    (
+        "src/lease.rs",
+        "its unit tests open a SQLite pool of their own",
+    ),
+];
+
+/// What names a backend: the driver's types and modules.
+const BACKEND_NAMES: &[&str] = &[
+    "PgPool",
+    "PgListener",
+    "PgConnection",
+    "PgConnectOptions",
+    "SqlitePool",
+    "SqliteConnection",
+    "SqliteConnectOptions",
+];
+const BACKEND_MODULES: &[&str] = &["postgres", "sqlite", "Postgres", "Sqlite"];
+
+#[test]
+fn no_module_imports_a_higher_layer_or_one_that_imports_it() {
+    let modules = top_level_modules();
+    let layers = layers_of(&modules);
+    let files = sources();
+    let mut failures = Vec::new();
+    // from -> to -> where, within a layer; the same for submodules, by their top-level module.
+    let mut top: Graph = BTreeMap::new();
+    let mut inner: BTreeMap<String, Graph> = BTreeMap::new();
+    for (file, text) in &files {
+        let at = module_of(file);
+        for found in uses(text, &at) {
+            let place = format!("{file}:{}", found.line);
+            let to = &found.path[0];
+            if *to != at[0] && modules.contains(to) {
+                let (from_layer, to_layer) = (layers[&at[0]], layers[to]);
+                // A circle through layers has a use of a higher layer, reported as such.
+                if to_layer == from_layer {
+                    top.entry(at[0].clone())
+                        .or_default()
+                        .entry(to.clone())
+                        .or_insert_with(|| place.clone());
+                }
+                let known = KNOWN_UPWARD.iter().any(|(f, t, _)| *f == at[0] && t == to);
+                if to_layer > from_layer && !known {
+                    failures.push(format!(
+                        "{place}: `{}` (layer {from_layer}) uses `{to}` (layer {to_layer})",
+                        at[0]
+                    ));
+                }
+            } else if *to == at[0]
+                && at.len() >= 2
+                && found.path.len() >= 2
+                && found.path[1] != at[1]
+                && is_submodule(&at[0], &found.path[1])
+            {
+                inner
+                    .entry(at[0].clone())
+                    .or_default()
+                    .entry(at[1].clone())
+                    .or_default()
+                    .entry(found.path[1].clone())
+                    .or_insert(place);
+            }
+        }
+    }
+    failures.extend(circles(&top, ""));
+    for (module, graph) in &inner {
+        failures.extend(circles(graph, &format!("{module}::")));
+    }
+    assert!(
+        failures.is_empty(),
+        "the layer rule of ARCHITECTURE.md is broken:\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn nothing_outside_the_storage_layer_names_a_backend() {
+    let mut failures = Vec::new();
+    for (file, text) in sources() {
+        if file.starts_with("src/store/") || NAMES_A_BACKEND.iter().any(|(known, _)| *known == file)
+        {
+            continue;
+        }
+        let tokens = tokens(&clean(&text));
+        for (i, token) in tokens.iter().enumerate() {
+            let named = match &token.text {
+                t if BACKEND_NAMES.contains(&t.as_str()) => true,
+                t if BACKEND_MODULES.contains(&t.as_str()) => {
+                    i >= 2 && tokens[i - 1].text == "::" && tokens[i - 2].text == "sqlx"
+                }
+                _ => false,
+            };
+            if named {
+                failures.push(format!("{file}:{}: `{}`", token.line, token.text));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "a backend named outside src/store/ (ARCHITECTURE.md: the backend is chosen in \
+         `store::open` and nowhere else):\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_known_exceptions_are_still_needed() {
+    let files = sources();
+    for (file, why) in NAMES_A_BACKEND {
+        let text = &files
+            .iter()
+            .find(|(f, _)| f == file)
+            .unwrap_or_else(|| panic!("{file} is gone: drop it from NAMES_A_BACKEND"))
+            .1;
+        let names = tokens(&clean(text))
+            .iter()
+            .any(|t| BACKEND_NAMES.contains(&t.text.as_str()) || t.text == "postgres");
+        assert!(names, "{file} no longer names a backend ({why}): drop it");
+    }
+}
+
+/// from -> to -> the first place it is written.
+type Graph = BTreeMap<String, BTreeMap<String, String>>;
+
+/// The modules `src/lib.rs` declares.
+fn top_level_modules() -> BTreeSet<String> {
+    let lib = std::fs::read_to_string(repository("src/lib.rs")).expect("src/lib.rs");
+    let modules: BTreeSet<String> = lib
+        .lines()
+        .filter_map(|l| {
+            l.trim()
+                .strip_prefix("pub mod ")
+                .or_else(|| l.trim().strip_prefix("mod "))
+        })
+        .filter_map(|l| l.strip_suffix(';'))
+        .map(str::to_owned)
+        .collect();
+    assert!(modules.len() > 10, "modules of src/lib.rs: {modules:?}");
+    modules
+}
+
+/// Each module's layer, from the table of ARCHITECTURE.md: the modules named in a row's
+/// second column, outside parentheses (which name files and the things a module serves).
+fn layers_of(modules: &BTreeSet<String>) -> BTreeMap<String, usize> {
+    let doc = std::fs::read_to_string(repository("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
+    let mut layers: BTreeMap<String, Vec<usize>> = BTreeMap::new();
+    for row in doc.lines().filter_map(|l| l.strip_prefix("| ")) {
+        let Some((number, _)) = row.split_once(". ") else {
+            continue;
+        };
+        let Ok(layer) = number.parse::<usize>() else {
+            continue;
+        };
+        let column = row.split('|').nth(1).expect("a modules column");
+        for name in backticked(&outside_parentheses(column)) {
+            if modules.contains(name) {
+                layers.entry(name.to_owned()).or_default().push(layer);
+            }
+        }
+    }
+    let mut problems = Vec::new();
+    for module in modules {
+        match layers.get(module).map(Vec::as_slice) {
+            None => problems.push(format!("`{module}` is in no layer")),
+            Some([_]) => {}
+            Some(more) => problems.push(format!("`{module}` is in layers {more:?}")),
+        }
+    }
+    assert!(
+        problems.is_empty(),
+        "ARCHITECTURE.md's layer table and src/lib.rs disagree:\n{}",
+        problems.join("\n")
+    );
+    layers.into_iter().map(|(m, l)| (m, l[0])).collect()
+}
+
+fn outside_parentheses(text: &str) -> String {
+    let mut depth = 0usize;
+    text.chars()
+        .filter(|c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
+}
+
+/// The identifiers between backticks (a path or a file name is not one).
+fn backticked(text: &str) -> impl Iterator<Item = &str> {
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|t| t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+}
+
+/// Every `.rs` file under `src/` but `lib.rs`, as (`src/...`, its text).
+fn sources() -> Vec<(String, String)> {
+    fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
+        for entry in std::fs::read_dir(dir).expect("a folder of src/") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let relative = path
+                    .strip_prefix(repository(""))
+                    .expect("under the repository")
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                let text = std::fs::read_to_string(&path).expect("a source file");
+                out.push((relative, text));
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(&repository("src"), &mut files);
+    files.retain(|(file, _)| file != "src/lib.rs");
+    files.sort();
+    assert!(files.len() > 50, "{} files under src/", files.len());
+    files
+}
+
+/// The module path of a file: `src/settings/load.rs` is `settings::load`.
+fn module_of(file: &str) -> Vec<String> {
+    let path = file
+        .strip_prefix("src/")
+        .and_then(|f| f.strip_suffix(".rs"))
+        .expect("src/...rs");
+    let mut parts: Vec<String> = path.split('/').map(str::to_owned).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+fn is_submodule(module: &str, name: &str) -> bool {
+    repository(&format!("src/{module}/{name}.rs")).is_file()
+        || repository(&format!("src/{module}/{name}/mod.rs")).is_file()
+}
+
+/// Each circle of `graph`: its modules, and where each use among them is written.
+fn circles(graph: &Graph, prefix: &str) -> Vec<String> {
+    let reaches = |from: &str, to: &str| {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![from.to_owned()];
+        while let Some(at) = stack.pop() {
+            for next in graph.get(&at).into_iter().flat_map(BTreeMap::keys) {
+                if next == to {
+                    return true;
+                }
+                if seen.insert(next.clone()) {
+                    stack.push(next.clone());
+                }
+            }
+        }
+        false
+    };
+    let mut reported = BTreeSet::new();
+    let mut failures = Vec::new();
+    for module in graph.keys() {
+        if reported.contains(module) || !reaches(module, module) {
+            continue;
+        }
+        let circle: BTreeSet<&String> = graph
+            .keys()
+            .filter(|other| reaches(module, other) && reaches(other, module))
+            .collect();
+        let mut uses = Vec::new();
+        for from in &circle {
+            for (to, place) in &graph[*from] {
+                if circle.contains(to) {
+                    uses.push(format!("  {place}: `{prefix}{from}` uses `{prefix}{to}`"));
+                }
+            }
+        }
+        let names: Vec<String> = circle.iter().map(|m| format!("`{prefix}{m}`")).collect();
+        failures.push(format!(
+            "a circle: {} import each other\n{}",
+            names.join(", "),
+            uses.join("\n")
+        ));
+        reported.extend(circle.into_iter().cloned());
+    }
+    failures
+}
+
+struct Token {
+    text: String,
+    line: usize,
+}
+
+/// A use: the absolute path it starts with (one or two names), and its line.
+struct Use {
+    path: Vec<String>,
+    line: usize,
+}
+
+/// The uses in a file of module `at`.
+fn uses(text: &str, at: &[String]) -> Vec<Use> {
+    let tokens = tokens(&clean(text));
+    let mut found = Vec::new();
+    // The inline modules the position is in, with the brace depth inside each.
+    let mut inline: Vec<(String, usize)> = Vec::new();
+    let mut depth = 0usize;
+    let text_at = |i: usize| tokens.get(i).map_or("", |t: &Token| t.text.as_str());
+    let mut i = 0;
+    while i < tokens.len() {
+        match text_at(i) {
+            "{" => depth += 1,
+            "}" => {
+                if inline.last().is_some_and(|(_, d)| *d == depth) {
+                    inline.pop();
+                }
+                depth = depth.saturating_sub(1);
+            }
+            "mod" if text_at(i + 2) == "{" => {
+                inline.push((text_at(i + 1).to_owned(), depth + 1));
+            }
+            start @ ("crate" | "super" | "self")
+                if text_at(i + 1) == "::" && (i == 0 || text_at(i - 1) != "::") =>
+            {
+                let mut base: Vec<String> = at.to_vec();
+                base.extend(inline.iter().map(|(name, _)| name.clone()));
+                if start == "crate" {
+                    base.clear();
+                }
+                let mut j = i;
+                if start == "super" {
+                    while text_at(j) == "super" && text_at(j + 1) == "::" {
+                        base.pop();
+                        j += 2;
+                    }
+                } else {
+                    j += 2;
+                }
+                for (tail, line) in tails(&tokens, j) {
+                    let mut path = base.clone();
+                    path.extend(tail);
+                    path.truncate(2);
+                    if !path.is_empty() {
+                        found.push(Use { path, line });
+                    }
+                }
+                i = j;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    found
+}
+
+/// The paths that start at token `i` (just after a `::`): one name and the next, or each
+/// item of a `{ ... }` group.
+fn tails(tokens: &[Token], i: usize) -> Vec<(Vec<String>, usize)> {
+    let text_at = |i: usize| tokens.get(i).map_or("", |t: &Token| t.text.as_str());
+    let is_name = |t: &str| t.starts_with(|c: char| c.is_alphabetic() || c == '_');
+    let path_at = |i: usize| {
+        let mut tail = vec![text_at(i).to_owned()];
+        if text_at(i + 1) == "::" && is_name(text_at(i + 2)) {
+            tail.push(text_at(i + 2).to_owned());
+        }
+        (tail, tokens[i].line)
+    };
+    if is_name(text_at(i)) {
+        return vec![path_at(i)];
+    }
+    if text_at(i) != "{" {
+        return Vec::new();
+    }
+    let mut found = Vec::new();
+    let (mut depth, mut item_start, mut j) = (1, true, i + 1);
+    while j < tokens.len() && depth > 0 {
+        match text_at(j) {
+            "{" => depth += 1,
+            "}" => depth -= 1,
+            "," if depth == 1 => item_start = true,
+            t if depth == 1 && item_start && is_name(t) => {
+                if t != "self" {
+                    found.push(path_at(j));
+                }
+                item_start = false;
+            }
+            _ => item_start = false,
+        }
+        j += 1;
+    }
+    found
+}
+
+/// Names, `::`, and every other character as a token of its own, with their lines.
+fn tokens(text: &str) -> Vec<Token> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    while i < chars.len() {
+        let c = chars[i];
+        if c == '\n' {
+            line += 1;
+            i += 1;
+        } else if c.is_whitespace() {
+            i += 1;
+        } else if c.is_alphanumeric() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            let text = chars[start..i].iter().collect();
+            tokens.push(Token { text, line });
+        } else if c == ':' && chars.get(i + 1) == Some(&':') {
+            tokens.push(Token {
+                text: "::".into(),
+                line,
+            });
+            i += 2;
+        } else {
+            tokens.push(Token {
+                text: c.to_string(),
+                line,
+            });
+            i += 1;
+        }
+    }
+    tokens
+}
+
+/// `text` with comments, strings and characters blanked (lines kept).
+fn clean(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let blank = |out: &mut String, run: &[char]| {
+        out.extend(run.iter().map(|&c| if c == '\n' { '\n' } else { ' ' }));
+    };
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        let after_name = i > 0 && (chars[i - 1].is_alphanumeric() || chars[i - 1] == '_');
+        let end = if c == '/' && at(i + 1) == '/' {
+            (i..chars.len())
+                .find(|&j| chars[j] == '\n')
+                .unwrap_or(chars.len())
+        } else if c == '/' && at(i + 1) == '*' {
+            let (mut depth, mut j) = (0, i);
+            loop {
+                if at(j) == '/' && at(j + 1) == '*' {
+                    depth += 1;
+                    j += 2;
+                } else if at(j) == '*' && at(j + 1) == '/' {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break j;
+                    }
+                } else if j >= chars.len() {
+                    break j;
+                } else {
+                    j += 1;
+                }
+            }
+        } else if !after_name && let Some(end) = raw_string(&chars, i) {
+            end
+        } else if c == '"' {
+            let mut j = i + 1;
+            while j < chars.len() && chars[j] != '"' {
+                j += if chars[j] == '\\' { 2 } else { 1 };
+            }
+            j + 1
+        } else if c == '\'' && at(i + 1) == '\\' {
+            (i + 2..chars.len())
+                .find(|&j| chars[j] == '\'')
+                .map_or(chars.len(), |j| j + 1)
+        } else if c == '\'' && at(i + 2) == '\'' {
+            i + 3
+        } else {
+            out.push(c);
+            i += 1;
+            continue;
+        };
+        let end = end.min(chars.len());
+        blank(&mut out, &chars[i..end]);
+        i = end;
+    }
+    out
+}
+
+/// The end of a raw string (`r"..."`, `r#"..."#`, `br"..."`) starting at `i`, if one does.
+fn raw_string(chars: &[char], i: usize) -> Option<usize> {
+    let mut j = i;
+    if chars.get(j) == Some(&'b') {
+        j += 1;
+    }
+    if chars.get(j) != Some(&'r') {
+        return None;
+    }
+    j += 1;
+    let hashes = chars[j..].iter().take_while(|&&c| c == '#').count();
+    j += hashes;
+    if chars.get(j) != Some(&'"') {
+        return None;
+    }
+    j += 1;
+    while j < chars.len() {
+        if chars[j] == '"'
+            && chars[j + 1..]
+                .iter()
+                .take(hashes)
+                .filter(|&&c| c == '#')
+                .count()
+                == hashes
+        {
+            return Some(j + 1 + hashes);
+        }
+        j += 1;
+    }
+    Some(chars.len())
+}
