@@ -3,6 +3,12 @@
 
 mod reload;
 mod supervisor;
+/// The tasks the supervisor runs, and the routers of the listeners.
+mod tasks;
+use tasks::{
+    admin_router, ingest_router, serve_ingest, supervise_admin, supervise_leader_work,
+    supervise_ledger_listener, supervise_reload, supervise_worker,
+};
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -19,16 +25,11 @@ pub use self::reload::{Hangups, Reloaded, Reloader};
 pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, Supervisor};
 use crate::client::ServiceClient;
 use crate::listener::Limits;
-use crate::metrics::Listener;
 use crate::outbox::{OutboxState, OutboxWriter};
-use crate::pusher::Pusher;
-use crate::reconcile::Reconciler;
-use crate::replica::Replica;
 use crate::settings::{AdminToken, Live, Settings};
 use crate::signature::Verifier;
 use crate::store::Pool;
-use crate::worker::Worker;
-use crate::{admin, ingest, outbox, upstream};
+use crate::{outbox, upstream};
 
 /// Longest wait, after a stop request, for in-flight requests and tasks to finish; below
 /// the 10 s promised to systemd (TimeoutStopSec=15 in the unit).
@@ -252,226 +253,6 @@ impl Application {
             tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
             tasks.take_failure().map_or(Ok(()), Err)
         })
-    }
-}
-
-/// The worker, applying the outbox on every replica.
-fn supervise_worker(
-    tasks: &mut Supervisor,
-    pool: &Pool,
-    writer: &OutboxWriter,
-    settings: &Settings,
-) {
-    let worker = Worker::new(
-        pool.clone(),
-        writer.state().clone(),
-        settings.consent.account_sync,
-    )
-    .with_policy(crate::apply::Policy::of(settings));
-    tasks.add("worker", move |shutdown| {
-        worker.clone().run(shutdown).map(Ok)
-    });
-}
-
-/// This replica's heartbeat, and the work that runs on the leader alone while this replica
-/// leads: the reconciler's schedule and the pusher (when a client is configured: they talk
-/// to the service), the subscribers' senders, and housekeeping.
-async fn supervise_leader_work(
-    tasks: &mut Supervisor,
-    pool: &Pool,
-    settings: &Settings,
-    client: Option<ServiceClient>,
-    wake: Arc<tokio::sync::Notify>,
-    running: crate::subscribers::Running,
-) -> anyhow::Result<()> {
-    let singletons = client.map(|client| {
-        (
-            Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
-                .with_lease(settings.replica.lease()),
-            Pusher::new(pool.clone(), client, wake),
-        )
-    });
-    let subscribers = crate::subscribers::configured(&settings.subscriber);
-    let http = crate::subscribers::http_client()
-        .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
-    let replica = Replica::new(pool.clone(), &settings.replica);
-    // Listed in `status` from the start; a database busy just now (another process
-    // holding its write lock) must not stop the daemon: the replica's own loop beats
-    // again a third of a lease period later.
-    if let Err(error) = replica.heartbeat().await {
-        tracing::warn!(%error, "cannot register this replica yet; its heartbeat will");
-    }
-    // The leader's housekeeping needs no service: the chain head's hourly log, and
-    // pruning stored deliveries past their retention.
-    let pruner = crate::retention::Pruner::new(pool.clone(), &settings.retention)
-        .with_pause(crate::retention::PRUNE_PAUSE);
-    let pool = pool.clone();
-    tasks.add("leader", move |shutdown| {
-        let singletons = singletons.clone();
-        let subscribers = subscribers.clone();
-        let http = http.clone();
-        let pool = pool.clone();
-        let pruner = pruner.clone();
-        let running = running.clone();
-        replica
-            .clone()
-            .run(shutdown, move |stop| {
-                let singletons = singletons.clone();
-                // Each subscriber is sent to by the leader alone, so in seq order.
-                let senders = crate::subscribers::run_listed(
-                    pool.clone(),
-                    subscribers.clone(),
-                    http.clone(),
-                    running.clone(),
-                    stop.clone(),
-                );
-                let housekeeping = futures::future::join(
-                    crate::ledger::chain::log_head(pool.clone(), stop.clone()),
-                    pruner.clone().run(stop.clone()),
-                );
-                async move {
-                    match singletons {
-                        Some((reconciler, pusher)) => {
-                            tokio::join!(
-                                reconciler.run_scheduled(stop.clone()),
-                                pusher.run(stop),
-                                senders,
-                                housekeeping
-                            );
-                        }
-                        None => {
-                            tokio::join!(stop.cancelled(), senders, housekeeping);
-                        }
-                    }
-                }
-            })
-            .map(Ok)
-    });
-    Ok(())
-}
-
-/// Every replica's followers of the ledger wake on every replica's commits (PostgreSQL).
-fn supervise_ledger_listener(tasks: &mut Supervisor, pool: &Pool) {
-    if pool.shared_by_replicas() {
-        let pool = pool.clone();
-        tasks.add("ledger-listener", move |shutdown| {
-            let pool = pool.clone();
-            async move {
-                pool.listen_to_replicas(shutdown).await;
-                Ok(())
-            }
-        });
-    }
-}
-
-/// The admin listener's router: the API and the console, with the tokens in force.
-fn admin_router(
-    settings: &Settings,
-    (pool, long_reads): (&Pool, Pool),
-    tokens: Live<Vec<AdminToken>>,
-    wake: Arc<tokio::sync::Notify>,
-    writer: &OutboxWriter,
-    senders: crate::subscribers::Running,
-    shutdown: &CancellationToken,
-) -> axum::Router {
-    admin::router(
-        admin::AdminState::new(pool.clone(), Vec::new(), wake)
-            .with_long_reads(long_reads)
-            .with_tokens(tokens)
-            .with_subscribers(settings.subscriber.clone())
-            .with_compliance(compliance_rules(settings))
-            .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
-            .with_outbox(writer.state().clone())
-            .with_senders(senders)
-            .with_stop(shutdown.clone()),
-    )
-}
-
-/// The compliance report's rules; the settings were validated, so the defaults stand in only
-/// for what validation already refused.
-fn compliance_rules(settings: &Settings) -> crate::compliance::Rules {
-    crate::compliance::Rules::of(settings).unwrap_or_else(|error| {
-        tracing::error!(%error, "[compliance] is not valid; the report uses the defaults");
-        crate::compliance::Rules::default()
-    })
-}
-
-/// Reloads the webhook secrets and admin tokens on every SIGHUP, listened to from now on:
-/// before the daemon tells anyone it is ready, since an unheard SIGHUP ends a process.
-fn supervise_reload(tasks: &mut Supervisor, reloader: Reloader) -> anyhow::Result<()> {
-    let hangups = Hangups::listen().context("listening to SIGHUP")?;
-    tasks.add("reload", move |shutdown| {
-        reloader.clone().run(hangups.clone(), shutdown).map(Ok)
-    });
-    Ok(())
-}
-
-/// The admin listener. Every run of its task serves on a handle of the one bound socket, so
-/// a restart needs no new bind and keeps the port.
-fn supervise_admin(
-    tasks: &mut Supervisor,
-    listener: TcpListener,
-    admin: axum::Router,
-    limits: Limits,
-) -> anyhow::Result<()> {
-    let socket = listener
-        .into_std()
-        .context("taking the admin listener's socket")?;
-    tasks.add("admin", move |shutdown| {
-        let socket = socket.try_clone();
-        let admin = admin.clone();
-        async move {
-            let socket = socket.context("cloning the admin listener's socket")?;
-            let listener =
-                TcpListener::from_std(socket).context("registering the admin listener's socket")?;
-            crate::listener::serve(listener, admin, limits, Listener::Admin, shutdown).await;
-            Ok(())
-        }
-    });
-    Ok(())
-}
-
-/// The ingest listener's router, and the task that keeps the sample of refused deliveries it
-/// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
-fn ingest_router(
-    settings: &Settings,
-    verifier: Live<Verifier>,
-    writer: OutboxWriter,
-    pool: &Pool,
-    shutdown: &CancellationToken,
-) -> (axum::Router, impl Future<Output = ()> + use<>) {
-    let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
-    let keep_rejections = {
-        let (rejections, stop) = (rejections.clone(), shutdown.clone());
-        async move { rejections.keep(stop).await }
-    };
-    let router = ingest::router(settings, verifier, writer, pool.clone(), rejections);
-    (router, keep_rejections)
-}
-
-/// Serves deliveries until `shutdown`, then drains the outbox writer: with the router and
-/// `keep_rejections` (which ends once `shutdown` is cancelled) gone, the writer ends after
-/// its last batch.
-async fn serve_ingest(
-    listener: TcpListener,
-    router: axum::Router,
-    limits: Limits,
-    shutdown: CancellationToken,
-    keep_rejections: impl Future<Output = ()>,
-    writer_task: JoinHandle<()>,
-) {
-    let stopping = {
-        let shutdown = shutdown.clone();
-        async move {
-            shutdown.cancelled().await;
-            notify_systemd(sd_notify::NotifyState::Stopping);
-        }
-    };
-    let serve = crate::listener::serve(listener, router, limits, Listener::Ingest, shutdown);
-    tokio::join!(serve, stopping, keep_rejections);
-    tracing::info!("ingest listener stopped");
-    if let Err(error) = writer_task.await {
-        tracing::error!(%error, "outbox writer ended abnormally");
     }
 }
 
