@@ -11,19 +11,20 @@ use chrono::{DateTime, Utc};
 
 use crate::events::{self, ConsentEvent, Event};
 use crate::model::Lead;
-use crate::model::{
-    ConsentApplied, ConsentObservation, Holders, KeptEvidence, Source, StatusObservation,
-};
+use crate::model::{ConsentApplied, ConsentObservation, Holders, Source, StatusObservation};
 use crate::store::ApplyTx;
 
 mod consent;
 mod echo;
 pub mod imported;
 pub mod local;
+/// A reconciliation pass's page of leads.
+mod page;
 mod suppression;
 
 pub use echo::{Echo, EchoMatcher, echo_reason};
 pub use local::{LocalChange, LocalError, Recorded, record_local};
+pub use page::{PageApplied, lead_page};
 
 /// An outbox row ready to apply: its event as parsed from the stored bytes.
 #[derive(Debug)]
@@ -415,139 +416,6 @@ pub async fn statuses<T: ApplyTx + ?Sized>(
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
     tx.apply_statuses(observations, now).await
-}
-
-/// What applying one page of a reconciliation pass did.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct PageApplied {
-    pub scanned: u64,
-    /// Numbers the mirror did not know.
-    pub new: u64,
-    /// Numbers whose mirrored consent was wrong and is now right.
-    pub repaired: u64,
-    /// Leads found not opted out whose number is suppressed (or opted out in their
-    /// organization before they existed): opted out here and queued for the service.
-    pub suppressed: u64,
-}
-
-/// Applies one page of leads as fetched at `fetched_at`: their fields, and each consent
-/// that differs from the mirror's as a `reconcile` observation timed at the fetch.
-pub async fn lead_page<T: ApplyTx + ?Sized>(
-    tx: &mut T,
-    pass_id: &str,
-    leads: &[Lead],
-    fetched_at: DateTime<Utc>,
-) -> Result<PageApplied, crate::store::Error> {
-    let keys: Vec<(&str, &str)> = leads
-        .iter()
-        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
-        .collect();
-    let mirrored = locked_states(tx, &keys).await?;
-    let not_opted_out: Vec<&str> = leads
-        .iter()
-        .filter(|l| !l.global_opted_out)
-        .map(|l| l.phone_number.as_str())
-        .collect();
-    let suppressions = tx.suppressions(&not_opted_out).await?;
-    let on_their_way = opt_outs_on_their_way(tx, leads, &mirrored).await?;
-    let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
-    tx.upsert_leads(&observed, fetched_at).await?;
-    // Each difference, with whether the mirror knew the number (a repair) or not (new);
-    // then the leads kept opted out by an opt-out the service never had for them.
-    let mut observations = Vec::new();
-    let mut known = Vec::new();
-    let mut suppressed = Vec::new();
-    let mut suppressed_new = 0;
-    for l in leads {
-        let stored = mirrored
-            .0
-            .get(&(l.organization_id.clone(), l.phone_number.clone()));
-        let suppression = suppressions.get(&l.phone_number);
-        if !l.global_opted_out
-            && let Some(by) = suppression::suppressed_by(&l.id, None, stored, suppression)
-        {
-            let (org, phone) = (&l.organization_id, &l.phone_number);
-            suppressed.push(suppression::observation(org, phone, &l.id, by, fetched_at));
-            suppressed_new += u64::from(stored.is_none());
-            continue;
-        }
-        let was = stored.map(|s| s.rank.opted_out);
-        if was == Some(l.global_opted_out)
-            || on_their_way.contains(&(l.organization_id.clone(), l.phone_number.clone()))
-        {
-            continue;
-        }
-        observations.push(reconcile_observation(pass_id, l, fetched_at));
-        known.push(was.is_some());
-    }
-    let differences = observations.len();
-    observations.extend(suppressed);
-    // The states just read serve the apply too: the numbers are locked.
-    let applied: Vec<ConsentApplied> =
-        consent::apply(tx, &observations, fetched_at, mirrored).await?;
-    let mut counts = PageApplied {
-        scanned: leads.len() as u64,
-        new: suppressed_new,
-        ..PageApplied::default()
-    };
-    for (known, outcome) in known.iter().zip(&applied) {
-        match (known, outcome.current) {
-            (false, _) => counts.new += 1,
-            (true, true) => counts.repaired += 1,
-            (true, false) => {}
-        }
-    }
-    let kept: Vec<&ConsentObservation> = observations[differences..].iter().collect();
-    counts.suppressed =
-        suppression::queue_pushes(tx, &kept, &applied[differences..], fetched_at).await?;
-    Ok(counts)
-}
-
-/// The pairs of `leads` found not opted out whose opt-out made here is still queued for the
-/// service. Such a page read the service before the opt-out arrived: it is not undone, and
-/// the next pass sees it there.
-async fn opt_outs_on_their_way<T: ApplyTx + ?Sized>(
-    tx: &mut T,
-    leads: &[Lead],
-    mirrored: &crate::model::ConsentStates,
-) -> Result<HashSet<(String, String)>, crate::store::Error> {
-    let reverting: Vec<(&str, &str)> = leads
-        .iter()
-        .filter(|l| {
-            !l.global_opted_out
-                && mirrored.opted_out(&l.organization_id, &l.phone_number) == Some(true)
-        })
-        .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
-        .collect();
-    tx.unsent_opt_outs_of(&reverting).await
-}
-
-/// A lead's consent as a pass fetched it, as a `reconcile` observation timed at the fetch.
-fn reconcile_observation(pass_id: &str, l: &Lead, fetched_at: DateTime<Utc>) -> ConsentObservation {
-    ConsentObservation {
-        organization_id: l.organization_id.clone(),
-        phone_number: l.phone_number.clone(),
-        lead_id: Some(l.id.clone()),
-        opted_out: l.global_opted_out,
-        occurred_at: fetched_at,
-        source: Source::Reconcile,
-        event_ref: format!("reconcile:{pass_id}:{}", l.id),
-        tag_id: None,
-        reason: None,
-        evidence: Some(KeptEvidence::Reconcile {
-            requested_at: Timestamp(fetched_at),
-            lead: lead_json(l),
-        }),
-    }
-}
-
-/// A fetched lead as the v3 Lead resource it came as (the typed lead's fields: what this
-/// daemon read of it).
-fn lead_json(lead: &Lead) -> serde_json::Value {
-    serde_json::to_value(lead).unwrap_or_else(|error| {
-        // Strings, booleans and JSON values cannot fail to encode; said if they ever do.
-        serde_json::json!({ "id": lead.id, "encodingError": error.to_string() })
-    })
 }
 
 /// Applies consent observations over the states stored for them, locking their numbers
