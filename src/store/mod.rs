@@ -34,6 +34,8 @@ pub mod sqlite;
 /// The PostgreSQL backend.
 pub mod postgres;
 
+/// The hash chain's reads written once for both backends.
+mod chain;
 /// Ingest's statements written once for both backends.
 mod ingest;
 /// Lease and heartbeat statements, one text for both backends.
