@@ -10,7 +10,6 @@ use crate::model::{
 };
 use chrono::{DateTime, Utc};
 use std::collections::{HashMap, HashSet};
-use std::future::Future;
 
 /// Where a leads pass stands after writing one page.
 #[derive(Debug, Clone, Copy)]
@@ -210,6 +209,8 @@ pub struct Suppressing<'a> {
     pub since: DateTime<Utc>,
 }
 
+// `Tx` forwards each method to its backend's connection (`forwarded!`).
+crate::store::tx::forwarded! {
 /// The writes of the apply path, inside a transaction the caller began and commits. Every
 /// method takes a whole batch.
 pub trait ApplyTx: Send {
@@ -358,6 +359,8 @@ pub trait ApplyTx: Send {
         page: PageCheckpoint<'_>,
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 }
+for crate::store::Tx<'_>;
+}
 
 /// A lead's JSON columns, as stored.
 pub(crate) struct LeadJson {
@@ -427,3 +430,185 @@ pub(crate) fn status_rank<'a>(
         o.message.error_code.as_deref().unwrap_or(""),
     )
 }
+
+/// What an upsert of `leads` sets on a lead already mirrored: every column, where the
+/// observation is not older and the content changed. A macro, so that the statements built
+/// with it are literals.
+macro_rules! leads_on_conflict {
+    () => {
+        "ON CONFLICT (id) DO UPDATE SET
+             organization_id = excluded.organization_id, phone_number = excluded.phone_number,
+             first_name = excluded.first_name, last_name = excluded.last_name,
+             notes = excluded.notes, follow_up = excluded.follow_up, email = excluded.email,
+             postal_code = excluded.postal_code, phone_number_type = excluded.phone_number_type,
+             active_group_ids = excluded.active_group_ids,
+             inactive_group_ids = excluded.inactive_group_ids, tag_ids = excluded.tag_ids,
+             custom_fields = excluded.custom_fields, created_at = excluded.created_at,
+             observed_at = excluded.observed_at, content_hash = excluded.content_hash,
+             updated_at = excluded.updated_at
+         WHERE excluded.observed_at >= leads.observed_at
+           AND excluded.content_hash <> leads.content_hash"
+    };
+}
+
+pub(crate) use leads_on_conflict;
+
+/// `ApplyTx` for the connection type `$conn`: the statements with one text for both
+/// backends (`$N` parameters, times bound as [`Timestamp`](crate::model::Timestamp)) are
+/// here; the others are functions of the same names in the backend's `apply`, taking the
+/// connection first, or (`$own`) methods written there.
+macro_rules! statements {
+    ($conn:ty, $($own:tt)*) => {
+        impl $crate::store::ApplyTx for $conn {
+            async fn mark_echo(
+                &mut self,
+                push_seq: i64,
+                event_ref: &str,
+            ) -> Result<(), crate::store::Error> {
+                sqlx::query("UPDATE pushes SET echo_ref = $2 WHERE seq = $1")
+                    .bind(push_seq)
+                    .bind(event_ref)
+                    .execute(&mut *self)
+                    .await?;
+                Ok(())
+            }
+
+            async fn queue_push(
+                &mut self,
+                seq: i64,
+                change: &crate::model::ConsentObservation,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> Result<(), crate::store::Error> {
+                let now = crate::model::Timestamp(now);
+                sqlx::query(
+                    "UPDATE pushes SET state = 'superseded', finished_at = $3
+                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0",
+                )
+                .bind(&change.organization_id)
+                .bind(&change.phone_number)
+                .bind(now)
+                .execute(&mut *self)
+                .await?;
+                sqlx::query(
+                    "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
+                                         next_attempt_at, created_at)
+                     VALUES ($1, $2, $3, $4, $5,
+                             (SELECT lead_id FROM consent_state WHERE organization_id = $2 AND phone_number = $3),
+                             $6, $6)",
+                )
+                .bind(seq)
+                .bind(&change.organization_id)
+                .bind(&change.phone_number)
+                .bind(change.opted_out)
+                .bind(&change.tag_id)
+                .bind(now)
+                .execute(&mut *self)
+                .await?;
+                Ok(())
+            }
+
+            async fn page_written(
+                &mut self,
+                page: crate::store::PageCheckpoint<'_>,
+            ) -> Result<(), crate::store::Error> {
+                super::reconcile::page_written(self, page).await
+            }
+
+            async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), crate::store::Error> {
+                lock_numbers(self, phones).await
+            }
+
+            async fn locate_leads(
+                &mut self,
+                lead_ids: &[&str],
+            ) -> Result<std::collections::HashMap<String, (String, String)>, crate::store::Error> {
+                locate_leads(self, lead_ids).await
+            }
+
+            async fn holders_of(
+                &mut self,
+                phones: &[&str],
+            ) -> Result<crate::model::Holders, crate::store::Error> {
+                holders_of(self, phones).await
+            }
+
+            async fn pushed_changes(
+                &mut self,
+                keys: &[(&str, &str)],
+            ) -> Result<Vec<crate::model::PushedChange>, crate::store::Error> {
+                pushed_changes(self, keys).await
+            }
+
+            async fn unsent_opt_outs_of(
+                &mut self,
+                keys: &[(&str, &str)],
+            ) -> Result<std::collections::HashSet<(String, String)>, crate::store::Error> {
+                unsent_opt_outs_of(self, keys).await
+            }
+
+            async fn consent_states(
+                &mut self,
+                keys: &[(&str, &str)],
+            ) -> Result<crate::model::ConsentStates, crate::store::Error> {
+                consent_states(self, keys).await
+            }
+
+            async fn append_ledger(
+                &mut self,
+                entries: &[crate::store::NewEntry<'_>],
+                recorded_at: chrono::DateTime<chrono::Utc>,
+            ) -> Result<Vec<Option<i64>>, crate::store::Error> {
+                append_ledger(self, entries, recorded_at).await
+            }
+
+            async fn write_states(
+                &mut self,
+                states: &[crate::store::StateWrite<'_>],
+            ) -> Result<(), crate::store::Error> {
+                write_states(self, states).await
+            }
+
+            async fn upsert_leads(
+                &mut self,
+                leads: &[(&crate::model::Lead, chrono::DateTime<chrono::Utc>)],
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> Result<u64, crate::store::Error> {
+                upsert_leads(self, leads, now).await
+            }
+
+            async fn apply_statuses(
+                &mut self,
+                observations: &[crate::model::StatusObservation<'_>],
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> Result<u64, crate::store::Error> {
+                apply_statuses(self, observations, now).await
+            }
+
+            async fn suppress(
+                &mut self,
+                opt_outs: &[crate::store::Suppressing<'_>],
+            ) -> Result<(), crate::store::Error> {
+                suppress(self, opt_outs).await
+            }
+
+            async fn lift_suppressions(
+                &mut self,
+                opt_ins: &[(&str, chrono::DateTime<chrono::Utc>)],
+            ) -> Result<(), crate::store::Error> {
+                lift_suppressions(self, opt_ins).await
+            }
+
+            async fn claim_pending(
+                &mut self,
+                limit: i64,
+                now: chrono::DateTime<chrono::Utc>,
+            ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
+                claim_pending(self, limit, now).await
+            }
+
+            $($own)*
+        }
+    };
+}
+
+pub(crate) use statements;

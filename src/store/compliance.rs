@@ -1,10 +1,10 @@
 //! The compliance report's reads: one text for both backends (`$N` parameters), but the
 //! messages of many leads, which each backend reads its fastest way (given as
-//! `messages_of_leads`).
+//! `$messages`, a function of the pool and the lead ids, never empty).
 
 /// The compliance statements for the pool type `$pool`.
 macro_rules! statements {
-    ($pool:ty, $($messages:tt)*) => {
+    ($pool:ty, $messages:path) => {
         impl $crate::store::ComplianceStore for $pool {
             async fn opt_outs(
                 &self,
@@ -74,7 +74,15 @@ macro_rules! statements {
                 .await?)
             }
 
-            $($messages)*
+            async fn messages_of_leads(
+                &self,
+                lead_ids: &[&str],
+            ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
+                if lead_ids.is_empty() {
+                    return Ok(Vec::new());
+                }
+                $messages(self, lead_ids).await
+            }
         }
     };
 }

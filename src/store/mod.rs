@@ -6,8 +6,6 @@
 
 use chrono::Utc;
 
-use crate::model::{ConsentObservation, ConsentStates, Holders, PushedChange, StatusObservation};
-
 /// What a write transaction of the apply path is given, and [`ApplyTx`].
 mod apply;
 pub use apply::{
@@ -36,6 +34,10 @@ pub mod sqlite;
 /// The PostgreSQL backend.
 pub mod postgres;
 
+/// The hash chain's reads written once for both backends.
+mod chain;
+/// Ingest's statements written once for both backends.
+mod ingest;
 /// Lease and heartbeat statements, one text for both backends.
 mod leases;
 

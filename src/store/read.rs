@@ -18,9 +18,57 @@ macro_rules! ledger_columns {
 
 pub(crate) use ledger_columns;
 
-/// The shared methods of `ReadStore`, expanded inside each backend's `impl` block.
-macro_rules! shared {
-    () => {
+/// `ReadStore` and `ExportStore` for the pool type `$pool`. What differs is given, side by
+/// side in each backend's `read`: `$collate` follows every text column a listing is
+/// ordered by (PostgreSQL sorts bytewise as SQLite does with `COLLATE "C"`), `lead_json`
+/// selects a lead as the v3 resource `FROM leads AS l` with its consent state `s`, `lookup`
+/// reads the states of the numbers bound as `$phones_param` (`$1`) in their order,
+/// `outbox_counts` and `message_counts` are `status`'s counts, `push_counts` the push
+/// queue's, `minute` is the minute of
+/// `received_at` as `YYYY-MM-DDTHH:MM`; `$own` are the backend's own methods.
+macro_rules! statements {
+    (
+        $pool:ty,
+        collate: $collate:literal,
+        lead_json: $lead_json:literal,
+        lookup: $lookup:literal, |$phones:ident| $phones_param:expr,
+        outbox_counts: $outbox_counts:literal,
+        message_counts: $message_counts:literal,
+        push_counts: $push_counts:literal,
+        minute: $minute:literal,
+        $($own:tt)*
+    ) => {
+        impl $crate::store::ReadStore for $pool {
+        async fn current(
+            &self,
+            phone: &str,
+            organization: Option<&str>,
+        ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+                 FROM consent_current
+                 WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
+                 ORDER BY organization_id",
+                $collate
+            ))
+            .bind(phone)
+            .bind(organization)
+            .fetch_all(self)
+            .await?)
+        }
+
+        async fn lookup(
+            &self,
+            $phones: &[&str],
+            organization: Option<&str>,
+        ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error> {
+            Ok(sqlx::query_as($lookup)
+                .bind($phones_param)
+                .bind(organization)
+                .fetch_all(self)
+                .await?)
+        }
+
         async fn suppression(
             &self,
             phone: &str,
@@ -87,35 +135,196 @@ macro_rules! shared {
             .fetch_all(self)
             .await?)
         }
-    };
-}
 
-pub(crate) use shared;
+        async fn status(&self) -> Result<crate::model::Status, crate::store::Error> {
+            let (backlog, quarantined, applied, oldest_pending_at): (
+                i64,
+                i64,
+                i64,
+                Option<crate::model::Timestamp>,
+            ) = sqlx::query_as($outbox_counts).fetch_one(self).await?;
+            let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) =
+                sqlx::query_as($message_counts).fetch_one(self).await?;
+            let last_error = sqlx::query_as(
+                "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+            )
+            .fetch_optional(self)
+            .await?;
+            let reconciliation = sqlx::query_as(concat!(
+                "SELECT organization_id, finished_at, leads_scanned, repaired, error
+                 FROM reconcile_organizations ORDER BY organization_id",
+                $collate
+            ))
+            .fetch_all(self)
+            .await?;
+            let reconciliation_in_progress = sqlx::query_scalar(concat!(
+                "SELECT organization_id FROM reconcile_checkpoints ORDER BY organization_id",
+                $collate
+            ))
+            .fetch_all(self)
+            .await?;
+            Ok(crate::model::Status {
+                backlog,
+                quarantined,
+                applied,
+                ledger_entries,
+                leads,
+                messages,
+                open_messages,
+                oldest_pending_at,
+                last_error,
+                reconciliation,
+                reconciliation_in_progress,
+                pushes: self.push_counts().await?,
+                replicas: Vec::new(),
+                chain_head: crate::model::chain::ChainHead::empty(),
+                subscribers: Vec::new(),
+                registration_check: None,
+            })
+        }
 
-/// `EvidenceStore::evidence_entries`, expanded inside each backend's `impl` block.
-macro_rules! evidence_entries {
-    () => {
-        async fn evidence_entries(
+        async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error> {
+            Ok(sqlx::query_as($push_counts).fetch_one(self).await?)
+        }
+
+        async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error> {
+            let found: Option<String> =
+                sqlx::query_scalar(concat!("SELECT ", $lead_json, " WHERE l.id = $1"))
+                    .bind(id)
+                    .fetch_optional(self)
+                    .await?;
+            Ok(found
+                .as_deref()
+                .map(crate::store::codec::json_decoded)
+                .transpose()?)
+        }
+
+        async fn leads(
             &self,
             phone: &str,
             organization: Option<&str>,
-        ) -> Result<Vec<crate::model::StoredEntry>, crate::store::Error> {
-            Ok(sqlx::query_as(concat!(
+        ) -> Result<Vec<serde_json::Value>, crate::store::Error> {
+            let rows: Vec<String> = sqlx::query_scalar(concat!(
                 "SELECT ",
-                crate::store::read::ledger_columns!(),
-                ", tag_id, reason, hash, CAST(evidence AS TEXT) AS evidence,
-                    (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
-                     ORDER BY b.seq DESC LIMIT 1) AS prev_hash
-                 FROM ledger
-                 WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
-                 ORDER BY seq"
+                $lead_json,
+                " WHERE l.phone_number = $1
+                   AND (CAST($2 AS TEXT) IS NULL OR l.organization_id = $2)
+                 ORDER BY l.organization_id",
+                $collate,
+                ", l.id",
+                $collate
             ))
             .bind(phone)
             .bind(organization)
             .fetch_all(self)
-            .await?)
+            .await?;
+            Ok(rows
+                .iter()
+                .map(|text| crate::store::codec::json_decoded(text))
+                .collect::<Result<_, sqlx::Error>>()?)
+        }
+
+        async fn deliveries_per_minute(
+            &self,
+            since: chrono::DateTime<chrono::Utc>,
+        ) -> Result<Vec<(String, i64)>, crate::store::Error> {
+            Ok(sqlx::query_as(concat!(
+                "SELECT ",
+                $minute,
+                " AS minute, COUNT(*) FROM outbox
+                 WHERE id > COALESCE((SELECT id FROM outbox WHERE received_at < $1
+                                      ORDER BY id DESC LIMIT 1), 0)
+                   AND received_at >= $1
+                 GROUP BY minute ORDER BY minute"
+            ))
+                .bind(crate::model::Timestamp(since))
+                .fetch_all(self)
+                .await?)
+        }
+
+        $($own)*
+        }
+
+        impl $crate::store::ExportStore for $pool {
+            fn export_consent(
+                &self,
+                since: i64,
+            ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, crate::store::Error>>
+            {
+                use futures::{StreamExt as _, TryStreamExt as _};
+                sqlx::query_as(concat!(
+                    "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+                     FROM consent_state WHERE seq > $1
+                     ORDER BY organization_id",
+                    $collate,
+                    ", phone_number",
+                    $collate
+                ))
+                .bind(since)
+                .fetch(self)
+                .map_err(Into::into)
+                .boxed()
+            }
+
+            fn export_ledger(
+                &self,
+                since: i64,
+            ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, crate::store::Error>>
+            {
+                use futures::{StreamExt as _, TryStreamExt as _};
+                sqlx::query_as(concat!(
+                    "SELECT ",
+                    crate::store::read::ledger_columns!(),
+                    " FROM ledger WHERE seq > $1 ORDER BY seq"
+                ))
+                .bind(since)
+                .fetch(self)
+                .map_err(Into::into)
+                .boxed()
+            }
         }
     };
 }
 
-pub(crate) use evidence_entries;
+pub(crate) use statements;
+
+/// `EvidenceStore` for the pool type `$pool`: `deliveries` reads the stored deliveries of
+/// the dedup keys bound as `$keys_param`, which each backend lists its own way.
+macro_rules! evidence {
+    ($pool:ty, deliveries: $deliveries:literal, |$keys:ident| $keys_param:expr) => {
+        impl $crate::store::EvidenceStore for $pool {
+            async fn evidence_entries(
+                &self,
+                phone: &str,
+                organization: Option<&str>,
+            ) -> Result<Vec<crate::model::StoredEntry>, crate::store::Error> {
+                Ok(sqlx::query_as(concat!(
+                    "SELECT ",
+                    crate::store::read::ledger_columns!(),
+                    ", tag_id, reason, hash, CAST(evidence AS TEXT) AS evidence,
+                        (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
+                         ORDER BY b.seq DESC LIMIT 1) AS prev_hash
+                     FROM ledger
+                     WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
+                     ORDER BY seq"
+                ))
+                .bind(phone)
+                .bind(organization)
+                .fetch_all(self)
+                .await?)
+            }
+
+            async fn evidence_deliveries(
+                &self,
+                $keys: &[&str],
+            ) -> Result<Vec<crate::model::KeptDelivery>, crate::store::Error> {
+                Ok(sqlx::query_as($deliveries)
+                    .bind($keys_param)
+                    .fetch_all(self)
+                    .await?)
+            }
+        }
+    };
+}
+
+pub(crate) use evidence;

@@ -3,9 +3,11 @@
 //! the last pass of each organization. Recording a pass's summary, which PostgreSQL keeps
 //! as `jsonb`, is in each backend's `reconcile`.
 
-/// The shared methods of `PassStore`, expanded inside each backend's `impl` block.
-macro_rules! shared {
-    () => {
+/// `PassStore` for the pool type `$pool`; `record_pass` records a pass's summary (id,
+/// start, end and summary as `$1` to `$4`).
+macro_rules! statements {
+    ($pool:ty, record_pass: $record_pass:literal) => {
+        impl $crate::store::PassStore for $pool {
     async fn checkpoint(
             &self,
             pass_id: &str,
@@ -113,10 +115,25 @@ macro_rules! shared {
         .await?;
             Ok(())
         }
+
+        async fn record_pass(
+            &self,
+            pass: crate::store::PassRecord<'_>,
+        ) -> Result<(), crate::store::Error> {
+            sqlx::query($record_pass)
+                .bind(pass.id)
+                .bind(pass.started_at)
+                .bind(pass.finished_at)
+                .bind(pass.summary)
+                .execute(self)
+                .await?;
+            Ok(())
+        }
+        }
     };
 }
 
-pub(crate) use shared;
+pub(crate) use statements;
 
 /// The function a page's transaction calls on the connection type `$conn`.
 macro_rules! page_written {

@@ -4,17 +4,11 @@
 //! apply path's statements ([`ApplyTx`]) and ingest's ([`IngestStore`]) to the backend's
 //! connection.
 
-use std::collections::{HashMap, HashSet};
-use std::future::Future;
-
-use chrono::{DateTime, Utc};
+use std::collections::HashMap;
 
 use super::gate::{Turn, WriteGate};
-use super::{
-    ApplyTx, Connection, ConsentObservation, ConsentStates, Holders, NewEntry, NewMessage,
-    PageCheckpoint, Pool, PushedChange, StateWrite, StatusObservation, Suppressing,
-};
-use crate::model::{Delivery, Lead, RejectedDelivery, StoredDelivery, Suppression};
+use super::{Connection, Pool};
+use crate::model::{Delivery, RejectedDelivery};
 
 /// How SQLite begins a write transaction: with the database's write lock.
 const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
@@ -247,6 +241,62 @@ impl Connection {
     }
 }
 
+/// Declares the trait `$trait` as written (each method a `fn` of `&mut self` returning a
+/// `Send` future of a `Result`) and implements it for each of `$to`, an enum of a
+/// `Sqlite` and a `Postgres` variant, by forwarding every method to the variant's
+/// connection: the trait's methods are listed once.
+macro_rules! forwarded {
+    (
+        $(#[$attr:meta])*
+        $vis:vis trait $trait:ident: Send $methods:tt
+        for $($to:ty),+;
+    ) => {
+        $crate::store::tx::forwarded!(@trait $(#[$attr])* $vis $trait $methods);
+        $( $crate::store::tx::forwarded!(@forward $trait, $to, $methods); )+
+    };
+    (@trait $(#[$attr:meta])* $vis:vis $trait:ident {
+        $(
+            $(#[$method_attr:meta])*
+            fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?)
+                -> impl Future<Output = Result<$out:ty, crate::store::Error>> + Send;
+        )*
+    }) => {
+        $(#[$attr])*
+        $vis trait $trait: Send {
+            $(
+                $(#[$method_attr])*
+                fn $name(&mut self $(, $arg: $ty)*)
+                    -> impl std::future::Future<Output = Result<$out, crate::store::Error>> + Send;
+            )*
+        }
+    };
+    (@forward $trait:ident, $to:ty, {
+        $(
+            $(#[$method_attr:meta])*
+            fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?)
+                -> impl Future<Output = Result<$out:ty, crate::store::Error>> + Send;
+        )*
+    }) => {
+        impl $trait for $to {
+            $(
+                fn $name(&mut self $(, $arg: $ty)*)
+                    -> impl std::future::Future<Output = Result<$out, crate::store::Error>> + Send {
+                    async move {
+                        match self {
+                            Self::Sqlite(inner) => inner.$name($($arg),*).await,
+                            Self::Postgres(inner) => inner.$name($($arg),*).await,
+                        }
+                    }
+                }
+            )*
+        }
+    };
+}
+
+pub(crate) use forwarded;
+
+// `Tx` and `Connection` forward each method to their backend's connection.
+forwarded! {
 /// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
 /// the write probe.
 pub trait IngestStore: Send {
@@ -270,55 +320,5 @@ pub trait IngestStore: Send {
         probe: bool,
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 }
-
-/// Forwards each listed method of `$trait` to the backend's connection under `$enum`.
-macro_rules! forward {
-    ($trait:ident for $enum:ident$(<$l:lifetime>)? {
-        $( fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?) -> $out:ty; )*
-    }) => {
-        impl $trait for $enum$(<$l>)? {
-            $(
-                fn $name(&mut self $(, $arg: $ty)*) -> impl Future<Output = Result<$out, crate::store::Error>> + Send {
-                    async move {
-                        match self {
-                            $enum::Sqlite(inner) => inner.$name($($arg),*).await,
-                            $enum::Postgres(inner) => inner.$name($($arg),*).await,
-                        }
-                    }
-                }
-            )*
-        }
-    };
+for Tx<'_>, Connection;
 }
-
-forward!(ApplyTx for Tx<'_> {
-    fn lock_numbers(&mut self, phones: &[&str]) -> ();
-    fn locate_leads(&mut self, lead_ids: &[&str]) -> HashMap<String, (String, String)>;
-    fn holders_of(&mut self, phones: &[&str]) -> Holders;
-    fn pushed_changes(&mut self, keys: &[(&str, &str)]) -> Vec<PushedChange>;
-    fn unsent_opt_outs_of(&mut self, keys: &[(&str, &str)]) -> HashSet<(String, String)>;
-    fn mark_echo(&mut self, push_seq: i64, event_ref: &str) -> ();
-    fn consent_states(&mut self, keys: &[(&str, &str)]) -> ConsentStates;
-    fn append_ledger(&mut self, entries: &[NewEntry<'_>], recorded_at: DateTime<Utc>) -> Vec<Option<i64>>;
-    fn write_states(&mut self, states: &[StateWrite<'_>]) -> ();
-    fn upsert_leads(&mut self, leads: &[(&Lead, DateTime<Utc>)], now: DateTime<Utc>) -> u64;
-    fn apply_statuses(&mut self, observations: &[StatusObservation<'_>], now: DateTime<Utc>) -> u64;
-    fn settle_outbox(&mut self, applied: &[i64], quarantined: &[(i64, String)], now: DateTime<Utc>) -> ();
-    fn sent_after_opt_out(&mut self, messages: &[NewMessage<'_>]) -> u64;
-    fn suppressions(&mut self, phones: &[&str]) -> HashMap<String, Suppression>;
-    fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> ();
-    fn lift_suppressions(&mut self, opt_ins: &[(&str, DateTime<Utc>)]) -> ();
-    fn queue_push(&mut self, seq: i64, change: &ConsentObservation, now: DateTime<Utc>) -> ();
-    fn claim_pending(&mut self, limit: i64, now: DateTime<Utc>) -> Vec<StoredDelivery>;
-    fn page_written(&mut self, page: PageCheckpoint<'_>) -> ();
-});
-
-forward!(IngestStore for Tx<'_> {
-    fn insert_deliveries(&mut self, fresh: &[&Delivery], last_id: &mut Option<i64>) -> HashMap<String, (i64, bool)>;
-    fn record_others(&mut self, rejected: &[&RejectedDelivery], kept: i64, probe: bool) -> ();
-});
-
-forward!(IngestStore for Connection {
-    fn insert_deliveries(&mut self, fresh: &[&Delivery], last_id: &mut Option<i64>) -> HashMap<String, (i64, bool)>;
-    fn record_others(&mut self, rejected: &[&RejectedDelivery], kept: i64, probe: bool) -> ();
-});

@@ -17,13 +17,10 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use crate::model::{
-    ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
-    StoredConsent, Suppression,
+    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
 };
 use crate::model::{Lead, Source, Timestamp, is_terminal};
-use crate::store::{
-    self, ApplyTx, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing, status_rank,
-};
+use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing, status_rank};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -46,364 +43,8 @@ fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
 /// two-key space, apart from the one-key space of the migrator's lock.
 const NUMBER_LOCKS: i32 = 0x6f73_6e00;
 
-impl ApplyTx for PgConnection {
-    async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), crate::store::Error> {
-        if phones.is_empty() {
-            return Ok(());
-        }
-        // Sorted, so two transactions locking overlapping sets cannot deadlock: volatile
-        // functions of the select list run after the ORDER BY.
-        sqlx::query(
-            "SELECT pg_advisory_xact_lock($1, h)
-             FROM (SELECT DISTINCT hashtext(p) AS h FROM unnest($2::text[]) AS p) AS k
-             ORDER BY h",
-        )
-        .bind(NUMBER_LOCKS)
-        .bind(phones)
-        .execute(&mut *self)
-        .await?;
-        Ok(())
-    }
-
-    async fn locate_leads(
-        &mut self,
-        lead_ids: &[&str],
-    ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1)
-             UNION ALL
-             SELECT lead_id, organization_id, phone_number FROM consent_state WHERE lead_id = ANY($1)",
-        )
-        .bind(lead_ids)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
-    }
-
-    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, crate::store::Error> {
-        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-            "SELECT phone_number, organization_id, lead_id FROM consent_state
-             WHERE phone_number = ANY($1)",
-        )
-        .bind(phones)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(crate::model::holders(rows))
-    }
-
-    async fn pushed_changes(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<Vec<PushedChange>, crate::store::Error> {
-        let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-        Ok(sqlx::query_as(
-            "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                    p.first_attempt_at, p.last_attempt_at
-             FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
-             JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
-             JOIN ledger AS l ON l.seq = p.seq
-             WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-               AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL
-             ORDER BY p.seq",
-        )
-        .bind(orgs)
-        .bind(phones)
-        .fetch_all(&mut *self)
-        .await?)
-    }
-
-    async fn unsent_opt_outs_of(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<HashSet<(String, String)>, crate::store::Error> {
-        if keys.is_empty() {
-            return Ok(HashSet::new());
-        }
-        let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-        let rows: Vec<(String, String)> = sqlx::query_as(
-            "SELECT DISTINCT p.organization_id, p.phone_number
-             FROM unnest($1::text[], $2::text[]) AS k (org, phone)
-             JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
-             WHERE p.state = 'pending' AND p.opted_out",
-        )
-        .bind(orgs)
-        .bind(phones)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(rows.into_iter().collect())
-    }
-
-    async fn mark_echo(
-        &mut self,
-        push_seq: i64,
-        event_ref: &str,
-    ) -> Result<(), crate::store::Error> {
-        sqlx::query("UPDATE pushes SET echo_ref = $2 WHERE seq = $1")
-            .bind(push_seq)
-            .bind(event_ref)
-            .execute(&mut *self)
-            .await?;
-        Ok(())
-    }
-
-    async fn consent_states(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<ConsentStates, crate::store::Error> {
-        let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-        let rows: Vec<StateRow> = sqlx::query_as(
-            "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq,
-                    s.source
-             FROM unnest($1::text[], $2::text[]) AS k (org, phone)
-             JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org",
-        )
-        .bind(orgs)
-        .bind(phones)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(ConsentStates(
-            rows.into_iter()
-                .map(|row| {
-                    let rank = Rank {
-                        changed_at: row.changed_at,
-                        opted_out: row.opted_out,
-                    };
-                    let state = StoredConsent {
-                        rank,
-                        lead_id: row.lead_id,
-                        seq: Some(row.seq),
-                        source: row.source,
-                    };
-                    ((row.organization_id, row.phone_number), state)
-                })
-                .collect(),
-        ))
-    }
-
-    async fn append_ledger(
-        &mut self,
-        entries: &[NewEntry<'_>],
-        recorded_at: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, crate::store::Error> {
-        if entries.is_empty() {
-            return Ok(Vec::new());
-        }
-        // Which are recorded already: the numbers are locked, so no other transaction can
-        // record them before this one commits.
-        let recorded = recorded_already(self, entries).await?;
-        let new = store::unrecorded(entries, &recorded);
-        let mut seqs = vec![None; entries.len()];
-        if new.is_empty() {
-            return Ok(seqs);
-        }
-        // Taken last: the head stays locked from here to the commit. It keeps the last
-        // entry's hash too, so the chain goes on in seq order at no extra round trip.
-        let (last, head_hash): (i64, String) =
-            sqlx::query_as("UPDATE ledger_head SET seq = seq + $1 RETURNING seq, hash")
-                .bind(new.len() as i64)
-                .fetch_one(&mut *self)
-                .await?;
-        let head_seq = last - new.len() as i64;
-        let rows = store::chain_after(entries, &new, head_seq, head_hash, Timestamp(recorded_at))?;
-        for (row, &i) in rows.iter().zip(&new) {
-            seqs[i] = Some(row.seq);
-        }
-        let Some(last_hash) = rows.last().map(|row| row.hash.as_str()) else {
-            return Ok(seqs);
-        };
-        sqlx::query(
-            "WITH head AS (UPDATE ledger_head SET hash = $13)
-             INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
-                 occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason, hash,
-                 evidence)
-             SELECT $1 + k.i - 1, k.o, k.l, k.p, k.out, k.at, $2, k.src, k.r, k.sup, k.tag, k.why,
-                    k.hash, k.evidence::jsonb
-             FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[],
-                         $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[],
-                         $14::text[], $15::text[])
-                  WITH ORDINALITY AS k (o, l, p, out, at, src, r, sup, tag, why, hash, evidence, i)",
-        )
-        .bind(head_seq + 1)
-        .bind(crate::model::to_millis(recorded_at))
-        .bind(column(&rows, |r| r.entry.observation.organization_id.as_str()))
-        .bind(column(&rows, |r| r.entry.lead_id))
-        .bind(column(&rows, |r| r.entry.observation.phone_number.as_str()))
-        .bind(column(&rows, |r| r.entry.observation.opted_out))
-        .bind(column(&rows, |r| {
-            crate::model::to_millis(r.entry.observation.occurred_at)
-        }))
-        .bind(column(&rows, |r| r.entry.observation.source.as_str()))
-        .bind(column(&rows, |r| r.entry.observation.event_ref.as_str()))
-        .bind(column(&rows, |r| r.entry.superseded))
-        .bind(column(&rows, |r| r.entry.observation.tag_id.as_deref()))
-        .bind(column(&rows, |r| r.entry.observation.reason.as_deref()))
-        .bind(last_hash)
-        .bind(column(&rows, |r| r.hash.as_str()))
-        .bind(column(&rows, |r| r.evidence.as_deref()))
-        .execute(&mut *self)
-        .await?;
-        // The insert notifies every replica's listener at commit (`store/listen.rs`),
-        // by the trigger `ledger_notify`.
-        Ok(seqs)
-    }
-
-    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), crate::store::Error> {
-        if states.is_empty() {
-            return Ok(());
-        }
-        sqlx::query(
-            "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
-             SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
-                                  $6::text[], $7::int8[])
-             ON CONFLICT (phone_number, organization_id) DO UPDATE SET
-                 lead_id = COALESCE(excluded.lead_id, consent_state.lead_id),
-                 opted_out = excluded.opted_out, changed_at = excluded.changed_at,
-                 source = excluded.source, seq = excluded.seq
-             WHERE (excluded.changed_at, excluded.opted_out)
-                 > (consent_state.changed_at, consent_state.opted_out)",
-        )
-        .bind(states.iter().map(|w| w.organization_id).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.phone_number).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.lead_id).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.rank.opted_out).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.rank.changed_at).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.source.as_str()).collect::<Vec<_>>())
-        .bind(states.iter().map(|w| w.seq).collect::<Vec<_>>())
-        .execute(&mut *self)
-        .await?;
-        Ok(())
-    }
-
-    async fn upsert_leads(
-        &mut self,
-        leads: &[(&Lead, DateTime<Utc>)],
-        now: DateTime<Utc>,
-    ) -> Result<u64, crate::store::Error> {
-        // One row per lead (an upsert cannot touch a row twice): its latest observation.
-        let mut latest: HashMap<&str, &(&Lead, DateTime<Utc>)> = HashMap::new();
-        for observed in leads {
-            let slot = latest.entry(observed.0.id.as_str()).or_insert(observed);
-            if observed.1 >= slot.1 {
-                *slot = observed;
-            }
-        }
-        if latest.is_empty() {
-            return Ok(0);
-        }
-        let rows: Vec<&(&Lead, DateTime<Utc>)> = latest.into_values().collect();
-        let json = rows
-            .iter()
-            .map(|(lead, _)| LeadJson::of(lead))
-            .collect::<Result<Vec<_>, _>>()?;
-        let done = sqlx::query(
-            "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
-                 follow_up, email, postal_code, phone_number_type, active_group_ids,
-                 inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                 content_hash, updated_at)
-             SELECT id, o, p, fn, ln, notes, fu, email, pc, pt, ag::jsonb, ig::jsonb, tags::jsonb,
-                    cf::jsonb, created, observed, hash, $18
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                         $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                         $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::int8[])
-                  AS r (id, o, p, fn, ln, notes, fu, email, pc, pt, ag, ig, tags, cf, created,
-                        observed, hash)
-             ON CONFLICT (id) DO UPDATE SET
-                 organization_id = excluded.organization_id, phone_number = excluded.phone_number,
-                 first_name = excluded.first_name, last_name = excluded.last_name,
-                 notes = excluded.notes, follow_up = excluded.follow_up, email = excluded.email,
-                 postal_code = excluded.postal_code, phone_number_type = excluded.phone_number_type,
-                 active_group_ids = excluded.active_group_ids,
-                 inactive_group_ids = excluded.inactive_group_ids, tag_ids = excluded.tag_ids,
-                 custom_fields = excluded.custom_fields, created_at = excluded.created_at,
-                 observed_at = excluded.observed_at, content_hash = excluded.content_hash,
-                 updated_at = excluded.updated_at
-             WHERE excluded.observed_at >= leads.observed_at
-               AND excluded.content_hash <> leads.content_hash",
-        )
-        .bind(column(&rows, |r| r.0.id.as_str()))
-        .bind(column(&rows, |r| r.0.organization_id.as_str()))
-        .bind(column(&rows, |r| r.0.phone_number.as_str()))
-        .bind(column(&rows, |r| r.0.first_name.as_deref()))
-        .bind(column(&rows, |r| r.0.last_name.as_deref()))
-        .bind(column(&rows, |r| r.0.notes.as_deref()))
-        .bind(column(&rows, |r| r.0.follow_up.as_deref()))
-        .bind(column(&rows, |r| r.0.email.as_deref()))
-        .bind(column(&rows, |r| r.0.postal_code.as_deref()))
-        .bind(column(&rows, |r| r.0.phone_number_type.as_deref()))
-        .bind(column(&json, |j| j.active_group_ids.as_str()))
-        .bind(column(&json, |j| j.inactive_group_ids.as_str()))
-        .bind(column(&json, |j| j.tag_ids.as_str()))
-        .bind(column(&json, |j| j.custom_fields.as_str()))
-        .bind(column(&rows, |r| r.0.created_at.as_deref()))
-        .bind(
-            rows.iter()
-                .map(|(_, at)| crate::model::to_millis(*at))
-                .collect::<Vec<_>>(),
-        )
-        .bind(json.iter().map(|j| j.hash).collect::<Vec<_>>())
-        .bind(now)
-        .execute(&mut *self)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
-    async fn apply_statuses(
-        &mut self,
-        observations: &[StatusObservation<'_>],
-        now: DateTime<Utc>,
-    ) -> Result<u64, crate::store::Error> {
-        // One row per message (an upsert cannot touch a row twice): its highest-ranked
-        // observation, which is what applying them one by one would leave.
-        let mut best: HashMap<&str, &StatusObservation<'_>> = HashMap::new();
-        for o in observations {
-            let slot = best.entry(o.message.id.as_str()).or_insert(o);
-            if status_rank(o) >= status_rank(slot) {
-                *slot = o;
-            }
-        }
-        if best.is_empty() {
-            return Ok(0);
-        }
-        let rows: Vec<&StatusObservation<'_>> = best.into_values().collect();
-        let done = sqlx::query(
-            "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-                 organization_id, terminal, status_at, source, first_seen_at, updated_at)
-             SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12
-             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                         $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::text[])
-                  AS r (id, thread, status, kind, created, code, lead, org, terminal, at, src)
-             ON CONFLICT (id) DO UPDATE SET
-                 thread_id = COALESCE(excluded.thread_id, messages.thread_id),
-                 status = excluded.status, type = COALESCE(excluded.type, messages.type),
-                 created_at = COALESCE(excluded.created_at, messages.created_at),
-                 error_code = excluded.error_code,
-                 lead_id = COALESCE(excluded.lead_id, messages.lead_id),
-                 organization_id = COALESCE(excluded.organization_id, messages.organization_id),
-                 terminal = excluded.terminal, status_at = excluded.status_at,
-                 source = excluded.source, updated_at = excluded.updated_at
-             WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-                 > (messages.terminal, messages.status_at, messages.status, COALESCE(messages.error_code, ''))",
-        )
-        .bind(rows.iter().map(|o| o.message.id.as_str()).collect::<Vec<_>>())
-        .bind(column(&rows, |o| o.message.thread_id.as_deref()))
-        .bind(rows.iter().map(|o| o.message.status.as_str()).collect::<Vec<_>>())
-        .bind(column(&rows, |o| o.message.kind.as_deref()))
-        .bind(column(&rows, |o| o.message.created_at.as_deref()))
-        .bind(column(&rows, |o| o.message.error_code.as_deref()))
-        .bind(column(&rows, |o| o.lead_id))
-        .bind(column(&rows, |o| o.organization_id))
-        .bind(rows.iter().map(|o| is_terminal(&o.message.status)).collect::<Vec<_>>())
-        .bind(
-            rows.iter()
-                .map(|o| crate::model::to_millis(o.occurred_at))
-                .collect::<Vec<_>>(),
-        )
-        .bind(rows.iter().map(|o| o.source.as_str()).collect::<Vec<_>>())
-        .bind(now)
-        .execute(&mut *self)
-        .await?;
-        Ok(done.rows_affected())
-    }
+crate::store::apply::statements! {
+    PgConnection,
 
     async fn settle_outbox(
         &mut self,
@@ -469,89 +110,394 @@ impl ApplyTx for PgConnection {
             })
             .collect())
     }
+}
 
-    async fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> Result<(), crate::store::Error> {
-        if opt_outs.is_empty() {
-            return Ok(());
+async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), crate::store::Error> {
+    if phones.is_empty() {
+        return Ok(());
+    }
+    // Sorted, so two transactions locking overlapping sets cannot deadlock: volatile
+    // functions of the select list run after the ORDER BY.
+    sqlx::query(
+        "SELECT pg_advisory_xact_lock($1, h)
+         FROM (SELECT DISTINCT hashtext(p) AS h FROM unnest($2::text[]) AS p) AS k
+         ORDER BY h",
+    )
+    .bind(NUMBER_LOCKS)
+    .bind(phones)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn locate_leads(
+    conn: &mut PgConnection,
+    lead_ids: &[&str],
+) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1)
+         UNION ALL
+         SELECT lead_id, organization_id, phone_number FROM consent_state WHERE lead_id = ANY($1)",
+    )
+    .bind(lead_ids)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+}
+
+async fn holders_of(
+    conn: &mut PgConnection,
+    phones: &[&str],
+) -> Result<Holders, crate::store::Error> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT phone_number, organization_id, lead_id FROM consent_state
+         WHERE phone_number = ANY($1)",
+    )
+    .bind(phones)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(crate::model::holders(rows))
+}
+
+async fn pushed_changes(
+    conn: &mut PgConnection,
+    keys: &[(&str, &str)],
+) -> Result<Vec<PushedChange>, crate::store::Error> {
+    let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    Ok(sqlx::query_as(
+        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
+                p.first_attempt_at, p.last_attempt_at
+         FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
+         JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
+         JOIN ledger AS l ON l.seq = p.seq
+         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
+           AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL
+         ORDER BY p.seq",
+    )
+    .bind(orgs)
+    .bind(phones)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+async fn unsent_opt_outs_of(
+    conn: &mut PgConnection,
+    keys: &[(&str, &str)],
+) -> Result<HashSet<(String, String)>, crate::store::Error> {
+    if keys.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    let rows: Vec<(String, String)> = sqlx::query_as(
+        "SELECT DISTINCT p.organization_id, p.phone_number
+         FROM unnest($1::text[], $2::text[]) AS k (org, phone)
+         JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
+         WHERE p.state = 'pending' AND p.opted_out",
+    )
+    .bind(orgs)
+    .bind(phones)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+async fn consent_states(
+    conn: &mut PgConnection,
+    keys: &[(&str, &str)],
+) -> Result<ConsentStates, crate::store::Error> {
+    let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
+    let rows: Vec<StateRow> = sqlx::query_as(
+        "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq,
+                s.source
+         FROM unnest($1::text[], $2::text[]) AS k (org, phone)
+         JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org",
+    )
+    .bind(orgs)
+    .bind(phones)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(ConsentStates(
+        rows.into_iter()
+            .map(|row| {
+                let rank = Rank {
+                    changed_at: row.changed_at,
+                    opted_out: row.opted_out,
+                };
+                let state = StoredConsent {
+                    rank,
+                    lead_id: row.lead_id,
+                    seq: Some(row.seq),
+                    source: row.source,
+                };
+                ((row.organization_id, row.phone_number), state)
+            })
+            .collect(),
+    ))
+}
+
+async fn append_ledger(
+    conn: &mut PgConnection,
+    entries: &[NewEntry<'_>],
+    recorded_at: DateTime<Utc>,
+) -> Result<Vec<Option<i64>>, crate::store::Error> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    // Which are recorded already: the numbers are locked, so no other transaction can
+    // record them before this one commits.
+    let recorded = recorded_already(conn, entries).await?;
+    let new = store::unrecorded(entries, &recorded);
+    let mut seqs = vec![None; entries.len()];
+    if new.is_empty() {
+        return Ok(seqs);
+    }
+    // Taken last: the head stays locked from here to the commit. It keeps the last
+    // entry's hash too, so the chain goes on in seq order at no extra round trip.
+    let (last, head_hash): (i64, String) =
+        sqlx::query_as("UPDATE ledger_head SET seq = seq + $1 RETURNING seq, hash")
+            .bind(new.len() as i64)
+            .fetch_one(&mut *conn)
+            .await?;
+    let head_seq = last - new.len() as i64;
+    let rows = store::chain_after(entries, &new, head_seq, head_hash, Timestamp(recorded_at))?;
+    for (row, &i) in rows.iter().zip(&new) {
+        seqs[i] = Some(row.seq);
+    }
+    let Some(last_hash) = rows.last().map(|row| row.hash.as_str()) else {
+        return Ok(seqs);
+    };
+    sqlx::query(
+        "WITH head AS (UPDATE ledger_head SET hash = $13)
+         INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
+             occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason, hash,
+             evidence)
+         SELECT $1 + k.i - 1, k.o, k.l, k.p, k.out, k.at, $2, k.src, k.r, k.sup, k.tag, k.why,
+                k.hash, k.evidence::jsonb
+         FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[],
+                     $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[],
+                     $14::text[], $15::text[])
+              WITH ORDINALITY AS k (o, l, p, out, at, src, r, sup, tag, why, hash, evidence, i)",
+    )
+    .bind(head_seq + 1)
+    .bind(crate::model::to_millis(recorded_at))
+    .bind(column(&rows, |r| {
+        r.entry.observation.organization_id.as_str()
+    }))
+    .bind(column(&rows, |r| r.entry.lead_id))
+    .bind(column(&rows, |r| r.entry.observation.phone_number.as_str()))
+    .bind(column(&rows, |r| r.entry.observation.opted_out))
+    .bind(column(&rows, |r| {
+        crate::model::to_millis(r.entry.observation.occurred_at)
+    }))
+    .bind(column(&rows, |r| r.entry.observation.source.as_str()))
+    .bind(column(&rows, |r| r.entry.observation.event_ref.as_str()))
+    .bind(column(&rows, |r| r.entry.superseded))
+    .bind(column(&rows, |r| r.entry.observation.tag_id.as_deref()))
+    .bind(column(&rows, |r| r.entry.observation.reason.as_deref()))
+    .bind(last_hash)
+    .bind(column(&rows, |r| r.hash.as_str()))
+    .bind(column(&rows, |r| r.evidence.as_deref()))
+    .execute(&mut *conn)
+    .await?;
+    // The insert notifies every replica's listener at commit (`store/listen.rs`),
+    // by the trigger `ledger_notify`.
+    Ok(seqs)
+}
+
+async fn write_states(
+    conn: &mut PgConnection,
+    states: &[StateWrite<'_>],
+) -> Result<(), crate::store::Error> {
+    if states.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
+                              $6::text[], $7::int8[])
+         ON CONFLICT (phone_number, organization_id) DO UPDATE SET
+             lead_id = COALESCE(excluded.lead_id, consent_state.lead_id),
+             opted_out = excluded.opted_out, changed_at = excluded.changed_at,
+             source = excluded.source, seq = excluded.seq
+         WHERE (excluded.changed_at, excluded.opted_out)
+             > (consent_state.changed_at, consent_state.opted_out)",
+    )
+    .bind(states.iter().map(|w| w.organization_id).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.phone_number).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.lead_id).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.rank.opted_out).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.rank.changed_at).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.source.as_str()).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.seq).collect::<Vec<_>>())
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn upsert_leads(
+    conn: &mut PgConnection,
+    leads: &[(&Lead, DateTime<Utc>)],
+    now: DateTime<Utc>,
+) -> Result<u64, crate::store::Error> {
+    // One row per lead (an upsert cannot touch a row twice): its latest observation.
+    let mut latest: HashMap<&str, &(&Lead, DateTime<Utc>)> = HashMap::new();
+    for observed in leads {
+        let slot = latest.entry(observed.0.id.as_str()).or_insert(observed);
+        if observed.1 >= slot.1 {
+            *slot = observed;
         }
-        sqlx::query(
-            "INSERT INTO suppressions (phone_number, seq, since)
-             SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
-             ON CONFLICT (phone_number) DO NOTHING",
-        )
-        .bind(column(opt_outs, |s| s.phone_number))
-        .bind(column(opt_outs, |s| s.seq))
-        .bind(column(opt_outs, |s| s.since))
-        .execute(&mut *self)
-        .await?;
-        Ok(())
     }
+    if latest.is_empty() {
+        return Ok(0);
+    }
+    let rows: Vec<&(&Lead, DateTime<Utc>)> = latest.into_values().collect();
+    let json = rows
+        .iter()
+        .map(|(lead, _)| LeadJson::of(lead))
+        .collect::<Result<Vec<_>, _>>()?;
+    let done = sqlx::query(concat!(
+        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
+             follow_up, email, postal_code, phone_number_type, active_group_ids,
+             inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
+             content_hash, updated_at)
+         SELECT id, o, p, fn, ln, notes, fu, email, pc, pt, ag::jsonb, ig::jsonb, tags::jsonb,
+                cf::jsonb, created, observed, hash, $18
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
+                     $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::int8[])
+              AS r (id, o, p, fn, ln, notes, fu, email, pc, pt, ag, ig, tags, cf, created,
+                    observed, hash) ",
+        crate::store::apply::leads_on_conflict!()
+    ))
+    .bind(column(&rows, |r| r.0.id.as_str()))
+    .bind(column(&rows, |r| r.0.organization_id.as_str()))
+    .bind(column(&rows, |r| r.0.phone_number.as_str()))
+    .bind(column(&rows, |r| r.0.first_name.as_deref()))
+    .bind(column(&rows, |r| r.0.last_name.as_deref()))
+    .bind(column(&rows, |r| r.0.notes.as_deref()))
+    .bind(column(&rows, |r| r.0.follow_up.as_deref()))
+    .bind(column(&rows, |r| r.0.email.as_deref()))
+    .bind(column(&rows, |r| r.0.postal_code.as_deref()))
+    .bind(column(&rows, |r| r.0.phone_number_type.as_deref()))
+    .bind(column(&json, |j| j.active_group_ids.as_str()))
+    .bind(column(&json, |j| j.inactive_group_ids.as_str()))
+    .bind(column(&json, |j| j.tag_ids.as_str()))
+    .bind(column(&json, |j| j.custom_fields.as_str()))
+    .bind(column(&rows, |r| r.0.created_at.as_deref()))
+    .bind(
+        rows.iter()
+            .map(|(_, at)| crate::model::to_millis(*at))
+            .collect::<Vec<_>>(),
+    )
+    .bind(json.iter().map(|j| j.hash).collect::<Vec<_>>())
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
 
-    async fn lift_suppressions(
-        &mut self,
-        opt_ins: &[(&str, DateTime<Utc>)],
-    ) -> Result<(), crate::store::Error> {
-        if opt_ins.is_empty() {
-            return Ok(());
+async fn apply_statuses(
+    conn: &mut PgConnection,
+    observations: &[StatusObservation<'_>],
+    now: DateTime<Utc>,
+) -> Result<u64, crate::store::Error> {
+    // One row per message (an upsert cannot touch a row twice): its highest-ranked
+    // observation, which is what applying them one by one would leave.
+    let mut best: HashMap<&str, &StatusObservation<'_>> = HashMap::new();
+    for o in observations {
+        let slot = best.entry(o.message.id.as_str()).or_insert(o);
+        if status_rank(o) >= status_rank(slot) {
+            *slot = o;
         }
-        sqlx::query(
-            "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
-             WHERE s.phone_number = k.phone AND s.since < k.at",
-        )
-        .bind(column(opt_ins, |(p, _)| *p))
-        .bind(column(opt_ins, |(_, at)| *at))
-        .execute(&mut *self)
-        .await?;
-        Ok(())
     }
+    if best.is_empty() {
+        return Ok(0);
+    }
+    let rows: Vec<&StatusObservation<'_>> = best.into_values().collect();
+    let done = sqlx::query(
+        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
+             organization_id, terminal, status_at, source, first_seen_at, updated_at)
+         SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12
+         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
+                     $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::text[])
+              AS r (id, thread, status, kind, created, code, lead, org, terminal, at, src)
+         ON CONFLICT (id) DO UPDATE SET
+             thread_id = COALESCE(excluded.thread_id, messages.thread_id),
+             status = excluded.status, type = COALESCE(excluded.type, messages.type),
+             created_at = COALESCE(excluded.created_at, messages.created_at),
+             error_code = excluded.error_code,
+             lead_id = COALESCE(excluded.lead_id, messages.lead_id),
+             organization_id = COALESCE(excluded.organization_id, messages.organization_id),
+             terminal = excluded.terminal, status_at = excluded.status_at,
+             source = excluded.source, updated_at = excluded.updated_at
+         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
+             > (messages.terminal, messages.status_at, messages.status, COALESCE(messages.error_code, ''))",
+    )
+    .bind(rows.iter().map(|o| o.message.id.as_str()).collect::<Vec<_>>())
+    .bind(column(&rows, |o| o.message.thread_id.as_deref()))
+    .bind(rows.iter().map(|o| o.message.status.as_str()).collect::<Vec<_>>())
+    .bind(column(&rows, |o| o.message.kind.as_deref()))
+    .bind(column(&rows, |o| o.message.created_at.as_deref()))
+    .bind(column(&rows, |o| o.message.error_code.as_deref()))
+    .bind(column(&rows, |o| o.lead_id))
+    .bind(column(&rows, |o| o.organization_id))
+    .bind(rows.iter().map(|o| is_terminal(&o.message.status)).collect::<Vec<_>>())
+    .bind(
+        rows.iter()
+            .map(|o| crate::model::to_millis(o.occurred_at))
+            .collect::<Vec<_>>(),
+    )
+    .bind(rows.iter().map(|o| o.source.as_str()).collect::<Vec<_>>())
+    .bind(now)
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
 
-    async fn queue_push(
-        &mut self,
-        seq: i64,
-        change: &ConsentObservation,
-        now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        sqlx::query(
-            "UPDATE pushes SET state = 'superseded', finished_at = $3
-             WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0",
-        )
-        .bind(&change.organization_id)
-        .bind(&change.phone_number)
-        .bind(now)
-        .execute(&mut *self)
-        .await?;
-        sqlx::query(
-            "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
-                                 next_attempt_at, created_at)
-             VALUES ($1, $2, $3, $4, $5,
-                     (SELECT lead_id FROM consent_state WHERE organization_id = $2 AND phone_number = $3),
-                     $6, $6)",
-        )
-        .bind(seq)
-        .bind(&change.organization_id)
-        .bind(&change.phone_number)
-        .bind(change.opted_out)
-        .bind(&change.tag_id)
-        .bind(now)
-        .execute(&mut *self)
-        .await?;
-        Ok(())
+async fn suppress(
+    conn: &mut PgConnection,
+    opt_outs: &[Suppressing<'_>],
+) -> Result<(), crate::store::Error> {
+    if opt_outs.is_empty() {
+        return Ok(());
     }
+    sqlx::query(
+        "INSERT INTO suppressions (phone_number, seq, since)
+         SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
+         ON CONFLICT (phone_number) DO NOTHING",
+    )
+    .bind(column(opt_outs, |s| s.phone_number))
+    .bind(column(opt_outs, |s| s.seq))
+    .bind(column(opt_outs, |s| s.since))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
 
-    async fn claim_pending(
-        &mut self,
-        limit: i64,
-        now: DateTime<Utc>,
-    ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-        super::outbox::claim_pending(self, limit, now).await
+async fn lift_suppressions(
+    conn: &mut PgConnection,
+    opt_ins: &[(&str, DateTime<Utc>)],
+) -> Result<(), crate::store::Error> {
+    if opt_ins.is_empty() {
+        return Ok(());
     }
+    sqlx::query(
+        "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
+         WHERE s.phone_number = k.phone AND s.since < k.at",
+    )
+    .bind(column(opt_ins, |(p, _)| *p))
+    .bind(column(opt_ins, |(_, at)| *at))
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
 
-    async fn page_written(
-        &mut self,
-        page: crate::store::PageCheckpoint<'_>,
-    ) -> Result<(), crate::store::Error> {
-        super::reconcile::page_written(self, page).await
-    }
+async fn claim_pending(
+    conn: &mut PgConnection,
+    limit: i64,
+    now: DateTime<Utc>,
+) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
+    super::outbox::claim_pending(conn, limit, now).await
 }
 
 /// The indices of `entries` whose event the ledger has already recorded for their

@@ -15,11 +15,10 @@ use sqlx::SqliteConnection;
 
 use crate::model::chain::ChainHead;
 use crate::model::{
-    ConsentObservation, ConsentStates, Holders, PushedChange, Rank, StatusObservation,
-    StoredConsent, Suppression,
+    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
 };
 use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
-use crate::store::{self, ApplyTx, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
+use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
@@ -39,335 +38,8 @@ async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::sto
     }
 }
 
-impl ApplyTx for SqliteConnection {
-    async fn lock_numbers(&mut self, _phones: &[&str]) -> Result<(), crate::store::Error> {
-        // The transaction's write lock covers the whole database already.
-        Ok(())
-    }
-
-    async fn locate_leads(
-        &mut self,
-        lead_ids: &[&str],
-    ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
-             UNION ALL
-             SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
-             JOIN consent_state AS s ON s.lead_id = k.value",
-        )
-        .bind(codec::json_param(lead_ids)?)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
-    }
-
-    async fn holders_of(&mut self, phones: &[&str]) -> Result<Holders, crate::store::Error> {
-        let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
-            "SELECT s.phone_number, s.organization_id, s.lead_id
-             FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
-             JOIN consent_state AS s ON s.phone_number = p.value",
-        )
-        .bind(codec::json_param(phones)?)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(crate::model::holders(rows))
-    }
-
-    async fn pushed_changes(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<Vec<PushedChange>, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                    p.first_attempt_at, p.last_attempt_at
-             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
-             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
-             JOIN ledger AS l ON l.seq = p.seq
-             WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-             ORDER BY p.seq",
-        )
-        .bind(codec::json_param(keys)?)
-        .fetch_all(&mut *self)
-        .await?)
-    }
-
-    async fn unsent_opt_outs_of(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<HashSet<(String, String)>, crate::store::Error> {
-        if keys.is_empty() {
-            return Ok(HashSet::new());
-        }
-        let rows: Vec<(String, String)> = codec::json_rows(
-            self,
-            "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
-             FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
-             JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
-             WHERE p.state = 'pending' AND p.opted_out",
-            codec::json_param(keys)?,
-        )
-        .await?;
-        Ok(rows.into_iter().collect())
-    }
-
-    async fn mark_echo(
-        &mut self,
-        push_seq: i64,
-        event_ref: &str,
-    ) -> Result<(), crate::store::Error> {
-        sqlx::query("UPDATE pushes SET echo_ref = ?2 WHERE seq = ?1")
-            .bind(push_seq)
-            .bind(event_ref)
-            .execute(&mut *self)
-            .await?;
-        Ok(())
-    }
-
-    async fn consent_states(
-        &mut self,
-        keys: &[(&str, &str)],
-    ) -> Result<ConsentStates, crate::store::Error> {
-        type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
-        let rows: Vec<Row> = codec::json_rows(
-            self,
-            "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
-                                                json(iif(s.opted_out, 'true', 'false')), s.lead_id,
-                                                s.seq, s.source))
-             FROM json_each(?) AS k
-             JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
-            codec::json_param(keys)?,
-        )
-        .await?;
-        let mut states = HashMap::with_capacity(rows.len());
-        for (o, p, at, opted_out, lead_id, seq, source) in rows {
-            let rank = Rank {
-                changed_at: at.at(),
-                opted_out,
-            };
-            let seq = Some(seq);
-            let state = StoredConsent {
-                rank,
-                lead_id,
-                seq,
-                source,
-            };
-            states.insert((o, p), state);
-        }
-        Ok(ConsentStates(states))
-    }
-
-    async fn append_ledger(
-        &mut self,
-        entries: &[NewEntry<'_>],
-        recorded_at: DateTime<Utc>,
-    ) -> Result<Vec<Option<i64>>, crate::store::Error> {
-        let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
-        if entries.is_empty() {
-            return Ok(seqs);
-        }
-        // The write lock is held: the last entry stays the last, and nothing else records
-        // these events, until the commit. So the new entries' seqs and their chain are known
-        // before the insert (each hash needs its seq and the hash before it).
-        let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
-        let recorded: HashSet<usize> = codec::json_rows::<usize, _>(
-            self,
-            "SELECT json_group_array(k.key)
-             FROM json_each(?) AS k
-             JOIN ledger AS l ON l.event_ref = k.value ->> 0
-                             AND l.organization_id = k.value ->> 1
-                             AND l.phone_number = k.value ->> 2",
-            codec::json_param(&keys)?,
-        )
-        .await?
-        .into_iter()
-        .collect();
-        let new = store::unrecorded(entries, &recorded);
-        if new.is_empty() {
-            return Ok(seqs);
-        }
-        let head = chain_head(self).await?;
-        let recorded_at = Timestamp(recorded_at);
-        let rows = store::chain_after(entries, &new, head.seq, head.hash, recorded_at)?;
-        for (row, &i) in rows.iter().zip(&new) {
-            seqs[i] = Some(row.seq);
-        }
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            // OR IGNORE, though nothing can conflict (checked above, under the write lock):
-            // a statement that cannot abort needs no statement journal, which would
-            // otherwise copy every index page it touches.
-            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
-                     opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
-                     reason, hash, evidence) ",
-            );
-            insert.push_values(chunk, |mut row, c| {
-                let (e, o) = (c.entry, c.entry.observation);
-                row.push_bind(c.seq)
-                    .push_bind(&o.organization_id)
-                    .push_bind(e.lead_id)
-                    .push_bind(&o.phone_number)
-                    .push_bind(o.opted_out)
-                    .push_bind(Timestamp(o.occurred_at))
-                    .push_bind(recorded_at)
-                    .push_bind(o.source.as_str())
-                    .push_bind(&o.event_ref)
-                    .push_bind(e.superseded)
-                    .push_bind(&o.tag_id)
-                    .push_bind(&o.reason)
-                    .push_bind(&c.hash)
-                    .push_bind(&c.evidence);
-            });
-            let done = insert.build().execute(&mut *self).await?;
-            if done.rows_affected() != chunk.len() as u64 {
-                return Err(store::Error::LedgerShort {
-                    took: done.rows_affected(),
-                    of: chunk.len(),
-                });
-            }
-        }
-        Ok(seqs)
-    }
-
-    async fn write_states(&mut self, states: &[StateWrite<'_>]) -> Result<(), crate::store::Error> {
-        // Pairs with no stored state are plain inserts, which cannot abort and so need no
-        // statement journal (see the ledger); the others are updated where still older.
-        let (known, fresh): (Vec<&StateWrite>, Vec<&StateWrite>) =
-            states.iter().partition(|w| w.stored);
-        for (rows, insert_sql, conflict) in [
-            (fresh, "INSERT OR IGNORE INTO", ""),
-            (
-                known,
-                "INSERT INTO",
-                " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
-                    lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
-                    changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
-                 WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
-            ),
-        ] {
-            for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-                let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                    "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) "
-                ));
-                upsert.push_values(chunk, |mut row, w| {
-                    row.push_bind(w.organization_id)
-                        .push_bind(w.phone_number)
-                        .push_bind(w.lead_id)
-                        .push_bind(w.rank.opted_out)
-                        .push_bind(codec::timestamp(w.rank.changed_at))
-                        .push_bind(w.source.as_str())
-                        .push_bind(w.seq);
-                });
-                upsert.push(conflict);
-                upsert.build().execute(&mut *self).await?;
-            }
-        }
-        Ok(())
-    }
-
-    async fn upsert_leads(
-        &mut self,
-        leads: &[(&Lead, DateTime<Utc>)],
-        now: DateTime<Utc>,
-    ) -> Result<u64, crate::store::Error> {
-        if leads.is_empty() {
-            return Ok(0);
-        }
-        let now = codec::timestamp(now);
-        // Leads the mirror does not have yet are plain inserts, which cannot abort and so
-        // need no statement journal; the others (and a lead's later observations in the same
-        // batch) are updated where newer and different. Rows are bound as parameters: for
-        // wide rows that is cheaper than JSON extraction.
-        let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-        let stored: HashSet<String> = codec::json_rows::<String, _>(
-            self,
-            "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
-            codec::json_param(&ids)?,
-        )
-        .await?
-        .into_iter()
-        .collect();
-        let mut first = HashSet::new();
-        type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
-        let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
-            !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
-        });
-        let mut written = 0;
-        for (rows, insert_sql, conflict) in [
-            (fresh, "INSERT OR IGNORE INTO", ""),
-            (
-                known,
-                "INSERT INTO",
-                " ON CONFLICT (id) DO UPDATE SET
-                     organization_id = excluded.organization_id, phone_number = excluded.phone_number,
-                     first_name = excluded.first_name, last_name = excluded.last_name,
-                     notes = excluded.notes, follow_up = excluded.follow_up, email = excluded.email,
-                     postal_code = excluded.postal_code, phone_number_type = excluded.phone_number_type,
-                     active_group_ids = excluded.active_group_ids,
-                     inactive_group_ids = excluded.inactive_group_ids, tag_ids = excluded.tag_ids,
-                     custom_fields = excluded.custom_fields, created_at = excluded.created_at,
-                     observed_at = excluded.observed_at, content_hash = excluded.content_hash,
-                     updated_at = excluded.updated_at
-                 WHERE excluded.observed_at >= leads.observed_at
-                   AND excluded.content_hash <> leads.content_hash",
-            ),
-        ] {
-            written += write_leads(self, &rows, insert_sql, conflict, &now).await?;
-        }
-        Ok(written)
-    }
-
-    async fn apply_statuses(
-        &mut self,
-        observations: &[StatusObservation<'_>],
-        now: DateTime<Utc>,
-    ) -> Result<u64, crate::store::Error> {
-        if observations.is_empty() {
-            return Ok(0);
-        }
-        #[derive(Serialize)]
-        struct StatusRow<'a> {
-            #[serde(flatten)]
-            message: &'a MessageStatus,
-            lead: Option<&'a str>,
-            org: Option<&'a str>,
-            terminal: bool,
-            at: String,
-            src: &'static str,
-        }
-        let rows: Vec<StatusRow> = observations
-            .iter()
-            .map(|o| StatusRow {
-                message: o.message,
-                lead: o.lead_id,
-                org: o.organization_id,
-                terminal: is_terminal(&o.message.status),
-                at: codec::timestamp(o.occurred_at),
-                src: o.source.as_str(),
-            })
-            .collect();
-        let done = sqlx::query(
-            "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-                 organization_id, terminal, status_at, source, first_seen_at, updated_at)
-             SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
-                 value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
-                 value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2
-             FROM json_each(?1) WHERE true ORDER BY key
-             ON CONFLICT (id) DO UPDATE SET
-                 thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
-                 type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
-                 error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
-                 organization_id = COALESCE(excluded.organization_id, organization_id),
-                 terminal = excluded.terminal, status_at = excluded.status_at,
-                 source = excluded.source, updated_at = excluded.updated_at
-             WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-                 > (terminal, status_at, status, COALESCE(error_code, ''))",
-        )
-        .bind(codec::json_param(&rows)?)
-        .bind(codec::timestamp(now))
-        .execute(&mut *self)
-        .await?;
-        Ok(done.rows_affected())
-    }
+crate::store::apply::statements! {
+    SqliteConnection,
 
     async fn settle_outbox(
         &mut self,
@@ -390,7 +62,7 @@ impl ApplyTx for SqliteConnection {
                 "UPDATE outbox SET state = 'applied', applied_at = ?
                  WHERE id IN (SELECT value FROM json_each(?))",
             )
-            .bind(codec::timestamp(now))
+            .bind(Timestamp(now))
             .bind(codec::json_param(applied)?)
             .execute(&mut *self)
             .await?;
@@ -435,92 +107,367 @@ impl ApplyTx for SqliteConnection {
             .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
             .collect())
     }
+}
 
-    async fn suppress(&mut self, opt_outs: &[Suppressing<'_>]) -> Result<(), crate::store::Error> {
-        for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
-            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                "INSERT INTO suppressions (phone_number, seq, since) ",
-            );
-            insert.push_values(chunk, |mut row, s| {
-                row.push_bind(s.phone_number)
-                    .push_bind(s.seq)
-                    .push_bind(Timestamp(s.since));
+async fn lock_numbers(
+    _conn: &mut SqliteConnection,
+    _phones: &[&str],
+) -> Result<(), crate::store::Error> {
+    // The transaction's write lock covers the whole database already.
+    Ok(())
+}
+
+async fn locate_leads(
+    conn: &mut SqliteConnection,
+    lead_ids: &[&str],
+) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
+    let rows: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
+         UNION ALL
+         SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
+         JOIN consent_state AS s ON s.lead_id = k.value",
+    )
+    .bind(codec::json_param(lead_ids)?)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+}
+
+async fn holders_of(
+    conn: &mut SqliteConnection,
+    phones: &[&str],
+) -> Result<Holders, crate::store::Error> {
+    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT s.phone_number, s.organization_id, s.lead_id
+         FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
+         JOIN consent_state AS s ON s.phone_number = p.value",
+    )
+    .bind(codec::json_param(phones)?)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(crate::model::holders(rows))
+}
+
+async fn pushed_changes(
+    conn: &mut SqliteConnection,
+    keys: &[(&str, &str)],
+) -> Result<Vec<PushedChange>, crate::store::Error> {
+    Ok(sqlx::query_as(
+        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
+                p.first_attempt_at, p.last_attempt_at
+         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+         JOIN ledger AS l ON l.seq = p.seq
+         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
+         ORDER BY p.seq",
+    )
+    .bind(codec::json_param(keys)?)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+async fn unsent_opt_outs_of(
+    conn: &mut SqliteConnection,
+    keys: &[(&str, &str)],
+) -> Result<HashSet<(String, String)>, crate::store::Error> {
+    if keys.is_empty() {
+        return Ok(HashSet::new());
+    }
+    let rows: Vec<(String, String)> = codec::json_rows(
+        conn,
+        "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
+         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+         WHERE p.state = 'pending' AND p.opted_out",
+        codec::json_param(keys)?,
+    )
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+async fn consent_states(
+    conn: &mut SqliteConnection,
+    keys: &[(&str, &str)],
+) -> Result<ConsentStates, crate::store::Error> {
+    type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
+    let rows: Vec<Row> = codec::json_rows(
+        conn,
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
+                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id,
+                                            s.seq, s.source))
+         FROM json_each(?) AS k
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+        codec::json_param(keys)?,
+    )
+    .await?;
+    let mut states = HashMap::with_capacity(rows.len());
+    for (o, p, at, opted_out, lead_id, seq, source) in rows {
+        let rank = Rank {
+            changed_at: at.at(),
+            opted_out,
+        };
+        let seq = Some(seq);
+        let state = StoredConsent {
+            rank,
+            lead_id,
+            seq,
+            source,
+        };
+        states.insert((o, p), state);
+    }
+    Ok(ConsentStates(states))
+}
+
+async fn append_ledger(
+    conn: &mut SqliteConnection,
+    entries: &[NewEntry<'_>],
+    recorded_at: DateTime<Utc>,
+) -> Result<Vec<Option<i64>>, crate::store::Error> {
+    let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
+    if entries.is_empty() {
+        return Ok(seqs);
+    }
+    // The write lock is held: the last entry stays the last, and nothing else records
+    // these events, until the commit. So the new entries' seqs and their chain are known
+    // before the insert (each hash needs its seq and the hash before it).
+    let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
+    let recorded: HashSet<usize> = codec::json_rows::<usize, _>(
+        conn,
+        "SELECT json_group_array(k.key)
+         FROM json_each(?) AS k
+         JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                         AND l.organization_id = k.value ->> 1
+                         AND l.phone_number = k.value ->> 2",
+        codec::json_param(&keys)?,
+    )
+    .await?
+    .into_iter()
+    .collect();
+    let new = store::unrecorded(entries, &recorded);
+    if new.is_empty() {
+        return Ok(seqs);
+    }
+    let head = chain_head(conn).await?;
+    let recorded_at = Timestamp(recorded_at);
+    let rows = store::chain_after(entries, &new, head.seq, head.hash, recorded_at)?;
+    for (row, &i) in rows.iter().zip(&new) {
+        seqs[i] = Some(row.seq);
+    }
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        // OR IGNORE, though nothing can conflict (checked above, under the write lock):
+        // a statement that cannot abort needs no statement journal, which would
+        // otherwise copy every index page it touches.
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
+                 opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
+                 reason, hash, evidence) ",
+        );
+        insert.push_values(chunk, |mut row, c| {
+            let (e, o) = (c.entry, c.entry.observation);
+            row.push_bind(c.seq)
+                .push_bind(&o.organization_id)
+                .push_bind(e.lead_id)
+                .push_bind(&o.phone_number)
+                .push_bind(o.opted_out)
+                .push_bind(Timestamp(o.occurred_at))
+                .push_bind(recorded_at)
+                .push_bind(o.source.as_str())
+                .push_bind(&o.event_ref)
+                .push_bind(e.superseded)
+                .push_bind(&o.tag_id)
+                .push_bind(&o.reason)
+                .push_bind(&c.hash)
+                .push_bind(&c.evidence);
+        });
+        let done = insert.build().execute(&mut *conn).await?;
+        if done.rows_affected() != chunk.len() as u64 {
+            return Err(store::Error::LedgerShort {
+                took: done.rows_affected(),
+                of: chunk.len(),
             });
-            insert.push(" ON CONFLICT (phone_number) DO NOTHING");
-            insert.build().execute(&mut *self).await?;
         }
-        Ok(())
     }
+    Ok(seqs)
+}
 
-    async fn lift_suppressions(
-        &mut self,
-        opt_ins: &[(&str, DateTime<Utc>)],
-    ) -> Result<(), crate::store::Error> {
-        if opt_ins.is_empty() {
-            return Ok(());
+async fn write_states(
+    conn: &mut SqliteConnection,
+    states: &[StateWrite<'_>],
+) -> Result<(), crate::store::Error> {
+    // Pairs with no stored state are plain inserts, which cannot abort and so need no
+    // statement journal (see the ledger); the others are updated where still older.
+    let (known, fresh): (Vec<&StateWrite>, Vec<&StateWrite>) =
+        states.iter().partition(|w| w.stored);
+    for (rows, insert_sql, conflict) in [
+        (fresh, "INSERT OR IGNORE INTO", ""),
+        (
+            known,
+            "INSERT INTO",
+            " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+                lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
+                changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
+             WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
+        ),
+    ] {
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) "
+            ));
+            upsert.push_values(chunk, |mut row, w| {
+                row.push_bind(w.organization_id)
+                    .push_bind(w.phone_number)
+                    .push_bind(w.lead_id)
+                    .push_bind(w.rank.opted_out)
+                    .push_bind(Timestamp(w.rank.changed_at))
+                    .push_bind(w.source.as_str())
+                    .push_bind(w.seq);
+            });
+            upsert.push(conflict);
+            upsert.build().execute(&mut *conn).await?;
         }
-        let rows: Vec<(&str, Timestamp)> =
-            opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
-        sqlx::query(
-            "DELETE FROM suppressions WHERE rowid IN (
-                 SELECT s.rowid FROM json_each(?) AS k
-                 JOIN suppressions AS s ON s.phone_number = k.value ->> 0
-                 WHERE s.since < k.value ->> 1)",
-        )
-        .bind(codec::json_param(&rows)?)
-        .execute(&mut *self)
-        .await?;
-        Ok(())
     }
+    Ok(())
+}
 
-    async fn queue_push(
-        &mut self,
-        seq: i64,
-        change: &ConsentObservation,
-        now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        let now = codec::timestamp(now);
-        sqlx::query(
-            "UPDATE pushes SET state = 'superseded', finished_at = ?3
-             WHERE organization_id = ?1 AND phone_number = ?2 AND state = 'pending' AND attempts = 0",
-        )
-        .bind(&change.organization_id)
-        .bind(&change.phone_number)
-        .bind(&now)
-        .execute(&mut *self)
-        .await?;
-        sqlx::query(
-            "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
-                                 next_attempt_at, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5,
-                     (SELECT lead_id FROM consent_state WHERE organization_id = ?2 AND phone_number = ?3),
-                     ?6, ?6)",
-        )
-        .bind(seq)
-        .bind(&change.organization_id)
-        .bind(&change.phone_number)
-        .bind(change.opted_out)
-        .bind(&change.tag_id)
-        .bind(&now)
-        .execute(&mut *self)
-        .await?;
-        Ok(())
+async fn upsert_leads(
+    conn: &mut SqliteConnection,
+    leads: &[(&Lead, DateTime<Utc>)],
+    now: DateTime<Utc>,
+) -> Result<u64, crate::store::Error> {
+    if leads.is_empty() {
+        return Ok(0);
     }
+    let now = Timestamp(now);
+    // Leads the mirror does not have yet are plain inserts, which cannot abort and so
+    // need no statement journal; the others (and a lead's later observations in the same
+    // batch) are updated where newer and different. Rows are bound as parameters: for
+    // wide rows that is cheaper than JSON extraction.
+    let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
+    let stored: HashSet<String> = codec::json_rows::<String, _>(
+        conn,
+        "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
+        codec::json_param(&ids)?,
+    )
+    .await?
+    .into_iter()
+    .collect();
+    let mut first = HashSet::new();
+    type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
+    let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
+        !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
+    });
+    let mut written = 0;
+    for (rows, insert_sql, conflict) in [
+        (fresh, "INSERT OR IGNORE INTO", ""),
+        (
+            known,
+            "INSERT INTO",
+            concat!(" ", crate::store::apply::leads_on_conflict!()),
+        ),
+    ] {
+        written += write_leads(conn, &rows, insert_sql, conflict, now).await?;
+    }
+    Ok(written)
+}
 
-    async fn claim_pending(
-        &mut self,
-        limit: i64,
-        _now: DateTime<Utc>,
-    ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-        super::outbox::pending(self, limit).await
+async fn apply_statuses(
+    conn: &mut SqliteConnection,
+    observations: &[StatusObservation<'_>],
+    now: DateTime<Utc>,
+) -> Result<u64, crate::store::Error> {
+    if observations.is_empty() {
+        return Ok(0);
     }
+    #[derive(Serialize)]
+    struct StatusRow<'a> {
+        #[serde(flatten)]
+        message: &'a MessageStatus,
+        lead: Option<&'a str>,
+        org: Option<&'a str>,
+        terminal: bool,
+        at: Timestamp,
+        src: &'static str,
+    }
+    let rows: Vec<StatusRow> = observations
+        .iter()
+        .map(|o| StatusRow {
+            message: o.message,
+            lead: o.lead_id,
+            org: o.organization_id,
+            terminal: is_terminal(&o.message.status),
+            at: Timestamp(o.occurred_at),
+            src: o.source.as_str(),
+        })
+        .collect();
+    let done = sqlx::query(
+        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
+             organization_id, terminal, status_at, source, first_seen_at, updated_at)
+         SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
+             value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
+             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2
+         FROM json_each(?1) WHERE true ORDER BY key
+         ON CONFLICT (id) DO UPDATE SET
+             thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
+             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
+             error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
+             organization_id = COALESCE(excluded.organization_id, organization_id),
+             terminal = excluded.terminal, status_at = excluded.status_at,
+             source = excluded.source, updated_at = excluded.updated_at
+         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
+             > (terminal, status_at, status, COALESCE(error_code, ''))",
+    )
+    .bind(codec::json_param(&rows)?)
+    .bind(Timestamp(now))
+    .execute(&mut *conn)
+    .await?;
+    Ok(done.rows_affected())
+}
 
-    async fn page_written(
-        &mut self,
-        page: crate::store::PageCheckpoint<'_>,
-    ) -> Result<(), crate::store::Error> {
-        super::reconcile::page_written(self, page).await
+async fn suppress(
+    conn: &mut SqliteConnection,
+    opt_outs: &[Suppressing<'_>],
+) -> Result<(), crate::store::Error> {
+    for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
+        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+            "INSERT INTO suppressions (phone_number, seq, since) ",
+        );
+        insert.push_values(chunk, |mut row, s| {
+            row.push_bind(s.phone_number)
+                .push_bind(s.seq)
+                .push_bind(Timestamp(s.since));
+        });
+        insert.push(" ON CONFLICT (phone_number) DO NOTHING");
+        insert.build().execute(&mut *conn).await?;
     }
+    Ok(())
+}
+
+async fn lift_suppressions(
+    conn: &mut SqliteConnection,
+    opt_ins: &[(&str, DateTime<Utc>)],
+) -> Result<(), crate::store::Error> {
+    if opt_ins.is_empty() {
+        return Ok(());
+    }
+    let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
+    sqlx::query(
+        "DELETE FROM suppressions WHERE rowid IN (
+             SELECT s.rowid FROM json_each(?) AS k
+             JOIN suppressions AS s ON s.phone_number = k.value ->> 0
+             WHERE s.since < k.value ->> 1)",
+    )
+    .bind(codec::json_param(&rows)?)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+async fn claim_pending(
+    conn: &mut SqliteConnection,
+    limit: i64,
+    _now: DateTime<Utc>,
+) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
+    super::outbox::pending(conn, limit).await
 }
 
 /// Writes leads as multi-row `{verb} leads ... {conflict}` statements; returns the rows
@@ -530,7 +477,7 @@ async fn write_leads(
     rows: &[&(&Lead, DateTime<Utc>)],
     verb: &str,
     conflict: &str,
-    now: &str,
+    now: Timestamp,
 ) -> Result<u64, crate::store::Error> {
     let mut written = 0;
     for chunk in rows.chunks(LEADS_PER_STATEMENT) {
@@ -562,7 +509,7 @@ async fn write_leads(
                 .push_bind(json.tag_ids)
                 .push_bind(json.custom_fields)
                 .push_bind(&lead.created_at)
-                .push_bind(codec::timestamp(*observed_at))
+                .push_bind(Timestamp(*observed_at))
                 .push_bind(json.hash)
                 .push_bind(now);
         });

@@ -1,47 +1,15 @@
-//! The ledger's hash chain on SQLite: reading it in seq order, and computing it for the
-//! entries recorded before it existed.
+//! The ledger's hash chain on SQLite: reading it in seq order (the statements:
+//! [`crate::store::chain`]), and computing it for the entries recorded before it existed.
 
 use sqlx::{Connection as _, SqlitePool};
 
-use crate::model::chain::{ChainHead, ChainRow, GENESIS};
-use crate::store::ChainStore;
+use crate::model::chain::{ChainRow, GENESIS};
 
 /// Entries hashed per transaction when computing a missing chain: each transaction holds
 /// the write lock, so it stays short.
 const FILL_BATCH: i64 = 5_000;
 
-const COLUMNS: &str = "seq, organization_id, lead_id, phone_number, opted_out, occurred_at,
-    recorded_at, source, event_ref, superseded, tag_id, reason, hash";
-
-impl ChainStore for SqlitePool {
-    async fn chain_page(
-        &self,
-        after: i64,
-        limit: i64,
-    ) -> Result<Vec<ChainRow>, crate::store::Error> {
-        Ok(sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM ledger WHERE seq > ? ORDER BY seq LIMIT ?"
-        ))
-        .bind(after)
-        .bind(limit)
-        .fetch_all(self)
-        .await?)
-    }
-
-    async fn chain_head(&self) -> Result<ChainHead, crate::store::Error> {
-        let last: Option<(i64, Option<String>)> =
-            sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-                .fetch_optional(self)
-                .await?;
-        Ok(match last {
-            None => ChainHead::empty(),
-            Some((seq, hash)) => ChainHead {
-                seq,
-                hash: hash.unwrap_or_default(),
-            },
-        })
-    }
-}
+crate::store::chain::statements!(SqlitePool);
 
 /// Computes the hash of every entry that has none (those recorded before the chain), in
 /// seq order from the entry before the first of them: the one update the append-only
@@ -74,8 +42,10 @@ pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> 
                 .fetch_optional(&mut *tx)
                 .await?;
         let mut prev = before.flatten().unwrap_or_else(|| GENESIS.to_owned());
-        let rows: Vec<ChainRow> = sqlx::query_as(&format!(
-            "SELECT {COLUMNS} FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
+        let rows: Vec<ChainRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            crate::store::chain::chain_columns!(),
+            " FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
         ))
         .bind(first)
         .bind(FILL_BATCH)

@@ -1,33 +1,30 @@
 //! The compliance report's reads on SQLite (the statements: [`crate::store::compliance`]).
 
-crate::store::compliance::statements!(
-    sqlx::SqlitePool,
-    /// As one JSON array: half a million rows one at a time cost most of a report.
-    async fn messages_of_leads(
-        &self,
-        lead_ids: &[&str],
-    ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
-        if lead_ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut conn = self.acquire().await?;
-        let rows: Vec<(String, String, String, Option<String>)> = crate::store::codec::json_rows(
-            &mut conn,
-            "SELECT json_group_array(json_array(m.lead_id, m.id, m.status, m.created_at))
-             FROM json_each(?) AS k JOIN messages AS m ON m.lead_id = k.value",
-            crate::store::codec::json_param(lead_ids)?,
-        )
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(
-                |(lead_id, id, status, created_at)| crate::model::LeadMessage {
-                    lead_id,
-                    id,
-                    status,
-                    created_at,
-                },
-            )
-            .collect())
-    }
-);
+use crate::model::LeadMessage;
+
+crate::store::compliance::statements!(sqlx::SqlitePool, messages_of_leads);
+
+/// The messages of `lead_ids`, as one JSON array: half a million rows one at a time cost
+/// most of a report.
+async fn messages_of_leads(
+    pool: &sqlx::SqlitePool,
+    lead_ids: &[&str],
+) -> Result<Vec<LeadMessage>, crate::store::Error> {
+    let mut conn = pool.acquire().await?;
+    let rows: Vec<(String, String, String, Option<String>)> = crate::store::codec::json_rows(
+        &mut conn,
+        "SELECT json_group_array(json_array(m.lead_id, m.id, m.status, m.created_at))
+         FROM json_each(?) AS k JOIN messages AS m ON m.lead_id = k.value",
+        crate::store::codec::json_param(lead_ids)?,
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(lead_id, id, status, created_at)| LeadMessage {
+            lead_id,
+            id,
+            status,
+            created_at,
+        })
+        .collect())
+}

@@ -4,115 +4,93 @@
 use crate::store::codec;
 use std::collections::HashMap;
 
-use chrono::Utc;
 use sqlx::SqliteConnection;
 
-use crate::model::{Delivery, RejectedDelivery};
-use crate::store::IngestStore;
+use crate::model::{Delivery, RejectedDelivery, Timestamp};
 
-impl IngestStore for SqliteConnection {
-    /// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
-    /// transaction or alone in autocommit, where one statement is one transaction (one
-    /// hand-over to the database thread instead of the four of an explicit one). Returns each
-    /// key's row and whether this statement added it.
-    ///
-    /// The ids of new rows follow from the statement's outcome ([`codec::consecutive_rowids`]).
-    /// When some keys were already present, the keys are looked up in one row, and those above
-    /// `last_id` (the largest id before the statement, read once and then carried by the
-    /// caller: its writer is the only one to add rows) are the new ones.
-    async fn insert_deliveries(
-        &mut self,
-        fresh: &[&Delivery],
-        last_id: &mut Option<i64>,
-    ) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
-        let mut ids = HashMap::with_capacity(fresh.len());
-        if fresh.is_empty() {
-            return Ok(ids);
+crate::store::ingest::statements!(
+    SqliteConnection,
+    begin: "BEGIN IMMEDIATE",
+    insert: insert_deliveries,
+    insert_rejected: insert_rejected
+);
+
+/// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
+/// transaction or alone in autocommit, where one statement is one transaction (one
+/// hand-over to the database thread instead of the four of an explicit one). Returns each
+/// key's row and whether this statement added it.
+///
+/// The ids of new rows follow from the statement's outcome ([`codec::consecutive_rowids`]).
+/// When some keys were already present, the keys are looked up in one row, and those above
+/// `last_id` (the largest id before the statement, read once and then carried by the
+/// caller: its writer is the only one to add rows) are the new ones.
+async fn insert_deliveries(
+    conn: &mut SqliteConnection,
+    fresh: &[&Delivery],
+    last_id: &mut Option<i64>,
+) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
+    let mut ids = HashMap::with_capacity(fresh.len());
+    let before = match *last_id {
+        Some(id) => id,
+        None => {
+            sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
+                .fetch_one(&mut *conn)
+                .await?
         }
-        let before = match *last_id {
-            Some(id) => id,
-            None => {
-                sqlx::query_scalar("SELECT COALESCE(MAX(id), 0) FROM outbox")
-                    .fetch_one(&mut *self)
-                    .await?
-            }
-        };
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header) ",
+    };
+    let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header) ",
+    );
+    insert.push_values(fresh, |mut row, d| {
+        row.push_bind(&d.dedup_key)
+            .push_bind(Timestamp(d.received_at))
+            .push_bind(d.body.as_ref())
+            .push_bind(&d.headers)
+            .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
+            .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()));
+    });
+    insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
+    let done = insert.build().execute(&mut *conn).await?;
+    *last_id = Some(if done.rows_affected() > 0 {
+        done.last_insert_rowid()
+    } else {
+        before
+    });
+    if let Some(range) = codec::consecutive_rowids(&done, fresh.len()) {
+        ids.extend(
+            range
+                .zip(fresh)
+                .map(|(id, d)| (d.dedup_key.clone(), (id, true))),
         );
-        insert.push_values(fresh, |mut row, d| {
-            row.push_bind(&d.dedup_key)
-                .push_bind(codec::timestamp(d.received_at))
-                .push_bind(d.body.as_ref())
-                .push_bind(&d.headers)
-                .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
-                .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()));
-        });
-        insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
-        let done = insert.build().execute(&mut *self).await?;
-        *last_id = Some(if done.rows_affected() > 0 {
-            done.last_insert_rowid()
-        } else {
-            before
-        });
-        if let Some(range) = codec::consecutive_rowids(&done, fresh.len()) {
-            ids.extend(
-                range
-                    .zip(fresh)
-                    .map(|(id, d)| (d.dedup_key.clone(), (id, true))),
-            );
-            return Ok(ids);
-        }
-        let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
-        let rows: Vec<(i64, String)> = codec::json_rows(
-            self,
-            "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
-             WHERE dedup_key IN (SELECT value FROM json_each(?))",
-            codec::json_param(&keys)?,
-        )
-        .await?;
-        ids.extend(rows.into_iter().map(|(id, key)| (key, (id, id > before))));
-        Ok(ids)
+        return Ok(ids);
     }
+    let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
+    let rows: Vec<(i64, String)> = codec::json_rows(
+        conn,
+        "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
+         WHERE dedup_key IN (SELECT value FROM json_each(?))",
+        codec::json_param(&keys)?,
+    )
+    .await?;
+    ids.extend(rows.into_iter().map(|(id, key)| (key, (id, id > before))));
+    Ok(ids)
+}
 
-    /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
-    /// readiness probe's row, in one transaction.
-    async fn record_others(
-        &mut self,
-        rejected: &[&RejectedDelivery],
-        kept: i64,
-        probe: bool,
-    ) -> Result<(), crate::store::Error> {
-        use sqlx::Connection as _;
-        let mut tx = self.begin_with("BEGIN IMMEDIATE").await?;
-        for r in rejected {
-            sqlx::query(
-                "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES (?, ?, ?, ?)",
-            )
-            .bind(codec::timestamp(r.received_at))
-            .bind(&r.reason)
-            .bind(&r.headers)
-            .bind(r.body.as_ref())
-            .execute(&mut *tx)
-            .await?;
-        }
-        if !rejected.is_empty() {
-            sqlx::query(
-                "DELETE FROM rejected_deliveries WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - ?",
-            )
-            .bind(kept)
-            .execute(&mut *tx)
-            .await?;
-        }
-        if probe {
-            sqlx::query(
-                "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', ?1)
-                 ON CONFLICT (key) DO UPDATE SET updated_at = ?1",
-            )
-            .bind(codec::timestamp(Utc::now()))
-            .execute(&mut *tx)
-            .await?;
-        }
-        Ok(tx.commit().await?)
+/// Inserts refused deliveries, a statement each (they are few: a sample).
+async fn insert_rejected(
+    conn: &mut SqliteConnection,
+    rejected: &[&RejectedDelivery],
+) -> Result<(), crate::store::Error> {
+    for r in rejected {
+        sqlx::query(
+            "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES ($1, $2, $3, $4)",
+        )
+        .bind(Timestamp(r.received_at))
+        .bind(&r.reason)
+        .bind(&r.headers)
+        .bind(r.body.as_ref())
+        .execute(&mut *conn)
+        .await?;
     }
+    Ok(())
 }

@@ -1,7 +1,6 @@
 //! The push queue on SQLite: local changes on their way to the service.
 
 use crate::store::PushStore;
-use crate::store::codec;
 use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
@@ -23,7 +22,7 @@ impl PushStore for SqlitePool {
                       ORDER BY p.seq LIMIT 1)
          RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
         )
-        .bind(codec::timestamp(now))
+        .bind(crate::model::Timestamp(now))
         .fetch_optional(self)
         .await?)
     }

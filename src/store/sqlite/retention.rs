@@ -1,12 +1,16 @@
 //! Pruning stored deliveries and finished messages on SQLite, and giving the space back
 //! (incremental vacuum).
 
-use crate::store::RetentionStore;
-use crate::store::codec;
-use chrono::{DateTime, Utc};
 use sqlx::SqlitePool;
 
-impl RetentionStore for SqlitePool {
+crate::store::retention::statements! {
+    SqlitePool,
+    applied: "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each($1))",
+    |ids| crate::store::codec::json_param(ids)?,
+    count_finished: "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < $1",
+    delete_finished: "DELETE FROM messages WHERE id IN
+         (SELECT id FROM messages WHERE terminal = 1 AND status_at < $1 LIMIT $2)",
+
     async fn free_pages(&self) -> Result<i64, crate::store::Error> {
         Ok(sqlx::query_scalar("PRAGMA freelist_count")
             .fetch_one(self)
@@ -22,50 +26,6 @@ impl RetentionStore for SqlitePool {
         Ok(sqlx::query_scalar("PRAGMA freelist_count")
             .fetch_one(&mut *conn)
             .await?)
-    }
-
-    crate::store::retention::shared!();
-
-    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let done = sqlx::query(
-            "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each(?))",
-        )
-        .bind(codec::json_param(ids)?)
-        .execute(self)
-        .await?;
-        Ok(done.rows_affected())
-    }
-
-    async fn count_finished_messages(
-        &self,
-        before: DateTime<Utc>,
-    ) -> Result<u64, crate::store::Error> {
-        let count: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < ?",
-        )
-        .bind(codec::timestamp(before))
-        .fetch_one(self)
-        .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn delete_finished_messages(
-        &self,
-        before: DateTime<Utc>,
-        limit: i64,
-    ) -> Result<u64, crate::store::Error> {
-        let done = sqlx::query(
-            "DELETE FROM messages WHERE id IN
-             (SELECT id FROM messages WHERE terminal = 1 AND status_at < ?1 LIMIT ?2)",
-        )
-        .bind(codec::timestamp(before))
-        .bind(limit)
-        .execute(self)
-        .await?;
-        Ok(done.rows_affected())
     }
 }
 
