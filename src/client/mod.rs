@@ -20,6 +20,7 @@ use std::sync::Arc;
 
 pub use config::{ClientConfig, MAX_ANSWER_BYTES};
 pub use error::ClientError;
+pub(crate) use paging::CursorTrail;
 pub use paging::ListQuery;
 pub use rate::RateLimiter;
 pub use token::{MemoryTokenGuardStore, TokenGuardState, TokenGuardStore, TokenPolicy};

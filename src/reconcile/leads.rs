@@ -2,6 +2,7 @@
 //! transaction together with the cursor of the next.
 
 use super::*;
+use crate::client::CursorTrail;
 
 /// One page of leads as fetched, with the cursor of the next page (none at the end).
 pub(super) struct LeadsPage {
@@ -81,8 +82,13 @@ impl Reconciler {
                 self.source.clone().page(organization.to_owned(), cursor),
             ))
         };
+        // A service whose cursors go round (A, B, A...) would keep a pass paging for ever.
+        let mut trail = CursorTrail::new("/leads", cursor.as_deref());
         let mut page = fetch(cursor).await??;
         loop {
+            if let Some(next) = &page.next {
+                trail.follow(next)?;
+            }
             let next = match &page.next {
                 Some(cursor) if !shutdown.is_cancelled() => Some(fetch(Some(cursor.clone()))),
                 _ => None,

@@ -111,6 +111,37 @@ async fn webhooks_list_ends_with_an_error_naming_the_cycle_when_the_cursors_go_r
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconciliation_pass_ends_naming_the_cycle_when_the_leads_cursors_go_round() {
+    // First page -> cur_A -> cur_B -> cur_A -> ...: a pass would page for ever.
+    let upstream = serve(token_granted().route(
+        "/v3/leads",
+        get(|Query(query): Query<CursorQuery>| async move {
+            let next = match query.cursor.as_deref() {
+                None | Some("cur_B") => "cur_A",
+                Some(_) => "cur_B",
+            };
+            axum::Json(json!({"items": [], "cursor": next, "hasMore": true}))
+        }),
+    ))
+    .await;
+    let dir = tempfile::tempdir().expect("dir");
+
+    let output = run(
+        dir.path(),
+        &["reconcile", "--leads", "--org", "org_1"],
+        &service_env(&upstream),
+    )
+    .await
+    .expect("the pass ends");
+
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        said.contains("goes round in a circle") && said.contains("`cur_A`"),
+        "{said}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn webhooks_list_shows_control_characters_from_the_service_as_escapes() {
     let hostile = [registration(
         "whr_\u{1b}[31mred",
