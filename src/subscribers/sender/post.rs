@@ -69,7 +69,7 @@ impl Sender {
             return Posted::Gone;
         }
         let retry_after = crate::client::retry_after(response.headers());
-        let text = response.text().await.unwrap_or_default();
+        let text = prefix(response, MAX_ERROR_BODY * 4).await;
         let text: String = text.chars().take(MAX_ERROR_BODY).collect();
         let transient = status.is_server_error() || matches!(status.as_u16(), 408 | 429);
         let error = format!("answered {status}: {}", text.trim());
@@ -79,6 +79,20 @@ impl Sender {
             rejected: !transient,
         }
     }
+}
+
+/// At most `most` bytes of an answer's body, as text: a receiver's error page is shown,
+/// never read whole (it may be any size).
+async fn prefix(mut response: reqwest::Response, most: usize) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < most {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes.truncate(most);
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 /// How a post ended.
