@@ -24,10 +24,14 @@
 //! to the end of the response body.
 //!
 //! Between the two, the floor: what any implementation of the ingest contract must at least
-//! do, and nothing more. A handler that verifies the signature with the daemon's verifier
-//! and hands the body to one group-commit task, which stores each batch with one multi-row
-//! INSERT (a key and the body) in autocommit on a dedicated connection, and answers after
-//! the commit: on SQLite in its own file, `synchronous = full`; on PostgreSQL in a table of
+//! do, and nothing more, written as one would write it by hand without the daemon's
+//! layers. A handler verifies the signature (HMAC-SHA256 compared in constant time, the
+//! daemon's verifier), keys the body by its SHA-256 and hands both to one group-commit loop,
+//! which answers after the commit. On SQLite the loop is a thread of its own that owns a
+//! rusqlite connection to a file of its own (WAL, `synchronous = FULL`) and commits every
+//! waiting delivery in one transaction, a prepared `INSERT ... ON CONFLICT (key) DO NOTHING`
+//! each into a table with a unique key; on PostgreSQL a dedicated connection stores each
+//! batch with one `INSERT ... SELECT FROM unnest(...) ON CONFLICT DO NOTHING` in a table of
 //! its own (`floor`) in the bench's database. No headers kept, no outbox states, no worker,
 //! no apply.
 //!
@@ -74,8 +78,6 @@ use outreach_sync::signature::{Key, SignatureFormat, Verifier, sign};
 use outreach_sync::store::Pool;
 use secrecy::SecretString;
 use sha2::{Digest, Sha256};
-use sqlx::Connection as _;
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -393,110 +395,152 @@ async fn spawn_noop(shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
     serve_baseline(Router::new().route("/webhooks", post(noop)), shutdown).await
 }
 
-/// A delivery handed to the floor's group-commit task, and where to answer with its row id.
-type Stored = (String, Bytes, oneshot::Sender<i64>);
+/// A delivery handed to the floor's group-commit task: its key (SHA-256 of the body), the
+/// body, and where to answer with its row id.
+type Stored = ([u8; 32], Bytes, oneshot::Sender<i64>);
 
-/// Where the floor stores its batches, on a dedicated connection: a SQLite file of its own
-/// (`synchronous = full`), or a table of its own in the bench's PostgreSQL database.
+/// Most deliveries the floor commits in one transaction, as the daemon's writer.
+const FLOOR_BATCH: usize = 512;
+
+/// Where the floor stores its batches: on SQLite a synchronous binding (rusqlite) on a thread
+/// of its own that owns the connection, in a file of its own (WAL, `synchronous = FULL`); on
+/// PostgreSQL a dedicated connection and a table of its own in the bench's database.
 enum FloorStore {
-    Sqlite(sqlx::SqliteConnection),
-    Postgres {
-        conn: sqlx::PgConnection,
-        /// Rows stored so far: the ids of the answers (the table has no id column).
-        stored: i64,
-    },
+    Sqlite(std::path::PathBuf),
+    Postgres(sqlx::PgConnection),
 }
 
 impl FloorStore {
     async fn open(database: &BenchDatabase, settings: &Settings) -> anyhow::Result<Self> {
         if database.is_postgres() {
             let mut conn = outreach_sync::store::postgres_connection(settings).await?;
-            sqlx::query("CREATE TABLE floor (key TEXT PRIMARY KEY, body BYTEA NOT NULL)")
-                .execute(&mut conn)
-                .await?;
-            return Ok(Self::Postgres { conn, stored: 0 });
+            sqlx::query(
+                "CREATE TABLE floor (id BIGSERIAL PRIMARY KEY, key BYTEA NOT NULL UNIQUE, body BYTEA NOT NULL)",
+            )
+            .execute(&mut conn)
+            .await?;
+            return Ok(Self::Postgres(conn));
         }
-        let options = SqliteConnectOptions::new()
-            .filename(database.dir.path().join("floor.db"))
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Full);
-        let mut conn = sqlx::SqliteConnection::connect_with(&options).await?;
-        sqlx::query(
-            "CREATE TABLE deliveries (id INTEGER PRIMARY KEY, dedup_key TEXT NOT NULL UNIQUE, body BLOB NOT NULL)",
-        )
-        .execute(&mut conn)
-        .await?;
-        Ok(Self::Sqlite(conn))
+        Ok(Self::Sqlite(database.dir.path().join("floor.db")))
     }
 
-    /// Stores `batch` with one multi-row INSERT in autocommit (one statement, one
-    /// transaction, one durable commit); returns the id of its first row (the others
-    /// follow).
-    async fn store(&mut self, batch: &[Stored]) -> Result<i64, sqlx::Error> {
+    /// Starts the group-commit loop: each batch of waiting deliveries in one transaction,
+    /// every request of the batch answered after its commit (a duplicate answers id 0).
+    fn start(self, mut rx: mpsc::Receiver<Stored>) -> anyhow::Result<()> {
         match self {
-            Self::Sqlite(conn) => {
-                let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-                    "INSERT INTO deliveries (dedup_key, body) ",
-                );
-                insert.push_values(batch, |mut row, (key, body, _)| {
-                    row.push_bind(key.as_str()).push_bind(body.as_ref());
-                });
-                let done = insert.build().execute(&mut *conn).await?;
-                Ok(done.last_insert_rowid() - batch.len() as i64 + 1)
+            Self::Sqlite(path) => {
+                let conn = open_sqlite_floor(&path)?;
+                std::thread::Builder::new()
+                    .name("floor-writer".into())
+                    .spawn(move || {
+                        let mut batch = Vec::with_capacity(FLOOR_BATCH);
+                        while let Some(first) = rx.blocking_recv() {
+                            batch.push(first);
+                            while batch.len() < FLOOR_BATCH {
+                                match rx.try_recv() {
+                                    Ok(next) => batch.push(next),
+                                    Err(_) => break,
+                                }
+                            }
+                            match store_sqlite(&conn, &batch) {
+                                Ok(ids) => answer(&mut batch, ids),
+                                Err(error) => fail(&mut batch, &error),
+                            }
+                        }
+                    })?;
             }
-            Self::Postgres { conn, stored } => {
-                sqlx::query(
-                    "INSERT INTO floor (key, body) SELECT * FROM unnest($1::text[], $2::bytea[])",
-                )
-                .bind(
-                    batch
-                        .iter()
-                        .map(|(key, _, _)| key.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind(
-                    batch
-                        .iter()
-                        .map(|(_, body, _)| body.as_ref())
-                        .collect::<Vec<&[u8]>>(),
-                )
-                .execute(&mut *conn)
-                .await?;
-                let first = *stored + 1;
-                *stored += batch.len() as i64;
-                Ok(first)
+            Self::Postgres(mut conn) => {
+                tokio::spawn(async move {
+                    let mut batch = Vec::with_capacity(FLOOR_BATCH);
+                    while rx.recv_many(&mut batch, FLOOR_BATCH).await > 0 {
+                        match store_postgres(&mut conn, &batch).await {
+                            Ok(ids) => answer(&mut batch, ids),
+                            Err(error) => fail(&mut batch, &error),
+                        }
+                    }
+                });
             }
         }
+        Ok(())
     }
 }
 
-/// The floor: verify, then one group-commit task stores each batch of bodies with one
-/// multi-row INSERT in autocommit (one statement, one transaction, one durable commit) and
-/// answers every request of the batch after it. The least a durable, verified ingest can do.
+fn open_sqlite_floor(path: &std::path::Path) -> rusqlite::Result<rusqlite::Connection> {
+    let conn = rusqlite::Connection::open(path)?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "FULL")?;
+    conn.execute_batch(
+        "CREATE TABLE deliveries (id INTEGER PRIMARY KEY, key BLOB NOT NULL UNIQUE, body BLOB NOT NULL)",
+    )?;
+    Ok(conn)
+}
+
+/// One transaction for the batch: a prepared `INSERT ... ON CONFLICT (key) DO NOTHING` per
+/// delivery, then one durable commit.
+fn store_sqlite(conn: &rusqlite::Connection, batch: &[Stored]) -> rusqlite::Result<Vec<i64>> {
+    let tx = conn.unchecked_transaction()?;
+    let mut ids = Vec::with_capacity(batch.len());
+    {
+        let mut insert = tx.prepare_cached(
+            "INSERT INTO deliveries (key, body) VALUES (?1, ?2) ON CONFLICT (key) DO NOTHING",
+        )?;
+        for (key, body, _) in batch {
+            let added = insert.execute(rusqlite::params![&key[..], body.as_ref()])?;
+            ids.push(if added == 1 {
+                tx.last_insert_rowid()
+            } else {
+                0
+            });
+        }
+    }
+    tx.commit()?;
+    Ok(ids)
+}
+
+/// One statement for the batch in autocommit (one transaction, one durable commit).
+async fn store_postgres(
+    conn: &mut sqlx::PgConnection,
+    batch: &[Stored],
+) -> Result<Vec<i64>, sqlx::Error> {
+    let keys: Vec<&[u8]> = batch.iter().map(|(key, _, _)| &key[..]).collect();
+    let bodies: Vec<&[u8]> = batch.iter().map(|(_, body, _)| body.as_ref()).collect();
+    let added: Vec<(Vec<u8>, i64)> = sqlx::query_as(
+        "INSERT INTO floor (key, body) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+         ON CONFLICT (key) DO NOTHING RETURNING key, id",
+    )
+    .bind(&keys)
+    .bind(&bodies)
+    .fetch_all(&mut *conn)
+    .await?;
+    let added: std::collections::HashMap<Vec<u8>, i64> = added.into_iter().collect();
+    Ok(batch
+        .iter()
+        .map(|(key, _, _)| added.get(&key[..]).copied().unwrap_or(0))
+        .collect())
+}
+
+fn answer(batch: &mut Vec<Stored>, ids: Vec<i64>) {
+    for (id, (_, _, reply)) in ids.into_iter().zip(batch.drain(..)) {
+        let _ = reply.send(id);
+    }
+}
+
+/// Dropping the replies answers 503: counted as non-200 in the table.
+fn fail(batch: &mut Vec<Stored>, error: &dyn std::fmt::Display) {
+    eprintln!("floor: insert failed: {error}");
+    batch.clear();
+}
+
+/// The floor: what any implementation of the ingest contract must at least do. Verify the
+/// signature (the daemon's verifier: HMAC-SHA256 compared in constant time), key the body by
+/// its SHA-256, hand it to the group-commit loop and answer after the commit.
 async fn spawn_floor(
     settings: &Settings,
-    mut store: FloorStore,
+    store: FloorStore,
     shutdown: CancellationToken,
 ) -> anyhow::Result<SocketAddr> {
-    let (tx, mut rx) = mpsc::channel::<Stored>(4096);
-    tokio::spawn(async move {
-        let mut batch = Vec::with_capacity(512);
-        while rx.recv_many(&mut batch, 512).await > 0 {
-            match store.store(&batch).await {
-                Ok(first) => {
-                    for (id, (_, _, reply)) in (first..).zip(batch.drain(..)) {
-                        let _ = reply.send(id);
-                    }
-                }
-                // Dropping the replies answers 503: counted as non-200 in the table.
-                Err(error) => {
-                    eprintln!("floor: insert failed: {error}");
-                    batch.clear();
-                }
-            }
-        }
-    });
+    let (tx, rx) = mpsc::channel::<Stored>(4096);
+    store.start(rx)?;
     let verifier = Arc::new(Verifier::new(&settings.webhook));
     let ingest = move |headers: HeaderMap, body: Bytes| {
         let (verifier, tx) = (verifier.clone(), tx.clone());
@@ -505,15 +549,14 @@ async fn spawn_floor(
             if verifier.verify(&headers, &body, now).is_err() {
                 return Err(StatusCode::UNAUTHORIZED);
             }
-            let key = hex::encode(Sha256::digest(&body));
+            let key: [u8; 32] = Sha256::digest(&body).into();
             let (reply, stored) = oneshot::channel();
             tx.send((key, body, reply))
                 .await
                 .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
             let id = stored.await.map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
-            Ok(axum::Json(
-                serde_json::json!({"status": "accepted", "id": id}),
-            ))
+            let status = if id == 0 { "duplicate" } else { "accepted" };
+            Ok(axum::Json(serde_json::json!({"status": status, "id": id})))
         }
     };
     serve_baseline(Router::new().route("/webhooks", post(ingest)), shutdown).await

@@ -88,7 +88,64 @@ struct Envelope {
 
 /// Parses a delivery's body; `received_at` stands in for a missing event time.
 pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
-    let value = json_without_duplicates(body)?;
+    event_of(json_without_duplicates(body)?, received_at)
+}
+
+/// What the ingest listener learns from a delivery's body in one pass: the event's own `id`
+/// (what makes a redelivery a duplicate) and the event, or why it cannot be applied. The
+/// event travels to the outbox writer with the bytes, so the body is parsed once.
+#[derive(Debug)]
+pub struct Received {
+    /// The top-level `id`: a non-empty string, or a number as written.
+    pub id: Option<String>,
+    pub event: Result<Event, ParseError>,
+}
+
+/// The body is not JSON at all (refused with 400; anything else is kept and quarantined).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("body is not JSON")]
+pub struct NotJson;
+
+/// Reads a delivery as it arrives (see [`Received`]).
+pub fn receive(body: &[u8], received_at: DateTime<Utc>) -> Result<Received, NotJson> {
+    match json_without_duplicates(body) {
+        Ok(value) => Ok(Received {
+            id: value.get("id").and_then(id_text),
+            event: event_of(value, received_at),
+        }),
+        // A key twice, or a number past a double's range, ended the parse: the id and
+        // whether the body is JSON text at all come from a second, lenient pass.
+        Err(unusable) => Ok(Received {
+            id: lenient_id(body)?,
+            event: Err(unusable),
+        }),
+    }
+}
+
+fn id_text(id: &Value) -> Option<String> {
+    match id {
+        Value::String(id) if !id.is_empty() => Some(id.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// The top-level `id` of a body that is JSON text though not one value (a key repeated, a
+/// number out of range; none when `id` itself is repeated), or [`NotJson`].
+fn lenient_id(body: &[u8]) -> Result<Option<String>, NotJson> {
+    #[derive(Deserialize)]
+    struct Probe {
+        id: Option<Value>,
+    }
+    match serde_json::from_slice::<Probe>(body) {
+        Ok(Probe { id }) => Ok(id.as_ref().and_then(id_text)),
+        Err(_) => serde_json::from_slice::<serde::de::IgnoredAny>(body)
+            .map(|_| None)
+            .map_err(|_| NotJson),
+    }
+}
+
+fn event_of(value: Value, received_at: DateTime<Utc>) -> Result<Event, ParseError> {
     let envelope: Envelope = match &value {
         Value::Object(_) => {
             serde_json::from_value(value).map_err(|e| ParseError::BadEnvelope(e.to_string()))?

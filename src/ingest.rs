@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
+use crate::events;
 use crate::metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::{Live, Settings};
@@ -182,7 +183,10 @@ async fn receive(
             return Err(IngestError::Unauthorized(rejection));
         }
     };
-    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref()).inspect_err(count_refusal)?;
+    let received = events::receive(&body, received_at)
+        .map_err(|events::NotJson| IngestError::NotJson)
+        .inspect_err(count_refusal)?;
+    let dedup_key = dedup_key(received.id, verified.webhook_id.as_deref(), &body);
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
     if state.writer.state().pending() >= state.max_backlog {
         tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
@@ -198,7 +202,7 @@ async fn receive(
         secret_index: verified.secret_index,
         verified_header,
     };
-    match state.writer.commit(delivery).await {
+    match state.writer.commit(delivery, received.event).await {
         Ok(Committed::Accepted(id)) => {
             tracing::info!(id, outcome = "accepted", "delivery committed");
             metrics::global().delivery(metrics::Delivery::Accepted);
@@ -262,30 +266,12 @@ async fn read_limited(headers: &HeaderMap, body: Body, limit: usize) -> Result<B
 
 /// The key that makes a redelivery a duplicate: the event's `id`, else the Standard
 /// Webhooks message id, else the SHA-256 of the exact bytes.
-fn dedup_key(body: &[u8], webhook_id: Option<&str>) -> Result<String, IngestError> {
-    // One pass over an object (the usual case) reads the id and validates the rest; only a
-    // body that is not an object is parsed a second time, to tell JSON from not JSON.
-    #[derive(serde::Deserialize)]
-    struct Probe {
-        id: Option<serde_json::Value>,
-    }
-    let event_id = match serde_json::from_slice::<Probe>(body) {
-        Ok(Probe { id }) => match id {
-            Some(serde_json::Value::String(id)) if !id.is_empty() => Some(id),
-            Some(serde_json::Value::Number(n)) => Some(n.to_string()),
-            _ => None,
-        },
-        Err(_) => {
-            serde_json::from_slice::<serde::de::IgnoredAny>(body)
-                .map_err(|_| IngestError::NotJson)?;
-            None
-        }
-    };
-    Ok(match (event_id, webhook_id) {
+fn dedup_key(event_id: Option<String>, webhook_id: Option<&str>, body: &[u8]) -> String {
+    match (event_id, webhook_id) {
         (Some(id), _) => format!("event:{id}"),
         (None, Some(id)) => format!("webhook:{id}"),
         (None, None) => format!("sha256:{}", hex::encode(Sha256::digest(body))),
-    })
+    }
 }
 
 fn kept_headers(headers: &HeaderMap) -> impl Iterator<Item = (&str, Cow<'_, str>)> {
@@ -357,26 +343,43 @@ async fn not_found() -> IngestError {
 mod tests {
     use super::*;
 
+    fn key(body: &[u8], webhook_id: Option<&str>) -> Result<String, events::NotJson> {
+        let received = events::receive(body, Utc::now())?;
+        Ok(dedup_key(received.id, webhook_id, body))
+    }
+
     #[test]
     fn the_dedup_key_prefers_the_event_id_then_the_webhook_id_then_the_body_hash() {
         assert_eq!(
-            dedup_key(br#"{"id":"evt_1"}"#, Some("msg_1")).unwrap(),
+            key(br#"{"id":"evt_1"}"#, Some("msg_1")).unwrap(),
             "event:evt_1"
         );
-        assert_eq!(dedup_key(br#"{"id":42}"#, None).unwrap(), "event:42");
+        assert_eq!(key(br#"{"id":42}"#, None).unwrap(), "event:42");
+        assert_eq!(key(br#"{"x":1}"#, Some("msg_1")).unwrap(), "webhook:msg_1");
         assert_eq!(
-            dedup_key(br#"{"x":1}"#, Some("msg_1")).unwrap(),
+            key(br#"{"id":""}"#, Some("msg_1")).unwrap(),
             "webhook:msg_1"
         );
-        assert!(dedup_key(br#"[1,2]"#, None).unwrap().starts_with("sha256:"));
+        assert!(key(br#"[1,2]"#, None).unwrap().starts_with("sha256:"));
+        assert_eq!(key(b"{not json", None), Err(events::NotJson));
+        assert_eq!(key(br#"{"id":"a"} trailing"#, None), Err(events::NotJson));
+    }
+
+    #[test]
+    fn a_body_that_repeats_a_key_keeps_its_id_and_is_kept_as_unparseable() {
+        let body = br#"{"id":"evt_2","data":{"a":1,"a":2}}"#;
+        assert_eq!(key(body, None).unwrap(), "event:evt_2");
+        let received = events::receive(body, Utc::now()).unwrap();
         assert!(matches!(
-            dedup_key(b"{not json", None),
-            Err(IngestError::NotJson)
+            received.event,
+            Err(events::ParseError::DuplicateKey(k)) if k == "a"
         ));
-        assert!(matches!(
-            dedup_key(br#"{"id":"a"} trailing"#, None),
-            Err(IngestError::NotJson)
-        ));
+        assert!(
+            key(br#"{"id":"a","id":"b"}"#, None)
+                .unwrap()
+                .starts_with("sha256:")
+        );
+        assert_eq!(key(br#"{"a":1,"a":2"#, None), Err(events::NotJson));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use chrono::Utc;
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::apply::{self, Outcome, Pending};
-use crate::events;
+use crate::events::{Event, ParseError};
 use crate::settings::Settings;
 use crate::store::{Connection, IngestStore, Pool};
 
@@ -88,7 +88,12 @@ impl OutboxState {
 type Written = (Vec<Option<Committed>>, Outcome);
 
 enum Command {
-    Commit(Delivery, oneshot::Sender<Result<Committed, CommitError>>),
+    /// A delivery, its event as the request read it, and where to answer.
+    Commit(
+        Delivery,
+        Result<Event, ParseError>,
+        oneshot::Sender<Result<Committed, CommitError>>,
+    ),
     /// A sample of refused deliveries to keep ([`crate::rejections`]).
     Reject(Vec<RejectedDelivery>),
     Probe(oneshot::Sender<bool>),
@@ -130,11 +135,16 @@ impl OutboxWriter {
         &self.state
     }
 
-    /// Commits `delivery`; returns only once it is durable (or refused).
-    pub async fn commit(&self, delivery: Delivery) -> Result<Committed, CommitError> {
+    /// Commits `delivery`, whose body reads as `event` (applied with it when the worker
+    /// has nothing waiting); returns only once it is durable (or refused).
+    pub async fn commit(
+        &self,
+        delivery: Delivery,
+        event: Result<Event, ParseError>,
+    ) -> Result<Committed, CommitError> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .try_send(Command::Commit(delivery, reply))
+            .try_send(Command::Commit(delivery, event, reply))
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => CommitError::Saturated,
                 mpsc::error::TrySendError::Closed(_) => CommitError::Stopping,
@@ -191,7 +201,7 @@ impl Writer {
                 self.fail();
                 for command in batch.drain(..) {
                     match command {
-                        Command::Commit(_, reply) => {
+                        Command::Commit(_, _, reply) => {
                             let _ = reply.send(Err(CommitError::Unavailable));
                         }
                         Command::Probe(reply) => {
@@ -221,7 +231,7 @@ impl Writer {
         }
         for (command, result) in batch.drain(..).zip(results) {
             match (command, result) {
-                (Command::Commit(_, reply), Some(committed)) => {
+                (Command::Commit(_, _, reply), Some(committed)) => {
                     let _ = reply.send(Ok(committed));
                 }
                 (Command::Probe(reply), _) => {
@@ -307,10 +317,10 @@ async fn write_and_apply(
         .iter()
         .zip(&results)
         .filter_map(|(command, result)| match (command, result) {
-            (Command::Commit(d, _), Some(Committed::Accepted(id))) => Some(Pending {
+            (Command::Commit(d, event, _), Some(Committed::Accepted(id))) => Some(Pending {
                 id: *id,
                 dedup_key: d.dedup_key.clone(),
-                event: events::parse(&d.body, d.received_at),
+                event: event.clone(),
             }),
             _ => None,
         })
@@ -350,7 +360,7 @@ fn fresh(batch: &[Command]) -> Vec<&Delivery> {
     batch
         .iter()
         .filter_map(|command| match command {
-            Command::Commit(d, _) if first.insert(d.dedup_key.as_str()) => Some(d),
+            Command::Commit(d, _, _) if first.insert(d.dedup_key.as_str()) => Some(d),
             _ => None,
         })
         .collect()
@@ -366,7 +376,7 @@ fn results(
     batch
         .iter()
         .map(|command| match command {
-            Command::Commit(d, _) => {
+            Command::Commit(d, _, _) => {
                 let key = d.dedup_key.as_str();
                 let (id, new) =
                     ids.get(key)

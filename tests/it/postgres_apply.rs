@@ -320,7 +320,9 @@ async fn a_delivery_sent_to_two_replicas_at_once_is_one_row_accepted_once() {
             .map(move |(writer, _)| (writer.clone(), key.clone()))
     });
     let answers = futures::future::join_all(sends.map(|(writer, key)| async move {
-        (key.clone(), writer.commit(delivery(&key)).await.unwrap())
+        let delivery = delivery(&key);
+        let event = outreach_sync::events::parse(&delivery.body, delivery.received_at);
+        (key.clone(), writer.commit(delivery, event).await.unwrap())
     }))
     .await;
 
