@@ -91,7 +91,7 @@ enum Command {
     /// A delivery, its event as the request read it, and where to answer.
     Commit(
         Delivery,
-        Result<Event, ParseError>,
+        Box<Result<Event, ParseError>>,
         oneshot::Sender<Result<Committed, CommitError>>,
     ),
     /// A sample of refused deliveries to keep ([`crate::rejections`]).
@@ -144,7 +144,7 @@ impl OutboxWriter {
     ) -> Result<Committed, CommitError> {
         let (reply, answer) = oneshot::channel();
         self.tx
-            .try_send(Command::Commit(delivery, event, reply))
+            .try_send(Command::Commit(delivery, Box::new(event), reply))
             .map_err(|e| match e {
                 mpsc::error::TrySendError::Full(_) => CommitError::Saturated,
                 mpsc::error::TrySendError::Closed(_) => CommitError::Stopping,
@@ -320,7 +320,7 @@ async fn write_and_apply(
             (Command::Commit(d, event, _), Some(Committed::Accepted(id))) => Some(Pending {
                 id: *id,
                 dedup_key: d.dedup_key.clone(),
-                event: event.clone(),
+                event: (**event).clone(),
             }),
             _ => None,
         })
