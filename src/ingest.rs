@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::metrics;
+use crate::metrics::{self, Metrics};
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::{Live, Settings};
 use crate::signature::{Rejection, SignatureHeader, Verifier};
@@ -36,6 +36,8 @@ pub struct IngestState {
     max_body_bytes: usize,
     max_backlog: u64,
     rejections: Arc<Rejections>,
+    /// Each answer is counted here, by outcome.
+    metrics: Arc<Metrics>,
 }
 
 /// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`. Deliveries are
@@ -46,8 +48,10 @@ pub fn router(
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
+    metrics: Arc<Metrics>,
 ) -> Router {
     let state = Arc::new(IngestState {
+        metrics,
         verifier,
         writer,
         pool,
@@ -161,7 +165,7 @@ async fn receive(
     let received_at = Utc::now();
     let body = read_limited(&headers, body, state.max_body_bytes)
         .await
-        .inspect_err(count_refusal)?;
+        .inspect_err(|e| count_refusal(&state.metrics, e))?;
     let verified = match state
         .verifier
         .current()
@@ -178,15 +182,16 @@ async fn receive(
                 headers: headers_as_pairs(&headers),
                 body,
             });
-            metrics::global().delivery(metrics::Delivery::Rejected);
+            state.metrics.delivery(metrics::Delivery::Rejected);
             return Err(IngestError::Unauthorized(rejection));
         }
     };
-    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref()).inspect_err(count_refusal)?;
+    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref())
+        .inspect_err(|e| count_refusal(&state.metrics, e))?;
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
     if state.writer.state().pending() >= state.max_backlog {
         tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
-        metrics::global().delivery(metrics::Delivery::BacklogFull);
+        state.metrics.delivery(metrics::Delivery::BacklogFull);
         return Err(IngestError::BacklogFull);
     }
     let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
@@ -201,7 +206,7 @@ async fn receive(
     match state.writer.commit(delivery).await {
         Ok(Committed::Accepted(id)) => {
             tracing::info!(id, outcome = "accepted", "delivery committed");
-            metrics::global().delivery(metrics::Delivery::Accepted);
+            state.metrics.delivery(metrics::Delivery::Accepted);
             Ok(axum::Json(Ack {
                 status: "accepted",
                 id,
@@ -209,7 +214,7 @@ async fn receive(
         }
         Ok(Committed::Duplicate(id)) => {
             tracing::info!(id, outcome = "duplicate", "delivery already committed");
-            metrics::global().delivery(metrics::Delivery::Duplicate);
+            state.metrics.delivery(metrics::Delivery::Duplicate);
             Ok(axum::Json(Ack {
                 status: "duplicate",
                 id,
@@ -217,7 +222,7 @@ async fn receive(
         }
         Err(error) => {
             tracing::warn!(%error, outcome = "unavailable", "delivery refused: not committed");
-            metrics::global().delivery(metrics::Delivery::Unavailable);
+            state.metrics.delivery(metrics::Delivery::Unavailable);
             Err(IngestError::Unavailable(error))
         }
     }
@@ -225,14 +230,14 @@ async fn receive(
 
 /// Counts and logs a delivery refused before verification or parsing (every outcome is
 /// logged once).
-fn count_refusal(error: &IngestError) {
+fn count_refusal(counts: &Metrics, error: &IngestError) {
     let outcome = match error {
         IngestError::TooLarge(_) => {
-            metrics::global().delivery(metrics::Delivery::TooLarge);
+            counts.delivery(metrics::Delivery::TooLarge);
             "too_large"
         }
         IngestError::NotJson => {
-            metrics::global().delivery(metrics::Delivery::NotJson);
+            counts.delivery(metrics::Delivery::NotJson);
             "not_json"
         }
         IngestError::BodyTimedOut(_) => "body_timeout",

@@ -68,6 +68,8 @@ pub struct AdminState {
     compliance: Arc<crate::compliance::Rules>,
     /// Reports and batch lookups: a few at a time, on connections of their own.
     long_reads: crate::store::LongReads,
+    /// The daemon's metrics: `/metrics` shows them, failed credentials are counted there.
+    metrics: Arc<crate::metrics::Metrics>,
 }
 
 impl AdminState {
@@ -94,7 +96,14 @@ impl AdminState {
             pending_imports: console::PendingImports::default(),
             imports: import::ImportSlots::default(),
             compliance: Arc::new(crate::compliance::Rules::default()),
+            metrics: Arc::default(),
         }
+    }
+
+    /// Shows `metrics` on `/metrics`, and counts failed credentials there.
+    pub fn with_metrics(mut self, metrics: Arc<crate::metrics::Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Takes the tokens in force from `tokens`, which a reload replaces.

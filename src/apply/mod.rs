@@ -44,6 +44,8 @@ pub struct Outcome {
     /// (past the confirmation window, before a later opt-in), by the compliance report's
     /// rule: counted once the batch commits.
     pub sent_after_opt_out: u64,
+    /// Returning webhooks recognised as the echo of a local change.
+    pub echoes: u64,
 }
 
 /// What the configuration decides of how deliveries apply.
@@ -104,6 +106,8 @@ struct Plan {
     consent: Vec<ConsentObservation>,
     /// Rows that cannot be applied, with the reason.
     quarantined: Vec<(i64, String)>,
+    /// Observations recognised as the echo of a local change.
+    echoes: u64,
 }
 
 /// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
@@ -120,6 +124,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     }
     let account_sync = policy.account_sync;
     let plan = plan(tx, rows, account_sync).await?;
+    let echoes = plan.echoes;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
         .iter()
@@ -179,6 +184,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,
         sent_after_opt_out,
+        echoes,
     })
 }
 
@@ -312,6 +318,7 @@ async fn plan<T: ApplyTx + ?Sized>(
             if let Some(echo) = known.echoes.take(tx, &observation).await? {
                 observation.occurred_at = echo.occurred_at;
                 observation.reason = Some(echo_reason(echo.seq));
+                plan.echoes += 1;
             }
             plan.consent.push(observation);
         }
