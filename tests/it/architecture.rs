@@ -3,7 +3,7 @@
 //! The layers are read from the document's own table, so that the page stays the one source.
 //!
 //! A use is every `crate::MODULE` path (in `use` lines, groups and inline paths such as
-//! `crate::metrics::global()`) and every `super::` or `self::` path, resolved from the file and
+//! `crate::signal::ledger_grew()`) and every `super::` or `self::` path, resolved from the file and
 //! the inline modules it is written in. Comments and literals are not read.
 
 use std::collections::{BTreeMap, BTreeSet};

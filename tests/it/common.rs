@@ -3,10 +3,12 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use outreach_sync::app::Application;
 use outreach_sync::client::ClientConfig;
+use outreach_sync::metrics::Metrics;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::signal::{FALLBACK_POLL, Follower};
@@ -94,6 +96,8 @@ pub struct TestApp {
     database: DroppedWithApp,
     /// The subscribers' senders, to ask them to try at once ([`TestApp::settle`]).
     senders: Running,
+    /// This daemon's metrics (what its `/metrics` shows): counted by this test alone.
+    pub metrics: Arc<Metrics>,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -180,6 +184,7 @@ pub async fn spawn_app_on(
     let addr = application.ingest_addr();
     let admin_addr = application.admin_addr();
     let senders = application.senders();
+    let metrics = application.metrics();
     let pool = match &database {
         None => Pool::Sqlite(
             SqlitePool::connect(&settings.database.url)
@@ -199,6 +204,7 @@ pub async fn spawn_app_on(
         dir,
         database: DroppedWithApp(database),
         senders,
+        metrics,
         shutdown,
         task,
     })
@@ -338,10 +344,12 @@ impl TestApp {
     /// Applies everything committed to the outbox so far, as the daemon's worker would, and
     /// returns what it did: a test waits for background work by doing it. On PostgreSQL
     /// the daemon's own worker may hold rows (claimed, skipped by this one): their commit,
-    /// which wakes the ledger's followers, is waited for too.
+    /// which wakes the ledger's followers, is waited for too. What it applies is counted in
+    /// the daemon's metrics, as its own worker's is.
     pub async fn drain(&self) -> Outcome {
         let state = std::sync::Arc::new(OutboxState::default());
-        let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync);
+        let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync)
+            .counted_in(self.metrics.clone());
         let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
         let mut total = Outcome::default();
         loop {
@@ -410,6 +418,7 @@ impl TestApp {
         self.addr = application.ingest_addr();
         self.admin_addr = application.admin_addr();
         self.senders = application.senders();
+        self.metrics = application.metrics();
         self.shutdown = CancellationToken::new();
         self.task = tokio::spawn(application.run_until_stopped(self.shutdown.clone()));
         self

@@ -43,7 +43,8 @@ fn v2_service(settings: &mut Settings, sandbox: &RunningSandbox, with_secret: bo
 fn daemon_client(app: &common::TestApp, sandbox: &RunningSandbox) -> ServiceClient {
     let mut settings = app.settings.clone();
     v2_service(&mut settings, sandbox, true);
-    let client = outreach_sync::upstream::service_client(&settings, &app.pool).unwrap();
+    let client =
+        outreach_sync::upstream::service_client(&settings, &app.pool, app.metrics.clone()).unwrap();
     assert_eq!(client.config().api_version, ApiVersion::V2);
     client
 }
