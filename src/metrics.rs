@@ -4,10 +4,10 @@
 //! the gauges that describe the database are read by the caller at scrape time and encoded
 //! by a collector ([`Gauges`]), so they can never drift from the truth.
 //!
-//! A new metric: a field of [`Metrics`], registered in [`Metrics::new`] under its name
-//! without the prefix (and, for a counter, without `_total`, which the crate appends), with
-//! the method that counts it; a new scrape-time gauge: a field of [`Gauges`] and a line in
-//! its collector (`metrics/scrape.rs`); a new label value: its variant in `metrics/labels.rs`.
+//! A new metric: a line of `declared!` below (field, type, name, help; the macro registers
+//! it) and the method that counts it, called by whoever holds the daemon's `Arc<Metrics>`;
+//! a new scrape-time gauge: a field of [`Gauges`] and a line of its collector
+//! (`metrics/scrape.rs`); a new label value: its variant in `metrics/labels.rs`.
 
 mod labels;
 mod scrape;
@@ -31,27 +31,68 @@ const PREFIX: &str = "outreach_sync";
 /// The `Content-Type` of the exposition: the Prometheus text format, version 0.0.4.
 pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-/// One daemon's metrics: what it counts, and the registry that exposes them.
-pub struct Metrics {
-    registry: Registry,
-    deliveries: Family<DeliveryLabels, Counter>,
-    events_applied: Counter,
-    events_quarantined: Counter,
-    echoes: Counter,
-    messages_after_opt_out: Counter,
+/// Declares [`Metrics`]: each metric once, as a field with its name (without the prefix,
+/// and for a counter without the `_total` the crate appends) and its help (without the
+/// full stop the crate appends). Every field declared is registered, so no metric can be
+/// counted and never shown.
+macro_rules! declared {
+    ($($(#[$doc:meta])* $field:ident: $kind:ty = $name:literal, $help:literal;)+) => {
+        /// One daemon's metrics: what it counts, and the registry that exposes them.
+        pub struct Metrics {
+            registry: Registry,
+            $($(#[$doc])* $field: $kind,)+
+        }
+
+        impl Metrics {
+            /// A registry of every metric, each labelled series known in advance at zero.
+            pub fn new() -> Self {
+                let mut metrics = Self {
+                    registry: Registry::with_prefix(PREFIX),
+                    $($field: <$kind>::default(),)+
+                };
+                $(metrics.registry.register($name, $help, metrics.$field.clone());)+
+                metrics.zeroed();
+                metrics
+            }
+        }
+    };
+}
+
+declared! {
+    deliveries: Family<DeliveryLabels, Counter> = "deliveries",
+        "Webhook deliveries by the ingest listener's answer";
+    outbox_applied: Counter = "events_applied", "Outbox rows applied by the worker";
+    outbox_quarantined: Counter = "events_quarantined", "Outbox rows quarantined by the worker";
+    echoes: Counter = "echoes_recognised",
+        "Returning webhooks recognised as the echo of a local change";
+    messages_after_opt_out: Counter = "messages_after_optout",
+        "Messages first seen by this process that were sent to a number after its opt-out, \
+         past the confirmation window ([compliance])";
+    reconcile_passes: Counter = "reconcile_passes", "Reconciliation passes";
+    reconcile_leads_scanned: Counter = "reconcile_leads_scanned",
+        "Leads read from the service by reconciliation";
+    reconcile_repairs: Counter = "reconcile_repairs", "Differences reconciliation repaired";
+    reconcile_messages_refreshed: Counter = "reconcile_messages_refreshed",
+        "Message statuses reconciliation refreshed";
+    reconcile_errors: Counter = "reconcile_errors", "Errors during reconciliation passes";
+    upstream: Family<UpstreamLabels, Counter> = "upstream_responses",
+        "Answers of the service's API by HTTP status (\"error\": no answer)";
+    pushes: Family<PushLabels, Counter> = "pushes",
+        "Push attempts of local consent changes by outcome";
+    subscriber_requests: Family<SubscriberLabels, Counter> = "subscriber_requests",
+        "Requests to subscribers by outcome";
     /// 1 while this process holds the leader's lease.
-    leader: Gauge,
-    reconcile_passes: Counter,
-    reconcile_leads_scanned: Counter,
-    reconcile_repairs: Counter,
-    reconcile_messages_refreshed: Counter,
-    reconcile_errors: Counter,
-    upstream: Family<UpstreamLabels, Counter>,
-    pushes: Family<PushLabels, Counter>,
-    subscriber_requests: Family<SubscriberLabels, Counter>,
-    auth_failures: Family<AuthLabels, Counter>,
-    connections_open: Family<ListenerLabels, Gauge>,
-    connections_closed: Family<ClosedLabels, Counter>,
+    leader: Gauge = "leader",
+        "1 while this process holds the leader's lease (the reconciler's schedule, the pusher \
+         and the subscribers' senders run there)";
+    connections_open: Family<ListenerLabels, Gauge> = "connections_open",
+        "Connections each listener holds open";
+    connections_closed: Family<ClosedLabels, Counter> = "connections_closed",
+        "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or \
+         refused at the cap with every connection busy";
+    auth_failures: Family<AuthLabels, Counter> = "admin_auth_failures",
+        "Admin credentials that matched no token: refused, or refused unread because the \
+         client's address is past [admin] failed_auth_per_minute";
 }
 
 impl std::fmt::Debug for Metrics {
@@ -66,38 +107,7 @@ impl Default for Metrics {
     }
 }
 
-/// The crate ends every help text with a full stop itself; ours are written whole.
-fn help(text: &str) -> &str {
-    text.strip_suffix('.').unwrap_or(text)
-}
-
 impl Metrics {
-    /// A registry of every metric, each labelled series known in advance at zero.
-    pub fn new() -> Self {
-        let metrics = Self {
-            registry: Registry::with_prefix(PREFIX),
-            deliveries: Family::default(),
-            events_applied: Counter::default(),
-            events_quarantined: Counter::default(),
-            echoes: Counter::default(),
-            messages_after_opt_out: Counter::default(),
-            leader: Gauge::default(),
-            reconcile_passes: Counter::default(),
-            reconcile_leads_scanned: Counter::default(),
-            reconcile_repairs: Counter::default(),
-            reconcile_messages_refreshed: Counter::default(),
-            reconcile_errors: Counter::default(),
-            upstream: Family::default(),
-            pushes: Family::default(),
-            subscriber_requests: Family::default(),
-            auth_failures: Family::default(),
-            connections_open: Family::default(),
-            connections_closed: Family::default(),
-        };
-        metrics.zeroed();
-        metrics.registered()
-    }
-
     /// Creates the series shown at zero before anything is counted.
     fn zeroed(&self) {
         for &outcome in Delivery::ALL {
@@ -125,102 +135,6 @@ impl Metrics {
                     .get_or_create(&AuthLabels { attempt, outcome });
             }
         }
-    }
-
-    /// Registers every metric under its name and help.
-    fn registered(mut self) -> Self {
-        let r = &mut self.registry;
-        r.register(
-            "deliveries",
-            help("Webhook deliveries by the ingest listener's answer."),
-            self.deliveries.clone(),
-        );
-        let counters = [
-            (
-                "events_applied",
-                "Outbox rows applied by the worker.",
-                &self.events_applied,
-            ),
-            (
-                "events_quarantined",
-                "Outbox rows quarantined by the worker.",
-                &self.events_quarantined,
-            ),
-            (
-                "echoes_recognised",
-                "Returning webhooks recognised as the echo of a local change.",
-                &self.echoes,
-            ),
-            (
-                "messages_after_optout",
-                "Messages first seen by this process that were sent to a number after its opt-out, past the confirmation window ([compliance]).",
-                &self.messages_after_opt_out,
-            ),
-            (
-                "reconcile_passes",
-                "Reconciliation passes.",
-                &self.reconcile_passes,
-            ),
-            (
-                "reconcile_leads_scanned",
-                "Leads read from the service by reconciliation.",
-                &self.reconcile_leads_scanned,
-            ),
-            (
-                "reconcile_repairs",
-                "Differences reconciliation repaired.",
-                &self.reconcile_repairs,
-            ),
-            (
-                "reconcile_messages_refreshed",
-                "Message statuses reconciliation refreshed.",
-                &self.reconcile_messages_refreshed,
-            ),
-            (
-                "reconcile_errors",
-                "Errors during reconciliation passes.",
-                &self.reconcile_errors,
-            ),
-        ];
-        for (name, text, counter) in counters {
-            r.register(name, help(text), counter.clone());
-        }
-        r.register(
-            "upstream_responses",
-            help("Answers of the service's API by HTTP status (\"error\": no answer)."),
-            self.upstream.clone(),
-        );
-        r.register(
-            "pushes",
-            help("Push attempts of local consent changes by outcome."),
-            self.pushes.clone(),
-        );
-        r.register(
-            "subscriber_requests",
-            help("Requests to subscribers by outcome."),
-            self.subscriber_requests.clone(),
-        );
-        r.register(
-            "leader",
-            help("1 while this process holds the leader's lease (the reconciler's schedule, the pusher and the subscribers' senders run there)."),
-            self.leader.clone(),
-        );
-        r.register(
-            "connections_open",
-            help("Connections each listener holds open."),
-            self.connections_open.clone(),
-        );
-        r.register(
-            "connections_closed",
-            help("Connections a listener closed itself: idle, a head too slow, evicted at the cap, or refused at the cap with every connection busy."),
-            self.connections_closed.clone(),
-        );
-        r.register(
-            "admin_auth_failures",
-            help("Admin credentials that matched no token: refused, or refused unread because the client's address is past [admin] failed_auth_per_minute."),
-            self.auth_failures.clone(),
-        );
-        self
     }
 
     /// A credential that matched no admin token.
@@ -261,23 +175,20 @@ impl Metrics {
             .inc();
     }
 
-    pub fn deliveries(&self, outcome: Delivery) -> u64 {
-        count(&self.deliveries, &DeliveryLabels { outcome })
+    /// Outbox rows applied and quarantined by one committed batch.
+    pub fn applied(&self, applied: u64, quarantined: u64) {
+        self.outbox_applied.inc_by(applied);
+        self.outbox_quarantined.inc_by(quarantined);
     }
 
-    /// What one committed batch of outbox rows did: rows applied and quarantined, echoes
-    /// recognised, messages found sent after an opt-out.
-    pub fn applied(&self, outcome: &crate::apply::Outcome) {
-        self.events_applied.inc_by(outcome.applied);
-        self.events_quarantined.inc_by(outcome.quarantined);
-        self.echoes.inc_by(outcome.echoes);
-        self.messages_after_opt_out
-            .inc_by(outcome.sent_after_opt_out);
+    /// `n` returning webhooks recognised as the echo of a local change.
+    pub fn echoes(&self, n: u64) {
+        self.echoes.inc_by(n);
     }
 
-    /// Outbox rows applied and quarantined so far.
-    pub fn events(&self) -> (u64, u64) {
-        (self.events_applied.get(), self.events_quarantined.get())
+    /// `n` messages new to the mirror were sent to a number after its opt-out.
+    pub fn messages_after_opt_out(&self, n: u64) {
+        self.messages_after_opt_out.inc_by(n);
     }
 
     /// Whether this process holds the leader's lease now.
@@ -319,10 +230,6 @@ impl Metrics {
         self.pushes.get_or_create(&PushLabels { outcome }).inc();
     }
 
-    pub fn pushes(&self, outcome: Push) -> u64 {
-        count(&self.pushes, &PushLabels { outcome })
-    }
-
     /// Counts a request to `subscriber`.
     pub fn subscriber_request(&self, subscriber: &str, outcome: SubscriberOutcome) {
         let subscriber = subscriber.to_owned();
@@ -332,16 +239,6 @@ impl Metrics {
                 outcome,
             })
             .inc();
-    }
-
-    /// Requests to `subscriber` that ended in `outcome`.
-    pub fn subscriber_requests(&self, subscriber: &str, outcome: SubscriberOutcome) -> u64 {
-        let subscriber = subscriber.to_owned();
-        let labels = SubscriberLabels {
-            subscriber,
-            outcome,
-        };
-        count(&self.subscriber_requests, &labels)
     }
 
     /// The Prometheus text exposition (format 0.0.4) of every metric, `gauges` read now.

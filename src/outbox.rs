@@ -217,7 +217,7 @@ impl Writer {
             self.state.committed.notify_one();
         }
         if !applied.is_idle() {
-            self.metrics.applied(&applied);
+            applied.count_in(&self.metrics);
         }
         if let Err(error) = &others {
             tracing::error!(error = %error, "cannot record a refused delivery or the write probe");

@@ -103,7 +103,7 @@ impl Worker {
         }
         crate::signal::ledger_grew();
         self.state.settled(outcome.settled());
-        self.metrics.applied(&outcome);
+        outcome.count_in(&self.metrics);
         tracing::debug!(
             applied = outcome.applied,
             quarantined = outcome.quarantined,

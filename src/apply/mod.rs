@@ -87,6 +87,13 @@ impl Outcome {
     pub fn settled(&self) -> u64 {
         self.applied + self.quarantined
     }
+
+    /// Counts the batch in `metrics`, once it has committed.
+    pub fn count_in(&self, metrics: &crate::metrics::Metrics) {
+        metrics.applied(self.applied, self.quarantined);
+        metrics.echoes(self.echoes);
+        metrics.messages_after_opt_out(self.sent_after_opt_out);
+    }
 }
 
 /// Why a row cannot be applied as it is; the row is quarantined with this reason.

@@ -1,5 +1,4 @@
 use super::*;
-use crate::apply::Outcome;
 
 fn gauges() -> Gauges {
     Gauges {
@@ -72,16 +71,20 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
 }
 
 #[test]
-fn a_batch_counts_its_rows_echoes_and_messages_after_an_opt_out_once() {
+fn a_batch_counts_its_rows_echoes_and_messages_after_an_opt_out() {
     let m = Metrics::new();
-    m.applied(&Outcome {
-        applied: 3,
-        quarantined: 1,
-        sent_after_opt_out: 2,
-        echoes: 1,
-    });
-    assert_eq!(m.events(), (3, 1));
+    m.applied(3, 1);
+    m.echoes(1);
+    m.messages_after_opt_out(2);
     let text = m.render(Gauges::default());
+    assert!(
+        text.contains("outreach_sync_events_applied_total 3\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("outreach_sync_events_quarantined_total 1\n"),
+        "{text}"
+    );
     assert!(
         text.contains("outreach_sync_echoes_recognised_total 1\n"),
         "{text}"
@@ -95,7 +98,7 @@ fn a_batch_counts_its_rows_echoes_and_messages_after_an_opt_out_once() {
 #[test]
 fn two_registries_count_apart() {
     let (one, other) = (Metrics::new(), Metrics::new());
-    one.delivery(Delivery::Rejected);
-    assert_eq!(one.deliveries(Delivery::Rejected), 1);
-    assert_eq!(other.deliveries(Delivery::Rejected), 0);
+    one.connection_closed(Listener::Admin, Closed::Idle);
+    assert_eq!(one.connections_closed(Listener::Admin, Closed::Idle), 1);
+    assert_eq!(other.connections_closed(Listener::Admin, Closed::Idle), 0);
 }

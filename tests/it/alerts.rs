@@ -1,5 +1,6 @@
 //! The Prometheus alert rules (config/prometheus/alerts.yml): promtool checks them and runs
-//! their unit tests (alerts.test.yml), and every metric they name is one the daemon exposes.
+//! their unit tests (alerts.test.yml), and every metric they name is one the daemon exposes;
+//! and promtool checks the exposition the daemon serves (`promtool check metrics`).
 //!
 //! promtool is `OUTREACH_SYNC_TEST_PROMTOOL`, else `promtool` on the PATH (Debian's
 //! `prometheus`; `.ci/run` installs it); without either the promtool test says so on the
@@ -79,6 +80,72 @@ fn the_alert_rules_pass_their_promtool_tests() {
         return;
     }
     promtool(&path, required, &["test", "rules"], RULE_TESTS);
+}
+
+/// An exposition with every family and a sample of each kind of label: what `/metrics`
+/// serves after some work.
+fn exposition() -> String {
+    use outreach_sync::metrics::{
+        AuthAttempt, AuthOutcome, Closed, Delivery, Gauges, Listener, Metrics, Push,
+        SubscriberOutcome,
+    };
+    let metrics = Metrics::new();
+    metrics.delivery(Delivery::Accepted);
+    metrics.applied(1, 1);
+    metrics.upstream_status(200);
+    metrics.upstream_transport_error();
+    metrics.push(Push::Retry);
+    metrics.subscriber_request("crm", SubscriberOutcome::Delivered);
+    metrics.auth_failure(AuthAttempt::Bearer, AuthOutcome::Refused);
+    metrics.connection_closed(Listener::Ingest, Closed::Idle);
+    metrics.record_reconcile_pass(3, 1, 0, 0);
+    metrics.render(Gauges {
+        outbox_backlog: 1,
+        apply_lag_seconds: 0.25,
+        subscriber_lag: vec![("crm".into(), 2)],
+        registration_ok: Some(true),
+        optout_oldest_pending: vec![("service".into(), 1.5), ("crm".into(), 0.0)],
+        ..Gauges::default()
+    })
+}
+
+#[test]
+fn the_exposition_passes_promtool_check_metrics() {
+    let Some((path, required)) = promtool_path() else {
+        skipped(&format!(
+            "no promtool on the PATH and {PROMTOOL_VARIABLE} is not set"
+        ));
+        return;
+    };
+    let text = exposition();
+    let child = Command::new(&path)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if !required => return skipped(&format!("{} does not start: {e}", path.display())),
+        Err(e) => panic!(
+            "{PROMTOOL_VARIABLE} is set but {} does not start: {e}",
+            path.display()
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .expect("promtool's stdin")
+        .write_all(text.as_bytes())
+        .expect("the exposition to promtool");
+    let output = child.wait_with_output().expect("promtool's answer");
+    assert!(
+        output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
+        "promtool check metrics ({}):\n{}{}\n{text}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
 }
 
 /// Every `outreach_sync_...` name in `text`, in order of appearance, once each.
