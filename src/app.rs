@@ -252,20 +252,28 @@ impl Application {
             pool.close().await;
             supervised
         };
-        // A client that never finishes its request (or an upstream call that hangs) must not
-        // hold the stop past the promised bound: what is still open then is dropped, which
-        // is as safe as a crash (nothing unacknowledged was promised).
-        let finished = tokio::select! {
-            result = finish => Some(result),
-            _ = async {
-                shutdown.cancelled().await;
-                tokio::time::sleep(STOP_LIMIT).await;
-            } => None,
-        };
+        let finished = within_stop_limit(finish, &shutdown).await;
         finished.unwrap_or_else(|| {
             tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
             tasks.take_failure().map_or(Ok(()), Err)
         })
+    }
+}
+
+/// What `finish` ends with, or `None` once [`STOP_LIMIT`] has passed since `shutdown`. A
+/// client that never finishes its request (or an upstream call that hangs) must not hold
+/// the stop past the promised bound: what is still open then is dropped, which is as safe
+/// as a crash (nothing unacknowledged was promised).
+async fn within_stop_limit<T>(
+    finish: impl Future<Output = T>,
+    shutdown: &CancellationToken,
+) -> Option<T> {
+    tokio::select! {
+        result = finish => Some(result),
+        _ = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(STOP_LIMIT).await;
+        } => None,
     }
 }
 

@@ -17,7 +17,7 @@ use http_body_util::{BodyExt, Limited};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::{Live, Settings};
 use crate::signature::{Rejection, SignatureHeader, Verifier};
@@ -162,10 +162,30 @@ async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Result<axum::Json<Ack>, IngestError> {
+    let answer = take(&state, headers, body).await;
+    Answered(&answer).emit(&state.metrics);
+    answer.map(|committed| {
+        axum::Json(match committed {
+            Committed::Accepted(id) => Ack {
+                status: "accepted",
+                id,
+            },
+            Committed::Duplicate(id) => Ack {
+                status: "duplicate",
+                id,
+            },
+        })
+    })
+}
+
+/// Reads, verifies and commits one delivery.
+async fn take(
+    state: &IngestState,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Committed, IngestError> {
     let received_at = Utc::now();
-    let body = read_limited(&headers, body, state.max_body_bytes)
-        .await
-        .inspect_err(|e| count_refusal(&state.metrics, e))?;
+    let body = read_limited(&headers, body, state.max_body_bytes).await?;
     let verified = match state
         .verifier
         .current()
@@ -173,25 +193,18 @@ async fn receive(
     {
         Ok(verified) => verified,
         Err(rejection) => {
-            // Counted, sampled and logged once per period (crate::rejections): an
-            // unverified request costs no write and no log line of its own.
-            tracing::debug!(reason = %rejection, outcome = "rejected", "delivery refused: signature");
             state.rejections.record(RejectedDelivery {
                 received_at,
                 reason: rejection.to_string(),
                 headers: headers_as_pairs(&headers),
                 body,
             });
-            state.metrics.delivery(metrics::Delivery::Rejected);
             return Err(IngestError::Unauthorized(rejection));
         }
     };
-    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref())
-        .inspect_err(|e| count_refusal(&state.metrics, e))?;
+    let dedup_key = dedup_key(&body, verified.webhook_id.as_deref())?;
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
     if state.writer.state().pending() >= state.max_backlog {
-        tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
-        state.metrics.delivery(metrics::Delivery::BacklogFull);
         return Err(IngestError::BacklogFull);
     }
     let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
@@ -203,47 +216,72 @@ async fn receive(
         secret_index: verified.secret_index,
         verified_header,
     };
-    match state.writer.commit(delivery).await {
-        Ok(Committed::Accepted(id)) => {
-            tracing::info!(id, outcome = "accepted", "delivery committed");
-            state.metrics.delivery(metrics::Delivery::Accepted);
-            Ok(axum::Json(Ack {
-                status: "accepted",
-                id,
-            }))
-        }
-        Ok(Committed::Duplicate(id)) => {
-            tracing::info!(id, outcome = "duplicate", "delivery already committed");
-            state.metrics.delivery(metrics::Delivery::Duplicate);
-            Ok(axum::Json(Ack {
-                status: "duplicate",
-                id,
-            }))
-        }
-        Err(error) => {
-            tracing::warn!(%error, outcome = "unavailable", "delivery refused: not committed");
-            state.metrics.delivery(metrics::Delivery::Unavailable);
-            Err(IngestError::Unavailable(error))
-        }
-    }
+    state
+        .writer
+        .commit(delivery)
+        .await
+        .map_err(IngestError::Unavailable)
 }
 
-/// Counts and logs a delivery refused before verification or parsing (every outcome is
-/// logged once).
-fn count_refusal(counts: &Metrics, error: &IngestError) {
-    let outcome = match error {
-        IngestError::TooLarge(_) => {
-            counts.delivery(metrics::Delivery::TooLarge);
-            "too_large"
-        }
-        IngestError::NotJson => {
-            counts.delivery(metrics::Delivery::NotJson);
-            "not_json"
-        }
-        IngestError::BodyTimedOut(_) => "body_timeout",
-        _ => "bad_body",
-    };
-    tracing::warn!(reason = %error, outcome, "delivery refused: body");
+/// One answer to a delivery as an event: its log line and its count emitted together, so
+/// the two cannot drift (the line's `outcome` is the count's label). Every answer is logged
+/// once.
+struct Answered<'a>(&'a Result<Committed, IngestError>);
+
+impl Answered<'_> {
+    fn emit(&self, metrics: &Metrics) {
+        use crate::metrics::Delivery as Outcome;
+        let counted = match self.0 {
+            Ok(Committed::Accepted(id)) => {
+                let outcome = Outcome::Accepted;
+                tracing::info!(id = *id, outcome = outcome.label(), "delivery committed");
+                outcome
+            }
+            Ok(Committed::Duplicate(id)) => {
+                let outcome = Outcome::Duplicate;
+                tracing::info!(
+                    id = *id,
+                    outcome = outcome.label(),
+                    "delivery already committed"
+                );
+                outcome
+            }
+            Err(IngestError::Unauthorized(rejection)) => {
+                // Counted, sampled and logged once per period (crate::rejections): an
+                // unverified request costs no write and no log line of its own.
+                let outcome = Outcome::Rejected;
+                tracing::debug!(reason = %rejection, outcome = outcome.label(), "delivery refused: signature");
+                outcome
+            }
+            Err(IngestError::BacklogFull) => {
+                let outcome = Outcome::BacklogFull;
+                tracing::warn!(outcome = outcome.label(), "delivery refused: backlog full");
+                outcome
+            }
+            Err(IngestError::Unavailable(error)) => {
+                let outcome = Outcome::Unavailable;
+                tracing::warn!(%error, outcome = outcome.label(), "delivery refused: not committed");
+                outcome
+            }
+            Err(error) => {
+                // Refused before verification or parsing: counted when too large or not JSON.
+                let outcome = match error {
+                    IngestError::TooLarge(_) => Some(Outcome::TooLarge),
+                    IngestError::NotJson => Some(Outcome::NotJson),
+                    _ => None,
+                };
+                let label = match (outcome, error) {
+                    (Some(outcome), _) => outcome.label(),
+                    (None, IngestError::BodyTimedOut(_)) => "body_timeout",
+                    (None, _) => "bad_body",
+                };
+                tracing::warn!(reason = %error, outcome = label, "delivery refused: body");
+                let Some(outcome) = outcome else { return };
+                outcome
+            }
+        };
+        metrics.delivery(counted);
+    }
 }
 
 /// Reads the body, refusing it as soon as it passes `limit` bytes.
