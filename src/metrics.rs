@@ -12,7 +12,8 @@
 mod labels;
 mod scrape;
 
-use prometheus_client::encoding::prometheus_text;
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, prometheus_text};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -50,7 +51,7 @@ macro_rules! declared {
                     registry: Registry::with_prefix(PREFIX),
                     $($field: <$kind>::default(),)+
                 };
-                $(metrics.registry.register($name, $help, metrics.$field.clone());)+
+                $(metrics.registry.register($name, $help, Shown(metrics.$field.clone()));)+
                 metrics.zeroed();
                 metrics
             }
@@ -93,6 +94,21 @@ declared! {
     auth_failures: Family<AuthLabels, Counter> = "admin_auth_failures",
         "Admin credentials that matched no token: refused, or refused unread because the \
          client's address is past [admin] failed_auth_per_minute";
+}
+
+/// A metric shown (its help and type) before its first sample too: the crate leaves out a
+/// family with no series, and a scrape would lose a family until it is first counted.
+#[derive(Debug)]
+struct Shown<M>(M);
+
+impl<M: EncodeMetric> EncodeMetric for Shown<M> {
+    fn encode(&self, encoder: MetricEncoder) -> std::fmt::Result {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
 }
 
 impl std::fmt::Debug for Metrics {

@@ -64,6 +64,17 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let unchecked = m.render(Gauges::default());
     assert!(unchecked.contains("# TYPE outreach_sync_registration_ok gauge\n"));
     assert!(!unchecked.contains("outreach_sync_registration_ok 0"));
+    let fresh = Metrics::new().render(Gauges::default());
+    let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
+    assert_eq!(
+        families(&fresh),
+        25,
+        "every family, before anything is counted:\n{fresh}"
+    );
+    assert!(
+        !fresh.contains("outreach_sync_subscriber_requests_total{"),
+        "{fresh}"
+    );
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
