@@ -207,7 +207,7 @@ impl Application {
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         if worker {
-            supervise_worker(&mut tasks, &pool, &writer, (&settings, &metrics));
+            supervise_worker(&mut tasks, &pool, &writer, &settings, &metrics);
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
@@ -225,11 +225,16 @@ impl Application {
             (running_senders, metrics.clone()),
             &shutdown,
         );
-        let admin_limits = (admin_limits, metrics.clone());
-        supervise_admin(&mut tasks, admin_listener, admin, admin_limits)?;
+        supervise_admin(
+            &mut tasks,
+            admin_listener,
+            admin,
+            admin_limits,
+            metrics.clone(),
+        )?;
         tracing::info!(%admin_addr, "admin listening");
         let (router, keep_rejections) =
-            ingest_router(&settings, verifier, writer, (&pool, &metrics), &shutdown);
+            ingest_router(&settings, verifier, writer, &pool, &metrics, &shutdown);
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }

@@ -29,7 +29,8 @@ pub(super) fn supervise_worker(
     tasks: &mut Supervisor,
     pool: &Pool,
     writer: &OutboxWriter,
-    (settings, metrics): (&Settings, &Arc<Metrics>),
+    settings: &Settings,
+    metrics: &Arc<Metrics>,
 ) {
     let worker = Worker::new(
         pool.clone(),
@@ -43,20 +44,23 @@ pub(super) fn supervise_worker(
     });
 }
 
+/// What the leader's work is given besides the database and the settings.
+pub(super) type LeaderParts = (
+    Option<ServiceClient>,
+    Arc<tokio::sync::Notify>,
+    crate::subscribers::Running,
+    Arc<Metrics>,
+);
+
 /// This replica's heartbeat, and the work that runs on the leader alone while this replica
 /// leads: the reconciler's schedule and the pusher (when a client is configured: they talk
-/// to the service), the subscribers' senders, and housekeeping. The client, the pusher's
-/// wake-up, the senders' list and the daemon's metrics come with it.
+/// to the service), the subscribers' senders, and housekeeping. What it is given: the
+/// client, the pusher's wake-up, the senders' list, and the metrics it counts in.
 pub(super) async fn supervise_leader_work(
     tasks: &mut Supervisor,
     pool: &Pool,
     settings: &Settings,
-    (client, wake, running, metrics): (
-        Option<ServiceClient>,
-        Arc<tokio::sync::Notify>,
-        crate::subscribers::Running,
-        Arc<Metrics>,
-    ),
+    (client, wake, running, metrics): LeaderParts,
 ) -> anyhow::Result<()> {
     let singletons = client.map(|client| {
         (
@@ -188,7 +192,8 @@ pub(super) fn supervise_admin(
     tasks: &mut Supervisor,
     listener: TcpListener,
     admin: axum::Router,
-    (limits, metrics): (Limits, Arc<Metrics>),
+    limits: Limits,
+    metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
     let socket = listener
         .into_std()
@@ -214,7 +219,8 @@ pub(super) fn ingest_router(
     settings: &Settings,
     verifier: Live<Verifier>,
     writer: OutboxWriter,
-    (pool, metrics): (&Pool, &Arc<Metrics>),
+    pool: &Pool,
+    metrics: &Arc<Metrics>,
     shutdown: &CancellationToken,
 ) -> (axum::Router, impl Future<Output = ()> + use<>) {
     let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
