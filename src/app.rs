@@ -25,6 +25,7 @@ pub use self::reload::{Hangups, Reloaded, Reloader};
 pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, Supervisor};
 use crate::client::ServiceClient;
 use crate::listener::Limits;
+use crate::metrics::Metrics;
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::settings::{AdminToken, Live, Settings};
 use crate::signature::Verifier;
@@ -58,6 +59,8 @@ pub struct Application {
     tokens: Live<Vec<AdminToken>>,
     /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
     reload: Option<Option<PathBuf>>,
+    /// This daemon's metrics, counted by every part of it and shown on its `/metrics`.
+    metrics: Arc<Metrics>,
 }
 
 impl Application {
@@ -67,9 +70,10 @@ impl Application {
         let pool = crate::store::open(&settings)
             .await
             .context("opening and migrating the database")?;
+        let metrics = Arc::new(Metrics::new());
         let state = Arc::new(OutboxState::default());
         state.set_pending(outbox::count_pending(&pool).await?);
-        let (writer, writer_task) = OutboxWriter::start(&settings, state)
+        let (writer, writer_task) = OutboxWriter::start(&settings, state, metrics.clone())
             .await
             .context("opening the outbox writer")?;
         let bind = settings.ingest_bind();
@@ -83,7 +87,7 @@ impl Application {
         let (mut ingest_limits, mut admin_limits) =
             (settings.ingest.limits(), settings.admin.limits());
         crate::listener::fit_descriptors(&mut ingest_limits, &mut admin_limits);
-        let client = match upstream::service_client(&settings, &pool) {
+        let client = match upstream::service_client(&settings, &pool, metrics.clone()) {
             Ok(client) => Some(client),
             Err(error) => {
                 tracing::warn!(%error, "no service client: reconciliation and pushes are off");
@@ -106,6 +110,7 @@ impl Application {
             verifier: Live::new(Verifier::new(&settings.webhook)),
             tokens: Live::new(settings.admin.named_tokens()),
             reload: None,
+            metrics,
             settings,
         })
     }
@@ -161,6 +166,11 @@ impl Application {
         self.senders.clone()
     }
 
+    /// This daemon's metrics (what its `/metrics` shows), shared with every part of it.
+    pub fn metrics(&self) -> Arc<Metrics> {
+        self.metrics.clone()
+    }
+
     pub fn pool(&self) -> &Pool {
         &self.pool
     }
@@ -192,16 +202,18 @@ impl Application {
             verifier,
             tokens,
             reload: _,
+            metrics,
         } = self;
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         if worker {
-            supervise_worker(&mut tasks, &pool, &writer, &settings);
+            supervise_worker(&mut tasks, &pool, &writer, &settings, &metrics);
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let running_senders = senders.clone();
-        supervise_leader_work(&mut tasks, &pool, &settings, client, wake.clone(), senders).await?;
+        let leader = (client, wake.clone(), senders, metrics.clone());
+        supervise_leader_work(&mut tasks, &pool, &settings, leader).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(
@@ -210,13 +222,19 @@ impl Application {
             tokens,
             wake,
             &writer,
-            running_senders,
+            (running_senders, metrics.clone()),
             &shutdown,
         );
-        supervise_admin(&mut tasks, admin_listener, admin, admin_limits)?;
+        supervise_admin(
+            &mut tasks,
+            admin_listener,
+            admin,
+            admin_limits,
+            metrics.clone(),
+        )?;
         tracing::info!(%admin_addr, "admin listening");
         let (router, keep_rejections) =
-            ingest_router(&settings, verifier, writer, &pool, &shutdown);
+            ingest_router(&settings, verifier, writer, &pool, &metrics, &shutdown);
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }
@@ -229,7 +247,7 @@ impl Application {
         let ingest = serve_ingest(
             ingest_listener,
             router,
-            ingest_limits,
+            (ingest_limits, metrics),
             shutdown.clone(),
             keep_rejections,
             writer_task,
@@ -239,20 +257,28 @@ impl Application {
             pool.close().await;
             supervised
         };
-        // A client that never finishes its request (or an upstream call that hangs) must not
-        // hold the stop past the promised bound: what is still open then is dropped, which
-        // is as safe as a crash (nothing unacknowledged was promised).
-        let finished = tokio::select! {
-            result = finish => Some(result),
-            _ = async {
-                shutdown.cancelled().await;
-                tokio::time::sleep(STOP_LIMIT).await;
-            } => None,
-        };
+        let finished = within_stop_limit(finish, &shutdown).await;
         finished.unwrap_or_else(|| {
             tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
             tasks.take_failure().map_or(Ok(()), Err)
         })
+    }
+}
+
+/// What `finish` ends with, or `None` once [`STOP_LIMIT`] has passed since `shutdown`. A
+/// client that never finishes its request (or an upstream call that hangs) must not hold
+/// the stop past the promised bound: what is still open then is dropped, which is as safe
+/// as a crash (nothing unacknowledged was promised).
+async fn within_stop_limit<T>(
+    finish: impl Future<Output = T>,
+    shutdown: &CancellationToken,
+) -> Option<T> {
+    tokio::select! {
+        result = finish => Some(result),
+        _ = async {
+            shutdown.cancelled().await;
+            tokio::time::sleep(STOP_LIMIT).await;
+        } => None,
     }
 }
 

@@ -18,7 +18,7 @@ use serde::Serialize;
 use sha2::{Digest, Sha256};
 
 use crate::events;
-use crate::metrics;
+use crate::metrics::Metrics;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::settings::{Live, Settings};
 use crate::signature::{Rejection, SignatureHeader, Verifier};
@@ -37,6 +37,8 @@ pub struct IngestState {
     max_body_bytes: usize,
     max_backlog: u64,
     rejections: Arc<Rejections>,
+    /// Each answer is counted here, by outcome.
+    metrics: Arc<Metrics>,
 }
 
 /// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`. Deliveries are
@@ -47,8 +49,10 @@ pub fn router(
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
+    metrics: Arc<Metrics>,
 ) -> Router {
     let state = Arc::new(IngestState {
+        metrics,
         verifier,
         writer,
         pool,
@@ -159,10 +163,30 @@ async fn receive(
     headers: HeaderMap,
     body: Body,
 ) -> Result<axum::Json<Ack>, IngestError> {
+    let answer = take(&state, headers, body).await;
+    Answered(&answer).emit(&state.metrics);
+    answer.map(|committed| {
+        axum::Json(match committed {
+            Committed::Accepted(id) => Ack {
+                status: "accepted",
+                id,
+            },
+            Committed::Duplicate(id) => Ack {
+                status: "duplicate",
+                id,
+            },
+        })
+    })
+}
+
+/// Reads, verifies and commits one delivery.
+async fn take(
+    state: &IngestState,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Committed, IngestError> {
     let received_at = Utc::now();
-    let body = read_limited(&headers, body, state.max_body_bytes)
-        .await
-        .inspect_err(count_refusal)?;
+    let body = read_limited(&headers, body, state.max_body_bytes).await?;
     let verified = match state
         .verifier
         .current()
@@ -170,27 +194,20 @@ async fn receive(
     {
         Ok(verified) => verified,
         Err(rejection) => {
-            // Counted, sampled and logged once per period (crate::rejections): an
-            // unverified request costs no write and no log line of its own.
-            tracing::debug!(reason = %rejection, outcome = "rejected", "delivery refused: signature");
             state.rejections.record(RejectedDelivery {
                 received_at,
                 reason: rejection.to_string(),
                 headers: headers_as_pairs(&headers),
                 body,
             });
-            metrics::global().delivery(metrics::Delivery::Rejected);
             return Err(IngestError::Unauthorized(rejection));
         }
     };
-    let received = events::receive(&body, received_at)
-        .map_err(|events::NotJson| IngestError::NotJson)
-        .inspect_err(count_refusal)?;
+    let received =
+        events::receive(&body, received_at).map_err(|events::NotJson| IngestError::NotJson)?;
     let dedup_key = dedup_key(received.id, verified.webhook_id.as_deref(), &body);
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
     if state.writer.state().pending() >= state.max_backlog {
-        tracing::warn!(outcome = "backlog_full", "delivery refused: backlog full");
-        metrics::global().delivery(metrics::Delivery::BacklogFull);
         return Err(IngestError::BacklogFull);
     }
     let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
@@ -202,47 +219,72 @@ async fn receive(
         secret_index: verified.secret_index,
         verified_header,
     };
-    match state.writer.commit(delivery, received.event).await {
-        Ok(Committed::Accepted(id)) => {
-            tracing::info!(id, outcome = "accepted", "delivery committed");
-            metrics::global().delivery(metrics::Delivery::Accepted);
-            Ok(axum::Json(Ack {
-                status: "accepted",
-                id,
-            }))
-        }
-        Ok(Committed::Duplicate(id)) => {
-            tracing::info!(id, outcome = "duplicate", "delivery already committed");
-            metrics::global().delivery(metrics::Delivery::Duplicate);
-            Ok(axum::Json(Ack {
-                status: "duplicate",
-                id,
-            }))
-        }
-        Err(error) => {
-            tracing::warn!(%error, outcome = "unavailable", "delivery refused: not committed");
-            metrics::global().delivery(metrics::Delivery::Unavailable);
-            Err(IngestError::Unavailable(error))
-        }
-    }
+    state
+        .writer
+        .commit(delivery, received.event)
+        .await
+        .map_err(IngestError::Unavailable)
 }
 
-/// Counts and logs a delivery refused before verification or parsing (every outcome is
-/// logged once).
-fn count_refusal(error: &IngestError) {
-    let outcome = match error {
-        IngestError::TooLarge(_) => {
-            metrics::global().delivery(metrics::Delivery::TooLarge);
-            "too_large"
-        }
-        IngestError::NotJson => {
-            metrics::global().delivery(metrics::Delivery::NotJson);
-            "not_json"
-        }
-        IngestError::BodyTimedOut(_) => "body_timeout",
-        _ => "bad_body",
-    };
-    tracing::warn!(reason = %error, outcome, "delivery refused: body");
+/// One answer to a delivery as an event: its log line and its count emitted together, so
+/// the two cannot drift (the line's `outcome` is the count's label). Every answer is logged
+/// once.
+struct Answered<'a>(&'a Result<Committed, IngestError>);
+
+impl Answered<'_> {
+    fn emit(&self, metrics: &Metrics) {
+        use crate::metrics::Delivery as Outcome;
+        let counted = match self.0 {
+            Ok(Committed::Accepted(id)) => {
+                let outcome = Outcome::Accepted;
+                tracing::info!(id = *id, outcome = outcome.label(), "delivery committed");
+                outcome
+            }
+            Ok(Committed::Duplicate(id)) => {
+                let outcome = Outcome::Duplicate;
+                tracing::info!(
+                    id = *id,
+                    outcome = outcome.label(),
+                    "delivery already committed"
+                );
+                outcome
+            }
+            Err(IngestError::Unauthorized(rejection)) => {
+                // Counted, sampled and logged once per period (crate::rejections): an
+                // unverified request costs no write and no log line of its own.
+                let outcome = Outcome::Rejected;
+                tracing::debug!(reason = %rejection, outcome = outcome.label(), "delivery refused: signature");
+                outcome
+            }
+            Err(IngestError::BacklogFull) => {
+                let outcome = Outcome::BacklogFull;
+                tracing::warn!(outcome = outcome.label(), "delivery refused: backlog full");
+                outcome
+            }
+            Err(IngestError::Unavailable(error)) => {
+                let outcome = Outcome::Unavailable;
+                tracing::warn!(%error, outcome = outcome.label(), "delivery refused: not committed");
+                outcome
+            }
+            Err(error) => {
+                // Refused before verification or parsing: counted when too large or not JSON.
+                let outcome = match error {
+                    IngestError::TooLarge(_) => Some(Outcome::TooLarge),
+                    IngestError::NotJson => Some(Outcome::NotJson),
+                    _ => None,
+                };
+                let label = match (outcome, error) {
+                    (Some(outcome), _) => outcome.label(),
+                    (None, IngestError::BodyTimedOut(_)) => "body_timeout",
+                    (None, _) => "bad_body",
+                };
+                tracing::warn!(reason = %error, outcome = label, "delivery refused: body");
+                let Some(outcome) = outcome else { return };
+                outcome
+            }
+        };
+        metrics.delivery(counted);
+    }
 }
 
 /// Reads the body, refusing it as soon as it passes `limit` bytes.

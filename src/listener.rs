@@ -36,7 +36,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tower::ServiceExt as _;
 
-use crate::metrics::{self, Closed, Listener};
+use crate::metrics::{Closed, Listener, Metrics};
 
 /// Request bodies read against the deadline.
 mod body;
@@ -109,15 +109,16 @@ pub struct BodyTimedOut(pub Duration);
 
 /// Serves `router` on `listener` within `limits` until `shutdown`; then stops accepting,
 /// closes every connection that is not busy, lets busy ones finish their request, and
-/// returns once all are closed. Each request carries its client's [`ConnectInfo`].
+/// returns once all are closed. Each request carries its client's [`ConnectInfo`]. The
+/// connections open and closed are counted in `metrics` as `which`'s.
 pub async fn serve(
     listener: TcpListener,
     router: axum::Router,
     limits: Limits,
-    which: Listener,
+    (which, metrics): (Listener, Arc<Metrics>),
     shutdown: CancellationToken,
 ) {
-    let open = Arc::new(Open::new(limits.max_connections, which));
+    let open = Arc::new(Open::new(limits.max_connections, which, metrics));
     let connections = TaskTracker::new();
     let mut builder = hyper::server::conn::http1::Builder::new();
     // The head's deadline is kept here (from its first byte, not from the end of the
@@ -139,7 +140,7 @@ pub async fn serve(
             }
         };
         let Some(connection) = open.admit(peer.ip()) else {
-            metrics::global().connection_closed(which, Closed::Refused);
+            open.closed(Closed::Refused);
             continue;
         };
         // Small answers go out at once rather than waiting for the next segment.
@@ -158,7 +159,7 @@ pub async fn serve(
             let (id, reason) = task.await;
             open.release(peer.ip(), id);
             if let Some(reason) = reason {
-                metrics::global().connection_closed(which, reason);
+                open.closed(reason);
             }
         });
     }

@@ -1,353 +1,215 @@
-//! Process-wide counters in Prometheus text format. Counters are plain atomics bumped on the
-//! hot paths (no locks, no allocation); gauges that describe the database (backlog, lag,
-//! quarantine, pending pushes) are read at scrape time by the caller and passed to
-//! [`Metrics::render`], so they can never drift from the truth.
+//! The daemon's metrics, one registry per [`Application`](crate::app::Application), exposed
+//! in the Prometheus text format through `prometheus-client`. Counters and the in-process
+//! gauges (leadership, open connections) are the crate's atomics, bumped on the hot paths;
+//! the gauges that describe the database are read by the caller at scrape time and encoded
+//! by a collector ([`Gauges`]), so they can never drift from the truth.
 //!
-//! One file over 400 lines on purpose: every series the daemon exposes is declared and
-//! rendered here, so `/metrics` reads as one list; split, a series could be counted and
-//! never shown.
+//! A new metric: a line of `declared!` below (field, type, name, help; the macro registers
+//! it) and the method that counts it, called by whoever holds the daemon's `Arc<Metrics>`;
+//! a new scrape-time gauge: a field of [`Gauges`] and a line of its collector
+//! (`metrics/scrape.rs`); a new label value: its variant in `metrics/labels.rs`.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+mod labels;
+mod scrape;
+
+use prometheus_client::encoding::{EncodeMetric, MetricEncoder, prometheus_text};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+pub use labels::{AuthAttempt, AuthOutcome, Closed, Delivery, Listener, Push, SubscriberOutcome};
+use labels::{
+    AuthLabels, ClosedLabels, DeliveryLabels, ListenerLabels, PushLabels, SubscriberLabels,
+    Upstream, UpstreamLabels,
+};
+pub use scrape::Gauges;
 
 /// Every metric name starts with this.
 const PREFIX: &str = "outreach_sync";
-/// Upstream statuses are counted per code in `100..600`; anything else is "other".
-const STATUS_CODES: usize = 500;
 
-/// What the ingest listener answered to one delivery.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    Accepted,
-    Duplicate,
-    Rejected,
-    TooLarge,
-    NotJson,
-    BacklogFull,
-    Unavailable,
-}
+/// The `Content-Type` of the exposition: the Prometheus text format, version 0.0.4.
+pub const CONTENT_TYPE: &str = prometheus_text::CONTENT_TYPE;
 
-impl Delivery {
-    const ALL: [Delivery; 7] = [
-        Delivery::Accepted,
-        Delivery::Duplicate,
-        Delivery::Rejected,
-        Delivery::TooLarge,
-        Delivery::NotJson,
-        Delivery::BacklogFull,
-        Delivery::Unavailable,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            Delivery::Accepted => "accepted",
-            Delivery::Duplicate => "duplicate",
-            Delivery::Rejected => "rejected",
-            Delivery::TooLarge => "too_large",
-            Delivery::NotJson => "not_json",
-            Delivery::BacklogFull => "backlog_full",
-            Delivery::Unavailable => "unavailable",
+/// Declares [`Metrics`]: each metric once, as a field with its name (without the prefix,
+/// and for a counter without the `_total` the crate appends) and its help (without the
+/// full stop the crate appends). Every field declared is registered, so no metric can be
+/// counted and never shown.
+macro_rules! declared {
+    ($($(#[$doc:meta])* $field:ident: $kind:ty = $name:literal, $help:literal;)+) => {
+        /// One daemon's metrics: what it counts, and the registry that exposes them.
+        pub struct Metrics {
+            registry: Registry,
+            $($(#[$doc])* $field: $kind,)+
         }
-    }
-}
 
-/// What one request to a subscriber ended in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum SubscriberOutcome {
-    /// Answered 2xx: the cursor moved past the entries.
-    Delivered,
-    /// No answer, a 5xx, 408 or 429: retried.
-    Failed,
-    /// Another 3xx or 4xx: retried, and shown as an error.
-    Rejected,
-    /// 410: the subscriber is disabled.
-    Gone,
-}
-
-impl SubscriberOutcome {
-    fn label(self) -> &'static str {
-        match self {
-            SubscriberOutcome::Delivered => "delivered",
-            SubscriberOutcome::Failed => "failed",
-            SubscriberOutcome::Rejected => "rejected",
-            SubscriberOutcome::Gone => "gone",
+        impl Metrics {
+            /// A registry of every metric, each labelled series known in advance at zero.
+            pub fn new() -> Self {
+                let mut metrics = Self {
+                    registry: Registry::with_prefix(PREFIX),
+                    $($field: <$kind>::default(),)+
+                };
+                $(metrics.registry.register($name, $help, Shown(metrics.$field.clone()));)+
+                metrics.zeroed();
+                metrics
+            }
         }
-    }
+    };
 }
 
-/// What one push attempt of a local consent change ended in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Push {
-    /// The service accepted the change.
-    Sent,
-    /// It failed and will be tried again.
-    Retry,
-    /// It failed for good (attempts exhausted or refused by the service).
-    Failed,
-}
-
-impl Push {
-    const ALL: [Push; 3] = [Push::Sent, Push::Retry, Push::Failed];
-
-    fn label(self) -> &'static str {
-        match self {
-            Push::Sent => "sent",
-            Push::Retry => "retry",
-            Push::Failed => "failed",
-        }
-    }
-}
-
-/// One of the daemon's two listeners.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Listener {
-    Ingest,
-    Admin,
-}
-
-impl Listener {
-    const ALL: [Listener; 2] = [Listener::Ingest, Listener::Admin];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Listener::Ingest => "ingest",
-            Listener::Admin => "admin",
-        }
-    }
-}
-
-/// Why a listener closed a connection itself.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closed {
-    /// No request began within the idle timeout.
-    Idle,
-    /// A request's head did not arrive whole within the header timeout.
-    HeaderTimeout,
-    /// At the cap, a new connection took its place.
-    Evicted,
-    /// At the cap with every connection busy: closed as soon as accepted.
-    Refused,
-}
-
-impl Closed {
-    const ALL: [Closed; 4] = [
-        Closed::Idle,
-        Closed::HeaderTimeout,
-        Closed::Evicted,
-        Closed::Refused,
-    ];
-
-    fn label(self) -> &'static str {
-        match self {
-            Closed::Idle => "idle",
-            Closed::HeaderTimeout => "header_timeout",
-            Closed::Evicted => "evicted",
-            Closed::Refused => "refused",
-        }
-    }
-}
-
-/// A credential presented to the admin listener.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthAttempt {
-    /// A bearer token on the API.
-    Bearer,
-    /// A token on the console's sign-in form.
-    SignIn,
-}
-
-impl AuthAttempt {
-    const ALL: [AuthAttempt; 2] = [AuthAttempt::Bearer, AuthAttempt::SignIn];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            AuthAttempt::Bearer => "bearer",
-            AuthAttempt::SignIn => "signin",
-        }
-    }
-}
-
-/// What became of a credential that matched no token.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AuthOutcome {
-    /// Refused (401), counted against its address.
-    Refused,
-    /// Refused with 429: its address is past the limit (the credential was not compared).
-    Limited,
-}
-
-impl AuthOutcome {
-    const ALL: [AuthOutcome; 2] = [AuthOutcome::Refused, AuthOutcome::Limited];
-
-    fn label(self) -> &'static str {
-        match self {
-            AuthOutcome::Refused => "refused",
-            AuthOutcome::Limited => "limited",
-        }
-    }
-}
-
-/// Values read from the database at scrape time.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Gauges {
-    pub outbox_backlog: u64,
-    /// Age in seconds of the oldest unapplied delivery (0 when none).
-    pub apply_lag_seconds: f64,
-    pub quarantined: u64,
-    pub pushes_pending: u64,
-    /// Each subscriber's lag, in entries.
-    pub subscriber_lag: Vec<(String, u64)>,
-    /// Whether the last check of the webhook registrations passed; `None` before the
-    /// first check, when the metric has no sample.
-    pub registration_ok: Option<bool>,
-    /// Per destination (the service, each subscriber), the age in seconds of the oldest
-    /// opt-out it has not had (0 when none).
-    pub optout_oldest_pending: Vec<(String, f64)>,
-    /// Opt-outs past their deadline and not yet had by every destination.
-    pub optouts_overdue: u64,
-}
-
-/// The process's counters.
-pub struct Metrics {
-    deliveries: [AtomicU64; Delivery::ALL.len()],
-    events_applied: AtomicU64,
-    events_quarantined: AtomicU64,
-    echoes: AtomicU64,
-    messages_after_opt_out: AtomicU64,
+declared! {
+    deliveries: Family<DeliveryLabels, Counter> = "deliveries",
+        "Webhook deliveries by the ingest listener's answer";
+    outbox_applied: Counter = "events_applied", "Outbox rows applied by the worker";
+    outbox_quarantined: Counter = "events_quarantined", "Outbox rows quarantined by the worker";
+    echoes: Counter = "echoes_recognised",
+        "Returning webhooks recognised as the echo of a local change";
+    messages_after_opt_out: Counter = "messages_after_optout",
+        "Messages first seen by this process that were sent to a number after its opt-out, \
+         past the confirmation window ([compliance])";
+    reconcile_passes: Counter = "reconcile_passes", "Reconciliation passes";
+    reconcile_leads_scanned: Counter = "reconcile_leads_scanned",
+        "Leads read from the service by reconciliation";
+    reconcile_repairs: Counter = "reconcile_repairs", "Differences reconciliation repaired";
+    reconcile_messages_refreshed: Counter = "reconcile_messages_refreshed",
+        "Message statuses reconciliation refreshed";
+    reconcile_errors: Counter = "reconcile_errors", "Errors during reconciliation passes";
+    upstream: Family<UpstreamLabels, Counter> = "upstream_responses",
+        "Answers of the service's API by HTTP status (\"error\": no answer)";
+    pushes: Family<PushLabels, Counter> = "pushes",
+        "Push attempts of local consent changes by outcome";
+    subscriber_requests: Family<SubscriberLabels, Counter> = "subscriber_requests",
+        "Requests to subscribers by outcome";
     /// 1 while this process holds the leader's lease.
-    leader: AtomicU64,
-    reconcile_passes: AtomicU64,
-    reconcile_leads_scanned: AtomicU64,
-    reconcile_repairs: AtomicU64,
-    reconcile_messages_refreshed: AtomicU64,
-    reconcile_errors: AtomicU64,
-    upstream: [AtomicU64; STATUS_CODES],
-    upstream_other: AtomicU64,
-    upstream_transport_errors: AtomicU64,
-    pushes: [AtomicU64; Push::ALL.len()],
-    /// Requests to subscribers, by subscriber and outcome.
-    subscriber_requests: Mutex<BTreeMap<(String, SubscriberOutcome), u64>>,
-    /// Failed admin credentials, by attempt and outcome.
-    auth_failures: [[AtomicU64; AuthOutcome::ALL.len()]; AuthAttempt::ALL.len()],
-    /// Open connections, by listener.
-    connections_open: [AtomicU64; Listener::ALL.len()],
-    /// Connections the listeners closed, by listener and reason.
-    connections_closed: [[AtomicU64; Closed::ALL.len()]; Listener::ALL.len()],
+    leader: Gauge = "leader",
+        "1 while this process holds the leader's lease (the reconciler's schedule, the pusher \
+         and the subscribers' senders run there)";
+    connections_open: Family<ListenerLabels, Gauge> = "connections_open",
+        "Connections each listener holds open";
+    connections_closed: Family<ClosedLabels, Counter> = "connections_closed",
+        "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or \
+         refused at the cap with every connection busy";
+    auth_failures: Family<AuthLabels, Counter> = "admin_auth_failures",
+        "Admin credentials that matched no token: refused, or refused unread because the \
+         client's address is past [admin] failed_auth_per_minute";
 }
 
-static GLOBAL: Metrics = Metrics::new();
+/// A metric shown (its help and type) before its first sample too: the crate leaves out a
+/// family with no series, and a scrape would lose a family until it is first counted.
+#[derive(Debug)]
+struct Shown<M>(M);
 
-/// The process-wide registry.
-pub fn global() -> &'static Metrics {
-    &GLOBAL
+impl<M: EncodeMetric> EncodeMetric for Shown<M> {
+    fn encode(&self, encoder: MetricEncoder) -> std::fmt::Result {
+        self.0.encode(encoder)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        self.0.metric_type()
+    }
 }
 
-/// Shorthand for `global().record_reconcile_pass(..)`, for the reconciler.
-pub fn record_reconcile_pass(
-    leads_scanned: u64,
-    repaired: u64,
-    messages_refreshed: u64,
-    errors: u64,
-) {
-    GLOBAL.record_reconcile_pass(leads_scanned, repaired, messages_refreshed, errors);
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Metrics").finish_non_exhaustive()
+    }
 }
 
-fn add(counter: &AtomicU64, n: u64) {
-    counter.fetch_add(n, Ordering::Relaxed);
-}
-
-fn get(counter: &AtomicU64) -> u64 {
-    counter.load(Ordering::Relaxed)
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
-    #[allow(clippy::new_without_default)]
-    pub const fn new() -> Self {
-        Self {
-            deliveries: [const { AtomicU64::new(0) }; Delivery::ALL.len()],
-            events_applied: AtomicU64::new(0),
-            events_quarantined: AtomicU64::new(0),
-            echoes: AtomicU64::new(0),
-            messages_after_opt_out: AtomicU64::new(0),
-            leader: AtomicU64::new(0),
-            reconcile_passes: AtomicU64::new(0),
-            reconcile_leads_scanned: AtomicU64::new(0),
-            reconcile_repairs: AtomicU64::new(0),
-            reconcile_messages_refreshed: AtomicU64::new(0),
-            reconcile_errors: AtomicU64::new(0),
-            upstream: [const { AtomicU64::new(0) }; STATUS_CODES],
-            upstream_other: AtomicU64::new(0),
-            upstream_transport_errors: AtomicU64::new(0),
-            pushes: [const { AtomicU64::new(0) }; Push::ALL.len()],
-            subscriber_requests: Mutex::new(BTreeMap::new()),
-            auth_failures: [const { [const { AtomicU64::new(0) }; AuthOutcome::ALL.len()] };
-                AuthAttempt::ALL.len()],
-            connections_open: [const { AtomicU64::new(0) }; Listener::ALL.len()],
-            connections_closed: [const { [const { AtomicU64::new(0) }; Closed::ALL.len()] };
-                Listener::ALL.len()],
+    /// Creates the series shown at zero before anything is counted.
+    fn zeroed(&self) {
+        for &outcome in Delivery::ALL {
+            let _ = self.deliveries.get_or_create(&DeliveryLabels { outcome });
+        }
+        for status in [Upstream::Other, Upstream::Error] {
+            let _ = self.upstream.get_or_create(&UpstreamLabels { status });
+        }
+        for &outcome in Push::ALL {
+            let _ = self.pushes.get_or_create(&PushLabels { outcome });
+        }
+        for &listener in Listener::ALL {
+            let _ = self
+                .connections_open
+                .get_or_create(&ListenerLabels { listener });
+            for &reason in Closed::ALL {
+                let labels = ClosedLabels { listener, reason };
+                let _ = self.connections_closed.get_or_create(&labels);
+            }
+        }
+        for &attempt in AuthAttempt::ALL {
+            for &outcome in AuthOutcome::ALL {
+                let _ = self
+                    .auth_failures
+                    .get_or_create(&AuthLabels { attempt, outcome });
+            }
         }
     }
 
     /// A credential that matched no admin token.
     pub fn auth_failure(&self, attempt: AuthAttempt, outcome: AuthOutcome) {
-        add(&self.auth_failures[attempt as usize][outcome as usize], 1);
+        self.auth_failures
+            .get_or_create(&AuthLabels { attempt, outcome })
+            .inc();
     }
 
     /// Failed credentials so far.
     pub fn auth_failures(&self, attempt: AuthAttempt, outcome: AuthOutcome) -> u64 {
-        get(&self.auth_failures[attempt as usize][outcome as usize])
+        count(&self.auth_failures, &AuthLabels { attempt, outcome })
     }
 
     /// How many connections `listener` holds open now.
     pub fn connections_open(&self, listener: Listener, open: usize) {
-        let open = u64::try_from(open).unwrap_or(u64::MAX);
-        self.connections_open[listener as usize].store(open, Ordering::Relaxed);
+        let open = i64::try_from(open).unwrap_or(i64::MAX);
+        self.connections_open
+            .get_or_create(&ListenerLabels { listener })
+            .set(open);
     }
 
     /// `listener` closed a connection itself, for `reason`.
     pub fn connection_closed(&self, listener: Listener, reason: Closed) {
-        add(
-            &self.connections_closed[listener as usize][reason as usize],
-            1,
-        );
+        self.connections_closed
+            .get_or_create(&ClosedLabels { listener, reason })
+            .inc();
     }
 
     /// Connections `listener` closed for `reason` so far.
     pub fn connections_closed(&self, listener: Listener, reason: Closed) -> u64 {
-        get(&self.connections_closed[listener as usize][reason as usize])
+        count(&self.connections_closed, &ClosedLabels { listener, reason })
     }
 
     pub fn delivery(&self, outcome: Delivery) {
-        add(&self.deliveries[outcome as usize], 1);
+        self.deliveries
+            .get_or_create(&DeliveryLabels { outcome })
+            .inc();
     }
 
-    pub fn deliveries(&self, outcome: Delivery) -> u64 {
-        get(&self.deliveries[outcome as usize])
-    }
-
-    /// Outbox rows applied and quarantined by one worker batch.
+    /// Outbox rows applied and quarantined by one committed batch.
     pub fn applied(&self, applied: u64, quarantined: u64) {
-        add(&self.events_applied, applied);
-        add(&self.events_quarantined, quarantined);
+        self.outbox_applied.inc_by(applied);
+        self.outbox_quarantined.inc_by(quarantined);
     }
 
-    /// A returning webhook recognised as the echo of a local change.
-    pub fn echo(&self) {
-        add(&self.echoes, 1);
-    }
-
-    /// Whether this process holds the leader's lease now.
-    pub fn leading(&self, leading: bool) {
-        self.leader.store(u64::from(leading), Ordering::Relaxed);
+    /// `n` returning webhooks recognised as the echo of a local change.
+    pub fn echoes(&self, n: u64) {
+        self.echoes.inc_by(n);
     }
 
     /// `n` messages new to the mirror were sent to a number after its opt-out.
     pub fn messages_after_opt_out(&self, n: u64) {
-        if n > 0 {
-            add(&self.messages_after_opt_out, n);
-        }
+        self.messages_after_opt_out.inc_by(n);
+    }
+
+    /// Whether this process holds the leader's lease now.
+    pub fn leading(&self, leading: bool) {
+        self.leader.set(i64::from(leading));
     }
 
     pub fn record_reconcile_pass(
@@ -357,381 +219,63 @@ impl Metrics {
         messages_refreshed: u64,
         errors: u64,
     ) {
-        add(&self.reconcile_passes, 1);
-        add(&self.reconcile_leads_scanned, leads_scanned);
-        add(&self.reconcile_repairs, repaired);
-        add(&self.reconcile_messages_refreshed, messages_refreshed);
-        add(&self.reconcile_errors, errors);
+        self.reconcile_passes.inc();
+        self.reconcile_leads_scanned.inc_by(leads_scanned);
+        self.reconcile_repairs.inc_by(repaired);
+        self.reconcile_messages_refreshed.inc_by(messages_refreshed);
+        self.reconcile_errors.inc_by(errors);
     }
 
     /// One upstream HTTP answer (token endpoint included).
     pub fn upstream_status(&self, status: u16) {
-        match usize::from(status).checked_sub(100) {
-            Some(i) if i < STATUS_CODES => add(&self.upstream[i], 1),
-            _ => add(&self.upstream_other, 1),
-        }
+        let status = Upstream::of(status);
+        self.upstream
+            .get_or_create(&UpstreamLabels { status })
+            .inc();
     }
 
     /// One upstream call that got no answer (connect error, timeout, broken body).
     pub fn upstream_transport_error(&self) {
-        add(&self.upstream_transport_errors, 1);
+        let status = Upstream::Error;
+        self.upstream
+            .get_or_create(&UpstreamLabels { status })
+            .inc();
     }
 
     pub fn push(&self, outcome: Push) {
-        add(&self.pushes[outcome as usize], 1);
-    }
-
-    pub fn pushes(&self, outcome: Push) -> u64 {
-        get(&self.pushes[outcome as usize])
+        self.pushes.get_or_create(&PushLabels { outcome }).inc();
     }
 
     /// Counts a request to `subscriber`.
     pub fn subscriber_request(&self, subscriber: &str, outcome: SubscriberOutcome) {
-        let mut requests = self
-            .subscriber_requests
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        *requests
-            .entry((subscriber.to_owned(), outcome))
-            .or_default() += 1;
-    }
-
-    /// Requests to `subscriber` that ended in `outcome`.
-    pub fn subscriber_requests(&self, subscriber: &str, outcome: SubscriberOutcome) -> u64 {
-        let requests = self
-            .subscriber_requests
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        requests
-            .get(&(subscriber.to_owned(), outcome))
-            .copied()
-            .unwrap_or(0)
-    }
-
-    /// The Prometheus text exposition (format 0.0.4) of every metric.
-    pub fn render(&self, gauges: &Gauges) -> String {
-        let mut out = Exposition::default();
-        self.render_pipeline(&mut out, gauges);
-        self.render_counters(&mut out);
-        self.render_upstream(&mut out, gauges);
-        self.render_subscribers(&mut out, gauges);
-        self.render_compliance(&mut out, gauges);
-        self.render_connections(&mut out);
-        out.0
-    }
-
-    /// Opt-outs not yet honoured everywhere ([compliance]).
-    fn render_compliance(&self, out: &mut Exposition, gauges: &Gauges) {
-        out.family(
-            "optout_oldest_pending_seconds",
-            "gauge",
-            "Age of the oldest opt-out the destination (the service, or a subscriber) has not had yet; 0 when none.",
-            gauges.optout_oldest_pending.iter().map(|(name, secs)| {
-                (
-                    format!("{{destination=\"{name}\"}}"),
-                    format!("{secs:.3}"),
-                )
-            }),
-        );
-        out.single(
-            "leader",
-            "gauge",
-            "1 while this process holds the leader's lease (the reconciler's schedule, the pusher and the subscribers' senders run there).",
-            get(&self.leader),
-        );
-        out.single(
-            "optouts_overdue",
-            "gauge",
-            "Opt-outs past their deadline ([compliance] deadline_business_days) and not yet had by every destination.",
-            gauges.optouts_overdue,
-        );
-    }
-
-    /// Ingest's answers and the outbox's state.
-    fn render_pipeline(&self, out: &mut Exposition, gauges: &Gauges) {
-        out.family(
-            "deliveries_total",
-            "counter",
-            "Webhook deliveries by the ingest listener's answer.",
-            Delivery::ALL.iter().map(|d| {
-                (
-                    format!("{{outcome=\"{}\"}}", d.label()),
-                    self.deliveries(*d).to_string(),
-                )
-            }),
-        );
-        out.single(
-            "outbox_backlog",
-            "gauge",
-            "Deliveries committed but not yet applied.",
-            gauges.outbox_backlog,
-        );
-        out.single(
-            "apply_lag_seconds",
-            "gauge",
-            "Age of the oldest unapplied delivery.",
-            format!("{:.3}", gauges.apply_lag_seconds),
-        );
-        out.single(
-            "quarantined",
-            "gauge",
-            "Deliveries quarantined (not applicable as they are).",
-            gauges.quarantined,
-        );
-    }
-
-    /// The single-value counters of the worker and the reconciler.
-    fn render_counters(&self, out: &mut Exposition) {
-        let counters: [(&str, &str, &AtomicU64); 9] = [
-            (
-                "events_applied_total",
-                "Outbox rows applied by the worker.",
-                &self.events_applied,
-            ),
-            (
-                "events_quarantined_total",
-                "Outbox rows quarantined by the worker.",
-                &self.events_quarantined,
-            ),
-            (
-                "echoes_recognised_total",
-                "Returning webhooks recognised as the echo of a local change.",
-                &self.echoes,
-            ),
-            (
-                "messages_after_optout_total",
-                "Messages first seen by this process that were sent to a number after its opt-out, past the confirmation window ([compliance]).",
-                &self.messages_after_opt_out,
-            ),
-            (
-                "reconcile_passes_total",
-                "Reconciliation passes.",
-                &self.reconcile_passes,
-            ),
-            (
-                "reconcile_leads_scanned_total",
-                "Leads read from the service by reconciliation.",
-                &self.reconcile_leads_scanned,
-            ),
-            (
-                "reconcile_repairs_total",
-                "Differences reconciliation repaired.",
-                &self.reconcile_repairs,
-            ),
-            (
-                "reconcile_messages_refreshed_total",
-                "Message statuses reconciliation refreshed.",
-                &self.reconcile_messages_refreshed,
-            ),
-            (
-                "reconcile_errors_total",
-                "Errors during reconciliation passes.",
-                &self.reconcile_errors,
-            ),
-        ];
-        for (name, help, counter) in counters {
-            out.single(name, "counter", help, get(counter));
-        }
-    }
-
-    /// The service's answers, and the pushes of local changes to it.
-    fn render_upstream(&self, out: &mut Exposition, gauges: &Gauges) {
-        let by_status = self.upstream.iter().enumerate().filter_map(|(i, c)| {
-            let n = get(c);
-            (n > 0).then(|| (format!("{{status=\"{}\"}}", i + 100), n.to_string()))
-        });
-        let others = [
-            (
-                "{status=\"other\"}".into(),
-                get(&self.upstream_other).to_string(),
-            ),
-            (
-                "{status=\"error\"}".into(),
-                get(&self.upstream_transport_errors).to_string(),
-            ),
-        ];
-        out.family(
-            "upstream_responses_total",
-            "counter",
-            "Answers of the service's API by HTTP status (\"error\": no answer).",
-            by_status.chain(others),
-        );
-        out.family(
-            "pushes_total",
-            "counter",
-            "Push attempts of local consent changes by outcome.",
-            Push::ALL.iter().map(|p| {
-                (
-                    format!("{{outcome=\"{}\"}}", p.label()),
-                    self.pushes(*p).to_string(),
-                )
-            }),
-        );
-        out.single(
-            "pushes_pending",
-            "gauge",
-            "Local consent changes not yet accepted by the service.",
-            gauges.pushes_pending,
-        );
-        out.family(
-            "registration_ok",
-            "gauge",
-            "1 when the last `webhooks check` found both webhook registrations right and passing a mock event, 0 when not; no sample before the first check.",
-            gauges
-                .registration_ok
-                .map(|ok| (String::new(), u8::from(ok).to_string())),
-        );
-    }
-
-    /// The listeners' connections, and failed admin credentials.
-    fn render_connections(&self, out: &mut Exposition) {
-        out.family(
-            "connections_open",
-            "gauge",
-            "Connections each listener holds open.",
-            Listener::ALL.iter().map(|l| {
-                (
-                    format!("{{listener=\"{}\"}}", l.label()),
-                    get(&self.connections_open[*l as usize]).to_string(),
-                )
-            }),
-        );
-        let closed = Listener::ALL.iter().flat_map(|l| {
-            Closed::ALL.iter().map(move |c| {
-                (
-                    format!("{{listener=\"{}\",reason=\"{}\"}}", l.label(), c.label()),
-                    self.connections_closed(*l, *c).to_string(),
-                )
+        let subscriber = subscriber.to_owned();
+        self.subscriber_requests
+            .get_or_create(&SubscriberLabels {
+                subscriber,
+                outcome,
             })
-        });
-        out.family(
-            "connections_closed_total",
-            "counter",
-            "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or refused at the cap with every connection busy.",
-            closed,
-        );
-        let failures = AuthAttempt::ALL.iter().flat_map(|a| {
-            AuthOutcome::ALL.iter().map(move |o| {
-                (
-                    format!("{{attempt=\"{}\",outcome=\"{}\"}}", a.label(), o.label()),
-                    self.auth_failures(*a, *o).to_string(),
-                )
-            })
-        });
-        out.family(
-            "admin_auth_failures_total",
-            "counter",
-            "Admin credentials that matched no token: refused, or refused unread because the client's address is past [admin] failed_auth_per_minute.",
-            failures,
-        );
+            .inc();
     }
 
-    /// Deliveries to the campaign's other tools.
-    fn render_subscribers(&self, out: &mut Exposition, gauges: &Gauges) {
-        let requests: Vec<(String, String)> = self
-            .subscriber_requests
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .iter()
-            .map(|((name, outcome), n)| {
-                (
-                    format!("{{subscriber=\"{name}\",outcome=\"{}\"}}", outcome.label()),
-                    n.to_string(),
-                )
-            })
-            .collect();
-        out.family(
-            "subscriber_requests_total",
-            "counter",
-            "Requests to subscribers by outcome.",
-            requests,
-        );
-        out.family(
-            "subscriber_lag_entries",
-            "gauge",
-            "Ledger entries after each subscriber's cursor.",
-            gauges
-                .subscriber_lag
-                .iter()
-                .map(|(name, lag)| (format!("{{subscriber=\"{name}\"}}"), lag.to_string())),
-        );
+    /// The Prometheus text exposition (format 0.0.4) of every metric, `gauges` read now.
+    pub fn render(&self, gauges: Gauges) -> String {
+        let mut scraped = Registry::with_prefix(PREFIX);
+        scraped.register_collector(Box::new(gauges));
+        let mut text = String::new();
+        // Writing to a String cannot fail, nor can the encoders of these metrics.
+        let _ = prometheus_text::encode(&mut text, &self.registry);
+        let _ = prometheus_text::encode(&mut text, &scraped);
+        text
     }
 }
 
-/// The Prometheus text being written, family by family.
-#[derive(Default)]
-struct Exposition(String);
-
-impl Exposition {
-    /// A family's help, type and samples (labels, value).
-    fn family(
-        &mut self,
-        name: &str,
-        kind: &str,
-        help: &str,
-        samples: impl IntoIterator<Item = (String, String)>,
-    ) {
-        // Writing to a String cannot fail.
-        let _ = writeln!(self.0, "# HELP {PREFIX}_{name} {help}");
-        let _ = writeln!(self.0, "# TYPE {PREFIX}_{name} {kind}");
-        for (labels, value) in samples {
-            let _ = writeln!(self.0, "{PREFIX}_{name}{labels} {value}");
-        }
-    }
-
-    /// A family of one sample without labels.
-    fn single(&mut self, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
-        self.family(name, kind, help, [(String::new(), value.to_string())]);
-    }
+/// The value of one counter of `family`, 0 when never counted.
+fn count<S>(family: &Family<S, Counter>, labels: &S) -> u64
+where
+    S: Clone + std::hash::Hash + Eq,
+{
+    family.get(labels).map_or(0, |counter| counter.get())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples() {
-        let m = Metrics::new();
-        m.delivery(Delivery::BacklogFull);
-        m.upstream_status(429);
-        m.upstream_status(9);
-        m.record_reconcile_pass(10, 2, 3, 0);
-        m.push(Push::Sent);
-        m.subscriber_request("crm", SubscriberOutcome::Failed);
-        m.subscriber_request("crm", SubscriberOutcome::Failed);
-        let text = m.render(&Gauges {
-            outbox_backlog: 7,
-            apply_lag_seconds: 1.5,
-            quarantined: 1,
-            pushes_pending: 2,
-            subscriber_lag: vec![("crm".into(), 12)],
-            registration_ok: Some(false),
-            optout_oldest_pending: vec![("service".into(), 0.0), ("crm".into(), 3600.25)],
-            optouts_overdue: 3,
-        });
-        assert!(text.contains(
-            "outreach_sync_optout_oldest_pending_seconds{destination=\"crm\"} 3600.250\n"
-        ));
-        assert!(text.contains("outreach_sync_optouts_overdue 3\n"));
-        assert!(text.contains("outreach_sync_messages_after_optout_total 0\n"));
-        assert!(text.contains(
-            "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2\n"
-        ));
-        assert!(text.contains("outreach_sync_subscriber_lag_entries{subscriber=\"crm\"} 12\n"));
-        assert!(text.contains("outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1\n"));
-        assert!(text.contains("outreach_sync_deliveries_total{outcome=\"accepted\"} 0\n"));
-        assert!(text.contains("outreach_sync_upstream_responses_total{status=\"429\"} 1\n"));
-        assert!(text.contains("outreach_sync_upstream_responses_total{status=\"other\"} 1\n"));
-        assert!(text.contains("outreach_sync_reconcile_repairs_total 2\n"));
-        assert!(text.contains("outreach_sync_outbox_backlog 7\n"));
-        assert!(text.contains("outreach_sync_apply_lag_seconds 1.500\n"));
-        assert!(text.contains("outreach_sync_pushes_total{outcome=\"sent\"} 1\n"));
-        assert!(text.contains("outreach_sync_registration_ok 0\n"));
-        let unchecked = m.render(&Gauges::default());
-        assert!(unchecked.contains("# TYPE outreach_sync_registration_ok gauge\n"));
-        assert!(!unchecked.contains("outreach_sync_registration_ok 0"));
-        let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
-        let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
-        assert_eq!(helps, types);
-    }
-}
+mod tests;

@@ -108,10 +108,12 @@ pub struct OutboxWriter {
 
 impl OutboxWriter {
     /// Starts the writer task on its own connection. It ends when every handle is dropped,
-    /// after answering every request it took.
+    /// after answering every request it took. What it applies at once is counted in
+    /// `metrics`.
     pub async fn start(
         settings: &Settings,
         state: Arc<OutboxState>,
+        metrics: Arc<crate::metrics::Metrics>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
         let conn = crate::store::connection(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
@@ -119,6 +121,7 @@ impl OutboxWriter {
             settings: settings.clone(),
             conn: Some(conn),
             state: state.clone(),
+            metrics,
             last_id: None,
         };
         // Its own thread: between its statements the writer waits on SQLite's thread, and
@@ -172,6 +175,7 @@ struct Writer {
     settings: Settings,
     conn: Option<Connection>,
     state: Arc<OutboxState>,
+    metrics: Arc<crate::metrics::Metrics>,
     /// The largest outbox id, once read (SQLite: this writer is the only one to add rows).
     last_id: Option<i64>,
 }
@@ -223,7 +227,7 @@ impl Writer {
             self.state.committed.notify_one();
         }
         if !applied.is_idle() {
-            crate::metrics::global().applied(applied.applied, applied.quarantined);
+            applied.count_in(&self.metrics);
         }
         if let Err(error) = &others {
             tracing::error!(error = %error, "cannot record a refused delivery or the write probe");
@@ -328,7 +332,6 @@ async fn write_and_apply(
     match apply::deliveries(&mut tx, &pending, Utc::now(), policy).await {
         Ok(applied) => {
             tx.commit().await?;
-            crate::metrics::global().messages_after_opt_out(applied.sent_after_opt_out);
             if !applied.is_idle() {
                 crate::signal::ledger_grew();
             }

@@ -16,7 +16,7 @@ use futures::TryStreamExt;
 
 use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
-use crate::metrics::{self, Push};
+use crate::metrics::Push;
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
 use crate::model::backoff::Backoff;
@@ -76,13 +76,13 @@ impl Pusher {
         let attempted = match outcome {
             Ok(lead_id) => {
                 self.pool.push_sent(due.seq, &lead_id, finished).await?;
-                metrics::global().push(Push::Sent);
+                self.client.metrics().push(Push::Sent);
                 tracing::info!(seq = due.seq, "local consent change pushed");
                 Attempted::Sent { seq: due.seq }
             }
             Err(PushError::Permanent(error)) => {
                 self.pool.push_failed(due.seq, &error, finished).await?;
-                metrics::global().push(Push::Failed);
+                self.client.metrics().push(Push::Failed);
                 // Through `Escaped`: the service's text and the organization id may hold a line
                 // break, which must not start a line of its own in a text log.
                 tracing::warn!(seq = due.seq, error = %Escaped(&error), "local consent change refused by the service");
@@ -96,7 +96,7 @@ impl Pusher {
                 let next = (now.max(finished) + backoff(due.attempts)).trunc_subsecs(3);
                 self.pool.retry_push_at(due.seq, &error, next).await?;
                 let next_attempt_at = codec::timestamp(next);
-                metrics::global().push(Push::Retry);
+                self.client.metrics().push(Push::Retry);
                 tracing::warn!(seq = due.seq, attempts = due.attempts, error = %Escaped(&error), %next_attempt_at, "push failed; will retry");
                 Attempted::Retry {
                     seq: due.seq,

@@ -257,7 +257,7 @@ impl Reconciler {
 
     /// A finished pass in the metrics, the database (for `status`) and the log.
     async fn report(&self, summary: &PassSummary) {
-        crate::metrics::record_reconcile_pass(
+        self.client.metrics().record_reconcile_pass(
             summary.leads_scanned,
             summary.repaired,
             summary.messages_refreshed,

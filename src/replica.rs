@@ -11,12 +11,14 @@
 use crate::model::Timestamp;
 use crate::store::LeaseStore;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
 use crate::lease::{self, LeaseError, Leases};
+use crate::metrics::Metrics;
 pub use crate::model::ReplicaSeen;
 use crate::settings::ReplicaSettings;
 use crate::store::Pool;
@@ -34,6 +36,8 @@ pub struct Replica {
     pool: Pool,
     name: String,
     lease: Duration,
+    /// Where leadership is shown (`leader`).
+    metrics: Arc<Metrics>,
 }
 
 impl Replica {
@@ -52,7 +56,14 @@ impl Replica {
             pool: pool.into(),
             name,
             lease,
+            metrics: Arc::default(),
         }
+    }
+
+    /// Shows this replica's leadership in `metrics`.
+    pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     pub fn name(&self) -> &str {
@@ -126,7 +137,7 @@ impl Replica {
                 }
             };
             tracing::info!(replica = %self.name, "leading: the reconciler's schedule and the pusher run here");
-            crate::metrics::global().leading(true);
+            self.metrics.leading(true);
             let stop = shutdown.child_token();
             let work = duties(stop.clone());
             tokio::pin!(work);
@@ -138,7 +149,7 @@ impl Replica {
                     work.await;
                 }
             }
-            crate::metrics::global().leading(false);
+            self.metrics.leading(false);
             if !lease.lost().is_cancelled()
                 && let Err(error) = lease.release().await
             {

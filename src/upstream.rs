@@ -11,6 +11,7 @@ use chrono::{DateTime, Utc};
 use crate::store::Pool;
 
 use crate::client::{ClientConfig, ClientError, ServiceClient, TokenGuardState, TokenGuardStore};
+use crate::metrics::Metrics;
 use crate::settings::Settings;
 
 const GUARD_KEY: &str = "token_guard";
@@ -82,12 +83,14 @@ impl TokenGuardStore for DbTokenGuardStore {
     }
 }
 
-/// The service client of `settings`, its token guard in `pool`; an error names the key
+/// The service client of `settings`, its token guard in `pool`, its answers counted in
+/// `metrics`; an error names the key
 /// at fault (typically a missing `service.client_secret`).
 pub fn service_client(
     settings: &Settings,
     pool: impl Into<Pool>,
+    metrics: Arc<Metrics>,
 ) -> Result<ServiceClient, ClientError> {
-    let config = ClientConfig::from_settings(&settings.service)?;
+    let config = ClientConfig::from_settings(&settings.service)?.counted_in(metrics);
     ServiceClient::with_guard_store(config, Arc::new(DbTokenGuardStore::new(pool)))
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apply::{self, Pending};
 use crate::events;
+use crate::metrics::Metrics;
 use crate::model::StoredDelivery;
 pub use crate::model::{OutboxStates, Requeue};
 use crate::outbox::OutboxState;
@@ -42,6 +43,8 @@ pub struct Worker {
     pool: Pool,
     state: Arc<OutboxState>,
     policy: apply::Policy,
+    /// Where each committed batch is counted.
+    metrics: Arc<Metrics>,
 }
 
 impl Worker {
@@ -53,7 +56,15 @@ impl Worker {
                 account_sync,
                 ..apply::Policy::default()
             },
+            metrics: Arc::default(),
         }
+    }
+
+    /// Counts the batches it applies in `metrics` (the daemon's; by default a registry of
+    /// the worker's own, which no scrape shows).
+    pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Applies with `policy` (account sync, the confirmation window).
@@ -92,8 +103,7 @@ impl Worker {
         }
         crate::signal::ledger_grew();
         self.state.settled(outcome.settled());
-        crate::metrics::global().applied(outcome.applied, outcome.quarantined);
-        crate::metrics::global().messages_after_opt_out(outcome.sent_after_opt_out);
+        outcome.count_in(&self.metrics);
         tracing::debug!(
             applied = outcome.applied,
             quarantined = outcome.quarantined,

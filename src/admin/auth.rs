@@ -29,7 +29,9 @@ pub async fn require_token(
     }
     let client = ClientAddress::of(request.extensions()).0;
     if let Err(limited) = state.failed_auth.check(client) {
-        state.failed_auth.refused_unread(AuthAttempt::Bearer);
+        state
+            .failed_auth
+            .refused_unread(AuthAttempt::Bearer, &state.metrics);
         return AdminError::TooManyFailures(limited).into_response();
     }
     match authorized(&state, &request) {
@@ -38,10 +40,15 @@ pub async fn require_token(
             next.run(request).await
         }
         Err(Presented::Nothing) => AdminError::Unauthorized.into_response(),
-        Err(Presented::Unknown) => match state.failed_auth.failed(client, AuthAttempt::Bearer) {
-            Ok(()) => AdminError::Unauthorized.into_response(),
-            Err(limited) => AdminError::TooManyFailures(limited).into_response(),
-        },
+        Err(Presented::Unknown) => {
+            match state
+                .failed_auth
+                .failed(client, AuthAttempt::Bearer, &state.metrics)
+            {
+                Ok(()) => AdminError::Unauthorized.into_response(),
+                Err(limited) => AdminError::TooManyFailures(limited).into_response(),
+            }
+        }
     }
 }
 

@@ -19,7 +19,7 @@ use axum::http::request::Parts;
 use governor::clock::{Clock as _, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
-use crate::metrics::{self, AuthAttempt, AuthOutcome};
+use crate::metrics::{AuthAttempt, AuthOutcome, Metrics};
 
 /// Addresses refused at once, at most; past it the ones whose refusal ended are forgotten,
 /// then the one ending soonest.
@@ -75,22 +75,28 @@ impl FailedAuth {
         }
     }
 
-    /// Counts a failure of `client`'s; `Err` when it took the address past the limit.
-    pub fn failed(&self, client: IpAddr, attempt: AuthAttempt) -> Result<(), Limited> {
+    /// Counts a failure of `client`'s (in `metrics` too); `Err` when it took the address
+    /// past the limit.
+    pub fn failed(
+        &self,
+        client: IpAddr,
+        attempt: AuthAttempt,
+        metrics: &Metrics,
+    ) -> Result<(), Limited> {
         let key = counted_as(client);
         if self.limiter.len() > LIMITER_KEPT {
             self.limiter.retain_recent();
         }
         match self.limiter.check_key(&key) {
             Ok(()) => {
-                metrics::global().auth_failure(attempt, AuthOutcome::Refused);
+                metrics.auth_failure(attempt, AuthOutcome::Refused);
                 tracing::info!(client = %client, attempt = attempt.label(), "credentials refused");
                 Ok(())
             }
             Err(not_until) => {
                 let retry_after = not_until.wait_time_from(self.clock.now());
                 self.refuse(key, retry_after);
-                metrics::global().auth_failure(attempt, AuthOutcome::Limited);
+                metrics.auth_failure(attempt, AuthOutcome::Limited);
                 tracing::warn!(
                     client = %client,
                     attempt = attempt.label(),
@@ -103,8 +109,8 @@ impl FailedAuth {
     }
 
     /// Counts a request refused unread because its address is past the limit.
-    pub fn refused_unread(&self, attempt: AuthAttempt) {
-        metrics::global().auth_failure(attempt, AuthOutcome::Limited);
+    pub fn refused_unread(&self, attempt: AuthAttempt, metrics: &Metrics) {
+        metrics.auth_failure(attempt, AuthOutcome::Limited);
     }
 
     fn refuse(&self, key: IpAddr, for_: Duration) {
@@ -172,18 +178,24 @@ mod tests {
 
     #[test]
     fn an_address_is_refused_after_its_failures_and_others_are_not() {
-        let guard = FailedAuth::new(3);
+        let (guard, metrics) = (FailedAuth::new(3), Metrics::new());
         let (attacker, other) = ("192.0.2.1".parse().unwrap(), "192.0.2.2".parse().unwrap());
         for _ in 0..3 {
             assert_eq!(guard.check(attacker), Ok(()));
-            assert_eq!(guard.failed(attacker, AuthAttempt::Bearer), Ok(()));
+            let failed = guard.failed(attacker, AuthAttempt::Bearer, &metrics);
+            assert_eq!(failed, Ok(()));
         }
-        let limited = guard.failed(attacker, AuthAttempt::Bearer).unwrap_err();
+        let limited = guard
+            .failed(attacker, AuthAttempt::Bearer, &metrics)
+            .unwrap_err();
         assert!(
             limited.retry_after > Duration::ZERO && limited.retry_after <= Duration::from_secs(20)
         );
         assert!(guard.check(attacker).is_err());
         assert_eq!(guard.check(other), Ok(()));
+        let counted = |outcome| metrics.auth_failures(AuthAttempt::Bearer, outcome);
+        assert_eq!(counted(AuthOutcome::Refused), 3);
+        assert_eq!(counted(AuthOutcome::Limited), 1);
     }
 
     #[test]

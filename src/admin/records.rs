@@ -20,7 +20,8 @@ pub async fn healthz() -> Json<Value> {
     Json(serde_json::json!({"status": "ok"}))
 }
 
-/// Counters from memory; gauges read from the database now, so they are never stale.
+/// This daemon's counters from memory; gauges read from the database now, so they are
+/// never stale.
 pub async fn metrics(
     State(state): State<Arc<AdminState>>,
 ) -> Result<impl IntoResponse, AdminError> {
@@ -31,7 +32,7 @@ pub async fn metrics(
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
-    let text = metrics::global().render(&metrics::Gauges {
+    let text = state.metrics.render(metrics::Gauges {
         outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,
         quarantined: count(backlog.quarantined),
@@ -47,13 +48,7 @@ pub async fn metrics(
         optout_oldest_pending: honouring.oldest_pending_secs,
         optouts_overdue: honouring.overdue,
     });
-    Ok((
-        [(
-            header::CONTENT_TYPE,
-            "text/plain; version=0.0.4; charset=utf-8",
-        )],
-        text,
-    ))
+    Ok(([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text))
 }
 
 /// Optional fields the service leaves out rather than sending null.

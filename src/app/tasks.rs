@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use super::{Hangups, Reloader, Supervisor, notify_systemd};
 use crate::client::ServiceClient;
 use crate::listener::Limits;
-use crate::metrics::Listener;
+use crate::metrics::{Listener, Metrics};
 use crate::outbox::OutboxWriter;
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
@@ -30,28 +30,37 @@ pub(super) fn supervise_worker(
     pool: &Pool,
     writer: &OutboxWriter,
     settings: &Settings,
+    metrics: &Arc<Metrics>,
 ) {
     let worker = Worker::new(
         pool.clone(),
         writer.state().clone(),
         settings.consent.account_sync,
     )
-    .with_policy(crate::apply::Policy::of(settings));
+    .with_policy(crate::apply::Policy::of(settings))
+    .counted_in(metrics.clone());
     tasks.add("worker", move |shutdown| {
         worker.clone().run(shutdown).map(Ok)
     });
 }
 
+/// What the leader's work is given besides the database and the settings.
+pub(super) type LeaderParts = (
+    Option<ServiceClient>,
+    Arc<tokio::sync::Notify>,
+    crate::subscribers::Running,
+    Arc<Metrics>,
+);
+
 /// This replica's heartbeat, and the work that runs on the leader alone while this replica
 /// leads: the reconciler's schedule and the pusher (when a client is configured: they talk
-/// to the service), the subscribers' senders, and housekeeping.
+/// to the service), the subscribers' senders, and housekeeping. What it is given: the
+/// client, the pusher's wake-up, the senders' list, and the metrics it counts in.
 pub(super) async fn supervise_leader_work(
     tasks: &mut Supervisor,
     pool: &Pool,
     settings: &Settings,
-    client: Option<ServiceClient>,
-    wake: Arc<tokio::sync::Notify>,
-    running: crate::subscribers::Running,
+    (client, wake, running, metrics): LeaderParts,
 ) -> anyhow::Result<()> {
     let singletons = client.map(|client| {
         (
@@ -63,7 +72,7 @@ pub(super) async fn supervise_leader_work(
     let subscribers = crate::subscribers::configured(&settings.subscriber);
     let http = crate::subscribers::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
-    let replica = Replica::new(pool.clone(), &settings.replica);
+    let replica = Replica::new(pool.clone(), &settings.replica).counted_in(metrics.clone());
     // Listed in `status` from the start; a database busy just now (another process
     // holding its write lock) must not stop the daemon: the replica's own loop beats
     // again a third of a lease period later.
@@ -82,6 +91,7 @@ pub(super) async fn supervise_leader_work(
         let pool = pool.clone();
         let pruner = pruner.clone();
         let running = running.clone();
+        let metrics = metrics.clone();
         replica
             .clone()
             .run(shutdown, move |stop| {
@@ -91,7 +101,7 @@ pub(super) async fn supervise_leader_work(
                     pool.clone(),
                     subscribers.clone(),
                     http.clone(),
-                    running.clone(),
+                    (running.clone(), metrics.clone()),
                     stop.clone(),
                 );
                 let housekeeping = futures::future::join(
@@ -140,7 +150,7 @@ pub(super) fn admin_router(
     tokens: Live<Vec<AdminToken>>,
     wake: Arc<tokio::sync::Notify>,
     writer: &OutboxWriter,
-    senders: crate::subscribers::Running,
+    (senders, metrics): (crate::subscribers::Running, Arc<Metrics>),
     shutdown: &CancellationToken,
 ) -> axum::Router {
     admin::router(
@@ -152,6 +162,7 @@ pub(super) fn admin_router(
             .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
             .with_outbox(writer.state().clone())
             .with_senders(senders)
+            .with_metrics(metrics)
             .with_stop(shutdown.clone()),
     )
 }
@@ -182,6 +193,7 @@ pub(super) fn supervise_admin(
     listener: TcpListener,
     admin: axum::Router,
     limits: Limits,
+    metrics: Arc<Metrics>,
 ) -> anyhow::Result<()> {
     let socket = listener
         .into_std()
@@ -189,11 +201,12 @@ pub(super) fn supervise_admin(
     tasks.add("admin", move |shutdown| {
         let socket = socket.try_clone();
         let admin = admin.clone();
+        let counted = (Listener::Admin, metrics.clone());
         async move {
             let socket = socket.context("cloning the admin listener's socket")?;
             let listener =
                 TcpListener::from_std(socket).context("registering the admin listener's socket")?;
-            crate::listener::serve(listener, admin, limits, Listener::Admin, shutdown).await;
+            crate::listener::serve(listener, admin, limits, counted, shutdown).await;
             Ok(())
         }
     });
@@ -207,6 +220,7 @@ pub(super) fn ingest_router(
     verifier: Live<Verifier>,
     writer: OutboxWriter,
     pool: &Pool,
+    metrics: &Arc<Metrics>,
     shutdown: &CancellationToken,
 ) -> (axum::Router, impl Future<Output = ()> + use<>) {
     let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
@@ -214,7 +228,15 @@ pub(super) fn ingest_router(
         let (rejections, stop) = (rejections.clone(), shutdown.clone());
         async move { rejections.keep(stop).await }
     };
-    let router = ingest::router(settings, verifier, writer, pool.clone(), rejections);
+    let metrics = metrics.clone();
+    let router = ingest::router(
+        settings,
+        verifier,
+        writer,
+        pool.clone(),
+        rejections,
+        metrics,
+    );
     (router, keep_rejections)
 }
 
@@ -224,7 +246,7 @@ pub(super) fn ingest_router(
 pub(super) async fn serve_ingest(
     listener: TcpListener,
     router: axum::Router,
-    limits: Limits,
+    (limits, metrics): (Limits, Arc<Metrics>),
     shutdown: CancellationToken,
     keep_rejections: impl Future<Output = ()>,
     writer_task: JoinHandle<()>,
@@ -236,7 +258,8 @@ pub(super) async fn serve_ingest(
             notify_systemd(sd_notify::NotifyState::Stopping);
         }
     };
-    let serve = crate::listener::serve(listener, router, limits, Listener::Ingest, shutdown);
+    let counted = (Listener::Ingest, metrics);
+    let serve = crate::listener::serve(listener, router, limits, counted, shutdown);
     tokio::join!(serve, stopping, keep_rejections);
     tracing::info!("ingest listener stopped");
     if let Err(error) = writer_task.await {

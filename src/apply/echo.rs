@@ -57,7 +57,6 @@ impl EchoMatcher {
         let Some(index) = found else { return Ok(None) };
         let candidate = self.candidates.remove(index);
         tx.mark_echo(candidate.seq, &observation.event_ref).await?;
-        crate::metrics::global().echo();
         Ok(Some(Echo {
             seq: candidate.seq,
             occurred_at: candidate.occurred_at,

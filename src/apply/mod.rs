@@ -44,6 +44,8 @@ pub struct Outcome {
     /// (past the confirmation window, before a later opt-in), by the compliance report's
     /// rule: counted once the batch commits.
     pub sent_after_opt_out: u64,
+    /// Returning webhooks recognised as the echo of a local change.
+    pub echoes: u64,
 }
 
 /// What the configuration decides of how deliveries apply.
@@ -85,6 +87,13 @@ impl Outcome {
     pub fn settled(&self) -> u64 {
         self.applied + self.quarantined
     }
+
+    /// Counts the batch in `metrics`, once it has committed.
+    pub fn count_in(&self, metrics: &crate::metrics::Metrics) {
+        metrics.applied(self.applied, self.quarantined);
+        metrics.echoes(self.echoes);
+        metrics.messages_after_opt_out(self.sent_after_opt_out);
+    }
 }
 
 /// Why a row cannot be applied as it is; the row is quarantined with this reason.
@@ -104,6 +113,8 @@ struct Plan {
     consent: Vec<ConsentObservation>,
     /// Rows that cannot be applied, with the reason.
     quarantined: Vec<(i64, String)>,
+    /// Observations recognised as the echo of a local change.
+    echoes: u64,
 }
 
 /// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
@@ -120,6 +131,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     }
     let account_sync = policy.account_sync;
     let plan = plan(tx, rows, account_sync).await?;
+    let echoes = plan.echoes;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
         .iter()
@@ -179,6 +191,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,
         sent_after_opt_out,
+        echoes,
     })
 }
 
@@ -312,6 +325,7 @@ async fn plan<T: ApplyTx + ?Sized>(
             if let Some(echo) = known.echoes.take(tx, &observation).await? {
                 observation.occurred_at = echo.occurred_at;
                 observation.reason = Some(echo_reason(echo.seq));
+                plan.echoes += 1;
             }
             plan.consent.push(observation);
         }

@@ -119,7 +119,7 @@ pub async fn reconcile(
 ) -> Result<(), CliError> {
     telemetry::init(&settings.log);
     let pool = super::open(&settings).await?;
-    let client = crate::upstream::service_client(&settings, &pool)
+    let client = crate::upstream::service_client(&settings, &pool, Default::default())
         .map_err(|e| CliError::Usage(e.to_string()))?;
     let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile)
         .with_lease(settings.replica.lease());

@@ -62,8 +62,8 @@ async fn connect(settings: &Settings) -> Result<(Pool, ServiceClient), CliError>
     let pool = super::open(settings).await?;
     let mut v3 = settings.clone();
     v3.service.api_version = ApiVersion::V3;
-    let client =
-        crate::upstream::service_client(&v3, &pool).map_err(|e| CliError::Usage(e.to_string()))?;
+    let client = crate::upstream::service_client(&v3, &pool, Default::default())
+        .map_err(|e| CliError::Usage(e.to_string()))?;
     Ok((pool, client))
 }
 

@@ -1,11 +1,13 @@
 //! What a client needs to know: where the service is, who we are, and how patient to be.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use secrecy::SecretString;
 
 use super::error::ClientError;
 use super::token::TokenPolicy;
+use crate::metrics::Metrics;
 use crate::settings::{ApiVersion, ServiceSettings};
 
 /// Largest answer the client reads from the service, in bytes. The largest legitimate one
@@ -38,6 +40,9 @@ pub struct ClientConfig {
     pub token_policy: TokenPolicy,
     /// Largest answer read, in bytes ([`MAX_ANSWER_BYTES`]); a larger one fails the request.
     pub max_answer_bytes: usize,
+    /// Where the service's answers are counted: the daemon's metrics (by default a registry
+    /// of the client's own, which no scrape shows).
+    pub metrics: Arc<Metrics>,
 }
 
 impl ClientConfig {
@@ -60,7 +65,14 @@ impl ClientConfig {
             retry_after_max: Duration::from_secs(300),
             token_policy: TokenPolicy::default(),
             max_answer_bytes: MAX_ANSWER_BYTES,
+            metrics: Arc::default(),
         }
+    }
+
+    /// Counts the service's answers in `metrics`.
+    pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// From the `[service]` section; the client secret must be present.

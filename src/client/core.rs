@@ -193,12 +193,12 @@ impl Inner {
         let response = match request.send().await {
             Ok(response) => response,
             Err(e) => {
-                crate::metrics::global().upstream_transport_error();
+                self.config.metrics.upstream_transport_error();
                 return Err(transport_failure(&e, call.replay));
             }
         };
         let status = response.status();
-        crate::metrics::global().upstream_status(status.as_u16());
+        self.config.metrics.upstream_status(status.as_u16());
         if status.is_redirection() {
             return Err(Attempt::Fail(redirected(&response)));
         }
@@ -370,7 +370,7 @@ impl Inner {
             .await
             .map_err(|e| ClientError::transport(&e))?;
         let status = response.status();
-        crate::metrics::global().upstream_status(status.as_u16());
+        self.config.metrics.upstream_status(status.as_u16());
         if status.is_redirection() {
             return Err(redirected(&response));
         }

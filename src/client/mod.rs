@@ -55,6 +55,12 @@ impl ServiceClient {
         &self.inner.config
     }
 
+    /// Where this client counts the service's answers; what drives it (the reconciler, the
+    /// pusher) counts its own work there too.
+    pub fn metrics(&self) -> &crate::metrics::Metrics {
+        &self.inner.config.metrics
+    }
+
     /// Token requests this client has made, successful or not.
     pub fn token_requests(&self) -> u64 {
         self.inner.token_requests()

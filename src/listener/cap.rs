@@ -8,22 +8,24 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 
 use super::{Connection, Limits};
-use crate::metrics::{self, Listener};
+use crate::metrics::{Closed, Listener, Metrics};
 
 /// The open connections of one listener, oldest first.
 pub(super) struct Open {
     max: usize,
     which: Listener,
+    metrics: Arc<Metrics>,
     next_id: AtomicU64,
     started: Instant,
     open: Mutex<Connections>,
 }
 
 impl Open {
-    pub(super) fn new(max: usize, which: Listener) -> Self {
+    pub(super) fn new(max: usize, which: Listener, metrics: Arc<Metrics>) -> Self {
         Self {
             max: max.max(1),
             which,
+            metrics,
             next_id: AtomicU64::new(0),
             started: Instant::now(),
             open: Mutex::new(Connections::default()),
@@ -41,14 +43,19 @@ impl Open {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection::new(id, peer, self.started));
         open.insert(connection.clone());
-        metrics::global().connections_open(self.which, open.len);
+        self.metrics.connections_open(self.which, open.len);
         Some(connection)
     }
 
     pub(super) fn release(&self, address: IpAddr, id: u64) {
         let mut open = self.lock();
         open.remove(address, id);
-        metrics::global().connections_open(self.which, open.len);
+        self.metrics.connections_open(self.which, open.len);
+    }
+
+    /// This listener closed a connection itself, for `reason`.
+    pub(super) fn closed(&self, reason: Closed) {
+        self.metrics.connection_closed(self.which, reason);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Connections> {

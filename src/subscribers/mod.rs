@@ -111,16 +111,17 @@ pub async fn run(
     http: reqwest::Client,
     stop: CancellationToken,
 ) {
-    run_listed(pool, subscribers, http, Running::default(), stop).await;
+    let listed = (Running::default(), Arc::default());
+    run_listed(pool, subscribers, http, listed, stop).await;
 }
 
 /// [`run`], each sender listed in `running` while it runs, so that it can be asked to try
-/// at once ([`Running::try_now`]).
+/// at once ([`Running::try_now`]), and counting its requests in `metrics`.
 pub async fn run_listed(
     pool: Pool,
     subscribers: Vec<Arc<Subscriber>>,
     http: reqwest::Client,
-    running: Running,
+    (running, metrics): (Running, Arc<crate::metrics::Metrics>),
     stop: CancellationToken,
 ) {
     if subscribers.is_empty() {
@@ -132,7 +133,8 @@ pub async fn run_listed(
     }
     let mut senders = tokio::task::JoinSet::new();
     for subscriber in subscribers {
-        let sender = Sender::new(pool.clone(), subscriber, http.clone());
+        let sender =
+            Sender::new(pool.clone(), subscriber, http.clone()).counted_in(metrics.clone());
         senders.spawn(sender.run_listed(running.clone(), stop.clone()));
     }
     while let Some(ended) = senders.join_next().await {

@@ -20,7 +20,7 @@ mod post;
 use self::post::Posted;
 use super::Subscriber;
 use super::try_now::{Request, Running};
-use crate::metrics::{self, SubscriberOutcome};
+use crate::metrics::{Metrics, SubscriberOutcome};
 use crate::model::backoff::Backoff;
 use crate::model::{AckSpan, LedgerEntry, Timestamp};
 use crate::settings::Algorithm;
@@ -136,6 +136,8 @@ pub struct Sender {
     pool: Pool,
     subscriber: Arc<Subscriber>,
     http: reqwest::Client,
+    /// Where each request is counted.
+    metrics: Arc<Metrics>,
 }
 
 impl Sender {
@@ -144,7 +146,15 @@ impl Sender {
             pool,
             subscriber,
             http,
+            metrics: Arc::default(),
         }
+    }
+
+    /// Counts its requests in `metrics` (the daemon's; by default a registry of the
+    /// sender's own, which no scrape shows).
+    pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
+        self.metrics = metrics;
+        self
     }
 
     /// Sends until `stop`: at once when the ledger grows, otherwise every
@@ -271,7 +281,7 @@ impl Sender {
             });
             progress.kept = false;
         }
-        metrics::global().subscriber_request(name, outcome.metric());
+        self.metrics.subscriber_request(name, outcome.metric());
         self.record(
             progress,
             &state,

@@ -435,11 +435,11 @@ async fn metrics_are_prometheus_text_with_delivery_counts_and_database_gauges(ba
             .find_map(|l| l.strip_prefix(line)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("{line} missing in {text}"))
     };
-    // The counters are process-wide (other tests of this binary count too), so they are
-    // only checked for their kind; the gauges read this daemon's database.
+    // The counters are this daemon's own; the gauges read its database.
     app.post_signed(&common::consent_event("evt_metrics", "+15550000300", true))
         .await;
     let unknown = r#"{"type": "somethingNew-v9", "id": "evt_new", "data": {}}"#;
+    assert_eq!(app.post_signed(unknown).await.status(), 200);
     assert_eq!(app.post_signed(unknown).await.status(), 200);
     app.post_with("{}", &[("x-signature".into(), "00".into())])
         .await;
@@ -452,6 +452,21 @@ async fn metrics_are_prometheus_text_with_delivery_counts_and_database_gauges(ba
     assert_eq!(value(&text, "outreach_sync_quarantined"), 1.0);
     assert_eq!(value(&text, "outreach_sync_pushes_pending"), 1.0);
     assert_eq!(value(&text, "outreach_sync_apply_lag_seconds"), 0.0);
+    for (series, count) in [
+        ("outreach_sync_deliveries_total{outcome=\"accepted\"}", 2.0),
+        ("outreach_sync_deliveries_total{outcome=\"duplicate\"}", 1.0),
+        ("outreach_sync_deliveries_total{outcome=\"rejected\"}", 1.0),
+        ("outreach_sync_deliveries_total{outcome=\"not_json\"}", 0.0),
+        ("outreach_sync_events_applied_total", 1.0),
+        ("outreach_sync_events_quarantined_total", 1.0),
+        (
+            "outreach_sync_upstream_responses_total{status=\"error\"}",
+            0.0,
+        ),
+        ("outreach_sync_reconcile_passes_total", 0.0),
+    ] {
+        assert_eq!(value(&text, series), count, "{series} in {text}");
+    }
     for counter in [
         "outreach_sync_deliveries_total",
         "outreach_sync_upstream_responses_total",

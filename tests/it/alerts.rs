@@ -1,5 +1,6 @@
 //! The Prometheus alert rules (config/prometheus/alerts.yml): promtool checks them and runs
-//! their unit tests (alerts.test.yml), and every metric they name is one the daemon exposes.
+//! their unit tests (alerts.test.yml), and every metric they name is one the daemon exposes;
+//! and promtool checks the exposition the daemon serves (`promtool check metrics`).
 //!
 //! promtool is `OUTREACH_SYNC_TEST_PROMTOOL`, else `promtool` on the PATH (Debian's
 //! `prometheus`; `.ci/run` installs it); without either the promtool test says so on the
@@ -81,6 +82,72 @@ fn the_alert_rules_pass_their_promtool_tests() {
     promtool(&path, required, &["test", "rules"], RULE_TESTS);
 }
 
+/// An exposition with every family and a sample of each kind of label: what `/metrics`
+/// serves after some work.
+fn exposition() -> String {
+    use outreach_sync::metrics::{
+        AuthAttempt, AuthOutcome, Closed, Delivery, Gauges, Listener, Metrics, Push,
+        SubscriberOutcome,
+    };
+    let metrics = Metrics::new();
+    metrics.delivery(Delivery::Accepted);
+    metrics.applied(1, 1);
+    metrics.upstream_status(200);
+    metrics.upstream_transport_error();
+    metrics.push(Push::Retry);
+    metrics.subscriber_request("crm", SubscriberOutcome::Delivered);
+    metrics.auth_failure(AuthAttempt::Bearer, AuthOutcome::Refused);
+    metrics.connection_closed(Listener::Ingest, Closed::Idle);
+    metrics.record_reconcile_pass(3, 1, 0, 0);
+    metrics.render(Gauges {
+        outbox_backlog: 1,
+        apply_lag_seconds: 0.25,
+        subscriber_lag: vec![("crm".into(), 2)],
+        registration_ok: Some(true),
+        optout_oldest_pending: vec![("service".into(), 1.5), ("crm".into(), 0.0)],
+        ..Gauges::default()
+    })
+}
+
+#[test]
+fn the_exposition_passes_promtool_check_metrics() {
+    let Some((path, required)) = promtool_path() else {
+        skipped(&format!(
+            "no promtool on the PATH and {PROMTOOL_VARIABLE} is not set"
+        ));
+        return;
+    };
+    let text = exposition();
+    let child = Command::new(&path)
+        .args(["check", "metrics"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(e) if !required => return skipped(&format!("{} does not start: {e}", path.display())),
+        Err(e) => panic!(
+            "{PROMTOOL_VARIABLE} is set but {} does not start: {e}",
+            path.display()
+        ),
+    };
+    child
+        .stdin
+        .take()
+        .expect("promtool's stdin")
+        .write_all(text.as_bytes())
+        .expect("the exposition to promtool");
+    let output = child.wait_with_output().expect("promtool's answer");
+    assert!(
+        output.status.success() && output.stdout.is_empty() && output.stderr.is_empty(),
+        "promtool check metrics ({}):\n{}{}\n{text}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+}
+
 /// Every `outreach_sync_...` name in `text`, in order of appearance, once each.
 fn metric_names(text: &str) -> Vec<String> {
     let mut names = Vec::new();
@@ -100,22 +167,40 @@ fn metric_names(text: &str) -> Vec<String> {
     names
 }
 
+/// The source of the metrics module: src/metrics.rs and the files of src/metrics/.
+fn metrics_source() -> String {
+    let mut source = std::fs::read_to_string(crate::repository("src/metrics.rs")).unwrap();
+    let dir = crate::repository("src/metrics");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .collect();
+    files.sort();
+    for file in files {
+        source.push_str(&std::fs::read_to_string(file).unwrap());
+    }
+    source
+}
+
 #[test]
 fn the_alert_rules_name_only_metrics_the_daemon_exposes() {
     let rules = std::fs::read_to_string(crate::repository(RULES)).expect("the alert rules");
-    let source = std::fs::read_to_string(crate::repository("src/metrics.rs")).unwrap();
+    let source = metrics_source();
     assert!(
         source.contains("const PREFIX: &str = \"outreach_sync\";"),
         "src/metrics.rs no longer names its metrics outreach_sync_*: update {RULES}"
     );
     let names = metric_names(&rules);
     assert!(!names.is_empty(), "no metric names found in {RULES}");
-    // src/metrics.rs declares a family by its name without the prefix, quoted.
+    // The metrics module declares a family by its name without the prefix, quoted; a
+    // counter without the `_total` that prometheus-client appends.
     let unknown: Vec<&String> = names
         .iter()
         .filter(|name| {
-            let declared = format!("\"{}\"", &name[PREFIX.len()..]);
-            !source.contains(&declared)
+            let name = &name[PREFIX.len()..];
+            let declared = |n: &str| source.contains(&format!("\"{n}\""));
+            !declared(name) && !name.strip_suffix("_total").is_some_and(declared)
         })
         .collect();
     assert!(

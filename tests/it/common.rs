@@ -3,10 +3,11 @@
 #![allow(dead_code)]
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use outreach_sync::app::Application;
-use outreach_sync::client::ClientConfig;
+use outreach_sync::metrics::Metrics;
 use outreach_sync::outbox::OutboxState;
 use outreach_sync::settings::Settings;
 use outreach_sync::signal::{FALLBACK_POLL, Follower};
@@ -14,73 +15,23 @@ use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use outreach_sync::subscribers::{Attempt, Running};
 use outreach_sync::worker::{Outcome, Worker};
-use outreach_sync_sandbox::RunningSandbox;
 use secrecy::SecretString;
 use sqlx::SqlitePool;
 use tokio_util::sync::CancellationToken;
 
 use crate::postgres::TestDatabase;
 
+mod reading;
+mod wait;
+pub use reading::{as_client, client_config, metrics_text, series_value};
+pub use wait::{eventually, within};
+
 pub const SECRET: &str = "test-secret-0123";
 
-/// How often [`within`] looks again.
-const POLL_EVERY: Duration = Duration::from_millis(10);
 /// Longest [`TestApp::drain`] waits for rows the daemon's own worker holds.
 const DRAIN_WITHIN: Duration = Duration::from_secs(10);
 /// Longest [`TestApp::settle`] waits for one subscriber's sender.
 const SETTLE_WITHIN: Duration = Duration::from_secs(20);
-
-/// What a probe of [`within`] found: `true`, or `Some` value.
-pub trait Found {
-    type Value;
-    fn found(self) -> Option<Self::Value>;
-}
-
-impl Found for bool {
-    type Value = ();
-    fn found(self) -> Option<()> {
-        self.then_some(())
-    }
-}
-
-impl<T> Found for Option<T> {
-    type Value = T;
-    fn found(self) -> Option<T> {
-        self
-    }
-}
-
-/// What `probe` finds (it answers `true`, or `Some` value) once it does, asking again every
-/// [`POLL_EVERY`]; `None` when it found nothing within `limit` (of the runtime's clock, so
-/// paused time passes at once). The tests' one polling loop: for what gives no signal to
-/// wait on (another process, a browser, the database as another process left it).
-pub async fn within<R: Found>(
-    limit: Duration,
-    mut probe: impl AsyncFnMut() -> R,
-) -> Option<R::Value> {
-    let deadline = tokio::time::Instant::now() + limit;
-    loop {
-        if let Some(value) = probe().await.found() {
-            return Some(value);
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        tokio::time::sleep(POLL_EVERY).await;
-    }
-}
-
-/// [`within`], failing the test when nothing was found, with `what` was waited for.
-pub async fn eventually<R: Found>(
-    what: impl std::fmt::Display,
-    limit: Duration,
-    probe: impl AsyncFnMut() -> R,
-) -> R::Value {
-    match within(limit, probe).await {
-        Some(value) => value,
-        None => panic!("waited {limit:?} for {what}, in vain"),
-    }
-}
 
 pub struct TestApp {
     pub addr: SocketAddr,
@@ -94,6 +45,8 @@ pub struct TestApp {
     database: DroppedWithApp,
     /// The subscribers' senders, to ask them to try at once ([`TestApp::settle`]).
     senders: Running,
+    /// This daemon's metrics (what its `/metrics` shows): counted by this test alone.
+    pub metrics: Arc<Metrics>,
     shutdown: CancellationToken,
     task: tokio::task::JoinHandle<anyhow::Result<()>>,
 }
@@ -180,6 +133,7 @@ pub async fn spawn_app_on(
     let addr = application.ingest_addr();
     let admin_addr = application.admin_addr();
     let senders = application.senders();
+    let metrics = application.metrics();
     let pool = match &database {
         None => Pool::Sqlite(
             SqlitePool::connect(&settings.database.url)
@@ -199,6 +153,7 @@ pub async fn spawn_app_on(
         dir,
         database: DroppedWithApp(database),
         senders,
+        metrics,
         shutdown,
         task,
     })
@@ -338,10 +293,12 @@ impl TestApp {
     /// Applies everything committed to the outbox so far, as the daemon's worker would, and
     /// returns what it did: a test waits for background work by doing it. On PostgreSQL
     /// the daemon's own worker may hold rows (claimed, skipped by this one): their commit,
-    /// which wakes the ledger's followers, is waited for too.
+    /// which wakes the ledger's followers, is waited for too. What it applies is counted in
+    /// the daemon's metrics, as its own worker's is.
     pub async fn drain(&self) -> Outcome {
         let state = std::sync::Arc::new(OutboxState::default());
-        let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync);
+        let worker = Worker::new(self.pool.clone(), state, self.settings.consent.account_sync)
+            .counted_in(self.metrics.clone());
         let deadline = tokio::time::Instant::now() + DRAIN_WITHIN;
         let mut total = Outcome::default();
         loop {
@@ -410,6 +367,7 @@ impl TestApp {
         self.addr = application.ingest_addr();
         self.admin_addr = application.admin_addr();
         self.senders = application.senders();
+        self.metrics = application.metrics();
         self.shutdown = CancellationToken::new();
         self.task = tokio::spawn(application.run_until_stopped(self.shutdown.clone()));
         self
@@ -494,42 +452,4 @@ impl TestApp {
             .await
             .expect("admin request")
     }
-}
-
-/// A client of `sandbox`: its credentials, fast retries and no rate limit.
-pub fn client_config(sandbox: &RunningSandbox) -> ClientConfig {
-    let config = sandbox.config();
-    ClientConfig::new(
-        sandbox.base_url(),
-        &config.client_id,
-        SecretString::from(config.client_secret.clone()),
-    )
-    .for_tests()
-}
-
-/// A value of the sandbox as the client reads it: serialized with the sandbox's wire type,
-/// deserialized as the client's model. Set beside what the client fetched, it checks each
-/// side's wire types against the other's.
-pub fn as_client<T: serde::de::DeserializeOwned>(sandbox_value: &impl serde::Serialize) -> T {
-    let json = serde_json::to_value(sandbox_value).expect("the sandbox's value serializes");
-    serde_json::from_value(json).expect("the client reads what the sandbox serves")
-}
-
-/// The `/metrics` text served at `url` (an admin listener's `/metrics`).
-pub async fn metrics_text(http: &reqwest::Client, url: String) -> String {
-    http.get(url)
-        .send()
-        .await
-        .expect("GET /metrics")
-        .text()
-        .await
-        .expect("the metrics text")
-}
-
-/// The value of `series` (its name and labels as exposed) in a `/metrics` text.
-pub fn series_value(metrics: &str, series: &str) -> Option<String> {
-    metrics
-        .lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .map(str::to_owned)
 }

@@ -5,7 +5,7 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use outreach_sync::metrics::{self, Closed, Listener};
+use outreach_sync::metrics::{Closed, Listener};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
 
@@ -55,7 +55,6 @@ async fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStrea
 #[tokio::test]
 async fn a_head_sent_a_byte_at_a_time_is_cut_off_at_the_header_timeout() {
     let app = spawn_app(|s| s.ingest.header_timeout_secs = 1).await;
-    let before = metrics::global().connections_closed(Listener::Ingest, Closed::HeaderTimeout);
     let mut stream = TcpStream::connect(app.addr).await.unwrap();
     let began = Instant::now();
     stream
@@ -76,7 +75,13 @@ async fn a_head_sent_a_byte_at_a_time_is_cut_off_at_the_header_timeout() {
         closed >= Duration::from_millis(900),
         "closed after {closed:?}"
     );
-    assert!(metrics::global().connections_closed(Listener::Ingest, Closed::HeaderTimeout) > before);
+    let cut = app
+        .metrics
+        .connections_closed(Listener::Ingest, Closed::HeaderTimeout);
+    assert_eq!(
+        cut, 1,
+        "the slow head is the one connection cut at the header timeout"
+    );
     // The listener is as good as before.
     let event = consent_event("evt_after_slow_head", "+15550000701", true);
     assert_eq!(app.post_signed(&event).await.status(), 200);
@@ -172,7 +177,16 @@ async fn at_the_cap_a_flood_evicts_its_own_connections_and_busy_ones_are_never_c
     );
 
     // Four busy requests (bodies on their way), then a fifth connection: closed at once.
-    let refused_before = metrics::global().connections_closed(Listener::Ingest, Closed::Refused);
+    let refused = || {
+        app.metrics
+            .connections_closed(Listener::Ingest, Closed::Refused)
+    };
+    assert_eq!(refused(), 0);
+    assert!(
+        app.metrics
+            .connections_closed(Listener::Ingest, Closed::Evicted)
+            >= 1
+    );
     let mut busy = Vec::new();
     drop(flood);
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -191,9 +205,7 @@ async fn at_the_cap_a_flood_evicts_its_own_connections_and_busy_ones_are_never_c
     let mut fifth = TcpStream::connect(app.addr).await.unwrap();
     let cut = closed_within(&mut fifth, Instant::now(), Duration::from_secs(3)).await;
     assert!(cut.is_some(), "a fifth connection was held with four busy");
-    assert!(
-        metrics::global().connections_closed(Listener::Ingest, Closed::Refused) > refused_before
-    );
+    assert_eq!(refused(), 1, "the fifth connection alone was refused");
     // The busy ones finish their bodies and are answered.
     for stream in &mut busy {
         stream.write_all(event.as_bytes()).await.unwrap();

@@ -58,6 +58,7 @@ mod stream;
 mod subscribers;
 mod supervise;
 mod v2;
+mod v2_push;
 
 /// `path` in the repository (the suite runs in crates/cli, the binary's package).
 fn repository(path: &str) -> std::path::PathBuf {

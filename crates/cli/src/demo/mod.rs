@@ -310,7 +310,7 @@ async fn finale(
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
     let pool = outreach_sync::store::open(settings).await?;
-    let client = upstream::service_client(settings, &pool)?;
+    let client = upstream::service_client(settings, &pool, Default::default())?;
     let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
     // then a second, whole pass follows.
@@ -418,7 +418,7 @@ async fn register(
     pool: &Pool,
     ingest: &str,
 ) -> anyhow::Result<registrations::Registered> {
-    let client = upstream::service_client(settings, pool)?;
+    let client = upstream::service_client(settings, pool, Default::default())?;
     let target = registrations::Target::of(settings, Some(ingest), &[])?;
     let registered = registrations::register(&client, &target)
         .await

@@ -123,13 +123,18 @@ pub async fn signin(
     session::check_signin_form(&headers, form.csrf.as_deref())?;
     let next = local_path(form.next.as_deref());
     if let Err(limited) = state.failed_auth.check(client) {
-        state.failed_auth.refused_unread(AuthAttempt::SignIn);
+        state
+            .failed_auth
+            .refused_unread(AuthAttempt::SignIn, &state.metrics);
         return Ok(too_many_failures(&headers, next, limited));
     }
     let token = form.token.unwrap_or_default();
     let Some((signed_in, id)) = session::sign_in(&state, &token).await? else {
         tokio::time::sleep(SIGNIN_FAILURE_DELAY).await;
-        if let Err(limited) = state.failed_auth.failed(client, AuthAttempt::SignIn) {
+        if let Err(limited) = state
+            .failed_auth
+            .failed(client, AuthAttempt::SignIn, &state.metrics)
+        {
             return Ok(too_many_failures(&headers, next, limited));
         }
         let message = if state.tokens.current().is_empty() {

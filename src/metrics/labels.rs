@@ -1,0 +1,188 @@
+//! The label values of the daemon's metrics, each an enum whose Prometheus spelling is
+//! written once beside its variant, and the label sets the families are keyed by.
+
+use std::fmt::Write as _;
+
+use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+
+/// An enum of label values: its variants, their spelling in the exposition (`label()`), the
+/// list of all of them, and the encoding `prometheus-client` asks for. The crate's derive
+/// spells a value as its variant's name (`TooLarge`), which would change every series.
+macro_rules! label_values {
+    ($(#[$meta:meta])* pub enum $name:ident {
+        $($(#[$variant_meta:meta])* $variant:ident => $label:literal,)+
+    }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum $name {
+            $($(#[$variant_meta])* $variant,)+
+        }
+
+        impl $name {
+            pub const ALL: &[$name] = &[$($name::$variant,)+];
+
+            /// The value as exposed and logged.
+            pub fn label(self) -> &'static str {
+                match self {
+                    $($name::$variant => $label,)+
+                }
+            }
+        }
+
+        impl EncodeLabelValue for $name {
+            fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+                encoder.write_str(self.label())
+            }
+        }
+    };
+}
+
+label_values! {
+    /// What the ingest listener answered to one delivery.
+    pub enum Delivery {
+        Accepted => "accepted",
+        Duplicate => "duplicate",
+        Rejected => "rejected",
+        TooLarge => "too_large",
+        NotJson => "not_json",
+        BacklogFull => "backlog_full",
+        Unavailable => "unavailable",
+    }
+}
+
+label_values! {
+    /// What one request to a subscriber ended in.
+    pub enum SubscriberOutcome {
+        /// Answered 2xx: the cursor moved past the entries.
+        Delivered => "delivered",
+        /// No answer, a 5xx, 408 or 429: retried.
+        Failed => "failed",
+        /// Another 3xx or 4xx: retried, and shown as an error.
+        Rejected => "rejected",
+        /// 410: the subscriber is disabled.
+        Gone => "gone",
+    }
+}
+
+label_values! {
+    /// What one push attempt of a local consent change ended in.
+    pub enum Push {
+        /// The service accepted the change.
+        Sent => "sent",
+        /// It failed and will be tried again.
+        Retry => "retry",
+        /// It failed for good (attempts exhausted or refused by the service).
+        Failed => "failed",
+    }
+}
+
+label_values! {
+    /// One of the daemon's two listeners.
+    pub enum Listener {
+        Ingest => "ingest",
+        Admin => "admin",
+    }
+}
+
+label_values! {
+    /// Why a listener closed a connection itself.
+    pub enum Closed {
+        /// No request began within the idle timeout.
+        Idle => "idle",
+        /// A request's head did not arrive whole within the header timeout.
+        HeaderTimeout => "header_timeout",
+        /// At the cap, a new connection took its place.
+        Evicted => "evicted",
+        /// At the cap with every connection busy: closed as soon as accepted.
+        Refused => "refused",
+    }
+}
+
+label_values! {
+    /// A credential presented to the admin listener.
+    pub enum AuthAttempt {
+        /// A bearer token on the API.
+        Bearer => "bearer",
+        /// A token on the console's sign-in form.
+        SignIn => "signin",
+    }
+}
+
+label_values! {
+    /// What became of a credential that matched no token.
+    pub enum AuthOutcome {
+        /// Refused (401), counted against its address.
+        Refused => "refused",
+        /// Refused with 429: its address is past the limit (the credential was not compared).
+        Limited => "limited",
+    }
+}
+
+/// An answer of the service, as counted: its HTTP status, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(super) enum Upstream {
+    /// A status in `100..600`.
+    Status(u16),
+    /// A status outside `100..600`.
+    Other,
+    /// No answer (connect error, timeout, broken body).
+    Error,
+}
+
+impl Upstream {
+    pub(super) fn of(status: u16) -> Self {
+        if (100..600).contains(&status) {
+            Upstream::Status(status)
+        } else {
+            Upstream::Other
+        }
+    }
+}
+
+impl EncodeLabelValue for Upstream {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        match self {
+            Upstream::Status(status) => write!(encoder, "{status}"),
+            Upstream::Other => encoder.write_str("other"),
+            Upstream::Error => encoder.write_str("error"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct DeliveryLabels {
+    pub outcome: Delivery,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct PushLabels {
+    pub outcome: Push,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct UpstreamLabels {
+    pub status: Upstream,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct SubscriberLabels {
+    pub subscriber: String,
+    pub outcome: SubscriberOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct AuthLabels {
+    pub attempt: AuthAttempt,
+    pub outcome: AuthOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct ListenerLabels {
+    pub listener: Listener,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct ClosedLabels {
+    pub listener: Listener,
+    pub reason: Closed,
+}

@@ -1,0 +1,108 @@
+//! The gauges that describe the database (backlog, lag, quarantine, pending pushes, the
+//! subscribers' lag, the registrations' check, the opt-outs not yet honoured): read by the
+//! caller at scrape time and encoded by a collector, so they can never drift from the truth.
+
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeGaugeValue};
+use prometheus_client::metrics::MetricType;
+
+/// Values read from the database at scrape time.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Gauges {
+    pub outbox_backlog: u64,
+    /// Age in seconds of the oldest unapplied delivery (0 when none).
+    pub apply_lag_seconds: f64,
+    pub quarantined: u64,
+    pub pushes_pending: u64,
+    /// Each subscriber's lag, in entries.
+    pub subscriber_lag: Vec<(String, u64)>,
+    /// Whether the last check of the webhook registrations passed; `None` before the
+    /// first check, when the metric has no sample.
+    pub registration_ok: Option<bool>,
+    /// Per destination (the service, each subscriber), the age in seconds of the oldest
+    /// opt-out it has not had (0 when none).
+    pub optout_oldest_pending: Vec<(String, f64)>,
+    /// Opt-outs past their deadline and not yet had by every destination.
+    pub optouts_overdue: u64,
+}
+
+impl Collector for Gauges {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        let unlabelled = |value| [(None, value)];
+        gauge(
+            &mut encoder,
+            "outbox_backlog",
+            "Deliveries committed but not yet applied.",
+            unlabelled(self.outbox_backlog),
+        )?;
+        gauge(
+            &mut encoder,
+            "apply_lag_seconds",
+            "Age of the oldest unapplied delivery.",
+            [(None, self.apply_lag_seconds)],
+        )?;
+        gauge(
+            &mut encoder,
+            "quarantined",
+            "Deliveries quarantined (not applicable as they are).",
+            unlabelled(self.quarantined),
+        )?;
+        gauge(
+            &mut encoder,
+            "pushes_pending",
+            "Local consent changes not yet accepted by the service.",
+            unlabelled(self.pushes_pending),
+        )?;
+        gauge(
+            &mut encoder,
+            "registration_ok",
+            "1 when the last `webhooks check` found both webhook registrations right and passing a mock event, 0 when not; no sample before the first check.",
+            self.registration_ok.map(|ok| (None, u64::from(ok))),
+        )?;
+        gauge(
+            &mut encoder,
+            "subscriber_lag_entries",
+            "Ledger entries after each subscriber's cursor.",
+            labelled("subscriber", &self.subscriber_lag),
+        )?;
+        gauge(
+            &mut encoder,
+            "optout_oldest_pending_seconds",
+            "Age of the oldest opt-out the destination (the service, or a subscriber) has not had yet; 0 when none.",
+            labelled("destination", &self.optout_oldest_pending),
+        )?;
+        gauge(
+            &mut encoder,
+            "optouts_overdue",
+            "Opt-outs past their deadline ([compliance] deadline_business_days) and not yet had by every destination.",
+            unlabelled(self.optouts_overdue),
+        )
+    }
+}
+
+/// One label per sample, `key` = each name.
+fn labelled<'a, V: Copy>(
+    key: &'static str,
+    samples: &'a [(String, V)],
+) -> impl Iterator<Item = (Option<(&'static str, &'a str)>, V)> {
+    samples
+        .iter()
+        .map(move |(name, value)| (Some((key, name.as_str())), *value))
+}
+
+/// A gauge family: its help and type, then its samples (one label or none, value).
+fn gauge<'a, V: EncodeGaugeValue>(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    samples: impl IntoIterator<Item = (Option<(&'static str, &'a str)>, V)>,
+) -> std::fmt::Result {
+    let mut family = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (label, value) in samples {
+        match label {
+            Some(label) => family.encode_family(&[label])?.encode_gauge(&value)?,
+            None => family.encode_gauge(&value)?,
+        }
+    }
+    Ok(())
+}
