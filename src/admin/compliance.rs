@@ -15,18 +15,35 @@ use tokio::sync::mpsc;
 
 use super::{AdminError, AdminState};
 use crate::compliance::{self, Items, Listing, Window};
+use crate::ingest::ErrorBody;
 
 /// Pages written ahead of a slow reader.
 const PAGES_AHEAD: usize = 2;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ComplianceQuery {
+    /// First day (YYYY-MM-DD in compliance.timezone) or RFC 3339 time; default: 30 days
+    /// before until.
     since: Option<String>,
+    /// Last day, taken whole (YYYY-MM-DD), or RFC 3339 time; default: now.
     until: Option<String>,
+    /// Only this organization.
     organization_id: Option<String>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/compliance",
+    operation_id = "complianceReport",
+    summary = "For every opt-out in the window: when the service and each subscriber had it against the legal deadline, and the messages sent after it",
+    params(ComplianceQuery),
+    responses(
+        (status = 200, description = "success", body = compliance::Report),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+    )
+)]
 pub async fn report(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ComplianceQuery>, QueryRejection>,

@@ -24,11 +24,25 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Entries read at a time.
 const PAGE: i64 = 1_000;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
+    /// Last seq seen (default 0: from the start); the Last-Event-ID header wins.
     after: Option<i64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/consent/stream",
+    operation_id = "consentStream",
+    summary = "The ledger as Server-Sent Events (`id: SEQ`, `event: consent`, `data:` a ledger entry), resuming after `Last-Event-ID` or `after`, with a comment heartbeat every 15 s",
+    params(StreamQuery),
+    responses(
+        (status = 200, description = "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments",
+         content_type = "text/event-stream", body = String),
+        (status = 400, description = "invalid parameters or body", body = crate::ingest::ErrorBody),
+    )
+)]
 pub async fn consent(
     State(state): State<Arc<AdminState>>,
     headers: HeaderMap,

@@ -42,8 +42,9 @@ pub struct Request {
 }
 
 /// What an import did, or with `dry_run` would do (the contract's result).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ImportResult)]
 pub struct Report {
     pub rows: u64,
     pub valid: u64,

@@ -245,6 +245,19 @@ pub fn canonical(raw: &str) -> Result<String, PhoneError> {
         })
 }
 
+/// [`is_e164_form`] as a pattern of the OpenAPI document: what [`canonical`] always takes.
+pub const E164_PATTERN: &str = "^\\+[1-9][0-9]{1,14}$";
+
+/// A phone number as the admin API takes it: in E.164 form (the pattern), or written as
+/// people write it, which [`canonical`] reads when it is a possible number.
+pub fn schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(E164_PATTERN))
+        .examples(["+15551234567"])
+        .build()
+}
+
 /// `+`, a digit 1-9, and up to 14 more ASCII digits.
 pub fn is_e164_form(value: &str) -> bool {
     value.strip_prefix('+').is_some_and(|rest| {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{ChainHead, OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 
 /// Current consent of a number in one organization (the contract's consent record).
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsentRecord {
     pub organization_id: String,
@@ -20,7 +20,7 @@ pub struct ConsentRecord {
 }
 
 /// One ledger entry (the contract's ledger entry).
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerEntry {
     pub seq: i64,
@@ -214,8 +214,9 @@ pub struct SubscriberState {
 }
 
 /// A subscriber as `GET /v1/subscribers`, `subscribers` and `status` show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Subscriber)]
 pub struct SubscriberView {
     pub name: String,
     pub url: String,
