@@ -90,6 +90,7 @@ pub(super) fn routes() -> (
     document.info.version = env!("CARGO_PKG_VERSION").into();
     document.merge(public_doc);
     document.merge(token_doc);
+    consent::tag_only_with_an_opt_out(&mut document);
     for operation in operations(&mut document) {
         add_error(
             &mut operation.responses,
@@ -207,6 +208,10 @@ mod tests {
         };
         let limit = parameter("/v1/consent/changes", "limit");
         assert_eq!(limit["minimum"], 1);
+        assert_eq!(
+            parameter("/v1/consent", "phoneNumber")["pattern"],
+            crate::model::phone::E164_PATTERN
+        );
         assert_eq!(limit["maximum"], MAX_CHANGES);
         assert_eq!(
             parameter("/v1/consent/changes", "wait")["maximum"],
@@ -214,7 +219,7 @@ mod tests {
         );
         let schemas = &document["components"]["schemas"];
         assert_eq!(
-            schemas["LocalChange"]["properties"]["reason"]["maxLength"],
+            schemas["LocalChange"]["allOf"][0]["properties"]["reason"]["maxLength"],
             MAX_REASON_CHARS
         );
         assert_eq!(

@@ -33,7 +33,13 @@ pub const MAX_WAIT_SECS: u64 = 60;
 pub struct ByNumber {
     /// A phone number: E.164 (e.g. +15551234567), or as people write it (+1 (555) 123-4567;
     /// a national number is read as American) when it is a possible number.
-    #[param(required = true, schema_with = phone::schema)]
+    /// The pattern is [`phone::E164_PATTERN`] (a test keeps them equal).
+    #[param(
+        required = true,
+        value_type = String,
+        pattern = "^\\+[1-9][0-9]{1,14}$",
+        example = "+15551234567"
+    )]
     pub phone_number: Option<String>,
     /// Only this organization.
     #[param(schema_with = id_schema)]
@@ -277,6 +283,31 @@ pub struct LocalChangeBody {
     #[serde(default)]
     #[schema(max_length = 500)]
     reason: Option<String>,
+}
+
+/// `LocalChange` of the document with the rule its fields cannot say alone: a `tagId` goes
+/// with an opt-out only (`optedOut: true`), else it is absent or null.
+pub(super) fn tag_only_with_an_opt_out(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, Type};
+    let Some(schemas) = document.components.as_mut().map(|c| &mut c.schemas) else {
+        return;
+    };
+    let Some(fields) = schemas.remove("LocalChange") else {
+        return;
+    };
+    let opt_out = ObjectBuilder::new().property(
+        "optedOut",
+        ObjectBuilder::new()
+            .schema_type(Type::Boolean)
+            .enum_values(Some([true])),
+    );
+    let no_tag = ObjectBuilder::new().property(
+        "tagId",
+        ObjectBuilder::new().schema_type(Type::Null),
+    );
+    let rule = AnyOfBuilder::new().item(opt_out).item(no_tag);
+    let schema = AllOfBuilder::new().item(fields).item(rule).build();
+    schemas.insert("LocalChange".into(), Schema::AllOf(schema).into());
 }
 
 /// An id that must hold something besides white space.

@@ -24,6 +24,26 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Entries read at a time.
 const PAGE: i64 = 1_000;
 
+/// One event of the stream (heartbeats are comments, not events).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ConsentEvent {
+    /// The entry's seq: what `Last-Event-ID` resumes after.
+    id: String,
+    event: ConsentEventName,
+    /// A LedgerEntry as JSON.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
+/// The name of every event of the stream.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub enum ConsentEventName {
+    Consent,
+}
+
 #[derive(Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct StreamQuery {
@@ -39,7 +59,7 @@ pub struct StreamQuery {
     params(StreamQuery),
     responses(
         (status = 200, description = "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments",
-         content_type = "text/event-stream", body = String),
+         content_type = "text/event-stream", body = ConsentEvent),
         (status = 400, description = "invalid parameters or body", body = crate::ingest::ErrorBody),
     )
 )]

@@ -90,7 +90,25 @@ fn replay_error(error: ReplayError) -> AdminError {
 struct ReplayBody {
     /// The first seq to send again; at most one past the cursor.
     #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integral")]
     from_seq: i64,
+}
+
+/// A JSON integer, written with or without a zero fraction (`7.0`): JSON Schema's
+/// `integer`, which the document promises, takes both.
+fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    if let Some(n) = number.as_i64() {
+        return Ok(n);
+    }
+    match number.as_f64() {
+        Some(f) if f.fract() == 0.0 && (i64::MIN as f64..i64::MAX as f64).contains(&f) => {
+            Ok(f as i64)
+        }
+        _ => Err(serde::de::Error::custom(format!(
+            "invalid value: {number}, expected an integer"
+        ))),
+    }
 }
 
 #[utoipa::path(
