@@ -30,7 +30,13 @@ const BEARER: &str = "bearer";
         title = "outreach-sync admin API",
         description = "The consent ledger for the campaign's other tools. Every error is {\"code\":N,\"message\":\"...\"}."
     ),
-    components(schemas(Source, PushState, SubscriberStatus, Timestamp, crate::ingest::ErrorBody))
+    components(schemas(
+        Source,
+        PushState,
+        SubscriberStatus,
+        Timestamp,
+        crate::ingest::ErrorBody
+    ))
 )]
 struct ApiDoc;
 
@@ -64,11 +70,7 @@ fn with_token() -> OpenApiRouter<Arc<AdminState>> {
 /// The public routes and the routes behind a token, each with its part of the document:
 /// the token's answers (401, 429) added to the second's operations, `security: []` to the
 /// first's.
-pub(super) fn routes() -> (
-    Router<Arc<AdminState>>,
-    Router<Arc<AdminState>>,
-    OpenApi,
-) {
+pub(super) fn routes() -> (Router<Arc<AdminState>>, Router<Arc<AdminState>>, OpenApi) {
     let (public, mut public_doc) = public().split_for_parts();
     let (with_token, mut token_doc) = with_token().split_for_parts();
     for operation in operations(&mut public_doc) {
@@ -92,11 +94,7 @@ pub(super) fn routes() -> (
     document.merge(token_doc);
     consent::tag_only_with_an_opt_out(&mut document);
     for operation in operations(&mut document) {
-        add_error(
-            &mut operation.responses,
-            503,
-            "the database is unavailable",
-        );
+        add_error(&mut operation.responses, 503, "the database is unavailable");
     }
     document.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
     if let Some(components) = document.components.as_mut() {
@@ -135,7 +133,9 @@ fn add_error(responses: &mut Responses, status: u16, description: &str) {
             Content::new(Some(Ref::from_schema_name("Error"))),
         )
         .build();
-    responses.responses.insert(status.to_string(), response.into());
+    responses
+        .responses
+        .insert(status.to_string(), response.into());
 }
 
 /// The document, built once.

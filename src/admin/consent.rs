@@ -301,10 +301,8 @@ pub(super) fn tag_only_with_an_opt_out(document: &mut utoipa::openapi::OpenApi) 
             .schema_type(Type::Boolean)
             .enum_values(Some([true])),
     );
-    let no_tag = ObjectBuilder::new().property(
-        "tagId",
-        ObjectBuilder::new().schema_type(Type::Null),
-    );
+    let no_tag =
+        ObjectBuilder::new().property("tagId", ObjectBuilder::new().schema_type(Type::Null));
     let rule = AnyOfBuilder::new().item(opt_out).item(no_tag);
     let schema = AllOfBuilder::new().item(fields).item(rule).build();
     schemas.insert("LocalChange".into(), Schema::AllOf(schema).into());

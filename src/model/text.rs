@@ -23,7 +23,8 @@ pub fn is_unsafe_char(c: char) -> bool {
 
 /// What [`is_unsafe_char`] lets through, as a pattern of the OpenAPI document: no C0, DEL or
 /// C1 control, no bidirectional override or isolate, no zero-width mark.
-pub const SAFE_TEXT_PATTERN: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*$";
+pub const SAFE_TEXT_PATTERN: &str =
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*$";
 
 /// [`SAFE_TEXT_PATTERN`] with at least one character that is not white space.
 pub const SAFE_NONBLANK_PATTERN: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff][^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*$";
