@@ -8,7 +8,6 @@ use axum::extract::{Query, State};
 use chrono::Utc;
 
 use super::consent::{ByNumber, required_phone};
-use super::schemas::EvidenceBundle;
 use super::{AdminError, AdminState};
 use crate::evidence::{self, Bundle};
 use crate::ingest::ErrorBody;
@@ -20,7 +19,7 @@ use crate::ingest::ErrorBody;
     summary = "The evidence bundle of a number: each ledger entry with its hash and what it stands on (404 when unknown)",
     params(ByNumber),
     responses(
-        (status = 200, description = "success", body = EvidenceBundle),
+        (status = 200, description = "success", body = Bundle),
         (status = 400, description = "invalid parameters or body", body = ErrorBody),
         (status = 404, description = "not found", body = ErrorBody),
     )

@@ -28,7 +28,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::imported::Scope;
-use crate::import::{self, ImportError, ListOptions, Report, Request};
+use crate::import::{self, ImportError, ListOptions, Refusal, Report, Request};
 use crate::ingest::ErrorBody;
 
 /// Largest list taken over HTTP (413 past it); kept in a temporary file until recorded,
@@ -62,6 +62,16 @@ pub fn busy_message() -> String {
     format!(
         "{MAX_IMPORTS_AT_ONCE} imports or previews are running already; try again in {BUSY_RETRY_AFTER_SECS} s"
     )
+}
+
+/// Why an import was refused with 400: the error of every answer (parameters, a list that
+/// cannot be read), or a list with invalid rows, refused whole.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum ImportRefused<'a> {
+    Invalid(ErrorBody),
+    Rows(Refusal<'a>),
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -148,7 +158,7 @@ impl ImportQuery {
     ),
     responses(
         (status = 200, description = "success", body = Report),
-        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 400, description = "invalid parameters, or a list with invalid rows", body = ImportRefused),
         (status = 413, description = "body or batch too large", body = ErrorBody),
     )
 )]

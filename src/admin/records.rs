@@ -11,7 +11,7 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::consent::{ByNumber, checked_id, required_phone};
-use super::schemas::{LeadItems, MessageRecord, StatusRecord};
+use super::schemas::{LeadItems, MessageRecord};
 use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
 use crate::ledger::{self, Items};
@@ -175,7 +175,7 @@ pub async fn message(
     path = "/v1/status",
     operation_id = "getStatus",
     summary = "Backlog, quarantine, reconciliation, pushes and the last error",
-    responses((status = 200, description = "success", body = StatusRecord))
+    responses((status = 200, description = "success", body = ledger::Status))
 )]
 pub async fn status(
     State(state): State<Arc<AdminState>>,

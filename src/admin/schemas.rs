@@ -1,9 +1,6 @@
 //! The schemas of answers whose Rust form is not a record of their own: the mirror's
-//! lead and message (kept as the service's JSON), the status and the evidence bundle
-//! (documented as objects, their keys listed). Each is only described here; the handlers say which they answer.
+//! lead and message, kept as the service's JSON. Each is only described here; the handlers say which they answer.
 #![allow(dead_code)]
-
-use serde_json::Value;
 
 use crate::model::Lead;
 
@@ -33,15 +30,3 @@ pub struct MessageRecord {
     source: Option<String>,
     updated_at: Option<String>,
 }
-
-/// backlog, quarantined, reconciliation, pushes, lastError, registrationCheck (the last
-/// `webhooks check`: checkedAt, ok, problems, targetUrl; null before the first).
-#[derive(serde::Serialize, utoipa::ToSchema)]
-#[schema(as = Status, value_type = Object)]
-pub struct StatusRecord(Value);
-
-/// phoneNumber, generatedAt, chainHead {seq, hash}, canonicalEncoding, items: ledger
-/// entries with tagId, reason, prevHash, hash and evidence.
-#[derive(serde::Serialize, utoipa::ToSchema)]
-#[schema(value_type = Object)]
-pub struct EvidenceBundle(Value);
