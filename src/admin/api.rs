@@ -90,6 +90,8 @@ pub(super) fn routes() -> (Router<Arc<AdminState>>, Router<Arc<AdminState>>, Ope
     }
     let mut document = ApiDoc::openapi();
     document.info.version = env!("CARGO_PKG_VERSION").into();
+    // utoipa fills it from the package, which names none.
+    document.info.license = None;
     document.merge(public_doc);
     document.merge(token_doc);
     consent::tag_only_with_an_opt_out(&mut document);

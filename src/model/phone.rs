@@ -254,6 +254,11 @@ pub fn schema() -> utoipa::openapi::schema::Object {
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
         .pattern(Some(E164_PATTERN))
+        .description(Some(
+            "A phone number in E.164 form (e.g. +15551234567); a possible number written as \
+             people write it (+1 (555) 123-4567; a national number is read as American) is \
+             read too",
+        ))
         .examples(["+15551234567"])
         .build()
 }
