@@ -24,13 +24,50 @@ const PAGES_AHEAD: usize = 2;
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[into_params(parameter_in = Query)]
 pub struct ComplianceQuery {
-    /// First day (YYYY-MM-DD in compliance.timezone) or RFC 3339 time; default: 30 days
-    /// before until.
+    #[param(schema_with = since_schema)]
     since: Option<String>,
-    /// Last day, taken whole (YYYY-MM-DD), or RFC 3339 time; default: now.
+    #[param(schema_with = until_schema)]
     until: Option<String>,
     /// Only this organization.
     organization_id: Option<String>,
+}
+
+fn since_schema() -> utoipa::openapi::schema::Schema {
+    day_or_time(
+        "First day (YYYY-MM-DD in compliance.timezone) or RFC 3339 time, before until; \
+         default (also when empty): 30 days before until",
+    )
+}
+
+fn until_schema() -> utoipa::openapi::schema::Schema {
+    day_or_time(
+        "Last day, taken whole (YYYY-MM-DD), or RFC 3339 time; default (also when empty): now",
+    )
+}
+
+/// A bound of the window as [`Window::parse`] reads it: a day, an RFC 3339 time, or
+/// nothing (the default).
+fn day_or_time(description: &str) -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{
+        AnyOfBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type,
+    };
+    let string = |format| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+    };
+    Schema::AnyOf(
+        AnyOfBuilder::new()
+            .item(string(KnownFormat::Date))
+            .item(string(KnownFormat::DateTime))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .max_length(Some(0)),
+            )
+            .description(Some(description))
+            .build(),
+    )
 }
 
 #[utoipa::path(
