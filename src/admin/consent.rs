@@ -41,9 +41,15 @@ pub struct ByNumber {
         example = "+15551234567"
     )]
     pub phone_number: Option<String>,
-    /// Only this organization.
-    #[param(schema_with = id_schema)]
+    #[param(schema_with = organization_schema)]
     pub organization_id: Option<String>,
+}
+
+/// `organizationId` of a query: an id ([`id_schema`]).
+fn organization_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.description = Some("Only this organization".into());
+    schema
 }
 
 impl ByNumber {
