@@ -278,6 +278,31 @@ pub fn is_e164_form(value: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// The document's pattern is `is_e164_form`, and `canonical` takes all it lets through.
+    #[test]
+    fn the_e164_pattern_is_is_e164_form() {
+        let pattern = regex::Regex::new(E164_PATTERN).unwrap();
+        for raw in [
+            "+1",
+            "+12",
+            "+123456789012345",
+            "+1234567890123456",
+            "+0123",
+            "12025550143",
+            "+1202555014a",
+            "+44 20",
+            "",
+            "+",
+            "+999999999999999",
+            "+12025550143\n",
+        ] {
+            assert_eq!(pattern.is_match(raw), is_e164_form(raw), "{raw:?}");
+            if pattern.is_match(raw) {
+                assert!(canonical(raw).is_ok(), "{raw:?}");
+            }
+        }
+    }
+
     fn us(raw: &str) -> Result<String, PhoneError> {
         normalize(raw, Region::US).map(E164::into_string)
     }

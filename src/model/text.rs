@@ -138,6 +138,30 @@ pub fn id_problem(field: &str, id: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// The document's patterns say what the functions take, character for character.
+    #[test]
+    fn the_safe_text_patterns_are_is_unsafe_char() {
+        let safe = regex::Regex::new(SAFE_TEXT_PATTERN).unwrap();
+        let nonblank = regex::Regex::new(SAFE_NONBLANK_PATTERN).unwrap();
+        let characters = (0..0x3000)
+            .chain([0xFEFF, 0xFFFD, 0x1F600])
+            .filter_map(char::from_u32);
+        for c in characters {
+            let text = format!("a{c}b");
+            assert_eq!(safe.is_match(&text), !is_unsafe_char(c), "{:?}", c);
+            let alone = c.to_string();
+            assert_eq!(
+                nonblank.is_match(&alone),
+                !is_unsafe_char(c) && !alone.trim().is_empty(),
+                "{:?}",
+                c
+            );
+        }
+        assert!(safe.is_match(""));
+        assert!(!nonblank.is_match(""));
+        assert!(!nonblank.is_match(" \u{3000} "));
+    }
+
     #[test]
     fn plain_text_is_left_as_it_is() {
         assert!(matches!(
