@@ -11,10 +11,10 @@ use std::sync::{Arc, LazyLock};
 use axum::Json;
 use axum::Router;
 use utoipa::OpenApi as _;
-use utoipa::openapi::path::Operation;
+use utoipa::openapi::path::{Operation, ParameterIn};
 use utoipa::openapi::response::{ResponseBuilder, Responses};
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme};
-use utoipa::openapi::{Content, OpenApi, Ref};
+use utoipa::openapi::{Content, OpenApi, Ref, Required};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
@@ -97,6 +97,13 @@ pub(super) fn routes() -> (Router<Arc<AdminState>>, Router<Arc<AdminState>>, Ope
     consent::tag_only_with_an_opt_out(&mut document);
     for operation in operations(&mut document) {
         add_error(&mut operation.responses, 503, "the database is unavailable");
+        // A path's parameters are always given (utoipa leaves `required` out of those whose
+        // schema is `schema_with`).
+        for parameter in operation.parameters.iter_mut().flatten() {
+            if parameter.parameter_in == ParameterIn::Path {
+                parameter.required = Required::True;
+            }
+        }
     }
     document.security = Some(vec![SecurityRequirement::new(BEARER, Vec::<String>::new())]);
     if let Some(components) = document.components.as_mut() {
