@@ -112,8 +112,9 @@ pub struct Rules {
     pub subscribers: Vec<Arc<Subscriber>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceReport)]
 pub struct Report {
     pub since: Timestamp,
     pub until: Timestamp,
@@ -123,8 +124,9 @@ pub struct Report {
     pub items: Vec<Item>,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceTotals)]
 pub struct Totals {
     pub opt_outs: u64,
     pub honoured: u64,
@@ -135,7 +137,7 @@ pub struct Totals {
 }
 
 /// How fast one destination had the opt-outs it had, in seconds after each occurred.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DestinationSummary {
     pub name: String,
@@ -147,8 +149,9 @@ pub struct DestinationSummary {
 }
 
 /// Where an opt-out stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceState)]
 pub enum State {
     /// Every destination had it by the deadline.
     Honoured,
@@ -171,8 +174,9 @@ impl State {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceItem)]
 pub struct Item {
     pub seq: i64,
     pub phone_number: String,
@@ -191,15 +195,16 @@ pub struct Item {
     pub sent_after_opt_out: Vec<Message>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DestinationTime {
     pub name: String,
     pub honoured_at: Option<Timestamp>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = SentMessage)]
 pub struct Message {
     pub id: String,
     pub status: String,

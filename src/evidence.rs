@@ -24,8 +24,9 @@ pub const CANONICAL_ENCODING: &str = "hash = lowercase hex SHA-256 of the UTF-8 
      only \", \\ and control characters escaped; prevHash of the first entry is 64 zeros)";
 
 /// `evidence PHONE` and `GET /v1/consent/evidence`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = EvidenceBundle)]
 pub struct Bundle {
     pub phone_number: String,
     pub generated_at: String,
@@ -36,8 +37,9 @@ pub struct Bundle {
 }
 
 /// One ledger entry of the bundle.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = EvidenceItem)]
 pub struct Item {
     #[serde(flatten)]
     pub entry: LedgerEntry,
@@ -47,6 +49,11 @@ pub struct Item {
     /// The hash of the entry before it in seq order.
     pub prev_hash: String,
     pub hash: Option<String>,
+    /// By source: webhook (the delivery as received: deliveryId, receivedAt, headers,
+    /// headersReceived, verifiedHeader, bodyBase64, secretIndex, kept, note), reconcile
+    /// (requestedAt, lead), import (file, sha256, line, actor, reason), local (actor,
+    /// reason, push, suppressedBy).
+    #[schema(value_type = Object)]
     pub evidence: Evidence,
 }
 

@@ -75,7 +75,7 @@ pub enum ListError {
 }
 
 /// A row that does not hold a possible number.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 pub struct InvalidRow {
     pub line: u64,
     /// The cell as written, at most 100 characters of it.

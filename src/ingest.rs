@@ -120,7 +120,8 @@ pub enum IngestError {
 }
 
 /// The JSON body of every error.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[schema(as = Error)]
 pub struct ErrorBody {
     pub code: u16,
     pub message: String,

@@ -15,18 +15,72 @@ use tokio::sync::mpsc;
 
 use super::{AdminError, AdminState};
 use crate::compliance::{self, Items, Listing, Window};
+use crate::ingest::ErrorBody;
 
 /// Pages written ahead of a slow reader.
 const PAGES_AHEAD: usize = 2;
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ComplianceQuery {
+    #[param(schema_with = since_schema)]
     since: Option<String>,
+    #[param(schema_with = until_schema)]
     until: Option<String>,
+    /// Only this organization.
     organization_id: Option<String>,
 }
 
+fn since_schema() -> utoipa::openapi::schema::Schema {
+    day_or_time(
+        "First day (YYYY-MM-DD in compliance.timezone) or RFC 3339 time, before until; \
+         default (also when empty): 30 days before until",
+    )
+}
+
+fn until_schema() -> utoipa::openapi::schema::Schema {
+    day_or_time(
+        "Last day, taken whole (YYYY-MM-DD), or RFC 3339 time; default (also when empty): now",
+    )
+}
+
+/// A bound of the window as [`Window::parse`] reads it: a day, an RFC 3339 time, or
+/// nothing (the default).
+fn day_or_time(description: &str) -> utoipa::openapi::schema::Schema {
+    use utoipa::openapi::schema::{
+        AnyOfBuilder, KnownFormat, ObjectBuilder, Schema, SchemaFormat, Type,
+    };
+    let string = |format| {
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .format(Some(SchemaFormat::KnownFormat(format)))
+    };
+    Schema::AnyOf(
+        AnyOfBuilder::new()
+            .item(string(KnownFormat::Date))
+            .item(string(KnownFormat::DateTime))
+            .item(
+                ObjectBuilder::new()
+                    .schema_type(Type::String)
+                    .max_length(Some(0)),
+            )
+            .description(Some(description))
+            .build(),
+    )
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/compliance",
+    operation_id = "complianceReport",
+    summary = "For every opt-out in the window: when the service and each subscriber had it against the legal deadline, and the messages sent after it",
+    params(ComplianceQuery),
+    responses(
+        (status = 200, description = "success", body = compliance::Report),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+    )
+)]
 pub async fn report(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ComplianceQuery>, QueryRejection>,

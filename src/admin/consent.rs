@@ -14,8 +14,9 @@ use serde::{Deserialize, Serialize};
 use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::{self, LocalChange, Recorded};
+use crate::ingest::ErrorBody;
 use crate::ledger::{self, ConsentRecord, LedgerEntry};
-use crate::model::text::bounded;
+use crate::model::text::{bounded, id_schema};
 use crate::model::{id_problem, phone};
 
 /// Most numbers in one lookup.
@@ -26,11 +27,29 @@ pub const MAX_CHANGES: i64 = 10_000;
 /// Longest `wait=` of the change feed, in seconds.
 pub const MAX_WAIT_SECS: u64 = 60;
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
 pub struct ByNumber {
+    /// A phone number: E.164 (e.g. +15551234567), or as people write it (+1 (555) 123-4567;
+    /// a national number is read as American) when it is a possible number.
+    /// The pattern is [`phone::E164_PATTERN`] (a test keeps them equal).
+    #[param(
+        required = true,
+        value_type = String,
+        pattern = "^\\+[1-9][0-9]{1,14}$",
+        example = "+15551234567"
+    )]
     pub phone_number: Option<String>,
+    #[param(schema_with = organization_schema)]
     pub organization_id: Option<String>,
+}
+
+/// `organizationId` of a query: an id ([`id_schema`]).
+fn organization_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.description = Some("Only this organization".into());
+    schema
 }
 
 impl ByNumber {
@@ -75,6 +94,17 @@ pub fn json_body<T: serde::de::DeserializeOwned>(
     })
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/consent",
+    operation_id = "getConsent",
+    summary = "Current consent of a number in each organization (empty items when unknown)",
+    params(ByNumber),
+    responses(
+        (status = 200, description = "success", body = ledger::CurrentConsent),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+    )
+)]
 pub async fn current(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ByNumber>, QueryRejection>,
@@ -86,15 +116,37 @@ pub async fn current(
     Ok(Json(current))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LookupRequest {
+    /// Numbers as `phoneNumber` takes them, up to 10,000 (413 past it).
+    #[schema(schema_with = phone_list_schema)]
     phone_numbers: Vec<String>,
+    /// Only this organization (null: every one).
     #[serde(default)]
+    #[schema(schema_with = nullable_id_schema)]
     organization_id: Option<String>,
 }
 
-#[derive(Serialize)]
+/// The numbers of a lookup: at most [`MAX_LOOKUP`].
+fn phone_list_schema() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(phone::schema())
+        .max_items(Some(MAX_LOOKUP))
+        .build()
+}
+
+/// An id, or null.
+fn nullable_id_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.schema_type = utoipa::openapi::schema::SchemaType::from_iter([
+        utoipa::openapi::schema::Type::String,
+        utoipa::openapi::schema::Type::Null,
+    ]);
+    schema
+}
+
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct LookupResult {
     /// Records of the numbers known, in request order, organizations sorted.
     items: Vec<ConsentRecord>,
@@ -102,6 +154,18 @@ pub struct LookupResult {
     unknown: Vec<String>,
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/consent/lookup",
+    operation_id = "lookupConsent",
+    summary = "Current consent of up to 10,000 numbers",
+    request_body = LookupRequest,
+    responses(
+        (status = 200, description = "success", body = LookupResult),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 413, description = "body or batch too large", body = ErrorBody),
+    )
+)]
 pub async fn lookup(
     State(state): State<Arc<AdminState>>,
     body: Result<Bytes, BytesRejection>,
@@ -137,20 +201,38 @@ pub async fn lookup(
     Ok(Json(LookupResult { items, unknown }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ChangesQuery {
+    /// Last seq seen (default 0: from the start).
     after: Option<i64>,
+    /// Entries per page, 1..=10000 (default 1000).
+    #[param(minimum = 1, maximum = 10000)]
     limit: Option<i64>,
+    /// When nothing is newer than `after`, answer as soon as something is, or empty after
+    /// this many seconds (0..=60, default 0).
+    #[param(minimum = 0, maximum = 60)]
     wait: Option<u64>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct ChangePage {
     items: Vec<LedgerEntry>,
     /// Pass as `after` for the next page (unchanged when the page is empty).
     next: i64,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/consent/changes",
+    operation_id = "consentChanges",
+    summary = "The ledger as a change feed: entries after `after`, in seq order",
+    params(ChangesQuery),
+    responses(
+        (status = 200, description = "success", body = ChangePage),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+    )
+)]
 pub async fn changes(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ChangesQuery>, QueryRejection>,
@@ -191,18 +273,67 @@ pub async fn changes(
     Ok(Json(ChangePage { items, next }))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = LocalChange)]
 pub struct LocalChangeBody {
+    #[schema(schema_with = phone::schema)]
     phone_number: String,
+    #[schema(schema_with = required_id_schema)]
     organization_id: String,
     opted_out: bool,
+    /// An opt-out's tag (not with `optedOut: false`).
     #[serde(default)]
+    #[schema(schema_with = nullable_id_schema)]
     tag_id: Option<String>,
     #[serde(default)]
+    #[schema(max_length = 500)]
     reason: Option<String>,
 }
 
+/// `LocalChange` of the document with the rule its fields cannot say alone: a `tagId` goes
+/// with an opt-out only (`optedOut: true`), else it is absent or null.
+pub(super) fn tag_only_with_an_opt_out(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Schema, Type};
+    let Some(schemas) = document.components.as_mut().map(|c| &mut c.schemas) else {
+        return;
+    };
+    let Some(fields) = schemas.remove("LocalChange") else {
+        return;
+    };
+    let opt_out = ObjectBuilder::new().property(
+        "optedOut",
+        ObjectBuilder::new()
+            .schema_type(Type::Boolean)
+            .enum_values(Some([true])),
+    );
+    let no_tag =
+        ObjectBuilder::new().property("tagId", ObjectBuilder::new().schema_type(Type::Null));
+    let rule = AnyOfBuilder::new().item(opt_out).item(no_tag);
+    let schema = AllOfBuilder::new().item(fields).item(rule).build();
+    schemas.insert("LocalChange".into(), Schema::AllOf(schema).into());
+}
+
+/// An id that must hold something besides white space.
+fn required_id_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.min_length = Some(1);
+    schema.pattern = Some(crate::model::text::SAFE_NONBLANK_PATTERN.into());
+    schema
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/consent",
+    operation_id = "recordConsentChange",
+    summary = "Record a local consent change and queue it for the service",
+    request_body = LocalChangeBody,
+    responses(
+        (status = 202, description = "success", body = Recorded),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 413, description = "body or batch too large", body = ErrorBody),
+    )
+)]
 pub async fn record(
     State(state): State<Arc<AdminState>>,
     Extension(actor): Extension<Actor>,

@@ -10,7 +10,20 @@ use chrono::Utc;
 use super::consent::{ByNumber, required_phone};
 use super::{AdminError, AdminState};
 use crate::evidence::{self, Bundle};
+use crate::ingest::ErrorBody;
 
+#[utoipa::path(
+    get,
+    path = "/v1/consent/evidence",
+    operation_id = "consentEvidence",
+    summary = "The evidence bundle of a number: each ledger entry with its hash and what it stands on (404 when unknown)",
+    params(ByNumber),
+    responses(
+        (status = 200, description = "success", body = Bundle),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 404, description = "not found", body = ErrorBody),
+    )
+)]
 pub async fn bundle(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ByNumber>, QueryRejection>,

@@ -28,7 +28,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::auth::Actor;
 use super::{AdminError, AdminState};
 use crate::apply::imported::Scope;
-use crate::import::{self, ImportError, ListOptions, Request};
+use crate::import::{self, ImportError, ListOptions, Refusal, Report, Request};
 use crate::ingest::ErrorBody;
 
 /// Largest list taken over HTTP (413 past it); kept in a temporary file until recorded,
@@ -64,20 +64,39 @@ pub fn busy_message() -> String {
     )
 }
 
-#[derive(Debug, Deserialize)]
+/// Why an import was refused with 400: the error of every answer (parameters, a list that
+/// cannot be read), or a list with invalid rows, refused whole.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+pub enum ImportRefused<'a> {
+    Invalid(ErrorBody),
+    Rows(Refusal<'a>),
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[into_params(parameter_in = Query)]
 pub struct ImportQuery {
+    /// Record the opt-outs in this organization (or account=true).
     org: Option<String>,
+    /// Opt the numbers out for the whole account, and suppress them for leads that appear
+    /// later.
     #[serde(default)]
     account: bool,
+    /// Where national formats are read (ISO 3166, default US).
     region: Option<String>,
+    /// Kept with every entry (at most 500 characters).
     reason: Option<String>,
+    /// Record the valid rows of a list that has invalid ones.
     #[serde(default)]
     skip_invalid: bool,
+    /// Say what would be recorded; record nothing.
     #[serde(default)]
     dry_run: bool,
+    /// The header of the numbers' column (found by name or content otherwise).
     phone_column: Option<String>,
-    /// The list's name, kept in the evidence (default `upload.csv`).
+    /// The list's name, kept in the evidence (default upload.csv).
     file: Option<String>,
 }
 
@@ -126,6 +145,23 @@ impl ImportQuery {
     }
 }
 
+#[utoipa::path(
+    post,
+    path = "/v1/consent/import",
+    operation_id = "importOptOuts",
+    summary = "Record an opt-out list (CSV body); a list with an invalid row is refused whole (400 naming the rows) unless skipInvalid",
+    params(ImportQuery),
+    request_body(
+        content = String,
+        content_type = "text/csv",
+        description = "CSV with or without a header row; `,` `;` or tab; quoted fields; a UTF-8 BOM"
+    ),
+    responses(
+        (status = 200, description = "success", body = Report),
+        (status = 400, description = "invalid parameters, or a list with invalid rows", body = ImportRefused),
+        (status = 413, description = "body or batch too large", body = ErrorBody),
+    )
+)]
 pub async fn import(
     State(state): State<Arc<AdminState>>,
     Extension(actor): Extension<Actor>,

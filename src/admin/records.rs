@@ -11,17 +11,41 @@ use chrono::Utc;
 use serde_json::Value;
 
 use super::consent::{ByNumber, checked_id, required_phone};
+use super::schemas::{LeadItems, MessageRecord};
 use super::{AdminError, AdminState};
+use crate::ingest::ErrorBody;
 use crate::ledger::{self, Items};
 use crate::metrics;
+use crate::model::Lead;
 use crate::model::text::quoted;
 
-pub async fn healthz() -> Json<Value> {
-    Json(serde_json::json!({"status": "ok"}))
+/// What `/healthz` answers.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+pub struct Health {
+    /// `ok`.
+    status: &'static str,
+}
+
+#[utoipa::path(
+    get,
+    path = "/healthz",
+    operation_id = "healthz",
+    summary = "The process is up",
+    responses((status = 200, description = "success", body = Health))
+)]
+pub async fn healthz() -> Json<Health> {
+    Json(Health { status: "ok" })
 }
 
 /// This daemon's counters from memory; gauges read from the database now, so they are
 /// never stale.
+#[utoipa::path(
+    get,
+    path = "/metrics",
+    operation_id = "metrics",
+    summary = "Prometheus metrics (text exposition format)",
+    responses((status = 200, description = "success", content_type = "text/plain", body = String))
+)]
 pub async fn metrics(
     State(state): State<Arc<AdminState>>,
 ) -> Result<impl IntoResponse, AdminError> {
@@ -62,6 +86,27 @@ fn without_nulls(value: Value) -> Value {
     }
 }
 
+/// The path of one lead or message: its id.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct IdPath {
+    #[param(schema_with = crate::model::text::id_schema)]
+    id: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/leads/{id}",
+    operation_id = "getLead",
+    summary = "One mirrored lead, as the service's v3 Lead resource",
+    params(IdPath),
+    responses(
+        (status = 200, description = "success", body = Lead),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 404, description = "not found", body = ErrorBody),
+    )
+)]
 pub async fn lead(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
@@ -73,6 +118,17 @@ pub async fn lead(
         .ok_or_else(|| AdminError::NotFound(format!("no lead {} in the mirror", quoted(&id))))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/leads",
+    operation_id = "findLeads",
+    summary = "Mirrored leads with a number",
+    params(ByNumber),
+    responses(
+        (status = 200, description = "success", body = LeadItems),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+    )
+)]
 pub async fn find_leads(
     State(state): State<Arc<AdminState>>,
     query: Result<Query<ByNumber>, QueryRejection>,
@@ -86,6 +142,18 @@ pub async fn find_leads(
     }))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/messages/{id}",
+    operation_id = "getMessage",
+    summary = "The tracked delivery status of one message",
+    params(IdPath),
+    responses(
+        (status = 200, description = "success", body = MessageRecord),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 404, description = "not found", body = ErrorBody),
+    )
+)]
 pub async fn message(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
@@ -97,6 +165,13 @@ pub async fn message(
         .ok_or_else(|| AdminError::NotFound(format!("no message {} is tracked", quoted(&id))))
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/status",
+    operation_id = "getStatus",
+    summary = "Backlog, quarantine, reconciliation, pushes and the last error",
+    responses((status = 200, description = "success", body = ledger::Status))
+)]
 pub async fn status(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<ledger::Status>, AdminError> {

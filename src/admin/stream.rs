@@ -24,11 +24,45 @@ const HEARTBEAT: Duration = Duration::from_secs(15);
 /// Entries read at a time.
 const PAGE: i64 = 1_000;
 
-#[derive(Deserialize)]
+/// One event of the stream (heartbeats are comments, not events).
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[allow(dead_code)]
+pub struct ConsentEvent {
+    /// The entry's seq: what `Last-Event-ID` resumes after.
+    id: String,
+    event: ConsentEventName,
+    /// A LedgerEntry as JSON.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
+/// The name of every event of the stream.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[allow(dead_code)]
+pub enum ConsentEventName {
+    Consent,
+}
+
+#[derive(Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct StreamQuery {
+    /// Last seq seen (default 0: from the start); the Last-Event-ID header wins.
     after: Option<i64>,
 }
 
+#[utoipa::path(
+    get,
+    path = "/v1/consent/stream",
+    operation_id = "consentStream",
+    summary = "The ledger as Server-Sent Events (`id: SEQ`, `event: consent`, `data:` a ledger entry), resuming after `Last-Event-ID` or `after`, with a comment heartbeat every 15 s",
+    params(StreamQuery),
+    responses(
+        (status = 200, description = "Server-Sent Events: `id: SEQ`, `event: consent`, `data:` a LedgerEntry as JSON; `: heartbeat` comments",
+         content_type = "text/event-stream", body = ConsentEvent),
+        (status = 400, description = "invalid parameters or body", body = crate::ingest::ErrorBody),
+    )
+)]
 pub async fn consent(
     State(state): State<Arc<AdminState>>,
     headers: HeaderMap,

@@ -6,21 +6,54 @@ use axum::Json;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
 use bytes::Bytes;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::consent::json_body;
 use super::{AdminError, AdminState};
-use crate::ledger::Items;
+use crate::ingest::ErrorBody;
 use crate::model::SubscriberView;
 use crate::subscribers::{self, ReplayError};
 
-pub async fn list(
-    State(state): State<Arc<AdminState>>,
-) -> Result<Json<Items<SubscriberView>>, AdminError> {
-    let items = subscribers::views(&state.pool, &state.subscribers).await?;
-    Ok(Json(Items { items }))
+/// The configured subscribers.
+#[derive(Serialize, utoipa::ToSchema)]
+pub struct SubscriberItems {
+    items: Vec<SubscriberView>,
 }
 
+/// The path of one subscriber: its name.
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Path)]
+#[allow(dead_code)]
+pub struct NamePath {
+    /// A configured subscriber's name (404 for any other).
+    name: String,
+}
+
+#[utoipa::path(
+    get,
+    path = "/v1/subscribers",
+    operation_id = "listSubscribers",
+    summary = "The configured subscribers: cursor, lag, state and last error",
+    responses((status = 200, description = "success", body = SubscriberItems))
+)]
+pub async fn list(
+    State(state): State<Arc<AdminState>>,
+) -> Result<Json<SubscriberItems>, AdminError> {
+    let items = subscribers::views(&state.pool, &state.subscribers).await?;
+    Ok(Json(SubscriberItems { items }))
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/subscribers/{name}/retry",
+    operation_id = "retrySubscriber",
+    summary = "Try the next delivery to a subscriber now instead of at the end of its backoff",
+    params(NamePath),
+    responses(
+        (status = 200, description = "success", body = SubscriberView),
+        (status = 404, description = "not found", body = ErrorBody),
+    )
+)]
 pub async fn retry(
     State(state): State<Arc<AdminState>>,
     Path(name): Path<String>,
@@ -51,12 +84,47 @@ fn replay_error(error: ReplayError) -> AdminError {
     }
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[schema(as = ReplayRequest)]
 struct ReplayBody {
+    /// The first seq to send again; at most one past the cursor.
+    #[schema(minimum = 1)]
+    #[serde(deserialize_with = "integral")]
     from_seq: i64,
 }
 
+/// A JSON integer, written with or without a zero fraction (`7.0`): JSON Schema's
+/// `integer`, which the document promises, takes both.
+fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    let number = serde_json::Number::deserialize(deserializer)?;
+    if let Some(n) = number.as_i64() {
+        return Ok(n);
+    }
+    match number.as_f64() {
+        Some(f) if f.fract() == 0.0 && (i64::MIN as f64..i64::MAX as f64).contains(&f) => {
+            Ok(f as i64)
+        }
+        _ => Err(serde::de::Error::custom(format!(
+            "invalid value: {number}, expected an integer"
+        ))),
+    }
+}
+
+#[utoipa::path(
+    post,
+    path = "/v1/subscribers/{name}/replay",
+    operation_id = "replaySubscriber",
+    summary = "Rewind a subscriber: entries from `fromSeq` on are sent again (a disabled subscriber is enabled)",
+    params(NamePath),
+    request_body = ReplayBody,
+    responses(
+        (status = 200, description = "success", body = SubscriberView),
+        (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 404, description = "not found", body = ErrorBody),
+        (status = 413, description = "body or batch too large", body = ErrorBody),
+    )
+)]
 pub async fn replay(
     State(state): State<Arc<AdminState>>,
     Path(name): Path<String>,

@@ -33,8 +33,9 @@ pub enum LocalError {
 }
 
 /// A recorded local change.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = LocalChangeRecorded)]
 pub struct Recorded {
     pub seq: i64,
     pub event_ref: String,

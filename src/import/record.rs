@@ -42,8 +42,9 @@ pub struct Request {
 }
 
 /// What an import did, or with `dry_run` would do (the contract's result).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ImportResult)]
 pub struct Report {
     pub rows: u64,
     pub valid: u64,
@@ -64,13 +65,15 @@ pub struct Report {
 }
 
 /// A refused list, as the CLI's `--json` and the admin API give it: every invalid row kept.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ImportRefusal)]
 pub struct Refusal<'a> {
     pub message: String,
     pub rows: u64,
     /// How many rows are invalid; `invalid` names the first [`MAX_INVALID_KEPT`].
     pub invalid_count: u64,
+    #[schema(value_type = Vec<InvalidRow>)]
     pub invalid: &'a [InvalidRow],
     pub sha256: &'a str,
 }

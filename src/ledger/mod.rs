@@ -31,10 +31,12 @@ pub async fn current(
 }
 
 /// A number's current consent, and whether it is suppressed for the whole account.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = ConsentItems)]
 pub struct CurrentConsent {
     pub items: Vec<ConsentRecord>,
+    /// Opted out for the whole account: a lead that appears with the number is opted out.
     pub suppressed: bool,
     /// The account-wide opt-out's time, when suppressed.
     #[serde(skip_serializing_if = "Option::is_none")]

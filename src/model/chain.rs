@@ -166,7 +166,7 @@ impl ChainRow {
 }
 
 /// The last entry of the chain: what to keep elsewhere to notice a rewrite later.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChainHead {
     /// 0 for an empty ledger.

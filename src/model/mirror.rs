@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 /// The Lead resource of the v3 API.
-#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Lead {
     pub id: String,
@@ -16,6 +16,7 @@ pub struct Lead {
     #[serde(default)]
     pub inactive_group_ids: Vec<String>,
     #[serde(default)]
+    #[schema(value_type = Object)]
     pub custom_fields: Map<String, Value>,
     pub first_name: Option<String>,
     pub last_name: Option<String>,

@@ -245,6 +245,24 @@ pub fn canonical(raw: &str) -> Result<String, PhoneError> {
         })
 }
 
+/// [`is_e164_form`] as a pattern of the OpenAPI document: what [`canonical`] always takes.
+pub const E164_PATTERN: &str = "^\\+[1-9][0-9]{1,14}$";
+
+/// A phone number as the admin API takes it: in E.164 form (the pattern), or written as
+/// people write it, which [`canonical`] reads when it is a possible number.
+pub fn schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .pattern(Some(E164_PATTERN))
+        .description(Some(
+            "A phone number in E.164 form (e.g. +15551234567); a possible number written as \
+             people write it (+1 (555) 123-4567; a national number is read as American) is \
+             read too",
+        ))
+        .examples(["+15551234567"])
+        .build()
+}
+
 /// `+`, a digit 1-9, and up to 14 more ASCII digits.
 pub fn is_e164_form(value: &str) -> bool {
     value.strip_prefix('+').is_some_and(|rest| {
@@ -259,6 +277,31 @@ pub fn is_e164_form(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The document's pattern is `is_e164_form`, and `canonical` takes all it lets through.
+    #[test]
+    fn the_e164_pattern_is_is_e164_form() {
+        let pattern = regex::Regex::new(E164_PATTERN).unwrap();
+        for raw in [
+            "+1",
+            "+12",
+            "+123456789012345",
+            "+1234567890123456",
+            "+0123",
+            "12025550143",
+            "+1202555014a",
+            "+44 20",
+            "",
+            "+",
+            "+999999999999999",
+            "+12025550143\n",
+        ] {
+            assert_eq!(pattern.is_match(raw), is_e164_form(raw), "{raw:?}");
+            if pattern.is_match(raw) {
+                assert!(canonical(raw).is_ok(), "{raw:?}");
+            }
+        }
+    }
 
     fn us(raw: &str) -> Result<String, PhoneError> {
         normalize(raw, Region::US).map(E164::into_string)

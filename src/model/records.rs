@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::{ChainHead, OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 
 /// Current consent of a number in one organization (the contract's consent record).
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsentRecord {
     pub organization_id: String,
@@ -20,7 +20,7 @@ pub struct ConsentRecord {
 }
 
 /// One ledger entry (the contract's ledger entry).
-#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LedgerEntry {
     pub seq: i64,
@@ -87,7 +87,7 @@ pub struct StoredEvent {
 }
 
 /// The daemon's state at a glance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     /// Deliveries committed but not yet applied.
@@ -120,7 +120,7 @@ pub struct Status {
 /// The result of the last `webhooks check` (`webhooks register` ends with one): whether the
 /// account holds the two registrations this daemon needs at its URL, each passing a mock
 /// event; if not, what is missing or failing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RegistrationCheck {
     pub checked_at: Timestamp,
@@ -132,7 +132,7 @@ pub struct RegistrationCheck {
 }
 
 /// The last reconciliation of one organization.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct OrganizationPass {
     pub organization_id: String,
@@ -143,7 +143,7 @@ pub struct OrganizationPass {
 }
 
 /// The most recent failure the daemon recorded.
-#[derive(Debug, Clone, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LastError {
     pub at: Timestamp,
@@ -175,7 +175,7 @@ pub struct Backlog {
 }
 
 /// Pushes by state, for `status`.
-#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow)]
+#[derive(Debug, Clone, Default, Serialize, sqlx::FromRow, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PushCounts {
     pub pending: i64,
@@ -188,7 +188,7 @@ pub struct PushCounts {
 }
 
 /// A replica as `status` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ReplicaSeen {
     pub name: String,
@@ -214,8 +214,9 @@ pub struct SubscriberState {
 }
 
 /// A subscriber as `GET /v1/subscribers`, `subscribers` and `status` show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
+#[schema(as = Subscriber)]
 pub struct SubscriberView {
     pub name: String,
     pub url: String,

@@ -21,6 +21,24 @@ pub fn is_unsafe_char(c: char) -> bool {
         )
 }
 
+/// What [`is_unsafe_char`] lets through, as a pattern of the OpenAPI document: no C0, DEL or
+/// C1 control, no bidirectional override or isolate, no zero-width mark.
+pub const SAFE_TEXT_PATTERN: &str =
+    "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*$";
+
+/// [`SAFE_TEXT_PATTERN`] with at least one character that is not white space.
+pub const SAFE_NONBLANK_PATTERN: &str = "^[^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*[^\\s\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff][^\\u0000-\\u001f\\u007f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]*$";
+
+/// An id as the admin API takes it ([`id_problem`]): at most
+/// [`MAX_ID_CHARS`](super::MAX_ID_CHARS) characters, none of them [`is_unsafe_char`].
+pub fn id_schema() -> utoipa::openapi::schema::Object {
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .max_length(Some(super::MAX_ID_CHARS))
+        .pattern(Some(SAFE_TEXT_PATTERN))
+        .build()
+}
+
 /// `text` with every [`is_unsafe_char`] written as an escape (`\n`, `\r`, `\t`,
 /// `\u{1b}`), so that it shows as what it is and cannot move the cursor, colour the
 /// terminal or start a line of its own. A backslash is doubled only when something was
@@ -119,6 +137,30 @@ pub fn id_problem(field: &str, id: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The document's patterns say what the functions take, character for character.
+    #[test]
+    fn the_safe_text_patterns_are_is_unsafe_char() {
+        let safe = regex::Regex::new(SAFE_TEXT_PATTERN).unwrap();
+        let nonblank = regex::Regex::new(SAFE_NONBLANK_PATTERN).unwrap();
+        let characters = (0..0x3000)
+            .chain([0xFEFF, 0xFFFD, 0x1F600])
+            .filter_map(char::from_u32);
+        for c in characters {
+            let text = format!("a{c}b");
+            assert_eq!(safe.is_match(&text), !is_unsafe_char(c), "{:?}", c);
+            let alone = c.to_string();
+            assert_eq!(
+                nonblank.is_match(&alone),
+                !is_unsafe_char(c) && !alone.trim().is_empty(),
+                "{:?}",
+                c
+            );
+        }
+        assert!(safe.is_match(""));
+        assert!(!nonblank.is_match(""));
+        assert!(!nonblank.is_match(" \u{3000} "));
+    }
 
     #[test]
     fn plain_text_is_left_as_it_is() {

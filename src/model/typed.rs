@@ -65,6 +65,20 @@ impl PartialEq<&str> for Timestamp {
     }
 }
 
+/// RFC 3339 text in the OpenAPI document, as it is serialized.
+impl utoipa::PartialSchema for Timestamp {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        utoipa::openapi::schema::ObjectBuilder::new()
+            .schema_type(utoipa::openapi::schema::Type::String)
+            .format(Some(utoipa::openapi::schema::SchemaFormat::KnownFormat(
+                utoipa::openapi::schema::KnownFormat::DateTime,
+            )))
+            .into()
+    }
+}
+
+impl utoipa::ToSchema for Timestamp {}
+
 impl Serialize for Timestamp {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         serializer.collect_str(self)
@@ -191,6 +205,18 @@ macro_rules! text_enum {
                 f.write_str(self.as_str())
             }
         }
+
+        /// Its words, as the OpenAPI document's `enum`.
+        impl ::utoipa::PartialSchema for $name {
+            fn schema() -> ::utoipa::openapi::RefOr<::utoipa::openapi::schema::Schema> {
+                ::utoipa::openapi::schema::ObjectBuilder::new()
+                    .schema_type(::utoipa::openapi::schema::Type::String)
+                    .enum_values(Some([$($word,)+]))
+                    .into()
+            }
+        }
+
+        impl ::utoipa::ToSchema for $name {}
 
         impl ::serde::Serialize for $name {
             fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
