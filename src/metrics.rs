@@ -173,6 +173,13 @@ impl Metrics {
             .set(open);
     }
 
+    /// How many connections `listener` held open when it last counted them.
+    pub fn open_connections(&self, listener: Listener) -> i64 {
+        self.connections_open
+            .get_or_create(&ListenerLabels { listener })
+            .get()
+    }
+
     /// `listener` closed a connection itself, for `reason`.
     pub fn connection_closed(&self, listener: Listener, reason: Closed) {
         self.connections_closed
