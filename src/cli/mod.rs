@@ -346,6 +346,14 @@ fn pass_request(
 }
 
 /// Runs a command that reads or changes the ledger of an existing database.
+/// What `replay` puts back in the queue: the one row named, else every quarantined one.
+fn requeue(id: Option<i64>) -> crate::worker::Requeue {
+    match id {
+        Some(id) => crate::worker::Requeue::Id(id),
+        None => crate::worker::Requeue::Quarantined,
+    }
+}
+
 async fn on_the_ledger<T: Subcommand>(
     command: Command<T>,
     settings: &Settings,
@@ -363,13 +371,7 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Events { quarantined, limit } => {
             read::events(settings, quarantined, limit, json).await
         }
-        Command::Replay { quarantined, id } => {
-            let selection = match (quarantined, id) {
-                (_, Some(id)) => crate::worker::Requeue::Id(id),
-                _ => crate::worker::Requeue::Quarantined,
-            };
-            read::replay(settings, selection, json).await
-        }
+        Command::Replay { id, .. } => read::replay(settings, requeue(id), json).await,
         Command::Status => read::status(settings, json).await,
         Command::Reconcile {
             organizations,
