@@ -16,8 +16,9 @@ use std::time::Duration;
 use chrono::Utc;
 use tokio::sync::{Notify, mpsc, oneshot};
 
-use crate::apply::{self, Outcome, Pending};
+use crate::apply::{self, Outcome, Pending, Settle};
 use crate::events::{Event, ParseError};
+use crate::model::Timestamp;
 use crate::settings::Settings;
 use crate::store::{Connection, IngestStore, Pool};
 
@@ -271,7 +272,7 @@ impl Writer {
             write_and_apply(conn, batch, &mut last_id, &policy).await?
         } else {
             (
-                write_deliveries(conn, batch, &mut last_id).await?,
+                write_deliveries(conn, batch, &mut last_id, None).await?,
                 Outcome::default(),
             )
         };
@@ -315,8 +316,10 @@ async fn write_and_apply(
     policy: &apply::Policy,
 ) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
     let mut tentative = *last_id;
+    let now = Utc::now();
     let mut tx = conn.begin_write_in_turn().await?;
-    let results = write_deliveries(&mut tx, batch, &mut tentative).await?;
+    // Inserted as applied: should applying fail, the transaction goes whole.
+    let results = write_deliveries(&mut tx, batch, &mut tentative, Some(Timestamp(now))).await?;
     let pending: Vec<Pending> = batch
         .iter()
         .zip(&results)
@@ -329,7 +332,7 @@ async fn write_and_apply(
             _ => None,
         })
         .collect();
-    match apply::deliveries(&mut tx, &pending, Utc::now(), policy).await {
+    match apply::deliveries(&mut tx, &pending, now, policy, Settle::Quarantined).await {
         Ok(applied) => {
             tx.commit().await?;
             if !applied.is_idle() {
@@ -341,19 +344,23 @@ async fn write_and_apply(
         Err(error) => {
             tracing::warn!(%error, "cannot apply deliveries as they are committed; the worker will");
             tx.rollback().await?;
-            let results = write_deliveries(conn, batch, last_id).await?;
+            let results = write_deliveries(conn, batch, last_id, None).await?;
             Ok((results, Outcome::default()))
         }
     }
 }
 
-/// Writes the batch's deliveries; one result per command, in order.
+/// Writes the batch's deliveries (as applied at `applied_at`, when they are applied in the
+/// same transaction); one result per command, in order.
 async fn write_deliveries<C: IngestStore>(
     conn: &mut C,
     batch: &[Command],
     last_id: &mut Option<i64>,
+    applied_at: Option<Timestamp>,
 ) -> Result<Vec<Option<Committed>>, crate::store::Error> {
-    let ids = conn.insert_deliveries(&fresh(batch), last_id).await?;
+    let ids = conn
+        .insert_deliveries(&fresh(batch), last_id, applied_at)
+        .await?;
     results(batch, &ids)
 }
 

@@ -127,7 +127,7 @@ impl Worker {
                 dedup_key: row.dedup_key,
             })
             .collect();
-        apply::deliveries(tx, &pending, now, &self.policy).await
+        apply::deliveries(tx, &pending, now, &self.policy, apply::Settle::All).await
     }
 
     /// Apply loops run at once (see [`POSTGRES_LOOPS`]).

@@ -35,6 +35,16 @@ pub struct Pending {
     pub event: Result<Event, events::ParseError>,
 }
 
+/// Which of the rows applying settles in the outbox.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settle {
+    /// Every row: applied, or quarantined with its reason (the worker's rows, pending).
+    All,
+    /// The quarantined only: the rows were inserted as applied in this same transaction
+    /// (ingest's group commit), so they need no second write.
+    Quarantined,
+}
+
 /// What applying a batch of outbox rows did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Outcome {
@@ -125,6 +135,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     rows: &[Pending],
     now: DateTime<Utc>,
     policy: &Policy,
+    settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
     if rows.is_empty() {
         return Ok(Outcome::default());
@@ -167,7 +178,11 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         .map(|row| row.id)
         .filter(|id| !quarantined.contains(id))
         .collect();
-    tx.settle_outbox(&applied, &plan.quarantined, now).await?;
+    let settled: &[i64] = match settle {
+        Settle::All => &applied,
+        Settle::Quarantined => &[],
+    };
+    tx.settle_outbox(settled, &plan.quarantined, now).await?;
     // The ledger last: on PostgreSQL appenders queue on the ledger head from their first
     // entry until they commit, so that wait covers only the entries, the states and the
     // commit.

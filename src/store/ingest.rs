@@ -12,11 +12,12 @@ macro_rules! statements {
                 &mut self,
                 fresh: &[&crate::model::Delivery],
                 last_id: &mut Option<i64>,
+                applied_at: Option<crate::model::Timestamp>,
             ) -> Result<std::collections::HashMap<String, (i64, bool)>, crate::store::Error> {
                 if fresh.is_empty() {
                     return Ok(std::collections::HashMap::new());
                 }
-                $insert(self, fresh, last_id).await
+                $insert(self, fresh, last_id, applied_at).await
             }
 
             async fn record_others(

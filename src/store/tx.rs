@@ -309,6 +309,7 @@ pub trait IngestStore: Send {
         &mut self,
         fresh: &[&Delivery],
         last_id: &mut Option<i64>,
+        applied_at: Option<crate::model::Timestamp>,
     ) -> impl Future<Output = Result<HashMap<String, (i64, bool)>, crate::store::Error>> + Send;
 
     /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use sqlx::PgConnection;
 
-use crate::model::{Delivery, RejectedDelivery};
+use crate::model::{Delivery, OutboxState, RejectedDelivery, Timestamp};
 
 crate::store::ingest::statements!(
     PgConnection,
@@ -22,12 +22,14 @@ async fn insert_deliveries(
     conn: &mut PgConnection,
     fresh: &[&Delivery],
     _last_id: &mut Option<i64>,
+    applied_at: Option<Timestamp>,
 ) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
     let mut ids = HashMap::with_capacity(fresh.len());
     let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
     let added: Vec<(i64, String)> = sqlx::query_as(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header)
-         SELECT k, t, b, h::jsonb, i, v
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header,
+                             state, applied_at)
+         SELECT k, t, b, h::jsonb, i, v, $7, $8
          FROM unnest($1::text[], $2::timestamptz[], $3::bytea[], $4::text[], $5::int4[],
                      $6::int4[])
               AS d (k, t, b, h, i, v)
@@ -50,6 +52,8 @@ async fn insert_deliveries(
             .map(|d| d.verified_header.and_then(|i| i32::try_from(i).ok()))
             .collect::<Vec<_>>(),
     )
+    .bind(applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied))
+    .bind(applied_at)
     .fetch_all(&mut *conn)
     .await?;
     ids.extend(added.into_iter().map(|(id, key)| (key, (id, true))));

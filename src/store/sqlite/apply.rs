@@ -49,7 +49,7 @@ crate::store::apply::statements! {
     ) -> Result<(), crate::store::Error> {
         for (id, reason) in quarantined {
             sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?
+                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?, applied_at = NULL
                  WHERE id = ?",
             )
             .bind(reason)

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use sqlx::SqliteConnection;
 
-use crate::model::{Delivery, RejectedDelivery, Timestamp};
+use crate::model::{Delivery, OutboxState, RejectedDelivery, Timestamp};
 
 crate::store::ingest::statements!(
     SqliteConnection,
@@ -28,6 +28,7 @@ async fn insert_deliveries(
     conn: &mut SqliteConnection,
     fresh: &[&Delivery],
     last_id: &mut Option<i64>,
+    applied_at: Option<Timestamp>,
 ) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
     let mut ids = HashMap::with_capacity(fresh.len());
     let before = match *last_id {
@@ -39,15 +40,18 @@ async fn insert_deliveries(
         }
     };
     let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header) ",
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header, state, applied_at) ",
     );
+    let state = applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied);
     insert.push_values(fresh, |mut row, d| {
         row.push_bind(&d.dedup_key)
             .push_bind(Timestamp(d.received_at))
             .push_bind(d.body.as_ref())
             .push_bind(&d.headers)
             .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
-            .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()));
+            .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()))
+            .push_bind(state)
+            .push_bind(applied_at);
     });
     insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
     let done = insert.build().execute(&mut *conn).await?;
