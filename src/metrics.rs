@@ -19,10 +19,13 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
-pub use labels::{AuthAttempt, AuthOutcome, Closed, Delivery, Listener, Push, SubscriberOutcome};
+pub use labels::{
+    AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push,
+    SubscriberOutcome,
+};
 use labels::{
-    AuthLabels, ClosedLabels, DeliveryLabels, ListenerLabels, PushLabels, SubscriberLabels,
-    Upstream, UpstreamLabels,
+    AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels, PushLabels,
+    SubscriberLabels, Upstream, UpstreamLabels,
 };
 pub use scrape::Gauges;
 
@@ -82,6 +85,9 @@ declared! {
         "Push attempts of local consent changes by outcome";
     subscriber_requests: Family<SubscriberLabels, Counter> = "subscriber_requests",
         "Requests to subscribers by outcome";
+    destination_requests: Family<DestinationLabels, Counter> = "destination_requests",
+        "Requests to destinations (VAN, Action Network) by outcome; an unmatched entry is \
+         counted once, with no request";
     /// 1 while this process holds the leader's lease.
     leader: Gauge = "leader",
         "1 while this process holds the leader's lease (the reconciler's schedule, the pusher \
@@ -254,6 +260,17 @@ impl Metrics {
     }
 
     /// Counts a request to `subscriber`.
+    /// A request to a destination (or an entry found unmatched, which sends none).
+    pub fn destination_request(&self, destination: &str, outcome: DestinationOutcome) {
+        let destination = destination.to_owned();
+        self.destination_requests
+            .get_or_create(&DestinationLabels {
+                destination,
+                outcome,
+            })
+            .inc();
+    }
+
     pub fn subscriber_request(&self, subscriber: &str, outcome: SubscriberOutcome) {
         let subscriber = subscriber.to_owned();
         self.subscriber_requests

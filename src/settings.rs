@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 mod admin;
 mod compliance;
+mod destinations;
 mod keys;
 mod live;
 mod load;
@@ -22,6 +23,7 @@ pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
 pub use compliance::ComplianceSettings;
+pub use destinations::{DestinationKind, DestinationSettings, VanAction, VanSettings};
 pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
@@ -74,6 +76,8 @@ pub struct Settings {
     pub compliance: ComplianceSettings,
     /// `[[subscriber]]`: tools every consent ledger entry is pushed to.
     pub subscriber: Vec<SubscriberSettings>,
+    /// `[[destination]]`: systems of record every opt-out is written into.
+    pub destination: Vec<DestinationSettings>,
 }
 
 fn redact_list<S: Serializer>(secrets: &[SecretString], s: S) -> Result<S::Ok, S::Error> {

@@ -18,8 +18,12 @@ use utoipa::openapi::{Content, OpenApi, Ref, Required};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{AdminState, compliance, consent, evidence, import, records, stream, subscribers};
-use crate::model::{PushState, Source, SubscriberStatus, Timestamp};
+use super::{
+    AdminState, compliance, consent, destinations, evidence, import, records, stream, subscribers,
+};
+use crate::model::{
+    DestinationStatus, OutcomeKind, PushState, Source, SubscriberStatus, Timestamp,
+};
 
 /// The name of the bearer scheme in `components/securitySchemes`.
 const BEARER: &str = "bearer";
@@ -34,6 +38,8 @@ const BEARER: &str = "bearer";
         Source,
         PushState,
         SubscriberStatus,
+        DestinationStatus,
+        OutcomeKind,
         Timestamp,
         crate::ingest::ErrorBody
     ))
@@ -60,6 +66,10 @@ fn with_token() -> OpenApiRouter<Arc<AdminState>> {
         .routes(routes!(subscribers::list))
         .routes(routes!(subscribers::replay))
         .routes(routes!(subscribers::retry))
+        .routes(routes!(destinations::list))
+        .routes(routes!(destinations::outcomes))
+        .routes(routes!(destinations::replay))
+        .routes(routes!(destinations::retry))
         .routes(routes!(records::find_leads))
         .routes(routes!(records::lead))
         .routes(routes!(records::message))

@@ -13,6 +13,7 @@ mod auth;
 mod compliance;
 mod consent;
 mod console;
+mod destinations;
 mod error;
 mod evidence;
 pub mod guard;

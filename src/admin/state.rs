@@ -24,6 +24,8 @@ pub struct AdminState {
     pub(super) wake: Arc<Notify>,
     /// The configured subscribers.
     pub(super) subscribers: Vec<SubscriberSettings>,
+    /// The configured destinations.
+    pub(super) destinations: Vec<crate::settings::DestinationSettings>,
     /// Cancelled when the daemon stops: long-lived answers (the stream, `wait=`) end then.
     pub(super) stop: CancellationToken,
     /// This process's outbox counters: a replay from the console wakes its worker.
@@ -60,6 +62,7 @@ impl AdminState {
             ),
             wake,
             subscribers: Vec::new(),
+            destinations: Vec::new(),
             stop: CancellationToken::new(),
             outbox: None,
             senders: None,
@@ -112,6 +115,15 @@ impl AdminState {
     /// Shows (and replays) these subscribers.
     pub fn with_subscribers(mut self, subscribers: Vec<SubscriberSettings>) -> Self {
         self.subscribers = subscribers;
+        self
+    }
+
+    /// Shows (and retries, replays, checks) these destinations.
+    pub fn with_destinations(
+        mut self,
+        destinations: Vec<crate::settings::DestinationSettings>,
+    ) -> Self {
+        self.destinations = destinations;
         self
     }
 

@@ -70,11 +70,15 @@ pub async fn retry(
 }
 
 /// A refused replay or retry, as the admin API answers it.
-fn replay_error(error: ReplayError) -> AdminError {
+pub(super) fn replay_error(error: ReplayError) -> AdminError {
     match error {
         // The name is the request's: quoted only up to a bound.
         ReplayError::Unknown(name) => AdminError::NotFound(format!(
             "no subscriber named {} is configured",
+            crate::model::text::quoted(&name)
+        )),
+        ReplayError::UnknownDestination(name) => AdminError::NotFound(format!(
+            "no destination named {} is configured",
             crate::model::text::quoted(&name)
         )),
         ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
@@ -87,11 +91,11 @@ fn replay_error(error: ReplayError) -> AdminError {
 #[derive(Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 #[schema(as = ReplayRequest)]
-struct ReplayBody {
+pub(super) struct ReplayBody {
     /// The first seq to send again; at most one past the cursor.
     #[schema(minimum = 1)]
     #[serde(deserialize_with = "integral")]
-    from_seq: i64,
+    pub(super) from_seq: i64,
 }
 
 /// A JSON integer, written with or without a zero fraction (`7.0`): JSON Schema's

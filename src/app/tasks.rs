@@ -69,7 +69,10 @@ pub(super) async fn supervise_leader_work(
             Pusher::new(pool.clone(), client, wake),
         )
     });
-    let subscribers = crate::subscribers::configured(&settings.subscriber);
+    let mut subscribers = crate::subscribers::configured(&settings.subscriber);
+    subscribers.extend(crate::subscribers::destinations::configured(
+        &settings.destination,
+    ));
     let http = crate::subscribers::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
     let replica = Replica::new(pool.clone(), &settings.replica).counted_in(metrics.clone());
@@ -96,7 +99,8 @@ pub(super) async fn supervise_leader_work(
             .clone()
             .run(shutdown, move |stop| {
                 let singletons = singletons.clone();
-                // Each subscriber is sent to by the leader alone, so in seq order.
+                // Each subscriber and destination is sent to by the leader alone, so in seq
+                // order.
                 let senders = crate::subscribers::run_listed(
                     pool.clone(),
                     subscribers.clone(),
@@ -158,6 +162,7 @@ pub(super) fn admin_router(
             .with_long_reads(long_reads)
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
+            .with_destinations(settings.destination.clone())
             .with_compliance(compliance_rules(settings))
             .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
             .with_outbox(writer.state().clone())

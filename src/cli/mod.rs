@@ -2,6 +2,7 @@
 
 mod consent;
 mod daemon;
+mod destinations;
 mod evidence;
 mod import;
 mod output;
@@ -157,6 +158,11 @@ pub enum Command<T: Subcommand> {
         #[command(subcommand)]
         command: Option<SubscribersCommand>,
     },
+    /// The configured destinations (VAN, Action Network): cursor, lag, state, outcomes.
+    Destinations {
+        #[command(subcommand)]
+        command: Option<DestinationsCommand>,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -189,6 +195,38 @@ pub enum SubscribersCommand {
     /// Try the next delivery to a subscriber now instead of at the end of its backoff (the
     /// running daemon's sender notices within a few seconds).
     Retry { name: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DestinationsCommand {
+    /// A destination's entries with their outcome and reason (1,000 at a time).
+    Outcomes {
+        name: String,
+        /// Only these.
+        #[arg(long, value_parser = parse_outcome)]
+        state: Option<crate::model::OutcomeKind>,
+        /// Only entries after this seq (the next page).
+        #[arg(long, value_name = "SEQ", default_value_t = 0)]
+        after: i64,
+    },
+    /// Check each destination's key and lookups (exit 1 naming what fails).
+    Check { name: Option<String> },
+    /// End a destination's error (its key, its lookups) and try its next entry now.
+    Retry { name: String },
+    /// Rewind a destination: entries from SEQ on that were unmatched or refused are tried
+    /// again (what was sent stays sent).
+    Replay {
+        name: String,
+        #[arg(long = "from", value_name = "SEQ")]
+        from: i64,
+    },
+}
+
+fn parse_outcome(word: &str) -> Result<crate::model::OutcomeKind, String> {
+    match word.parse() {
+        Ok(crate::model::OutcomeKind::Sent) | Err(_) => Err("one of unmatched, refused".to_owned()),
+        Ok(outcome) => Ok(outcome),
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -413,6 +451,7 @@ async fn on_the_ledger<T: Subcommand>(
             command: LedgerCommand::Verify,
         } => evidence::verify(settings, json).await,
         Command::Subscribers { command } => subscribers::run(settings, command, json).await,
+        Command::Destinations { command } => destinations::run(settings, command, json).await,
         Command::Export {
             dataset,
             format,

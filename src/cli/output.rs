@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::CliError;
 use crate::model::text::Escaped;
-use crate::model::{RegistrationCheck, SubscriberView};
+use crate::model::{DestinationView, OutcomeRecord, RegistrationCheck, SubscriberView};
 
 /// `value` as pretty JSON on standard output.
 pub(super) fn print_json<T: Serialize>(value: &T) -> Result<(), CliError> {
@@ -33,6 +33,45 @@ pub(super) fn subscriber_line(s: &SubscriberView) -> String {
     }
     if let Some(error) = &s.last_error {
         line.push_str(&format!(", last error: {}", Escaped(error)));
+    }
+    line
+}
+
+/// One line per destination: name, kind, state, cursor and lag, outcomes, last error.
+pub(super) fn destination_line(d: &DestinationView) -> String {
+    let mut line = format!(
+        "{} ({}): {}, cursor {}, {} entries behind ({:.1}s), {} sent, {} unmatched, {} refused",
+        d.name,
+        d.kind,
+        d.state,
+        d.cursor,
+        d.lag_entries,
+        d.lag_seconds,
+        d.sent,
+        d.unmatched,
+        d.refused
+    );
+    if let Some(at) = &d.last_success_at {
+        line.push_str(&format!(", last sent {at}"));
+    }
+    if let Some(error) = &d.last_error {
+        line.push_str(&format!(", last error: {}", Escaped(error)));
+    }
+    line
+}
+
+/// One line per outcome: seq, number, organization, outcome, when, why.
+pub(super) fn outcome_line(o: &OutcomeRecord) -> String {
+    let mut line = format!(
+        "{} {} {} {} at {}",
+        o.seq,
+        o.phone_number,
+        Escaped(&o.organization_id),
+        o.outcome,
+        o.at
+    );
+    if let Some(reason) = &o.reason {
+        line.push_str(&format!(": {}", Escaped(reason)));
     }
     line
 }

@@ -69,9 +69,11 @@ pub async fn retry(settings: &Settings, name: &str, json: bool) -> Result<(), Cl
 }
 
 /// A refused replay or retry, as the command line reports it.
-fn replay_error(error: ReplayError) -> CliError {
+pub(super) fn replay_error(error: ReplayError) -> CliError {
     match error {
-        ReplayError::Unknown(_) => CliError::NotFound(error.to_string()),
+        ReplayError::Unknown(_) | ReplayError::UnknownDestination(_) => {
+            CliError::NotFound(error.to_string())
+        }
         ReplayError::BeforeTheStart | ReplayError::Forward { .. } => {
             CliError::Usage(error.to_string())
         }

@@ -65,6 +65,22 @@ label_values! {
 }
 
 label_values! {
+    /// What one request to a destination ended in.
+    pub enum DestinationOutcome {
+        /// Answered with success.
+        Sent => "sent",
+        /// No lead in the mirror, or no VAN ID on it: nothing was sent.
+        Unmatched => "unmatched",
+        /// A 404 or another 4xx: the entry is refused and passed.
+        Refused => "refused",
+        /// 401 or 403: the destination stops until its key works.
+        Credentials => "credentials",
+        /// No answer, a 3xx, 5xx, 408 or 429: retried.
+        Failed => "failed",
+    }
+}
+
+label_values! {
     /// What one push attempt of a local consent change ended in.
     pub enum Push {
         /// The service accepted the change.
@@ -168,6 +184,12 @@ pub(super) struct UpstreamLabels {
 pub(super) struct SubscriberLabels {
     pub subscriber: String,
     pub outcome: SubscriberOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct DestinationLabels {
+    pub destination: String,
+    pub outcome: DestinationOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

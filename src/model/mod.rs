@@ -15,10 +15,13 @@ pub mod business_days;
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.
 mod mirror;
+/// What destinations keep per entry, and how they are shown.
+mod outcomes;
 /// Phone numbers normalized to E.164, one function for every way a number comes in.
 pub mod phone;
 /// The records the read side gives out.
 mod records;
+pub use outcomes::{DestinationView, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord};
 /// Someone else's text made safe for a terminal, a log, an error message or a spreadsheet.
 pub mod text;
 /// Times and closed sets of words, typed across the storage boundary.
@@ -31,7 +34,9 @@ pub use records::{
     MirroredConsent, OrganizationPass, PassTotals, PushCounts, RegistrationCheck, ReplicaSeen,
     Status, StoredEntry, StoredEvent, SubscriberState, SubscriberView,
 };
-pub use typed::{OutboxState, PushState, Source, SubscriberStatus, Timestamp};
+pub use typed::{
+    DestinationStatus, OutboxState, OutcomeKind, PushState, Source, SubscriberStatus, Timestamp,
+};
 
 /// Longest `reason` kept with a consent change, in characters: the console, the admin API,
 /// the CLI and imports refuse a longer one (the ledger is never pruned).

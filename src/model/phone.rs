@@ -125,6 +125,19 @@ pub fn normalize(raw: &str, default_region: Region) -> Result<E164, PhoneError> 
     parse(raw, default_region)
 }
 
+/// An E.164 number as its country's dialing prefix and its national number, as VAN takes a
+/// phone: `+12025550143` is `("1", "2025550143")`, `+442071838750` `("44", "2071838750")`.
+pub fn dialing(e164: &str) -> Result<(String, String), PhoneError> {
+    if is_nanp_e164(e164) {
+        return Ok(("1".to_owned(), e164[2..].to_owned()));
+    }
+    let number = phonenumber::parse(None, e164).map_err(|_| PhoneError::NotANumber)?;
+    Ok((
+        number.code().value().to_string(),
+        number.national().to_string(),
+    ))
+}
+
 /// `+1`, a digit 2-9 and nine more ASCII digits: the common case, answered without the
 /// parser (about 8 µs a number, which a 10,000-number lookup would feel). The parser gives
 /// such a number back unchanged: every ten-digit national number is possible under +1, and
@@ -277,6 +290,24 @@ pub fn is_e164_form(value: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_splits_into_its_dialing_prefix_and_national_number() {
+        assert_eq!(
+            dialing("+12025550143").expect("valid"),
+            ("1".to_owned(), "2025550143".to_owned())
+        );
+        assert_eq!(
+            dialing("+442071838750").expect("valid"),
+            ("44".to_owned(), "2071838750".to_owned())
+        );
+        assert_eq!(
+            dialing("+390612345678").expect("valid"),
+            ("39".to_owned(), "0612345678".to_owned()),
+            "Italy keeps its leading zero"
+        );
+        assert!(dialing("not a number").is_err());
+    }
 
     /// The document's pattern is `is_e164_form`, and `canonical` takes all it lets through.
     #[test]

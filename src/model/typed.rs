@@ -311,6 +311,30 @@ text_enum! {
     }
 }
 
+text_enum! {
+    /// How a destination's entry ended (`destinations outcomes`).
+    pub enum OutcomeKind("destination outcome") {
+        /// Every action was answered with success.
+        Sent = "sent",
+        /// Nothing could be sent: no lead in the mirror, or no VAN ID on it.
+        Unmatched = "unmatched",
+        /// The system said no (404, or another 4xx): its own words are kept.
+        Refused = "refused",
+    }
+}
+
+text_enum! {
+    /// A destination as `GET /v1/destinations` shows it.
+    pub enum DestinationStatus("destination state") {
+        Active = "active",
+        /// The last attempt failed; the next is scheduled.
+        Retrying = "retrying",
+        /// Stopped until its key works again or its lookups find what they need (reload,
+        /// `destinations retry`): `lastError` says why.
+        Error = "error",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

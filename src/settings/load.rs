@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
+use super::destinations;
 use super::{DEFAULT_CONFIG_PATH, Settings, SettingsError, read_secret_file, subscribers};
 
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
@@ -102,6 +103,7 @@ impl Settings {
             self.service.client_secret = Some(SecretString::from(text.trim().to_owned()));
         }
         subscribers::read_secret_files(&mut self.subscriber)?;
+        destinations::read_secret_files(&mut self.destination)?;
         Ok(())
     }
 }

@@ -80,6 +80,14 @@ impl SubscriberSettings {
     }
 }
 
+/// Whether `name` is one or more of a-z, 0-9, `_` and `-` (a subscriber's or destination's).
+pub(super) fn well_formed_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
 /// Reads every subscriber's `secret_file`.
 pub(super) fn read_secret_files(
     subscribers: &mut [SubscriberSettings],
@@ -98,11 +106,7 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
     let mut names = std::collections::HashSet::new();
     for s in subscribers {
         let named = |message: &str| format!("subscriber {:?}: {message}", s.name);
-        let well_formed = !s.name.is_empty()
-            && s.name
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
-        if !well_formed {
+        if !well_formed_name(&s.name) {
             return Err(SettingsError::invalid(
                 "subscriber.name",
                 named("a name is one or more of a-z, 0-9, `_` and `-`"),

@@ -5,6 +5,7 @@ use std::net::SocketAddr;
 
 use secrecy::ExposeSecret;
 
+use super::destinations;
 use super::{Scheme, Settings, SettingsError, subscribers, url_with_http_scheme};
 
 impl Settings {
@@ -19,6 +20,8 @@ impl Settings {
         self.backend()?;
         self.validate_storage()?;
         subscribers::validate(&self.subscriber)?;
+        let taken: Vec<&str> = self.subscriber.iter().map(|s| s.name.as_str()).collect();
+        destinations::validate(&self.destination, &taken)?;
         self.validate_listeners()?;
         self.validate_service()?;
         self.compliance.validate()?;

@@ -481,6 +481,60 @@ pub trait SubscriberStore {
     async fn ledger_head(&self) -> Result<i64, crate::store::Error>;
 }
 
+/// The destinations' outcomes per entry (their cursor and state: [`SubscriberStore`]).
+#[enum_dispatch]
+pub trait DestinationStore {
+    /// The progress kept at `name` of entries `first_seq..=last_seq` that have any.
+    async fn entry_progress(
+        &self,
+        name: &str,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<crate::model::EntryProgress>, crate::store::Error>;
+
+    /// Adds `actions_done` to the actions answered for entry `seq` at `name`, and its
+    /// outcome (with its reason) once it has one; `at`: when.
+    async fn record_progress(
+        &self,
+        name: &str,
+        seq: i64,
+        actions_done: i64,
+        outcome: Option<(crate::model::OutcomeKind, Option<&str>)>,
+        at: crate::model::Timestamp,
+    ) -> Result<(), crate::store::Error>;
+
+    /// How many entries `name` has of each outcome.
+    async fn outcome_counts(
+        &self,
+        name: &str,
+    ) -> Result<crate::model::OutcomeCounts, crate::store::Error>;
+
+    /// The entries of `name` with an outcome (only `state`'s when given) after `after_seq`,
+    /// in seq order, at most `limit`.
+    async fn outcomes(
+        &self,
+        name: &str,
+        state: Option<crate::model::OutcomeKind>,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::OutcomeRecord>, crate::store::Error>;
+
+    /// Every destination's outcome of entries `first_seq..=last_seq`.
+    async fn outcomes_of_entries(
+        &self,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<crate::model::EntryOutcome>, crate::store::Error>;
+
+    /// Forgets the `unmatched` and `refused` outcomes of `name` from `from_seq` on, so that
+    /// those entries are tried again (a replay); the actions answered stay done.
+    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error>;
+
+    /// Ends the `error` of `name` (its key works again, or it was retried): false if it was
+    /// not stopped.
+    async fn enable_subscriber(&self, name: &str) -> Result<bool, crate::store::Error>;
+}
+
 /// Streamed exports of the consent state and the ledger.
 #[enum_dispatch]
 pub trait ExportStore {

@@ -58,6 +58,8 @@ mod state;
 mod compliance;
 /// Console sessions, one text for both backends.
 mod console;
+/// Destinations' outcomes per entry, one text for both backends.
+mod destinations;
 /// Subscribers' delivery state, one text for both backends.
 mod subscribers;
 
@@ -76,8 +78,9 @@ pub use gate::{Turn, WriteGate};
 /// One trait per concern, implemented by both backends and dispatched by [`Pool`].
 mod concerns;
 pub use concerns::{
-    ChainStore, ComplianceStore, EvidenceStore, ExportStore, LeaseStore, OutboxCounts, OutboxStore,
-    PassStore, PushStore, ReadStore, RetentionStore, SessionStore, StateStore, SubscriberStore,
+    ChainStore, ComplianceStore, DestinationStore, EvidenceStore, ExportStore, LeaseStore,
+    OutboxCounts, OutboxStore, PassStore, PushStore, ReadStore, RetentionStore, SessionStore,
+    StateStore, SubscriberStore,
 };
 
 /// What the demo's live view reads, beside `status`.
@@ -103,6 +106,7 @@ pub use demo::DemoStore;
     RetentionStore,
     StateStore,
     SubscriberStore,
+    DestinationStore,
     DemoStore
 )]
 pub enum Pool {

@@ -1,11 +1,18 @@
-//! Consent pushed to the campaign's other tools. Every consent ledger entry goes to each
-//! configured `[[subscriber]]` as a Standard Webhooks message, strictly in `seq` order and
-//! at least once: a sender per subscriber ([`sender`]) posts a batch, and moves the
-//! subscriber's durable cursor past it only after a 2xx. Senders run on the leader alone,
-//! each in a task of its own, so one slow or dead subscriber never delays another.
+//! Consent pushed to the campaign's other tools: its subscribers and its destinations.
+//! Every consent ledger entry goes to each configured `[[subscriber]]` as a Standard
+//! Webhooks message, and each opt-out to each `[[destination]]` (VAN, Action Network) in
+//! that system's own API ([`record`]), strictly in `seq` order and at least once: one
+//! sender per subscriber or destination ([`sender`]) with its durable cursor, its backoff
+//! and its rate. Senders run on the leader alone, each in a task of its own, so one slow or
+//! dead destination never delays another.
 
+mod action_network;
+mod answer;
+pub mod destinations;
+pub mod record;
 mod sender;
 mod try_now;
+mod van;
 
 use crate::model::SubscriberStatus;
 use crate::model::Timestamp;
@@ -17,33 +24,49 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 use tokio_util::sync::CancellationToken;
 
-pub use self::sender::{Attempt, Sender, backoff, http_client};
+pub use self::answer::http_client;
+pub use self::sender::{Attempt, Sender, backoff};
 pub use self::try_now::{Running, TryNowError};
 use crate::model::LedgerEntry;
 use crate::model::{Source, SubscriberState, SubscriberView};
-use crate::settings::SubscriberSettings;
+use crate::settings::{DestinationSettings, SubscriberSettings};
 use crate::store::Pool;
 use crate::store::ReadStore as _;
 
-/// A configured subscriber, its secret decoded once.
+/// A configured subscriber or destination: what one sender sends to.
 pub struct Subscriber {
     pub name: String,
-    pub url: String,
-    key: SecretSlice<u8>,
+    /// What its requests are.
+    pub wire: Wire,
     organizations: HashSet<String>,
     sources: Vec<Source>,
+    /// Which entries: every one (a subscriber), or opt-outs that took effect, and opt-ins
+    /// with `opt_ins` (a destination).
+    opt_outs_only: bool,
     pub batch: u32,
     /// Longest wait between two failed attempts.
     pub max_backoff: std::time::Duration,
+    /// Most requests a second (`None`: as fast as answered).
+    pub requests_per_second: Option<std::num::NonZeroU32>,
+}
+
+/// What a sender's requests are.
+pub enum Wire {
+    /// The daemon's own format: a batch of entries per signed Standard Webhooks message.
+    Webhook { url: String, key: SecretSlice<u8> },
+    /// A system of record, written an entry at a time in its own API.
+    Record(record::Record),
 }
 
 impl std::fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Subscriber")
-            .field("name", &self.name)
-            .field("url", &self.url)
-            .field("batch", &self.batch)
-            .finish_non_exhaustive()
+        let mut f = f.debug_struct("Subscriber");
+        f.field("name", &self.name);
+        match &self.wire {
+            Wire::Webhook { url, .. } => f.field("url", &crate::settings::redacted_url(url)),
+            Wire::Record(record) => f.field("record", record),
+        };
+        f.field("batch", &self.batch).finish_non_exhaustive()
     }
 }
 
@@ -53,18 +76,46 @@ impl Subscriber {
     pub fn new(settings: &SubscriberSettings) -> Option<Self> {
         Some(Self {
             name: settings.name.clone(),
-            url: settings.url.clone(),
-            key: SecretSlice::from(settings.key()?),
+            wire: Wire::Webhook {
+                url: settings.url.clone(),
+                key: SecretSlice::from(settings.key()?),
+            },
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
+            opt_outs_only: false,
             batch: settings.batch,
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
+            requests_per_second: None,
+        })
+    }
+
+    /// The destination of validated settings (`None` only without a key, which validation
+    /// refuses first).
+    pub fn destination(settings: &DestinationSettings) -> Option<Self> {
+        Some(Self {
+            name: settings.name.clone(),
+            wire: Wire::Record(record::Record::new(settings)?),
+            organizations: settings.organizations.iter().cloned().collect(),
+            sources: settings.sources.clone(),
+            opt_outs_only: !settings.opt_ins,
+            batch: destinations::BATCH,
+            max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
+            requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second),
         })
     }
 
     /// Whether `entry` is for this subscriber.
     pub fn takes(&self, entry: &LedgerEntry) -> bool {
-        self.takes_from(&entry.organization_id, entry.source)
+        let kind = match &self.wire {
+            Wire::Webhook { .. } => true,
+            Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
+        };
+        kind && self.takes_from(&entry.organization_id, entry.source)
+    }
+
+    /// Whether it is a destination (a system of record) rather than a subscriber.
+    pub fn is_destination(&self) -> bool {
+        matches!(self.wire, Wire::Record(_))
     }
 
     /// Whether an entry of `organization_id` from `source` is for this subscriber.
@@ -73,14 +124,11 @@ impl Subscriber {
             && self.sources.contains(&source)
     }
 
-    /// Whether no source is left out.
-    pub fn takes_every_source(&self) -> bool {
-        Source::ALL.iter().all(|s| self.sources.contains(s))
-    }
-
-    fn key(&self) -> &[u8] {
-        use secrecy::ExposeSecret as _;
-        self.key.expose_secret()
+    /// Whether it takes every entry: no organization, source or kind of entry left out.
+    pub fn takes_every_entry(&self) -> bool {
+        !self.is_destination()
+            && self.organizations.is_empty()
+            && Source::ALL.iter().all(|s| self.sources.contains(s))
     }
 }
 
@@ -175,6 +223,8 @@ pub async fn retry(
 pub enum ReplayError {
     #[error("no subscriber named {0:?} is configured")]
     Unknown(String),
+    #[error("no destination named {0:?} is configured")]
+    UnknownDestination(String),
     #[error("fromSeq must be at least 1")]
     BeforeTheStart,
     #[error("fromSeq {from} is past the subscriber's cursor ({cursor}); a replay only rewinds")]
@@ -195,6 +245,15 @@ pub async fn replay(
         .iter()
         .find(|s| s.name == name)
         .ok_or_else(|| ReplayError::Unknown(name.to_owned()))?;
+    rewind(pool, name, from_seq).await?;
+    crate::signal::ledger_grew();
+    tracing::info!(subscriber = name, from_seq, "subscriber rewound");
+    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
+}
+
+/// Sets the cursor of `name` back to before `from_seq` and enables it: a replay only
+/// rewinds.
+async fn rewind(pool: &Pool, name: &str, from_seq: i64) -> Result<(), ReplayError> {
     if from_seq < 1 {
         return Err(ReplayError::BeforeTheStart);
     }
@@ -207,9 +266,7 @@ pub async fn replay(
         });
     }
     pool.replay_subscriber(name, from_seq - 1).await?;
-    crate::signal::ledger_grew();
-    tracing::info!(subscriber = name, from_seq, "subscriber rewound");
-    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
+    Ok(())
 }
 
 async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, crate::store::Error> {

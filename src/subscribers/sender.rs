@@ -15,11 +15,12 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
+mod each;
 mod post;
 
 use self::post::Posted;
-use super::Subscriber;
 use super::try_now::{Request, Running};
+use super::{Subscriber, Wire};
 use crate::metrics::{Metrics, SubscriberOutcome};
 use crate::model::backoff::Backoff;
 use crate::model::{AckSpan, LedgerEntry, Timestamp};
@@ -33,29 +34,12 @@ use crate::store::ReadStore as _;
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 /// Longest `Retry-After` honoured: a subscriber asking for more is tried after an hour.
 pub const RETRY_AFTER_MAX: Duration = Duration::from_secs(3_600);
-/// Longest wait for a subscriber's answer; no answer is a failure like a 5xx.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest time a moved cursor stays unwritten while entries flow (see [`Progress`]).
 const KEEP_EVERY: Duration = Duration::from_secs(1);
 /// Pause after the database itself failed.
 const DATABASE_PAUSE: Duration = Duration::from_secs(1);
 /// Entries scanned per read when the subscriber's filters pass some over.
 const FILTERED_PAGE: i64 = 1_000;
-/// Longest text of a subscriber's answer kept as its last error.
-const MAX_ERROR_BODY: usize = 200;
-
-/// The one HTTP client of every sender: no redirects (a 3xx is an answer to show, not to
-/// follow with signed consent data). A client that cannot be built with these is an error,
-/// never a default client without them.
-pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
-    reqwest::Client::builder()
-        .timeout(REQUEST_TIMEOUT)
-        .connect_timeout(CONNECT_TIMEOUT)
-        .redirect(reqwest::redirect::Policy::none())
-        .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
-        .build()
-}
 
 /// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to `most`,
 /// with up to a fifth taken off at random so that senders restarted together do not retry
@@ -127,6 +111,9 @@ pub enum Attempt {
     Failed { error: String, wait: Duration },
     /// Answered 410 Gone: disabled until a replay.
     Gone,
+    /// A destination's key does not work, or its lookups miss what it needs: stopped until
+    /// retried (or reloaded).
+    Stopped(String),
     /// Disabled, or not due yet: nothing was sent.
     Waiting(Duration),
 }
@@ -138,15 +125,28 @@ pub struct Sender {
     http: reqwest::Client,
     /// Where each request is counted.
     metrics: Arc<Metrics>,
+    /// At most its `requests_per_second`.
+    limiter: Option<governor::DefaultDirectRateLimiter>,
 }
 
 impl Sender {
     pub fn new(pool: Pool, subscriber: Arc<Subscriber>, http: reqwest::Client) -> Self {
+        let limiter = subscriber
+            .requests_per_second
+            .map(|rate| governor::RateLimiter::direct(governor::Quota::per_second(rate)));
         Self {
             pool,
             subscriber,
             http,
             metrics: Arc::default(),
+            limiter,
+        }
+    }
+
+    /// Waits for the rate's next request.
+    async fn pace(&self) {
+        if let Some(limiter) = &self.limiter {
+            limiter.until_ready().await;
         }
     }
 
@@ -168,7 +168,7 @@ impl Sender {
     /// attempt at once (see [`Running::try_now`]).
     pub async fn run_listed(self, running: Running, stop: CancellationToken) {
         let name = self.subscriber.name.as_str();
-        tracing::info!(subscriber = name, url = %crate::settings::redacted_url(&self.subscriber.url), "subscriber sender started");
+        tracing::info!(subscriber = name, wire = ?self.subscriber, "sender started");
         let mut requests = running.list(name);
         // Taken before the first read, so no commit after it goes unnoticed.
         let mut follower = Follower::new();
@@ -190,7 +190,7 @@ impl Sender {
             }
             let wait = match attempt {
                 Ok(Attempt::Delivered { .. }) => continue,
-                Ok(Attempt::Idle | Attempt::Gone) => FALLBACK_POLL,
+                Ok(Attempt::Idle | Attempt::Gone | Attempt::Stopped(_)) => FALLBACK_POLL,
                 Ok(Attempt::Failed { wait, .. } | Attempt::Waiting(wait)) => wait,
                 Err(error) => {
                     tracing::warn!(subscriber = name, %error, "cannot read or record a subscriber's state");
@@ -250,6 +250,10 @@ impl Sender {
             _ => progress.insert(Progress::kept(&state)),
         };
         if state.disabled {
+            // Looked up again once it is enabled: what was missing may be there now.
+            if let Wire::Record(record) = &self.subscriber.wire {
+                record.forget();
+            }
             return Ok(Attempt::Waiting(FALLBACK_POLL));
         }
         if let Some(due) = state
@@ -259,6 +263,15 @@ impl Sender {
             && !at_once
         {
             return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
+        }
+        if let Wire::Record(record) = &self.subscriber.wire
+            && let Some(stopped) = self.prepared(record).await
+        {
+            let cursor = progress.cursor;
+            let span = (cursor, cursor, cursor);
+            return self
+                .record(progress, &state, stopped, span, Utc::now(), at_once)
+                .await;
         }
         let (items, scanned) = self.next_batch(progress.cursor).await?;
         let (Some(first), Some(last)) = (items.first(), items.last()) else {
@@ -271,7 +284,14 @@ impl Sender {
             return Ok(Attempt::Idle);
         };
         let (first, last) = (first.seq, last.seq);
-        let outcome = self.post(&items, first, last).await;
+        let (url, key) = match &self.subscriber.wire {
+            Wire::Webhook { url, key } => (url, key),
+            Wire::Record(record) => {
+                let at = (progress, &state);
+                return self.write_each(record, &items, at, scanned, at_once).await;
+            }
+        };
+        let outcome = self.post((url, key), &items, first, last).await;
         let finished = Utc::now();
         if matches!(outcome, Posted::Accepted) && items.iter().any(|e| e.opted_out) {
             progress.acks.push(AckSpan {
@@ -315,6 +335,14 @@ impl Sender {
                 }
                 tracing::debug!(subscriber = name, first, last, "entries delivered");
                 Attempt::Delivered { first, last }
+            }
+            Posted::Stopped(error) => {
+                self.keep(progress).await?;
+                self.pool
+                    .disable_subscriber(name, state.generation, &error)
+                    .await?;
+                tracing::warn!(destination = name, %error, "destination stopped until retried");
+                Attempt::Stopped(error)
             }
             Posted::Gone => {
                 self.keep(progress).await?;
@@ -424,9 +452,7 @@ impl Sender {
         cursor: i64,
     ) -> Result<(Vec<LedgerEntry>, i64), crate::store::Error> {
         let batch = self.subscriber.batch as usize;
-        let unfiltered =
-            self.subscriber.organizations.is_empty() && self.subscriber.takes_every_source();
-        let page = if unfiltered {
+        let page = if self.subscriber.takes_every_entry() {
             batch as i64
         } else {
             FILTERED_PAGE

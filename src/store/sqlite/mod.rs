@@ -6,6 +6,7 @@ mod apply;
 pub mod chain;
 pub mod compliance;
 pub mod console;
+pub mod destinations;
 pub mod evidence;
 pub mod ingest;
 pub mod leases;

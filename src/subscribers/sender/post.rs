@@ -2,6 +2,7 @@
 //! how the answer is read.
 
 use super::*;
+use crate::subscribers::answer::{MAX_ERROR_BODY, prefix, transport_error};
 
 /// The body of the contract: `{"type":"consent.changed","timestamp","data":{"items"}}`.
 #[derive(Serialize)]
@@ -24,7 +25,14 @@ impl Sender {
         skip_all,
         fields(subscriber = %self.subscriber.name, first, last, entries = items.len())
     )]
-    pub(super) async fn post(&self, items: &[LedgerEntry], first: i64, last: i64) -> Posted {
+    pub(super) async fn post(
+        &self,
+        (url, key): (&str, &secrecy::SecretSlice<u8>),
+        items: &[LedgerEntry],
+        first: i64,
+        last: i64,
+    ) -> Posted {
+        use secrecy::ExposeSecret as _;
         let now = Utc::now();
         let message = Message {
             kind: "consent.changed",
@@ -39,10 +47,10 @@ impl Sender {
         };
         let id = format!("{}-{first}-{last}", self.subscriber.name);
         let timestamp = now.timestamp().to_string();
-        let signature = sign(self.subscriber.key(), &id, &timestamp, &body);
+        let signature = sign(key.expose_secret(), &id, &timestamp, &body);
         let sent = self
             .http
-            .post(&self.subscriber.url)
+            .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header("webhook-id", &id)
             .header("webhook-timestamp", &timestamp)
@@ -52,14 +60,7 @@ impl Sender {
             .await;
         let response = match sent {
             Ok(response) => response,
-            Err(error) => {
-                let error = if error.is_timeout() {
-                    format!("no answer within {}s", REQUEST_TIMEOUT.as_secs())
-                } else {
-                    format!("no answer: {}", without_url(error))
-                };
-                return Posted::failed(error, None);
-            }
+            Err(error) => return Posted::failed(transport_error(error), None),
         };
         let status = response.status();
         if status.is_success() {
@@ -81,24 +82,12 @@ impl Sender {
     }
 }
 
-/// At most `most` bytes of an answer's body, as text: a receiver's error page is shown,
-/// never read whole (it may be any size).
-async fn prefix(mut response: reqwest::Response, most: usize) -> String {
-    let mut bytes = Vec::new();
-    while bytes.len() < most {
-        match response.chunk().await {
-            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            _ => break,
-        }
-    }
-    bytes.truncate(most);
-    String::from_utf8_lossy(&bytes).into_owned()
-}
-
 /// How a post ended.
 pub(super) enum Posted {
     Accepted,
     Gone,
+    /// A destination stopped until retried: its key, its lookups.
+    Stopped(String),
     /// `rejected`: a 3xx or 4xx other than 408, 429 and 410: retried all the same, but it
     /// needs a person.
     Failed {
@@ -120,24 +109,11 @@ impl Posted {
     pub(super) fn metric(&self) -> SubscriberOutcome {
         match self {
             Posted::Accepted => SubscriberOutcome::Delivered,
-            Posted::Gone => SubscriberOutcome::Gone,
+            Posted::Gone | Posted::Stopped(_) => SubscriberOutcome::Gone,
             Posted::Failed { rejected: true, .. } => SubscriberOutcome::Rejected,
             Posted::Failed { .. } => SubscriberOutcome::Failed,
         }
     }
-}
-
-/// A transport error's causes, without its URL (a subscriber's URL may carry a token).
-fn without_url(error: reqwest::Error) -> String {
-    let error = error.without_url();
-    let mut text = error.to_string();
-    let mut source = std::error::Error::source(&error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// `v1,` + base64 of HMAC-SHA256 over `{id}.{timestamp}.{body}`.

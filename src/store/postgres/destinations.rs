@@ -1,0 +1,3 @@
+//! Destinations' outcomes on PostgreSQL (the statements: [`crate::store::destinations`]).
+
+crate::store::destinations::statements!(sqlx::PgPool);

@@ -1,0 +1,3 @@
+//! Destinations' outcomes on SQLite (the statements: [`crate::store::destinations`]).
+
+crate::store::destinations::statements!(sqlx::SqlitePool);

@@ -1,0 +1,70 @@
+//! Action Network, API v2: each opt-out written through the person signup helper as the
+//! person's mobile number, unsubscribed (`subscribed` for an opt-in). Action Network
+//! matches the person by the number itself, so no lead is needed.
+
+use secrecy::{ExposeSecret as _, SecretString};
+use serde_json::json;
+
+use super::record::Step;
+use crate::model::LedgerEntry;
+use crate::settings::DestinationSettings;
+
+const PERSON: i64 = 1;
+
+/// An Action Network group, reached with its API key.
+pub struct ActionNetwork {
+    base_url: String,
+    key: SecretString,
+}
+
+impl ActionNetwork {
+    pub fn new(settings: &DestinationSettings) -> Option<Self> {
+        Some(Self {
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            key: settings.api_key.clone()?,
+        })
+    }
+
+    pub(super) fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request.header("OSDI-API-Token", self.key.expose_secret())
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// The one request of `entry`: its number, its status.
+    pub(super) fn steps(&self, entry: &LedgerEntry) -> Result<Vec<Step>, String> {
+        let number = entry.phone_number.trim_start_matches('+');
+        if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+            return Err("not a number in E.164".to_owned());
+        }
+        let status = if entry.opted_out {
+            "unsubscribed"
+        } else {
+            "subscribed"
+        };
+        Ok(vec![Step {
+            bit: PERSON,
+            action: "person",
+            path: "/people".to_owned(),
+            body: json!({
+                "person": {
+                    "phone_numbers": [{
+                        "number": number,
+                        "number_type": "Mobile",
+                        "status": status,
+                    }],
+                },
+            }),
+        }])
+    }
+}
+
+impl std::fmt::Debug for ActionNetwork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ActionNetwork")
+            .field("base_url", &self.base_url)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,154 @@
+//! How every kind's requests are made and their answers read: one HTTP client with no
+//! redirects, answers read up to a bound, transport errors without their URL, and the
+//! classes an answer falls in.
+
+use std::time::Duration;
+
+/// Longest wait for an answer; no answer is a failure like a 5xx.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest text of an answer kept as an error or a reason.
+pub const MAX_ERROR_BODY: usize = 200;
+
+/// The one HTTP client of every sender: no redirects (a 3xx is an answer to show, not to
+/// follow with signed consent data or an API key). A client that cannot be built with these
+/// is an error, never a default client without them.
+pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
+    reqwest::Client::builder()
+        .timeout(REQUEST_TIMEOUT)
+        .connect_timeout(CONNECT_TIMEOUT)
+        .redirect(reqwest::redirect::Policy::none())
+        .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
+        .build()
+}
+
+/// At most `most` bytes of an answer's body, as text: an error page is shown, never read
+/// whole (it may be any size).
+pub async fn prefix(mut response: reqwest::Response, most: usize) -> String {
+    let mut bytes = Vec::new();
+    while bytes.len() < most {
+        match response.chunk().await {
+            Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
+            _ => break,
+        }
+    }
+    bytes.truncate(most);
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// A transport error as shown: its causes, without its URL (a URL may carry a token).
+pub fn transport_error(error: reqwest::Error) -> String {
+    if error.is_timeout() {
+        return format!("no answer within {}s", REQUEST_TIMEOUT.as_secs());
+    }
+    let error = error.without_url();
+    let mut text = format!("no answer: {error}");
+    let mut source = std::error::Error::source(&error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// What a system of record answered a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    /// A 2xx.
+    Success,
+    /// A 404, or another 4xx but 401, 403, 408 and 429: this entry is refused, in the
+    /// system's own words.
+    Refused(String),
+    /// 401 or 403: the key does not work.
+    Credentials(String),
+    /// No answer, a 3xx (never followed), 408, 429 or 5xx: tried again later.
+    Retry {
+        error: String,
+        retry_after: Option<Duration>,
+    },
+}
+
+impl Answer {
+    /// The answer of a request sent (or not).
+    pub async fn of(sent: Result<reqwest::Response, reqwest::Error>) -> Self {
+        let response = match sent {
+            Ok(response) => response,
+            Err(error) => {
+                return Self::Retry {
+                    error: transport_error(error),
+                    retry_after: None,
+                };
+            }
+        };
+        let status = response.status();
+        if status.is_success() {
+            return Self::Success;
+        }
+        let retry_after = crate::client::retry_after(response.headers());
+        let text = words(&prefix(response, MAX_ERROR_BODY * 20).await);
+        let error = format!("answered {status}: {text}");
+        match status.as_u16() {
+            401 | 403 => Self::Credentials(error),
+            300..=399 => Self::Retry {
+                error: format!("answered {status}: redirects are not followed"),
+                retry_after: None,
+            },
+            408 | 429 | 500.. => Self::Retry { error, retry_after },
+            _ => Self::Refused(error),
+        }
+    }
+}
+
+/// The system's own words in an error body: VAN's `errors[].text` (with the property it
+/// names), Action Network's `error`, else the text itself; bounded and escaped.
+pub fn words(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let from_json = parsed.and_then(|json| {
+        if let Some(errors) = json.get("errors").and_then(|e| e.as_array()) {
+            let texts: Vec<String> = errors
+                .iter()
+                .filter_map(|e| {
+                    let text = e.get("text").and_then(|t| t.as_str())?;
+                    let properties = e
+                        .get("properties")
+                        .and_then(|p| p.as_array())
+                        .map(|p| {
+                            p.iter()
+                                .filter_map(|p| p.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        })
+                        .filter(|p| !p.is_empty());
+                    Some(match properties {
+                        Some(p) => format!("{text} ({p})"),
+                        None => text.to_owned(),
+                    })
+                })
+                .collect();
+            return (!texts.is_empty()).then(|| texts.join("; "));
+        }
+        json.get("error")
+            .and_then(|e| e.as_str())
+            .map(str::to_owned)
+    });
+    let text = from_json.unwrap_or_else(|| body.trim().to_owned());
+    crate::model::text::bounded(&text, MAX_ERROR_BODY)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_systems_own_words_are_kept_bounded() {
+        let van = r#"{"errors":[{"code":"INVALID_PARAMETER","text":"'resultCodeId' and 'responses' cannot both be specified","properties":["resultCodeId"]}]}"#;
+        assert_eq!(
+            words(van),
+            "'resultCodeId' and 'responses' cannot both be specified (resultCodeId)"
+        );
+        assert_eq!(words(r#"{"error":"API Key invalid"}"#), "API Key invalid");
+        assert_eq!(words("  oops\n"), "oops");
+        assert!(words(&"x".repeat(10_000)).chars().count() <= MAX_ERROR_BODY + 1);
+    }
+}

@@ -1,0 +1,168 @@
+//! The kinds of destination that are systems of record: written an entry at a time, each
+//! entry one or more requests ([`Step`]s) in the system's own API, each entry ending
+//! `sent`, `unmatched` or `refused`. A new kind is a file of its own (its wire format) and a
+//! variant here.
+
+use super::action_network::ActionNetwork;
+use super::answer::{Answer, MAX_ERROR_BODY, prefix, transport_error, words};
+use super::van::Van;
+use crate::model::LedgerEntry;
+use crate::settings::{DestinationKind, DestinationSettings};
+
+/// A system of record.
+#[derive(Debug)]
+pub enum Record {
+    Van(Van),
+    ActionNetwork(ActionNetwork),
+}
+
+/// One request of an entry: POSTed as JSON to `path`; once answered with success, `bit` is
+/// kept among the entry's actions done, so it is never sent again.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub bit: i64,
+    /// Its name in logs.
+    pub action: &'static str,
+    pub path: String,
+    pub body: serde_json::Value,
+}
+
+/// Why a destination cannot be written now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// 401 or 403: until its key works again.
+    Credentials(String),
+    /// What the configuration names is not there (VAN: a result code, a contact type).
+    Lookup(String),
+    /// No answer, a 3xx, 408, 429, 5xx, or an answer that does not parse: tried again.
+    Retry {
+        error: String,
+        retry_after: Option<std::time::Duration>,
+    },
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Credentials(error) => write!(f, "credentials: {error}"),
+            Stop::Lookup(error) => write!(f, "lookup: {error}"),
+            Stop::Retry { error, .. } => f.write_str(error),
+        }
+    }
+}
+
+impl Record {
+    pub fn new(settings: &DestinationSettings) -> Option<Self> {
+        Some(match settings.kind {
+            DestinationKind::Van => Self::Van(Van::new(settings)?),
+            DestinationKind::ActionNetwork => Self::ActionNetwork(ActionNetwork::new(settings)?),
+        })
+    }
+
+    pub fn kind(&self) -> DestinationKind {
+        match self {
+            Self::Van(_) => DestinationKind::Van,
+            Self::ActionNetwork(_) => DestinationKind::ActionNetwork,
+        }
+    }
+
+    /// Whether an entry's steps need the mirror's lead of it.
+    pub(super) fn needs_lead(&self) -> bool {
+        matches!(self, Self::Van(_))
+    }
+
+    /// Whether what the steps need is looked up.
+    pub(super) fn ready(&self) -> bool {
+        match self {
+            Self::Van(van) => van.ready(),
+            Self::ActionNetwork(_) => true,
+        }
+    }
+
+    /// Forgets what was looked up, so that it is looked up again before the next entry.
+    pub(super) fn forget(&self) {
+        if let Self::Van(van) = self {
+            van.forget();
+        }
+    }
+
+    /// Checks the key and looks up what the steps need.
+    pub async fn prepare(&self, http: &reqwest::Client) -> Result<(), Stop> {
+        match self {
+            Self::Van(van) => van.prepare(http).await,
+            // The API's entry point answers any valid key.
+            Self::ActionNetwork(an) => {
+                let request = an.authorize(http.get(an.url("/")));
+                read_json::<serde_json::Value>(request, "the API entry point")
+                    .await
+                    .map(drop)
+            }
+        }
+    }
+
+    /// The requests of `entry`, or why there can be none (`unmatched`).
+    pub(super) fn steps(
+        &self,
+        entry: &LedgerEntry,
+        lead: Option<&serde_json::Value>,
+    ) -> Result<Vec<Step>, String> {
+        match self {
+            Self::Van(van) => van.steps(entry, lead),
+            Self::ActionNetwork(an) => an.steps(entry),
+        }
+    }
+
+    /// Sends one step.
+    pub(super) async fn send(&self, http: &reqwest::Client, step: &Step) -> Answer {
+        let request = match self {
+            Self::Van(van) => van.authorize(http.post(van.url(&step.path))),
+            Self::ActionNetwork(an) => an.authorize(http.post(an.url(&step.path))),
+        };
+        Answer::of(request.json(&step.body).send().await).await
+    }
+}
+
+/// The JSON a GET answers, `what` naming it in errors; bounded (a lookup list is small).
+pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    what: &str,
+) -> Result<T, Stop> {
+    /// A committee's lookup lists are a few kilobytes.
+    const MOST: usize = 1 << 20;
+    let response = request.send().await.map_err(|error| Stop::Retry {
+        error: transport_error(error),
+        retry_after: None,
+    })?;
+    let status = response.status();
+    if !status.is_success() {
+        let retry_after = crate::client::retry_after(response.headers());
+        let error = format!(
+            "{what}: answered {status}: {}",
+            words(&prefix(response, MAX_ERROR_BODY * 20).await)
+        );
+        return Err(match status.as_u16() {
+            401 | 403 => Stop::Credentials(error),
+            300..=399 => Stop::Retry {
+                error: format!("{what}: answered {status}: redirects are not followed"),
+                retry_after: None,
+            },
+            _ => Stop::Retry { error, retry_after },
+        });
+    }
+    let body = prefix(response, MOST + 1).await;
+    if body.len() > MOST {
+        return Err(Stop::Retry {
+            error: format!("{what}: the answer is over {MOST} bytes"),
+            retry_after: None,
+        });
+    }
+    serde_json::from_str(&body).map_err(|error| Stop::Retry {
+        error: format!("{what}: the answer is not the JSON expected: {error}"),
+        retry_after: None,
+    })
+}
+
+/// `+12025550143` as `("1", "2025550143")`; an `Err` is why it cannot be sent.
+pub(super) fn dialing(e164: &str) -> Result<(String, String), String> {
+    crate::model::phone::dialing(e164).map_err(|error| format!("the number: {error}"))
+}

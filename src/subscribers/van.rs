@@ -1,0 +1,264 @@
+//! NGP VAN / EveryAction, API v4: each opt-out written as a canvass response ("Do Not
+//! Text" by SMS) and as the phone's opt-in status `O` of the person whose VAN ID the lead
+//! holds in a custom field.
+//!
+//! The result code and contact type are looked up by name for the committee the key
+//! belongs to (their ids differ between committees), at start, after an `error` ends, and
+//! in `destinations check`.
+
+use std::sync::Mutex;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use secrecy::{ExposeSecret as _, SecretString};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::record::{Step, Stop, read_json};
+use crate::model::LedgerEntry;
+use crate::settings::{DestinationSettings, VanAction};
+
+/// The input type of a canvass response made by an API ("API" in VAN's list).
+const INPUT_TYPE_API: i64 = 11;
+const CANVASS_RESULT: i64 = 1;
+const PHONE_STATUS: i64 = 2;
+
+/// A VAN committee, reached with one API key.
+pub struct Van {
+    base_url: String,
+    /// `Basic base64(application_name:key|mode)`, made once.
+    authorization: SecretString,
+    van_id_field: String,
+    result_code: String,
+    contact_type: String,
+    actions: Vec<VanAction>,
+    /// The committee's ids of `result_code` and `contact_type`, once looked up.
+    ids: Mutex<Option<Ids>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Ids {
+    result_code: i64,
+    contact_type: i64,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ResultCode {
+    result_code_id: i64,
+    name: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContactType {
+    contact_type_id: i64,
+    name: String,
+}
+
+impl Van {
+    pub fn new(settings: &DestinationSettings) -> Option<Self> {
+        let van = settings.van();
+        let key = settings.api_key.as_ref()?.expose_secret();
+        let credentials = format!("{}:{key}|{}", van.application_name, van.database_mode);
+        Some(Self {
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            authorization: SecretString::from(format!("Basic {}", STANDARD.encode(credentials))),
+            van_id_field: van.van_id_field,
+            result_code: van.result_code,
+            contact_type: van.contact_type,
+            actions: van.actions,
+            ids: Mutex::new(None),
+        })
+    }
+
+    pub(super) fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        request.header(
+            reqwest::header::AUTHORIZATION,
+            self.authorization.expose_secret(),
+        )
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// Whether the ids are looked up.
+    pub(super) fn ready(&self) -> bool {
+        self.ids.lock().is_ok_and(|ids| ids.is_some())
+    }
+
+    /// Forgets the ids: they are looked up again before the next entry.
+    pub(super) fn forget(&self) {
+        if let Ok(mut ids) = self.ids.lock() {
+            *ids = None;
+        }
+    }
+
+    /// Looks up the result code's and contact type's ids by name (case-insensitive).
+    pub(super) async fn prepare(&self, http: &reqwest::Client) -> Result<(), Stop> {
+        let codes: Vec<ResultCode> = self.get(http, "/canvassResponses/resultCodes").await?;
+        let types: Vec<ContactType> = self.get(http, "/canvassResponses/contactTypes").await?;
+        let named = |name: &str, wanted: &str| name.trim().eq_ignore_ascii_case(wanted.trim());
+        let result_code = codes
+            .iter()
+            .find(|c| named(&c.name, &self.result_code))
+            .map(|c| c.result_code_id);
+        let contact_type = types
+            .iter()
+            .find(|t| named(&t.name, &self.contact_type))
+            .map(|t| t.contact_type_id);
+        let mut missing = Vec::new();
+        if result_code.is_none() {
+            missing.push(format!("no result code named {:?}", self.result_code));
+        }
+        if contact_type.is_none() {
+            missing.push(format!("no contact type named {:?}", self.contact_type));
+        }
+        let (Some(result_code), Some(contact_type)) = (result_code, contact_type) else {
+            return Err(Stop::Lookup(format!(
+                "{} in this committee",
+                missing.join(" and ")
+            )));
+        };
+        if let Ok(mut ids) = self.ids.lock() {
+            *ids = Some(Ids {
+                result_code,
+                contact_type,
+            });
+        }
+        Ok(())
+    }
+
+    async fn get<T: serde::de::DeserializeOwned>(
+        &self,
+        http: &reqwest::Client,
+        path: &str,
+    ) -> Result<T, Stop> {
+        let request = self.authorize(http.get(self.url(path)));
+        read_json(request, path).await
+    }
+
+    /// What is sent for `entry` (an opt-out: the configured actions; an opt-in: the phone's
+    /// status alone), given the mirror's lead of it; an `Err` is why nothing can be.
+    pub(super) fn steps(
+        &self,
+        entry: &LedgerEntry,
+        lead: Option<&serde_json::Value>,
+    ) -> Result<Vec<Step>, String> {
+        let Some(lead) = lead else {
+            return Err("no lead in the mirror".to_owned());
+        };
+        let van_id = van_id(lead, &self.van_id_field)?;
+        let (prefix, national) = super::record::dialing(&entry.phone_number)?;
+        let ids = self
+            .ids
+            .lock()
+            .ok()
+            .and_then(|ids| *ids)
+            .ok_or_else(|| "the committee's ids are not looked up".to_owned())?;
+        let mut steps = Vec::new();
+        let canvass = entry.opted_out && self.actions.contains(&VanAction::CanvassResult);
+        if canvass {
+            steps.push(Step {
+                bit: CANVASS_RESULT,
+                action: "canvass_result",
+                path: format!("/people/{van_id}/canvassResponses"),
+                body: json!({
+                    "canvassContext": {
+                        "contactTypeId": ids.contact_type,
+                        "inputTypeId": INPUT_TYPE_API,
+                        "dateCanvassed": entry.occurred_at,
+                        "phone": {"dialingPrefix": prefix, "phoneNumber": national},
+                    },
+                    "resultCodeId": ids.result_code,
+                    "responses": null,
+                }),
+            });
+        }
+        if self.actions.contains(&VanAction::PhoneStatus) || !entry.opted_out {
+            steps.push(Step {
+                bit: PHONE_STATUS,
+                action: "phone_status",
+                path: format!("/people/{van_id}"),
+                body: json!({
+                    "vanId": van_id,
+                    "phones": [{
+                        "phoneNumber": national,
+                        "phoneType": "C",
+                        "phoneOptInStatus": if entry.opted_out { "O" } else { "I" },
+                    }],
+                }),
+            });
+        }
+        Ok(steps)
+    }
+}
+
+/// The VAN ID the lead holds in its custom field `field`: a positive integer.
+fn van_id(lead: &serde_json::Value, field: &str) -> Result<u64, String> {
+    let value = lead
+        .get("customFields")
+        .and_then(|fields| fields.get(field))
+        .filter(|v| !v.is_null());
+    let Some(value) = value else {
+        return Err(format!("no VAN ID: the lead has no custom field {field:?}"));
+    };
+    let text = match value {
+        serde_json::Value::String(text) => text.trim().to_owned(),
+        other => other.to_string(),
+    };
+    match text.parse::<u64>() {
+        Ok(id) if id > 0 => Ok(id),
+        _ => Err(format!(
+            "no VAN ID: the custom field {field:?} holds {}, not a VAN ID",
+            crate::model::text::quoted(&text)
+        )),
+    }
+}
+
+impl std::fmt::Debug for Van {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Van")
+            .field("base_url", &self.base_url)
+            .field("result_code", &self.result_code)
+            .field("contact_type", &self.contact_type)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_van_id_is_a_positive_integer_in_the_named_field() {
+        let lead = json!({"customFields": {"VanID": "12345", "Other": "x"}});
+        assert_eq!(van_id(&lead, "VanID"), Ok(12345));
+        let error = van_id(&lead, "Missing").expect_err("no field");
+        assert!(error.contains("no custom field \"Missing\""), "{error}");
+        let lead = json!({"customFields": {"VanID": "12a"}});
+        assert!(
+            van_id(&lead, "VanID")
+                .expect_err("not a number")
+                .contains("not a VAN ID")
+        );
+        let lead = json!({"customFields": {"VanID": "0"}});
+        assert!(van_id(&lead, "VanID").is_err());
+    }
+
+    #[test]
+    fn the_key_does_not_show_in_debug() {
+        let settings = DestinationSettings::new(
+            "van",
+            crate::settings::DestinationKind::Van,
+            "http://127.0.0.1:9/v4",
+            "van-secret-key-42",
+        );
+        let van = Van::new(&settings).expect("a key");
+        assert!(!format!("{van:?}").contains("van-secret-key-42"));
+        assert!(
+            !format!("{van:?}").contains(&STANDARD.encode("outreach-sync:van-secret-key-42|1"))
+        );
+    }
+}
