@@ -57,6 +57,8 @@ pub struct Application {
     verifier: Live<Verifier>,
     /// The admin tokens in force, replaced by a reload.
     tokens: Live<Vec<AdminToken>>,
+    /// The destinations' API keys in force, replaced by a reload.
+    destination_keys: Live<crate::settings::DestinationKeys>,
     /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
     reload: Option<Option<PathBuf>>,
     /// This daemon's metrics, counted by every part of it and shown on its `/metrics`.
@@ -109,6 +111,7 @@ impl Application {
             worker: true,
             verifier: Live::new(Verifier::new(&settings.webhook)),
             tokens: Live::new(settings.admin.named_tokens()),
+            destination_keys: Live::new(crate::settings::keys_of(&settings.destination)),
             reload: None,
             metrics,
             settings,
@@ -138,6 +141,7 @@ impl Application {
             self.verifier.clone(),
             self.tokens.clone(),
         )
+        .with_destination_keys(self.destination_keys.clone())
     }
 
     /// Runs one more background task beside the daemon's own, under the same supervisor
@@ -201,6 +205,7 @@ impl Application {
             worker,
             verifier,
             tokens,
+            destination_keys,
             reload: _,
             metrics,
         } = self;
@@ -212,7 +217,13 @@ impl Application {
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let running_senders = senders.clone();
-        let leader = (client, wake.clone(), senders, metrics.clone());
+        let leader = (
+            client,
+            wake.clone(),
+            senders,
+            metrics.clone(),
+            destination_keys,
+        );
         supervise_leader_work(&mut tasks, &pool, &settings, leader).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;

@@ -23,7 +23,9 @@ pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
 pub use compliance::ComplianceSettings;
-pub use destinations::{DestinationKind, DestinationSettings, VanAction, VanSettings};
+pub use destinations::{
+    DestinationKeys, DestinationKind, DestinationSettings, VanAction, VanSettings, keys_of,
+};
 pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;

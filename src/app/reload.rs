@@ -1,6 +1,6 @@
 //! Reloading without a restart: on SIGHUP `serve` reads its configuration again and puts
-//! the new `[webhook] secrets` and `[admin] tokens` (with their `_file` forms) in force at
-//! once. A configuration that is not valid changes nothing: the running settings stay, and
+//! the new `[webhook] secrets` and `[admin] tokens` (with their `_file` forms), and each
+//! destination's `api_key`, in force at once. A configuration that is not valid changes nothing: the running settings stay, and
 //! the log names the key at fault (never a value). Neither does one that would take every
 //! admin token away from a daemon that has some.
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
-use crate::settings::{AdminToken, Live, Settings, SettingsError};
+use crate::settings::{AdminToken, DestinationKeys, Live, Settings, SettingsError};
 use crate::signature::{Key, Verifier};
 
 /// What a reload replaces, and where it reads the configuration from.
@@ -22,6 +22,9 @@ pub struct Reloader {
     running: Arc<std::sync::Mutex<Settings>>,
     verifier: Live<Verifier>,
     tokens: Live<Vec<AdminToken>>,
+    /// The destinations' keys: a destination stopped by its key is tried again under new
+    /// ones.
+    destination_keys: Live<DestinationKeys>,
 }
 
 /// What a reload put in force.
@@ -45,7 +48,14 @@ impl Reloader {
             running: Arc::new(std::sync::Mutex::new(running)),
             verifier,
             tokens,
+            destination_keys: Live::new(DestinationKeys::new()),
         }
+    }
+
+    /// Replaces `keys` too on reload (the destinations' API keys).
+    pub fn with_destination_keys(mut self, keys: Live<DestinationKeys>) -> Self {
+        self.destination_keys = keys;
+        self
     }
 
     /// Reads the configuration again and, when it is valid, puts its webhook secrets and
@@ -83,8 +93,18 @@ impl Reloader {
         next.webhook.secrets_file = new.webhook.secrets_file.clone();
         next.admin.tokens = new.admin.tokens.clone();
         next.admin.tokens_file = new.admin.tokens_file.clone();
+        // A destination's key, for the destinations configured at start (a new destination
+        // takes a restart).
+        for destination in &mut next.destination {
+            if let Some(reloaded) = new.destination.iter().find(|d| d.name == destination.name) {
+                destination.api_key = reloaded.api_key.clone();
+                destination.api_key_file = reloaded.api_key_file.clone();
+            }
+        }
         self.verifier.replace(Verifier::new(&next.webhook));
         self.tokens.replace(next.admin.named_tokens());
+        self.destination_keys
+            .replace(crate::settings::keys_of(&next.destination));
         let reloaded = Reloaded {
             webhook_secrets: next.webhook.secrets.len(),
             admin_tokens: next.admin.tokens.len(),

@@ -50,6 +50,7 @@ pub(super) type LeaderParts = (
     Arc<tokio::sync::Notify>,
     crate::subscribers::Running,
     Arc<Metrics>,
+    Live<crate::settings::DestinationKeys>,
 );
 
 /// This replica's heartbeat, and the work that runs on the leader alone while this replica
@@ -60,7 +61,7 @@ pub(super) async fn supervise_leader_work(
     tasks: &mut Supervisor,
     pool: &Pool,
     settings: &Settings,
-    (client, wake, running, metrics): LeaderParts,
+    (client, wake, running, metrics, keys): LeaderParts,
 ) -> anyhow::Result<()> {
     let singletons = client.map(|client| {
         (
@@ -72,6 +73,7 @@ pub(super) async fn supervise_leader_work(
     let mut subscribers = crate::subscribers::configured(&settings.subscriber);
     subscribers.extend(crate::subscribers::destinations::configured(
         &settings.destination,
+        &keys,
     ));
     let http = crate::subscribers::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;

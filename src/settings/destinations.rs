@@ -104,6 +104,17 @@ fn default_max_backoff_secs() -> u64 {
     30
 }
 
+/// Each destination's API key, by name: what a reload replaces.
+pub type DestinationKeys = std::collections::BTreeMap<String, SecretString>;
+
+/// The keys of `destinations`.
+pub fn keys_of(destinations: &[DestinationSettings]) -> DestinationKeys {
+    destinations
+        .iter()
+        .filter_map(|d| Some((d.name.clone(), d.api_key.clone()?)))
+        .collect()
+}
+
 /// A VAN destination's settings with their defaults filled in.
 #[derive(Debug, Clone)]
 pub struct VanSettings {

@@ -14,19 +14,24 @@ const PERSON: i64 = 1;
 /// An Action Network group, reached with its API key.
 pub struct ActionNetwork {
     base_url: String,
-    key: SecretString,
 }
 
 impl ActionNetwork {
-    pub fn new(settings: &DestinationSettings) -> Option<Self> {
-        Some(Self {
+    pub fn new(settings: &DestinationSettings) -> Self {
+        Self {
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
-            key: settings.api_key.clone()?,
-        })
+        }
     }
 
-    pub(super) fn authorize(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        request.header("OSDI-API-Token", self.key.expose_secret())
+    pub(super) fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder {
+        let mut value = reqwest::header::HeaderValue::from_str(key.expose_secret())
+            .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+        value.set_sensitive(true);
+        request.header("OSDI-API-Token", value)
     }
 
     pub(super) fn url(&self, path: &str) -> String {

@@ -8,7 +8,7 @@ use chrono::Utc;
 use super::record::{Record, Stop};
 use super::{ReplayError, Running, Subscriber, state_of};
 use crate::model::{DestinationStatus, DestinationView, OutcomeKind, OutcomeRecord, Timestamp};
-use crate::settings::DestinationSettings;
+use crate::settings::{DestinationKeys, DestinationSettings, Live};
 use crate::store::{DestinationStore as _, Pool, ReadStore as _, SubscriberStore as _};
 
 /// Entries read at a time by a destination's sender: each is its own request(s), so this
@@ -17,12 +17,15 @@ pub const BATCH: u32 = 100;
 /// Most outcomes listed at once.
 pub const MAX_LISTED: i64 = 1_000;
 
-/// The configured destinations, as senders take them.
-pub fn configured(settings: &[DestinationSettings]) -> Vec<Arc<Subscriber>> {
+/// The configured destinations, as senders take them, their keys read from `keys` (which a
+/// reload replaces).
+pub fn configured(
+    settings: &[DestinationSettings],
+    keys: &Live<DestinationKeys>,
+) -> Vec<Arc<Subscriber>> {
     settings
         .iter()
-        .filter_map(Subscriber::destination)
-        .map(Arc::new)
+        .map(|d| Arc::new(Subscriber::destination(d, keys.clone())))
         .collect()
 }
 
@@ -155,18 +158,17 @@ pub async fn check(
     if let Some(name) = name {
         find(configured, name)?;
     }
+    let keys = Live::new(crate::settings::keys_of(configured));
     let mut checked = Vec::new();
     for settings in configured
         .iter()
         .filter(|d| name.is_none_or(|n| n == d.name))
     {
-        let problem = match Record::new(settings) {
-            None => Some("no API key".to_owned()),
-            Some(record) => record.prepare(http).await.err().map(|stop| match stop {
-                Stop::Retry { error, .. } => format!("unreachable: {error}"),
-                stop => stop.to_string(),
-            }),
-        };
+        let record = Record::new(settings, keys.clone());
+        let problem = record.prepare(http).await.err().map(|stop| match stop {
+            Stop::Retry { error, .. } => format!("unreachable: {error}"),
+            stop => stop.to_string(),
+        });
         checked.push(Checked {
             name: settings.name.clone(),
             problem,

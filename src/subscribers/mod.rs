@@ -89,19 +89,22 @@ impl Subscriber {
         })
     }
 
-    /// The destination of validated settings (`None` only without a key, which validation
-    /// refuses first).
-    pub fn destination(settings: &DestinationSettings) -> Option<Self> {
-        Some(Self {
+    /// The destination of validated settings, its key read from `keys` (which a reload
+    /// replaces).
+    pub fn destination(
+        settings: &DestinationSettings,
+        keys: crate::settings::Live<crate::settings::DestinationKeys>,
+    ) -> Self {
+        Self {
             name: settings.name.clone(),
-            wire: Wire::Record(record::Record::new(settings)?),
+            wire: Wire::Record(record::Record::new(settings, keys)),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             opt_outs_only: !settings.opt_ins,
             batch: destinations::BATCH,
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
             requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second),
-        })
+        }
     }
 
     /// Whether `entry` is for this subscriber.

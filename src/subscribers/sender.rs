@@ -4,8 +4,8 @@
 //! One file over 400 lines on purpose: the attempt, the cursor it keeps and the backoff it
 //! schedules are one state machine (the request itself is in `sender/post.rs`).
 
-use crate::store::SubscriberStore;
 use crate::store::codec;
+use crate::store::{DestinationStore as _, SubscriberStore};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -253,6 +253,15 @@ impl Sender {
             // Looked up again once it is enabled: what was missing may be there now.
             if let Wire::Record(record) = &self.subscriber.wire {
                 record.forget();
+                // A reload (or a restart) may have brought the key that works.
+                if record.keys_replaced() {
+                    self.pool.enable_subscriber(name).await?;
+                    tracing::info!(
+                        destination = name,
+                        "destination tried again under the keys in force"
+                    );
+                    return Ok(Attempt::Waiting(Duration::ZERO));
+                }
             }
             return Ok(Attempt::Waiting(FALLBACK_POLL));
         }
@@ -337,6 +346,9 @@ impl Sender {
                 Attempt::Delivered { first, last }
             }
             Posted::Stopped(error) => {
+                if let Wire::Record(record) = &self.subscriber.wire {
+                    record.stopped();
+                }
                 self.keep(progress).await?;
                 self.pool
                     .disable_subscriber(name, state.generation, &error)

@@ -9,7 +9,6 @@ use std::collections::HashMap;
 use super::*;
 use crate::metrics::DestinationOutcome;
 use crate::model::{EntryProgress, OutcomeKind};
-use crate::store::DestinationStore as _;
 use crate::subscribers::answer::Answer;
 use crate::subscribers::record::{Record, Step, Stop};
 
