@@ -34,6 +34,7 @@ pub fn router() -> Router<Arc<AdminState>> {
         .route("/quarantine", get(pages::quarantine))
         .route("/quarantine/{id}/replay", post(pages::replay))
         .route("/subscribers/{name}/retry", post(pages::retry_subscriber))
+        .route("/destinations/{name}/retry", post(pages::retry_destination))
         .route("/change", get(pages::change_form).post(pages::change))
         .route(
             "/import",

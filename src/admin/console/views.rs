@@ -74,6 +74,33 @@ pub struct TimelineEntry {
     pub hash: String,
     pub prev_hash: String,
     pub evidence: Vec<Fact>,
+    /// When each destination had the entry, or why it could not.
+    pub destinations: Vec<Had>,
+}
+
+/// How one destination took an entry.
+#[derive(Debug, Clone)]
+pub struct Had {
+    pub destination: String,
+    pub how: String,
+}
+
+impl TimelineEntry {
+    /// Adds how each destination took the entry.
+    pub fn with_outcomes(mut self, outcomes: &[crate::model::EntryOutcome]) -> Self {
+        self.destinations = outcomes
+            .iter()
+            .filter(|o| o.seq == self.ledger.seq)
+            .map(|o| Had {
+                destination: o.destination.clone(),
+                how: match &o.reason {
+                    Some(reason) => format!("{} at {}: {reason}", o.outcome, o.at),
+                    None => format!("{} at {}", o.outcome, o.at),
+                },
+            })
+            .collect();
+        self
+    }
 }
 
 impl From<Item> for TimelineEntry {
@@ -113,6 +140,7 @@ impl From<Item> for TimelineEntry {
             hash: item.hash.unwrap_or_default(),
             prev_hash: item.prev_hash,
             evidence,
+            destinations: Vec::new(),
             ledger: item.entry,
         }
     }

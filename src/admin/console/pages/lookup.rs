@@ -17,6 +17,7 @@ use crate::admin::console::views::{self, TimelineEntry, query_value};
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::ledger::{self, ConsentRecord};
 use crate::model::phone;
+use crate::store::DestinationStore as _;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -96,6 +97,13 @@ pub async fn lookup(
     let now = Utc::now();
     let current = ledger::current(&state.pool, &phone, organization.as_deref()).await?;
     let bundle = crate::evidence::bundle(&state.pool, &phone, organization.as_deref(), now).await?;
+    let mut outcomes = Vec::new();
+    if !state.destinations.is_empty() {
+        for item in bundle.iter().flat_map(|b| &b.items) {
+            let seq = item.entry.seq;
+            outcomes.extend(state.pool.outcomes_of_entries(seq, seq).await?);
+        }
+    }
     page.found = bundle.map(|bundle| Found {
         current: current
             .into_iter()
@@ -115,7 +123,11 @@ pub async fn lookup(
             lookup_href(&phone, organization.as_deref()).trim_start_matches("/?")
         ),
         chain_head_seq: bundle.chain_head.seq,
-        timeline: bundle.items.into_iter().map(TimelineEntry::from).collect(),
+        timeline: bundle
+            .items
+            .into_iter()
+            .map(|item| TimelineEntry::from(item).with_outcomes(&outcomes))
+            .collect(),
     });
     Ok(render(StatusCode::OK, &page))
 }

@@ -17,7 +17,7 @@ pub use import::{
 pub use lookup::{evidence, lookup};
 pub use quarantine::{quarantine, replay};
 pub use signin::{signin, signin_form, signout};
-pub use status::{retry_subscriber, status};
+pub use status::{retry_destination, retry_subscriber, status};
 
 use axum::extract::rejection::{FormRejection, QueryRejection};
 use serde::Deserialize;

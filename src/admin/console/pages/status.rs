@@ -26,6 +26,12 @@ pub struct StatusQuery {
     retried: Option<String>,
 }
 
+/// A destination's row.
+pub struct DestinationRow {
+    pub view: crate::model::DestinationView,
+    pub lag: String,
+}
+
 /// A subscriber's row.
 pub struct SubscriberRow {
     pub view: crate::model::SubscriberView,
@@ -40,6 +46,7 @@ struct StatusPage {
     /// Age of the oldest unapplied delivery.
     apply_lag: String,
     subscribers: Vec<SubscriberRow>,
+    destinations: Vec<DestinationRow>,
     chart: Chart,
     generated_at: String,
     notice: Option<String>,
@@ -54,6 +61,8 @@ pub async fn status(
     let now = Utc::now();
     let status = ledger::status(&state.pool).await?;
     let subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
+    let destinations =
+        crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
     // From the start of the chart's first minute.
     let since = now - chrono::Duration::minutes(views::CHART_MINUTES - 1);
     let since = since
@@ -74,12 +83,19 @@ pub async fn status(
                 view,
             })
             .collect(),
+        destinations: destinations
+            .into_iter()
+            .map(|view| DestinationRow {
+                lag: views::duration(view.lag_seconds),
+                view,
+            })
+            .collect(),
         chart: Chart::new(&rows, now),
         generated_at: now.to_rfc3339_opts(SecondsFormat::Secs, true),
         status,
         notice: query
             .retried
-            .map(|name| format!("Subscriber {name} was tried now; its row shows how it went.")),
+            .map(|name| format!("{name} was tried now; its row shows how it went.")),
     };
     Ok(render(StatusCode::OK, &page))
 }
@@ -106,6 +122,32 @@ pub async fn retry_subscriber(
         other => ConsoleError::NotFound(other.to_string()),
     })?;
     tracing::info!(subscriber = %name, actor = %session.actor, "subscriber tried at once from the console");
+    let name = query_value(&name);
+    Ok(Redirect::to(&format!("/status?retried={name}")).into_response())
+}
+
+/// The status page's "Try now" of a destination in error or waiting out a backoff.
+pub async fn retry_destination(
+    session: Session,
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    headers: HeaderMap,
+    form: Result<Form<CsrfForm>, FormRejection>,
+) -> Result<Response, ConsoleError> {
+    let Form(form) = form?;
+    session.check_form(&headers, form.csrf.as_deref())?;
+    crate::subscribers::destinations::retry(
+        &state.pool,
+        &state.destinations,
+        state.senders.as_ref(),
+        &name,
+    )
+    .await
+    .map_err(|error| match error {
+        ReplayError::Database(error) => ConsoleError::Database(error),
+        other => ConsoleError::NotFound(other.to_string()),
+    })?;
+    tracing::info!(destination = %name, actor = %session.actor, "destination tried at once from the console");
     let name = query_value(&name);
     Ok(Redirect::to(&format!("/status?retried={name}")).into_response())
 }
