@@ -329,13 +329,15 @@ impl TestApp {
     /// again after each delivery until it has nothing more to send now, and to keep its
     /// cursor. Afterwards a test asserts instead of waiting: what could be delivered was
     /// delivered, and the subscribers' views are current. Returns each subscriber's last
-    /// attempt, in configuration order. A sender whose subscriber hangs answers when its
+    /// attempt, in configuration order, then each destination's. A sender whose subscriber hangs answers when its
     /// request times out, so a test with one does not settle.
     pub async fn settle(&self) -> Vec<(String, Attempt)> {
         self.drain().await;
-        let mut settled = Vec::with_capacity(self.settings.subscriber.len());
-        for subscriber in &self.settings.subscriber {
-            let name = subscriber.name.as_str();
+        let names: Vec<&str> = (self.settings.subscriber.iter().map(|s| s.name.as_str()))
+            .chain(self.settings.destination.iter().map(|d| d.name.as_str()))
+            .collect();
+        let mut settled = Vec::with_capacity(names.len());
+        for name in names {
             let attempt = tokio::time::timeout(SETTLE_WITHIN, async {
                 // Until this daemon leads, no sender runs.
                 self.senders.started(name).await;

@@ -24,6 +24,7 @@ mod compliance;
 mod console;
 mod crash;
 mod demo;
+mod destinations;
 mod disk_full;
 mod evidence;
 mod export;
