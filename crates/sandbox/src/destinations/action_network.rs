@@ -105,7 +105,11 @@ impl ActionNetwork {
 }
 
 /// The key must be the configured one.
-pub(crate) async fn auth(State(fakes): State<FakesState>, request: Request, next: Next) -> Response {
+pub(crate) async fn auth(
+    State(fakes): State<FakesState>,
+    request: Request,
+    next: Next,
+) -> Response {
     let accepted = {
         let an = fakes.action_network();
         token_matches(request.headers(), &an.key)
@@ -113,10 +117,7 @@ pub(crate) async fn auth(State(fakes): State<FakesState>, request: Request, next
     if accepted {
         next.run(request).await
     } else {
-        error(
-            StatusCode::UNAUTHORIZED,
-            "API Key invalid or not present",
-        )
+        error(StatusCode::UNAUTHORIZED, "API Key invalid or not present")
     }
 }
 
@@ -209,11 +210,7 @@ fn now() -> String {
 }
 
 /// `POST /people`: the person signup helper.
-async fn signup(
-    State(fakes): State<FakesState>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response {
+async fn signup(State(fakes): State<FakesState>, headers: HeaderMap, body: Bytes) -> Response {
     let body: SignupBody = match serde_json::from_slice(&body) {
         Ok(body) => body,
         Err(e) => {

@@ -58,9 +58,9 @@ fn refuse(status: StatusCode, text: impl Into<String>) -> Response {
     (status, Json(json!({ "error": text.into() }))).into_response()
 }
 
-fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, Response> {
-    serde_json::from_slice(bytes)
-        .map_err(|e| refuse(StatusCode::BAD_REQUEST, format!("malformed body: {e}")))
+/// The body as `T`, or why not.
+fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, String> {
+    serde_json::from_slice(bytes).map_err(|e| format!("malformed body: {e}"))
 }
 
 pub(super) fn routes() -> Router<FakesState> {
@@ -108,7 +108,7 @@ async fn faults(State(fakes): State<FakesState>, fake: Fake) -> Response {
 async fn push(State(fakes): State<FakesState>, bytes: Bytes, fake: Fake) -> Response {
     let push: PushFault = match body(&bytes) {
         Ok(push) => push,
-        Err(refused) => return refused,
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
     if let FakeFault::Status { status, .. } = &push.fault
         && !(400..=599).contains(status)
@@ -135,14 +135,14 @@ async fn latency(State(fakes): State<FakesState>, bytes: Bytes, fake: Fake) -> R
             board.set_latency(Duration::from_millis(latency.ms));
             Json(board.faults()).into_response()
         }
-        Err(refused) => refused,
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }
 }
 
 async fn revoke(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
     let revoke: Revoke = match body(&bytes) {
         Ok(revoke) => revoke,
-        Err(refused) => return refused,
+        Err(why) => return refuse(StatusCode::BAD_REQUEST, why),
     };
     if let Some(status) = revoke.status.filter(|s| !matches!(s, 401 | 403)) {
         return refuse(
@@ -159,9 +159,11 @@ async fn revoke(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
 
 async fn sms_text(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
     match body::<SmsText>(&bytes) {
-        Ok(b) if fakes.van_sms_text(&b.api_key, b.present) => StatusCode::NO_CONTENT.into_response(),
+        Ok(b) if fakes.van_sms_text(&b.api_key, b.present) => {
+            StatusCode::NO_CONTENT.into_response()
+        }
         Ok(_) => refuse(StatusCode::NOT_FOUND, "no committee has this key"),
-        Err(refused) => refused,
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }
 }
 
@@ -171,6 +173,6 @@ async fn add_person(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
             let van_id = fakes.van_add_person(&b.phone_number);
             (StatusCode::CREATED, Json(json!({ "vanId": van_id }))).into_response()
         }
-        Err(refused) => refused,
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }
 }

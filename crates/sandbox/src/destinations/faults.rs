@@ -153,10 +153,10 @@ impl Switchboard {
     /// Counts the request, applies the latency and the next queued fault (before
     /// authentication, as a proxy or an overloaded server would), and logs the answer.
     pub(crate) async fn run(&self, request: Request, next: Next) -> Response {
-        let path = request
-            .extensions()
-            .get::<OriginalUri>()
-            .map_or_else(|| request.uri().path().to_owned(), |u| u.0.path().to_owned());
+        let path = request.extensions().get::<OriginalUri>().map_or_else(
+            || request.uri().path().to_owned(),
+            |u| u.0.path().to_owned(),
+        );
         let method = request.method().to_string();
         let (fault, latency) = {
             let mut board = self.board();

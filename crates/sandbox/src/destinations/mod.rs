@@ -27,11 +27,11 @@ pub use action_network::{
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
 };
+pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 pub use van::{
     VanCanvassPhone, VanCanvassResponse, VanCommitteeTruth, VanContactType, VanPerson, VanPhone,
     VanResultCode, VanTruth,
 };
-pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 
 use crate::config::SandboxConfig;
 use action_network::ActionNetwork;
@@ -61,8 +61,7 @@ impl Dialect {
         match self {
             Self::Van => {
                 let code = reason.to_ascii_uppercase().replace([' ', '-'], "_");
-                van_api::VanError::new(status, code, format!("{reason} (injected)"))
-                    .into_response()
+                van_api::VanError::new(status, code, format!("{reason} (injected)")).into_response()
             }
             Self::ActionNetwork => {
                 action_network::error(status, format!("{reason} (injected)")).into_response()

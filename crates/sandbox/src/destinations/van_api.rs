@@ -40,7 +40,11 @@ struct ErrorsBody<'a> {
 }
 
 impl VanError {
-    pub(crate) fn new(status: StatusCode, code: impl Into<String>, text: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        status: StatusCode,
+        code: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
         Self {
             status,
             errors: vec![VanErrorItem {
@@ -397,10 +401,7 @@ async fn update_person(
             _ => false,
         };
         if !same {
-            errors.push(invalid(
-                &["vanId"],
-                "vanId must be the VAN ID of the route",
-            ));
+            errors.push(invalid(&["vanId"], "vanId must be the VAN ID of the route"));
         }
     }
     let mut updates = Vec::new();
@@ -446,9 +447,10 @@ async fn update_person(
     if !errors.is_empty() {
         return Err(VanError::invalid(errors));
     }
-    let person = van.people.get_mut(&van_id).ok_or_else(|| {
-        VanError::not_found(format!("Person {van_id} not found"))
-    })?;
+    let person = van
+        .people
+        .get_mut(&van_id)
+        .ok_or_else(|| VanError::not_found(format!("Person {van_id} not found")))?;
     for (number, phone) in updates {
         let national = national(&number);
         let existing = person
