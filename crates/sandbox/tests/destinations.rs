@@ -958,3 +958,29 @@ async fn committees_come_from_the_configuration() {
     assert_eq!(truth.committees.len(), 1);
     assert_eq!(truth.committees[0].name, "Only");
 }
+
+#[tokio::test]
+async fn an_unknown_path_is_answered_in_each_fake_s_own_words() {
+    let fakes = Fakes::default().await;
+    let van = fakes.van_get("/nothing/here").await;
+    assert_eq!(van.status, 404);
+    assert!(first_error(&van)["text"].is_string(), "{}", van.body);
+    let action_network = Fakes::answer(
+        fakes
+            .http
+            .get(format!("{}/nothing", fakes.sandbox.action_network_url()))
+            .header("OSDI-API-Token", DEFAULT_ACTION_NETWORK_KEY),
+    )
+    .await;
+    assert_eq!(action_network.status, 404);
+    assert!(action_network.body["error"].is_string(), "{}", action_network.body);
+    // The service's own answer elsewhere is unchanged.
+    let service = Fakes::answer(
+        fakes
+            .http
+            .get(format!("{}/v9/nothing", fakes.sandbox.base_url())),
+    )
+    .await;
+    assert_eq!(service.status, 404);
+    assert_eq!(service.body["code"], 404, "{}", service.body);
+}
