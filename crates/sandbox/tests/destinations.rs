@@ -973,7 +973,11 @@ async fn an_unknown_path_is_answered_in_each_fake_s_own_words() {
     )
     .await;
     assert_eq!(action_network.status, 404);
-    assert!(action_network.body["error"].is_string(), "{}", action_network.body);
+    assert!(
+        action_network.body["error"].is_string(),
+        "{}",
+        action_network.body
+    );
     // The service's own answer elsewhere is unchanged.
     let service = Fakes::answer(
         fakes

@@ -22,7 +22,8 @@ use axum::response::{IntoResponse, Response};
 use tokio_util::sync::CancellationToken;
 
 pub use action_network::{
-    ActionNetworkPerson, ActionNetworkPhone, ActionNetworkSignup, ActionNetworkTruth,
+    ActionNetworkEmail, ActionNetworkPerson, ActionNetworkPhone, ActionNetworkSignup,
+    ActionNetworkTruth,
 };
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
