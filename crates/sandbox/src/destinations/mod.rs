@@ -11,6 +11,7 @@ mod control;
 mod faults;
 mod van;
 mod van_api;
+mod van_people;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
