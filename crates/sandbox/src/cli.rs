@@ -128,6 +128,34 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     for org in &truth.organizations {
         println!("sandbox:   organization {} ({})", org.id, org.name);
     }
+    let config = sandbox.config();
+    println!(
+        "sandbox: NGP VAN (API v4) at {} (Basic auth: any application name, password KEY|MODE with mode 0 or 1)",
+        sandbox.van_url()
+    );
+    for committee in &config.van_committees {
+        // Sandbox keys, printed so they can be pasted into a destination's configuration.
+        println!(
+            "sandbox:   committee {:?}: api key {}{}",
+            committee.name,
+            committee.api_key,
+            if committee.sms_text {
+                ""
+            } else {
+                " (no \"SMS Text\" contact type)"
+            }
+        );
+    }
+    println!(
+        "sandbox: Action Network (API v2) at {} (OSDI-API-Token: {})",
+        sandbox.action_network_url(),
+        config.action_network_key
+    );
+    println!(
+        "sandbox:   their truth and faults under {}/_control/van and {}/_control/actionnetwork",
+        sandbox.base_url(),
+        sandbox.base_url()
+    );
     match &args.deliver_to {
         Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
         None => println!(

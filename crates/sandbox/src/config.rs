@@ -54,6 +54,57 @@ impl std::fmt::Debug for DeliverTo {
 /// What `Debug` shows of a secret.
 const REDACTED: &str = "[redacted]";
 
+/// A committee of the fake VAN (`/van/v4`), reached with its own API key. Each committee
+/// has its own ids for the same result code and contact type names.
+#[derive(Clone, PartialEq, Eq)]
+pub struct VanCommittee {
+    pub name: String,
+    /// The API key (the part of the Basic password before `|`).
+    pub api_key: String,
+    /// The committee has the contact type "SMS Text"; without it, a destination that looks
+    /// it up finds it missing.
+    pub sms_text: bool,
+}
+
+impl VanCommittee {
+    pub fn new(name: &str, api_key: &str) -> Self {
+        Self {
+            name: name.into(),
+            api_key: api_key.into(),
+            sms_text: true,
+        }
+    }
+}
+
+impl std::fmt::Debug for VanCommittee {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            name,
+            api_key: _,
+            sms_text,
+        } = self;
+        f.debug_struct("VanCommittee")
+            .field("name", name)
+            .field("api_key", &REDACTED)
+            .field("sms_text", sms_text)
+            .finish()
+    }
+}
+
+/// The fake VAN's API keys unless told otherwise: one committee each.
+pub const DEFAULT_VAN_KEY: &str = "sandbox-van-key";
+pub const DEFAULT_VAN_KEY_2: &str = "sandbox-van-key-2";
+/// The `OSDI-API-Token` the fake Action Network accepts unless told otherwise.
+pub const DEFAULT_ACTION_NETWORK_KEY: &str = "sandbox-an-key";
+
+/// The two committees of a default sandbox.
+pub fn default_van_committees() -> Vec<VanCommittee> {
+    vec![
+        VanCommittee::new("Sandbox Campaign", DEFAULT_VAN_KEY),
+        VanCommittee::new("Sandbox Party", DEFAULT_VAN_KEY_2),
+    ]
+}
+
 #[derive(Clone)]
 pub struct SandboxConfig {
     /// Port 0 picks a free port (tests).
@@ -88,6 +139,10 @@ pub struct SandboxConfig {
     /// Background activity (messages sent and advanced, people texting STOP/START) at this
     /// interval; `None` leaves the sandbox still until told.
     pub activity_interval: Option<Duration>,
+    /// The committees of the fake VAN, one per API key.
+    pub van_committees: Vec<VanCommittee>,
+    /// The key the fake Action Network accepts in `OSDI-API-Token`.
+    pub action_network_key: String,
 }
 
 /// The credentials a sandbox accepts unless told otherwise.
@@ -116,6 +171,8 @@ impl Default for SandboxConfig {
             confirmation_header: None,
             deliver_to: None,
             activity_interval: None,
+            van_committees: default_van_committees(),
+            action_network_key: DEFAULT_ACTION_NETWORK_KEY.into(),
         }
     }
 }
@@ -143,6 +200,8 @@ impl std::fmt::Debug for SandboxConfig {
             confirmation_header,
             deliver_to,
             activity_interval,
+            van_committees,
+            action_network_key: _,
         } = self;
         f.debug_struct("SandboxConfig")
             .field("bind", bind)
@@ -164,6 +223,8 @@ impl std::fmt::Debug for SandboxConfig {
             .field("confirmation_header", confirmation_header)
             .field("deliver_to", deliver_to)
             .field("activity_interval", activity_interval)
+            .field("van_committees", van_committees)
+            .field("action_network_key", &REDACTED)
             .finish()
     }
 }
@@ -180,6 +241,8 @@ mod tests {
                 url: "http://127.0.0.1:9/hook".into(),
                 secret: "delivery-s3cret".into(),
             }),
+            van_committees: vec![VanCommittee::new("c", "van-s3cret")],
+            action_network_key: "an-s3cret".into(),
             ..SandboxConfig::default()
         };
         let shown = format!("{config:?}");

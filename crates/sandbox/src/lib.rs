@@ -4,7 +4,9 @@
 //! test, the engine of `demo`, and a tool users can point their own code at.
 //!
 //! In process: [`Sandbox::spawn`] returns a [`RunningSandbox`]. Over HTTP: `/v3/...`,
-//! `/v2/...` and the unauthenticated test controls under `/_control/...`.
+//! `/v2/...` and the unauthenticated test controls under `/_control/...`; beside them, fakes
+//! of the campaign's systems of record ([`destinations`]): NGP VAN under `/van/v4` and Action
+//! Network under `/actionnetwork/api/v2`.
 //!
 //! It does not depend on the daemon: its wire types ([`wire`]), its validation and its
 //! signing ([`Signing`]) are its own, written from the service's documents, so the daemon's
@@ -18,6 +20,7 @@ pub mod cli;
 mod config;
 mod control;
 mod deliver;
+pub mod destinations;
 mod running;
 mod shared;
 mod signing;
@@ -25,7 +28,10 @@ mod validate;
 pub mod wire;
 mod world;
 
-pub use config::{ApiFaults, DeliverTo, DeliveryFaults, SandboxConfig};
+pub use config::{
+    ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, DEFAULT_VAN_KEY_2, DeliverTo,
+    DeliveryFaults, SandboxConfig, VanCommittee, default_van_committees,
+};
 pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
 pub use running::{RunningSandbox, Sandbox};

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
+use super::destinations::{ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanTruth};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
     CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
@@ -24,6 +25,7 @@ pub struct Sandbox;
 pub struct RunningSandbox {
     addr: SocketAddr,
     shared: Arc<Shared>,
+    fakes: Arc<Fakes>,
     cancel: CancellationToken,
     /// Stops the generated activity alone.
     activity: CancellationToken,
@@ -31,7 +33,8 @@ pub struct RunningSandbox {
 }
 
 impl Sandbox {
-    /// Seeds the account, binds, and serves `/v3`, `/v2` and `/_control` in the background.
+    /// Seeds the account, binds, and serves `/v3`, `/v2`, the fake VAN (`/van/v4`) and
+    /// Action Network (`/actionnetwork/api/v2`), and `/_control` in the background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
         let per_organization = config.leads.div_ceil(config.organizations.max(1));
         if per_organization > PHONE_NUMBERS as usize {
@@ -47,6 +50,8 @@ impl Sandbox {
             leads: config.leads,
             organizations: config.organizations,
         });
+        let van_people = world.seed_van_ids();
+        let fakes = Arc::new(Fakes::new(&config, &van_people, cancel.clone()));
         let deliverer = Deliverer::start(
             config.signing.clone(),
             config.delivery_faults.clone(),
@@ -74,7 +79,8 @@ impl Sandbox {
         let listener = tokio::net::TcpListener::bind(shared.config.bind).await?;
         let addr = listener.local_addr()?;
         let app = super::api::router(shared.clone())
-            .merge(super::control::routes().with_state(shared.clone()));
+            .merge(super::control::routes().with_state(shared.clone()))
+            .merge(super::destinations::router(fakes.clone()));
         let stop = cancel.clone();
         let server = tokio::spawn(async move {
             let served = axum::serve(listener, app)
@@ -95,6 +101,7 @@ impl Sandbox {
         Ok(RunningSandbox {
             addr,
             shared,
+            fakes,
             cancel,
             activity: activity_stop,
             server,
@@ -249,6 +256,63 @@ impl RunningSandbox {
     /// Waits until no delivery is pending; `false` if `timeout` passed first.
     pub async fn settle(&self, timeout: Duration) -> bool {
         self.shared.deliverer.settle(timeout).await
+    }
+
+    /// The fake VAN's base URL (`.../van/v4`), as a destination's `base_url`.
+    pub fn van_url(&self) -> String {
+        format!("http://{}/van/v4", self.addr)
+    }
+
+    /// The fake Action Network's base URL (`.../actionnetwork/api/v2`).
+    pub fn action_network_url(&self) -> String {
+        format!("http://{}/actionnetwork/api/v2", self.addr)
+    }
+
+    /// Everything the fake VAN holds: committees, people and their phones, canvass
+    /// responses, request counts.
+    pub fn van_truth(&self) -> VanTruth {
+        self.fakes.van_truth()
+    }
+
+    /// Everything the fake Action Network holds: people, signups, request counts.
+    pub fn action_network_truth(&self) -> ActionNetworkTruth {
+        self.fakes.action_network_truth()
+    }
+
+    /// The next `count` requests to `fake` get `fault` (after any already queued).
+    pub fn fake_fail_next(&self, fake: Fake, count: usize, fault: FakeFault) {
+        self.fakes.board(fake).push(count, fault);
+    }
+
+    /// Every answer of `fake` waits this long first (zero: none, the default).
+    pub fn fake_latency(&self, fake: Fake, latency: Duration) {
+        self.fakes.board(fake).set_latency(latency);
+    }
+
+    /// No fault queued and no latency for `fake`.
+    pub fn fake_clear_faults(&self, fake: Fake) {
+        self.fakes.board(fake).clear();
+    }
+
+    pub fn fake_faults(&self, fake: Fake) -> FakeFaults {
+        self.fakes.board(fake).faults()
+    }
+
+    /// The VAN committee of `api_key` answers every request with `status` (401 or 403)
+    /// until called again with `None`. `false` if no committee has the key.
+    pub fn van_revoke(&self, api_key: &str, status: Option<u16>) -> bool {
+        self.fakes.van_revoke(api_key, status)
+    }
+
+    /// The VAN committee of `api_key` lists the contact type "SMS Text" (`true`, the
+    /// default) or lacks it. `false` if no committee has the key.
+    pub fn van_set_sms_text(&self, api_key: &str, present: bool) -> bool {
+        self.fakes.van_sms_text(api_key, present)
+    }
+
+    /// A new VAN person with this number (E.164), tied to no lead; returns the VAN ID.
+    pub fn van_add_person(&self, phone: &str) -> u64 {
+        self.fakes.van_add_person(phone)
     }
 
     /// Stops serving and delivering, and waits for the server to finish.

@@ -9,6 +9,7 @@ use rand::seq::SliceRandom as _;
 use std::collections::HashSet;
 
 use super::World;
+use crate::destinations::{VAN_ID_FIELD, van_id_for_lead};
 use crate::wire::{
     Agent, AgentVisibility, Balances, Coordinates, CountryCode, CustomField, Group, Integration,
     IntegrationType, Kind, Lead, Location, Organization, PhoneNumberType, Tag,
@@ -82,6 +83,36 @@ impl World {
             let at = stamp(self);
             self.seed_lead(&org, phone, at);
         }
+    }
+
+    /// Gives most seeded leads a VAN ID, in the custom field the daemon's VAN destination
+    /// reads, and returns them as (VAN ID, lead id, phone number) for the fake VAN's people.
+    /// Which leads, and their ids, follow from each lead's position alone: nothing is drawn
+    /// from the generator, so the rest of the seeded account is as it was without them.
+    pub(crate) fn seed_van_ids(&mut self) -> Vec<(u64, String, String)> {
+        // Account-scoped, like `source`; an id off the counter, so no other id moves.
+        let field_id = "cf_van_id".to_owned();
+        self.custom_fields.insert(
+            field_id.clone(),
+            CustomField {
+                id: field_id,
+                kind: Kind::CustomField,
+                name: VAN_ID_FIELD.into(),
+                agent_visible: false,
+                organization_id: None,
+                created_at: super::timestamp(epoch()),
+            },
+        );
+        let mut people = Vec::new();
+        for (index, lead) in self.leads.values_mut().enumerate() {
+            let Some(van_id) = van_id_for_lead(index) else {
+                continue;
+            };
+            lead.custom_fields
+                .insert(VAN_ID_FIELD.into(), van_id.to_string());
+            people.push((van_id, lead.id.clone(), lead.phone_number.clone()));
+        }
+        people
     }
 
     /// A number not yet used in `org`: about one time in eight a person already known (to

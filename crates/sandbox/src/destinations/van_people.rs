@@ -1,0 +1,319 @@
+//! `/van/v4/people/...`: canvass responses, a person's phones, a person.
+
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use serde::{Deserialize, Serialize};
+
+use super::FakesState;
+use super::van::{SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanPhone, national};
+use super::van_api::{Caller, VanError, invalid, known, parse};
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CanvassBody {
+    canvass_context: Option<CanvassContext>,
+    result_code_id: Option<i64>,
+    responses: Option<Vec<serde_json::Value>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct CanvassContext {
+    contact_type_id: Option<i64>,
+    input_type_id: Option<i64>,
+    date_canvassed: Option<String>,
+    phone: Option<ContextPhone>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ContextPhone {
+    dialing_prefix: Option<String>,
+    phone_number: Option<String>,
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_digit())
+}
+
+/// ISO 8601: a date, or a date and time with or without an offset.
+fn is_date(s: &str) -> bool {
+    chrono::DateTime::parse_from_rfc3339(s).is_ok()
+        || chrono::NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").is_ok()
+        || chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
+}
+
+/// `POST /people/{vanId}/canvassResponses`: 204 when recorded.
+pub(super) async fn canvass(
+    State(fakes): State<FakesState>,
+    Extension(caller): Extension<Caller>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<StatusCode, VanError> {
+    let body: CanvassBody = parse(&body)?;
+    let mut van = fakes.van();
+    let van_id = known(&van, &raw_id)?;
+    let committee = &van.committees[caller.committee];
+    let mut errors = Vec::new();
+    let responses = body.responses.as_ref().map_or(0, Vec::len);
+    match (body.result_code_id, responses) {
+        (Some(_), n) if n > 0 => errors.push(invalid(
+            &["resultCodeId", "responses"],
+            "resultCodeId must be null when responses are specified",
+        )),
+        (None, 0) => errors.push(invalid(
+            &["resultCodeId", "responses"],
+            "Either resultCodeId or responses must be specified",
+        )),
+        _ => {}
+    }
+    let result_code = body.result_code_id.and_then(|id| {
+        let found = committee
+            .result_codes
+            .iter()
+            .find(|r| i64::from(r.result_code_id) == id);
+        if found.is_none() {
+            errors.push(invalid(
+                &["resultCodeId"],
+                format!("{id} is not a valid Result Code in the current context"),
+            ));
+        }
+        found.map(|r| r.result_code_id)
+    });
+    let context = body.canvass_context.unwrap_or_default();
+    let contact_type = context.contact_type_id.and_then(|id| {
+        let found = committee
+            .contact_types()
+            .into_iter()
+            .find(|t| i64::from(t.contact_type_id) == id);
+        if found.is_none() {
+            errors.push(invalid(
+                &["canvassContext.contactTypeId"],
+                format!("{id} is not a valid Contact Type in the current context"),
+            ));
+        }
+        found
+    });
+    let phone = match &context.phone {
+        None => None,
+        Some(p) => match p.phone_number.as_deref().filter(|n| is_digits(n)) {
+            Some(number) => Some(VanCanvassPhone {
+                dialing_prefix: p.dialing_prefix.clone(),
+                phone_number: number.to_owned(),
+            }),
+            None => {
+                errors.push(invalid(
+                    &["canvassContext.phone.phoneNumber"],
+                    "A phone number of digits is required",
+                ));
+                None
+            }
+        },
+    };
+    if let Some(prefix) = context
+        .phone
+        .as_ref()
+        .and_then(|p| p.dialing_prefix.as_deref())
+        .filter(|p| !is_digits(p))
+    {
+        errors.push(invalid(
+            &["canvassContext.phone.dialingPrefix"],
+            format!("`{prefix}` is not a dialing prefix"),
+        ));
+    }
+    if contact_type
+        .as_ref()
+        .is_some_and(|t| t.channel_type_name == SMS_CHANNEL)
+        && context.phone.is_none()
+    {
+        errors.push(invalid(
+            &["canvassContext.phone"],
+            "A phone is required for a Contact Type of the SMS channel",
+        ));
+    }
+    if let Some(date) = context.date_canvassed.as_deref().filter(|d| !is_date(d)) {
+        errors.push(invalid(
+            &["canvassContext.dateCanvassed"],
+            format!("`{date}` is not an ISO 8601 date"),
+        ));
+    }
+    if !errors.is_empty() {
+        return Err(VanError::invalid(errors));
+    }
+    let record = VanCanvassResponse {
+        van_id,
+        committee_id: committee.id,
+        committee: committee.name.clone(),
+        database_mode: caller.mode,
+        result_code_id: result_code,
+        contact_type_id: contact_type.map(|t| t.contact_type_id),
+        input_type_id: context.input_type_id,
+        phone,
+        date_canvassed: context.date_canvassed,
+        responses,
+        at: crate::world::now(),
+    };
+    van.canvass_responses.push(record);
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PersonBody {
+    van_id: Option<serde_json::Value>,
+    phones: Option<Vec<PhoneBody>>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PhoneBody {
+    phone_number: Option<String>,
+    dialing_prefix: Option<String>,
+    phone_type: Option<String>,
+    phone_opt_in_status: Option<String>,
+}
+
+/// The documented phone types: home, work, cell, main, fax.
+const PHONE_TYPES: [&str; 5] = ["H", "W", "C", "M", "F"];
+
+/// The match response of an update.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct MatchResponse {
+    van_id: u64,
+    status: &'static str,
+}
+
+/// `POST /people/{vanId}`: updates the person's phones (number, type, opt-in status).
+pub(super) async fn update_person(
+    State(fakes): State<FakesState>,
+    Path(raw_id): Path<String>,
+    body: Bytes,
+) -> Result<Response, VanError> {
+    let body: PersonBody = parse(&body)?;
+    let mut van = fakes.van();
+    let van_id = known(&van, &raw_id)?;
+    let mut errors = Vec::new();
+    if let Some(given) = &body.van_id {
+        let same = match given {
+            serde_json::Value::Number(n) => n.as_u64() == Some(van_id),
+            serde_json::Value::String(s) => s.parse::<u64>().ok() == Some(van_id),
+            serde_json::Value::Null => true,
+            _ => false,
+        };
+        if !same {
+            errors.push(invalid(&["vanId"], "vanId must be the VAN ID of the route"));
+        }
+    }
+    let mut updates = Vec::new();
+    for (i, phone) in body.phones.unwrap_or_default().into_iter().enumerate() {
+        let number = phone
+            .phone_number
+            .as_deref()
+            .map(|n| {
+                n.chars()
+                    .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
+                    .collect::<String>()
+            })
+            .filter(|n| is_digits(n) && (7..=15).contains(&n.len()));
+        let Some(number) = number else {
+            errors.push(invalid(
+                &[&format!("phones[{i}].phoneNumber")],
+                "A valid phone number is required",
+            ));
+            continue;
+        };
+        if let Some(status) = phone
+            .phone_opt_in_status
+            .as_deref()
+            .filter(|s| !matches!(*s, "I" | "O" | "U"))
+        {
+            errors.push(invalid(
+                &[&format!("phones[{i}].phoneOptInStatus")],
+                format!("`{status}` is not an opt-in status (I, O or U)"),
+            ));
+        }
+        if let Some(kind) = phone
+            .phone_type
+            .as_deref()
+            .filter(|t| !PHONE_TYPES.contains(t))
+        {
+            errors.push(invalid(
+                &[&format!("phones[{i}].phoneType")],
+                format!("`{kind}` is not a phone type (H, W, C, M or F)"),
+            ));
+        }
+        updates.push((number, phone));
+    }
+    if !errors.is_empty() {
+        return Err(VanError::invalid(errors));
+    }
+    let person = van
+        .people
+        .get_mut(&van_id)
+        .ok_or_else(|| VanError::not_found(format!("Person {van_id} not found")))?;
+    for (number, phone) in updates {
+        let national = national(&number);
+        let existing = person
+            .phones
+            .iter_mut()
+            .find(|p| p.phone_number == national);
+        match existing {
+            Some(p) => {
+                if phone.phone_type.is_some() {
+                    p.phone_type = phone.phone_type;
+                }
+                if phone.phone_opt_in_status.is_some() {
+                    p.phone_opt_in_status = phone.phone_opt_in_status;
+                }
+            }
+            None => person.phones.push(VanPhone {
+                dialing_prefix: phone
+                    .dialing_prefix
+                    .unwrap_or_else(|| super::van::split_phone(&number).0),
+                phone_number: national,
+                phone_type: phone.phone_type,
+                phone_opt_in_status: phone.phone_opt_in_status,
+            }),
+        }
+    }
+    Ok(Json(MatchResponse {
+        van_id,
+        status: "UpdatedExistingRecord",
+    })
+    .into_response())
+}
+
+#[derive(Deserialize)]
+pub(super) struct Expand {
+    #[serde(rename = "$expand")]
+    expand: Option<String>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct PersonAnswer {
+    van_id: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    phones: Option<Vec<VanPhone>>,
+}
+
+/// `GET /people/{vanId}`: the person, with phones when `$expand` names them.
+pub(super) async fn person(
+    State(fakes): State<FakesState>,
+    Path(raw_id): Path<String>,
+    Query(expand): Query<Expand>,
+) -> Result<Json<PersonAnswer>, VanError> {
+    let van = fakes.van();
+    let van_id = known(&van, &raw_id)?;
+    let with_phones = expand
+        .expand
+        .is_some_and(|e| e.split(',').any(|part| part.trim() == "phones"));
+    let phones = van.people.get(&van_id).map(|p| p.phones.clone());
+    Ok(Json(PersonAnswer {
+        van_id,
+        phones: phones.filter(|_| with_phones),
+    }))
+}

@@ -1,0 +1,7 @@
+//! The fake VAN and Action Network, rule by rule over raw HTTP, so what is checked is the
+//! wire: statuses, error bodies, headers, and what each fake recorded.
+
+mod action_network;
+mod common;
+mod faults;
+mod van;
