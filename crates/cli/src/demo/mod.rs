@@ -17,7 +17,9 @@ use tokio_util::sync::CancellationToken;
 pub use differences::{ConsentDifferences, consent_differences};
 use outreach_sync::app::{self, Application};
 use outreach_sync::reconcile::{PassRequest, Reconciler};
-use outreach_sync::settings::{LogFormat, Settings, Synchronous};
+use outreach_sync::settings::{
+    DestinationKind, DestinationSettings, LogFormat, Settings, Synchronous,
+};
 use outreach_sync::store::Pool;
 use outreach_sync::{ledger, registrations, upstream};
 use receiver::DemoSubscriber;
@@ -85,6 +87,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             &crm.url,
             &crm_secret,
         ));
+    settings.destination = demo_destinations(&sandbox);
     settings.validate()?;
     outreach_sync::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
@@ -125,6 +128,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
     let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
     print_received(&crm);
+    print_destinations(&sandbox, &settings).await;
     sandbox.shutdown().await;
     outcome?;
     print_compliance(&settings).await?;
@@ -170,6 +174,81 @@ async fn start_sandbox(args: &DemoArgs, settings: &Settings) -> anyhow::Result<R
     .context("starting the sandbox")
 }
 
+/// The sandbox's VAN committee and Action Network, each written every opt-out.
+fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
+    let mut van = DestinationSettings::new(
+        "van",
+        DestinationKind::Van,
+        &sandbox.van_url(),
+        outreach_sync_sandbox::DEFAULT_VAN_KEY,
+    );
+    van.requests_per_second = 50;
+    let mut action_network = DestinationSettings::new(
+        "action-network",
+        DestinationKind::ActionNetwork,
+        &sandbox.action_network_url(),
+        outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
+    );
+    action_network.requests_per_second = 50;
+    vec![van, action_network]
+}
+
+/// What VAN and Action Network hold after the run, beside what the daemon kept of each
+/// entry it sent them.
+async fn print_destinations(sandbox: &RunningSandbox, settings: &Settings) {
+    let van = sandbox.van_truth();
+    let opted_out = van
+        .people
+        .iter()
+        .flat_map(|p| &p.phones)
+        .filter(|p| p.phone_opt_in_status.as_deref() == Some("O"))
+        .count();
+    let an = sandbox.action_network_truth();
+    let unsubscribed = an
+        .people
+        .iter()
+        .flat_map(|p| &p.phone_numbers)
+        .filter(|p| p.status == "unsubscribed")
+        .count();
+    let views = match outreach_sync::store::open(settings).await {
+        Ok(pool) => {
+            let views =
+                outreach_sync::subscribers::destinations::views(&pool, &settings.destination)
+                    .await
+                    .unwrap_or_default();
+            pool.close().await;
+            views
+        }
+        Err(_) => Vec::new(),
+    };
+    let kept = |name: &str| {
+        views
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| {
+                format!(
+                    "{} sent, {} unmatched, {} refused",
+                    v.sent, v.unmatched, v.refused
+                )
+            })
+            .unwrap_or_default()
+    };
+    println!(
+        "VAN received {} \"Do Not Text\" canvass responses and holds {opted_out} phones opted out ({})",
+        van.canvass_responses.len(),
+        kept("van")
+    );
+    println!(
+        "Action Network holds {unsubscribed} numbers unsubscribed ({})",
+        kept("action-network")
+    );
+    if views.iter().any(|v| v.unmatched > 0) {
+        println!(
+            "  (unmatched: leads with no VanID custom field; `outreach-sync destinations outcomes van --state unmatched` lists them)"
+        );
+    }
+}
+
 /// A fresh Standard Webhooks secret for the demo's subscriber.
 fn subscriber_secret() -> String {
     use base64::Engine as _;
@@ -202,6 +281,14 @@ fn print_banner(
     println!(
         "  subscriber `crm`:                {} (every consent ledger entry, signed)",
         crm.url
+    );
+    println!(
+        "  destination `van`:               {} (NGP VAN: each opt-out as \"Do Not Text\")",
+        sandbox.van_url()
+    );
+    println!(
+        "  destination `action-network`:    {} (each opt-out unsubscribed)",
+        sandbox.action_network_url()
     );
     println!(
         "  database:                        {}",

@@ -355,6 +355,26 @@ async fn signup(State(fakes): State<FakesState>, headers: HeaderMap, body: Bytes
     (StatusCode::OK, Json(resource)).into_response()
 }
 
+/// `GET /`: the API entry point, the links to the group's collections (the key is checked
+/// before, as for every endpoint).
+pub(super) async fn entry_point(headers: HeaderMap) -> Response {
+    let host = headers
+        .get(axum::http::header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("localhost");
+    let root = format!("http://{host}/actionnetwork/api/v2");
+    Json(serde_json::json!({
+        "motd": "Welcome to the Action Network OSDI API v2 Entry Point!",
+        "max_page_size": 25,
+        "_links": {
+            "self": {"href": format!("{root}/")},
+            "osdi:people": {"href": format!("{root}/people")},
+            "osdi:person_signup_helper": {"href": format!("{root}/people")},
+        },
+    }))
+    .into_response()
+}
+
 /// `GET /people/{uuid}`.
 async fn person(
     State(fakes): State<FakesState>,

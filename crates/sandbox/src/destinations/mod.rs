@@ -161,19 +161,28 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van_api::auth))
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van_faults))
         .fallback(van_api::no_such_endpoint);
-    let action_network = action_network::routes()
-        .route_layer(middleware::from_fn_with_state(
-            fakes.clone(),
-            action_network::auth,
-        ))
-        .route_layer(middleware::from_fn_with_state(
-            fakes.clone(),
-            action_network_faults,
-        ))
-        .fallback(action_network::no_such_endpoint);
+    let guarded = |routes: Router<FakesState>| {
+        routes
+            .route_layer(middleware::from_fn_with_state(
+                fakes.clone(),
+                action_network::auth,
+            ))
+            .route_layer(middleware::from_fn_with_state(
+                fakes.clone(),
+                action_network_faults,
+            ))
+    };
+    let action_network =
+        guarded(action_network::routes()).fallback(action_network::no_such_endpoint);
+    // The entry point is documented with its trailing slash, which a nested `/` does not take.
+    let entry_point = guarded(Router::new().route(
+        "/actionnetwork/api/v2/",
+        axum::routing::get(action_network::entry_point),
+    ));
     Router::new()
         .nest("/van/v4", van)
         .nest("/actionnetwork/api/v2", action_network)
+        .merge(entry_point)
         .merge(control::routes())
         .with_state(fakes)
 }
