@@ -46,8 +46,10 @@ fn dribble(
     byte: &'static [u8],
 ) -> tokio::task::JoinHandle<()> {
     tokio::spawn(async move {
-        let parts = std::iter::once(start).chain(std::iter::repeat_n(byte, 50));
-        let _ = trickle(&mut writer, parts, Duration::from_millis(200)).await;
+        let parts: Vec<&[u8]> = std::iter::once(start)
+            .chain(std::iter::repeat_n(byte, 50))
+            .collect();
+        let _ = trickle(&mut writer, &parts, Duration::from_millis(200)).await;
     })
 }
 
@@ -257,12 +259,15 @@ async fn a_flood_past_the_descriptor_limit_stalls_neither_deliveries_nor_the_adm
                     let mut buffer = [0u8; 64];
                     let closed =
                         async { while matches!(reader.read(&mut buffer).await, Ok(n) if n > 0) {} };
-                    // A slow head: its first line, then a byte every 500 ms.
+                    // A slow head: its first line, then a byte every 500 ms (for longer
+                    // than the test lasts).
                     let head = async {
                         if slow_head {
-                            let parts = std::iter::once(&b"POST /webhooks HTTP/1.1\r\n"[..])
-                                .chain(std::iter::repeat(&b"x"[..]));
-                            let _ = trickle(&mut writer, parts, Duration::from_millis(500)).await;
+                            let parts: Vec<&[u8]> =
+                                std::iter::once(&b"POST /webhooks HTTP/1.1\r\n"[..])
+                                    .chain(std::iter::repeat_n(&b"x"[..], 1_000))
+                                    .collect();
+                            let _ = trickle(&mut writer, &parts, Duration::from_millis(500)).await;
                         }
                         // Idle (or no longer written to): held until the daemon closes it.
                         std::future::pending::<()>().await;

@@ -491,7 +491,7 @@ async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_i
     let written = async {
         stream.write_all(head.as_bytes()).await?;
         let parts = [most, last].map(str::as_bytes);
-        common::trickle(&mut stream, parts, Duration::from_secs(1)).await
+        common::trickle(&mut stream, &parts, Duration::from_secs(1)).await
     }
     .await;
     if let Err(error) = written {

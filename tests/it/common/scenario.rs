@@ -10,12 +10,12 @@ use tokio::io::{AsyncWrite, AsyncWriteExt as _};
 
 /// A slow client: writes `parts` one after another, `pace` apart (the first at once), until
 /// they are all written or the daemon stops taking them (the write's error).
-pub async fn trickle<'a, W: AsyncWrite + Unpin>(
+pub async fn trickle<W: AsyncWrite + Unpin>(
     writer: &mut W,
-    parts: impl IntoIterator<Item = &'a [u8]>,
+    parts: &[&[u8]],
     pace: Duration,
 ) -> std::io::Result<()> {
-    for (n, part) in parts.into_iter().enumerate() {
+    for (n, part) in parts.iter().enumerate() {
         if n > 0 {
             tokio::time::sleep(pace).await;
         }
