@@ -94,12 +94,25 @@ declared! {
          and the subscribers' senders run there)";
     connections_open: Family<ListenerLabels, Gauge> = "connections_open",
         "Connections each listener holds open";
+    change_feed_waiting: Gauge = "change_feed_waiting",
+        "Change-feed requests (wait=) waiting for an entry newer than they asked after";
     connections_closed: Family<ClosedLabels, Counter> = "connections_closed",
         "Connections a listener closed itself: idle, a head too slow, evicted at the cap, or \
          refused at the cap with every connection busy";
     auth_failures: Family<AuthLabels, Counter> = "admin_auth_failures",
         "Admin credentials that matched no token: refused, or refused unread because the \
          client's address is past [admin] failed_auth_per_minute";
+}
+
+/// A change-feed request counted as waiting, until dropped (answered, or given up by its
+/// client).
+#[must_use = "the request is counted as waiting only while this lives"]
+pub struct ChangeFeedWait(Gauge);
+
+impl Drop for ChangeFeedWait {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
 }
 
 /// A metric shown (its help and type) before its first sample too: the crate leaves out a
@@ -184,6 +197,17 @@ impl Metrics {
         self.connections_open
             .get_or_create(&ListenerLabels { listener })
             .get()
+    }
+
+    /// A change-feed request now waits for a newer entry: counted until the guard is dropped.
+    pub fn change_feed_wait(&self) -> ChangeFeedWait {
+        self.change_feed_waiting.inc();
+        ChangeFeedWait(self.change_feed_waiting.clone())
+    }
+
+    /// How many change-feed requests wait for a newer entry now.
+    pub fn change_feed_waiting(&self) -> i64 {
+        self.change_feed_waiting.get()
     }
 
     /// `listener` closed a connection itself, for `reason`.

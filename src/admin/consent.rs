@@ -258,6 +258,7 @@ pub async fn changes(
     // Taken before the first read, so that an entry committed after it ends the wait.
     let mut follower = crate::signal::Follower::new();
     let mut items = ledger::changes(&state.pool, after, limit).await?;
+    let _waiting = (items.is_empty() && wait > 0).then(|| state.metrics.change_feed_wait());
     while items.is_empty() {
         let left = deadline.saturating_duration_since(tokio::time::Instant::now());
         if left.is_zero() {

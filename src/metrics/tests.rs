@@ -47,6 +47,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
         "outreach_sync_registration_ok 0",
         "outreach_sync_leader 0",
         "outreach_sync_connections_open{listener=\"admin\"} 0",
+        "outreach_sync_change_feed_waiting 0",
         "outreach_sync_connections_closed_total{listener=\"ingest\",reason=\"evicted\"} 1",
         "outreach_sync_connections_closed_total{listener=\"admin\",reason=\"header_timeout\"} 0",
         "outreach_sync_admin_auth_failures_total{attempt=\"signin\",outcome=\"limited\"} 1",
@@ -68,7 +69,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(
         families(&fresh),
-        25,
+        26,
         "every family, before anything is counted:\n{fresh}"
     );
     assert!(
@@ -78,7 +79,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
-    assert_eq!(types, 25, "{text}");
+    assert_eq!(types, 26, "{text}");
 }
 
 #[test]

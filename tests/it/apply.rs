@@ -363,17 +363,16 @@ async fn a_worker_aborted_mid_batch_and_restarted_applies_nothing_twice() {
         })
         .collect();
     s.deliver(&events).await;
-    let mut rng_state = 7u64;
+    // Aborted 0.5 to 20.5 ms after it starts, mid-batch.
+    let mut moments = common::Moments::new(
+        7,
+        std::time::Duration::from_micros(500),
+        std::time::Duration::from_millis(20),
+    );
     for _ in 0..15 {
         let worker = s.worker.clone();
         let task = tokio::spawn(async move { worker.drain().await });
-        rng_state = rng_state
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        tokio::time::sleep(std::time::Duration::from_micros(
-            500 + (rng_state >> 33) % 20_000,
-        ))
-        .await;
+        moments.next().await;
         task.abort();
         let _ = task.await;
     }

@@ -22,8 +22,10 @@ use tokio_util::sync::CancellationToken;
 use crate::postgres::TestDatabase;
 
 mod reading;
+mod scenario;
 mod wait;
 pub use reading::{as_client, client_config, metrics_text, series_value};
+pub use scenario::{Moments, pace, trickle};
 pub use wait::{eventually, within};
 
 pub const SECRET: &str = "test-secret-0123";

@@ -2,12 +2,12 @@
 //! signed load, restarted each time on the same database file, loses no acknowledged
 //! delivery and applies none twice.
 
-use crate::common::within;
+use crate::common::{Moments, within};
 use crate::daemon_process;
 
 use std::time::{Duration, Instant};
 
-use daemon_process::{Daemon, Load, LoadPlan, SplitMix64, missing_from_outbox, open_database};
+use daemon_process::{Daemon, Load, LoadPlan, missing_from_outbox, open_database};
 
 /// SIGKILLs before the final, clean run.
 const KILLS: usize = 24;
@@ -29,7 +29,11 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_no
         max_duration: Duration::from_secs(60),
     };
     let (load, clients) = Load::start(plan, None);
-    let mut moments = SplitMix64(SEED);
+    let mut moments = Moments::new(
+        SEED,
+        Duration::from_millis(MIN_RUN_MS),
+        Duration::from_millis(KILL_SPREAD_MS),
+    );
     let started = Instant::now();
     let mut acked_per_run = Vec::new();
     for run in 0..KILLS {
@@ -37,8 +41,7 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_no
         let before = load.acked_count();
         load.set_target(Some(daemon.url("/webhooks")));
         // The random moment of the crash, under load (not a wait for background work).
-        let moment = MIN_RUN_MS + moments.next() % KILL_SPREAD_MS;
-        tokio::time::sleep(Duration::from_millis(moment)).await;
+        moments.next().await;
         daemon.kill();
         load.set_target(None);
         acked_per_run.push(load.acked_count() - before);

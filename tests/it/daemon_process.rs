@@ -16,7 +16,7 @@ use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::within;
+use crate::common::{pace, within};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
 /// The webhook signing secret every daemon here is started with.
@@ -414,24 +414,10 @@ impl Load {
                 if !answered {
                     // No daemon, or none that answers (killed, starting): try again shortly,
                     // as a sender with a retry policy would.
-                    tokio::time::sleep(Duration::from_millis(5)).await;
+                    pace(Duration::from_millis(5)).await;
                 }
             }
         }
-    }
-}
-
-/// splitmix64: a small deterministic generator, for the moments (and victims) of crash
-/// tests, so that a seed gives the same run every time.
-pub struct SplitMix64(pub u64);
-
-impl SplitMix64 {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
     }
 }
 

@@ -10,7 +10,8 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::{TcpSocket, TcpStream};
 
 use crate::common::{
-    ADMIN_TOKEN, consent_event, eventually, metrics_text, series_value, spawn_app, with_admin_token,
+    ADMIN_TOKEN, consent_event, eventually, metrics_text, pace, series_value, spawn_app, trickle,
+    with_admin_token,
 };
 
 /// Longest wait for the daemon to take in or close what a test opened.
@@ -37,14 +38,19 @@ async fn closed_within(
     .ok()
 }
 
-/// Writes `byte` every 200 ms, 50 times at most, until the daemon closes the connection.
-async fn dribble(mut writer: tokio::net::tcp::OwnedWriteHalf, byte: &'static [u8]) {
-    for _ in 0..50 {
-        tokio::time::sleep(Duration::from_millis(200)).await;
-        if writer.write_all(byte).await.is_err() {
-            break;
-        }
-    }
+/// Writes `start` at once, then `byte` every 200 ms, 50 times at most, until the daemon
+/// closes the connection.
+fn dribble(
+    mut writer: tokio::net::tcp::OwnedWriteHalf,
+    start: &'static [u8],
+    byte: &'static [u8],
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let parts: Vec<&[u8]> = std::iter::once(start)
+            .chain(std::iter::repeat_n(byte, 50))
+            .collect();
+        let _ = trickle(&mut writer, &parts, Duration::from_millis(200)).await;
+    })
 }
 
 /// A connection to `to` from the loopback address `from` (127.0.0.0/8 is all loopback).
@@ -58,14 +64,10 @@ async fn connect_from(from: [u8; 4], to: SocketAddr) -> std::io::Result<TcpStrea
 #[tokio::test]
 async fn a_head_sent_a_byte_at_a_time_is_cut_off_at_the_header_timeout() {
     let app = spawn_app(|s| s.ingest.header_timeout_secs = 1).await;
-    let mut stream = TcpStream::connect(app.addr).await.unwrap();
+    let stream = TcpStream::connect(app.addr).await.unwrap();
     let began = Instant::now();
-    stream
-        .write_all(b"POST /webhooks HTTP/1.1\r\n")
-        .await
-        .unwrap();
     let (mut reader, writer) = stream.into_split();
-    let dribble = tokio::spawn(dribble(writer, b"x"));
+    let dribble = dribble(writer, b"POST /webhooks HTTP/1.1\r\n", b"x");
     let mut buffer = [0u8; 64];
     let closed = tokio::time::timeout(Duration::from_secs(6), async {
         while matches!(reader.read(&mut buffer).await, Ok(n) if n > 0) {}
@@ -133,13 +135,13 @@ async fn a_connection_without_a_request_is_closed_when_idle_but_a_long_poll_outl
 #[tokio::test]
 async fn a_body_sent_too_slowly_is_answered_408() {
     let app = spawn_app(|s| s.ingest.body_timeout_secs = 1).await;
-    let mut stream = TcpStream::connect(app.addr).await.unwrap();
-    stream
-        .write_all(b"POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nX-Signature: 00\r\n\r\n{")
-        .await
-        .unwrap();
+    let stream = TcpStream::connect(app.addr).await.unwrap();
     let (mut reader, writer) = stream.into_split();
-    let dribble = tokio::spawn(dribble(writer, b" "));
+    let dribble = dribble(
+        writer,
+        b"POST /webhooks HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nX-Signature: 00\r\n\r\n{",
+        b" ",
+    );
     let mut answer = Vec::new();
     let _ = tokio::time::timeout(Duration::from_secs(6), reader.read_to_end(&mut answer)).await;
     dribble.abort();
@@ -252,32 +254,33 @@ async fn a_flood_past_the_descriptor_limit_stalls_neither_deliveries_nor_the_adm
         let slow_head = n % 4 == 0;
         attackers.push(tokio::spawn(async move {
             while !stop.is_cancelled() {
-                let Ok(mut stream) = connect_from([127, 0, 0, 2], to).await else {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                };
-                let mut buffer = [0u8; 64];
-                let held = async {
-                    if slow_head {
-                        let _ = stream.write_all(b"POST /webhooks HTTP/1.1\r\n").await;
-                    }
-                    loop {
-                        tokio::select! {
-                            read = stream.read(&mut buffer) => {
-                                if matches!(read, Ok(0) | Err(_)) { break; }
-                            }
-                            () = tokio::time::sleep(Duration::from_millis(500)), if slow_head => {
-                                if stream.write_all(b"x").await.is_err() { break; }
-                            }
+                if let Ok(mut stream) = connect_from([127, 0, 0, 2], to).await {
+                    let (mut reader, mut writer) = stream.split();
+                    let mut buffer = [0u8; 64];
+                    let closed =
+                        async { while matches!(reader.read(&mut buffer).await, Ok(n) if n > 0) {} };
+                    // A slow head: its first line, then a byte every 500 ms (for longer
+                    // than the test lasts).
+                    let head = async {
+                        if slow_head {
+                            let parts: Vec<&[u8]> =
+                                std::iter::once(&b"POST /webhooks HTTP/1.1\r\n"[..])
+                                    .chain(std::iter::repeat_n(&b"x"[..], 1_000))
+                                    .collect();
+                            let _ = trickle(&mut writer, &parts, Duration::from_millis(500)).await;
                         }
+                        // Idle (or no longer written to): held until the daemon closes it.
+                        std::future::pending::<()>().await;
+                    };
+                    tokio::select! {
+                        () = closed => {}
+                        () = head => {}
+                        () = stop.cancelled() => {}
                     }
-                };
-                tokio::select! {
-                    () = held => {}
-                    () = stop.cancelled() => {}
                 }
-                // Closed: back a moment later, as a flood that holds what it can would.
-                tokio::time::sleep(Duration::from_millis(200)).await;
+                // Closed, or not taken: back a moment later, as a flood that holds what it
+                // can would.
+                pace(Duration::from_millis(200)).await;
             }
         }));
     }
@@ -313,7 +316,7 @@ async fn a_flood_past_the_descriptor_limit_stalls_neither_deliveries_nor_the_adm
         slowest = slowest.max(began.elapsed());
         let health = http.get(daemon.admin_url("/healthz")).send().await;
         assert_eq!(health.expect("the admin listener answers").status(), 200);
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        pace(Duration::from_millis(100)).await;
     }
     stop.cancel();
     for attacker in attackers {

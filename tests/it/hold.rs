@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::common::ADMIN_TOKEN;
+use crate::common::{ADMIN_TOKEN, pace};
 use crate::daemon_process::{self, Daemon, SECRET, Signer, numbered_consent_event};
 use crate::postgres::TestDatabase;
 
@@ -108,7 +108,7 @@ async fn reports(daemon: &Daemon, stop: Arc<AtomicBool>) -> (usize, usize, Vec<u
                     429 => {
                         assert!(response.headers().contains_key("retry-after"));
                         busy += 1;
-                        tokio::time::sleep(Duration::from_millis(200)).await;
+                        pace(Duration::from_millis(200)).await;
                     }
                     status => other.push(status),
                 }
@@ -222,7 +222,7 @@ async fn deliveries(daemon: &Daemon, done: Arc<AtomicBool>) -> (Duration, Durati
         let health = http.get(daemon.url("/healthz")).send().await;
         slowest_health = slowest_health.max(asked.elapsed());
         assert!(health.is_ok_and(|r| r.status() == 200), "/healthz answers");
-        tokio::time::sleep(DELIVERY_INTERVAL).await;
+        pace(DELIVERY_INTERVAL).await;
     }
     (slowest_ack, slowest_health, refused)
 }

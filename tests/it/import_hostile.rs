@@ -488,14 +488,15 @@ async fn a_list_that_takes_longer_to_read_than_the_body_deadline_is_not_cut_by_i
         false,
     );
     let sent = std::time::Instant::now();
-    for (i, part) in [head.as_str(), most, last].into_iter().enumerate() {
-        if i == 2 {
-            tokio::time::sleep(Duration::from_secs(1)).await;
-        }
-        if let Err(error) = stream.write_all(part.as_bytes()).await {
-            let (status, answer) = read_response(&mut stream).await;
-            panic!("the daemon stopped taking the list ({error}): {status} {answer}");
-        }
+    let written = async {
+        stream.write_all(head.as_bytes()).await?;
+        let parts = [most, last].map(str::as_bytes);
+        common::trickle(&mut stream, &parts, Duration::from_secs(1)).await
+    }
+    .await;
+    if let Err(error) = written {
+        let (status, answer) = read_response(&mut stream).await;
+        panic!("the daemon stopped taking the list ({error}): {status} {answer}");
     }
     let upload = sent.elapsed();
     let (status, answer) = read_response(&mut stream).await;

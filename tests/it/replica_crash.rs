@@ -14,8 +14,8 @@ use serde_json::Value;
 use sqlx::PgPool;
 use tokio_util::sync::CancellationToken;
 
-use crate::common::eventually;
-use crate::daemon_process::{Daemon, Load, LoadPlan, SplitMix64};
+use crate::common::{Moments, eventually};
+use crate::daemon_process::{Daemon, Load, LoadPlan};
 use crate::postgres::TestDatabase;
 
 const REPLICAS: usize = 3;
@@ -158,14 +158,15 @@ async fn replicas_killed_at_random_lose_nothing_apply_once_and_never_reconcile_t
     let follower_stop = CancellationToken::new();
     let following = tokio::spawn(follower.clone().run(follower_stop.clone()));
 
-    let mut draws = SplitMix64(SEED);
+    let mut moments = Moments::new(
+        SEED,
+        Duration::from_millis(MIN_RUN_MS),
+        Duration::from_millis(KILL_SPREAD_MS),
+    );
     let started = Instant::now();
     for kill in 0..KILLS {
-        tokio::time::sleep(Duration::from_millis(
-            MIN_RUN_MS + draws.next() % KILL_SPREAD_MS,
-        ))
-        .await;
-        let victim = usize::try_from(draws.next() % REPLICAS as u64).unwrap();
+        moments.next().await;
+        let victim = moments.victim(REPLICAS);
         replicas[victim].kill();
         // The balancer notices: deliveries go to the survivors while the victim restarts.
         let survivors: Vec<String> = ingest_urls(&replicas)

@@ -7,8 +7,8 @@ use futures::StreamExt as _;
 use serde_json::Value;
 
 use crate::common::{
-    ADMIN_TOKEN, Backend, TestApp, consent_event, on_both_backends, spawn_app, spawn_app_on,
-    with_admin_token,
+    ADMIN_TOKEN, Backend, TestApp, consent_event, eventually, on_both_backends, spawn_app,
+    spawn_app_on, with_admin_token,
 };
 
 const PATIENCE: Duration = Duration::from_secs(10);
@@ -116,10 +116,10 @@ async fn an_sse_client_that_resumes_with_last_event_id_misses_nothing(backend: B
     }
     let mut resumed = SseClient::connect(&app, Some(5)).await;
     assert_eq!(resumed.ids(3).await, [6, 7, 8]);
-    assert!(
-        resumed.next(Duration::from_millis(300)).await.is_none(),
-        "nothing twice, nothing made up"
-    );
+    // The stream sends in order: anything sent twice or made up would come before the
+    // next entry.
+    opt_out(&app, 9).await;
+    assert_eq!(resumed.ids(1).await, [9], "nothing twice, nothing made up");
     // `after=` works as a start too, and a malformed Last-Event-ID is refused.
     let after: Vec<i64> = {
         let response = app
@@ -167,11 +167,12 @@ async fn the_change_feed_waits_for_the_next_entry_when_asked(backend: Backend) {
             (page, Instant::now())
         })
     };
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !waiting.is_finished(),
-        "nothing newer yet: the request waits"
-    );
+    // Nothing newer yet: the request waits (a request answered at once never counts).
+    eventually("the request to wait", PATIENCE, async || {
+        app.metrics.change_feed_waiting() == 1
+    })
+    .await;
+    assert!(!waiting.is_finished(), "the request waits unanswered");
     let posted = Instant::now();
     opt_out(&app, 2).await;
     let (page, answered) = tokio::time::timeout(PATIENCE, waiting)
@@ -180,6 +181,11 @@ async fn the_change_feed_waits_for_the_next_entry_when_asked(backend: Backend) {
         .expect("join");
     assert_eq!(page["items"][0]["seq"], 2);
     assert_eq!(page["next"], 2);
+    assert_eq!(
+        app.metrics.change_feed_waiting(),
+        0,
+        "answered: no longer waits"
+    );
     if backend == Backend::Sqlite {
         // Woken by the commit, not by a poll (which comes every second).
         let waited = answered - posted;
