@@ -119,9 +119,9 @@ impl Record {
     /// process started): then it is tried again.
     pub(super) fn keys_replaced(&self) -> bool {
         let now = self.keys.current();
-        self.stopped_under.lock().map_or(false, |under| {
-            under.as_ref().is_none_or(|under| !Arc::ptr_eq(under, &now))
-        })
+        self.stopped_under
+            .lock()
+            .is_ok_and(|under| under.as_ref().is_none_or(|under| !Arc::ptr_eq(under, &now)))
     }
 
     /// The key in force.

@@ -449,3 +449,121 @@ async fn throttling_and_outages_are_retried_and_a_redirect_is_never_followed(bac
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+/// SIGKILLs of `serve` while it writes to VAN, before a last run.
+const KILLS: usize = 3;
+
+/// VAN has no idempotency key: `serve` killed while writing to it, again and again, and
+/// started again on the same database, writes every opt-out, and repeats at most the one
+/// action in flight at each kill (an answered action is recorded before the next is sent).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_writing_to_van_it_repeats_at_most_the_action_in_flight() {
+    use crate::daemon_process::{Daemon, config_file, open_database};
+    use std::time::Duration;
+
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: LEADS,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    // Slow enough that a kill lands between entries or inside one.
+    sandbox.fake_latency(Fake::Van, Duration::from_millis(40));
+    let dir = tempfile::tempdir().expect("dir");
+    let config = format!(
+        r#"
+[webhook]
+secrets = ["{secret}"]
+# A killed leader's lease ends soon: the next run leads within two periods.
+[replica]
+lease_secs = 2
+[service]
+base_url = "{service}"
+client_id = "{client_id}"
+client_secret = "{client_secret}"
+requests_per_second = 1000
+[[destination]]
+name = "van-main"
+kind = "van"
+base_url = "{van}"
+api_key = "{key}"
+requests_per_second = 1000
+"#,
+        secret = crate::daemon_process::SECRET,
+        service = sandbox.base_url(),
+        client_id = sandbox.config().client_id,
+        client_secret = sandbox.config().client_secret,
+        van = sandbox.van_url(),
+        key = DEFAULT_VAN_KEY,
+    );
+    std::fs::write(config_file(dir.path()), config).expect("config");
+    // The first run's pass records the leads that start opted out.
+    let reconcile = [(
+        "OUTREACH_SYNC__RECONCILE__ON_START".to_owned(),
+        "true".to_owned(),
+    )];
+    let canvassed = || sandbox.van_truth().canvass_responses.len();
+    for run in 0..KILLS {
+        let env = if run == 0 { &reconcile[..] } else { &[] };
+        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), env).await;
+        let before = canvassed();
+        // Another process: its progress is looked at in VAN, not signalled.
+        let moved =
+            common::within(Duration::from_secs(30), async || canvassed() >= before + 2).await;
+        assert!(moved.is_some(), "run {run} wrote to VAN: {}", daemon.logs());
+        daemon.kill();
+    }
+    let mut daemon = Daemon::start(dir.path(), "final", &[]).await;
+    let pool = open_database(dir.path()).await;
+    let count = |sql: &'static str| {
+        let pool = pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>(sql)
+                .fetch_one(&pool)
+                .await
+                .expect(sql)
+        }
+    };
+    let opted_out = count("SELECT COUNT(*) FROM ledger WHERE opted_out").await;
+    let finished = common::within(Duration::from_secs(60), async || {
+        count("SELECT COUNT(*) FROM destination_outcomes WHERE outcome IS NOT NULL").await
+            == opted_out
+    })
+    .await;
+    assert!(
+        finished.is_some(),
+        "every opt-out has its outcome: {}",
+        daemon.logs()
+    );
+    daemon.signal(libc::SIGTERM);
+    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+
+    let truth = sandbox.van_truth();
+    let sent = count("SELECT COUNT(*) FROM destination_outcomes WHERE outcome = 'sent'").await;
+    assert!(sent > KILLS as i64 * 2, "the runs wrote: {sent}");
+    let mut per_person = std::collections::HashMap::<u64, usize>::new();
+    for response in &truth.canvass_responses {
+        *per_person.entry(response.van_id).or_default() += 1;
+    }
+    assert_eq!(per_person.len() as i64, sent, "one person per entry sent");
+    let repeated: usize = per_person.values().map(|n| n - 1).sum();
+    assert!(
+        repeated <= KILLS,
+        "at most the action in flight at each of {KILLS} kills is repeated: {per_person:?}"
+    );
+    for person in truth
+        .people
+        .iter()
+        .filter(|p| per_person.contains_key(&p.van_id))
+    {
+        assert!(
+            person
+                .phones
+                .iter()
+                .any(|p| p.phone_opt_in_status.as_deref() == Some("O")),
+            "{person:?}"
+        );
+    }
+    sandbox.shutdown().await;
+}
