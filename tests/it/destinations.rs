@@ -567,3 +567,71 @@ requests_per_second = 1000
     }
     sandbox.shutdown().await;
 }
+
+/// `destinations check`: exit 1 naming what a committee lacks, the key never shown; exit 0
+/// once it is there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn destinations_check_exits_1_naming_what_the_committee_lacks() {
+    use crate::daemon_process::{command, config_file};
+
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 20,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let dir = tempfile::tempdir().expect("dir");
+    let config = format!(
+        r#"
+[webhook]
+secrets = ["{secret}"]
+[[destination]]
+name = "van-main"
+kind = "van"
+base_url = "{van}"
+api_key = "{van_key}"
+[[destination]]
+name = "action-network"
+kind = "action_network"
+base_url = "{an}"
+api_key = "{an_key}"
+"#,
+        secret = crate::daemon_process::SECRET,
+        van = sandbox.van_url(),
+        van_key = DEFAULT_VAN_KEY,
+        an = sandbox.action_network_url(),
+        an_key = DEFAULT_ACTION_NETWORK_KEY,
+    );
+    std::fs::write(config_file(dir.path()), config).expect("config");
+    let check = || {
+        let mut command = command(dir.path(), &["destinations", "check"], &[]);
+        async move {
+            tokio::task::spawn_blocking(move || command.output().expect("runs"))
+                .await
+                .expect("joined")
+        }
+    };
+    assert!(sandbox.van_set_sms_text(DEFAULT_VAN_KEY, false));
+    let failing = check().await;
+    let stdout = String::from_utf8_lossy(&failing.stdout);
+    let stderr = String::from_utf8_lossy(&failing.stderr);
+    assert_eq!(failing.status.code(), Some(1), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("van-main: FAILING: lookup: no contact type named \"SMS Text\""),
+        "{stdout}"
+    );
+    assert!(stdout.contains("action-network: ok"), "{stdout}");
+    for shown in [&stdout, &stderr] {
+        assert!(!shown.contains(DEFAULT_VAN_KEY) && !shown.contains(DEFAULT_ACTION_NETWORK_KEY));
+    }
+    assert!(sandbox.van_set_sms_text(DEFAULT_VAN_KEY, true));
+    let passing = check().await;
+    assert_eq!(
+        passing.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&passing.stdout)
+    );
+    sandbox.shutdown().await;
+}
