@@ -45,8 +45,7 @@ pub struct OutcomesQuery {
     /// Only these; every outcome when absent.
     state: Option<OutcomeKind>,
     /// Only entries after this seq (the next page after the last seq listed).
-    #[param(minimum = 0)]
-    after: Option<u32>,
+    after: Option<i64>,
 }
 
 #[utoipa::path(
@@ -81,7 +80,7 @@ pub async fn outcomes(
     query: Result<Query<OutcomesQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<OutcomeItems>, AdminError> {
     let Query(query) = query?;
-    let after = i64::from(query.after.unwrap_or(0));
+    let after = query.after.unwrap_or(0);
     destinations::outcomes(&state.pool, &state.destinations, &name, query.state, after)
         .await
         .map(|items| Json(OutcomeItems { items }))

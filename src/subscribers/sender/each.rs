@@ -19,7 +19,6 @@ impl Sender {
             return None;
         }
         let stop = record.prepare(&self.http).await.err()?;
-        tracing::warn!(destination = %self.subscriber.name, error = %stop, "cannot look up what the destination needs");
         Some(match stop {
             Stop::Retry { error, retry_after } => Posted::failed(error, retry_after),
             stop => Posted::Stopped(stop.to_string()),
