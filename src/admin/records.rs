@@ -16,8 +16,8 @@ use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
 use crate::ledger::{self, Items};
 use crate::metrics;
-use crate::model::{DestinationStatus, Lead};
 use crate::model::text::quoted;
+use crate::model::{DestinationStatus, Lead};
 
 /// What `/healthz` answers.
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -56,8 +56,8 @@ pub async fn metrics(
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
-    let destinations = crate::subscribers::destinations::views(&state.pool, &state.destinations)
-        .await?;
+    let destinations =
+        crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
     let text = state.metrics.render(metrics::Gauges {
         outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,

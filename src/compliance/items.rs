@@ -2,7 +2,7 @@
 //! subscribers' acknowledgements, its destinations' outcomes and its messages, so that
 //! memory holds one page whatever the window.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
@@ -78,9 +78,7 @@ impl Items {
                 }
                 // A destination takes the opt-outs that took effect (as its sender does).
                 for destination in &rules.destinations {
-                    if !row.superseded
-                        && destination.takes_from(&row.organization_id, row.source)
-                    {
+                    if !row.superseded && destination.takes_from(&row.organization_id, row.source) {
                         let outcome = outcomes
                             .get(&destination.name)
                             .and_then(|of| of.get(&row.seq));
@@ -167,26 +165,42 @@ fn had_by(name: &str, outcome: Option<&EntryOutcome>) -> DestinationTime {
     }
 }
 
-/// The destinations' outcomes of the entries `rows` span, by destination and seq.
+/// The destinations' outcomes of `rows`, by destination and seq.
 type Outcomes = HashMap<String, HashMap<i64, EntryOutcome>>;
 
+/// Most seqs one read of outcomes spans: the rows of a page may lie far apart (one
+/// organization's opt-outs in a ledger of many), and what lies between them is not read
+/// into memory.
+const OUTCOME_SPAN: i64 = 4 * PAGE as i64;
+
+/// The destinations' outcomes of `rows` (in seq order), read a span of seqs at a time.
 async fn destination_outcomes(
     pool: &Pool,
     rules: &Rules,
     rows: &[OptOutRow],
 ) -> Result<Outcomes, crate::store::Error> {
-    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
-        return Ok(HashMap::new());
-    };
-    if rules.destinations.is_empty() {
-        return Ok(HashMap::new());
-    }
     let mut by_destination = Outcomes::new();
-    for outcome in pool.outcomes_of_entries(first.seq, last.seq).await? {
-        by_destination
-            .entry(outcome.destination.clone())
-            .or_default()
-            .insert(outcome.seq, outcome);
+    if rules.destinations.is_empty() {
+        return Ok(by_destination);
+    }
+    let mut rest = rows;
+    while let Some(first) = rest.first() {
+        let within = rest
+            .iter()
+            .take_while(|row| row.seq - first.seq < OUTCOME_SPAN)
+            .count();
+        let (span, after) = rest.split_at(within);
+        rest = after;
+        let seqs: HashSet<i64> = span.iter().map(|row| row.seq).collect();
+        let last = span.last().map_or(first.seq, |row| row.seq);
+        for outcome in pool.outcomes_of_entries(first.seq, last).await? {
+            if seqs.contains(&outcome.seq) {
+                by_destination
+                    .entry(outcome.destination.clone())
+                    .or_default()
+                    .insert(outcome.seq, outcome);
+            }
+        }
     }
     Ok(by_destination)
 }

@@ -147,7 +147,11 @@ fn csv_header(names: &[String], records: &[String]) -> Vec<String> {
     header
 }
 
-fn csv_page(page: &[Item], names: &[String], records: &[String]) -> Result<Vec<u8>, std::io::Error> {
+fn csv_page(
+    page: &[Item],
+    names: &[String],
+    records: &[String],
+) -> Result<Vec<u8>, std::io::Error> {
     let mut out = Vec::with_capacity(page.len() * 200);
     for item in page {
         out.extend(csv_row(&csv_cells(item, names, records))?);

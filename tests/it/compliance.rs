@@ -8,9 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use outreach_sync::compliance::{self, Blocking, Items, Listing, Rules, Window};
 use outreach_sync::model::{OutcomeKind, Timestamp};
-use outreach_sync::settings::{
-    DestinationKind, DestinationSettings, Settings, SubscriberSettings,
-};
+use outreach_sync::settings::{DestinationKind, DestinationSettings, Settings, SubscriberSettings};
 use outreach_sync::store::DestinationStore as _;
 use serde_json::{Value, json};
 
@@ -409,7 +407,14 @@ async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_
     record("action-network", seqs[1], OutcomeKind::Sent, None, time(21)).await;
     // The third: VAN refused it; Action Network has not had it yet.
     let refused = "=Person 101 not found";
-    record("van-main", seqs[2], OutcomeKind::Refused, Some(refused), time(12)).await;
+    record(
+        "van-main",
+        seqs[2],
+        OutcomeKind::Refused,
+        Some(refused),
+        time(12),
+    )
+    .await;
 
     let report: Value =
         serde_json::from_str(&written(&app, &rules, Listing::Json).await).expect("JSON");
@@ -429,7 +434,11 @@ async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_
     let honoured = &items[0];
     assert_eq!(honoured["state"], "honoured", "{honoured}");
     let slowest = time(20).to_string();
-    assert_eq!(honoured["honouredAt"], slowest.as_str(), "the slowest destination");
+    assert_eq!(
+        honoured["honouredAt"],
+        slowest.as_str(),
+        "the slowest destination"
+    );
     assert_eq!(
         honoured["destinations"][1],
         json!({"name": "van-main", "honouredAt": time(10).to_string()})
@@ -468,7 +477,11 @@ async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_
         .find(|d| d["name"] == "action-network")
         .expect("action-network summed up");
     assert_eq!(
-        (&network["honoured"], &network["pending"], &network["unreachable"]),
+        (
+            &network["honoured"],
+            &network["pending"],
+            &network["unreachable"]
+        ),
         (&json!(2), &json!(1), &json!(0)),
         "{network}"
     );
