@@ -73,7 +73,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(
         families(&fresh),
-        25,
+        28,
         "every family, before anything is counted:\n{fresh}"
     );
     assert!(
@@ -83,7 +83,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
-    assert_eq!(types, 25, "{text}");
+    assert_eq!(types, 28, "{text}");
 }
 
 #[test]
