@@ -517,6 +517,39 @@ async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_
         rows[2]
     );
 
+    // The command line's text: the total, and a section of its own with the reason.
+    let config = app.dir.path().join("destinations.toml");
+    std::fs::write(
+        &config,
+        "[[destination]]\nname = \"van-main\"\nkind = \"van\"\n\
+         base_url = \"http://127.0.0.1:9\"\napi_key = \"van-key\"\n\n\
+         [[destination]]\nname = \"action-network\"\nkind = \"action_network\"\n\
+         base_url = \"http://127.0.0.1:9\"\napi_key = \"an-key\"\n",
+    )
+    .expect("config");
+    let output = std::process::Command::new(crate::daemon_process::BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["report", "compliance"])
+        .env("OUTREACH_SYNC__DATABASE__URL", &app.settings.database.url)
+        .output()
+        .expect("the binary runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("1 pending, 0 overdue, 1 unreachable;"),
+        "{text}"
+    );
+    let section = text
+        .split("Unreachable in a system of record")
+        .nth(1)
+        .expect("a section of unreachable opt-outs");
+    assert!(
+        section.contains("+15550002002 in org_1")
+            && section.contains(&format!("van-main unmatched: {no_van_id}")),
+        "{text}"
+    );
+
     // The printable file lists it in a section of its own, with its reason.
     let now = Utc::now();
     let window = Window::parse(None, None, None, &rules.calendar, now).expect("the window");
