@@ -2,12 +2,15 @@
 //! deadline (`[compliance]`: business days in a time zone), and every message sent to the
 //! person after it. The JSON form is the contract; the CLI's text and CSV are views of it.
 //!
-//! Destinations: the service, and each `[[subscriber]]` whose filters take the entry. The
-//! service had an opt-out it announced (webhook, reconciliation) at the event's own time,
-//! and one made here (local, import, suppression) when its push was answered 2xx; an opt-out
-//! made here with no push (no lead at the service to send it to, or a newer change sent
-//! instead) has no service destination. A subscriber had it when the request carrying it
-//! was answered 2xx (`subscriber_acks`).
+//! Destinations: the service, each `[[subscriber]]` whose filters take the entry, and each
+//! `[[destination]]` (a system of record) that takes it. The service had an opt-out it
+//! announced (webhook, reconciliation) at the event's own time, and one made here (local,
+//! import, suppression) when its push was answered 2xx; an opt-out made here with no push
+//! (no lead at the service to send it to, or a newer change sent instead) has no service
+//! destination. A subscriber had it when the request carrying it was answered 2xx
+//! (`subscriber_acks`); a system of record when its outcome is `sent`. An `unmatched` or
+//! `refused` outcome keeps the opt-out from being honoured: once every other destination
+//! had it, it is [`State::Unreachable`].
 
 mod items;
 mod output;
@@ -16,7 +19,7 @@ mod view;
 pub use items::{Items, PAGE};
 pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
-pub use view::{View, behind, html, waiting};
+pub use view::{View, behind, html, unreached, waiting};
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use chrono::{DateTime, TimeDelta, Utc};
 use serde::Serialize;
 
 use crate::model::business_days::BusinessDays;
-use crate::model::{Source, Timestamp};
+use crate::model::{OutcomeKind, Source, Timestamp};
 use crate::store::{ComplianceStore, Pool, SubscriberStore};
 use crate::subscribers::Subscriber;
 
@@ -43,8 +46,10 @@ pub struct Backlog {
     pub overdue: u64,
 }
 
-/// The [`Backlog`] as of `now`: the service's from the push queue, each subscriber's from
-/// the opt-outs after its cursor (each looked at up to [`GAUGE_LOOK`] opt-outs deep).
+/// The [`Backlog`] as of `now`: the service's from the push queue, each subscriber's and
+/// each destination's from the opt-outs after its cursor (each looked at up to
+/// [`GAUGE_LOOK`] opt-outs deep). An opt-out a destination found no one for, or that it
+/// refused, is behind its cursor: neither pending nor overdue there.
 pub async fn backlog(
     pool: &Pool,
     rules: &Rules,
@@ -69,7 +74,7 @@ pub async fn backlog(
         SERVICE.to_owned(),
         age(unsent.iter().map(|(_, at)| *at).min()),
     )];
-    for subscriber in &rules.subscribers {
+    for subscriber in rules.subscribers.iter().chain(&rules.destinations) {
         let cursor = pool
             .subscriber_state(&subscriber.name)
             .await?
@@ -110,6 +115,8 @@ pub struct Rules {
     pub deadline_business_days: u32,
     pub confirmation_window: TimeDelta,
     pub subscribers: Vec<Arc<Subscriber>>,
+    /// The systems of record (`[[destination]]`), after the subscribers.
+    pub destinations: Vec<Arc<Subscriber>>,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -134,6 +141,9 @@ pub struct Totals {
     pub pending: u64,
     pub overdue: u64,
     pub sent_after_opt_out: u64,
+    /// Opt-outs every destination had but a system of record that found no one for it
+    /// (`unmatched`) or refused it.
+    pub unreachable: u64,
 }
 
 /// How fast one destination had the opt-outs it had, in seconds after each occurred.
@@ -143,6 +153,8 @@ pub struct DestinationSummary {
     pub name: String,
     pub honoured: u64,
     pub pending: u64,
+    /// Opt-outs it could not be given: `unmatched` or `refused` (a system of record).
+    pub unreachable: u64,
     pub p50_secs: Option<f64>,
     pub p99_secs: Option<f64>,
     pub max_secs: Option<f64>,
@@ -161,6 +173,9 @@ pub enum State {
     Pending,
     /// Not yet everywhere; the deadline has passed.
     Overdue,
+    /// Every destination had it but a system of record that found no one for it or refused
+    /// it: a finding to look into, neither honoured nor waiting.
+    Unreachable,
 }
 
 impl State {
@@ -170,6 +185,7 @@ impl State {
             State::HonouredLate => "honouredLate",
             State::Pending => "pending",
             State::Overdue => "overdue",
+            State::Unreachable => "unreachable",
         }
     }
 }
@@ -195,11 +211,52 @@ pub struct Item {
     pub sent_after_opt_out: Vec<Message>,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[serde(rename_all = "camelCase")]
+/// When one destination had an opt-out; for a system of record that could not be given
+/// it, why (`outcome` and `reason` are only present then).
+#[derive(Debug, Clone, PartialEq, Eq, utoipa::ToSchema)]
 pub struct DestinationTime {
     pub name: String,
+    #[schema(rename = "honouredAt")]
     pub honoured_at: Option<Timestamp>,
+    /// `unmatched` or `refused`: present only then.
+    #[schema(required = false)]
+    pub outcome: Option<OutcomeKind>,
+    /// What the system of record said, or why no one was found: present with `outcome`.
+    #[schema(required = false)]
+    pub reason: Option<String>,
+}
+
+impl DestinationTime {
+    /// A destination that had it at `honoured_at`, or has not yet.
+    pub fn had(name: &str, honoured_at: Option<Timestamp>) -> Self {
+        Self {
+            name: name.to_owned(),
+            honoured_at,
+            outcome: None,
+            reason: None,
+        }
+    }
+
+    /// Whether it could not be given the opt-out (`unmatched`, `refused`).
+    pub fn unreached(&self) -> bool {
+        self.outcome.is_some()
+    }
+}
+
+/// `{"name","honouredAt"}`, with `"outcome"` and `"reason"` only for a system of record
+/// that could not be given the opt-out.
+impl Serialize for DestinationTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        let mut map = serializer.serialize_map(None)?;
+        map.serialize_entry("name", &self.name)?;
+        map.serialize_entry("honouredAt", &self.honoured_at)?;
+        if let Some(outcome) = self.outcome {
+            map.serialize_entry("outcome", &outcome)?;
+            map.serialize_entry("reason", &self.reason)?;
+        }
+        map.end()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -289,7 +346,7 @@ fn instant(
 }
 
 impl Default for Rules {
-    /// The defaults of `[compliance]`, with no subscriber.
+    /// The defaults of `[compliance]`, with no subscriber nor destination.
     fn default() -> Self {
         let compliance = crate::settings::ComplianceSettings::default();
         Self {
@@ -302,12 +359,14 @@ impl Default for Rules {
             deadline_business_days: compliance.deadline_business_days,
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
+            destinations: Vec::new(),
         }
     }
 }
 
 impl Rules {
-    /// The rules of the configuration: its calendar and window, its subscribers.
+    /// The rules of the configuration: its calendar and window, its subscribers and
+    /// destinations.
     pub fn of(
         settings: &crate::settings::Settings,
     ) -> Result<Self, crate::settings::SettingsError> {
@@ -320,6 +379,11 @@ impl Rules {
                 i64::try_from(compliance.confirmation_window_secs).unwrap_or(i64::MAX),
             ),
             subscribers: crate::subscribers::configured(&settings.subscriber),
+            // Only their filters are read here: the keys are never used.
+            destinations: crate::subscribers::destinations::configured(
+                &settings.destination,
+                &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
+            ),
         })
     }
 }

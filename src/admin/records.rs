@@ -16,8 +16,8 @@ use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
 use crate::ledger::{self, Items};
 use crate::metrics;
-use crate::model::Lead;
 use crate::model::text::quoted;
+use crate::model::{DestinationStatus, Lead};
 
 /// What `/healthz` answers.
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -56,6 +56,8 @@ pub async fn metrics(
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
+    let destinations =
+        crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
     let text = state.metrics.render(metrics::Gauges {
         outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,
@@ -69,6 +71,14 @@ pub async fn metrics(
         registration_ok: crate::registrations::last_check(&state.pool)
             .await?
             .map(|check| check.ok),
+        destination_lag: destinations
+            .iter()
+            .map(|d| (d.name.clone(), count(d.lag_entries)))
+            .collect(),
+        destination_error: destinations
+            .into_iter()
+            .map(|d| (d.name, u64::from(d.state == DestinationStatus::Error)))
+            .collect(),
         optout_oldest_pending: honouring.oldest_pending_secs,
         optouts_overdue: honouring.overdue,
     });

@@ -24,8 +24,8 @@ pub enum Format {
 /// `report`'s subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum ReportCommand {
-    /// For every opt-out: when the service and each subscriber had it against the deadline
-    /// (`[compliance]`), and every message sent to the person after it.
+    /// For every opt-out: when the service, each subscriber and each destination had it
+    /// against the deadline (`[compliance]`), and every message sent to the person after it.
     Compliance {
         /// First day (YYYY-MM-DD, in `compliance.timezone`) or RFC 3339 time; default: 30
         /// days before --until.
@@ -112,6 +112,7 @@ fn secs(value: Option<f64>) -> String {
 fn text(report: &Summary, settings: &Settings, now: chrono::DateTime<Utc>) -> String {
     let mut out = summary(report, settings);
     late(report, now, &mut out);
+    unreachable(report, &mut out);
     sent_after(report, &mut out);
     out
 }
@@ -121,7 +122,7 @@ fn summary(report: &Summary, settings: &Settings) -> String {
     let t = &report.totals;
     let mut out = format!(
         "Compliance report, opt-outs from {} to {} (deadline: {} business days, {})\n\
-         {} opt-outs: {} honoured, {} honoured late, {} pending, {} overdue; {} messages sent after an opt-out\n\n",
+         {} opt-outs: {} honoured, {} honoured late, {} pending, {} overdue, {} unreachable; {} messages sent after an opt-out\n\n",
         report.since,
         report.until,
         report.deadline_business_days,
@@ -131,18 +132,20 @@ fn summary(report: &Summary, settings: &Settings) -> String {
         t.honoured_late,
         t.pending,
         t.overdue,
+        t.unreachable,
         t.sent_after_opt_out
     );
     out.push_str(&format!(
-        "{:<20} {:>9} {:>8} {:>10} {:>10} {:>10}\n",
-        "DESTINATION", "HONOURED", "PENDING", "P50", "P99", "MAX"
+        "{:<20} {:>9} {:>8} {:>11} {:>10} {:>10} {:>10}\n",
+        "DESTINATION", "HONOURED", "PENDING", "UNREACHABLE", "P50", "P99", "MAX"
     ));
     for d in &report.destinations {
         out.push_str(&format!(
-            "{:<20} {:>9} {:>8} {:>10} {:>10} {:>10}\n",
+            "{:<20} {:>9} {:>8} {:>11} {:>10} {:>10} {:>10}\n",
             d.name,
             d.honoured,
             d.pending,
+            d.unreachable,
             secs(d.p50_secs),
             secs(d.p99_secs),
             secs(d.max_secs)
@@ -174,6 +177,30 @@ fn late(report: &Summary, now: chrono::DateTime<Utc>, out: &mut String) {
         ));
     }
     more(waiting.len(), report.late_total, out);
+}
+
+/// Every opt-out a system of record could not be given while every other destination had
+/// it, with each one's outcome and reason (the system's own words, escaped for the
+/// terminal).
+fn unreachable(report: &Summary, out: &mut String) {
+    let unreachable = &report.unreachable;
+    if unreachable.is_empty() {
+        return;
+    }
+    out.push_str("\nUnreachable in a system of record (every other destination had it):\n");
+    for item in unreachable {
+        for (name, outcome, reason) in compliance::unreached(item) {
+            out.push_str(&format!(
+                "  seq {} {} in {}, opted out {}: {name} {outcome}: {}\n",
+                item.seq,
+                item.phone_number,
+                item.organization_id,
+                item.occurred_at,
+                crate::model::text::bounded(reason, 200)
+            ));
+        }
+    }
+    more(unreachable.len(), report.unreachable_total, out);
 }
 
 /// Says what a list capped at [`compliance::LISTED`] left out.

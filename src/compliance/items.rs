@@ -1,15 +1,17 @@
 //! The report's opt-outs a page at a time: each page read in one statement, then its
-//! subscribers' acknowledgements and its messages, so that memory holds one page whatever
-//! the window.
+//! subscribers' acknowledgements, its destinations' outcomes and its messages, so that
+//! memory holds one page whatever the window.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::{DestinationTime, Item, Message, Rules, SERVICE, State, Window};
-use crate::model::{AckSpan, LeadMessage, OptOutRow, PushState, Source, Timestamp};
-use crate::store::{ComplianceStore, Pool, SubscriberStore};
+use crate::model::{
+    AckSpan, EntryOutcome, LeadMessage, OptOutRow, OutcomeKind, PushState, Source, Timestamp,
+};
+use crate::store::{ComplianceStore, DestinationStore, Pool, SubscriberStore};
 
 /// Opt-outs read, and laid out, at a time.
 pub const PAGE: usize = 1000;
@@ -59,6 +61,7 @@ impl Items {
         self.after = last.seq;
         let rules = &self.rules;
         let acks = subscriber_acks(&self.pool, rules, &rows).await?;
+        let outcomes = destination_outcomes(&self.pool, rules, &rows).await?;
         let mut messages = messages_after(&self.pool, rules, &rows).await?;
         let items = rows
             .iter()
@@ -66,17 +69,20 @@ impl Items {
             .map(|(i, row)| {
                 let mut destinations = Vec::new();
                 if let Some(at) = service_time(row) {
-                    destinations.push(DestinationTime {
-                        name: SERVICE.to_owned(),
-                        honoured_at: at,
-                    });
+                    destinations.push(DestinationTime::had(SERVICE, at));
                 }
                 for (subscriber, acked) in rules.subscribers.iter().zip(&acks) {
                     if subscriber.takes_from(&row.organization_id, row.source) {
-                        destinations.push(DestinationTime {
-                            name: subscriber.name.clone(),
-                            honoured_at: acked[i],
-                        });
+                        destinations.push(DestinationTime::had(&subscriber.name, acked[i]));
+                    }
+                }
+                // A destination takes the opt-outs that took effect (as its sender does).
+                for destination in &rules.destinations {
+                    if !row.superseded && destination.takes_from(&row.organization_id, row.source) {
+                        let outcome = outcomes
+                            .get(&destination.name)
+                            .and_then(|of| of.get(&row.seq));
+                        destinations.push(had_by(&destination.name, outcome));
                     }
                 }
                 let (confirmation, sent_after) = std::mem::take(&mut messages[i]);
@@ -96,6 +102,11 @@ fn item(
     now: DateTime<Utc>,
 ) -> Item {
     let deadline = rules.calendar.deadline(row.occurred_at.at());
+    let unreached = destinations.iter().any(DestinationTime::unreached);
+    let others_had = destinations
+        .iter()
+        .filter(|d| !d.unreached())
+        .all(|d| d.honoured_at.is_some());
     // With no destination the ledger itself is the only one: had when recorded.
     let honoured_at = if destinations.is_empty() {
         Some(row.recorded_at)
@@ -107,6 +118,7 @@ fn item(
             .and_then(|times| times.into_iter().max())
     };
     let state = match honoured_at {
+        _ if unreached && others_had => State::Unreachable,
         Some(at) if at.at() <= deadline => State::Honoured,
         Some(_) => State::HonouredLate,
         None if now <= deadline => State::Pending,
@@ -137,6 +149,60 @@ fn service_time(row: &OptOutRow) -> Option<Option<Timestamp>> {
         (_, Some(PushState::Pending | PushState::Failed)) => Some(None),
         (_, Some(PushState::Superseded) | None) => None,
     }
+}
+
+/// A destination's place in an opt-out: had at its `sent` time, not yet without an
+/// outcome, or unreached with its `unmatched` or `refused` outcome and reason.
+fn had_by(name: &str, outcome: Option<&EntryOutcome>) -> DestinationTime {
+    match outcome {
+        None => DestinationTime::had(name, None),
+        Some(o) if o.outcome == OutcomeKind::Sent => DestinationTime::had(name, Some(o.at)),
+        Some(o) => DestinationTime {
+            outcome: Some(o.outcome),
+            reason: o.reason.clone(),
+            ..DestinationTime::had(name, None)
+        },
+    }
+}
+
+/// The destinations' outcomes of `rows`, by destination and seq.
+type Outcomes = HashMap<String, HashMap<i64, EntryOutcome>>;
+
+/// Most seqs one read of outcomes spans: the rows of a page may lie far apart (one
+/// organization's opt-outs in a ledger of many), and what lies between them is not read
+/// into memory.
+const OUTCOME_SPAN: i64 = 4 * PAGE as i64;
+
+/// The destinations' outcomes of `rows` (in seq order), read a span of seqs at a time.
+async fn destination_outcomes(
+    pool: &Pool,
+    rules: &Rules,
+    rows: &[OptOutRow],
+) -> Result<Outcomes, crate::store::Error> {
+    let mut by_destination = Outcomes::new();
+    if rules.destinations.is_empty() {
+        return Ok(by_destination);
+    }
+    let mut rest = rows;
+    while let Some(first) = rest.first() {
+        let within = rest
+            .iter()
+            .take_while(|row| row.seq - first.seq < OUTCOME_SPAN)
+            .count();
+        let (span, after) = rest.split_at(within);
+        rest = after;
+        let seqs: HashSet<i64> = span.iter().map(|row| row.seq).collect();
+        let last = span.last().map_or(first.seq, |row| row.seq);
+        for outcome in pool.outcomes_of_entries(first.seq, last).await? {
+            if seqs.contains(&outcome.seq) {
+                by_destination
+                    .entry(outcome.destination.clone())
+                    .or_default()
+                    .insert(outcome.seq, outcome);
+            }
+        }
+    }
+    Ok(by_destination)
 }
 
 /// For each subscriber, when it had each of `rows` (by index), from its acknowledged
@@ -262,6 +328,7 @@ mod tests {
             push_finished_at: None,
             opted_in_at: None,
             state_lead_id: None,
+            superseded: false,
         }
     }
 
@@ -298,6 +365,7 @@ mod tests {
             deadline_business_days: 10,
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
+            destinations: Vec::new(),
         };
         let message = |id: &str, created: &str| LeadMessage {
             lead_id: "lead_1".into(),

@@ -56,9 +56,10 @@ pub async fn write(
 ) -> Result<Summary, WriteError> {
     let mut tally = Tally::new(rules, window);
     let names = tally.names().to_vec();
+    let records = tally.records().to_vec();
     sink.put(match form {
         Listing::Json => json_head(window, rules),
-        Listing::Csv => csv_row(&csv_header(&names))?,
+        Listing::Csv => csv_row(&csv_header(&names, &records))?,
     })
     .await?;
     let mut first = true;
@@ -66,7 +67,7 @@ pub async fn write(
         tally.add(&page);
         let bytes = match form {
             Listing::Json => json_page(&page, &mut first)?,
-            Listing::Csv => csv_page(&page, &names)?,
+            Listing::Csv => csv_page(&page, &names, &records)?,
         };
         sink.put(bytes).await?;
     }
@@ -122,8 +123,10 @@ fn json_tail(summary: &Summary) -> Result<Vec<u8>, std::io::Error> {
     Ok(out)
 }
 
-/// The CSV's columns: one per destination (`honouredAt:NAME`) after the opt-out's own.
-fn csv_header(names: &[String]) -> Vec<String> {
+/// The CSV's columns: one per destination (`honouredAt:NAME`) after the opt-out's own, then
+/// two per system of record: `outcome:NAME` (`sent`, `unmatched`, `refused`; empty while it
+/// has none) and `reason:NAME` (why it was unmatched or refused).
+fn csv_header(names: &[String], records: &[String]) -> Vec<String> {
     let own = [
         "seq",
         "phoneNumber",
@@ -137,22 +140,30 @@ fn csv_header(names: &[String]) -> Vec<String> {
     ];
     let mut header: Vec<String> = own.map(str::to_owned).to_vec();
     header.extend(names.iter().map(|n| format!("honouredAt:{n}")));
+    for n in records {
+        header.extend([format!("outcome:{n}"), format!("reason:{n}")]);
+    }
     header.extend(["confirmation".to_owned(), "sentAfterOptOut".to_owned()]);
     header
 }
 
-fn csv_page(page: &[Item], names: &[String]) -> Result<Vec<u8>, std::io::Error> {
+fn csv_page(
+    page: &[Item],
+    names: &[String],
+    records: &[String],
+) -> Result<Vec<u8>, std::io::Error> {
     let mut out = Vec::with_capacity(page.len() * 200);
     for item in page {
-        out.extend(csv_row(&csv_cells(item, names))?);
+        out.extend(csv_row(&csv_cells(item, names, records))?);
     }
     Ok(out)
 }
 
-/// An opt-out's row. Ids and statuses come from outside (a token holder names the
-/// organization; the service names leads and messages), so a cell that a spreadsheet would
-/// take for a formula is neutralised; numbers, times and states are the daemon's own.
-fn csv_cells(item: &Item, names: &[String]) -> Vec<String> {
+/// An opt-out's row. Ids, statuses and reasons come from outside (a token holder names the
+/// organization; the service names leads and messages; a system of record words its
+/// refusals), so a cell that a spreadsheet would take for a formula is neutralised;
+/// numbers, times and states are the daemon's own.
+fn csv_cells(item: &Item, names: &[String], records: &[String]) -> Vec<String> {
     let safe = |text: &str| crate::model::text::spreadsheet_safe(text).into_owned();
     let time = |at: Option<Timestamp>| at.map(|t| t.to_string()).unwrap_or_default();
     let mut row = vec![
@@ -171,6 +182,17 @@ fn csv_cells(item: &Item, names: &[String]) -> Vec<String> {
             None => "n/a".to_owned(),
             Some(d) => time(d.honoured_at),
         });
+    }
+    for name in records {
+        let (outcome, reason) = match item.destinations.iter().find(|d| d.name == *name) {
+            None => ("n/a", String::new()),
+            Some(d) => match (d.outcome, d.honoured_at) {
+                (Some(outcome), _) => (outcome.as_str(), safe(d.reason.as_deref().unwrap_or(""))),
+                (None, Some(_)) => (crate::model::OutcomeKind::Sent.as_str(), String::new()),
+                (None, None) => ("", String::new()),
+            },
+        };
+        row.extend([outcome.to_owned(), reason]);
     }
     row.push(safe(
         item.confirmation.as_ref().map_or("", |m| m.id.as_str()),
@@ -215,7 +237,7 @@ mod tests {
             confirmation: None,
             sent_after_opt_out: Vec::new(),
         };
-        let cells = csv_cells(&item, &[]);
+        let cells = csv_cells(&item, &[], &[]);
         assert_eq!(cells[1], "+15550000001");
         assert!(cells[2].starts_with("'="), "{}", cells[2]);
         assert_eq!(cells[3], "'@lead");

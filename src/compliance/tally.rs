@@ -42,6 +42,10 @@ pub struct Summary {
     /// and how many there are.
     pub late: Vec<Item>,
     pub late_total: u64,
+    /// The first [`LISTED`] opt-outs a system of record could not be given while every
+    /// other destination had them, and how many there are.
+    pub unreachable: Vec<Item>,
+    pub unreachable_total: u64,
     /// The first [`LISTED`] opt-outs with messages sent after them, and how many there are.
     pub sent_after: Vec<Item>,
     pub sent_after_total: u64,
@@ -51,9 +55,13 @@ pub struct Summary {
 pub struct Tally {
     calendar: BusinessDays,
     names: Vec<String>,
-    /// Per destination: seconds to honour of each opt-out it had, and those it has not.
+    /// Where the systems of record start in `names` (after the service and subscribers).
+    first_record: usize,
+    /// Per destination: seconds to honour of each opt-out it had, those it has not yet,
+    /// and those it could not be given.
     secs: Vec<Vec<f64>>,
     waiting: Vec<u64>,
+    unreached: Vec<u64>,
     days: BTreeMap<NaiveDate, u64>,
     summary: Summary,
 }
@@ -62,11 +70,14 @@ impl Tally {
     pub fn new(rules: &Rules, window: &Window) -> Self {
         let names: Vec<String> = std::iter::once(SERVICE.to_owned())
             .chain(rules.subscribers.iter().map(|s| s.name.clone()))
+            .chain(rules.destinations.iter().map(|d| d.name.clone()))
             .collect();
         Self {
             calendar: rules.calendar.clone(),
+            first_record: 1 + rules.subscribers.len(),
             secs: vec![Vec::new(); names.len()],
             waiting: vec![0; names.len()],
+            unreached: vec![0; names.len()],
             days: BTreeMap::new(),
             summary: Summary {
                 since: Timestamp(window.since),
@@ -78,6 +89,8 @@ impl Tally {
                 per_day: Vec::new(),
                 late: Vec::new(),
                 late_total: 0,
+                unreachable: Vec::new(),
+                unreachable_total: 0,
                 sent_after: Vec::new(),
                 sent_after_total: 0,
             },
@@ -85,9 +98,15 @@ impl Tally {
         }
     }
 
-    /// The names of the destinations, in the order of the summary (the service first).
+    /// The names of the destinations, in the order of the summary (the service first, the
+    /// systems of record last).
     pub fn names(&self) -> &[String] {
         &self.names
+    }
+
+    /// The names of the systems of record (`[[destination]]`), in the order of the summary.
+    pub fn records(&self) -> &[String] {
+        &self.names[self.first_record..]
     }
 
     pub fn add(&mut self, page: &[Item]) {
@@ -105,6 +124,7 @@ impl Tally {
             State::HonouredLate => totals.honoured_late += 1,
             State::Pending => totals.pending += 1,
             State::Overdue => totals.overdue += 1,
+            State::Unreachable => totals.unreachable += 1,
         }
         totals.sent_after_opt_out += item.sent_after_opt_out.len() as u64;
         for destination in &item.destinations {
@@ -112,6 +132,7 @@ impl Tally {
                 continue;
             };
             match destination.honoured_at {
+                _ if destination.unreached() => self.unreached[i] += 1,
                 Some(at) => {
                     let taken = at.at() - item.occurred_at.at();
                     self.secs[i].push(taken.num_milliseconds().max(0) as f64 / 1000.0);
@@ -123,7 +144,12 @@ impl Tally {
             .days
             .entry(self.calendar.day_of(item.occurred_at.at()))
             .or_default() += 1;
-        if item.state != State::Honoured {
+        if item.state == State::Unreachable {
+            summary.unreachable_total += 1;
+            if summary.unreachable.len() < LISTED {
+                summary.unreachable.push(item.clone());
+            }
+        } else if item.state != State::Honoured {
             summary.late_total += 1;
             if summary.late.len() < LISTED {
                 summary.late.push(item.clone());
@@ -150,6 +176,7 @@ impl Tally {
                 name: name.clone(),
                 honoured: secs.len() as u64,
                 pending: self.waiting[i],
+                unreachable: self.unreached[i],
                 p50_secs: quantile(secs, 0.50),
                 p99_secs: quantile(secs, 0.99),
                 max_secs: secs.last().copied(),

@@ -1,7 +1,7 @@
 //! The report as people read it: the printable HTML file and the console's page share this
 //! view (totals, opt-outs per day and the time each destination took to honour them as
-//! inline SVG charts with their data beside them, what is late or waiting, and every
-//! message sent after an opt-out).
+//! inline SVG charts with their data beside them, what is late or waiting, what a system
+//! of record could not be given, and every message sent after an opt-out).
 
 use chrono::{DateTime, Utc};
 
@@ -47,10 +47,14 @@ pub struct View<'r> {
     /// Opt-outs not honoured everywhere by their deadline, or not yet (the first
     /// [`LISTED`]).
     pub late: &'r [Item],
+    /// Opt-outs every destination had but a system of record that found no one for them or
+    /// refused them (the first [`LISTED`]).
+    pub unreachable: &'r [Item],
     /// Opt-outs with messages sent after them (the first [`LISTED`]).
     pub sent_after: &'r [Item],
     /// What the lists leave out, said under them ("" when they hold every one).
     pub late_more: String,
+    pub unreachable_more: String,
     pub sent_after_more: String,
 }
 
@@ -81,8 +85,10 @@ impl<'r> View<'r> {
             distributions: distributions(summary),
             bucket_names: BUCKETS.iter().map(|(name, _)| *name).collect(),
             late: &summary.late,
+            unreachable: &summary.unreachable,
             sent_after: &summary.sent_after,
             late_more: more(summary.late.len(), summary.late_total),
+            unreachable_more: more(summary.unreachable.len(), summary.unreachable_total),
             sent_after_more: more(summary.sent_after.len(), summary.sent_after_total),
         }
     }
@@ -122,6 +128,22 @@ pub fn behind(item: &Item) -> String {
         .map(|d| d.name.as_str())
         .collect();
     names.join(", ")
+}
+
+/// The systems of record that could not be given `item`: each name, outcome and reason
+/// (the reason as it was said: escape it for where it is shown).
+pub fn unreached(item: &Item) -> Vec<(&str, &'static str, &str)> {
+    item.destinations
+        .iter()
+        .filter_map(|d| {
+            let outcome = d.outcome?;
+            Some((
+                d.name.as_str(),
+                outcome.as_str(),
+                d.reason.as_deref().unwrap_or("no reason given"),
+            ))
+        })
+        .collect()
 }
 
 fn distributions(summary: &Summary) -> Vec<Distribution> {

@@ -1,5 +1,6 @@
 //! The gauges that describe the database (backlog, lag, quarantine, pending pushes, the
-//! subscribers' lag, the registrations' check, the opt-outs not yet honoured): read by the
+//! subscribers' and destinations' lag, the destinations stopped in `error`, the
+//! registrations' check, the opt-outs not yet honoured): read by the
 //! caller at scrape time and encoded by a collector, so they can never drift from the truth.
 
 use prometheus_client::collector::Collector;
@@ -19,8 +20,12 @@ pub struct Gauges {
     /// Whether the last check of the webhook registrations passed; `None` before the
     /// first check, when the metric has no sample.
     pub registration_ok: Option<bool>,
-    /// Per destination (the service, each subscriber), the age in seconds of the oldest
-    /// opt-out it has not had (0 when none).
+    /// Each destination's (system of record's) lag, in entries.
+    pub destination_lag: Vec<(String, u64)>,
+    /// Per destination (system of record), 1 while its state is `error`, else 0.
+    pub destination_error: Vec<(String, u64)>,
+    /// Per destination (the service, each subscriber and system of record), the age in
+    /// seconds of the oldest opt-out it has not had (0 when none).
     pub optout_oldest_pending: Vec<(String, f64)>,
     /// Opt-outs past their deadline and not yet had by every destination.
     pub optouts_overdue: u64,
@@ -67,8 +72,20 @@ impl Collector for Gauges {
         )?;
         gauge(
             &mut encoder,
+            "destination_lag_entries",
+            "Ledger entries after each destination's (system of record's) cursor.",
+            labelled("destination", &self.destination_lag),
+        )?;
+        gauge(
+            &mut encoder,
+            "destination_error",
+            "1 while the destination (system of record) is stopped in state error (its key refused, or a lookup not found), 0 otherwise.",
+            labelled("destination", &self.destination_error),
+        )?;
+        gauge(
+            &mut encoder,
             "optout_oldest_pending_seconds",
-            "Age of the oldest opt-out the destination (the service, or a subscriber) has not had yet; 0 when none.",
+            "Age of the oldest opt-out the destination (the service, a subscriber or a system of record) has not had yet; 0 when none.",
             labelled("destination", &self.optout_oldest_pending),
         )?;
         gauge(

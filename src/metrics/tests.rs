@@ -7,6 +7,8 @@ fn gauges() -> Gauges {
         quarantined: 1,
         pushes_pending: 2,
         subscriber_lag: vec![("crm".into(), 12)],
+        destination_lag: vec![("van-main".into(), 4)],
+        destination_error: vec![("van-main".into(), 1), ("action-network".into(), 0)],
         registration_ok: Some(false),
         optout_oldest_pending: vec![("service".into(), 0.0), ("crm".into(), 3600.25)],
         optouts_overdue: 3,
@@ -33,6 +35,9 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
         "outreach_sync_messages_after_optout_total 0",
         "outreach_sync_subscriber_requests_total{subscriber=\"crm\",outcome=\"failed\"} 2",
         "outreach_sync_subscriber_lag_entries{subscriber=\"crm\"} 12",
+        "outreach_sync_destination_lag_entries{destination=\"van-main\"} 4",
+        "outreach_sync_destination_error{destination=\"van-main\"} 1",
+        "outreach_sync_destination_error{destination=\"action-network\"} 0",
         "outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1",
         "outreach_sync_deliveries_total{outcome=\"accepted\"} 0",
         "outreach_sync_deliveries_total{outcome=\"too_large\"} 0",
@@ -69,7 +74,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(
         families(&fresh),
-        27,
+        29,
         "every family, before anything is counted:\n{fresh}"
     );
     assert!(
@@ -79,7 +84,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
-    assert_eq!(types, 27, "{text}");
+    assert_eq!(types, 29, "{text}");
 }
 
 #[test]

@@ -115,6 +115,8 @@ pub struct OptOutRow {
     pub opted_in_at: Option<Timestamp>,
     /// The lead the mirror holds for its (organization, number).
     pub state_lead_id: Option<String>,
+    /// It did not take effect (a newer change of its pair was already in place).
+    pub superseded: bool,
 }
 
 impl OptOutRow {

@@ -18,7 +18,7 @@ macro_rules! statements {
                 // opt-outs of their own.
                 Ok(sqlx::query_as(
                     "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
-                            l.recorded_at, l.source, p.state AS push_state,
+                            l.recorded_at, l.source, l.superseded, p.state AS push_state,
                             p.finished_at AS push_finished_at,
                             (SELECT MIN(i.occurred_at) FROM ledger AS i
                              WHERE i.phone_number = l.phone_number

@@ -104,6 +104,8 @@ fn exposition() -> String {
         apply_lag_seconds: 0.25,
         subscriber_lag: vec![("crm".into(), 2)],
         registration_ok: Some(true),
+        destination_lag: vec![("van-main".into(), 3)],
+        destination_error: vec![("van-main".into(), 1)],
         optout_oldest_pending: vec![("service".into(), 1.5), ("crm".into(), 0.0)],
         ..Gauges::default()
     })

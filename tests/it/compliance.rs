@@ -1,12 +1,20 @@
 //! The compliance report as a compliance officer reads it: every opt-out against its
-//! deadline, the service and each subscriber as destinations, and the messages sent after
-//! one.
+//! deadline, the service, each subscriber and each system of record as destinations, and
+//! the messages sent after one.
+
+use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, TimeDelta, Utc};
-use outreach_sync::settings::{Settings, SubscriberSettings};
+use outreach_sync::compliance::{self, Blocking, Items, Listing, Rules, Window};
+use outreach_sync::model::{OutcomeKind, Timestamp};
+use outreach_sync::settings::{DestinationKind, DestinationSettings, Settings, SubscriberSettings};
+use outreach_sync::store::DestinationStore as _;
 use serde_json::{Value, json};
 
-use crate::common::{Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
+use crate::common::{
+    Backend, TestApp, eventually, on_both_backends, spawn_app_on, with_admin_token,
+};
 use crate::receiver::{Receiver, SUBSCRIBER_SECRET};
 
 fn subscribe(settings: &mut Settings, url: &str) {
@@ -313,5 +321,334 @@ async fn a_message_after_an_opt_out_is_counted_as_the_report_lists_it_before_any
     );
     app.drain().await;
     assert_eq!(report(&app).await["totals"]["sentAfterOptOut"], 1);
+    app.stop().await;
+}
+
+/// The report's rules with two systems of record beside the service: VAN and Action
+/// Network. Built here rather than configured in the daemon, so that no sender writes an
+/// outcome of its own: the test records them.
+fn rules_with_destinations(settings: &Settings) -> Arc<Rules> {
+    let mut settings = settings.clone();
+    // Never reached: the report only reads the outcomes recorded.
+    let nowhere = "http://127.0.0.1:9";
+    settings.destination = vec![
+        DestinationSettings::new("van-main", DestinationKind::Van, nowhere, "van-key"),
+        DestinationSettings::new(
+            "action-network",
+            DestinationKind::ActionNetwork,
+            nowhere,
+            "an-key",
+        ),
+    ];
+    Arc::new(Rules::of(&settings).expect("the rules"))
+}
+
+/// The report of the last 30 days in `form`, written as the CLI and the admin API write it.
+async fn written(app: &TestApp, rules: &Arc<Rules>, form: Listing) -> String {
+    let now = Utc::now();
+    let window = Window::parse(None, None, None, &rules.calendar, now).expect("the window");
+    let items = Items::new(app.pool.clone(), rules.clone(), window.clone(), now);
+    let mut sink = Blocking(Vec::new());
+    compliance::write(items, rules, &window, form, &mut sink)
+        .await
+        .expect("the report");
+    String::from_utf8(sink.0).expect("UTF-8")
+}
+
+on_both_backends!(
+    a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_is_unreachable
+);
+async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_is_unreachable(
+    backend: Backend,
+) {
+    let Some(app) = spawn_app_on(backend, with_admin_token).await else {
+        return;
+    };
+    // Whole seconds: the times come back as they were recorded, on either backend.
+    let at = DateTime::from_timestamp(Utc::now().timestamp() - 3 * 3600, 0).expect("a time");
+    for (lead, phone, minutes) in [
+        ("lead_21", "+15550002001", 0),
+        ("lead_22", "+15550002002", 1),
+        ("lead_23", "+15550002003", 2),
+    ] {
+        let body = opt_out(lead, phone, at + TimeDelta::minutes(minutes));
+        assert_eq!(app.post_signed(&body).await.status(), 200);
+    }
+    app.drain().await;
+    let rules = rules_with_destinations(&app.settings);
+    let seqs: Vec<i64> = serde_json::from_str::<Value>(&written(&app, &rules, Listing::Json).await)
+        .expect("JSON")["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|item| item["seq"].as_i64().expect("seq"))
+        .collect();
+    assert_eq!(seqs.len(), 3, "{seqs:?}");
+    let time = |minutes| Timestamp(at + TimeDelta::minutes(minutes));
+    let record = async |name: &str, seq, outcome, reason: Option<&str>, when| {
+        app.pool
+            .record_progress(name, seq, 3, Some((outcome, reason)), when)
+            .await
+            .expect("the outcome");
+    };
+    // The first: both systems of record had it, Action Network last.
+    record("van-main", seqs[0], OutcomeKind::Sent, None, time(10)).await;
+    record("action-network", seqs[0], OutcomeKind::Sent, None, time(20)).await;
+    // The second: Action Network had it, VAN has no one to write it to.
+    let no_van_id = "the lead has no VAN ID (custom field VanID)";
+    record(
+        "van-main",
+        seqs[1],
+        OutcomeKind::Unmatched,
+        Some(no_van_id),
+        time(11),
+    )
+    .await;
+    record("action-network", seqs[1], OutcomeKind::Sent, None, time(21)).await;
+    // The third: VAN refused it; Action Network has not had it yet.
+    let refused = "=Person 101 not found";
+    record(
+        "van-main",
+        seqs[2],
+        OutcomeKind::Refused,
+        Some(refused),
+        time(12),
+    )
+    .await;
+
+    let report: Value =
+        serde_json::from_str(&written(&app, &rules, Listing::Json).await).expect("JSON");
+    let totals = &report["totals"];
+    assert_eq!(
+        (
+            &totals["optOuts"],
+            &totals["honoured"],
+            &totals["unreachable"],
+            &totals["pending"],
+            &totals["overdue"]
+        ),
+        (&json!(3), &json!(1), &json!(1), &json!(1), &json!(0)),
+        "{report}"
+    );
+    let items = report["items"].as_array().expect("items");
+    let honoured = &items[0];
+    assert_eq!(honoured["state"], "honoured", "{honoured}");
+    let slowest = time(20).to_string();
+    assert_eq!(
+        honoured["honouredAt"],
+        slowest.as_str(),
+        "the slowest destination"
+    );
+    assert_eq!(
+        honoured["destinations"][1],
+        json!({"name": "van-main", "honouredAt": time(10).to_string()})
+    );
+    assert_eq!(
+        honoured["destinations"][2],
+        json!({"name": "action-network", "honouredAt": slowest})
+    );
+
+    let unreachable = &items[1];
+    assert_eq!(unreachable["state"], "unreachable", "{unreachable}");
+    assert_eq!(unreachable["honouredAt"], Value::Null);
+    assert_eq!(
+        unreachable["destinations"][1],
+        json!({"name": "van-main", "honouredAt": null, "outcome": "unmatched",
+               "reason": no_van_id})
+    );
+    // Refused where another destination has not had it yet: still waiting, not unreachable.
+    let waiting = &items[2];
+    assert_eq!(waiting["state"], "pending", "{waiting}");
+    assert_eq!(waiting["destinations"][1]["outcome"], "refused");
+    assert_eq!(waiting["destinations"][2]["honouredAt"], Value::Null);
+
+    let summaries = report["destinations"].as_array().expect("destinations");
+    let van = summaries
+        .iter()
+        .find(|d| d["name"] == "van-main")
+        .expect("van-main summed up");
+    assert_eq!(
+        (&van["honoured"], &van["pending"], &van["unreachable"]),
+        (&json!(1), &json!(0), &json!(2)),
+        "{van}"
+    );
+    let network = summaries
+        .iter()
+        .find(|d| d["name"] == "action-network")
+        .expect("action-network summed up");
+    assert_eq!(
+        (
+            &network["honoured"],
+            &network["pending"],
+            &network["unreachable"]
+        ),
+        (&json!(2), &json!(1), &json!(0)),
+        "{network}"
+    );
+
+    let csv = written(&app, &rules, Listing::Csv).await;
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "seq,phoneNumber,organizationId,leadId,occurredAt,source,state,deadline,honouredAt,\
+             honouredAt:service,honouredAt:van-main,honouredAt:action-network,\
+             outcome:van-main,reason:van-main,outcome:action-network,reason:action-network,\
+             confirmation,sentAfterOptOut"
+        )
+    );
+    let rows: Vec<&str> = lines.collect();
+    assert!(rows[0].contains(",honoured,"), "{}", rows[0]);
+    assert!(
+        rows[0].ends_with(",sent,,sent,,,"),
+        "both had the first: {}",
+        rows[0]
+    );
+    assert!(rows[1].contains(",unreachable,"), "{}", rows[1]);
+    assert!(
+        rows[1].contains(&format!(",unmatched,{no_van_id},sent,,")),
+        "the reason beside the outcome: {}",
+        rows[1]
+    );
+    // The system's own words, kept from a spreadsheet's formulas.
+    assert!(
+        rows[2].contains(",refused,'=Person 101 not found,,,"),
+        "{}",
+        rows[2]
+    );
+
+    // The command line's text: the total, and a section of its own with the reason.
+    let config = app.dir.path().join("destinations.toml");
+    std::fs::write(
+        &config,
+        "[[destination]]\nname = \"van-main\"\nkind = \"van\"\n\
+         base_url = \"http://127.0.0.1:9\"\napi_key = \"van-key\"\n\n\
+         [[destination]]\nname = \"action-network\"\nkind = \"action_network\"\n\
+         base_url = \"http://127.0.0.1:9\"\napi_key = \"an-key\"\n",
+    )
+    .expect("config");
+    let output = std::process::Command::new(crate::daemon_process::BIN)
+        .arg("--config")
+        .arg(&config)
+        .args(["report", "compliance"])
+        .env("OUTREACH_SYNC__DATABASE__URL", &app.settings.database.url)
+        .output()
+        .expect("the binary runs");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{text}");
+    assert!(
+        text.contains("1 pending, 0 overdue, 1 unreachable;"),
+        "{text}"
+    );
+    let section = text
+        .split("Unreachable in a system of record")
+        .nth(1)
+        .expect("a section of unreachable opt-outs");
+    assert!(
+        section.contains("+15550002002 in org_1")
+            && section.contains(&format!("van-main unmatched: {no_van_id}")),
+        "{text}"
+    );
+
+    // The printable file lists it in a section of its own, with its reason.
+    let now = Utc::now();
+    let window = Window::parse(None, None, None, &rules.calendar, now).expect("the window");
+    let items = Items::new(app.pool.clone(), rules.clone(), window.clone(), now);
+    let summary = compliance::summarize(items, &rules, &window)
+        .await
+        .expect("the summary");
+    assert_eq!(summary.unreachable_total, 1);
+    assert_eq!(summary.late_total, 1, "the pending one alone is waiting");
+    let html = compliance::html(&compliance::View::of(&summary, &rules, now)).expect("HTML");
+    let section = html
+        .split("id=\"unreachable\"")
+        .nth(1)
+        .expect("a section of unreachable opt-outs");
+    assert!(
+        section.contains("+15550002002") && section.contains(no_van_id),
+        "{section}"
+    );
+    app.stop().await;
+}
+
+/// A system of record's API that refuses every key.
+async fn refusing_every_key() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    let app = axum::Router::new().fallback(|| async {
+        (
+            axum::http::StatusCode::UNAUTHORIZED,
+            axum::Json(json!({"errors": [{"code": "INVALID_KEY", "text": "Unauthorized"}]})),
+        )
+    });
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    format!("http://{addr}/v4")
+}
+
+on_both_backends!(a_destination_stopped_in_error_is_behind_on_its_opt_outs_in_the_gauges);
+async fn a_destination_stopped_in_error_is_behind_on_its_opt_outs_in_the_gauges(backend: Backend) {
+    let base_url = refusing_every_key().await;
+    let Some(app) = spawn_app_on(backend, |s| {
+        with_admin_token(s);
+        s.destination = vec![DestinationSettings::new(
+            "van-main",
+            DestinationKind::Van,
+            &base_url,
+            "a-revoked-key",
+        )];
+    })
+    .await
+    else {
+        return;
+    };
+    // Three weeks ago: past its deadline whatever the holidays.
+    let long_ago = Utc::now() - TimeDelta::days(21);
+    assert_eq!(
+        app.post_signed(&opt_out("lead_31", "+15550003001", long_ago))
+            .await
+            .status(),
+        200
+    );
+    app.drain().await;
+    // Its key refused, the destination stops: nothing to wait on but its state.
+    let error = r#"outreach_sync_destination_error{destination="van-main"}"#;
+    eventually(
+        "the destination to stop in error",
+        Duration::from_secs(20),
+        async || metric(&app, error).await == 1.0,
+    )
+    .await;
+    assert_eq!(
+        metric(
+            &app,
+            r#"outreach_sync_destination_lag_entries{destination="van-main"}"#
+        )
+        .await,
+        1.0
+    );
+    let behind = metric(
+        &app,
+        r#"outreach_sync_optout_oldest_pending_seconds{destination="van-main"}"#,
+    )
+    .await;
+    assert!(behind >= 21.0 * 86_400.0 - 60.0, "{behind}");
+    // The service had it (it announced it): the destination alone makes it overdue.
+    assert_eq!(
+        metric(
+            &app,
+            r#"outreach_sync_optout_oldest_pending_seconds{destination="service"}"#
+        )
+        .await,
+        0.0
+    );
+    assert_eq!(metric(&app, "outreach_sync_optouts_overdue").await, 1.0);
+    let report = report(&app).await;
+    assert_eq!(report["items"][0]["state"], "overdue", "{report}");
+    assert_eq!(
+        report["items"][0]["destinations"][1],
+        json!({"name": "van-main", "honouredAt": null})
+    );
     app.stop().await;
 }
