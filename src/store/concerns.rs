@@ -377,8 +377,8 @@ pub trait RetentionStore {
         limit: i64,
     ) -> Result<u64, crate::store::Error>;
 
-    /// Removes the subscribers' acknowledgements older than `before` (the consent evidence's
-    /// retention); returns how many went.
+    /// Removes the subscribers' acknowledgements and the destinations' finished outcomes
+    /// older than `before` (the consent evidence's retention); returns how many went.
     async fn delete_acks_before(
         &self,
         before: chrono::DateTime<chrono::Utc>,

@@ -34,11 +34,21 @@ macro_rules! statements {
                 &self,
                 before: chrono::DateTime<chrono::Utc>,
             ) -> Result<u64, crate::store::Error> {
-                Ok(sqlx::query("DELETE FROM subscriber_acks WHERE acked_at < $1")
-                    .bind(crate::model::Timestamp(before))
+                let before = crate::model::Timestamp(before);
+                let acks = sqlx::query("DELETE FROM subscriber_acks WHERE acked_at < $1")
+                    .bind(before)
                     .execute(self)
                     .await?
-                    .rows_affected())
+                    .rows_affected();
+                // A destination's finished entries: behind its cursor long since.
+                let outcomes = sqlx::query(
+                    "DELETE FROM destination_outcomes WHERE at < $1 AND outcome IS NOT NULL",
+                )
+                .bind(before)
+                .execute(self)
+                .await?
+                .rows_affected();
+                Ok(acks + outcomes)
             }
 
             async fn delete_applied(&self, $ids: &[i64]) -> Result<u64, crate::store::Error> {

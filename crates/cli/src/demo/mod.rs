@@ -345,12 +345,13 @@ async fn print_compliance(settings: &Settings) -> anyhow::Result<()> {
         })
         .collect();
     println!(
-        "compliance: {} opt-outs, {} honoured everywhere within the deadline ({}), {} pending, {} overdue; {} messages sent after an opt-out",
+        "compliance: {} opt-outs, {} honoured everywhere within the deadline ({}), {} pending, {} overdue, {} unreachable in a system of record (no VAN ID); {} messages sent after an opt-out",
         t.opt_outs,
         t.honoured,
         slowest.join(", "),
         t.pending,
         t.overdue,
+        t.unreachable,
         t.sent_after_opt_out
     );
     if t.pending > 0 {
