@@ -205,7 +205,7 @@ impl Application {
             worker,
             verifier,
             tokens,
-            destination_keys,
+            destination_keys: keys,
             reload: _,
             metrics,
         } = self;
@@ -216,14 +216,7 @@ impl Application {
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        let running_senders = senders.clone();
-        let leader = (
-            client,
-            wake.clone(),
-            senders,
-            metrics.clone(),
-            destination_keys,
-        );
+        let leader = (client, wake.clone(), senders.clone(), metrics.clone(), keys);
         supervise_leader_work(&mut tasks, &pool, &settings, leader).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
@@ -233,7 +226,7 @@ impl Application {
             tokens,
             wake,
             &writer,
-            (running_senders, metrics.clone()),
+            (senders, metrics.clone()),
             &shutdown,
         );
         supervise_admin(
