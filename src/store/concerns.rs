@@ -3,10 +3,15 @@
 //! both where the statement text is the same) and dispatched by [`super::Pool`].
 //!
 //! One file over 400 lines on purpose: it is the table of every statement the daemon runs,
-//! by concern, where a reader looks one up.
+//! by concern, where a reader looks one up; the delivery concerns (subscribers and
+//! destinations) are in [`deliveries`].
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
 use enum_dispatch::enum_dispatch;
+
+/// The subscribers' and destinations' delivery state.
+mod deliveries;
+pub use deliveries::{DestinationStore, SubscriberStore};
 
 // enum_dispatch writes these signatures again beside `Pool`: every type is named by its
 // whole path, so that they resolve there too.
@@ -415,124 +420,6 @@ pub trait StateStore {
         block_until: chrono::DateTime<chrono::Utc>,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<String, crate::store::Error>;
-}
-
-/// The subscribers' delivery state.
-#[enum_dispatch]
-pub trait SubscriberStore {
-    /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
-    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error>;
-
-    /// The state of `name`, if it was ever configured.
-    async fn subscriber_state(
-        &self,
-        name: &str,
-    ) -> Result<Option<crate::model::SubscriberState>, crate::store::Error>;
-
-    /// Moves the cursor forward to `cursor` (entries up to it were accepted, or are not
-    /// the subscriber's), clearing the failures; `delivered_ms`: the last acceptance. Keeps
-    /// `acks`, the acknowledged requests that carried opt-outs since the last call.
-    async fn subscriber_delivered(
-        &self,
-        name: &str,
-        generation: i64,
-        cursor: i64,
-        delivered_ms: Option<i64>,
-        acks: &[crate::model::AckSpan],
-    ) -> Result<(), crate::store::Error>;
-
-    /// The acknowledged requests of `name` that carried entries of `first_seq..=last_seq`,
-    /// by their first entry.
-    async fn ack_spans(
-        &self,
-        name: &str,
-        first_seq: i64,
-        last_seq: i64,
-    ) -> Result<Vec<crate::model::AckSpan>, crate::store::Error>;
-
-    /// Counts a failed attempt; the next is due at `next_attempt_ms`.
-    async fn subscriber_failed(
-        &self,
-        name: &str,
-        generation: i64,
-        error: &str,
-        next_attempt_ms: i64,
-    ) -> Result<(), crate::store::Error>;
-
-    /// Stops sending to `name` (it answered 410) until a replay.
-    async fn disable_subscriber(
-        &self,
-        name: &str,
-        generation: i64,
-        error: &str,
-    ) -> Result<(), crate::store::Error>;
-
-    /// Sets the cursor of `name` to `cursor` (entries after it are sent again), enables it
-    /// and clears its failures; false if `name` has no state.
-    async fn replay_subscriber(&self, name: &str, cursor: i64)
-    -> Result<bool, crate::store::Error>;
-
-    /// Makes the next attempt of `name` due now (its backoff or `Retry-After` is cut short;
-    /// a disabled subscriber stays disabled); false if `name` has no state.
-    async fn retry_subscriber(&self, name: &str) -> Result<bool, crate::store::Error>;
-
-    /// The ledger's last seq (0 when empty). Seqs become visible in order, so every
-    /// entry up to it is readable.
-    async fn ledger_head(&self) -> Result<i64, crate::store::Error>;
-}
-
-/// The destinations' outcomes per entry (their cursor and state: [`SubscriberStore`]).
-#[enum_dispatch]
-pub trait DestinationStore {
-    /// The progress kept at `name` of entries `first_seq..=last_seq` that have any.
-    async fn entry_progress(
-        &self,
-        name: &str,
-        first_seq: i64,
-        last_seq: i64,
-    ) -> Result<Vec<crate::model::EntryProgress>, crate::store::Error>;
-
-    /// Adds `actions_done` to the actions answered for entry `seq` at `name`, and its
-    /// outcome (with its reason) once it has one; `at`: when.
-    async fn record_progress(
-        &self,
-        name: &str,
-        seq: i64,
-        actions_done: i64,
-        outcome: Option<(crate::model::OutcomeKind, Option<&str>)>,
-        at: crate::model::Timestamp,
-    ) -> Result<(), crate::store::Error>;
-
-    /// How many entries `name` has of each outcome.
-    async fn outcome_counts(
-        &self,
-        name: &str,
-    ) -> Result<crate::model::OutcomeCounts, crate::store::Error>;
-
-    /// The entries of `name` with an outcome (only `state`'s when given) after `after_seq`,
-    /// in seq order, at most `limit`.
-    async fn outcomes(
-        &self,
-        name: &str,
-        state: Option<crate::model::OutcomeKind>,
-        after_seq: i64,
-        limit: i64,
-    ) -> Result<Vec<crate::model::OutcomeRecord>, crate::store::Error>;
-
-    /// Every destination's outcome of entries `first_seq..=last_seq`.
-    async fn outcomes_of_entries(
-        &self,
-        first_seq: i64,
-        last_seq: i64,
-    ) -> Result<Vec<crate::model::EntryOutcome>, crate::store::Error>;
-
-    /// Forgets the `unmatched` and `refused` outcomes of `name` from `from_seq` on, so that
-    /// those entries are tried again (a replay); the actions answered stay done.
-    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error>;
-
-    /// Ends the `error` of `name` (its key works again, or it was retried): false if it was
-    /// not stopped.
-    async fn enable_subscriber(&self, name: &str) -> Result<bool, crate::store::Error>;
 }
 
 /// Streamed exports of the consent state and the ledger.

@@ -210,112 +210,156 @@ fn now() -> String {
 }
 
 /// `POST /people`: the person signup helper.
-async fn signup(State(fakes): State<FakesState>, headers: HeaderMap, body: Bytes) -> Response {
-    let body: SignupBody = match serde_json::from_slice(&body) {
-        Ok(body) => body,
-        Err(e) => {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("JSON could not be parsed: {e}"),
-            );
-        }
-    };
-    let Some(person) = body.person else {
-        return error(StatusCode::BAD_REQUEST, "A person is required");
-    };
-    let mut phones = Vec::new();
-    for phone in &person.phone_numbers {
-        let Some(raw) = phone.number.as_deref() else {
-            continue;
-        };
-        let Some(number) = stored_number(raw) else {
-            return error(
-                StatusCode::BAD_REQUEST,
-                format!("`{raw}` is not a valid phone number"),
-            );
-        };
-        if !valid_status(phone.status.as_deref()) {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "A phone number's status must be subscribed or unsubscribed",
-            );
-        }
-        phones.push((number, phone));
-    }
-    let mut emails = Vec::new();
-    for email in &person.email_addresses {
-        let Some(address) = email.address.as_deref().filter(|a| a.contains('@')) else {
-            continue;
-        };
-        if !valid_status(email.status.as_deref()) {
-            return error(
-                StatusCode::BAD_REQUEST,
-                "An email address's status must be subscribed or unsubscribed",
-            );
-        }
-        emails.push((address.to_ascii_lowercase(), email));
-    }
-    if phones.is_empty() && emails.is_empty() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "A valid email address or phone number is required",
-        );
-    }
+async fn signup(
+    State(fakes): State<FakesState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Response, BadRequest> {
+    let person = signup_person(&body)?;
+    let contacts = Contacts::of(&person)?;
     let mut an = fakes.action_network();
     let at = now();
-    let matched = an.people.iter().position(|p| {
-        phones
-            .iter()
-            .any(|(n, _)| p.phone_numbers.iter().any(|q| &q.number == n))
+    let (index, created) = an.match_or_create(&contacts, &at);
+    let record = &mut an.people[index];
+    if person.given_name.is_some() {
+        record.given_name.clone_from(&person.given_name);
+    }
+    if person.family_name.is_some() {
+        record.family_name.clone_from(&person.family_name);
+    }
+    let sent = update_phones(record, contacts.phones);
+    update_emails(record, contacts.emails);
+    record.modified_date.clone_from(&at);
+    let resource = resource(record, &headers);
+    let identifier = record.identifier.clone();
+    an.signups.push(ActionNetworkSignup {
+        identifier,
+        phone_numbers: sent,
+        created,
+        at,
     });
-    let matched = matched.or_else(|| {
-        an.people.iter().position(|p| {
-            emails
+    Ok((StatusCode::OK, Json(resource)).into_response())
+}
+
+/// A signup refused: 400, with the reason.
+struct BadRequest(String);
+
+impl IntoResponse for BadRequest {
+    fn into_response(self) -> Response {
+        error(StatusCode::BAD_REQUEST, self.0)
+    }
+}
+
+/// The person of a signup's body.
+fn signup_person(body: &[u8]) -> Result<PersonBody, BadRequest> {
+    let body: SignupBody = serde_json::from_slice(body)
+        .map_err(|e| BadRequest(format!("JSON could not be parsed: {e}")))?;
+    body.person
+        .ok_or_else(|| BadRequest("A person is required".into()))
+}
+
+/// The numbers and addresses of a signup, as stored, each with what the request says of it.
+struct Contacts<'a> {
+    phones: Vec<(String, &'a PhoneBody)>,
+    emails: Vec<(String, &'a EmailBody)>,
+}
+
+impl<'a> Contacts<'a> {
+    /// The person's numbers and addresses: an invalid number or status is refused, an
+    /// entry without a number or an address skipped; at least one must remain.
+    fn of(person: &'a PersonBody) -> Result<Self, BadRequest> {
+        let mut phones = Vec::new();
+        for phone in &person.phone_numbers {
+            let Some(raw) = phone.number.as_deref() else {
+                continue;
+            };
+            let number = stored_number(raw)
+                .ok_or_else(|| BadRequest(format!("`{raw}` is not a valid phone number")))?;
+            if !valid_status(phone.status.as_deref()) {
+                return Err(BadRequest(
+                    "A phone number's status must be subscribed or unsubscribed".into(),
+                ));
+            }
+            phones.push((number, phone));
+        }
+        let mut emails = Vec::new();
+        for email in &person.email_addresses {
+            let Some(address) = email.address.as_deref().filter(|a| a.contains('@')) else {
+                continue;
+            };
+            if !valid_status(email.status.as_deref()) {
+                return Err(BadRequest(
+                    "An email address's status must be subscribed or unsubscribed".into(),
+                ));
+            }
+            emails.push((address.to_ascii_lowercase(), email));
+        }
+        if phones.is_empty() && emails.is_empty() {
+            return Err(BadRequest(
+                "A valid email address or phone number is required".into(),
+            ));
+        }
+        Ok(Self { phones, emails })
+    }
+}
+
+impl ActionNetwork {
+    /// The index of the person who has one of the numbers (else one of the addresses), or
+    /// of a new person made `at`; and whether it was made.
+    fn match_or_create(&mut self, contacts: &Contacts<'_>, at: &str) -> (usize, bool) {
+        let by_phone = self.people.iter().position(|p| {
+            contacts
+                .phones
                 .iter()
-                .any(|(a, _)| p.email_addresses.iter().any(|e| &e.address == a))
-        })
-    });
-    let created = matched.is_none();
-    let index = matched.unwrap_or_else(|| {
-        an.people.push(ActionNetworkPerson {
+                .any(|(n, _)| p.phone_numbers.iter().any(|q| &q.number == n))
+        });
+        let matched = by_phone.or_else(|| {
+            self.people.iter().position(|p| {
+                contacts
+                    .emails
+                    .iter()
+                    .any(|(a, _)| p.email_addresses.iter().any(|e| &e.address == a))
+            })
+        });
+        if let Some(index) = matched {
+            return (index, false);
+        }
+        self.people.push(ActionNetworkPerson {
             identifier: new_identifier(),
             given_name: None,
             family_name: None,
             phone_numbers: Vec::new(),
             email_addresses: Vec::new(),
-            created_date: at.clone(),
-            modified_date: at.clone(),
+            created_date: at.to_owned(),
+            modified_date: at.to_owned(),
         });
-        an.people.len() - 1
-    });
-    let person_record = &mut an.people[index];
-    if person.given_name.is_some() {
-        person_record.given_name = person.given_name.clone();
+        (self.people.len() - 1, true)
     }
-    if person.family_name.is_some() {
-        person_record.family_name = person.family_name.clone();
-    }
+}
+
+/// Adds the numbers the person lacks and sets the type and status the request gives;
+/// returns the numbers as stored.
+fn update_phones(
+    person: &mut ActionNetworkPerson,
+    phones: Vec<(String, &PhoneBody)>,
+) -> Vec<ActionNetworkPhone> {
     let mut sent = Vec::new();
     for (number, phone) in phones {
-        let first = person_record.phone_numbers.is_empty();
-        let slot = match person_record
-            .phone_numbers
-            .iter()
-            .position(|q| q.number == number)
-        {
+        let first = person.phone_numbers.is_empty();
+        let slot = match person.phone_numbers.iter().position(|q| q.number == number) {
             Some(i) => i,
             None => {
                 // A number nobody subscribed is not on the SMS list until it says so.
-                person_record.phone_numbers.push(ActionNetworkPhone {
+                person.phone_numbers.push(ActionNetworkPhone {
                     primary: first,
                     number: number.clone(),
                     number_type: "Mobile".into(),
                     status: UNSUBSCRIBED.into(),
                 });
-                person_record.phone_numbers.len() - 1
+                person.phone_numbers.len() - 1
             }
         };
-        let stored = &mut person_record.phone_numbers[slot];
+        let stored = &mut person.phone_numbers[slot];
         if let Some(kind) = &phone.number_type {
             stored.number_type.clone_from(kind);
         }
@@ -324,9 +368,15 @@ async fn signup(State(fakes): State<FakesState>, headers: HeaderMap, body: Bytes
         }
         sent.push(stored.clone());
     }
+    sent
+}
+
+/// Adds the addresses the person lacks (subscribed unless the request says otherwise) and
+/// sets the status the request gives to those it has.
+fn update_emails(person: &mut ActionNetworkPerson, emails: Vec<(String, &EmailBody)>) {
     for (address, email) in emails {
-        let first = person_record.email_addresses.is_empty();
-        match person_record
+        let first = person.email_addresses.is_empty();
+        match person
             .email_addresses
             .iter_mut()
             .find(|e| e.address == address)
@@ -336,23 +386,13 @@ async fn signup(State(fakes): State<FakesState>, headers: HeaderMap, body: Bytes
                     stored.status.clone_from(status);
                 }
             }
-            None => person_record.email_addresses.push(ActionNetworkEmail {
+            None => person.email_addresses.push(ActionNetworkEmail {
                 primary: first,
                 address,
                 status: email.status.clone().unwrap_or_else(|| SUBSCRIBED.into()),
             }),
         }
     }
-    person_record.modified_date.clone_from(&at);
-    let resource = resource(person_record, &headers);
-    let identifier = person_record.identifier.clone();
-    an.signups.push(ActionNetworkSignup {
-        identifier,
-        phone_numbers: sent,
-        created,
-        at,
-    });
-    (StatusCode::OK, Json(resource)).into_response()
 }
 
 /// `GET /`: the API entry point, the links to the group's collections (the key is checked

@@ -8,8 +8,12 @@ use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
 use super::FakesState;
-use super::van::{SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanPhone, national};
-use super::van_api::{Caller, VanError, invalid, known, parse};
+use super::van::{
+    Committee, SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanContactType, VanPerson,
+    VanPhone, national,
+};
+use super::van_api::{Caller, VanError, VanErrorItem, invalid, known, parse};
+
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
 struct CanvassBody {
@@ -58,87 +62,12 @@ pub(super) async fn canvass(
     let committee = &van.committees[caller.committee];
     let mut errors = Vec::new();
     let responses = body.responses.as_ref().map_or(0, Vec::len);
-    match (body.result_code_id, responses) {
-        (Some(_), n) if n > 0 => errors.push(invalid(
-            &["resultCodeId", "responses"],
-            "resultCodeId must be null when responses are specified",
-        )),
-        (None, 0) => errors.push(invalid(
-            &["resultCodeId", "responses"],
-            "Either resultCodeId or responses must be specified",
-        )),
-        _ => {}
-    }
-    let result_code = body.result_code_id.and_then(|id| {
-        let found = committee
-            .result_codes
-            .iter()
-            .find(|r| i64::from(r.result_code_id) == id);
-        if found.is_none() {
-            errors.push(invalid(
-                &["resultCodeId"],
-                format!("{id} is not a valid Result Code in the current context"),
-            ));
-        }
-        found.map(|r| r.result_code_id)
-    });
+    check_result_or_responses(body.result_code_id, responses, &mut errors);
+    let result_code = result_code(committee, body.result_code_id, &mut errors);
     let context = body.canvass_context.unwrap_or_default();
-    let contact_type = context.contact_type_id.and_then(|id| {
-        let found = committee
-            .contact_types()
-            .into_iter()
-            .find(|t| i64::from(t.contact_type_id) == id);
-        if found.is_none() {
-            errors.push(invalid(
-                &["canvassContext.contactTypeId"],
-                format!("{id} is not a valid Contact Type in the current context"),
-            ));
-        }
-        found
-    });
-    let phone = match &context.phone {
-        None => None,
-        Some(p) => match p.phone_number.as_deref().filter(|n| is_digits(n)) {
-            Some(number) => Some(VanCanvassPhone {
-                dialing_prefix: p.dialing_prefix.clone(),
-                phone_number: number.to_owned(),
-            }),
-            None => {
-                errors.push(invalid(
-                    &["canvassContext.phone.phoneNumber"],
-                    "A phone number of digits is required",
-                ));
-                None
-            }
-        },
-    };
-    if let Some(prefix) = context
-        .phone
-        .as_ref()
-        .and_then(|p| p.dialing_prefix.as_deref())
-        .filter(|p| !is_digits(p))
-    {
-        errors.push(invalid(
-            &["canvassContext.phone.dialingPrefix"],
-            format!("`{prefix}` is not a dialing prefix"),
-        ));
-    }
-    if contact_type
-        .as_ref()
-        .is_some_and(|t| t.channel_type_name == SMS_CHANNEL)
-        && context.phone.is_none()
-    {
-        errors.push(invalid(
-            &["canvassContext.phone"],
-            "A phone is required for a Contact Type of the SMS channel",
-        ));
-    }
-    if let Some(date) = context.date_canvassed.as_deref().filter(|d| !is_date(d)) {
-        errors.push(invalid(
-            &["canvassContext.dateCanvassed"],
-            format!("`{date}` is not an ISO 8601 date"),
-        ));
-    }
+    let contact_type = contact_type(committee, context.contact_type_id, &mut errors);
+    let phone = context_phone(&context, &mut errors);
+    check_context(&context, contact_type.as_ref(), &mut errors);
     if !errors.is_empty() {
         return Err(VanError::invalid(errors));
     }
@@ -157,6 +86,113 @@ pub(super) async fn canvass(
     };
     van.canvass_responses.push(record);
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// A canvass response carries a result code or responses, never both.
+fn check_result_or_responses(
+    result_code_id: Option<i64>,
+    responses: usize,
+    errors: &mut Vec<VanErrorItem>,
+) {
+    match (result_code_id, responses) {
+        (Some(_), n) if n > 0 => errors.push(invalid(
+            &["resultCodeId", "responses"],
+            "resultCodeId must be null when responses are specified",
+        )),
+        (None, 0) => errors.push(invalid(
+            &["resultCodeId", "responses"],
+            "Either resultCodeId or responses must be specified",
+        )),
+        _ => {}
+    }
+}
+
+/// The committee's result code `id`, when given; an error when the committee has none such.
+fn result_code(
+    committee: &Committee,
+    id: Option<i64>,
+    errors: &mut Vec<VanErrorItem>,
+) -> Option<u32> {
+    let id = id?;
+    let found = committee
+        .result_codes
+        .iter()
+        .find(|r| i64::from(r.result_code_id) == id);
+    if found.is_none() {
+        errors.push(invalid(
+            &["resultCodeId"],
+            format!("{id} is not a valid Result Code in the current context"),
+        ));
+    }
+    found.map(|r| r.result_code_id)
+}
+
+/// The committee's contact type `id`, when given; an error when the committee has none such.
+fn contact_type(
+    committee: &Committee,
+    id: Option<i64>,
+    errors: &mut Vec<VanErrorItem>,
+) -> Option<VanContactType> {
+    let id = id?;
+    let found = committee
+        .contact_types()
+        .into_iter()
+        .find(|t| i64::from(t.contact_type_id) == id);
+    if found.is_none() {
+        errors.push(invalid(
+            &["canvassContext.contactTypeId"],
+            format!("{id} is not a valid Contact Type in the current context"),
+        ));
+    }
+    found
+}
+
+/// The phone of the canvass context, when given: its number and prefix must be digits.
+fn context_phone(
+    context: &CanvassContext,
+    errors: &mut Vec<VanErrorItem>,
+) -> Option<VanCanvassPhone> {
+    let given = context.phone.as_ref()?;
+    let phone = match given.phone_number.as_deref().filter(|n| is_digits(n)) {
+        Some(number) => Some(VanCanvassPhone {
+            dialing_prefix: given.dialing_prefix.clone(),
+            phone_number: number.to_owned(),
+        }),
+        None => {
+            errors.push(invalid(
+                &["canvassContext.phone.phoneNumber"],
+                "A phone number of digits is required",
+            ));
+            None
+        }
+    };
+    if let Some(prefix) = given.dialing_prefix.as_deref().filter(|p| !is_digits(p)) {
+        errors.push(invalid(
+            &["canvassContext.phone.dialingPrefix"],
+            format!("`{prefix}` is not a dialing prefix"),
+        ));
+    }
+    phone
+}
+
+/// An SMS contact needs a phone, and the date canvassed must be a date.
+fn check_context(
+    context: &CanvassContext,
+    contact_type: Option<&VanContactType>,
+    errors: &mut Vec<VanErrorItem>,
+) {
+    if contact_type.is_some_and(|t| t.channel_type_name == SMS_CHANNEL) && context.phone.is_none() {
+        errors.push(invalid(
+            &["canvassContext.phone"],
+            "A phone is required for a Contact Type of the SMS channel",
+        ));
+    }
+    if let Some(date) = context.date_canvassed.as_deref().filter(|d| !is_date(d)) {
+        errors.push(invalid(
+            &["canvassContext.dateCanvassed"],
+            format!("`{date}` is not an ISO 8601 date"),
+        ));
+    }
 }
 
 #[derive(Deserialize)]
@@ -196,29 +232,48 @@ pub(super) async fn update_person(
     let mut van = fakes.van();
     let van_id = known(&van, &raw_id)?;
     let mut errors = Vec::new();
-    if let Some(given) = &body.van_id {
-        let same = match given {
-            serde_json::Value::Number(n) => n.as_u64() == Some(van_id),
-            serde_json::Value::String(s) => s.parse::<u64>().ok() == Some(van_id),
-            serde_json::Value::Null => true,
-            _ => false,
-        };
-        if !same {
-            errors.push(invalid(&["vanId"], "vanId must be the VAN ID of the route"));
-        }
+    check_van_id(body.van_id.as_ref(), van_id, &mut errors);
+    let updates = phone_updates(body.phones.unwrap_or_default(), &mut errors);
+    if !errors.is_empty() {
+        return Err(VanError::invalid(errors));
     }
+    let person = van
+        .people
+        .get_mut(&van_id)
+        .ok_or_else(|| VanError::not_found(format!("Person {van_id} not found")))?;
+    update_phones(person, updates);
+    Ok(Json(MatchResponse {
+        van_id,
+        status: "UpdatedExistingRecord",
+    })
+    .into_response())
+}
+
+/// A `vanId` in the body, when not null, must be the route's.
+fn check_van_id(given: Option<&serde_json::Value>, van_id: u64, errors: &mut Vec<VanErrorItem>) {
+    let Some(given) = given else {
+        return;
+    };
+    let same = match given {
+        serde_json::Value::Number(n) => n.as_u64() == Some(van_id),
+        serde_json::Value::String(s) => s.parse::<u64>().ok() == Some(van_id),
+        serde_json::Value::Null => true,
+        _ => false,
+    };
+    if !same {
+        errors.push(invalid(&["vanId"], "vanId must be the VAN ID of the route"));
+    }
+}
+
+/// The phones of the body with a valid number (its digits), each with what it asks; an
+/// error for each number, opt-in status or type that is not one.
+fn phone_updates(
+    phones: Vec<PhoneBody>,
+    errors: &mut Vec<VanErrorItem>,
+) -> Vec<(String, PhoneBody)> {
     let mut updates = Vec::new();
-    for (i, phone) in body.phones.unwrap_or_default().into_iter().enumerate() {
-        let number = phone
-            .phone_number
-            .as_deref()
-            .map(|n| {
-                n.chars()
-                    .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
-                    .collect::<String>()
-            })
-            .filter(|n| is_digits(n) && (7..=15).contains(&n.len()));
-        let Some(number) = number else {
+    for (i, phone) in phones.into_iter().enumerate() {
+        let Some(number) = phone.phone_number.as_deref().and_then(phone_digits) else {
             errors.push(invalid(
                 &[&format!("phones[{i}].phoneNumber")],
                 "A valid phone number is required",
@@ -247,13 +302,21 @@ pub(super) async fn update_person(
         }
         updates.push((number, phone));
     }
-    if !errors.is_empty() {
-        return Err(VanError::invalid(errors));
-    }
-    let person = van
-        .people
-        .get_mut(&van_id)
-        .ok_or_else(|| VanError::not_found(format!("Person {van_id} not found")))?;
+    updates
+}
+
+/// The digits of a phone number written with separators, when it has 7 to 15 of them.
+fn phone_digits(raw: &str) -> Option<String> {
+    let digits: String = raw
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
+        .collect();
+    (is_digits(&digits) && (7..=15).contains(&digits.len())).then_some(digits)
+}
+
+/// Sets the type and opt-in status of the person's phones the updates name, adding those
+/// it does not have.
+fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
     for (number, phone) in updates {
         let national = national(&number);
         let existing = person
@@ -279,11 +342,6 @@ pub(super) async fn update_person(
             }),
         }
     }
-    Ok(Json(MatchResponse {
-        van_id,
-        status: "UpdatedExistingRecord",
-    })
-    .into_response())
 }
 
 #[derive(Deserialize)]
