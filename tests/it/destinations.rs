@@ -635,3 +635,98 @@ api_key = "{an_key}"
     );
     sandbox.shutdown().await;
 }
+
+/// A key VAN refuses stops the destination with `error: credentials`; the right key put in
+/// the file and reloaded (SIGHUP) sends everything that waited, with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes() {
+    use crate::daemon_process::{Daemon, config_file};
+    use std::time::Duration;
+
+    const TOKEN: &str = "reload-destination-token-0123";
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 100,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let dir = tempfile::tempdir().expect("dir");
+    let config = |key: &str| {
+        format!(
+            r#"
+[webhook]
+secrets = ["{secret}"]
+[admin]
+tokens = ["ops:{TOKEN}"]
+[service]
+base_url = "{service}"
+client_id = "{client_id}"
+client_secret = "{client_secret}"
+requests_per_second = 1000
+[[destination]]
+name = "van-main"
+kind = "van"
+base_url = "{van}"
+api_key = "{key}"
+requests_per_second = 1000
+"#,
+            secret = crate::daemon_process::SECRET,
+            service = sandbox.base_url(),
+            client_id = sandbox.config().client_id,
+            client_secret = sandbox.config().client_secret,
+            van = sandbox.van_url(),
+        )
+    };
+    std::fs::write(config_file(dir.path()), config("a-key-van-does-not-know")).expect("config");
+    let reconcile = [(
+        "OUTREACH_SYNC__RECONCILE__ON_START".to_owned(),
+        "true".to_owned(),
+    )];
+    let mut daemon = Daemon::start(dir.path(), "reload", &reconcile).await;
+    let http = reqwest::Client::new();
+    let view = || async {
+        let list: Value = http
+            .get(daemon.admin_url("/v1/destinations"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("json");
+        list["items"][0].clone()
+    };
+    // Another process: its state is looked at, not signalled.
+    let stopped = common::within(Duration::from_secs(20), async || {
+        let view = view().await;
+        (view["state"] == "error").then_some(view)
+    })
+    .await
+    .expect("stopped by its key");
+    let error = stopped["lastError"].as_str().expect("an error");
+    assert!(error.starts_with("credentials: "), "{error}");
+    assert!(!error.contains("a-key-van-does-not-know"), "{error}");
+
+    std::fs::write(config_file(dir.path()), config(DEFAULT_VAN_KEY)).expect("config");
+    daemon.signal(libc::SIGHUP);
+    let opted_out = sandbox
+        .leads()
+        .iter()
+        .filter(|l| l.global_opted_out)
+        .count();
+    let written = common::within(Duration::from_secs(20), async || {
+        let view = view().await;
+        let done = view["sent"].as_u64().unwrap_or(0) + view["unmatched"].as_u64().unwrap_or(0);
+        (view["state"] == "active" && done as usize == opted_out).then_some(view)
+    })
+    .await;
+    assert!(written.is_some(), "{}\n{}", view().await, daemon.logs());
+    assert!(
+        !daemon.logs().contains(DEFAULT_VAN_KEY),
+        "the key is never logged"
+    );
+    daemon.signal(libc::SIGTERM);
+    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+    sandbox.shutdown().await;
+}
