@@ -2,7 +2,8 @@
 //! beside a subscriber on the same ledger.
 //!
 //! Per backend (SQLite, then PostgreSQL), one database whose ledger holds `N` opt-outs
-//! (`BENCH_DESTINATION_ENTRIES`, default 100,000), each of a lead in the mirror whose custom
+//! (`BENCH_DESTINATION_ENTRIES`, default 10,000: at the 120–190 entries/s the daemon
+//! reaches, 100,000 take 9–14 minutes a backend), each of a lead in the mirror whose custom
 //! field `VanID` names a person of the sandbox's VAN fake (in this process, answering at
 //! once). The leads and their opt-outs are recorded as the reconciler records them
 //! (`apply::lead_page`, a page of 1,000 per transaction). Then, on that one ledger:
@@ -19,7 +20,7 @@
 //!    `at`; both to the millisecond).
 //! 4. **Run B**: a second VAN destination (a cursor of its own, from the start of the same
 //!    ledger) at `requests_per_second = 1,000`, over the first `BENCH_DESTINATION_LIMITED`
-//!    opt-outs (default 20,000); requests/s sustained once past the rate limiter's first
+//!    opt-outs (default 5,000); requests/s sustained once past the rate limiter's first
 //!    burst. Target: >= 900.
 //!
 //! PostgreSQL: the server at `BENCH_POSTGRES_URL`, else postgres://postgres@127.0.0.1:5432/test,
@@ -81,8 +82,8 @@ fn env_count(name: &str, default: usize) -> usize {
 
 #[tokio::main]
 async fn main() {
-    let entries = env_count("BENCH_DESTINATION_ENTRIES", 100_000);
-    let limited = env_count("BENCH_DESTINATION_LIMITED", 20_000).min(entries);
+    let entries = env_count("BENCH_DESTINATION_ENTRIES", 10_000);
+    let limited = env_count("BENCH_DESTINATION_LIMITED", 5_000).min(entries);
     println!(
         "destinations: {entries} opt-outs to a VAN fake answering at once (run B: the first \
          {limited} at {LIMITED_RPS} requests/s)\n"
@@ -219,7 +220,10 @@ impl Running {
     fn destination(pool: &Pool, settings: DestinationSettings) -> Self {
         let settings = [settings];
         let keys = Live::new(outreach_sync::settings::keys_of(&settings));
-        Self::start(pool, subscribers::destinations::configured(&settings, &keys))
+        Self::start(
+            pool,
+            subscribers::destinations::configured(&settings, &keys),
+        )
     }
 
     async fn stop(self) {
@@ -407,8 +411,7 @@ async fn run(server: Option<String>, entries: usize, limited: usize) {
     let running = Running::destination(pool, van(sandbox, name, LIMITED_RPS));
     // Past the limiter's first burst (a second's worth of requests).
     let warm = (LIMITED_RPS as usize).min(limited / 4);
-    let [(from, first), (to, last)] =
-        drained(limited, warm, || done(pool, name, &opt_outs)).await;
+    let [(from, first), (to, last)] = drained(limited, warm, || done(pool, name, &opt_outs)).await;
     running.stop().await;
     let secs = to.duration_since(from).as_secs_f64();
     let requests = (last - first) as f64 * REQUESTS_PER_ENTRY / secs;
@@ -454,7 +457,12 @@ async fn trickle(campaign: &Campaign, name: &str, entries: usize) -> (i64, i64, 
             .await
             .expect("the trickle's entries")
             .into_iter()
-            .filter_map(|e| Some((*campaign.van_ids.get(e.lead_id.as_deref()?)?, e.recorded_at.at())))
+            .filter_map(|e| {
+                Some((
+                    *campaign.van_ids.get(e.lead_id.as_deref()?)?,
+                    e.recorded_at.at(),
+                ))
+            })
             .collect();
     let mut delays: Vec<i64> = campaign
         .sandbox
@@ -470,5 +478,10 @@ async fn trickle(campaign: &Campaign, name: &str, entries: usize) -> (i64, i64, 
     assert!(!delays.is_empty(), "no trickled opt-out reached the fake");
     delays.sort_unstable();
     let pick = |q: f64| delays[((delays.len() - 1) as f64 * q).round() as usize];
-    (pick(0.5), pick(0.99), delays[delays.len() - 1], delays.len())
+    (
+        pick(0.5),
+        pick(0.99),
+        delays[delays.len() - 1],
+        delays.len(),
+    )
 }
