@@ -70,6 +70,7 @@ impl BenchDatabase {
     }
 
     /// [`BenchDatabase::open`] on the server at `server_url` (SQLite without one).
+    #[allow(dead_code)] // As `open`.
     pub async fn open_on(sqlite_file: &str, server_url: Option<String>) -> (Self, Pool) {
         let database = Self::create_on(sqlite_file, server_url)
             .await
