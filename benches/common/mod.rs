@@ -27,6 +27,7 @@ pub struct BenchDatabase {
 impl BenchDatabase {
     /// A fresh database: PostgreSQL when `BENCH_POSTGRES_URL` is set, else the SQLite file
     /// `sqlite_file` in a new temporary directory.
+    #[allow(dead_code)] // The benches that `open` theirs.
     pub async fn create(sqlite_file: &str) -> anyhow::Result<Self> {
         Self::create_on(sqlite_file, std::env::var(POSTGRES_VARIABLE).ok()).await
     }
