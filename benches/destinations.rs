@@ -3,9 +3,9 @@
 //!
 //! Per backend (SQLite, then PostgreSQL), one database whose ledger holds `N` opt-outs
 //! (`BENCH_DESTINATION_ENTRIES`, default 10,000: at the 58–186 entries/s the daemon
-//! reached here, 100,000 take 9–29 minutes a backend), each of a lead in the mirror whose custom
-//! field `VanID` names a person of the sandbox's VAN fake (in this process, answering at
-//! once). The leads and their opt-outs are recorded as the reconciler records them
+//! reached here, 100,000 take 9–29 minutes a backend), each of a lead in the mirror whose
+//! custom field `VanID` names a person of the sandbox's VAN fake (in this process,
+//! answering at once). The leads and their opt-outs are recorded as the reconciler records them
 //! (`apply::lead_page`, a page of 1,000 per transaction). Then, on that one ledger:
 //!
 //! 1. **Baseline**: a subscriber's sender (signed, batch 100) to a local receiver that
