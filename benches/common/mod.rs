@@ -27,9 +27,16 @@ pub struct BenchDatabase {
 impl BenchDatabase {
     /// A fresh database: PostgreSQL when `BENCH_POSTGRES_URL` is set, else the SQLite file
     /// `sqlite_file` in a new temporary directory.
+    #[allow(dead_code)] // The benches that `open` theirs.
     pub async fn create(sqlite_file: &str) -> anyhow::Result<Self> {
+        Self::create_on(sqlite_file, std::env::var(POSTGRES_VARIABLE).ok()).await
+    }
+
+    /// A fresh database on the PostgreSQL server at `server_url`, or, without one, the
+    /// SQLite file `sqlite_file` in a new temporary directory.
+    pub async fn create_on(sqlite_file: &str, server_url: Option<String>) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
-        let Ok(server_url) = std::env::var(POSTGRES_VARIABLE) else {
+        let Some(server_url) = server_url else {
             let url = format!("sqlite://{}", dir.path().join(sqlite_file).display());
             return Ok(Self {
                 dir,
@@ -60,7 +67,15 @@ impl BenchDatabase {
     /// it, with `synchronous = "full"`.
     #[allow(dead_code)] // `ingest` builds its own settings around the database.
     pub async fn open(sqlite_file: &str) -> (Self, Pool) {
-        let database = Self::create(sqlite_file).await.expect("bench database");
+        Self::open_on(sqlite_file, std::env::var(POSTGRES_VARIABLE).ok()).await
+    }
+
+    /// [`BenchDatabase::open`] on the server at `server_url` (SQLite without one).
+    #[allow(dead_code)] // As `open`.
+    pub async fn open_on(sqlite_file: &str, server_url: Option<String>) -> (Self, Pool) {
+        let database = Self::create_on(sqlite_file, server_url)
+            .await
+            .expect("bench database");
         let mut settings = outreach_sync::settings::Settings::default();
         settings.database.url = database.url.clone();
         settings.database.synchronous = outreach_sync::settings::Synchronous::Full;
