@@ -5,7 +5,7 @@
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 
-use super::record::Step;
+use super::answer::Step;
 use crate::model::LedgerEntry;
 use crate::settings::DestinationSettings;
 

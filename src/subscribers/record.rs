@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 
 use super::action_network::ActionNetwork;
-use super::answer::{Answer, MAX_ERROR_BODY, prefix, transport_error, words};
+use super::answer::{Answer, read_json};
+pub use super::answer::{Step, Stop};
 use super::van::Van;
 use crate::model::LedgerEntry;
 use crate::settings::{DestinationKeys, DestinationKind, DestinationSettings, Live};
@@ -29,41 +30,6 @@ pub struct Record {
 enum Kind {
     Van(Van),
     ActionNetwork(ActionNetwork),
-}
-
-/// One request of an entry: POSTed as JSON to `path`; once answered with success, `bit` is
-/// kept among the entry's actions done, so it is never sent again.
-#[derive(Debug, Clone)]
-pub struct Step {
-    pub bit: i64,
-    /// Its name in logs.
-    pub action: &'static str,
-    pub path: String,
-    pub body: serde_json::Value,
-}
-
-/// Why a destination cannot be written now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
-    /// 401 or 403: until its key works again.
-    Credentials(String),
-    /// What the configuration names is not there (VAN: a result code, a contact type).
-    Lookup(String),
-    /// No answer, a 3xx, 408, 429, 5xx, or an answer that does not parse: tried again.
-    Retry {
-        error: String,
-        retry_after: Option<std::time::Duration>,
-    },
-}
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Stop::Credentials(error) => write!(f, "credentials: {error}"),
-            Stop::Lookup(error) => write!(f, "lookup: {error}"),
-            Stop::Retry { error, .. } => f.write_str(error),
-        }
-    }
 }
 
 impl Record {
@@ -189,49 +155,4 @@ impl Record {
         };
         Answer::of(request.json(&step.body).send().await).await
     }
-}
-
-/// The JSON a GET answers, `what` naming it in errors; bounded (a lookup list is small).
-pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
-    request: reqwest::RequestBuilder,
-    what: &str,
-) -> Result<T, Stop> {
-    /// A committee's lookup lists are a few kilobytes.
-    const MOST: usize = 1 << 20;
-    let response = request.send().await.map_err(|error| Stop::Retry {
-        error: transport_error(error),
-        retry_after: None,
-    })?;
-    let status = response.status();
-    if !status.is_success() {
-        let retry_after = crate::client::retry_after(response.headers());
-        let error = format!(
-            "{what}: answered {status}: {}",
-            words(&prefix(response, MAX_ERROR_BODY * 20).await)
-        );
-        return Err(match status.as_u16() {
-            401 | 403 => Stop::Credentials(error),
-            300..=399 => Stop::Retry {
-                error: format!("{what}: answered {status}: redirects are not followed"),
-                retry_after: None,
-            },
-            _ => Stop::Retry { error, retry_after },
-        });
-    }
-    let body = prefix(response, MOST + 1).await;
-    if body.len() > MOST {
-        return Err(Stop::Retry {
-            error: format!("{what}: the answer is over {MOST} bytes"),
-            retry_after: None,
-        });
-    }
-    serde_json::from_str(&body).map_err(|error| Stop::Retry {
-        error: format!("{what}: the answer is not the JSON expected: {error}"),
-        retry_after: None,
-    })
-}
-
-/// `+12025550143` as `("1", "2025550143")`; an `Err` is why it cannot be sent.
-pub(super) fn dialing(e164: &str) -> Result<(String, String), String> {
-    crate::model::phone::dialing(e164).map_err(|error| format!("the number: {error}"))
 }

@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::record::{Step, Stop, read_json};
+use super::answer::{Step, Stop, read_json};
 use crate::model::LedgerEntry;
 use crate::settings::{DestinationSettings, VanAction};
 
@@ -160,7 +160,7 @@ impl Van {
             return Err("no lead in the mirror".to_owned());
         };
         let van_id = van_id(lead, &self.van_id_field)?;
-        let (prefix, national) = super::record::dialing(&entry.phone_number)?;
+        let (prefix, national) = super::answer::dialing(&entry.phone_number)?;
         let ids = self
             .ids
             .lock()

@@ -24,6 +24,8 @@ use super::CsrfForm;
 pub struct StatusQuery {
     /// The subscriber just tried at once.
     retried: Option<String>,
+    /// The destination just tried at once.
+    retried_destination: Option<String>,
 }
 
 /// A destination's row.
@@ -93,9 +95,15 @@ pub async fn status(
         chart: Chart::new(&rows, now),
         generated_at: now.to_rfc3339_opts(SecondsFormat::Secs, true),
         status,
-        notice: query
-            .retried
-            .map(|name| format!("{name} was tried now; its row shows how it went.")),
+        notice: match (query.retried, query.retried_destination) {
+            (Some(name), _) => Some(format!(
+                "Subscriber {name} was tried now; its row shows how it went."
+            )),
+            (None, Some(name)) => Some(format!(
+                "Destination {name} was tried now; its row shows how it went."
+            )),
+            (None, None) => None,
+        },
     };
     Ok(render(StatusCode::OK, &page))
 }
@@ -149,5 +157,5 @@ pub async fn retry_destination(
     })?;
     tracing::info!(destination = %name, actor = %session.actor, "destination tried at once from the console");
     let name = query_value(&name);
-    Ok(Redirect::to(&format!("/status?retried={name}")).into_response())
+    Ok(Redirect::to(&format!("/status?retried_destination={name}")).into_response())
 }
