@@ -450,6 +450,34 @@ async fn throttling_and_outages_are_retried_and_a_redirect_is_never_followed(bac
     sandbox.shutdown().await;
 }
 
+/// A `serve` configuration (for a child process) on `sandbox`'s service, writing to its VAN
+/// with `key`; `extra` is added as it is (a section of the test's own).
+fn process_config(sandbox: &RunningSandbox, key: &str, extra: &str) -> String {
+    format!(
+        r#"
+[webhook]
+secrets = ["{secret}"]
+{extra}
+[service]
+base_url = "{service}"
+client_id = "{client_id}"
+client_secret = "{client_secret}"
+requests_per_second = 1000
+[[destination]]
+name = "van-main"
+kind = "van"
+base_url = "{van}"
+api_key = "{key}"
+requests_per_second = 1000
+"#,
+        secret = crate::daemon_process::SECRET,
+        service = sandbox.base_url(),
+        client_id = sandbox.config().client_id,
+        client_secret = sandbox.config().client_secret,
+        van = sandbox.van_url(),
+    )
+}
+
 /// SIGKILLs of `serve` while it writes to VAN, before a last run.
 const KILLS: usize = 3;
 
@@ -471,32 +499,8 @@ async fn killed_while_writing_to_van_it_repeats_at_most_the_action_in_flight() {
     // Slow enough that a kill lands between entries or inside one.
     sandbox.fake_latency(Fake::Van, Duration::from_millis(40));
     let dir = tempfile::tempdir().expect("dir");
-    let config = format!(
-        r#"
-[webhook]
-secrets = ["{secret}"]
-# A killed leader's lease ends soon: the next run leads within two periods.
-[replica]
-lease_secs = 2
-[service]
-base_url = "{service}"
-client_id = "{client_id}"
-client_secret = "{client_secret}"
-requests_per_second = 1000
-[[destination]]
-name = "van-main"
-kind = "van"
-base_url = "{van}"
-api_key = "{key}"
-requests_per_second = 1000
-"#,
-        secret = crate::daemon_process::SECRET,
-        service = sandbox.base_url(),
-        client_id = sandbox.config().client_id,
-        client_secret = sandbox.config().client_secret,
-        van = sandbox.van_url(),
-        key = DEFAULT_VAN_KEY,
-    );
+    // A killed leader's lease ends soon: the next run leads within two periods.
+    let config = process_config(&sandbox, DEFAULT_VAN_KEY, "[replica]\nlease_secs = 2");
     std::fs::write(config_file(dir.path()), config).expect("config");
     // The first run's pass records the leads that start opted out.
     let reconcile = [(
@@ -653,29 +657,10 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
     .expect("sandbox");
     let dir = tempfile::tempdir().expect("dir");
     let config = |key: &str| {
-        format!(
-            r#"
-[webhook]
-secrets = ["{secret}"]
-[admin]
-tokens = ["ops:{TOKEN}"]
-[service]
-base_url = "{service}"
-client_id = "{client_id}"
-client_secret = "{client_secret}"
-requests_per_second = 1000
-[[destination]]
-name = "van-main"
-kind = "van"
-base_url = "{van}"
-api_key = "{key}"
-requests_per_second = 1000
-"#,
-            secret = crate::daemon_process::SECRET,
-            service = sandbox.base_url(),
-            client_id = sandbox.config().client_id,
-            client_secret = sandbox.config().client_secret,
-            van = sandbox.van_url(),
+        process_config(
+            &sandbox,
+            key,
+            &format!("[admin]\ntokens = [\"ops:{TOKEN}\"]"),
         )
     };
     std::fs::write(config_file(dir.path()), config("a-key-van-does-not-know")).expect("config");
