@@ -16,8 +16,11 @@ use super::{InvalidRow, ListError, ListOptions, ListReader, Numbers, Row};
 use crate::apply::imported::{self, BatchCounts, ListEvidence, ListedNumber, Scope};
 use crate::store::Pool;
 
-/// Numbers per write transaction: the write lock is held for one batch at a time.
+/// Numbers per write transaction at most: the write lock is held for one batch at a time.
 const BATCH: usize = 2000;
+/// Numbers recorded at once within a transaction: a transaction that ingest waits for ends
+/// after the slice it is recording, so a delivery waits for at most this many.
+const SLICE: usize = 200;
 /// The import's own connection (SQLite): a page cache of this many KiB, and a WAL
 /// checkpoint every this many pages rather than SQLite's 1,000. A list's numbers come in no
 /// order, into indexes keyed by number; with the defaults nearly every batch's commit also
@@ -258,15 +261,9 @@ async fn run(
         .bulk_connection(CACHE_KIB, CHECKPOINT_PAGES)
         .await
         .map_err(|e| aborted(counts, e))?;
-    for chunk in numbers.chunks(BATCH) {
-        let batch: Vec<ListedNumber> = chunk
-            .iter()
-            .map(|&(digits, line)| ListedNumber {
-                phone_number: format!("+{digits}"),
-                line,
-            })
-            .collect();
-        let done = record(&mut conn, request, &list, &batch)
+    let mut slices = numbers.chunks(SLICE).peekable();
+    while slices.peek().is_some() {
+        let done = record(&mut conn, request, &list, &mut slices)
             .await
             .map_err(|e| aborted(counts, e))?;
         // Counted once committed: what an aborted import tells is what it recorded.
@@ -279,26 +276,46 @@ async fn run(
     Ok(report)
 }
 
-/// One batch in a transaction of its own: committed, or with `dry_run` only planned in a
+/// One transaction of slices of the list: committed, or with `dry_run` only planned in a
 /// transaction that reads (no write lock, no turn at the writers' gate) and rolled back.
-async fn record(
+/// It takes slices until it holds [`BATCH`] numbers, or, writing, until ingest waits for
+/// its turn: a delivery then waits for one slice, not for the whole batch.
+async fn record<'n>(
     conn: &mut crate::store::Connection,
     request: &Request,
     list: &ListEvidence,
-    batch: &[ListedNumber],
+    slices: &mut impl Iterator<Item = &'n [(u64, u64)]>,
 ) -> Result<BatchCounts, crate::store::Error> {
     let now = Utc::now();
-    if request.dry_run {
-        let mut tx = conn.begin_read().await?;
-        let counts =
-            imported::record_batch(&mut tx, &request.scope, list, batch, now, true).await?;
-        tx.rollback().await?;
-        return Ok(counts);
+    let mut tx = if request.dry_run {
+        conn.begin_read().await?
+    } else {
+        conn.begin_write().await?
+    };
+    let mut counts = BatchCounts::default();
+    let mut taken = 0;
+    for slice in slices {
+        let batch: Vec<ListedNumber> = slice
+            .iter()
+            .map(|&(digits, line)| ListedNumber {
+                phone_number: format!("+{digits}"),
+                line,
+            })
+            .collect();
+        counts +=
+            imported::record_batch(&mut tx, &request.scope, list, &batch, now, request.dry_run)
+                .await?;
+        taken += slice.len();
+        if taken >= BATCH || tx.wanted_by_ingest() {
+            break;
+        }
     }
-    let mut tx = conn.begin_write().await?;
-    let counts = imported::record_batch(&mut tx, &request.scope, list, batch, now, false).await?;
-    tx.commit().await?;
-    crate::signal::ledger_grew();
+    if request.dry_run {
+        tx.rollback().await?;
+    } else {
+        tx.commit().await?;
+        crate::signal::ledger_grew();
+    }
     Ok(counts)
 }
 

@@ -29,7 +29,7 @@ pub struct WriteGate {
     /// the others of its kind wait here, behind it.
     queue: Arc<tokio::sync::Mutex<()>>,
     /// Ingest writers waiting for the turn.
-    ingest_waiting: AtomicUsize,
+    ingest_waiting: Arc<AtomicUsize>,
 }
 
 /// A writer's turn: the database's write lock is its own until it is dropped.
@@ -38,6 +38,18 @@ pub struct Turn {
     // Dropped in this order: the turn first, so that ingest (waiting on it) goes next.
     _turn: OwnedMutexGuard<()>,
     _queue: Option<OwnedMutexGuard<()>>,
+    /// Ingest writers waiting for it (none for ingest's own turn).
+    ingest_waiting: Option<Arc<AtomicUsize>>,
+}
+
+impl Turn {
+    /// Whether ingest is waiting for this turn: a writer that can end its transaction
+    /// early (an import between slices of its list) commits now and queues again.
+    pub fn wanted_by_ingest(&self) -> bool {
+        self.ingest_waiting
+            .as_ref()
+            .is_some_and(|waiting| waiting.load(Ordering::Acquire) > 0)
+    }
 }
 
 /// Every gate of the process, by database file: a pool and a dedicated connection to the
@@ -65,6 +77,7 @@ impl WriteGate {
         Turn {
             _turn: self.turn.clone().lock_owned().await,
             _queue: None,
+            ingest_waiting: None,
         }
     }
 
@@ -82,6 +95,7 @@ impl WriteGate {
         Turn {
             _turn: turn,
             _queue: Some(queue),
+            ingest_waiting: Some(self.ingest_waiting.clone()),
         }
     }
 }
@@ -146,6 +160,35 @@ mod tests {
             ["import", "retention"],
             "the others in their order"
         );
+    }
+
+    #[tokio::test]
+    async fn a_queued_writer_sees_when_ingest_waits_for_its_turn_and_ingest_goes_next() {
+        let gate = Arc::new(WriteGate::default());
+        let import = gate.queued().await;
+        assert!(!import.wanted_by_ingest(), "nobody waits yet");
+        let ingest = {
+            let gate = gate.clone();
+            tokio::spawn(async move {
+                let turn = gate.first().await;
+                // Ingest's own turn is never asked to end early.
+                turn.wanted_by_ingest()
+            })
+        };
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while !import.wanted_by_ingest() {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the holder sees ingest waiting");
+        drop(import);
+        let ingest_asked = tokio::time::timeout(Duration::from_secs(5), ingest)
+            .await
+            .expect("ingest has its turn once the holder lets go")
+            .expect("the ingest task");
+        assert!(!ingest_asked);
+        assert!(!gate.queued().await.wanted_by_ingest(), "and waits no more");
     }
 
     #[test]

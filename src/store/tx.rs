@@ -42,6 +42,15 @@ impl<T> std::ops::DerefMut for Gated<T> {
 }
 
 impl Tx<'_> {
+    /// Whether ingest is waiting for this transaction's turn at the write gate
+    /// ([`Turn::wanted_by_ingest`]); never where there is no gate.
+    pub fn wanted_by_ingest(&self) -> bool {
+        match self {
+            Tx::Sqlite(gated) => gated.turn.as_ref().is_some_and(Turn::wanted_by_ingest),
+            Tx::Postgres(_) => false,
+        }
+    }
+
     pub async fn commit(self) -> Result<(), crate::store::Error> {
         match self {
             Tx::Sqlite(Gated { inner, turn }) => {
