@@ -138,6 +138,38 @@ impl Pool {
         })
     }
 
+    /// A pool of one connection to the same database whose commits return before they are
+    /// flushed to disk (SQLite `synchronous = NORMAL` in WAL mode, PostgreSQL
+    /// `synchronous_commit = off`), opened when first used. Such a commit survives a crash
+    /// of the process at once and one of the machine once any later commit is flushed:
+    /// the write-ahead log keeps commits in order, so nothing committed after it can
+    /// outlive it. For records that are cheap to repeat and costly to flush one by one (a
+    /// destination's answered actions).
+    pub fn unflushed(&self) -> Pool {
+        match self {
+            Pool::Sqlite(pool) => Pool::Sqlite(
+                sqlx::sqlite::SqlitePoolOptions::new()
+                    .max_connections(1)
+                    .connect_lazy_with(
+                        pool.connect_options()
+                            .as_ref()
+                            .clone()
+                            .synchronous(sqlx::sqlite::SqliteSynchronous::Normal),
+                    ),
+            ),
+            Pool::Postgres(pool) => Pool::Postgres(
+                sqlx::postgres::PgPoolOptions::new()
+                    .max_connections(1)
+                    .connect_lazy_with(
+                        pool.connect_options()
+                            .as_ref()
+                            .clone()
+                            .options([("synchronous_commit", "off")]),
+                    ),
+            ),
+        }
+    }
+
     /// Whether other processes (replicas) write to the same database, so that their
     /// ledger commits are announced by `NOTIFY` and must be listened to
     /// ([`Pool::listen_to_replicas`]).

@@ -179,7 +179,7 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
     /// A committee's lookup lists are a few kilobytes.
     const MOST: usize = 1 << 20;
     let response = request.send().await.map_err(|error| Stop::Retry {
-        error: transport_error(error),
+        error: format!("{what}: {}", transport_error(error)),
         retry_after: None,
     })?;
     let status = response.status();

@@ -24,7 +24,7 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 use tokio_util::sync::CancellationToken;
 
-pub use self::answer::http_client;
+pub use self::answer::{REQUEST_TIMEOUT, http_client};
 pub use self::sender::{Attempt, Sender, backoff};
 pub use self::try_now::{Running, TryNowError};
 use crate::model::LedgerEntry;

@@ -76,6 +76,9 @@ pub enum Attempt {
 /// Sends one subscriber's entries.
 pub struct Sender {
     pool: Pool,
+    /// Where a destination records its answered actions and outcomes ([`Pool::unflushed`]):
+    /// a flush per answered action would bound a destination's rate by the disk's.
+    outcomes: Pool,
     subscriber: Arc<Subscriber>,
     http: reqwest::Client,
     /// Where each request is counted.
@@ -90,6 +93,7 @@ impl Sender {
             .requests_per_second
             .map(|rate| governor::RateLimiter::direct(governor::Quota::per_second(rate)));
         Self {
+            outcomes: pool.unflushed(),
             pool,
             subscriber,
             http,

@@ -194,6 +194,7 @@ impl Van {
                 body: json!({
                     "vanId": van_id,
                     "phones": [{
+                        "dialingPrefix": prefix,
                         "phoneNumber": national,
                         "phoneType": "C",
                         "phoneOptInStatus": if entry.opted_out { "O" } else { "I" },

@@ -46,7 +46,7 @@ pub struct TestApp {
     /// PostgreSQL: the test's own database, dropped with the app.
     database: DroppedWithApp,
     /// The subscribers' senders, to ask them to try at once ([`TestApp::settle`]).
-    senders: Running,
+    pub senders: Running,
     /// This daemon's metrics (what its `/metrics` shows): counted by this test alone.
     pub metrics: Arc<Metrics>,
     shutdown: CancellationToken,

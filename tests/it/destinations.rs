@@ -314,6 +314,148 @@ async fn a_refused_entry_is_kept_with_vans_words_and_never_holds_the_rest_back(b
     sandbox.shutdown().await;
 }
 
+/// Records `leads` in the mirror as a reconciliation page would (opted out when the lead
+/// says so).
+async fn mirror(app: &TestApp, leads: &[outreach_sync::model::Lead]) {
+    let mut conn = app
+        .pool
+        .bulk_connection(1024, 1000)
+        .await
+        .expect("a connection");
+    let mut tx = conn.begin_write().await.expect("begin");
+    outreach_sync::apply::lead_page(&mut tx, "pass_test", leads, chrono::Utc::now())
+        .await
+        .expect("a page");
+    tx.commit().await.expect("commit");
+}
+
+on_both_backends!(
+    a_lead_gone_from_the_mirror_is_unmatched_and_a_number_outside_plus_one_keeps_its_prefix,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_lead_gone_from_the_mirror_is_unmatched_and_a_number_outside_plus_one_keeps_its_prefix(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = campaign(backend).await else {
+        return;
+    };
+    let ids = van_ids(&sandbox);
+    let with_id: Vec<String> = opt_outs(&app)
+        .await
+        .into_iter()
+        .filter_map(|(_, lead, _)| lead.filter(|l| ids.contains_key(l)))
+        .collect();
+    assert!(with_id.len() >= 2, "{with_id:?}");
+    // The mirror no longer holds the first opted-out lead.
+    let organization: Vec<(String,)> = app
+        .rows(&format!(
+            "SELECT organization_id FROM leads WHERE id = '{}'",
+            with_id[0]
+        ))
+        .await;
+    assert_eq!(organization.len(), 1);
+    app.execute(&format!("DELETE FROM leads WHERE id = '{}'", with_id[0]))
+        .await;
+    // A person in London, in VAN and in the mirror, opted out.
+    let london = "+442071838750";
+    let van_id = sandbox.van_add_person(london);
+    let lead: outreach_sync::model::Lead = serde_json::from_value(serde_json::json!({
+        "id": "lead_london", "phoneNumber": london,
+        "organizationId": organization[0].0,
+        "globalOptedOut": true, "firstName": "Ada",
+        "customFields": {"VanID": van_id.to_string()},
+    }))
+    .expect("a lead");
+    mirror(&app, &[lead]).await;
+    let app = writing_to(app, vec![van(&sandbox)]).await;
+    app.settle().await;
+
+    let view = view(&app, "van-main").await;
+    assert_eq!(view["state"], "active", "{view}");
+    assert_eq!(view["refused"], 0, "{view}");
+    let unmatched = app
+        .pool
+        .outcomes("van-main", Some(OutcomeKind::Unmatched), 0, 1000)
+        .await
+        .expect("outcomes");
+    let gone = unmatched
+        .iter()
+        .find(|o| o.lead_id.as_deref() == Some(with_id[0].as_str()))
+        .expect("the lead gone from the mirror is unmatched");
+    assert_eq!(gone.reason.as_deref(), Some("no lead in the mirror"));
+    // The rest went, London with its own prefix.
+    let truth = sandbox.van_truth();
+    let response = truth
+        .canvass_responses
+        .iter()
+        .find(|r| r.van_id == van_id)
+        .expect("London's canvass response");
+    let phone = response.phone.as_ref().expect("its phone");
+    assert_eq!(phone.dialing_prefix.as_deref(), Some("44"));
+    assert_eq!(phone.phone_number, "2071838750");
+    let person = truth
+        .people
+        .iter()
+        .find(|p| p.van_id == van_id)
+        .expect("the person");
+    assert_eq!(
+        person.phones[0].phone_opt_in_status.as_deref(),
+        Some("O"),
+        "{person:?}"
+    );
+    assert_eq!(view["sent"], with_id.len(), "every other one went: {view}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    lookups_answered_with_garbage_ten_megabytes_or_nothing_are_retried_until_they_answer,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn lookups_answered_with_garbage_ten_megabytes_or_nothing_are_retried_until_they_answer(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = campaign(backend).await else {
+        return;
+    };
+    // The committee's lookups come first: the sender's own first attempt meets the hang,
+    // each attempt asked for after it the next fault.
+    for fault in [FakeFault::Hang, FakeFault::Garbage, FakeFault::Huge] {
+        sandbox.fake_fail_next(Fake::Van, 1, fault);
+    }
+    let began = std::time::Instant::now();
+    let app = writing_to(app, vec![van(&sandbox)]).await;
+    app.senders.started("van-main").await;
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        match app.senders.try_now("van-main").await.expect("an attempt") {
+            Attempt::Failed { error, .. } => errors.push(error),
+            other => panic!("a failed lookup, not {other:?} (after {errors:?})"),
+        }
+    }
+    assert!(
+        began.elapsed() >= outreach_sync::subscribers::REQUEST_TIMEOUT,
+        "the hanging lookup held the first attempt until it timed out"
+    );
+    let view_after = view(&app, "van-main").await;
+    assert_eq!(view_after["state"], "retrying", "{view_after}");
+    assert!(errors[0].contains("not the JSON expected"), "{errors:?}");
+    assert!(errors[1].contains("over 1048576 bytes"), "{errors:?}");
+    assert!(errors.iter().all(|e| !e.contains(DEFAULT_VAN_KEY)));
+    // Then the fake answers, and everything goes.
+    app.settle().await;
+    let view = view(&app, "van-main").await;
+    assert_eq!(view["state"], "active", "{view}");
+    assert_eq!(sandbox.van_truth().requests.injected_faults, 3);
+    let sent = view["sent"].as_u64().expect("sent");
+    assert!(sent > 0, "{view}");
+    assert_eq!(sandbox.van_truth().canvass_responses.len() as u64, sent);
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
 on_both_backends!(
     credentials_refused_stop_the_destination_and_lose_nothing_until_retried,
     flavor = "multi_thread",

@@ -92,7 +92,7 @@ impl Sender {
                     .destination_request(name, DestinationOutcome::Unmatched);
                 tracing::info!(destination = name, seq = entry.seq, %reason, "entry unmatched");
                 let outcome = Some((OutcomeKind::Unmatched, Some(reason.as_str())));
-                self.pool
+                self.outcomes
                     .record_progress(name, entry.seq, done, outcome, Timestamp(Utc::now()))
                     .await?;
                 return Ok(None);
@@ -108,7 +108,7 @@ impl Sender {
                 Answer::Success => {
                     done |= step.bit;
                     if i + 1 < pending.len() {
-                        self.pool
+                        self.outcomes
                             .record_progress(name, entry.seq, done, None, Timestamp(Utc::now()))
                             .await?;
                     }
@@ -131,7 +131,7 @@ impl Sender {
             Some(error) => (OutcomeKind::Refused, Some(error.as_str())),
             None => (OutcomeKind::Sent, None),
         };
-        self.pool
+        self.outcomes
             .record_progress(name, entry.seq, done, Some(outcome), Timestamp(Utc::now()))
             .await?;
         Ok(None)

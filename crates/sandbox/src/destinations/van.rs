@@ -210,13 +210,22 @@ pub struct VanTruth {
     pub requests: FakeRequestCounts,
 }
 
-/// An E.164 number split as VAN takes it: country code and national number (`+1` numbers
-/// only have a known split; others keep their digits whole).
+/// A number split as VAN keeps it: dialing prefix and national number. An E.164 number
+/// (`+44 20 7183 8750`) splits at its country code; digits alone are a number under VAN's
+/// default prefix, `1` (eleven digits starting with `1` drop it).
 pub(crate) fn split_phone(phone: &str) -> (String, String) {
+    if phone.trim_start().starts_with('+')
+        && let Ok(number) = phonenumber::parse(None, phone)
+    {
+        return (
+            number.code().value().to_string(),
+            number.national().to_string(),
+        );
+    }
     let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
     match digits.strip_prefix('1') {
         Some(national) if digits.len() == 11 => ("1".into(), national.to_owned()),
-        _ => (String::new(), digits),
+        _ => ("1".into(), digits),
     }
 }
 
@@ -327,6 +336,10 @@ mod tests {
         assert_eq!(
             split_phone("+12025550143"),
             ("1".to_owned(), "2025550143".to_owned())
+        );
+        assert_eq!(
+            split_phone("+442071838750"),
+            ("44".to_owned(), "2071838750".to_owned())
         );
         assert_eq!(national("2025550143"), "2025550143");
         assert_eq!(national("12025550143"), "2025550143");

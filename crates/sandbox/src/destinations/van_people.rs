@@ -318,11 +318,15 @@ fn phone_digits(raw: &str) -> Option<String> {
 /// it does not have.
 fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
     for (number, phone) in updates {
-        let national = national(&number);
+        // Without a prefix the number is under VAN's default, 1.
+        let (prefix, national) = match &phone.dialing_prefix {
+            Some(prefix) => (prefix.clone(), national(&number)),
+            None => super::van::split_phone(&number),
+        };
         let existing = person
             .phones
             .iter_mut()
-            .find(|p| p.phone_number == national);
+            .find(|p| p.phone_number == national && p.dialing_prefix == prefix);
         match existing {
             Some(p) => {
                 if phone.phone_type.is_some() {
@@ -333,9 +337,7 @@ fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
                 }
             }
             None => person.phones.push(VanPhone {
-                dialing_prefix: phone
-                    .dialing_prefix
-                    .unwrap_or_else(|| super::van::split_phone(&number).0),
+                dialing_prefix: prefix,
                 phone_number: national,
                 phone_type: phone.phone_type,
                 phone_opt_in_status: phone.phone_opt_in_status,
