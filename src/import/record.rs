@@ -18,8 +18,8 @@ use crate::store::Pool;
 
 /// Numbers per write transaction at most: the write lock is held for one batch at a time.
 const BATCH: usize = 2000;
-/// Numbers recorded at once within a transaction: a transaction that ingest waits for ends
-/// after the slice it is recording, so a delivery waits for at most this many.
+/// Numbers recorded at once within a transaction on SQLite: a transaction that ingest waits
+/// for ends after the slice it is recording, so a delivery waits for at most this many.
 const SLICE: usize = 200;
 /// The import's own connection (SQLite): a page cache of this many KiB, and a WAL
 /// checkpoint every this many pages rather than SQLite's 1,000. A list's numbers come in no
@@ -261,7 +261,10 @@ async fn run(
         .bulk_connection(CACHE_KIB, CHECKPOINT_PAGES)
         .await
         .map_err(|e| aborted(counts, e))?;
-    let mut slices = numbers.chunks(SLICE).peekable();
+    // Only a database with one writer at a time makes a delivery wait for an import's
+    // transaction: elsewhere (PostgreSQL) a batch is recorded whole.
+    let slice = if conn.single_writer() { SLICE } else { BATCH };
+    let mut slices = numbers.chunks(slice).peekable();
     while slices.peek().is_some() {
         let done = record(&mut conn, request, &list, &mut slices)
             .await
