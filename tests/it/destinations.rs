@@ -857,3 +857,44 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
     let _ = daemon.exit_within(Duration::from_secs(10)).await;
     sandbox.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_only_the_leader_writes_to_van_and_each_opt_out_goes_once() {
+    let Some((sandbox, app)) = campaign(Backend::Postgres).await else {
+        return;
+    };
+    // The first daemon leads; the second, on the same database, stands by.
+    let app = writing_to(app, vec![van(&sandbox)]).await;
+    app.senders.started("van-main").await;
+    let second = app.replica("second").await;
+    app.settle().await;
+    let view = view(&app, "van-main").await;
+    let sent = view["sent"].as_u64().expect("sent");
+    assert!(sent > 0, "{view}");
+    let truth = sandbox.van_truth();
+    assert_eq!(truth.canvass_responses.len() as u64, sent, "none repeated");
+    let people: BTreeSet<u64> = truth.canvass_responses.iter().map(|r| r.van_id).collect();
+    assert_eq!(people.len() as u64, sent, "one canvass response a person");
+    let scraped = app
+        .http
+        .get(format!("http://{}/metrics", second.admin_addr))
+        .send()
+        .await
+        .expect("the standby's metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        scraped.contains("# TYPE outreach_sync_destination_requests_total counter"),
+        "{scraped}"
+    );
+    let standby_requests: u64 = scraped
+        .lines()
+        .filter(|l| l.starts_with("outreach_sync_destination_requests_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert_eq!(standby_requests, 0, "the standby wrote nothing: {scraped}");
+    second.stop().await;
+    app.stop().await;
+    sandbox.shutdown().await;
+}
