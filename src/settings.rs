@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize, Serializer};
 
+mod accounts;
 mod admin;
 mod compliance;
 mod destinations;
@@ -19,6 +20,7 @@ mod storage;
 mod subscribers;
 mod validate;
 mod webhook;
+pub use accounts::{AccountSettings, DEFAULT_ACCOUNT};
 pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
@@ -80,6 +82,8 @@ pub struct Settings {
     pub subscriber: Vec<SubscriberSettings>,
     /// `[[destination]]`: systems of record every opt-out is written into.
     pub destination: Vec<DestinationSettings>,
+    /// `[[account]]`: the accounts of the service served (none: `[service]` is the one).
+    pub account: Vec<AccountSettings>,
 }
 
 fn redact_list<S: Serializer>(secrets: &[SecretString], s: S) -> Result<S::Ok, S::Error> {

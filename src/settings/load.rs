@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
-use super::destinations;
 use super::{DEFAULT_CONFIG_PATH, Settings, SettingsError, read_secret_file, subscribers};
+use super::{accounts, destinations};
 
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
 const ENV_PREFIX: &str = "OUTREACH_SYNC";
@@ -78,10 +78,13 @@ impl Settings {
             .add_source(environment)
             .build()
             .map_err(|e| describe_config_error(e, file.as_deref()))?;
+        let service_given = raw.get_table("service").is_ok();
         let mut settings: Settings = raw
             .try_deserialize()
             .map_err(|e| describe_config_error(e, file.as_deref()))?;
         settings.read_secret_files()?;
+        accounts::validate(&settings.account, service_given)?;
+        settings.take_account();
         Ok(settings)
     }
 
@@ -104,11 +107,12 @@ impl Settings {
         }
         subscribers::read_secret_files(&mut self.subscriber)?;
         destinations::read_secret_files(&mut self.destination)?;
+        accounts::read_secret_files(&mut self.account)?;
         Ok(())
     }
 }
 
-fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
+pub(super) fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
     text.lines()
         .map(str::trim)
         .filter(|line| !line.is_empty() && !line.starts_with('#'))

@@ -9,6 +9,7 @@ mod common;
 mod daemon_process;
 mod receiver;
 
+mod accounts;
 mod admin;
 mod admin_feed;
 mod alerts;

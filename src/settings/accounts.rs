@@ -1,0 +1,289 @@
+//! `[[account]]`: the accounts of the service this daemon serves, each with its own keys,
+//! its own webhook verification, its own ingest path and its own organizations.
+//!
+//! A configuration without `[[account]]` is one account named [`DEFAULT_ACCOUNT`], made of
+//! `[service]`, `[webhook]`, `ingest.path`, `ingest.public_url` and
+//! `reconcile.organizations`, exactly as before accounts existed. This version serves one
+//! account at a time: one `[[account]]` section is that account (its keys take the places
+//! of those sections', so everything downstream is unchanged); several are refused until the
+//! ledger keeps accounts apart.
+
+use super::*;
+
+/// The name of the one account a configuration without `[[account]]` describes.
+pub const DEFAULT_ACCOUNT: &str = "default";
+
+/// `[[account]]`: one account of the service.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AccountSettings {
+    /// `[a-z0-9_-]+`: every record will say which account it is of.
+    pub name: String,
+    /// Where this account's deliveries are posted; empty: `/webhooks/{name}`.
+    pub ingest_path: String,
+    /// As `ingest.public_url`, for this account's registrations.
+    pub public_url: String,
+    // The keys of `[service]`, this account's own.
+    pub base_url: String,
+    pub api_version: Option<ApiVersion>,
+    pub client_id: String,
+    #[serde(serialize_with = "redact_opt")]
+    pub client_secret: Option<SecretString>,
+    pub client_secret_file: Option<PathBuf>,
+    /// Empty: `[service]`'s default.
+    pub requests_per_second: Option<u32>,
+    pub timeout_secs: Option<u64>,
+    /// `[account.webhook]`: how this account's deliveries are verified.
+    pub webhook: WebhookSettings,
+    /// Organizations to reconcile; empty: every organization of the account.
+    pub organizations: Vec<String>,
+}
+
+impl AccountSettings {
+    /// The path this account's deliveries are posted to.
+    pub fn ingest_path(&self) -> String {
+        if self.ingest_path.is_empty() {
+            format!("/webhooks/{}", self.name)
+        } else {
+            self.ingest_path.clone()
+        }
+    }
+
+    /// This account's `[service]`.
+    pub fn service(&self) -> ServiceSettings {
+        let defaults = ServiceSettings::default();
+        ServiceSettings {
+            base_url: self.base_url.clone(),
+            api_version: self.api_version.unwrap_or(defaults.api_version),
+            client_id: self.client_id.clone(),
+            client_secret: self.client_secret.clone(),
+            client_secret_file: self.client_secret_file.clone(),
+            requests_per_second: self
+                .requests_per_second
+                .unwrap_or(defaults.requests_per_second),
+            timeout_secs: self.timeout_secs.unwrap_or(defaults.timeout_secs),
+        }
+    }
+}
+
+/// Reads each account's `client_secret_file` and `webhook.secrets_file`.
+pub(super) fn read_secret_files(accounts: &mut [AccountSettings]) -> Result<(), SettingsError> {
+    for account in accounts {
+        if let Some(path) = &account.client_secret_file {
+            let text = read_secret_file("account.client_secret_file", path)?;
+            account.client_secret = Some(SecretString::from(text.trim().to_owned()));
+        }
+        if let Some(path) = &account.webhook.secrets_file {
+            let text = read_secret_file("account.webhook.secrets_file", path)?;
+            account
+                .webhook
+                .secrets
+                .extend(super::load::lines_as_secrets(&text));
+        }
+    }
+    Ok(())
+}
+
+/// Well-formed, distinct names, ingest paths and public URLs, and each account's keys;
+/// `service_given`: whether `[service]` was written too (it may not be).
+pub(super) fn validate(
+    accounts: &[AccountSettings],
+    service_given: bool,
+) -> Result<(), SettingsError> {
+    if accounts.is_empty() {
+        return Ok(());
+    }
+    if service_given {
+        return Err(SettingsError::invalid(
+            "service",
+            "[service] and [[account]] cannot both be given: an account's keys go in its own [[account]] section",
+        ));
+    }
+    let mut names = std::collections::HashSet::new();
+    let mut paths = std::collections::HashSet::new();
+    let mut urls = std::collections::HashSet::new();
+    for account in accounts {
+        let named = |message: &str| format!("account {:?}: {message}", account.name);
+        if !super::subscribers::well_formed_name(&account.name) {
+            return Err(SettingsError::invalid(
+                "account.name",
+                named("a name is one or more of a-z, 0-9, `_` and `-`"),
+            ));
+        }
+        if !names.insert(account.name.as_str()) {
+            return Err(SettingsError::invalid(
+                "account.name",
+                named("two accounts have this name"),
+            ));
+        }
+        let path = account.ingest_path();
+        if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
+            return Err(SettingsError::invalid(
+                "account.ingest_path",
+                named("a path starts with `/` and has no `?`, `#` or space"),
+            ));
+        }
+        if !paths.insert(path) {
+            return Err(SettingsError::invalid(
+                "account.ingest_path",
+                named("another account's deliveries come in on this path"),
+            ));
+        }
+        if !account.public_url.is_empty() && !urls.insert(account.public_url.as_str()) {
+            return Err(SettingsError::invalid(
+                "account.public_url",
+                named("another account has this public URL"),
+            ));
+        }
+        url_with_http_scheme("account.base_url", &account.base_url)?;
+        if account.client_id.is_empty() {
+            return Err(SettingsError::invalid(
+                "account.client_id",
+                named("required: each account has its own credentials"),
+            ));
+        }
+        if account.client_secret.is_none() {
+            return Err(SettingsError::invalid(
+                "account.client_secret",
+                named(
+                    "required (or account.client_secret_file): each account has its own credentials",
+                ),
+            ));
+        }
+    }
+    if accounts.len() > 1 {
+        return Err(SettingsError::invalid(
+            "account",
+            "several [[account]] sections: this version serves one account at a time (one [[account]], or [service] alone)",
+        ));
+    }
+    Ok(())
+}
+
+impl Settings {
+    /// The name of the account this daemon serves.
+    pub fn account_name(&self) -> &str {
+        self.account
+            .first()
+            .map_or(DEFAULT_ACCOUNT, |a| a.name.as_str())
+    }
+
+    /// With one `[[account]]`, puts its keys where `[service]`, `[webhook]`, `[ingest]` and
+    /// `[reconcile]` keep them, so that everything downstream serves it as it would serve
+    /// those sections (and `[webhook]`'s checks are its webhook's). Done once the accounts
+    /// are checked ([`validate`]: several are refused there).
+    pub(super) fn take_account(&mut self) {
+        let [account] = self.account.as_slice() else {
+            return;
+        };
+        self.service = account.service();
+        self.webhook = account.webhook.clone();
+        self.ingest.path = account.ingest_path();
+        if !account.public_url.is_empty() {
+            self.ingest.public_url = account.public_url.clone();
+        }
+        self.reconcile.organizations = account.organizations.clone();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `text` loaded as the configuration file, with nothing from the environment.
+    fn load(text: &str) -> Result<Settings, SettingsError> {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).expect("write the file");
+        Settings::load_from(Some(&path), &[])
+    }
+
+    fn account(name: &str, extra: &str) -> String {
+        format!(
+            "[[account]]\nname = {name:?}\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET-{name}\"\n{extra}\n[account.webhook]\nsecrets = [\"whsec-{name}\"]\n\n"
+        )
+    }
+
+    fn refused(text: &str) -> String {
+        let error = load(text).expect_err("refused").to_string();
+        assert!(!error.contains("TOPSECRET"), "{error}");
+        error
+    }
+
+    #[test]
+    fn without_accounts_the_one_account_is_the_default_made_of_the_sections() {
+        let settings = load("[webhook]\nsecrets = [\"s\"]\n").expect("loads");
+        assert_eq!(settings.account_name(), DEFAULT_ACCOUNT);
+        assert_eq!(settings.ingest.path, "/webhooks");
+    }
+
+    #[test]
+    fn one_account_is_served_on_its_own_path_with_its_own_keys_and_secrets() {
+        let settings = load(&account(
+            "party",
+            "organizations = [\"org_9\"]\npublic_url = \"https://hooks.example.org/webhooks/party\"\nrequests_per_second = 7",
+        ))
+        .expect("loads");
+        assert_eq!(settings.account_name(), "party");
+        assert_eq!(settings.ingest.path, "/webhooks/party");
+        assert_eq!(
+            settings.ingest.public_url,
+            "https://hooks.example.org/webhooks/party"
+        );
+        assert_eq!(settings.service.client_id, "party@example.org");
+        assert_eq!(settings.service.requests_per_second, 7);
+        assert_eq!(settings.service.timeout_secs, 30, "[service]'s default");
+        assert_eq!(
+            settings
+                .service
+                .client_secret
+                .as_ref()
+                .map(|s| s.expose_secret().to_owned()),
+            Some("TOPSECRET-party".to_owned())
+        );
+        assert_eq!(settings.webhook.secrets.len(), 1);
+        assert_eq!(settings.reconcile.organizations, ["org_9"]);
+        let shown = format!("{settings:?}");
+        assert!(!shown.contains("TOPSECRET"), "{shown}");
+    }
+
+    #[test]
+    fn service_and_an_account_together_are_refused_naming_service() {
+        let error = refused(&format!(
+            "[service]\nclient_id = \"x\"\n\n{}",
+            account("party", "")
+        ));
+        assert!(error.contains("`service`"), "{error}");
+    }
+
+    #[test]
+    fn an_account_without_its_credentials_is_refused_naming_the_key() {
+        let text = account("party", "").replace("client_secret = \"TOPSECRET-party\"\n", "");
+        let error = refused(&text);
+        assert!(error.contains("account.client_secret"), "{error}");
+        assert!(error.contains("\"party\""), "{error}");
+    }
+
+    #[test]
+    fn two_accounts_with_one_name_path_or_public_url_are_refused_naming_the_key() {
+        let error = refused(&(account("party", "") + &account("party", "")));
+        assert!(error.contains("account.name"), "{error}");
+        // The second account's default path is the first one's explicit path.
+        let error = refused(
+            &(account("party", "ingest_path = \"/webhooks/candidate\"")
+                + &account("candidate", "")),
+        );
+        assert!(error.contains("account.ingest_path"), "{error}");
+        let url = "public_url = \"https://hooks.example.org/in\"";
+        let error = refused(&(account("party", url) + &account("candidate", url)));
+        assert!(error.contains("account.public_url"), "{error}");
+        let error = refused(&account("Party Two", ""));
+        assert!(error.contains("account.name"), "{error}");
+    }
+
+    #[test]
+    fn several_well_formed_accounts_are_refused_until_the_ledger_keeps_them_apart() {
+        let error = refused(&(account("party", "") + &account("candidate", "")));
+        assert!(error.contains("one account at a time"), "{error}");
+    }
+}
