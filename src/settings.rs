@@ -97,6 +97,14 @@ fn redact_opt<S: Serializer>(secret: &Option<SecretString>, s: S) -> Result<S::O
     }
 }
 
+/// The secrets of a `_file` of secrets: one per line, blank lines and `#` comments left out.
+fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
+    text.lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty() && !line.starts_with('#'))
+        .map(|line| SecretString::from(line.to_owned()))
+}
+
 /// The text of a `_file` secret: the path may be relative to systemd's credentials
 /// directory. (For the whole file and for each section: here, so that no section imports
 /// `load`, which imports the sections.)

@@ -75,10 +75,7 @@ pub(super) fn read_secret_files(accounts: &mut [AccountSettings]) -> Result<(), 
         }
         if let Some(path) = &account.webhook.secrets_file {
             let text = read_secret_file("account.webhook.secrets_file", path)?;
-            account
-                .webhook
-                .secrets
-                .extend(super::load::lines_as_secrets(&text));
+            account.webhook.secrets.extend(lines_as_secrets(&text));
         }
     }
     Ok(())

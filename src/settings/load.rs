@@ -5,7 +5,9 @@ use std::path::{Path, PathBuf};
 
 use secrecy::SecretString;
 
-use super::{DEFAULT_CONFIG_PATH, Settings, SettingsError, read_secret_file, subscribers};
+use super::{
+    DEFAULT_CONFIG_PATH, Settings, SettingsError, lines_as_secrets, read_secret_file, subscribers,
+};
 use super::{accounts, destinations};
 
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
@@ -110,13 +112,6 @@ impl Settings {
         accounts::read_secret_files(&mut self.account)?;
         Ok(())
     }
-}
-
-pub(super) fn lines_as_secrets(text: &str) -> impl Iterator<Item = SecretString> + '_ {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty() && !line.starts_with('#'))
-        .map(|line| SecretString::from(line.to_owned()))
 }
 
 /// Turns the `config` crate's error into one that names the key, without echoing values

@@ -138,6 +138,16 @@ fn van_ids(sandbox: &RunningSandbox) -> std::collections::HashMap<String, u64> {
         .collect()
 }
 
+/// The mirror's leads that are opted out and have a person in the sandbox's VAN.
+async fn opted_out_with_van_id(app: &TestApp, sandbox: &RunningSandbox) -> Vec<String> {
+    let ids = van_ids(sandbox);
+    opt_outs(app)
+        .await
+        .into_iter()
+        .filter_map(|(_, lead, _)| lead.filter(|l| ids.contains_key(l)))
+        .collect()
+}
+
 on_both_backends!(
     every_opt_out_reaches_van_and_action_network_and_each_entry_has_its_outcome,
     flavor = "multi_thread",
@@ -273,12 +283,7 @@ async fn a_refused_entry_is_kept_with_vans_words_and_never_holds_the_rest_back(b
     let Some((sandbox, app)) = campaign(backend).await else {
         return;
     };
-    let ids = van_ids(&sandbox);
-    let with_id: Vec<String> = opt_outs(&app)
-        .await
-        .into_iter()
-        .filter_map(|(_, lead, _)| lead.filter(|l| ids.contains_key(l)))
-        .collect();
+    let with_id = opted_out_with_van_id(&app, &sandbox).await;
     assert!(with_id.len() >= 3, "{with_id:?}");
     // VAN knows no one by the first ID; the second is not an ID at all.
     set_van_id(&app, &with_id[0], "987654321").await;
@@ -340,12 +345,7 @@ async fn a_lead_gone_from_the_mirror_is_unmatched_and_a_number_outside_plus_one_
     let Some((sandbox, app)) = campaign(backend).await else {
         return;
     };
-    let ids = van_ids(&sandbox);
-    let with_id: Vec<String> = opt_outs(&app)
-        .await
-        .into_iter()
-        .filter_map(|(_, lead, _)| lead.filter(|l| ids.contains_key(l)))
-        .collect();
+    let with_id = opted_out_with_van_id(&app, &sandbox).await;
     assert!(with_id.len() >= 2, "{with_id:?}");
     // The mirror no longer holds the first opted-out lead.
     let organization: Vec<(String,)> = app
