@@ -262,8 +262,13 @@ async fn run(
         .await
         .map_err(|e| aborted(counts, e))?;
     // Only a database with one writer at a time makes a delivery wait for an import's
-    // transaction: elsewhere (PostgreSQL) a batch is recorded whole.
-    let slice = if conn.single_writer() { SLICE } else { BATCH };
+    // transaction: elsewhere (PostgreSQL), and for a dry run (which takes no turn), a batch
+    // is recorded whole.
+    let slice = if conn.single_writer() && !request.dry_run {
+        SLICE
+    } else {
+        BATCH
+    };
     let mut slices = numbers.chunks(slice).peekable();
     while slices.peek().is_some() {
         let done = record(&mut conn, request, &list, &mut slices)
