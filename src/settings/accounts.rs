@@ -93,7 +93,7 @@ pub(super) fn validate(
     if service_given {
         return Err(SettingsError::invalid(
             "service",
-            "[service] and [[account]] cannot both be given: an account's keys go in its own [[account]] section",
+            "[service] (or an OUTREACH_SYNC__SERVICE__* variable) and [[account]] cannot both be given: an account's keys go in its own [[account]] section",
         ));
     }
     let mut names = std::collections::HashSet::new();
