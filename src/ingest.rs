@@ -257,6 +257,15 @@ impl Answered<'_> {
                 tracing::debug!(reason = %rejection, outcome = outcome.label(), "delivery refused: signature");
                 outcome
             }
+            Err(IngestError::NotFound) => {
+                // Unverified: no log line of its own (a scan of paths costs nothing here).
+                let outcome = Outcome::UnknownPath;
+                tracing::debug!(
+                    outcome = outcome.label(),
+                    "delivery refused: no account's path"
+                );
+                outcome
+            }
             Err(IngestError::BacklogFull) => {
                 let outcome = Outcome::BacklogFull;
                 tracing::warn!(outcome = outcome.label(), "delivery refused: backlog full");
@@ -378,7 +387,15 @@ async fn readyz(State(state): State<Arc<IngestState>>) -> Response {
     (status, axum::Json(body)).into_response()
 }
 
-async fn not_found() -> IngestError {
+/// Anything else: 404. A delivery posted to a path that is no account's is counted with
+/// the refusals (`unknown_path`); nothing of it is read or stored.
+async fn not_found(
+    State(state): State<Arc<IngestState>>,
+    method: axum::http::Method,
+) -> IngestError {
+    if method == axum::http::Method::POST {
+        Answered(&Err(IngestError::NotFound)).emit(&state.metrics);
+    }
     IngestError::NotFound
 }
 

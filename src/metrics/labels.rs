@@ -47,6 +47,8 @@ label_values! {
         NotJson => "not_json",
         BacklogFull => "backlog_full",
         Unavailable => "unavailable",
+        /// Posted to a path that is no account's: 404, nothing read or stored.
+        UnknownPath => "unknown_path",
     }
 }
 

@@ -70,6 +70,18 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
         404,
         "the default path is not this account's"
     );
+    let metrics = http
+        .get(daemon.admin_url("/metrics"))
+        .send()
+        .await
+        .expect("metrics")
+        .text()
+        .await
+        .expect("text");
+    assert!(
+        metrics.contains("outreach_sync_deliveries_total{outcome=\"unknown_path\"} 1\n"),
+        "the delivery to no account's path is counted with the refusals: {metrics}"
+    );
     let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])
         .output()
         .map(|o| serde_json::from_slice(&o.stdout).expect("status is JSON"))
