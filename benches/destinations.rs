@@ -307,14 +307,10 @@ async fn receive(State(receiver): State<Arc<Receiver>>, body: Bytes) -> &'static
 
 async fn receiver() -> (String, Arc<Receiver>) {
     let receiver = Arc::new(Receiver::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/hooks", listener.local_addr().expect("addr"));
     let router = axum::Router::new()
         .route("/hooks", axum::routing::post(receive))
         .with_state(receiver.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+    let url = format!("{}/hooks", common::serve_local(router).await);
     (url, receiver)
 }
 

@@ -70,14 +70,10 @@ async fn receive(State(receipts): State<Arc<Receipts>>, body: Bytes) -> &'static
 /// Starts the receiver; returns its URL and notes.
 async fn receiver() -> (String, Arc<Receipts>) {
     let receipts = Arc::new(Receipts::default());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/hooks", listener.local_addr().expect("addr"));
     let router = axum::Router::new()
         .route("/hooks", axum::routing::post(receive))
         .with_state(receipts.clone());
-    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+    let url = format!("{}/hooks", common::serve_local(router).await);
     (url, receipts)
 }
 

@@ -179,3 +179,15 @@ pub async fn outbox_states(pool: &Pool) -> Result<(i64, i64, i64, i64), sqlx::Er
     )
     .await
 }
+
+/// Serves `router` on a free loopback port in this process, until the process ends; its
+/// base URL (`http://127.0.0.1:PORT`).
+#[allow(dead_code)] // The benches that serve a receiver or the admin API in their process.
+pub async fn serve_local(router: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind a loopback port");
+    let base = format!("http://{}", listener.local_addr().expect("its address"));
+    tokio::spawn(async move { axum::serve(listener, router).await.expect("serve") });
+    base
+}

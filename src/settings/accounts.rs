@@ -23,7 +23,8 @@ pub struct AccountSettings {
     pub ingest_path: String,
     /// As `ingest.public_url`, for this account's registrations.
     pub public_url: String,
-    // The keys of `[service]`, this account's own.
+    // The keys of `[service]`, this account's own: written out rather than a flattened
+    // `ServiceSettings`, because serde cannot refuse unknown keys through `flatten`.
     pub base_url: String,
     pub api_version: Option<ApiVersion>,
     pub client_id: String,

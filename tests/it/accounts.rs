@@ -70,16 +70,14 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
         404,
         "the default path is not this account's"
     );
-    let metrics = http
-        .get(daemon.admin_url("/metrics"))
-        .send()
-        .await
-        .expect("metrics")
-        .text()
-        .await
-        .expect("text");
-    assert!(
-        metrics.contains("outreach_sync_deliveries_total{outcome=\"unknown_path\"} 1\n"),
+    let metrics = crate::common::metrics_text(&http, daemon.admin_url("/metrics")).await;
+    assert_eq!(
+        crate::common::series_value(
+            &metrics,
+            "outreach_sync_deliveries_total{outcome=\"unknown_path\"}"
+        )
+        .as_deref(),
+        Some("1"),
         "the delivery to no account's path is counted with the refusals: {metrics}"
     );
     let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])

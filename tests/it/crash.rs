@@ -80,15 +80,7 @@ async fn sigkill_at_random_moments_loses_no_acknowledged_delivery_and_applies_no
         .expect("exits");
     assert!(status.success(), "{status}: {}", daemon.logs());
 
-    let count = |sql: &'static str| {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(sql)
-                .fetch_one(&pool)
-                .await
-                .unwrap()
-        }
-    };
+    let count = |sql: &'static str| crate::daemon_process::count(&pool, sql);
     let stored = count("SELECT COUNT(*) FROM outbox").await;
     let applied = count("SELECT COUNT(*) FROM outbox WHERE state = 'applied'").await;
     let ledger = count("SELECT COUNT(*) FROM ledger").await;

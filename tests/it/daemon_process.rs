@@ -436,6 +436,14 @@ pub async fn missing_from_outbox(pool: impl Into<Pool>, keys: &[String]) -> Vec<
         .collect()
 }
 
+/// The one number `sql` (a `SELECT COUNT(*) ...`) reads from `pool`.
+pub async fn count(pool: &sqlx::SqlitePool, sql: &str) -> i64 {
+    sqlx::query_scalar::<_, i64>(sql)
+        .fetch_one(pool)
+        .await
+        .expect(sql)
+}
+
 /// A read connection to the database in `dir`, opened after the daemon is gone.
 pub async fn open_database(dir: &Path) -> sqlx::SqlitePool {
     sqlx::SqlitePool::connect(&database_url(dir))

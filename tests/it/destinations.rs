@@ -576,12 +576,9 @@ async fn throttling_and_outages_are_retried_and_a_redirect_is_never_followed(bac
     let metrics = app.metrics.render(Default::default());
     let count = |outcome: &str| {
         let series = format!(
-            "outreach_sync_destination_requests_total{{destination=\"action-network\",outcome=\"{outcome}\"}} "
+            "outreach_sync_destination_requests_total{{destination=\"action-network\",outcome=\"{outcome}\"}}"
         );
-        metrics
-            .lines()
-            .find_map(|l| l.strip_prefix(&series))
-            .map_or(0, |n| n.trim().parse::<u64>().expect("a count"))
+        common::series_value(&metrics, &series).map_or(0, |n| n.parse::<u64>().expect("a count"))
     };
     assert_eq!(count("failed"), 3, "{metrics}");
     assert_eq!(count("refused"), 0, "{metrics}");
@@ -662,15 +659,7 @@ async fn killed_while_writing_to_van_it_repeats_at_most_the_action_in_flight() {
     }
     let mut daemon = Daemon::start(dir.path(), "final", &[]).await;
     let pool = open_database(dir.path()).await;
-    let count = |sql: &'static str| {
-        let pool = pool.clone();
-        async move {
-            sqlx::query_scalar::<_, i64>(sql)
-                .fetch_one(&pool)
-                .await
-                .expect(sql)
-        }
-    };
+    let count = |sql: &'static str| crate::daemon_process::count(&pool, sql);
     let opted_out = count("SELECT COUNT(*) FROM ledger WHERE opted_out").await;
     let finished = common::within(Duration::from_secs(60), async || {
         count("SELECT COUNT(*) FROM destination_outcomes WHERE outcome IS NOT NULL").await
@@ -875,15 +864,8 @@ async fn on_postgres_only_the_leader_writes_to_van_and_each_opt_out_goes_once() 
     assert_eq!(truth.canvass_responses.len() as u64, sent, "none repeated");
     let people: BTreeSet<u64> = truth.canvass_responses.iter().map(|r| r.van_id).collect();
     assert_eq!(people.len() as u64, sent, "one canvass response a person");
-    let scraped = app
-        .http
-        .get(format!("http://{}/metrics", second.admin_addr))
-        .send()
-        .await
-        .expect("the standby's metrics")
-        .text()
-        .await
-        .expect("text");
+    let scraped =
+        common::metrics_text(&app.http, format!("http://{}/metrics", second.admin_addr)).await;
     assert!(
         scraped.contains("# TYPE outreach_sync_destination_requests_total counter"),
         "{scraped}"
