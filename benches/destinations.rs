@@ -173,16 +173,28 @@ async fn apply_page(pool: &Pool, leads: &[Lead]) {
                 .begin_with("BEGIN IMMEDIATE")
                 .await
                 .expect("begin");
-            apply::lead_page(&mut *tx, "pass_bench", leads, fetched_at)
-                .await
-                .expect("a page");
+            apply::lead_page(
+                &mut *tx,
+                outreach_sync::model::DEFAULT_ACCOUNT,
+                "pass_bench",
+                leads,
+                fetched_at,
+            )
+            .await
+            .expect("a page");
             tx.commit().await.expect("commit");
         }
         Pool::Postgres(pool) => {
             let mut tx = pool.begin().await.expect("begin");
-            apply::lead_page(&mut *tx, "pass_bench", leads, fetched_at)
-                .await
-                .expect("a page");
+            apply::lead_page(
+                &mut *tx,
+                outreach_sync::model::DEFAULT_ACCOUNT,
+                "pass_bench",
+                leads,
+                fetched_at,
+            )
+            .await
+            .expect("a page");
             tx.commit().await.expect("commit");
         }
     }
@@ -435,6 +447,7 @@ async fn trickle(campaign: &Campaign, name: &str, entries: usize) -> (i64, i64, 
     for number in &campaign.trickle {
         ticker.tick().await;
         let change = LocalChange {
+            account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
             organization_id: ORGANIZATION.into(),
             phone_number: number.clone(),
             opted_out: true,

@@ -99,6 +99,7 @@ async fn fresh() -> (BenchDatabase, Pool) {
 
 fn change(i: u64) -> LocalChange {
     LocalChange {
+        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
         organization_id: format!("org_{}", i % 3),
         phone_number: format!("+1555{:07}", i % 1_000_000),
         opted_out: i.is_multiple_of(2),
@@ -227,12 +228,16 @@ async fn backlog(n: usize) -> (BenchDatabase, Pool) {
         match &pool {
             Pool::Sqlite(p) => {
                 let mut tx = p.begin().await.expect("begin");
-                tx.append_ledger(&entries, now).await.expect("append");
+                tx.append_ledger(outreach_sync::model::DEFAULT_ACCOUNT, &entries, now)
+                    .await
+                    .expect("append");
                 tx.commit().await.expect("commit");
             }
             Pool::Postgres(p) => {
                 let mut tx = p.begin().await.expect("begin");
-                tx.append_ledger(&entries, now).await.expect("append");
+                tx.append_ledger(outreach_sync::model::DEFAULT_ACCOUNT, &entries, now)
+                    .await
+                    .expect("append");
                 tx.commit().await.expect("commit");
             }
         }

@@ -39,6 +39,8 @@ pub struct IngestState {
     rejections: Arc<Rejections>,
     /// Each answer is counted here, by outcome.
     metrics: Arc<Metrics>,
+    /// The account whose deliveries arrive here.
+    account: String,
 }
 
 /// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`. Deliveries are
@@ -59,6 +61,7 @@ pub fn router(
         max_body_bytes: settings.ingest.max_body_bytes,
         max_backlog: settings.ingest.max_backlog,
         rejections,
+        account: settings.account_name().to_owned(),
     });
     let router = Router::new()
         .route(&settings.ingest.path, post(receive))
@@ -196,6 +199,7 @@ async fn take(
         Ok(verified) => verified,
         Err(rejection) => {
             state.rejections.record(RejectedDelivery {
+                account: state.account.clone(),
                 received_at,
                 reason: rejection.to_string(),
                 headers: headers_as_pairs(&headers),
@@ -213,6 +217,7 @@ async fn take(
     }
     let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
     let delivery = Delivery {
+        account: state.account.clone(),
         dedup_key,
         received_at,
         body,

@@ -326,6 +326,7 @@ async fn write_and_apply(
         .filter_map(|(command, result)| match (command, result) {
             (Command::Commit(d, event, _), Some(Committed::Accepted(id))) => Some(Pending {
                 id: *id,
+                account: d.account.clone(),
                 dedup_key: d.dedup_key.clone(),
                 event: (**event).clone(),
             }),
@@ -366,11 +367,11 @@ async fn write_deliveries<C: IngestStore>(
 
 /// The first delivery of each key in the batch: later ones are duplicates of it.
 fn fresh(batch: &[Command]) -> Vec<&Delivery> {
-    let mut first: HashSet<&str> = HashSet::new();
+    let mut first: HashSet<(&str, &str)> = HashSet::new();
     batch
         .iter()
         .filter_map(|command| match command {
-            Command::Commit(d, _, _) if first.insert(d.dedup_key.as_str()) => Some(d),
+            Command::Commit(d, _, _) if first.insert((&d.account, &d.dedup_key)) => Some(d),
             _ => None,
         })
         .collect()
@@ -380,21 +381,20 @@ fn fresh(batch: &[Command]) -> Vec<&Delivery> {
 /// each key's row and whether the INSERT added it.
 fn results(
     batch: &[Command],
-    ids: &HashMap<String, (i64, bool)>,
+    ids: &HashMap<crate::store::OutboxKey, (i64, bool)>,
 ) -> Result<Vec<Option<Committed>>, crate::store::Error> {
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen: HashSet<(&str, &str)> = HashSet::new();
     batch
         .iter()
         .map(|command| match command {
             Command::Commit(d, _, _) => {
-                let key = d.dedup_key.as_str();
-                let (id, new) =
-                    ids.get(key)
-                        .copied()
-                        .ok_or_else(|| crate::store::Error::OutboxRowMissing {
-                            key: key.to_owned(),
-                        })?;
-                let first_here = seen.insert(key);
+                let key = (d.account.clone(), d.dedup_key.clone());
+                let (id, new) = ids.get(&key).copied().ok_or_else(|| {
+                    crate::store::Error::OutboxRowMissing {
+                        key: d.dedup_key.clone(),
+                    }
+                })?;
+                let first_here = seen.insert((&d.account, &d.dedup_key));
                 Ok(Some(if new && first_here {
                     Committed::Accepted(id)
                 } else {

@@ -124,6 +124,8 @@ pub struct Reconciler {
     /// up an organization whose pass died with its process.
     lease: std::time::Duration,
     running: Arc<tokio::sync::Mutex<()>>,
+    /// The account of the service its client reads.
+    account: String,
 }
 
 impl Reconciler {
@@ -135,7 +137,14 @@ impl Reconciler {
             settings: settings.clone(),
             lease: lease::LEASE_TTL,
             running: Arc::new(tokio::sync::Mutex::new(())),
+            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
         }
+    }
+
+    /// Mirrors what its client reads as the account `account`'s.
+    pub fn with_account(mut self, account: &str) -> Self {
+        account.clone_into(&mut self.account);
+        self
     }
 
     /// Passes hold their leases for `lease` (the replicas' `replica.lease_secs`) instead of
@@ -321,6 +330,7 @@ impl Reconciler {
     async fn record_pass(&self, summary: &PassSummary) -> Result<(), crate::store::Error> {
         let json = codec::json_param(summary)?;
         let pass = PassRecord {
+            account: &self.account,
             id: &summary.id,
             started_at: &summary.started_at,
             finished_at: &summary.finished_at,
@@ -336,7 +346,7 @@ impl Reconciler {
         error: &str,
     ) -> Result<(), crate::store::Error> {
         self.pool
-            .organization_failed(pass_id, organization, Utc::now(), error)
+            .organization_failed(&self.account, pass_id, organization, Utc::now(), error)
             .await
     }
 }

@@ -124,6 +124,7 @@ impl Worker {
             .map(|row| Pending {
                 event: events::parse(&row.body, row.received_at),
                 id: row.id,
+                account: row.account_id,
                 dedup_key: row.dedup_key,
             })
             .collect();

@@ -342,6 +342,7 @@ pub async fn record(
 ) -> Result<(StatusCode, Json<Recorded>), AdminError> {
     let body: LocalChangeBody = json_body(body)?;
     let change = LocalChange {
+        account: state.account.clone(),
         organization_id: body.organization_id,
         phone_number: body.phone_number,
         opted_out: body.opted_out,

@@ -102,7 +102,7 @@ pub struct ImportQuery {
 
 impl ImportQuery {
     /// The request it makes, by `actor`.
-    pub fn request(self, actor: String) -> Result<Request, AdminError> {
+    pub fn request(self, account: &str, actor: String) -> Result<Request, AdminError> {
         let scope = match (self.org, self.account) {
             (Some(_), true) => {
                 return Err(AdminError::BadRequest(
@@ -131,6 +131,7 @@ impl ImportQuery {
             .take(crate::model::MAX_ID_CHARS)
             .collect();
         Ok(Request {
+            account: account.to_owned(),
             scope,
             options: ListOptions {
                 phone_column: self.phone_column.filter(|c| !c.trim().is_empty()),
@@ -170,7 +171,7 @@ pub async fn import(
     body: Body,
 ) -> Result<Response, AdminError> {
     let Query(query) = query?;
-    let request = query.request(actor.0)?;
+    let request = query.request(&state.account, actor.0)?;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

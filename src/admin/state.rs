@@ -45,6 +45,8 @@ pub struct AdminState {
     pub(super) long_reads: crate::store::LongReads,
     /// The daemon's metrics: `/metrics` shows them, failed credentials are counted there.
     pub(super) metrics: Arc<crate::metrics::Metrics>,
+    /// The account of the service local changes and imports made here are recorded in.
+    pub(super) account: String,
 }
 
 impl AdminState {
@@ -73,7 +75,14 @@ impl AdminState {
             imports: import::ImportSlots::default(),
             compliance: Arc::new(crate::compliance::Rules::default()),
             metrics: Arc::default(),
+            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
         }
+    }
+
+    /// Records local changes and imports made here in `account`.
+    pub fn with_account(mut self, account: &str) -> Self {
+        account.clone_into(&mut self.account);
+        self
     }
 
     /// Shows `metrics` on `/metrics`, and counts failed credentials there.

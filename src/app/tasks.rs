@@ -162,6 +162,7 @@ pub(super) fn admin_router(
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
             .with_long_reads(long_reads)
+            .with_account(settings.account_name())
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())

@@ -29,6 +29,7 @@ struct Decision {
 /// outcome is the one of applying the observations one by one.
 pub async fn apply<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
     states: ConsentStates,
@@ -46,7 +47,7 @@ pub async fn apply<T: ApplyTx + ?Sized>(
             superseded: d.superseded,
         })
         .collect();
-    let seqs = tx.append_ledger(&entries, now).await?;
+    let seqs = tx.append_ledger(account, &entries, now).await?;
     let mut results = Vec::with_capacity(observations.len());
     let mut winners = Vec::new();
     for ((o, d), seq) in observations.iter().zip(&decisions).zip(seqs) {
@@ -77,7 +78,7 @@ pub async fn apply<T: ApplyTx + ?Sized>(
         .filter(|w| seen.insert((w.organization_id, w.phone_number)))
         .collect();
     last.reverse();
-    tx.write_states(&last).await?;
+    tx.write_states(account, &last).await?;
     Ok(results)
 }
 

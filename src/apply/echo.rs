@@ -30,13 +30,14 @@ impl EchoMatcher {
     /// Loads the candidates for the (organization, number) pairs of a batch.
     pub async fn load<T: ApplyTx + ?Sized>(
         tx: &mut T,
+        account: &str,
         keys: &[(&str, &str)],
     ) -> Result<Self, crate::store::Error> {
         if keys.is_empty() {
             return Ok(Self::default());
         }
         Ok(Self {
-            candidates: tx.pushed_changes(keys).await?,
+            candidates: tx.pushed_changes(account, keys).await?,
         })
     }
 

@@ -44,6 +44,8 @@ impl std::fmt::Display for Scope {
 /// What the entries of one list say of it.
 #[derive(Debug, Clone)]
 pub struct ListEvidence {
+    /// The account of the service the list is recorded in.
+    pub account: String,
     /// The file as named by whoever imported it (`-` for standard input).
     pub file: String,
     pub sha256: String,
@@ -97,12 +99,13 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
     if !dry_run {
         tx.lock_numbers(&phones).await?;
     }
-    let targets = targets(tx, scope, numbers, &phones).await?;
+    let account = list.account.as_str();
+    let targets = targets(tx, account, scope, numbers, &phones).await?;
     let keys: Vec<(&str, &str)> = targets
         .iter()
         .flat_map(|(n, orgs)| orgs.iter().map(|o| (o.as_str(), n.phone_number.as_str())))
         .collect();
-    let states = tx.consent_states(&keys).await?;
+    let states = tx.consent_states(account, &keys).await?;
     let mut counts = BatchCounts::default();
     let mut observations = Vec::new();
     let mut mirrored: HashSet<usize> = HashSet::new();
@@ -127,7 +130,7 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
             .count() as u64;
         return Ok(counts);
     }
-    let applied = super::consent::apply(tx, &observations, now, states).await?;
+    let applied = super::consent::apply(tx, account, &observations, now, states).await?;
     counts.recorded = 0;
     let mut suppressing = Vec::new();
     for (i, (o, outcome)) in observations.iter().zip(&applied).enumerate() {
@@ -140,12 +143,12 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
                 since: o.occurred_at,
             });
         } else if mirrored.contains(&i) {
-            tx.queue_push(seq, o, now).await?;
+            tx.queue_push(account, seq, o, now).await?;
             counts.pushes += 1;
         }
     }
     counts.suppressed = suppressing.len() as u64;
-    tx.suppress(&suppressing).await?;
+    tx.suppress(account, &suppressing).await?;
     Ok(counts)
 }
 
@@ -153,6 +156,7 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
 /// [`ACCOUNT_WIDE`] and every organization holding the number.
 async fn targets<'n, T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     scope: &Scope,
     numbers: &'n [ListedNumber],
     phones: &[&str],
@@ -160,7 +164,7 @@ async fn targets<'n, T: ApplyTx + ?Sized>(
     Ok(match scope {
         Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),
         Scope::Account => {
-            let holders = tx.holders_of(phones).await?;
+            let holders = tx.holders_of(account, phones).await?;
             numbers
                 .iter()
                 .map(|n| {

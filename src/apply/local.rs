@@ -13,6 +13,8 @@ use crate::store::{ApplyTx, Pool};
 /// A consent change made here, for the service.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalChange {
+    /// The account of the service it is made in.
+    pub account: String,
     pub organization_id: String,
     pub phone_number: String,
     pub opted_out: bool,
@@ -114,9 +116,10 @@ pub async fn record<T: ApplyTx + ?Sized>(
         observation.organization_id.as_str(),
         observation.phone_number.as_str(),
     );
-    let states = super::locked_states(tx, &[key]).await?;
+    let account = change.account.as_str();
+    let states = super::locked_states(tx, account, &[key]).await?;
     let applied =
-        super::consent::apply(tx, std::slice::from_ref(&observation), now, states).await?;
+        super::consent::apply(tx, account, std::slice::from_ref(&observation), now, states).await?;
     let outcome = applied
         .first()
         .copied()
@@ -124,7 +127,7 @@ pub async fn record<T: ApplyTx + ?Sized>(
     let seq = outcome
         .seq
         .ok_or_else(|| LocalError::Invalid("the change was already recorded".into()))?;
-    tx.queue_push(seq, &observation, now).await?;
+    tx.queue_push(account, seq, &observation, now).await?;
     Ok(Recorded {
         seq,
         event_ref,

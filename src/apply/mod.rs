@@ -30,6 +30,8 @@ pub use page::{PageApplied, lead_page};
 #[derive(Debug)]
 pub struct Pending {
     pub id: i64,
+    /// The account whose path it arrived on.
+    pub account: String,
     /// The ledger's `event_ref` of the event's entries.
     pub dedup_key: String,
     pub event: Result<Event, events::ParseError>,
@@ -129,7 +131,8 @@ struct Plan {
 
 /// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
 /// ledger, and each row marked applied or quarantined, so the caller's commit makes the
-/// whole batch take effect at once.
+/// whole batch take effect at once. Each run of rows of one account applies in that
+/// account, one run after the other: what applying them one by one would do.
 pub async fn deliveries<T: ApplyTx + ?Sized>(
     tx: &mut T,
     rows: &[Pending],
@@ -137,11 +140,28 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     policy: &Policy,
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
-    if rows.is_empty() {
-        return Ok(Outcome::default());
+    let mut outcome = Outcome::default();
+    for run in rows.chunk_by(|a, b| a.account == b.account) {
+        let of_run = deliveries_of(tx, &run[0].account, run, now, policy, settle).await?;
+        outcome.applied += of_run.applied;
+        outcome.quarantined += of_run.quarantined;
+        outcome.sent_after_opt_out += of_run.sent_after_opt_out;
+        outcome.echoes += of_run.echoes;
     }
+    Ok(outcome)
+}
+
+/// [`deliveries`] of one account.
+async fn deliveries_of<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &str,
+    rows: &[Pending],
+    now: DateTime<Utc>,
+    policy: &Policy,
+    settle: Settle,
+) -> Result<Outcome, crate::store::Error> {
     let account_sync = policy.account_sync;
-    let plan = plan(tx, rows, account_sync).await?;
+    let plan = plan(tx, account, rows, account_sync).await?;
     let echoes = plan.echoes;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
@@ -152,7 +172,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
             _ => None,
         })
         .collect();
-    tx.upsert_leads(&leads, now).await?;
+    tx.upsert_leads(account, &leads, now).await?;
     let statuses: Vec<StatusObservation> = rows
         .iter()
         .filter_map(|row| match &row.event {
@@ -167,9 +187,12 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         })
         .collect();
     let sent_after_opt_out = tx
-        .sent_after_opt_out(&new_messages(&statuses, policy.confirmation_window))
+        .sent_after_opt_out(
+            account,
+            &new_messages(&statuses, policy.confirmation_window),
+        )
         .await?;
-    tx.apply_statuses(&statuses, now).await?;
+    tx.apply_statuses(account, &statuses, now).await?;
     for (id, reason) in &plan.quarantined {
         tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
     }
@@ -191,17 +214,17 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let states = tx.consent_states(&keys).await?;
+    let states = tx.consent_states(account, &keys).await?;
     let mut observations = plan.consent;
     let events = observations.len();
-    let kept = suppressed_by_events(tx, &observations, &states, now).await?;
+    let kept = suppressed_by_events(tx, account, &observations, &states, now).await?;
     observations.extend(kept);
-    let outcomes = consent::apply(tx, &observations, now, states).await?;
+    let outcomes = consent::apply(tx, account, &observations, now, states).await?;
     if account_sync {
-        suppression::follow(tx, &observations[..events], &outcomes[..events]).await?;
+        suppression::follow(tx, account, &observations[..events], &outcomes[..events]).await?;
     }
     let kept: Vec<&ConsentObservation> = observations[events..].iter().collect();
-    suppression::queue_pushes(tx, &kept, &outcomes[events..], now).await?;
+    suppression::queue_pushes(tx, account, &kept, &outcomes[events..], now).await?;
     Ok(Outcome {
         applied: applied.len() as u64,
         quarantined: plan.quarantined.len() as u64,
@@ -239,6 +262,7 @@ fn new_messages<'a>(
 /// of their number (a late or reordered delivery), over the states stored before the batch.
 async fn suppressed_by_events<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[ConsentObservation],
     states: &crate::model::ConsentStates,
     now: DateTime<Utc>,
@@ -251,7 +275,7 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
         return Ok(Vec::new());
     }
     let phones: Vec<&str> = opt_ins.iter().map(|o| o.phone_number.as_str()).collect();
-    let suppressions = tx.suppressions(&phones).await?;
+    let suppressions = tx.suppressions(account, &phones).await?;
     let mut kept: Vec<ConsentObservation> = Vec::new();
     for o in opt_ins {
         let Some(suppression) = suppressions.get(&o.phone_number) else {
@@ -286,6 +310,7 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
 /// number known at that point. The numbers are locked before anything of them is read.
 async fn plan<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     rows: &[Pending],
     account_sync: bool,
 ) -> Result<Plan, crate::store::Error> {
@@ -296,7 +321,7 @@ async fn plan<T: ApplyTx + ?Sized>(
             _ => None,
         })
         .collect();
-    let mut known = Known::load(tx, &consent, account_sync).await?;
+    let mut known = Known::load(tx, account, &consent, account_sync).await?;
     let mut plan = Plan::default();
     for row in rows {
         let c = match &row.event {
@@ -363,6 +388,7 @@ struct Known {
 impl Known {
     async fn load<T: ApplyTx + ?Sized>(
         tx: &mut T,
+        account: &str,
         consent: &[&ConsentEvent],
         account_sync: bool,
     ) -> Result<Self, crate::store::Error> {
@@ -374,7 +400,7 @@ impl Known {
         let located = if unresolved.is_empty() {
             HashMap::new()
         } else {
-            tx.locate_leads(&unresolved).await?
+            tx.locate_leads(account, &unresolved).await?
         };
         let mut phones: Vec<&str> = consent
             .iter()
@@ -385,7 +411,7 @@ impl Known {
         phones.dedup();
         tx.lock_numbers(&phones).await?;
         let holders = if account_sync {
-            Some(tx.holders_of(&phones).await?)
+            Some(tx.holders_of(account, &phones).await?)
         } else {
             None
         };
@@ -393,7 +419,7 @@ impl Known {
             .iter()
             .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
             .collect();
-        let echoes = EchoMatcher::load(tx, &echo_keys).await?;
+        let echoes = EchoMatcher::load(tx, account, &echo_keys).await?;
         Ok(Self {
             located,
             holders,
@@ -441,16 +467,18 @@ fn resolve(
 /// Applies status observations (see [`ApplyTx::apply_statuses`]).
 pub async fn statuses<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
-    tx.apply_statuses(observations, now).await
+    tx.apply_statuses(account, observations, now).await
 }
 
 /// Applies consent observations over the states stored for them, locking their numbers
 /// first; for callers with observations of their own (tests, tools).
 pub async fn consent<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
 ) -> Result<Vec<ConsentApplied>, crate::store::Error> {
@@ -458,18 +486,19 @@ pub async fn consent<T: ApplyTx + ?Sized>(
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
-    let states = locked_states(tx, &keys).await?;
-    consent::apply(tx, observations, now, states).await
+    let states = locked_states(tx, account, &keys).await?;
+    consent::apply(tx, account, observations, now, states).await
 }
 
 /// Locks the numbers of `keys` (organization, number), then reads their stored states.
 pub(crate) async fn locked_states<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<crate::model::ConsentStates, crate::store::Error> {
     let mut phones: Vec<&str> = keys.iter().map(|(_, phone)| *phone).collect();
     phones.sort_unstable();
     phones.dedup();
     tx.lock_numbers(&phones).await?;
-    tx.consent_states(keys).await
+    tx.consent_states(account, keys).await
 }

@@ -27,6 +27,7 @@ pub struct PageApplied {
 /// that differs from the mirror's as a `reconcile` observation timed at the fetch.
 pub async fn lead_page<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     pass_id: &str,
     leads: &[Lead],
     fetched_at: DateTime<Utc>,
@@ -35,16 +36,16 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         .iter()
         .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
         .collect();
-    let mirrored = locked_states(tx, &keys).await?;
+    let mirrored = locked_states(tx, account, &keys).await?;
     let not_opted_out: Vec<&str> = leads
         .iter()
         .filter(|l| !l.global_opted_out)
         .map(|l| l.phone_number.as_str())
         .collect();
-    let suppressions = tx.suppressions(&not_opted_out).await?;
-    let on_their_way = opt_outs_on_their_way(tx, leads, &mirrored).await?;
+    let suppressions = tx.suppressions(account, &not_opted_out).await?;
+    let on_their_way = opt_outs_on_their_way(tx, account, leads, &mirrored).await?;
     let observed: Vec<(&Lead, DateTime<Utc>)> = leads.iter().map(|l| (l, fetched_at)).collect();
-    tx.upsert_leads(&observed, fetched_at).await?;
+    tx.upsert_leads(account, &observed, fetched_at).await?;
     // Each difference, with whether the mirror knew the number (a repair) or not (new);
     // then the leads kept opted out by an opt-out the service never had for them.
     let mut observations = Vec::new();
@@ -77,7 +78,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     observations.extend(suppressed);
     // The states just read serve the apply too: the numbers are locked.
     let applied: Vec<ConsentApplied> =
-        consent::apply(tx, &observations, fetched_at, mirrored).await?;
+        consent::apply(tx, account, &observations, fetched_at, mirrored).await?;
     let mut counts = PageApplied {
         scanned: leads.len() as u64,
         new: suppressed_new,
@@ -92,7 +93,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     }
     let kept: Vec<&ConsentObservation> = observations[differences..].iter().collect();
     counts.suppressed =
-        suppression::queue_pushes(tx, &kept, &applied[differences..], fetched_at).await?;
+        suppression::queue_pushes(tx, account, &kept, &applied[differences..], fetched_at).await?;
     Ok(counts)
 }
 
@@ -101,6 +102,7 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
 /// the next pass sees it there.
 async fn opt_outs_on_their_way<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     leads: &[Lead],
     mirrored: &crate::model::ConsentStates,
 ) -> Result<HashSet<(String, String)>, crate::store::Error> {
@@ -112,7 +114,7 @@ async fn opt_outs_on_their_way<T: ApplyTx + ?Sized>(
         })
         .map(|l| (l.organization_id.as_str(), l.phone_number.as_str()))
         .collect();
-    tx.unsent_opt_outs_of(&reverting).await
+    tx.unsent_opt_outs_of(account, &reverting).await
 }
 
 /// A lead's consent as a pass fetched it, as a `reconcile` observation timed at the fetch.

@@ -73,6 +73,7 @@ pub(super) fn observation(
 /// Queues for the service each suppression entry just recorded.
 pub(super) async fn queue_pushes<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[&ConsentObservation],
     applied: &[ConsentApplied],
     now: DateTime<Utc>,
@@ -80,7 +81,7 @@ pub(super) async fn queue_pushes<T: ApplyTx + ?Sized>(
     let mut queued = 0;
     for (observation, outcome) in observations.iter().zip(applied) {
         if let Some(seq) = outcome.seq {
-            tx.queue_push(seq, observation, now).await?;
+            tx.queue_push(account, seq, observation, now).await?;
             queued += 1;
         }
     }
@@ -92,6 +93,7 @@ pub(super) async fn queue_pushes<T: ApplyTx + ?Sized>(
 /// suppression ends it.
 pub(super) async fn follow<T: ApplyTx + ?Sized>(
     tx: &mut T,
+    account: &str,
     observations: &[ConsentObservation],
     applied: &[ConsentApplied],
 ) -> Result<(), crate::store::Error> {
@@ -113,8 +115,8 @@ pub(super) async fn follow<T: ApplyTx + ?Sized>(
     // Lifted first: an opt-out and a later opt-in of one number in one batch end lifted
     // only if the opt-in is later than the suppression already stored.
     let opt_ins: Vec<(&str, DateTime<Utc>)> = opt_ins.into_iter().collect();
-    tx.lift_suppressions(&opt_ins).await?;
-    tx.suppress(&opt_outs).await
+    tx.lift_suppressions(account, &opt_ins).await?;
+    tx.suppress(account, &opt_outs).await
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use crate::settings::Settings;
 
 /// A local change made with the CLI, by [`cli_actor`].
 pub fn local_change(
+    account: &str,
     organization_id: String,
     phone_number: String,
     opted_out: bool,
@@ -20,6 +21,7 @@ pub fn local_change(
     reason: Option<String>,
 ) -> LocalChange {
     LocalChange {
+        account: account.to_owned(),
         organization_id,
         phone_number,
         opted_out,

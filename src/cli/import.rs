@@ -56,6 +56,7 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
         )
     };
     let request = Request {
+        account: settings.account_name().to_owned(),
         scope: if args.account {
             Scope::Account
         } else {

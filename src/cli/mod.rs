@@ -429,7 +429,14 @@ async fn on_the_ledger<T: Subcommand>(
             tag,
             reason,
         } => {
-            let change = consent::local_change(organization, phone, true, tag, reason);
+            let change = consent::local_change(
+                settings.account_name(),
+                organization,
+                phone,
+                true,
+                tag,
+                reason,
+            );
             consent::change(settings, change, json).await
         }
         Command::OptIn {
@@ -437,7 +444,14 @@ async fn on_the_ledger<T: Subcommand>(
             organization,
             reason,
         } => {
-            let change = consent::local_change(organization, phone, false, None, reason);
+            let change = consent::local_change(
+                settings.account_name(),
+                organization,
+                phone,
+                false,
+                None,
+                reason,
+            );
             consent::change(settings, change, json).await
         }
         Command::Import(args) => import::run(settings, args, json).await,

@@ -34,6 +34,8 @@ pub const MAX_INVALID_KEPT: usize = 10_000;
 /// What an import asks for.
 #[derive(Debug, Clone)]
 pub struct Request {
+    /// The account of the service the list is recorded in.
+    pub account: String,
     pub scope: Scope,
     pub options: ListOptions,
     /// The file as named (`-` for standard input, the upload's name on the console).
@@ -241,6 +243,7 @@ async fn run(
         return Err(ImportError::Refused(Box::new(report)));
     }
     let list = ListEvidence {
+        account: request.account.clone(),
         file: request.file.clone(),
         sha256: report.sha256.clone(),
         actor: request.actor.clone(),

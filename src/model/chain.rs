@@ -11,6 +11,12 @@
 //!  source, eventRef, superseded, tagId, reason]
 //! ```
 //!
+//! followed, for an entry of an account other than `default`, by a 14th element: its
+//! `accountId` (a string). This is the encoding's one version step, taken when the ledger
+//! came to hold several accounts: every entry recorded before it is of the account
+//! `default` and keeps the 13-element encoding it was hashed with, and the encodings of the
+//! same fields in two accounts never coincide.
+//!
 //! - `prevHash`: the `hash` of the entry before it in `seq` order; 64 zeros (`"000…0"`) for
 //!   the first entry.
 //! - `seq`: a JSON integer; `optedOut`, `superseded`: `true`/`false`; `leadId`, `tagId`,
@@ -28,7 +34,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::{LedgerEntry, Source, Timestamp};
+use super::{DEFAULT_ACCOUNT, LedgerEntry, Source, Timestamp};
 
 /// The `prevHash` of the first entry.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -49,6 +55,8 @@ pub struct Fields<'a> {
     pub superseded: bool,
     pub tag_id: Option<&'a str>,
     pub reason: Option<&'a str>,
+    /// Encoded only when it is not [`DEFAULT_ACCOUNT`].
+    pub account_id: &'a str,
 }
 
 impl Fields<'_> {
@@ -85,6 +93,10 @@ impl Fields<'_> {
         for field in [self.tag_id, self.reason] {
             out.push(',');
             push_opt(&mut out, field);
+        }
+        if self.account_id != DEFAULT_ACCOUNT {
+            out.push(',');
+            push_str(&mut out, self.account_id);
         }
         out.push(']');
         out
@@ -161,6 +173,7 @@ impl ChainRow {
             superseded: e.superseded,
             tag_id: self.tag_id.as_deref(),
             reason: self.reason.as_deref(),
+            account_id: &e.account_id,
         }
     }
 }
@@ -275,6 +288,7 @@ mod tests {
             superseded: false,
             tag_id: None,
             reason: Some("said \"STOP\"\n\u{1}é/"),
+            account_id: DEFAULT_ACCOUNT,
         }
     }
 
@@ -286,6 +300,24 @@ mod tests {
                 "[\"{GENESIS}\",1,\"org_1\",null,\"+15551234567\",true,\"2026-11-21T10:00:00.000Z\",\"2026-11-21T10:00:01.250Z\",\"webhook\",\"event:evt_1\",false,null,\"said \\\"STOP\\\"\\n\\u0001é/\"]"
             )
         );
+    }
+
+    #[test]
+    fn an_entry_of_another_account_than_default_ends_with_its_account() {
+        let default = entry();
+        let party = Fields {
+            account_id: "party",
+            ..entry()
+        };
+        let encoded = party.canonical(GENESIS);
+        assert_eq!(
+            encoded,
+            format!(
+                "{},\"party\"]",
+                default.canonical(GENESIS).trim_end_matches(']')
+            )
+        );
+        assert_ne!(party.hash_after(GENESIS), default.hash_after(GENESIS));
     }
 
     proptest::proptest! {
@@ -323,6 +355,7 @@ mod tests {
                 source: f.source,
                 event_ref: f.event_ref.into(),
                 superseded: f.superseded,
+                account_id: f.account_id.into(),
                 push: None,
                 echo_of: None,
             },

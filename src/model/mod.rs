@@ -91,6 +91,10 @@ pub enum KeptEvidence {
     Local { actor: String },
 }
 
+/// The account a configuration without `[[account]]` describes, and that of every row
+/// recorded before the ledger held accounts.
+pub const DEFAULT_ACCOUNT: &str = "default";
+
 /// The actor of the entries suppression records.
 pub const SUPPRESSION_ACTOR: &str = "suppression";
 
@@ -259,6 +263,7 @@ pub struct PushedChange {
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct StoredDelivery {
     pub id: i64,
+    pub account_id: String,
     pub dedup_key: String,
     pub received_at: DateTime<Utc>,
     pub body: Vec<u8>,
@@ -309,6 +314,8 @@ pub struct ReplicaBeat {
 /// A verified delivery, ready to be committed.
 #[derive(Debug, Clone)]
 pub struct Delivery {
+    /// The account whose path it arrived on: a duplicate is one of the same account.
+    pub account: String,
     pub dedup_key: String,
     pub received_at: DateTime<Utc>,
     pub body: Bytes,
@@ -324,6 +331,8 @@ pub struct Delivery {
 /// A delivery that failed verification, kept for diagnosis.
 #[derive(Debug, Clone)]
 pub struct RejectedDelivery {
+    /// The account whose path it arrived on.
+    pub account: String,
     pub received_at: DateTime<Utc>,
     pub reason: String,
     /// JSON array of `[name, value]`.

@@ -17,6 +17,8 @@ pub struct ConsentRecord {
     pub opted_out: bool,
     pub changed_at: Timestamp,
     pub source: Source,
+    /// The account of the service it is of.
+    pub account_id: String,
 }
 
 /// One ledger entry (the contract's ledger entry).
@@ -33,6 +35,8 @@ pub struct LedgerEntry {
     pub source: Source,
     pub event_ref: String,
     pub superseded: bool,
+    /// The account of the service it is of.
+    pub account_id: String,
     /// Local changes only: the push to the service.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[sqlx(default)]

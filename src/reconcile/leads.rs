@@ -41,7 +41,9 @@ impl Reconciler {
         let restart = saved.is_some();
         let cursor = self.source.resume(saved);
         if restart && cursor.is_none() {
-            self.pool.restart_checkpoint(organization).await?;
+            self.pool
+                .restart_checkpoint(&self.account, organization)
+                .await?;
         }
         let mut conn = self.pass_connection().await?;
         let outcome = self
@@ -120,7 +122,7 @@ impl Reconciler {
     ) -> Result<LeadsPassError, crate::store::Error> {
         let describe = |scanned| LeadsPassError::DepthLimit { scanned, message };
         self.pool
-            .end_with_error(pass_id, organization, Utc::now(), describe)
+            .end_with_error(&self.account, pass_id, organization, Utc::now(), describe)
             .await
     }
 
@@ -131,7 +133,7 @@ impl Reconciler {
         organization: &str,
     ) -> Result<Option<String>, crate::store::Error> {
         self.pool
-            .checkpoint(pass_id, organization, Utc::now())
+            .checkpoint(&self.account, pass_id, organization, Utc::now())
             .await
     }
 
@@ -155,8 +157,9 @@ impl Reconciler {
             next,
         } = page;
         let mut tx = conn.begin_write().await?;
-        let counts = apply::lead_page(&mut tx, pass_id, leads, *fetched_at).await?;
-        tx.page_written(checkpoint_of(pass_id, organization, next, &counts))
+        let account = self.account.as_str();
+        let counts = apply::lead_page(&mut tx, account, pass_id, leads, *fetched_at).await?;
+        tx.page_written(checkpoint_of(account, pass_id, organization, next, &counts))
             .await?;
         tx.commit().await?;
         crate::signal::ledger_grew();
@@ -166,12 +169,14 @@ impl Reconciler {
 
 /// Where the pass stands once `counts`' page is written.
 fn checkpoint_of<'a>(
+    account: &'a str,
     pass_id: &'a str,
     organization: &'a str,
     next: &'a Option<String>,
     counts: &PageApplied,
 ) -> PageCheckpoint<'a> {
     PageCheckpoint {
+        account,
         pass_id,
         organization,
         next: next.as_deref(),

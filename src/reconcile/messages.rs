@@ -15,7 +15,11 @@ impl Reconciler {
         let now = Utc::now();
         let ids = self
             .pool
-            .open_messages(now - stale, now - crate::model::RECEIPT_WINDOW)
+            .open_messages(
+                &self.account,
+                now - stale,
+                now - crate::model::RECEIPT_WINDOW,
+            )
             .await?;
         for chunk in ids.chunks(MESSAGE_CHUNK) {
             if shutdown.is_cancelled() {
@@ -57,7 +61,7 @@ impl Reconciler {
                 .collect();
             let mut tx = self.pool.begin_write().await?;
             summary.messages_refreshed +=
-                apply::statuses(&mut tx, &observations, fetched_at).await?;
+                apply::statuses(&mut tx, &self.account, &observations, fetched_at).await?;
             tx.commit().await?;
         }
         Ok(())

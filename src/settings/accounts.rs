@@ -10,8 +10,7 @@
 
 use super::*;
 
-/// The name of the one account a configuration without `[[account]]` describes.
-pub const DEFAULT_ACCOUNT: &str = "default";
+pub use crate::model::DEFAULT_ACCOUNT;
 
 /// `[[account]]`: one account of the service.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -14,6 +14,7 @@ use std::collections::{HashMap, HashSet};
 /// Where a leads pass stands after writing one page.
 #[derive(Debug, Clone, Copy)]
 pub struct PageCheckpoint<'a> {
+    pub account: &'a str,
     pub pass_id: &'a str,
     pub organization: &'a str,
     /// The next page's cursor; `None` after the last page.
@@ -27,6 +28,7 @@ pub struct PageCheckpoint<'a> {
 /// A finished reconciliation pass, as kept.
 #[derive(Debug, Clone, Copy)]
 pub struct PassRecord<'a> {
+    pub account: &'a str,
     pub id: &'a str,
     /// RFC 3339.
     pub started_at: &'a str,
@@ -50,6 +52,7 @@ pub struct NewEntry<'a> {
 
 /// The chained fields of a new entry with its `seq` and times as stored.
 pub(crate) fn entry_fields<'a>(
+    account: &'a str,
     e: &NewEntry<'a>,
     seq: i64,
     recorded_at: Timestamp,
@@ -68,6 +71,7 @@ pub(crate) fn entry_fields<'a>(
         superseded: e.superseded,
         tag_id: o.tag_id.as_deref(),
         reason: o.reason.as_deref(),
+        account_id: account,
     }
 }
 
@@ -98,6 +102,7 @@ pub(crate) struct Chained<'e, 'a> {
 /// Chains the entries `new` (indices into `entries`) after the entry `head_seq` whose hash
 /// is `head_hash`, in order: each entry's hash covers its fields and the hash before it.
 pub(crate) fn chain_after<'e, 'a>(
+    account: &'a str,
     entries: &'e [NewEntry<'a>],
     new: &[usize],
     head_seq: i64,
@@ -108,7 +113,7 @@ pub(crate) fn chain_after<'e, 'a>(
     let mut chained = Vec::with_capacity(new.len());
     for (seq, &i) in (head_seq + 1..).zip(new) {
         let entry = &entries[i];
-        prev = entry_fields(entry, seq, recorded_at).hash_after(&prev);
+        prev = entry_fields(account, entry, seq, recorded_at).hash_after(&prev);
         let evidence = entry
             .observation
             .evidence
@@ -146,23 +151,34 @@ pub struct StateWrite<'a> {
 /// number found through the mirror (an index by lead on the states would slow the first
 /// import).
 macro_rules! sent_after_opt_out {
-    ($messages:literal) => {
+    ($messages:literal, $account:literal) => {
         concat!(
             "SELECT COUNT(*) FROM ",
             $messages,
             "
-             WHERE NOT EXISTS (SELECT 1 FROM messages AS m WHERE m.id = k.id)
-               AND (EXISTS (SELECT 1 FROM ledger AS e WHERE e.lead_id = k.lead AND ",
+             WHERE NOT EXISTS (SELECT 1 FROM messages AS m
+                               WHERE m.id = k.id AND m.account_id = ",
+            $account,
+            ")
+               AND (EXISTS (SELECT 1 FROM ledger AS e
+                            WHERE e.lead_id = k.lead AND e.account_id = ",
+            $account,
+            " AND ",
             $crate::store::apply::opted_out_before_k!(),
             ")
                     OR EXISTS (SELECT 1 FROM leads AS l
                                JOIN consent_state AS s
                                  ON s.phone_number = l.phone_number
                                 AND s.organization_id = l.organization_id
+                                AND s.account_id = l.account_id
                                JOIN ledger AS e
                                  ON e.phone_number = s.phone_number
                                 AND e.organization_id = s.organization_id
-                               WHERE l.id = k.lead AND s.lead_id = l.id AND ",
+                                AND e.account_id = s.account_id
+                               WHERE l.id = k.lead AND l.account_id = ",
+            $account,
+            "
+                                 AND s.lead_id = l.id AND ",
             $crate::store::apply::opted_out_before_k!(),
             "))"
         )
@@ -178,12 +194,14 @@ macro_rules! opted_out_before_k {
          AND NOT EXISTS (SELECT 1 FROM ledger AS i
                          WHERE i.phone_number = e.phone_number
                            AND i.organization_id = e.organization_id
+                           AND i.account_id = e.account_id
                            AND NOT i.opted_out AND i.occurred_at > e.occurred_at
                            AND i.occurred_at <= k.created)
          AND NOT EXISTS (SELECT 1 FROM pushes AS p
                          WHERE p.echo_ref = e.event_ref
                            AND p.organization_id = e.organization_id
-                           AND p.phone_number = e.phone_number)"
+                           AND p.phone_number = e.phone_number
+                           AND p.account_id = e.account_id)"
     };
 }
 pub(crate) use opted_out_before_k;
@@ -225,6 +243,7 @@ pub trait ApplyTx: Send {
     /// The (organization, number) of each of `lead_ids` the mirror knows.
     fn locate_leads(
         &mut self,
+        account: &str,
         lead_ids: &[&str],
     ) -> impl Future<Output = Result<HashMap<String, (String, String)>, crate::store::Error>> + Send;
 
@@ -232,6 +251,7 @@ pub trait ApplyTx: Send {
     /// the consent record of its (organization, number), so consent records are enough.
     fn holders_of(
         &mut self,
+        account: &str,
         phones: &[&str],
     ) -> impl Future<Output = Result<Holders, crate::store::Error>> + Send;
 
@@ -239,6 +259,7 @@ pub trait ApplyTx: Send {
     /// come back yet, oldest first.
     fn pushed_changes(
         &mut self,
+        account: &str,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
 
@@ -246,6 +267,7 @@ pub trait ApplyTx: Send {
     /// sent yet.
     fn unsent_opt_outs_of(
         &mut self,
+        account: &str,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<HashSet<(String, String)>, crate::store::Error>> + Send;
 
@@ -259,6 +281,7 @@ pub trait ApplyTx: Send {
     /// The stored state of each known pair of `keys`.
     fn consent_states(
         &mut self,
+        account: &str,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
 
@@ -266,6 +289,7 @@ pub trait ApplyTx: Send {
     /// for an event already recorded (or recorded earlier in `entries`).
     fn append_ledger(
         &mut self,
+        account: &str,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
     ) -> impl Future<Output = Result<Vec<Option<i64>>, crate::store::Error>> + Send;
@@ -273,6 +297,7 @@ pub trait ApplyTx: Send {
     /// Sets each state where it outranks the stored one; at most one per pair.
     fn write_states(
         &mut self,
+        account: &str,
         states: &[StateWrite<'_>],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
@@ -281,6 +306,7 @@ pub trait ApplyTx: Send {
     /// every scan). Returns how many rows were written.
     fn upsert_leads(
         &mut self,
+        account: &str,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
@@ -290,6 +316,7 @@ pub trait ApplyTx: Send {
     /// the outcome never depends on arrival order). Returns how many changed a stored row.
     fn apply_statuses(
         &mut self,
+        account: &str,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
@@ -312,12 +339,14 @@ pub trait ApplyTx: Send {
     /// the mirror's for that lead.
     fn sent_after_opt_out(
         &mut self,
+        account: &str,
         messages: &[NewMessage<'_>],
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
 
     /// The suppressions in force of those of `phones` that are suppressed.
     fn suppressions(
         &mut self,
+        account: &str,
         phones: &[&str],
     ) -> impl Future<Output = Result<HashMap<String, Suppression>, crate::store::Error>> + Send;
 
@@ -325,12 +354,14 @@ pub trait ApplyTx: Send {
     /// number already suppressed keeps its earlier suppression.
     fn suppress(
         &mut self,
+        account: &str,
         opt_outs: &[Suppressing<'_>],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// Ends the suppression of each number whose account-wide opt-in is later than it.
     fn lift_suppressions(
         &mut self,
+        account: &str,
         opt_ins: &[(&str, DateTime<Utc>)],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
@@ -338,6 +369,7 @@ pub trait ApplyTx: Send {
     /// of the pair never attempted.
     fn queue_push(
         &mut self,
+        account: &str,
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
@@ -436,7 +468,7 @@ pub(crate) fn status_rank<'a>(
 /// with it are literals.
 macro_rules! leads_on_conflict {
     () => {
-        "ON CONFLICT (id) DO UPDATE SET
+        "ON CONFLICT (id, account_id) DO UPDATE SET
              organization_id = excluded.organization_id, phone_number = excluded.phone_number,
              first_name = excluded.first_name, last_name = excluded.last_name,
              notes = excluded.notes, follow_up = excluded.follow_up, email = excluded.email,
@@ -475,6 +507,7 @@ macro_rules! statements {
 
             async fn queue_push(
                 &mut self,
+                account: &str,
                 seq: i64,
                 change: &crate::model::ConsentObservation,
                 now: chrono::DateTime<chrono::Utc>,
@@ -482,19 +515,22 @@ macro_rules! statements {
                 let now = crate::model::Timestamp(now);
                 sqlx::query(
                     "UPDATE pushes SET state = 'superseded', finished_at = $3
-                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0",
+                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0
+                       AND account_id = $4",
                 )
                 .bind(&change.organization_id)
                 .bind(&change.phone_number)
                 .bind(now)
+                .bind(account)
                 .execute(&mut *self)
                 .await?;
                 sqlx::query(
                     "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
-                                         next_attempt_at, created_at)
+                                         next_attempt_at, created_at, account_id)
                      VALUES ($1, $2, $3, $4, $5,
-                             (SELECT lead_id FROM consent_state WHERE organization_id = $2 AND phone_number = $3),
-                             $6, $6)",
+                             (SELECT lead_id FROM consent_state
+                              WHERE organization_id = $2 AND phone_number = $3 AND account_id = $7),
+                             $6, $6, $7)",
                 )
                 .bind(seq)
                 .bind(&change.organization_id)
@@ -502,6 +538,7 @@ macro_rules! statements {
                 .bind(change.opted_out)
                 .bind(&change.tag_id)
                 .bind(now)
+                .bind(account)
                 .execute(&mut *self)
                 .await?;
                 Ok(())
@@ -520,82 +557,93 @@ macro_rules! statements {
 
             async fn locate_leads(
                 &mut self,
+                account: &str,
                 lead_ids: &[&str],
             ) -> Result<std::collections::HashMap<String, (String, String)>, crate::store::Error> {
-                locate_leads(self, lead_ids).await
+                locate_leads(self, account, lead_ids).await
             }
 
             async fn holders_of(
                 &mut self,
+                account: &str,
                 phones: &[&str],
             ) -> Result<crate::model::Holders, crate::store::Error> {
-                holders_of(self, phones).await
+                holders_of(self, account, phones).await
             }
 
             async fn pushed_changes(
                 &mut self,
+                account: &str,
                 keys: &[(&str, &str)],
             ) -> Result<Vec<crate::model::PushedChange>, crate::store::Error> {
-                pushed_changes(self, keys).await
+                pushed_changes(self, account, keys).await
             }
 
             async fn unsent_opt_outs_of(
                 &mut self,
+                account: &str,
                 keys: &[(&str, &str)],
             ) -> Result<std::collections::HashSet<(String, String)>, crate::store::Error> {
-                unsent_opt_outs_of(self, keys).await
+                unsent_opt_outs_of(self, account, keys).await
             }
 
             async fn consent_states(
                 &mut self,
+                account: &str,
                 keys: &[(&str, &str)],
             ) -> Result<crate::model::ConsentStates, crate::store::Error> {
-                consent_states(self, keys).await
+                consent_states(self, account, keys).await
             }
 
             async fn append_ledger(
                 &mut self,
+                account: &str,
                 entries: &[crate::store::NewEntry<'_>],
                 recorded_at: chrono::DateTime<chrono::Utc>,
             ) -> Result<Vec<Option<i64>>, crate::store::Error> {
-                append_ledger(self, entries, recorded_at).await
+                append_ledger(self, account, entries, recorded_at).await
             }
 
             async fn write_states(
                 &mut self,
+                account: &str,
                 states: &[crate::store::StateWrite<'_>],
             ) -> Result<(), crate::store::Error> {
-                write_states(self, states).await
+                write_states(self, account, states).await
             }
 
             async fn upsert_leads(
                 &mut self,
+                account: &str,
                 leads: &[(&crate::model::Lead, chrono::DateTime<chrono::Utc>)],
                 now: chrono::DateTime<chrono::Utc>,
             ) -> Result<u64, crate::store::Error> {
-                upsert_leads(self, leads, now).await
+                upsert_leads(self, account, leads, now).await
             }
 
             async fn apply_statuses(
                 &mut self,
+                account: &str,
                 observations: &[crate::model::StatusObservation<'_>],
                 now: chrono::DateTime<chrono::Utc>,
             ) -> Result<u64, crate::store::Error> {
-                apply_statuses(self, observations, now).await
+                apply_statuses(self, account, observations, now).await
             }
 
             async fn suppress(
                 &mut self,
+                account: &str,
                 opt_outs: &[crate::store::Suppressing<'_>],
             ) -> Result<(), crate::store::Error> {
-                suppress(self, opt_outs).await
+                suppress(self, account, opt_outs).await
             }
 
             async fn lift_suppressions(
                 &mut self,
+                account: &str,
                 opt_ins: &[(&str, chrono::DateTime<chrono::Utc>)],
             ) -> Result<(), crate::store::Error> {
-                lift_suppressions(self, opt_ins).await
+                lift_suppressions(self, account, opt_ins).await
             }
 
             async fn claim_pending(

@@ -7,7 +7,7 @@
 macro_rules! chain_columns {
     () => {
         "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-         source, event_ref, superseded, tag_id, reason, hash"
+         source, event_ref, superseded, account_id, tag_id, reason, hash"
     };
 }
 

@@ -22,6 +22,25 @@ where
     json_decoded(&text)
 }
 
+/// [`json_rows`] of a statement about one account: `?1` is `parameter`, `?2` the account.
+pub async fn json_rows_in<'q, T, P>(
+    conn: &mut SqliteConnection,
+    sql: &'q str,
+    parameter: P,
+    account: &'q str,
+) -> Result<Vec<T>, sqlx::Error>
+where
+    T: serde::de::DeserializeOwned,
+    P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
+{
+    let text: String = sqlx::query_scalar(sql)
+        .bind(parameter)
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?;
+    json_decoded(&text)
+}
+
 /// JSON text the database built, decoded; a decode error of the query when it is not.
 pub fn json_decoded<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, sqlx::Error> {
     serde_json::from_str(text).map_err(|e| sqlx::Error::Decode(Box::new(e)))

@@ -23,17 +23,20 @@ macro_rules! statements {
                             (SELECT MIN(i.occurred_at) FROM ledger AS i
                              WHERE i.phone_number = l.phone_number
                                AND i.organization_id = l.organization_id
+                               AND i.account_id = l.account_id
                                AND NOT i.opted_out AND i.occurred_at > l.occurred_at) AS opted_in_at,
                             (SELECT s.lead_id FROM consent_state AS s
                              WHERE s.phone_number = l.phone_number
-                               AND s.organization_id = l.organization_id) AS state_lead_id
+                               AND s.organization_id = l.organization_id
+                               AND s.account_id = l.account_id) AS state_lead_id
                      FROM ledger AS l LEFT JOIN pushes AS p ON p.seq = l.seq
                      WHERE l.seq > $4 AND l.opted_out AND l.occurred_at >= $1 AND l.occurred_at < $2
                        AND (CAST($3 AS TEXT) IS NULL OR l.organization_id = $3)
                        AND NOT EXISTS (SELECT 1 FROM pushes AS e
                                        WHERE e.echo_ref = l.event_ref
                                          AND e.organization_id = l.organization_id
-                                         AND e.phone_number = l.phone_number)
+                                         AND e.phone_number = l.phone_number
+                                         AND e.account_id = l.account_id)
                      ORDER BY l.seq LIMIT $5",
                 )
                 .bind(crate::model::Timestamp(since))

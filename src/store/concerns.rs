@@ -301,12 +301,14 @@ pub trait ReadStore {
     async fn status(&self) -> Result<crate::model::Status, crate::store::Error>;
 }
 
-/// Reconciliation passes: checkpoints, records and the messages to look up.
+/// Reconciliation passes, each of one account: checkpoints, records and the messages to look
+/// up.
 #[enum_dispatch]
 pub trait PassStore {
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
     async fn checkpoint(
         &self,
+        account: &str,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -316,6 +318,7 @@ pub trait PassStore {
     /// `describe` gives for that count, and the checkpoint goes. Returns the error.
     async fn end_with_error<E: std::fmt::Display + Send>(
         &self,
+        account: &str,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -326,6 +329,7 @@ pub trait PassStore {
     /// `receipt_since` (a carrier receipt may follow).
     async fn open_messages(
         &self,
+        account: &str,
         stale_before: chrono::DateTime<chrono::Utc>,
         receipt_since: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<String>, crate::store::Error>;
@@ -333,6 +337,7 @@ pub trait PassStore {
     /// Records that `organization` could not be scanned in this pass.
     async fn organization_failed(
         &self,
+        account: &str,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -346,7 +351,11 @@ pub trait PassStore {
     ) -> Result<(), crate::store::Error>;
 
     /// Starts `organization`'s scan again from the first page.
-    async fn restart_checkpoint(&self, organization: &str) -> Result<(), crate::store::Error>;
+    async fn restart_checkpoint(
+        &self,
+        account: &str,
+        organization: &str,
+    ) -> Result<(), crate::store::Error>;
 }
 
 /// Pruning stored deliveries and finished messages.

@@ -32,24 +32,24 @@ const TABLES: &[Table] = &[
         object: "'id', id, 'dedup_key', dedup_key, 'received_at', received_at, 'body', hex(body), \
                  'headers', json(headers), 'secret_index', secret_index, 'state', state, \
                  'attempts', attempts, 'last_error', last_error, 'applied_at', applied_at, \
-                 'verified_header', verified_header",
+                 'verified_header', verified_header, 'account_id', account_id",
         record: "id bigint, dedup_key text, received_at timestamptz, body text, headers jsonb, \
                  secret_index int, state text, attempts int, last_error text, applied_at timestamptz, \
-                 verified_header int",
+                 verified_header int, account_id text",
         insert: "id, dedup_key, received_at, body, headers, secret_index, state, attempts, \
-                 last_error, applied_at, verified_header",
+                 last_error, applied_at, verified_header, account_id",
         select: "x.id, x.dedup_key, x.received_at, decode(x.body, 'hex'), x.headers, \
                  x.secret_index, x.state, x.attempts, x.last_error, x.applied_at, \
-                 x.verified_header",
+                 x.verified_header, x.account_id",
         identity: Some("id"),
     },
     Table {
         name: "rejected_deliveries",
         object: "'id', id, 'received_at', received_at, 'reason', reason, \
-                 'headers', json(headers), 'body', hex(body)",
-        record: "id bigint, received_at timestamptz, reason text, headers jsonb, body text",
-        insert: "id, received_at, reason, headers, body",
-        select: "x.id, x.received_at, x.reason, x.headers, decode(x.body, 'hex')",
+                 'headers', json(headers), 'body', hex(body), 'account_id', account_id",
+        record: "id bigint, received_at timestamptz, reason text, headers jsonb, body text, account_id text",
+        insert: "id, received_at, reason, headers, body, account_id",
+        select: "x.id, x.received_at, x.reason, x.headers, decode(x.body, 'hex'), x.account_id",
         identity: Some("id"),
     },
     Table {
@@ -69,19 +69,19 @@ const TABLES: &[Table] = &[
                  'active_group_ids', json(active_group_ids), \
                  'inactive_group_ids', json(inactive_group_ids), 'tag_ids', json(tag_ids), \
                  'custom_fields', json(custom_fields), 'created_at', created_at, \
-                 'observed_at', observed_at, 'content_hash', content_hash, 'updated_at', updated_at",
+                 'observed_at', observed_at, 'content_hash', content_hash, 'updated_at', updated_at, 'account_id', account_id",
         record: "id text, organization_id text, phone_number text, first_name text, \
                  last_name text, notes text, follow_up text, email text, postal_code text, \
                  phone_number_type text, active_group_ids jsonb, inactive_group_ids jsonb, \
                  tag_ids jsonb, custom_fields jsonb, created_at text, observed_at timestamptz, \
-                 content_hash bigint, updated_at timestamptz",
+                 content_hash bigint, updated_at timestamptz, account_id text",
         insert: "id, organization_id, phone_number, first_name, last_name, notes, follow_up, \
                  email, postal_code, phone_number_type, active_group_ids, inactive_group_ids, \
-                 tag_ids, custom_fields, created_at, observed_at, content_hash, updated_at",
+                 tag_ids, custom_fields, created_at, observed_at, content_hash, updated_at, account_id",
         select: "x.id, x.organization_id, x.phone_number, x.first_name, x.last_name, x.notes, \
                  x.follow_up, x.email, x.postal_code, x.phone_number_type, x.active_group_ids, \
                  x.inactive_group_ids, x.tag_ids, x.custom_fields, x.created_at, x.observed_at, \
-                 x.content_hash, x.updated_at",
+                 x.content_hash, x.updated_at, x.account_id",
         identity: None,
     },
     Table {
@@ -90,28 +90,28 @@ const TABLES: &[Table] = &[
                  'phone_number', phone_number, 'opted_out', opted_out, \
                  'occurred_at', occurred_at, 'recorded_at', recorded_at, 'source', source, \
                  'event_ref', event_ref, 'superseded', superseded, 'tag_id', tag_id, \
-                 'reason', reason, 'hash', hash, 'evidence', json(evidence)",
+                 'reason', reason, 'hash', hash, 'evidence', json(evidence), 'account_id', account_id",
         record: "seq bigint, organization_id text, lead_id text, phone_number text, \
                  opted_out int, occurred_at timestamptz, recorded_at timestamptz, source text, \
                  event_ref text, superseded int, tag_id text, reason text, hash text, \
-                 evidence jsonb",
+                 evidence jsonb, account_id text",
         insert: "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, \
-                 recorded_at, source, event_ref, superseded, tag_id, reason, hash, evidence",
+                 recorded_at, source, event_ref, superseded, tag_id, reason, hash, evidence, account_id",
         select: "x.seq, x.organization_id, x.lead_id, x.phone_number, x.opted_out <> 0, \
                  x.occurred_at, x.recorded_at, x.source, x.event_ref, x.superseded <> 0, \
-                 x.tag_id, x.reason, x.hash, x.evidence",
+                 x.tag_id, x.reason, x.hash, x.evidence, x.account_id",
         identity: None,
     },
     Table {
         name: "consent_state",
         object: "'organization_id', organization_id, 'phone_number', phone_number, \
                  'lead_id', lead_id, 'opted_out', opted_out, 'changed_at', changed_at, \
-                 'source', source, 'seq', seq",
+                 'source', source, 'seq', seq, 'account_id', account_id",
         record: "organization_id text, phone_number text, lead_id text, opted_out int, \
-                 changed_at timestamptz, source text, seq bigint",
-        insert: "organization_id, phone_number, lead_id, opted_out, changed_at, source, seq",
+                 changed_at timestamptz, source text, seq bigint, account_id text",
+        insert: "organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id",
         select: "x.organization_id, x.phone_number, x.lead_id, x.opted_out <> 0, x.changed_at, \
-                 x.source, x.seq",
+                 x.source, x.seq, x.account_id",
         identity: None,
     },
     Table {
@@ -120,16 +120,16 @@ const TABLES: &[Table] = &[
                  'created_at', created_at, 'error_code', error_code, 'lead_id', lead_id, \
                  'organization_id', organization_id, 'terminal', terminal, \
                  'status_at', status_at, 'source', source, 'first_seen_at', first_seen_at, \
-                 'updated_at', updated_at",
+                 'updated_at', updated_at, 'account_id', account_id",
         record: "id text, thread_id text, status text, type text, created_at text, \
                  error_code text, lead_id text, organization_id text, terminal int, \
                  status_at timestamptz, source text, first_seen_at timestamptz, \
-                 updated_at timestamptz",
+                 updated_at timestamptz, account_id text",
         insert: "id, thread_id, status, type, created_at, error_code, lead_id, \
-                 organization_id, terminal, status_at, source, first_seen_at, updated_at",
+                 organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id",
         select: "x.id, x.thread_id, x.status, x.type, x.created_at, x.error_code, x.lead_id, \
                  x.organization_id, x.terminal <> 0, x.status_at, x.source, x.first_seen_at, \
-                 x.updated_at",
+                 x.updated_at, x.account_id",
         identity: None,
     },
     Table {
@@ -139,18 +139,18 @@ const TABLES: &[Table] = &[
                  'attempts', attempts, 'next_attempt_at', next_attempt_at, \
                  'first_attempt_at', first_attempt_at, 'last_attempt_at', last_attempt_at, \
                  'last_error', last_error, 'lead_id', lead_id, 'created_at', created_at, \
-                 'finished_at', finished_at, 'echo_ref', echo_ref",
+                 'finished_at', finished_at, 'echo_ref', echo_ref, 'account_id', account_id",
         record: "seq bigint, organization_id text, phone_number text, opted_out int, \
                  tag_id text, state text, attempts int, next_attempt_at timestamptz, \
                  first_attempt_at timestamptz, last_attempt_at timestamptz, last_error text, \
-                 lead_id text, created_at timestamptz, finished_at timestamptz, echo_ref text",
+                 lead_id text, created_at timestamptz, finished_at timestamptz, echo_ref text, account_id text",
         insert: "seq, organization_id, phone_number, opted_out, tag_id, state, attempts, \
                  next_attempt_at, first_attempt_at, last_attempt_at, last_error, lead_id, \
-                 created_at, finished_at, echo_ref",
+                 created_at, finished_at, echo_ref, account_id",
         select: "x.seq, x.organization_id, x.phone_number, x.opted_out <> 0, x.tag_id, \
                  x.state, x.attempts, x.next_attempt_at, x.first_attempt_at, \
                  x.last_attempt_at, x.last_error, x.lead_id, x.created_at, x.finished_at, \
-                 x.echo_ref",
+                 x.echo_ref, x.account_id",
         identity: None,
     },
     // The subscribers' cursors: a moved ledger is not sent to them a second time.
@@ -171,34 +171,34 @@ const TABLES: &[Table] = &[
         name: "reconcile_checkpoints",
         object: "'organization_id', organization_id, 'pass_id', pass_id, 'cursor', cursor, \
                  'leads_scanned', leads_scanned, 'repaired', repaired, \
-                 'started_at', started_at, 'updated_at', updated_at",
+                 'started_at', started_at, 'updated_at', updated_at, 'account_id', account_id",
         record: "organization_id text, pass_id text, cursor text, leads_scanned bigint, \
-                 repaired bigint, started_at timestamptz, updated_at timestamptz",
+                 repaired bigint, started_at timestamptz, updated_at timestamptz, account_id text",
         insert: "organization_id, pass_id, cursor, leads_scanned, repaired, started_at, \
-                 updated_at",
+                 updated_at, account_id",
         select: "x.organization_id, x.pass_id, x.cursor, x.leads_scanned, x.repaired, \
-                 x.started_at, x.updated_at",
+                 x.started_at, x.updated_at, x.account_id",
         identity: None,
     },
     Table {
         name: "reconcile_organizations",
         object: "'organization_id', organization_id, 'pass_id', pass_id, \
                  'finished_at', finished_at, 'leads_scanned', leads_scanned, \
-                 'repaired', repaired, 'error', error",
+                 'repaired', repaired, 'error', error, 'account_id', account_id",
         record: "organization_id text, pass_id text, finished_at timestamptz, \
-                 leads_scanned bigint, repaired bigint, error text",
-        insert: "organization_id, pass_id, finished_at, leads_scanned, repaired, error",
+                 leads_scanned bigint, repaired bigint, error text, account_id text",
+        insert: "organization_id, pass_id, finished_at, leads_scanned, repaired, error, account_id",
         select: "x.organization_id, x.pass_id, x.finished_at, x.leads_scanned, x.repaired, \
-                 x.error",
+                 x.error, x.account_id",
         identity: None,
     },
     Table {
         name: "reconcile_passes",
         object: "'id', id, 'started_at', started_at, 'finished_at', finished_at, \
-                 'summary', json(summary)",
-        record: "id text, started_at timestamptz, finished_at timestamptz, summary jsonb",
-        insert: "id, started_at, finished_at, summary",
-        select: "x.id, x.started_at, x.finished_at, x.summary",
+                 'summary', json(summary), 'account_id', account_id",
+        record: "id text, started_at timestamptz, finished_at timestamptz, summary jsonb, account_id text",
+        insert: "id, started_at, finished_at, summary, account_id",
+        select: "x.id, x.started_at, x.finished_at, x.summary, x.account_id",
         identity: None,
     },
 ];

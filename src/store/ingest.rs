@@ -13,7 +13,7 @@ macro_rules! statements {
                 fresh: &[&crate::model::Delivery],
                 last_id: &mut Option<i64>,
                 applied_at: Option<crate::model::Timestamp>,
-            ) -> Result<std::collections::HashMap<String, (i64, bool)>, crate::store::Error> {
+            ) -> Result<std::collections::HashMap<crate::store::OutboxKey, (i64, bool)>, crate::store::Error> {
                 if fresh.is_empty() {
                     return Ok(std::collections::HashMap::new());
                 }

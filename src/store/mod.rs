@@ -67,7 +67,7 @@ mod subscribers;
 mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
-pub use tx::{Gated, IngestStore, SqliteWriter, Tx};
+pub use tx::{Gated, IngestStore, OutboxKey, SqliteWriter, Tx};
 /// Long reads: a few at a time, on connections of their own.
 mod long_reads;
 pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};

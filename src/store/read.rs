@@ -8,10 +8,11 @@
 macro_rules! ledger_columns {
     () => {
         "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-         source, event_ref, superseded,
+         source, event_ref, superseded, account_id,
          (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
          (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
             AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number
+            AND p.account_id = ledger.account_id
           ORDER BY p.seq LIMIT 1) AS echo_of"
     };
 }
@@ -45,10 +46,12 @@ macro_rules! statements {
             organization: Option<&str>,
         ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error> {
             Ok(sqlx::query_as(concat!(
-                "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+                "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source, account_id
                  FROM consent_current
                  WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
-                 ORDER BY organization_id",
+                 ORDER BY account_id",
+                $collate,
+                ", organization_id",
                 $collate
             ))
             .bind(phone)
@@ -253,9 +256,11 @@ macro_rules! statements {
             {
                 use futures::{StreamExt as _, TryStreamExt as _};
                 sqlx::query_as(concat!(
-                    "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source
+                    "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source, account_id
                      FROM consent_state WHERE seq > $1
-                     ORDER BY organization_id",
+                     ORDER BY account_id",
+                    $collate,
+                    ", organization_id",
                     $collate,
                     ", phone_number",
                     $collate

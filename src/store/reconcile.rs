@@ -10,30 +10,38 @@ macro_rules! statements {
         impl $crate::store::PassStore for $pool {
     async fn checkpoint(
             &self,
+            account: &str,
             pass_id: &str,
             organization: &str,
             now: chrono::DateTime<chrono::Utc>,
         ) -> Result<Option<String>, crate::store::Error> {
             let cursor: Option<Option<String>> = sqlx::query_scalar(
-            "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at)
-             VALUES ($1, $2, NULL, $3, $3)
-             ON CONFLICT (organization_id) DO UPDATE SET updated_at = $3
+            "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at,
+                                                account_id)
+             VALUES ($1, $2, NULL, $3, $3, $4)
+             ON CONFLICT (organization_id, account_id) DO UPDATE SET updated_at = $3
              RETURNING cursor",
         )
         .bind(organization)
         .bind(pass_id)
         .bind(crate::model::Timestamp(now))
+        .bind(account)
         .fetch_optional(self)
         .await?;
             Ok(cursor.flatten())
         }
 
-        async fn restart_checkpoint(&self, organization: &str) -> Result<(), crate::store::Error> {
+        async fn restart_checkpoint(
+            &self,
+            account: &str,
+            organization: &str,
+        ) -> Result<(), crate::store::Error> {
             sqlx::query(
                 "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
-             WHERE organization_id = $1",
+             WHERE organization_id = $1 AND account_id = $2",
             )
             .bind(organization)
+            .bind(account)
             .execute(self)
             .await?;
             Ok(())
@@ -41,6 +49,7 @@ macro_rules! statements {
 
         async fn end_with_error<E: std::fmt::Display + Send>(
             &self,
+            account: &str,
             pass_id: &str,
             organization: &str,
             now: chrono::DateTime<chrono::Utc>,
@@ -48,17 +57,20 @@ macro_rules! statements {
         ) -> Result<E, crate::store::Error> {
             let mut tx = self.begin().await?;
             let (scanned, repaired): (i64, i64) = sqlx::query_as(
-                "SELECT leads_scanned, repaired FROM reconcile_checkpoints WHERE organization_id = $1",
+                "SELECT leads_scanned, repaired FROM reconcile_checkpoints
+                 WHERE organization_id = $1 AND account_id = $2",
             )
             .bind(organization)
+            .bind(account)
             .fetch_optional(&mut *tx)
             .await?
             .unwrap_or_default();
             let error = describe(scanned);
             sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-             VALUES ($1, $2, $3, $4, $5, $6)
-             ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
+            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                                                  account_id)
+             VALUES ($1, $2, $3, $4, $5, $6, $7)
+             ON CONFLICT (organization_id, account_id) DO UPDATE SET pass_id = excluded.pass_id,
                  finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
                  repaired = excluded.repaired, error = excluded.error",
         )
@@ -68,10 +80,12 @@ macro_rules! statements {
         .bind(scanned)
         .bind(repaired)
         .bind(error.to_string())
+        .bind(account)
         .execute(&mut *tx)
         .await?;
-            sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1")
+            sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $2")
                 .bind(organization)
+                .bind(account)
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
@@ -80,6 +94,7 @@ macro_rules! statements {
 
         async fn open_messages(
             &self,
+            account: &str,
             stale_before: chrono::DateTime<chrono::Utc>,
             receipt_since: chrono::DateTime<chrono::Utc>,
         ) -> Result<Vec<String>, crate::store::Error> {
@@ -87,30 +102,35 @@ macro_rules! statements {
                 "SELECT id FROM messages
              WHERE first_seen_at <= $1
                AND (NOT terminal OR (status = 'sent' AND status_at >= $2))
+               AND account_id = $3
              ORDER BY first_seen_at",
             )
             .bind(crate::model::Timestamp(stale_before))
             .bind(crate::model::Timestamp(receipt_since))
+            .bind(account)
             .fetch_all(self)
             .await?)
         }
 
         async fn organization_failed(
             &self,
+            account: &str,
             pass_id: &str,
             organization: &str,
             now: chrono::DateTime<chrono::Utc>,
             error: &str,
         ) -> Result<(), crate::store::Error> {
             sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-             VALUES ($1, $2, $3, 0, 0, $4)
-             ON CONFLICT (organization_id) DO UPDATE SET error = $4",
+            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                                                  account_id)
+             VALUES ($1, $2, $3, 0, 0, $4, $5)
+             ON CONFLICT (organization_id, account_id) DO UPDATE SET error = $4",
         )
         .bind(organization)
         .bind(pass_id)
         .bind(crate::model::Timestamp(now))
         .bind(error)
+        .bind(account)
         .execute(self)
         .await?;
             Ok(())
@@ -125,6 +145,7 @@ macro_rules! statements {
                 .bind(pass.started_at)
                 .bind(pass.finished_at)
                 .bind(pass.summary)
+                .bind(pass.account)
                 .execute(self)
                 .await?;
             Ok(())
@@ -149,22 +170,25 @@ macro_rules! page_written {
             Some(cursor) => {
                 sqlx::query(
                     "UPDATE reconcile_checkpoints SET cursor = $1, leads_scanned = leads_scanned + $2,
-                         repaired = repaired + $3, updated_at = $4 WHERE organization_id = $5",
+                         repaired = repaired + $3, updated_at = $4
+                     WHERE organization_id = $5 AND account_id = $6",
                 )
                 .bind(cursor)
                 .bind(page.scanned)
                 .bind(page.repaired)
                 .bind(now)
                 .bind(page.organization)
+                .bind(page.account)
                 .execute(&mut *conn)
                 .await?;
             }
             None => {
                 sqlx::query(
-                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error)
-                     SELECT organization_id, $2, $3, leads_scanned + $4, repaired + $5, NULL
-                     FROM reconcile_checkpoints WHERE organization_id = $1
-                     ON CONFLICT (organization_id) DO UPDATE SET pass_id = excluded.pass_id,
+                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                                                          account_id)
+                     SELECT organization_id, $2, $3, leads_scanned + $4, repaired + $5, NULL, account_id
+                     FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $6
+                     ON CONFLICT (organization_id, account_id) DO UPDATE SET pass_id = excluded.pass_id,
                          finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
                          repaired = excluded.repaired, error = NULL",
                 )
@@ -173,10 +197,12 @@ macro_rules! page_written {
                 .bind(now)
                 .bind(page.scanned)
                 .bind(page.repaired)
+                .bind(page.account)
                 .execute(&mut *conn)
                 .await?;
-                sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1")
+                sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $2")
                     .bind(page.organization)
+                    .bind(page.account)
                     .execute(&mut *conn)
                     .await?;
             }

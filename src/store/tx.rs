@@ -10,6 +10,9 @@ use super::gate::{Turn, WriteGate};
 use super::{Connection, Pool};
 use crate::model::{Delivery, RejectedDelivery};
 
+/// What makes a delivery a duplicate: its account and its dedup key.
+pub type OutboxKey = (String, String);
+
 /// How SQLite begins a write transaction: with the database's write lock.
 const SQLITE_BEGIN: &str = "BEGIN IMMEDIATE";
 
@@ -341,7 +344,7 @@ forwarded! {
 /// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
 /// the write probe.
 pub trait IngestStore: Send {
-    /// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
+    /// Inserts `fresh` (distinct (account, key) pairs) with one multi-row INSERT, inside the caller's
     /// transaction or alone in autocommit. Returns each key's row and whether this
     /// statement added it. `last_id` is the largest outbox id before the statement, carried
     /// by the one writer that adds rows (SQLite works out the new ids from it;
@@ -351,7 +354,7 @@ pub trait IngestStore: Send {
         fresh: &[&Delivery],
         last_id: &mut Option<i64>,
         applied_at: Option<crate::model::Timestamp>,
-    ) -> impl Future<Output = Result<HashMap<String, (i64, bool)>, crate::store::Error>> + Send;
+    ) -> impl Future<Output = Result<HashMap<OutboxKey, (i64, bool)>, crate::store::Error>> + Send;
 
     /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
     /// readiness probe's row, in one transaction.

@@ -116,3 +116,103 @@ fn service_beside_an_account_and_several_accounts_are_refused_at_start_naming_th
         assert!(!stderr.contains("TOPSECRET"), "{stderr}");
     }
 }
+
+/// One reconciliation page of `leads`, applied as the account `account`'s.
+async fn mirror_in(
+    app: &crate::common::TestApp,
+    account: &str,
+    pass: &str,
+    leads: &[serde_json::Value],
+) {
+    let leads: Vec<outreach_sync::model::Lead> = leads
+        .iter()
+        .map(|lead| serde_json::from_value(lead.clone()).expect("a lead"))
+        .collect();
+    let mut conn = app
+        .pool
+        .bulk_connection(1024, 1000)
+        .await
+        .expect("a connection");
+    let mut tx = conn.begin_write().await.expect("begin");
+    outreach_sync::apply::lead_page(&mut tx, account, pass, &leads, chrono::Utc::now())
+        .await
+        .expect("a page");
+    tx.commit().await.expect("commit");
+}
+
+fn lead(phone: &str, opted_out: bool) -> serde_json::Value {
+    serde_json::json!({"id": "lead_1", "organizationId": "org_1", "phoneNumber": phone,
+                       "globalOptedOut": opted_out})
+}
+
+crate::common::on_both_backends!(
+    two_accounts_using_the_same_lead_and_organization_ids_keep_their_leads_consent_and_entries_apart
+);
+async fn two_accounts_using_the_same_lead_and_organization_ids_keep_their_leads_consent_and_entries_apart(
+    backend: crate::common::Backend,
+) {
+    use outreach_sync::ledger;
+    let Some(app) = crate::common::spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    let phone = "+15550000001";
+    // The same lead id, organization and number in both accounts: opted out in one only.
+    mirror_in(&app, "party", "pass_1", &[lead(phone, true)]).await;
+    mirror_in(&app, "candidate", "pass_1", &[lead(phone, false)]).await;
+    let current = ledger::current(&app.pool, phone, None)
+        .await
+        .expect("current");
+    let seen: Vec<(&str, &str, bool)> = current
+        .iter()
+        .map(|r| {
+            (
+                r.account_id.as_str(),
+                r.organization_id.as_str(),
+                r.opted_out,
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [("candidate", "org_1", false), ("party", "org_1", true)],
+        "{current:?}"
+    );
+
+    // A later page of one account changes that account's consent only.
+    mirror_in(&app, "candidate", "pass_2", &[lead(phone, true)]).await;
+    mirror_in(&app, "party", "pass_2", &[lead(phone, false)]).await;
+    let current = ledger::current(&app.pool, phone, None)
+        .await
+        .expect("current");
+    let seen: Vec<(&str, bool)> = current
+        .iter()
+        .map(|r| (r.account_id.as_str(), r.opted_out))
+        .collect();
+    assert_eq!(seen, [("candidate", true), ("party", false)]);
+
+    // Every entry says its account, and the chain over both accounts' entries holds.
+    let history = ledger::history(&app.pool, phone, None)
+        .await
+        .expect("history");
+    let accounts: Vec<&str> = history.iter().map(|e| e.account_id.as_str()).collect();
+    assert_eq!(accounts, ["party", "candidate", "candidate", "party"]);
+    let head = ledger::chain::verify(&app.pool)
+        .await
+        .expect("a walk")
+        .expect("an intact chain");
+    assert_eq!(head.seq, 4);
+    // PostgreSQL's own function of the encoding gives the hashes the daemon wrote.
+    if let outreach_sync::store::Pool::Postgres(pg) = &app.pool {
+        let mismatched: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM ledger AS l
+             WHERE l.hash <> ledger_entry_hash(
+                 COALESCE((SELECT b.hash FROM ledger AS b WHERE b.seq < l.seq
+                           ORDER BY b.seq DESC LIMIT 1), repeat('0', 64)), l)",
+        )
+        .fetch_one(pg)
+        .await
+        .expect("hashes");
+        assert_eq!(mismatched, 0);
+    }
+    app.stop().await;
+}

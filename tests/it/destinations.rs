@@ -328,9 +328,15 @@ async fn mirror(app: &TestApp, leads: &[outreach_sync::model::Lead]) {
         .await
         .expect("a connection");
     let mut tx = conn.begin_write().await.expect("begin");
-    outreach_sync::apply::lead_page(&mut tx, "pass_test", leads, chrono::Utc::now())
-        .await
-        .expect("a page");
+    outreach_sync::apply::lead_page(
+        &mut tx,
+        outreach_sync::model::DEFAULT_ACCOUNT,
+        "pass_test",
+        leads,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("a page");
     tx.commit().await.expect("commit");
 }
 

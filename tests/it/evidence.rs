@@ -295,16 +295,28 @@ async fn apply_lead_page(pool: &Pool, lead: &Lead, fetched_at: chrono::DateTime<
         Pool::Sqlite(pool) => {
             let mut conn = pool.acquire().await.unwrap();
             let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.unwrap();
-            apply::lead_page(&mut *tx, "pass_1", leads, fetched_at)
-                .await
-                .unwrap();
+            apply::lead_page(
+                &mut *tx,
+                outreach_sync::model::DEFAULT_ACCOUNT,
+                "pass_1",
+                leads,
+                fetched_at,
+            )
+            .await
+            .unwrap();
             tx.commit().await.unwrap();
         }
         Pool::Postgres(pool) => {
             let mut tx = pool.begin().await.unwrap();
-            apply::lead_page(&mut *tx, "pass_1", leads, fetched_at)
-                .await
-                .unwrap();
+            apply::lead_page(
+                &mut *tx,
+                outreach_sync::model::DEFAULT_ACCOUNT,
+                "pass_1",
+                leads,
+                fetched_at,
+            )
+            .await
+            .unwrap();
             tx.commit().await.unwrap();
         }
     }

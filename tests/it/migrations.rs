@@ -56,20 +56,23 @@ async fn a_connection_opened_before_the_import_source_was_allowed_takes_it_after
     // A connection that read the old schema, held while the migration runs on the other.
     let mut early = pool.acquire().await.unwrap();
     let refused = sqlx::query(
-        "INSERT INTO consent_state VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+         VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
     )
     .execute(&mut *early)
     .await;
     assert!(refused.is_err(), "the old schema refuses 'import'");
     outreach_sync::store::migrate(&pool).await.unwrap();
     sqlx::query(
-        "INSERT INTO consent_state VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+         VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
     )
     .execute(&mut *early)
     .await
     .expect("the connection sees the wider check");
     let still_checked = sqlx::query(
-        "INSERT INTO consent_state VALUES ('o', '+1556', NULL, 1, '2026-11-20T10:00:00.000Z', 'carrier pigeon', 1)",
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+         VALUES ('o', '+1556', NULL, 1, '2026-11-20T10:00:00.000Z', 'carrier pigeon', 1)",
     )
     .execute(&mut *early)
     .await;
@@ -136,11 +139,15 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
 
     // Both holders of the number are found, and a newer event updates the stored pair.
     let mut conn = pool.acquire().await.unwrap();
-    let holders = conn.holders_of(&["+1555"]).await.unwrap();
+    let holders = conn
+        .holders_of(outreach_sync::model::DEFAULT_ACCOUNT, &["+1555"])
+        .await
+        .unwrap();
     assert_eq!(holders["+1555"].len(), 2);
     let mut tx = conn.begin().await.unwrap();
     let applied = apply::consent(
         &mut *tx,
+        outreach_sync::model::DEFAULT_ACCOUNT,
         &[ConsentObservation {
             organization_id: "o2".into(),
             phone_number: "+1555".into(),

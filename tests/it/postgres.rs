@@ -151,6 +151,7 @@ async fn the_stable_views_have_the_same_columns_on_both_backends() {
                 "opted_out",
                 "changed_at",
                 "source",
+                "account_id",
             ],
         ),
         (
@@ -166,6 +167,7 @@ async fn the_stable_views_have_the_same_columns_on_both_backends() {
                 "source",
                 "event_ref",
                 "superseded",
+                "account_id",
             ],
         ),
     ];

@@ -289,6 +289,7 @@ async fn workers_applying_at_once_on_postgres_end_in_the_time_order_state_with_g
 /// A delivery as ingest hands it to the writer.
 fn delivery(key: &str) -> outreach_sync::outbox::Delivery {
     outreach_sync::outbox::Delivery {
+        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
         dedup_key: key.to_owned(),
         received_at: chrono::Utc::now(),
         body: bytes::Bytes::from(consent(key, "o1", "+15550000001", true, 1).to_string()),

@@ -50,6 +50,7 @@ fn late() -> Value {
 
 fn changes() -> [LocalChange; 3] {
     let change = |org: &str, phone: &str, opted_out: bool, tag: Option<&str>| LocalChange {
+        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
         organization_id: org.into(),
         phone_number: phone.into(),
         opted_out,

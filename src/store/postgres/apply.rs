@@ -71,6 +71,7 @@ crate::store::apply::statements! {
 
     async fn sent_after_opt_out(
         &mut self,
+        account: &str,
         messages: &[NewMessage<'_>],
     ) -> Result<u64, crate::store::Error> {
         if messages.is_empty() {
@@ -78,12 +79,14 @@ crate::store::apply::statements! {
         }
         let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
             "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
-             AS k (id, lead, created, after)"
+             AS k (id, lead, created, after)",
+            "$5"
         ))
         .bind(column(messages, |m| m.id))
         .bind(column(messages, |m| m.lead_id))
         .bind(column(messages, |m| m.created.at()))
         .bind(column(messages, |m| m.after.at()))
+        .bind(account)
         .fetch_one(&mut *self)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))
@@ -91,15 +94,18 @@ crate::store::apply::statements! {
 
     async fn suppressions(
         &mut self,
+        account: &str,
         phones: &[&str],
     ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
         if phones.is_empty() {
             return Ok(HashMap::new());
         }
         let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT phone_number, seq, since FROM suppressions WHERE phone_number = ANY($1)",
+            "SELECT phone_number, seq, since FROM suppressions
+             WHERE phone_number = ANY($1) AND account_id = $2",
         )
         .bind(phones)
+        .bind(account)
         .fetch_all(&mut *self)
         .await?;
         Ok(rows
@@ -132,14 +138,17 @@ async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), cr
 
 async fn locate_leads(
     conn: &mut PgConnection,
+    account: &str,
     lead_ids: &[&str],
 ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1)
+        "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1) AND account_id = $2
          UNION ALL
-         SELECT lead_id, organization_id, phone_number FROM consent_state WHERE lead_id = ANY($1)",
+         SELECT lead_id, organization_id, phone_number FROM consent_state
+         WHERE lead_id = ANY($1) AND account_id = $2",
     )
     .bind(lead_ids)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
@@ -147,13 +156,15 @@ async fn locate_leads(
 
 async fn holders_of(
     conn: &mut PgConnection,
+    account: &str,
     phones: &[&str],
 ) -> Result<Holders, crate::store::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT phone_number, organization_id, lead_id FROM consent_state
-         WHERE phone_number = ANY($1)",
+         WHERE phone_number = ANY($1) AND account_id = $2",
     )
     .bind(phones)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(crate::model::holders(rows))
@@ -161,6 +172,7 @@ async fn holders_of(
 
 async fn pushed_changes(
     conn: &mut PgConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
@@ -169,6 +181,7 @@ async fn pushed_changes(
                 p.first_attempt_at, p.last_attempt_at
          FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
+                         AND p.account_id = $3
          JOIN ledger AS l ON l.seq = p.seq
          WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
            AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL
@@ -176,12 +189,14 @@ async fn pushed_changes(
     )
     .bind(orgs)
     .bind(phones)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?)
 }
 
 async fn unsent_opt_outs_of(
     conn: &mut PgConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<HashSet<(String, String)>, crate::store::Error> {
     if keys.is_empty() {
@@ -192,10 +207,12 @@ async fn unsent_opt_outs_of(
         "SELECT DISTINCT p.organization_id, p.phone_number
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
+                         AND p.account_id = $3
          WHERE p.state = 'pending' AND p.opted_out",
     )
     .bind(orgs)
     .bind(phones)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().collect())
@@ -203,6 +220,7 @@ async fn unsent_opt_outs_of(
 
 async fn consent_states(
     conn: &mut PgConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<ConsentStates, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
@@ -210,10 +228,12 @@ async fn consent_states(
         "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq,
                 s.source
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
-         JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org",
+         JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org
+                                AND s.account_id = $3",
     )
     .bind(orgs)
     .bind(phones)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(ConsentStates(
@@ -237,6 +257,7 @@ async fn consent_states(
 
 async fn append_ledger(
     conn: &mut PgConnection,
+    account: &str,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
@@ -245,7 +266,7 @@ async fn append_ledger(
     }
     // Which are recorded already: the numbers are locked, so no other transaction can
     // record them before this one commits.
-    let recorded = recorded_already(conn, entries).await?;
+    let recorded = recorded_already(conn, account, entries).await?;
     let new = store::unrecorded(entries, &recorded);
     let mut seqs = vec![None; entries.len()];
     if new.is_empty() {
@@ -259,7 +280,14 @@ async fn append_ledger(
             .fetch_one(&mut *conn)
             .await?;
     let head_seq = last - new.len() as i64;
-    let rows = store::chain_after(entries, &new, head_seq, head_hash, Timestamp(recorded_at))?;
+    let rows = store::chain_after(
+        account,
+        entries,
+        &new,
+        head_seq,
+        head_hash,
+        Timestamp(recorded_at),
+    )?;
     for (row, &i) in rows.iter().zip(&new) {
         seqs[i] = Some(row.seq);
     }
@@ -270,9 +298,9 @@ async fn append_ledger(
         "WITH head AS (UPDATE ledger_head SET hash = $13)
          INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
              occurred_at, recorded_at, source, event_ref, superseded, tag_id, reason, hash,
-             evidence)
+             evidence, account_id)
          SELECT $1 + k.i - 1, k.o, k.l, k.p, k.out, k.at, $2, k.src, k.r, k.sup, k.tag, k.why,
-                k.hash, k.evidence::jsonb
+                k.hash, k.evidence::jsonb, $16
          FROM unnest($3::text[], $4::text[], $5::text[], $6::bool[], $7::timestamptz[],
                      $8::text[], $9::text[], $10::bool[], $11::text[], $12::text[],
                      $14::text[], $15::text[])
@@ -297,6 +325,7 @@ async fn append_ledger(
     .bind(last_hash)
     .bind(column(&rows, |r| r.hash.as_str()))
     .bind(column(&rows, |r| r.evidence.as_deref()))
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     // The insert notifies every replica's listener at commit (`store/listen.rs`),
@@ -306,16 +335,18 @@ async fn append_ledger(
 
 async fn write_states(
     conn: &mut PgConnection,
+    account: &str,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
     if states.is_empty() {
         return Ok(());
     }
     sqlx::query(
-        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
-         SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
-                              $6::text[], $7::int8[])
-         ON CONFLICT (phone_number, organization_id) DO UPDATE SET
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq,
+                                    account_id)
+         SELECT *, $8 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
+                                  $6::text[], $7::int8[])
+         ON CONFLICT (phone_number, organization_id, account_id) DO UPDATE SET
              lead_id = COALESCE(excluded.lead_id, consent_state.lead_id),
              opted_out = excluded.opted_out, changed_at = excluded.changed_at,
              source = excluded.source, seq = excluded.seq
@@ -329,6 +360,7 @@ async fn write_states(
     .bind(states.iter().map(|w| w.rank.changed_at).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.source.as_str()).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.seq).collect::<Vec<_>>())
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -336,6 +368,7 @@ async fn write_states(
 
 async fn upsert_leads(
     conn: &mut PgConnection,
+    account: &str,
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -359,9 +392,9 @@ async fn upsert_leads(
         "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
              follow_up, email, postal_code, phone_number_type, active_group_ids,
              inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-             content_hash, updated_at)
+             content_hash, updated_at, account_id)
          SELECT id, o, p, fn, ln, notes, fu, email, pc, pt, ag::jsonb, ig::jsonb, tags::jsonb,
-                cf::jsonb, created, observed, hash, $18
+                cf::jsonb, created, observed, hash, $18, $19
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                      $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
                      $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::int8[])
@@ -391,6 +424,7 @@ async fn upsert_leads(
     )
     .bind(json.iter().map(|j| j.hash).collect::<Vec<_>>())
     .bind(now)
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(done.rows_affected())
@@ -398,6 +432,7 @@ async fn upsert_leads(
 
 async fn apply_statuses(
     conn: &mut PgConnection,
+    account: &str,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -416,12 +451,12 @@ async fn apply_statuses(
     let rows: Vec<&StatusObservation<'_>> = best.into_values().collect();
     let done = sqlx::query(
         "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at)
-         SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12
+             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
+         SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12, $13
          FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
                      $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::text[])
               AS r (id, thread, status, kind, created, code, lead, org, terminal, at, src)
-         ON CONFLICT (id) DO UPDATE SET
+         ON CONFLICT (id, account_id) DO UPDATE SET
              thread_id = COALESCE(excluded.thread_id, messages.thread_id),
              status = excluded.status, type = COALESCE(excluded.type, messages.type),
              created_at = COALESCE(excluded.created_at, messages.created_at),
@@ -449,6 +484,7 @@ async fn apply_statuses(
     )
     .bind(rows.iter().map(|o| o.source.as_str()).collect::<Vec<_>>())
     .bind(now)
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(done.rows_affected())
@@ -456,19 +492,21 @@ async fn apply_statuses(
 
 async fn suppress(
     conn: &mut PgConnection,
+    account: &str,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
     if opt_outs.is_empty() {
         return Ok(());
     }
     sqlx::query(
-        "INSERT INTO suppressions (phone_number, seq, since)
-         SELECT * FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
-         ON CONFLICT (phone_number) DO NOTHING",
+        "INSERT INTO suppressions (phone_number, seq, since, account_id)
+         SELECT *, $4 FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
+         ON CONFLICT (phone_number, account_id) DO NOTHING",
     )
     .bind(column(opt_outs, |s| s.phone_number))
     .bind(column(opt_outs, |s| s.seq))
     .bind(column(opt_outs, |s| s.since))
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -476,6 +514,7 @@ async fn suppress(
 
 async fn lift_suppressions(
     conn: &mut PgConnection,
+    account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
     if opt_ins.is_empty() {
@@ -483,10 +522,11 @@ async fn lift_suppressions(
     }
     sqlx::query(
         "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
-         WHERE s.phone_number = k.phone AND s.since < k.at",
+         WHERE s.phone_number = k.phone AND s.since < k.at AND s.account_id = $3",
     )
     .bind(column(opt_ins, |(p, _)| *p))
     .bind(column(opt_ins, |(_, at)| *at))
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -504,6 +544,7 @@ async fn claim_pending(
 /// (organization, number).
 async fn recorded_already(
     conn: &mut PgConnection,
+    account: &str,
     entries: &[NewEntry<'_>],
 ) -> Result<HashSet<usize>, crate::store::Error> {
     let refs = column(entries, |e| e.observation.event_ref.as_str());
@@ -511,11 +552,13 @@ async fn recorded_already(
     let phones = column(entries, |e| e.observation.phone_number.as_str());
     let recorded: Vec<i64> = sqlx::query_scalar(
         "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o, p, i)
-         JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p",
+         JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p
+                         AND l.account_id = $4",
     )
     .bind(&refs)
     .bind(&orgs)
     .bind(&phones)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(recorded

@@ -20,7 +20,7 @@ pub(super) async fn claim_pending(
         "UPDATE outbox SET state = 'applied', applied_at = $2
          WHERE id IN (SELECT id FROM outbox WHERE state = 'pending' ORDER BY id LIMIT $1
                       FOR UPDATE SKIP LOCKED)
-         RETURNING id, dedup_key, received_at, body",
+         RETURNING id, account_id, dedup_key, received_at, body",
     )
     .bind(limit)
     .bind(now)

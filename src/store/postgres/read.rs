@@ -21,12 +21,14 @@ crate::store::read::statements! {
     'tagIds', l.tag_ids, 'globalOptedOut', COALESCE(s.opted_out, FALSE),
     'createdAt', l.created_at)::text
     FROM leads AS l LEFT JOIN consent_state AS s
-    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number",
-    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
+    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
+   AND s.account_id = l.account_id",
+    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
+                s.account_id
          FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
          JOIN consent_state AS s ON s.phone_number = k.phone_number
          WHERE $2::text IS NULL OR s.organization_id = $2
-         ORDER BY k.i, s.organization_id COLLATE \"C\"",
+         ORDER BY k.i, s.account_id COLLATE \"C\", s.organization_id COLLATE \"C\"",
     |phones| phones,
     outbox_counts: "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
             COUNT(*) FILTER (WHERE state = 'quarantined'),
@@ -77,7 +79,7 @@ crate::store::read::statements! {
         let found: Option<MessageRow> = sqlx::query_as(
             "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
                 organization_id, terminal, status_at, source, updated_at
-         FROM messages WHERE id = $1",
+         FROM messages WHERE id = $1 ORDER BY account_id",
         )
         .bind(id)
         .fetch_optional(self)

@@ -6,8 +6,8 @@ crate::store::retention::statements! {
     applied: "DELETE FROM outbox WHERE state = 'applied' AND id = ANY($1)",
     |ids| ids,
     count_finished: "SELECT COUNT(*) FROM messages WHERE terminal AND status_at < $1",
-    delete_finished: "DELETE FROM messages WHERE terminal AND status_at < $1 AND id IN
-         (SELECT id FROM messages WHERE terminal AND status_at < $1
+    delete_finished: "DELETE FROM messages WHERE terminal AND status_at < $1 AND (id, account_id) IN
+         (SELECT id, account_id FROM messages WHERE terminal AND status_at < $1
           LIMIT $2 FOR UPDATE SKIP LOCKED)",
 
     async fn free_pages(&self) -> Result<i64, crate::store::Error> {

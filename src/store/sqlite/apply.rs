@@ -20,9 +20,9 @@ use crate::model::{
 use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
 use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
 
-/// Rows per multi-row statement: at most 11 parameters each, under SQLite's 32,766.
+/// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
-/// Rows per INSERT of leads: 18 parameters each.
+/// Rows per INSERT of leads: 19 parameters each.
 const LEADS_PER_STATEMENT: usize = 1000;
 
 /// The last entry of the chain, which the next one follows.
@@ -72,6 +72,7 @@ crate::store::apply::statements! {
 
     async fn sent_after_opt_out(
         &mut self,
+        account: &str,
         messages: &[NewMessage<'_>],
     ) -> Result<u64, crate::store::Error> {
         if messages.is_empty() {
@@ -80,9 +81,11 @@ crate::store::apply::statements! {
         let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
             "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
                      value ->> 'created' AS created, value ->> 'after' AS after
-              FROM json_each(?)) AS k"
+              FROM json_each(?1)) AS k",
+            "?2"
         ))
         .bind(codec::json_param(messages)?)
+        .bind(account)
         .fetch_one(&mut *self)
         .await?;
         Ok(u64::try_from(count).unwrap_or(0))
@@ -90,16 +93,19 @@ crate::store::apply::statements! {
 
     async fn suppressions(
         &mut self,
+        account: &str,
         phones: &[&str],
     ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
         if phones.is_empty() {
             return Ok(HashMap::new());
         }
-        let rows: Vec<(String, i64, Timestamp)> = codec::json_rows(
+    let rows: Vec<(String, i64, Timestamp)> = codec::json_rows_in(
             self,
             "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
-             FROM json_each(?) AS k JOIN suppressions AS s ON s.phone_number = k.value",
+             FROM json_each(?1) AS k
+             JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
             codec::json_param(phones)?,
+            account,
         )
         .await?;
         Ok(rows
@@ -119,15 +125,18 @@ async fn lock_numbers(
 
 async fn locate_leads(
     conn: &mut SqliteConnection,
+    account: &str,
     lead_ids: &[&str],
 ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
     let rows: Vec<(String, String, String)> = sqlx::query_as(
-        "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k JOIN leads AS l ON l.id = k.value
+        "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k
+         JOIN leads AS l ON l.id = k.value AND l.account_id = ?2
          UNION ALL
          SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
-         JOIN consent_state AS s ON s.lead_id = k.value",
+         JOIN consent_state AS s ON s.lead_id = k.value AND s.account_id = ?2",
     )
     .bind(codec::json_param(lead_ids)?)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
@@ -135,14 +144,16 @@ async fn locate_leads(
 
 async fn holders_of(
     conn: &mut SqliteConnection,
+    account: &str,
     phones: &[&str],
 ) -> Result<Holders, crate::store::Error> {
     let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
         "SELECT s.phone_number, s.organization_id, s.lead_id
          FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
-         JOIN consent_state AS s ON s.phone_number = p.value",
+         JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
     )
     .bind(codec::json_param(phones)?)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?;
     Ok(crate::model::holders(rows))
@@ -150,36 +161,40 @@ async fn holders_of(
 
 async fn pushed_changes(
     conn: &mut SqliteConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     Ok(sqlx::query_as(
         "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
                 p.first_attempt_at, p.last_attempt_at
-         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
-         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
          JOIN ledger AS l ON l.seq = p.seq
          WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
          ORDER BY p.seq",
     )
     .bind(codec::json_param(keys)?)
+    .bind(account)
     .fetch_all(&mut *conn)
     .await?)
 }
 
 async fn unsent_opt_outs_of(
     conn: &mut SqliteConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<HashSet<(String, String)>, crate::store::Error> {
     if keys.is_empty() {
         return Ok(HashSet::new());
     }
-    let rows: Vec<(String, String)> = codec::json_rows(
+    let rows: Vec<(String, String)> = codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
-         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?)) AS k
-         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p
+         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
          WHERE p.state = 'pending' AND p.opted_out",
         codec::json_param(keys)?,
+        account,
     )
     .await?;
     Ok(rows.into_iter().collect())
@@ -187,17 +202,20 @@ async fn unsent_opt_outs_of(
 
 async fn consent_states(
     conn: &mut SqliteConnection,
+    account: &str,
     keys: &[(&str, &str)],
 ) -> Result<ConsentStates, crate::store::Error> {
     type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
-    let rows: Vec<Row> = codec::json_rows(
+    let rows: Vec<Row> = codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
                                             json(iif(s.opted_out, 'true', 'false')), s.lead_id,
                                             s.seq, s.source))
-         FROM json_each(?) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1",
+         FROM json_each(?1) AS k
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1
+                                AND s.account_id = ?2",
         codec::json_param(keys)?,
+        account,
     )
     .await?;
     let mut states = HashMap::with_capacity(rows.len());
@@ -220,6 +238,7 @@ async fn consent_states(
 
 async fn append_ledger(
     conn: &mut SqliteConnection,
+    account: &str,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
@@ -231,14 +250,16 @@ async fn append_ledger(
     // these events, until the commit. So the new entries' seqs and their chain are known
     // before the insert (each hash needs its seq and the hash before it).
     let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
-    let recorded: HashSet<usize> = codec::json_rows::<usize, _>(
+    let recorded: HashSet<usize> = codec::json_rows_in::<usize, _>(
         conn,
         "SELECT json_group_array(k.key)
-         FROM json_each(?) AS k
+         FROM json_each(?1) AS k
          JOIN ledger AS l ON l.event_ref = k.value ->> 0
                          AND l.organization_id = k.value ->> 1
-                         AND l.phone_number = k.value ->> 2",
+                         AND l.phone_number = k.value ->> 2
+                         AND l.account_id = ?2",
         codec::json_param(&keys)?,
+        account,
     )
     .await?
     .into_iter()
@@ -249,7 +270,7 @@ async fn append_ledger(
     }
     let head = chain_head(conn).await?;
     let recorded_at = Timestamp(recorded_at);
-    let rows = store::chain_after(entries, &new, head.seq, head.hash, recorded_at)?;
+    let rows = store::chain_after(account, entries, &new, head.seq, head.hash, recorded_at)?;
     for (row, &i) in rows.iter().zip(&new) {
         seqs[i] = Some(row.seq);
     }
@@ -260,7 +281,7 @@ async fn append_ledger(
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
             "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
                  opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
-                 reason, hash, evidence) ",
+                 reason, hash, evidence, account_id) ",
         );
         insert.push_values(chunk, |mut row, c| {
             let (e, o) = (c.entry, c.entry.observation);
@@ -277,7 +298,8 @@ async fn append_ledger(
                 .push_bind(&o.tag_id)
                 .push_bind(&o.reason)
                 .push_bind(&c.hash)
-                .push_bind(&c.evidence);
+                .push_bind(&c.evidence)
+                .push_bind(account);
         });
         let done = insert.build().execute(&mut *conn).await?;
         if done.rows_affected() != chunk.len() as u64 {
@@ -292,6 +314,7 @@ async fn append_ledger(
 
 async fn write_states(
     conn: &mut SqliteConnection,
+    account: &str,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
     // Pairs with no stored state are plain inserts, which cannot abort and so need no
@@ -303,7 +326,7 @@ async fn write_states(
         (
             known,
             "INSERT INTO",
-            " ON CONFLICT (organization_id, phone_number) DO UPDATE SET
+            " ON CONFLICT (phone_number, organization_id, account_id) DO UPDATE SET
                 lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
                 changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
              WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
@@ -311,7 +334,7 @@ async fn write_states(
     ] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq) "
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id) "
             ));
             upsert.push_values(chunk, |mut row, w| {
                 row.push_bind(w.organization_id)
@@ -320,7 +343,8 @@ async fn write_states(
                     .push_bind(w.rank.opted_out)
                     .push_bind(Timestamp(w.rank.changed_at))
                     .push_bind(w.source.as_str())
-                    .push_bind(w.seq);
+                    .push_bind(w.seq)
+                    .push_bind(account);
             });
             upsert.push(conflict);
             upsert.build().execute(&mut *conn).await?;
@@ -331,6 +355,7 @@ async fn write_states(
 
 async fn upsert_leads(
     conn: &mut SqliteConnection,
+    account: &str,
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -343,10 +368,12 @@ async fn upsert_leads(
     // batch) are updated where newer and different. Rows are bound as parameters: for
     // wide rows that is cheaper than JSON extraction.
     let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-    let stored: HashSet<String> = codec::json_rows::<String, _>(
+    let stored: HashSet<String> = codec::json_rows_in::<String, _>(
         conn,
-        "SELECT json_group_array(l.id) FROM json_each(?) AS k JOIN leads AS l ON l.id = k.value",
+        "SELECT json_group_array(l.id) FROM json_each(?1) AS k
+         JOIN leads AS l ON l.id = k.value AND l.account_id = ?2",
         codec::json_param(&ids)?,
+        account,
     )
     .await?
     .into_iter()
@@ -365,13 +392,14 @@ async fn upsert_leads(
             concat!(" ", crate::store::apply::leads_on_conflict!()),
         ),
     ] {
-        written += write_leads(conn, &rows, insert_sql, conflict, now).await?;
+        written += write_leads(conn, account, &rows, insert_sql, conflict, now).await?;
     }
     Ok(written)
 }
 
 async fn apply_statuses(
     conn: &mut SqliteConnection,
+    account: &str,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -401,12 +429,12 @@ async fn apply_statuses(
         .collect();
     let done = sqlx::query(
         "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at)
+             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
          SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
              value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
-             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2
+             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2, ?3
          FROM json_each(?1) WHERE true ORDER BY key
-         ON CONFLICT (id) DO UPDATE SET
+         ON CONFLICT (id, account_id) DO UPDATE SET
              thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
              type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
              error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
@@ -418,6 +446,7 @@ async fn apply_statuses(
     )
     .bind(codec::json_param(&rows)?)
     .bind(Timestamp(now))
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(done.rows_affected())
@@ -425,18 +454,20 @@ async fn apply_statuses(
 
 async fn suppress(
     conn: &mut SqliteConnection,
+    account: &str,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
     for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
         let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO suppressions (phone_number, seq, since) ",
+            "INSERT INTO suppressions (phone_number, seq, since, account_id) ",
         );
         insert.push_values(chunk, |mut row, s| {
             row.push_bind(s.phone_number)
                 .push_bind(s.seq)
-                .push_bind(Timestamp(s.since));
+                .push_bind(Timestamp(s.since))
+                .push_bind(account);
         });
-        insert.push(" ON CONFLICT (phone_number) DO NOTHING");
+        insert.push(" ON CONFLICT (phone_number, account_id) DO NOTHING");
         insert.build().execute(&mut *conn).await?;
     }
     Ok(())
@@ -444,6 +475,7 @@ async fn suppress(
 
 async fn lift_suppressions(
     conn: &mut SqliteConnection,
+    account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
     if opt_ins.is_empty() {
@@ -452,11 +484,12 @@ async fn lift_suppressions(
     let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
     sqlx::query(
         "DELETE FROM suppressions WHERE rowid IN (
-             SELECT s.rowid FROM json_each(?) AS k
-             JOIN suppressions AS s ON s.phone_number = k.value ->> 0
+             SELECT s.rowid FROM json_each(?1) AS k
+             JOIN suppressions AS s ON s.phone_number = k.value ->> 0 AND s.account_id = ?2
              WHERE s.since < k.value ->> 1)",
     )
     .bind(codec::json_param(&rows)?)
+    .bind(account)
     .execute(&mut *conn)
     .await?;
     Ok(())
@@ -474,6 +507,7 @@ async fn claim_pending(
 /// written.
 async fn write_leads(
     conn: &mut SqliteConnection,
+    account: &str,
     rows: &[&(&Lead, DateTime<Utc>)],
     verb: &str,
     conflict: &str,
@@ -485,7 +519,7 @@ async fn write_leads(
             "{verb} leads (id, organization_id, phone_number, first_name, last_name,
                  notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
                  inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                 content_hash, updated_at) "
+                 content_hash, updated_at, account_id) "
         ));
         // Encoded first, so that a lead that cannot be encoded is an error, not a row.
         let columns = chunk
@@ -511,7 +545,8 @@ async fn write_leads(
                 .push_bind(&lead.created_at)
                 .push_bind(Timestamp(*observed_at))
                 .push_bind(json.hash)
-                .push_bind(now);
+                .push_bind(now)
+                .push_bind(account);
         });
         insert.push(conflict);
         written += insert.build().execute(&mut *conn).await?.rows_affected();

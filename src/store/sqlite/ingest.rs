@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use sqlx::SqliteConnection;
 
 use crate::model::{Delivery, OutboxState, RejectedDelivery, Timestamp};
+use crate::store::OutboxKey;
 
 crate::store::ingest::statements!(
     SqliteConnection,
@@ -29,7 +30,7 @@ async fn insert_deliveries(
     fresh: &[&Delivery],
     last_id: &mut Option<i64>,
     applied_at: Option<Timestamp>,
-) -> Result<HashMap<String, (i64, bool)>, crate::store::Error> {
+) -> Result<HashMap<OutboxKey, (i64, bool)>, crate::store::Error> {
     let mut ids = HashMap::with_capacity(fresh.len());
     let before = match *last_id {
         Some(id) => id,
@@ -40,7 +41,8 @@ async fn insert_deliveries(
         }
     };
     let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header, state, applied_at) ",
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header, state, applied_at,
+                             account_id) ",
     );
     let state = applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied);
     insert.push_values(fresh, |mut row, d| {
@@ -51,9 +53,10 @@ async fn insert_deliveries(
             .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
             .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()))
             .push_bind(state)
-            .push_bind(applied_at);
+            .push_bind(applied_at)
+            .push_bind(&d.account);
     });
-    insert.push(" ON CONFLICT (dedup_key) DO NOTHING");
+    insert.push(" ON CONFLICT (dedup_key, account_id) DO NOTHING");
     let done = insert.build().execute(&mut *conn).await?;
     *last_id = Some(if done.rows_affected() > 0 {
         done.last_insert_rowid()
@@ -64,19 +67,26 @@ async fn insert_deliveries(
         ids.extend(
             range
                 .zip(fresh)
-                .map(|(id, d)| (d.dedup_key.clone(), (id, true))),
+                .map(|(id, d)| ((d.account.clone(), d.dedup_key.clone()), (id, true))),
         );
         return Ok(ids);
     }
-    let keys: Vec<&str> = fresh.iter().map(|d| d.dedup_key.as_str()).collect();
-    let rows: Vec<(i64, String)> = codec::json_rows(
+    let keys: Vec<(&str, &str)> = fresh
+        .iter()
+        .map(|d| (d.account.as_str(), d.dedup_key.as_str()))
+        .collect();
+    let rows: Vec<(i64, String, String)> = codec::json_rows(
         conn,
-        "SELECT json_group_array(json_array(id, dedup_key)) FROM outbox
-         WHERE dedup_key IN (SELECT value FROM json_each(?))",
+        "SELECT json_group_array(json_array(o.id, o.account_id, o.dedup_key))
+         FROM json_each(?) AS k
+         JOIN outbox AS o ON o.dedup_key = k.value ->> 1 AND o.account_id = k.value ->> 0",
         codec::json_param(&keys)?,
     )
     .await?;
-    ids.extend(rows.into_iter().map(|(id, key)| (key, (id, id > before))));
+    ids.extend(
+        rows.into_iter()
+            .map(|(id, account, key)| ((account, key), (id, id > before))),
+    );
     Ok(ids)
 }
 
@@ -87,12 +97,14 @@ async fn insert_rejected(
 ) -> Result<(), crate::store::Error> {
     for r in rejected {
         sqlx::query(
-            "INSERT INTO rejected_deliveries (received_at, reason, headers, body) VALUES ($1, $2, $3, $4)",
+            "INSERT INTO rejected_deliveries (received_at, reason, headers, body, account_id)
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(Timestamp(r.received_at))
         .bind(&r.reason)
         .bind(&r.headers)
         .bind(r.body.as_ref())
+        .bind(&r.account)
         .execute(&mut *conn)
         .await?;
     }

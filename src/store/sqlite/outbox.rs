@@ -15,20 +15,21 @@ pub(super) async fn pending(
 ) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
-    let mut rows: Vec<(i64, String, Timestamp, String)> = codec::json_rows(
+    let mut rows: Vec<(i64, String, String, Timestamp, String)> = codec::json_rows(
         conn,
-        "SELECT json_group_array(json_array(id, dedup_key, received_at, hex(body)))
-         FROM (SELECT id, dedup_key, received_at, body FROM outbox
+        "SELECT json_group_array(json_array(id, account_id, dedup_key, received_at, hex(body)))
+         FROM (SELECT id, account_id, dedup_key, received_at, body FROM outbox
                WHERE state = 'pending' ORDER BY id LIMIT ?)",
         limit,
     )
     .await?;
     rows.sort_unstable_by_key(|(id, ..)| *id);
     rows.into_iter()
-        .map(|(id, dedup_key, received_at, body)| {
+        .map(|(id, account_id, dedup_key, received_at, body)| {
             let body = hex::decode(&body).map_err(|e| sqlx::Error::Decode(Box::new(e)))?;
             Ok(StoredDelivery {
                 id,
+                account_id,
                 dedup_key,
                 received_at: received_at.at(),
                 body,

@@ -18,7 +18,8 @@ impl PushStore for SqlitePool {
                       WHERE p.state = 'pending' AND p.next_attempt_at <= ?1
                         AND NOT EXISTS (SELECT 1 FROM pushes AS o WHERE o.state = 'pending'
                             AND o.organization_id = p.organization_id
-                            AND o.phone_number = p.phone_number AND o.seq < p.seq)
+                            AND o.phone_number = p.phone_number AND o.account_id = p.account_id
+                            AND o.seq < p.seq)
                       ORDER BY p.seq LIMIT 1)
          RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
         )

@@ -17,11 +17,13 @@ crate::store::read::statements! {
         'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
         'createdAt', l.created_at)
         FROM leads AS l LEFT JOIN consent_state AS s
-        ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number",
-    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source
+        ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
+       AND s.account_id = l.account_id",
+    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
+                s.account_id
          FROM json_each($1) AS k JOIN consent_state AS s ON s.phone_number = k.value
          WHERE $2 IS NULL OR s.organization_id = $2
-         ORDER BY k.key, s.organization_id",
+         ORDER BY k.key, s.account_id, s.organization_id",
     |phones| codec::json_param(phones)?,
     outbox_counts: "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
             COALESCE(SUM(state = 'applied'), 0),
@@ -63,7 +65,7 @@ crate::store::read::statements! {
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
                 'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
                 'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
-             FROM messages WHERE id = $1",
+             FROM messages WHERE id = $1 ORDER BY account_id",
         )
         .bind(id)
         .fetch_optional(self)

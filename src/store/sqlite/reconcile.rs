@@ -4,8 +4,8 @@
 
 crate::store::reconcile::statements!(
     sqlx::SqlitePool,
-    record_pass: "INSERT INTO reconcile_passes (id, started_at, finished_at, summary)
-         VALUES ($1, $2, $3, $4)"
+    record_pass: "INSERT INTO reconcile_passes (id, started_at, finished_at, summary, account_id)
+         VALUES ($1, $2, $3, $4, $5)"
 );
 
 crate::store::reconcile::page_written!(sqlx::SqliteConnection);

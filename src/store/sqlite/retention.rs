@@ -8,8 +8,8 @@ crate::store::retention::statements! {
     applied: "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each($1))",
     |ids| crate::store::codec::json_param(ids)?,
     count_finished: "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < $1",
-    delete_finished: "DELETE FROM messages WHERE id IN
-         (SELECT id FROM messages WHERE terminal = 1 AND status_at < $1 LIMIT $2)",
+    delete_finished: "DELETE FROM messages WHERE rowid IN
+         (SELECT rowid FROM messages WHERE terminal = 1 AND status_at < $1 LIMIT $2)",
 
     async fn free_pages(&self) -> Result<i64, crate::store::Error> {
         Ok(sqlx::query_scalar("PRAGMA freelist_count")

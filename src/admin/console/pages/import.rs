@@ -211,7 +211,7 @@ pub async fn preview(
     let Some(body) = upload.body.clone().filter(|b| !b.is_empty()) else {
         return Ok(page.refused("List: choose a CSV file.".into()));
     };
-    let request = match request_of(&page, &upload, &session.actor) {
+    let request = match request_of(&page, &upload, &state.account, &session.actor) {
         Ok(request) => request,
         Err(message) => return Ok(page.refused(message)),
     };
@@ -235,7 +235,12 @@ pub async fn preview(
 }
 
 /// The request a checked upload asks for, or what the page says is wrong with it.
-fn request_of(page: &ImportPage, upload: &Upload, actor: &str) -> Result<Request, String> {
+fn request_of(
+    page: &ImportPage,
+    upload: &Upload,
+    account: &str,
+    actor: &str,
+) -> Result<Request, String> {
     let scope = match (page.account, page.organization.is_empty()) {
         (true, _) => Scope::Account,
         (false, false) => Scope::Organizations(vec![page.organization.clone()]),
@@ -264,6 +269,7 @@ fn request_of(page: &ImportPage, upload: &Upload, actor: &str) -> Result<Request
         }
     };
     Ok(Request {
+        account: account.to_owned(),
         scope,
         options: ListOptions {
             phone_column: None,
