@@ -48,13 +48,15 @@ pub struct Application {
     limits: (Limits, Limits),
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
-    client: Option<ServiceClient>,
+    /// Each account's service client (an account without one is neither reconciled nor
+    /// pushed to), with the account's view of the settings.
+    clients: Vec<(Settings, ServiceClient)>,
     tasks: Supervisor,
     senders: crate::subscribers::Running,
     /// Whether `run_until_stopped` starts the worker (see [`Application::without_worker`]).
     worker: bool,
-    /// The ingest listener's verifier, replaced by a reload.
-    verifier: Live<Verifier>,
+    /// Each account's ingest route and its verifier, replaced by a reload.
+    routes: Vec<crate::ingest::AccountRoute>,
     /// The admin tokens in force, replaced by a reload.
     tokens: Live<Vec<AdminToken>>,
     /// The destinations' API keys in force, replaced by a reload.
@@ -89,13 +91,25 @@ impl Application {
         let (mut ingest_limits, mut admin_limits) =
             (settings.ingest.limits(), settings.admin.limits());
         crate::listener::fit_descriptors(&mut ingest_limits, &mut admin_limits);
-        let client = match upstream::service_client(&settings, &pool, metrics.clone()) {
-            Ok(client) => Some(client),
-            Err(error) => {
-                tracing::warn!(%error, "no service client: reconciliation and pushes are off");
-                None
+        let mut clients = Vec::new();
+        for view in settings.served() {
+            match upstream::service_client(&view, &pool, metrics.clone()) {
+                Ok(client) => clients.push((view, client)),
+                Err(error) => tracing::warn!(
+                    account = view.account_name(),
+                    %error,
+                    "no service client: reconciliation and pushes of this account are off"
+                ),
             }
-        };
+        }
+        let routes = settings
+            .served()
+            .into_iter()
+            .map(|view| {
+                let verifier = Live::new(Verifier::new(&view.webhook));
+                (view, verifier)
+            })
+            .collect();
         Ok(Self {
             pool,
             ingest_listener,
@@ -105,11 +119,11 @@ impl Application {
             limits: (ingest_limits, admin_limits),
             writer,
             writer_task,
-            client,
+            clients,
             tasks: Supervisor::default(),
             senders: crate::subscribers::Running::default(),
             worker: true,
-            verifier: Live::new(Verifier::new(&settings.webhook)),
+            routes,
             tokens: Live::new(settings.admin.named_tokens()),
             destination_keys: Live::new(crate::settings::keys_of(&settings.destination)),
             reload: None,
@@ -138,7 +152,10 @@ impl Application {
         Reloader::new(
             config,
             self.settings.clone(),
-            self.verifier.clone(),
+            self.routes
+                .iter()
+                .map(|(view, verifier)| (view.account_name().to_owned(), verifier.clone()))
+                .collect(),
             self.tokens.clone(),
         )
         .with_destination_keys(self.destination_keys.clone())
@@ -199,11 +216,11 @@ impl Application {
             limits: (ingest_limits, admin_limits),
             writer,
             writer_task,
-            client,
+            clients,
             mut tasks,
             senders,
             worker,
-            verifier,
+            routes,
             tokens,
             destination_keys: keys,
             reload: _,
@@ -216,7 +233,13 @@ impl Application {
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        let leader = (client, wake.clone(), senders.clone(), metrics.clone(), keys);
+        let leader = (
+            clients,
+            wake.clone(),
+            senders.clone(),
+            metrics.clone(),
+            keys,
+        );
         supervise_leader_work(&mut tasks, &pool, &settings, leader).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
@@ -237,12 +260,14 @@ impl Application {
             metrics.clone(),
         )?;
         tracing::info!(%admin_addr, "admin listening");
-        let (router, keep_rejections) =
-            ingest_router(&settings, verifier, writer, &pool, &metrics, &shutdown);
+        let (router, keep_rejections) = ingest_router(routes, writer, &pool, &metrics, &shutdown);
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }
-        tracing::info!(%ingest_addr, path = %settings.ingest.path, "ingest listening");
+        for view in settings.served() {
+            let (account, path) = (view.account_name(), &view.ingest.path);
+            tracing::info!(%ingest_addr, %path, account, "ingest listening");
+        }
         if let Some(interval) = sd_notify::watchdog_enabled() {
             tasks.add("watchdog", move |s| watchdog(interval / 2, s).map(Ok));
         }

@@ -43,44 +43,67 @@ pub struct IngestState {
     account: String,
 }
 
-/// The ingest router: `POST {ingest.path}`, `GET /healthz`, `GET /readyz`. Deliveries are
-/// verified by the verifier `verifier` holds at the time.
+/// One account's ingest route: the account's view of the settings
+/// ([`Settings::served`]: its `ingest.path` and `[webhook]`) and the verifier of its
+/// secrets, which a reload replaces.
+pub type AccountRoute = (Settings, Live<Verifier>);
+
+/// The ingest router: `POST {ingest.path}` of each account served, `GET /healthz`, `GET
+/// /readyz`. A delivery is verified by the verifier of the account whose path it arrived
+/// on, as that verifier is at the time, and only by it.
 pub fn router(
-    settings: &Settings,
-    verifier: Live<Verifier>,
+    accounts: Vec<AccountRoute>,
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
     metrics: Arc<Metrics>,
 ) -> Router {
-    let state = Arc::new(IngestState {
-        metrics,
-        verifier,
-        writer,
-        pool,
-        max_body_bytes: settings.ingest.max_body_bytes,
-        max_backlog: settings.ingest.max_backlog,
-        rejections,
-        account: settings.account_name().to_owned(),
-    });
-    let router = Router::new()
-        .route(&settings.ingest.path, post(receive))
+    let mut router = Router::new();
+    let mut first = None;
+    // One account's confirmation header goes on every answer, as it did before accounts;
+    // with several, each on its own path's.
+    let whole = match accounts.as_slice() {
+        [(settings, _)] => confirmation_header(settings),
+        _ => None,
+    };
+    let several = accounts.len() > 1;
+    for (settings, verifier) in accounts {
+        let state = Arc::new(IngestState {
+            metrics: metrics.clone(),
+            verifier,
+            writer: writer.clone(),
+            pool: pool.clone(),
+            max_body_bytes: settings.ingest.max_body_bytes,
+            max_backlog: settings.ingest.max_backlog,
+            rejections: rejections.clone(),
+            account: settings.account_name().to_owned(),
+        });
+        let route = post(receive).with_state(state.clone());
+        let route = match confirmation_header(&settings).filter(|_| several) {
+            Some(header) => route.layer(with_header(header)),
+            None => route,
+        };
+        router = router.route(&settings.ingest.path, route);
+        first.get_or_insert(state);
+    }
+    let Some(state) = first else {
+        return router;
+    };
+    let router = router
         .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .fallback(not_found)
-        .with_state(state);
-    match confirmation_header(settings) {
-        Some((name, value)) => router.layer(axum::middleware::map_response(
-            move |mut response: Response| {
-                let (name, value) = (name.clone(), value.clone());
-                async move {
-                    response.headers_mut().insert(name, value);
-                    response
-                }
-            },
-        )),
+        .route("/readyz", get(readyz).with_state(state.clone()))
+        .fallback_service(axum::handler::Handler::with_state(not_found, state));
+    match whole {
+        Some(header) => router.layer(with_header(header)),
         None => router,
     }
+}
+
+/// A layer that puts `header` on every answer.
+fn with_header(
+    (name, value): (HeaderName, HeaderValue),
+) -> tower_http::set_header::SetResponseHeaderLayer<HeaderValue> {
+    tower_http::set_header::SetResponseHeaderLayer::overriding(name, value)
 }
 
 fn confirmation_header(settings: &Settings) -> Option<(HeaderName, HeaderValue)> {

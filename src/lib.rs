@@ -49,6 +49,8 @@ pub mod replica;
 pub mod retention;
 /// Typed configuration, environment overrides, validation and redaction.
 pub mod settings;
+/// Opt-outs shared across the accounts served.
+pub mod share;
 /// "The ledger grew": wakes the followers of the ledger on commit, on any replica.
 pub mod signal;
 /// Webhook signatures: verification, signing and format discovery.

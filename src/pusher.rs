@@ -51,6 +51,15 @@ pub struct Pusher {
     pool: Pool,
     client: ServiceClient,
     wake: Arc<Notify>,
+    /// The account whose changes its client sends.
+    account: String,
+}
+
+/// Wakes every account's pusher waiting on `wake` (a change was queued), and the next to
+/// wait if none is.
+pub fn wake_all(wake: &Notify) {
+    wake.notify_waiters();
+    wake.notify_one();
 }
 
 impl Pusher {
@@ -59,7 +68,14 @@ impl Pusher {
             pool: pool.into(),
             client,
             wake,
+            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
         }
+    }
+
+    /// Sends the changes of the account `account` (its client's).
+    pub fn with_account(mut self, account: &str) -> Self {
+        account.clone_into(&mut self.account);
+        self
     }
 
     /// Attempts the oldest push due at `now`; `None` when nothing is due.
@@ -69,7 +85,7 @@ impl Pusher {
     ) -> Result<Option<Attempted>, crate::store::Error> {
         // Counting the attempt before sending is what lets a webhook that arrives before
         // the answer be recognised as an echo, and a crash mid-attempt still counts.
-        let due = self.pool.take_due_pushes(now).await?;
+        let due = self.pool.take_due_pushes(&self.account, now).await?;
         let Some(due) = due else { return Ok(None) };
         let outcome = self.send(&due).await;
         let finished = Utc::now();
@@ -195,7 +211,7 @@ impl Pusher {
 
     /// The earliest time a pending push is due, if any.
     async fn next_due(&self) -> Result<Option<DateTime<Utc>>, crate::store::Error> {
-        self.pool.next_push_due().await
+        self.pool.next_push_due(&self.account).await
     }
 
     /// Runs until `shutdown`: pushes whatever is due, then sleeps until the next push is due,

@@ -296,12 +296,18 @@ impl Reconciler {
         organizations: &[String],
         messages: bool,
     ) -> Result<lease::Leases, PassRefused> {
+        // The account `default` keeps the names it had before accounts existed.
+        let prefix = if self.account == crate::model::DEFAULT_ACCOUNT {
+            "reconcile".to_owned()
+        } else {
+            format!("reconcile:{}", self.account)
+        };
         let mut names: Vec<String> = organizations
             .iter()
-            .map(|organization| format!("reconcile:leads:{organization}"))
+            .map(|organization| format!("{prefix}:leads:{organization}"))
             .collect();
         if messages {
-            names.push("reconcile:messages".into());
+            names.push(format!("{prefix}:messages"));
         }
         let holder = format!("pass {pass_id} on {}", lease::process_holder());
         lease::Leases::acquire_for(&self.pool, names, &holder, self.lease)

@@ -20,11 +20,26 @@ const GUARD_KEY: &str = "token_guard";
 #[derive(Debug, Clone)]
 pub struct DbTokenGuardStore {
     pool: Pool,
+    /// Its `daemon_state` key: one per account.
+    key: String,
 }
 
 impl DbTokenGuardStore {
     pub fn new(pool: impl Into<Pool>) -> Self {
-        Self { pool: pool.into() }
+        Self::of_account(pool, crate::model::DEFAULT_ACCOUNT)
+    }
+
+    /// The guard of the account `account`'s token requests.
+    pub fn of_account(pool: impl Into<Pool>, account: &str) -> Self {
+        let key = if account == crate::model::DEFAULT_ACCOUNT {
+            GUARD_KEY.to_owned()
+        } else {
+            format!("{GUARD_KEY}:{account}")
+        };
+        Self {
+            pool: pool.into(),
+            key,
+        }
     }
 }
 
@@ -37,7 +52,7 @@ struct Stored {
 impl TokenGuardStore for DbTokenGuardStore {
     fn load(&self) -> BoxFuture<'_, anyhow::Result<TokenGuardState>> {
         Box::pin(async move {
-            let value = self.pool.state(GUARD_KEY).await?;
+            let value = self.pool.state(&self.key).await?;
             let stored: Option<Stored> = value.and_then(|v| serde_json::from_str(&v).ok());
             Ok(stored
                 .map(|s| TokenGuardState {
@@ -57,7 +72,7 @@ impl TokenGuardStore for DbTokenGuardStore {
             let value = self
                 .pool
                 .count_token_failure(
-                    GUARD_KEY,
+                    &self.key,
                     i64::from(max_consecutive_failures),
                     block_until,
                     Utc::now(),
@@ -77,7 +92,7 @@ impl TokenGuardStore for DbTokenGuardStore {
                 consecutive_failures: 0,
                 blocked_until: None,
             })?;
-            self.pool.set_state(GUARD_KEY, &value).await?;
+            self.pool.set_state(&self.key, &value).await?;
             Ok(())
         })
     }
@@ -92,5 +107,6 @@ pub fn service_client(
     metrics: Arc<Metrics>,
 ) -> Result<ServiceClient, ClientError> {
     let config = ClientConfig::from_settings(&settings.service)?.counted_in(metrics);
-    ServiceClient::with_guard_store(config, Arc::new(DbTokenGuardStore::new(pool)))
+    let guard = DbTokenGuardStore::of_account(pool, settings.account_name());
+    ServiceClient::with_guard_store(config, Arc::new(guard))
 }

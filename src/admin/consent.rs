@@ -351,6 +351,6 @@ pub async fn record(
         actor: actor.0,
     };
     let recorded = apply::record_local(&state.pool, &change, Utc::now()).await?;
-    state.wake.notify_one();
+    crate::pusher::wake_all(&state.wake);
     Ok((StatusCode::ACCEPTED, Json(recorded)))
 }

@@ -191,7 +191,7 @@ pub async fn import(
         let file = spool(body, &request).await?;
         let outcome = import::import(pool, file, &request).await;
         if outcome.as_ref().is_ok_and(|report| report.pushes > 0) {
-            wake.notify_one();
+            crate::pusher::wake_all(&wake);
         }
         Ok(answer(outcome))
     });

@@ -20,7 +20,8 @@ pub struct Reloader {
     config: Option<PathBuf>,
     /// The settings in force: all but the two reloaded are kept as the daemon started.
     running: Arc<std::sync::Mutex<Settings>>,
-    verifier: Live<Verifier>,
+    /// Each account's verifier, by the account's name.
+    verifiers: Vec<(String, Live<Verifier>)>,
     tokens: Live<Vec<AdminToken>>,
     /// The destinations' keys: a destination stopped by its key is tried again under new
     /// ones.
@@ -40,13 +41,13 @@ impl Reloader {
     pub fn new(
         config: Option<PathBuf>,
         running: Settings,
-        verifier: Live<Verifier>,
+        verifiers: Vec<(String, Live<Verifier>)>,
         tokens: Live<Vec<AdminToken>>,
     ) -> Self {
         Self {
             config,
             running: Arc::new(std::sync::Mutex::new(running)),
-            verifier,
+            verifiers,
             tokens,
             destination_keys: Live::new(DestinationKeys::new()),
         }
@@ -66,19 +67,7 @@ impl Reloader {
             .running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        // The scheme stays as started, so every new secret must make a key under it.
-        let scheme = running.webhook.scheme;
-        if new
-            .webhook
-            .secrets
-            .iter()
-            .any(|s| Key::for_scheme(scheme, s.expose_secret()).is_none())
-        {
-            return Err(SettingsError::Invalid {
-                key: "webhook.secrets",
-                message: "a secret does not decode under the running webhook.scheme (a new scheme takes a restart)".into(),
-            });
-        }
+        check_webhooks(&running, &new)?;
         // Allowed at start (a demo, a daemon whose admin listener nobody uses), an empty list
         // put in force by a reload would end every console session and lock every tool out
         // at once, most likely because a tokens file was emptied or not yet written.
@@ -91,6 +80,12 @@ impl Reloader {
         let mut next = running.clone();
         next.webhook.secrets = new.webhook.secrets.clone();
         next.webhook.secrets_file = new.webhook.secrets_file.clone();
+        for account in &mut next.account {
+            if let Some(reloaded) = new.account.iter().find(|a| a.name == account.name) {
+                account.webhook.secrets = reloaded.webhook.secrets.clone();
+                account.webhook.secrets_file = reloaded.webhook.secrets_file.clone();
+            }
+        }
         next.admin.tokens = new.admin.tokens.clone();
         next.admin.tokens_file = new.admin.tokens_file.clone();
         // A destination's key, for the destinations configured at start (a new destination
@@ -101,12 +96,23 @@ impl Reloader {
                 destination.api_key_file = reloaded.api_key_file.clone();
             }
         }
-        self.verifier.replace(Verifier::new(&next.webhook));
+        let views = next.served();
+        let mut webhook_secrets = 0;
+        for view in &views {
+            if let Some((_, verifier)) = self
+                .verifiers
+                .iter()
+                .find(|(n, _)| n == view.account_name())
+            {
+                verifier.replace(Verifier::new(&view.webhook));
+            }
+            webhook_secrets += view.webhook.secrets.len();
+        }
         self.tokens.replace(next.admin.named_tokens());
         self.destination_keys
             .replace(crate::settings::keys_of(&next.destination));
         let reloaded = Reloaded {
-            webhook_secrets: next.webhook.secrets.len(),
+            webhook_secrets,
             admin_tokens: next.admin.tokens.len(),
             restart_needed: next.redacted_toml() != new.redacted_toml(),
         };
@@ -165,4 +171,38 @@ impl Hangups {
         let signal = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         Ok(Self(Arc::new(tokio::sync::Mutex::new(signal))))
     }
+}
+
+/// Every account served keeps being served, and each new secret makes a key under the
+/// scheme its account runs with (a new scheme, or a new or removed account, takes a
+/// restart).
+fn check_webhooks(running: &Settings, new: &Settings) -> Result<(), SettingsError> {
+    let new_views = new.served();
+    for view in running.served() {
+        let Some(reloaded) = new_views
+            .iter()
+            .find(|n| n.account_name() == view.account_name())
+        else {
+            return Err(SettingsError::Invalid {
+                key: "account",
+                message: format!(
+                    "account {:?} is no longer in the configuration (removing an account takes a restart)",
+                    view.account_name()
+                ),
+            });
+        };
+        let scheme = view.webhook.scheme;
+        if reloaded
+            .webhook
+            .secrets
+            .iter()
+            .any(|s| Key::for_scheme(scheme, s.expose_secret()).is_none())
+        {
+            return Err(SettingsError::Invalid {
+                key: "webhook.secrets",
+                message: "a secret does not decode under the running webhook.scheme (a new scheme takes a restart)".into(),
+            });
+        }
+    }
+    Ok(())
 }

@@ -19,7 +19,6 @@ use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::replica::Replica;
 use crate::settings::{AdminToken, Live, Settings};
-use crate::signature::Verifier;
 use crate::store::Pool;
 use crate::worker::Worker;
 use crate::{admin, ingest};
@@ -46,7 +45,7 @@ pub(super) fn supervise_worker(
 
 /// What the leader's work is given besides the database and the settings.
 pub(super) type LeaderParts = (
-    Option<ServiceClient>,
+    Vec<(Settings, ServiceClient)>,
     Arc<tokio::sync::Notify>,
     crate::subscribers::Running,
     Arc<Metrics>,
@@ -61,15 +60,29 @@ pub(super) async fn supervise_leader_work(
     tasks: &mut Supervisor,
     pool: &Pool,
     settings: &Settings,
-    (client, wake, running, metrics, keys): LeaderParts,
+    (clients, wake, running, metrics, keys): LeaderParts,
 ) -> anyhow::Result<()> {
-    let singletons = client.map(|client| {
-        (
-            Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
-                .with_lease(settings.replica.lease()),
-            Pusher::new(pool.clone(), client, wake),
-        )
-    });
+    // Each account's reconciler and pusher, under its own client (its rate limit, its
+    // token): one account's outage never holds up another's.
+    let singletons: Vec<(Reconciler, Pusher)> = clients
+        .into_iter()
+        .map(|(view, client)| {
+            let account = view.account_name();
+            (
+                Reconciler::new(pool.clone(), client.clone(), &view.reconcile)
+                    .with_lease(settings.replica.lease())
+                    .with_account(account),
+                Pusher::new(pool.clone(), client, wake.clone()).with_account(account),
+            )
+        })
+        .collect();
+    let accounts: Vec<String> = settings
+        .served()
+        .iter()
+        .map(|view| view.account_name().to_owned())
+        .collect();
+    let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
+        .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
     let mut subscribers = crate::subscribers::configured(&settings.subscriber);
     subscribers.extend(crate::subscribers::destinations::configured(
         &settings.destination,
@@ -91,6 +104,7 @@ pub(super) async fn supervise_leader_work(
     let pool = pool.clone();
     tasks.add("leader", move |shutdown| {
         let singletons = singletons.clone();
+        let sharer = sharer.clone();
         let subscribers = subscribers.clone();
         let http = http.clone();
         let pool = pool.clone();
@@ -101,6 +115,7 @@ pub(super) async fn supervise_leader_work(
             .clone()
             .run(shutdown, move |stop| {
                 let singletons = singletons.clone();
+                let sharer = sharer.clone();
                 // Each subscriber and destination is sent to by the leader alone, so in seq
                 // order.
                 let senders = crate::subscribers::run_listed(
@@ -115,19 +130,23 @@ pub(super) async fn supervise_leader_work(
                     pruner.clone().run(stop.clone()),
                 );
                 async move {
-                    match singletons {
-                        Some((reconciler, pusher)) => {
-                            tokio::join!(
-                                reconciler.run_scheduled(stop.clone()),
-                                pusher.run(stop),
-                                senders,
-                                housekeeping
-                            );
+                    let upstream = futures::future::join_all(singletons.into_iter().map(
+                        |(reconciler, pusher)| {
+                            let stop = stop.clone();
+                            async move {
+                                tokio::join!(
+                                    reconciler.run_scheduled(stop.clone()),
+                                    pusher.run(stop)
+                                );
+                            }
+                        },
+                    ));
+                    let sharing = async {
+                        if let Some(sharer) = sharer {
+                            sharer.run(stop.clone()).await;
                         }
-                        None => {
-                            tokio::join!(stop.cancelled(), senders, housekeeping);
-                        }
-                    }
+                    };
+                    tokio::join!(stop.cancelled(), upstream, sharing, senders, housekeeping);
                 }
             })
             .map(Ok)
@@ -224,8 +243,7 @@ pub(super) fn supervise_admin(
 /// The ingest listener's router, and the task that keeps the sample of refused deliveries it
 /// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
 pub(super) fn ingest_router(
-    settings: &Settings,
-    verifier: Live<Verifier>,
+    accounts: Vec<ingest::AccountRoute>,
     writer: OutboxWriter,
     pool: &Pool,
     metrics: &Arc<Metrics>,
@@ -237,14 +255,7 @@ pub(super) fn ingest_router(
         async move { rejections.keep(stop).await }
     };
     let metrics = metrics.clone();
-    let router = ingest::router(
-        settings,
-        verifier,
-        writer,
-        pool.clone(),
-        rejections,
-        metrics,
-    );
+    let router = ingest::router(accounts, writer, pool.clone(), rejections, metrics);
     (router, keep_rejections)
 }
 

@@ -92,6 +92,41 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
     now: DateTime<Utc>,
     dry_run: bool,
 ) -> Result<BatchCounts, crate::store::Error> {
+    let entry = |number: &ListedNumber, org: &str| observation(list, number, org, now);
+    let batch = Batch {
+        scope,
+        numbers,
+        now,
+        dry_run,
+    };
+    record_opt_outs(tx, &list.account, batch, entry).await
+}
+
+/// Numbers to opt out in one account: for `scope`, at `now`, or (`dry_run`) only counted.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch<'a> {
+    pub scope: &'a Scope,
+    /// Distinct.
+    pub numbers: &'a [ListedNumber],
+    pub now: DateTime<Utc>,
+    pub dry_run: bool,
+}
+
+/// Records the opt-outs of `batch` in `account`, each (organization, number) not opted out
+/// already as the observation `entry` makes of it; the account-wide ones suppress their
+/// numbers, the others of mirrored leads are queued for the service.
+pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &str,
+    batch: Batch<'_>,
+    entry: impl Fn(&ListedNumber, &str) -> ConsentObservation,
+) -> Result<BatchCounts, crate::store::Error> {
+    let Batch {
+        scope,
+        numbers,
+        now,
+        dry_run,
+    } = batch;
     let mut phones: Vec<&str> = numbers.iter().map(|n| n.phone_number.as_str()).collect();
     phones.sort_unstable();
     // A dry run writes nothing, so it takes no number's lock (and its transaction only
@@ -99,7 +134,6 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
     if !dry_run {
         tx.lock_numbers(&phones).await?;
     }
-    let account = list.account.as_str();
     let targets = targets(tx, account, scope, numbers, &phones).await?;
     let keys: Vec<(&str, &str)> = targets
         .iter()
@@ -119,7 +153,7 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
             if stored.is_some_and(|s| s.lead_id.is_some()) {
                 mirrored.insert(observations.len());
             }
-            observations.push(observation(list, number, org, now));
+            observations.push(entry(number, org));
         }
     }
     counts.recorded = observations.len() as u64;

@@ -112,20 +112,23 @@ pub fn check_config(settings: Settings, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// One pass of the account whose view `settings` is.
 pub async fn reconcile(
     settings: Settings,
-    request: crate::reconcile::PassRequest,
+    request: &crate::reconcile::PassRequest,
     json: bool,
 ) -> Result<(), CliError> {
     telemetry::init(&settings.log);
     let pool = super::open(&settings).await?;
     let client = crate::upstream::service_client(&settings, &pool, Default::default())
         .map_err(|e| CliError::Usage(e.to_string()))?;
+    let account = settings.account_name();
     let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile)
-        .with_lease(settings.replica.lease());
+        .with_lease(settings.replica.lease())
+        .with_account(account);
     let shutdown = app::shutdown_on_signals();
     let summary = reconciler
-        .run_pass(&request, &shutdown)
+        .run_pass(request, &shutdown)
         .await
         .map_err(anyhow::Error::from)?;
     if json {

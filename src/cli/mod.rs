@@ -57,6 +57,9 @@ pub enum Command<T: Subcommand> {
     },
     /// Webhook tools.
     Webhooks {
+        /// Only this account's registrations (default: each account in turn).
+        #[arg(long, value_name = "NAME", global = true)]
+        account: Option<String>,
         #[command(subcommand)]
         command: WebhooksCommand,
     },
@@ -93,6 +96,9 @@ pub enum Command<T: Subcommand> {
     Status,
     /// One reconciliation pass now (leads and messages unless one is named).
     Reconcile {
+        /// Only this account (default: each account in turn).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
         /// Organizations to scan (repeatable); default: the configured ones, else all.
         #[arg(long = "org", value_name = "ID")]
         organizations: Vec<String>,
@@ -337,6 +343,27 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
     Ok(settings)
 }
 
+/// The accounts a command is about: the one named, or every account served in turn, each
+/// as its view of the settings ([`Settings::served`]).
+fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Settings>, CliError> {
+    let served = settings.served();
+    let Some(name) = account else {
+        return Ok(served);
+    };
+    let names: Vec<&str> = served.iter().map(Settings::account_name).collect();
+    let message = format!(
+        "--account: no account {:?} is configured (accounts: {})",
+        crate::model::text::Escaped(name),
+        names.join(", ")
+    );
+    served
+        .iter()
+        .find(|view| view.account_name() == name)
+        .cloned()
+        .map(|view| vec![view])
+        .ok_or(CliError::Usage(message))
+}
+
 /// Opens the configured database for a command, applying migrations so a fresh one works
 /// too.
 async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
@@ -360,8 +387,11 @@ pub async fn run<T: Subcommand>(
         Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,
-        } => webhooks::diagnose_rejected(load_for_database(config)?, cli.json).await,
-        Command::Webhooks { command } => registrations::run(command, config, cli.json).await,
+            account,
+        } => webhooks::diagnose_rejected(load_for_database(config)?, account, cli.json).await,
+        Command::Webhooks { command, account } => {
+            registrations::run(command, config, account.as_deref(), cli.json).await
+        }
         Command::Binary(command) => Ok(binary(command).await?),
         Command::Report { command } => {
             report::run(&load_for_reading(config)?, command, cli.json).await
@@ -412,16 +442,16 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Replay { id, .. } => read::replay(settings, requeue(id), json).await,
         Command::Status => read::status(settings, json).await,
         Command::Reconcile {
+            account,
             organizations,
             leads,
             messages,
         } => {
-            daemon::reconcile(
-                settings.clone(),
-                pass_request(organizations, leads, messages),
-                json,
-            )
-            .await
+            let request = pass_request(organizations, leads, messages);
+            for view in accounts_of(settings, account.as_deref())? {
+                daemon::reconcile(view, &request, json).await?;
+            }
+            Ok(())
         }
         Command::OptOut {
             phone,

@@ -30,22 +30,48 @@ pub struct TargetArgs {
 }
 
 /// Runs one of the four commands.
+/// Runs one of the four commands for the account `account`, or for each account in turn
+/// (all of them, even after one fails: the first failure is the outcome).
 pub async fn run(
     command: WebhooksCommand,
     config: Option<&std::path::Path>,
+    account: Option<&str>,
+    json: bool,
+) -> Result<(), CliError> {
+    let settings = match command {
+        WebhooksCommand::List => super::load_for_reading(config)?,
+        _ => super::load_for_database(config)?,
+    };
+    let views = super::accounts_of(&settings, account)?;
+    let several = views.len() > 1;
+    let mut outcome = Ok(());
+    for view in &views {
+        if several && !json {
+            println!("account {}:", view.account_name());
+        }
+        let done = run_for(&command, view, json).await;
+        if outcome.is_ok() {
+            outcome = done;
+        } else if let Err(error) = done {
+            eprintln!("error: {error}");
+        }
+    }
+    outcome
+}
+
+/// One of the four commands for the account whose view `settings` is.
+async fn run_for(
+    command: &WebhooksCommand,
+    settings: &Settings,
     json: bool,
 ) -> Result<(), CliError> {
     match command {
         WebhooksCommand::Register { target, dry_run } => {
-            register(&super::load_for_database(config)?, &target, dry_run, json).await
+            register(settings, target, *dry_run, json).await
         }
-        WebhooksCommand::List => list(&super::load_for_reading(config)?, json).await,
-        WebhooksCommand::Check { target } => {
-            check(&super::load_for_database(config)?, &target, json).await
-        }
-        WebhooksCommand::Rotate { target_url } => {
-            rotate(&super::load_for_database(config)?, target_url, json).await
-        }
+        WebhooksCommand::List => list(settings, json).await,
+        WebhooksCommand::Check { target } => check(settings, target, json).await,
+        WebhooksCommand::Rotate { target_url } => rotate(settings, target_url.clone(), json).await,
         WebhooksCommand::Diagnose => Err(CliError::Usage(
             "webhooks diagnose reads refused deliveries, not registrations".into(),
         )),

@@ -55,15 +55,30 @@ pub fn sign_stdin(
     Ok(())
 }
 
-pub async fn diagnose_rejected(settings: Settings, json: bool) -> Result<(), CliError> {
+/// Diagnoses the kept refused deliveries of the account `account` (default: every account),
+/// each with the secrets of the account whose path it arrived on.
+pub async fn diagnose_rejected(
+    settings: Settings,
+    account: Option<String>,
+    json: bool,
+) -> Result<(), CliError> {
+    let views = super::accounts_of(&settings, account.as_deref())?;
     let pool = super::open(&settings).await?;
     let rows = crate::ledger::rejected(&pool)
         .await
         .map_err(anyhow::Error::from)?;
+    let of_account = |row: &crate::model::KeptRejection| {
+        let name = row.account_id.as_deref().unwrap_or(settings.account_name());
+        views.iter().find(|view| view.account_name() == name)
+    };
+    let rows: Vec<_> = rows
+        .iter()
+        .filter_map(|row| Some((row, of_account(row)?)))
+        .collect();
     let mut tally: std::collections::BTreeMap<Finding, usize> = Default::default();
     let mut unmatched = Vec::new();
-    for row in &rows {
-        let findings = diagnose(&row.headers, &row.body, &settings.webhook.secrets);
+    for (row, view) in &rows {
+        let findings = diagnose(&row.headers, &row.body, &view.webhook.secrets);
         if findings.is_empty() {
             unmatched.push(row);
         }

@@ -84,6 +84,13 @@ pub enum KeptEvidence {
         actor: String,
         reason: Option<String>,
     },
+    /// An opt-out shared from another account: `actor` is `shared`, `follows` the ledger
+    /// entry it follows, of the account `account_id`.
+    Shared {
+        actor: String,
+        follows: i64,
+        account_id: String,
+    },
     /// A lead that appeared with a number opted out before it: `actor` is `suppression`,
     /// `suppressed_by` the ledger entry that opted the number out.
     Suppressed { actor: String, suppressed_by: i64 },
@@ -94,6 +101,18 @@ pub enum KeptEvidence {
 /// The account a configuration without `[[account]]` describes, and that of every row
 /// recorded before the ledger held accounts.
 pub const DEFAULT_ACCOUNT: &str = "default";
+
+/// An opt-out to share with the other accounts: its entry, account, number and time.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct OptOutToShare {
+    pub seq: i64,
+    pub account_id: String,
+    pub phone_number: String,
+    pub occurred_at: Timestamp,
+}
+
+/// The actor of the entries sharing across accounts records.
+pub const SHARED_ACTOR: &str = "shared";
 
 /// The actor of the entries suppression records.
 pub const SUPPRESSION_ACTOR: &str = "suppression";
@@ -350,4 +369,6 @@ pub struct KeptRejection {
     #[sqlx(json)]
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The account whose path it arrived on (`None` for one kept before accounts existed).
+    pub account_id: Option<String>,
 }

@@ -3,10 +3,12 @@
 //!
 //! A configuration without `[[account]]` is one account named [`DEFAULT_ACCOUNT`], made of
 //! `[service]`, `[webhook]`, `ingest.path`, `ingest.public_url` and
-//! `reconcile.organizations`, exactly as before accounts existed. This version serves one
-//! account at a time: one `[[account]]` section is that account (its keys take the places
-//! of those sections', so everything downstream is unchanged); several are refused until the
-//! ledger keeps accounts apart.
+//! `reconcile.organizations`, exactly as before accounts existed. Each `[[account]]` is
+//! served through a view of the settings ([`Settings::served`]) in which its keys take the
+//! places of those sections', so everything that talks to one account (the ingest route, the
+//! client, the reconciler, the pusher, the registrations) is built as for one. The settings
+//! themselves hold the first account's keys there, so a lone `[[account]]` reads as the
+//! sections it replaces.
 
 use super::*;
 
@@ -148,12 +150,6 @@ pub(super) fn validate(
             ));
         }
     }
-    if accounts.len() > 1 {
-        return Err(SettingsError::invalid(
-            "account",
-            "several [[account]] sections: this version serves one account at a time (one [[account]], or [service] alone)",
-        ));
-    }
     Ok(())
 }
 
@@ -165,12 +161,38 @@ impl Settings {
             .map_or(DEFAULT_ACCOUNT, |a| a.name.as_str())
     }
 
-    /// With one `[[account]]`, puts its keys where `[service]`, `[webhook]`, `[ingest]` and
-    /// `[reconcile]` keep them, so that everything downstream serves it as it would serve
-    /// those sections (and `[webhook]`'s checks are its webhook's). Done once the accounts
-    /// are checked ([`validate`]: several are refused there).
+    /// The accounts served, each as a view of these settings in which its keys are where
+    /// `[service]`, `[webhook]`, `[ingest]` and `[reconcile]` keep them (and its name is
+    /// [`Settings::account_name`]); in the order written. Without `[[account]]`, these
+    /// settings themselves: the account `default`.
+    pub fn served(&self) -> Vec<Settings> {
+        if self.account.len() <= 1 {
+            return vec![self.clone()];
+        }
+        self.account
+            .iter()
+            .map(|account| {
+                let mut view = self.clone();
+                view.account = vec![account.clone()];
+                view.take_account();
+                view
+            })
+            .collect()
+    }
+
+    /// The view of the account `name` ([`Settings::served`]), if it is served.
+    pub fn served_account(&self, name: &str) -> Option<Settings> {
+        self.served()
+            .into_iter()
+            .find(|view| view.account_name() == name)
+    }
+
+    /// Puts the first `[[account]]`'s keys where `[service]`, `[webhook]`, `[ingest]` and
+    /// `[reconcile]` keep them, so that a lone account is served as those sections would be
+    /// (and `[webhook]`'s checks are its webhook's). Done once the accounts are checked
+    /// ([`validate`]).
     pub(super) fn take_account(&mut self) {
-        let [account] = self.account.as_slice() else {
+        let Some(account) = self.account.first() else {
             return;
         };
         self.service = account.service();
@@ -279,8 +301,45 @@ mod tests {
     }
 
     #[test]
-    fn several_well_formed_accounts_are_refused_until_the_ledger_keeps_them_apart() {
-        let error = refused(&(account("party", "") + &account("candidate", "")));
-        assert!(error.contains("one account at a time"), "{error}");
+    fn several_accounts_are_each_served_with_their_own_keys_path_and_secrets() {
+        let settings = load(&(account("party", "") + &account("candidate", ""))).expect("valid");
+        settings.validate().expect("valid");
+        let served: Vec<(String, String, String, String)> = settings
+            .served()
+            .iter()
+            .map(|view| {
+                (
+                    view.account_name().to_owned(),
+                    view.ingest.path.clone(),
+                    view.service.client_id.clone(),
+                    view.webhook.secrets[0].expose_secret().to_owned(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            served,
+            [
+                (
+                    "party".to_owned(),
+                    "/webhooks/party".to_owned(),
+                    "party@example.org".to_owned(),
+                    "whsec-party".to_owned()
+                ),
+                (
+                    "candidate".to_owned(),
+                    "/webhooks/candidate".to_owned(),
+                    "candidate@example.org".to_owned(),
+                    "whsec-candidate".to_owned()
+                ),
+            ]
+        );
+        // A second account without a webhook secret is refused, naming it.
+        let without = account("party", "")
+            + "[[account]]\nname = \"candidate\"\nbase_url = \"https://api.example.org\"\nclient_id = \"c\"\nclient_secret = \"s\"\n";
+        let error = load(&without).expect_err("refused").to_string();
+        assert!(
+            error.contains("webhook.secrets") && error.contains("candidate"),
+            "{error}"
+        );
     }
 }

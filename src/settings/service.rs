@@ -69,4 +69,7 @@ impl Default for ReconcileSettings {
 pub struct ConsentSettings {
     /// A consent change applies to every mirrored lead with the same number.
     pub account_sync: bool,
+    /// An opt-out recorded in one account is recorded, pushed and suppressed in every other
+    /// account this daemon serves (an opt-in never is).
+    pub share_across_accounts: bool,
 }

@@ -12,7 +12,23 @@ impl Settings {
     /// Checks every value that deserialization alone cannot.
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.validate_except_webhook()?;
-        self.validate_webhook()
+        if self.account.len() <= 1 {
+            return self.validate_webhook();
+        }
+        // Each account's own `[account.webhook]` and service keys, naming the account.
+        for view in self.served() {
+            let checked = view
+                .validate_webhook()
+                .and_then(|()| view.validate_service());
+            checked.map_err(|error| match error {
+                SettingsError::Invalid { key, message } => SettingsError::Invalid {
+                    key,
+                    message: format!("account {:?}: {message}", view.account_name()),
+                },
+                other => other,
+            })?;
+        }
+        Ok(())
     }
 
     /// Every check of [`Settings::validate`] but `[webhook]`'s.

@@ -156,6 +156,7 @@ pub trait PushStore {
     /// The earliest time a pending push is due, if any.
     async fn next_push_due(
         &self,
+        account: &str,
     ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error>;
 
     /// The push `seq` failed for now; it is due again at `next`.
@@ -178,6 +179,7 @@ pub trait PushStore {
     /// the attempt before it is made.
     async fn take_due_pushes(
         &self,
+        account: &str,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<crate::model::DuePush>, crate::store::Error>;
 }

@@ -87,6 +87,10 @@ pub use concerns::{
 mod demo;
 pub use demo::DemoStore;
 
+/// What sharing opt-outs across accounts reads.
+mod share;
+pub use share::ShareStore;
+
 /// A pool of connections to the configured database, whichever the backend: chosen once,
 /// when the database is opened ([`open`]); every concern's trait is implemented for it by
 /// dispatching to the backend's pool.
@@ -107,7 +111,8 @@ pub use demo::DemoStore;
     StateStore,
     SubscriberStore,
     DestinationStore,
-    DemoStore
+    DemoStore,
+    ShareStore
 )]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),

@@ -58,11 +58,14 @@ macro_rules! shared {
 
         async fn next_push_due(
             &self,
+            account: &str,
         ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error> {
-            let next: Option<crate::model::Timestamp> =
-                sqlx::query_scalar("SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending'")
-                    .fetch_one(self)
-                    .await?;
+            let next: Option<crate::model::Timestamp> = sqlx::query_scalar(
+                "SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending' AND account_id = $1",
+            )
+            .bind(account)
+            .fetch_one(self)
+            .await?;
             Ok(next.map(crate::model::Timestamp::at))
         }
     };

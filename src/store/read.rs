@@ -132,7 +132,7 @@ macro_rules! statements {
 
         async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, crate::store::Error> {
             Ok(sqlx::query_as(
-                "SELECT id, received_at, reason, headers, body FROM rejected_deliveries
+                "SELECT id, received_at, reason, headers, body, account_id FROM rejected_deliveries
                  ORDER BY id DESC",
             )
             .fetch_all(self)

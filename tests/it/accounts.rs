@@ -91,7 +91,7 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
 }
 
 #[test]
-fn service_beside_an_account_and_several_accounts_are_refused_at_start_naming_the_key() {
+fn service_beside_an_account_and_accounts_that_collide_are_refused_at_start_naming_the_key() {
     let dir = tempfile::tempdir().expect("dir");
     let account = |name: &str| {
         format!(
@@ -103,7 +103,14 @@ fn service_beside_an_account_and_several_accounts_are_refused_at_start_naming_th
             format!("[service]\nclient_id = \"x\"\n{}", account("party")),
             "`service`",
         ),
-        (account("party") + &account("candidate"), "`account`"),
+        (
+            account("party")
+                + &account("candidate").replace(
+                    "name = \"candidate\"\n",
+                    "name = \"candidate\"\ningest_path = \"/webhooks/party\"\n",
+                ),
+            "`account.ingest_path`",
+        ),
         (account("party") + &account("party"), "`account.name`"),
     ] {
         std::fs::write(config_file(dir.path()), &config).expect("config");
@@ -215,4 +222,193 @@ async fn two_accounts_using_the_same_lead_and_organization_ids_keep_their_leads_
         assert_eq!(mismatched, 0);
     }
     app.stop().await;
+}
+
+/// Two accounts of the service, each its own sandbox with its own credentials; the same
+/// seed makes their lead, organization ids and numbers collide.
+async fn two_sandboxes() -> (
+    outreach_sync_sandbox::RunningSandbox,
+    outreach_sync_sandbox::RunningSandbox,
+) {
+    let spawn = async |name: &str| {
+        Sandbox::spawn(SandboxConfig {
+            leads: 20,
+            organizations: 1,
+            client_id: format!("{name}-client"),
+            client_secret: format!("{name}-client-secret"),
+            ..SandboxConfig::default()
+        })
+        .await
+        .expect("sandbox")
+    };
+    (spawn("party").await, spawn("candidate").await)
+}
+
+fn two_accounts_config(
+    party: &outreach_sync_sandbox::RunningSandbox,
+    candidate: &outreach_sync_sandbox::RunningSandbox,
+) -> String {
+    let account = |name: &str, sandbox: &outreach_sync_sandbox::RunningSandbox| {
+        format!(
+            "[[account]]\nname = \"{name}\"\nbase_url = \"{}\"\nclient_id = \"{}\"\nclient_secret = \"{}\"\nrequests_per_second = 1000\n[account.webhook]\nsecrets = [\"{name}-webhook-secret\"]\n\n",
+            sandbox.base_url(),
+            sandbox.config().client_id,
+            sandbox.config().client_secret,
+        )
+    };
+    account("party", party)
+        + &account("candidate", candidate)
+        + "[consent]\nshare_across_accounts = true\n"
+}
+
+/// A signed consent change of `lead` (as the service announces it) to `path`.
+async fn post_consent(
+    daemon: &Daemon,
+    (path, secret): (&str, &str),
+    lead: &outreach_sync_sandbox::wire::Lead,
+    opted_out: bool,
+) -> u16 {
+    let body = serde_json::json!({
+        "type": "consentUpdate-v1", "id": format!("evt_{opted_out}_{}", lead.id),
+        "createdAt": chrono::Utc::now().to_rfc3339(),
+        "data": {"id": lead.id, "type": "lead", "organizationId": lead.organization_id,
+                 "phoneNumber": lead.phone_number, "globalOptedOut": opted_out},
+    })
+    .to_string();
+    let mut request = reqwest::Client::new()
+        .post(daemon.url(path))
+        .body(body.clone());
+    for (name, value) in Signer::new(secret).headers(body.as_bytes()) {
+        request = request.header(name, value);
+    }
+    request.send().await.expect("an answer").status().as_u16()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_the_other() {
+    const PARTY: &str = "party-webhook-secret";
+    let (party, candidate) = two_sandboxes().await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        config_file(dir.path()),
+        two_accounts_config(&party, &candidate),
+    )
+    .expect("config");
+    // Each account in turn, each with its own keys: both mirrors, the same lead ids twice.
+    let output = daemon_process::command(dir.path(), &["reconcile", "--json"], &[])
+        .output()
+        .expect("run reconcile");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let daemon = Daemon::start(dir.path(), "accounts", &[]).await;
+    let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])
+        .output()
+        .map(|o| serde_json::from_slice(&o.stdout).expect("status is JSON"))
+        .expect("run status");
+    assert_eq!(
+        status["leads"].as_u64(),
+        Some(40),
+        "20 leads of each account: {status}"
+    );
+
+    let lead = party
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("a lead not opted out");
+    let twin = candidate
+        .leads()
+        .into_iter()
+        .find(|l| l.phone_number == lead.phone_number)
+        .expect("the same number in the other account");
+    assert!(!twin.global_opted_out);
+    // Each account's path takes its own signatures only.
+    assert_eq!(
+        post_consent(&daemon, ("/webhooks/candidate", PARTY), &lead, true).await,
+        401,
+        "a delivery signed for one account is refused on another's path"
+    );
+    assert_eq!(
+        post_consent(&daemon, ("/webhooks/party", PARTY), &lead, true).await,
+        200
+    );
+
+    // The other account's service is told: its lead with that number is opted out there.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let there = candidate.leads().into_iter().find(|l| l.id == twin.id);
+        if there.is_some_and(|l| l.global_opted_out) {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the opt-out never reached the other account's service:\n{}",
+            daemon.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // The ledger says so: in the candidate account, an account-wide entry (which
+    // suppresses the number) and the organization's, local, shared, naming the original.
+    let output =
+        daemon_process::command(dir.path(), &["history", &lead.phone_number, "--json"], &[])
+            .output()
+            .expect("run history");
+    let history: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let entries = history["items"].as_array().cloned().unwrap_or_default();
+    let original = entries
+        .iter()
+        .find(|e| e["accountId"] == "party" && e["source"] == "webhook")
+        .unwrap_or_else(|| panic!("the original opt-out: {history}"));
+    let shared: Vec<&serde_json::Value> = entries
+        .iter()
+        .filter(|e| e["accountId"] == "candidate" && e["optedOut"] == true)
+        .collect();
+    let organizations: Vec<&str> = shared
+        .iter()
+        .filter_map(|e| e["organizationId"].as_str())
+        .collect();
+    assert!(organizations.contains(&"*"), "{history}");
+    assert!(
+        organizations.contains(&twin.organization_id.as_str()),
+        "{history}"
+    );
+    for entry in &shared {
+        assert_eq!(entry["source"], "local", "{entry}");
+        assert_eq!(
+            entry["eventRef"],
+            format!("shared:{}", original["seq"]),
+            "{entry}"
+        );
+    }
+    // An opt-in is never shared: the candidate's lead opting back in there leaves the
+    // party's opt-out as it is.
+    let candidate_secret = "candidate-webhook-secret";
+    let answer = post_consent(
+        &daemon,
+        ("/webhooks/candidate", candidate_secret),
+        &twin,
+        false,
+    );
+    assert_eq!(answer.await, 200);
+    let consent =
+        daemon_process::command(dir.path(), &["consent", &lead.phone_number, "--json"], &[])
+            .output()
+            .expect("run consent");
+    let consent: serde_json::Value = serde_json::from_slice(&consent.stdout).expect("JSON");
+    let state = |account: &str| {
+        consent["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["accountId"] == account && r["organizationId"] == lead.organization_id)
+            .map(|r| r["optedOut"].clone())
+    };
+    assert_eq!(state("party"), Some(true.into()), "{consent}");
+    assert_eq!(state("candidate"), Some(false.into()), "{consent}");
+    drop(daemon);
+    party.shutdown().await;
+    candidate.shutdown().await;
 }

@@ -10,6 +10,7 @@ use crate::store::PushStore;
 impl PushStore for PgPool {
     async fn take_due_pushes(
         &self,
+        account: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<DuePush>, crate::store::Error> {
         Ok(sqlx::query_as(
@@ -17,6 +18,7 @@ impl PushStore for PgPool {
                 first_attempt_at = COALESCE(first_attempt_at, $1)
          WHERE seq = (SELECT p.seq FROM pushes AS p
                       WHERE p.state = 'pending' AND p.next_attempt_at <= $1
+                        AND p.account_id = $2
                         AND NOT EXISTS (SELECT 1 FROM pushes AS o WHERE o.state = 'pending'
                             AND o.organization_id = p.organization_id
                             AND o.phone_number = p.phone_number AND o.account_id = p.account_id
@@ -26,6 +28,7 @@ impl PushStore for PgPool {
                    attempts::BIGINT AS attempts",
         )
         .bind(now)
+        .bind(account)
         .fetch_optional(self)
         .await?)
     }

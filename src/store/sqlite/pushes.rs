@@ -9,6 +9,7 @@ use crate::model::DuePush;
 impl PushStore for SqlitePool {
     async fn take_due_pushes(
         &self,
+        account: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<DuePush>, crate::store::Error> {
         Ok(sqlx::query_as(
@@ -16,6 +17,7 @@ impl PushStore for SqlitePool {
                 first_attempt_at = COALESCE(first_attempt_at, ?1)
          WHERE seq = (SELECT p.seq FROM pushes AS p
                       WHERE p.state = 'pending' AND p.next_attempt_at <= ?1
+                        AND p.account_id = ?2
                         AND NOT EXISTS (SELECT 1 FROM pushes AS o WHERE o.state = 'pending'
                             AND o.organization_id = p.organization_id
                             AND o.phone_number = p.phone_number AND o.account_id = p.account_id
@@ -24,6 +26,7 @@ impl PushStore for SqlitePool {
          RETURNING seq, organization_id, phone_number, opted_out, tag_id, lead_id, attempts",
         )
         .bind(crate::model::Timestamp(now))
+        .bind(account)
         .fetch_optional(self)
         .await?)
     }

@@ -125,7 +125,7 @@ pub async fn change(
         Err(LocalError::Invalid(message)) => return refuse(page, "", message),
         Err(LocalError::Database(error)) => return Err(error.into()),
     };
-    state.wake.notify_one();
+    crate::pusher::wake_all(&state.wake);
     tracing::info!(seq = recorded.seq, actor = %session.actor, "local consent change recorded from the console");
     let href = format!(
         "{}&recorded={}&current={}",

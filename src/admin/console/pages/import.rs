@@ -305,7 +305,7 @@ async fn detached(
         let _slot = slot;
         let outcome = import::import(pool, std::io::Cursor::new(body), &request).await;
         if outcome.as_ref().is_ok_and(|report| report.pushes > 0) {
-            wake.notify_one();
+            crate::pusher::wake_all(&wake);
         }
         outcome
     })
