@@ -112,6 +112,7 @@ fn window() -> (Window, DateTime<Utc>) {
         since: now - TimeDelta::days(WINDOW_DAYS),
         until: now,
         organization: None,
+        account: None,
     };
     (window, now)
 }
@@ -428,7 +429,7 @@ async fn reads_only(pool: &Pool, rules: &Rules, window: &Window) -> Measured {
             .opt_outs(
                 window.since,
                 window.until,
-                window.organization.as_deref(),
+                (window.organization.as_deref(), window.account.as_deref()),
                 after,
                 compliance::PAGE as i64,
             )

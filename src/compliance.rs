@@ -99,12 +99,13 @@ pub async fn backlog(
 }
 
 /// What a report covers: opt-outs that occurred in `since..until`, in one organization or
-/// all.
+/// all, of one account or all.
 #[derive(Debug, Clone)]
 pub struct Window {
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub organization: Option<String>,
+    pub account: Option<String>,
 }
 
 /// What the report is measured against.
@@ -197,6 +198,8 @@ pub struct Item {
     pub seq: i64,
     pub phone_number: String,
     pub organization_id: String,
+    /// The account of the service it was given in.
+    pub account_id: String,
     pub lead_id: Option<String>,
     pub occurred_at: Timestamp,
     pub source: Source,
@@ -311,7 +314,14 @@ impl Window {
             since,
             until,
             organization,
+            account: None,
         })
+    }
+
+    /// The window of the account `account` only (every account's with `None`).
+    pub fn in_account(mut self, account: Option<String>) -> Self {
+        self.account = account.filter(|a| !a.trim().is_empty());
+        self
     }
 }
 

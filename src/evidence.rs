@@ -197,13 +197,14 @@ pub struct LocalEvidence {
 pub async fn bundle(
     pool: impl Into<Pool>,
     phone: &str,
-    organization: Option<&str>,
+    (organization, account): (Option<&str>, Option<&str>),
     now: DateTime<Utc>,
 ) -> Result<Option<Bundle>, crate::store::Error> {
     let pool = pool.into();
     // The head first: every entry of the bundle is at or below it.
     let chain_head = chain::head(&pool).await?;
-    let entries: Vec<StoredEntry> = pool.evidence_entries(phone, organization).await?;
+    let mut entries: Vec<StoredEntry> = pool.evidence_entries(phone, organization).await?;
+    entries.retain(|e| account.is_none_or(|a| e.entry.account_id == a));
     if entries.is_empty() {
         return Ok(None);
     }
@@ -263,7 +264,10 @@ fn evidence_of(
         },
         Source::Local => Evidence::Local(local_evidence(stored, kept)),
         Source::Import => Evidence::Import(import_evidence(stored, kept)),
-        Source::Webhook => match deliveries.iter().find(|d| d.dedup_key == entry.event_ref) {
+        Source::Webhook => match deliveries
+            .iter()
+            .find(|d| d.dedup_key == entry.event_ref && d.account_id == entry.account_id)
+        {
             Some(d) => {
                 let headers = stored_headers(&d.headers, d.verified_header);
                 Evidence::Webhook(WebhookEvidence {

@@ -30,6 +30,8 @@ pub struct ComplianceQuery {
     until: Option<String>,
     /// Only this organization.
     organization_id: Option<String>,
+    /// Only this account (the name of an [[account]]).
+    account_id: Option<String>,
 }
 
 fn since_schema() -> utoipa::openapi::schema::Schema {
@@ -95,7 +97,8 @@ pub async fn report(
         &rules.calendar,
         now,
     )
-    .map_err(|e| AdminError::BadRequest(e.to_string()))?;
+    .map_err(|e| AdminError::BadRequest(e.to_string()))?
+    .in_account(query.account_id);
     let read = state.long_read()?;
     let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
     let (mut pages, body) = mpsc::channel::<std::io::Result<Bytes>>(PAGES_AHEAD);

@@ -43,6 +43,15 @@ pub struct ByNumber {
     pub phone_number: Option<String>,
     #[param(schema_with = organization_schema)]
     pub organization_id: Option<String>,
+    #[param(schema_with = account_schema)]
+    pub account_id: Option<String>,
+}
+
+/// `accountId` of a query: an id ([`id_schema`]).
+fn account_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.description = Some("Only this account (the name of an [[account]])".into());
+    schema
 }
 
 /// `organizationId` of a query: an id ([`id_schema`]).
@@ -56,6 +65,12 @@ impl ByNumber {
     /// `organizationId`, if given, checked as every id is ([`checked_id`]).
     pub fn organization(&self) -> Result<Option<&str>, AdminError> {
         checked_id("organizationId", self.organization_id.as_deref())
+    }
+
+    /// `organizationId` and `accountId`, each checked as every id is.
+    pub fn scope(&self) -> Result<(Option<&str>, Option<&str>), AdminError> {
+        let account = checked_id("accountId", self.account_id.as_deref())?;
+        Ok((self.organization()?, account))
     }
 }
 
@@ -110,9 +125,9 @@ pub async fn current(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<ledger::CurrentConsent>, AdminError> {
     let Query(query) = query?;
-    let organization = query.organization()?;
+    let scope = query.scope()?;
     let phone = required_phone(query.phone_number.clone())?;
-    let current = ledger::current_with_suppression(&state.pool, &phone, organization).await?;
+    let current = ledger::current_with_suppression(&state.pool, &phone, scope).await?;
     Ok(Json(current))
 }
 

@@ -29,9 +29,9 @@ pub async fn bundle(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Bundle>, AdminError> {
     let Query(query) = query?;
-    let organization = query.organization()?;
+    let scope = query.scope()?;
     let phone = required_phone(query.phone_number.clone())?;
-    evidence::bundle(&state.pool, &phone, organization, Utc::now())
+    evidence::bundle(&state.pool, &phone, scope, Utc::now())
         .await?
         .map(Json)
         .ok_or_else(|| AdminError::NotFound(format!("no ledger entry for {phone}")))

@@ -144,9 +144,9 @@ pub async fn find_leads(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Items<Value>>, AdminError> {
     let Query(query) = query?;
-    let organization = query.organization()?;
+    let scope = query.scope()?;
     let phone = required_phone(query.phone_number.clone())?;
-    let leads = ledger::leads(&state.pool, &phone, organization).await?;
+    let leads = ledger::leads_in(&state.pool, &phone, scope).await?;
     Ok(Json(Items {
         items: leads.into_iter().map(without_nulls).collect(),
     }))

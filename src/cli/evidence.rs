@@ -17,12 +17,12 @@ use crate::settings::Settings;
 pub async fn bundle(
     settings: &Settings,
     phone: &str,
-    organization: Option<&str>,
+    scope: (Option<&str>, Option<&str>),
     output: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let bundle = evidence::bundle(&pool, phone, organization, Utc::now())
+    let bundle = evidence::bundle(&pool, phone, scope, Utc::now())
         .await
         .map_err(anyhow::Error::from)?
         .ok_or_else(|| CliError::NotFound(format!("no ledger entry for {phone}")))?;

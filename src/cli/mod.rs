@@ -68,12 +68,18 @@ pub enum Command<T: Subcommand> {
         phone: String,
         #[arg(long = "org", value_name = "ID")]
         organization: Option<String>,
+        /// Only this account (default: every account).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
     },
     /// Every ledger entry of a number, oldest first (exit 3 if none).
     History {
         phone: String,
         #[arg(long = "org", value_name = "ID")]
         organization: Option<String>,
+        /// Only this account (default: every account).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
     },
     /// The most recent stored deliveries.
     Events {
@@ -138,6 +144,9 @@ pub enum Command<T: Subcommand> {
         phone: String,
         #[arg(long = "org", value_name = "ID")]
         organization: Option<String>,
+        /// Only this account's entries (default: every account's).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
         /// Write here instead of stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
@@ -431,11 +440,19 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Consent {
             phone,
             organization,
-        } => read::consent(settings, &phone, organization.as_deref(), json).await,
+            account,
+        } => {
+            let scope = (organization.as_deref(), account.as_deref());
+            read::consent(settings, &phone, scope, json).await
+        }
         Command::History {
             phone,
             organization,
-        } => read::history(settings, &phone, organization.as_deref(), json).await,
+            account,
+        } => {
+            let scope = (organization.as_deref(), account.as_deref());
+            read::history(settings, &phone, scope, json).await
+        }
         Command::Events { quarantined, limit } => {
             read::events(settings, quarantined, limit, json).await
         }
@@ -488,8 +505,12 @@ async fn on_the_ledger<T: Subcommand>(
         Command::Evidence {
             phone,
             organization,
+            account,
             output,
-        } => evidence::bundle(settings, &phone, organization.as_deref(), output).await,
+        } => {
+            let scope = (organization.as_deref(), account.as_deref());
+            evidence::bundle(settings, &phone, scope, output).await
+        }
         Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,

@@ -19,12 +19,12 @@ fn yes_no(b: bool) -> &'static str {
 pub async fn consent(
     settings: &Settings,
     phone: &str,
-    org: Option<&str>,
+    scope: (Option<&str>, Option<&str>),
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let current = ledger::current_with_suppression(&pool, phone, org)
+    let current = ledger::current_with_suppression(&pool, phone, scope)
         .await
         .map_err(anyhow::Error::from)?;
     if current.items.is_empty() {
@@ -59,7 +59,7 @@ pub async fn consent(
 pub async fn history(
     settings: &Settings,
     phone: &str,
-    org: Option<&str>,
+    (org, account): (Option<&str>, Option<&str>),
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
@@ -67,6 +67,7 @@ pub async fn history(
     let items = ledger::history(&pool, phone, org)
         .await
         .map_err(anyhow::Error::from)?;
+    let items = ledger::in_account(items, account);
     if items.is_empty() {
         return Err(CliError::NotFound(format!("no ledger entry for {phone}")));
     }

@@ -36,6 +36,9 @@ pub enum ReportCommand {
         until: Option<String>,
         #[arg(long, value_name = "ID")]
         organization: Option<String>,
+        /// Only this account (default: every account).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
         #[arg(long, value_enum, default_value = "text")]
         format: Format,
         /// Write here instead of standard output.
@@ -49,6 +52,7 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
         since,
         until,
         organization,
+        account,
         format,
         output,
     } = command;
@@ -61,7 +65,8 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
         &rules.calendar,
         now,
     )
-    .map_err(|e| CliError::Usage(e.to_string()))?;
+    .map_err(|e| CliError::Usage(e.to_string()))?
+    .in_account(account);
     let pool = super::open(settings).await?;
     let rules = std::sync::Arc::new(rules);
     let items = compliance::Items::new(pool, rules.clone(), window.clone(), now);

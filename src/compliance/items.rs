@@ -49,7 +49,10 @@ impl Items {
             .opt_outs(
                 self.window.since,
                 self.window.until,
-                self.window.organization.as_deref(),
+                (
+                    self.window.organization.as_deref(),
+                    self.window.account.as_deref(),
+                ),
                 self.after,
                 PAGE as i64,
             )
@@ -128,6 +131,7 @@ fn item(
         seq: row.seq,
         phone_number: row.phone_number.clone(),
         organization_id: row.organization_id.clone(),
+        account_id: row.account_id.clone(),
         lead_id: row.lead_id.clone().or_else(|| row.state_lead_id.clone()),
         occurred_at: row.occurred_at,
         source: row.source,
@@ -256,10 +260,11 @@ async fn messages_after(
         let mut leads: Vec<&str> = chunk.iter().flat_map(OptOutRow::leads).collect();
         leads.sort_unstable();
         leads.dedup();
-        let mut by_lead: HashMap<String, Vec<LeadMessage>> = HashMap::new();
+        // Lead ids are per account: a message is its account's lead's.
+        let mut by_lead: HashMap<(String, String), Vec<LeadMessage>> = HashMap::new();
         for message in pool.messages_of_leads(&leads).await? {
             by_lead
-                .entry(message.lead_id.clone())
+                .entry((message.account_id.clone(), message.lead_id.clone()))
                 .or_default()
                 .push(message);
         }
@@ -273,13 +278,13 @@ async fn messages_after(
 fn after(
     row: &OptOutRow,
     rules: &Rules,
-    by_lead: &HashMap<String, Vec<LeadMessage>>,
+    by_lead: &HashMap<(String, String), Vec<LeadMessage>>,
 ) -> (Option<Message>, Vec<Message>) {
     let from = row.occurred_at.at();
     let until = row.opted_in_at.map(Timestamp::at);
     let mut messages: Vec<Message> = row
         .leads()
-        .filter_map(|lead| by_lead.get(lead))
+        .filter_map(|lead| by_lead.get(&(row.account_id.clone(), lead.to_owned())))
         .flatten()
         .filter_map(|m| {
             let created = DateTime::parse_from_rfc3339(m.created_at.as_deref()?)
@@ -329,6 +334,7 @@ mod tests {
             opted_in_at: None,
             state_lead_id: None,
             superseded: false,
+            account_id: crate::model::DEFAULT_ACCOUNT.into(),
         }
     }
 
@@ -368,6 +374,7 @@ mod tests {
             destinations: Vec::new(),
         };
         let message = |id: &str, created: &str| LeadMessage {
+            account_id: crate::model::DEFAULT_ACCOUNT.into(),
             lead_id: "lead_1".into(),
             id: id.into(),
             status: "delivered".into(),
@@ -376,7 +383,10 @@ mod tests {
         let mut opted_out = row(1);
         opted_out.opted_in_at = Some(at("2026-11-25T00:00:00Z"));
         let by_lead = HashMap::from([(
-            "lead_1".to_owned(),
+            (
+                crate::model::DEFAULT_ACCOUNT.to_owned(),
+                "lead_1".to_owned(),
+            ),
             vec![
                 message("before", "2026-11-23T14:59:59Z"),
                 message("confirm", "2026-11-23T15:02:00Z"),

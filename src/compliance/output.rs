@@ -143,7 +143,11 @@ fn csv_header(names: &[String], records: &[String]) -> Vec<String> {
     for n in records {
         header.extend([format!("outcome:{n}"), format!("reason:{n}")]);
     }
-    header.extend(["confirmation".to_owned(), "sentAfterOptOut".to_owned()]);
+    header.extend([
+        "confirmation".to_owned(),
+        "sentAfterOptOut".to_owned(),
+        "accountId".to_owned(),
+    ]);
     header
 }
 
@@ -203,6 +207,7 @@ fn csv_cells(item: &Item, names: &[String], records: &[String]) -> Vec<String> {
         .map(|m| m.id.as_str())
         .collect();
     row.push(safe(&sent.join(" ")));
+    row.push(safe(&item.account_id));
     row
 }
 
@@ -227,6 +232,7 @@ mod tests {
             seq: 7,
             phone_number: "+15550000001".into(),
             organization_id: "=HYPERLINK(\"http://evil.example/\",\"click\")".into(),
+            account_id: crate::model::DEFAULT_ACCOUNT.into(),
             lead_id: Some("@lead".into()),
             occurred_at: at,
             source: Source::Local,

@@ -225,6 +225,7 @@ mod tests {
             seq: 1,
             phone_number: "+15550000001".into(),
             organization_id: "org_1".into(),
+            account_id: crate::model::DEFAULT_ACCOUNT.into(),
             lead_id: None,
             occurred_at: at("2026-11-20T10:00:00Z"),
             source: Source::Webhook,

@@ -30,6 +30,31 @@ pub async fn current(
     (pool.into()).current(phone, organization).await
 }
 
+/// Those of `records` of the account `account` (all of them without one).
+pub fn in_account<T: OfAccount>(mut records: Vec<T>, account: Option<&str>) -> Vec<T> {
+    if let Some(account) = account {
+        records.retain(|r| r.account_id() == account);
+    }
+    records
+}
+
+/// A record of one account.
+pub trait OfAccount {
+    fn account_id(&self) -> &str;
+}
+
+impl OfAccount for ConsentRecord {
+    fn account_id(&self) -> &str {
+        &self.account_id
+    }
+}
+
+impl OfAccount for crate::model::LedgerEntry {
+    fn account_id(&self) -> &str {
+        &self.account_id
+    }
+}
+
 /// A number's current consent, and whether it is suppressed for the whole account.
 #[derive(Debug, Clone, serde::Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -50,11 +75,11 @@ pub struct CurrentConsent {
 pub async fn current_with_suppression(
     pool: impl Into<Pool>,
     phone: &str,
-    organization: Option<&str>,
+    (organization, account): (Option<&str>, Option<&str>),
 ) -> Result<CurrentConsent, crate::store::Error> {
     let pool = pool.into();
-    let items = pool.current(phone, organization).await?;
-    let suppression = pool.suppression(phone).await?;
+    let items = in_account(pool.current(phone, organization).await?, account);
+    let suppression = pool.suppression(phone, account).await?;
     Ok(CurrentConsent {
         items,
         suppressed: suppression.is_some(),
@@ -136,7 +161,16 @@ pub async fn leads(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<Value>, crate::store::Error> {
-    (pool.into()).leads(phone, organization).await
+    leads_in(pool, phone, (organization, None)).await
+}
+
+/// [`leads`] of one account, or of every one.
+pub async fn leads_in(
+    pool: impl Into<Pool>,
+    phone: &str,
+    (organization, account): (Option<&str>, Option<&str>),
+) -> Result<Vec<Value>, crate::store::Error> {
+    (pool.into()).leads(phone, organization, account).await
 }
 
 /// The tracked message `id`, with nulls.

@@ -140,6 +140,7 @@ pub struct OptOutRow {
     pub state_lead_id: Option<String>,
     /// It did not take effect (a newer change of its pair was already in place).
     pub superseded: bool,
+    pub account_id: String,
 }
 
 impl OptOutRow {
@@ -157,6 +158,7 @@ impl OptOutRow {
 /// A mirrored message of a lead.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct LeadMessage {
+    pub account_id: String,
     pub lead_id: String,
     pub id: String,
     pub status: String,

@@ -74,6 +74,8 @@ pub struct KeptDelivery {
     pub secret_index: i64,
     /// The place in the `headers` array of the signature header's value that verified.
     pub verified_header: Option<i64>,
+    /// The account whose path it arrived on.
+    pub account_id: String,
 }
 
 /// A stored delivery, as `events` lists it.

@@ -10,7 +10,7 @@ macro_rules! statements {
                 &self,
                 since: chrono::DateTime<chrono::Utc>,
                 until: chrono::DateTime<chrono::Utc>,
-                organization: Option<&str>,
+                (organization, account): (Option<&str>, Option<&str>),
                 after: i64,
                 limit: i64,
             ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error> {
@@ -18,7 +18,7 @@ macro_rules! statements {
                 // opt-outs of their own.
                 Ok(sqlx::query_as(
                     "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
-                            l.recorded_at, l.source, l.superseded, p.state AS push_state,
+                            l.recorded_at, l.source, l.superseded, l.account_id, p.state AS push_state,
                             p.finished_at AS push_finished_at,
                             (SELECT MIN(i.occurred_at) FROM ledger AS i
                              WHERE i.phone_number = l.phone_number
@@ -32,6 +32,7 @@ macro_rules! statements {
                      FROM ledger AS l LEFT JOIN pushes AS p ON p.seq = l.seq
                      WHERE l.seq > $4 AND l.opted_out AND l.occurred_at >= $1 AND l.occurred_at < $2
                        AND (CAST($3 AS TEXT) IS NULL OR l.organization_id = $3)
+                       AND (CAST($6 AS TEXT) IS NULL OR l.account_id = $6)
                        AND NOT EXISTS (SELECT 1 FROM pushes AS e
                                        WHERE e.echo_ref = l.event_ref
                                          AND e.organization_id = l.organization_id
@@ -44,6 +45,7 @@ macro_rules! statements {
                 .bind(organization)
                 .bind(after)
                 .bind(limit)
+                .bind(account)
                 .fetch_all(self)
                 .await?)
             }

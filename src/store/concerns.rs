@@ -195,7 +195,7 @@ pub trait ComplianceStore {
         &self,
         since: chrono::DateTime<chrono::Utc>,
         until: chrono::DateTime<chrono::Utc>,
-        organization: Option<&str>,
+        organization_and_account: (Option<&str>, Option<&str>),
         after: i64,
         limit: i64,
     ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error>;
@@ -249,6 +249,7 @@ pub trait ReadStore {
     async fn suppression(
         &self,
         phone: &str,
+        account: Option<&str>,
     ) -> Result<Option<crate::model::Suppression>, crate::store::Error>;
 
     /// Deliveries received since `since`, counted per minute: `(minute as "YYYY-MM-DDTHH:MM",
@@ -276,11 +277,13 @@ pub trait ReadStore {
     /// The mirrored lead `id`, as the v3 Lead resource.
     async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
-    /// The mirrored leads of `phone`, in every organization or in one.
+    /// The mirrored leads of `phone`, in every organization or in one, of every account or
+    /// of one.
     async fn leads(
         &self,
         phone: &str,
         organization: Option<&str>,
+        account: Option<&str>,
     ) -> Result<Vec<serde_json::Value>, crate::store::Error>;
 
     /// Current consent of each of `phones`, in their order, organizations sorted.

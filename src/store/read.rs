@@ -75,12 +75,17 @@ macro_rules! statements {
         async fn suppression(
             &self,
             phone: &str,
+            account: Option<&str>,
         ) -> Result<Option<crate::model::Suppression>, crate::store::Error> {
-            let row: Option<(i64, crate::model::Timestamp)> =
-                sqlx::query_as("SELECT seq, since FROM suppressions WHERE phone_number = $1")
-                    .bind(phone)
-                    .fetch_optional(self)
-                    .await?;
+            let row: Option<(i64, crate::model::Timestamp)> = sqlx::query_as(
+                "SELECT seq, since FROM suppressions
+                 WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR account_id = $2)
+                 ORDER BY since LIMIT 1",
+            )
+            .bind(phone)
+            .bind(account)
+            .fetch_optional(self)
+            .await?;
             Ok(row.map(|(seq, since)| crate::model::Suppression { seq, since }))
         }
 
@@ -206,19 +211,24 @@ macro_rules! statements {
             &self,
             phone: &str,
             organization: Option<&str>,
+            account: Option<&str>,
         ) -> Result<Vec<serde_json::Value>, crate::store::Error> {
             let rows: Vec<String> = sqlx::query_scalar(concat!(
                 "SELECT ",
                 $lead_json,
                 " WHERE l.phone_number = $1
                    AND (CAST($2 AS TEXT) IS NULL OR l.organization_id = $2)
-                 ORDER BY l.organization_id",
+                   AND (CAST($3 AS TEXT) IS NULL OR l.account_id = $3)
+                 ORDER BY l.account_id",
+                $collate,
+                ", l.organization_id",
                 $collate,
                 ", l.id",
                 $collate
             ))
             .bind(phone)
             .bind(organization)
+            .bind(account)
             .fetch_all(self)
             .await?;
             Ok(rows

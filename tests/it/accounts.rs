@@ -408,6 +408,57 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
     };
     assert_eq!(state("party"), Some(true.into()), "{consent}");
     assert_eq!(state("candidate"), Some(false.into()), "{consent}");
+
+    // Lookups and the compliance report take one account.
+    let json_of = |args: &[&str]| -> serde_json::Value {
+        let output = daemon_process::command(dir.path(), args, &[])
+            .output()
+            .expect("run the command");
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        serde_json::from_slice(&output.stdout).expect("JSON")
+    };
+    let accounts_of = |value: &serde_json::Value| -> Vec<String> {
+        let items = value["items"].as_array().cloned().unwrap_or_default();
+        items
+            .iter()
+            .map(|i| i["accountId"].as_str().unwrap_or("?").to_owned())
+            .collect()
+    };
+    let only = json_of(&[
+        "consent",
+        &lead.phone_number,
+        "--account",
+        "party",
+        "--json",
+    ]);
+    let accounts = accounts_of(&only);
+    assert!(
+        !accounts.is_empty() && accounts.iter().all(|a| a == "party"),
+        "{only}"
+    );
+    let report = json_of(&[
+        "report",
+        "compliance",
+        "--account",
+        "candidate",
+        "--format",
+        "json",
+    ]);
+    let accounts = accounts_of(&report);
+    assert!(
+        !accounts.is_empty() && accounts.iter().all(|a| a == "candidate"),
+        "the shared opt-outs are the candidate's: {report}"
+    );
+    let unknown = daemon_process::command(dir.path(), &["reconcile", "--account", "nobody"], &[])
+        .output()
+        .expect("run reconcile");
+    assert_eq!(unknown.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&unknown.stderr);
+    assert!(said.contains("party, candidate"), "{said}");
     drop(daemon);
     party.shutdown().await;
     candidate.shutdown().await;

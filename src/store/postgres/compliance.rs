@@ -8,7 +8,7 @@ async fn messages_of_leads(
     lead_ids: &[&str],
 ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
     Ok(sqlx::query_as(
-        "SELECT lead_id, id, status, created_at FROM messages WHERE lead_id = ANY($1)",
+        "SELECT account_id, lead_id, id, status, created_at FROM messages WHERE lead_id = ANY($1)",
     )
     .bind(lead_ids)
     .fetch_all(pool)

@@ -6,7 +6,7 @@ crate::store::read::evidence!(
     sqlx::PgPool,
     deliveries: "SELECT id, dedup_key, received_at, headers::text AS headers, body,
             secret_index::BIGINT AS secret_index,
-            verified_header::BIGINT AS verified_header
+            verified_header::BIGINT AS verified_header, account_id
          FROM outbox WHERE dedup_key = ANY($1)",
     |dedup_keys| dedup_keys
 );

@@ -11,20 +11,23 @@ async fn messages_of_leads(
     lead_ids: &[&str],
 ) -> Result<Vec<LeadMessage>, crate::store::Error> {
     let mut conn = pool.acquire().await?;
-    let rows: Vec<(String, String, String, Option<String>)> = crate::store::codec::json_rows(
+    let rows: Vec<(String, String, String, String, Option<String>)> = crate::store::codec::json_rows(
         &mut conn,
-        "SELECT json_group_array(json_array(m.lead_id, m.id, m.status, m.created_at))
+        "SELECT json_group_array(json_array(m.account_id, m.lead_id, m.id, m.status, m.created_at))
          FROM json_each(?) AS k JOIN messages AS m ON m.lead_id = k.value",
         crate::store::codec::json_param(lead_ids)?,
     )
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(lead_id, id, status, created_at)| LeadMessage {
-            lead_id,
-            id,
-            status,
-            created_at,
-        })
+        .map(
+            |(account_id, lead_id, id, status, created_at)| LeadMessage {
+                account_id,
+                lead_id,
+                id,
+                status,
+                created_at,
+            },
+        )
         .collect())
 }

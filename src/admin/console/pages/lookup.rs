@@ -96,7 +96,8 @@ pub async fn lookup(
     page.searched = true;
     let now = Utc::now();
     let current = ledger::current(&state.pool, &phone, organization.as_deref()).await?;
-    let bundle = crate::evidence::bundle(&state.pool, &phone, organization.as_deref(), now).await?;
+    let bundle =
+        crate::evidence::bundle(&state.pool, &phone, (organization.as_deref(), None), now).await?;
     let mut outcomes = Vec::new();
     if !state.destinations.is_empty() {
         for item in bundle.iter().flat_map(|b| &b.items) {
@@ -143,9 +144,14 @@ pub async fn evidence(
         .and_then(|p| phone::canonical(&p).ok())
         .ok_or_else(|| ConsoleError::BadRequest("phoneNumber must be an E.164 number".into()))?;
     let organization = given(query.organization_id);
-    let bundle = crate::evidence::bundle(&state.pool, &phone, organization.as_deref(), Utc::now())
-        .await?
-        .ok_or_else(|| ConsoleError::NotFound(format!("The ledger has no entry for {phone}.")))?;
+    let bundle = crate::evidence::bundle(
+        &state.pool,
+        &phone,
+        (organization.as_deref(), None),
+        Utc::now(),
+    )
+    .await?
+    .ok_or_else(|| ConsoleError::NotFound(format!("The ledger has no entry for {phone}.")))?;
     let json = serde_json::to_vec_pretty(&bundle)
         .map_err(|e| ConsoleError::BadRequest(format!("cannot encode the bundle: {e}")))?;
     let digits: String = phone.chars().filter(char::is_ascii_digit).collect();
