@@ -121,6 +121,9 @@ pub enum Command<T: Subcommand> {
         phone: String,
         #[arg(long = "org", value_name = "ID")]
         organization: String,
+        /// The account it is made in (default: the first account).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
         /// A tag of visibility OPT_OUT the service applies.
         #[arg(long = "tag", value_name = "TAG_ID")]
         tag: Option<String>,
@@ -135,6 +138,9 @@ pub enum Command<T: Subcommand> {
         phone: String,
         #[arg(long = "org", value_name = "ID")]
         organization: String,
+        /// The account it is made in (default: the first account).
+        #[arg(long, value_name = "NAME")]
+        account: Option<String>,
         #[arg(long)]
         reason: Option<String>,
     },
@@ -373,6 +379,15 @@ fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Setting
         .ok_or(CliError::Usage(message))
 }
 
+/// The account a change is made in: the one named, or the first account.
+fn one_account(settings: &Settings, account: Option<&str>) -> Result<String, CliError> {
+    let views = accounts_of(settings, account)?;
+    Ok(views
+        .first()
+        .map_or(settings.account_name(), Settings::account_name)
+        .to_owned())
+}
+
 /// Opens the configured database for a command, applying migrations so a fresh one works
 /// too.
 async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
@@ -473,11 +488,12 @@ async fn on_the_ledger<T: Subcommand>(
         Command::OptOut {
             phone,
             organization,
+            account,
             tag,
             reason,
         } => {
             let change = consent::local_change(
-                settings.account_name(),
+                &one_account(settings, account.as_deref())?,
                 organization,
                 phone,
                 true,
@@ -489,10 +505,11 @@ async fn on_the_ledger<T: Subcommand>(
         Command::OptIn {
             phone,
             organization,
+            account,
             reason,
         } => {
             let change = consent::local_change(
-                settings.account_name(),
+                &one_account(settings, account.as_deref())?,
                 organization,
                 phone,
                 false,

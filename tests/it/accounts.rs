@@ -463,3 +463,101 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
     party.shutdown().await;
     candidate.shutdown().await;
 }
+
+/// Waits up to `limit` for the lead `id` of `sandbox` to be opted out there.
+async fn opted_out_at(
+    sandbox: &outreach_sync_sandbox::RunningSandbox,
+    id: &str,
+    limit: std::time::Duration,
+) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let lead = sandbox.leads().into_iter().find(|l| l.id == id);
+        if lead.is_some_and(|l| l.global_opted_out) {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_arrives_when_it_returns()
+ {
+    let (party, candidate) = two_sandboxes().await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        config_file(dir.path()),
+        two_accounts_config(&party, &candidate),
+    )
+    .expect("config");
+    let output = daemon_process::command(dir.path(), &["reconcile"], &[])
+        .output()
+        .expect("run reconcile");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let daemon = Daemon::start(dir.path(), "outage", &[]).await;
+    let lead = party
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("a lead not opted out");
+    let twin = candidate
+        .leads()
+        .into_iter()
+        .find(|l| l.phone_number == lead.phone_number)
+        .expect("the same number in the other account");
+
+    // The candidate's service answers every request with an error from now on.
+    let down = outreach_sync_sandbox::ApiFaults {
+        rate_5xx: 1.0,
+        ..outreach_sync_sandbox::ApiFaults::default()
+    };
+    candidate.set_api_faults(down);
+    let output = daemon_process::command(
+        dir.path(),
+        &[
+            "opt-out",
+            &lead.phone_number,
+            "--org",
+            &lead.organization_id,
+            "--account",
+            "party",
+            "--reason",
+            "asked by phone",
+        ],
+        &[],
+    )
+    .output()
+    .expect("run opt-out");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let limit = std::time::Duration::from_secs(20);
+    assert!(
+        opted_out_at(&party, &lead.id, limit).await,
+        "the party's own push went on while the other account was down:\n{}",
+        daemon.logs()
+    );
+    assert!(
+        !opted_out_at(&candidate, &twin.id, std::time::Duration::from_secs(2)).await,
+        "the candidate's service is down: nothing reached it"
+    );
+    // It comes back: the shared opt-out, waiting in its queue, arrives.
+    candidate.set_api_faults(outreach_sync_sandbox::ApiFaults::default());
+    assert!(
+        opted_out_at(&candidate, &twin.id, std::time::Duration::from_secs(60)).await,
+        "the shared opt-out reached the other account once it returned:\n{}",
+        daemon.logs()
+    );
+    drop(daemon);
+    party.shutdown().await;
+    candidate.shutdown().await;
+}
