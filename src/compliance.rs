@@ -118,6 +118,14 @@ pub struct Rules {
     pub subscribers: Vec<Arc<Subscriber>>,
     /// The systems of record (`[[destination]]`), after the subscribers.
     pub destinations: Vec<Arc<Subscriber>>,
+    /// With `[consent] share_across_accounts`, every account served: each is a destination
+    /// (named [`shared_destination`]) of the opt-outs of the others.
+    pub shared_accounts: Vec<String>,
+}
+
+/// The destination name of the account `account`, for an opt-out shared with it.
+pub fn shared_destination(account: &str) -> String {
+    format!("account:{account}")
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -370,6 +378,7 @@ impl Default for Rules {
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
             destinations: Vec::new(),
+            shared_accounts: Vec::new(),
         }
     }
 }
@@ -394,8 +403,22 @@ impl Rules {
                 &settings.destination,
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
             ),
+            shared_accounts: shared_accounts(settings),
         })
     }
+}
+
+/// The accounts opt-outs are shared with: every account served, when sharing is on and
+/// there are several.
+fn shared_accounts(settings: &crate::settings::Settings) -> Vec<String> {
+    let served = settings.served();
+    if !settings.consent.share_across_accounts || served.len() < 2 {
+        return Vec::new();
+    }
+    served
+        .iter()
+        .map(|view| view.account_name().to_owned())
+        .collect()
 }
 
 /// The report of `window` as of `now`, whole in memory: for the demo and the tests. The

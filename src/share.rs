@@ -28,7 +28,7 @@ use crate::model::{ConsentObservation, KeptEvidence, OptOutToShare, SHARED_ACTOR
 use crate::store::{Pool, ShareStore as _};
 
 /// Where sharing stands: the last entry shared.
-const CURSOR: &str = "share_cursor";
+pub const CURSOR: &str = "share_cursor";
 /// Opt-outs read and shared per transaction.
 const BATCH: i64 = 500;
 /// Longest wait for the ledger to grow before reading it again.

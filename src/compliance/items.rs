@@ -9,7 +9,8 @@ use chrono::{DateTime, Utc};
 
 use super::{DestinationTime, Item, Message, Rules, SERVICE, State, Window};
 use crate::model::{
-    AckSpan, EntryOutcome, LeadMessage, OptOutRow, OutcomeKind, PushState, Source, Timestamp,
+    AckSpan, EntryOutcome, LeadMessage, OptOutRow, OutcomeKind, PushState, SharedCopy, Source,
+    Timestamp,
 };
 use crate::store::{ComplianceStore, DestinationStore, Pool, SubscriberStore};
 
@@ -66,6 +67,7 @@ impl Items {
         let acks = subscriber_acks(&self.pool, rules, &rows).await?;
         let outcomes = destination_outcomes(&self.pool, rules, &rows).await?;
         let mut messages = messages_after(&self.pool, rules, &rows).await?;
+        let mut shared = shared_times(&self.pool, rules, &rows).await?;
         let items = rows
             .iter()
             .enumerate()
@@ -79,6 +81,7 @@ impl Items {
                         destinations.push(DestinationTime::had(&subscriber.name, acked[i]));
                     }
                 }
+                destinations.append(&mut shared[i]);
                 // A destination takes the opt-outs that took effect (as its sender does).
                 for destination in &rules.destinations {
                     if !row.superseded && destination.takes_from(&row.organization_id, row.source) {
@@ -250,6 +253,70 @@ fn earliest_acks(spans: &[AckSpan], rows: &[OptOutRow]) -> Vec<Option<Timestamp>
 
 /// For each of `rows`, the confirmation and the other messages sent to its lead after it
 /// and before the next opt-in of its pair.
+/// For each of `rows`, when each other account had it, with sharing on: its copies there
+/// recorded and their pushes to that account's service sent. An account that held the
+/// number opted out already records no copy: it had the opt-out once sharing passed it. A
+/// copy has no account of its own to reach.
+async fn shared_times(
+    pool: &Pool,
+    rules: &Rules,
+    rows: &[OptOutRow],
+) -> Result<Vec<Vec<DestinationTime>>, crate::store::Error> {
+    if rules.shared_accounts.is_empty() {
+        return Ok(vec![Vec::new(); rows.len()]);
+    }
+    let refs: Vec<String> = rows.iter().map(|r| format!("shared:{}", r.seq)).collect();
+    let copies = pool.shared_copies(&refs).await?;
+    let shared_up_to: i64 = pool
+        .state(crate::share::CURSOR)
+        .await?
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut by_entry: HashMap<(i64, &str), Vec<&SharedCopy>> = HashMap::new();
+    for copy in &copies {
+        if let Some(follows) = copy.follows() {
+            let key = (follows, copy.account_id.as_str());
+            by_entry.entry(key).or_default().push(copy);
+        }
+    }
+    Ok(rows
+        .iter()
+        .map(|row| {
+            if row.event_ref.starts_with("shared:") {
+                return Vec::new();
+            }
+            let others = rules
+                .shared_accounts
+                .iter()
+                .filter(|a| **a != row.account_id);
+            others
+                .map(|account| {
+                    let at = match by_entry.get(&(row.seq, account.as_str())) {
+                        Some(copies) => had_all(copies),
+                        None if shared_up_to >= row.seq => Some(row.recorded_at),
+                        None => None,
+                    };
+                    DestinationTime::had(&super::shared_destination(account), at)
+                })
+                .collect()
+        })
+        .collect())
+}
+
+/// When an account had every copy: recorded, and pushed where a push was queued.
+fn had_all(copies: &[&SharedCopy]) -> Option<Timestamp> {
+    let mut latest = None;
+    for copy in copies {
+        let at = match copy.push_state {
+            None | Some(PushState::Superseded) => copy.recorded_at,
+            Some(PushState::Sent) => copy.push_finished_at?,
+            Some(PushState::Pending | PushState::Failed) => return None,
+        };
+        latest = latest.max(Some(at));
+    }
+    latest
+}
+
 async fn messages_after(
     pool: &Pool,
     rules: &Rules,
@@ -335,6 +402,7 @@ mod tests {
             state_lead_id: None,
             superseded: false,
             account_id: crate::model::DEFAULT_ACCOUNT.into(),
+            event_ref: format!("event:evt_{seq}"),
         }
     }
 
@@ -372,6 +440,7 @@ mod tests {
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
             destinations: Vec::new(),
+            shared_accounts: Vec::new(),
         };
         let message = |id: &str, created: &str| LeadMessage {
             account_id: crate::model::DEFAULT_ACCOUNT.into(),

@@ -68,13 +68,18 @@ pub struct Tally {
 
 impl Tally {
     pub fn new(rules: &Rules, window: &Window) -> Self {
+        let shared = rules
+            .shared_accounts
+            .iter()
+            .map(|a| super::shared_destination(a));
         let names: Vec<String> = std::iter::once(SERVICE.to_owned())
             .chain(rules.subscribers.iter().map(|s| s.name.clone()))
+            .chain(shared)
             .chain(rules.destinations.iter().map(|d| d.name.clone()))
             .collect();
         Self {
             calendar: rules.calendar.clone(),
-            first_record: 1 + rules.subscribers.len(),
+            first_record: 1 + rules.subscribers.len() + rules.shared_accounts.len(),
             secs: vec![Vec::new(); names.len()],
             waiting: vec![0; names.len()],
             unreached: vec![0; names.len()],

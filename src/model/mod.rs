@@ -141,6 +141,27 @@ pub struct OptOutRow {
     /// It did not take effect (a newer change of its pair was already in place).
     pub superseded: bool,
     pub account_id: String,
+    /// `shared:SEQ` for a copy of another account's opt-out.
+    pub event_ref: String,
+}
+
+/// A copy of an opt-out shared with another account, as the compliance report reads it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SharedCopy {
+    /// `shared:SEQ`: the opt-out it copies.
+    pub event_ref: String,
+    pub account_id: String,
+    pub recorded_at: Timestamp,
+    /// Its push to that account's service, for a mirrored lead.
+    pub push_state: Option<PushState>,
+    pub push_finished_at: Option<Timestamp>,
+}
+
+impl SharedCopy {
+    /// The entry it copies.
+    pub fn follows(&self) -> Option<i64> {
+        self.event_ref.strip_prefix("shared:")?.parse().ok()
+    }
 }
 
 impl OptOutRow {

@@ -4,7 +4,7 @@
 
 /// The compliance statements for the pool type `$pool`.
 macro_rules! statements {
-    ($pool:ty, $messages:path) => {
+    ($pool:ty, $messages:path, $shared:path) => {
         impl $crate::store::ComplianceStore for $pool {
             async fn opt_outs(
                 &self,
@@ -18,7 +18,8 @@ macro_rules! statements {
                 // opt-outs of their own.
                 Ok(sqlx::query_as(
                     "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
-                            l.recorded_at, l.source, l.superseded, l.account_id, p.state AS push_state,
+                            l.recorded_at, l.source, l.superseded, l.account_id, l.event_ref,
+                            p.state AS push_state,
                             p.finished_at AS push_finished_at,
                             (SELECT MIN(i.occurred_at) FROM ledger AS i
                              WHERE i.phone_number = l.phone_number
@@ -87,6 +88,16 @@ macro_rules! statements {
                     return Ok(Vec::new());
                 }
                 $messages(self, lead_ids).await
+            }
+
+            async fn shared_copies(
+                &self,
+                refs: &[String],
+            ) -> Result<Vec<crate::model::SharedCopy>, crate::store::Error> {
+                if refs.is_empty() {
+                    return Ok(Vec::new());
+                }
+                $shared(self, refs).await
             }
         }
     };

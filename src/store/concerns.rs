@@ -218,6 +218,13 @@ pub trait ComplianceStore {
         crate::store::Error,
     >;
 
+    /// The copies of opt-outs shared with other accounts whose `event_ref` is one of `refs`
+    /// (`shared:SEQ`), with their pushes.
+    async fn shared_copies(
+        &self,
+        refs: &[String],
+    ) -> Result<Vec<crate::model::SharedCopy>, crate::store::Error>;
+
     /// The mirrored messages of `lead_ids`.
     async fn messages_of_leads(
         &self,

@@ -453,6 +453,33 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
         !accounts.is_empty() && accounts.iter().all(|a| a == "candidate"),
         "the shared opt-outs are the candidate's: {report}"
     );
+    // The party's opt-out counts the candidate account as one of its destinations, had
+    // once its copy was recorded and pushed there.
+    let report = json_of(&[
+        "report",
+        "compliance",
+        "--account",
+        "party",
+        "--format",
+        "json",
+    ]);
+    let item = report["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["seq"] == original["seq"])
+        .cloned()
+        .unwrap_or_else(|| panic!("the original in the report: {report}"));
+    let candidate_had = item["destinations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|d| d["name"] == "account:candidate")
+        .map(|d| d["honouredAt"].clone());
+    assert!(
+        candidate_had.as_ref().is_some_and(|at| at.is_string()),
+        "{item}"
+    );
     let unknown = daemon_process::command(dir.path(), &["reconcile", "--account", "nobody"], &[])
         .output()
         .expect("run reconcile");
@@ -549,6 +576,34 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
     assert!(
         !opted_out_at(&candidate, &twin.id, std::time::Duration::from_secs(2)).await,
         "the candidate's service is down: nothing reached it"
+    );
+    // Until then the party's opt-out waits for that account in the compliance report.
+    let output = daemon_process::command(
+        dir.path(),
+        &[
+            "report",
+            "compliance",
+            "--account",
+            "party",
+            "--format",
+            "json",
+        ],
+        &[],
+    )
+    .output()
+    .expect("run the report");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let waiting: Vec<&serde_json::Value> = report["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|i| i["source"] == "local")
+        .flat_map(|i| i["destinations"].as_array().into_iter().flatten())
+        .filter(|d| d["name"] == "account:candidate")
+        .collect();
+    assert!(
+        !waiting.is_empty() && waiting.iter().all(|d| d["honouredAt"].is_null()),
+        "{report}"
     );
     // It comes back: the shared opt-out, waiting in its queue, arrives.
     candidate.set_api_faults(outreach_sync_sandbox::ApiFaults::default());
