@@ -305,6 +305,10 @@ pub struct LocalChangeBody {
     #[serde(default)]
     #[schema(max_length = 500)]
     reason: Option<String>,
+    /// The account it is made in (default: the first account served).
+    #[serde(default)]
+    #[schema(schema_with = nullable_id_schema)]
+    account_id: Option<String>,
 }
 
 /// `LocalChange` of the document with the rule its fields cannot say alone: a `tagId` goes
@@ -357,7 +361,7 @@ pub async fn record(
 ) -> Result<(StatusCode, Json<Recorded>), AdminError> {
     let body: LocalChangeBody = json_body(body)?;
     let change = LocalChange {
-        account: state.account.clone(),
+        account: state.account(body.account_id.as_deref())?,
         organization_id: body.organization_id,
         phone_number: body.phone_number,
         opted_out: body.opted_out,

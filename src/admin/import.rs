@@ -98,6 +98,8 @@ pub struct ImportQuery {
     phone_column: Option<String>,
     /// The list's name, kept in the evidence (default upload.csv).
     file: Option<String>,
+    /// The account it is recorded in (default: the first account served).
+    account_id: Option<String>,
 }
 
 impl ImportQuery {
@@ -171,7 +173,8 @@ pub async fn import(
     body: Body,
 ) -> Result<Response, AdminError> {
     let Query(query) = query?;
-    let request = query.request(&state.account, actor.0)?;
+    let account = state.account(query.account_id.as_deref())?;
+    let request = query.request(&account, actor.0)?;
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -45,8 +45,9 @@ pub struct AdminState {
     pub(super) long_reads: crate::store::LongReads,
     /// The daemon's metrics: `/metrics` shows them, failed credentials are counted there.
     pub(super) metrics: Arc<crate::metrics::Metrics>,
-    /// The account of the service local changes and imports made here are recorded in.
-    pub(super) account: String,
+    /// The accounts served, the first the one local changes and imports are recorded in
+    /// unless another is named.
+    pub(super) accounts: Vec<String>,
 }
 
 impl AdminState {
@@ -75,14 +76,39 @@ impl AdminState {
             imports: import::ImportSlots::default(),
             compliance: Arc::new(crate::compliance::Rules::default()),
             metrics: Arc::default(),
-            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
+            accounts: vec![crate::model::DEFAULT_ACCOUNT.to_owned()],
         }
     }
 
-    /// Records local changes and imports made here in `account`.
-    pub fn with_account(mut self, account: &str) -> Self {
-        account.clone_into(&mut self.account);
+    /// The account of what names none (the console's changes and imports).
+    pub fn first_account(&self) -> &str {
+        self.accounts
+            .first()
+            .map_or(crate::model::DEFAULT_ACCOUNT, String::as_str)
+    }
+
+    /// Serves `accounts` (not empty: the first takes what names none).
+    pub fn with_accounts(mut self, accounts: Vec<String>) -> Self {
+        if !accounts.is_empty() {
+            self.accounts = accounts;
+        }
         self
+    }
+
+    /// The account a change or import is recorded in: `requested`, which must be served,
+    /// or the first account.
+    pub fn account(&self, requested: Option<&str>) -> Result<String, AdminError> {
+        let Some(name) = requested else {
+            return Ok(self.first_account().to_owned());
+        };
+        if self.accounts.iter().any(|a| a == name) {
+            return Ok(name.to_owned());
+        }
+        Err(AdminError::BadRequest(format!(
+            "accountId: no account {} is served (accounts: {})",
+            crate::model::text::bounded(name, crate::model::MAX_ID_CHARS),
+            self.accounts.join(", ")
+        )))
     }
 
     /// Shows `metrics` on `/metrics`, and counts failed credentials there.

@@ -181,7 +181,13 @@ pub(super) fn admin_router(
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
             .with_long_reads(long_reads)
-            .with_account(settings.account_name())
+            .with_accounts(
+                settings
+                    .served()
+                    .iter()
+                    .map(|view| view.account_name().to_owned())
+                    .collect(),
+            )
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())

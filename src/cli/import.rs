@@ -39,6 +39,10 @@ pub struct ImportArgs {
     /// Say what would be recorded, and record nothing.
     #[arg(long)]
     pub dry_run: bool,
+    /// The account of the service it is recorded in (default: the first account; its
+    /// `--account` is the scope: the whole account).
+    #[arg(long, value_name = "NAME")]
+    pub account_id: Option<String>,
 }
 
 pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<(), CliError> {
@@ -56,7 +60,7 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
         )
     };
     let request = Request {
-        account: settings.account_name().to_owned(),
+        account: super::one_account(settings, args.account_id.as_deref())?,
         scope: if args.account {
             Scope::Account
         } else {

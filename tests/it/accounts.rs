@@ -303,7 +303,11 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
         "{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let daemon = Daemon::start(dir.path(), "accounts", &[]).await;
+    let token = (
+        "OUTREACH_SYNC__ADMIN__TOKENS".to_owned(),
+        "ops:accounts-token".to_owned(),
+    );
+    let daemon = Daemon::start(dir.path(), "accounts", &[token]).await;
     let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])
         .output()
         .map(|o| serde_json::from_slice(&o.stdout).expect("status is JSON"))
@@ -479,6 +483,29 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
     assert!(
         candidate_had.as_ref().is_some_and(|at| at.is_string()),
         "{item}"
+    );
+    // The admin API records a local change in the account it names, and only a served one.
+    let change = async |account: &str| {
+        let body = serde_json::json!({"phoneNumber": "+15559990000", "organizationId": "org_x",
+                                      "optedOut": true, "accountId": account});
+        reqwest::Client::new()
+            .post(daemon.admin_url("/v1/consent"))
+            .bearer_auth("accounts-token")
+            .json(&body)
+            .send()
+            .await
+            .expect("an answer")
+    };
+    let refused = change("nobody").await;
+    assert_eq!(refused.status(), 400);
+    let said = refused.text().await.unwrap_or_default();
+    assert!(said.contains("party, candidate"), "{said}");
+    assert_eq!(change("candidate").await.status(), 202);
+    let recorded = json_of(&["history", "+15559990000", "--json"]);
+    assert_eq!(
+        accounts_of(&recorded).first().map(String::as_str),
+        Some("candidate"),
+        "{recorded}"
     );
     let unknown = daemon_process::command(dir.path(), &["reconcile", "--account", "nobody"], &[])
         .output()

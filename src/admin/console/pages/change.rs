@@ -112,7 +112,7 @@ pub async fn change(
         );
     }
     let change = LocalChange {
-        account: state.account.clone(),
+        account: state.first_account().to_owned(),
         organization_id: page.organization.clone(),
         phone_number: page.phone.clone(),
         opted_out: page.opted_out,

@@ -211,7 +211,7 @@ pub async fn preview(
     let Some(body) = upload.body.clone().filter(|b| !b.is_empty()) else {
         return Ok(page.refused("List: choose a CSV file.".into()));
     };
-    let request = match request_of(&page, &upload, &state.account, &session.actor) {
+    let request = match request_of(&page, &upload, state.first_account(), &session.actor) {
         Ok(request) => request,
         Err(message) => return Ok(page.refused(message)),
     };
