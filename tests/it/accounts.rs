@@ -643,3 +643,88 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
     party.shutdown().await;
     candidate.shutdown().await;
 }
+
+/// An `[[account]]` whose service is nowhere (its pushes wait): its records are what count.
+fn unreachable_account(name: &str) -> outreach_sync::settings::AccountSettings {
+    outreach_sync::settings::AccountSettings {
+        name: name.to_owned(),
+        base_url: "http://127.0.0.1:9".to_owned(),
+        client_id: format!("{name}-client"),
+        client_secret: Some(secrecy::SecretString::from(format!("{name}-secret"))),
+        webhook: outreach_sync::settings::WebhookSettings {
+            secrets: vec![secrecy::SecretString::from(format!("{name}-webhook"))],
+            ..outreach_sync::settings::WebhookSettings::default()
+        },
+        ..outreach_sync::settings::AccountSettings::default()
+    }
+}
+
+crate::common::on_both_backends!(
+    an_opt_out_shared_with_another_account_suppresses_its_number_there_for_leads_to_come,
+    flavor = "multi_thread"
+);
+async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_leads_to_come(
+    backend: crate::common::Backend,
+) {
+    use outreach_sync::ledger;
+    let Some(app) = crate::common::spawn_app_on(backend, |settings| {
+        crate::common::with_admin_token(settings);
+        settings.account = vec![
+            unreachable_account("party"),
+            unreachable_account("candidate"),
+        ];
+        settings.consent.share_across_accounts = true;
+    })
+    .await
+    else {
+        return;
+    };
+    let phone = "+15550000001";
+    mirror_in(&app, "candidate", "pass_1", &[lead(phone, false)]).await;
+    let change = serde_json::json!({"phoneNumber": phone, "organizationId": "org_9",
+                                    "optedOut": true, "accountId": "party"});
+    assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
+    let candidate = loop {
+        let now = ledger::current_with_suppression(&app.pool, phone, (None, Some("candidate")))
+            .await
+            .expect("current");
+        if now.suppressed {
+            break now;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never shared: {now:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    let states: Vec<(&str, bool)> = candidate
+        .items
+        .iter()
+        .map(|r| (r.organization_id.as_str(), r.opted_out))
+        .collect();
+    assert_eq!(states, [("*", true), ("org_1", true)], "{candidate:?}");
+    // A lead that appears later in the candidate account with the number is opted out.
+    let newcomer = serde_json::json!({"id": "lead_2", "organizationId": "org_2",
+                                      "phoneNumber": phone, "globalOptedOut": false});
+    mirror_in(&app, "candidate", "pass_2", &[newcomer]).await;
+    let org_2 = ledger::current(&app.pool, phone, Some("org_2"))
+        .await
+        .expect("current");
+    assert_eq!(org_2.len(), 1);
+    assert!(
+        org_2[0].opted_out && org_2[0].account_id == "candidate",
+        "{org_2:?}"
+    );
+    // The party's own opt-out is not shared back to it, and nothing was shared twice.
+    let history = ledger::history(&app.pool, phone, None)
+        .await
+        .expect("history");
+    let party: Vec<&str> = history
+        .iter()
+        .filter(|e| e.account_id == "party")
+        .map(|e| e.event_ref.as_str())
+        .collect();
+    assert_eq!(party.len(), 1, "{party:?}");
+    app.stop().await;
+}
