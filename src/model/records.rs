@@ -282,4 +282,5 @@ pub struct MirroredConsent {
     pub lead_id: Option<String>,
     pub phone_number: String,
     pub opted_out: bool,
+    pub account_id: String,
 }

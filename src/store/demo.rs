@@ -24,7 +24,7 @@ pub trait DemoStore {
 
 /// The same on both backends.
 const MIRRORED_CONSENT: &str =
-    "SELECT organization_id, lead_id, phone_number, opted_out FROM consent_current";
+    "SELECT organization_id, lead_id, phone_number, opted_out, account_id FROM consent_current";
 
 /// The statements for the pool type `$pool`, whose pass totals `$totals` reads.
 macro_rules! statements {

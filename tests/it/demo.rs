@@ -212,6 +212,16 @@ async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
         "{line}"
     );
     assert!(line.contains("crm at most"), "{line}");
+    // The second account was told of the first's opt-outs, and its mirror follows it.
+    let shared = said
+        .lines()
+        .find(|l| l.starts_with("account `candidate`"))
+        .unwrap_or_else(|| panic!("no line of the second account in {said}"));
+    assert!(
+        shared.ends_with("its mirror differs from it for 0 leads"),
+        "{shared}"
+    );
+    assert!(line.contains("account:candidate at most"), "{line}");
     assert!(
         said.contains("outreach-sync report compliance --format html"),
         "{said}"

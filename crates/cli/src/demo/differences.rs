@@ -33,10 +33,22 @@ pub async fn consent_differences(
     pool: impl Into<Pool>,
     leads: &[Lead],
 ) -> Result<ConsentDifferences, outreach_sync::store::Error> {
+    consent_differences_in(pool, None, leads).await
+}
+
+/// [`consent_differences`] against the mirror of the account `account` (of every account
+/// with `None`): the service's leads are that account's.
+pub async fn consent_differences_in(
+    pool: impl Into<Pool>,
+    account: Option<&str>,
+    leads: &[Lead],
+) -> Result<ConsentDifferences, outreach_sync::store::Error> {
     let rows = pool.into().mirrored_consent().await?;
     let mut by_lead = HashMap::new();
     let mut by_number = HashMap::new();
-    for row in &rows {
+    let of_account =
+        |row: &&outreach_sync::model::MirroredConsent| account.is_none_or(|a| row.account_id == a);
+    for row in rows.iter().filter(of_account) {
         let organization = row.organization_id.as_str();
         if let Some(lead) = &row.lead_id {
             by_lead.insert((organization, lead.as_str()), row.opted_out);

@@ -41,6 +41,12 @@ const DEMO_SCHEDULE: &str = "*/20 * * * * *";
 const SETTLE_LIMIT: Duration = Duration::from_secs(10);
 /// How long the finale waits for the daemon to apply what it stored.
 const APPLY_LIMIT: Duration = Duration::from_secs(10);
+/// How long the finale waits for the opt-outs queued for the services to be sent.
+const PUSH_LIMIT: Duration = Duration::from_secs(30);
+/// The demo's first account: the busy sandbox's.
+const PARTY: &str = "party";
+/// The second: a quiet sandbox holding the same people, with opt-outs shared from the first.
+const CANDIDATE: &str = "candidate";
 
 /// Options of `outreach-sync demo`.
 #[derive(Debug, Clone, clap::Args)]
@@ -80,6 +86,16 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .await
         .context("starting the demo's subscriber")?;
     use_service(&mut settings, &sandbox);
+    let candidate_secret = format!("demo-candidate-{:016x}", rand::random::<u64>());
+    let candidate = start_candidate(&args, &sandbox, &settings, &candidate_secret).await?;
+    serve_two_accounts(&mut settings, &candidate, &candidate_secret);
+    // What the second account had opted out of its own: the rest comes from sharing.
+    let opted_out_before: std::collections::HashSet<String> = candidate
+        .leads()
+        .into_iter()
+        .filter(|lead| lead.global_opted_out)
+        .map(|lead| lead.id)
+        .collect();
     // Named: the console shows who is signed in, and records it with local changes.
     settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
     settings
@@ -104,34 +120,51 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // view too): the final pass needs the deliveries still in flight received first.
     let daemon_stop = CancellationToken::new();
     let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
-    // Registered as `webhooks register` does, once the daemon answers the mock events.
-    let registered = match register(&settings, &pool, &ingest).await {
-        Ok(registered) => registered,
-        Err(error) => {
-            daemon_stop.cancel();
-            let _ = daemon.await;
-            sandbox.shutdown().await;
-            return Err(error);
+    // Registered as `webhooks register` does, once the daemon answers the mock events:
+    // each account at its own path.
+    let mut registered = Vec::new();
+    for view in settings.served() {
+        let url = format!("http://{}{}", application_ingest(&ingest), view.ingest.path);
+        match register(&view, &pool, &url).await {
+            Ok(done) => registered.push((view.account_name().to_owned(), done)),
+            Err(error) => {
+                daemon_stop.cancel();
+                let _ = daemon.await;
+                sandbox.shutdown().await;
+                candidate.shutdown().await;
+                return Err(error);
+            }
         }
-    };
+    }
     print_banner(
         &args,
         &settings,
-        &sandbox,
+        (&sandbox, &candidate),
         &crm,
         &ingest,
         admin,
         &admin_token,
     )?;
-    print_registered(&registered);
+    for (account, done) in &registered {
+        print_registered(account, done);
+    }
 
     let started = Instant::now();
     let stop = stop_signal(args.duration);
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
-    let outcome = finale(&sandbox, &settings, &pool, daemon_stop, daemon, started).await;
+    let outcome = finale(
+        (&sandbox, &candidate, &opted_out_before),
+        &settings,
+        &pool,
+        daemon_stop,
+        daemon,
+        started,
+    )
+    .await;
     print_received(&crm);
     print_destinations(&sandbox, &settings).await;
     sandbox.shutdown().await;
+    candidate.shutdown().await;
     outcome?;
     print_compliance(&settings).await?;
 
@@ -176,6 +209,65 @@ async fn start_sandbox(args: &DemoArgs, settings: &Settings) -> anyhow::Result<R
     .context("starting the sandbox")
 }
 
+/// The second account's service: the same people as `party`'s (the same seed), quiet (no
+/// activity of its own, no faults), its own credentials and signing secret.
+async fn start_candidate(
+    args: &DemoArgs,
+    party: &RunningSandbox,
+    settings: &Settings,
+    secret: &str,
+) -> anyhow::Result<RunningSandbox> {
+    let mut webhook = settings.webhook.clone();
+    webhook.secrets = vec![SecretString::from(secret.to_owned())];
+    Sandbox::spawn(SandboxConfig {
+        signing: sandbox_signing(&webhook),
+        leads: args.leads,
+        organizations: 3,
+        seed: party.config().seed,
+        client_id: format!("{CANDIDATE}-client"),
+        client_secret: format!("{CANDIDATE}-{:016x}", rand::random::<u64>()),
+        ..SandboxConfig::default()
+    })
+    .await
+    .context("starting the second account's sandbox")
+}
+
+/// Serves the two sandboxes as the accounts `party` (at `ingest.path`, as configured) and
+/// `candidate` (at `/webhooks/candidate`), opt-outs shared across them.
+fn serve_two_accounts(settings: &mut Settings, candidate: &RunningSandbox, secret: &str) {
+    use outreach_sync::settings::AccountSettings;
+    let party = AccountSettings {
+        name: PARTY.into(),
+        ingest_path: settings.ingest.path.clone(),
+        base_url: settings.service.base_url.clone(),
+        client_id: settings.service.client_id.clone(),
+        client_secret: settings.service.client_secret.clone(),
+        requests_per_second: Some(settings.service.requests_per_second),
+        webhook: settings.webhook.clone(),
+        ..AccountSettings::default()
+    };
+    let mut webhook = settings.webhook.clone();
+    webhook.secrets = vec![SecretString::from(secret.to_owned())];
+    let candidate = AccountSettings {
+        name: CANDIDATE.into(),
+        base_url: candidate.base_url(),
+        client_id: candidate.config().client_id.clone(),
+        client_secret: Some(SecretString::from(candidate.config().client_secret.clone())),
+        // Every opt-out of the busy account comes its way.
+        requests_per_second: Some(500),
+        webhook,
+        ..AccountSettings::default()
+    };
+    settings.account = vec![party, candidate];
+    settings.consent.share_across_accounts = true;
+}
+
+/// The listener's address of an ingest URL (`http://ADDR/path`).
+fn application_ingest(ingest: &str) -> &str {
+    let rest = ingest.strip_prefix("http://").unwrap_or(ingest);
+    rest.split('/').next().unwrap_or(rest)
+}
+
 /// The sandbox's VAN committee and Action Network, each written every opt-out.
 fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
     let mut van = DestinationSettings::new(
@@ -209,7 +301,7 @@ fn subscriber_secret() -> String {
 fn print_banner(
     args: &DemoArgs,
     settings: &Settings,
-    sandbox: &RunningSandbox,
+    (sandbox, candidate): (&RunningSandbox, &RunningSandbox),
     crm: &DemoSubscriber,
     ingest: &str,
     admin: std::net::SocketAddr,
@@ -221,7 +313,13 @@ fn print_banner(
         sandbox.base_url(),
         args.leads
     );
-    println!("  daemon ingest:                   {ingest}");
+    println!(
+        "  second account `{CANDIDATE}`:        {}/v3, the same people, quiet; opt-outs of `{PARTY}` shared with it",
+        candidate.base_url()
+    );
+    println!(
+        "  daemon ingest:                   {ingest} (`{PARTY}`), /webhooks/{CANDIDATE} (`{CANDIDATE}`)"
+    );
     println!("  console:                         http://{admin}/ (sign in with the token below)");
     println!("  daemon admin API:                http://{admin} (token {admin_token})");
     println!(
@@ -258,7 +356,11 @@ fn print_banner(
 /// The end: no more activity, the queued deliveries received and applied, the daemon
 /// stopped, one reconciliation pass run alone, and the last row.
 async fn finale(
-    sandbox: &RunningSandbox,
+    (sandbox, candidate, opted_out_before): (
+        &RunningSandbox,
+        &RunningSandbox,
+        &std::collections::HashSet<String>,
+    ),
     settings: &Settings,
     pool: &Pool,
     daemon_stop: CancellationToken,
@@ -284,18 +386,50 @@ async fn finale(
             APPLY_LIMIT.as_secs()
         );
     }
-    let row = Row::read(sandbox, pool).await?;
+    if !pushed_all(pool).await {
+        println!(
+            "        opt-outs still queued for a service after {} s",
+            PUSH_LIMIT.as_secs()
+        );
+    }
+    let row = Row::read_in(sandbox, pool, Some(PARTY)).await?;
     println!("{}", row.line(&format!("{}s", started.elapsed().as_secs())));
 
     // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
     let pool = outreach_sync::store::open(settings).await?;
-    let client = upstream::service_client(settings, &pool, Default::default())?;
-    let reconciler = Reconciler::new(pool.clone(), client, &settings.reconcile);
+    for view in settings.served() {
+        final_pass(&view, &pool).await?;
+    }
+    let row = Row::read_in(sandbox, &pool, Some(PARTY)).await?;
+    println!("{}", row.line("final"));
+    let leads = candidate.leads();
+    let shared = leads
+        .iter()
+        .filter(|l| l.global_opted_out && !opted_out_before.contains(&l.id))
+        .count();
+    let candidate_differences =
+        differences::consent_differences_in(&pool, Some(CANDIDATE), &leads).await?;
+    pool.close().await;
+    print_totals(&row);
+    println!(
+        "account `{CANDIDATE}` (no activity of its own): {shared} of its {} leads opted out at its service by opt-outs given to `{PARTY}`; its mirror differs from it for {} leads",
+        leads.len(),
+        candidate_differences.total()
+    );
+    Ok(())
+}
+
+/// One reconciliation pass of the account `settings` is the view of, alone.
+async fn final_pass(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
+    let client = upstream::service_client(settings, pool, Default::default())?;
+    let account = settings.account_name();
+    let reconciler =
+        Reconciler::new(pool.clone(), client, &settings.reconcile).with_account(account);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
     // then a second, whole pass follows.
-    let resumed = !ledger::status(&pool)
+    let resumed = !ledger::status(pool)
         .await?
         .reconciliation_in_progress
         .is_empty();
@@ -305,7 +439,7 @@ async fn finale(
             .await
             .context("the final reconciliation pass")?;
         println!(
-            "        final reconciliation pass (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
+            "        final reconciliation pass of `{account}` (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
             summary.leads_scanned,
             summary.repaired,
             summary.duration_ms,
@@ -316,10 +450,6 @@ async fn finale(
             }
         );
     }
-    let row = Row::read(sandbox, &pool).await?;
-    println!("{}", row.line("final"));
-    pool.close().await;
-    print_totals(&row);
     Ok(())
 }
 
@@ -352,6 +482,22 @@ fn print_totals(row: &Row) {
         d.wrong,
         d.missing
     );
+}
+
+/// Waits (up to [`PUSH_LIMIT`]) until no opt-out waits for a service: those shared with
+/// the second account are the compliance report's too.
+async fn pushed_all(pool: &Pool) -> bool {
+    let deadline = Instant::now() + PUSH_LIMIT;
+    while Instant::now() < deadline {
+        if ledger::status(pool)
+            .await
+            .is_ok_and(|s| s.pushes.pending == 0)
+        {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
 }
 
 /// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
@@ -409,8 +555,8 @@ async fn register(
 }
 
 /// The registrations made, as `webhooks register` says them.
-fn print_registered(registered: &registrations::Registered) {
-    println!("registered as `outreach-sync webhooks register` does:");
+fn print_registered(account: &str, registered: &registrations::Registered) {
+    println!("`{account}` registered as `outreach-sync webhooks register` does:");
     for step in &registered.applied {
         println!("  {:<17} {}", step.planned.kind.as_str(), step.id);
     }
@@ -448,7 +594,7 @@ async fn live_view(
             _ = daemon_stop.cancelled() => break,
             _ = tick.tick() => {}
         }
-        match Row::read(sandbox, pool).await {
+        match Row::read_in(sandbox, pool, Some(PARTY)).await {
             Ok(row) => println!("{}", row.line(&format!("{}s", started.elapsed().as_secs()))),
             Err(error) => tracing::warn!(%error, "reading the demo's figures"),
         }

@@ -3,7 +3,7 @@
 
 use outreach_sync_sandbox::{DeliveryCounts, RunningSandbox};
 
-use super::differences::{ConsentDifferences, consent_differences};
+use super::differences::{ConsentDifferences, consent_differences_in};
 use outreach_sync::ledger;
 use outreach_sync::store::{DemoStore as _, Pool};
 
@@ -47,6 +47,15 @@ impl Row {
         sandbox: &RunningSandbox,
         pool: impl Into<Pool>,
     ) -> Result<Row, outreach_sync::store::Error> {
+        Self::read_in(sandbox, pool, None).await
+    }
+
+    /// [`Row::read`], the mirror compared being the account `account`'s (the sandbox's).
+    pub async fn read_in(
+        sandbox: &RunningSandbox,
+        pool: impl Into<Pool>,
+        account: Option<&str>,
+    ) -> Result<Row, outreach_sync::store::Error> {
         let pool = pool.into();
         let webhooks = sandbox.delivery_counts();
         let leads = sandbox.leads();
@@ -60,7 +69,7 @@ impl Row {
             ledger: status.ledger_entries,
             passes: totals.passes,
             repaired: totals.repaired,
-            differences: consent_differences(&pool, &leads).await?,
+            differences: consent_differences_in(&pool, account, &leads).await?,
         })
     }
 
