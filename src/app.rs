@@ -233,14 +233,8 @@ impl Application {
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
-        let leader = (
-            clients,
-            wake.clone(),
-            senders.clone(),
-            metrics.clone(),
-            keys,
-        );
-        supervise_leader_work(&mut tasks, &pool, &settings, leader).await?;
+        let leader = (clients, wake.clone(), senders.clone(), metrics.clone());
+        supervise_leader_work(&mut tasks, &pool, &settings, leader, keys).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(
@@ -264,10 +258,7 @@ impl Application {
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }
-        for view in settings.served() {
-            let (account, path) = (view.account_name(), &view.ingest.path);
-            tracing::info!(%ingest_addr, %path, account, "ingest listening");
-        }
+        log_listening(&settings, ingest_addr);
         if let Some(interval) = sd_notify::watchdog_enabled() {
             tasks.add("watchdog", move |s| watchdog(interval / 2, s).map(Ok));
         }
@@ -308,6 +299,14 @@ async fn within_stop_limit<T>(
             shutdown.cancelled().await;
             tokio::time::sleep(STOP_LIMIT).await;
         } => None,
+    }
+}
+
+/// Says where each account's deliveries are received.
+fn log_listening(settings: &Settings, ingest_addr: SocketAddr) {
+    for view in settings.served() {
+        let (account, path) = (view.account_name(), &view.ingest.path);
+        tracing::info!(%ingest_addr, %path, account, "ingest listening");
     }
 }
 

@@ -49,7 +49,6 @@ pub(super) type LeaderParts = (
     Arc<tokio::sync::Notify>,
     crate::subscribers::Running,
     Arc<Metrics>,
-    Live<crate::settings::DestinationKeys>,
 );
 
 /// This replica's heartbeat, and the work that runs on the leader alone while this replica
@@ -60,29 +59,10 @@ pub(super) async fn supervise_leader_work(
     tasks: &mut Supervisor,
     pool: &Pool,
     settings: &Settings,
-    (clients, wake, running, metrics, keys): LeaderParts,
+    (clients, wake, running, metrics): LeaderParts,
+    keys: Live<crate::settings::DestinationKeys>,
 ) -> anyhow::Result<()> {
-    // Each account's reconciler and pusher, under its own client (its rate limit, its
-    // token): one account's outage never holds up another's.
-    let singletons: Vec<(Reconciler, Pusher)> = clients
-        .into_iter()
-        .map(|(view, client)| {
-            let account = view.account_name();
-            (
-                Reconciler::new(pool.clone(), client.clone(), &view.reconcile)
-                    .with_lease(settings.replica.lease())
-                    .with_account(account),
-                Pusher::new(pool.clone(), client, wake.clone()).with_account(account),
-            )
-        })
-        .collect();
-    let accounts: Vec<String> = settings
-        .served()
-        .iter()
-        .map(|view| view.account_name().to_owned())
-        .collect();
-    let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
-        .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
+    let (singletons, sharer) = upstream_work(pool, settings, clients, &wake);
     let mut subscribers = crate::subscribers::configured(&settings.subscriber);
     subscribers.extend(crate::subscribers::destinations::configured(
         &settings.destination,
@@ -129,29 +109,65 @@ pub(super) async fn supervise_leader_work(
                     crate::ledger::chain::log_head(pool.clone(), stop.clone()),
                     pruner.clone().run(stop.clone()),
                 );
+                let upstream = run_upstream(singletons, sharer, stop.clone());
                 async move {
-                    let upstream = futures::future::join_all(singletons.into_iter().map(
-                        |(reconciler, pusher)| {
-                            let stop = stop.clone();
-                            async move {
-                                tokio::join!(
-                                    reconciler.run_scheduled(stop.clone()),
-                                    pusher.run(stop)
-                                );
-                            }
-                        },
-                    ));
-                    let sharing = async {
-                        if let Some(sharer) = sharer {
-                            sharer.run(stop.clone()).await;
-                        }
-                    };
-                    tokio::join!(stop.cancelled(), upstream, sharing, senders, housekeeping);
+                    tokio::join!(stop.cancelled(), upstream, senders, housekeeping);
                 }
             })
             .map(Ok)
     });
     Ok(())
+}
+
+/// Runs each account's reconciler and pusher, and the sharer, until `stop`.
+async fn run_upstream(
+    singletons: Vec<(Reconciler, Pusher)>,
+    sharer: Option<crate::share::Sharer>,
+    stop: CancellationToken,
+) {
+    let each = futures::future::join_all(singletons.into_iter().map(|(reconciler, pusher)| {
+        let stop = stop.clone();
+        async move {
+            tokio::join!(reconciler.run_scheduled(stop.clone()), pusher.run(stop));
+        }
+    }));
+    let sharing = async {
+        if let Some(sharer) = sharer {
+            sharer.run(stop.clone()).await;
+        }
+    };
+    tokio::join!(each, sharing);
+}
+
+/// Each account's reconciler and pusher, under its own client (its rate limit, its token:
+/// one account's outage never holds up another's), and the sharer of opt-outs across the
+/// accounts when `[consent] share_across_accounts` is on and there are several.
+fn upstream_work(
+    pool: &Pool,
+    settings: &Settings,
+    clients: Vec<(Settings, ServiceClient)>,
+    wake: &Arc<tokio::sync::Notify>,
+) -> (Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>) {
+    let singletons = clients
+        .into_iter()
+        .map(|(view, client)| {
+            let account = view.account_name();
+            (
+                Reconciler::new(pool.clone(), client.clone(), &view.reconcile)
+                    .with_lease(settings.replica.lease())
+                    .with_account(account),
+                Pusher::new(pool.clone(), client, wake.clone()).with_account(account),
+            )
+        })
+        .collect();
+    let accounts: Vec<String> = settings
+        .served()
+        .iter()
+        .map(|view| view.account_name().to_owned())
+        .collect();
+    let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
+        .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
+    (singletons, sharer)
 }
 
 /// Every replica's followers of the ledger wake on every replica's commits (PostgreSQL).

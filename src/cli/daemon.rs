@@ -112,6 +112,18 @@ pub fn check_config(settings: Settings, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
+/// One pass of each account of `views`, in turn.
+pub async fn reconcile_each(
+    views: Vec<Settings>,
+    request: &crate::reconcile::PassRequest,
+    json: bool,
+) -> Result<(), CliError> {
+    for view in views {
+        reconcile(view, request, json).await?;
+    }
+    Ok(())
+}
+
 /// One pass of the account whose view `settings` is.
 pub async fn reconcile(
     settings: Settings,

@@ -17,11 +17,12 @@ use crate::settings::Settings;
 pub async fn bundle(
     settings: &Settings,
     phone: &str,
-    scope: (Option<&str>, Option<&str>),
+    (organization, account): (Option<String>, Option<String>),
     output: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
+    let scope = (organization.as_deref(), account.as_deref());
     let bundle = evidence::bundle(&pool, phone, scope, Utc::now())
         .await
         .map_err(anyhow::Error::from)?

@@ -379,6 +379,25 @@ fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Setting
         .ok_or(CliError::Usage(message))
 }
 
+/// Records a local change (organization, number, opted out, tag, reason) made with the CLI
+/// in the account named, or the first.
+async fn local_change(
+    settings: &Settings,
+    account: Option<&str>,
+    (organization, phone, opted_out, tag, reason): (
+        String,
+        String,
+        bool,
+        Option<String>,
+        Option<String>,
+    ),
+    json: bool,
+) -> Result<(), CliError> {
+    let account = one_account(settings, account)?;
+    let change = consent::local_change(&account, organization, phone, opted_out, tag, reason);
+    consent::change(settings, change, json).await
+}
+
 /// The account a change is made in: the one named, or the first account.
 fn one_account(settings: &Settings, account: Option<&str>) -> Result<String, CliError> {
     let views = accounts_of(settings, account)?;
@@ -456,18 +475,12 @@ async fn on_the_ledger<T: Subcommand>(
             phone,
             organization,
             account,
-        } => {
-            let scope = (organization.as_deref(), account.as_deref());
-            read::consent(settings, &phone, scope, json).await
-        }
+        } => read::consent(settings, &phone, (organization, account), json).await,
         Command::History {
             phone,
             organization,
             account,
-        } => {
-            let scope = (organization.as_deref(), account.as_deref());
-            read::history(settings, &phone, scope, json).await
-        }
+        } => read::history(settings, &phone, (organization, account), json).await,
         Command::Events { quarantined, limit } => {
             read::events(settings, quarantined, limit, json).await
         }
@@ -480,10 +493,7 @@ async fn on_the_ledger<T: Subcommand>(
             messages,
         } => {
             let request = pass_request(organizations, leads, messages);
-            for view in accounts_of(settings, account.as_deref())? {
-                daemon::reconcile(view, &request, json).await?;
-            }
-            Ok(())
+            daemon::reconcile_each(accounts_of(settings, account.as_deref())?, &request, json).await
         }
         Command::OptOut {
             phone,
@@ -492,15 +502,8 @@ async fn on_the_ledger<T: Subcommand>(
             tag,
             reason,
         } => {
-            let change = consent::local_change(
-                &one_account(settings, account.as_deref())?,
-                organization,
-                phone,
-                true,
-                tag,
-                reason,
-            );
-            consent::change(settings, change, json).await
+            let change = (organization, phone, true, tag, reason);
+            local_change(settings, account.as_deref(), change, json).await
         }
         Command::OptIn {
             phone,
@@ -508,15 +511,8 @@ async fn on_the_ledger<T: Subcommand>(
             account,
             reason,
         } => {
-            let change = consent::local_change(
-                &one_account(settings, account.as_deref())?,
-                organization,
-                phone,
-                false,
-                None,
-                reason,
-            );
-            consent::change(settings, change, json).await
+            let change = (organization, phone, false, None, reason);
+            local_change(settings, account.as_deref(), change, json).await
         }
         Command::Import(args) => import::run(settings, args, json).await,
         Command::Evidence {
@@ -524,10 +520,7 @@ async fn on_the_ledger<T: Subcommand>(
             organization,
             account,
             output,
-        } => {
-            let scope = (organization.as_deref(), account.as_deref());
-            evidence::bundle(settings, &phone, scope, output).await
-        }
+        } => evidence::bundle(settings, &phone, (organization, account), output).await,
         Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,

@@ -19,11 +19,12 @@ fn yes_no(b: bool) -> &'static str {
 pub async fn consent(
     settings: &Settings,
     phone: &str,
-    scope: (Option<&str>, Option<&str>),
+    (org, account): (Option<String>, Option<String>),
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
+    let scope = (org.as_deref(), account.as_deref());
     let current = ledger::current_with_suppression(&pool, phone, scope)
         .await
         .map_err(anyhow::Error::from)?;
@@ -59,15 +60,15 @@ pub async fn consent(
 pub async fn history(
     settings: &Settings,
     phone: &str,
-    (org, account): (Option<&str>, Option<&str>),
+    (org, account): (Option<String>, Option<String>),
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let items = ledger::history(&pool, phone, org)
+    let items = ledger::history(&pool, phone, org.as_deref())
         .await
         .map_err(anyhow::Error::from)?;
-    let items = ledger::in_account(items, account);
+    let items = ledger::in_account(items, account.as_deref());
     if items.is_empty() {
         return Err(CliError::NotFound(format!("no ledger entry for {phone}")));
     }

@@ -15,11 +15,7 @@ where
     T: serde::de::DeserializeOwned,
     P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
 {
-    let text: String = sqlx::query_scalar(sql)
-        .bind(parameter)
-        .fetch_one(&mut *conn)
-        .await?;
-    json_decoded(&text)
+    json_row(conn, sqlx::query_scalar(sql).bind(parameter)).await
 }
 
 /// [`json_rows`] of a statement about one account: `?1` is `parameter`, `?2` the account.
@@ -33,11 +29,15 @@ where
     T: serde::de::DeserializeOwned,
     P: 'q + Send + sqlx::Encode<'q, sqlx::Sqlite> + sqlx::Type<sqlx::Sqlite>,
 {
-    let text: String = sqlx::query_scalar(sql)
-        .bind(parameter)
-        .bind(account)
-        .fetch_one(&mut *conn)
-        .await?;
+    json_row(conn, sqlx::query_scalar(sql).bind(parameter).bind(account)).await
+}
+
+/// The one JSON row of `query`, decoded.
+async fn json_row<'q, T: serde::de::DeserializeOwned>(
+    conn: &mut SqliteConnection,
+    query: sqlx::query::QueryScalar<'q, sqlx::Sqlite, String, sqlx::sqlite::SqliteArguments<'q>>,
+) -> Result<Vec<T>, sqlx::Error> {
+    let text = query.fetch_one(&mut *conn).await?;
     json_decoded(&text)
 }
 

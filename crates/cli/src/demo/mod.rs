@@ -71,11 +71,7 @@ pub(crate) struct DemoArgs {
 /// Runs the demo until Ctrl-C/SIGTERM or `--duration`, then stops the activity, runs a
 /// final reconciliation pass and prints the last row: the mirror then equals the service.
 pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let dir = match &args.dir {
-        Some(dir) => dir.clone(),
-        None => std::env::temp_dir().join(format!("outreach-sync-demo-{}", std::process::id())),
-    };
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let dir = demo_dir(&args)?;
     let secret = format!("demo-{:016x}", rand::random::<u64>());
     let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
     let mut settings = demo_settings(&dir, &secret);
@@ -86,26 +82,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .await
         .context("starting the demo's subscriber")?;
     use_service(&mut settings, &sandbox);
-    let candidate_secret = format!("demo-candidate-{:016x}", rand::random::<u64>());
-    let candidate = start_candidate(&args, &sandbox, &settings, &candidate_secret).await?;
-    serve_two_accounts(&mut settings, &candidate, &candidate_secret);
-    // What the second account had opted out of its own: the rest comes from sharing.
-    let opted_out_before: std::collections::HashSet<String> = candidate
-        .leads()
-        .into_iter()
-        .filter(|lead| lead.global_opted_out)
-        .map(|lead| lead.id)
-        .collect();
-    // Named: the console shows who is signed in, and records it with local changes.
-    settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
-    settings
-        .subscriber
-        .push(outreach_sync::settings::SubscriberSettings::new(
-            "crm",
-            &crm.url,
-            &crm_secret,
-        ));
-    settings.destination = demo_destinations(&sandbox);
+    let (candidate, opted_out_before) = add_candidate(&args, &sandbox, &mut settings).await?;
+    with_tools(&mut settings, &admin_token, (&crm, &crm_secret), &sandbox);
     settings.validate()?;
     outreach_sync::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
@@ -122,20 +100,16 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let daemon = tokio::spawn(application.run_until_stopped(daemon_stop.clone()));
     // Registered as `webhooks register` does, once the daemon answers the mock events:
     // each account at its own path.
-    let mut registered = Vec::new();
-    for view in settings.served() {
-        let url = format!("http://{}{}", application_ingest(&ingest), view.ingest.path);
-        match register(&view, &pool, &url).await {
-            Ok(done) => registered.push((view.account_name().to_owned(), done)),
-            Err(error) => {
-                daemon_stop.cancel();
-                let _ = daemon.await;
-                sandbox.shutdown().await;
-                candidate.shutdown().await;
-                return Err(error);
-            }
+    let registered = match register_all(&settings, &pool, &ingest).await {
+        Ok(registered) => registered,
+        Err(error) => {
+            daemon_stop.cancel();
+            let _ = daemon.await;
+            sandbox.shutdown().await;
+            candidate.shutdown().await;
+            return Err(error);
         }
-    }
+    };
     print_banner(
         &args,
         &settings,
@@ -168,12 +142,44 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     outcome?;
     print_compliance(&settings).await?;
 
+    print_afterwards(&settings);
+    Ok(())
+}
+
+/// The operator's admin token, the CRM subscribed, and the sandbox's systems of record.
+fn with_tools(
+    settings: &mut Settings,
+    admin_token: &str,
+    (crm, crm_secret): (&DemoSubscriber, &str),
+    sandbox: &RunningSandbox,
+) {
+    // Named: the console shows who is signed in, and records it with local changes.
+    settings.admin.tokens = vec![SecretString::from(format!("{DEMO_ACTOR}:{admin_token}"))];
+    settings
+        .subscriber
+        .push(outreach_sync::settings::SubscriberSettings::new(
+            "crm", &crm.url, crm_secret,
+        ));
+    settings.destination = demo_destinations(sandbox);
+}
+
+/// Where the demo keeps its database: `--dir`, or a new directory under the temp dir.
+fn demo_dir(args: &DemoArgs) -> anyhow::Result<PathBuf> {
+    let dir = match &args.dir {
+        Some(dir) => dir.clone(),
+        None => std::env::temp_dir().join(format!("outreach-sync-demo-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// How to look at what the demo left.
+fn print_afterwards(settings: &Settings) {
     println!("\nstopped. The database stays for a look:");
     let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
     println!("  {config} outreach-sync status");
     println!("  {config} outreach-sync events --limit 10");
     println!("  {config} outreach-sync report compliance --format html --output report.html");
-    Ok(())
 }
 
 /// Cancelled by the first SIGTERM or SIGINT, or after `duration` seconds when given.
@@ -207,6 +213,40 @@ async fn start_sandbox(args: &DemoArgs, settings: &Settings) -> anyhow::Result<R
     })
     .await
     .context("starting the sandbox")
+}
+
+/// The second account: its sandbox, served beside the first, and the leads it had opted
+/// out of its own (the others it opts out come from sharing).
+async fn add_candidate(
+    args: &DemoArgs,
+    party: &RunningSandbox,
+    settings: &mut Settings,
+) -> anyhow::Result<(RunningSandbox, std::collections::HashSet<String>)> {
+    let secret = format!("demo-candidate-{:016x}", rand::random::<u64>());
+    let candidate = start_candidate(args, party, settings, &secret).await?;
+    serve_two_accounts(settings, &candidate, &secret);
+    let opted_out = candidate
+        .leads()
+        .into_iter()
+        .filter(|lead| lead.global_opted_out)
+        .map(|lead| lead.id)
+        .collect();
+    Ok((candidate, opted_out))
+}
+
+/// Registers each account's path as `webhooks register` does.
+async fn register_all(
+    settings: &Settings,
+    pool: &Pool,
+    ingest: &str,
+) -> anyhow::Result<Vec<(String, registrations::Registered)>> {
+    let mut registered = Vec::new();
+    for view in settings.served() {
+        let url = format!("http://{}{}", application_ingest(ingest), view.ingest.path);
+        let done = register(&view, pool, &url).await?;
+        registered.push((view.account_name().to_owned(), done));
+    }
+    Ok(registered)
 }
 
 /// The second account's service: the same people as `party`'s (the same seed), quiet (no
