@@ -351,6 +351,7 @@ fn required_id_schema() -> utoipa::openapi::schema::Object {
     responses(
         (status = 202, description = "success", body = Recorded),
         (status = 400, description = "invalid parameters or body", body = ErrorBody),
+        (status = 404, description = "no such account is served (accountId)", body = ErrorBody),
         (status = 413, description = "body or batch too large", body = ErrorBody),
     )
 )]

@@ -162,6 +162,7 @@ impl ImportQuery {
     responses(
         (status = 200, description = "success", body = Report),
         (status = 400, description = "invalid parameters, or a list with invalid rows", body = ImportRefused),
+        (status = 404, description = "no such account is served (accountId)", body = ErrorBody),
         (status = 413, description = "body or batch too large", body = ErrorBody),
     )
 )]

@@ -95,16 +95,20 @@ impl AdminState {
         self
     }
 
-    /// The account a change or import is recorded in: `requested`, which must be served,
-    /// or the first account.
+    /// The account a change or import is recorded in: `requested`, which must be served
+    /// (404 otherwise, as for any other thing named that does not exist), or the first
+    /// account.
     pub fn account(&self, requested: Option<&str>) -> Result<String, AdminError> {
         let Some(name) = requested else {
             return Ok(self.first_account().to_owned());
         };
+        if let Some(problem) = crate::model::id_problem("accountId", name) {
+            return Err(AdminError::BadRequest(problem));
+        }
         if self.accounts.iter().any(|a| a == name) {
             return Ok(name.to_owned());
         }
-        Err(AdminError::BadRequest(format!(
+        Err(AdminError::NotFound(format!(
             "accountId: no account {} is served (accounts: {})",
             crate::model::text::bounded(name, crate::model::MAX_ID_CHARS),
             self.accounts.join(", ")

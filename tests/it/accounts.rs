@@ -497,7 +497,7 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
             .expect("an answer")
     };
     let refused = change("nobody").await;
-    assert_eq!(refused.status(), 400);
+    assert_eq!(refused.status(), 404);
     let said = refused.text().await.unwrap_or_default();
     assert!(said.contains("party, candidate"), "{said}");
     assert_eq!(change("candidate").await.status(), 202);
