@@ -131,8 +131,10 @@ struct Plan {
 
 /// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
 /// ledger, and each row marked applied or quarantined, so the caller's commit makes the
-/// whole batch take effect at once. Each run of rows of one account applies in that
-/// account, one run after the other: what applying them one by one would do.
+/// whole batch take effect at once. The rows of each account apply together, in their
+/// order: nothing of one account (its leads, states, entries, statuses) is another's, so
+/// that is what applying them one by one would do, at the cost of one pass per account
+/// however the accounts' deliveries interleave.
 pub async fn deliveries<T: ApplyTx + ?Sized>(
     tx: &mut T,
     rows: &[Pending],
@@ -140,9 +142,16 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     policy: &Policy,
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
+    let mut accounts: Vec<&str> = Vec::new();
+    for row in rows {
+        if !accounts.contains(&row.account.as_str()) {
+            accounts.push(&row.account);
+        }
+    }
     let mut outcome = Outcome::default();
-    for run in rows.chunk_by(|a, b| a.account == b.account) {
-        let of_run = deliveries_of(tx, &run[0].account, run, now, policy, settle).await?;
+    for account in accounts {
+        let of_account: Vec<&Pending> = rows.iter().filter(|r| r.account == account).collect();
+        let of_run = deliveries_of(tx, account, &of_account, now, policy, settle).await?;
         outcome.applied += of_run.applied;
         outcome.quarantined += of_run.quarantined;
         outcome.sent_after_opt_out += of_run.sent_after_opt_out;
@@ -155,7 +164,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
 async fn deliveries_of<T: ApplyTx + ?Sized>(
     tx: &mut T,
     account: &str,
-    rows: &[Pending],
+    rows: &[&Pending],
     now: DateTime<Utc>,
     policy: &Policy,
     settle: Settle,
@@ -311,7 +320,7 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
 async fn plan<T: ApplyTx + ?Sized>(
     tx: &mut T,
     account: &str,
-    rows: &[Pending],
+    rows: &[&Pending],
     account_sync: bool,
 ) -> Result<Plan, crate::store::Error> {
     let consent: Vec<&ConsentEvent> = rows
