@@ -57,7 +57,12 @@
 //! is only used to create and drop the bench's own);
 //! `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
 //! to measure the ingest path alone: the outbox is left unapplied and nothing is waited for
-//! after a level (the durability check still counts the outbox's rows).
+//! after a level (the durability check still counts the outbox's rows);
+//! `BENCH_ACCOUNTS=N` configures the daemon with N `[[account]]` sections instead of the
+//! default account, each on its own path (`/webhooks/benchK`) with its own secret, and
+//! spreads the same load over them in turn, each delivery signed with its account's secret
+//! (the no-op and the floor serve the same paths, the floor verifying each with its
+//! account's secret).
 //! No tracing subscriber is installed, so logging costs (almost) nothing.
 
 mod common;
@@ -73,10 +78,10 @@ use bytes::Bytes;
 use common::{BenchDatabase, fetch_row, outbox_states};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::settings::{Settings, Synchronous};
+use outreach_sync::settings::{Schedule, Settings, Synchronous};
 use outreach_sync::signature::{Key, SignatureFormat, Verifier, sign};
 use outreach_sync::store::Pool;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret as _, SecretString};
 use sha2::{Digest, Sha256};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot};
@@ -135,6 +140,8 @@ impl Plan {
 /// One pre-signed request.
 #[derive(Clone)]
 struct Prepared {
+    /// Which account's path it is posted to (an index into the targets' URLs).
+    account: usize,
     body: Bytes,
     headers: HeaderMap,
 }
@@ -219,7 +226,23 @@ fn main() -> anyhow::Result<()> {
 async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let database = BenchDatabase::create("bench.db").await?;
     let dir = database.dir.path();
-    let settings = bench_settings(&database.url);
+    let accounts: usize = std::env::var("BENCH_ACCOUNTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let settings = bench_settings(&database.url, dir, accounts)?;
+    // Each account served: its ingest path, and how its deliveries are signed.
+    let served = settings.served();
+    let paths: Vec<&str> = served
+        .iter()
+        .map(|view| view.ingest.path.as_str())
+        .collect();
+    let urls = |addr: SocketAddr| -> Vec<String> {
+        paths
+            .iter()
+            .map(|path| format!("http://{addr}{path}"))
+            .collect()
+    };
     let with_worker = std::env::var("BENCH_WORKER").as_deref() != Ok("off");
     let app = Application::build(settings.clone()).await?;
     let app = if with_worker {
@@ -229,15 +252,12 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     };
     // The bench's own look at the daemon's database (the backlog, the final count).
     let pool = outreach_sync::store::open(&settings).await?;
-    let daemon_url = format!("http://{}{}", app.ingest_addr(), settings.ingest.path);
+    let daemon_urls = urls(app.ingest_addr());
     let shutdown = CancellationToken::new();
     let daemon = tokio::spawn(app.run_until_stopped(shutdown.clone()));
-    let noop_url = format!("http://{}/webhooks", spawn_noop(shutdown.clone()).await?);
+    let noop_urls = urls(spawn_noop(&paths, shutdown.clone()).await?);
     let store = FloorStore::open(&database, &settings).await?;
-    let floor_url = format!(
-        "http://{}/webhooks",
-        spawn_floor(&settings, store, shutdown.clone()).await?
-    );
+    let floor_urls = urls(spawn_floor(&served, store, shutdown.clone()).await?);
 
     let levels: Vec<usize> = match std::env::var("BENCH_CONCURRENCY") {
         Ok(list) => list
@@ -258,13 +278,18 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         .build()?;
 
     println!(
-        "ingest bench on {}{}{}: {} requests per level (+{} warm-up, {}s cap), floor and daemon {} times each, {}",
+        "ingest bench on {}{}{}{}: {} requests per level (+{} warm-up, {}s cap), floor and daemon {} times each, {}",
         database.backend(),
         if quick { " (BENCH_QUICK)" } else { "" },
         if with_worker {
             ""
         } else {
             " (BENCH_WORKER=off: no worker)"
+        },
+        if accounts > 0 {
+            format!(" (BENCH_ACCOUNTS: spread over {})", paths.join(", "))
+        } else {
+            String::new()
         },
         plan.requests,
         plan.warmup,
@@ -289,19 +314,36 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     if let Some(server) = LocalServer::find(&pool).await {
         let _ = SERVER.set(server);
     }
-    let format = SignatureFormat::from(&settings.webhook);
-    let key = Key::for_scheme(format.scheme, SECRET).expect("the bench secret is a valid key");
+    let signers: Vec<(SignatureFormat, Key)> = served
+        .iter()
+        .map(|view| {
+            let format = SignatureFormat::from(&view.webhook);
+            let secret = view.webhook.secrets[0].expose_secret();
+            let key =
+                Key::for_scheme(format.scheme, secret).expect("the bench secret is a valid key");
+            (format, key)
+        })
+        .collect();
     let mut rows = Vec::new();
     let mut accepted_total = 0;
     for (level, &concurrency) in levels.iter().enumerate() {
         let sign_batch = |what: &str, n: usize| -> Vec<Prepared> {
             (0..n)
-                .map(|i| prepare(&format, &key, &format!("evt_bench_{level}_{what}_{i}")))
+                .map(|i| {
+                    let account = i % signers.len();
+                    let (format, key) = &signers[account];
+                    prepare(
+                        account,
+                        format,
+                        key,
+                        &format!("evt_bench_{level}_{what}_{i}"),
+                    )
+                })
                 .collect()
         };
         let (warmup, timed) = (sign_batch("w", plan.warmup), sign_batch("t", plan.requests));
-        drive(&client, &noop_url, concurrency, warmup, plan.window).await;
-        let noop = drive(&client, &noop_url, concurrency, timed, plan.window).await;
+        drive(&client, &noop_urls, concurrency, warmup, plan.window).await;
+        let noop = drive(&client, &noop_urls, concurrency, timed, plan.window).await;
 
         // Floor and daemon in turn, so that a slow spell of the machine falls on both.
         let mut rounds = Vec::with_capacity(plan.rounds);
@@ -312,15 +354,22 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             );
             drive(
                 &client,
-                &floor_url,
+                &floor_urls,
                 concurrency,
                 warmup.clone(),
                 plan.window,
             )
             .await;
-            let floor = drive(&client, &floor_url, concurrency, timed.clone(), plan.window).await;
-            let warm = drive(&client, &daemon_url, concurrency, warmup, plan.window).await;
-            let live = drive(&client, &daemon_url, concurrency, timed, plan.window).await;
+            let floor = drive(
+                &client,
+                &floor_urls,
+                concurrency,
+                timed.clone(),
+                plan.window,
+            )
+            .await;
+            let warm = drive(&client, &daemon_urls, concurrency, warmup, plan.window).await;
+            let live = drive(&client, &daemon_urls, concurrency, timed, plan.window).await;
             accepted_total += warm.accepted + live.accepted;
             let worker = if with_worker {
                 Some(catch_up(&pool).await?)
@@ -351,27 +400,60 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     shutdown.cancel();
     daemon.await??;
     let (outbox, applied, _, _) = outbox_states(&pool).await?;
+    let mut by_account = Vec::new();
+    if accounts > 0 {
+        for view in &served {
+            let name = view.account_name();
+            let sql = format!("SELECT COUNT(*) FROM outbox WHERE account_id = '{name}'");
+            let (n,): (i64,) = fetch_row(&pool, &sql).await?;
+            by_account.push(format!("{name} {n}"));
+        }
+    }
     pool.close().await;
     let consistent = usize::try_from(outbox).is_ok_and(|n| n == accepted_total);
     println!(
         "durability check: {outbox} outbox rows after stop ({applied} applied by the daemon), {accepted_total} `accepted` answers (warm-ups included): {}",
         if consistent { "EQUAL" } else { "MISMATCH" }
     );
+    if !by_account.is_empty() {
+        println!("outbox rows by account: {}", by_account.join(", "));
+    }
     Ok(())
 }
 
 /// The daemon's settings: the fresh database at `url`, port 0, one secret, every commit
 /// fsynced, and a backlog limit no run can reach (the worker may fall behind), so no 503.
-fn bench_settings(url: &str) -> Settings {
-    let mut settings = Settings::default();
+/// With `accounts` > 0, that many `[[account]]` sections instead of the default account,
+/// written to a file in `dir` and read as the daemon reads its file, each with a secret of
+/// its own, and no reconciliation (an account's keys would start a pass against its
+/// `base_url`, which answers nothing here).
+fn bench_settings(url: &str, dir: &std::path::Path, accounts: usize) -> anyhow::Result<Settings> {
+    let mut settings = if accounts > 0 {
+        let file = dir.join("accounts.toml");
+        let sections: String = (1..=accounts)
+            .map(|n| {
+                format!(
+                    "[[account]]\nname = \"bench{n}\"\nbase_url = \"http://127.0.0.1:9\"\nclient_id = \"bench{n}@example.org\"\nclient_secret = \"bench-client-secret-{n}\"\n[account.webhook]\nsecrets = [\"{SECRET}-{n}\"]\n\n"
+                )
+            })
+            .collect();
+        std::fs::write(&file, sections)?;
+        let mut settings = Settings::load_unvalidated(Some(&file), &[])?;
+        settings.reconcile.on_start = false;
+        settings.reconcile.schedule = Schedule::from("");
+        settings
+    } else {
+        let mut settings = Settings::default();
+        settings.webhook.secrets = vec![SecretString::from(SECRET)];
+        settings
+    };
     settings.database.url = url.to_owned();
     settings.database.synchronous = Synchronous::Full;
     settings.ingest.bind = "127.0.0.1:0".into();
     settings.ingest.max_backlog = 10_000_000;
     settings.admin.bind = "127.0.0.1:0".into();
-    settings.webhook.secrets = vec![SecretString::from(SECRET)];
-    settings.validate().expect("valid bench settings");
-    settings
+    settings.validate()?;
+    Ok(settings)
 }
 
 /// Serves a baseline on a loopback port of its own until `shutdown`, the same way as the
@@ -387,12 +469,16 @@ async fn serve_baseline(router: Router, shutdown: CancellationToken) -> anyhow::
     Ok(addr)
 }
 
-/// The ceiling: a POST handler that reads the body and answers a small JSON 200.
-async fn spawn_noop(shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
+/// The ceiling: a POST handler on each of `paths` that reads the body and answers a small
+/// JSON 200.
+async fn spawn_noop(paths: &[&str], shutdown: CancellationToken) -> anyhow::Result<SocketAddr> {
     async fn noop(body: Bytes) -> axum::Json<serde_json::Value> {
         axum::Json(serde_json::json!({"status": "accepted", "id": body.len()}))
     }
-    serve_baseline(Router::new().route("/webhooks", post(noop)), shutdown).await
+    let router = paths
+        .iter()
+        .fold(Router::new(), |router, path| router.route(path, post(noop)));
+    serve_baseline(router, shutdown).await
 }
 
 /// A delivery handed to the floor's group-commit task: its key (SHA-256 of the body), the
@@ -532,38 +618,43 @@ fn fail(batch: &mut Vec<Stored>, error: &dyn std::fmt::Display) {
 }
 
 /// The floor: what any implementation of the ingest contract must at least do. Verify the
-/// signature (the daemon's verifier: HMAC-SHA256 compared in constant time), key the body by
-/// its SHA-256, hand it to the group-commit loop and answer after the commit.
+/// signature (the daemon's verifier: HMAC-SHA256 compared in constant time) with the secrets
+/// of the account whose path it came on, key the body by its SHA-256, hand it to the
+/// group-commit loop and answer after the commit.
 async fn spawn_floor(
-    settings: &Settings,
+    served: &[Settings],
     store: FloorStore,
     shutdown: CancellationToken,
 ) -> anyhow::Result<SocketAddr> {
     let (tx, rx) = mpsc::channel::<Stored>(4096);
     store.start(rx)?;
-    let verifier = Arc::new(Verifier::new(&settings.webhook));
-    let ingest = move |headers: HeaderMap, body: Bytes| {
-        let (verifier, tx) = (verifier.clone(), tx.clone());
-        async move {
-            let now = chrono::Utc::now().timestamp();
-            if verifier.verify(&headers, &body, now).is_err() {
-                return Err(StatusCode::UNAUTHORIZED);
+    let mut router = Router::new();
+    for view in served {
+        let (verifier, tx) = (Arc::new(Verifier::new(&view.webhook)), tx.clone());
+        let ingest = move |headers: HeaderMap, body: Bytes| {
+            let (verifier, tx) = (verifier.clone(), tx.clone());
+            async move {
+                let now = chrono::Utc::now().timestamp();
+                if verifier.verify(&headers, &body, now).is_err() {
+                    return Err(StatusCode::UNAUTHORIZED);
+                }
+                let key: [u8; 32] = Sha256::digest(&body).into();
+                let (reply, stored) = oneshot::channel();
+                tx.send((key, body, reply))
+                    .await
+                    .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
+                let id = stored.await.map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
+                let status = if id == 0 { "duplicate" } else { "accepted" };
+                Ok(axum::Json(serde_json::json!({"status": status, "id": id})))
             }
-            let key: [u8; 32] = Sha256::digest(&body).into();
-            let (reply, stored) = oneshot::channel();
-            tx.send((key, body, reply))
-                .await
-                .map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
-            let id = stored.await.map_err(|_| StatusCode::SERVICE_UNAVAILABLE)?;
-            let status = if id == 0 { "duplicate" } else { "accepted" };
-            Ok(axum::Json(serde_json::json!({"status": status, "id": id})))
-        }
-    };
-    serve_baseline(Router::new().route("/webhooks", post(ingest)), shutdown).await
+        };
+        router = router.route(&view.ingest.path, post(ingest));
+    }
+    serve_baseline(router, shutdown).await
 }
 
 /// A consent event with its own `id`, signed as a sender would sign it.
-fn prepare(format: &SignatureFormat, key: &Key, id: &str) -> Prepared {
+fn prepare(account: usize, format: &SignatureFormat, key: &Key, id: &str) -> Prepared {
     let body = serde_json::json!({
         "type": "consentUpdate-v1",
         "id": id,
@@ -584,16 +675,17 @@ fn prepare(format: &SignatureFormat, key: &Key, id: &str) -> Prepared {
         );
     }
     Prepared {
+        account,
         body: Bytes::from(body),
         headers,
     }
 }
 
-/// Sends `work` to `url` from `concurrency` tasks sharing one counter, until all is sent
-/// or `window` has passed.
+/// Sends `work` from `concurrency` tasks sharing one counter, each request to its
+/// account's URL in `urls`, until all is sent or `window` has passed.
 async fn drive(
     client: &reqwest::Client,
-    url: &str,
+    urls: &[String],
     concurrency: usize,
     work: Vec<Prepared>,
     window: Duration,
@@ -606,8 +698,8 @@ async fn drive(
     let deadline = start + window;
     let tasks: Vec<_> = (0..concurrency)
         .map(|_| {
-            let (client, url, work, next) =
-                (client.clone(), url.to_owned(), work.clone(), next.clone());
+            let (client, urls, work, next) =
+                (client.clone(), urls.to_vec(), work.clone(), next.clone());
             tokio::spawn(async move {
                 let mut latencies = Vec::with_capacity(work.len() / concurrency + 1);
                 let (mut accepted, mut other) = (0, 0);
@@ -619,7 +711,7 @@ async fn drive(
                     let request = &work[i];
                     let sent = Instant::now();
                     let response = client
-                        .post(&url)
+                        .post(&urls[request.account])
                         .headers(request.headers.clone())
                         .body(request.body.clone())
                         .send()
