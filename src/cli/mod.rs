@@ -361,22 +361,21 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
 /// The accounts a command is about: the one named, or every account served in turn, each
 /// as its view of the settings ([`Settings::served`]).
 fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Settings>, CliError> {
-    let served = settings.served();
     let Some(name) = account else {
-        return Ok(served);
+        return Ok(settings.served());
     };
-    let names: Vec<&str> = served.iter().map(Settings::account_name).collect();
-    let message = format!(
-        "--account: no account {:?} is configured (accounts: {})",
-        crate::model::text::Escaped(name),
-        names.join(", ")
-    );
-    served
-        .iter()
-        .find(|view| view.account_name() == name)
-        .cloned()
+    settings
+        .served_account(name)
         .map(|view| vec![view])
-        .ok_or(CliError::Usage(message))
+        .ok_or_else(|| {
+            let served = settings.served();
+            let names: Vec<&str> = served.iter().map(Settings::account_name).collect();
+            CliError::Usage(format!(
+                "--account: no account {:?} is configured (accounts: {})",
+                crate::model::text::Escaped(name),
+                names.join(", ")
+            ))
+        })
 }
 
 /// Records a local change (organization, number, opted out, tag, reason) made with the CLI
