@@ -190,6 +190,11 @@ pub struct LocalEvidence {
     /// appeared.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub suppressed_by: Option<i64>,
+    /// With actor `shared`: the opt-out it copies, as (entry, account).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows_account_id: Option<String>,
 }
 
 /// The bundle of `phone` (in one organization or all); `None` when the ledger has no entry
@@ -300,20 +305,35 @@ fn evidence_of(
 /// A local change's evidence: who made it (or the suppression and its entry), why, and its
 /// push.
 fn local_evidence(stored: &StoredEntry, kept: Option<KeptEvidence>) -> LocalEvidence {
-    let (actor, suppressed_by) = match kept {
-        Some(KeptEvidence::Local { actor }) => (Some(actor), None),
+    let mut evidence = LocalEvidence {
+        actor: None,
+        reason: stored.reason.clone(),
+        push: stored.entry.push,
+        suppressed_by: None,
+        follows: None,
+        follows_account_id: None,
+    };
+    match kept {
+        Some(KeptEvidence::Local { actor }) => evidence.actor = Some(actor),
         Some(KeptEvidence::Suppressed {
             actor,
             suppressed_by,
-        }) => (Some(actor), Some(suppressed_by)),
-        _ => (None, None),
-    };
-    LocalEvidence {
-        actor,
-        reason: stored.reason.clone(),
-        push: stored.entry.push,
-        suppressed_by,
+        }) => {
+            evidence.actor = Some(actor);
+            evidence.suppressed_by = Some(suppressed_by);
+        }
+        Some(KeptEvidence::Shared {
+            actor,
+            follows,
+            account_id,
+        }) => {
+            evidence.actor = Some(actor);
+            evidence.follows = Some(follows);
+            evidence.follows_account_id = Some(account_id);
+        }
+        _ => {}
     }
+    evidence
 }
 
 /// An imported entry's evidence: the list, its line, who imported it and why.

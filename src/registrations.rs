@@ -445,26 +445,63 @@ pub async fn rotate(client: &ServiceClient, target: &Target) -> Result<Vec<Mocke
     Ok(mock_each(client, ours.into_iter()).await?.0)
 }
 
-/// Keeps `check` as the last result, for `status`, `GET /v1/status` and `/metrics`.
+/// Keeps `check` as the `default` account's last result ([`record_in`]).
 pub async fn record(pool: &Pool, check: &RegistrationCheck) -> anyhow::Result<()> {
+    record_in(pool, crate::model::DEFAULT_ACCOUNT, check).await
+}
+
+/// Keeps `check` as `account`'s last result, for `status`, `GET /v1/status` and
+/// `/metrics`.
+pub async fn record_in(
+    pool: &Pool,
+    account: &str,
+    check: &RegistrationCheck,
+) -> anyhow::Result<()> {
     let value = serde_json::to_string(check)?;
-    pool.set_state(LAST_CHECK, &value).await?;
+    pool.set_state(&check_key(account), &value).await?;
     Ok(())
 }
 
-/// The last check's result; `None` before the first (or when what is kept cannot be read,
-/// which is logged).
-pub async fn last_check(pool: &Pool) -> Result<Option<RegistrationCheck>, crate::store::Error> {
-    let Some(value) = pool.state(LAST_CHECK).await? else {
-        return Ok(None);
-    };
-    match serde_json::from_str(&value) {
-        Ok(check) => Ok(Some(check)),
-        Err(error) => {
-            tracing::warn!(%error, "the kept webhook registration check cannot be read");
-            Ok(None)
+/// Where an account's last check is kept: `default`'s where it always was.
+fn check_key(account: &str) -> String {
+    if account == crate::model::DEFAULT_ACCOUNT {
+        LAST_CHECK.to_owned()
+    } else {
+        format!("{LAST_CHECK}:{account}")
+    }
+}
+
+/// The last check of `accounts` that most needs attention: the first that failed, else the
+/// oldest. With several accounts, each problem names its account. `None` before the first
+/// check (an account whose kept check cannot be read, which is logged, counts as never
+/// checked).
+pub async fn last_check(
+    pool: &Pool,
+    accounts: &[String],
+) -> Result<Option<RegistrationCheck>, crate::store::Error> {
+    let mut kept = Vec::new();
+    for account in accounts {
+        let Some(value) = pool.state(&check_key(account)).await? else {
+            continue;
+        };
+        match serde_json::from_str::<RegistrationCheck>(&value) {
+            Ok(mut check) => {
+                if accounts.len() > 1 {
+                    for problem in &mut check.problems {
+                        *problem = format!("account {account}: {problem}");
+                    }
+                }
+                kept.push(check);
+            }
+            Err(error) => {
+                tracing::warn!(%error, account, "the kept webhook registration check cannot be read");
+            }
         }
     }
+    Ok(match kept.iter().position(|check| !check.ok) {
+        Some(failed) => Some(kept.swap_remove(failed)),
+        None => kept.into_iter().min_by_key(|check| check.checked_at),
+    })
 }
 
 #[cfg(test)]

@@ -47,6 +47,23 @@ pub struct ByNumber {
     pub account_id: Option<String>,
 }
 
+/// The account of one lead or message (`accountId`): the first served when none is named.
+#[derive(Deserialize, utoipa::IntoParams)]
+#[serde(rename_all = "camelCase")]
+#[into_params(parameter_in = Query)]
+pub struct InAccount {
+    #[param(schema_with = one_account_schema)]
+    pub account_id: Option<String>,
+}
+
+/// `accountId` naming the one account a lead or message id is of.
+fn one_account_schema() -> utoipa::openapi::schema::Object {
+    let mut schema = id_schema();
+    schema.description =
+        Some("The account the id is of (the name of an [[account]]; default: the first)".into());
+    schema
+}
+
 /// `accountId` of a query: an id ([`id_schema`]).
 fn account_schema() -> utoipa::openapi::schema::Object {
     let mut schema = id_schema();

@@ -10,7 +10,7 @@ use axum::response::IntoResponse;
 use chrono::Utc;
 use serde_json::Value;
 
-use super::consent::{ByNumber, checked_id, required_phone};
+use super::consent::{ByNumber, InAccount, checked_id, required_phone};
 use super::schemas::{LeadItems, MessageRecord};
 use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
@@ -68,7 +68,7 @@ pub async fn metrics(
             .into_iter()
             .map(|s| (s.name, count(s.lag_entries)))
             .collect(),
-        registration_ok: crate::registrations::last_check(&state.pool)
+        registration_ok: crate::registrations::last_check(&state.pool, &state.accounts)
             .await?
             .map(|check| check.ok),
         destination_lag: destinations
@@ -110,19 +110,21 @@ pub struct IdPath {
     path = "/v1/leads/{id}",
     operation_id = "getLead",
     summary = "One mirrored lead, as the service's v3 Lead resource",
-    params(IdPath),
+    params(IdPath, InAccount),
     responses(
         (status = 200, description = "success", body = Lead),
         (status = 400, description = "invalid parameters or body", body = ErrorBody),
-        (status = 404, description = "not found", body = ErrorBody),
+        (status = 404, description = "not found, or no such account served", body = ErrorBody),
     )
 )]
 pub async fn lead(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
+    query: Result<Query<InAccount>, QueryRejection>,
 ) -> Result<Json<Value>, AdminError> {
     checked_id("leadId", Some(&id))?;
-    ledger::lead(&state.pool, &id)
+    let account = state.account(query?.0.account_id.as_deref())?;
+    ledger::lead(&state.pool, &id, &account)
         .await?
         .map(|lead| Json(without_nulls(lead)))
         .ok_or_else(|| AdminError::NotFound(format!("no lead {} in the mirror", quoted(&id))))
@@ -157,19 +159,21 @@ pub async fn find_leads(
     path = "/v1/messages/{id}",
     operation_id = "getMessage",
     summary = "The tracked delivery status of one message",
-    params(IdPath),
+    params(IdPath, InAccount),
     responses(
         (status = 200, description = "success", body = MessageRecord),
         (status = 400, description = "invalid parameters or body", body = ErrorBody),
-        (status = 404, description = "not found", body = ErrorBody),
+        (status = 404, description = "not found, or no such account served", body = ErrorBody),
     )
 )]
 pub async fn message(
     State(state): State<Arc<AdminState>>,
     Path(id): Path<String>,
+    query: Result<Query<InAccount>, QueryRejection>,
 ) -> Result<Json<Value>, AdminError> {
     checked_id("messageId", Some(&id))?;
-    ledger::message(&state.pool, &id)
+    let account = state.account(query?.0.account_id.as_deref())?;
+    ledger::message(&state.pool, &id, &account)
         .await?
         .map(|message| Json(without_nulls(message)))
         .ok_or_else(|| AdminError::NotFound(format!("no message {} is tracked", quoted(&id))))
@@ -185,7 +189,7 @@ pub async fn message(
 pub async fn status(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<ledger::Status>, AdminError> {
-    let mut status = ledger::status(&state.pool).await?;
+    let mut status = ledger::status_of(&state.pool, &state.accounts).await?;
     status.subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
     Ok(Json(status))
 }

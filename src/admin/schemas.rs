@@ -29,4 +29,6 @@ pub struct MessageRecord {
     status_at: Option<String>,
     source: Option<String>,
     updated_at: Option<String>,
+    /// The account it is of.
+    account_id: String,
 }

@@ -160,11 +160,7 @@ fn upstream_work(
             )
         })
         .collect();
-    let accounts: Vec<String> = settings
-        .served()
-        .iter()
-        .map(|view| view.account_name().to_owned())
-        .collect();
+    let accounts = settings.account_names();
     let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
         .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
     (singletons, sharer)
@@ -197,13 +193,7 @@ pub(super) fn admin_router(
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
             .with_long_reads(long_reads)
-            .with_accounts(
-                settings
-                    .served()
-                    .iter()
-                    .map(|view| view.account_name().to_owned())
-                    .collect(),
-            )
+            .with_accounts(settings.account_names())
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())

@@ -191,7 +191,10 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
 
 pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
-    let mut status = ledger::status(&pool).await.map_err(anyhow::Error::from)?;
+    let accounts = settings.account_names();
+    let mut status = ledger::status_of(&pool, &accounts)
+        .await
+        .map_err(anyhow::Error::from)?;
     status.subscribers = crate::subscribers::views(&pool, &settings.subscriber)
         .await
         .map_err(anyhow::Error::from)?;

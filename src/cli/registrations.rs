@@ -115,7 +115,7 @@ async fn register(
     } = registrations::register(&client, &target)
         .await
         .map_err(runtime)?;
-    registrations::record(&pool, &report.result).await?;
+    registrations::record_in(&pool, settings.account_name(), &report.result).await?;
     let ownership = settings
         .webhook
         .confirmation_header
@@ -242,11 +242,11 @@ async fn check(settings: &Settings, args: &TargetArgs, json: bool) -> Result<(),
                 problems: vec![format!("the service could not be asked: {error}")],
                 target_url: target.url.clone(),
             };
-            registrations::record(&pool, &failed).await?;
+            registrations::record_in(&pool, settings.account_name(), &failed).await?;
             return Err(runtime(error));
         }
     };
-    registrations::record(&pool, &report.result).await?;
+    registrations::record_in(&pool, settings.account_name(), &report.result).await?;
     if json {
         print_json(&check_json(&report))?;
     } else {

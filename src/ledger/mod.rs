@@ -140,18 +140,31 @@ pub async fn events(
 /// The daemon's state at a glance: counts, the last error, reconciliation, pushes,
 /// replicas and the last check of the webhook registrations.
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, crate::store::Error> {
+    status_of(pool, &[crate::model::DEFAULT_ACCOUNT.to_owned()]).await
+}
+
+/// [`status`] of a daemon serving `accounts`: the registration check shown is that of the
+/// account most in need of attention.
+pub async fn status_of(
+    pool: impl Into<Pool>,
+    accounts: &[String],
+) -> Result<Status, crate::store::Error> {
     let pool = pool.into();
     let mut status = pool.status().await?;
     status.replicas = crate::replica::seen(&pool).await?;
-    status.registration_check = crate::registrations::last_check(&pool).await?;
+    status.registration_check = crate::registrations::last_check(&pool, accounts).await?;
     status.chain_head = crate::ledger::chain::head(pool).await?;
     Ok(status)
 }
 
-/// The mirrored lead `id` as the v3 Lead resource (its `globalOptedOut` from the consent
-/// state of its number), with nulls.
-pub async fn lead(pool: impl Into<Pool>, id: &str) -> Result<Option<Value>, crate::store::Error> {
-    (pool.into()).lead(id).await
+/// The mirrored lead `id` of `account` as the v3 Lead resource (its `globalOptedOut` from
+/// the consent state of its number) with its `accountId`, with nulls.
+pub async fn lead(
+    pool: impl Into<Pool>,
+    id: &str,
+    account: &str,
+) -> Result<Option<Value>, crate::store::Error> {
+    (pool.into()).lead(id, account).await
 }
 
 /// The mirrored leads of `phone` as v3 Lead resources, in every organization or in one,
@@ -173,12 +186,13 @@ pub async fn leads_in(
     (pool.into()).leads(phone, organization, account).await
 }
 
-/// The tracked message `id`, with nulls.
+/// The tracked message `id` of `account`, with nulls.
 pub async fn message(
     pool: impl Into<Pool>,
     id: &str,
+    account: &str,
 ) -> Result<Option<Value>, crate::store::Error> {
-    (pool.into()).message(id).await
+    (pool.into()).message(id, account).await
 }
 
 /// Deliveries received since `since`, per minute (`"YYYY-MM-DDTHH:MM"` in UTC, oldest

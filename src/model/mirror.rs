@@ -29,6 +29,9 @@ pub struct Lead {
     pub tag_ids: Vec<String>,
     pub global_opted_out: bool,
     pub created_at: Option<String>,
+    /// The account of the service it is of: the mirror's, never sent by the service.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_id: Option<String>,
 }
 
 /// The Message status resource of the v3 API.

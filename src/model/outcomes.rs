@@ -26,6 +26,8 @@ pub struct OutcomeRecord {
     /// Why it was unmatched, or the system's own words when it refused.
     pub reason: Option<String>,
     pub at: Timestamp,
+    /// The account of its entry.
+    pub account_id: String,
 }
 
 /// A destination's outcomes, counted.

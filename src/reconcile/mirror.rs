@@ -39,6 +39,7 @@ pub fn mirror_lead(lead: &models::Lead) -> Result<Lead, PhoneError> {
         tag_ids: lead.tag_ids.clone(),
         global_opted_out: lead.global_opted_out,
         created_at: Some(lead.created_at.clone()),
+        account_id: None,
     })
 }
 
@@ -64,6 +65,7 @@ pub fn mirror_v2_lead(lead: &V2Lead) -> Result<Lead, PhoneError> {
         tag_ids: lead.tag_ids.clone(),
         global_opted_out: lead.global_opted_out,
         created_at: Some(lead.created_at.clone()),
+        account_id: None,
     })
 }
 

@@ -180,6 +180,15 @@ impl Settings {
             .collect()
     }
 
+    /// The names of the accounts served, in the order written (`default` without
+    /// `[[account]]`).
+    pub fn account_names(&self) -> Vec<String> {
+        match self.account.as_slice() {
+            [] => vec![DEFAULT_ACCOUNT.to_owned()],
+            accounts => accounts.iter().map(|a| a.name.clone()).collect(),
+        }
+    }
+
     /// The view of the account `name` ([`Settings::served`]), if it is served.
     pub fn served_account(&self, name: &str) -> Option<Settings> {
         self.served()

@@ -281,8 +281,12 @@ pub trait ReadStore {
         organization: Option<&str>,
     ) -> Result<Vec<crate::model::LedgerEntry>, crate::store::Error>;
 
-    /// The mirrored lead `id`, as the v3 Lead resource.
-    async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error>;
+    /// The mirrored lead `id` of `account`, as the v3 Lead resource.
+    async fn lead(
+        &self,
+        id: &str,
+        account: &str,
+    ) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// The mirrored leads of `phone`, in every organization or in one, of every account or
     /// of one.
@@ -300,8 +304,12 @@ pub trait ReadStore {
         organization: Option<&str>,
     ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error>;
 
-    /// The tracked message `id`.
-    async fn message(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error>;
+    /// The tracked message `id` of `account`.
+    async fn message(
+        &self,
+        id: &str,
+        account: &str,
+    ) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// Pushes by state.
     async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error>;

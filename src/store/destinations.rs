@@ -81,7 +81,7 @@ macro_rules! statements {
             ) -> Result<Vec<OutcomeRecord>, crate::store::Error> {
                 Ok(sqlx::query_as(
                     "SELECT o.seq, l.phone_number, l.organization_id, l.lead_id, o.outcome,
-                            o.reason, o.at
+                            o.reason, o.at, l.account_id
                      FROM destination_outcomes o JOIN ledger l ON l.seq = o.seq
                      WHERE o.destination = $1 AND o.outcome IS NOT NULL
                        AND ($2 IS NULL OR o.outcome = $2) AND o.seq > $3

@@ -195,12 +195,20 @@ macro_rules! statements {
             Ok(sqlx::query_as($push_counts).fetch_one(self).await?)
         }
 
-        async fn lead(&self, id: &str) -> Result<Option<serde_json::Value>, crate::store::Error> {
-            let found: Option<String> =
-                sqlx::query_scalar(concat!("SELECT ", $lead_json, " WHERE l.id = $1"))
-                    .bind(id)
-                    .fetch_optional(self)
-                    .await?;
+        async fn lead(
+            &self,
+            id: &str,
+            account: &str,
+        ) -> Result<Option<serde_json::Value>, crate::store::Error> {
+            let found: Option<String> = sqlx::query_scalar(concat!(
+                "SELECT ",
+                $lead_json,
+                " WHERE l.id = $1 AND l.account_id = $2"
+            ))
+            .bind(id)
+            .bind(account)
+            .fetch_optional(self)
+            .await?;
             Ok(found
                 .as_deref()
                 .map(crate::store::codec::json_decoded)

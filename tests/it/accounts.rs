@@ -728,3 +728,98 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
     assert_eq!(party.len(), 1, "{party:?}");
     app.stop().await;
 }
+
+crate::common::on_both_backends!(
+    lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_collide,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_collide(
+    backend: crate::common::Backend,
+) {
+    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    let van = Sandbox::spawn(SandboxConfig {
+        leads: 1,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let (party_phone, candidate_phone) = ("+15550000101", "+15550000102");
+    let (party_van_id, candidate_van_id) = (
+        van.van_add_person(party_phone),
+        van.van_add_person(candidate_phone),
+    );
+    let Some(app) = crate::common::spawn_app_on(backend, |settings| {
+        crate::common::with_admin_token(settings);
+        settings.account = vec![
+            unreachable_account("candidate"),
+            unreachable_account("party"),
+        ];
+        let mut destination = DestinationSettings::new(
+            "van-main",
+            DestinationKind::Van,
+            &van.van_url(),
+            outreach_sync_sandbox::DEFAULT_VAN_KEY,
+        );
+        destination.requests_per_second = 1_000;
+        settings.destination = vec![destination];
+    })
+    .await
+    else {
+        return;
+    };
+    // The same lead id in both accounts: different people, different VAN IDs. The party's
+    // lead opts out; the candidate's does not (and comes first by key).
+    let with_van_id = |phone: &str, van_id: u64, opted_out: bool| {
+        let mut lead = lead(phone, opted_out);
+        lead["customFields"] = serde_json::json!({"VanID": van_id.to_string()});
+        lead
+    };
+    mirror_in(
+        &app,
+        "candidate",
+        "pass_1",
+        &[with_van_id(candidate_phone, candidate_van_id, false)],
+    )
+    .await;
+    mirror_in(
+        &app,
+        "party",
+        "pass_1",
+        &[with_van_id(party_phone, party_van_id, true)],
+    )
+    .await;
+    app.settle().await;
+
+    // VAN was told of the party's person, and of nobody else.
+    let truth = van.van_truth();
+    let told: Vec<u64> = truth.canvass_responses.iter().map(|r| r.van_id).collect();
+    assert_eq!(told, [party_van_id], "{truth:?}");
+    let outcomes: serde_json::Value = app
+        .admin_get("/v1/destinations/van-main/outcomes")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(outcomes["items"][0]["outcome"], "sent", "{outcomes}");
+    assert_eq!(outcomes["items"][0]["accountId"], "party", "{outcomes}");
+
+    // A lookup by id names the account; without one it is the first served.
+    for (query, phone, account) in [
+        ("?accountId=party", party_phone, "party"),
+        ("?accountId=candidate", candidate_phone, "candidate"),
+        ("", candidate_phone, "candidate"),
+    ] {
+        let response = app.admin_get(&format!("/v1/leads/lead_1{query}")).await;
+        assert_eq!(response.status(), 200, "{query}");
+        let found: serde_json::Value = response.json().await.expect("json");
+        assert_eq!(found["phoneNumber"], phone, "{query}: {found}");
+        assert_eq!(found["accountId"], account, "{query}: {found}");
+        assert_eq!(found["globalOptedOut"], account == "party", "{found}");
+    }
+    let unknown = app.admin_get("/v1/leads/lead_1?accountId=nobody").await;
+    assert_eq!(unknown.status(), 404);
+    app.stop().await;
+    van.shutdown().await;
+}

@@ -2,7 +2,7 @@
 //! (consent, lookup, history, the change feed, events, export, the mirror's leads and
 //! messages, status) returns on PostgreSQL what it returns on SQLite, to the character.
 
-use outreach_sync::model::{PushState, Timestamp};
+use outreach_sync::model::{DEFAULT_ACCOUNT, PushState, Timestamp};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -504,13 +504,13 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
     };
     for id in ["lead_1", "lead_2", "lead_nobody"] {
         let (pg, lite) = both
-            .read(|pool| async move { ledger::lead(pool, id).await.unwrap() })
+            .read(|pool| async move { ledger::lead(pool, id, DEFAULT_ACCOUNT).await.unwrap() })
             .await;
         assert_eq!(pg, lite, "{id}");
         assert_eq!(pg.is_some(), id != "lead_nobody");
     }
     let (pg, _) = both
-        .read(|pool| async move { ledger::lead(pool, "lead_1").await.unwrap() })
+        .read(|pool| async move { ledger::lead(pool, "lead_1", DEFAULT_ACCOUNT).await.unwrap() })
         .await;
     assert_eq!(
         pg.unwrap(),
@@ -518,7 +518,8 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
                "activeGroupIds": ["g1"], "inactiveGroupIds": [], "customFields": {"district": "7"},
                "firstName": "Ada", "lastName": null, "notes": null, "followUp": null, "email": null,
                "postalCode": null, "phoneNumberType": null, "tagIds": ["t1"],
-               "globalOptedOut": true, "createdAt": "2026-01-01T00:00:00Z"})
+               "globalOptedOut": true, "createdAt": "2026-01-01T00:00:00Z",
+               "accountId": "default"})
     );
     for org in [None, Some("o2"), Some("o9")] {
         let (pg, lite) = both
@@ -536,7 +537,7 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
 
     for id in ["m0", "m1", "m2", "m3", "m4", "m_nobody"] {
         let (pg, lite) = both
-            .read(|pool| async move { ledger::message(pool, id).await.unwrap() })
+            .read(|pool| async move { ledger::message(pool, id, DEFAULT_ACCOUNT).await.unwrap() })
             .await;
         assert_eq!(pg.is_some(), id != "m_nobody", "{id}");
         // `updatedAt` is the worker's clock: written alike, not equal.

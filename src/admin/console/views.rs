@@ -124,11 +124,15 @@ impl From<Item> for TimelineEntry {
                 import.file.as_deref().unwrap_or("a list"),
                 import.actor.as_deref().unwrap_or("an unrecorded actor")
             ),
-            (Evidence::Local(local), _) => match local.suppressed_by {
-                Some(seq) => format!(
+            (Evidence::Local(local), _) => match (local.suppressed_by, local.follows) {
+                (Some(seq), _) => format!(
                     "{verb}: a lead that appeared with a number opted out before it (entry #{seq})"
                 ),
-                None => format!(
+                (None, Some(seq)) => format!(
+                    "{verb}: shared from account {}'s opt-out (entry #{seq})",
+                    local.follows_account_id.as_deref().unwrap_or("unknown")
+                ),
+                (None, None) => format!(
                     "{verb}: changed here by {}",
                     local.actor.as_deref().unwrap_or("an unrecorded actor")
                 ),
@@ -236,6 +240,12 @@ fn facts(item: &Item) -> Vec<Fact> {
         Evidence::Local(local) => {
             if let Some(seq) = local.suppressed_by {
                 facts.push(Fact::line("Suppressed by", format!("entry #{seq}")));
+            }
+            if let (Some(seq), Some(account)) = (local.follows, &local.follows_account_id) {
+                facts.push(Fact::line(
+                    "Shared from",
+                    format!("entry #{seq} of account {account}"),
+                ));
             }
             facts.push(Fact::line(
                 "Changed by",

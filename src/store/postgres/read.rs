@@ -19,7 +19,7 @@ crate::store::read::statements! {
     'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
     'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
     'tagIds', l.tag_ids, 'globalOptedOut', COALESCE(s.opted_out, FALSE),
-    'createdAt', l.created_at)::text
+    'createdAt', l.created_at, 'accountId', l.account_id)::text
     FROM leads AS l LEFT JOIN consent_state AS s
     ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
    AND s.account_id = l.account_id",
@@ -75,13 +75,14 @@ crate::store::read::statements! {
             .collect())
     }
 
-    async fn message(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
+    async fn message(&self, id: &str, account: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<MessageRow> = sqlx::query_as(
             "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
-                organization_id, terminal, status_at, source, updated_at
-         FROM messages WHERE id = $1 ORDER BY account_id",
+                organization_id, terminal, status_at, source, updated_at, account_id
+         FROM messages WHERE id = $1 AND account_id = $2",
         )
         .bind(id)
+        .bind(account)
         .fetch_optional(self)
         .await?;
         Ok(found.map(|m| {
@@ -98,6 +99,7 @@ crate::store::read::statements! {
                 "statusAt": m.status_at,
                 "source": m.source,
                 "updatedAt": m.updated_at,
+                "accountId": m.account_id,
             })
         }))
     }
@@ -143,6 +145,7 @@ struct MessageRow {
     status_at: Timestamp,
     source: Source,
     updated_at: Timestamp,
+    account_id: String,
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ crate::store::read::statements! {
         'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
         'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
         'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
-        'createdAt', l.created_at)
+        'createdAt', l.created_at, 'accountId', l.account_id)
         FROM leads AS l LEFT JOIN consent_state AS s
         ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
        AND s.account_id = l.account_id",
@@ -59,15 +59,17 @@ crate::store::read::statements! {
         .await?)
     }
 
-    async fn message(&self, id: &str) -> Result<Option<Value>, crate::store::Error> {
+    async fn message(&self, id: &str, account: &str) -> Result<Option<Value>, crate::store::Error> {
         let found: Option<String> = sqlx::query_scalar(
             "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
                 'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
-                'statusAt', status_at, 'source', source, 'updatedAt', updated_at)
-             FROM messages WHERE id = $1 ORDER BY account_id",
+                'statusAt', status_at, 'source', source, 'updatedAt', updated_at,
+                'accountId', account_id)
+             FROM messages WHERE id = $1 AND account_id = $2",
         )
         .bind(id)
+        .bind(account)
         .fetch_optional(self)
         .await?;
         Ok(found.as_deref().map(codec::json_decoded).transpose()?)

@@ -82,7 +82,7 @@ impl Sender {
     ) -> Result<Option<Posted>, crate::store::Error> {
         let name = self.subscriber.name.as_str();
         let lead = match (&entry.lead_id, record.needs_lead()) {
-            (Some(id), true) => self.pool.lead(id).await?,
+            (Some(id), true) => self.pool.lead(id, &entry.account_id).await?,
             _ => None,
         };
         let steps = match record.steps(entry, lead.as_ref()) {

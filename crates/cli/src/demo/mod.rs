@@ -590,7 +590,7 @@ async fn register(
     let registered = registrations::register(&client, &target)
         .await
         .context("registering the daemon's webhooks with the sandbox")?;
-    registrations::record(pool, &registered.check.result).await?;
+    registrations::record_in(pool, settings.account_name(), &registered.check.result).await?;
     Ok(registered)
 }
 

@@ -24,6 +24,7 @@ use crate::model::phone;
 pub struct ChangeQuery {
     phone_number: Option<String>,
     organization_id: Option<String>,
+    account_id: Option<String>,
     opted_out: Option<bool>,
 }
 
@@ -33,6 +34,9 @@ struct ChangePage {
     frame: Frame,
     phone: String,
     organization: String,
+    /// The account it is recorded in, chosen among `accounts` when there are several.
+    account: String,
+    accounts: Vec<String>,
     opted_out: bool,
     reason: String,
     error: Option<String>,
@@ -42,6 +46,7 @@ struct ChangePage {
 
 pub async fn change_form(
     session: Session,
+    State(state): State<Arc<AdminState>>,
     query: Result<Query<ChangeQuery>, QueryRejection>,
 ) -> Result<Response, ConsoleError> {
     let Query(query) = query?;
@@ -49,6 +54,8 @@ pub async fn change_form(
         frame: Frame::of(&session, "change"),
         phone: given(query.phone_number).unwrap_or_default(),
         organization: given(query.organization_id).unwrap_or_default(),
+        account: given(query.account_id).unwrap_or_else(|| state.first_account().to_owned()),
+        accounts: state.accounts.clone(),
         opted_out: query.opted_out.unwrap_or(true),
         reason: String::new(),
         error: None,
@@ -63,6 +70,7 @@ pub struct ChangeForm {
     csrf: Option<String>,
     phone_number: Option<String>,
     organization_id: Option<String>,
+    account_id: Option<String>,
     /// `out` or `in`.
     consent: Option<String>,
     reason: Option<String>,
@@ -80,6 +88,8 @@ pub async fn change(
         frame: Frame::of(&session, "change"),
         phone: given(form.phone_number).unwrap_or_default(),
         organization: given(form.organization_id).unwrap_or_default(),
+        account: given(form.account_id).unwrap_or_else(|| state.first_account().to_owned()),
+        accounts: state.accounts.clone(),
         opted_out: form.consent.as_deref() != Some("in"),
         reason: given(form.reason).unwrap_or_default(),
         error: None,
@@ -99,6 +109,10 @@ pub async fn change(
     if page.organization.is_empty() {
         return refuse(page, "organizationId", "Organization: required.".into());
     }
+    if let Err(error) = state.account(Some(&page.account)) {
+        let message = format!("Account: {error}.");
+        return refuse(page, "accountId", message);
+    }
     if !matches!(form.consent.as_deref(), Some("out" | "in")) {
         return refuse(page, "consent", "Consent: choose opt out or opt in.".into());
     }
@@ -112,7 +126,7 @@ pub async fn change(
         );
     }
     let change = LocalChange {
-        account: state.first_account().to_owned(),
+        account: page.account.clone(),
         organization_id: page.organization.clone(),
         phone_number: page.phone.clone(),
         opted_out: page.opted_out,

@@ -55,6 +55,8 @@ struct LookupPage {
     notice: Option<String>,
     /// A number was looked up (`found` is `None` when the ledger does not know it).
     searched: bool,
+    /// Several accounts are served: each row and entry says its account.
+    several_accounts: bool,
     found: Option<Found>,
 }
 
@@ -78,6 +80,7 @@ pub async fn lookup(
             _ => format!("Recorded as ledger entry #{seq}; it is being sent to the service."),
         }),
         searched: false,
+        several_accounts: state.accounts.len() > 1,
         found: None,
     };
     if phone.is_empty() {
@@ -111,9 +114,10 @@ pub async fn lookup(
             .map(|record| CurrentRow {
                 ago: views::ago(record.changed_at, now),
                 change_href: format!(
-                    "/change?phoneNumber={}&organizationId={}&optedOut={}",
+                    "/change?phoneNumber={}&organizationId={}&accountId={}&optedOut={}",
                     query_value(&record.phone_number),
                     query_value(&record.organization_id),
+                    query_value(&record.account_id),
                     !record.opted_out
                 ),
                 record,

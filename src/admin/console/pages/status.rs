@@ -61,7 +61,7 @@ pub async fn status(
 ) -> Result<Response, ConsoleError> {
     let Query(query) = query?;
     let now = Utc::now();
-    let status = ledger::status(&state.pool).await?;
+    let status = ledger::status_of(&state.pool, &state.accounts).await?;
     let subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
     let destinations =
         crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
