@@ -29,7 +29,7 @@ use crate::metrics::Metrics;
 use crate::outbox::{OutboxState, OutboxWriter};
 use crate::settings::{AdminToken, Live, Settings};
 use crate::signature::Verifier;
-use crate::store::Pool;
+use crate::store::{Pool, ReadStore as _};
 use crate::{outbox, upstream};
 
 /// Longest wait, after a stop request, for in-flight requests and tasks to finish; below
@@ -226,6 +226,13 @@ impl Application {
             reload: _,
             metrics,
         } = self;
+        // One read of the whole ledger: beside the start, never in its way.
+        let (served, ledger) = (settings.clone(), pool.clone());
+        tokio::spawn(async move {
+            if let Err(error) = warn_of_accounts_not_served(&served, &ledger).await {
+                tracing::warn!(error = %format!("{error:#}"), "the ledger's accounts could not be read");
+            }
+        });
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         if worker {
@@ -300,6 +307,25 @@ async fn within_stop_limit<T>(
             tokio::time::sleep(STOP_LIMIT).await;
         } => None,
     }
+}
+
+/// Warns of each account the ledger holds entries of that no `[[account]]` serves (the
+/// `default` of a configuration that moved from `[service]` to a named `[[account]]`): its
+/// states are no longer reconciled, pushed or looked up by default.
+async fn warn_of_accounts_not_served(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
+    let served = settings.account_names();
+    for account in pool.ledger_accounts().await? {
+        if !served.contains(&account) {
+            tracing::warn!(
+                account,
+                served = served.join(", "),
+                "the ledger holds entries of an account no [[account]] serves: its numbers are \
+                 neither reconciled nor pushed; to serve them, name an [[account]] so (the \
+                 records of a configuration with [service] are of the account `default`)"
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Says where each account's deliveries are received.

@@ -311,6 +311,9 @@ pub trait ReadStore {
         account: &str,
     ) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
+    /// The accounts the ledger holds entries of, by name.
+    async fn ledger_accounts(&self) -> Result<Vec<String>, crate::store::Error>;
+
     /// Pushes by state.
     async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error>;
 

@@ -191,6 +191,15 @@ macro_rules! statements {
             })
         }
 
+        async fn ledger_accounts(&self) -> Result<Vec<String>, crate::store::Error> {
+            Ok(sqlx::query_scalar(concat!(
+                "SELECT DISTINCT account_id FROM ledger ORDER BY account_id",
+                $collate
+            ))
+            .fetch_all(self)
+            .await?)
+        }
+
         async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error> {
             Ok(sqlx::query_as($push_counts).fetch_one(self).await?)
         }

@@ -645,7 +645,7 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
 }
 
 /// An `[[account]]` whose service is nowhere (its pushes wait): its records are what count.
-fn unreachable_account(name: &str) -> outreach_sync::settings::AccountSettings {
+pub(crate) fn unreachable_account(name: &str) -> outreach_sync::settings::AccountSettings {
     outreach_sync::settings::AccountSettings {
         name: name.to_owned(),
         base_url: "http://127.0.0.1:9".to_owned(),
@@ -822,4 +822,119 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
     assert_eq!(unknown.status(), 404);
     app.stop().await;
     van.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ledger_of_an_account_no_longer_served_is_named_at_start() {
+    let dir = tempfile::tempdir().expect("dir");
+    // Recorded under `[service]`: the account `default`.
+    let output = daemon_process::command(
+        dir.path(),
+        &[
+            "opt-out",
+            "+15550000001",
+            "--org",
+            "org_1",
+            "--reason",
+            "by phone",
+        ],
+        &[],
+    )
+    .output()
+    .expect("run opt-out");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The configuration moves to a named account.
+    std::fs::write(
+        config_file(dir.path()),
+        "[[account]]\nname = \"party\"\nbase_url = \"http://127.0.0.1:9\"\nclient_id = \"c\"\nclient_secret = \"s\"\n[account.webhook]\nsecrets = [\"party-secret\"]\n",
+    )
+    .expect("config");
+    let daemon = Daemon::start(dir.path(), "moved", &[]).await;
+    let named = crate::common::within(std::time::Duration::from_secs(10), async || {
+        let logs = daemon.logs();
+        logs.contains("no [[account]] serves").then_some(logs)
+    })
+    .await
+    .unwrap_or_else(|| panic!("no warning: {}", daemon.logs()));
+    let line = named
+        .lines()
+        .find(|l| l.contains("no [[account]] serves"))
+        .expect("the line");
+    assert!(line.contains("default"), "{line}");
+    assert!(line.contains("party"), "it says what is served: {line}");
+    assert_eq!(
+        named.matches("no [[account]] serves").count(),
+        1,
+        "only `default` is named, not the served account: {named}"
+    );
+}
+
+#[tokio::test]
+async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_naming_its_account() {
+    use outreach_sync::model::{RegistrationCheck, Timestamp};
+    use outreach_sync::registrations;
+    let Some(app) = crate::common::spawn_app_on(crate::common::Backend::Sqlite, |settings| {
+        crate::common::with_admin_token(settings);
+        settings.account = vec![
+            unreachable_account("party"),
+            unreachable_account("candidate"),
+        ];
+    })
+    .await
+    else {
+        return;
+    };
+    let check = |ok: bool, url: &str| RegistrationCheck {
+        checked_at: Timestamp::now(),
+        ok,
+        problems: if ok {
+            Vec::new()
+        } else {
+            vec![format!("no consentUpdate-v1 registration targets {url}")]
+        },
+        target_url: url.to_owned(),
+    };
+    let status = async || -> serde_json::Value {
+        app.admin_get("/v1/status")
+            .await
+            .json()
+            .await
+            .expect("json")
+    };
+    registrations::record_in(
+        &app.pool,
+        "party",
+        &check(false, "https://h/webhooks/party"),
+    )
+    .await
+    .expect("kept");
+    // The other account's check, done later and passing, hides nothing.
+    registrations::record_in(
+        &app.pool,
+        "candidate",
+        &check(true, "https://h/webhooks/candidate"),
+    )
+    .await
+    .expect("kept");
+    let shown = status().await;
+    assert_eq!(shown["registrationCheck"]["ok"], false, "{shown}");
+    assert_eq!(
+        shown["registrationCheck"]["problems"][0],
+        "account party: no consentUpdate-v1 registration targets https://h/webhooks/party"
+    );
+    registrations::record_in(&app.pool, "party", &check(true, "https://h/webhooks/party"))
+        .await
+        .expect("kept");
+    let shown = status().await;
+    assert_eq!(shown["registrationCheck"]["ok"], true, "{shown}");
+    let metrics = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;
+    assert_eq!(
+        crate::common::series_value(&metrics, "outreach_sync_registration_ok").as_deref(),
+        Some("1")
+    );
+    app.stop().await;
 }

@@ -1405,3 +1405,57 @@ async fn an_uploaded_list_is_previewed_and_recorded_only_once_confirmed(backend:
     assert_eq!(ledger_entries(&app).await, 2);
     app.stop().await;
 }
+
+#[tokio::test]
+async fn with_several_accounts_a_change_is_recorded_in_the_account_chosen_and_lookups_say_each_account()
+ {
+    let Some(app) = spawn_app_on(Backend::Sqlite, |settings| {
+        with_admin_token(settings);
+        settings.account = vec![
+            crate::accounts::unreachable_account("party"),
+            crate::accounts::unreachable_account("candidate"),
+        ];
+    })
+    .await
+    else {
+        return;
+    };
+    let mut visitor = Visitor::new(&app);
+    visitor.sign_in(ADMIN_TOKEN).await;
+    let html = visitor
+        .text("/change?phoneNumber=%2B15550001111&organizationId=org_1&accountId=candidate")
+        .await;
+    assert!(
+        html.contains(r#"<select id="accountId" name="accountId""#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"<option value="candidate" selected>"#),
+        "{html}"
+    );
+
+    let csrf = visitor.csrf().await;
+    let mut form = change_form(Some(&csrf), "+15550001111", "asked by phone");
+    form.push(("accountId", "nobody"));
+    let refused = visitor.post("/change", &form).await;
+    assert_eq!(refused.status(), 400);
+    let html = refused.text().await.expect("a page");
+    assert!(html.contains("Account:"), "{html}");
+    assert_eq!(ledger_entries(&app).await, 0);
+
+    let mut form = change_form(Some(&csrf), "+15550001111", "asked by phone");
+    form.push(("accountId", "candidate"));
+    let response = visitor.post("/change", &form).await;
+    assert!(location(&response).contains("recorded="), "{response:?}");
+    let accounts: Vec<(String,)> = app.rows("SELECT account_id FROM ledger").await;
+    assert_eq!(accounts, [("candidate".to_owned(),)]);
+
+    let html = visitor.text("/?phoneNumber=%2B15550001111").await;
+    assert!(html.contains(r#"<th scope="col">Account</th>"#), "{html}");
+    assert!(html.contains("<td>candidate</td>"), "{html}");
+    assert!(
+        html.contains("accountId=candidate"),
+        "the change link keeps the account: {html}"
+    );
+    app.stop().await;
+}
