@@ -7,6 +7,18 @@ use outreach_sync_sandbox::{Sandbox, SandboxConfig};
 
 const PARTY_SECRET: &str = "party-webhook-secret-1";
 
+/// Runs `outreach-sync ARGS` in `dir`, which must succeed.
+fn succeeds(dir: &std::path::Path, args: &[&str]) {
+    let output = daemon_process::command(dir, args, &[])
+        .output()
+        .expect("run outreach-sync");
+    assert!(
+        output.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 fn account_config(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
     format!(
         r#"
@@ -40,14 +52,7 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
     std::fs::write(config_file(dir.path()), account_config(&sandbox)).expect("config");
 
     // The account's keys reach the service: a pass mirrors its leads.
-    let output = daemon_process::command(dir.path(), &["reconcile"], &[])
-        .output()
-        .expect("run reconcile");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeds(dir.path(), &["reconcile"]);
 
     let daemon = Daemon::start(dir.path(), "party", &[]).await;
     let http = reqwest::Client::new();
@@ -295,14 +300,7 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
     )
     .expect("config");
     // Each account in turn, each with its own keys: both mirrors, the same lead ids twice.
-    let output = daemon_process::command(dir.path(), &["reconcile", "--json"], &[])
-        .output()
-        .expect("run reconcile");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeds(dir.path(), &["reconcile", "--json"]);
     let token = (
         "OUTREACH_SYNC__ADMIN__TOKENS".to_owned(),
         "ops:accounts-token".to_owned(),
@@ -547,14 +545,7 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
         two_accounts_config(&party, &candidate),
     )
     .expect("config");
-    let output = daemon_process::command(dir.path(), &["reconcile"], &[])
-        .output()
-        .expect("run reconcile");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    succeeds(dir.path(), &["reconcile"]);
     let daemon = Daemon::start(dir.path(), "outage", &[]).await;
     let lead = party
         .leads()
@@ -573,7 +564,7 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
         ..outreach_sync_sandbox::ApiFaults::default()
     };
     candidate.set_api_faults(down);
-    let output = daemon_process::command(
+    succeeds(
         dir.path(),
         &[
             "opt-out",
@@ -585,14 +576,6 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
             "--reason",
             "asked by phone",
         ],
-        &[],
-    )
-    .output()
-    .expect("run opt-out");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     let limit = std::time::Duration::from_secs(20);
     assert!(
@@ -828,7 +811,7 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
 async fn a_ledger_of_an_account_no_longer_served_is_named_at_start() {
     let dir = tempfile::tempdir().expect("dir");
     // Recorded under `[service]`: the account `default`.
-    let output = daemon_process::command(
+    succeeds(
         dir.path(),
         &[
             "opt-out",
@@ -838,14 +821,6 @@ async fn a_ledger_of_an_account_no_longer_served_is_named_at_start() {
             "--reason",
             "by phone",
         ],
-        &[],
-    )
-    .output()
-    .expect("run opt-out");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     // The configuration moves to a named account.
     std::fs::write(
