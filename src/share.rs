@@ -102,7 +102,11 @@ impl Sharer {
             let mut seen = HashSet::new();
             let from: Vec<&OptOutToShare> = batch
                 .iter()
-                .filter(|o| o.account_id != *account && seen.insert(o.phone_number.as_str()))
+                .filter(|o| {
+                    !o.confirms_sharing
+                        && o.account_id != *account
+                        && seen.insert(o.phone_number.as_str())
+                })
                 .collect();
             if from.is_empty() {
                 continue;

@@ -78,8 +78,10 @@ pub async fn current_with_suppression(
     (organization, account): (Option<&str>, Option<&str>),
 ) -> Result<CurrentConsent, crate::store::Error> {
     let pool = pool.into();
-    let items = in_account(pool.current(phone, organization).await?, account);
+    // The suppression first: the states read after it are at least as new, so one that
+    // says the number is suppressed comes with the states its transaction wrote.
     let suppression = pool.suppression(phone, account).await?;
+    let items = in_account(pool.current(phone, organization).await?, account);
     Ok(CurrentConsent {
         items,
         suppressed: suppression.is_some(),

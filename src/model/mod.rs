@@ -109,6 +109,10 @@ pub struct OptOutToShare {
     pub account_id: String,
     pub phone_number: String,
     pub occurred_at: Timestamp,
+    /// Sharing had opted the number out in its account already: the service confirming
+    /// what sharing did (the echo of its push, a reconciliation finding it, a lead kept
+    /// opted out by its suppression), not a new opt-out of the person's. Passed, not shared.
+    pub confirms_sharing: bool,
 }
 
 /// The actor of the entries sharing across accounts records.

@@ -699,6 +699,27 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
         org_2[0].opted_out && org_2[0].account_id == "candidate",
         "{org_2:?}"
     );
+    // The candidate's service reports the opt-out sharing pushed there (reconciliation
+    // finds its lead opted out): that is no new opt-out of the person's, not shared back.
+    let mut confirmed = lead(phone, true);
+    confirmed["updatedAt"] = serde_json::json!(chrono::Utc::now().to_rfc3339());
+    mirror_in(&app, "candidate", "pass_3", &[confirmed]).await;
+    // Sharing goes in seq order: once a later opt-out is shared, it has passed that one.
+    let later = serde_json::json!({"phoneNumber": "+15550000002", "organizationId": "org_9",
+                                   "optedOut": true, "accountId": "party"});
+    assert_eq!(app.admin_post("/v1/consent", &later).await.status(), 202);
+    crate::common::eventually(
+        "a later opt-out shared",
+        std::time::Duration::from_secs(15),
+        async || {
+            ledger::current_with_suppression(&app.pool, "+15550000002", (None, Some("candidate")))
+                .await
+                .expect("current")
+                .suppressed
+                .then_some(())
+        },
+    )
+    .await;
     // The party's own opt-out is not shared back to it, and nothing was shared twice.
     let history = ledger::history(&app.pool, phone, None)
         .await
