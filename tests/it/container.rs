@@ -159,7 +159,7 @@ impl Resources {
 impl Drop for Resources {
     fn drop(&mut self) {
         for container in &self.containers {
-            let _ = podman(&["rm", "--force", "--time", "0", container]);
+            let _ = podman(&["rm", "--force", "--volumes", "--time", "0", container]);
         }
         for volume in &self.volumes {
             let _ = podman(&["volume", "rm", "--force", volume]);
