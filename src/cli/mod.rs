@@ -6,6 +6,7 @@ mod destinations;
 mod evidence;
 mod import;
 mod output;
+mod packaging;
 mod read;
 mod registrations;
 mod report;
@@ -196,6 +197,20 @@ pub enum Command<T: Subcommand> {
         /// Write here instead of stdout.
         #[arg(long, value_name = "FILE")]
         output: Option<PathBuf>,
+    },
+    /// Print the completion script of a shell on stdout.
+    ///
+    /// The Debian package installs those of bash, zsh and fish. Installed otherwise, e.g.:
+    /// `outreach-sync completions bash > ~/.local/share/bash-completion/completions/outreach-sync`
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write one manual page per command into DIR (for packages: `man outreach-sync`).
+    #[command(hide = true)]
+    ManPages {
+        #[arg(value_name = "DIR")]
+        dir: PathBuf,
     },
 }
 
@@ -435,6 +450,8 @@ pub async fn run<T: Subcommand>(
             registrations::run(command, config, account.as_deref(), cli.json).await
         }
         Command::Binary(command) => Ok(binary(command).await?),
+        Command::Completions { shell } => packaging::completions::<T>(shell),
+        Command::ManPages { dir } => packaging::man_pages::<T>(&dir),
         Command::Report { command } => {
             report::run(&load_for_reading(config)?, command, cli.json).await
         }
@@ -538,6 +555,8 @@ async fn on_the_ledger<T: Subcommand>(
         | Command::Sign { .. }
         | Command::Webhooks { .. }
         | Command::Report { .. }
+        | Command::Completions { .. }
+        | Command::ManPages { .. }
         | Command::Binary(_) => Err(CliError::Usage(
             "this command does not read the ledger".into(),
         )),

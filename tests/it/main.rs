@@ -23,6 +23,7 @@ mod client_v2;
 mod client_v3;
 mod compliance;
 mod console;
+mod container;
 mod crash;
 mod demo;
 mod destinations;
