@@ -103,7 +103,7 @@ impl Sharer {
             let from: Vec<&OptOutToShare> = batch
                 .iter()
                 .filter(|o| {
-                    !o.confirms_sharing
+                    !o.derived
                         && o.account_id != *account
                         && seen.insert(o.phone_number.as_str())
                 })

@@ -91,7 +91,7 @@ fn decide(observations: &[ConsentObservation], states: &ConsentStates) -> Vec<De
         .iter()
         .map(|o| {
             let key = (o.organization_id.as_str(), o.phone_number.as_str());
-            let rank = Rank::of(o.occurred_at, o.opted_out);
+            let rank = Rank::observed(o);
             let stored_state = stored.get(&(o.organization_id.clone(), o.phone_number.clone()));
             let in_place = overlay.get(&key).or(stored_state);
             let (wins, superseded, known_lead) = match in_place {

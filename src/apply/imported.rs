@@ -176,7 +176,10 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
                 seq,
                 since: o.occurred_at,
             });
-        } else if mirrored.contains(&i) {
+        } else if mirrored.contains(&i) && outcome.current {
+            // A copy older than the state in place (a shared opt-out that an opt-in there
+            // came after) is recorded, superseded, and never sent: the service has the
+            // later act.
             tx.queue_push(account, seq, o, now).await?;
             counts.pushes += 1;
         }

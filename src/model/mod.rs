@@ -109,10 +109,10 @@ pub struct OptOutToShare {
     pub account_id: String,
     pub phone_number: String,
     pub occurred_at: Timestamp,
-    /// Sharing had opted the number out in its account already: the service confirming
-    /// what sharing did (the echo of its push, a reconciliation finding it, a lead kept
-    /// opted out by its suppression), not a new opt-out of the person's. Passed, not shared.
-    pub confirms_sharing: bool,
+    /// Not an act of the person's but what follows from one recorded already: the
+    /// service's echo of a change pushed from here, or a lead kept opted out by a
+    /// suppression. Passed, not shared: what it follows was shared, or is a shared copy.
+    pub derived: bool,
 }
 
 /// The actor of the entries sharing across accounts records.
@@ -236,6 +236,22 @@ impl Rank {
             opted_out,
         }
     }
+
+    /// The rank of `o`, compared at the precision its time shares with the others. The
+    /// service writes its event times in whole seconds, while a pass, a local change or an
+    /// import is timed to the millisecond: an opt-out announced at 12:00:00 may have been
+    /// given at any instant of that second, so it outranks whatever else happened in it (it
+    /// ranks at the second's last millisecond), and an opt-in announced so ranks at its
+    /// first, below an opt-out of that second. Between two times of the same precision
+    /// nothing changes: the later wins, and at the same instant the opt-out.
+    pub fn observed(o: &ConsentObservation) -> Self {
+        let whole_second = o.source == Source::Webhook && o.occurred_at.timestamp_subsec_nanos() == 0;
+        if whole_second && o.opted_out {
+            let end = o.occurred_at + chrono::TimeDelta::milliseconds(999);
+            return Self::of(end, true);
+        }
+        Self::of(o.occurred_at, o.opted_out)
+    }
 }
 
 /// `at` without its sub-millisecond part: the precision both backends store.
@@ -303,6 +319,10 @@ pub struct PushedChange {
     pub occurred_at: DateTime<Utc>,
     pub first_attempt_at: DateTime<Utc>,
     pub last_attempt_at: DateTime<Utc>,
+    /// The earliest time, since the first attempt, of a change of the pair the other way
+    /// (recorded, or earlier in the same batch): a webhook of the push's direction that is
+    /// later than it follows that change, so it is the person's new act, not the echo.
+    pub contradicted_at: Option<DateTime<Utc>>,
 }
 
 /// An outbox row as stored: the delivery's bytes and when they arrived.

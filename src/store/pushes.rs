@@ -2,6 +2,16 @@
 //! [`Timestamp`](crate::model::Timestamp)); taking the next due push, which locks rows on
 //! PostgreSQL, is in each backend's `pushes`.
 
+/// Run before taking the next due push: a pending change whose pair has since been set the
+/// other way (a later act of the person's announced by webhook or found by a pass) is no
+/// longer the person's will, and is superseded rather than sent over it.
+pub(crate) const SUPERSEDE_STALE: &str = "UPDATE pushes SET state = 'superseded', finished_at = $1
+     WHERE state = 'pending' AND account_id = $2
+       AND EXISTS (SELECT 1 FROM consent_state AS s
+                   WHERE s.organization_id = pushes.organization_id
+                     AND s.phone_number = pushes.phone_number
+                     AND s.account_id = pushes.account_id AND s.opted_out <> pushes.opted_out)";
+
 /// The shared methods of `PushStore`, expanded inside each backend's `impl` block.
 macro_rules! shared {
     () => {

@@ -12,7 +12,7 @@ use enum_dispatch::enum_dispatch;
 pub trait ShareStore {
     /// Up to `limit` opt-outs after entry `after`, in seq order, that are not themselves
     /// shared from another account (their `event_ref` is not `shared:...`), each saying
-    /// whether it only confirms what sharing did.
+    /// whether it is derived from one recorded already (an echo, a suppression).
     async fn opt_outs_to_share(
         &self,
         after: i64,
@@ -20,13 +20,15 @@ pub trait ShareStore {
     ) -> Result<Vec<crate::model::OptOutToShare>, crate::store::Error>;
 }
 
-/// Whether sharing had opted the number out in the entry's account before it: the last
-/// account-wide entry of the number there is a shared opt-out (`ledger_by_phone` finds it).
+/// An entry is derived, not an act of the person's, when it is a shared copy (never read:
+/// `shared:` refs), the suppression of a lead that appeared later (`suppression:` refs), or
+/// a webhook the apply path recognised as the echo of a push (a push names it `echo_ref`).
+/// What it follows was shared already; an opt-out the person gave again, after an opt-in,
+/// is none of these, whatever was shared before it.
 const OPT_OUTS_TO_SHARE: &str = "SELECT e.seq, e.account_id, e.phone_number, e.occurred_at,
-       COALESCE((SELECT s.opted_out AND s.event_ref LIKE 'shared:%' FROM ledger AS s
-                 WHERE s.phone_number = e.phone_number AND s.seq < e.seq
-                   AND s.account_id = e.account_id AND s.organization_id = '*'
-                 ORDER BY s.seq DESC LIMIT 1), FALSE) AS confirms_sharing
+       (e.event_ref LIKE 'suppression:%'
+        OR EXISTS (SELECT 1 FROM pushes AS p
+                   WHERE p.echo_ref = e.event_ref AND p.account_id = e.account_id)) AS derived
      FROM ledger AS e
      WHERE e.seq > $1 AND e.opted_out AND e.event_ref NOT LIKE 'shared:%'
      ORDER BY e.seq LIMIT $2";

@@ -178,7 +178,11 @@ async fn pushed_changes(
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
     Ok(sqlx::query_as(
         "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at
+                p.first_attempt_at, p.last_attempt_at,
+                (SELECT MIN(c.occurred_at) FROM ledger AS c
+                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
+                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
+                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
          FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
                          AND p.account_id = $3

@@ -13,6 +13,11 @@ impl PushStore for PgPool {
         account: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<DuePush>, crate::store::Error> {
+        sqlx::query(crate::store::pushes::SUPERSEDE_STALE)
+            .bind(crate::model::Timestamp(now))
+            .bind(account)
+            .execute(self)
+            .await?;
         Ok(sqlx::query_as(
             "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = $1,
                 first_attempt_at = COALESCE(first_attempt_at, $1)

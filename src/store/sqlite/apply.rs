@@ -166,7 +166,11 @@ async fn pushed_changes(
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     Ok(sqlx::query_as(
         "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at
+                p.first_attempt_at, p.last_attempt_at,
+                (SELECT MIN(c.occurred_at) FROM ledger AS c
+                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
+                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
+                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
          FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
          JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
          JOIN ledger AS l ON l.seq = p.seq

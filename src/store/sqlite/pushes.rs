@@ -12,6 +12,11 @@ impl PushStore for SqlitePool {
         account: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<DuePush>, crate::store::Error> {
+        sqlx::query(crate::store::pushes::SUPERSEDE_STALE)
+            .bind(crate::model::Timestamp(now))
+            .bind(account)
+            .execute(self)
+            .await?;
         Ok(sqlx::query_as(
             "UPDATE pushes SET attempts = attempts + 1, last_attempt_at = ?1,
                 first_attempt_at = COALESCE(first_attempt_at, ?1)
