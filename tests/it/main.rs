@@ -54,6 +54,7 @@ mod replicas;
 mod retention;
 mod sandbox_rules;
 mod sandbox_webhooks;
+mod sharing;
 mod shutdown;
 mod signature_properties;
 mod signature_vectors;
