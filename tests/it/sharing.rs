@@ -361,3 +361,51 @@ mod property {
         }
     }
 }
+
+on_both_backends!(
+    an_opt_out_announced_in_whole_seconds_outranks_a_pass_in_the_same_second,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// The service's event times carry whole seconds, a pass's observation milliseconds: a
+/// pass sees a lead opted in at 12:00:00.900 and the person's STOP is announced at
+/// 12:00:00. At the precision the two share they are the same instant, and the opt-out
+/// wins the tie: it is not recorded superseded, and the mirror says opted out.
+async fn an_opt_out_announced_in_whole_seconds_outranks_a_pass_in_the_same_second(
+    backend: Backend,
+) {
+    let Some(app) = common::spawn_app_on(backend, |_| {}).await else {
+        return;
+    };
+    let phone = "+15550001234";
+    let seen: chrono::DateTime<chrono::Utc> = "2026-11-21T12:00:00.900Z".parse().expect("time");
+    let lead: outreach_sync::model::Lead = serde_json::from_value(serde_json::json!({
+        "id": "lead_1", "organizationId": "org_1", "phoneNumber": phone,
+        "globalOptedOut": false}))
+    .expect("a lead");
+    let mut tx = app.pool.begin_write().await.expect("begin");
+    outreach_sync::apply::lead_page(&mut tx, "default", "pass_1", &[lead], seen)
+        .await
+        .expect("a page");
+    tx.commit().await.expect("commit");
+    let stop = serde_json::json!({
+        "type": "consentUpdate-v1", "id": "evt_stop", "createdAt": "2026-11-21T12:00:00Z",
+        "data": {"id": "lead_1", "organizationId": "org_1", "phoneNumber": phone,
+                 "globalOptedOut": true}})
+    .to_string();
+    assert_eq!(app.post_signed(&stop).await.status(), 200);
+    app.drain().await;
+    let history = ledger::history(&app.pool, phone, None)
+        .await
+        .expect("history");
+    let entry = history
+        .iter()
+        .find(|e| e.event_ref == "event:evt_stop")
+        .unwrap_or_else(|| panic!("the STOP in the ledger: {history:?}"));
+    assert!(entry.opted_out && !entry.superseded, "{entry:?}");
+    let current = ledger::current(&app.pool, phone, Some("org_1"))
+        .await
+        .expect("current");
+    assert!(current.first().is_some_and(|r| r.opted_out), "{current:?}");
+    app.stop().await;
+}
