@@ -380,6 +380,7 @@ fn record(path: &Path, scope: Scope) -> Outcome {
             reason: Some("bench".into()),
             skip_invalid: false,
             dry_run: false,
+            outside_the_daemon: false,
         };
         let file = std::fs::File::open(path).expect("the list");
         let began = Instant::now();

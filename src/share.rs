@@ -11,9 +11,10 @@
 //! `event_ref` is `shared:{seq}` (once per entry, organization and account: sharing again
 //! records nothing). Opt-ins are never shared, and neither are shared entries themselves.
 //!
-//! Sharing happens right after the original commits, in a transaction of its own: the
-//! ingest path pays nothing for it. The cursor moves after each batch commits; a crash in
-//! between shares that batch again, which records nothing twice.
+//! Sharing happens right after the original commits, in transactions of its own that give
+//! way to a waiting delivery between slices: the ingest path pays nothing for it. The
+//! cursor moves after each batch commits; a crash in between shares that batch again,
+//! which records nothing twice.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -29,8 +30,10 @@ use crate::store::{Pool, ShareStore as _};
 
 /// Where sharing stands: the last entry shared.
 pub const CURSOR: &str = "share_cursor";
-/// Opt-outs read and shared per transaction.
+/// Opt-outs read per batch; the cursor moves after each.
 const BATCH: i64 = 500;
+/// Opt-outs recorded in one account between two looks at whether a delivery waits.
+const SLICE: usize = 50;
 /// Longest wait for the ledger to grow before reading it again.
 const IDLE_POLL: Duration = Duration::from_secs(5);
 /// Wait after a failure before trying again.
@@ -92,7 +95,11 @@ impl Sharer {
         Ok(value.and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
-    /// Records `batch` in every account but each opt-out's own, in one transaction.
+    /// Records `batch` in every account but each opt-out's own, a slice at a time: the
+    /// transaction ends between slices when a delivery waits for its turn (SQLite), as an
+    /// import's does, so an acknowledgement waits for one slice, never for the batch in
+    /// every account. A crash between two commits shares the batch again, which records
+    /// nothing twice.
     async fn share(&self, batch: &[OptOutToShare]) -> Result<(), crate::store::Error> {
         let now = Utc::now();
         let mut tx = self.pool.begin_write().await?;
@@ -103,42 +110,16 @@ impl Sharer {
             let from: Vec<&OptOutToShare> = batch
                 .iter()
                 .filter(|o| {
-                    !o.derived
-                        && o.account_id != *account
-                        && seen.insert(o.phone_number.as_str())
+                    !o.derived && o.account_id != *account && seen.insert(o.phone_number.as_str())
                 })
                 .collect();
-            if from.is_empty() {
-                continue;
-            }
-            let numbers: Vec<ListedNumber> = from
-                .iter()
-                .map(|o| ListedNumber {
-                    phone_number: o.phone_number.clone(),
-                    line: 0,
-                })
-                .collect();
-            let by_number: HashMap<&str, &OptOutToShare> =
-                from.iter().map(|o| (o.phone_number.as_str(), *o)).collect();
-            let entry = |number: &ListedNumber, organization: &str| {
-                shared(by_number[number.phone_number.as_str()], organization)
-            };
-            let batch = Batch {
-                scope: &Scope::Account,
-                numbers: &numbers,
-                now,
-                dry_run: false,
-            };
-            let counts = imported::record_opt_outs(&mut tx, account, batch, entry).await?;
-            pushes += counts.pushes;
-            if counts.recorded > 0 {
-                tracing::info!(
-                    account = account.as_str(),
-                    recorded = counts.recorded,
-                    suppressed = counts.suppressed,
-                    pushes = counts.pushes,
-                    "opt-outs of other accounts shared"
-                );
+            for slice in from.chunks(SLICE) {
+                pushes += record(&mut tx, account, slice, now).await?;
+                if tx.wanted_by_ingest() {
+                    tx.commit().await?;
+                    crate::signal::ledger_grew();
+                    tx = self.pool.begin_write().await?;
+                }
             }
         }
         tx.commit().await?;
@@ -148,6 +129,45 @@ impl Sharer {
         }
         Ok(())
     }
+}
+
+/// Records the opt-outs `from` (other accounts', one per number) in `account`, in `tx`:
+/// the opt-outs queued for its service.
+async fn record(
+    tx: &mut crate::store::Tx<'_>,
+    account: &str,
+    from: &[&OptOutToShare],
+    now: chrono::DateTime<Utc>,
+) -> Result<u64, crate::store::Error> {
+    let numbers: Vec<ListedNumber> = from
+        .iter()
+        .map(|o| ListedNumber {
+            phone_number: o.phone_number.clone(),
+            line: 0,
+        })
+        .collect();
+    let by_number: HashMap<&str, &OptOutToShare> =
+        from.iter().map(|o| (o.phone_number.as_str(), *o)).collect();
+    let entry = |number: &ListedNumber, organization: &str| {
+        shared(by_number[number.phone_number.as_str()], organization)
+    };
+    let batch = Batch {
+        scope: &Scope::Account,
+        numbers: &numbers,
+        now,
+        dry_run: false,
+    };
+    let counts = imported::record_opt_outs(tx, account, batch, entry).await?;
+    if counts.recorded > 0 {
+        tracing::info!(
+            account,
+            recorded = counts.recorded,
+            suppressed = counts.suppressed,
+            pushes = counts.pushes,
+            "opt-outs of other accounts shared"
+        );
+    }
+    Ok(counts.pushes)
 }
 
 /// The entry recording `original` (an opt-out of another account) in `organization`.

@@ -144,6 +144,7 @@ impl ImportQuery {
             reason: self.reason.filter(|r| !r.trim().is_empty()),
             skip_invalid: self.skip_invalid,
             dry_run: self.dry_run,
+            outside_the_daemon: false,
         })
     }
 }

@@ -75,6 +75,7 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
         reason: args.reason,
         skip_invalid: args.skip_invalid,
         dry_run: args.dry_run,
+        outside_the_daemon: true,
     };
     // The import's start and end are logged (standard error), as the daemon logs those of
     // the API and the console.

@@ -21,6 +21,8 @@ const BATCH: usize = 2000;
 /// Numbers recorded at once within a transaction on SQLite: a transaction that ingest waits
 /// for ends after the slice it is recording, so a delivery waits for at most this many.
 const SLICE: usize = 200;
+/// The least pause between two slices of an import run beside the daemon (the CLI's).
+const GAP_OUTSIDE_THE_DAEMON: std::time::Duration = std::time::Duration::from_millis(5);
 /// The import's own connection (SQLite): a page cache of this many KiB, and a WAL
 /// checkpoint every this many pages rather than SQLite's 1,000. A list's numbers come in no
 /// order, into indexes keyed by number; with the defaults nearly every batch's commit also
@@ -44,6 +46,10 @@ pub struct Request {
     pub reason: Option<String>,
     pub skip_invalid: bool,
     pub dry_run: bool,
+    /// Run by another process than `serve` (the CLI), which cannot see a delivery wait for
+    /// its turn at the daemon's gate: each slice is then a transaction of its own, so a
+    /// delivery beside it waits for one slice at most.
+    pub outside_the_daemon: bool,
 }
 
 /// What an import did, or with `dry_run` would do (the contract's result).
@@ -274,11 +280,18 @@ async fn run(
     };
     let mut slices = numbers.chunks(slice).peekable();
     while slices.peek().is_some() {
+        let began = std::time::Instant::now();
         let done = record(&mut conn, request, &list, &mut slices)
             .await
             .map_err(|e| aborted(counts, e))?;
         // Counted once committed: what an aborted import tells is what it recorded.
         counts += done;
+        if request.outside_the_daemon && slice == SLICE {
+            // The daemon's writer waits on the file's lock, retrying at growing intervals:
+            // left as long as the slice took, the lock is free half the time, so it gets
+            // in within a slice or two instead of being starved by commit after commit.
+            tokio::time::sleep(began.elapsed().max(GAP_OUTSIDE_THE_DAEMON)).await;
+        }
     }
     report.already_opted_out = counts.already_opted_out;
     report.recorded = counts.recorded;
@@ -317,7 +330,7 @@ async fn record<'n>(
             imported::record_batch(&mut tx, &request.scope, list, &batch, now, request.dry_run)
                 .await?;
         taken += slice.len();
-        if taken >= BATCH || tx.wanted_by_ingest() {
+        if taken >= BATCH || tx.wanted_by_ingest() || request.outside_the_daemon {
             break;
         }
     }

@@ -245,7 +245,8 @@ impl Rank {
     /// first, below an opt-out of that second. Between two times of the same precision
     /// nothing changes: the later wins, and at the same instant the opt-out.
     pub fn observed(o: &ConsentObservation) -> Self {
-        let whole_second = o.source == Source::Webhook && o.occurred_at.timestamp_subsec_nanos() == 0;
+        let whole_second =
+            o.source == Source::Webhook && o.occurred_at.timestamp_subsec_nanos() == 0;
         if whole_second && o.opted_out {
             let end = o.occurred_at + chrono::TimeDelta::milliseconds(999);
             return Self::of(end, true);

@@ -1,6 +1,6 @@
 //! The ingest port's promise while the admin side works: compliance reports (more at once
-//! than the long reads' path takes), an import and a dry run over HTTP, batch lookups and
-//! scrapes, against a child
+//! than the long reads' path takes), an import and a dry run over HTTP, an import by the
+//! CLI beside the daemon, batch lookups and scrapes, against a child
 //! daemon with tens of thousands of opt-outs, and every signed delivery still acknowledged
 //! within a second, `/healthz` still answering.
 //!
@@ -23,6 +23,8 @@ const ACK_BOUND: Duration = Duration::from_secs(1);
 const LEDGER_OPT_OUTS: u64 = 30_000;
 /// Numbers of the list imported over HTTP during the load.
 const IMPORTED: u64 = 40_000;
+/// Numbers of the list the CLI imports beside the daemon during the load.
+const CLI_IMPORTED: u64 = 20_000;
 /// Reports asked for at once, and again as each ends.
 const REPORTS: usize = 8;
 /// Signed deliveries per second.
@@ -141,12 +143,46 @@ async fn import(daemon: &Daemon, dry_run: bool) -> serde_json::Value {
     response.json().await.expect("the import's result")
 }
 
+/// A list imported by the CLI, another process than the daemon, while it serves: it
+/// cannot see a delivery wait, so it commits slice by slice.
+async fn cli_import(dir: &Path, env: &[(String, String)]) {
+    let file = dir.join("beside.csv");
+    std::fs::write(&file, list(LEDGER_OPT_OUTS + IMPORTED, CLI_IMPORTED)).expect("the list");
+    let args = [
+        "import".to_owned(),
+        file.display().to_string(),
+        "--org".to_owned(),
+        "org_3".to_owned(),
+    ];
+    let (dir, env) = (dir.to_owned(), env.to_vec());
+    let output = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        daemon_process::command(&dir, &args, &env).output()
+    })
+    .await
+    .expect("the import's thread")
+    .expect("run import");
+    assert!(
+        output.status.success(),
+        "the CLI's import beside the daemon failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
 /// The admin side's work, until the import and the dry run are done and each report
 /// client has had at least one whole report.
-async fn admin_side(daemon: &Daemon, done: Arc<AtomicBool>) -> AdminSide {
+async fn admin_side(
+    daemon: &Daemon,
+    (dir, env): (&Path, &[(String, String)]),
+    done: Arc<AtomicBool>,
+) -> AdminSide {
     let stop = Arc::new(AtomicBool::new(false));
     let imports = async {
-        let (import, dry_run) = tokio::join!(import(daemon, false), import(daemon, true));
+        let (import, dry_run, ()) = tokio::join!(
+            import(daemon, false),
+            import(daemon, true),
+            cli_import(dir, env)
+        );
         stop.store(true, Ordering::Relaxed);
         (import, dry_run)
     };
@@ -236,7 +272,7 @@ async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_import
     let daemon = Daemon::start(dir.path(), "hold", &env).await;
     let done = Arc::new(AtomicBool::new(false));
     let (admin, (slowest_ack, slowest_health, refused)) = tokio::join!(
-        admin_side(&daemon, done.clone()),
+        admin_side(&daemon, (dir.path(), &env), done.clone()),
         deliveries(&daemon, done.clone())
     );
     eprintln!("slowest acknowledgement {slowest_ack:?}, slowest /healthz {slowest_health:?}");

@@ -117,10 +117,9 @@ impl Trio {
 
     /// One reconciliation pass of account `i`.
     async fn pass(&self, i: usize) {
-        let client = outreach_sync::client::ServiceClient::new(common::client_config(
-            &self.sandboxes[i],
-        ))
-        .expect("client");
+        let client =
+            outreach_sync::client::ServiceClient::new(common::client_config(&self.sandboxes[i]))
+                .expect("client");
         Reconciler::new(self.app.pool.clone(), client, &self.app.settings.reconcile)
             .with_account(ACCOUNTS[i])
             .run_pass(&PassRequest::default(), &CancellationToken::new())

@@ -287,6 +287,7 @@ fn request_of(
         reason: Some(page.reason.clone()),
         skip_invalid: page.skip_invalid,
         dry_run: true,
+        outside_the_daemon: false,
     })
 }
 
