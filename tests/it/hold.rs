@@ -232,9 +232,13 @@ async fn lookups_and_scrapes(daemon: &Daemon, stop: Arc<AtomicBool>) -> Vec<u16>
 
 /// Signed deliveries every [`DELIVERY_INTERVAL`] and `/healthz` beside them until `done`:
 /// the slowest acknowledgement, the slowest `/healthz`, and any status but 200.
-async fn deliveries(daemon: &Daemon, done: Arc<AtomicBool>) -> (Duration, Duration, Vec<u16>) {
+async fn deliveries(
+    daemon: &Daemon,
+    (path, secret): (&str, &str),
+    done: Arc<AtomicBool>,
+) -> (Duration, Duration, Vec<u16>) {
     let http = reqwest::Client::new();
-    let signer = Signer::new(SECRET);
+    let signer = Signer::new(secret);
     let (mut slowest_ack, mut slowest_health, mut refused) =
         (Duration::ZERO, Duration::ZERO, Vec::new());
     let mut n = 1_000_000;
@@ -242,7 +246,7 @@ async fn deliveries(daemon: &Daemon, done: Arc<AtomicBool>) -> (Duration, Durati
     while !done.load(Ordering::Relaxed) || began.elapsed() < Duration::from_secs(3) {
         n += 1;
         let (_, body) = numbered_consent_event(n, 1000);
-        let mut request = http.post(daemon.url("/webhooks")).body(body.clone());
+        let mut request = http.post(daemon.url(path)).body(body.clone());
         for (name, value) in signer.headers(body.as_bytes()) {
             request = request.header(name, value);
         }
@@ -273,7 +277,7 @@ async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_import
     let done = Arc::new(AtomicBool::new(false));
     let (admin, (slowest_ack, slowest_health, refused)) = tokio::join!(
         admin_side(&daemon, (dir.path(), &env), done.clone()),
-        deliveries(&daemon, done.clone())
+        deliveries(&daemon, ("/webhooks", SECRET), done.clone())
     );
     eprintln!("slowest acknowledgement {slowest_ack:?}, slowest /healthz {slowest_health:?}");
     assert!(refused.is_empty(), "every delivery is taken: {refused:?}");
@@ -321,5 +325,114 @@ async fn every_delivery_is_acknowledged_within_a_second_while_reports_and_import
         &database.url,
     ))
     .await;
+    database.drop().await;
+}
+
+/// Numbers opted out in one account before the daemon starts, which sharing records in the
+/// two others while deliveries come in.
+const SHARED: u64 = 20_000;
+const SHARING: [&str; 3] = ["party", "candidate", "coalition"];
+
+/// Three accounts sharing their opt-outs, each with a service that is nowhere (their
+/// pushes wait and retry): what is measured is the ledger's side.
+fn sharing_config() -> String {
+    let mut config = String::new();
+    for name in SHARING {
+        config.push_str(&format!(
+            "[[account]]\nname = \"{name}\"\nbase_url = \"http://127.0.0.1:9\"\n\
+             client_id = \"{name}-client\"\nclient_secret = \"{name}-client-secret\"\n\
+             [account.webhook]\nsecrets = [\"{name}-webhook-secret\"]\n\n"
+        ));
+    }
+    config + "[consent]\nshare_across_accounts = true\n"
+}
+
+/// Whether the last number of the shared list is opted out in the last account.
+async fn shared_to_the_last(daemon: &Daemon) -> bool {
+    let number = format!("+1555{:07}", SHARED - 1);
+    let url = daemon.admin_url(&format!(
+        "/v1/consent?phoneNumber=%2B{}&accountId={}",
+        &number[1..],
+        SHARING[2]
+    ));
+    let Ok(response) = reqwest::Client::new()
+        .get(url)
+        .bearer_auth(ADMIN_TOKEN)
+        .send()
+        .await
+    else {
+        return false;
+    };
+    let Ok(body) = response.json::<serde_json::Value>().await else {
+        return false;
+    };
+    body["items"]
+        .as_array()
+        .is_some_and(|items| items.iter().any(|i| i["optedOut"] == true))
+}
+
+async fn every_delivery_is_acknowledged_within_a_second_while_opt_outs_are_shared(
+    database_url: Option<&str>,
+) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let env = environment(database_url);
+    std::fs::write(daemon_process::config_file(dir.path()), sharing_config()).expect("config");
+    let file = dir.path().join("shared.csv");
+    std::fs::write(&file, list(0, SHARED)).expect("the list");
+    let path = file.display().to_string();
+    let args = ["import", &path, "--account", "--account-id", SHARING[0]];
+    let output = daemon_process::command(dir.path(), &args, &env)
+        .output()
+        .expect("run import");
+    assert!(
+        output.status.success(),
+        "the list: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let daemon = Daemon::start(dir.path(), "hold-sharing", &env).await;
+    let done = Arc::new(AtomicBool::new(false));
+    let watch = async {
+        let began = Instant::now();
+        while !shared_to_the_last(&daemon).await {
+            assert!(
+                began.elapsed() < Duration::from_secs(600),
+                "sharing never reached the last number:\n{}",
+                daemon.logs()
+            );
+            pace(Duration::from_millis(250)).await;
+        }
+        done.store(true, Ordering::Relaxed);
+        began.elapsed()
+    };
+    let secret = format!("{}-webhook-secret", SHARING[1]);
+    let path = format!("/webhooks/{}", SHARING[1]);
+    let (took, (slowest_ack, slowest_health, refused)) =
+        tokio::join!(watch, deliveries(&daemon, (&path, &secret), done.clone()));
+    eprintln!(
+        "{SHARED} opt-outs shared to {} accounts in {took:?}; slowest acknowledgement \
+         {slowest_ack:?}, slowest /healthz {slowest_health:?}",
+        SHARING.len() - 1
+    );
+    assert!(refused.is_empty(), "every delivery is taken: {refused:?}");
+    assert!(
+        slowest_ack < ACK_BOUND,
+        "the slowest acknowledgement took {slowest_ack:?} while opt-outs were shared"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "measures time: run alone, as .ci/run does"]
+async fn every_delivery_is_acknowledged_within_a_second_while_opt_outs_are_shared_on_sqlite() {
+    every_delivery_is_acknowledged_within_a_second_while_opt_outs_are_shared(None).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+#[ignore = "measures time: run alone, as .ci/run does"]
+async fn every_delivery_is_acknowledged_within_a_second_while_opt_outs_are_shared_on_postgres() {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    every_delivery_is_acknowledged_within_a_second_while_opt_outs_are_shared(Some(&database.url))
+        .await;
     database.drop().await;
 }
