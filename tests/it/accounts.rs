@@ -129,6 +129,115 @@ fn service_beside_an_account_and_accounts_that_collide_are_refused_at_start_nami
     }
 }
 
+/// As found by a hostile tester: each of these passed `check-config`; the first four made
+/// `serve` panic building its router (exit 101), the others were served wrongly (a path no
+/// client reaches, a health check taken, a name `accountId=` refuses, one secret verifying
+/// another account's deliveries, sections silently unread, credentials in clear text or
+/// printed). Now `check-config` and `serve` refuse each, exit 2, naming the key and never
+/// the secret.
+#[test]
+fn configurations_serve_could_not_honour_are_refused_by_check_config_and_serve_naming_the_key() {
+    let dir = tempfile::tempdir().expect("dir");
+    let account = |name: &str, extra: &str, secret: &str| {
+        format!(
+            "[[account]]\nname = \"{name}\"\nbase_url = \"https://api.example.org\"\nclient_id = \"c\"\nclient_secret = \"TOPSECRET-client\"\n{extra}\n[account.webhook]\nsecrets = [\"{secret}\"]\n\n"
+        )
+    };
+    let path = |path: &str| format!("ingest_path = \"{path}\"");
+    let party = account("party", "", "TOPSECRET-1");
+    let cases = [
+        (
+            account("party", &path("/webhooks/:x"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{a}"), "s1")
+                + &account("candidate", &path("/webhooks/{b}"), "s2"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{*rest}"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/café"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            party.clone() + &account("candidate", &path("/healthz"), "s2"),
+            "account.ingest_path",
+        ),
+        (
+            party.clone() + &account("candidate", &path("/sources/twilio"), "s2"),
+            "account.ingest_path",
+        ),
+        (account(&"a".repeat(5_000), "", "s"), "account.name"),
+        (
+            party.clone() + &account("candidate", "", "TOPSECRET-1"),
+            "account.webhook.secrets",
+        ),
+        (
+            format!("[webhook]\nsecrets = [\"TOPSECRET-w\"]\n{party}"),
+            "`webhook`",
+        ),
+        (
+            format!("[ingest]\npath = \"/webhooks\"\n{party}"),
+            "ingest.path",
+        ),
+        (
+            party.replace("https://api.example.org", "http://api.example.org"),
+            "account.base_url",
+        ),
+        (
+            format!(
+                "{party}[[destination]]\nname = \"van\"\nkind = \"van\"\nbase_url = \"https://app:TOPSECRET-u@api.securevan.com/v4\"\napi_key = \"TOPSECRET-k\"\n"
+            ),
+            "destination.base_url",
+        ),
+    ];
+    for (number, (config, key)) in cases.iter().enumerate() {
+        std::fs::write(config_file(dir.path()), config).expect("config");
+        let commands: &[&str] = if number < 4 {
+            &["check-config", "serve"]
+        } else {
+            &["check-config"]
+        };
+        for command in commands {
+            let output =
+                exits_within_a_minute(daemon_process::command(dir.path(), &[command], &[]));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert_eq!(output.status.code(), Some(2), "{command} {key}: {stderr}");
+            assert!(stderr.contains(key), "{command} {key}: {stderr}");
+            assert!(
+                !stderr.contains("TOPSECRET") && !stdout.contains("TOPSECRET"),
+                "{command} printed a secret: {stderr}{stdout}"
+            );
+        }
+    }
+}
+
+/// `command`'s output once it exits; stopped after a minute (a configuration that should be
+/// refused but is not starts a daemon), which the caller's assertions then report.
+fn exits_within_a_minute(mut command: std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run outreach-sync");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("its state").is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("its output")
+}
+
 /// One reconciliation page of `leads`, applied as the account `account`'s.
 async fn mirror_in(
     app: &crate::common::TestApp,
