@@ -238,6 +238,118 @@ fn exits_within_a_minute(mut command: std::process::Command) -> std::process::Ou
     child.wait_with_output().expect("its output")
 }
 
+/// `config/example.toml`'s commented `[[subscriber]]`, `[[destination]]` and `[[account]]`
+/// tables, uncommented: each block from a `# [[name]]` line to the next blank line.
+fn example_tables() -> String {
+    let text = std::fs::read_to_string(crate::repository("config/example.toml")).expect("example");
+    let mut tables = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let opens = line.starts_with("# [[") && line.trim_end().ends_with("]]");
+        inside = (inside || opens) && line.starts_with('#');
+        if inside {
+            let uncommented = line
+                .strip_prefix("# ")
+                .unwrap_or(line.trim_start_matches('#'));
+            tables.push_str(uncommented);
+            tables.push('\n');
+        }
+    }
+    tables
+}
+
+/// The `VALUE`s of `KEY=VALUE` lines of a systemd unit file of the repository.
+fn unit_lines(path: &str, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(crate::repository(path)).expect("unit file");
+    let prefix = format!("{key}=");
+    text.lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The example's accounts, destinations and subscriber load, as the packaged unit with the
+/// drop-in `systemd/accounts.conf` runs the daemon: its environment (minus what the drop-in
+/// unsets) and a file for each credential it loads, read through the `_file` keys the
+/// example names. Without the drop-in, the unit's single-account secrets are refused.
+#[test]
+fn the_example_accounts_load_with_the_credentials_the_systemd_drop_in_passes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = example_tables();
+    assert!(config.matches("[[account]]").count() >= 2, "{config}");
+    std::fs::write(config_file(dir.path()), &config).expect("config");
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).expect("credentials");
+    let mut ids = unit_lines("systemd/outreach-sync.service", "LoadCredential");
+    ids.extend(unit_lines("systemd/accounts.conf", "LoadCredential"));
+    for id in &ids {
+        let id = id.split(':').next().expect("an id");
+        // Base64 (a subscriber's secret is whsec_ + base64), distinct for each file.
+        let mut hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+        while hex.len() % 4 != 0 {
+            hex.push('A');
+        }
+        std::fs::write(credentials.join(id), format!("whsec_CRED{hex}\n")).expect("credential");
+    }
+    let unset: Vec<String> = unit_lines("systemd/accounts.conf", "UnsetEnvironment")
+        .iter()
+        .flat_map(|names| {
+            names
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let unit_env: Vec<(String, String)> =
+        unit_lines("systemd/outreach-sync.service", "Environment")
+            .iter()
+            .filter_map(|assignment| assignment.split_once('='))
+            .filter(|(name, _)| !name.ends_with("DATABASE__URL"))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+    let directory = (
+        "CREDENTIALS_DIRECTORY".to_owned(),
+        credentials.display().to_string(),
+    );
+    let with_drop_in: Vec<(String, String)> = unit_env
+        .iter()
+        .filter(|(name, _)| !unset.contains(name))
+        .cloned()
+        .chain([directory.clone()])
+        .collect();
+    let output = daemon_process::command(dir.path(), &["check-config"], &with_drop_in)
+        .output()
+        .expect("run check-config");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{config}");
+    for shown in [
+        "name = \"party\"",
+        "name = \"candidate\"",
+        "van-main",
+        "crm",
+    ] {
+        assert!(stdout.contains(shown), "{shown}: {stdout}");
+    }
+    assert!(
+        !stdout.contains("CRED") && !stderr.contains("CRED"),
+        "{stdout}{stderr}"
+    );
+
+    let without: Vec<(String, String)> = unit_env.into_iter().chain([directory]).collect();
+    let output = daemon_process::command(dir.path(), &["check-config"], &without)
+        .output()
+        .expect("run check-config");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`webhook`") || stderr.contains("`service`"),
+        "{stderr}"
+    );
+}
+
 /// One reconciliation page of `leads`, applied as the account `account`'s.
 async fn mirror_in(
     app: &crate::common::TestApp,
