@@ -486,13 +486,13 @@ mod tests {
 
     /// An `[[account]]` named `name` with `extra` keys and its own webhook secret.
     fn account(name: &str, extra: &str) -> String {
-        account_signed(name, extra, &format!("whsec-{name}"))
+        account_signed(name, extra, &[&format!("whsec-{name}")])
     }
 
-    fn account_signed(name: &str, extra: &str, secret: &str) -> String {
+    /// An `[[account]]` whose `[account.webhook]` has `secrets`.
+    fn account_signed(name: &str, extra: &str, secrets: &[&str]) -> String {
         format!(
-            "[[account]]\nname = {name:?}\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET-{name}\"\n{extra}\n[account.webhook]\n{secret_line}\n\n",
-            secret_line = format!("secrets = [{secret:?}]"),
+            "[[account]]\nname = {name:?}\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET-{name}\"\n{extra}\n[account.webhook]\nsecrets = {secrets:?}\n\n"
         )
     }
 
@@ -588,8 +588,8 @@ mod tests {
     #[test]
     fn one_webhook_secret_in_two_accounts_is_refused_naming_both_never_the_secret() {
         let error = refused(
-            &(account_signed("party", "", "TOPSECRET-shared")
-                + &account_signed("candidate", "", "TOPSECRET-shared")),
+            &(account_signed("party", "", &["TOPSECRET-shared"])
+                + &account_signed("candidate", "", &["TOPSECRET-shared"])),
             "account.webhook.secrets",
         );
         assert!(
@@ -597,18 +597,19 @@ mod tests {
             "{error}"
         );
         // The same key, once as HMAC text and once as a Standard Webhooks secret.
-        let candidate = account_signed("candidate", "", "whsec_VE9QU0VDUkVULXNoYXJlZA==").replace(
-            "[account.webhook]\n",
-            "[account.webhook]\nscheme = \"standard-webhooks\"\n",
-        );
+        let candidate = account_signed("candidate", "", &["whsec_VE9QU0VDUkVULXNoYXJlZA=="])
+            .replace(
+                "[account.webhook]\n",
+                "[account.webhook]\nscheme = \"standard-webhooks\"\n",
+            );
         refused(
-            &(account_signed("party", "", "TOPSECRET-shared") + &candidate),
+            &(account_signed("party", "", &["TOPSECRET-shared"]) + &candidate),
             "account.webhook.secrets",
         );
         // A rotation keeps two secrets in one account: that is no sharing.
         load(
-            &(account_signed("party", "", "one\", \"two")
-                + &account_signed("candidate", "", "three")),
+            &(account_signed("party", "", &["one", "two", "one"])
+                + &account_signed("candidate", "", &["three"])),
         )
         .expect("each account its own secrets");
     }

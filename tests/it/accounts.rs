@@ -286,7 +286,7 @@ fn the_example_accounts_load_with_the_credentials_the_systemd_drop_in_passes() {
         let id = id.split(':').next().expect("an id");
         // Base64 (a subscriber's secret is whsec_ + base64), distinct for each file.
         let mut hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
-        while hex.len() % 4 != 0 {
+        while !hex.len().is_multiple_of(4) {
             hex.push('A');
         }
         std::fs::write(credentials.join(id), format!("whsec_CRED{hex}\n")).expect("credential");
