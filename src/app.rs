@@ -261,7 +261,7 @@ impl Application {
             metrics.clone(),
         )?;
         tracing::info!(%admin_addr, "admin listening");
-        let (router, keep_rejections) = ingest_router(routes, writer, &pool, &metrics, &shutdown);
+        let (router, keep_rejections) = ingest_router(routes, writer, &pool, &metrics, &shutdown)?;
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }

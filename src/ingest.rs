@@ -48,16 +48,54 @@ pub struct IngestState {
 /// secrets, which a reload replaces.
 pub type AccountRoute = (Settings, Live<Verifier>);
 
+/// An account's ingest path the router cannot take: one the settings should have refused
+/// ([`crate::settings::ingest_path_problem`]), or a path taken twice.
+#[derive(Debug, thiserror::Error)]
+#[error("account {account:?}: cannot receive deliveries on its ingest path: {problem}")]
+pub struct RouteError {
+    pub account: String,
+    pub problem: String,
+}
+
+/// Checks every account's path as the settings do, before the router is given any (axum
+/// panics on a path it cannot route): so that no configuration, however it was made, can
+/// make building the router panic.
+fn routable<'a>(paths: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), RouteError> {
+    let mut taken = std::collections::HashMap::new();
+    for (account, path) in paths {
+        let refused = |problem: String| RouteError {
+            account: account.to_owned(),
+            problem,
+        };
+        if let Some(problem) = crate::settings::ingest_path_problem(path) {
+            return Err(refused(problem));
+        }
+        if let Some(other) = taken.insert(path, account) {
+            return Err(refused(format!(
+                "{} is also account {other:?}'s",
+                crate::model::text::quoted(path)
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The ingest router: `POST {ingest.path}` of each account served, `GET /healthz`, `GET
 /// /readyz`. A delivery is verified by the verifier of the account whose path it arrived
-/// on, as that verifier is at the time, and only by it.
+/// on, as that verifier is at the time, and only by it. An error, never a panic, for a path
+/// that cannot be routed.
 pub fn router(
     accounts: Vec<AccountRoute>,
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
     metrics: Arc<Metrics>,
-) -> Router {
+) -> Result<Router, RouteError> {
+    routable(
+        accounts
+            .iter()
+            .map(|(settings, _)| (settings.account_name(), settings.ingest.path.as_str())),
+    )?;
     let mut router = Router::new();
     let mut first = None;
     // One account's confirmation header goes on every answer, as it did before accounts;
@@ -87,16 +125,16 @@ pub fn router(
         first.get_or_insert(state);
     }
     let Some(state) = first else {
-        return router;
+        return Ok(router);
     };
     let router = router
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz).with_state(state.clone()))
         .fallback_service(axum::handler::Handler::with_state(not_found, state));
-    match whole {
+    Ok(match whole {
         Some(header) => router.layer(with_header(header)),
         None => router,
-    }
+    })
 }
 
 /// A layer that puts `header` on every answer.
@@ -430,6 +468,31 @@ async fn not_found(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_router_refuses_paths_axum_would_panic_on_or_take_twice() {
+        for path in [
+            "/webhooks/:x",
+            "/webhooks/{",
+            "/webhooks/{x}",
+            "/webhooks/{*rest}",
+            "/webhooks/caf\u{e9}",
+            "/healthz",
+            "/",
+            "webhooks",
+        ] {
+            let error = routable([("party", path)]).expect_err(path).to_string();
+            assert!(error.contains("account \"party\""), "{error}");
+        }
+        let error = routable([("party", "/webhooks/a"), ("candidate", "/webhooks/a")])
+            .expect_err("one path twice")
+            .to_string();
+        assert!(
+            error.contains("candidate") && error.contains("\"party\"'s"),
+            "{error}"
+        );
+        assert!(routable([("party", "/webhooks/a"), ("candidate", "/webhooks/b")]).is_ok());
+    }
 
     fn key(body: &[u8], webhook_id: Option<&str>) -> Result<String, events::NotJson> {
         let received = events::receive(body, Utc::now())?;

@@ -36,6 +36,7 @@ pub use storage::{
     Backend, DatabaseSettings, ReplicaSettings, RetentionSettings, Synchronous, redacted_url,
 };
 pub use subscribers::{MAX_BATCH, SubscriberSettings};
+pub use validate::{MAX_INGEST_PATH_CHARS, RESERVED_INGEST_PATHS, ingest_path_problem};
 pub use webhook::{Algorithm, Encoding, IngestSettings, Scheme, WebhookSettings};
 
 /// Where `--config` points when it is not given, if the file exists.
@@ -118,15 +119,9 @@ fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsEr
     })
 }
 
-/// Refuses a URL that is not http(s) with a host, naming `key`.
+/// Refuses a URL that is not http(s) with a host, or that holds user-info, naming `key`.
 fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
-    match reqwest::Url::parse(value) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => Ok(()),
-        _ => Err(SettingsError::invalid(
-            key,
-            format!("`{value}` is not an http(s) URL"),
-        )),
-    }
+    validate::url(key, "", value, validate::Sends::Nothing)
 }
 
 impl Settings {

@@ -260,15 +260,15 @@ pub(super) fn ingest_router(
     pool: &Pool,
     metrics: &Arc<Metrics>,
     shutdown: &CancellationToken,
-) -> (axum::Router, impl Future<Output = ()> + use<>) {
+) -> Result<(axum::Router, impl Future<Output = ()> + use<>), ingest::RouteError> {
     let rejections = Arc::new(crate::rejections::Rejections::new(writer.clone()));
     let keep_rejections = {
         let (rejections, stop) = (rejections.clone(), shutdown.clone());
         async move { rejections.keep(stop).await }
     };
     let metrics = metrics.clone();
-    let router = ingest::router(accounts, writer, pool.clone(), rejections, metrics);
-    (router, keep_rejections)
+    let router = ingest::router(accounts, writer, pool.clone(), rejections, metrics)?;
+    Ok((router, keep_rejections))
 }
 
 /// Serves deliveries until `shutdown`, then drains the outbox writer: with the router and

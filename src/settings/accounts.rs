@@ -10,6 +10,7 @@
 //! themselves hold the first account's keys there, so a lone `[[account]]` reads as the
 //! sections it replaces.
 
+use super::validate::Sends;
 use super::*;
 
 pub use crate::model::DEFAULT_ACCOUNT;
@@ -35,6 +36,8 @@ pub struct AccountSettings {
     /// Empty: `[service]`'s default.
     pub requests_per_second: Option<u32>,
     pub timeout_secs: Option<u64>,
+    /// As `service.allow_insecure_http`, for this account's `base_url`.
+    pub allow_insecure_http: bool,
     /// `[account.webhook]`: how this account's deliveries are verified.
     pub webhook: WebhookSettings,
     /// Organizations to reconcile; empty: every organization of the account.
@@ -64,6 +67,7 @@ impl AccountSettings {
                 .requests_per_second
                 .unwrap_or(defaults.requests_per_second),
             timeout_secs: self.timeout_secs.unwrap_or(defaults.timeout_secs),
+            allow_insecure_http: self.allow_insecure_http,
         }
     }
 }
@@ -83,32 +87,39 @@ pub(super) fn read_secret_files(accounts: &mut [AccountSettings]) -> Result<(), 
     Ok(())
 }
 
+/// The sections and keys given (in the file or the environment) that a configuration with
+/// `[[account]]` does not read, because each account has its own.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct GivenBeside {
+    /// `[service]`: the account's own keys.
+    pub service: bool,
+    /// `[webhook]`: the account's `[account.webhook]`.
+    pub webhook: bool,
+    /// `ingest.path`: the account's `ingest_path`.
+    pub ingest_path: bool,
+    /// `ingest.public_url`: read for a lone account without its own `public_url` only.
+    pub ingest_public_url: bool,
+    /// `reconcile.organizations`: the account's `organizations`.
+    pub reconcile_organizations: bool,
+}
+
 /// Well-formed, distinct names, ingest paths and public URLs, and each account's keys;
-/// `service_given`: whether `[service]` was written too (it may not be).
+/// `given`: which sections the accounts replace were written too (none may be).
 pub(super) fn validate(
     accounts: &[AccountSettings],
-    service_given: bool,
+    given: GivenBeside,
 ) -> Result<(), SettingsError> {
     if accounts.is_empty() {
         return Ok(());
     }
-    if service_given {
-        return Err(SettingsError::invalid(
-            "service",
-            "[service] (or an OUTREACH_SYNC__SERVICE__* variable) and [[account]] cannot both be given: an account's keys go in its own [[account]] section",
-        ));
-    }
+    refuse_unread(accounts, given)?;
     let mut names = std::collections::HashSet::new();
     let mut paths = std::collections::HashSet::new();
     let mut urls = std::collections::HashSet::new();
     for account in accounts {
-        let named = |message: &str| format!("account {:?}: {message}", account.name);
-        if !super::subscribers::well_formed_name(&account.name) {
-            return Err(SettingsError::invalid(
-                "account.name",
-                named("a name is one or more of a-z, 0-9, `_` and `-`"),
-            ));
-        }
+        super::validate::name("account.name", "account", &account.name)?;
+        let owner = format!("account {:?}", account.name);
+        let named = |message: &str| format!("{owner}: {message}");
         if !names.insert(account.name.as_str()) {
             return Err(SettingsError::invalid(
                 "account.name",
@@ -116,25 +127,27 @@ pub(super) fn validate(
             ));
         }
         let path = account.ingest_path();
-        if !path.starts_with('/') || path.contains(['?', '#', ' ']) {
-            return Err(SettingsError::invalid(
-                "account.ingest_path",
-                named("a path starts with `/` and has no `?`, `#` or space"),
-            ));
-        }
+        super::validate::ingest_path("account.ingest_path", &owner, &path)?;
         if !paths.insert(path) {
             return Err(SettingsError::invalid(
                 "account.ingest_path",
                 named("another account's deliveries come in on this path"),
             ));
         }
-        if !account.public_url.is_empty() && !urls.insert(account.public_url.as_str()) {
-            return Err(SettingsError::invalid(
-                "account.public_url",
-                named("another account has this public URL"),
-            ));
+        if !account.public_url.is_empty() {
+            let public = &account.public_url;
+            super::validate::url("account.public_url", &owner, public, Sends::Nothing)?;
+            if !urls.insert(public.as_str()) {
+                return Err(SettingsError::invalid(
+                    "account.public_url",
+                    named("another account has this public URL"),
+                ));
+            }
         }
-        url_with_http_scheme("account.base_url", &account.base_url)?;
+        let sends = Sends::Secret {
+            allow_insecure_http: account.allow_insecure_http,
+        };
+        super::validate::url("account.base_url", &owner, &account.base_url, sends)?;
         if account.client_id.is_empty() {
             return Err(SettingsError::invalid(
                 "account.client_id",
@@ -151,6 +164,43 @@ pub(super) fn validate(
         }
     }
     Ok(())
+}
+
+/// Refuses what `[[account]]` replaces, given beside it: it would be silently unread.
+fn refuse_unread(accounts: &[AccountSettings], given: GivenBeside) -> Result<(), SettingsError> {
+    // A lone account without a public URL of its own takes `ingest.public_url`.
+    let public_url_unread = accounts.len() > 1 || !accounts[0].public_url.is_empty();
+    let unread = [
+        (
+            given.service,
+            "service",
+            "[service] (or an OUTREACH_SYNC__SERVICE__* variable) and [[account]] cannot both be given: an account's keys go in its own [[account]] section",
+        ),
+        (
+            given.webhook,
+            "webhook",
+            "[webhook] (or an OUTREACH_SYNC__WEBHOOK__* variable) is not read beside [[account]]: each account's signing secrets and scheme go in its own [account.webhook] table",
+        ),
+        (
+            given.ingest_path,
+            "ingest.path",
+            "is not read beside [[account]]: each account's deliveries come in on its own `ingest_path` (default \"/webhooks/{name}\")",
+        ),
+        (
+            given.ingest_public_url && public_url_unread,
+            "ingest.public_url",
+            "is not read beside several [[account]] tables (nor one with its own): each account's registrations target its own `public_url`",
+        ),
+        (
+            given.reconcile_organizations,
+            "reconcile.organizations",
+            "is not read beside [[account]]: each account's organizations to reconcile are its own `organizations`",
+        ),
+    ];
+    match unread.into_iter().find(|(given, _, _)| *given) {
+        Some((_, key, message)) => Err(SettingsError::invalid(key, message)),
+        None => Ok(()),
+    }
 }
 
 impl Settings {

@@ -7,7 +7,7 @@ use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
 use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
-use super::{SettingsError, read_secret_file, redact_opt, url_with_http_scheme};
+use super::{SettingsError, read_secret_file, redact_opt};
 use crate::model::Source;
 
 /// Most requests per second a destination may be configured to take.
@@ -90,6 +90,9 @@ pub struct DestinationSettings {
     /// VAN: what is written for each entry.
     #[serde(default)]
     pub actions: Option<Vec<VanAction>>,
+    /// `base_url` may be plain `http://` to a host that is not loopback.
+    #[serde(default)]
+    pub allow_insecure_http: bool,
 }
 
 fn all_sources() -> Vec<Source> {
@@ -146,6 +149,7 @@ impl DestinationSettings {
             result_code: None,
             contact_type: None,
             actions: None,
+            allow_insecure_http: false,
         }
     }
 
@@ -226,12 +230,12 @@ pub(super) fn validate(
                 named("named twice; names are unique among subscribers and destinations"),
             ));
         }
-        if url_with_http_scheme("destination.base_url", &d.base_url).is_err() {
-            return Err(SettingsError::invalid(
-                "destination.base_url",
-                named("not an http(s) URL"),
-            ));
-        }
+        super::validate::url(
+            "destination.base_url",
+            &format!("destination {:?}", d.name),
+            &d.base_url,
+            super::validate::Sends::secret(d.allow_insecure_http),
+        )?;
         let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
             use secrecy::ExposeSecret as _;
             key.expose_secret().trim().is_empty()

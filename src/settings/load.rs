@@ -80,12 +80,24 @@ impl Settings {
             .add_source(environment)
             .build()
             .map_err(|e| describe_config_error(e, file.as_deref()))?;
-        let service_given = raw.get_table("service").is_ok();
+        let given = |key: &str| raw.get::<config::Value>(key).is_ok();
+        let beside = accounts::GivenBeside {
+            service: raw.get_table("service").is_ok(),
+            webhook: given("webhook"),
+            ingest_path: given("ingest.path"),
+            // Their defaults (empty) say nothing: only a value is refused.
+            ingest_public_url: raw
+                .get_string("ingest.public_url")
+                .is_ok_and(|url| !url.is_empty()),
+            reconcile_organizations: raw
+                .get_array("reconcile.organizations")
+                .is_ok_and(|organizations| !organizations.is_empty()),
+        };
         let mut settings: Settings = raw
             .try_deserialize()
             .map_err(|e| describe_config_error(e, file.as_deref()))?;
         settings.read_secret_files()?;
-        accounts::validate(&settings.account, service_given)?;
+        accounts::validate(&settings.account, beside)?;
         settings.take_account();
         Ok(settings)
     }

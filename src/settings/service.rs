@@ -16,6 +16,9 @@ pub struct ServiceSettings {
     /// Upper bound on requests per second, shared by every task.
     pub requests_per_second: u32,
     pub timeout_secs: u64,
+    /// `base_url` may be plain `http://` to a host that is not loopback although the client
+    /// secret is sent to it (never by default: see [`super::validate`]).
+    pub allow_insecure_http: bool,
 }
 
 impl Default for ServiceSettings {
@@ -28,6 +31,7 @@ impl Default for ServiceSettings {
             client_secret_file: None,
             requests_per_second: 20,
             timeout_secs: 30,
+            allow_insecure_http: false,
         }
     }
 }

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, read_secret_file, redact_opt, url_with_http_scheme};
+use super::{SettingsError, read_secret_file, redact_opt};
 use crate::model::Source;
 
 /// Largest `batch`: a request of 1,000 entries is about 300 KB.
@@ -41,6 +41,9 @@ pub struct SubscriberSettings {
     /// `Retry-After` is still honoured up to an hour.
     #[serde(default = "default_max_backoff_secs")]
     pub max_backoff_secs: u64,
+    /// `url` may be plain `http://` to a host that is not loopback.
+    #[serde(default)]
+    pub allow_insecure_http: bool,
 }
 
 fn default_max_backoff_secs() -> u64 {
@@ -68,6 +71,7 @@ impl SubscriberSettings {
             sources: all_sources(),
             batch: default_batch(),
             max_backoff_secs: default_max_backoff_secs(),
+            allow_insecure_http: false,
         }
     }
 
@@ -118,12 +122,12 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named("named twice; names are unique"),
             ));
         }
-        if url_with_http_scheme("subscriber.url", &s.url).is_err() {
-            return Err(SettingsError::invalid(
-                "subscriber.url",
-                named("not an http(s) URL"),
-            ));
-        }
+        super::validate::url(
+            "subscriber.url",
+            &format!("subscriber {:?}", s.name),
+            &s.url,
+            super::validate::Sends::secret(s.allow_insecure_http),
+        )?;
         if s.secret.is_none() {
             return Err(SettingsError::invalid(
                 "subscriber.secret",

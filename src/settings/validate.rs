@@ -28,6 +28,39 @@ impl Settings {
                 other => other,
             })?;
         }
+        self.refuse_shared_webhook_keys()
+    }
+
+    /// Refuses one webhook signing key (as decoded under each account's scheme) in two
+    /// accounts: a delivery signed for one would then verify on the other's path, and be
+    /// recorded as the other's. Names the accounts, never the secret.
+    fn refuse_shared_webhook_keys(&self) -> Result<(), SettingsError> {
+        let mut seen: std::collections::HashMap<Vec<u8>, &str> = Default::default();
+        for account in &self.account {
+            let webhook = &account.webhook;
+            let mut own = std::collections::HashSet::new();
+            for secret in &webhook.secrets {
+                let secret = secret.expose_secret();
+                let key = match webhook.scheme {
+                    Scheme::Hmac => secret.as_bytes().to_vec(),
+                    Scheme::StandardWebhooks => {
+                        super::standard_webhooks_key(secret).unwrap_or_default()
+                    }
+                };
+                if !own.insert(key.clone()) {
+                    continue;
+                }
+                if let Some(first) = seen.insert(key, account.name.as_str()) {
+                    return Err(SettingsError::invalid(
+                        "account.webhook.secrets",
+                        format!(
+                            "accounts {first:?} and {:?} have the same webhook signing secret: a delivery signed for one would be accepted on the other's path as the other's; give each account its own",
+                            account.name
+                        ),
+                    ));
+                }
+            }
+        }
         Ok(())
     }
 
@@ -35,6 +68,12 @@ impl Settings {
     pub fn validate_except_webhook(&self) -> Result<(), SettingsError> {
         self.backend()?;
         self.validate_storage()?;
+        for subscriber in &self.subscriber {
+            name("subscriber.name", "subscriber", &subscriber.name)?;
+        }
+        for destination in &self.destination {
+            name("destination.name", "destination", &destination.name)?;
+        }
         subscribers::validate(&self.subscriber)?;
         let taken: Vec<&str> = self.subscriber.iter().map(|s| s.name.as_str()).collect();
         destinations::validate(&self.destination, &taken)?;
@@ -74,18 +113,7 @@ impl Settings {
     fn validate_listeners(&self) -> Result<(), SettingsError> {
         parse_bind("ingest.bind", &self.ingest.bind)?;
         parse_bind("admin.bind", &self.admin.bind)?;
-        if !self.ingest.path.starts_with('/') || self.ingest.path.len() < 2 {
-            return Err(SettingsError::invalid(
-                "ingest.path",
-                "must start with `/` and name a path other than `/`",
-            ));
-        }
-        if matches!(self.ingest.path.as_str(), "/healthz" | "/readyz") {
-            return Err(SettingsError::invalid(
-                "ingest.path",
-                "is reserved for health checks",
-            ));
-        }
+        ingest_path("ingest.path", "", &self.ingest.path)?;
         if !self.ingest.public_url.is_empty() {
             url_with_http_scheme("ingest.public_url", &self.ingest.public_url)?;
         }
@@ -127,7 +155,13 @@ impl Settings {
 
     /// `[service]` and `[reconcile]`: what the upstream client and the schedule need.
     fn validate_service(&self) -> Result<(), SettingsError> {
-        url_with_http_scheme("service.base_url", &self.service.base_url)?;
+        let sends = match self.service.client_secret {
+            Some(_) => Sends::Secret {
+                allow_insecure_http: self.service.allow_insecure_http,
+            },
+            None => Sends::Nothing,
+        };
+        url("service.base_url", "", &self.service.base_url, sends)?;
         if self.reconcile.schedule.check().is_err() {
             return Err(SettingsError::invalid(
                 "reconcile.schedule",
@@ -234,4 +268,479 @@ pub(super) fn parse_bind(key: &'static str, value: &str) -> Result<SocketAddr, S
     value
         .parse()
         .map_err(|_| SettingsError::invalid(key, format!("`{value}` is not an IP:port address")))
+}
+
+/// Longest ingest path: an account's default is `/webhooks/` and its name (at most
+/// [`MAX_ID_CHARS`](crate::model::MAX_ID_CHARS) characters).
+pub const MAX_INGEST_PATH_CHARS: usize = 256;
+
+/// The paths of the ingest listener that no account's deliveries may take: its root, its
+/// health checks, and everything under `/sources`, where a source's own webhooks come in
+/// (`POST /sources/{name}`, e.g. Twilio's).
+pub const RESERVED_INGEST_PATHS: &[&str] = &["/", "/healthz", "/readyz", "/sources"];
+
+/// What is wrong with `path` as the path an account's deliveries are posted to, or `None`.
+///
+/// A path is routed by the listener exactly as written and must reach it as written: `/`
+/// then segments of unreserved ASCII characters (`A-Z a-z 0-9 . _ ~ -`), none empty, none
+/// `.` or `..`. So no `{`, `}`, `:` or `*` (which the router would take as parameters or
+/// wildcards, or refuse by panicking), no percent-encoding and no other character (which a
+/// client sends encoded, and so never matches), and not a path of [`RESERVED_INGEST_PATHS`].
+/// The one rule of the settings and of the router ([`crate::ingest::router`]).
+pub fn ingest_path_problem(path: &str) -> Option<String> {
+    let shown = crate::model::text::quoted(path);
+    if path.chars().count() > MAX_INGEST_PATH_CHARS {
+        return Some(format!(
+            "{shown} is longer than {MAX_INGEST_PATH_CHARS} characters"
+        ));
+    }
+    let Some(rest) = path.strip_prefix('/') else {
+        return Some(format!("{shown} does not start with `/`"));
+    };
+    let first = rest.split('/').next().unwrap_or_default();
+    if path == "/" || RESERVED_INGEST_PATHS.contains(&path) || first == "sources" {
+        return Some(format!(
+            "{shown} is reserved: the listener's root `/`, its health checks `/healthz` and `/readyz`, and `/sources/...`, where sources' own webhooks come in"
+        ));
+    }
+    for segment in rest.split('/') {
+        if segment.is_empty() {
+            return Some(format!(
+                "{shown} has an empty segment (`//` or a trailing `/`)"
+            ));
+        }
+        if matches!(segment, "." | "..") {
+            return Some(format!(
+                "{shown} has a `{segment}` segment, which a client resolves before sending"
+            ));
+        }
+        if let Some(c) = segment.chars().find(|&c| !unreserved(c)) {
+            let why = match c {
+                '{' | '}' | ':' | '*' => "the router would take it as a parameter or wildcard",
+                '%' => "percent-encoding is not decoded before routing",
+                _ => "a client sends it percent-encoded, so no delivery would match",
+            };
+            return Some(format!(
+                "{shown} holds `{}`: {why}; a path is `/` and segments of A-Z, a-z, 0-9, `.`, `_`, `~` and `-`",
+                crate::model::text::escape_controls(&c.to_string())
+            ));
+        }
+    }
+    None
+}
+
+/// An unreserved character of RFC 3986: one a client sends in a path as it is.
+fn unreserved(c: char) -> bool {
+    c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-')
+}
+
+/// Refuses `path` under `key` (`owner`, e.g. `account "party"`, begins the message).
+pub(super) fn ingest_path(key: &'static str, owner: &str, path: &str) -> Result<(), SettingsError> {
+    match ingest_path_problem(path) {
+        Some(problem) => Err(SettingsError::invalid(key, owned(owner, &problem))),
+        None => Ok(()),
+    }
+}
+
+/// Refuses a name (of an account, subscriber, destination or source) that is not one or
+/// more of a-z, 0-9, `_` and `-`, or is longer than an id may be (`accountId=` and the
+/// other ids the daemon takes: [`MAX_ID_CHARS`](crate::model::MAX_ID_CHARS)); `kind` is
+/// `account`, `subscriber`...
+pub(super) fn name(key: &'static str, kind: &str, name: &str) -> Result<(), SettingsError> {
+    let max = crate::model::MAX_ID_CHARS;
+    let shown = crate::model::text::quoted(name);
+    if name.chars().count() > max {
+        return Err(SettingsError::invalid(
+            key,
+            format!("{kind} {shown}: a name is at most {max} characters"),
+        ));
+    }
+    if !super::subscribers::well_formed_name(name) {
+        return Err(SettingsError::invalid(
+            key,
+            format!("{kind} {shown}: a name is one or more of a-z, 0-9, `_` and `-`"),
+        ));
+    }
+    Ok(())
+}
+
+/// What a configured URL is sent with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Sends {
+    /// Nothing secret (a public URL, shown to others).
+    Nothing,
+    /// A credential, or what one signs: the section's `allow_insecure_http` lets it go over
+    /// plain `http://` to a host that is not loopback.
+    Secret { allow_insecure_http: bool },
+}
+
+impl Sends {
+    /// A credential, `allow_insecure_http` as the section says.
+    pub(super) fn secret(allow_insecure_http: bool) -> Self {
+        Self::Secret {
+            allow_insecure_http,
+        }
+    }
+}
+
+/// Refuses `value` under `key` unless it is an http(s) URL with a host and without
+/// user-info (`user:password@`: a credential in a URL is printed wherever the URL is, and
+/// reqwest sends it as a second `Authorization`), and, when it is sent a secret, unless it
+/// is `https://`, or `http://` to a loopback host, or `allow_insecure_http` is set.
+/// `owner` (e.g. `destination "van"`) begins the message. Never quotes user-info.
+pub(super) fn url(
+    key: &'static str,
+    owner: &str,
+    value: &str,
+    sends: Sends,
+) -> Result<(), SettingsError> {
+    let refused = |message: String| Err(SettingsError::invalid(key, owned(owner, &message)));
+    let parsed = match reqwest::Url::parse(value) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") && url.host().is_some() => url,
+        _ => {
+            return refused(format!(
+                "{} is not an http(s) URL",
+                crate::model::text::quoted(&without_user_info(value))
+            ));
+        }
+    };
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return refused(
+            "holds a user name or password before `@`: a credential goes in the section's own secret key (api_key, secret, client_secret or their _file), never in a URL, which is shown and logged".to_owned(),
+        );
+    }
+    let insecure = parsed.scheme() == "http" && !loopback(&parsed);
+    if insecure
+        && sends
+            == (Sends::Secret {
+                allow_insecure_http: false,
+            })
+    {
+        return refused(format!(
+            "{} is plain http:// to a host that is not loopback: the credentials sent with it (or what they sign) would cross the network unencrypted; use https://, or set `allow_insecure_http = true` in this section for a network you trust",
+            crate::model::text::quoted(value)
+        ));
+    }
+    Ok(())
+}
+
+/// Whether `url`'s host is this machine: `localhost`, 127.0.0.0/8 or `::1`.
+fn loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// `value` with what may be user-info (between `://` and an `@` of the authority) replaced,
+/// for quoting a URL that did not parse.
+fn without_user_info(value: &str) -> std::borrow::Cow<'_, str> {
+    let start = value.find("://").map_or(0, |at| at + 3);
+    let authority_end = value[start..]
+        .find(['/', '?', '#'])
+        .map_or(value.len(), |at| start + at);
+    match value[start..authority_end].rfind('@') {
+        Some(at) => format!(
+            "{}{}{}",
+            &value[..start],
+            super::REDACTED,
+            &value[start + at..]
+        )
+        .into(),
+        None => value.into(),
+    }
+}
+
+/// `message`, after `owner: ` when there is an owner.
+fn owned(owner: &str, message: &str) -> String {
+    if owner.is_empty() {
+        message.to_owned()
+    } else {
+        format!("{owner}: {message}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `text` loaded as the configuration file, with `env` as the environment.
+    fn load_with(text: &str, env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, text).expect("write the file");
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Settings::load_from(Some(&path), &env)
+    }
+
+    fn load(text: &str) -> Result<Settings, SettingsError> {
+        load_with(text, &[])
+    }
+
+    /// An `[[account]]` named `name` with `extra` keys and its own webhook secret.
+    fn account(name: &str, extra: &str) -> String {
+        account_signed(name, extra, &[&format!("whsec-{name}")])
+    }
+
+    /// An `[[account]]` whose `[account.webhook]` has `secrets`.
+    fn account_signed(name: &str, extra: &str, secrets: &[&str]) -> String {
+        format!(
+            "[[account]]\nname = {name:?}\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET-{name}\"\n{extra}\n[account.webhook]\nsecrets = {secrets:?}\n\n"
+        )
+    }
+
+    /// The error loading `text` gives, which must name `key` and quote no secret.
+    fn refused(text: &str, key: &str) -> String {
+        let error = load(text).expect_err("refused").to_string();
+        assert!(error.contains(&format!("`{key}`")), "{key}: {error}");
+        for secret in ["TOPSECRET", "hunter2"] {
+            assert!(!error.contains(secret), "{error}");
+        }
+        error
+    }
+
+    const WEBHOOK: &str = "[webhook]\nsecrets = [\"s\"]\n";
+
+    #[test]
+    fn ingest_paths_the_router_cannot_take_or_a_client_cannot_reach_are_refused_naming_the_key() {
+        for path in [
+            "/webhooks/:x",
+            "/webhooks/{",
+            "/webhooks/{x}",
+            "/webhooks/{*rest}",
+            "/webhooks/*",
+            "/webhooks/café",
+            "/webhooks/a%20b",
+            "/webhooks/a b",
+            "/webhooks//x",
+            "/webhooks/",
+            "/webhooks/../x",
+            "webhooks",
+            "/",
+            "/healthz",
+            "/readyz",
+            "/sources",
+            "/sources/twilio-main",
+        ] {
+            let error = refused(
+                &account("party", &format!("ingest_path = {path:?}")),
+                "account.ingest_path",
+            );
+            assert!(error.contains("account \"party\""), "{path}: {error}");
+            let error = refused(
+                &format!("{WEBHOOK}[ingest]\npath = {path:?}\n"),
+                "ingest.path",
+            );
+            assert!(!error.contains("account \""), "{path}: {error}");
+        }
+        let long = format!("/{}", "a".repeat(MAX_INGEST_PATH_CHARS));
+        refused(
+            &format!("{WEBHOOK}[ingest]\npath = {long:?}\n"),
+            "ingest.path",
+        );
+        // Two parameters the router would take as one route (it panicked).
+        refused(
+            &(account("party", "ingest_path = \"/webhooks/{a}\"")
+                + &account("candidate", "ingest_path = \"/webhooks/{b}\"")),
+            "account.ingest_path",
+        );
+        // The second account may not take what the first may not.
+        for path in ["/healthz", "/", "/readyz", "/sources/twilio-main"] {
+            let error = refused(
+                &(account("party", "") + &account("candidate", &format!("ingest_path = {path:?}"))),
+                "account.ingest_path",
+            );
+            assert!(error.contains("\"candidate\""), "{error}");
+        }
+        // What a client sends as it is routes.
+        let settings = load(
+            &(account("party", "ingest_path = \"/hooks/Party.v1~x_y-z\"") + &account("b", "")),
+        )
+        .expect("a path of unreserved characters");
+        assert_eq!(settings.served()[0].ingest.path, "/hooks/Party.v1~x_y-z");
+    }
+
+    #[test]
+    fn a_name_longer_than_an_id_is_refused_for_accounts_subscribers_and_destinations() {
+        let long = "a".repeat(5_000);
+        let error = refused(&account(&long, ""), "account.name");
+        assert!(error.contains("at most 200 characters"), "{error}");
+        assert!(error.len() < 400, "the name is quoted bounded: {error}");
+        let at_most = "a".repeat(crate::model::MAX_ID_CHARS);
+        load(&account(&at_most, "")).expect("200 characters is an id");
+        let subscriber = format!(
+            "{WEBHOOK}[[subscriber]]\nname = {long:?}\nurl = \"https://crm.example.org/hooks\"\nsecret = \"whsec_c2VjcmV0\"\n"
+        );
+        refused(&subscriber, "subscriber.name");
+        let destination = format!(
+            "{WEBHOOK}[[destination]]\nname = {long:?}\nkind = \"action_network\"\nbase_url = \"https://actionnetwork.org/api/v2\"\napi_key = \"k\"\n"
+        );
+        refused(&destination, "destination.name");
+    }
+
+    #[test]
+    fn one_webhook_secret_in_two_accounts_is_refused_naming_both_never_the_secret() {
+        let error = refused(
+            &(account_signed("party", "", &["TOPSECRET-shared"])
+                + &account_signed("candidate", "", &["TOPSECRET-shared"])),
+            "account.webhook.secrets",
+        );
+        assert!(
+            error.contains("\"party\"") && error.contains("\"candidate\""),
+            "{error}"
+        );
+        // The same key, once as HMAC text and once as a Standard Webhooks secret.
+        let candidate = account_signed("candidate", "", &["whsec_VE9QU0VDUkVULXNoYXJlZA=="])
+            .replace(
+                "[account.webhook]\n",
+                "[account.webhook]\nscheme = \"standard-webhooks\"\n",
+            );
+        refused(
+            &(account_signed("party", "", &["TOPSECRET-shared"]) + &candidate),
+            "account.webhook.secrets",
+        );
+        // A rotation keeps two secrets in one account: that is no sharing.
+        load(
+            &(account_signed("party", "", &["one", "two", "one"])
+                + &account_signed("candidate", "", &["three"])),
+        )
+        .expect("each account its own secrets");
+    }
+
+    #[test]
+    fn sections_a_configuration_with_accounts_does_not_read_are_refused_saying_where_they_go() {
+        let error = refused(&format!("{WEBHOOK}{}", account("party", "")), "webhook");
+        assert!(error.contains("[account.webhook]"), "{error}");
+        let error = refused(
+            &format!("[ingest]\npath = \"/webhooks\"\n{}", account("party", "")),
+            "ingest.path",
+        );
+        assert!(error.contains("ingest_path"), "{error}");
+        let error = refused(
+            &format!(
+                "[reconcile]\norganizations = [\"org_1\"]\n{}",
+                account("party", "")
+            ),
+            "reconcile.organizations",
+        );
+        assert!(error.contains("`organizations`"), "{error}");
+        let public = "[ingest]\npublic_url = \"https://hooks.example.org/in\"\n";
+        let error = refused(
+            &format!("{public}{}{}", account("party", ""), account("b", "")),
+            "ingest.public_url",
+        );
+        assert!(error.contains("`public_url`"), "{error}");
+        // A lone account without its own public URL reads it, as before.
+        let settings = load(&format!("{public}{}", account("party", ""))).expect("read");
+        assert_eq!(settings.ingest.public_url, "https://hooks.example.org/in");
+        // From the environment too (a systemd unit's Environment= line).
+        let error = load_with(
+            &account("party", ""),
+            &[("OUTREACH_SYNC__WEBHOOK__SECRETS", "hunter2")],
+        )
+        .expect_err("refused")
+        .to_string();
+        assert!(error.contains("`webhook`"), "{error}");
+        assert!(!error.contains("hunter2"), "{error}");
+    }
+
+    #[test]
+    fn credentials_over_plain_http_to_a_host_not_loopback_are_refused_unless_allowed() {
+        let service = |url: &str, extra: &str| {
+            format!(
+                "{WEBHOOK}[service]\nbase_url = {url:?}\nclient_secret = \"TOPSECRET\"\n{extra}\n"
+            )
+        };
+        let error = refused(&service("http://api.example.org", ""), "service.base_url");
+        assert!(error.contains("allow_insecure_http"), "{error}");
+        load(&service(
+            "http://api.example.org",
+            "allow_insecure_http = true",
+        ))
+        .expect("allowed");
+        for loopback in [
+            "http://127.0.0.1:9090",
+            "http://localhost:9090",
+            "http://[::1]:9",
+        ] {
+            load(&service(loopback, "")).expect(loopback);
+        }
+        // Without a client secret nothing secret goes there.
+        load(&format!(
+            "{WEBHOOK}[service]\nbase_url = \"http://api.example.org\"\n"
+        ))
+        .expect("no secret");
+
+        let error = refused(
+            &account("party", "").replace("https://api.example.org", "http://api.example.org"),
+            "account.base_url",
+        );
+        assert!(error.contains("\"party\""), "{error}");
+        load(
+            &account("party", "allow_insecure_http = true")
+                .replace("https://api.example.org", "http://api.example.org"),
+        )
+        .expect("allowed for the account");
+
+        let destination = |extra: &str| {
+            format!(
+                "{WEBHOOK}[[destination]]\nname = \"an\"\nkind = \"action_network\"\nbase_url = \"http://actionnetwork.org/api/v2\"\napi_key = \"TOPSECRET\"\n{extra}\n"
+            )
+        };
+        refused(&destination(""), "destination.base_url");
+        load(&destination("allow_insecure_http = true")).expect("allowed");
+        let subscriber = |extra: &str| {
+            format!(
+                "{WEBHOOK}[[subscriber]]\nname = \"crm\"\nurl = \"http://crm.example.org/hooks\"\nsecret = \"whsec_c2VjcmV0\"\n{extra}\n"
+            )
+        };
+        refused(&subscriber(""), "subscriber.url");
+        load(&subscriber("allow_insecure_http = true")).expect("allowed");
+    }
+
+    #[test]
+    fn user_info_in_any_configured_url_is_refused_without_being_shown() {
+        let with_user = "https://van:TOPSECRET@api.securevan.com/v4";
+        refused(
+            &format!(
+                "{WEBHOOK}[[destination]]\nname = \"van\"\nkind = \"van\"\nbase_url = {with_user:?}\napi_key = \"k\"\n"
+            ),
+            "destination.base_url",
+        );
+        refused(
+            &format!(
+                "{WEBHOOK}[[subscriber]]\nname = \"crm\"\nurl = {with_user:?}\nsecret = \"whsec_c2VjcmV0\"\n"
+            ),
+            "subscriber.url",
+        );
+        refused(
+            &format!("{WEBHOOK}[service]\nbase_url = {with_user:?}\n"),
+            "service.base_url",
+        );
+        refused(
+            &format!("{WEBHOOK}[ingest]\npublic_url = {with_user:?}\n"),
+            "ingest.public_url",
+        );
+        refused(
+            &account("party", &format!("public_url = {with_user:?}")),
+            "account.public_url",
+        );
+        refused(
+            &account("party", "")
+                .replace("https://api.example.org", "https://party@api.example.org"),
+            "account.base_url",
+        );
+        // Nor when the URL is not one at all.
+        refused(
+            &format!("{WEBHOOK}[service]\nbase_url = \"ftp://me:TOPSECRET@host/x\"\n"),
+            "service.base_url",
+        );
+    }
 }

@@ -129,6 +129,227 @@ fn service_beside_an_account_and_accounts_that_collide_are_refused_at_start_nami
     }
 }
 
+/// As found by a hostile tester: each of these passed `check-config`; the first four made
+/// `serve` panic building its router (exit 101), the others were served wrongly (a path no
+/// client reaches, a health check taken, a name `accountId=` refuses, one secret verifying
+/// another account's deliveries, sections silently unread, credentials in clear text or
+/// printed). Now `check-config` and `serve` refuse each, exit 2, naming the key and never
+/// the secret.
+#[test]
+fn configurations_serve_could_not_honour_are_refused_by_check_config_and_serve_naming_the_key() {
+    let dir = tempfile::tempdir().expect("dir");
+    let account = |name: &str, extra: &str, secret: &str| {
+        format!(
+            "[[account]]\nname = \"{name}\"\nbase_url = \"https://api.example.org\"\nclient_id = \"c\"\nclient_secret = \"TOPSECRET-client\"\n{extra}\n[account.webhook]\nsecrets = [\"{secret}\"]\n\n"
+        )
+    };
+    let path = |path: &str| format!("ingest_path = \"{path}\"");
+    let party = account("party", "", "TOPSECRET-1");
+    let cases = [
+        (
+            account("party", &path("/webhooks/:x"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{a}"), "s1")
+                + &account("candidate", &path("/webhooks/{b}"), "s2"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/{*rest}"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            account("party", &path("/webhooks/café"), "s"),
+            "account.ingest_path",
+        ),
+        (
+            party.clone() + &account("candidate", &path("/healthz"), "s2"),
+            "account.ingest_path",
+        ),
+        (
+            party.clone() + &account("candidate", &path("/sources/twilio"), "s2"),
+            "account.ingest_path",
+        ),
+        (account(&"a".repeat(5_000), "", "s"), "account.name"),
+        (
+            party.clone() + &account("candidate", "", "TOPSECRET-1"),
+            "account.webhook.secrets",
+        ),
+        (
+            format!("[webhook]\nsecrets = [\"TOPSECRET-w\"]\n{party}"),
+            "`webhook`",
+        ),
+        (
+            format!("[ingest]\npath = \"/webhooks\"\n{party}"),
+            "ingest.path",
+        ),
+        (
+            party.replace("https://api.example.org", "http://api.example.org"),
+            "account.base_url",
+        ),
+        (
+            format!(
+                "{party}[[destination]]\nname = \"van\"\nkind = \"van\"\nbase_url = \"https://app:TOPSECRET-u@api.securevan.com/v4\"\napi_key = \"TOPSECRET-k\"\n"
+            ),
+            "destination.base_url",
+        ),
+    ];
+    for (number, (config, key)) in cases.iter().enumerate() {
+        std::fs::write(config_file(dir.path()), config).expect("config");
+        let commands: &[&str] = if number < 4 {
+            &["check-config", "serve"]
+        } else {
+            &["check-config"]
+        };
+        for command in commands {
+            let output =
+                exits_within_a_minute(daemon_process::command(dir.path(), &[command], &[]));
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert_eq!(output.status.code(), Some(2), "{command} {key}: {stderr}");
+            assert!(stderr.contains(key), "{command} {key}: {stderr}");
+            assert!(
+                !stderr.contains("TOPSECRET") && !stdout.contains("TOPSECRET"),
+                "{command} printed a secret: {stderr}{stdout}"
+            );
+        }
+    }
+}
+
+/// `command`'s output once it exits; stopped after a minute (a configuration that should be
+/// refused but is not starts a daemon), which the caller's assertions then report.
+fn exits_within_a_minute(mut command: std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run outreach-sync");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().expect("its state").is_none() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    child.wait_with_output().expect("its output")
+}
+
+/// `config/example.toml`'s commented `[[subscriber]]`, `[[destination]]` and `[[account]]`
+/// tables, uncommented: each block from a `# [[name]]` line to the next blank line.
+fn example_tables() -> String {
+    let text = std::fs::read_to_string(crate::repository("config/example.toml")).expect("example");
+    let mut tables = String::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let opens = line.starts_with("# [[") && line.trim_end().ends_with("]]");
+        inside = (inside || opens) && line.starts_with('#');
+        if inside {
+            let uncommented = line
+                .strip_prefix("# ")
+                .unwrap_or(line.trim_start_matches('#'));
+            tables.push_str(uncommented);
+            tables.push('\n');
+        }
+    }
+    tables
+}
+
+/// The `VALUE`s of `KEY=VALUE` lines of a systemd unit file of the repository.
+fn unit_lines(path: &str, key: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(crate::repository(path)).expect("unit file");
+    let prefix = format!("{key}=");
+    text.lines()
+        .filter_map(|line| line.strip_prefix(&prefix))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The example's accounts, destinations and subscriber load, as the packaged unit with the
+/// drop-in `systemd/accounts.conf` runs the daemon: its environment (minus what the drop-in
+/// unsets) and a file for each credential it loads, read through the `_file` keys the
+/// example names. Without the drop-in, the unit's single-account secrets are refused.
+#[test]
+fn the_example_accounts_load_with_the_credentials_the_systemd_drop_in_passes() {
+    let dir = tempfile::tempdir().expect("dir");
+    let config = example_tables();
+    assert!(config.matches("[[account]]").count() >= 2, "{config}");
+    std::fs::write(config_file(dir.path()), &config).expect("config");
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).expect("credentials");
+    let mut ids = unit_lines("systemd/outreach-sync.service", "LoadCredential");
+    ids.extend(unit_lines("systemd/accounts.conf", "LoadCredential"));
+    for id in &ids {
+        let id = id.split(':').next().expect("an id");
+        // Base64 (a subscriber's secret is whsec_ + base64), distinct for each file.
+        let mut hex: String = id.bytes().map(|b| format!("{b:02x}")).collect();
+        while !hex.len().is_multiple_of(4) {
+            hex.push('A');
+        }
+        std::fs::write(credentials.join(id), format!("whsec_CRED{hex}\n")).expect("credential");
+    }
+    let unset: Vec<String> = unit_lines("systemd/accounts.conf", "UnsetEnvironment")
+        .iter()
+        .flat_map(|names| {
+            names
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let unit_env: Vec<(String, String)> =
+        unit_lines("systemd/outreach-sync.service", "Environment")
+            .iter()
+            .filter_map(|assignment| assignment.split_once('='))
+            .filter(|(name, _)| !name.ends_with("DATABASE__URL"))
+            .map(|(name, value)| (name.to_owned(), value.to_owned()))
+            .collect();
+    let directory = (
+        "CREDENTIALS_DIRECTORY".to_owned(),
+        credentials.display().to_string(),
+    );
+    let with_drop_in: Vec<(String, String)> = unit_env
+        .iter()
+        .filter(|(name, _)| !unset.contains(name))
+        .cloned()
+        .chain([directory.clone()])
+        .collect();
+    let output = daemon_process::command(dir.path(), &["check-config"], &with_drop_in)
+        .output()
+        .expect("run check-config");
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(output.status.code(), Some(0), "{stderr}\n{config}");
+    for shown in [
+        "name = \"party\"",
+        "name = \"candidate\"",
+        "van-main",
+        "crm",
+    ] {
+        assert!(stdout.contains(shown), "{shown}: {stdout}");
+    }
+    assert!(
+        !stdout.contains("CRED") && !stderr.contains("CRED"),
+        "{stdout}{stderr}"
+    );
+
+    let without: Vec<(String, String)> = unit_env.into_iter().chain([directory]).collect();
+    let output = daemon_process::command(dir.path(), &["check-config"], &without)
+        .output()
+        .expect("run check-config");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("`webhook`") || stderr.contains("`service`"),
+        "{stderr}"
+    );
+}
+
 /// One reconciliation page of `leads`, applied as the account `account`'s.
 async fn mirror_in(
     app: &crate::common::TestApp,
