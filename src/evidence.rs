@@ -51,7 +51,7 @@ pub struct Item {
     pub hash: Option<String>,
     /// By source: webhook (the delivery as received: deliveryId, receivedAt, headers,
     /// headersReceived, verifiedHeader, bodyBase64, secretIndex, kept, note), reconcile
-    /// (requestedAt, lead), import (file, sha256, line, actor, reason), local (actor,
+    /// (requestedAt, lead, followsPush), import (file, sha256, line, actor, reason), local (actor,
     /// reason, push, suppressedBy).
     #[schema(value_type = Object)]
     pub evidence: Evidence,
@@ -175,6 +175,10 @@ pub struct ReconcileEvidence {
     pub requested_at: Timestamp,
     /// `None` for entries recorded before leads were kept with them.
     pub lead: Option<Value>,
+    /// An opt-in found at the service after the suppression's push it names was answered:
+    /// the person's, given since (CONTRACT: suppression).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub follows_push: Option<i64>,
 }
 
 /// A local change: who made it and why, and where its push to the service stands.
@@ -255,16 +259,20 @@ fn evidence_of(
     let entry = &stored.entry;
     match entry.source {
         Source::Reconcile => match kept {
-            Some(KeptEvidence::Reconcile { requested_at, lead }) => {
-                Evidence::Reconcile(ReconcileEvidence {
-                    requested_at,
-                    lead: Some(lead),
-                })
-            }
+            Some(KeptEvidence::Reconcile {
+                requested_at,
+                lead,
+                follows_push,
+            }) => Evidence::Reconcile(ReconcileEvidence {
+                requested_at,
+                lead: Some(lead),
+                follows_push,
+            }),
             // A reconciliation entry's event time is the time of the request.
             _ => Evidence::Reconcile(ReconcileEvidence {
                 requested_at: entry.occurred_at,
                 lead: None,
+                follows_push: None,
             }),
         },
         Source::Local => Evidence::Local(local_evidence(stored, kept)),

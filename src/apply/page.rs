@@ -60,6 +60,19 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         if !l.global_opted_out
             && let Some(by) = suppression::suppressed_by(&l.id, None, stored, suppression)
         {
+            let entry = suppression::entry_ref(by, &l.id);
+            if let Some(push) = tx.answered_push(account, &entry).await? {
+                // The service took the suppression's opt-out for this lead and shows it
+                // opted in now: an opt-in given since, by the person, in that organization.
+                // Recorded, it lifts the suppression for this lead alone.
+                let mut opt_in = reconcile_observation(pass_id, l, fetched_at);
+                if let Some(KeptEvidence::Reconcile { follows_push, .. }) = &mut opt_in.evidence {
+                    *follows_push = Some(push);
+                }
+                observations.push(opt_in);
+                known.push(stored.is_some());
+                continue;
+            }
             let (org, phone) = (&l.organization_id, &l.phone_number);
             suppressed.push(suppression::observation(org, phone, &l.id, by, fetched_at));
             suppressed_new += u64::from(stored.is_none());
@@ -132,6 +145,7 @@ fn reconcile_observation(pass_id: &str, l: &Lead, fetched_at: DateTime<Utc>) -> 
         evidence: Some(KeptEvidence::Reconcile {
             requested_at: Timestamp(fetched_at),
             lead: lead_json(l),
+            follows_push: None,
         }),
     }
 }

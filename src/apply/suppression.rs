@@ -60,7 +60,7 @@ pub(super) fn observation(
         opted_out: true,
         occurred_at: now,
         source: Source::Local,
-        event_ref: format!("suppression:{by}:{lead_id}"),
+        event_ref: entry_ref(by, lead_id),
         tag_id: None,
         reason: Some(format!("suppressed by entry {by}")),
         evidence: Some(KeptEvidence::Suppressed {
@@ -68,6 +68,11 @@ pub(super) fn observation(
             suppressed_by: by,
         }),
     }
+}
+
+/// The `event_ref` of the entry that keeps lead `lead_id` opted out by entry `by`.
+pub(super) fn entry_ref(by: i64, lead_id: &str) -> String {
+    format!("suppression:{by}:{lead_id}")
 }
 
 /// Queues for the service each suppression entry just recorded.

@@ -74,6 +74,10 @@ pub enum KeptEvidence {
     Reconcile {
         requested_at: Timestamp,
         lead: serde_json::Value,
+        /// The suppression's push, answered by the service, that an opt-in found there
+        /// since follows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        follows_push: Option<i64>,
     },
     /// The imported list the number came from: its name as given, the SHA-256 of its exact
     /// bytes, the line, who imported it and why.

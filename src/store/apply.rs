@@ -271,6 +271,14 @@ pub trait ApplyTx: Send {
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<HashSet<(String, String)>, crate::store::Error>> + Send;
 
+    /// The push of the entry `event_ref` (with no organization of its own: a lead's
+    /// suppression entry) once the service answered it with success.
+    fn answered_push(
+        &mut self,
+        account: &str,
+        event_ref: &str,
+    ) -> impl Future<Output = Result<Option<i64>, crate::store::Error>> + Send;
+
     /// Marks the local change `push_seq` as echoed by `event_ref`.
     fn mark_echo(
         &mut self,
@@ -492,6 +500,22 @@ pub(crate) use leads_on_conflict;
 macro_rules! statements {
     ($conn:ty, $($own:tt)*) => {
         impl $crate::store::ApplyTx for $conn {
+            async fn answered_push(
+                &mut self,
+                account: &str,
+                event_ref: &str,
+            ) -> Result<Option<i64>, crate::store::Error> {
+                Ok(sqlx::query_scalar(
+                    "SELECT p.seq FROM ledger AS l JOIN pushes AS p ON p.seq = l.seq
+                     WHERE l.event_ref = $1 AND l.account_id = $2 AND p.state = 'sent'
+                     LIMIT 1",
+                )
+                .bind(event_ref)
+                .bind(account)
+                .fetch_optional(&mut *self)
+                .await?)
+            }
+
             async fn mark_echo(
                 &mut self,
                 push_seq: i64,

@@ -593,3 +593,68 @@ async fn a_pass_that_reads_the_service_before_an_imported_opt_out_arrives_does_n
     assert_eq!(current, [(true, "import".to_owned())]);
     app.stop().await;
 }
+
+on_both_backends!(
+    an_opt_in_found_after_the_suppressions_push_was_answered_is_recorded_and_lifts_it
+);
+/// CONTRACT: suppression. A suppressed number's new lead is opted out and pushed; the
+/// service answers; the person then opts in there (its webhook lost). The next pass has
+/// seen an opt-in given since: recorded, naming the push it follows, so the mirror equals
+/// the service, and the suppression is lifted for that lead alone.
+async fn an_opt_in_found_after_the_suppressions_push_was_answered_is_recorded_and_lifts_it(
+    backend: Backend,
+) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 5,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
+    pass(&app, &sandbox).await;
+    let number = "+15559990011";
+    let (status, report) = import(&app, "account=true", exported_list(&[number], &[])).await;
+    assert_eq!(status, 200, "{report}");
+    let organization = sandbox.leads()[0].organization_id.clone();
+    let lead = new_lead(&sandbox, &organization, number).await;
+    assert_eq!(pass(&app, &sandbox).await.suppressed, 1);
+    eventually("the suppression's push answered", WAIT, async || {
+        app.count("SELECT COUNT(*) FROM pushes WHERE state = 'sent'")
+            .await
+            == 1
+    })
+    .await;
+    assert!(lead_at_sandbox(&sandbox, &lead).is_some_and(|l| l.global_opted_out));
+    // The person opts in at the service; nobody is told.
+    sandbox
+        .text_start(&organization, number)
+        .expect("the sandbox takes the text");
+    let after = pass(&app, &sandbox).await;
+    assert_eq!((after.repaired, after.suppressed), (1, 0), "{after:?}");
+    let current = outreach_sync::ledger::current(&app.pool, number, Some(&organization))
+        .await
+        .expect("current");
+    assert_eq!(
+        current.iter().map(|r| r.opted_out).collect::<Vec<_>>(),
+        [false],
+        "the mirror equals the service: {current:?}"
+    );
+    let evidence = app
+        .texts(&format!(
+            "SELECT CAST(evidence AS TEXT) FROM ledger WHERE lead_id = '{lead}' AND source = 'reconcile' AND NOT opted_out"
+        ))
+        .await;
+    assert_eq!(evidence.len(), 1, "the opt-in recorded once: {evidence:?}");
+    let evidence: Value = serde_json::from_str(&evidence[0]).expect("evidence JSON");
+    let pushed = app
+        .count("SELECT seq FROM pushes WHERE state = 'sent'")
+        .await;
+    assert_eq!(evidence["followsPush"], pushed, "{evidence}");
+    // Lifted for that lead: a pass more records nothing, suppresses nothing.
+    let again = pass(&app, &sandbox).await;
+    assert_eq!((again.repaired, again.suppressed), (0, 0), "{again:?}");
+    app.stop().await;
+}
