@@ -63,6 +63,7 @@ impl Reloader {
     /// admin tokens in force; otherwise changes nothing and says which key is at fault.
     pub fn reload(&self) -> Result<Reloaded, SettingsError> {
         let new = Settings::load(self.config.as_deref())?;
+        new.validate_scopes()?;
         let mut running = self
             .running
             .lock()

@@ -38,6 +38,8 @@ pub struct Subscriber {
     pub name: String,
     /// What its requests are.
     pub wire: Wire,
+    /// Only entries of these accounts; empty: every account.
+    accounts: HashSet<String>,
     organizations: HashSet<String>,
     sources: Vec<Source>,
     /// Which entries: every one (a subscriber), or opt-outs that took effect, and opt-ins
@@ -80,6 +82,7 @@ impl Subscriber {
                 url: settings.url.clone(),
                 key: SecretSlice::from(settings.key()?),
             },
+            accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             opt_outs_only: false,
@@ -98,6 +101,7 @@ impl Subscriber {
         Self {
             name: settings.name.clone(),
             wire: Wire::Record(record::Record::new(settings, keys)),
+            accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             opt_outs_only: !settings.opt_ins,
@@ -113,7 +117,7 @@ impl Subscriber {
             Wire::Webhook { .. } => true,
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
-        kind && self.takes_from(&entry.organization_id, entry.source)
+        kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
     }
 
     /// Whether it is a destination (a system of record) rather than a subscriber.
@@ -121,15 +125,24 @@ impl Subscriber {
         matches!(self.wire, Wire::Record(_))
     }
 
-    /// Whether an entry of `organization_id` from `source` is for this subscriber.
-    pub fn takes_from(&self, organization_id: &str, source: Source) -> bool {
-        (self.organizations.is_empty() || self.organizations.contains(organization_id))
-            && self.sources.contains(&source)
+    /// Whether an entry of `account_id` and `organization_id` from `source` is for this
+    /// subscriber.
+    pub fn takes_from(&self, account_id: &str, organization_id: &str, source: Source) -> bool {
+        self.takes_place(account_id, organization_id) && self.sources.contains(&source)
     }
 
-    /// Whether it takes every entry: no organization, source or kind of entry left out.
+    /// Whether entries of `account_id` and `organization_id` are for this subscriber (from
+    /// the sources it takes).
+    pub fn takes_place(&self, account_id: &str, organization_id: &str) -> bool {
+        (self.accounts.is_empty() || self.accounts.contains(account_id))
+            && (self.organizations.is_empty() || self.organizations.contains(organization_id))
+    }
+
+    /// Whether it takes every entry: no account, organization, source or kind of entry
+    /// left out.
     pub fn takes_every_entry(&self) -> bool {
         !self.is_destination()
+            && self.accounts.is_empty()
             && self.organizations.is_empty()
             && Source::ALL.iter().all(|s| self.sources.contains(s))
     }

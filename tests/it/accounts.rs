@@ -767,6 +767,8 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
         destination.requests_per_second = 1_000;
+        // One committee both accounts write into (a VAN destination names its accounts).
+        destination.accounts = vec!["candidate".to_owned(), "party".to_owned()];
         settings.destination = vec![destination];
     })
     .await
