@@ -427,6 +427,63 @@ mod tests {
         assert!(error.to_string().contains("destination.api_key"), "{error}");
     }
 
+    fn two_accounts() -> super::super::Settings {
+        let account = |name: &str| super::super::AccountSettings {
+            name: name.to_owned(),
+            ..super::super::AccountSettings::default()
+        };
+        super::super::Settings {
+            account: vec![account("party"), account("candidate")],
+            ..super::super::Settings::default()
+        }
+    }
+
+    #[test]
+    fn a_van_destination_names_its_accounts_when_several_are_served() {
+        let mut settings = two_accounts();
+        settings.destination = vec![van()];
+        let error = settings.validate_scopes().expect_err("refused");
+        let text = error.to_string();
+        assert!(text.contains("destination.accounts"), "{text}");
+        assert!(text.contains("a VAN ID means a person only"), "{text}");
+        settings.destination[0].accounts = vec!["party".into()];
+        assert!(settings.validate_scopes().is_ok());
+        // With one account served, it need not name it.
+        let mut one = super::super::Settings {
+            destination: vec![van()],
+            ..super::super::Settings::default()
+        };
+        assert!(one.validate_scopes().is_ok());
+        one.destination[0].accounts = vec!["default".into()];
+        assert!(one.validate_scopes().is_ok());
+    }
+
+    #[test]
+    fn an_account_no_one_serves_is_refused_naming_the_key() {
+        let mut settings = two_accounts();
+        let mut an = DestinationSettings::new(
+            "an",
+            DestinationKind::ActionNetwork,
+            "https://actionnetwork.org/api/v2",
+            "key",
+        );
+        an.accounts = vec!["party".into(), "partty".into()];
+        settings.destination = vec![an];
+        let text = settings.validate_scopes().expect_err("refused").to_string();
+        assert!(text.contains("destination.accounts"), "{text}");
+        assert!(text.contains("`partty`"), "{text}");
+        settings.destination.clear();
+        let mut crm = super::super::SubscriberSettings::new(
+            "crm",
+            "http://127.0.0.1:9/hooks",
+            "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+        );
+        crm.accounts = vec!["nobody".into()];
+        settings.subscriber = vec![crm];
+        let text = settings.validate_scopes().expect_err("refused").to_string();
+        assert!(text.contains("subscriber.accounts"), "{text}");
+    }
+
     #[test]
     fn the_key_never_shows_in_debug_nor_in_the_serialized_settings() {
         let d = DestinationSettings::new(

@@ -345,3 +345,51 @@ async fn view(
             .and_then(at),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(account: &str) -> LedgerEntry {
+        LedgerEntry {
+            seq: 1,
+            organization_id: "org_1".into(),
+            lead_id: Some("lead_1".into()),
+            phone_number: "+12025550143".into(),
+            opted_out: true,
+            occurred_at: Timestamp(Utc::now()),
+            recorded_at: Timestamp(Utc::now()),
+            source: Source::Webhook,
+            event_ref: "event:evt_1".into(),
+            superseded: false,
+            account_id: account.into(),
+            push: None,
+            echo_of: None,
+        }
+    }
+
+    #[test]
+    fn a_subscriber_or_destination_scoped_to_accounts_takes_their_entries_alone() {
+        let mut settings = SubscriberSettings::new(
+            "crm",
+            "http://127.0.0.1:9/hooks",
+            "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+        );
+        settings.accounts = vec!["party".into()];
+        let crm = Subscriber::new(&settings).expect("a subscriber");
+        assert!(crm.takes(&entry("party")));
+        assert!(!crm.takes(&entry("candidate")));
+        assert!(!crm.takes_every_entry());
+        let mut van = DestinationSettings::new(
+            "van",
+            crate::settings::DestinationKind::Van,
+            "http://127.0.0.1:9/v4",
+            "key",
+        );
+        van.accounts = vec!["candidate".into()];
+        let keys = crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&van)));
+        let van = Subscriber::destination(&van, keys);
+        assert!(van.takes(&entry("candidate")));
+        assert!(!van.takes(&entry("party")));
+    }
+}
