@@ -249,8 +249,8 @@ pub enum DestinationsCommand {
     Check { name: Option<String> },
     /// End a destination's error (its key, its lookups) and try its next entry now.
     Retry { name: String },
-    /// Rewind a destination: entries from SEQ on that were unmatched or refused are tried
-    /// again (what was sent stays sent).
+    /// Rewind a destination: entries from SEQ on that were unmatched, refused or
+    /// unconfirmed are tried again (what was sent stays sent).
     Replay {
         name: String,
         #[arg(long = "from", value_name = "SEQ")]
