@@ -57,7 +57,7 @@ pub enum Wire {
     /// The daemon's own format: a batch of entries per signed Standard Webhooks message.
     Webhook { url: String, key: SecretSlice<u8> },
     /// A system of record, written an entry at a time in its own API.
-    Record(record::Record),
+    Record(Box<record::Record>),
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -100,7 +100,7 @@ impl Subscriber {
     ) -> Self {
         Self {
             name: settings.name.clone(),
-            wire: Wire::Record(record::Record::new(settings, keys)),
+            wire: Wire::Record(Box::new(record::Record::new(settings, keys))),
             accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),

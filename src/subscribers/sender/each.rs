@@ -61,14 +61,14 @@ impl Sender {
             .collect();
         for entry in items {
             let kept = kept.get(&entry.seq);
-            if kept.is_none_or(|k| k.outcome.is_none()) {
-                if let Some(failed) = self.write_one(record, entry, kept).await? {
-                    let finished = Utc::now();
-                    let span = (first, progress.cursor, progress.cursor);
-                    return self
-                        .record(progress, state, failed, span, finished, at_once)
-                        .await;
-                }
+            if kept.is_none_or(|k| k.outcome.is_none())
+                && let Some(failed) = self.write_one(record, entry, kept).await?
+            {
+                let finished = Utc::now();
+                let span = (first, progress.cursor, progress.cursor);
+                return self
+                    .record(progress, state, failed, span, finished, at_once)
+                    .await;
             }
             progress.advance(entry.seq, None);
         }
