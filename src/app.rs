@@ -71,6 +71,7 @@ impl Application {
     /// Opens and migrates the database, starts the outbox writer and binds the listeners
     /// (`127.0.0.1:0` in tests picks a free port).
     pub async fn build(settings: Settings) -> anyhow::Result<Self> {
+        settings.validate_scopes()?;
         let pool = crate::store::open(&settings)
             .await
             .context("opening and migrating the database")?;

@@ -83,7 +83,7 @@ pub async fn backlog(
             .opt_outs_after(cursor, GAUGE_LOOK)
             .await?
             .into_iter()
-            .filter(|(_, org, source, _)| subscriber.takes_from(org, *source))
+            .filter(|(_, (account, org), source, _)| subscriber.takes_from(account, org, *source))
             .map(|(seq, _, _, at)| (seq, at))
             .collect();
         for (seq, at) in &behind {
@@ -223,16 +223,21 @@ pub struct Item {
 }
 
 /// When one destination had an opt-out; for a system of record that could not be given
-/// it, why (`outcome` and `reason` are only present then).
+/// it, why (`outcome` and `reason` are only present then), and for one that had it
+/// without a request of its own, how (`already`: told by an earlier entry, honoured when
+/// that one was; `through_leads`: an account-wide opt-out, honoured when its leads'
+/// entries were).
 #[derive(Debug, Clone, PartialEq, Eq, utoipa::ToSchema)]
 pub struct DestinationTime {
     pub name: String,
     #[schema(rename = "honouredAt")]
     pub honoured_at: Option<Timestamp>,
-    /// `unmatched` or `refused`: present only then.
+    /// `unmatched`, `refused`, `unconfirmed` (not had), `already` or `through_leads` (had
+    /// without a request of its own): present only then.
     #[schema(required = false)]
     pub outcome: Option<OutcomeKind>,
-    /// What the system of record said, or why no one was found: present with `outcome`.
+    /// What the system of record said, why no one was found, or which entry told it:
+    /// present with `outcome`.
     #[schema(required = false)]
     pub reason: Option<String>,
 }
@@ -248,14 +253,15 @@ impl DestinationTime {
         }
     }
 
-    /// Whether it could not be given the opt-out (`unmatched`, `refused`).
+    /// Whether it could not be given the opt-out (`unmatched`, `refused`,
+    /// `unconfirmed`).
     pub fn unreached(&self) -> bool {
-        self.outcome.is_some()
+        self.outcome.is_some_and(OutcomeKind::unreached)
     }
 }
 
 /// `{"name","honouredAt"}`, with `"outcome"` and `"reason"` only for a system of record
-/// that could not be given the opt-out.
+/// that could not be given the opt-out or had it without a request of its own.
 impl Serialize for DestinationTime {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap as _;

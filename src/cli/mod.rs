@@ -249,8 +249,8 @@ pub enum DestinationsCommand {
     Check { name: Option<String> },
     /// End a destination's error (its key, its lookups) and try its next entry now.
     Retry { name: String },
-    /// Rewind a destination: entries from SEQ on that were unmatched or refused are tried
-    /// again (what was sent stays sent).
+    /// Rewind a destination: entries from SEQ on that were unmatched, refused or
+    /// unconfirmed are tried again (what was sent stays sent).
     Replay {
         name: String,
         #[arg(long = "from", value_name = "SEQ")]
@@ -259,10 +259,9 @@ pub enum DestinationsCommand {
 }
 
 fn parse_outcome(word: &str) -> Result<crate::model::OutcomeKind, String> {
-    match word.parse() {
-        Ok(crate::model::OutcomeKind::Sent) | Err(_) => Err("one of unmatched, refused".to_owned()),
-        Ok(outcome) => Ok(outcome),
-    }
+    word.parse().map_err(|_| {
+        "one of sent, unmatched, refused, already, through_leads, unconfirmed".to_owned()
+    })
 }
 
 #[derive(Debug, Subcommand)]
@@ -369,6 +368,7 @@ fn load_for_database(config: Option<&std::path::Path>) -> Result<Settings, CliEr
 /// [`load_for_database`] for commands that never see a webhook: `[webhook]` may be unset.
 fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliError> {
     let settings = Settings::load_without_webhook(config)?;
+    settings.validate_scopes()?;
     settings.backend()?;
     Ok(settings)
 }
@@ -440,7 +440,11 @@ pub async fn run<T: Subcommand>(
         Command::Migrate { from } => {
             daemon::migrate(Settings::load_without_webhook(config)?, from).await
         }
-        Command::CheckConfig => daemon::check_config(Settings::load(config)?, cli.json),
+        Command::CheckConfig => {
+            let settings = Settings::load(config)?;
+            settings.validate_scopes()?;
+            daemon::check_config(settings, cli.json)
+        }
         Command::Sign { secret } => webhooks::sign_stdin(config, secret, cli.json),
         Command::Webhooks {
             command: WebhooksCommand::Diagnose,

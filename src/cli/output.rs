@@ -51,6 +51,15 @@ pub(super) fn destination_line(d: &DestinationView) -> String {
         d.unmatched,
         d.refused
     );
+    for (count, what) in [
+        (d.already, "told already"),
+        (d.through_leads, "through their leads"),
+        (d.unconfirmed, "unconfirmed"),
+    ] {
+        if count > 0 {
+            line.push_str(&format!(", {count} {what}"));
+        }
+    }
     if let Some(at) = &d.last_success_at {
         line.push_str(&format!(", last sent {at}"));
     }

@@ -66,6 +66,7 @@ impl Items {
         let rules = &self.rules;
         let acks = subscriber_acks(&self.pool, rules, &rows).await?;
         let outcomes = destination_outcomes(&self.pool, rules, &rows).await?;
+        let through = through_leads(&self.pool, rules, &rows, &outcomes).await?;
         let mut messages = messages_after(&self.pool, rules, &rows).await?;
         let mut shared = shared_times(&self.pool, rules, &rows).await?;
         let items = rows
@@ -77,18 +78,20 @@ impl Items {
                     destinations.push(DestinationTime::had(SERVICE, at));
                 }
                 for (subscriber, acked) in rules.subscribers.iter().zip(&acks) {
-                    if subscriber.takes_from(&row.organization_id, row.source) {
+                    if subscriber.takes_from(&row.account_id, &row.organization_id, row.source) {
                         destinations.push(DestinationTime::had(&subscriber.name, acked[i]));
                     }
                 }
                 destinations.append(&mut shared[i]);
                 // A destination takes the opt-outs that took effect (as its sender does).
                 for destination in &rules.destinations {
-                    if !row.superseded && destination.takes_from(&row.organization_id, row.source) {
-                        let outcome = outcomes
-                            .get(&destination.name)
-                            .and_then(|of| of.get(&row.seq));
-                        destinations.push(had_by(&destination.name, outcome));
+                    let takes =
+                        destination.takes_from(&row.account_id, &row.organization_id, row.source);
+                    if !row.superseded && takes {
+                        let of = outcomes.get(&destination.name);
+                        let outcome = of.and_then(|of| of.get(&row.seq));
+                        let leads = through.get(&(destination.name.clone(), row.seq));
+                        destinations.push(had_by(&destination.name, outcome, leads));
                     }
                 }
                 let (confirmation, sent_after) = std::mem::take(&mut messages[i]);
@@ -159,17 +162,75 @@ fn service_time(row: &OptOutRow) -> Option<Option<Timestamp>> {
 }
 
 /// A destination's place in an opt-out: had at its `sent` time, not yet without an
-/// outcome, or unreached with its `unmatched` or `refused` outcome and reason.
-fn had_by(name: &str, outcome: Option<&EntryOutcome>) -> DestinationTime {
-    match outcome {
-        None => DestinationTime::had(name, None),
-        Some(o) if o.outcome == OutcomeKind::Sent => DestinationTime::had(name, Some(o.at)),
-        Some(o) => DestinationTime {
-            outcome: Some(o.outcome),
-            reason: o.reason.clone(),
-            ..DestinationTime::had(name, None)
-        },
+/// outcome, or unreached with its `unmatched`, `refused` or `unconfirmed` outcome and
+/// reason; had without a request of its own when `already` told (at the time the entry it
+/// follows was), or `through_leads` (at `leads`: when its leads' entries were).
+fn had_by(
+    name: &str,
+    outcome: Option<&EntryOutcome>,
+    leads: Option<&Option<Timestamp>>,
+) -> DestinationTime {
+    let Some(o) = outcome else {
+        return DestinationTime::had(name, None);
+    };
+    let honoured_at = match o.outcome {
+        OutcomeKind::Sent => return DestinationTime::had(name, Some(o.at)),
+        OutcomeKind::Already => Some(o.at),
+        OutcomeKind::ThroughLeads => leads.copied().unwrap_or(Some(o.at)),
+        OutcomeKind::Unmatched | OutcomeKind::Refused | OutcomeKind::Unconfirmed => None,
+    };
+    DestinationTime {
+        outcome: Some(o.outcome),
+        reason: o.reason.clone(),
+        ..DestinationTime::had(name, honoured_at)
     }
+}
+
+/// When each destination had, through its leads' entries, each of `rows` it ended
+/// `through_leads` (by destination and seq): when the last of the entries recorded with
+/// it that the destination takes was had (sent, or told already); `None` while one has no
+/// outcome there yet. Those it could not place are findings of their own (their own
+/// items), not of the account-wide opt-out; with no such entry (no organization held the
+/// number), when the destination passed it.
+async fn through_leads(
+    pool: &Pool,
+    rules: &Rules,
+    rows: &[OptOutRow],
+    outcomes: &Outcomes,
+) -> Result<HashMap<(String, i64), Option<Timestamp>>, crate::store::Error> {
+    let mut through = HashMap::new();
+    for row in rows {
+        let passed: Vec<(&Arc<crate::subscribers::Subscriber>, Timestamp)> = rules
+            .destinations
+            .iter()
+            .filter_map(|d| {
+                let o = outcomes.get(&d.name)?.get(&row.seq)?;
+                (o.outcome == OutcomeKind::ThroughLeads).then_some((d, o.at))
+            })
+            .collect();
+        if passed.is_empty() {
+            continue;
+        }
+        let with = pool.entries_with(row.seq).await?;
+        let seqs: Vec<i64> = with.iter().map(|(seq, _, _)| *seq).collect();
+        let theirs = outcomes_of(pool, &seqs).await?;
+        for (destination, passed_at) in passed {
+            let mut at = Some(passed_at);
+            for (seq, org, superseded) in &with {
+                if *superseded || !destination.takes_from(&row.account_id, org, row.source) {
+                    continue;
+                }
+                let had = theirs.get(&destination.name).and_then(|of| of.get(seq));
+                at = match had {
+                    None => None,
+                    Some(o) if o.outcome.unreached() => at,
+                    Some(o) => at.zip(Some(o.at)).map(|(a, b)| a.max(b)),
+                };
+            }
+            through.insert((destination.name.clone(), row.seq), at);
+        }
+    }
+    Ok(through)
 }
 
 /// The destinations' outcomes of `rows`, by destination and seq.
@@ -186,21 +247,28 @@ async fn destination_outcomes(
     rules: &Rules,
     rows: &[OptOutRow],
 ) -> Result<Outcomes, crate::store::Error> {
-    let mut by_destination = Outcomes::new();
     if rules.destinations.is_empty() {
-        return Ok(by_destination);
+        return Ok(Outcomes::new());
     }
-    let mut rest = rows;
-    while let Some(first) = rest.first() {
+    let seqs: Vec<i64> = rows.iter().map(|row| row.seq).collect();
+    outcomes_of(pool, &seqs).await
+}
+
+/// Every destination's outcomes of the entries `seqs` (in seq order), read a span of seqs
+/// at a time.
+async fn outcomes_of(pool: &Pool, seqs: &[i64]) -> Result<Outcomes, crate::store::Error> {
+    let mut by_destination = Outcomes::new();
+    let mut rest = seqs;
+    while let Some(&first) = rest.first() {
         let within = rest
             .iter()
-            .take_while(|row| row.seq - first.seq < OUTCOME_SPAN)
+            .take_while(|seq| **seq - first < OUTCOME_SPAN)
             .count();
         let (span, after) = rest.split_at(within);
         rest = after;
-        let seqs: HashSet<i64> = span.iter().map(|row| row.seq).collect();
-        let last = span.last().map_or(first.seq, |row| row.seq);
-        for outcome in pool.outcomes_of_entries(first.seq, last).await? {
+        let last = span.last().copied().unwrap_or(first);
+        let seqs: HashSet<i64> = span.iter().copied().collect();
+        for outcome in pool.outcomes_of_entries(first, last).await? {
             if seqs.contains(&outcome.seq) {
                 by_destination
                     .entry(outcome.destination.clone())

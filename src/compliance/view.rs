@@ -136,7 +136,7 @@ pub fn unreached(item: &Item) -> Vec<(&str, &'static str, &str)> {
     item.destinations
         .iter()
         .filter_map(|d| {
-            let outcome = d.outcome?;
+            let outcome = d.outcome.filter(|o| o.unreached())?;
             Some((
                 d.name.as_str(),
                 outcome.as_str(),

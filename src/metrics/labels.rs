@@ -79,6 +79,14 @@ label_values! {
         Credentials => "credentials",
         /// No answer, a 3xx, 5xx, 408 or 429: retried.
         Failed => "failed",
+        /// A request that repeats an action whose first request was never answered (sent
+        /// once more at most), whatever its answer.
+        Repeated => "repeated",
+        /// The destination was told this of the person already: nothing was sent.
+        Already => "already",
+        /// An account-wide entry that reaches a system through its leads' entries: nothing
+        /// was sent for it.
+        ThroughLeads => "through_leads",
     }
 }
 

@@ -21,7 +21,9 @@ mod outcomes;
 pub mod phone;
 /// The records the read side gives out.
 mod records;
-pub use outcomes::{DestinationView, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord};
+pub use outcomes::{
+    DestinationView, Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord, Told,
+};
 /// Someone else's text made safe for a terminal, a log, an error message or a spreadsheet.
 pub mod text;
 /// Times and closed sets of words, typed across the storage boundary.

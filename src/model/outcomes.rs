@@ -11,6 +11,31 @@ pub struct EntryProgress {
     pub seq: i64,
     pub actions_done: i64,
     pub outcome: Option<OutcomeKind>,
+    /// Actions sent whose answer never came (no answer within the timeout): each is sent
+    /// once more at most.
+    pub actions_unknown: i64,
+}
+
+/// What a destination was last told of one person (VAN: a VAN ID and a number; Action
+/// Network: a number): by entry `seq`, answered at `at`.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct Told {
+    pub opted_out: bool,
+    pub seq: i64,
+    pub at: Timestamp,
+    /// False when its request was sent twice and never answered (`unconfirmed`).
+    pub confirmed: bool,
+}
+
+/// How an entry's outcome is recorded: what it ended in, why, and (`already`) the entry it
+/// follows; with `told`, what the destination now holds of the person (a person key and
+/// whether opted out), kept in the same transaction.
+#[derive(Debug, Clone, Copy)]
+pub struct Ending<'a> {
+    pub outcome: OutcomeKind,
+    pub reason: Option<&'a str>,
+    pub follows: Option<i64>,
+    pub told: Option<(&'a str, bool, bool)>,
 }
 
 /// One entry's outcome at a destination, as `destinations outcomes NAME` lists it.
@@ -28,6 +53,9 @@ pub struct OutcomeRecord {
     pub at: Timestamp,
     /// The account of its entry.
     pub account_id: String,
+    /// `already`: the entry that told the destination what this one says (its `at` is
+    /// when that one was answered).
+    pub follows: Option<i64>,
 }
 
 /// A destination's outcomes, counted.
@@ -36,6 +64,9 @@ pub struct OutcomeCounts {
     pub sent: i64,
     pub unmatched: i64,
     pub refused: i64,
+    pub already: i64,
+    pub through_leads: i64,
+    pub unconfirmed: i64,
 }
 
 /// An outcome as the compliance report reads it: which destination, which entry.
@@ -46,6 +77,8 @@ pub struct EntryOutcome {
     pub outcome: OutcomeKind,
     pub reason: Option<String>,
     pub at: Timestamp,
+    /// `already`: the entry it follows.
+    pub follows: Option<i64>,
 }
 
 /// A destination as `GET /v1/destinations` and `destinations` show it.
@@ -67,4 +100,10 @@ pub struct DestinationView {
     pub sent: i64,
     pub unmatched: i64,
     pub refused: i64,
+    /// Entries that sent nothing: the destination had been told what they say.
+    pub already: i64,
+    /// Account-wide entries that reach it through their leads' entries.
+    pub through_leads: i64,
+    /// Entries with an action sent twice and never answered.
+    pub unconfirmed: i64,
 }

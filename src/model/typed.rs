@@ -320,6 +320,26 @@ text_enum! {
         Unmatched = "unmatched",
         /// The system said no (404, or another 4xx): its own words are kept.
         Refused = "refused",
+        /// Nothing was sent: the destination was told this already (what it was last told
+        /// of the person is what the entry says: a second opt-out, the service's echo, a
+        /// shared copy, a reconciliation finding it). Its time is when it was told, by the
+        /// entry it follows.
+        Already = "already",
+        /// An account-wide entry (no lead) at a system that finds people by their lead:
+        /// nothing was sent for it; it reaches the system through the entries of its
+        /// leads (one per organization holding the number, recorded with it).
+        ThroughLeads = "through_leads",
+        /// An action was sent twice and neither request was answered (no answer within the
+        /// timeout): it is not sent a third time, and whether the system has it is unknown.
+        Unconfirmed = "unconfirmed",
+    }
+}
+
+impl OutcomeKind {
+    /// Whether the system could not be given the entry (or may not have it): a finding,
+    /// which keeps an opt-out from `honoured`.
+    pub fn unreached(self) -> bool {
+        matches!(self, Self::Unmatched | Self::Refused | Self::Unconfirmed)
     }
 }
 

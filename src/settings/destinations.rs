@@ -57,12 +57,21 @@ pub struct DestinationSettings {
     /// A file holding the API key instead.
     #[serde(default)]
     pub api_key_file: Option<PathBuf>,
+    /// Only entries of these accounts (each a served account); empty: every account. A
+    /// VAN destination names its accounts when several are served: a VAN key is one
+    /// committee's, and a VAN ID means a person only there.
+    #[serde(default)]
+    pub accounts: Vec<String>,
     /// Only entries of these organizations; empty: every organization.
     #[serde(default)]
     pub organizations: Vec<String>,
     /// Only entries from these sources.
     #[serde(default = "all_sources")]
     pub sources: Vec<Source>,
+    /// Longest wait for an answer to a request; no answer is an unknown answer (the action
+    /// is sent once more at most).
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
     /// Opt-ins are written too (VAN: the phone's status `I` alone).
     #[serde(default)]
     pub opt_ins: bool,
@@ -107,6 +116,13 @@ fn default_max_backoff_secs() -> u64 {
     30
 }
 
+fn default_timeout_secs() -> u64 {
+    30
+}
+
+/// Longest `timeout_secs`.
+pub const MAX_TIMEOUT_SECS: u64 = 300;
+
 /// Each destination's API key, by name: what a reload replaces.
 pub type DestinationKeys = std::collections::BTreeMap<String, SecretString>;
 
@@ -138,8 +154,10 @@ impl DestinationSettings {
             base_url: base_url.to_owned(),
             api_key: Some(SecretString::from(api_key.to_owned())),
             api_key_file: None,
+            accounts: Vec::new(),
             organizations: Vec::new(),
             sources: all_sources(),
+            timeout_secs: default_timeout_secs(),
             opt_ins: false,
             requests_per_second: default_requests_per_second(),
             max_backoff_secs: default_max_backoff_secs(),
@@ -264,6 +282,12 @@ pub(super) fn validate(
                 named(&format!("must be between 1 and {MAX_BACKOFF_SECS}")),
             ));
         }
+        if !(1..=MAX_TIMEOUT_SECS).contains(&d.timeout_secs) {
+            return Err(SettingsError::invalid(
+                "destination.timeout_secs",
+                named(&format!("must be between 1 and {MAX_TIMEOUT_SECS}")),
+            ));
+        }
         match d.kind {
             DestinationKind::Van => validate_van(d)?,
             DestinationKind::ActionNetwork => {
@@ -277,6 +301,57 @@ pub(super) fn validate(
         }
     }
     Ok(())
+}
+
+impl super::Settings {
+    /// The accounts every `[[subscriber]]` and `[[destination]]` is scoped to: each a
+    /// served account, and a VAN destination's named when several accounts are served (a
+    /// VAN key is one committee's, and a VAN ID means a person only there). A check of its
+    /// own, beside [`super::Settings::validate`]: every command that loads the
+    /// configuration makes it too (`check-config`, `serve`, a reload), and exits 2 naming
+    /// the key.
+    pub fn validate_scopes(&self) -> Result<(), SettingsError> {
+        let served = self.account_names();
+        let unknown = |accounts: &[String]| {
+            accounts
+                .iter()
+                .find(|a| !served.contains(a))
+                .map(|a| crate::model::text::quoted(a))
+        };
+        let listed = served.join(", ");
+        for s in &self.subscriber {
+            if let Some(name) = unknown(&s.accounts) {
+                return Err(SettingsError::invalid(
+                    "subscriber.accounts",
+                    format!(
+                        "subscriber {:?}: no account {name} is served (accounts: {listed})",
+                        s.name
+                    ),
+                ));
+            }
+        }
+        for d in &self.destination {
+            let named = |message: &str| format!("destination {:?}: {message}", d.name);
+            if let Some(name) = unknown(&d.accounts) {
+                return Err(SettingsError::invalid(
+                    "destination.accounts",
+                    named(&format!("no account {name} is served (accounts: {listed})")),
+                ));
+            }
+            if d.kind == DestinationKind::Van && served.len() > 1 && d.accounts.is_empty() {
+                return Err(SettingsError::invalid(
+                    "destination.accounts",
+                    named(&format!(
+                        "a van destination must name its accounts when several are served \
+                         ({listed}): its key is one committee's, and a VAN ID means a person \
+                         only in that committee, so another account's VAN ID would write into \
+                         someone else"
+                    )),
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 fn validate_van(d: &DestinationSettings) -> Result<(), SettingsError> {
@@ -354,6 +429,63 @@ mod tests {
         d.api_key = None;
         let error = validate(&[d], &[]).expect_err("refused");
         assert!(error.to_string().contains("destination.api_key"), "{error}");
+    }
+
+    fn two_accounts() -> super::super::Settings {
+        let account = |name: &str| super::super::AccountSettings {
+            name: name.to_owned(),
+            ..super::super::AccountSettings::default()
+        };
+        super::super::Settings {
+            account: vec![account("party"), account("candidate")],
+            ..super::super::Settings::default()
+        }
+    }
+
+    #[test]
+    fn a_van_destination_names_its_accounts_when_several_are_served() {
+        let mut settings = two_accounts();
+        settings.destination = vec![van()];
+        let error = settings.validate_scopes().expect_err("refused");
+        let text = error.to_string();
+        assert!(text.contains("destination.accounts"), "{text}");
+        assert!(text.contains("a VAN ID means a person only"), "{text}");
+        settings.destination[0].accounts = vec!["party".into()];
+        assert!(settings.validate_scopes().is_ok());
+        // With one account served, it need not name it.
+        let mut one = super::super::Settings {
+            destination: vec![van()],
+            ..super::super::Settings::default()
+        };
+        assert!(one.validate_scopes().is_ok());
+        one.destination[0].accounts = vec!["default".into()];
+        assert!(one.validate_scopes().is_ok());
+    }
+
+    #[test]
+    fn an_account_no_one_serves_is_refused_naming_the_key() {
+        let mut settings = two_accounts();
+        let mut an = DestinationSettings::new(
+            "an",
+            DestinationKind::ActionNetwork,
+            "https://actionnetwork.org/api/v2",
+            "key",
+        );
+        an.accounts = vec!["party".into(), "partty".into()];
+        settings.destination = vec![an];
+        let text = settings.validate_scopes().expect_err("refused").to_string();
+        assert!(text.contains("destination.accounts"), "{text}");
+        assert!(text.contains("`partty`"), "{text}");
+        settings.destination.clear();
+        let mut crm = super::super::SubscriberSettings::new(
+            "crm",
+            "http://127.0.0.1:9/hooks",
+            "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+        );
+        crm.accounts = vec!["nobody".into()];
+        settings.subscriber = vec![crm];
+        let text = settings.validate_scopes().expect_err("refused").to_string();
+        assert!(text.contains("subscriber.accounts"), "{text}");
     }
 
     #[test]

@@ -27,6 +27,9 @@ pub struct SubscriberSettings {
     /// A file holding the secret instead.
     #[serde(default)]
     pub secret_file: Option<PathBuf>,
+    /// Only entries of these accounts (each a served account); empty: every account.
+    #[serde(default)]
+    pub accounts: Vec<String>,
     /// Only entries of these organizations; empty: every organization.
     #[serde(default)]
     pub organizations: Vec<String>,
@@ -67,6 +70,7 @@ impl SubscriberSettings {
             url: url.to_owned(),
             secret: Some(SecretString::from(secret.to_owned())),
             secret_file: None,
+            accounts: Vec::new(),
             organizations: Vec::new(),
             sources: all_sources(),
             batch: default_batch(),

@@ -79,6 +79,7 @@ impl Settings {
         destinations::validate(&self.destination, &taken)?;
         self.validate_listeners()?;
         self.validate_service()?;
+        self.validate_scopes()?;
         self.compliance.validate()?;
         self.validate_log()
     }

@@ -69,15 +69,20 @@ macro_rules! statements {
                 &self,
                 after: i64,
                 limit: i64,
-            ) -> Result<Vec<(i64, String, crate::model::Source, crate::model::Timestamp)>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT seq, organization_id, source, occurred_at FROM ledger
-                     WHERE seq > $1 AND opted_out ORDER BY seq LIMIT $2",
-                )
-                .bind(after)
-                .bind(limit)
-                .fetch_all(self)
-                .await?)
+            ) -> Result<Vec<(i64, (String, String), crate::model::Source, crate::model::Timestamp)>, crate::store::Error> {
+                let rows: Vec<(i64, String, String, crate::model::Source, crate::model::Timestamp)> =
+                    sqlx::query_as(
+                        "SELECT seq, account_id, organization_id, source, occurred_at FROM ledger
+                         WHERE seq > $1 AND opted_out ORDER BY seq LIMIT $2",
+                    )
+                    .bind(after)
+                    .bind(limit)
+                    .fetch_all(self)
+                    .await?;
+                Ok(rows
+                    .into_iter()
+                    .map(|(seq, account, org, source, at)| (seq, (account, org), source, at))
+                    .collect())
             }
 
             async fn messages_of_leads(

@@ -207,14 +207,19 @@ pub trait ComplianceStore {
         limit: i64,
     ) -> Result<Vec<(i64, crate::model::Timestamp)>, crate::store::Error>;
 
-    /// The opt-out entries after `after`, in seq order: (seq, organization, source, event
-    /// time).
+    /// The opt-out entries after `after`, in seq order: (seq, (account, organization),
+    /// source, event time).
     async fn opt_outs_after(
         &self,
         after: i64,
         limit: i64,
     ) -> Result<
-        Vec<(i64, String, crate::model::Source, crate::model::Timestamp)>,
+        Vec<(
+            i64,
+            (String, String),
+            crate::model::Source,
+            crate::model::Timestamp,
+        )>,
         crate::store::Error,
     >;
 

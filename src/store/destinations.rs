@@ -6,7 +6,8 @@
 macro_rules! statements {
     ($pool:ty) => {
         use crate::model::{
-            EntryOutcome, EntryProgress, OutcomeCounts, OutcomeKind, OutcomeRecord, Timestamp,
+            Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeKind, OutcomeRecord,
+            Timestamp, Told,
         };
 
         impl $crate::store::DestinationStore for $pool {
@@ -17,7 +18,7 @@ macro_rules! statements {
                 last_seq: i64,
             ) -> Result<Vec<EntryProgress>, crate::store::Error> {
                 Ok(sqlx::query_as(
-                    "SELECT seq, actions_done, outcome FROM destination_outcomes
+                    "SELECT seq, actions_done, outcome, actions_unknown FROM destination_outcomes
                      WHERE destination = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq",
                 )
                 .bind(name)
@@ -31,30 +32,130 @@ macro_rules! statements {
                 &self,
                 name: &str,
                 seq: i64,
-                actions_done: i64,
-                outcome: Option<(OutcomeKind, Option<&str>)>,
+                (actions_done, actions_unknown): (i64, i64),
                 at: Timestamp,
             ) -> Result<(), crate::store::Error> {
-                let (outcome, reason) = outcome.unzip();
                 sqlx::query(
                     "INSERT INTO destination_outcomes
-                         (destination, seq, actions_done, outcome, reason, at)
-                     VALUES ($1, $2, $3, $4, $5, $6)
+                         (destination, seq, actions_done, actions_unknown, at)
+                     VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT (destination, seq) DO UPDATE SET
                          actions_done = destination_outcomes.actions_done | excluded.actions_done,
-                         outcome = COALESCE(excluded.outcome, destination_outcomes.outcome),
-                         reason = COALESCE(excluded.reason, destination_outcomes.reason),
+                         actions_unknown =
+                             destination_outcomes.actions_unknown | excluded.actions_unknown,
                          at = excluded.at",
                 )
                 .bind(name)
                 .bind(seq)
                 .bind(actions_done)
-                .bind(outcome)
-                .bind(reason.flatten())
+                .bind(actions_unknown)
                 .bind(at)
                 .execute(self)
                 .await?;
                 Ok(())
+            }
+
+            async fn record_ending(
+                &self,
+                name: &str,
+                seq: i64,
+                actions_done: i64,
+                ending: Ending<'_>,
+                at: Timestamp,
+            ) -> Result<(), crate::store::Error> {
+                let mut tx = self.begin().await?;
+                sqlx::query(
+                    "INSERT INTO destination_outcomes
+                         (destination, seq, actions_done, outcome, reason, at, follows)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7)
+                     ON CONFLICT (destination, seq) DO UPDATE SET
+                         actions_done = destination_outcomes.actions_done | excluded.actions_done,
+                         outcome = excluded.outcome,
+                         reason = excluded.reason,
+                         at = excluded.at,
+                         follows = excluded.follows",
+                )
+                .bind(name)
+                .bind(seq)
+                .bind(actions_done)
+                .bind(ending.outcome)
+                .bind(ending.reason)
+                .bind(at)
+                .bind(ending.follows)
+                .execute(&mut *tx)
+                .await?;
+                if let Some((person, opted_out, confirmed)) = ending.told {
+                    sqlx::query(
+                        "INSERT INTO destination_told
+                             (destination, person, opted_out, seq, at, confirmed)
+                         VALUES ($1, $2, $3, $4, $5, $6)
+                         ON CONFLICT (destination, person) DO UPDATE SET
+                             opted_out = excluded.opted_out, seq = excluded.seq,
+                             at = excluded.at, confirmed = excluded.confirmed",
+                    )
+                    .bind(name)
+                    .bind(person)
+                    .bind(opted_out)
+                    .bind(seq)
+                    .bind(at)
+                    .bind(confirmed)
+                    .execute(&mut *tx)
+                    .await?;
+                }
+                tx.commit().await?;
+                Ok(())
+            }
+
+            async fn told(
+                &self,
+                name: &str,
+                person: &str,
+            ) -> Result<Option<Told>, crate::store::Error> {
+                Ok(sqlx::query_as(
+                    "SELECT opted_out, seq, at, confirmed FROM destination_told
+                     WHERE destination = $1 AND person = $2",
+                )
+                .bind(name)
+                .bind(person)
+                .fetch_optional(self)
+                .await?)
+            }
+
+            async fn changes_of_number_between(
+                &self,
+                phone: &str,
+                opted_out: bool,
+                (after_seq, before_seq): (i64, i64),
+            ) -> Result<Vec<(String, String)>, crate::store::Error> {
+                Ok(sqlx::query_as(
+                    "SELECT account_id, organization_id FROM ledger
+                     WHERE phone_number = $1 AND seq > $3 AND seq < $4
+                       AND opted_out = $2 AND NOT superseded
+                     ORDER BY seq",
+                )
+                .bind(phone)
+                .bind(opted_out)
+                .bind(after_seq)
+                .bind(before_seq)
+                .fetch_all(self)
+                .await?)
+            }
+
+            async fn entries_with(
+                &self,
+                seq: i64,
+            ) -> Result<Vec<(i64, String, bool)>, crate::store::Error> {
+                Ok(sqlx::query_as(
+                    "SELECT s.seq, s.organization_id, s.superseded FROM ledger AS a
+                     JOIN ledger AS s ON s.event_ref = a.event_ref
+                                     AND s.account_id = a.account_id
+                                     AND s.phone_number = a.phone_number
+                                     AND s.organization_id <> a.organization_id
+                     WHERE a.seq = $1 ORDER BY s.seq",
+                )
+                .bind(seq)
+                .fetch_all(self)
+                .await?)
             }
 
             async fn outcome_counts(&self, name: &str) -> Result<OutcomeCounts, crate::store::Error> {
@@ -64,7 +165,13 @@ macro_rules! statements {
                          COALESCE(SUM(CASE WHEN outcome = 'unmatched' THEN 1 ELSE 0 END), 0)
                              AS unmatched,
                          COALESCE(SUM(CASE WHEN outcome = 'refused' THEN 1 ELSE 0 END), 0)
-                             AS refused
+                             AS refused,
+                         COALESCE(SUM(CASE WHEN outcome = 'already' THEN 1 ELSE 0 END), 0)
+                             AS already,
+                         COALESCE(SUM(CASE WHEN outcome = 'through_leads' THEN 1 ELSE 0 END), 0)
+                             AS through_leads,
+                         COALESCE(SUM(CASE WHEN outcome = 'unconfirmed' THEN 1 ELSE 0 END), 0)
+                             AS unconfirmed
                      FROM destination_outcomes WHERE destination = $1",
                 )
                 .bind(name)
@@ -81,7 +188,7 @@ macro_rules! statements {
             ) -> Result<Vec<OutcomeRecord>, crate::store::Error> {
                 Ok(sqlx::query_as(
                     "SELECT o.seq, l.phone_number, l.organization_id, l.lead_id, o.outcome,
-                            o.reason, o.at, l.account_id
+                            o.reason, o.at, l.account_id, o.follows
                      FROM destination_outcomes o JOIN ledger l ON l.seq = o.seq
                      WHERE o.destination = $1 AND o.outcome IS NOT NULL
                        AND ($2 IS NULL OR o.outcome = $2) AND o.seq > $3
@@ -101,7 +208,7 @@ macro_rules! statements {
                 last_seq: i64,
             ) -> Result<Vec<EntryOutcome>, crate::store::Error> {
                 Ok(sqlx::query_as(
-                    "SELECT destination, seq, outcome, reason, at FROM destination_outcomes
+                    "SELECT destination, seq, outcome, reason, at, follows FROM destination_outcomes
                      WHERE seq >= $1 AND seq <= $2 AND outcome IS NOT NULL
                      ORDER BY seq, destination",
                 )
@@ -115,7 +222,7 @@ macro_rules! statements {
                 let forgotten = sqlx::query(
                     "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
                      WHERE destination = $1 AND seq >= $2
-                       AND outcome IN ('unmatched', 'refused')",
+                       AND outcome IN ('unmatched', 'refused', 'unconfirmed')",
                 )
                 .bind(name)
                 .bind(from_seq)

@@ -5,7 +5,7 @@
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 
-use super::answer::Step;
+use super::answer::{Plan, Step};
 use crate::model::LedgerEntry;
 use crate::settings::DestinationSettings;
 
@@ -38,8 +38,8 @@ impl ActionNetwork {
         format!("{}{path}", self.base_url)
     }
 
-    /// The one request of `entry`: its number, its status.
-    pub(super) fn steps(&self, entry: &LedgerEntry) -> Result<Vec<Step>, String> {
+    /// The one request of `entry`: its number, its status. The person is the number.
+    pub(super) fn plan(&self, entry: &LedgerEntry) -> Result<Plan, String> {
         let number = entry.phone_number.trim_start_matches('+');
         if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
             return Err("not a number in E.164".to_owned());
@@ -49,7 +49,7 @@ impl ActionNetwork {
         } else {
             "subscribed"
         };
-        Ok(vec![Step {
+        let steps = vec![Step {
             bit: PERSON,
             action: "person",
             path: "/people".to_owned(),
@@ -62,7 +62,11 @@ impl ActionNetwork {
                     }],
                 },
             }),
-        }])
+        }];
+        Ok(Plan {
+            person: entry.phone_number.clone(),
+            steps,
+        })
     }
 }
 

@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-/// Longest wait for an answer; no answer is a failure like a 5xx.
+/// Longest wait for an answer (a destination's own `timeout_secs` may set another per
+/// request); no answer is a failure like a 5xx.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest text of an answer kept as an error or a reason.
@@ -39,7 +40,7 @@ pub async fn prefix(mut response: reqwest::Response, most: usize) -> String {
 /// A transport error as shown: its causes, without its URL (a URL may carry a token).
 pub fn transport_error(error: reqwest::Error) -> String {
     if error.is_timeout() {
-        return format!("no answer within {}s", REQUEST_TIMEOUT.as_secs());
+        return "no answer within the timeout".to_owned();
     }
     let error = error.without_url();
     let mut text = format!("no answer: {error}");
@@ -63,9 +64,13 @@ pub enum Answer {
     /// 401 or 403: the key does not work.
     Credentials(String),
     /// No answer, a 3xx (never followed), 408, 429 or 5xx: tried again later.
+    /// `unknown`: the request may have reached the system and been acted on (it was sent,
+    /// and no answer came: a timeout, a connection cut after the request), as opposed to
+    /// one that never left (no connection) or was answered.
     Retry {
         error: String,
         retry_after: Option<Duration>,
+        unknown: bool,
     },
 }
 
@@ -75,9 +80,12 @@ impl Answer {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
+                // A request that never connected (or was never built) did not arrive.
+                let unknown = !error.is_connect() && !error.is_builder();
                 return Self::Retry {
                     error: transport_error(error),
                     retry_after: None,
+                    unknown,
                 };
             }
         };
@@ -93,8 +101,13 @@ impl Answer {
             300..=399 => Self::Retry {
                 error: format!("answered {status}: redirects are not followed"),
                 retry_after: None,
+                unknown: false,
             },
-            408 | 429 | 500.. => Self::Retry { error, retry_after },
+            408 | 429 | 500.. => Self::Retry {
+                error,
+                retry_after,
+                unknown: false,
+            },
             _ => Self::Refused(error),
         }
     }
@@ -145,6 +158,14 @@ pub struct Step {
     pub action: &'static str,
     pub path: String,
     pub body: serde_json::Value,
+}
+
+/// What is sent for one entry: the person it is about, as the system knows people (VAN: a
+/// VAN ID and the number; Action Network: the number), and its requests.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub person: String,
+    pub steps: Vec<Step>,
 }
 
 /// Why a destination cannot be written now.

@@ -82,6 +82,9 @@ async fn view(
         sent: counts.sent,
         unmatched: counts.unmatched,
         refused: counts.refused,
+        already: counts.already,
+        through_leads: counts.through_leads,
+        unconfirmed: counts.unconfirmed,
     })
 }
 

@@ -38,6 +38,8 @@ pub struct Subscriber {
     pub name: String,
     /// What its requests are.
     pub wire: Wire,
+    /// Only entries of these accounts; empty: every account.
+    accounts: HashSet<String>,
     organizations: HashSet<String>,
     sources: Vec<Source>,
     /// Which entries: every one (a subscriber), or opt-outs that took effect, and opt-ins
@@ -55,7 +57,7 @@ pub enum Wire {
     /// The daemon's own format: a batch of entries per signed Standard Webhooks message.
     Webhook { url: String, key: SecretSlice<u8> },
     /// A system of record, written an entry at a time in its own API.
-    Record(record::Record),
+    Record(Box<record::Record>),
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -80,6 +82,7 @@ impl Subscriber {
                 url: settings.url.clone(),
                 key: SecretSlice::from(settings.key()?),
             },
+            accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             opt_outs_only: false,
@@ -97,7 +100,8 @@ impl Subscriber {
     ) -> Self {
         Self {
             name: settings.name.clone(),
-            wire: Wire::Record(record::Record::new(settings, keys)),
+            wire: Wire::Record(Box::new(record::Record::new(settings, keys))),
+            accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
             opt_outs_only: !settings.opt_ins,
@@ -113,7 +117,7 @@ impl Subscriber {
             Wire::Webhook { .. } => true,
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
-        kind && self.takes_from(&entry.organization_id, entry.source)
+        kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
     }
 
     /// Whether it is a destination (a system of record) rather than a subscriber.
@@ -121,15 +125,24 @@ impl Subscriber {
         matches!(self.wire, Wire::Record(_))
     }
 
-    /// Whether an entry of `organization_id` from `source` is for this subscriber.
-    pub fn takes_from(&self, organization_id: &str, source: Source) -> bool {
-        (self.organizations.is_empty() || self.organizations.contains(organization_id))
-            && self.sources.contains(&source)
+    /// Whether an entry of `account_id` and `organization_id` from `source` is for this
+    /// subscriber.
+    pub fn takes_from(&self, account_id: &str, organization_id: &str, source: Source) -> bool {
+        self.takes_place(account_id, organization_id) && self.sources.contains(&source)
     }
 
-    /// Whether it takes every entry: no organization, source or kind of entry left out.
+    /// Whether entries of `account_id` and `organization_id` are for this subscriber (from
+    /// the sources it takes).
+    pub fn takes_place(&self, account_id: &str, organization_id: &str) -> bool {
+        (self.accounts.is_empty() || self.accounts.contains(account_id))
+            && (self.organizations.is_empty() || self.organizations.contains(organization_id))
+    }
+
+    /// Whether it takes every entry: no account, organization, source or kind of entry
+    /// left out.
     pub fn takes_every_entry(&self) -> bool {
         !self.is_destination()
+            && self.accounts.is_empty()
             && self.organizations.is_empty()
             && Source::ALL.iter().all(|s| self.sources.contains(s))
     }
@@ -331,4 +344,52 @@ async fn view(
             .filter(|_| retrying && !state.disabled)
             .and_then(at),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(account: &str) -> LedgerEntry {
+        LedgerEntry {
+            seq: 1,
+            organization_id: "org_1".into(),
+            lead_id: Some("lead_1".into()),
+            phone_number: "+12025550143".into(),
+            opted_out: true,
+            occurred_at: Timestamp(Utc::now()),
+            recorded_at: Timestamp(Utc::now()),
+            source: Source::Webhook,
+            event_ref: "event:evt_1".into(),
+            superseded: false,
+            account_id: account.into(),
+            push: None,
+            echo_of: None,
+        }
+    }
+
+    #[test]
+    fn a_subscriber_or_destination_scoped_to_accounts_takes_their_entries_alone() {
+        let mut settings = SubscriberSettings::new(
+            "crm",
+            "http://127.0.0.1:9/hooks",
+            "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+        );
+        settings.accounts = vec!["party".into()];
+        let crm = Subscriber::new(&settings).expect("a subscriber");
+        assert!(crm.takes(&entry("party")));
+        assert!(!crm.takes(&entry("candidate")));
+        assert!(!crm.takes_every_entry());
+        let mut van = DestinationSettings::new(
+            "van",
+            crate::settings::DestinationKind::Van,
+            "http://127.0.0.1:9/v4",
+            "key",
+        );
+        van.accounts = vec!["candidate".into()];
+        let keys = crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&van)));
+        let van = Subscriber::destination(&van, keys);
+        assert!(van.takes(&entry("candidate")));
+        assert!(!van.takes(&entry("party")));
+    }
 }

@@ -9,7 +9,7 @@ use secrecy::SecretString;
 
 use super::action_network::ActionNetwork;
 use super::answer::{Answer, read_json};
-pub use super::answer::{Step, Stop};
+pub use super::answer::{Plan, Step, Stop};
 use super::van::Van;
 use crate::model::LedgerEntry;
 use crate::settings::{DestinationKeys, DestinationKind, DestinationSettings, Live};
@@ -22,6 +22,8 @@ pub struct Record {
     /// The keys in force when it was stopped (its key did not work, its lookups missed):
     /// once a reload replaced them, it is tried again.
     stopped_under: Mutex<Option<Arc<DestinationKeys>>>,
+    /// Longest wait for an answer to one request.
+    timeout: std::time::Duration,
     kind: Kind,
 }
 
@@ -43,6 +45,7 @@ impl Record {
             name: settings.name.clone(),
             keys,
             stopped_under: Mutex::new(None),
+            timeout: std::time::Duration::from_secs(settings.timeout_secs),
             kind,
         }
     }
@@ -54,7 +57,8 @@ impl Record {
         }
     }
 
-    /// Whether an entry's steps need the mirror's lead of it.
+    /// Whether an entry's steps need the mirror's lead of it: the system finds people by
+    /// an id their lead holds (VAN), not by the number itself (Action Network).
     pub(super) fn needs_lead(&self) -> bool {
         matches!(self.kind, Kind::Van(_))
     }
@@ -105,6 +109,7 @@ impl Record {
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::RequestBuilder, Stop> {
         let key = self.key()?;
+        let request = request.timeout(self.timeout);
         Ok(match &self.kind {
             Kind::Van(van) => van.authorize(request, &key),
             Kind::ActionNetwork(an) => an.authorize(request, &key),
@@ -135,15 +140,15 @@ impl Record {
         }
     }
 
-    /// The requests of `entry`, or why there can be none (`unmatched`).
-    pub(super) fn steps(
+    /// The person and requests of `entry`, or why there can be none (`unmatched`).
+    pub(super) fn plan(
         &self,
         entry: &LedgerEntry,
         lead: Option<&serde_json::Value>,
-    ) -> Result<Vec<Step>, String> {
+    ) -> Result<Plan, String> {
         match &self.kind {
-            Kind::Van(van) => van.steps(entry, lead),
-            Kind::ActionNetwork(an) => an.steps(entry),
+            Kind::Van(van) => van.plan(entry, lead),
+            Kind::ActionNetwork(an) => an.plan(entry),
         }
     }
 

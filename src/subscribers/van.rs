@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::answer::{Step, Stop, read_json};
+use super::answer::{Plan, Step, Stop, read_json};
 use crate::model::LedgerEntry;
 use crate::settings::{DestinationSettings, VanAction};
 
@@ -150,12 +150,13 @@ impl Van {
     }
 
     /// What is sent for `entry` (an opt-out: the configured actions; an opt-in: the phone's
-    /// status alone), given the mirror's lead of it; an `Err` is why nothing can be.
-    pub(super) fn steps(
+    /// status alone), given the mirror's lead of it; an `Err` is why nothing can be. The
+    /// person is the VAN ID with the number: a phone's status is the phone's own.
+    pub(super) fn plan(
         &self,
         entry: &LedgerEntry,
         lead: Option<&serde_json::Value>,
-    ) -> Result<Vec<Step>, String> {
+    ) -> Result<Plan, String> {
         let Some(lead) = lead else {
             return Err("no lead in the mirror".to_owned());
         };
@@ -202,7 +203,10 @@ impl Van {
                 }),
             });
         }
-        Ok(steps)
+        Ok(Plan {
+            person: format!("{van_id} {}", entry.phone_number),
+            steps,
+        })
     }
 }
 

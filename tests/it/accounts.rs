@@ -988,6 +988,8 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
         destination.requests_per_second = 1_000;
+        // One committee both accounts write into (a VAN destination names its accounts).
+        destination.accounts = vec!["candidate".to_owned(), "party".to_owned()];
         settings.destination = vec![destination];
     })
     .await
@@ -1154,4 +1156,180 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
         Some("1")
     );
     app.stop().await;
+}
+
+#[test]
+fn a_van_destination_that_names_no_account_of_several_and_an_unknown_account_are_refused() {
+    let dir = tempfile::tempdir().expect("dir");
+    let account = |name: &str| {
+        format!(
+            "[[account]]\nname = \"{name}\"\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET\"\n[account.webhook]\nsecrets = [\"s-{name}\"]\n"
+        )
+    };
+    let destination = |kind: &str, accounts: &str| {
+        format!(
+            "[[destination]]\nname = \"{kind}-1\"\nkind = \"{kind}\"\nbase_url = \"https://api.example.org/v4\"\napi_key = \"TOPSECRET\"\n{accounts}\n"
+        )
+    };
+    let accounts = account("party") + &account("candidate");
+    for (config, command, said) in [
+        (
+            accounts.clone() + &destination("van", ""),
+            "check-config",
+            "a VAN ID means a person only in that committee",
+        ),
+        (
+            accounts.clone() + &destination("van", ""),
+            "serve",
+            "must name its accounts",
+        ),
+        (
+            accounts.clone() + &destination("action_network", "accounts = [\"partty\"]"),
+            "check-config",
+            "no account `partty` is served",
+        ),
+        (
+            accounts.clone()
+                + "[[subscriber]]\nname = \"crm\"\nurl = \"https://crm.example.org/\"\nsecret = \"whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=\"\naccounts = [\"nobody\"]\n",
+            "check-config",
+            "subscriber.accounts",
+        ),
+    ] {
+        std::fs::write(config_file(dir.path()), &config).expect("config");
+        let output = daemon_process::command(dir.path(), &[command], &[])
+            .output()
+            .expect("run outreach-sync");
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{command}: {stderr}");
+        assert!(stderr.contains(said), "{command}: {said}: {stderr}");
+        assert!(!stderr.contains("TOPSECRET"), "{stderr}");
+    }
+    // Naming its account, the same configuration is valid.
+    let config = accounts + &destination("van", "accounts = [\"party\"]");
+    std::fs::write(config_file(dir.path()), &config).expect("config");
+    let output = daemon_process::command(dir.path(), &["check-config"], &[])
+        .output()
+        .expect("run outreach-sync");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+crate::common::on_both_backends!(
+    a_destination_writes_only_the_accounts_it_names,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common::Backend) {
+    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    let fakes = Sandbox::spawn(SandboxConfig {
+        leads: 1,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let (party_phone, candidate_phone) = ("+15550000101", "+15550000102");
+    // A person of the party's committee; the candidate's own data holds the same VAN ID
+    // for its lead (a VAN ID of the candidate's committee, someone else in the party's).
+    let party_van_id = fakes.van_add_person(party_phone);
+    let Some(app) = crate::common::spawn_app_on(backend, |settings| {
+        crate::common::with_admin_token(settings);
+        settings.account = vec![
+            unreachable_account("party"),
+            unreachable_account("candidate"),
+        ];
+        let mut van = DestinationSettings::new(
+            "van-party",
+            DestinationKind::Van,
+            &fakes.van_url(),
+            outreach_sync_sandbox::DEFAULT_VAN_KEY,
+        );
+        van.accounts = vec!["party".to_owned()];
+        van.requests_per_second = 1_000;
+        let mut an = DestinationSettings::new(
+            "an-candidate",
+            DestinationKind::ActionNetwork,
+            &fakes.action_network_url(),
+            outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
+        );
+        an.accounts = vec!["candidate".to_owned()];
+        an.requests_per_second = 1_000;
+        settings.destination = vec![van, an];
+    })
+    .await
+    else {
+        return;
+    };
+    let with_van_id = |phone: &str, van_id: u64, opted_out: bool| {
+        let mut lead = lead(phone, opted_out);
+        lead["customFields"] = serde_json::json!({"VanID": van_id.to_string()});
+        lead
+    };
+    // The candidate's lead opts out; the party's person is not touched.
+    mirror_in(
+        &app,
+        "party",
+        "pass_1",
+        &[with_van_id(party_phone, party_van_id, false)],
+    )
+    .await;
+    mirror_in(
+        &app,
+        "candidate",
+        "pass_1",
+        &[with_van_id(candidate_phone, party_van_id, true)],
+    )
+    .await;
+    app.settle().await;
+    let van = fakes.van_truth();
+    assert!(van.canvass_responses.is_empty(), "{van:?}");
+    let people_written = van
+        .requests
+        .recent
+        .iter()
+        .filter(|r| r.method == "POST" && r.path.starts_with("/van/v4/people"))
+        .count();
+    assert_eq!(people_written, 0, "{van:?}");
+    let outcomes: serde_json::Value = app
+        .admin_get("/v1/destinations/van-party/outcomes")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(outcomes["items"], serde_json::json!([]), "{outcomes}");
+    // Action Network, the candidate's, had the candidate's number.
+    let an = fakes.action_network_truth();
+    let numbers: Vec<&str> = an
+        .signups
+        .iter()
+        .flat_map(|s| s.phone_numbers.iter().map(|n| n.number.as_str()))
+        .collect();
+    assert_eq!(numbers, [candidate_phone.trim_start_matches('+')]);
+
+    // The party's own lead opts out: VAN is told of its person, once.
+    mirror_in(
+        &app,
+        "party",
+        "pass_2",
+        &[with_van_id(party_phone, party_van_id, true)],
+    )
+    .await;
+    app.settle().await;
+    let told: Vec<u64> = fakes
+        .van_truth()
+        .canvass_responses
+        .iter()
+        .map(|r| r.van_id)
+        .collect();
+    assert_eq!(told, [party_van_id]);
+    assert_eq!(
+        fakes.action_network_truth().signups.len(),
+        1,
+        "not the party's"
+    );
+    app.stop().await;
+    fakes.shutdown().await;
 }

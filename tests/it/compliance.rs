@@ -387,8 +387,14 @@ async fn a_system_of_record_honours_an_opt_out_when_sent_and_one_it_cannot_find_
     assert_eq!(seqs.len(), 3, "{seqs:?}");
     let time = |minutes| Timestamp(at + TimeDelta::minutes(minutes));
     let record = async |name: &str, seq, outcome, reason: Option<&str>, when| {
+        let ending = outreach_sync::model::Ending {
+            outcome,
+            reason,
+            follows: None,
+            told: None,
+        };
         app.pool
-            .record_progress(name, seq, 3, Some((outcome, reason)), when)
+            .record_ending(name, seq, 3, ending, when)
             .await
             .expect("the outcome");
     };

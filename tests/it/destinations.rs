@@ -18,10 +18,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{self, Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
 
+mod once;
+
 /// Leads in the sandbox: about 5% start opted out, and about 90% have a VAN ID.
 const LEADS: usize = 300;
 
-fn van(sandbox: &RunningSandbox) -> DestinationSettings {
+pub(crate) fn van(sandbox: &RunningSandbox) -> DestinationSettings {
     let mut van = DestinationSettings::new(
         "van-main",
         DestinationKind::Van,
@@ -32,7 +34,7 @@ fn van(sandbox: &RunningSandbox) -> DestinationSettings {
     van
 }
 
-fn action_network(sandbox: &RunningSandbox) -> DestinationSettings {
+pub(crate) fn action_network(sandbox: &RunningSandbox) -> DestinationSettings {
     let mut an = DestinationSettings::new(
         "action-network",
         DestinationKind::ActionNetwork,
@@ -57,7 +59,7 @@ fn point_at(settings: &mut Settings, sandbox: &RunningSandbox) {
 
 /// A sandbox and a daemon on it whose mirror one reconciliation pass filled (recording
 /// the leads that start opted out), with no destination yet.
-async fn campaign(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
+pub(crate) async fn campaign(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: LEADS,
         organizations: 1,
@@ -77,7 +79,10 @@ async fn campaign(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
 
 /// The daemon again, writing to `destinations`: what they are sent starts now, after the
 /// test set the scene.
-async fn writing_to(mut app: TestApp, destinations: Vec<DestinationSettings>) -> TestApp {
+pub(crate) async fn writing_to(
+    mut app: TestApp,
+    destinations: Vec<DestinationSettings>,
+) -> TestApp {
     app.settings.destination = destinations;
     app.restart().await
 }
@@ -112,7 +117,7 @@ async fn opt_outs(app: &TestApp) -> Vec<(i64, Option<String>, String)> {
         .await
 }
 
-async fn view(app: &TestApp, name: &str) -> Value {
+pub(crate) async fn view(app: &TestApp, name: &str) -> Value {
     let list: Value = app
         .admin_get("/v1/destinations")
         .await
@@ -129,7 +134,7 @@ async fn view(app: &TestApp, name: &str) -> Value {
 }
 
 /// The VAN ID the sandbox gave each lead that has one.
-fn van_ids(sandbox: &RunningSandbox) -> std::collections::HashMap<String, u64> {
+pub(crate) fn van_ids(sandbox: &RunningSandbox) -> std::collections::HashMap<String, u64> {
     sandbox
         .van_truth()
         .people

@@ -83,16 +83,49 @@ pub trait DestinationStore {
         last_seq: i64,
     ) -> Result<Vec<crate::model::EntryProgress>, crate::store::Error>;
 
-    /// Adds `actions_done` to the actions answered for entry `seq` at `name`, and its
-    /// outcome (with its reason) once it has one; `at`: when.
+    /// Adds `actions_done` to the actions answered for entry `seq` at `name`, and
+    /// `actions_unknown` to those sent whose answer never came; `at`: when.
     async fn record_progress(
         &self,
         name: &str,
         seq: i64,
-        actions_done: i64,
-        outcome: Option<(crate::model::OutcomeKind, Option<&str>)>,
+        progress: (i64, i64),
         at: crate::model::Timestamp,
     ) -> Result<(), crate::store::Error>;
+
+    /// Records how entry `seq` ended at `name` (with `actions_done` added), and, when the
+    /// ending says what the destination now holds of a person, that too: in one
+    /// transaction, so that what it was last told never disagrees with the outcomes.
+    async fn record_ending(
+        &self,
+        name: &str,
+        seq: i64,
+        actions_done: i64,
+        ending: crate::model::Ending<'_>,
+        at: crate::model::Timestamp,
+    ) -> Result<(), crate::store::Error>;
+
+    /// What `name` was last told of `person`, if anything.
+    async fn told(
+        &self,
+        name: &str,
+        person: &str,
+    ) -> Result<Option<crate::model::Told>, crate::store::Error>;
+
+    /// The (account, organization) of each entry of `phone` that took effect, opted out as
+    /// `opted_out` says, after `after_seq` and before `before_seq`.
+    async fn changes_of_number_between(
+        &self,
+        phone: &str,
+        opted_out: bool,
+        between: (i64, i64),
+    ) -> Result<Vec<(String, String)>, crate::store::Error>;
+
+    /// The entries recorded with account-wide entry `seq` for each organization holding
+    /// its number (the same event, account and number; another organization), in seq
+    /// order: (seq, organization, superseded).
+    async fn entries_with(&self, seq: i64)
+    -> Result<Vec<(i64, String, bool)>, crate::store::Error>;
 
     /// How many entries `name` has of each outcome.
     async fn outcome_counts(
@@ -117,8 +150,9 @@ pub trait DestinationStore {
         last_seq: i64,
     ) -> Result<Vec<crate::model::EntryOutcome>, crate::store::Error>;
 
-    /// Forgets the `unmatched` and `refused` outcomes of `name` from `from_seq` on, so that
-    /// those entries are tried again (a replay); the actions answered stay done.
+    /// Forgets the `unmatched`, `refused` and `unconfirmed` outcomes of `name` from
+    /// `from_seq` on, so that those entries are tried again (a replay); the actions
+    /// answered stay done.
     async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error>;
 
     /// Ends the `error` of `name` (its key works again, or it was retried): false if it was

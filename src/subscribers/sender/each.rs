@@ -3,14 +3,27 @@
 //! so that no answered action is sent again after a restart or a change of leader (an
 //! action whose answer was lost in a crash is sent again: at least once). An unmatched or
 //! refused entry is kept with its reason and passed; it never holds the rest back.
+//!
+//! A destination is told each person's opt-out once: an entry that says what it was last
+//! told of that person (`destination_told`), with no entry of the other state of the
+//! number since in its accounts and organizations, sends nothing and ends `already`,
+//! honoured when that one was. An account-wide entry (no lead) at a system that finds
+//! people by their lead ends `through_leads`: its leads' entries carry it. A request sent
+//! and never answered is an unknown answer: it is sent once more at most (counted
+//! `repeated`), and when that one is not answered either the entry ends `unconfirmed`.
 
 use std::collections::HashMap;
 
 use super::*;
 use crate::metrics::DestinationOutcome;
-use crate::model::{EntryProgress, OutcomeKind};
+use crate::model::{ACCOUNT_WIDE, Ending, EntryProgress, OutcomeKind, Source};
 use crate::subscribers::answer::Answer;
-use crate::subscribers::record::{Record, Step, Stop};
+use crate::subscribers::record::{Plan, Record, Step, Stop};
+
+/// Why an account-wide entry sends nothing to a system that finds people by their lead.
+const THROUGH_LEADS: &str = "account-wide: reached through the entries of its leads";
+/// Why an organization's own opt-out with no lead sends nothing there.
+const NO_LEAD_YET: &str = "no lead holds the number in its organization: reached through the entries of leads that appear with it";
 
 impl Sender {
     /// Looks up what `record` needs if it is not yet; a [`Posted`] when it cannot be.
@@ -48,15 +61,14 @@ impl Sender {
             .collect();
         for entry in items {
             let kept = kept.get(&entry.seq);
-            if kept.is_none_or(|k| k.outcome.is_none()) {
-                let done = kept.map_or(0, |k| k.actions_done);
-                if let Some(failed) = self.write_one(record, entry, done).await? {
-                    let finished = Utc::now();
-                    let span = (first, progress.cursor, progress.cursor);
-                    return self
-                        .record(progress, state, failed, span, finished, at_once)
-                        .await;
-                }
+            if kept.is_none_or(|k| k.outcome.is_none())
+                && let Some(failed) = self.write_one(record, entry, kept).await?
+            {
+                let finished = Utc::now();
+                let span = (first, progress.cursor, progress.cursor);
+                return self
+                    .record(progress, state, failed, span, finished, at_once)
+                    .await;
             }
             progress.advance(entry.seq, None);
         }
@@ -72,44 +84,162 @@ impl Sender {
         .await
     }
 
-    /// Writes one entry whose steps in `done` were answered already: `None` once it has
-    /// its outcome, else why the destination cannot go on now.
+    /// Writes one entry whose progress was `kept`: `None` once it has its outcome, else
+    /// why the destination cannot go on now.
     async fn write_one(
         &self,
         record: &Record,
         entry: &LedgerEntry,
-        mut done: i64,
+        kept: Option<&EntryProgress>,
     ) -> Result<Option<Posted>, crate::store::Error> {
         let name = self.subscriber.name.as_str();
-        let lead = match (&entry.lead_id, record.needs_lead()) {
-            (Some(id), true) => self.pool.lead(id, &entry.account_id).await?,
-            _ => None,
-        };
-        let steps = match record.steps(entry, lead.as_ref()) {
-            Ok(steps) => steps,
+        let (done, unknown) = kept.map_or((0, 0), |k| (k.actions_done, k.actions_unknown));
+        let lead = match self.lead_of(record, entry).await? {
+            Ok(lead) => lead,
             Err(reason) => {
                 self.metrics
-                    .destination_request(name, DestinationOutcome::Unmatched);
-                tracing::info!(destination = name, seq = entry.seq, %reason, "entry unmatched");
-                let outcome = Some((OutcomeKind::Unmatched, Some(reason.as_str())));
+                    .destination_request(name, DestinationOutcome::ThroughLeads);
+                let ending = ending(OutcomeKind::ThroughLeads, Some(reason), None, None);
                 self.outcomes
-                    .record_progress(name, entry.seq, done, outcome, Timestamp(Utc::now()))
+                    .record_ending(name, entry.seq, done, ending, Timestamp(Utc::now()))
                     .await?;
                 return Ok(None);
             }
         };
-        let pending: Vec<&Step> = steps.iter().filter(|s| done & s.bit == 0).collect();
+        let plan = match record.plan(entry, lead.as_ref()) {
+            Ok(plan) => plan,
+            Err(reason) => {
+                self.metrics
+                    .destination_request(name, DestinationOutcome::Unmatched);
+                tracing::info!(destination = name, seq = entry.seq, %reason, "entry unmatched");
+                let ending = ending(OutcomeKind::Unmatched, Some(&reason), None, None);
+                self.outcomes
+                    .record_ending(name, entry.seq, done, ending, Timestamp(Utc::now()))
+                    .await?;
+                return Ok(None);
+            }
+        };
+        if done == 0 && unknown == 0 && self.told_already(entry, &plan).await? {
+            return Ok(None);
+        }
+        self.send_steps(record, entry, &plan, (done, unknown)).await
+    }
+
+    /// The mirror's lead of `entry` when `record` needs one: its own, or for an entry of an
+    /// organization with no lead (an import, a shared copy), the organization's lead of the
+    /// number. `Err` when it reaches the system through other entries (account-wide; or
+    /// made here for an organization with no lead of the number yet, which a lead that
+    /// appears with it later gets an entry of its own for).
+    async fn lead_of(
+        &self,
+        record: &Record,
+        entry: &LedgerEntry,
+    ) -> Result<Result<Option<serde_json::Value>, &'static str>, crate::store::Error> {
+        if !record.needs_lead() {
+            return Ok(Ok(None));
+        }
+        if let Some(id) = &entry.lead_id {
+            return Ok(Ok(self.pool.lead(id, &entry.account_id).await?));
+        }
+        if entry.organization_id == ACCOUNT_WIDE {
+            return Ok(Err(THROUGH_LEADS));
+        }
+        let leads = self
+            .pool
+            .leads(
+                &entry.phone_number,
+                Some(&entry.organization_id),
+                Some(&entry.account_id),
+            )
+            .await?;
+        let made_here = matches!(entry.source, Source::Local | Source::Import);
+        Ok(match leads.into_iter().next() {
+            Some(lead) => Ok(Some(lead)),
+            None if made_here && entry.opted_out => Err(NO_LEAD_YET),
+            None => Ok(None),
+        })
+    }
+
+    /// Whether the destination was told what `entry` says of its person already, with no
+    /// change of the number to the other state since in what it takes: then the entry ends
+    /// `already` (or `unconfirmed`, after one never answered), honoured when that one was.
+    async fn told_already(
+        &self,
+        entry: &LedgerEntry,
+        plan: &Plan,
+    ) -> Result<bool, crate::store::Error> {
+        let name = self.subscriber.name.as_str();
+        let Some(told) = self.pool.told(name, &plan.person).await? else {
+            return Ok(false);
+        };
+        if told.opted_out != entry.opted_out || told.seq >= entry.seq {
+            return Ok(false);
+        }
+        let between = (told.seq, entry.seq);
+        let changed = self
+            .pool
+            .changes_of_number_between(&entry.phone_number, !entry.opted_out, between)
+            .await?;
+        if changed
+            .iter()
+            .any(|(account, org)| self.subscriber.takes_place(account, org))
+        {
+            return Ok(false);
+        }
+        let (outcome, reason) = if told.confirmed {
+            let reason = format!("told by entry {}", told.seq);
+            (OutcomeKind::Already, reason)
+        } else {
+            let reason = format!(
+                "entry {} was sent twice and never answered: not sent again",
+                told.seq
+            );
+            (OutcomeKind::Unconfirmed, reason)
+        };
+        self.metrics
+            .destination_request(name, DestinationOutcome::Already);
+        tracing::debug!(
+            destination = name,
+            seq = entry.seq,
+            follows = told.seq,
+            "told already"
+        );
+        let ending = ending(outcome, Some(&reason), Some(told.seq), None);
+        self.outcomes
+            .record_ending(name, entry.seq, 0, ending, told.at)
+            .await?;
+        Ok(true)
+    }
+
+    /// Sends the steps of `plan` not `done` yet; a step in `unknown` (sent before and never
+    /// answered) is sent once more at most.
+    async fn send_steps(
+        &self,
+        record: &Record,
+        entry: &LedgerEntry,
+        plan: &Plan,
+        (mut done, unknown): (i64, i64),
+    ) -> Result<Option<Posted>, crate::store::Error> {
+        let name = self.subscriber.name.as_str();
+        let pending: Vec<&Step> = plan.steps.iter().filter(|s| done & s.bit == 0).collect();
         let mut refused = None;
+        let mut unanswered = Vec::new();
         for (i, step) in pending.iter().enumerate() {
             self.pace().await;
+            let repeat = unknown & step.bit != 0;
             let answer = record.send(&self.http, step).await;
-            self.metrics.destination_request(name, metric(&answer));
+            let counted = if repeat {
+                DestinationOutcome::Repeated
+            } else {
+                metric(&answer)
+            };
+            self.metrics.destination_request(name, counted);
             match answer {
                 Answer::Success => {
                     done |= step.bit;
                     if i + 1 < pending.len() {
                         self.outcomes
-                            .record_progress(name, entry.seq, done, None, Timestamp(Utc::now()))
+                            .record_progress(name, entry.seq, (done, 0), Timestamp(Utc::now()))
                             .await?;
                     }
                 }
@@ -121,20 +251,72 @@ impl Sender {
                 Answer::Credentials(error) => {
                     return Ok(Some(Posted::Stopped(format!("credentials: {error}"))));
                 }
-                Answer::Retry { error, retry_after } => {
+                Answer::Retry { unknown: true, .. } if repeat => {
+                    tracing::warn!(
+                        destination = name,
+                        seq = entry.seq,
+                        action = step.action,
+                        "sent twice and never answered; not sent again"
+                    );
+                    unanswered.push(step.action);
+                }
+                Answer::Retry {
+                    error,
+                    retry_after,
+                    unknown: sent,
+                } => {
+                    if sent {
+                        // Kept before the backoff: the next attempt sends it once more at most.
+                        self.outcomes
+                            .record_progress(
+                                name,
+                                entry.seq,
+                                (done, step.bit),
+                                Timestamp(Utc::now()),
+                            )
+                            .await?;
+                    }
                     let error = format!("{}: {error}", step.action);
                     return Ok(Some(Posted::failed(error, retry_after)));
                 }
             }
         }
-        let outcome = match &refused {
-            Some(error) => (OutcomeKind::Refused, Some(error.as_str())),
-            None => (OutcomeKind::Sent, None),
+        let person = plan.person.as_str();
+        let unconfirmed = (!unanswered.is_empty()).then(|| {
+            format!(
+                "{}: sent twice, never answered; not sent again",
+                unanswered.join(" and ")
+            )
+        });
+        let ending = match (&refused, &unconfirmed) {
+            (Some(error), _) => ending(OutcomeKind::Refused, Some(error), None, None),
+            (None, Some(reason)) => Ending {
+                told: Some((person, entry.opted_out, false)),
+                ..ending(OutcomeKind::Unconfirmed, Some(reason), None, None)
+            },
+            (None, None) => Ending {
+                told: Some((person, entry.opted_out, true)),
+                ..ending(OutcomeKind::Sent, None, None, None)
+            },
         };
         self.outcomes
-            .record_progress(name, entry.seq, done, Some(outcome), Timestamp(Utc::now()))
+            .record_ending(name, entry.seq, done, ending, Timestamp(Utc::now()))
             .await?;
         Ok(None)
+    }
+}
+
+fn ending<'a>(
+    outcome: OutcomeKind,
+    reason: Option<&'a str>,
+    follows: Option<i64>,
+    told: Option<(&'a str, bool, bool)>,
+) -> Ending<'a> {
+    Ending {
+        outcome,
+        reason,
+        follows,
+        told,
     }
 }
 

@@ -308,7 +308,9 @@ fn application_ingest(ingest: &str) -> &str {
     rest.split('/').next().unwrap_or(rest)
 }
 
-/// The sandbox's VAN committee and Action Network, each written every opt-out.
+/// The sandbox's VAN committee and Action Network, each written every opt-out. The VAN
+/// committee is the first account's: its leads hold VAN IDs of that committee, and a VAN
+/// ID means a person only there.
 fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
     let mut van = DestinationSettings::new(
         "van",
@@ -316,6 +318,7 @@ fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
         &sandbox.van_url(),
         outreach_sync_sandbox::DEFAULT_VAN_KEY,
     );
+    van.accounts = vec![PARTY.to_owned()];
     van.requests_per_second = 50;
     let mut action_network = DestinationSettings::new(
         "action-network",

@@ -1,6 +1,7 @@
 //! What a fake destination can be made to do wrong, per fake: fail the next requests with a
 //! status (429 with `Retry-After`), answer garbage, redirect to another host, answer a huge
-//! body, never answer, or answer late. Also the fake's request log and counts.
+//! body, never answer, answer late, or act at once and answer late. Also the fake's request
+//! log and counts.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -40,6 +41,10 @@ pub enum FakeFault {
     Huge,
     /// No answer at all, until the sandbox stops.
     Hang,
+    /// The request is acted on at once (what it writes is kept), and answered only after
+    /// `after_ms`: a client that gave up waiting never learns that it was.
+    #[serde(rename_all = "camelCase")]
+    Late { after_ms: u64 },
 }
 
 /// Where [`FakeFault::Redirect`] points when no location is given: a host that is not the
@@ -179,6 +184,14 @@ impl Switchboard {
                 self.cancel.cancelled().await;
                 return unavailable();
             }
+            Some(FakeFault::Late { after_ms }) => {
+                let response = next.run(request).await;
+                tokio::select! {
+                    _ = self.cancel.cancelled() => return unavailable(),
+                    _ = tokio::time::sleep(Duration::from_millis(after_ms)) => {}
+                }
+                response
+            }
             Some(fault) => self.answer(fault, &path),
         };
         let status = response.status().as_u16();
@@ -237,7 +250,7 @@ impl Switchboard {
                 )
                     .into_response()
             }
-            FakeFault::Hang => unavailable(),
+            FakeFault::Hang | FakeFault::Late { .. } => unavailable(),
         }
     }
 }
