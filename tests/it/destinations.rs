@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{self, Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
 
-mod once;
+pub(crate) mod once;
 
 /// Leads in the sandbox: about 5% start opted out, and about 90% have a VAN ID.
 const LEADS: usize = 300;

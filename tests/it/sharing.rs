@@ -50,10 +50,38 @@ fn account(name: &str, sandbox: &RunningSandbox) -> AccountSettings {
     }
 }
 
+/// The first sandbox's leads whose number is opted in in every sandbox, those with a
+/// person in its VAN first.
+fn opted_in_everywhere(sandboxes: &[RunningSandbox]) -> Vec<outreach_sync_sandbox::wire::Lead> {
+    let van_ids = crate::destinations::van_ids(&sandboxes[0]);
+    let mut leads: Vec<_> = sandboxes[0]
+        .leads()
+        .into_iter()
+        .filter(|l| {
+            sandboxes.iter().all(|s| {
+                s.leads()
+                    .iter()
+                    .any(|t| t.phone_number == l.phone_number && !t.global_opted_out)
+            })
+        })
+        .collect();
+    leads.sort_by_key(|l| (!van_ids.contains_key(&l.id), l.id.clone()));
+    leads
+}
+
 impl Trio {
     /// The trio, with the mirror of each account filled by a pass, and the number of a
     /// lead opted in everywhere.
     async fn start(backend: Backend) -> Option<Self> {
+        Self::start_with(backend, |_, _| {}).await
+    }
+
+    /// [`Trio::start`], with `configure` given the settings and the sandboxes before the
+    /// daemon starts; the number chosen has a person in the first sandbox's VAN.
+    async fn start_with(
+        backend: Backend,
+        configure: impl FnOnce(&mut Settings, &[RunningSandbox]),
+    ) -> Option<Self> {
         let mut sandboxes = Vec::new();
         for name in ACCOUNTS {
             // The same seed: the same organizations and numbers in every account.
@@ -78,6 +106,7 @@ impl Trio {
             settings.consent.share_across_accounts = true;
             settings.reconcile.schedule = "".into();
             settings.reconcile.on_start = false;
+            configure(settings, &sandboxes);
         })
         .await?;
         let consent = WebhookConfig::ConsentUpdate {
@@ -91,17 +120,9 @@ impl Trio {
                 .register_webhook(&url, &secret(name), consent.clone())
                 .expect("a registration");
         }
-        let lead = sandboxes[0]
-            .leads()
+        let lead = opted_in_everywhere(&sandboxes)
             .into_iter()
-            .find(|l| {
-                let number = &l.phone_number;
-                sandboxes.iter().all(|s| {
-                    s.leads()
-                        .iter()
-                        .any(|t| &t.phone_number == number && !t.global_opted_out)
-                })
-            })
+            .next()
             .expect("a number opted in in every account");
         let trio = Self {
             app,
@@ -407,4 +428,94 @@ async fn an_opt_out_announced_in_whole_seconds_outranks_a_pass_in_the_same_secon
         .expect("current");
     assert!(current.first().is_some_and(|r| r.opted_out), "{current:?}");
     app.stop().await;
+}
+
+on_both_backends!(
+    three_accounts_sharing_write_each_person_once_to_each_destination_with_nothing_unreachable,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// The hostile run of three accounts sharing, with the party's VAN committee (scoped to the
+/// party) and an Action Network (every account): a STOP at the party and a local opt-out
+/// in the candidate account, each with its echoes, shared copies and suppressions, give
+/// each person one canvass response, one phone update and one Action Network request; the
+/// report finds neither unreachable.
+async fn three_accounts_sharing_write_each_person_once_to_each_destination_with_nothing_unreachable(
+    backend: Backend,
+) {
+    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY};
+    let configure = |settings: &mut Settings, sandboxes: &[RunningSandbox]| {
+        let party = &sandboxes[0];
+        let mut van = DestinationSettings::new(
+            "van-party",
+            DestinationKind::Van,
+            &party.van_url(),
+            DEFAULT_VAN_KEY,
+        );
+        van.accounts = vec![ACCOUNTS[0].to_owned()];
+        van.requests_per_second = 1_000;
+        let mut an = DestinationSettings::new(
+            "action-network",
+            DestinationKind::ActionNetwork,
+            &party.action_network_url(),
+            DEFAULT_ACTION_NETWORK_KEY,
+        );
+        an.requests_per_second = 1_000;
+        settings.destination = vec![van, an];
+        common::with_admin_token(settings);
+    };
+    let Some(trio) = Trio::start_with(backend, configure).await else {
+        return;
+    };
+    let van_ids = crate::destinations::van_ids(&trio.sandboxes[0]);
+    let people: Vec<(String, u64)> = opted_in_everywhere(&trio.sandboxes)
+        .into_iter()
+        .filter_map(|l| Some((l.phone_number, *van_ids.get(&l.id)?)))
+        .take(2)
+        .collect();
+    assert_eq!(
+        people.len(),
+        2,
+        "two people with a VAN ID opted in everywhere"
+    );
+    assert_eq!(people[0].0, trio.phone);
+    // A STOP texted to the party, checked in every account and at every service.
+    trio.play(&[(0, true)]).await;
+    // A local opt-out of the other person, made in the candidate account.
+    let change = serde_json::json!({"phoneNumber": people[1].0,
+        "organizationId": trio.organization, "optedOut": true, "accountId": ACCOUNTS[1]});
+    assert_eq!(
+        trio.app.admin_post("/v1/consent", &change).await.status(),
+        202
+    );
+    trio.quiet().await;
+    trio.app.settle().await;
+    for (phone, van_id) in &people {
+        let writes = crate::destinations::once::writes_of(&trio.sandboxes[0], *van_id, phone);
+        assert_eq!(
+            writes,
+            (1, 1, 1),
+            "{phone}: (canvass responses, phone updates, Action Network requests)"
+        );
+    }
+    let report: serde_json::Value = trio
+        .app
+        .admin_get("/v1/compliance?since=2000-01-01")
+        .await
+        .json()
+        .await
+        .expect("the report");
+    let items = report["items"].as_array().cloned().unwrap_or_default();
+    for (phone, _) in &people {
+        let theirs: Vec<&serde_json::Value> = items
+            .iter()
+            .filter(|i| i["phoneNumber"] == *phone)
+            .collect();
+        assert!(!theirs.is_empty(), "{phone} in the report: {report}");
+        for item in theirs {
+            assert_ne!(item["state"], "unreachable", "{item}");
+        }
+    }
+    trio.stop().await;
 }

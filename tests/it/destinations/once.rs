@@ -30,7 +30,11 @@ fn opted_in_with_van_id(sandbox: &RunningSandbox) -> (Lead, u64) {
 
 /// What VAN and Action Network were sent about one person: (canvass responses, phone
 /// updates at VAN, POSTs of the number at Action Network).
-fn writes_of(sandbox: &RunningSandbox, van_id: u64, phone: &str) -> (usize, usize, usize) {
+pub(crate) fn writes_of(
+    sandbox: &RunningSandbox,
+    van_id: u64,
+    phone: &str,
+) -> (usize, usize, usize) {
     let van = sandbox.van_truth();
     let canvassed = van
         .canvass_responses
