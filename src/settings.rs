@@ -18,6 +18,7 @@ mod schedule;
 mod service;
 mod storage;
 mod subscribers;
+mod urls;
 mod validate;
 mod webhook;
 pub use accounts::{AccountSettings, DEFAULT_ACCOUNT};
@@ -121,7 +122,7 @@ fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsEr
 
 /// Refuses a URL that is not http(s) with a host, or that holds user-info, naming `key`.
 fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
-    validate::url(key, "", value, validate::Sends::Nothing)
+    urls::url(key, "", value, urls::Sends::Nothing)
 }
 
 impl Settings {

@@ -59,6 +59,7 @@ pub async fn apply<T: ApplyTx + ?Sized>(
                 phone_number: &o.phone_number,
                 lead_id: d.lead_id.as_deref(),
                 rank: d.rank,
+                changed_at: crate::model::to_millis(o.occurred_at),
                 source: o.source,
                 seq,
                 stored: d.stored,

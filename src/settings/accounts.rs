@@ -10,7 +10,7 @@
 //! themselves hold the first account's keys there, so a lone `[[account]]` reads as the
 //! sections it replaces.
 
-use super::validate::Sends;
+use super::urls::Sends;
 use super::*;
 
 pub use crate::model::DEFAULT_ACCOUNT;
@@ -136,7 +136,7 @@ pub(super) fn validate(
         }
         if !account.public_url.is_empty() {
             let public = &account.public_url;
-            super::validate::url("account.public_url", &owner, public, Sends::Nothing)?;
+            super::urls::url("account.public_url", &owner, public, Sends::Nothing)?;
             if !urls.insert(public.as_str()) {
                 return Err(SettingsError::invalid(
                     "account.public_url",
@@ -147,7 +147,7 @@ pub(super) fn validate(
         let sends = Sends::Secret {
             allow_insecure_http: account.allow_insecure_http,
         };
-        super::validate::url("account.base_url", &owner, &account.base_url, sends)?;
+        super::urls::url("account.base_url", &owner, &account.base_url, sends)?;
         if account.client_id.is_empty() {
             return Err(SettingsError::invalid(
                 "account.client_id",

@@ -248,11 +248,11 @@ pub(super) fn validate(
                 named("named twice; names are unique among subscribers and destinations"),
             ));
         }
-        super::validate::url(
+        super::urls::url(
             "destination.base_url",
             &format!("destination {:?}", d.name),
             &d.base_url,
-            super::validate::Sends::secret(d.allow_insecure_http),
+            super::urls::Sends::secret(d.allow_insecure_http),
         )?;
         let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
             use secrecy::ExposeSecret as _;

@@ -126,11 +126,11 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named("named twice; names are unique"),
             ));
         }
-        super::validate::url(
+        super::urls::url(
             "subscriber.url",
             &format!("subscriber {:?}", s.name),
             &s.url,
-            super::validate::Sends::secret(s.allow_insecure_http),
+            super::urls::Sends::secret(s.allow_insecure_http),
         )?;
         if s.secret.is_none() {
             return Err(SettingsError::invalid(

@@ -137,6 +137,8 @@ pub struct StateWrite<'a> {
     pub phone_number: &'a str,
     pub lead_id: Option<&'a str>,
     pub rank: Rank,
+    /// The event's own time (`changed_at`), to the millisecond; the rank may be later.
+    pub changed_at: chrono::DateTime<chrono::Utc>,
     pub source: Source,
     /// The ledger entry that sets it.
     pub seq: i64,

@@ -106,12 +106,14 @@ const TABLES: &[Table] = &[
         name: "consent_state",
         object: "'organization_id', organization_id, 'phone_number', phone_number, \
                  'lead_id', lead_id, 'opted_out', opted_out, 'changed_at', changed_at, \
-                 'source', source, 'seq', seq, 'account_id', account_id",
+                 'source', source, 'seq', seq, 'account_id', account_id, 'rank_at', rank_at",
         record: "organization_id text, phone_number text, lead_id text, opted_out int, \
-                 changed_at timestamptz, source text, seq bigint, account_id text",
-        insert: "organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id",
+                 changed_at timestamptz, source text, seq bigint, account_id text, \
+                 rank_at timestamptz",
+        insert: "organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, \
+                 account_id, rank_at",
         select: "x.organization_id, x.phone_number, x.lead_id, x.opted_out <> 0, x.changed_at, \
-                 x.source, x.seq, x.account_id",
+                 x.source, x.seq, x.account_id, x.rank_at",
         identity: None,
     },
     Table {

@@ -229,8 +229,8 @@ async fn consent_states(
 ) -> Result<ConsentStates, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
     let rows: Vec<StateRow> = sqlx::query_as(
-        "SELECT s.organization_id, s.phone_number, s.changed_at, s.opted_out, s.lead_id, s.seq,
-                s.source
+        "SELECT s.organization_id, s.phone_number, COALESCE(s.rank_at, s.changed_at) AS changed_at,
+                s.opted_out, s.lead_id, s.seq, s.source
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
          JOIN consent_state AS s ON s.phone_number = k.phone AND s.organization_id = k.org
                                 AND s.account_id = $3",
@@ -347,23 +347,24 @@ async fn write_states(
     }
     sqlx::query(
         "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq,
-                                    account_id)
-         SELECT *, $8 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
-                                  $6::text[], $7::int8[])
+                                    rank_at, account_id)
+         SELECT *, $9 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
+                                  $6::text[], $7::int8[], $8::timestamptz[])
          ON CONFLICT (phone_number, organization_id, account_id) DO UPDATE SET
              lead_id = COALESCE(excluded.lead_id, consent_state.lead_id),
              opted_out = excluded.opted_out, changed_at = excluded.changed_at,
-             source = excluded.source, seq = excluded.seq
-         WHERE (excluded.changed_at, excluded.opted_out)
-             > (consent_state.changed_at, consent_state.opted_out)",
+             source = excluded.source, seq = excluded.seq, rank_at = excluded.rank_at
+         WHERE (excluded.rank_at, excluded.opted_out)
+             > (COALESCE(consent_state.rank_at, consent_state.changed_at), consent_state.opted_out)",
     )
     .bind(states.iter().map(|w| w.organization_id).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.phone_number).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.lead_id).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.rank.opted_out).collect::<Vec<_>>())
-    .bind(states.iter().map(|w| w.rank.changed_at).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.changed_at).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.source.as_str()).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.seq).collect::<Vec<_>>())
+    .bind(states.iter().map(|w| w.rank.changed_at).collect::<Vec<_>>())
     .bind(account)
     .execute(&mut *conn)
     .await?;

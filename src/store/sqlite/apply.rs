@@ -212,7 +212,8 @@ async fn consent_states(
     type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
     let rows: Vec<Row> = codec::json_rows_in(
         conn,
-        "SELECT json_group_array(json_array(s.organization_id, s.phone_number, s.changed_at,
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
+                                            COALESCE(s.rank_at, s.changed_at),
                                             json(iif(s.opted_out, 'true', 'false')), s.lead_id,
                                             s.seq, s.source))
          FROM json_each(?1) AS k
@@ -332,23 +333,26 @@ async fn write_states(
             "INSERT INTO",
             " ON CONFLICT (phone_number, organization_id, account_id) DO UPDATE SET
                 lead_id = COALESCE(excluded.lead_id, lead_id), opted_out = excluded.opted_out,
-                changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq
-             WHERE (excluded.changed_at, excluded.opted_out) > (changed_at, opted_out)",
+                changed_at = excluded.changed_at, source = excluded.source, seq = excluded.seq,
+                rank_at = excluded.rank_at
+             WHERE (excluded.rank_at, excluded.opted_out)
+                 > (COALESCE(rank_at, changed_at), opted_out)",
         ),
     ] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id) "
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id, rank_at) "
             ));
             upsert.push_values(chunk, |mut row, w| {
                 row.push_bind(w.organization_id)
                     .push_bind(w.phone_number)
                     .push_bind(w.lead_id)
                     .push_bind(w.rank.opted_out)
-                    .push_bind(Timestamp(w.rank.changed_at))
+                    .push_bind(Timestamp(w.changed_at))
                     .push_bind(w.source.as_str())
                     .push_bind(w.seq)
-                    .push_bind(account);
+                    .push_bind(account)
+                    .push_bind(Timestamp(w.rank.changed_at));
             });
             upsert.push(conflict);
             upsert.build().execute(&mut *conn).await?;

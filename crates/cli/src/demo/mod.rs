@@ -2,6 +2,7 @@
 //! process, with a live view of what happens. No configuration needed.
 
 mod differences;
+mod kept;
 mod receiver;
 mod signing;
 mod summary;
@@ -85,6 +86,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let (candidate, opted_out_before) = add_candidate(&args, &sandbox, &mut settings).await?;
     with_tools(&mut settings, &admin_token, (&crm, &crm_secret), &sandbox);
     settings.validate()?;
+    let kept = kept::keep(&dir, &settings)?;
     outreach_sync::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
     let ingest = format!(
@@ -140,9 +142,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     sandbox.shutdown().await;
     candidate.shutdown().await;
     outcome?;
-    print_compliance(&settings).await?;
+    // The report as the tips below make it: from the configuration kept beside the database.
+    let kept_settings = Settings::load(Some(&kept.config))
+        .with_context(|| format!("reading {} again", kept.config.display()))?;
+    print_compliance(&kept_settings).await?;
 
-    print_afterwards(&settings);
+    print_afterwards(&kept);
     Ok(())
 }
 
@@ -173,13 +178,28 @@ fn demo_dir(args: &DemoArgs) -> anyhow::Result<PathBuf> {
     Ok(dir)
 }
 
-/// How to look at what the demo left.
-fn print_afterwards(settings: &Settings) {
-    println!("\nstopped. The database stays for a look:");
-    let config = format!("OUTREACH_SYNC__DATABASE__URL={}", settings.database.url);
-    println!("  {config} outreach-sync status");
-    println!("  {config} outreach-sync events --limit 10");
-    println!("  {config} outreach-sync report compliance --format html --output report.html");
+/// How to look at what the demo left: every command with the configuration it ran.
+fn print_afterwards(kept: &kept::Kept) {
+    let dir = kept
+        .config
+        .parent()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
+    let config = kept.config.display();
+    println!(
+        "\nstopped. What the demo ran stays in {dir} (config.toml beside the database, its secrets in secrets/):"
+    );
+    println!("  outreach-sync --config {config} status");
+    println!("  outreach-sync --config {config} destinations");
+    println!("  outreach-sync --config {config} report compliance");
+    println!(
+        "  outreach-sync --config {config} report compliance --format html --output {dir}/report.html"
+    );
+    println!(
+        "  outreach-sync --config {config} serve    (then the console, http://{}/, signed in with the token in {})",
+        kept::KEPT_ADMIN,
+        kept.admin_token.display()
+    );
 }
 
 /// Cancelled by the first SIGTERM or SIGINT, or after `duration` seconds when given.
