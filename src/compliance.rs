@@ -153,6 +153,11 @@ pub struct Totals {
     /// Opt-outs every destination had but a system of record that found no one for it
     /// (`unmatched`) or refused it.
     pub unreachable: u64,
+    /// Of `optOuts`, those of a number for a whole account (organization `*`: an
+    /// `--account` import, or an opt-out shared from another account). Each is counted once
+    /// among the states above; the service and the person-based systems had it through the
+    /// entries recorded with it for the organizations holding the number.
+    pub account_wide: u64,
 }
 
 /// How fast one destination had the opt-outs it had, in seconds after each occurred.

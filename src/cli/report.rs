@@ -140,6 +140,12 @@ fn summary(report: &Summary, settings: &Settings) -> String {
         t.unreachable,
         t.sent_after_opt_out
     );
+    if t.account_wide > 0 {
+        out.push_str(&format!(
+            "{} of the {} opt-outs are account-wide (organization *: a list imported for the whole account, or an opt-out shared from another account); the service and VAN had each through the entries recorded with it for the organizations holding the number.\n\n",
+            t.account_wide, t.opt_outs
+        ));
+    }
     out.push_str(&format!(
         "{:<20} {:>9} {:>8} {:>11} {:>10} {:>10} {:>10}\n",
         "DESTINATION", "HONOURED", "PENDING", "UNREACHABLE", "P50", "P99", "MAX"

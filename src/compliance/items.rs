@@ -69,6 +69,7 @@ impl Items {
         let through = through_leads(&self.pool, rules, &rows, &outcomes).await?;
         let mut messages = messages_after(&self.pool, rules, &rows).await?;
         let mut shared = shared_times(&self.pool, rules, &rows).await?;
+        let service_through = service_through_leads(&self.pool, &rows).await?;
         let items = rows
             .iter()
             .enumerate()
@@ -76,6 +77,12 @@ impl Items {
                 let mut destinations = Vec::new();
                 if let Some(at) = service_time(row) {
                     destinations.push(DestinationTime::had(SERVICE, at));
+                } else if let Some(at) = service_through.get(&row.seq) {
+                    destinations.push(DestinationTime {
+                        outcome: Some(OutcomeKind::ThroughLeads),
+                        reason: Some(THROUGH_LEADS.to_owned()),
+                        ..DestinationTime::had(SERVICE, *at)
+                    });
                 }
                 for (subscriber, acked) in rules.subscribers.iter().zip(&acks) {
                     if subscriber.takes_from(&row.account_id, &row.organization_id, row.source) {
@@ -159,6 +166,35 @@ fn service_time(row: &OptOutRow) -> Option<Option<Timestamp>> {
         (_, Some(PushState::Pending | PushState::Failed)) => Some(None),
         (_, Some(PushState::Superseded) | None) => None,
     }
+}
+
+/// How the service had an account-wide opt-out: through the entries recorded with it.
+const THROUGH_LEADS: &str = "account-wide: had through the entries recorded with it for the organizations holding the number";
+
+/// When the service had each account-wide opt-out of `rows` (organization `*`, which is
+/// never pushed itself; by seq): once every entry recorded with it in its account (the same
+/// `event_ref`, one per organization holding the number) was, each when its push was
+/// answered (or recorded, when no lead of it was mirrored to push).
+async fn service_through_leads(
+    pool: &Pool,
+    rows: &[OptOutRow],
+) -> Result<HashMap<i64, Option<Timestamp>>, crate::store::Error> {
+    let account_wide: Vec<&OptOutRow> = rows
+        .iter()
+        .filter(|r| r.organization_id == crate::model::ACCOUNT_WIDE)
+        .collect();
+    let refs: Vec<String> = account_wide.iter().map(|r| r.event_ref.clone()).collect();
+    let copies = pool.shared_copies(&refs).await?;
+    Ok(account_wide
+        .iter()
+        .map(|row| {
+            let with: Vec<&SharedCopy> = copies
+                .iter()
+                .filter(|c| c.event_ref == row.event_ref && c.account_id == row.account_id)
+                .collect();
+            (row.seq, had_all(&with))
+        })
+        .collect())
 }
 
 /// A destination's place in an opt-out: had at its `sent` time, not yet without an

@@ -124,6 +124,7 @@ impl Tally {
         let summary = &mut self.summary;
         let totals = &mut summary.totals;
         totals.opt_outs += 1;
+        totals.account_wide += u64::from(item.organization_id == crate::model::ACCOUNT_WIDE);
         match item.state {
             State::Honoured => totals.honoured += 1,
             State::HonouredLate => totals.honoured_late += 1,

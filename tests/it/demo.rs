@@ -222,8 +222,75 @@ async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
         "{shared}"
     );
     assert!(line.contains("account:candidate at most"), "{line}");
-    assert!(
-        said.contains("outreach-sync report compliance --format html"),
-        "{said}"
+    assert!(said.contains("report compliance --format html"), "{said}");
+    tips_tell_what_the_demo_told(&said, line);
+}
+
+/// Each command the demo suggests at its end runs as printed (but `serve`), and the
+/// report's totals are the demo's last line's.
+fn tips_tell_what_the_demo_told(said: &str, line: &str) {
+    let tips: Vec<Vec<&str>> = said
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("outreach-sync --config "))
+        .map(|l| {
+            let command = l.split("    ").next().unwrap_or(l);
+            std::iter::once("--config")
+                .chain(command.split_whitespace())
+                .collect()
+        })
+        .collect();
+    assert!(tips.len() >= 4, "the tips: {said}");
+    for args in tips.iter().filter(|args| !args.contains(&"serve")) {
+        let output = std::process::Command::new(crate::daemon_process::BIN)
+            .args(args)
+            .output()
+            .expect("a tip runs");
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    let config = tips[0][1];
+    let output = std::process::Command::new(crate::daemon_process::BIN)
+        .args([
+            "--config",
+            config,
+            "report",
+            "compliance",
+            "--format",
+            "json",
+        ])
+        .output()
+        .expect("the report");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let t = &report["totals"];
+    let number_before = |what: &str| -> u64 {
+        let before = line.split(what).next().unwrap_or_default();
+        let word = before.split_whitespace().last().unwrap_or_default();
+        word.parse().unwrap_or_else(|_| panic!("{what} in {line}"))
+    };
+    assert_eq!(t["optOuts"], number_before(" opt-outs,"), "{t} / {line}");
+    assert_eq!(
+        t["honoured"],
+        number_before(" honoured everywhere"),
+        "{t} / {line}"
     );
+    assert_eq!(t["pending"], number_before(" pending,"), "{t} / {line}");
+    assert_eq!(t["overdue"], number_before(" overdue,"), "{t} / {line}");
+    assert_eq!(
+        t["unreachable"],
+        number_before(" unreachable"),
+        "{t} / {line}"
+    );
+    // The report names every destination the demo wrote to.
+    let names: Vec<&str> = report["destinations"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    for name in ["service", "crm", "van", "action-network"] {
+        assert!(names.contains(&name), "{name} in {names:?}");
+    }
 }

@@ -107,6 +107,12 @@ pub(super) async fn print_compliance(settings: &Settings) -> anyhow::Result<()> 
         t.unreachable,
         t.sent_after_opt_out
     );
+    if t.account_wide > 0 {
+        println!(
+            "  ({} of the opt-outs are account-wide, organization *: shared from the other account; the service and VAN had each through the entries of its leads)",
+            t.account_wide
+        );
+    }
     if t.pending > 0 {
         println!(
             "  (the final pass ran after the daemon stopped: `crm` never got what it recorded, and shows it as pending)"
