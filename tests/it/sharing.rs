@@ -329,7 +329,7 @@ async fn a_stop_after_a_start_is_no_echo_of_the_shared_push_before_them(backend:
         .expect("history");
     let last = history
         .iter()
-        .rfind(|e| e.account_id == "candidate" && e.source.to_string() == "webhook")
+        .rfind(|e| e.account_id == "candidate" && e.source == outreach_sync::model::Source::Webhook)
         .expect("the candidate's STOP");
     assert!(last.opted_out && !last.superseded, "{last:?}");
     trio.stop().await;
