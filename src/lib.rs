@@ -1,27 +1,32 @@
 //! outreach-sync: a durable, verified consent ledger fed by the outreach messaging service's
-//! webhooks, reconciled against its API, and served to the campaign's other tools.
+//! webhooks, reconciled against its API, served to the campaign's other tools, and written
+//! into its systems of record.
 
-/// The admin listener: the consent ledger over HTTP for the campaign's other tools.
+/// The admin listener: the ledger, the mirror and the daemon's state over HTTP (API and
+/// console), its router and OpenAPI document generated from the handlers.
 pub mod admin;
-/// The daemon: listeners and tasks under one supervisor.
+/// The daemon: its listeners and tasks under one supervisor, stopped in order, reloaded on SIGHUP.
 pub mod app;
-/// The one apply path every writer calls: last-writer-wins, account sync, echoes, ledger.
+/// The one apply path every writer calls: last-writer-wins, account sync, echoes,
+/// suppression, imported lists, ledger entries.
 pub mod apply;
-/// The command line.
+/// The command line: parsing, exit codes, and one function per subcommand.
 pub mod cli;
-/// The typed client of the service's API.
+/// The typed client of the service's v3 and v2.1 APIs: tokens, rate limit, retries, paging.
 pub mod client;
-/// The compliance report: each opt-out against its legal deadline, and messages after it.
+/// The compliance report: when each destination had each opt-out against its legal
+/// deadline, and the messages sent after it.
 pub mod compliance;
-/// The accepted event envelope and its parser.
+/// The accepted event envelope and its two event kinds.
 pub mod events;
 /// The evidence bundle of a number: each ledger entry with its hash and what it stands on.
 pub mod evidence;
 /// Streamed exports of the consent state and the ledger (CSV, JSON lines).
 pub mod export;
-/// Opt-out lists (CSV) read into E.164 numbers as a stream, and recorded.
+/// Opt-out lists (CSV) read as a stream of E.164 numbers, and recorded a batch per transaction.
 pub mod import;
-/// The public ingest listener.
+/// The public ingest listener: each delivery verified on its exact bytes and committed before
+/// the answer.
 pub mod ingest;
 /// Leases in the database: work that runs in one place at a time.
 pub mod lease;
@@ -29,15 +34,19 @@ pub mod lease;
 pub mod ledger;
 /// Serving a router with a connection cap and per-phase deadlines.
 pub mod listener;
-/// Process-wide counters and the Prometheus text rendering.
+/// The daemon's metrics: a `prometheus-client` registry per `Application`, and the gauges read
+/// from the database at scrape time.
 pub mod metrics;
-/// The records the daemon keeps, typed once for the apply path and the storage layer.
+/// The records the daemon keeps and the typed values they are made of (times, E.164 numbers,
+/// the hash chain's encoding, business days, backoff); no I/O.
 pub mod model;
-/// The outbox write path (group commit).
+/// The outbox write path: group commit, applying at once when nothing waits.
 pub mod outbox;
-/// Local consent changes, their push to the service, and the recognition of their echo.
+/// Local consent changes on their way to the service (v3 `PATCH /leads`, v2 `PUT`), retried
+/// with a persisted backoff.
 pub mod pusher;
-/// The scheduled reconciler.
+/// The reconciler: scans the service's leads and stale messages on a schedule and repairs
+/// each difference through the apply path.
 pub mod reconcile;
 /// The account's webhook registrations for this daemon: register, check, rotate.
 pub mod registrations;
@@ -45,23 +54,28 @@ pub mod registrations;
 pub mod rejections;
 /// This process among the replicas of a database: heartbeat and the leader's lease.
 pub mod replica;
-/// Retention: stored deliveries pruned once applied and old enough; never the ledger.
+/// Retention: applied deliveries and finished messages pruned once old enough; never the ledger.
 pub mod retention;
-/// Typed configuration, environment overrides, validation and redaction.
+/// Typed configuration (accounts, subscribers, destinations), environment overrides, `_file`
+/// secrets, validation, redaction, and what a reload replaces.
 pub mod settings;
-/// Opt-outs shared across the accounts served.
+/// Opt-outs shared across accounts: each account's opt-outs recorded in every other one
+/// served, following the ledger from a cursor.
 pub mod share;
 /// "The ledger grew": wakes the followers of the ledger on commit, on any replica.
 pub mod signal;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
-/// The storage layer: the apply path's statements, a folder per backend.
+/// The storage layer: every SQL statement, one trait per concern written once, the dialects'
+/// differences in a folder per backend; the only place a backend is chosen.
 pub mod store;
-/// Consent pushed to the campaign's other tools: a signed webhook sender per subscriber.
+/// The ledger pushed out: subscribers (signed webhooks) and destinations (VAN, Action
+/// Network), each by the one sender with its durable cursor.
 pub mod subscribers;
-/// Logging.
+/// Logging: `tracing` to stderr as text or JSON lines.
 pub mod telemetry;
-/// The daemon's service client and its durable token guard.
+/// An account's service client, with its token-request guard kept in the database.
 pub mod upstream;
-/// The worker that applies the outbox.
+/// The worker: applies the outbox in receipt order, marking rows applied in the same
+/// transaction.
 pub mod worker;
