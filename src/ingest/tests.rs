@@ -1,0 +1,102 @@
+
+use super::*;
+
+#[test]
+fn the_router_refuses_paths_axum_would_panic_on_or_take_twice() {
+    for path in [
+        "/webhooks/:x",
+        "/webhooks/{",
+        "/webhooks/{x}",
+        "/webhooks/{*rest}",
+        "/webhooks/caf\u{e9}",
+        "/healthz",
+        "/",
+        "webhooks",
+    ] {
+        let error = routable([("party", path)]).expect_err(path).to_string();
+        assert!(error.contains("account \"party\""), "{error}");
+    }
+    let error = routable([("party", "/webhooks/a"), ("candidate", "/webhooks/a")])
+        .expect_err("one path twice")
+        .to_string();
+    assert!(
+        error.contains("candidate") && error.contains("\"party\"'s"),
+        "{error}"
+    );
+    assert!(routable([("party", "/webhooks/a"), ("candidate", "/webhooks/b")]).is_ok());
+}
+
+fn key(body: &[u8], webhook_id: Option<&str>) -> Result<String, events::NotJson> {
+    let received = events::receive(body, Utc::now())?;
+    Ok(dedup_key(received.id, webhook_id, body))
+}
+
+#[test]
+fn the_dedup_key_prefers_the_event_id_then_the_webhook_id_then_the_body_hash() {
+    assert_eq!(
+        key(br#"{"id":"evt_1"}"#, Some("msg_1")).unwrap(),
+        "event:evt_1"
+    );
+    assert_eq!(key(br#"{"id":42}"#, None).unwrap(), "event:42");
+    assert_eq!(key(br#"{"x":1}"#, Some("msg_1")).unwrap(), "webhook:msg_1");
+    assert_eq!(
+        key(br#"{"id":""}"#, Some("msg_1")).unwrap(),
+        "webhook:msg_1"
+    );
+    assert!(key(br#"[1,2]"#, None).unwrap().starts_with("sha256:"));
+    assert_eq!(key(b"{not json", None), Err(events::NotJson));
+    assert_eq!(key(br#"{"id":"a"} trailing"#, None), Err(events::NotJson));
+}
+
+#[test]
+fn a_body_that_repeats_a_key_keeps_its_id_and_is_kept_as_unparseable() {
+    let body = br#"{"id":"evt_2","data":{"a":1,"a":2}}"#;
+    assert_eq!(key(body, None).unwrap(), "event:evt_2");
+    let received = events::receive(body, Utc::now()).unwrap();
+    assert!(matches!(
+        received.event,
+        Err(events::ParseError::DuplicateKey(k)) if k == "a"
+    ));
+    assert!(
+        key(br#"{"id":"a","id":"b"}"#, None)
+            .unwrap()
+            .starts_with("sha256:")
+    );
+    assert_eq!(key(br#"{"a":1,"a":2"#, None), Err(events::NotJson));
+}
+
+#[test]
+fn rejected_headers_are_kept_as_name_value_pairs_without_credentials() {
+    let mut headers = HeaderMap::new();
+    headers.insert("x-signature", "sha256=ab\"c".parse().unwrap());
+    headers.insert("authorization", "Bearer secret".parse().unwrap());
+    assert_eq!(
+        headers_as_pairs(&headers),
+        r#"[["x-signature","sha256=ab\"c"]]"#
+    );
+}
+
+#[test]
+fn kept_headers_are_every_value_as_received_in_order_naming_the_one_that_verified() {
+    let mut headers = HeaderMap::new();
+    headers.insert("authorization", "Bearer secret".parse().unwrap());
+    headers.append("x-signature", "bogus".parse().unwrap());
+    headers.insert("content-type", "application/json".parse().unwrap());
+    headers.append("x-signature", "ab\"c".parse().unwrap());
+    let verified = SignatureHeader {
+        name: "x-signature".into(),
+        position: 1,
+    };
+    let (kept, at) = headers_as_received(&headers, &verified);
+    assert_eq!(
+        kept,
+        r#"[["x-signature","bogus"],["x-signature","ab\"c"],["content-type","application/json"]]"#
+    );
+    assert_eq!(at, Some(1));
+    assert_eq!(kept, headers_as_pairs(&headers));
+    let credential = SignatureHeader {
+        name: "authorization".into(),
+        position: 0,
+    };
+    assert_eq!(headers_as_received(&headers, &credential).1, None);
+}

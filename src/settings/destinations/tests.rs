@@ -1,0 +1,117 @@
+
+use super::*;
+
+fn van() -> DestinationSettings {
+    DestinationSettings::new(
+        "van-main",
+        DestinationKind::Van,
+        "https://api.securevan.com/v4",
+        "key",
+    )
+}
+
+#[test]
+fn a_name_a_subscriber_has_is_refused() {
+    let error = validate(&[van()], &["van-main"]).expect_err("refused");
+    assert!(error.to_string().contains("destination.name"), "{error}");
+    assert!(validate(&[van()], &["crm"]).is_ok());
+}
+
+#[test]
+fn a_van_key_on_an_action_network_destination_is_refused_naming_it() {
+    let mut an = DestinationSettings::new(
+        "an",
+        DestinationKind::ActionNetwork,
+        "https://actionnetwork.org/api/v2",
+        "key",
+    );
+    assert!(validate(std::slice::from_ref(&an), &[]).is_ok());
+    an.van_id_field = Some("VanID".into());
+    let error = validate(&[an], &[]).expect_err("refused");
+    assert!(error.to_string().contains("van_id_field"), "{error}");
+}
+
+#[test]
+fn a_database_mode_other_than_0_or_1_and_no_key_are_refused() {
+    let mut d = van();
+    d.database_mode = Some(2);
+    let error = validate(&[d], &[]).expect_err("refused");
+    assert!(
+        error.to_string().contains("destination.database_mode"),
+        "{error}"
+    );
+    let mut d = van();
+    d.api_key = None;
+    let error = validate(&[d], &[]).expect_err("refused");
+    assert!(error.to_string().contains("destination.api_key"), "{error}");
+}
+
+fn two_accounts() -> super::super::Settings {
+    let account = |name: &str| super::super::AccountSettings {
+        name: name.to_owned(),
+        ..super::super::AccountSettings::default()
+    };
+    super::super::Settings {
+        account: vec![account("party"), account("candidate")],
+        ..super::super::Settings::default()
+    }
+}
+
+#[test]
+fn a_van_destination_names_its_accounts_when_several_are_served() {
+    let mut settings = two_accounts();
+    settings.destination = vec![van()];
+    let error = settings.validate_scopes().expect_err("refused");
+    let text = error.to_string();
+    assert!(text.contains("destination.accounts"), "{text}");
+    assert!(text.contains("a VAN ID means a person only"), "{text}");
+    settings.destination[0].accounts = vec!["party".into()];
+    assert!(settings.validate_scopes().is_ok());
+    // With one account served, it need not name it.
+    let mut one = super::super::Settings {
+        destination: vec![van()],
+        ..super::super::Settings::default()
+    };
+    assert!(one.validate_scopes().is_ok());
+    one.destination[0].accounts = vec!["default".into()];
+    assert!(one.validate_scopes().is_ok());
+}
+
+#[test]
+fn an_account_no_one_serves_is_refused_naming_the_key() {
+    let mut settings = two_accounts();
+    let mut an = DestinationSettings::new(
+        "an",
+        DestinationKind::ActionNetwork,
+        "https://actionnetwork.org/api/v2",
+        "key",
+    );
+    an.accounts = vec!["party".into(), "partty".into()];
+    settings.destination = vec![an];
+    let text = settings.validate_scopes().expect_err("refused").to_string();
+    assert!(text.contains("destination.accounts"), "{text}");
+    assert!(text.contains("`partty`"), "{text}");
+    settings.destination.clear();
+    let mut crm = super::super::SubscriberSettings::new(
+        "crm",
+        "http://127.0.0.1:9/hooks",
+        "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
+    );
+    crm.accounts = vec!["nobody".into()];
+    settings.subscriber = vec![crm];
+    let text = settings.validate_scopes().expect_err("refused").to_string();
+    assert!(text.contains("subscriber.accounts"), "{text}");
+}
+
+#[test]
+fn the_key_never_shows_in_debug_nor_in_the_serialized_settings() {
+    let d = DestinationSettings::new(
+        "an",
+        DestinationKind::ActionNetwork,
+        "https://actionnetwork.org/api/v2",
+        "an-secret-key-123",
+    );
+    assert!(!format!("{d:?}").contains("an-secret-key-123"));
+    let shown = serde_json::to_string(&d).expect("serializes");
+    assert!(!shown.contains("an-secret-key-123"), "{shown}");
+}

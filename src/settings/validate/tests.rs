@@ -1,0 +1,273 @@
+
+use super::*;
+
+/// `text` loaded as the configuration file, with `env` as the environment.
+fn load_with(text: &str, env: &[(&str, &str)]) -> Result<Settings, SettingsError> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("config.toml");
+    std::fs::write(&path, text).expect("write the file");
+    let env: Vec<(String, String)> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Settings::load_from(Some(&path), &env)
+}
+
+fn load(text: &str) -> Result<Settings, SettingsError> {
+    load_with(text, &[])
+}
+
+/// An `[[account]]` named `name` with `extra` keys and its own webhook secret.
+fn account(name: &str, extra: &str) -> String {
+    account_signed(name, extra, &[&format!("whsec-{name}")])
+}
+
+/// An `[[account]]` whose `[account.webhook]` has `secrets`.
+fn account_signed(name: &str, extra: &str, secrets: &[&str]) -> String {
+    format!(
+        "[[account]]\nname = {name:?}\nbase_url = \"https://api.example.org\"\nclient_id = \"{name}@example.org\"\nclient_secret = \"TOPSECRET-{name}\"\n{extra}\n[account.webhook]\nsecrets = {secrets:?}\n\n"
+    )
+}
+
+/// The error loading `text` gives, which must name `key` and quote no secret.
+fn refused(text: &str, key: &str) -> String {
+    let error = load(text).expect_err("refused").to_string();
+    assert!(error.contains(&format!("`{key}`")), "{key}: {error}");
+    for secret in ["TOPSECRET", "hunter2"] {
+        assert!(!error.contains(secret), "{error}");
+    }
+    error
+}
+
+const WEBHOOK: &str = "[webhook]\nsecrets = [\"s\"]\n";
+
+#[test]
+fn ingest_paths_the_router_cannot_take_or_a_client_cannot_reach_are_refused_naming_the_key() {
+    for path in [
+        "/webhooks/:x",
+        "/webhooks/{",
+        "/webhooks/{x}",
+        "/webhooks/{*rest}",
+        "/webhooks/*",
+        "/webhooks/café",
+        "/webhooks/a%20b",
+        "/webhooks/a b",
+        "/webhooks//x",
+        "/webhooks/",
+        "/webhooks/../x",
+        "webhooks",
+        "/",
+        "/healthz",
+        "/readyz",
+        "/sources",
+        "/sources/twilio-main",
+    ] {
+        let error = refused(
+            &account("party", &format!("ingest_path = {path:?}")),
+            "account.ingest_path",
+        );
+        assert!(error.contains("account \"party\""), "{path}: {error}");
+        let error = refused(
+            &format!("{WEBHOOK}[ingest]\npath = {path:?}\n"),
+            "ingest.path",
+        );
+        assert!(!error.contains("account \""), "{path}: {error}");
+    }
+    let long = format!("/{}", "a".repeat(MAX_INGEST_PATH_CHARS));
+    refused(
+        &format!("{WEBHOOK}[ingest]\npath = {long:?}\n"),
+        "ingest.path",
+    );
+    // Two parameters the router would take as one route (it panicked).
+    refused(
+        &(account("party", "ingest_path = \"/webhooks/{a}\"")
+            + &account("candidate", "ingest_path = \"/webhooks/{b}\"")),
+        "account.ingest_path",
+    );
+    // The second account may not take what the first may not.
+    for path in ["/healthz", "/", "/readyz", "/sources/twilio-main"] {
+        let error = refused(
+            &(account("party", "") + &account("candidate", &format!("ingest_path = {path:?}"))),
+            "account.ingest_path",
+        );
+        assert!(error.contains("\"candidate\""), "{error}");
+    }
+    // What a client sends as it is routes.
+    let settings =
+        load(&(account("party", "ingest_path = \"/hooks/Party.v1~x_y-z\"") + &account("b", "")))
+            .expect("a path of unreserved characters");
+    assert_eq!(settings.served()[0].ingest.path, "/hooks/Party.v1~x_y-z");
+}
+
+#[test]
+fn a_name_longer_than_an_id_is_refused_for_accounts_subscribers_and_destinations() {
+    let long = "a".repeat(5_000);
+    let error = refused(&account(&long, ""), "account.name");
+    assert!(error.contains("at most 200 characters"), "{error}");
+    assert!(error.len() < 400, "the name is quoted bounded: {error}");
+    let at_most = "a".repeat(crate::model::MAX_ID_CHARS);
+    load(&account(&at_most, "")).expect("200 characters is an id");
+    let subscriber = format!(
+        "{WEBHOOK}[[subscriber]]\nname = {long:?}\nurl = \"https://crm.example.org/hooks\"\nsecret = \"whsec_c2VjcmV0\"\n"
+    );
+    refused(&subscriber, "subscriber.name");
+    let destination = format!(
+        "{WEBHOOK}[[destination]]\nname = {long:?}\nkind = \"action_network\"\nbase_url = \"https://actionnetwork.org/api/v2\"\napi_key = \"k\"\n"
+    );
+    refused(&destination, "destination.name");
+}
+
+#[test]
+fn one_webhook_secret_in_two_accounts_is_refused_naming_both_never_the_secret() {
+    let error = refused(
+        &(account_signed("party", "", &["TOPSECRET-shared"])
+            + &account_signed("candidate", "", &["TOPSECRET-shared"])),
+        "account.webhook.secrets",
+    );
+    assert!(
+        error.contains("\"party\"") && error.contains("\"candidate\""),
+        "{error}"
+    );
+    // The same key, once as HMAC text and once as a Standard Webhooks secret.
+    let candidate = account_signed("candidate", "", &["whsec_VE9QU0VDUkVULXNoYXJlZA=="]).replace(
+        "[account.webhook]\n",
+        "[account.webhook]\nscheme = \"standard-webhooks\"\n",
+    );
+    refused(
+        &(account_signed("party", "", &["TOPSECRET-shared"]) + &candidate),
+        "account.webhook.secrets",
+    );
+    // A rotation keeps two secrets in one account: that is no sharing.
+    load(
+        &(account_signed("party", "", &["one", "two", "one"])
+            + &account_signed("candidate", "", &["three"])),
+    )
+    .expect("each account its own secrets");
+}
+
+#[test]
+fn sections_a_configuration_with_accounts_does_not_read_are_refused_saying_where_they_go() {
+    let error = refused(&format!("{WEBHOOK}{}", account("party", "")), "webhook");
+    assert!(error.contains("[account.webhook]"), "{error}");
+    let error = refused(
+        &format!("[ingest]\npath = \"/webhooks\"\n{}", account("party", "")),
+        "ingest.path",
+    );
+    assert!(error.contains("ingest_path"), "{error}");
+    let error = refused(
+        &format!(
+            "[reconcile]\norganizations = [\"org_1\"]\n{}",
+            account("party", "")
+        ),
+        "reconcile.organizations",
+    );
+    assert!(error.contains("`organizations`"), "{error}");
+    let public = "[ingest]\npublic_url = \"https://hooks.example.org/in\"\n";
+    let error = refused(
+        &format!("{public}{}{}", account("party", ""), account("b", "")),
+        "ingest.public_url",
+    );
+    assert!(error.contains("`public_url`"), "{error}");
+    // A lone account without its own public URL reads it, as before.
+    let settings = load(&format!("{public}{}", account("party", ""))).expect("read");
+    assert_eq!(settings.ingest.public_url, "https://hooks.example.org/in");
+    // From the environment too (a systemd unit's Environment= line).
+    let error = load_with(
+        &account("party", ""),
+        &[("OUTREACH_SYNC__WEBHOOK__SECRETS", "hunter2")],
+    )
+    .expect_err("refused")
+    .to_string();
+    assert!(error.contains("`webhook`"), "{error}");
+    assert!(!error.contains("hunter2"), "{error}");
+}
+
+#[test]
+fn credentials_over_plain_http_to_a_host_not_loopback_are_refused_unless_allowed() {
+    let service = |url: &str, extra: &str| {
+        format!("{WEBHOOK}[service]\nbase_url = {url:?}\nclient_secret = \"TOPSECRET\"\n{extra}\n")
+    };
+    let error = refused(&service("http://api.example.org", ""), "service.base_url");
+    assert!(error.contains("allow_insecure_http"), "{error}");
+    load(&service(
+        "http://api.example.org",
+        "allow_insecure_http = true",
+    ))
+    .expect("allowed");
+    for loopback in [
+        "http://127.0.0.1:9090",
+        "http://localhost:9090",
+        "http://[::1]:9",
+    ] {
+        load(&service(loopback, "")).expect(loopback);
+    }
+    // Without a client secret nothing secret goes there.
+    load(&format!(
+        "{WEBHOOK}[service]\nbase_url = \"http://api.example.org\"\n"
+    ))
+    .expect("no secret");
+
+    let error = refused(
+        &account("party", "").replace("https://api.example.org", "http://api.example.org"),
+        "account.base_url",
+    );
+    assert!(error.contains("\"party\""), "{error}");
+    load(
+        &account("party", "allow_insecure_http = true")
+            .replace("https://api.example.org", "http://api.example.org"),
+    )
+    .expect("allowed for the account");
+
+    let destination = |extra: &str| {
+        format!(
+            "{WEBHOOK}[[destination]]\nname = \"an\"\nkind = \"action_network\"\nbase_url = \"http://actionnetwork.org/api/v2\"\napi_key = \"TOPSECRET\"\n{extra}\n"
+        )
+    };
+    refused(&destination(""), "destination.base_url");
+    load(&destination("allow_insecure_http = true")).expect("allowed");
+    let subscriber = |extra: &str| {
+        format!(
+            "{WEBHOOK}[[subscriber]]\nname = \"crm\"\nurl = \"http://crm.example.org/hooks\"\nsecret = \"whsec_c2VjcmV0\"\n{extra}\n"
+        )
+    };
+    refused(&subscriber(""), "subscriber.url");
+    load(&subscriber("allow_insecure_http = true")).expect("allowed");
+}
+
+#[test]
+fn user_info_in_any_configured_url_is_refused_without_being_shown() {
+    let with_user = "https://van:TOPSECRET@api.securevan.com/v4";
+    refused(
+        &format!(
+            "{WEBHOOK}[[destination]]\nname = \"van\"\nkind = \"van\"\nbase_url = {with_user:?}\napi_key = \"k\"\n"
+        ),
+        "destination.base_url",
+    );
+    refused(
+        &format!(
+            "{WEBHOOK}[[subscriber]]\nname = \"crm\"\nurl = {with_user:?}\nsecret = \"whsec_c2VjcmV0\"\n"
+        ),
+        "subscriber.url",
+    );
+    refused(
+        &format!("{WEBHOOK}[service]\nbase_url = {with_user:?}\n"),
+        "service.base_url",
+    );
+    refused(
+        &format!("{WEBHOOK}[ingest]\npublic_url = {with_user:?}\n"),
+        "ingest.public_url",
+    );
+    refused(
+        &account("party", &format!("public_url = {with_user:?}")),
+        "account.public_url",
+    );
+    refused(
+        &account("party", "").replace("https://api.example.org", "https://party@api.example.org"),
+        "account.base_url",
+    );
+    // Nor when the URL is not one at all.
+    refused(
+        &format!("{WEBHOOK}[service]\nbase_url = \"ftp://me:TOPSECRET@host/x\"\n"),
+        "service.base_url",
+    );
+}
