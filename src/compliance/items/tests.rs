@@ -1,4 +1,3 @@
-
 use chrono::TimeDelta;
 
 use super::*;

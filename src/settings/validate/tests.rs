@@ -1,4 +1,3 @@
-
 use super::*;
 
 /// `text` loaded as the configuration file, with `env` as the environment.

@@ -1,7 +1,9 @@
 //! `outreach-sync demo`: the sandbox, the daemon and generated activity with faults in one
 //! process, with a live view of what happens. No configuration needed.
 
+mod banner;
 mod differences;
+mod finale;
 mod kept;
 mod receiver;
 mod signing;
@@ -18,16 +20,14 @@ use tokio_util::sync::CancellationToken;
 
 pub use differences::{ConsentDifferences, consent_differences};
 use outreach_sync::app::{self, Application};
-use outreach_sync::reconcile::{PassRequest, Reconciler};
 use outreach_sync::settings::{
     DestinationKind, DestinationSettings, LogFormat, Settings, Synchronous,
 };
 use outreach_sync::store::Pool;
-use outreach_sync::{ledger, registrations, upstream};
+use outreach_sync::{registrations, upstream};
 use receiver::DemoSubscriber;
 use signing::sandbox_signing;
 use summary::{print_compliance, print_destinations, print_received};
-use view::LEGEND;
 pub use view::Row;
 
 /// How often the live view prints a line.
@@ -112,7 +112,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
             return Err(error);
         }
     };
-    print_banner(
+    banner::print_banner(
         &args,
         &settings,
         (&sandbox, &candidate),
@@ -122,13 +122,13 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         &admin_token,
     )?;
     for (account, done) in &registered {
-        print_registered(account, done);
+        banner::print_registered(account, done);
     }
 
     let started = Instant::now();
     let stop = stop_signal(args.duration);
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
-    let outcome = finale(
+    let outcome = finale::finale(
         (&sandbox, &candidate, &opted_out_before),
         &settings,
         &pool,
@@ -147,7 +147,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         .with_context(|| format!("reading {} again", kept.config.display()))?;
     print_compliance(&kept_settings).await?;
 
-    print_afterwards(&kept);
+    banner::print_afterwards(&kept);
     Ok(())
 }
 
@@ -176,30 +176,6 @@ fn demo_dir(args: &DemoArgs) -> anyhow::Result<PathBuf> {
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     Ok(dir)
-}
-
-/// How to look at what the demo left: every command with the configuration it ran.
-fn print_afterwards(kept: &kept::Kept) {
-    let dir = kept
-        .config
-        .parent()
-        .map(|d| d.display().to_string())
-        .unwrap_or_default();
-    let config = kept.config.display();
-    println!(
-        "\nstopped. What the demo ran stays in {dir} (config.toml beside the database, its secrets in secrets/):"
-    );
-    println!("  outreach-sync --config {config} status");
-    println!("  outreach-sync --config {config} destinations");
-    println!("  outreach-sync --config {config} report compliance");
-    println!(
-        "  outreach-sync --config {config} report compliance --format html --output {dir}/report.html"
-    );
-    println!(
-        "  outreach-sync --config {config} serve    (then the console, http://{}/, signed in with the token in {})",
-        kept::KEPT_ADMIN,
-        kept.admin_token.display()
-    );
 }
 
 /// Cancelled by the first SIGTERM or SIGINT, or after `duration` seconds when given.
@@ -360,221 +336,6 @@ fn subscriber_secret() -> String {
     )
 }
 
-/// What runs where, the faults, and how to stop.
-fn print_banner(
-    args: &DemoArgs,
-    settings: &Settings,
-    (sandbox, candidate): (&RunningSandbox, &RunningSandbox),
-    crm: &DemoSubscriber,
-    ingest: &str,
-    admin: std::net::SocketAddr,
-    admin_token: &str,
-) -> anyhow::Result<()> {
-    println!("outreach-sync demo");
-    println!(
-        "  sandbox (the simulated service): {}/v3, {} leads in 3 organizations",
-        sandbox.base_url(),
-        args.leads
-    );
-    println!(
-        "  second account `{CANDIDATE}`:        {}/v3, the same people, quiet; opt-outs of `{PARTY}` shared with it",
-        candidate.base_url()
-    );
-    println!(
-        "  daemon ingest:                   {ingest} (`{PARTY}`), /webhooks/{CANDIDATE} (`{CANDIDATE}`)"
-    );
-    println!("  console:                         http://{admin}/ (sign in with the token below)");
-    println!("  daemon admin API:                http://{admin} (token {admin_token})");
-    println!(
-        "  subscriber `crm`:                {} (every consent ledger entry, signed)",
-        crm.url
-    );
-    println!(
-        "  destination `van`:               {} (NGP VAN: each opt-out as \"Do Not Text\")",
-        sandbox.van_url()
-    );
-    println!(
-        "  destination `action-network`:    {} (each opt-out unsubscribed)",
-        sandbox.action_network_url()
-    );
-    println!(
-        "  database:                        {}",
-        settings.database_path()?.display()
-    );
-    println!(
-        "  faults: {:.0}% of webhook events dropped, {:.0}% sent twice, reordered; reconciliation {DEMO_SCHEDULE}",
-        args.drop_rate * 100.0,
-        args.duplicate_rate * 100.0
-    );
-    println!(
-        "  stop with Ctrl-C{}: the activity stops, a final reconciliation pass runs, and the last row follows\n",
-        args.duration
-            .map(|d| format!(" (or after {d} s)"))
-            .unwrap_or_default()
-    );
-    println!("{LEGEND}\n");
-    Ok(())
-}
-
-/// The end: no more activity, the queued deliveries received and applied, the daemon
-/// stopped, one reconciliation pass run alone, and the last row.
-async fn finale(
-    (sandbox, candidate, opted_out_before): (
-        &RunningSandbox,
-        &RunningSandbox,
-        &std::collections::HashSet<String>,
-    ),
-    settings: &Settings,
-    pool: &Pool,
-    daemon_stop: CancellationToken,
-    daemon: tokio::task::JoinHandle<anyhow::Result<()>>,
-    started: Instant,
-) -> anyhow::Result<()> {
-    sandbox.stop_activity();
-    let at = started.elapsed().as_secs();
-    let waiting = sandbox.delivery_counts().waiting;
-    println!(
-        "\n{at:>5}s  the service's activity stopped; delivering the {waiting} webhook events still waiting"
-    );
-    if !sandbox.settle(SETTLE_LIMIT).await {
-        println!(
-            "        {} still waiting after {} s; the final pass repairs what they would have",
-            sandbox.delivery_counts().waiting,
-            SETTLE_LIMIT.as_secs()
-        );
-    }
-    if !applied_all(pool).await {
-        println!(
-            "        the daemon still has deliveries to apply after {} s",
-            APPLY_LIMIT.as_secs()
-        );
-    }
-    if !pushed_all(pool).await {
-        println!(
-            "        opt-outs still queued for a service after {} s",
-            PUSH_LIMIT.as_secs()
-        );
-    }
-    let row = Row::read_in(sandbox, pool, Some(PARTY)).await?;
-    println!("{}", row.line(&format!("{}s", started.elapsed().as_secs())));
-
-    // The daemon's own schedule could start a pass at any moment; the final pass runs alone.
-    daemon_stop.cancel();
-    daemon.await.context("the daemon task")??;
-    let pool = outreach_sync::store::open(settings).await?;
-    for view in settings.served() {
-        final_pass(&view, &pool).await?;
-    }
-    let row = Row::read_in(sandbox, &pool, Some(PARTY)).await?;
-    println!("{}", row.line("final"));
-    let leads = candidate.leads();
-    let shared = leads
-        .iter()
-        .filter(|l| l.global_opted_out && !opted_out_before.contains(&l.id))
-        .count();
-    let candidate_differences =
-        differences::consent_differences_in(&pool, Some(CANDIDATE), &leads).await?;
-    pool.close().await;
-    print_totals(&row);
-    println!(
-        "account `{CANDIDATE}` (no activity of its own): {shared} of its {} leads opted out at its service by opt-outs given to `{PARTY}`; its mirror differs from it for {} leads",
-        leads.len(),
-        candidate_differences.total()
-    );
-    Ok(())
-}
-
-/// One reconciliation pass of the account `settings` is the view of, alone.
-async fn final_pass(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
-    let client = upstream::service_client(settings, pool, Default::default())?;
-    let account = settings.account_name();
-    let reconciler =
-        Reconciler::new(pool.clone(), client, &settings.reconcile).with_account(account);
-    // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
-    // then a second, whole pass follows.
-    let resumed = !ledger::status(pool)
-        .await?
-        .reconciliation_in_progress
-        .is_empty();
-    for _ in 0..(1 + usize::from(resumed)) {
-        let summary = reconciler
-            .run_pass(&PassRequest::default(), &CancellationToken::new())
-            .await
-            .context("the final reconciliation pass")?;
-        println!(
-            "        final reconciliation pass of `{account}` (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
-            summary.leads_scanned,
-            summary.repaired,
-            summary.duration_ms,
-            if summary.errors.is_empty() {
-                String::new()
-            } else {
-                format!(", errors: {}", summary.errors.join("; "))
-            }
-        );
-    }
-    Ok(())
-}
-
-/// The run's totals: the webhooks as the service sent them, what the daemon stored and
-/// recorded, and how far the mirror is from the service.
-fn print_totals(row: &Row) {
-    let w = &row.webhooks;
-    let share = |n: u64| 100.0 * n as f64 / w.events.max(1) as f64;
-    println!(
-        "\n{} webhook events: {} dropped ({:.1}%), {} delivered, {} waiting, {} given up; {} sent twice ({:.1}%); {} attempts refused or unanswered",
-        w.events,
-        w.dropped,
-        share(w.dropped),
-        w.delivered,
-        w.waiting,
-        w.gave_up,
-        w.duplicated,
-        share(w.duplicated),
-        w.failed_attempts,
-    );
-    println!(
-        "the daemon stored {} deliveries ({} quarantined), recorded {} ledger entries; {} reconciliation passes repaired {} differences",
-        row.stored, row.quarantined, row.ledger, row.passes, row.repaired
-    );
-    let d = &row.differences;
-    println!(
-        "the mirror now differs from the service for {} of {} leads ({} with the other consent, {} not mirrored)",
-        d.total(),
-        d.leads,
-        d.wrong,
-        d.missing
-    );
-}
-
-/// Waits (up to [`PUSH_LIMIT`]) until no opt-out waits for a service: those shared with
-/// the second account are the compliance report's too.
-async fn pushed_all(pool: &Pool) -> bool {
-    let deadline = Instant::now() + PUSH_LIMIT;
-    while Instant::now() < deadline {
-        if ledger::status(pool)
-            .await
-            .is_ok_and(|s| s.pushes.pending == 0)
-        {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
-/// Waits (up to [`APPLY_LIMIT`]) until the daemon has applied every stored delivery.
-async fn applied_all(pool: &Pool) -> bool {
-    let deadline = Instant::now() + APPLY_LIMIT;
-    while Instant::now() < deadline {
-        if ledger::status(pool).await.is_ok_and(|s| s.backlog == 0) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    false
-}
-
 /// The daemon's settings, but for where the service is (the sandbox, once it runs).
 fn demo_settings(dir: &std::path::Path, secret: &str) -> Settings {
     let mut settings = Settings::default();
@@ -615,26 +376,6 @@ async fn register(
         .context("registering the daemon's webhooks with the sandbox")?;
     registrations::record_in(pool, settings.account_name(), &registered.check.result).await?;
     Ok(registered)
-}
-
-/// The registrations made, as `webhooks register` says them.
-fn print_registered(account: &str, registered: &registrations::Registered) {
-    println!("`{account}` registered as `outreach-sync webhooks register` does:");
-    for step in &registered.applied {
-        println!("  {:<17} {}", step.planned.kind.as_str(), step.id);
-    }
-    for mocked in &registered.check.mocked {
-        println!(
-            "  {:<17} {} mock event: willPassValidation {}",
-            mocked.kind.as_str(),
-            mocked.id,
-            mocked.will_pass_validation
-        );
-    }
-    for problem in &registered.check.result.problems {
-        println!("  problem: {problem}");
-    }
-    println!();
 }
 
 /// Prints one row every [`VIEW_INTERVAL`] until `stop` (or the daemon stops on its own).
