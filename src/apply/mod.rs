@@ -5,13 +5,13 @@
 //! statements themselves are the storage layer's ([`crate::store::ApplyTx`]).
 
 use crate::model::Timestamp;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::events::{self, ConsentEvent, Event};
+use crate::events::{self, Event};
 use crate::model::Lead;
-use crate::model::{ConsentApplied, ConsentObservation, Holders, Source, StatusObservation};
+use crate::model::{ConsentApplied, ConsentObservation, Source, StatusObservation};
 use crate::store::ApplyTx;
 
 mod consent;
@@ -20,6 +20,7 @@ pub mod imported;
 pub mod local;
 /// A reconciliation pass's page of leads.
 mod page;
+mod plan;
 mod suppression;
 
 pub use echo::{Echo, EchoMatcher, echo_reason};
@@ -108,27 +109,6 @@ impl Outcome {
     }
 }
 
-/// Why a row cannot be applied as it is; the row is quarantined with this reason.
-#[derive(Debug, thiserror::Error)]
-enum Unappliable {
-    #[error("lead {0} is not in the mirror; replay after reconciliation")]
-    UnknownLead(String),
-    #[error("no lead id or number")]
-    NoLead,
-    #[error("{0}")]
-    Unparseable(#[from] events::ParseError),
-}
-
-/// What a batch of deliveries will do to consent.
-#[derive(Default)]
-struct Plan {
-    consent: Vec<ConsentObservation>,
-    /// Rows that cannot be applied, with the reason.
-    quarantined: Vec<(i64, String)>,
-    /// Observations recognised as the echo of a local change.
-    echoes: u64,
-}
-
 /// Applies `rows` (in receipt order) inside the caller's transaction: mirror, statuses and
 /// ledger, and each row marked applied or quarantined, so the caller's commit makes the
 /// whole batch take effect at once. The rows of each account apply together, in their
@@ -170,7 +150,7 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
     let account_sync = policy.account_sync;
-    let plan = plan(tx, account, rows, account_sync).await?;
+    let plan = plan::plan(tx, account, rows, account_sync).await?;
     let echoes = plan.echoes;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
@@ -311,166 +291,6 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
         }
     }
     Ok(kept)
-}
-
-/// Turns the batch's consent events into observations, in receipt order, exactly as
-/// applying the events one by one would: a lead id resolves to its number through the
-/// mirror or an earlier event of the batch, and account sync reaches every holder of the
-/// number known at that point. The numbers are locked before anything of them is read.
-async fn plan<T: ApplyTx + ?Sized>(
-    tx: &mut T,
-    account: &str,
-    rows: &[&Pending],
-    account_sync: bool,
-) -> Result<Plan, crate::store::Error> {
-    let consent: Vec<&ConsentEvent> = rows
-        .iter()
-        .filter_map(|row| match &row.event {
-            Ok(Event::Consent(c)) => Some(c),
-            _ => None,
-        })
-        .collect();
-    let mut known = Known::load(tx, account, &consent, account_sync).await?;
-    let mut plan = Plan::default();
-    for row in rows {
-        let c = match &row.event {
-            Err(e) => {
-                let reason = Unappliable::Unparseable(e.clone());
-                plan.quarantined.push((row.id, reason.to_string()));
-                continue;
-            }
-            Ok(Event::MessageStatus(_)) => continue,
-            Ok(Event::Consent(c)) => c,
-        };
-        let (org, phone) = match resolve(c, &known.located) {
-            Ok(pair) => pair,
-            Err(reason) => {
-                plan.quarantined.push((row.id, reason.to_string()));
-                continue;
-            }
-        };
-        if let Some(lead) = &c.lead_id {
-            known
-                .located
-                .insert(lead.clone(), (org.clone(), phone.clone()));
-        }
-        let targets = match known.holders.as_mut() {
-            Some(holders) => account_sync_targets(holders, &phone, org, c.lead_id.clone()),
-            None => vec![(org, c.lead_id.clone())],
-        };
-        for (organization_id, lead_id) in targets {
-            let mut observation = ConsentObservation {
-                organization_id,
-                phone_number: phone.clone(),
-                lead_id,
-                opted_out: c.opted_out,
-                occurred_at: c.occurred_at,
-                source: Source::Webhook,
-                event_ref: row.dedup_key.clone(),
-                tag_id: c.tag_id.clone(),
-                reason: None,
-                evidence: None,
-            };
-            if let Some(echo) = known.echoes.take(tx, &observation).await? {
-                observation.occurred_at = echo.occurred_at;
-                observation.reason = Some(echo_reason(echo.seq));
-                plan.echoes += 1;
-            }
-            plan.consent.push(observation);
-        }
-    }
-    Ok(plan)
-}
-
-/// What the batch's consent events are planned against, read once for the whole batch
-/// after locking every number they touch.
-struct Known {
-    /// Lead id to its (organization, number): from the mirror, then from the batch's
-    /// earlier events.
-    located: HashMap<String, (String, String)>,
-    /// The holders of each number, with account sync on; grows with the batch's events.
-    holders: Option<Holders>,
-    /// Local changes already pushed, whose webhook echo is recognized.
-    echoes: EchoMatcher,
-}
-
-impl Known {
-    async fn load<T: ApplyTx + ?Sized>(
-        tx: &mut T,
-        account: &str,
-        consent: &[&ConsentEvent],
-        account_sync: bool,
-    ) -> Result<Self, crate::store::Error> {
-        let unresolved: Vec<&str> = consent
-            .iter()
-            .filter(|c| c.organization_id.is_none() || c.phone_number.is_none())
-            .filter_map(|c| c.lead_id.as_deref())
-            .collect();
-        let located = if unresolved.is_empty() {
-            HashMap::new()
-        } else {
-            tx.locate_leads(account, &unresolved).await?
-        };
-        let mut phones: Vec<&str> = consent
-            .iter()
-            .filter_map(|c| c.phone_number.as_deref())
-            .chain(located.values().map(|(_, phone)| phone.as_str()))
-            .collect();
-        phones.sort_unstable();
-        phones.dedup();
-        tx.lock_numbers(&phones).await?;
-        let holders = if account_sync {
-            Some(tx.holders_of(account, &phones).await?)
-        } else {
-            None
-        };
-        let echo_keys: Vec<(&str, &str)> = consent
-            .iter()
-            .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
-            .collect();
-        let echoes = EchoMatcher::load(tx, account, &echo_keys).await?;
-        Ok(Self {
-            located,
-            holders,
-            echoes,
-        })
-    }
-}
-
-/// Account sync: the event's own (organization, lead) first, then every other holder of
-/// `phone` known so far; the event's organization becomes a holder for the events after it.
-fn account_sync_targets(
-    holders: &mut Holders,
-    phone: &str,
-    org: String,
-    lead_id: Option<String>,
-) -> Vec<(String, Option<String>)> {
-    let known = holders.entry(phone.to_owned()).or_default();
-    let mut targets = vec![(org.clone(), lead_id.clone())];
-    for (other, lead) in known.iter() {
-        if !targets.iter().any(|(o, _)| o == other) {
-            targets.push((other.clone(), lead.clone()));
-        }
-    }
-    if !known.iter().any(|(o, _)| *o == org) {
-        known.push((org, lead_id));
-    }
-    targets
-}
-
-/// The (organization, number) a consent event is about.
-fn resolve(
-    c: &ConsentEvent,
-    located: &HashMap<String, (String, String)>,
-) -> Result<(String, String), Unappliable> {
-    match (&c.organization_id, &c.phone_number, &c.lead_id) {
-        (Some(org), Some(phone), _) => Ok((org.clone(), phone.clone())),
-        (_, _, Some(lead)) => located
-            .get(lead)
-            .cloned()
-            .ok_or_else(|| Unappliable::UnknownLead(lead.clone())),
-        _ => Err(Unappliable::NoLead),
-    }
 }
 
 /// Applies status observations (see [`ApplyTx::apply_statuses`]).
