@@ -373,6 +373,13 @@ async fn mirror_in(
     tx.commit().await.expect("commit");
 }
 
+/// [`lead`], holding `van_id` in its custom field `VanID`.
+fn lead_with_van_id(phone: &str, van_id: u64, opted_out: bool) -> serde_json::Value {
+    let mut lead = lead(phone, opted_out);
+    lead["customFields"] = serde_json::json!({"VanID": van_id.to_string()});
+    lead
+}
+
 fn lead(phone: &str, opted_out: bool) -> serde_json::Value {
     serde_json::json!({"id": "lead_1", "organizationId": "org_1", "phoneNumber": phone,
                        "globalOptedOut": opted_out})
@@ -998,23 +1005,18 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
     };
     // The same lead id in both accounts: different people, different VAN IDs. The party's
     // lead opts out; the candidate's does not (and comes first by key).
-    let with_van_id = |phone: &str, van_id: u64, opted_out: bool| {
-        let mut lead = lead(phone, opted_out);
-        lead["customFields"] = serde_json::json!({"VanID": van_id.to_string()});
-        lead
-    };
     mirror_in(
         &app,
         "candidate",
         "pass_1",
-        &[with_van_id(candidate_phone, candidate_van_id, false)],
+        &[lead_with_van_id(candidate_phone, candidate_van_id, false)],
     )
     .await;
     mirror_in(
         &app,
         "party",
         "pass_1",
-        &[with_van_id(party_phone, party_van_id, true)],
+        &[lead_with_van_id(party_phone, party_van_id, true)],
     )
     .await;
     app.settle().await;
@@ -1263,24 +1265,19 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
     else {
         return;
     };
-    let with_van_id = |phone: &str, van_id: u64, opted_out: bool| {
-        let mut lead = lead(phone, opted_out);
-        lead["customFields"] = serde_json::json!({"VanID": van_id.to_string()});
-        lead
-    };
     // The candidate's lead opts out; the party's person is not touched.
     mirror_in(
         &app,
         "party",
         "pass_1",
-        &[with_van_id(party_phone, party_van_id, false)],
+        &[lead_with_van_id(party_phone, party_van_id, false)],
     )
     .await;
     mirror_in(
         &app,
         "candidate",
         "pass_1",
-        &[with_van_id(candidate_phone, party_van_id, true)],
+        &[lead_with_van_id(candidate_phone, party_van_id, true)],
     )
     .await;
     app.settle().await;
@@ -1314,7 +1311,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
         &app,
         "party",
         "pass_2",
-        &[with_van_id(party_phone, party_van_id, true)],
+        &[lead_with_van_id(party_phone, party_van_id, true)],
     )
     .await;
     app.settle().await;
