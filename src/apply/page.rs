@@ -61,13 +61,15 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
             && let Some(by) = suppression::suppressed_by(&l.id, None, stored, suppression)
         {
             let entry = suppression::entry_ref(by, &l.id);
-            if let Some(push) = tx.answered_push(account, &entry).await? {
-                // The service took the suppression's opt-out for this lead and shows it
-                // opted in now: an opt-in given since, by the person, in that organization.
-                // Recorded, it lifts the suppression for this lead alone.
+            let answered = tx.answered_push(account, &entry).await?;
+            if answered.is_some() || service_had_it_since(stored, suppression) {
+                // The service had this lead opted out after the number was suppressed (it
+                // took the suppression's push, or showed the lead opted out since) and shows
+                // it opted in now: an opt-in given since, by the person, in that
+                // organization. Recorded, it lifts the suppression for this lead alone.
                 let mut opt_in = reconcile_observation(pass_id, l, fetched_at);
                 if let Some(KeptEvidence::Reconcile { follows_push, .. }) = &mut opt_in.evidence {
-                    *follows_push = Some(push);
+                    *follows_push = answered;
                 }
                 observations.push(opt_in);
                 known.push(stored.is_some());
@@ -108,6 +110,21 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     counts.suppressed =
         suppression::queue_pushes(tx, account, &kept, &applied[differences..], fetched_at).await?;
     Ok(counts)
+}
+
+/// Whether the service itself showed the pair opted out (a webhook or a pass) no earlier than
+/// the number's suppression: it had the opt-out then, so finding the lead opted in now is
+/// an opt-in given after the suppression, not a service that was never told.
+fn service_had_it_since(
+    stored: Option<&crate::model::StoredConsent>,
+    suppression: Option<&crate::model::Suppression>,
+) -> bool {
+    let (Some(state), Some(suppression)) = (stored, suppression) else {
+        return false;
+    };
+    state.rank.opted_out
+        && matches!(state.source, Source::Webhook | Source::Reconcile)
+        && state.rank.changed_at >= suppression.since.at()
 }
 
 /// The pairs of `leads` found not opted out whose opt-out made here is still queued for the

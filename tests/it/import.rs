@@ -658,3 +658,51 @@ async fn an_opt_in_found_after_the_suppressions_push_was_answered_is_recorded_an
     assert_eq!((again.repaired, again.suppressed), (0, 0), "{again:?}");
     app.stop().await;
 }
+
+on_both_backends!(an_opt_in_after_the_service_showed_a_suppressed_lead_opted_out_is_recorded);
+/// A suppressed number's new lead, found opted out at the service by a pass (it had the
+/// opt-out after the suppression), then opted in there by the person (the webhook lost): the
+/// next pass records the opt-in instead of suppressing the lead again.
+async fn an_opt_in_after_the_service_showed_a_suppressed_lead_opted_out_is_recorded(
+    backend: Backend,
+) {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 5,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
+    pass(&app, &sandbox).await;
+    let number = "+15559990012";
+    let (status, report) = import(&app, "account=true", exported_list(&[number], &[])).await;
+    assert_eq!(status, 200, "{report}");
+    let organization = sandbox.leads()[0].organization_id.clone();
+    let lead = new_lead(&sandbox, &organization, number).await;
+    sandbox
+        .text_stop(&organization, number)
+        .expect("the sandbox takes the text");
+    let seen = pass(&app, &sandbox).await;
+    assert_eq!(
+        seen.suppressed, 0,
+        "opted out at the service already: {seen:?}"
+    );
+    sandbox
+        .text_start(&organization, number)
+        .expect("the sandbox takes the text");
+    let after = pass(&app, &sandbox).await;
+    assert_eq!((after.repaired, after.suppressed), (1, 0), "{after:?}");
+    assert!(lead_at_sandbox(&sandbox, &lead).is_some_and(|l| !l.global_opted_out));
+    let current = outreach_sync::ledger::current(&app.pool, number, Some(&organization))
+        .await
+        .expect("current");
+    assert_eq!(
+        current.iter().map(|r| r.opted_out).collect::<Vec<_>>(),
+        [false],
+        "the mirror equals the service: {current:?}"
+    );
+    app.stop().await;
+}
