@@ -594,6 +594,29 @@ async fn a_pass_that_reads_the_service_before_an_imported_opt_out_arrives_does_n
     app.stop().await;
 }
 
+/// A campaign of one organization whose number `number` an account-wide list suppressed,
+/// and a lead with it created at the service afterwards (not yet mirrored): the sandbox,
+/// the daemon, the organization and the lead's id.
+async fn suppressed_lead(
+    backend: Backend,
+    number: &str,
+) -> Option<(RunningSandbox, TestApp, String, String)> {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 5,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let app = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await?;
+    pass(&app, &sandbox).await;
+    let (status, report) = import(&app, "account=true", exported_list(&[number], &[])).await;
+    assert_eq!(status, 200, "{report}");
+    let organization = sandbox.leads()[0].organization_id.clone();
+    let lead = new_lead(&sandbox, &organization, number).await;
+    Some((sandbox, app, organization, lead))
+}
+
 on_both_backends!(
     an_opt_in_found_after_the_suppressions_push_was_answered_is_recorded_and_lifts_it
 );
@@ -604,22 +627,10 @@ on_both_backends!(
 async fn an_opt_in_found_after_the_suppressions_push_was_answered_is_recorded_and_lifts_it(
     backend: Backend,
 ) {
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: 5,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
-    .await
-    .expect("sandbox");
-    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+    let number = "+15559990011";
+    let Some((sandbox, app, organization, lead)) = suppressed_lead(backend, number).await else {
         return;
     };
-    pass(&app, &sandbox).await;
-    let number = "+15559990011";
-    let (status, report) = import(&app, "account=true", exported_list(&[number], &[])).await;
-    assert_eq!(status, 200, "{report}");
-    let organization = sandbox.leads()[0].organization_id.clone();
-    let lead = new_lead(&sandbox, &organization, number).await;
     assert_eq!(pass(&app, &sandbox).await.suppressed, 1);
     eventually("the suppression's push answered", WAIT, async || {
         app.count("SELECT COUNT(*) FROM pushes WHERE state = 'sent'")
@@ -666,22 +677,10 @@ on_both_backends!(an_opt_in_after_the_service_showed_a_suppressed_lead_opted_out
 async fn an_opt_in_after_the_service_showed_a_suppressed_lead_opted_out_is_recorded(
     backend: Backend,
 ) {
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: 5,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
-    .await
-    .expect("sandbox");
-    let Some(app) = common::spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+    let number = "+15559990012";
+    let Some((sandbox, app, organization, lead)) = suppressed_lead(backend, number).await else {
         return;
     };
-    pass(&app, &sandbox).await;
-    let number = "+15559990012";
-    let (status, report) = import(&app, "account=true", exported_list(&[number], &[])).await;
-    assert_eq!(status, 200, "{report}");
-    let organization = sandbox.leads()[0].organization_id.clone();
-    let lead = new_lead(&sandbox, &organization, number).await;
     sandbox
         .text_stop(&organization, number)
         .expect("the sandbox takes the text");
