@@ -60,17 +60,15 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
         if !l.global_opted_out
             && let Some(by) = suppression::suppressed_by(&l.id, None, stored, suppression)
         {
-            let entry = suppression::entry_ref(by, &l.id);
-            let answered = tx.answered_push(account, &entry).await?;
-            if answered.is_some() || service_had_it_since(stored, suppression) {
-                // The service had this lead opted out after the number was suppressed (it
-                // took the suppression's push, or showed the lead opted out since) and shows
-                // it opted in now: an opt-in given since, by the person, in that
-                // organization. Recorded, it lifts the suppression for this lead alone.
-                let mut opt_in = reconcile_observation(pass_id, l, fetched_at);
-                if let Some(KeptEvidence::Reconcile { follows_push, .. }) = &mut opt_in.evidence {
-                    *follows_push = answered;
-                }
+            if let Some(opt_in) = opt_in_given_since(
+                tx,
+                account,
+                (pass_id, l, fetched_at),
+                by,
+                (stored, suppression),
+            )
+            .await?
+            {
                 observations.push(opt_in);
                 known.push(stored.is_some());
                 continue;
@@ -94,22 +92,61 @@ pub async fn lead_page<T: ApplyTx + ?Sized>(
     // The states just read serve the apply too: the numbers are locked.
     let applied: Vec<ConsentApplied> =
         consent::apply(tx, account, &observations, fetched_at, mirrored).await?;
+    let mut counts = counted(leads.len(), suppressed_new, &known, &applied);
+    let kept: Vec<&ConsentObservation> = observations[differences..].iter().collect();
+    counts.suppressed =
+        suppression::queue_pushes(tx, account, &kept, &applied[differences..], fetched_at).await?;
+    Ok(counts)
+}
+
+/// What a page did to the differences it found: `known` says, for each, whether the
+/// mirror knew the number (a repair once applied) or not (new).
+fn counted(
+    scanned: usize,
+    suppressed_new: u64,
+    known: &[bool],
+    applied: &[ConsentApplied],
+) -> PageApplied {
     let mut counts = PageApplied {
-        scanned: leads.len() as u64,
+        scanned: scanned as u64,
         new: suppressed_new,
         ..PageApplied::default()
     };
-    for (known, outcome) in known.iter().zip(&applied) {
+    for (known, outcome) in known.iter().zip(applied) {
         match (known, outcome.current) {
             (false, _) => counts.new += 1,
             (true, true) => counts.repaired += 1,
             (true, false) => {}
         }
     }
-    let kept: Vec<&ConsentObservation> = observations[differences..].iter().collect();
-    counts.suppressed =
-        suppression::queue_pushes(tx, account, &kept, &applied[differences..], fetched_at).await?;
-    Ok(counts)
+    counts
+}
+
+/// The opt-in a pass found for lead `l`, whose number entry `by` suppresses, when the
+/// service had that lead opted out after the suppression (it took the suppression's push,
+/// or showed the lead opted out since) and shows it opted in now: an opt-in given since, by
+/// the person, in that organization. Recorded, it lifts the suppression for this lead alone.
+async fn opt_in_given_since<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &str,
+    (pass_id, l, fetched_at): (&str, &Lead, DateTime<Utc>),
+    by: i64,
+    (stored, suppression): (
+        Option<&crate::model::StoredConsent>,
+        Option<&crate::model::Suppression>,
+    ),
+) -> Result<Option<ConsentObservation>, crate::store::Error> {
+    let answered = tx
+        .answered_push(account, &suppression::entry_ref(by, &l.id))
+        .await?;
+    if answered.is_none() && !service_had_it_since(stored, suppression) {
+        return Ok(None);
+    }
+    let mut opt_in = reconcile_observation(pass_id, l, fetched_at);
+    if let Some(KeptEvidence::Reconcile { follows_push, .. }) = &mut opt_in.evidence {
+        *follows_push = answered;
+    }
+    Ok(Some(opt_in))
 }
 
 /// Whether the service itself showed the pair opted out (a webhook or a pass) no earlier than

@@ -281,6 +281,20 @@ impl Sender {
                 }
             }
         }
+        self.finish(entry, plan, done, refused, &unanswered).await?;
+        Ok(None)
+    }
+
+    /// Records how the entry ended once its steps are done: refused, unconfirmed (a step
+    /// sent twice and never answered), or sent; what the person was told is kept with it.
+    async fn finish(
+        &self,
+        entry: &LedgerEntry,
+        plan: &Plan,
+        done: i64,
+        refused: Option<String>,
+        unanswered: &[&str],
+    ) -> Result<(), crate::store::Error> {
         let person = plan.person.as_str();
         let unconfirmed = (!unanswered.is_empty()).then(|| {
             format!(
@@ -299,10 +313,11 @@ impl Sender {
                 ..ending(OutcomeKind::Sent, None, None, None)
             },
         };
+        let name = self.subscriber.name.as_str();
         self.outcomes
             .record_ending(name, entry.seq, done, ending, Timestamp(Utc::now()))
             .await?;
-        Ok(None)
+        Ok(())
     }
 }
 
