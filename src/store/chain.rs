@@ -13,45 +13,43 @@ macro_rules! chain_columns {
 
 pub(crate) use chain_columns;
 
-/// `ChainStore` for the pool type `$pool`.
-macro_rules! statements {
-    ($pool:ty) => {
-        impl $crate::store::ChainStore for $pool {
-            async fn chain_page(
-                &self,
-                after: i64,
-                limit: i64,
-            ) -> Result<Vec<crate::model::chain::ChainRow>, crate::store::Error> {
-                Ok(sqlx::query_as(concat!(
-                    "SELECT ",
-                    crate::store::chain::chain_columns!(),
-                    " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
-                ))
-                .bind(after)
-                .bind(limit)
-                .fetch_all(self)
-                .await?)
-            }
+use super::backend::on_backend;
+use super::{ChainStore, Pool};
 
-            async fn chain_head(
-                &self,
-            ) -> Result<crate::model::chain::ChainHead, crate::store::Error> {
-                // The hash is NULL on SQLite until the entries recorded before the chain
-                // are hashed.
-                let last: Option<(i64, Option<String>)> =
-                    sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-                        .fetch_optional(self)
-                        .await?;
-                Ok(match last {
-                    None => crate::model::chain::ChainHead::empty(),
-                    Some((seq, hash)) => crate::model::chain::ChainHead {
-                        seq,
-                        hash: hash.unwrap_or_default(),
-                    },
-                })
-            }
-        }
-    };
+impl ChainStore for Pool {
+    async fn chain_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::chain::ChainRow>, crate::store::Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(concat!(
+                "SELECT ",
+                crate::store::chain::chain_columns!(),
+                " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
+            ))
+            .bind(after)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
+
+    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, crate::store::Error> {
+        on_backend!(self, |pool| {
+            // The hash is NULL on SQLite until the entries recorded before the chain
+            // are hashed.
+            let last: Option<(i64, Option<String>)> =
+                sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+                    .fetch_optional(pool)
+                    .await?;
+            Ok(match last {
+                None => crate::model::chain::ChainHead::empty(),
+                Some((seq, hash)) => crate::model::chain::ChainHead {
+                    seq,
+                    hash: hash.unwrap_or_default(),
+                },
+            })
+        })
+    }
 }
-
-pub(crate) use statements;

@@ -11,7 +11,10 @@ mod apply;
 pub use apply::{
     ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
-pub(crate) use apply::{LeadJson, chain_after, entry_key, status_rank, unrecorded};
+pub(crate) use apply::{
+    LEADS_ON_CONFLICT, LeadJson, chain_after, entry_key, sent_after_opt_out, status_rank,
+    unrecorded,
+};
 /// The storage layer's one error type.
 mod error;
 pub use error::{Error, Result};
@@ -38,6 +41,7 @@ pub mod postgres;
 mod chain;
 /// Ingest's statements written once for both backends.
 mod ingest;
+pub use ingest::IngestStore;
 /// Lease and heartbeat statements, one text for both backends.
 mod leases;
 
@@ -63,11 +67,14 @@ mod destinations;
 /// Subscribers' delivery state, one text for both backends.
 mod subscribers;
 
+/// How a statement written once runs on either backend (`on_backend!`).
+mod backend;
+
 /// The other replicas' ledger commits turned into wake-ups of [`crate::signal`].
 mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
-pub use tx::{Gated, IngestStore, OutboxKey, SqliteWriter, Tx};
+pub use tx::{Gated, OutboxKey, SqliteWriter, Tx};
 /// Long reads: a few at a time, on connections of their own.
 mod long_reads;
 pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};
@@ -95,28 +102,21 @@ pub use share::ShareStore;
 /// when the database is opened ([`open`]); every concern's trait is implemented for it by
 /// dispatching to the backend's pool.
 #[derive(Debug, Clone)]
-#[enum_dispatch::enum_dispatch(
-    ChainStore,
-    ComplianceStore,
-    SessionStore,
-    EvidenceStore,
-    ExportStore,
-    LeaseStore,
-    OutboxStore,
-    OutboxCounts,
-    PassStore,
-    PushStore,
-    ReadStore,
-    RetentionStore,
-    StateStore,
-    SubscriberStore,
-    DestinationStore,
-    DemoStore,
-    ShareStore
-)]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),
     Postgres(sqlx::PgPool),
+}
+
+impl From<sqlx::SqlitePool> for Pool {
+    fn from(pool: sqlx::SqlitePool) -> Self {
+        Pool::Sqlite(pool)
+    }
+}
+
+impl From<sqlx::PgPool> for Pool {
+    fn from(pool: sqlx::PgPool) -> Self {
+        Pool::Postgres(pool)
+    }
 }
 
 impl From<&sqlx::SqlitePool> for Pool {

@@ -16,11 +16,9 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::model::{
-    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
-};
-use crate::model::{Lead, Source, Timestamp, is_terminal};
-use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing, status_rank};
+use crate::model::{ConsentStates, Holders, PushedChange, Rank, StoredConsent, Suppression};
+use crate::model::{Source, Timestamp};
+use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// A stored consent state, as read.
 #[derive(sqlx::FromRow)]
@@ -35,7 +33,7 @@ struct StateRow {
 }
 
 /// One column of `rows`, for an array parameter.
-fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
+pub(super) fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
     rows.iter().map(f).collect()
 }
 
@@ -43,82 +41,82 @@ fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
 /// two-key space, apart from the one-key space of the migrator's lock.
 const NUMBER_LOCKS: i32 = 0x6f73_6e00;
 
-crate::store::apply::statements! {
-    PgConnection,
-
-    async fn settle_outbox(
-        &mut self,
-        // Claimed rows are marked applied by the claim itself (`outbox::claim_pending`).
-        _applied: &[i64],
-        quarantined: &[(i64, String)],
-        _now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        if !quarantined.is_empty() {
-            let (ids, reasons): (Vec<i64>, Vec<&str>) =
-                quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
-            sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason,
-                     applied_at = NULL
-                 FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
-            )
-            .bind(ids)
-            .bind(reasons)
-            .execute(&mut *self)
-            .await?;
-        }
-        Ok(())
+pub(crate) async fn settle_outbox(
+    conn: &mut PgConnection,
+    // Claimed rows are marked applied by the claim itself (`outbox::claim_pending`).
+    _applied: &[i64],
+    quarantined: &[(i64, String)],
+    _now: DateTime<Utc>,
+) -> Result<(), crate::store::Error> {
+    if !quarantined.is_empty() {
+        let (ids, reasons): (Vec<i64>, Vec<&str>) =
+            quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
+        sqlx::query(
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason,
+                 applied_at = NULL
+             FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
+        )
+        .bind(ids)
+        .bind(reasons)
+        .execute(&mut *conn)
+        .await?;
     }
+    Ok(())
+}
 
-    async fn sent_after_opt_out(
-        &mut self,
-        account: &str,
-        messages: &[NewMessage<'_>],
-    ) -> Result<u64, crate::store::Error> {
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
-            "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
-             AS k (id, lead, created, after)",
-            "$5"
-        ))
+pub(crate) async fn sent_after_opt_out(
+    conn: &mut PgConnection,
+    account: &str,
+    messages: &[NewMessage<'_>],
+) -> Result<u64, crate::store::Error> {
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let sql = store::sent_after_opt_out(
+        "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+         AS k (id, lead, created, after)",
+        "$5",
+    );
+    let count: i64 = sqlx::query_scalar(&sql)
         .bind(column(messages, |m| m.id))
         .bind(column(messages, |m| m.lead_id))
         .bind(column(messages, |m| m.created.at()))
         .bind(column(messages, |m| m.after.at()))
         .bind(account)
-        .fetch_one(&mut *self)
+        .fetch_one(&mut *conn)
         .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn suppressions(
-        &mut self,
-        account: &str,
-        phones: &[&str],
-    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-        if phones.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT phone_number, seq, since FROM suppressions
-             WHERE phone_number = ANY($1) AND account_id = $2",
-        )
-        .bind(phones)
-        .bind(account)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(phone, seq, since)| {
-                let since = Timestamp(since);
-                (phone, Suppression { seq, since })
-            })
-            .collect())
-    }
+    Ok(u64::try_from(count).unwrap_or(0))
 }
 
-async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), crate::store::Error> {
+pub(crate) async fn suppressions(
+    conn: &mut PgConnection,
+    account: &str,
+    phones: &[&str],
+) -> Result<HashMap<String, Suppression>, crate::store::Error> {
+    if phones.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
+        "SELECT phone_number, seq, since FROM suppressions
+         WHERE phone_number = ANY($1) AND account_id = $2",
+    )
+    .bind(phones)
+    .bind(account)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(phone, seq, since)| {
+            let since = Timestamp(since);
+            (phone, Suppression { seq, since })
+        })
+        .collect())
+}
+
+pub(crate) async fn lock_numbers(
+    conn: &mut PgConnection,
+    phones: &[&str],
+) -> Result<(), crate::store::Error> {
     if phones.is_empty() {
         return Ok(());
     }
@@ -136,7 +134,7 @@ async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), cr
     Ok(())
 }
 
-async fn locate_leads(
+pub(crate) async fn locate_leads(
     conn: &mut PgConnection,
     account: &str,
     lead_ids: &[&str],
@@ -154,7 +152,7 @@ async fn locate_leads(
     Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
 }
 
-async fn holders_of(
+pub(crate) async fn holders_of(
     conn: &mut PgConnection,
     account: &str,
     phones: &[&str],
@@ -170,7 +168,7 @@ async fn holders_of(
     Ok(crate::model::holders(rows))
 }
 
-async fn pushed_changes(
+pub(crate) async fn pushed_changes(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -198,7 +196,7 @@ async fn pushed_changes(
     .await?)
 }
 
-async fn unsent_opt_outs_of(
+pub(crate) async fn unsent_opt_outs_of(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -222,7 +220,7 @@ async fn unsent_opt_outs_of(
     Ok(rows.into_iter().collect())
 }
 
-async fn consent_states(
+pub(crate) async fn consent_states(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -259,7 +257,7 @@ async fn consent_states(
     ))
 }
 
-async fn append_ledger(
+pub(crate) async fn append_ledger(
     conn: &mut PgConnection,
     account: &str,
     entries: &[NewEntry<'_>],
@@ -337,7 +335,7 @@ async fn append_ledger(
     Ok(seqs)
 }
 
-async fn write_states(
+pub(crate) async fn write_states(
     conn: &mut PgConnection,
     account: &str,
     states: &[StateWrite<'_>],
@@ -371,131 +369,7 @@ async fn write_states(
     Ok(())
 }
 
-async fn upsert_leads(
-    conn: &mut PgConnection,
-    account: &str,
-    leads: &[(&Lead, DateTime<Utc>)],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    // One row per lead (an upsert cannot touch a row twice): its latest observation.
-    let mut latest: HashMap<&str, &(&Lead, DateTime<Utc>)> = HashMap::new();
-    for observed in leads {
-        let slot = latest.entry(observed.0.id.as_str()).or_insert(observed);
-        if observed.1 >= slot.1 {
-            *slot = observed;
-        }
-    }
-    if latest.is_empty() {
-        return Ok(0);
-    }
-    let rows: Vec<&(&Lead, DateTime<Utc>)> = latest.into_values().collect();
-    let json = rows
-        .iter()
-        .map(|(lead, _)| LeadJson::of(lead))
-        .collect::<Result<Vec<_>, _>>()?;
-    let done = sqlx::query(concat!(
-        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
-             follow_up, email, postal_code, phone_number_type, active_group_ids,
-             inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-             content_hash, updated_at, account_id)
-         SELECT id, o, p, fn, ln, notes, fu, email, pc, pt, ag::jsonb, ig::jsonb, tags::jsonb,
-                cf::jsonb, created, observed, hash, $18, $19
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                     $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::int8[])
-              AS r (id, o, p, fn, ln, notes, fu, email, pc, pt, ag, ig, tags, cf, created,
-                    observed, hash) ",
-        crate::store::apply::leads_on_conflict!()
-    ))
-    .bind(column(&rows, |r| r.0.id.as_str()))
-    .bind(column(&rows, |r| r.0.organization_id.as_str()))
-    .bind(column(&rows, |r| r.0.phone_number.as_str()))
-    .bind(column(&rows, |r| r.0.first_name.as_deref()))
-    .bind(column(&rows, |r| r.0.last_name.as_deref()))
-    .bind(column(&rows, |r| r.0.notes.as_deref()))
-    .bind(column(&rows, |r| r.0.follow_up.as_deref()))
-    .bind(column(&rows, |r| r.0.email.as_deref()))
-    .bind(column(&rows, |r| r.0.postal_code.as_deref()))
-    .bind(column(&rows, |r| r.0.phone_number_type.as_deref()))
-    .bind(column(&json, |j| j.active_group_ids.as_str()))
-    .bind(column(&json, |j| j.inactive_group_ids.as_str()))
-    .bind(column(&json, |j| j.tag_ids.as_str()))
-    .bind(column(&json, |j| j.custom_fields.as_str()))
-    .bind(column(&rows, |r| r.0.created_at.as_deref()))
-    .bind(
-        rows.iter()
-            .map(|(_, at)| crate::model::to_millis(*at))
-            .collect::<Vec<_>>(),
-    )
-    .bind(json.iter().map(|j| j.hash).collect::<Vec<_>>())
-    .bind(now)
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn apply_statuses(
-    conn: &mut PgConnection,
-    account: &str,
-    observations: &[StatusObservation<'_>],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    // One row per message (an upsert cannot touch a row twice): its highest-ranked
-    // observation, which is what applying them one by one would leave.
-    let mut best: HashMap<&str, &StatusObservation<'_>> = HashMap::new();
-    for o in observations {
-        let slot = best.entry(o.message.id.as_str()).or_insert(o);
-        if status_rank(o) >= status_rank(slot) {
-            *slot = o;
-        }
-    }
-    if best.is_empty() {
-        return Ok(0);
-    }
-    let rows: Vec<&StatusObservation<'_>> = best.into_values().collect();
-    let done = sqlx::query(
-        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
-         SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12, $13
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::text[])
-              AS r (id, thread, status, kind, created, code, lead, org, terminal, at, src)
-         ON CONFLICT (id, account_id) DO UPDATE SET
-             thread_id = COALESCE(excluded.thread_id, messages.thread_id),
-             status = excluded.status, type = COALESCE(excluded.type, messages.type),
-             created_at = COALESCE(excluded.created_at, messages.created_at),
-             error_code = excluded.error_code,
-             lead_id = COALESCE(excluded.lead_id, messages.lead_id),
-             organization_id = COALESCE(excluded.organization_id, messages.organization_id),
-             terminal = excluded.terminal, status_at = excluded.status_at,
-             source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-             > (messages.terminal, messages.status_at, messages.status, COALESCE(messages.error_code, ''))",
-    )
-    .bind(rows.iter().map(|o| o.message.id.as_str()).collect::<Vec<_>>())
-    .bind(column(&rows, |o| o.message.thread_id.as_deref()))
-    .bind(rows.iter().map(|o| o.message.status.as_str()).collect::<Vec<_>>())
-    .bind(column(&rows, |o| o.message.kind.as_deref()))
-    .bind(column(&rows, |o| o.message.created_at.as_deref()))
-    .bind(column(&rows, |o| o.message.error_code.as_deref()))
-    .bind(column(&rows, |o| o.lead_id))
-    .bind(column(&rows, |o| o.organization_id))
-    .bind(rows.iter().map(|o| is_terminal(&o.message.status)).collect::<Vec<_>>())
-    .bind(
-        rows.iter()
-            .map(|o| crate::model::to_millis(o.occurred_at))
-            .collect::<Vec<_>>(),
-    )
-    .bind(rows.iter().map(|o| o.source.as_str()).collect::<Vec<_>>())
-    .bind(now)
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn suppress(
+pub(crate) async fn suppress(
     conn: &mut PgConnection,
     account: &str,
     opt_outs: &[Suppressing<'_>],
@@ -517,7 +391,7 @@ async fn suppress(
     Ok(())
 }
 
-async fn lift_suppressions(
+pub(crate) async fn lift_suppressions(
     conn: &mut PgConnection,
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
@@ -537,7 +411,7 @@ async fn lift_suppressions(
     Ok(())
 }
 
-async fn claim_pending(
+pub(crate) async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
     now: DateTime<Utc>,

@@ -10,20 +10,15 @@ use crate::store::codec;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::SqliteConnection;
 
 use crate::model::chain::ChainHead;
-use crate::model::{
-    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
-};
-use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
-use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
+use crate::model::{ConsentStates, Holders, PushedChange, Rank, StoredConsent, Suppression};
+use crate::model::{Source, Timestamp};
+use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
-/// Rows per INSERT of leads: 19 parameters each.
-const LEADS_PER_STATEMENT: usize = 1000;
 
 /// The last entry of the chain, which the next one follows.
 async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
@@ -38,84 +33,81 @@ async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::sto
     }
 }
 
-crate::store::apply::statements! {
-    SqliteConnection,
-
-    async fn settle_outbox(
-        &mut self,
-        applied: &[i64],
-        quarantined: &[(i64, String)],
-        now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        for (id, reason) in quarantined {
-            sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?, applied_at = NULL
-                 WHERE id = ?",
-            )
-            .bind(reason)
-            .bind(id)
-            .execute(&mut *self)
-            .await?;
-        }
-        if !applied.is_empty() {
-            sqlx::query(
-                "UPDATE outbox SET state = 'applied', applied_at = ?
-                 WHERE id IN (SELECT value FROM json_each(?))",
-            )
-            .bind(Timestamp(now))
-            .bind(codec::json_param(applied)?)
-            .execute(&mut *self)
-            .await?;
-        }
-        Ok(())
-    }
-
-    async fn sent_after_opt_out(
-        &mut self,
-        account: &str,
-        messages: &[NewMessage<'_>],
-    ) -> Result<u64, crate::store::Error> {
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
-            "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
-                     value ->> 'created' AS created, value ->> 'after' AS after
-              FROM json_each(?1)) AS k",
-            "?2"
-        ))
-        .bind(codec::json_param(messages)?)
-        .bind(account)
-        .fetch_one(&mut *self)
-        .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn suppressions(
-        &mut self,
-        account: &str,
-        phones: &[&str],
-    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-        if phones.is_empty() {
-            return Ok(HashMap::new());
-        }
-    let rows: Vec<(String, i64, Timestamp)> = codec::json_rows_in(
-            self,
-            "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
-             FROM json_each(?1) AS k
-             JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
-            codec::json_param(phones)?,
-            account,
+pub(crate) async fn settle_outbox(
+    conn: &mut SqliteConnection,
+    applied: &[i64],
+    quarantined: &[(i64, String)],
+    now: DateTime<Utc>,
+) -> Result<(), crate::store::Error> {
+    for (id, reason) in quarantined {
+        sqlx::query(
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?, applied_at = NULL
+             WHERE id = ?",
         )
+        .bind(reason)
+        .bind(id)
+        .execute(&mut *conn)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
-            .collect())
     }
+    if !applied.is_empty() {
+        sqlx::query(
+            "UPDATE outbox SET state = 'applied', applied_at = ?
+             WHERE id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(Timestamp(now))
+        .bind(codec::json_param(applied)?)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
-async fn lock_numbers(
+pub(crate) async fn sent_after_opt_out(
+    conn: &mut SqliteConnection,
+    account: &str,
+    messages: &[NewMessage<'_>],
+) -> Result<u64, crate::store::Error> {
+    if messages.is_empty() {
+        return Ok(0);
+    }
+    let sql = store::sent_after_opt_out(
+        "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
+                 value ->> 'created' AS created, value ->> 'after' AS after
+          FROM json_each(?1)) AS k",
+        "?2",
+    );
+    let count: i64 = sqlx::query_scalar(&sql)
+        .bind(codec::json_param(messages)?)
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?;
+    Ok(u64::try_from(count).unwrap_or(0))
+}
+
+pub(crate) async fn suppressions(
+    conn: &mut SqliteConnection,
+    account: &str,
+    phones: &[&str],
+) -> Result<HashMap<String, Suppression>, crate::store::Error> {
+    if phones.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<(String, i64, Timestamp)> = codec::json_rows_in(
+        conn,
+        "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
+         FROM json_each(?1) AS k
+         JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
+        codec::json_param(phones)?,
+        account,
+    )
+    .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
+        .collect())
+}
+
+pub(crate) async fn lock_numbers(
     _conn: &mut SqliteConnection,
     _phones: &[&str],
 ) -> Result<(), crate::store::Error> {
@@ -123,7 +115,7 @@ async fn lock_numbers(
     Ok(())
 }
 
-async fn locate_leads(
+pub(crate) async fn locate_leads(
     conn: &mut SqliteConnection,
     account: &str,
     lead_ids: &[&str],
@@ -142,7 +134,7 @@ async fn locate_leads(
     Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
 }
 
-async fn holders_of(
+pub(crate) async fn holders_of(
     conn: &mut SqliteConnection,
     account: &str,
     phones: &[&str],
@@ -159,7 +151,7 @@ async fn holders_of(
     Ok(crate::model::holders(rows))
 }
 
-async fn pushed_changes(
+pub(crate) async fn pushed_changes(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -183,7 +175,7 @@ async fn pushed_changes(
     .await?)
 }
 
-async fn unsent_opt_outs_of(
+pub(crate) async fn unsent_opt_outs_of(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -204,7 +196,7 @@ async fn unsent_opt_outs_of(
     Ok(rows.into_iter().collect())
 }
 
-async fn consent_states(
+pub(crate) async fn consent_states(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
@@ -241,7 +233,7 @@ async fn consent_states(
     Ok(ConsentStates(states))
 }
 
-async fn append_ledger(
+pub(crate) async fn append_ledger(
     conn: &mut SqliteConnection,
     account: &str,
     entries: &[NewEntry<'_>],
@@ -317,7 +309,7 @@ async fn append_ledger(
     Ok(seqs)
 }
 
-async fn write_states(
+pub(crate) async fn write_states(
     conn: &mut SqliteConnection,
     account: &str,
     states: &[StateWrite<'_>],
@@ -361,106 +353,7 @@ async fn write_states(
     Ok(())
 }
 
-async fn upsert_leads(
-    conn: &mut SqliteConnection,
-    account: &str,
-    leads: &[(&Lead, DateTime<Utc>)],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    if leads.is_empty() {
-        return Ok(0);
-    }
-    let now = Timestamp(now);
-    // Leads the mirror does not have yet are plain inserts, which cannot abort and so
-    // need no statement journal; the others (and a lead's later observations in the same
-    // batch) are updated where newer and different. Rows are bound as parameters: for
-    // wide rows that is cheaper than JSON extraction.
-    let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-    let stored: HashSet<String> = codec::json_rows_in::<String, _>(
-        conn,
-        "SELECT json_group_array(l.id) FROM json_each(?1) AS k
-         JOIN leads AS l ON l.id = k.value AND l.account_id = ?2",
-        codec::json_param(&ids)?,
-        account,
-    )
-    .await?
-    .into_iter()
-    .collect();
-    let mut first = HashSet::new();
-    type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
-    let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
-        !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
-    });
-    let mut written = 0;
-    for (rows, insert_sql, conflict) in [
-        (fresh, "INSERT OR IGNORE INTO", ""),
-        (
-            known,
-            "INSERT INTO",
-            concat!(" ", crate::store::apply::leads_on_conflict!()),
-        ),
-    ] {
-        written += write_leads(conn, account, &rows, insert_sql, conflict, now).await?;
-    }
-    Ok(written)
-}
-
-async fn apply_statuses(
-    conn: &mut SqliteConnection,
-    account: &str,
-    observations: &[StatusObservation<'_>],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    if observations.is_empty() {
-        return Ok(0);
-    }
-    #[derive(Serialize)]
-    struct StatusRow<'a> {
-        #[serde(flatten)]
-        message: &'a MessageStatus,
-        lead: Option<&'a str>,
-        org: Option<&'a str>,
-        terminal: bool,
-        at: Timestamp,
-        src: &'static str,
-    }
-    let rows: Vec<StatusRow> = observations
-        .iter()
-        .map(|o| StatusRow {
-            message: o.message,
-            lead: o.lead_id,
-            org: o.organization_id,
-            terminal: is_terminal(&o.message.status),
-            at: Timestamp(o.occurred_at),
-            src: o.source.as_str(),
-        })
-        .collect();
-    let done = sqlx::query(
-        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
-         SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
-             value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
-             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2, ?3
-         FROM json_each(?1) WHERE true ORDER BY key
-         ON CONFLICT (id, account_id) DO UPDATE SET
-             thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
-             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
-             error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
-             organization_id = COALESCE(excluded.organization_id, organization_id),
-             terminal = excluded.terminal, status_at = excluded.status_at,
-             source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-             > (terminal, status_at, status, COALESCE(error_code, ''))",
-    )
-    .bind(codec::json_param(&rows)?)
-    .bind(Timestamp(now))
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn suppress(
+pub(crate) async fn suppress(
     conn: &mut SqliteConnection,
     account: &str,
     opt_outs: &[Suppressing<'_>],
@@ -481,7 +374,7 @@ async fn suppress(
     Ok(())
 }
 
-async fn lift_suppressions(
+pub(crate) async fn lift_suppressions(
     conn: &mut SqliteConnection,
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
@@ -503,61 +396,10 @@ async fn lift_suppressions(
     Ok(())
 }
 
-async fn claim_pending(
+pub(crate) async fn claim_pending(
     conn: &mut SqliteConnection,
     limit: i64,
     _now: DateTime<Utc>,
 ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
     super::outbox::pending(conn, limit).await
-}
-
-/// Writes leads as multi-row `{verb} leads ... {conflict}` statements; returns the rows
-/// written.
-async fn write_leads(
-    conn: &mut SqliteConnection,
-    account: &str,
-    rows: &[&(&Lead, DateTime<Utc>)],
-    verb: &str,
-    conflict: &str,
-    now: Timestamp,
-) -> Result<u64, crate::store::Error> {
-    let mut written = 0;
-    for chunk in rows.chunks(LEADS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-            "{verb} leads (id, organization_id, phone_number, first_name, last_name,
-                 notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
-                 inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                 content_hash, updated_at, account_id) "
-        ));
-        // Encoded first, so that a lead that cannot be encoded is an error, not a row.
-        let columns = chunk
-            .iter()
-            .map(|(lead, _)| LeadJson::of(lead))
-            .collect::<Result<Vec<_>, _>>()?;
-        let encoded = chunk.iter().zip(columns);
-        insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
-            row.push_bind(&lead.id)
-                .push_bind(&lead.organization_id)
-                .push_bind(&lead.phone_number)
-                .push_bind(&lead.first_name)
-                .push_bind(&lead.last_name)
-                .push_bind(&lead.notes)
-                .push_bind(&lead.follow_up)
-                .push_bind(&lead.email)
-                .push_bind(&lead.postal_code)
-                .push_bind(&lead.phone_number_type)
-                .push_bind(json.active_group_ids)
-                .push_bind(json.inactive_group_ids)
-                .push_bind(json.tag_ids)
-                .push_bind(json.custom_fields)
-                .push_bind(&lead.created_at)
-                .push_bind(Timestamp(*observed_at))
-                .push_bind(json.hash)
-                .push_bind(now)
-                .push_bind(account);
-        });
-        insert.push(conflict);
-        written += insert.build().execute(&mut *conn).await?.rows_affected();
-    }
-    Ok(written)
 }

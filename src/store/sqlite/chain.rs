@@ -9,8 +9,6 @@ use crate::model::chain::{ChainRow, GENESIS};
 /// the write lock, so it stays short.
 const FILL_BATCH: i64 = 5_000;
 
-crate::store::chain::statements!(SqlitePool);
-
 /// Computes the hash of every entry that has none (those recorded before the chain), in
 /// seq order from the entry before the first of them: the one update the append-only
 /// trigger allows (see migration `20261125200001_ledger_chain`). Run after the migrations;

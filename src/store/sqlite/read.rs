@@ -6,10 +6,11 @@ use crate::model::StoredEvent;
 use crate::store::codec;
 use serde_json::Value;
 
-crate::store::read::statements! {
-    sqlx::SqlitePool,
-    collate: "",
-    lead_json: "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
+/// Follows every text column a listing is ordered by.
+pub(crate) const COLLATE: &str = "";
+
+/// Selects a lead as the v3 resource `FROM leads AS l` with its consent state `s`.
+pub(crate) const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
         'organizationId', l.organization_id, 'activeGroupIds', json(l.active_group_ids),
         'inactiveGroupIds', json(l.inactive_group_ids), 'customFields', json(l.custom_fields),
         'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
@@ -18,34 +19,42 @@ crate::store::read::statements! {
         'createdAt', l.created_at, 'accountId', l.account_id)
         FROM leads AS l LEFT JOIN consent_state AS s
         ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
-       AND s.account_id = l.account_id",
-    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
+       AND s.account_id = l.account_id";
+
+/// The states of the numbers bound as `$1`, in their order, in one organization (`$2`) or all.
+pub(crate) const LOOKUP: &str =
+    "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
                 s.account_id
          FROM json_each($1) AS k JOIN consent_state AS s ON s.phone_number = k.value
          WHERE $2 IS NULL OR s.organization_id = $2
-         ORDER BY k.key, s.account_id, s.organization_id",
-    |phones| codec::json_param(phones)?,
-    outbox_counts: "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
+         ORDER BY k.key, s.account_id, s.organization_id";
+
+/// `status`'s counts of the outbox: pending, quarantined, applied, and the oldest pending.
+pub(crate) const OUTBOX_COUNTS: &str =
+    "SELECT COALESCE(SUM(state = 'pending'), 0), COALESCE(SUM(state = 'quarantined'), 0),
             COALESCE(SUM(state = 'applied'), 0),
             (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
-         FROM outbox",
-    message_counts: "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
-            (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE terminal = 0)",
-    push_counts: "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
+         FROM outbox";
+
+/// The push queue's counts.
+pub(crate) const PUSH_COUNTS: &str = "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
                 COALESCE(SUM(state = 'failed'), 0) AS failed,
                 COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
                 (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
                 (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
                  ORDER BY last_attempt_at DESC LIMIT 1) AS last_push_error
-             FROM pushes",
-    minute: "substr(received_at, 1, 16)",
+             FROM pushes";
 
-    async fn events(
-        &self,
-        quarantined_only: bool,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, crate::store::Error> {
-        Ok(sqlx::query_as(
+/// The minute of `received_at`, as `YYYY-MM-DDTHH:MM`.
+pub(crate) const MINUTE: &str = "substr(received_at, 1, 16)";
+
+/// The most recent stored deliveries, newest first ([`crate::store::ReadStore::events`]).
+pub(crate) async fn events(
+    pool: &sqlx::SqlitePool,
+    quarantined_only: bool,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, crate::store::Error> {
+    Ok(sqlx::query_as(
             "SELECT id, dedup_key, received_at,
                 CASE WHEN json_valid(CAST(body AS TEXT))
                      THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
@@ -55,12 +64,17 @@ crate::store::read::statements! {
         )
         .bind(quarantined_only)
         .bind(limit)
-        .fetch_all(self)
+        .fetch_all(pool)
         .await?)
-    }
+}
 
-    async fn message(&self, id: &str, account: &str) -> Result<Option<Value>, crate::store::Error> {
-        let found: Option<String> = sqlx::query_scalar(
+/// The tracked message `id` of `account` ([`crate::store::ReadStore::message`]).
+pub(crate) async fn message(
+    pool: &sqlx::SqlitePool,
+    id: &str,
+    account: &str,
+) -> Result<Option<Value>, crate::store::Error> {
+    let found: Option<String> = sqlx::query_scalar(
             "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
                 'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
@@ -70,8 +84,7 @@ crate::store::read::statements! {
         )
         .bind(id)
         .bind(account)
-        .fetch_optional(self)
+        .fetch_optional(pool)
         .await?;
-        Ok(found.as_deref().map(codec::json_decoded).transpose()?)
-    }
+    Ok(found.as_deref().map(codec::json_decoded).transpose()?)
 }
