@@ -8,7 +8,9 @@ pub use tx::ApplyTx;
 
 use super::codec;
 use crate::model::Lead;
-use crate::model::{ConsentObservation, Rank, Source, StatusObservation, Timestamp};
+use crate::model::{
+    ConsentObservation, ConsentStates, Rank, Source, StatusObservation, StoredConsent, Timestamp,
+};
 use chrono::{DateTime, Utc};
 use std::collections::HashSet;
 
@@ -293,3 +295,28 @@ pub(crate) const LEADS_ON_CONFLICT: &str = "ON CONFLICT (id, account_id) DO UPDA
              updated_at = excluded.updated_at
          WHERE excluded.observed_at >= leads.observed_at
            AND excluded.content_hash <> leads.content_hash";
+
+/// A stored consent state as each backend reads it: (organization, number, rank time,
+/// opted out, lead, seq, source).
+pub(crate) type StateRow = (String, String, Timestamp, bool, Option<String>, i64, Source);
+
+/// The stored states of [`ApplyTx::consent_states`], by (organization, number).
+fn consent_states(rows: Vec<StateRow>) -> ConsentStates {
+    let states = rows
+        .into_iter()
+        .map(|(o, p, at, opted_out, lead_id, seq, source)| {
+            let rank = Rank {
+                changed_at: at.at(),
+                opted_out,
+            };
+            let state = StoredConsent {
+                rank,
+                lead_id,
+                seq: Some(seq),
+                source,
+            };
+            ((o, p), state)
+        })
+        .collect();
+    ConsentStates(states)
+}

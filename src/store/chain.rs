@@ -2,17 +2,6 @@
 //! reading it in seq order and its last entry. (Computing the chain of entries recorded
 //! before it existed is SQLite's `chain`; PostgreSQL's migration computes it.)
 
-/// The columns of a [`ChainRow`](crate::model::chain::ChainRow), selected `FROM ledger`. A
-/// macro, so that the statements built with it are literals.
-macro_rules! chain_columns {
-    () => {
-        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-         source, event_ref, superseded, account_id, tag_id, reason, hash"
-    };
-}
-
-pub(crate) use chain_columns;
-
 use super::backend::on_backend;
 use super::{ChainStore, Pool};
 
@@ -25,7 +14,7 @@ impl ChainStore for Pool {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
-                crate::store::chain::chain_columns!(),
+                crate::store::columns::chain_columns!(),
                 " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
             ))
             .bind(after)

@@ -12,7 +12,7 @@ pub use apply::{
     ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
 pub(crate) use apply::{
-    LEADS_ON_CONFLICT, LeadJson, chain_after, entry_key, sent_after_opt_out, status_rank,
+    LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, sent_after_opt_out, status_rank,
     unrecorded,
 };
 /// The storage layer's one error type.
@@ -39,6 +39,8 @@ pub mod postgres;
 
 /// The hash chain's reads written once for both backends.
 mod chain;
+/// The column lists several statements select.
+mod columns;
 /// Ingest's statements written once for both backends.
 mod ingest;
 pub use ingest::IngestStore;

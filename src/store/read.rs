@@ -1,27 +1,10 @@
 //! Read statements with one text for both backends (`$N` parameters, `CAST(... AS TEXT)`
 //! where PostgreSQL needs a parameter's type): a number's history, its entries for the
-//! evidence bundle, the change feed, the kept rejected deliveries, and the ledger's columns
-//! every listing of entries selects. What differs is in each backend's `read`, side by
+//! evidence bundle, the change feed and the kept rejected deliveries. What differs is in each backend's `read`, side by
 //! side: `COLLATE` follows every text column a listing is ordered by (PostgreSQL sorts
 //! bytewise as SQLite does with `COLLATE "C"`), `LEAD_JSON` selects a lead as the v3
 //! resource, `LOOKUP` reads the states of many numbers in their order, `status`'s counts,
 //! the minute of a delivery, and a delivery and a message as records.
-
-/// Selected `FROM ledger`; `push` and `echo_of` come from the push queue. A macro, so that
-/// the statements built with it are literals (an export's stream borrows its statement).
-macro_rules! ledger_columns {
-    () => {
-        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-         source, event_ref, superseded, account_id,
-         (SELECT p.state FROM pushes AS p WHERE p.seq = ledger.seq) AS push,
-         (SELECT p.seq FROM pushes AS p WHERE p.echo_ref = ledger.event_ref
-            AND p.organization_id = ledger.organization_id AND p.phone_number = ledger.phone_number
-            AND p.account_id = ledger.account_id
-          ORDER BY p.seq LIMIT 1) AS echo_of"
-    };
-}
-
-pub(crate) use ledger_columns;
 
 use std::sync::OnceLock;
 
@@ -90,7 +73,7 @@ impl ReadStore for Pool {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
-                crate::store::read::ledger_columns!(),
+                crate::store::columns::ledger_columns!(),
                 " FROM ledger
                  WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
                  ORDER BY seq"
@@ -110,7 +93,7 @@ impl ReadStore for Pool {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
-                crate::store::read::ledger_columns!(),
+                crate::store::columns::ledger_columns!(),
                 " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
             ))
             .bind(after)
@@ -342,7 +325,7 @@ impl ExportStore for Pool {
             use futures::{StreamExt as _, TryStreamExt as _};
             sqlx::query_as(concat!(
                 "SELECT ",
-                crate::store::read::ledger_columns!(),
+                crate::store::columns::ledger_columns!(),
                 " FROM ledger WHERE seq > $1 ORDER BY seq"
             ))
             .bind(since)
@@ -362,7 +345,7 @@ impl EvidenceStore for Pool {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
-                crate::store::read::ledger_columns!(),
+                crate::store::columns::ledger_columns!(),
                 ", tag_id, reason, hash, CAST(evidence AS TEXT) AS evidence,
                         (SELECT b.hash FROM ledger AS b WHERE b.seq < ledger.seq
                          ORDER BY b.seq DESC LIMIT 1) AS prev_hash

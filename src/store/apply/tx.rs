@@ -187,6 +187,9 @@ pub trait ApplyTx: Send {
 /// transaction of its own.
 impl<T: Lend + Send + ?Sized> ApplyTx for T {
     async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(());
+        }
         on_backend!(self, |conn, dialect| {
             dialect::apply::lock_numbers(conn, phones).await
         })
@@ -197,9 +200,10 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         lead_ids: &[&str],
     ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::locate_leads(conn, account, lead_ids).await
-        })
+        })?;
+        Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
     }
 
     async fn holders_of(
@@ -207,9 +211,10 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         phones: &[&str],
     ) -> Result<Holders, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::holders_of(conn, account, phones).await
-        })
+        })?;
+        Ok(crate::model::holders(rows))
     }
 
     async fn pushed_changes(
@@ -227,9 +232,13 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         keys: &[(&str, &str)],
     ) -> Result<HashSet<(String, String)>, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::unsent_opt_outs_of(conn, account, keys).await
-        })
+        })?;
+        Ok(rows.into_iter().collect())
     }
 
     async fn answered_push(
@@ -270,9 +279,10 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::consent_states(conn, account, keys).await
-        })
+        })?;
+        Ok(super::consent_states(rows))
     }
 
     async fn append_ledger(
@@ -281,6 +291,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
     ) -> Result<Vec<Option<i64>>, crate::store::Error> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
         on_backend!(self, |conn, dialect| {
             dialect::apply::append_ledger(conn, account, entries, recorded_at).await
         })
@@ -291,6 +304,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         states: &[StateWrite<'_>],
     ) -> Result<(), crate::store::Error> {
+        if states.is_empty() {
+            return Ok(());
+        }
         on_backend!(self, |conn, dialect| {
             dialect::apply::write_states(conn, account, states).await
         })
@@ -302,6 +318,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
     ) -> Result<u64, crate::store::Error> {
+        if leads.is_empty() {
+            return Ok(0);
+        }
         on_backend!(self, |conn, dialect| {
             dialect::mirror::upsert_leads(conn, account, leads, now).await
         })
@@ -313,6 +332,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
     ) -> Result<u64, crate::store::Error> {
+        if observations.is_empty() {
+            return Ok(0);
+        }
         on_backend!(self, |conn, dialect| {
             dialect::mirror::apply_statuses(conn, account, observations, now).await
         })
@@ -334,9 +356,13 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         messages: &[NewMessage<'_>],
     ) -> Result<u64, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let count = on_backend!(self, |conn, dialect| {
             dialect::apply::sent_after_opt_out(conn, account, messages).await
-        })
+        })?;
+        Ok(u64::try_from(count).unwrap_or(0))
     }
 
     async fn suppressions(
@@ -344,9 +370,16 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         phones: &[&str],
     ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-        on_backend!(self, |conn, dialect| {
+        if phones.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::suppressions(conn, account, phones).await
-        })
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
+            .collect())
     }
 
     async fn suppress(
@@ -354,6 +387,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         opt_outs: &[Suppressing<'_>],
     ) -> Result<(), crate::store::Error> {
+        if opt_outs.is_empty() {
+            return Ok(());
+        }
         on_backend!(self, |conn, dialect| {
             dialect::apply::suppress(conn, account, opt_outs).await
         })
@@ -364,6 +400,9 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         account: &str,
         opt_ins: &[(&str, DateTime<Utc>)],
     ) -> Result<(), crate::store::Error> {
+        if opt_ins.is_empty() {
+            return Ok(());
+        }
         on_backend!(self, |conn, dialect| {
             dialect::apply::lift_suppressions(conn, account, opt_ins).await
         })

@@ -11,26 +11,14 @@
 //! One file over 400 lines on purpose: a batch's statements in the order the apply path
 //! runs them in one transaction, the locks the first ones take held by the last.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::model::{ConsentStates, Holders, PushedChange, Rank, StoredConsent, Suppression};
-use crate::model::{Source, Timestamp};
+use crate::model::PushedChange;
+use crate::model::Timestamp;
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
-
-/// A stored consent state, as read.
-#[derive(sqlx::FromRow)]
-struct StateRow {
-    organization_id: String,
-    phone_number: String,
-    changed_at: DateTime<Utc>,
-    opted_out: bool,
-    lead_id: Option<String>,
-    seq: i64,
-    source: Source,
-}
 
 /// One column of `rows`, for an array parameter.
 pub(super) fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
@@ -68,58 +56,41 @@ pub(crate) async fn sent_after_opt_out(
     conn: &mut PgConnection,
     account: &str,
     messages: &[NewMessage<'_>],
-) -> Result<u64, crate::store::Error> {
-    if messages.is_empty() {
-        return Ok(0);
-    }
+) -> Result<i64, crate::store::Error> {
     let sql = store::sent_after_opt_out(
         "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
          AS k (id, lead, created, after)",
         "$5",
     );
-    let count: i64 = sqlx::query_scalar(&sql)
+    Ok(sqlx::query_scalar(&sql)
         .bind(column(messages, |m| m.id))
         .bind(column(messages, |m| m.lead_id))
         .bind(column(messages, |m| m.created.at()))
         .bind(column(messages, |m| m.after.at()))
         .bind(account)
         .fetch_one(&mut *conn)
-        .await?;
-    Ok(u64::try_from(count).unwrap_or(0))
+        .await?)
 }
 
 pub(crate) async fn suppressions(
     conn: &mut PgConnection,
     account: &str,
     phones: &[&str],
-) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-    if phones.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
+) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT phone_number, seq, since FROM suppressions
          WHERE phone_number = ANY($1) AND account_id = $2",
     )
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(phone, seq, since)| {
-            let since = Timestamp(since);
-            (phone, Suppression { seq, since })
-        })
-        .collect())
+    .await?)
 }
 
 pub(crate) async fn lock_numbers(
     conn: &mut PgConnection,
     phones: &[&str],
 ) -> Result<(), crate::store::Error> {
-    if phones.is_empty() {
-        return Ok(());
-    }
     // Sorted, so two transactions locking overlapping sets cannot deadlock: volatile
     // functions of the select list run after the ORDER BY.
     sqlx::query(
@@ -138,8 +109,8 @@ pub(crate) async fn locate_leads(
     conn: &mut PgConnection,
     account: &str,
     lead_ids: &[&str],
-) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+) -> Result<Vec<(String, String, String)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1) AND account_id = $2
          UNION ALL
          SELECT lead_id, organization_id, phone_number FROM consent_state
@@ -148,24 +119,22 @@ pub(crate) async fn locate_leads(
     .bind(lead_ids)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    .await?)
 }
 
 pub(crate) async fn holders_of(
     conn: &mut PgConnection,
     account: &str,
     phones: &[&str],
-) -> Result<Holders, crate::store::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT phone_number, organization_id, lead_id FROM consent_state
          WHERE phone_number = ANY($1) AND account_id = $2",
     )
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(crate::model::holders(rows))
+    .await?)
 }
 
 pub(crate) async fn pushed_changes(
@@ -200,12 +169,9 @@ pub(crate) async fn unsent_opt_outs_of(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<HashSet<(String, String)>, crate::store::Error> {
-    if keys.is_empty() {
-        return Ok(HashSet::new());
-    }
+) -> Result<Vec<(String, String)>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    let rows: Vec<(String, String)> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT DISTINCT p.organization_id, p.phone_number
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
@@ -216,17 +182,16 @@ pub(crate) async fn unsent_opt_outs_of(
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().collect())
+    .await?)
 }
 
 pub(crate) async fn consent_states(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<ConsentStates, crate::store::Error> {
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    let rows: Vec<StateRow> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT s.organization_id, s.phone_number, COALESCE(s.rank_at, s.changed_at) AS changed_at,
                 s.opted_out, s.lead_id, s.seq, s.source
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
@@ -237,24 +202,7 @@ pub(crate) async fn consent_states(
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(ConsentStates(
-        rows.into_iter()
-            .map(|row| {
-                let rank = Rank {
-                    changed_at: row.changed_at,
-                    opted_out: row.opted_out,
-                };
-                let state = StoredConsent {
-                    rank,
-                    lead_id: row.lead_id,
-                    seq: Some(row.seq),
-                    source: row.source,
-                };
-                ((row.organization_id, row.phone_number), state)
-            })
-            .collect(),
-    ))
+    .await?)
 }
 
 pub(crate) async fn append_ledger(
@@ -263,9 +211,6 @@ pub(crate) async fn append_ledger(
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
     // Which are recorded already: the numbers are locked, so no other transaction can
     // record them before this one commits.
     let recorded = recorded_already(conn, account, entries).await?;
@@ -340,9 +285,6 @@ pub(crate) async fn write_states(
     account: &str,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
-    if states.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
         "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq,
                                     rank_at, account_id)
@@ -374,9 +316,6 @@ pub(crate) async fn suppress(
     account: &str,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
-    if opt_outs.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
         "INSERT INTO suppressions (phone_number, seq, since, account_id)
          SELECT *, $4 FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
@@ -396,9 +335,6 @@ pub(crate) async fn lift_suppressions(
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
-    if opt_ins.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
         "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
          WHERE s.phone_number = k.phone AND s.since < k.at AND s.account_id = $3",

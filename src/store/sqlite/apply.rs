@@ -7,14 +7,14 @@
 //! runs them in one transaction under the write lock.
 
 use crate::store::codec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 
+use crate::model::PushedChange;
+use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
-use crate::model::{ConsentStates, Holders, PushedChange, Rank, StoredConsent, Suppression};
-use crate::model::{Source, Timestamp};
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
@@ -66,33 +66,26 @@ pub(crate) async fn sent_after_opt_out(
     conn: &mut SqliteConnection,
     account: &str,
     messages: &[NewMessage<'_>],
-) -> Result<u64, crate::store::Error> {
-    if messages.is_empty() {
-        return Ok(0);
-    }
+) -> Result<i64, crate::store::Error> {
     let sql = store::sent_after_opt_out(
         "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
                  value ->> 'created' AS created, value ->> 'after' AS after
           FROM json_each(?1)) AS k",
         "?2",
     );
-    let count: i64 = sqlx::query_scalar(&sql)
+    Ok(sqlx::query_scalar(&sql)
         .bind(codec::json_param(messages)?)
         .bind(account)
         .fetch_one(&mut *conn)
-        .await?;
-    Ok(u64::try_from(count).unwrap_or(0))
+        .await?)
 }
 
 pub(crate) async fn suppressions(
     conn: &mut SqliteConnection,
     account: &str,
     phones: &[&str],
-) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-    if phones.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let rows: Vec<(String, i64, Timestamp)> = codec::json_rows_in(
+) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
+    Ok(codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
          FROM json_each(?1) AS k
@@ -100,11 +93,7 @@ pub(crate) async fn suppressions(
         codec::json_param(phones)?,
         account,
     )
-    .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
-        .collect())
+    .await?)
 }
 
 pub(crate) async fn lock_numbers(
@@ -119,8 +108,8 @@ pub(crate) async fn locate_leads(
     conn: &mut SqliteConnection,
     account: &str,
     lead_ids: &[&str],
-) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+) -> Result<Vec<(String, String, String)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k
          JOIN leads AS l ON l.id = k.value AND l.account_id = ?2
          UNION ALL
@@ -130,16 +119,15 @@ pub(crate) async fn locate_leads(
     .bind(codec::json_param(lead_ids)?)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    .await?)
 }
 
 pub(crate) async fn holders_of(
     conn: &mut SqliteConnection,
     account: &str,
     phones: &[&str],
-) -> Result<Holders, crate::store::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT s.phone_number, s.organization_id, s.lead_id
          FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
          JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
@@ -147,8 +135,7 @@ pub(crate) async fn holders_of(
     .bind(codec::json_param(phones)?)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(crate::model::holders(rows))
+    .await?)
 }
 
 pub(crate) async fn pushed_changes(
@@ -179,11 +166,8 @@ pub(crate) async fn unsent_opt_outs_of(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<HashSet<(String, String)>, crate::store::Error> {
-    if keys.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let rows: Vec<(String, String)> = codec::json_rows_in(
+) -> Result<Vec<(String, String)>, crate::store::Error> {
+    Ok(codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
          FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
@@ -192,17 +176,15 @@ pub(crate) async fn unsent_opt_outs_of(
         codec::json_param(keys)?,
         account,
     )
-    .await?;
-    Ok(rows.into_iter().collect())
+    .await?)
 }
 
 pub(crate) async fn consent_states(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<ConsentStates, crate::store::Error> {
-    type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
-    let rows: Vec<Row> = codec::json_rows_in(
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
+    Ok(codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
                                             COALESCE(s.rank_at, s.changed_at),
@@ -214,23 +196,7 @@ pub(crate) async fn consent_states(
         codec::json_param(keys)?,
         account,
     )
-    .await?;
-    let mut states = HashMap::with_capacity(rows.len());
-    for (o, p, at, opted_out, lead_id, seq, source) in rows {
-        let rank = Rank {
-            changed_at: at.at(),
-            opted_out,
-        };
-        let seq = Some(seq);
-        let state = StoredConsent {
-            rank,
-            lead_id,
-            seq,
-            source,
-        };
-        states.insert((o, p), state);
-    }
-    Ok(ConsentStates(states))
+    .await?)
 }
 
 pub(crate) async fn append_ledger(
@@ -240,9 +206,6 @@ pub(crate) async fn append_ledger(
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
     let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
-    if entries.is_empty() {
-        return Ok(seqs);
-    }
     // The write lock is held: the last entry stays the last, and nothing else records
     // these events, until the commit. So the new entries' seqs and their chain are known
     // before the insert (each hash needs its seq and the hash before it).
@@ -379,9 +342,6 @@ pub(crate) async fn lift_suppressions(
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
-    if opt_ins.is_empty() {
-        return Ok(());
-    }
     let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
     sqlx::query(
         "DELETE FROM suppressions WHERE rowid IN (

@@ -42,7 +42,7 @@ pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> 
         let mut prev = before.flatten().unwrap_or_else(|| GENESIS.to_owned());
         let rows: Vec<ChainRow> = sqlx::query_as(concat!(
             "SELECT ",
-            crate::store::chain::chain_columns!(),
+            crate::store::columns::chain_columns!(),
             " FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
         ))
         .bind(first)

@@ -20,9 +20,6 @@ pub(crate) async fn upsert_leads(
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
-    if leads.is_empty() {
-        return Ok(0);
-    }
     let now = Timestamp(now);
     // Leads the mirror does not have yet are plain inserts, which cannot abort and so
     // need no statement journal; the others (and a lead's later observations in the same
@@ -61,9 +58,6 @@ pub(crate) async fn apply_statuses(
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
-    if observations.is_empty() {
-        return Ok(0);
-    }
     #[derive(Serialize)]
     struct StatusRow<'a> {
         #[serde(flatten)]
