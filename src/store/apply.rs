@@ -176,6 +176,24 @@ pub(crate) fn sent_after_opt_out(messages: &str, account: &str) -> String {
     )
 }
 
+/// The statement of [`ApplyTx::pushed_changes`], one text for both backends: `pairs` gives
+/// the (organization, number) pairs as `k` with their pushes `p`, `attempted` what else an
+/// attempted push must have.
+pub(crate) fn pushed_changes(pairs: &str, attempted: &str) -> String {
+    format!(
+        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
+                p.first_attempt_at, p.last_attempt_at,
+                (SELECT MIN(c.occurred_at) FROM ledger AS c
+                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
+                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
+                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
+         FROM {pairs}
+         JOIN ledger AS l ON l.seq = p.seq
+         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL{attempted}
+         ORDER BY p.seq"
+    )
+}
+
 /// An opt-out entry `e` (not the echo of a local change) earlier than the message `k`'s
 /// `after`, with no opt-in of its number up to the message's creation.
 const OPTED_OUT_BEFORE_K: &str = "e.opted_out AND e.occurred_at < k.after

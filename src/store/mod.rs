@@ -12,8 +12,8 @@ pub use apply::{
     ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
 pub(crate) use apply::{
-    LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, sent_after_opt_out, status_rank,
-    unrecorded,
+    LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, pushed_changes,
+    sent_after_opt_out, status_rank, unrecorded,
 };
 /// The storage layer's one error type.
 mod error;

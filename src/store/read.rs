@@ -3,13 +3,19 @@
 //! evidence bundle, the change feed and the kept rejected deliveries. What differs is in each backend's `read`, side by
 //! side: `COLLATE` follows every text column a listing is ordered by (PostgreSQL sorts
 //! bytewise as SQLite does with `COLLATE "C"`), `LEAD_JSON` selects a lead as the v3
-//! resource, `LOOKUP` reads the states of many numbers in their order, `status`'s counts,
+//! resource, `MESSAGE` a message, `LOOKUP` reads the states of many numbers in their order, `status`'s counts,
 //! the minute of a delivery, and a delivery and a message as records.
 
 use std::sync::OnceLock;
 
 use super::backend::on_backend;
 use super::{EvidenceStore, ExportStore, Pool, ReadStore};
+
+/// What a lead is selected from: the mirror's leads `l` with their consent state `s`.
+const LEADS: &str = "
+        FROM leads AS l LEFT JOIN consent_state AS s
+        ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
+       AND s.account_id = l.account_id";
 
 impl ReadStore for Pool {
     async fn current(
@@ -211,7 +217,7 @@ impl ReadStore for Pool {
     ) -> Result<Option<serde_json::Value>, crate::store::Error> {
         on_backend!(self, |pool, dialect| {
             let found: Option<String> = sqlx::query_scalar(&format!(
-                "SELECT {} WHERE l.id = $1 AND l.account_id = $2",
+                "SELECT {}{LEADS} WHERE l.id = $1 AND l.account_id = $2",
                 dialect::read::LEAD_JSON
             ))
             .bind(id)
@@ -233,7 +239,7 @@ impl ReadStore for Pool {
     ) -> Result<Vec<serde_json::Value>, crate::store::Error> {
         on_backend!(self, |pool, dialect| {
             let rows: Vec<String> = sqlx::query_scalar(&format!(
-                "SELECT {lead_json} WHERE l.phone_number = $1
+                "SELECT {lead_json}{LEADS} WHERE l.phone_number = $1
                    AND (CAST($2 AS TEXT) IS NULL OR l.organization_id = $2)
                    AND (CAST($3 AS TEXT) IS NULL OR l.account_id = $3)
                  ORDER BY l.account_id{collate}, l.organization_id{collate}, l.id{collate}",
@@ -287,7 +293,16 @@ impl ReadStore for Pool {
         account: &str,
     ) -> Result<Option<serde_json::Value>, crate::store::Error> {
         on_backend!(self, |pool, dialect| {
-            dialect::read::message(pool, id, account).await
+            let found = sqlx::query_as(&format!(
+                "SELECT {}
+             FROM messages WHERE id = $1 AND account_id = $2",
+                dialect::read::MESSAGE
+            ))
+            .bind(id)
+            .bind(account)
+            .fetch_optional(pool)
+            .await?;
+            dialect::read::message_json(found)
         })
     }
 }

@@ -455,7 +455,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         now: DateTime<Utc>,
     ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
         on_backend!(self, |conn, dialect| {
-            dialect::apply::claim_pending(conn, limit, now).await
+            dialect::outbox::claim_pending(conn, limit, now).await
         })
     }
 

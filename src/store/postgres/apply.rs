@@ -143,26 +143,20 @@ pub(crate) async fn pushed_changes(
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    Ok(sqlx::query_as(
-        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at,
-                (SELECT MIN(c.occurred_at) FROM ledger AS c
-                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
-                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
-                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
-         FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
+    let sql = store::pushed_changes(
+        "(SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
-                         AND p.account_id = $3
-         JOIN ledger AS l ON l.seq = p.seq
-         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-           AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL
-         ORDER BY p.seq",
-    )
-    .bind(orgs)
-    .bind(phones)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+                         AND p.account_id = $3",
+        // Both times are set once a push is attempted; here they decode as times, never NULL.
+        "
+           AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL",
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(orgs)
+        .bind(phones)
+        .bind(account)
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
 pub(crate) async fn unsent_opt_outs_of(
@@ -345,14 +339,6 @@ pub(crate) async fn lift_suppressions(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-pub(crate) async fn claim_pending(
-    conn: &mut PgConnection,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-    super::outbox::claim_pending(conn, limit, now).await
 }
 
 /// The indices of `entries` whose event the ledger has already recorded for their

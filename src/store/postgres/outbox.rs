@@ -10,7 +10,7 @@ use crate::model::StoredDelivery;
 /// must quarantine instead, and a rollback leaves them all pending): one pass over the rows
 /// instead of a lock now and an update later. Workers of all replicas take disjoint batches
 /// at once, nobody waiting on anybody.
-pub(super) async fn claim_pending(
+pub(crate) async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
     now: DateTime<Utc>,

@@ -8,12 +8,12 @@ use serde_json::{Value, json};
 
 use crate::model::{OutboxState, Source, StoredEvent, Timestamp};
 
-// `json`, not `jsonb`, keeps the keys of a lead in this order; its JSON columns come as
-// stored, and its `globalOptedOut` is false without a consent state, as on SQLite.
 /// Follows every text column a listing is ordered by.
 pub(crate) const COLLATE: &str = " COLLATE \"C\"";
 
-/// Selects a lead as the v3 resource `FROM leads AS l` with its consent state `s`.
+/// A lead `l` as the v3 resource, with its consent state `s`. `json`, not `jsonb`, keeps the
+/// keys of a lead in this order; its JSON columns come as stored, and its `globalOptedOut`
+/// is false without a consent state, as on SQLite.
 pub(crate) const LEAD_JSON: &str =
     "json_build_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
     'organizationId', l.organization_id, 'activeGroupIds', l.active_group_ids,
@@ -21,10 +21,7 @@ pub(crate) const LEAD_JSON: &str =
     'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
     'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
     'tagIds', l.tag_ids, 'globalOptedOut', COALESCE(s.opted_out, FALSE),
-    'createdAt', l.created_at, 'accountId', l.account_id)::text
-    FROM leads AS l LEFT JOIN consent_state AS s
-    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
-   AND s.account_id = l.account_id";
+    'createdAt', l.created_at, 'accountId', l.account_id)::text";
 
 /// The states of the numbers bound as `$1`, in their order, in one organization (`$2`) or all.
 pub(crate) const LOOKUP: &str =
@@ -85,21 +82,16 @@ pub(crate) async fn events(
         .collect())
 }
 
-/// The tracked message `id` of `account` ([`crate::store::ReadStore::message`]).
-pub(crate) async fn message(
-    pool: &sqlx::PgPool,
-    id: &str,
-    account: &str,
+/// A tracked message's columns, made the v3 resource by [`message_json`]
+/// ([`crate::store::ReadStore::message`]).
+pub(crate) const MESSAGE: &str =
+    "id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
+                organization_id, terminal, status_at, source, updated_at, account_id";
+
+/// The message [`MESSAGE`] selected, as the v3 resource.
+pub(crate) fn message_json(
+    found: Option<MessageRow>,
 ) -> Result<Option<Value>, crate::store::Error> {
-    let found: Option<MessageRow> = sqlx::query_as(
-        "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
-                organization_id, terminal, status_at, source, updated_at, account_id
-         FROM messages WHERE id = $1 AND account_id = $2",
-    )
-    .bind(id)
-    .bind(account)
-    .fetch_optional(pool)
-    .await?;
     Ok(found.map(|m| {
         json!({
             "id": m.id,
@@ -145,8 +137,9 @@ fn event_type(body: &[u8]) -> Option<String> {
     }
 }
 
+/// A tracked message, as stored.
 #[derive(sqlx::FromRow)]
-struct MessageRow {
+pub(crate) struct MessageRow {
     id: String,
     thread_id: Option<String>,
     status: String,

@@ -143,23 +143,16 @@ pub(crate) async fn pushed_changes(
     account: &str,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at,
-                (SELECT MIN(c.occurred_at) FROM ledger AS c
-                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
-                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
-                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
-         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
-         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
-         JOIN ledger AS l ON l.seq = p.seq
-         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-         ORDER BY p.seq",
-    )
-    .bind(codec::json_param(keys)?)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+    let sql = store::pushed_changes(
+        "(SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2",
+        "",
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(codec::json_param(keys)?)
+        .bind(account)
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
 pub(crate) async fn unsent_opt_outs_of(
@@ -354,12 +347,4 @@ pub(crate) async fn lift_suppressions(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-pub(crate) async fn claim_pending(
-    conn: &mut SqliteConnection,
-    limit: i64,
-    _now: DateTime<Utc>,
-) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-    super::outbox::pending(conn, limit).await
 }

@@ -7,10 +7,12 @@ use sqlx::SqliteConnection;
 
 use crate::model::StoredDelivery;
 
-/// The first `limit` pending rows, in id order, inside the caller's write transaction.
-pub(super) async fn pending(
+/// The first `limit` pending rows, in id order, inside the caller's write transaction (its
+/// write lock keeps them its own; the transaction settles them).
+pub(crate) async fn claim_pending(
     conn: &mut SqliteConnection,
     limit: i64,
+    _now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.

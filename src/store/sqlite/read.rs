@@ -9,17 +9,14 @@ use serde_json::Value;
 /// Follows every text column a listing is ordered by.
 pub(crate) const COLLATE: &str = "";
 
-/// Selects a lead as the v3 resource `FROM leads AS l` with its consent state `s`.
+/// A lead `l` as the v3 resource, with its consent state `s`.
 pub(crate) const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
         'organizationId', l.organization_id, 'activeGroupIds', json(l.active_group_ids),
         'inactiveGroupIds', json(l.inactive_group_ids), 'customFields', json(l.custom_fields),
         'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
         'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
         'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
-        'createdAt', l.created_at, 'accountId', l.account_id)
-        FROM leads AS l LEFT JOIN consent_state AS s
-        ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
-       AND s.account_id = l.account_id";
+        'createdAt', l.created_at, 'accountId', l.account_id)";
 
 /// The states of the numbers bound as `$1`, in their order, in one organization (`$2`) or all.
 pub(crate) const LOOKUP: &str =
@@ -68,23 +65,17 @@ pub(crate) async fn events(
         .await?)
 }
 
-/// The tracked message `id` of `account` ([`crate::store::ReadStore::message`]).
-pub(crate) async fn message(
-    pool: &sqlx::SqlitePool,
-    id: &str,
-    account: &str,
-) -> Result<Option<Value>, crate::store::Error> {
-    let found: Option<String> = sqlx::query_scalar(
-            "SELECT json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
+/// A tracked message as the v3 resource, built by the statement
+/// ([`crate::store::ReadStore::message`]).
+pub(crate) const MESSAGE: &str = "json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
                 'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
                 'statusAt', status_at, 'source', source, 'updatedAt', updated_at,
-                'accountId', account_id)
-             FROM messages WHERE id = $1 AND account_id = $2",
-        )
-        .bind(id)
-        .bind(account)
-        .fetch_optional(pool)
-        .await?;
-    Ok(found.as_deref().map(codec::json_decoded).transpose()?)
+                'accountId', account_id)";
+
+/// The message [`MESSAGE`] selected, as JSON.
+pub(crate) fn message_json(found: Option<(String,)>) -> Result<Option<Value>, crate::store::Error> {
+    Ok(found
+        .map(|(text,)| codec::json_decoded(&text))
+        .transpose()?)
 }
