@@ -161,7 +161,8 @@ pub(crate) fn sent_after_opt_out(messages: &str, account: &str) -> String {
              WHERE NOT EXISTS (SELECT 1 FROM messages AS m
                                WHERE m.id = k.id AND m.account_id = {account})
                AND (EXISTS (SELECT 1 FROM ledger AS e
-                            WHERE e.lead_id = k.lead AND e.account_id = {account} AND {OPTED_OUT_BEFORE_K})
+                            WHERE e.lead_id = k.lead AND e.account_id = {account} AND
+                                {OPTED_OUT_BEFORE_K})
                     OR EXISTS (SELECT 1 FROM leads AS l
                                JOIN consent_state AS s
                                  ON s.phone_number = l.phone_number

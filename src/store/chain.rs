@@ -2,6 +2,7 @@
 //! reading it in seq order and its last entry. (Computing the chain of entries recorded
 //! before it existed is SQLite's `chain`; PostgreSQL's migration computes it.)
 
+use super::Error;
 use super::backend::on_backend;
 use super::{ChainStore, Pool};
 
@@ -10,7 +11,7 @@ impl ChainStore for Pool {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::chain::ChainRow>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::chain::ChainRow>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
@@ -24,7 +25,7 @@ impl ChainStore for Pool {
         })
     }
 
-    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, crate::store::Error> {
+    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, Error> {
         on_backend!(self, |pool| {
             // The hash is NULL on SQLite until the entries recorded before the chain
             // are hashed.

@@ -1,16 +1,13 @@
 //! The console's sessions, one text for both backends (`$N` parameters; times are Unix
 //! milliseconds from the caller).
 
+use super::Error;
 use super::backend::on_backend;
 use super::{Pool, SessionStore};
 use crate::model::ConsoleSession;
 
 impl SessionStore for Pool {
-    async fn create_session(
-        &self,
-        session: &ConsoleSession,
-        idle_ms: i64,
-    ) -> Result<(), crate::store::Error> {
+    async fn create_session(&self, session: &ConsoleSession, idle_ms: i64) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "DELETE FROM console_sessions WHERE expires_ms <= $1 OR seen_ms <= $1 - $2",
@@ -42,7 +39,7 @@ impl SessionStore for Pool {
         id_hash: &str,
         now_ms: i64,
         idle_ms: i64,
-    ) -> Result<Option<ConsoleSession>, crate::store::Error> {
+    ) -> Result<Option<ConsoleSession>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT id_hash, actor, token_hash, csrf, created_ms, seen_ms, expires_ms
@@ -57,7 +54,7 @@ impl SessionStore for Pool {
         })
     }
 
-    async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), crate::store::Error> {
+    async fn touch_session(&self, id_hash: &str, now_ms: i64) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query("UPDATE console_sessions SET seen_ms = $2 WHERE id_hash = $1")
                 .bind(id_hash)
@@ -68,7 +65,7 @@ impl SessionStore for Pool {
         })
     }
 
-    async fn delete_session(&self, id_hash: &str) -> Result<(), crate::store::Error> {
+    async fn delete_session(&self, id_hash: &str) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query("DELETE FROM console_sessions WHERE id_hash = $1")
                 .bind(id_hash)

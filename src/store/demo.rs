@@ -3,6 +3,7 @@
 //! backends, which differ only in how they read a number out of a pass's JSON summary.
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
+use super::Error;
 use super::Pool;
 use super::backend::on_backend;
 use crate::model::{MirroredConsent, PassTotals};
@@ -10,12 +11,10 @@ use crate::model::{MirroredConsent, PassTotals};
 /// What the demo's view reads of the daemon's database, beside `status`.
 pub trait DemoStore {
     /// Reconciliation passes recorded and the consent differences they repaired.
-    async fn pass_totals(&self) -> Result<crate::model::PassTotals, crate::store::Error>;
+    async fn pass_totals(&self) -> Result<crate::model::PassTotals, Error>;
 
     /// Every row of the `consent_current` view.
-    async fn mirrored_consent(
-        &self,
-    ) -> Result<Vec<crate::model::MirroredConsent>, crate::store::Error>;
+    async fn mirrored_consent(&self) -> Result<Vec<crate::model::MirroredConsent>, Error>;
 }
 
 /// The same on both backends.
@@ -30,13 +29,14 @@ fn pass_totals_sql(pool: &Pool) -> &'static str {
             "SELECT COUNT(*), COALESCE(SUM(summary ->> '$.repaired'), 0) FROM reconcile_passes"
         }
         Pool::Postgres(_) => {
-            "SELECT COUNT(*), COALESCE(SUM((summary ->> 'repaired')::BIGINT), 0)::BIGINT FROM reconcile_passes"
+            "SELECT COUNT(*), COALESCE(SUM((summary ->> 'repaired')::BIGINT), 0)::BIGINT FROM
+                 reconcile_passes"
         }
     }
 }
 
 impl DemoStore for Pool {
-    async fn pass_totals(&self) -> Result<PassTotals, crate::store::Error> {
+    async fn pass_totals(&self) -> Result<PassTotals, Error> {
         let sql = pass_totals_sql(self);
         on_backend!(self, |pool| {
             let (passes, repaired) = sqlx::query_as(sql).fetch_one(pool).await?;
@@ -44,7 +44,7 @@ impl DemoStore for Pool {
         })
     }
 
-    async fn mirrored_consent(&self) -> Result<Vec<MirroredConsent>, crate::store::Error> {
+    async fn mirrored_consent(&self) -> Result<Vec<MirroredConsent>, Error> {
         on_backend!(self, |pool| Ok(sqlx::query_as(MIRRORED_CONSENT)
             .fetch_all(pool)
             .await?))

@@ -2,6 +2,7 @@
 //! bound as `Timestamp`). Their cursor and state are their rows in `subscribers`
 //! ([`crate::store::subscribers`]).
 
+use super::Error;
 use super::backend::on_backend;
 use super::{DestinationStore, Pool};
 use crate::model::{
@@ -14,7 +15,7 @@ impl DestinationStore for Pool {
         name: &str,
         first_seq: i64,
         last_seq: i64,
-    ) -> Result<Vec<EntryProgress>, crate::store::Error> {
+    ) -> Result<Vec<EntryProgress>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT seq, actions_done, outcome, actions_unknown FROM destination_outcomes
@@ -34,7 +35,7 @@ impl DestinationStore for Pool {
         seq: i64,
         (actions_done, actions_unknown): (i64, i64),
         at: Timestamp,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "INSERT INTO destination_outcomes
@@ -64,7 +65,7 @@ impl DestinationStore for Pool {
         actions_done: i64,
         ending: Ending<'_>,
         at: Timestamp,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(
@@ -110,7 +111,7 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn told(&self, name: &str, person: &str) -> Result<Option<Told>, crate::store::Error> {
+    async fn told(&self, name: &str, person: &str) -> Result<Option<Told>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT opted_out, seq, at, confirmed FROM destination_told
@@ -128,7 +129,7 @@ impl DestinationStore for Pool {
         phone: &str,
         opted_out: bool,
         (after_seq, before_seq): (i64, i64),
-    ) -> Result<Vec<(String, String)>, crate::store::Error> {
+    ) -> Result<Vec<(String, String)>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT account_id, organization_id FROM ledger
@@ -145,10 +146,7 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn entries_with(
-        &self,
-        seq: i64,
-    ) -> Result<Vec<(i64, String, bool)>, crate::store::Error> {
+    async fn entries_with(&self, seq: i64) -> Result<Vec<(i64, String, bool)>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT s.seq, s.organization_id, s.superseded FROM ledger AS a
@@ -164,7 +162,7 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn outcome_counts(&self, name: &str) -> Result<OutcomeCounts, crate::store::Error> {
+    async fn outcome_counts(&self, name: &str) -> Result<OutcomeCounts, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT
@@ -193,7 +191,7 @@ impl DestinationStore for Pool {
         state: Option<OutcomeKind>,
         after_seq: i64,
         limit: i64,
-    ) -> Result<Vec<OutcomeRecord>, crate::store::Error> {
+    ) -> Result<Vec<OutcomeRecord>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT o.seq, l.phone_number, l.organization_id, l.lead_id, o.outcome,
@@ -216,7 +214,7 @@ impl DestinationStore for Pool {
         &self,
         first_seq: i64,
         last_seq: i64,
-    ) -> Result<Vec<EntryOutcome>, crate::store::Error> {
+    ) -> Result<Vec<EntryOutcome>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT destination, seq, outcome, reason, at, follows FROM destination_outcomes
@@ -230,7 +228,7 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error> {
+    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, Error> {
         on_backend!(self, |pool| {
             let forgotten = sqlx::query(
                 "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
@@ -245,7 +243,7 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn enable_subscriber(&self, name: &str) -> Result<bool, crate::store::Error> {
+    async fn enable_subscriber(&self, name: &str) -> Result<bool, Error> {
         on_backend!(self, |pool| {
             let enabled = sqlx::query(
                 "UPDATE subscribers SET disabled = FALSE, failures = 0,

@@ -72,7 +72,8 @@ impl<T: Lend + Send + ?Sized> IngestStore for T {
             }
             if probe {
                 sqlx::query(
-                    "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', $1)
+                    "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe',
+                         'ok', $1)
                          ON CONFLICT (key) DO UPDATE SET updated_at = $1",
                 )
                 .bind(crate::model::Timestamp(chrono::Utc::now()))

@@ -2,6 +2,7 @@
 //! they read the database's clock. Times are Unix milliseconds on that clock, so that
 //! processes with different clocks agree. (`$N` parameters: SQLite takes them too.)
 
+use super::Error;
 use super::backend::on_backend;
 use super::{LeaseStore, Pool};
 use crate::model::{LeaseHeld, ReplicaBeat};
@@ -18,7 +19,7 @@ impl LeaseStore for Pool {
         names: &[String],
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<LeaseHeld>, crate::store::Error> {
+    ) -> Result<Option<LeaseHeld>, Error> {
         let now_ms = now_ms(self);
         on_backend!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -63,7 +64,7 @@ impl LeaseStore for Pool {
         names: &[String],
         holder: &str,
         ttl_ms: i64,
-    ) -> Result<Option<String>, crate::store::Error> {
+    ) -> Result<Option<String>, Error> {
         let now_ms = now_ms(self);
         on_backend!(self, |pool| {
             for name in names {
@@ -83,11 +84,7 @@ impl LeaseStore for Pool {
         })
     }
 
-    async fn release_leases(
-        &self,
-        names: &[String],
-        holder: &str,
-    ) -> Result<(), crate::store::Error> {
+    async fn release_leases(&self, names: &[String], holder: &str) -> Result<(), Error> {
         on_backend!(self, |pool| {
             let mut tx = pool.begin().await?;
             for name in names {
@@ -101,11 +98,12 @@ impl LeaseStore for Pool {
         })
     }
 
-    async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), crate::store::Error> {
+    async fn heartbeat(&self, name: &str, forget_after_ms: i64) -> Result<(), Error> {
         let now_ms = now_ms(self);
         on_backend!(self, |pool| {
             sqlx::query(&format!(
-                "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES ($1, {now_ms}, {now_ms})
+                "INSERT INTO replicas (name, started_ms, last_seen_ms) VALUES ($1, {now_ms},
+                     {now_ms})
                  ON CONFLICT (name) DO UPDATE SET last_seen_ms = excluded.last_seen_ms"
             ))
             .bind(name)
@@ -125,7 +123,7 @@ impl LeaseStore for Pool {
         &self,
         leader_lease: &str,
         listed_for_ms: i64,
-    ) -> Result<Vec<ReplicaBeat>, crate::store::Error> {
+    ) -> Result<Vec<ReplicaBeat>, Error> {
         let now_ms = now_ms(self);
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(&format!(

@@ -2,6 +2,7 @@
 //! parameters: SQLite takes them too); what differs, counting states and how a list of ids
 //! is bound, is in each backend's `outbox`, and claiming rows in its `apply`.
 
+use super::Error;
 use super::backend::on_backend;
 use super::{OutboxCounts, OutboxStore, Pool};
 impl OutboxStore for Pool {
@@ -10,7 +11,7 @@ impl OutboxStore for Pool {
         id: i64,
         error: &str,
         max_attempts: i64,
-    ) -> Result<Option<i64>, crate::store::Error> {
+    ) -> Result<Option<i64>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_scalar(
                 "UPDATE outbox SET attempts = attempts + 1, last_error = $2,
@@ -27,10 +28,7 @@ impl OutboxStore for Pool {
         })
     }
 
-    async fn requeue(
-        &self,
-        selection: crate::model::Requeue,
-    ) -> Result<Vec<i64>, crate::store::Error> {
+    async fn requeue(&self, selection: crate::model::Requeue) -> Result<Vec<i64>, Error> {
         on_backend!(self, |pool| {
             let (sql, id) = match selection {
                 crate::model::Requeue::Quarantined => (
@@ -53,10 +51,7 @@ impl OutboxStore for Pool {
 }
 
 impl OutboxCounts for Pool {
-    async fn outbox_states(
-        &self,
-        ids: &[i64],
-    ) -> Result<crate::model::OutboxStates, crate::store::Error> {
+    async fn outbox_states(&self, ids: &[i64]) -> Result<crate::model::OutboxStates, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(dialect::outbox::STATES)
                 .bind(dialect::list(ids)?)

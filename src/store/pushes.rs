@@ -12,16 +12,13 @@ pub(crate) const SUPERSEDE_STALE: &str = "UPDATE pushes SET state = 'superseded'
                      AND s.phone_number = pushes.phone_number
                      AND s.account_id = pushes.account_id AND s.opted_out <> pushes.opted_out)";
 
+use super::Error;
 use super::backend::on_backend;
 use super::{Pool, PushStore};
+use chrono::{DateTime, Utc};
 
 impl PushStore for Pool {
-    async fn push_sent(
-        &self,
-        seq: i64,
-        lead_id: &str,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), crate::store::Error> {
+    async fn push_sent(&self, seq: i64, lead_id: &str, at: DateTime<Utc>) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE pushes SET state = 'sent', lead_id = $2, finished_at = $3, last_error = NULL
@@ -36,12 +33,7 @@ impl PushStore for Pool {
         })
     }
 
-    async fn push_failed(
-        &self,
-        seq: i64,
-        error: &str,
-        at: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), crate::store::Error> {
+    async fn push_failed(&self, seq: i64, error: &str, at: DateTime<Utc>) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE pushes SET state = 'failed', last_error = $2, finished_at = $3
@@ -56,12 +48,7 @@ impl PushStore for Pool {
         })
     }
 
-    async fn retry_push_at(
-        &self,
-        seq: i64,
-        error: &str,
-        next: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), crate::store::Error> {
+    async fn retry_push_at(&self, seq: i64, error: &str, next: DateTime<Utc>) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query("UPDATE pushes SET last_error = $2, next_attempt_at = $3 WHERE seq = $1")
                 .bind(seq)
@@ -73,13 +60,11 @@ impl PushStore for Pool {
         })
     }
 
-    async fn next_push_due(
-        &self,
-        account: &str,
-    ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error> {
+    async fn next_push_due(&self, account: &str) -> Result<Option<DateTime<Utc>>, Error> {
         on_backend!(self, |pool| {
             let next: Option<crate::model::Timestamp> = sqlx::query_scalar(
-                "SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending' AND account_id = $1",
+                "SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending' AND account_id =
+                     $1",
             )
             .bind(account)
             .fetch_one(pool)
@@ -91,8 +76,8 @@ impl PushStore for Pool {
     async fn take_due_pushes(
         &self,
         account: &str,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<crate::model::DuePush>, crate::store::Error> {
+        now: DateTime<Utc>,
+    ) -> Result<Option<crate::model::DuePush>, Error> {
         on_backend!(self, |pool, dialect| {
             sqlx::query(SUPERSEDE_STALE)
                 .bind(crate::model::Timestamp(now))

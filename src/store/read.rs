@@ -1,15 +1,18 @@
 //! Read statements with one text for both backends (`$N` parameters, `CAST(... AS TEXT)`
 //! where PostgreSQL needs a parameter's type): a number's history, its entries for the
-//! evidence bundle, the change feed and the kept rejected deliveries. What differs is in each backend's `read`, side by
-//! side: `COLLATE` follows every text column a listing is ordered by (PostgreSQL sorts
-//! bytewise as SQLite does with `COLLATE "C"`), `LEAD_JSON` selects a lead as the v3
-//! resource, `MESSAGE` a message, `LOOKUP` reads the states of many numbers in their order, `status`'s counts,
-//! the minute of a delivery, and a delivery and a message as records.
+//! evidence bundle, the change feed and the kept rejected deliveries. What differs is in
+//! each backend's `read`, side by side: `COLLATE` follows every text column a listing is
+//! ordered by (PostgreSQL sorts bytewise as SQLite does with `COLLATE "C"`), `LEAD_JSON`
+//! selects a lead as the v3 resource and `MESSAGE` a message, `LOOKUP` reads the states of
+//! many numbers in their order; `status`'s counts, the minute of a delivery, and the
+//! stored deliveries as records.
 
 use std::sync::OnceLock;
 
+use super::Error;
 use super::backend::on_backend;
 use super::{EvidenceStore, ExportStore, Pool, ReadStore};
+use chrono::{DateTime, Utc};
 
 /// What a lead is selected from: the mirror's leads `l` with their consent state `s`.
 const LEADS: &str = "
@@ -22,10 +25,11 @@ impl ReadStore for Pool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::ConsentRecord>, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(&format!(
-                "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source, account_id
+                "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source,
+                     account_id
                  FROM consent_current
                  WHERE phone_number = $1 AND (CAST($2 AS TEXT) IS NULL OR organization_id = $2)
                  ORDER BY account_id{collate}, organization_id{collate}",
@@ -42,7 +46,7 @@ impl ReadStore for Pool {
         &self,
         phones: &[&str],
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::ConsentRecord>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::ConsentRecord>, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(dialect::read::LOOKUP)
                 .bind(dialect::list(phones)?)
@@ -56,7 +60,7 @@ impl ReadStore for Pool {
         &self,
         phone: &str,
         account: Option<&str>,
-    ) -> Result<Option<crate::model::Suppression>, crate::store::Error> {
+    ) -> Result<Option<crate::model::Suppression>, Error> {
         on_backend!(self, |pool| {
             let row: Option<(i64, crate::model::Timestamp)> = sqlx::query_as(
                 "SELECT seq, since FROM suppressions
@@ -75,7 +79,7 @@ impl ReadStore for Pool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::LedgerEntry>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::LedgerEntry>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
@@ -95,7 +99,7 @@ impl ReadStore for Pool {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::LedgerEntry>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::LedgerEntry>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
@@ -109,7 +113,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn backlog(&self) -> Result<crate::model::Backlog, crate::store::Error> {
+    async fn backlog(&self) -> Result<crate::model::Backlog, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT (SELECT COUNT(*) FROM outbox WHERE state = 'pending') AS pending,
@@ -123,7 +127,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, crate::store::Error> {
+    async fn rejected(&self) -> Result<Vec<crate::model::KeptRejection>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT id, received_at, reason, headers, body, account_id FROM rejected_deliveries
@@ -134,7 +138,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn status(&self) -> Result<crate::model::Status, crate::store::Error> {
+    async fn status(&self) -> Result<crate::model::Status, Error> {
         on_backend!(self, |pool, dialect| {
             let (backlog, quarantined, applied, oldest_pending_at): (
                 i64,
@@ -146,14 +150,16 @@ impl ReadStore for Pool {
                 .await?;
             let (ledger_entries, leads, messages, open_messages): (i64, i64, i64, i64) =
                 sqlx::query_as(&format!(
-                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
+                    "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM
+                         leads),
             (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE {})",
                     dialect::NOT_TERMINAL
                 ))
                 .fetch_one(pool)
                 .await?;
             let last_error = sqlx::query_as(
-                "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key = 'last_error'",
+                "SELECT updated_at AS at, value AS message FROM daemon_state WHERE key =
+                     'last_error'",
             )
             .fetch_optional(pool)
             .await?;
@@ -191,7 +197,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn ledger_accounts(&self) -> Result<Vec<String>, crate::store::Error> {
+    async fn ledger_accounts(&self) -> Result<Vec<String>, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_scalar(&format!(
                 "SELECT DISTINCT account_id FROM ledger ORDER BY account_id{}",
@@ -202,7 +208,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn push_counts(&self) -> Result<crate::model::PushCounts, crate::store::Error> {
+    async fn push_counts(&self) -> Result<crate::model::PushCounts, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(dialect::read::PUSH_COUNTS)
                 .fetch_one(pool)
@@ -210,11 +216,7 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn lead(
-        &self,
-        id: &str,
-        account: &str,
-    ) -> Result<Option<serde_json::Value>, crate::store::Error> {
+    async fn lead(&self, id: &str, account: &str) -> Result<Option<serde_json::Value>, Error> {
         on_backend!(self, |pool, dialect| {
             let found: Option<String> = sqlx::query_scalar(&format!(
                 "SELECT {}{LEADS} WHERE l.id = $1 AND l.account_id = $2",
@@ -236,7 +238,7 @@ impl ReadStore for Pool {
         phone: &str,
         organization: Option<&str>,
         account: Option<&str>,
-    ) -> Result<Vec<serde_json::Value>, crate::store::Error> {
+    ) -> Result<Vec<serde_json::Value>, Error> {
         on_backend!(self, |pool, dialect| {
             let rows: Vec<String> = sqlx::query_scalar(&format!(
                 "SELECT {lead_json}{LEADS} WHERE l.phone_number = $1
@@ -260,8 +262,8 @@ impl ReadStore for Pool {
 
     async fn deliveries_per_minute(
         &self,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<(String, i64)>, crate::store::Error> {
+        since: DateTime<Utc>,
+    ) -> Result<Vec<(String, i64)>, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(&format!(
                 "SELECT {} AS minute, COUNT(*) FROM outbox
@@ -281,17 +283,13 @@ impl ReadStore for Pool {
         &self,
         quarantined_only: bool,
         limit: i64,
-    ) -> Result<Vec<crate::model::StoredEvent>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::StoredEvent>, Error> {
         on_backend!(self, |pool, dialect| {
             dialect::read::events(pool, quarantined_only, limit).await
         })
     }
 
-    async fn message(
-        &self,
-        id: &str,
-        account: &str,
-    ) -> Result<Option<serde_json::Value>, crate::store::Error> {
+    async fn message(&self, id: &str, account: &str) -> Result<Option<serde_json::Value>, Error> {
         on_backend!(self, |pool, dialect| {
             let found = sqlx::query_as(&format!(
                 "SELECT {}
@@ -311,18 +309,20 @@ impl ExportStore for Pool {
     fn export_consent(
         &self,
         since: i64,
-    ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, crate::store::Error>>
-    {
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::ConsentRecord, Error>> {
         on_backend!(self, |pool, dialect| {
             use futures::{StreamExt as _, TryStreamExt as _};
             // Built once per backend: the stream borrows its statement.
             static SQL: OnceLock<String> = OnceLock::new();
-            let sql = SQL.get_or_init(|| format!(
-                    "SELECT organization_id, lead_id, phone_number, opted_out, changed_at, source, account_id
+            let sql = SQL.get_or_init(|| {
+                format!(
+                    "SELECT organization_id, lead_id, phone_number, opted_out, changed_at,
+                         source, account_id
                      FROM consent_state WHERE seq > $1
                      ORDER BY account_id{collate}, organization_id{collate}, phone_number{collate}",
                     collate = dialect::read::COLLATE
-                ));
+                )
+            });
             sqlx::query_as(sql)
                 .bind(since)
                 .fetch(pool)
@@ -334,8 +334,7 @@ impl ExportStore for Pool {
     fn export_ledger(
         &self,
         since: i64,
-    ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, crate::store::Error>>
-    {
+    ) -> futures::stream::BoxStream<'_, Result<crate::model::LedgerEntry, Error>> {
         on_backend!(self, |pool| {
             use futures::{StreamExt as _, TryStreamExt as _};
             sqlx::query_as(concat!(
@@ -356,7 +355,7 @@ impl EvidenceStore for Pool {
         &self,
         phone: &str,
         organization: Option<&str>,
-    ) -> Result<Vec<crate::model::StoredEntry>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::StoredEntry>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(concat!(
                 "SELECT ",
@@ -378,7 +377,7 @@ impl EvidenceStore for Pool {
     async fn evidence_deliveries(
         &self,
         dedup_keys: &[&str],
-    ) -> Result<Vec<crate::model::KeptDelivery>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::KeptDelivery>, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_as(dialect::evidence::DELIVERIES)
                 .bind(dialect::list(dedup_keys)?)

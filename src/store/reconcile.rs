@@ -4,8 +4,10 @@
 //! `jsonb`, its times as `timestamptz`: the casts of its parameters are each backend's
 //! `reconcile`).
 
+use super::Error;
 use super::backend::{Lend, on_backend};
 use super::{PageCheckpoint, PassStore, Pool};
+use chrono::{DateTime, Utc};
 
 impl PassStore for Pool {
     async fn checkpoint(
@@ -13,31 +15,28 @@ impl PassStore for Pool {
         account: &str,
         pass_id: &str,
         organization: &str,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Option<String>, crate::store::Error> {
+        now: DateTime<Utc>,
+    ) -> Result<Option<String>, Error> {
         on_backend!(self, |pool| {
             let cursor: Option<Option<String>> = sqlx::query_scalar(
-            "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at, updated_at,
+                "INSERT INTO reconcile_checkpoints (organization_id, pass_id, cursor, started_at,
+                 updated_at,
                                                 account_id)
              VALUES ($1, $2, NULL, $3, $3, $4)
              ON CONFLICT (organization_id, account_id) DO UPDATE SET updated_at = $3
              RETURNING cursor",
-        )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(crate::model::Timestamp(now))
-        .bind(account)
-        .fetch_optional(pool)
-        .await?;
+            )
+            .bind(organization)
+            .bind(pass_id)
+            .bind(crate::model::Timestamp(now))
+            .bind(account)
+            .fetch_optional(pool)
+            .await?;
             Ok(cursor.flatten())
         })
     }
 
-    async fn restart_checkpoint(
-        &self,
-        account: &str,
-        organization: &str,
-    ) -> Result<(), crate::store::Error> {
+    async fn restart_checkpoint(&self, account: &str, organization: &str) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
@@ -56,9 +55,9 @@ impl PassStore for Pool {
         account: &str,
         pass_id: &str,
         organization: &str,
-        now: chrono::DateTime<chrono::Utc>,
+        now: DateTime<Utc>,
         describe: impl FnOnce(i64) -> E + Send,
-    ) -> Result<E, crate::store::Error> {
+    ) -> Result<E, Error> {
         on_backend!(self, |pool| {
             let mut tx = pool.begin().await?;
             let (scanned, repaired): (i64, i64) = sqlx::query_as(
@@ -72,22 +71,23 @@ impl PassStore for Pool {
             .unwrap_or_default();
             let error = describe(scanned);
             sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at,
+                 leads_scanned, repaired, error,
                                                   account_id)
              VALUES ($1, $2, $3, $4, $5, $6, $7)
              ON CONFLICT (organization_id, account_id) DO UPDATE SET pass_id = excluded.pass_id,
                  finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
                  repaired = excluded.repaired, error = excluded.error",
-        )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(crate::model::Timestamp(now))
-        .bind(scanned)
-        .bind(repaired)
-        .bind(error.to_string())
-        .bind(account)
-        .execute(&mut *tx)
-        .await?;
+            )
+            .bind(organization)
+            .bind(pass_id)
+            .bind(crate::model::Timestamp(now))
+            .bind(scanned)
+            .bind(repaired)
+            .bind(error.to_string())
+            .bind(account)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(
                 "DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $2",
             )
@@ -103,9 +103,9 @@ impl PassStore for Pool {
     async fn open_messages(
         &self,
         account: &str,
-        stale_before: chrono::DateTime<chrono::Utc>,
-        receipt_since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<String>, crate::store::Error> {
+        stale_before: DateTime<Utc>,
+        receipt_since: DateTime<Utc>,
+    ) -> Result<Vec<String>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_scalar(
                 "SELECT id FROM messages
@@ -127,31 +127,29 @@ impl PassStore for Pool {
         account: &str,
         pass_id: &str,
         organization: &str,
-        now: chrono::DateTime<chrono::Utc>,
+        now: DateTime<Utc>,
         error: &str,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
-            "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at,
+                 leads_scanned, repaired, error,
                                                   account_id)
              VALUES ($1, $2, $3, 0, 0, $4, $5)
              ON CONFLICT (organization_id, account_id) DO UPDATE SET error = $4",
-        )
-        .bind(organization)
-        .bind(pass_id)
-        .bind(crate::model::Timestamp(now))
-        .bind(error)
-        .bind(account)
-        .execute(pool)
-        .await?;
+            )
+            .bind(organization)
+            .bind(pass_id)
+            .bind(crate::model::Timestamp(now))
+            .bind(error)
+            .bind(account)
+            .execute(pool)
+            .await?;
             Ok(())
         })
     }
 
-    async fn record_pass(
-        &self,
-        pass: crate::store::PassRecord<'_>,
-    ) -> Result<(), crate::store::Error> {
+    async fn record_pass(&self, pass: crate::store::PassRecord<'_>) -> Result<(), Error> {
         on_backend!(self, |pool, dialect| {
             sqlx::query(&format!(
                 "INSERT INTO reconcile_passes (id, started_at, finished_at, summary, account_id)
@@ -177,13 +175,14 @@ impl PassStore for Pool {
 pub(crate) async fn page_written<T: Lend + ?Sized>(
     tx: &mut T,
     page: PageCheckpoint<'_>,
-) -> Result<(), crate::store::Error> {
+) -> Result<(), Error> {
     on_backend!(tx, |conn| {
         let now = crate::model::Timestamp(page.now);
         match page.next {
             Some(cursor) => {
                 sqlx::query(
-                    "UPDATE reconcile_checkpoints SET cursor = $1, leads_scanned = leads_scanned + $2,
+                    "UPDATE reconcile_checkpoints SET cursor = $1, leads_scanned = leads_scanned
+                         + $2,
                          repaired = repaired + $3, updated_at = $4
                      WHERE organization_id = $5 AND account_id = $6",
                 )
@@ -198,11 +197,14 @@ pub(crate) async fn page_written<T: Lend + ?Sized>(
             }
             None => {
                 sqlx::query(
-                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at, leads_scanned, repaired, error,
+                    "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at,
+                         leads_scanned, repaired, error,
                                                           account_id)
-                     SELECT organization_id, $2, $3, leads_scanned + $4, repaired + $5, NULL, account_id
+                     SELECT organization_id, $2, $3, leads_scanned + $4, repaired + $5, NULL,
+                         account_id
                      FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $6
-                     ON CONFLICT (organization_id, account_id) DO UPDATE SET pass_id = excluded.pass_id,
+                     ON CONFLICT (organization_id, account_id) DO UPDATE SET pass_id =
+                         excluded.pass_id,
                          finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
                          repaired = excluded.repaired, error = NULL",
                 )
@@ -214,11 +216,14 @@ pub(crate) async fn page_written<T: Lend + ?Sized>(
                 .bind(page.account)
                 .execute(&mut *conn)
                 .await?;
-                sqlx::query("DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND account_id = $2")
-                    .bind(page.organization)
-                    .bind(page.account)
-                    .execute(&mut *conn)
-                    .await?;
+                sqlx::query(
+                    "DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND
+                     account_id = $2",
+                )
+                .bind(page.organization)
+                .bind(page.account)
+                .execute(&mut *conn)
+                .await?;
             }
         }
         Ok(())

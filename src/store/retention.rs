@@ -4,30 +4,30 @@
 //! `terminal = 1`, PostgreSQL's take `FOR UPDATE SKIP LOCKED`), how a list of ids is
 //! bound, and what frees the space (SQLite's incremental vacuum).
 
+use super::Error;
 use super::backend::on_backend;
 use super::{Pool, RetentionStore};
+use chrono::{DateTime, Utc};
 
 impl RetentionStore for Pool {
     async fn scan_outbox(
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::OutboxHead>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::OutboxHead>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
-                    "SELECT id, received_at, state, body FROM outbox WHERE id > $1 ORDER BY id LIMIT $2",
-                )
-                .bind(after)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?)
+                "SELECT id, received_at, state, body FROM outbox WHERE id > $1 ORDER BY id
+                         LIMIT $2",
+            )
+            .bind(after)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
         })
     }
 
-    async fn delete_acks_before(
-        &self,
-        before: chrono::DateTime<chrono::Utc>,
-    ) -> Result<u64, crate::store::Error> {
+    async fn delete_acks_before(&self, before: DateTime<Utc>) -> Result<u64, Error> {
         on_backend!(self, |pool| {
             let before = crate::model::Timestamp(before);
             let acks = sqlx::query("DELETE FROM subscriber_acks WHERE acked_at < $1")
@@ -47,7 +47,7 @@ impl RetentionStore for Pool {
         })
     }
 
-    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, crate::store::Error> {
+    async fn delete_applied(&self, ids: &[i64]) -> Result<u64, Error> {
         on_backend!(self, |pool, dialect| {
             if ids.is_empty() {
                 return Ok(0);
@@ -60,10 +60,7 @@ impl RetentionStore for Pool {
         })
     }
 
-    async fn count_finished_messages(
-        &self,
-        before: chrono::DateTime<chrono::Utc>,
-    ) -> Result<u64, crate::store::Error> {
+    async fn count_finished_messages(&self, before: DateTime<Utc>) -> Result<u64, Error> {
         on_backend!(self, |pool, dialect| {
             let count: i64 = sqlx::query_scalar(&format!(
                 "SELECT COUNT(*) FROM messages WHERE {} AND status_at < $1",
@@ -78,9 +75,9 @@ impl RetentionStore for Pool {
 
     async fn delete_finished_messages(
         &self,
-        before: chrono::DateTime<chrono::Utc>,
+        before: DateTime<Utc>,
         limit: i64,
-    ) -> Result<u64, crate::store::Error> {
+    ) -> Result<u64, Error> {
         on_backend!(self, |pool, dialect| {
             let done = sqlx::query(dialect::retention::DELETE_FINISHED)
                 .bind(crate::model::Timestamp(before))
@@ -91,13 +88,13 @@ impl RetentionStore for Pool {
         })
     }
 
-    async fn free_pages(&self) -> Result<i64, crate::store::Error> {
+    async fn free_pages(&self) -> Result<i64, Error> {
         on_backend!(self, |pool, dialect| {
             dialect::retention::free_pages(pool).await
         })
     }
 
-    async fn vacuum_step(&self, pages: i64) -> Result<i64, crate::store::Error> {
+    async fn vacuum_step(&self, pages: i64) -> Result<i64, Error> {
         on_backend!(self, |pool, dialect| {
             dialect::retention::vacuum_step(pool, pages).await
         })

@@ -2,6 +2,7 @@
 //! ledger, but those that are themselves shared. One text for both backends.
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
+use super::Error;
 use super::Pool;
 use super::backend::on_backend;
 
@@ -14,7 +15,7 @@ pub trait ShareStore {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::OptOutToShare>, crate::store::Error>;
+    ) -> Result<Vec<crate::model::OptOutToShare>, Error>;
 }
 
 /// An entry is derived, not an act of the person's, when it is a shared copy (never read:
@@ -35,7 +36,7 @@ impl ShareStore for Pool {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::OptOutToShare>, crate::store::Error> {
+    ) -> Result<Vec<crate::model::OptOutToShare>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(OPT_OUTS_TO_SHARE)
                 .bind(after)

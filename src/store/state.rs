@@ -1,11 +1,13 @@
 //! `daemon_state` statements with one text for both backends; counting token failures,
 //! which builds JSON, is each backend's `state::TOKEN_FAILURE`.
 
+use super::Error;
 use super::backend::on_backend;
 use super::{Pool, StateStore};
+use chrono::{DateTime, Utc};
 
 impl StateStore for Pool {
-    async fn state_value(&self, key: &str) -> Result<Option<String>, crate::store::Error> {
+    async fn state_value(&self, key: &str) -> Result<Option<String>, Error> {
         on_backend!(self, |pool| {
             Ok(
                 sqlx::query_scalar("SELECT value FROM daemon_state WHERE key = $1")
@@ -16,12 +18,7 @@ impl StateStore for Pool {
         })
     }
 
-    async fn put_state(
-        &self,
-        key: &str,
-        value: &str,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<(), crate::store::Error> {
+    async fn put_state(&self, key: &str, value: &str, now: DateTime<Utc>) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "INSERT INTO daemon_state (key, value, updated_at) VALUES ($1, $2, $3)
@@ -40,9 +37,9 @@ impl StateStore for Pool {
         &self,
         key: &str,
         max: i64,
-        block_until: chrono::DateTime<chrono::Utc>,
-        now: chrono::DateTime<chrono::Utc>,
-    ) -> Result<String, crate::store::Error> {
+        block_until: DateTime<Utc>,
+        now: DateTime<Utc>,
+    ) -> Result<String, Error> {
         on_backend!(self, |pool, dialect| {
             Ok(sqlx::query_scalar(dialect::state::TOKEN_FAILURE)
                 .bind(key)

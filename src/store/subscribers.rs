@@ -1,15 +1,17 @@
 //! Subscribers' delivery state: one text for both backends (`$N` parameters: SQLite takes
 //! them too; times are Unix milliseconds from the caller).
 //!
-//! Every write but [`replay`](SubscriberStore::replay_subscriber) names the `generation` it was decided under, so
-//! an attempt that began before a replay cannot move the rewound cursor.
+//! Every write but [`replay`](SubscriberStore::replay_subscriber) names the `generation` it
+//! was decided under, so an attempt that began before a replay cannot move the rewound
+//! cursor.
 
+use super::Error;
 use super::backend::on_backend;
 use super::{Pool, SubscriberStore};
-use crate::model::SubscriberState;
+use crate::model::{AckSpan, SubscriberState};
 
 impl SubscriberStore for Pool {
-    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error> {
+    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), Error> {
         on_backend!(self, |pool| {
             for name in names {
                 sqlx::query(
@@ -23,10 +25,7 @@ impl SubscriberStore for Pool {
         })
     }
 
-    async fn subscriber_state(
-        &self,
-        name: &str,
-    ) -> Result<Option<SubscriberState>, crate::store::Error> {
+    async fn subscriber_state(&self, name: &str) -> Result<Option<SubscriberState>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT name, cursor, generation, disabled, failures, next_attempt_ms,
@@ -45,8 +44,8 @@ impl SubscriberStore for Pool {
         generation: i64,
         cursor: i64,
         delivered_ms: Option<i64>,
-        acks: &[crate::model::AckSpan],
-    ) -> Result<(), crate::store::Error> {
+        acks: &[AckSpan],
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             // The acknowledgements and the cursor in one transaction: one commit (on SQLite
             // one turn of the write lock) however many requests it keeps.
@@ -84,7 +83,7 @@ impl SubscriberStore for Pool {
         name: &str,
         first_seq: i64,
         last_seq: i64,
-    ) -> Result<Vec<crate::model::AckSpan>, crate::store::Error> {
+    ) -> Result<Vec<AckSpan>, Error> {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT first_seq, last_seq, acked_at FROM subscriber_acks
@@ -105,7 +104,7 @@ impl SubscriberStore for Pool {
         generation: i64,
         error: &str,
         next_attempt_ms: i64,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE subscribers SET failures = failures + 1, last_error = $3,
@@ -127,7 +126,7 @@ impl SubscriberStore for Pool {
         name: &str,
         generation: i64,
         error: &str,
-    ) -> Result<(), crate::store::Error> {
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE subscribers SET disabled = TRUE, last_error = $3, next_attempt_ms = NULL
@@ -142,11 +141,7 @@ impl SubscriberStore for Pool {
         })
     }
 
-    async fn replay_subscriber(
-        &self,
-        name: &str,
-        cursor: i64,
-    ) -> Result<bool, crate::store::Error> {
+    async fn replay_subscriber(&self, name: &str, cursor: i64) -> Result<bool, Error> {
         on_backend!(self, |pool| {
             let replayed = sqlx::query(
                 "UPDATE subscribers SET cursor = $2, generation = generation + 1,
@@ -161,7 +156,7 @@ impl SubscriberStore for Pool {
         })
     }
 
-    async fn retry_subscriber(&self, name: &str) -> Result<bool, crate::store::Error> {
+    async fn retry_subscriber(&self, name: &str) -> Result<bool, Error> {
         on_backend!(self, |pool| {
             let due = sqlx::query("UPDATE subscribers SET next_attempt_ms = NULL WHERE name = $1")
                 .bind(name)
@@ -171,7 +166,7 @@ impl SubscriberStore for Pool {
         })
     }
 
-    async fn ledger_head(&self) -> Result<i64, crate::store::Error> {
+    async fn ledger_head(&self) -> Result<i64, Error> {
         on_backend!(self, |pool| {
             Ok(
                 sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) FROM ledger")

@@ -1,6 +1,8 @@
-//! The apply path's writes ([`ApplyTx`]), on the caller's write transaction ([`Tx`](crate::store::Tx)): those with one
-//! text for both backends written here, the others each backend's `apply` (and `mirror`:
-//! leads and message statuses), of the same names.
+//! The apply path's writes ([`ApplyTx`]), on the caller's write transaction
+//! ([`Tx`](crate::store::Tx)): those with one text for both backends written here, the
+//! others each backend's `apply` (and `mirror`: leads and message statuses), of the same
+//! names; what comes before and after them (an empty batch, the rows shaped as records) is
+//! written here once.
 
 use std::collections::{HashMap, HashSet};
 
@@ -418,33 +420,35 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         on_backend!(self, |conn| {
             let now = crate::model::Timestamp(now);
             sqlx::query(
-                    "UPDATE pushes SET state = 'superseded', finished_at = $3
-                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND attempts = 0
+                "UPDATE pushes SET state = 'superseded', finished_at = $3
+                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND
+                         attempts = 0
                        AND account_id = $4",
-                )
-                .bind(&change.organization_id)
-                .bind(&change.phone_number)
-                .bind(now)
-                .bind(account)
-                .execute(&mut *conn)
-                .await?;
+            )
+            .bind(&change.organization_id)
+            .bind(&change.phone_number)
+            .bind(now)
+            .bind(account)
+            .execute(&mut *conn)
+            .await?;
             sqlx::query(
-                    "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id, lead_id,
+                "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id,
+                         lead_id,
                                          next_attempt_at, created_at, account_id)
                      VALUES ($1, $2, $3, $4, $5,
                              (SELECT lead_id FROM consent_state
                               WHERE organization_id = $2 AND phone_number = $3 AND account_id = $7),
                              $6, $6, $7)",
-                )
-                .bind(seq)
-                .bind(&change.organization_id)
-                .bind(&change.phone_number)
-                .bind(change.opted_out)
-                .bind(&change.tag_id)
-                .bind(now)
-                .bind(account)
-                .execute(&mut *conn)
-                .await?;
+            )
+            .bind(seq)
+            .bind(&change.organization_id)
+            .bind(&change.phone_number)
+            .bind(change.opted_out)
+            .bind(&change.tag_id)
+            .bind(now)
+            .bind(account)
+            .execute(&mut *conn)
+            .await?;
             Ok(())
         })
     }

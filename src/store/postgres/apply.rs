@@ -40,7 +40,8 @@ pub(crate) async fn settle_outbox(
         let (ids, reasons): (Vec<i64>, Vec<&str>) =
             quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
         sqlx::query(
-            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason,
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error =
+                 k.reason,
                  applied_at = NULL
              FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
         )
@@ -280,7 +281,8 @@ pub(crate) async fn write_states(
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
     sqlx::query(
-        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq,
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out,
+             changed_at, source, seq,
                                     rank_at, account_id)
          SELECT *, $9 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
                                   $6::text[], $7::int8[], $8::timestamptz[])
@@ -289,7 +291,8 @@ pub(crate) async fn write_states(
              opted_out = excluded.opted_out, changed_at = excluded.changed_at,
              source = excluded.source, seq = excluded.seq, rank_at = excluded.rank_at
          WHERE (excluded.rank_at, excluded.opted_out)
-             > (COALESCE(consent_state.rank_at, consent_state.changed_at), consent_state.opted_out)",
+             > (COALESCE(consent_state.rank_at, consent_state.changed_at),
+                 consent_state.opted_out)",
     )
     .bind(states.iter().map(|w| w.organization_id).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.phone_number).collect::<Vec<_>>())
@@ -352,7 +355,8 @@ async fn recorded_already(
     let orgs = column(entries, |e| e.observation.organization_id.as_str());
     let phones = column(entries, |e| e.observation.phone_number.as_str());
     let recorded: Vec<i64> = sqlx::query_scalar(
-        "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o, p, i)
+        "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o,
+             p, i)
          JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p
                          AND l.account_id = $4",
     )

@@ -110,18 +110,32 @@ pub(crate) async fn apply_statuses(
              organization_id = COALESCE(excluded.organization_id, messages.organization_id),
              terminal = excluded.terminal, status_at = excluded.status_at,
              source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-             > (messages.terminal, messages.status_at, messages.status, COALESCE(messages.error_code, ''))",
+         WHERE (excluded.terminal, excluded.status_at, excluded.status,
+             COALESCE(excluded.error_code, ''))
+             > (messages.terminal, messages.status_at, messages.status,
+                 COALESCE(messages.error_code, ''))",
     )
-    .bind(rows.iter().map(|o| o.message.id.as_str()).collect::<Vec<_>>())
+    .bind(
+        rows.iter()
+            .map(|o| o.message.id.as_str())
+            .collect::<Vec<_>>(),
+    )
     .bind(column(&rows, |o| o.message.thread_id.as_deref()))
-    .bind(rows.iter().map(|o| o.message.status.as_str()).collect::<Vec<_>>())
+    .bind(
+        rows.iter()
+            .map(|o| o.message.status.as_str())
+            .collect::<Vec<_>>(),
+    )
     .bind(column(&rows, |o| o.message.kind.as_deref()))
     .bind(column(&rows, |o| o.message.created_at.as_deref()))
     .bind(column(&rows, |o| o.message.error_code.as_deref()))
     .bind(column(&rows, |o| o.lead_id))
     .bind(column(&rows, |o| o.organization_id))
-    .bind(rows.iter().map(|o| is_terminal(&o.message.status)).collect::<Vec<_>>())
+    .bind(
+        rows.iter()
+            .map(|o| is_terminal(&o.message.status))
+            .collect::<Vec<_>>(),
+    )
     .bind(
         rows.iter()
             .map(|o| crate::model::to_millis(o.occurred_at))

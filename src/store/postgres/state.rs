@@ -10,7 +10,8 @@ pub(crate) const TOKEN_FAILURE: &str = "INSERT INTO daemon_state (key, value, up
                  'consecutive_failures',
                  COALESCE((daemon_state.value::JSONB ->> 'consecutive_failures')::BIGINT, 0) + 1,
                  'blocked_until',
-                 CASE WHEN COALESCE((daemon_state.value::JSONB ->> 'consecutive_failures')::BIGINT, 0) + 1 >= $2
+                 CASE WHEN COALESCE((daemon_state.value::JSONB ->>
+                     'consecutive_failures')::BIGINT, 0) + 1 >= $2
                       THEN $3 ELSE daemon_state.value::JSONB ->> 'blocked_until' END)::TEXT,
              updated_at = $4
          RETURNING value";

@@ -41,7 +41,8 @@ pub(crate) async fn settle_outbox(
 ) -> Result<(), crate::store::Error> {
     for (id, reason) in quarantined {
         sqlx::query(
-            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?, applied_at = NULL
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?,
+                 applied_at = NULL
              WHERE id = ?",
         )
         .bind(reason)
@@ -145,7 +146,8 @@ pub(crate) async fn pushed_changes(
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let sql = store::pushed_changes(
         "(SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
-         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2",
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id =
+             ?2",
         "",
     );
     Ok(sqlx::query_as(&sql)
@@ -184,7 +186,8 @@ pub(crate) async fn consent_states(
                                             json(iif(s.opted_out, 'true', 'false')), s.lead_id,
                                             s.seq, s.source))
          FROM json_each(?1) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number =
+             k.value ->> 1
                                 AND s.account_id = ?2",
         codec::json_param(keys)?,
         account,
@@ -289,7 +292,8 @@ pub(crate) async fn write_states(
     ] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id, rank_at) "
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out,
+                     changed_at, source, seq, account_id, rank_at) "
             ));
             upsert.push_values(chunk, |mut row, w| {
                 row.push_bind(w.organization_id)

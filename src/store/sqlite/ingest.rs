@@ -37,7 +37,8 @@ pub(crate) async fn insert_deliveries(
         }
     };
     let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header, state, applied_at,
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index,
+             verified_header, state, applied_at,
                              account_id) ",
     );
     let state = applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied);

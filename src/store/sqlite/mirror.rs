@@ -88,12 +88,14 @@ pub(crate) async fn apply_statuses(
          FROM json_each(?1) WHERE true ORDER BY key
          ON CONFLICT (id, account_id) DO UPDATE SET
              thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
-             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
+             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at,
+                 created_at),
              error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
              organization_id = COALESCE(excluded.organization_id, organization_id),
              terminal = excluded.terminal, status_at = excluded.status_at,
              source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
+         WHERE (excluded.terminal, excluded.status_at, excluded.status,
+             COALESCE(excluded.error_code, ''))
              > (terminal, status_at, status, COALESCE(error_code, ''))",
     )
     .bind(codec::json_param(&rows)?)

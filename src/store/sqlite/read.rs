@@ -10,12 +10,15 @@ use serde_json::Value;
 pub(crate) const COLLATE: &str = "";
 
 /// A lead `l` as the v3 resource, with its consent state `s`.
-pub(crate) const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
+pub(crate) const LEAD_JSON: &str = "json_object('id', l.id, 'type', 'lead', 'phoneNumber',
+     l.phone_number,
         'organizationId', l.organization_id, 'activeGroupIds', json(l.active_group_ids),
         'inactiveGroupIds', json(l.inactive_group_ids), 'customFields', json(l.custom_fields),
-        'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
+        'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp',
+            l.follow_up,
         'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
-        'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE 'false' END),
+        'tagIds', json(l.tag_ids), 'globalOptedOut', json(CASE WHEN s.opted_out THEN 'true' ELSE
+            'false' END),
         'createdAt', l.created_at, 'accountId', l.account_id)";
 
 /// The states of the numbers bound as `$1`, in their order, in one organization (`$2`) or all.
@@ -34,7 +37,8 @@ pub(crate) const OUTBOX_COUNTS: &str =
          FROM outbox";
 
 /// The push queue's counts.
-pub(crate) const PUSH_COUNTS: &str = "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending, COALESCE(SUM(state = 'sent'), 0) AS sent,
+pub(crate) const PUSH_COUNTS: &str = "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
+     COALESCE(SUM(state = 'sent'), 0) AS sent,
                 COALESCE(SUM(state = 'failed'), 0) AS failed,
                 COALESCE(SUM(state = 'pending' AND last_error IS NOT NULL), 0) AS retrying,
                 (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
@@ -52,24 +56,27 @@ pub(crate) async fn events(
     limit: i64,
 ) -> Result<Vec<StoredEvent>, crate::store::Error> {
     Ok(sqlx::query_as(
-            "SELECT id, dedup_key, received_at,
+        "SELECT id, dedup_key, received_at,
                 CASE WHEN json_valid(CAST(body AS TEXT))
                      THEN COALESCE(json_extract(CAST(body AS TEXT), '$.type'),
-                                   json_extract(CAST(body AS TEXT), '$.eventType')) END AS event_type,
+                                   json_extract(CAST(body AS TEXT), '$.eventType')) END AS
+                                       event_type,
                 state, attempts, last_error
              FROM outbox WHERE ($1 = 0 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
-        )
-        .bind(quarantined_only)
-        .bind(limit)
-        .fetch_all(pool)
-        .await?)
+    )
+    .bind(quarantined_only)
+    .bind(limit)
+    .fetch_all(pool)
+    .await?)
 }
 
 /// A tracked message as the v3 resource, built by the statement
 /// ([`crate::store::ReadStore::message`]).
-pub(crate) const MESSAGE: &str = "json_object('id', id, 'threadId', thread_id, 'status', status, 'type', type,
+pub(crate) const MESSAGE: &str = "json_object('id', id, 'threadId', thread_id, 'status', status,
+     'type', type,
                 'createdAt', created_at, 'errorCode', error_code, 'leadId', lead_id,
-                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN 'true' ELSE 'false' END),
+                'organizationId', organization_id, 'terminal', json(CASE WHEN terminal THEN
+                    'true' ELSE 'false' END),
                 'statusAt', status_at, 'source', source, 'updatedAt', updated_at,
                 'accountId', account_id)";
 

@@ -10,7 +10,8 @@ pub(crate) const TOKEN_FAILURE: &str = "INSERT INTO daemon_state (key, value, up
                  'consecutive_failures',
                  COALESCE(json_extract(daemon_state.value, '$.consecutive_failures'), 0) + 1,
                  'blocked_until',
-                 CASE WHEN COALESCE(json_extract(daemon_state.value, '$.consecutive_failures'), 0) + 1 >= $2
+                 CASE WHEN COALESCE(json_extract(daemon_state.value, '$.consecutive_failures'),
+                     0) + 1 >= $2
                       THEN $3 ELSE json_extract(daemon_state.value, '$.blocked_until') END),
              updated_at = $4
          RETURNING value";
