@@ -1,8 +1,9 @@
-//! The storage layer: every statement the apply path runs, a folder per backend. Each
-//! backend writes its statements for its own engine (SQLite: multi-row VALUES and
-//! `json_each`, one hand-over to its thread per statement; PostgreSQL: arrays, `unnest`,
-//! `ON CONFLICT`, row and advisory locks), behind one trait the apply path is written
-//! against.
+//! The storage layer: every statement the daemon runs, one trait per concern. Each
+//! statement is written once, in the concern's file, and runs on whichever backend the
+//! database is (`on_backend!`, `backend.rs`); a folder per backend holds the parts its
+//! engine writes its own way (SQLite: multi-row VALUES and `json_each`, one hand-over to
+//! its thread per statement; PostgreSQL: arrays, `unnest`, `ON CONFLICT`, row and advisory
+//! locks).
 
 use chrono::Utc;
 
@@ -84,7 +85,7 @@ pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};
 mod gate;
 pub use gate::{Turn, WriteGate};
 
-/// One trait per concern, implemented by both backends and dispatched by [`Pool`].
+/// One trait per concern, implemented once for [`Pool`] in the concern's file.
 mod concerns;
 pub use concerns::{
     ChainStore, ComplianceStore, DestinationStore, EvidenceStore, ExportStore, LeaseStore,
@@ -101,8 +102,8 @@ mod share;
 pub use share::ShareStore;
 
 /// A pool of connections to the configured database, whichever the backend: chosen once,
-/// when the database is opened ([`open`]); every concern's trait is implemented for it by
-/// dispatching to the backend's pool.
+/// when the database is opened ([`open`]); every concern's trait is implemented for it
+/// once, each statement run on the backend's pool.
 #[derive(Debug, Clone)]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),

@@ -1,8 +1,8 @@
 //! Write transactions and the dedicated write connection, whichever the backend: a [`Tx`]
 //! begins as its backend needs (SQLite takes its one write lock at once, `BEGIN
-//! IMMEDIATE`, so that a transaction never fails half-way for want of it) and hands the
-//! apply path's statements ([`ApplyTx`]) and ingest's ([`IngestStore`]) to the backend's
-//! connection.
+//! IMMEDIATE`, so that a transaction never fails half-way for want of it) and lends its
+//! backend's connection to the apply path's statements ([`ApplyTx`](super::ApplyTx)) and
+//! ingest's ([`IngestStore`](super::IngestStore)).
 
 use super::gate::{Turn, WriteGate};
 use super::{Connection, Pool};
