@@ -2,56 +2,44 @@
 //! reading it in seq order and its last entry. (Computing the chain of entries recorded
 //! before it existed is SQLite's `chain`; PostgreSQL's migration computes it.)
 
-/// The columns of a [`ChainRow`](crate::model::chain::ChainRow), selected `FROM ledger`. A
-/// macro, so that the statements built with it are literals.
-macro_rules! chain_columns {
-    () => {
-        "seq, organization_id, lead_id, phone_number, opted_out, occurred_at, recorded_at,
-         source, event_ref, superseded, account_id, tag_id, reason, hash"
-    };
+use super::Error;
+use super::backend::on_backend;
+use super::{ChainStore, Pool};
+
+impl ChainStore for Pool {
+    async fn chain_page(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::chain::ChainRow>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(concat!(
+                "SELECT ",
+                crate::store::columns::chain_columns!(),
+                " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
+            ))
+            .bind(after)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
+
+    async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, Error> {
+        on_backend!(self, |pool| {
+            // The hash is NULL on SQLite until the entries recorded before the chain
+            // are hashed.
+            let last: Option<(i64, Option<String>)> =
+                sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
+                    .fetch_optional(pool)
+                    .await?;
+            Ok(match last {
+                None => crate::model::chain::ChainHead::empty(),
+                Some((seq, hash)) => crate::model::chain::ChainHead {
+                    seq,
+                    hash: hash.unwrap_or_default(),
+                },
+            })
+        })
+    }
 }
-
-pub(crate) use chain_columns;
-
-/// `ChainStore` for the pool type `$pool`.
-macro_rules! statements {
-    ($pool:ty) => {
-        impl $crate::store::ChainStore for $pool {
-            async fn chain_page(
-                &self,
-                after: i64,
-                limit: i64,
-            ) -> Result<Vec<crate::model::chain::ChainRow>, crate::store::Error> {
-                Ok(sqlx::query_as(concat!(
-                    "SELECT ",
-                    crate::store::chain::chain_columns!(),
-                    " FROM ledger WHERE seq > $1 ORDER BY seq LIMIT $2"
-                ))
-                .bind(after)
-                .bind(limit)
-                .fetch_all(self)
-                .await?)
-            }
-
-            async fn chain_head(
-                &self,
-            ) -> Result<crate::model::chain::ChainHead, crate::store::Error> {
-                // The hash is NULL on SQLite until the entries recorded before the chain
-                // are hashed.
-                let last: Option<(i64, Option<String>)> =
-                    sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-                        .fetch_optional(self)
-                        .await?;
-                Ok(match last {
-                    None => crate::model::chain::ChainHead::empty(),
-                    Some((seq, hash)) => crate::model::chain::ChainHead {
-                        seq,
-                        hash: hash.unwrap_or_default(),
-                    },
-                })
-            }
-        }
-    };
-}
-
-pub(crate) use statements;

@@ -1,23 +1,27 @@
 //! The compliance report's reads: one text for both backends (`$N` parameters), but the
-//! messages of many leads, which each backend reads its fastest way (given as
-//! `$messages`, a function of the pool and the lead ids, never empty).
+//! messages of many leads and the shared copies of many opt-outs, which each backend reads
+//! its fastest way (its `compliance`, never given an empty list).
 
-/// The compliance statements for the pool type `$pool`.
-macro_rules! statements {
-    ($pool:ty, $messages:path, $shared:path) => {
-        impl $crate::store::ComplianceStore for $pool {
-            async fn opt_outs(
-                &self,
-                since: chrono::DateTime<chrono::Utc>,
-                until: chrono::DateTime<chrono::Utc>,
-                (organization, account): (Option<&str>, Option<&str>),
-                after: i64,
-                limit: i64,
-            ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error> {
-                // Echoes of local changes are the service confirming those changes, not
-                // opt-outs of their own.
-                Ok(sqlx::query_as(
-                    "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
+use super::Error;
+use super::backend::on_backend;
+use super::{ComplianceStore, Pool};
+use crate::model::{Source, Timestamp};
+use chrono::{DateTime, Utc};
+
+impl ComplianceStore for Pool {
+    async fn opt_outs(
+        &self,
+        since: DateTime<Utc>,
+        until: DateTime<Utc>,
+        (organization, account): (Option<&str>, Option<&str>),
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::OptOutRow>, Error> {
+        on_backend!(self, |pool| {
+            // Echoes of local changes are the service confirming those changes, not
+            // opt-outs of their own.
+            Ok(sqlx::query_as(
+                "SELECT l.seq, l.organization_id, l.lead_id, l.phone_number, l.occurred_at,
                             l.recorded_at, l.source, l.superseded, l.account_id, l.event_ref,
                             p.state AS push_state,
                             p.finished_at AS push_finished_at,
@@ -25,7 +29,8 @@ macro_rules! statements {
                              WHERE i.phone_number = l.phone_number
                                AND i.organization_id = l.organization_id
                                AND i.account_id = l.account_id
-                               AND NOT i.opted_out AND i.occurred_at > l.occurred_at) AS opted_in_at,
+                               AND NOT i.opted_out AND i.occurred_at > l.occurred_at) AS
+                                   opted_in_at,
                             (SELECT s.lead_id FROM consent_state AS s
                              WHERE s.phone_number = l.phone_number
                                AND s.organization_id = l.organization_id
@@ -40,72 +45,73 @@ macro_rules! statements {
                                          AND e.phone_number = l.phone_number
                                          AND e.account_id = l.account_id)
                      ORDER BY l.seq LIMIT $5",
-                )
-                .bind(crate::model::Timestamp(since))
-                .bind(crate::model::Timestamp(until))
-                .bind(organization)
-                .bind(after)
-                .bind(limit)
-                .bind(account)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(Timestamp(since))
+            .bind(Timestamp(until))
+            .bind(organization)
+            .bind(after)
+            .bind(limit)
+            .bind(account)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn unsent_opt_outs(
-                &self,
-                limit: i64,
-            ) -> Result<Vec<(i64, crate::model::Timestamp)>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT l.seq, l.occurred_at FROM pushes AS p JOIN ledger AS l ON l.seq = p.seq
+    async fn unsent_opt_outs(&self, limit: i64) -> Result<Vec<(i64, Timestamp)>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT l.seq, l.occurred_at FROM pushes AS p JOIN ledger AS l ON l.seq = p.seq
                      WHERE p.state IN ('pending', 'failed') AND p.opted_out
                      ORDER BY p.seq LIMIT $1",
-                )
-                .bind(limit)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn opt_outs_after(
-                &self,
-                after: i64,
-                limit: i64,
-            ) -> Result<Vec<(i64, (String, String), crate::model::Source, crate::model::Timestamp)>, crate::store::Error> {
-                let rows: Vec<(i64, String, String, crate::model::Source, crate::model::Timestamp)> =
-                    sqlx::query_as(
-                        "SELECT seq, account_id, organization_id, source, occurred_at FROM ledger
+    async fn opt_outs_after(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<(i64, (String, String), Source, Timestamp)>, Error> {
+        on_backend!(self, |pool| {
+            let rows: Vec<(i64, String, String, Source, Timestamp)> = sqlx::query_as(
+                "SELECT seq, account_id, organization_id, source, occurred_at FROM ledger
                          WHERE seq > $1 AND opted_out ORDER BY seq LIMIT $2",
-                    )
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(self)
-                    .await?;
-                Ok(rows
-                    .into_iter()
-                    .map(|(seq, account, org, source, at)| (seq, (account, org), source, at))
-                    .collect())
-            }
+            )
+            .bind(after)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?;
+            Ok(rows
+                .into_iter()
+                .map(|(seq, account, org, source, at)| (seq, (account, org), source, at))
+                .collect())
+        })
+    }
 
-            async fn messages_of_leads(
-                &self,
-                lead_ids: &[&str],
-            ) -> Result<Vec<crate::model::LeadMessage>, crate::store::Error> {
-                if lead_ids.is_empty() {
-                    return Ok(Vec::new());
-                }
-                $messages(self, lead_ids).await
+    async fn messages_of_leads(
+        &self,
+        lead_ids: &[&str],
+    ) -> Result<Vec<crate::model::LeadMessage>, Error> {
+        on_backend!(self, |pool, dialect| {
+            if lead_ids.is_empty() {
+                return Ok(Vec::new());
             }
+            dialect::compliance::messages_of_leads(pool, lead_ids).await
+        })
+    }
 
-            async fn shared_copies(
-                &self,
-                refs: &[String],
-            ) -> Result<Vec<crate::model::SharedCopy>, crate::store::Error> {
-                if refs.is_empty() {
-                    return Ok(Vec::new());
-                }
-                $shared(self, refs).await
+    async fn shared_copies(&self, refs: &[String]) -> Result<Vec<crate::model::SharedCopy>, Error> {
+        on_backend!(self, |pool, dialect| {
+            if refs.is_empty() {
+                return Ok(Vec::new());
             }
-        }
-    };
+            Ok(sqlx::query_as(dialect::compliance::SHARED_COPIES)
+                .bind(dialect::list(refs)?)
+                .fetch_all(pool)
+                .await?)
+        })
+    }
 }
-
-pub(crate) use statements;

@@ -1,23 +1,17 @@
-//! One trait per concern of the storage layer, each implemented by both backends'
-//! pools ([`sqlx::SqlitePool`] in `sqlite/`, [`sqlx::PgPool`] in `postgres/`, or once for
-//! both where the statement text is the same) and dispatched by [`super::Pool`].
+//! One trait per concern of the storage layer, each implemented once for [`super::Pool`]
+//! in `store/<concern>.rs`, every statement a body run on either backend's pool
+//! (`on_backend!`, `store/backend.rs`).
 //!
 //! One file over 400 lines on purpose: it is the table of every statement the daemon runs,
 //! by concern, where a reader looks one up; the delivery concerns (subscribers and
 //! destinations) are in [`deliveries`].
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
-use enum_dispatch::enum_dispatch;
-
 /// The subscribers' and destinations' delivery state.
 mod deliveries;
 pub use deliveries::{DestinationStore, SubscriberStore};
 
-// enum_dispatch writes these signatures again beside `Pool`: every type is named by its
-// whole path, so that they resolve there too.
-
 /// The ledger's hash chain as stored.
-#[enum_dispatch]
 pub trait ChainStore {
     /// The last entry, as stored (an empty ledger's head is the genesis).
     async fn chain_head(&self) -> Result<crate::model::chain::ChainHead, crate::store::Error>;
@@ -31,7 +25,6 @@ pub trait ChainStore {
 }
 
 /// The console's sessions.
-#[enum_dispatch]
 pub trait SessionStore {
     /// Stores a new session, and drops those that have lapsed.
     async fn create_session(
@@ -56,7 +49,6 @@ pub trait SessionStore {
 }
 
 /// What each ledger entry of a number stands on.
-#[enum_dispatch]
 pub trait EvidenceStore {
     /// Every ledger entry of `phone` (in one organization or all), oldest first.
     async fn evidence_entries(
@@ -73,7 +65,6 @@ pub trait EvidenceStore {
 }
 
 /// Leases and replica heartbeats.
-#[enum_dispatch]
 pub trait LeaseStore {
     /// Takes every lease of `names` for `holder` for `ttl_ms`, or none: the first one held
     /// by another holder and not lapsed is returned, and nothing is taken.
@@ -113,7 +104,6 @@ pub trait LeaseStore {
 }
 
 /// The outbox as the worker and `replay` use it.
-#[enum_dispatch]
 pub trait OutboxStore {
     /// Counts a failed attempt against the pending row `id`, quarantining it after
     /// `max_attempts`; returns its id if it was quarantined.
@@ -132,7 +122,6 @@ pub trait OutboxStore {
 }
 
 /// How many stored deliveries are in each state.
-#[enum_dispatch]
 pub trait OutboxCounts {
     /// The states of the outbox rows `ids`, by state: how many are pending, applied and
     /// quarantined.
@@ -143,7 +132,6 @@ pub trait OutboxCounts {
 }
 
 /// Local consent changes queued for the service.
-#[enum_dispatch]
 pub trait PushStore {
     /// The service refused the push `seq` for good.
     async fn push_failed(
@@ -185,7 +173,6 @@ pub trait PushStore {
 }
 
 /// The compliance report's reads.
-#[enum_dispatch]
 pub trait ComplianceStore {
     /// The first `limit` opt-out entries after seq `after` that occurred in `since..until`
     /// (in one organization or all), echoes of local changes left out, in seq order, each
@@ -238,7 +225,6 @@ pub trait ComplianceStore {
 }
 
 /// The read side: the ledger, the mirror and the daemon's state, as records.
-#[enum_dispatch]
 pub trait ReadStore {
     /// The outbox and push backlog.
     async fn backlog(&self) -> Result<crate::model::Backlog, crate::store::Error>;
@@ -331,7 +317,6 @@ pub trait ReadStore {
 
 /// Reconciliation passes, each of one account: checkpoints, records and the messages to look
 /// up.
-#[enum_dispatch]
 pub trait PassStore {
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
     async fn checkpoint(
@@ -387,7 +372,6 @@ pub trait PassStore {
 }
 
 /// Pruning stored deliveries and finished messages.
-#[enum_dispatch]
 pub trait RetentionStore {
     /// Pages of the database file that are free and could go back to the file system
     /// (SQLite; PostgreSQL reuses freed space and gives none back: 0).
@@ -436,7 +420,6 @@ pub trait RetentionStore {
 }
 
 /// `daemon_state`: small durable facts of the daemon, by key.
-#[enum_dispatch]
 pub trait StateStore {
     async fn state_value(&self, key: &str) -> Result<Option<String>, crate::store::Error>;
 
@@ -460,7 +443,6 @@ pub trait StateStore {
 }
 
 /// Streamed exports of the consent state and the ledger.
-#[enum_dispatch]
 pub trait ExportStore {
     /// Consent records whose current state was set by an entry after `since`, by
     /// organization and number (byte order on either backend).

@@ -47,7 +47,8 @@ const TABLES: &[Table] = &[
         name: "rejected_deliveries",
         object: "'id', id, 'received_at', received_at, 'reason', reason, \
                  'headers', json(headers), 'body', hex(body), 'account_id', account_id",
-        record: "id bigint, received_at timestamptz, reason text, headers jsonb, body text, account_id text",
+        record: "id bigint, received_at timestamptz, reason text, headers jsonb, body text,
+             account_id text",
         insert: "id, received_at, reason, headers, body, account_id",
         select: "x.id, x.received_at, x.reason, x.headers, decode(x.body, 'hex'), x.account_id",
         identity: Some("id"),
@@ -198,7 +199,8 @@ const TABLES: &[Table] = &[
         name: "reconcile_passes",
         object: "'id', id, 'started_at', started_at, 'finished_at', finished_at, \
                  'summary', json(summary), 'account_id', account_id",
-        record: "id text, started_at timestamptz, finished_at timestamptz, summary jsonb, account_id text",
+        record: "id text, started_at timestamptz, finished_at timestamptz, summary jsonb,
+             account_id text",
         insert: "id, started_at, finished_at, summary, account_id",
         select: "x.id, x.started_at, x.finished_at, x.summary, x.account_id",
         identity: None,

@@ -2,41 +2,43 @@
 //! bound as `Timestamp`). Their cursor and state are their rows in `subscribers`
 //! ([`crate::store::subscribers`]).
 
-/// The destination statements for the pool type `$pool`.
-macro_rules! statements {
-    ($pool:ty) => {
-        use crate::model::{
-            Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeKind, OutcomeRecord,
-            Timestamp, Told,
-        };
+use super::Error;
+use super::backend::on_backend;
+use super::{DestinationStore, Pool};
+use crate::model::{
+    Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeKind, OutcomeRecord, Timestamp, Told,
+};
 
-        impl $crate::store::DestinationStore for $pool {
-            async fn entry_progress(
-                &self,
-                name: &str,
-                first_seq: i64,
-                last_seq: i64,
-            ) -> Result<Vec<EntryProgress>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT seq, actions_done, outcome, actions_unknown FROM destination_outcomes
+impl DestinationStore for Pool {
+    async fn entry_progress(
+        &self,
+        name: &str,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<EntryProgress>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT seq, actions_done, outcome, actions_unknown FROM destination_outcomes
                      WHERE destination = $1 AND seq >= $2 AND seq <= $3 ORDER BY seq",
-                )
-                .bind(name)
-                .bind(first_seq)
-                .bind(last_seq)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(name)
+            .bind(first_seq)
+            .bind(last_seq)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn record_progress(
-                &self,
-                name: &str,
-                seq: i64,
-                (actions_done, actions_unknown): (i64, i64),
-                at: Timestamp,
-            ) -> Result<(), crate::store::Error> {
-                sqlx::query(
-                    "INSERT INTO destination_outcomes
+    async fn record_progress(
+        &self,
+        name: &str,
+        seq: i64,
+        (actions_done, actions_unknown): (i64, i64),
+        at: Timestamp,
+    ) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO destination_outcomes
                          (destination, seq, actions_done, actions_unknown, at)
                      VALUES ($1, $2, $3, $4, $5)
                      ON CONFLICT (destination, seq) DO UPDATE SET
@@ -44,28 +46,30 @@ macro_rules! statements {
                          actions_unknown =
                              destination_outcomes.actions_unknown | excluded.actions_unknown,
                          at = excluded.at",
-                )
-                .bind(name)
-                .bind(seq)
-                .bind(actions_done)
-                .bind(actions_unknown)
-                .bind(at)
-                .execute(self)
-                .await?;
-                Ok(())
-            }
+            )
+            .bind(name)
+            .bind(seq)
+            .bind(actions_done)
+            .bind(actions_unknown)
+            .bind(at)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
 
-            async fn record_ending(
-                &self,
-                name: &str,
-                seq: i64,
-                actions_done: i64,
-                ending: Ending<'_>,
-                at: Timestamp,
-            ) -> Result<(), crate::store::Error> {
-                let mut tx = self.begin().await?;
-                sqlx::query(
-                    "INSERT INTO destination_outcomes
+    async fn record_ending(
+        &self,
+        name: &str,
+        seq: i64,
+        actions_done: i64,
+        ending: Ending<'_>,
+        at: Timestamp,
+    ) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "INSERT INTO destination_outcomes
                          (destination, seq, actions_done, outcome, reason, at, follows)
                      VALUES ($1, $2, $3, $4, $5, $6, $7)
                      ON CONFLICT (destination, seq) DO UPDATE SET
@@ -74,93 +78,94 @@ macro_rules! statements {
                          reason = excluded.reason,
                          at = excluded.at,
                          follows = excluded.follows",
-                )
-                .bind(name)
-                .bind(seq)
-                .bind(actions_done)
-                .bind(ending.outcome)
-                .bind(ending.reason)
-                .bind(at)
-                .bind(ending.follows)
-                .execute(&mut *tx)
-                .await?;
-                if let Some((person, opted_out, confirmed)) = ending.told {
-                    sqlx::query(
-                        "INSERT INTO destination_told
+            )
+            .bind(name)
+            .bind(seq)
+            .bind(actions_done)
+            .bind(ending.outcome)
+            .bind(ending.reason)
+            .bind(at)
+            .bind(ending.follows)
+            .execute(&mut *tx)
+            .await?;
+            if let Some((person, opted_out, confirmed)) = ending.told {
+                sqlx::query(
+                    "INSERT INTO destination_told
                              (destination, person, opted_out, seq, at, confirmed)
                          VALUES ($1, $2, $3, $4, $5, $6)
                          ON CONFLICT (destination, person) DO UPDATE SET
                              opted_out = excluded.opted_out, seq = excluded.seq,
                              at = excluded.at, confirmed = excluded.confirmed",
-                    )
-                    .bind(name)
-                    .bind(person)
-                    .bind(opted_out)
-                    .bind(seq)
-                    .bind(at)
-                    .bind(confirmed)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                tx.commit().await?;
-                Ok(())
-            }
-
-            async fn told(
-                &self,
-                name: &str,
-                person: &str,
-            ) -> Result<Option<Told>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT opted_out, seq, at, confirmed FROM destination_told
-                     WHERE destination = $1 AND person = $2",
                 )
                 .bind(name)
                 .bind(person)
-                .fetch_optional(self)
-                .await?)
+                .bind(opted_out)
+                .bind(seq)
+                .bind(at)
+                .bind(confirmed)
+                .execute(&mut *tx)
+                .await?;
             }
+            tx.commit().await?;
+            Ok(())
+        })
+    }
 
-            async fn changes_of_number_between(
-                &self,
-                phone: &str,
-                opted_out: bool,
-                (after_seq, before_seq): (i64, i64),
-            ) -> Result<Vec<(String, String)>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT account_id, organization_id FROM ledger
+    async fn told(&self, name: &str, person: &str) -> Result<Option<Told>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT opted_out, seq, at, confirmed FROM destination_told
+                     WHERE destination = $1 AND person = $2",
+            )
+            .bind(name)
+            .bind(person)
+            .fetch_optional(pool)
+            .await?)
+        })
+    }
+
+    async fn changes_of_number_between(
+        &self,
+        phone: &str,
+        opted_out: bool,
+        (after_seq, before_seq): (i64, i64),
+    ) -> Result<Vec<(String, String)>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT account_id, organization_id FROM ledger
                      WHERE phone_number = $1 AND seq > $3 AND seq < $4
                        AND opted_out = $2 AND NOT superseded
                      ORDER BY seq",
-                )
-                .bind(phone)
-                .bind(opted_out)
-                .bind(after_seq)
-                .bind(before_seq)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(phone)
+            .bind(opted_out)
+            .bind(after_seq)
+            .bind(before_seq)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn entries_with(
-                &self,
-                seq: i64,
-            ) -> Result<Vec<(i64, String, bool)>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT s.seq, s.organization_id, s.superseded FROM ledger AS a
+    async fn entries_with(&self, seq: i64) -> Result<Vec<(i64, String, bool)>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT s.seq, s.organization_id, s.superseded FROM ledger AS a
                      JOIN ledger AS s ON s.event_ref = a.event_ref
                                      AND s.account_id = a.account_id
                                      AND s.phone_number = a.phone_number
                                      AND s.organization_id <> a.organization_id
                      WHERE a.seq = $1 ORDER BY s.seq",
-                )
-                .bind(seq)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(seq)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn outcome_counts(&self, name: &str) -> Result<OutcomeCounts, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT
+    async fn outcome_counts(&self, name: &str) -> Result<OutcomeCounts, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT
                          COALESCE(SUM(CASE WHEN outcome = 'sent' THEN 1 ELSE 0 END), 0) AS sent,
                          COALESCE(SUM(CASE WHEN outcome = 'unmatched' THEN 1 ELSE 0 END), 0)
                              AS unmatched,
@@ -173,76 +178,82 @@ macro_rules! statements {
                          COALESCE(SUM(CASE WHEN outcome = 'unconfirmed' THEN 1 ELSE 0 END), 0)
                              AS unconfirmed
                      FROM destination_outcomes WHERE destination = $1",
-                )
-                .bind(name)
-                .fetch_one(self)
-                .await?)
-            }
+            )
+            .bind(name)
+            .fetch_one(pool)
+            .await?)
+        })
+    }
 
-            async fn outcomes(
-                &self,
-                name: &str,
-                state: Option<OutcomeKind>,
-                after_seq: i64,
-                limit: i64,
-            ) -> Result<Vec<OutcomeRecord>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT o.seq, l.phone_number, l.organization_id, l.lead_id, o.outcome,
+    async fn outcomes(
+        &self,
+        name: &str,
+        state: Option<OutcomeKind>,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<OutcomeRecord>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT o.seq, l.phone_number, l.organization_id, l.lead_id, o.outcome,
                             o.reason, o.at, l.account_id, o.follows
                      FROM destination_outcomes o JOIN ledger l ON l.seq = o.seq
                      WHERE o.destination = $1 AND o.outcome IS NOT NULL
                        AND ($2 IS NULL OR o.outcome = $2) AND o.seq > $3
                      ORDER BY o.seq LIMIT $4",
-                )
-                .bind(name)
-                .bind(state)
-                .bind(after_seq)
-                .bind(limit)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(name)
+            .bind(state)
+            .bind(after_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn outcomes_of_entries(
-                &self,
-                first_seq: i64,
-                last_seq: i64,
-            ) -> Result<Vec<EntryOutcome>, crate::store::Error> {
-                Ok(sqlx::query_as(
-                    "SELECT destination, seq, outcome, reason, at, follows FROM destination_outcomes
+    async fn outcomes_of_entries(
+        &self,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<EntryOutcome>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT destination, seq, outcome, reason, at, follows FROM destination_outcomes
                      WHERE seq >= $1 AND seq <= $2 AND outcome IS NOT NULL
                      ORDER BY seq, destination",
-                )
-                .bind(first_seq)
-                .bind(last_seq)
-                .fetch_all(self)
-                .await?)
-            }
+            )
+            .bind(first_seq)
+            .bind(last_seq)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
 
-            async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error> {
-                let forgotten = sqlx::query(
-                    "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
+    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, Error> {
+        on_backend!(self, |pool| {
+            let forgotten = sqlx::query(
+                "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
                      WHERE destination = $1 AND seq >= $2
                        AND outcome IN ('unmatched', 'refused', 'unconfirmed')",
-                )
-                .bind(name)
-                .bind(from_seq)
-                .execute(self)
-                .await?;
-                Ok(forgotten.rows_affected())
-            }
+            )
+            .bind(name)
+            .bind(from_seq)
+            .execute(pool)
+            .await?;
+            Ok(forgotten.rows_affected())
+        })
+    }
 
-            async fn enable_subscriber(&self, name: &str) -> Result<bool, crate::store::Error> {
-                let enabled = sqlx::query(
-                    "UPDATE subscribers SET disabled = FALSE, failures = 0,
+    async fn enable_subscriber(&self, name: &str) -> Result<bool, Error> {
+        on_backend!(self, |pool| {
+            let enabled = sqlx::query(
+                "UPDATE subscribers SET disabled = FALSE, failures = 0,
                          next_attempt_ms = NULL, last_error = NULL
                      WHERE name = $1 AND disabled",
-                )
-                .bind(name)
-                .execute(self)
-                .await?;
-                Ok(enabled.rows_affected() == 1)
-            }
-        }
-    };
+            )
+            .bind(name)
+            .execute(pool)
+            .await?;
+            Ok(enabled.rows_affected() == 1)
+        })
+    }
 }
-pub(crate) use statements;

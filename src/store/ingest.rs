@@ -1,55 +1,86 @@
-//! Ingest's statements with one text for both backends (`$N` parameters, times bound as
-//! [`Timestamp`](crate::model::Timestamp)): trimming the refused deliveries kept and the
-//! write probe. What differs is given by each backend's `ingest`: how a transaction of its
-//! own begins (`$begin`), the group commit's INSERT (`$insert`, never given an empty batch)
-//! and how refused deliveries are inserted (`$insert_rejected`, never given none).
+//! Ingest's statements, on a [`Tx`] or a [`Connection`]: trimming the refused deliveries
+//! kept and the write probe, one text for both backends (`$N` parameters, times bound as
+//! [`Timestamp`](crate::model::Timestamp)). What differs is in each backend's `ingest`: how
+//! a transaction of its own begins (`BEGIN`), the group commit's INSERT (never given an
+//! empty batch) and how refused deliveries are inserted (never given none).
 
-/// `IngestStore` for the connection type `$conn`.
-macro_rules! statements {
-    ($conn:ty, begin: $begin:literal, insert: $insert:path, insert_rejected: $insert_rejected:path) => {
-        impl $crate::store::IngestStore for $conn {
-            async fn insert_deliveries(
-                &mut self,
-                fresh: &[&crate::model::Delivery],
-                last_id: &mut Option<i64>,
-                applied_at: Option<crate::model::Timestamp>,
-            ) -> Result<std::collections::HashMap<crate::store::OutboxKey, (i64, bool)>, crate::store::Error> {
-                if fresh.is_empty() {
-                    return Ok(std::collections::HashMap::new());
-                }
-                $insert(self, fresh, last_id, applied_at).await
-            }
+use std::collections::HashMap;
 
-            async fn record_others(
-                &mut self,
-                rejected: &[&crate::model::RejectedDelivery],
-                kept: i64,
-                probe: bool,
-            ) -> Result<(), crate::store::Error> {
-                let mut tx = sqlx::Connection::begin_with(self, $begin).await?;
-                if !rejected.is_empty() {
-                    $insert_rejected(&mut *tx, rejected).await?;
-                    sqlx::query(
-                        "DELETE FROM rejected_deliveries
-                         WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - $1",
-                    )
-                    .bind(kept)
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                if probe {
-                    sqlx::query(
-                        "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe', 'ok', $1)
-                         ON CONFLICT (key) DO UPDATE SET updated_at = $1",
-                    )
-                    .bind(crate::model::Timestamp(chrono::Utc::now()))
-                    .execute(&mut *tx)
-                    .await?;
-                }
-                Ok(tx.commit().await?)
-            }
-        }
-    };
+use super::OutboxKey;
+use super::backend::{Lend, on_backend};
+use crate::model::{Delivery, RejectedDelivery};
+
+/// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
+/// the write probe.
+pub trait IngestStore: Send {
+    /// Inserts `fresh` (distinct (account, key) pairs) with one multi-row INSERT, inside the
+    /// caller's transaction or alone in autocommit. Returns each key's row and whether this
+    /// statement added it. `last_id` is the largest outbox id before the statement, carried
+    /// by the one writer that adds rows (SQLite works out the new ids from it;
+    /// PostgreSQL's statement returns them and leaves it alone).
+    fn insert_deliveries(
+        &mut self,
+        fresh: &[&Delivery],
+        last_id: &mut Option<i64>,
+        applied_at: Option<crate::model::Timestamp>,
+    ) -> impl Future<Output = Result<HashMap<OutboxKey, (i64, bool)>, crate::store::Error>> + Send;
+
+    /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
+    /// readiness probe's row, in one transaction.
+    fn record_others(
+        &mut self,
+        rejected: &[&RejectedDelivery],
+        kept: i64,
+        probe: bool,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 }
 
-pub(crate) use statements;
+/// Ingest writes on a write transaction ([`Tx`](super::Tx)) or on a connection of its own
+/// ([`Connection`](super::Connection)) alike.
+impl<T: Lend + Send + ?Sized> IngestStore for T {
+    async fn insert_deliveries(
+        &mut self,
+        fresh: &[&Delivery],
+        last_id: &mut Option<i64>,
+        applied_at: Option<crate::model::Timestamp>,
+    ) -> Result<HashMap<OutboxKey, (i64, bool)>, crate::store::Error> {
+        if fresh.is_empty() {
+            return Ok(HashMap::new());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::ingest::insert_deliveries(conn, fresh, last_id, applied_at).await
+        })
+    }
+
+    async fn record_others(
+        &mut self,
+        rejected: &[&RejectedDelivery],
+        kept: i64,
+        probe: bool,
+    ) -> Result<(), crate::store::Error> {
+        on_backend!(self, |conn, dialect| {
+            let mut tx = sqlx::Connection::begin_with(conn, dialect::ingest::BEGIN).await?;
+            if !rejected.is_empty() {
+                dialect::ingest::insert_rejected(&mut tx, rejected).await?;
+                sqlx::query(
+                    "DELETE FROM rejected_deliveries
+                         WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - $1",
+                )
+                .bind(kept)
+                .execute(&mut *tx)
+                .await?;
+            }
+            if probe {
+                sqlx::query(
+                    "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe',
+                         'ok', $1)
+                         ON CONFLICT (key) DO UPDATE SET updated_at = $1",
+                )
+                .bind(crate::model::Timestamp(chrono::Utc::now()))
+                .execute(&mut *tx)
+                .await?;
+            }
+            Ok(tx.commit().await?)
+        })
+    }
+}

@@ -1,8 +1,9 @@
-//! The storage layer: every statement the apply path runs, a folder per backend. Each
-//! backend writes its statements for its own engine (SQLite: multi-row VALUES and
-//! `json_each`, one hand-over to its thread per statement; PostgreSQL: arrays, `unnest`,
-//! `ON CONFLICT`, row and advisory locks), behind one trait the apply path is written
-//! against.
+//! The storage layer: every statement the daemon runs, one trait per concern. Each
+//! statement is written once, in the concern's file, and runs on whichever backend the
+//! database is (`on_backend!`, `backend.rs`); a folder per backend holds the parts its
+//! engine writes its own way (SQLite: multi-row VALUES and `json_each`, one hand-over to
+//! its thread per statement; PostgreSQL: arrays, `unnest`, `ON CONFLICT`, row and advisory
+//! locks).
 
 use chrono::Utc;
 
@@ -11,7 +12,10 @@ mod apply;
 pub use apply::{
     ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
-pub(crate) use apply::{LeadJson, chain_after, entry_key, status_rank, unrecorded};
+pub(crate) use apply::{
+    LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, pushed_changes,
+    sent_after_opt_out, status_rank, unrecorded,
+};
 /// The storage layer's one error type.
 mod error;
 pub use error::{Error, Result};
@@ -36,8 +40,11 @@ pub mod postgres;
 
 /// The hash chain's reads written once for both backends.
 mod chain;
+/// The column lists several statements select.
+mod columns;
 /// Ingest's statements written once for both backends.
 mod ingest;
+pub use ingest::IngestStore;
 /// Lease and heartbeat statements, one text for both backends.
 mod leases;
 
@@ -63,11 +70,14 @@ mod destinations;
 /// Subscribers' delivery state, one text for both backends.
 mod subscribers;
 
+/// How a statement written once runs on either backend (`on_backend!`).
+mod backend;
+
 /// The other replicas' ledger commits turned into wake-ups of [`crate::signal`].
 mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
-pub use tx::{Gated, IngestStore, OutboxKey, SqliteWriter, Tx};
+pub use tx::{Gated, OutboxKey, SqliteWriter, Tx};
 /// Long reads: a few at a time, on connections of their own.
 mod long_reads;
 pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};
@@ -75,7 +85,7 @@ pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};
 mod gate;
 pub use gate::{Turn, WriteGate};
 
-/// One trait per concern, implemented by both backends and dispatched by [`Pool`].
+/// One trait per concern, implemented once for [`Pool`] in the concern's file.
 mod concerns;
 pub use concerns::{
     ChainStore, ComplianceStore, DestinationStore, EvidenceStore, ExportStore, LeaseStore,
@@ -92,31 +102,24 @@ mod share;
 pub use share::ShareStore;
 
 /// A pool of connections to the configured database, whichever the backend: chosen once,
-/// when the database is opened ([`open`]); every concern's trait is implemented for it by
-/// dispatching to the backend's pool.
+/// when the database is opened ([`open`]); every concern's trait is implemented for it
+/// once, each statement run on the backend's pool.
 #[derive(Debug, Clone)]
-#[enum_dispatch::enum_dispatch(
-    ChainStore,
-    ComplianceStore,
-    SessionStore,
-    EvidenceStore,
-    ExportStore,
-    LeaseStore,
-    OutboxStore,
-    OutboxCounts,
-    PassStore,
-    PushStore,
-    ReadStore,
-    RetentionStore,
-    StateStore,
-    SubscriberStore,
-    DestinationStore,
-    DemoStore,
-    ShareStore
-)]
 pub enum Pool {
     Sqlite(sqlx::SqlitePool),
     Postgres(sqlx::PgPool),
+}
+
+impl From<sqlx::SqlitePool> for Pool {
+    fn from(pool: sqlx::SqlitePool) -> Self {
+        Pool::Sqlite(pool)
+    }
+}
+
+impl From<sqlx::PgPool> for Pool {
+    fn from(pool: sqlx::PgPool) -> Self {
+        Pool::Postgres(pool)
+    }
 }
 
 impl From<&sqlx::SqlitePool> for Pool {

@@ -2,13 +2,11 @@
 //! ledger, but those that are themselves shared. One text for both backends.
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
-use enum_dispatch::enum_dispatch;
-
-// enum_dispatch writes these signatures again beside `Pool`: every type is named by its
-// whole path, so that they resolve there too.
+use super::Error;
+use super::Pool;
+use super::backend::on_backend;
 
 /// The ledger as sharing across accounts follows it.
-#[enum_dispatch]
 pub trait ShareStore {
     /// Up to `limit` opt-outs after entry `after`, in seq order, that are not themselves
     /// shared from another account (their `event_ref` is not `shared:...`), each saying
@@ -17,7 +15,7 @@ pub trait ShareStore {
         &self,
         after: i64,
         limit: i64,
-    ) -> Result<Vec<crate::model::OptOutToShare>, crate::store::Error>;
+    ) -> Result<Vec<crate::model::OptOutToShare>, Error>;
 }
 
 /// An entry is derived, not an act of the person's, when it is a shared copy (never read:
@@ -33,23 +31,18 @@ const OPT_OUTS_TO_SHARE: &str = "SELECT e.seq, e.account_id, e.phone_number, e.o
      WHERE e.seq > $1 AND e.opted_out AND e.event_ref NOT LIKE 'shared:%'
      ORDER BY e.seq LIMIT $2";
 
-macro_rules! statements {
-    ($pool:ty) => {
-        impl ShareStore for $pool {
-            async fn opt_outs_to_share(
-                &self,
-                after: i64,
-                limit: i64,
-            ) -> Result<Vec<crate::model::OptOutToShare>, crate::store::Error> {
-                Ok(sqlx::query_as(OPT_OUTS_TO_SHARE)
-                    .bind(after)
-                    .bind(limit)
-                    .fetch_all(self)
-                    .await?)
-            }
-        }
-    };
+impl ShareStore for Pool {
+    async fn opt_outs_to_share(
+        &self,
+        after: i64,
+        limit: i64,
+    ) -> Result<Vec<crate::model::OptOutToShare>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(OPT_OUTS_TO_SHARE)
+                .bind(after)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?)
+        })
+    }
 }
-
-statements!(sqlx::SqlitePool);
-statements!(sqlx::PgPool);

@@ -1,14 +1,11 @@
 //! Write transactions and the dedicated write connection, whichever the backend: a [`Tx`]
 //! begins as its backend needs (SQLite takes its one write lock at once, `BEGIN
-//! IMMEDIATE`, so that a transaction never fails half-way for want of it) and hands the
-//! apply path's statements ([`ApplyTx`]) and ingest's ([`IngestStore`]) to the backend's
-//! connection.
-
-use std::collections::HashMap;
+//! IMMEDIATE`, so that a transaction never fails half-way for want of it) and lends its
+//! backend's connection to the apply path's statements ([`ApplyTx`](super::ApplyTx)) and
+//! ingest's ([`IngestStore`](super::IngestStore)).
 
 use super::gate::{Turn, WriteGate};
 use super::{Connection, Pool};
-use crate::model::{Delivery, RejectedDelivery};
 
 /// What makes a delivery a duplicate: its account and its dedup key.
 pub type OutboxKey = (String, String);
@@ -283,87 +280,4 @@ impl Connection {
     pub fn single_writer(&self) -> bool {
         matches!(self, Connection::Sqlite(_))
     }
-}
-
-/// Declares the trait `$trait` as written (each method a `fn` of `&mut self` returning a
-/// `Send` future of a `Result`) and implements it for each of `$to`, an enum of a
-/// `Sqlite` and a `Postgres` variant, by forwarding every method to the variant's
-/// connection: the trait's methods are listed once.
-macro_rules! forwarded {
-    (
-        $(#[$attr:meta])*
-        $vis:vis trait $trait:ident: Send $methods:tt
-        for $($to:ty),+;
-    ) => {
-        $crate::store::tx::forwarded!(@trait $(#[$attr])* $vis $trait $methods);
-        $( $crate::store::tx::forwarded!(@forward $trait, $to, $methods); )+
-    };
-    (@trait $(#[$attr:meta])* $vis:vis $trait:ident {
-        $(
-            $(#[$method_attr:meta])*
-            fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?)
-                -> impl Future<Output = Result<$out:ty, crate::store::Error>> + Send;
-        )*
-    }) => {
-        $(#[$attr])*
-        $vis trait $trait: Send {
-            $(
-                $(#[$method_attr])*
-                fn $name(&mut self $(, $arg: $ty)*)
-                    -> impl std::future::Future<Output = Result<$out, crate::store::Error>> + Send;
-            )*
-        }
-    };
-    (@forward $trait:ident, $to:ty, {
-        $(
-            $(#[$method_attr:meta])*
-            fn $name:ident(&mut self $(, $arg:ident: $ty:ty)* $(,)?)
-                -> impl Future<Output = Result<$out:ty, crate::store::Error>> + Send;
-        )*
-    }) => {
-        impl $trait for $to {
-            $(
-                fn $name(&mut self $(, $arg: $ty)*)
-                    -> impl std::future::Future<Output = Result<$out, crate::store::Error>> + Send {
-                    async move {
-                        match self {
-                            Self::Sqlite(inner) => inner.$name($($arg),*).await,
-                            Self::Postgres(inner) => inner.$name($($arg),*).await,
-                        }
-                    }
-                }
-            )*
-        }
-    };
-}
-
-pub(crate) use forwarded;
-
-// `Tx` and `Connection` forward each method to their backend's connection.
-forwarded! {
-/// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
-/// the write probe.
-pub trait IngestStore: Send {
-    /// Inserts `fresh` (distinct (account, key) pairs) with one multi-row INSERT, inside the caller's
-    /// transaction or alone in autocommit. Returns each key's row and whether this
-    /// statement added it. `last_id` is the largest outbox id before the statement, carried
-    /// by the one writer that adds rows (SQLite works out the new ids from it;
-    /// PostgreSQL's statement returns them and leaves it alone).
-    fn insert_deliveries(
-        &mut self,
-        fresh: &[&Delivery],
-        last_id: &mut Option<i64>,
-        applied_at: Option<crate::model::Timestamp>,
-    ) -> impl Future<Output = Result<HashMap<OutboxKey, (i64, bool)>, crate::store::Error>> + Send;
-
-    /// Records refused deliveries (keeping the last `kept`) and, with `probe`, writes the
-    /// readiness probe's row, in one transaction.
-    fn record_others(
-        &mut self,
-        rejected: &[&RejectedDelivery],
-        kept: i64,
-        probe: bool,
-    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
-}
-for Tx<'_>, Connection;
 }

@@ -3,13 +3,7 @@
 
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool`, whose futures are Send.
 
-use enum_dispatch::enum_dispatch;
-
-// As beside the other concerns: every type is named by its whole path, so that the
-// signatures enum_dispatch writes again beside `Pool` resolve there too.
-
 /// The subscribers' delivery state.
-#[enum_dispatch]
 pub trait SubscriberStore {
     /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
     async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error>;
@@ -73,7 +67,6 @@ pub trait SubscriberStore {
 }
 
 /// The destinations' outcomes per entry (their cursor and state: [`SubscriberStore`]).
-#[enum_dispatch]
 pub trait DestinationStore {
     /// The progress kept at `name` of entries `first_seq..=last_seq` that have any.
     async fn entry_progress(

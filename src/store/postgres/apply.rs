@@ -11,31 +11,17 @@
 //! One file over 400 lines on purpose: a batch's statements in the order the apply path
 //! runs them in one transaction, the locks the first ones take held by the last.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
-use crate::model::{
-    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
-};
-use crate::model::{Lead, Source, Timestamp, is_terminal};
-use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing, status_rank};
-
-/// A stored consent state, as read.
-#[derive(sqlx::FromRow)]
-struct StateRow {
-    organization_id: String,
-    phone_number: String,
-    changed_at: DateTime<Utc>,
-    opted_out: bool,
-    lead_id: Option<String>,
-    seq: i64,
-    source: Source,
-}
+use crate::model::PushedChange;
+use crate::model::Timestamp;
+use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// One column of `rows`, for an array parameter.
-fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
+pub(super) fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
     rows.iter().map(f).collect()
 }
 
@@ -43,85 +29,69 @@ fn column<'a, T, U>(rows: &'a [T], f: impl FnMut(&'a T) -> U) -> Vec<U> {
 /// two-key space, apart from the one-key space of the migrator's lock.
 const NUMBER_LOCKS: i32 = 0x6f73_6e00;
 
-crate::store::apply::statements! {
-    PgConnection,
-
-    async fn settle_outbox(
-        &mut self,
-        // Claimed rows are marked applied by the claim itself (`outbox::claim_pending`).
-        _applied: &[i64],
-        quarantined: &[(i64, String)],
-        _now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        if !quarantined.is_empty() {
-            let (ids, reasons): (Vec<i64>, Vec<&str>) =
-                quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
-            sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = k.reason,
-                     applied_at = NULL
-                 FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
-            )
-            .bind(ids)
-            .bind(reasons)
-            .execute(&mut *self)
-            .await?;
-        }
-        Ok(())
+pub(crate) async fn settle_outbox(
+    conn: &mut PgConnection,
+    // Claimed rows are marked applied by the claim itself (`outbox::claim_pending`).
+    _applied: &[i64],
+    quarantined: &[(i64, String)],
+    _now: DateTime<Utc>,
+) -> Result<(), crate::store::Error> {
+    if !quarantined.is_empty() {
+        let (ids, reasons): (Vec<i64>, Vec<&str>) =
+            quarantined.iter().map(|(id, r)| (*id, r.as_str())).unzip();
+        sqlx::query(
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error =
+                 k.reason,
+                 applied_at = NULL
+             FROM unnest($1::int8[], $2::text[]) AS k (id, reason) WHERE outbox.id = k.id",
+        )
+        .bind(ids)
+        .bind(reasons)
+        .execute(&mut *conn)
+        .await?;
     }
+    Ok(())
+}
 
-    async fn sent_after_opt_out(
-        &mut self,
-        account: &str,
-        messages: &[NewMessage<'_>],
-    ) -> Result<u64, crate::store::Error> {
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
-            "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
-             AS k (id, lead, created, after)",
-            "$5"
-        ))
+pub(crate) async fn sent_after_opt_out(
+    conn: &mut PgConnection,
+    account: &str,
+    messages: &[NewMessage<'_>],
+) -> Result<i64, crate::store::Error> {
+    let sql = store::sent_after_opt_out(
+        "unnest($1::text[], $2::text[], $3::timestamptz[], $4::timestamptz[])
+         AS k (id, lead, created, after)",
+        "$5",
+    );
+    Ok(sqlx::query_scalar(&sql)
         .bind(column(messages, |m| m.id))
         .bind(column(messages, |m| m.lead_id))
         .bind(column(messages, |m| m.created.at()))
         .bind(column(messages, |m| m.after.at()))
         .bind(account)
-        .fetch_one(&mut *self)
-        .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn suppressions(
-        &mut self,
-        account: &str,
-        phones: &[&str],
-    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-        if phones.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let rows: Vec<(String, i64, DateTime<Utc>)> = sqlx::query_as(
-            "SELECT phone_number, seq, since FROM suppressions
-             WHERE phone_number = ANY($1) AND account_id = $2",
-        )
-        .bind(phones)
-        .bind(account)
-        .fetch_all(&mut *self)
-        .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(phone, seq, since)| {
-                let since = Timestamp(since);
-                (phone, Suppression { seq, since })
-            })
-            .collect())
-    }
+        .fetch_one(&mut *conn)
+        .await?)
 }
 
-async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), crate::store::Error> {
-    if phones.is_empty() {
-        return Ok(());
-    }
+pub(crate) async fn suppressions(
+    conn: &mut PgConnection,
+    account: &str,
+    phones: &[&str],
+) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
+    Ok(sqlx::query_as(
+        "SELECT phone_number, seq, since FROM suppressions
+         WHERE phone_number = ANY($1) AND account_id = $2",
+    )
+    .bind(phones)
+    .bind(account)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
+pub(crate) async fn lock_numbers(
+    conn: &mut PgConnection,
+    phones: &[&str],
+) -> Result<(), crate::store::Error> {
     // Sorted, so two transactions locking overlapping sets cannot deadlock: volatile
     // functions of the select list run after the ORDER BY.
     sqlx::query(
@@ -136,12 +106,12 @@ async fn lock_numbers(conn: &mut PgConnection, phones: &[&str]) -> Result<(), cr
     Ok(())
 }
 
-async fn locate_leads(
+pub(crate) async fn locate_leads(
     conn: &mut PgConnection,
     account: &str,
     lead_ids: &[&str],
-) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+) -> Result<Vec<(String, String, String)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT id, organization_id, phone_number FROM leads WHERE id = ANY($1) AND account_id = $2
          UNION ALL
          SELECT lead_id, organization_id, phone_number FROM consent_state
@@ -150,64 +120,53 @@ async fn locate_leads(
     .bind(lead_ids)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    .await?)
 }
 
-async fn holders_of(
+pub(crate) async fn holders_of(
     conn: &mut PgConnection,
     account: &str,
     phones: &[&str],
-) -> Result<Holders, crate::store::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT phone_number, organization_id, lead_id FROM consent_state
          WHERE phone_number = ANY($1) AND account_id = $2",
     )
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(crate::model::holders(rows))
+    .await?)
 }
 
-async fn pushed_changes(
+pub(crate) async fn pushed_changes(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    Ok(sqlx::query_as(
-        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at,
-                (SELECT MIN(c.occurred_at) FROM ledger AS c
-                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
-                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
-                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
-         FROM (SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
+    let sql = store::pushed_changes(
+        "(SELECT DISTINCT org, phone FROM unnest($1::text[], $2::text[]) AS k (org, phone)) AS k
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
-                         AND p.account_id = $3
-         JOIN ledger AS l ON l.seq = p.seq
-         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-           AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL
-         ORDER BY p.seq",
-    )
-    .bind(orgs)
-    .bind(phones)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+                         AND p.account_id = $3",
+        // Both times are set once a push is attempted; here they decode as times, never NULL.
+        "
+           AND p.first_attempt_at IS NOT NULL AND p.last_attempt_at IS NOT NULL",
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(orgs)
+        .bind(phones)
+        .bind(account)
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
-async fn unsent_opt_outs_of(
+pub(crate) async fn unsent_opt_outs_of(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<HashSet<(String, String)>, crate::store::Error> {
-    if keys.is_empty() {
-        return Ok(HashSet::new());
-    }
+) -> Result<Vec<(String, String)>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    let rows: Vec<(String, String)> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT DISTINCT p.organization_id, p.phone_number
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
          JOIN pushes AS p ON p.organization_id = k.org AND p.phone_number = k.phone
@@ -218,17 +177,16 @@ async fn unsent_opt_outs_of(
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().collect())
+    .await?)
 }
 
-async fn consent_states(
+pub(crate) async fn consent_states(
     conn: &mut PgConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<ConsentStates, crate::store::Error> {
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
-    let rows: Vec<StateRow> = sqlx::query_as(
+    Ok(sqlx::query_as(
         "SELECT s.organization_id, s.phone_number, COALESCE(s.rank_at, s.changed_at) AS changed_at,
                 s.opted_out, s.lead_id, s.seq, s.source
          FROM unnest($1::text[], $2::text[]) AS k (org, phone)
@@ -239,35 +197,15 @@ async fn consent_states(
     .bind(phones)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(ConsentStates(
-        rows.into_iter()
-            .map(|row| {
-                let rank = Rank {
-                    changed_at: row.changed_at,
-                    opted_out: row.opted_out,
-                };
-                let state = StoredConsent {
-                    rank,
-                    lead_id: row.lead_id,
-                    seq: Some(row.seq),
-                    source: row.source,
-                };
-                ((row.organization_id, row.phone_number), state)
-            })
-            .collect(),
-    ))
+    .await?)
 }
 
-async fn append_ledger(
+pub(crate) async fn append_ledger(
     conn: &mut PgConnection,
     account: &str,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
-    }
     // Which are recorded already: the numbers are locked, so no other transaction can
     // record them before this one commits.
     let recorded = recorded_already(conn, account, entries).await?;
@@ -337,16 +275,14 @@ async fn append_ledger(
     Ok(seqs)
 }
 
-async fn write_states(
+pub(crate) async fn write_states(
     conn: &mut PgConnection,
     account: &str,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
-    if states.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
-        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq,
+        "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out,
+             changed_at, source, seq,
                                     rank_at, account_id)
          SELECT *, $9 FROM unnest($1::text[], $2::text[], $3::text[], $4::bool[], $5::timestamptz[],
                                   $6::text[], $7::int8[], $8::timestamptz[])
@@ -355,7 +291,8 @@ async fn write_states(
              opted_out = excluded.opted_out, changed_at = excluded.changed_at,
              source = excluded.source, seq = excluded.seq, rank_at = excluded.rank_at
          WHERE (excluded.rank_at, excluded.opted_out)
-             > (COALESCE(consent_state.rank_at, consent_state.changed_at), consent_state.opted_out)",
+             > (COALESCE(consent_state.rank_at, consent_state.changed_at),
+                 consent_state.opted_out)",
     )
     .bind(states.iter().map(|w| w.organization_id).collect::<Vec<_>>())
     .bind(states.iter().map(|w| w.phone_number).collect::<Vec<_>>())
@@ -371,138 +308,11 @@ async fn write_states(
     Ok(())
 }
 
-async fn upsert_leads(
-    conn: &mut PgConnection,
-    account: &str,
-    leads: &[(&Lead, DateTime<Utc>)],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    // One row per lead (an upsert cannot touch a row twice): its latest observation.
-    let mut latest: HashMap<&str, &(&Lead, DateTime<Utc>)> = HashMap::new();
-    for observed in leads {
-        let slot = latest.entry(observed.0.id.as_str()).or_insert(observed);
-        if observed.1 >= slot.1 {
-            *slot = observed;
-        }
-    }
-    if latest.is_empty() {
-        return Ok(0);
-    }
-    let rows: Vec<&(&Lead, DateTime<Utc>)> = latest.into_values().collect();
-    let json = rows
-        .iter()
-        .map(|(lead, _)| LeadJson::of(lead))
-        .collect::<Result<Vec<_>, _>>()?;
-    let done = sqlx::query(concat!(
-        "INSERT INTO leads (id, organization_id, phone_number, first_name, last_name, notes,
-             follow_up, email, postal_code, phone_number_type, active_group_ids,
-             inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-             content_hash, updated_at, account_id)
-         SELECT id, o, p, fn, ln, notes, fu, email, pc, pt, ag::jsonb, ig::jsonb, tags::jsonb,
-                cf::jsonb, created, observed, hash, $18, $19
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::text[], $9::text[], $10::text[], $11::text[], $12::text[],
-                     $13::text[], $14::text[], $15::text[], $16::timestamptz[], $17::int8[])
-              AS r (id, o, p, fn, ln, notes, fu, email, pc, pt, ag, ig, tags, cf, created,
-                    observed, hash) ",
-        crate::store::apply::leads_on_conflict!()
-    ))
-    .bind(column(&rows, |r| r.0.id.as_str()))
-    .bind(column(&rows, |r| r.0.organization_id.as_str()))
-    .bind(column(&rows, |r| r.0.phone_number.as_str()))
-    .bind(column(&rows, |r| r.0.first_name.as_deref()))
-    .bind(column(&rows, |r| r.0.last_name.as_deref()))
-    .bind(column(&rows, |r| r.0.notes.as_deref()))
-    .bind(column(&rows, |r| r.0.follow_up.as_deref()))
-    .bind(column(&rows, |r| r.0.email.as_deref()))
-    .bind(column(&rows, |r| r.0.postal_code.as_deref()))
-    .bind(column(&rows, |r| r.0.phone_number_type.as_deref()))
-    .bind(column(&json, |j| j.active_group_ids.as_str()))
-    .bind(column(&json, |j| j.inactive_group_ids.as_str()))
-    .bind(column(&json, |j| j.tag_ids.as_str()))
-    .bind(column(&json, |j| j.custom_fields.as_str()))
-    .bind(column(&rows, |r| r.0.created_at.as_deref()))
-    .bind(
-        rows.iter()
-            .map(|(_, at)| crate::model::to_millis(*at))
-            .collect::<Vec<_>>(),
-    )
-    .bind(json.iter().map(|j| j.hash).collect::<Vec<_>>())
-    .bind(now)
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn apply_statuses(
-    conn: &mut PgConnection,
-    account: &str,
-    observations: &[StatusObservation<'_>],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    // One row per message (an upsert cannot touch a row twice): its highest-ranked
-    // observation, which is what applying them one by one would leave.
-    let mut best: HashMap<&str, &StatusObservation<'_>> = HashMap::new();
-    for o in observations {
-        let slot = best.entry(o.message.id.as_str()).or_insert(o);
-        if status_rank(o) >= status_rank(slot) {
-            *slot = o;
-        }
-    }
-    if best.is_empty() {
-        return Ok(0);
-    }
-    let rows: Vec<&StatusObservation<'_>> = best.into_values().collect();
-    let done = sqlx::query(
-        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
-         SELECT id, thread, status, kind, created, code, lead, org, terminal, at, src, $12, $12, $13
-         FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],
-                     $7::text[], $8::text[], $9::bool[], $10::timestamptz[], $11::text[])
-              AS r (id, thread, status, kind, created, code, lead, org, terminal, at, src)
-         ON CONFLICT (id, account_id) DO UPDATE SET
-             thread_id = COALESCE(excluded.thread_id, messages.thread_id),
-             status = excluded.status, type = COALESCE(excluded.type, messages.type),
-             created_at = COALESCE(excluded.created_at, messages.created_at),
-             error_code = excluded.error_code,
-             lead_id = COALESCE(excluded.lead_id, messages.lead_id),
-             organization_id = COALESCE(excluded.organization_id, messages.organization_id),
-             terminal = excluded.terminal, status_at = excluded.status_at,
-             source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-             > (messages.terminal, messages.status_at, messages.status, COALESCE(messages.error_code, ''))",
-    )
-    .bind(rows.iter().map(|o| o.message.id.as_str()).collect::<Vec<_>>())
-    .bind(column(&rows, |o| o.message.thread_id.as_deref()))
-    .bind(rows.iter().map(|o| o.message.status.as_str()).collect::<Vec<_>>())
-    .bind(column(&rows, |o| o.message.kind.as_deref()))
-    .bind(column(&rows, |o| o.message.created_at.as_deref()))
-    .bind(column(&rows, |o| o.message.error_code.as_deref()))
-    .bind(column(&rows, |o| o.lead_id))
-    .bind(column(&rows, |o| o.organization_id))
-    .bind(rows.iter().map(|o| is_terminal(&o.message.status)).collect::<Vec<_>>())
-    .bind(
-        rows.iter()
-            .map(|o| crate::model::to_millis(o.occurred_at))
-            .collect::<Vec<_>>(),
-    )
-    .bind(rows.iter().map(|o| o.source.as_str()).collect::<Vec<_>>())
-    .bind(now)
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn suppress(
+pub(crate) async fn suppress(
     conn: &mut PgConnection,
     account: &str,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
-    if opt_outs.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
         "INSERT INTO suppressions (phone_number, seq, since, account_id)
          SELECT *, $4 FROM unnest($1::text[], $2::int8[], $3::timestamptz[])
@@ -517,14 +327,11 @@ async fn suppress(
     Ok(())
 }
 
-async fn lift_suppressions(
+pub(crate) async fn lift_suppressions(
     conn: &mut PgConnection,
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
-    if opt_ins.is_empty() {
-        return Ok(());
-    }
     sqlx::query(
         "DELETE FROM suppressions AS s USING unnest($1::text[], $2::timestamptz[]) AS k (phone, at)
          WHERE s.phone_number = k.phone AND s.since < k.at AND s.account_id = $3",
@@ -535,14 +342,6 @@ async fn lift_suppressions(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-async fn claim_pending(
-    conn: &mut PgConnection,
-    limit: i64,
-    now: DateTime<Utc>,
-) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-    super::outbox::claim_pending(conn, limit, now).await
 }
 
 /// The indices of `entries` whose event the ledger has already recorded for their
@@ -556,7 +355,8 @@ async fn recorded_already(
     let orgs = column(entries, |e| e.observation.organization_id.as_str());
     let phones = column(entries, |e| e.observation.phone_number.as_str());
     let recorded: Vec<i64> = sqlx::query_scalar(
-        "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o, p, i)
+        "SELECT k.i FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS k (r, o,
+             p, i)
          JOIN ledger AS l ON l.event_ref = k.r AND l.organization_id = k.o AND l.phone_number = k.p
                          AND l.account_id = $4",
     )

@@ -10,16 +10,12 @@ use sqlx::PgConnection;
 use crate::model::{Delivery, OutboxState, RejectedDelivery, Timestamp};
 use crate::store::OutboxKey;
 
-crate::store::ingest::statements!(
-    PgConnection,
-    begin: "BEGIN",
-    insert: insert_deliveries,
-    insert_rejected: insert_rejected
-);
+/// How a transaction of its own begins.
+pub(crate) const BEGIN: &str = "BEGIN";
 
 /// Inserts `fresh` (distinct keys) with one INSERT in autocommit; returns each key's row and
 /// whether this statement added it.
-async fn insert_deliveries(
+pub(crate) async fn insert_deliveries(
     conn: &mut PgConnection,
     fresh: &[&Delivery],
     _last_id: &mut Option<i64>,
@@ -82,7 +78,7 @@ async fn insert_deliveries(
 }
 
 /// Inserts refused deliveries, in one statement.
-async fn insert_rejected(
+pub(crate) async fn insert_rejected(
     conn: &mut PgConnection,
     rejected: &[&RejectedDelivery],
 ) -> Result<(), crate::store::Error> {

@@ -3,18 +3,31 @@
 //! claim rows with `FOR UPDATE SKIP LOCKED`, and writers of the same numbers queue on
 //! transaction-scoped advisory locks.
 
-mod apply;
-pub mod chain;
+pub(crate) mod apply;
 pub mod compliance;
-pub mod console;
-pub mod destinations;
 pub mod evidence;
 pub mod ingest;
 pub mod leases;
+pub(crate) mod mirror;
 pub mod outbox;
-pub mod pushes;
 pub mod read;
 pub mod reconcile;
 pub mod retention;
 pub mod state;
-pub mod subscribers;
+
+/// A list bound as one parameter: an array, read with `ANY` or `unnest`.
+pub(crate) fn list<T>(items: &[T]) -> Result<&[T], crate::store::Error> {
+    Ok(items)
+}
+
+/// A tracked message whose status is final, and one whose status is not, as the partial
+/// indexes on `messages` are defined.
+pub(crate) const TERMINAL: &str = "terminal";
+pub(crate) const NOT_TERMINAL: &str = "NOT terminal";
+
+/// What follows a subquery that takes rows for this transaction: their row locks, passing
+/// over the rows another replica holds.
+pub(crate) const SKIP_LOCKED: &str = " FOR UPDATE SKIP LOCKED";
+
+/// A row's `attempts` (an `integer`), selected as a 64-bit number.
+pub(crate) const ATTEMPTS: &str = "attempts::BIGINT AS attempts";

@@ -1,17 +1,16 @@
 //! The outbox on PostgreSQL, shared by the workers of every replica.
 
 use chrono::{DateTime, Utc};
-use sqlx::{PgConnection, PgPool};
+use sqlx::PgConnection;
 
-use crate::model::{OutboxStates, StoredDelivery};
-use crate::store::OutboxCounts;
+use crate::model::StoredDelivery;
 
 /// Claims the first `limit` pending rows no other worker holds, in id order, and marks them
 /// applied at `now` in the same statement (the caller's transaction settles the rows it
 /// must quarantine instead, and a rollback leaves them all pending): one pass over the rows
 /// instead of a lock now and an update later. Workers of all replicas take disjoint batches
 /// at once, nobody waiting on anybody.
-pub(super) async fn claim_pending(
+pub(crate) async fn claim_pending(
     conn: &mut PgConnection,
     limit: i64,
     now: DateTime<Utc>,
@@ -30,18 +29,9 @@ pub(super) async fn claim_pending(
     Ok(rows)
 }
 
-crate::store::outbox::statements!(sqlx::PgPool);
-
-impl OutboxCounts for PgPool {
-    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+/// The states of the outbox rows whose ids are bound as `$1`
+/// ([`OutboxCounts`](crate::store::OutboxCounts)).
+pub(crate) const STATES: &str = "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'applied') AS applied,
                 COUNT(*) FILTER (WHERE state = 'quarantined') AS quarantined
-         FROM outbox WHERE id = ANY($1)",
-        )
-        .bind(ids)
-        .fetch_one(self)
-        .await?)
-    }
-}
+         FROM outbox WHERE id = ANY($1)";

@@ -8,101 +8,107 @@ use serde_json::{Value, json};
 
 use crate::model::{OutboxState, Source, StoredEvent, Timestamp};
 
-// `json`, not `jsonb`, keeps the keys of a lead in this order; its JSON columns come as
-// stored, and its `globalOptedOut` is false without a consent state, as on SQLite.
-crate::store::read::statements! {
-    sqlx::PgPool,
-    collate: " COLLATE \"C\"",
-    lead_json: "json_build_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
+/// Follows every text column a listing is ordered by.
+pub(crate) const COLLATE: &str = " COLLATE \"C\"";
+
+/// A lead `l` as the v3 resource, with its consent state `s`. `json`, not `jsonb`, keeps the
+/// keys of a lead in this order; its JSON columns come as stored, and its `globalOptedOut`
+/// is false without a consent state, as on SQLite.
+pub(crate) const LEAD_JSON: &str =
+    "json_build_object('id', l.id, 'type', 'lead', 'phoneNumber', l.phone_number,
     'organizationId', l.organization_id, 'activeGroupIds', l.active_group_ids,
     'inactiveGroupIds', l.inactive_group_ids, 'customFields', l.custom_fields,
     'firstName', l.first_name, 'lastName', l.last_name, 'notes', l.notes, 'followUp', l.follow_up,
     'email', l.email, 'postalCode', l.postal_code, 'phoneNumberType', l.phone_number_type,
     'tagIds', l.tag_ids, 'globalOptedOut', COALESCE(s.opted_out, FALSE),
-    'createdAt', l.created_at, 'accountId', l.account_id)::text
-    FROM leads AS l LEFT JOIN consent_state AS s
-    ON s.organization_id = l.organization_id AND s.phone_number = l.phone_number
-   AND s.account_id = l.account_id",
-    lookup: "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
+    'createdAt', l.created_at, 'accountId', l.account_id)::text";
+
+/// The states of the numbers bound as `$1`, in their order, in one organization (`$2`) or all.
+pub(crate) const LOOKUP: &str =
+    "SELECT s.organization_id, s.lead_id, s.phone_number, s.opted_out, s.changed_at, s.source,
                 s.account_id
          FROM unnest($1::text[]) WITH ORDINALITY AS k (phone_number, i)
          JOIN consent_state AS s ON s.phone_number = k.phone_number
          WHERE $2::text IS NULL OR s.organization_id = $2
-         ORDER BY k.i, s.account_id COLLATE \"C\", s.organization_id COLLATE \"C\"",
-    |phones| phones,
-    outbox_counts: "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
+         ORDER BY k.i, s.account_id COLLATE \"C\", s.organization_id COLLATE \"C\"";
+
+/// `status`'s counts of the outbox: pending, quarantined, applied, and the oldest pending.
+pub(crate) const OUTBOX_COUNTS: &str = "SELECT COUNT(*) FILTER (WHERE state = 'pending'),
             COUNT(*) FILTER (WHERE state = 'quarantined'),
             COUNT(*) FILTER (WHERE state = 'applied'),
             (SELECT MIN(received_at) FROM outbox WHERE state = 'pending')
-         FROM outbox",
-    message_counts: "SELECT (SELECT COALESCE(MAX(seq), 0) FROM ledger), (SELECT COUNT(*) FROM leads),
-            (SELECT COUNT(*) FROM messages), (SELECT COUNT(*) FROM messages WHERE NOT terminal)",
-    // NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
-    push_counts: "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
+         FROM outbox";
+
+// NULLS LAST: SQLite sorts NULL lowest, so a descending order puts it last.
+/// The push queue's counts.
+pub(crate) const PUSH_COUNTS: &str = "SELECT COUNT(*) FILTER (WHERE state = 'pending') AS pending,
                 COUNT(*) FILTER (WHERE state = 'sent') AS sent,
                 COUNT(*) FILTER (WHERE state = 'failed') AS failed,
                 COUNT(*) FILTER (WHERE state = 'pending' AND last_error IS NOT NULL) AS retrying,
                 (SELECT MIN(created_at) FROM pushes WHERE state = 'pending') AS oldest_pending_at,
                 (SELECT last_error FROM pushes WHERE last_error IS NOT NULL
                  ORDER BY last_attempt_at DESC NULLS LAST LIMIT 1) AS last_push_error
-         FROM pushes",
-    minute: "to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD\"T\"HH24:MI')",
+         FROM pushes";
 
-    async fn events(
-        &self,
-        quarantined_only: bool,
-        limit: i64,
-    ) -> Result<Vec<StoredEvent>, crate::store::Error> {
-        let rows: Vec<EventRow> = sqlx::query_as(
+/// The minute of `received_at`, as `YYYY-MM-DDTHH:MM`.
+pub(crate) const MINUTE: &str =
+    "to_char(date_trunc('minute', received_at AT TIME ZONE 'UTC'), 'YYYY-MM-DD\"T\"HH24:MI')";
+
+/// The most recent stored deliveries, newest first ([`crate::store::ReadStore::events`]).
+pub(crate) async fn events(
+    pool: &sqlx::PgPool,
+    quarantined_only: bool,
+    limit: i64,
+) -> Result<Vec<StoredEvent>, crate::store::Error> {
+    let rows: Vec<EventRow> = sqlx::query_as(
         "SELECT id, dedup_key, received_at, body, state, attempts::BIGINT AS attempts, last_error
          FROM outbox WHERE (NOT $1 OR state = 'quarantined') ORDER BY id DESC LIMIT $2",
     )
     .bind(quarantined_only)
     .bind(limit)
-    .fetch_all(self)
+    .fetch_all(pool)
     .await?;
-        Ok(rows
-            .into_iter()
-            .map(|row| StoredEvent {
-                event_type: event_type(&row.body),
-                id: row.id,
-                dedup_key: row.dedup_key,
-                received_at: row.received_at,
-                state: row.state,
-                attempts: row.attempts,
-                last_error: row.last_error,
-            })
-            .collect())
-    }
+    Ok(rows
+        .into_iter()
+        .map(|row| StoredEvent {
+            event_type: event_type(&row.body),
+            id: row.id,
+            dedup_key: row.dedup_key,
+            received_at: row.received_at,
+            state: row.state,
+            attempts: row.attempts,
+            last_error: row.last_error,
+        })
+        .collect())
+}
 
-    async fn message(&self, id: &str, account: &str) -> Result<Option<Value>, crate::store::Error> {
-        let found: Option<MessageRow> = sqlx::query_as(
-            "SELECT id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
-                organization_id, terminal, status_at, source, updated_at, account_id
-         FROM messages WHERE id = $1 AND account_id = $2",
-        )
-        .bind(id)
-        .bind(account)
-        .fetch_optional(self)
-        .await?;
-        Ok(found.map(|m| {
-            json!({
-                "id": m.id,
-                "threadId": m.thread_id,
-                "status": m.status,
-                "type": m.message_type,
-                "createdAt": m.created_at,
-                "errorCode": m.error_code,
-                "leadId": m.lead_id,
-                "organizationId": m.organization_id,
-                "terminal": m.terminal,
-                "statusAt": m.status_at,
-                "source": m.source,
-                "updatedAt": m.updated_at,
-                "accountId": m.account_id,
-            })
-        }))
-    }
+/// A tracked message's columns, made the v3 resource by [`message_json`]
+/// ([`crate::store::ReadStore::message`]).
+pub(crate) const MESSAGE: &str =
+    "id, thread_id, status, type AS message_type, created_at, error_code, lead_id,
+                organization_id, terminal, status_at, source, updated_at, account_id";
+
+/// The message [`MESSAGE`] selected, as the v3 resource.
+pub(crate) fn message_json(
+    found: Option<MessageRow>,
+) -> Result<Option<Value>, crate::store::Error> {
+    Ok(found.map(|m| {
+        json!({
+            "id": m.id,
+            "threadId": m.thread_id,
+            "status": m.status,
+            "type": m.message_type,
+            "createdAt": m.created_at,
+            "errorCode": m.error_code,
+            "leadId": m.lead_id,
+            "organizationId": m.organization_id,
+            "terminal": m.terminal,
+            "statusAt": m.status_at,
+            "source": m.source,
+            "updatedAt": m.updated_at,
+            "accountId": m.account_id,
+        })
+    }))
 }
 
 /// A stored delivery, body and all.
@@ -131,8 +137,9 @@ fn event_type(body: &[u8]) -> Option<String> {
     }
 }
 
+/// A tracked message, as stored.
 #[derive(sqlx::FromRow)]
-struct MessageRow {
+pub(crate) struct MessageRow {
     id: String,
     thread_id: Option<String>,
     status: String,

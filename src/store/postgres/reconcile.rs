@@ -1,11 +1,7 @@
-//! The reconciler's bookkeeping on PostgreSQL: checkpoints of interrupted scans, the last
-//! pass of each organization, and every pass's summary, kept as `jsonb` (the statements:
-//! [`crate::store::reconcile`]).
+//! The reconciler's bookkeeping on PostgreSQL (the statements: [`crate::store::reconcile`]):
+//! a pass's times are kept as `timestamptz` and its summary as `jsonb`.
 
-crate::store::reconcile::statements!(
-    sqlx::PgPool,
-    record_pass: "INSERT INTO reconcile_passes (id, started_at, finished_at, summary, account_id)
-         VALUES ($1, $2::TIMESTAMPTZ, $3::TIMESTAMPTZ, $4::JSONB, $5)"
-);
-
-crate::store::reconcile::page_written!(sqlx::PgConnection);
+/// The cast of a time bound as RFC 3339 text.
+pub(crate) const AS_TIME: &str = "::TIMESTAMPTZ";
+/// The cast of JSON bound as text.
+pub(crate) const AS_JSON: &str = "::JSONB";

@@ -7,23 +7,18 @@
 //! runs them in one transaction under the write lock.
 
 use crate::store::codec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use serde::Serialize;
 use sqlx::SqliteConnection;
 
+use crate::model::PushedChange;
+use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
-use crate::model::{
-    ConsentStates, Holders, PushedChange, Rank, StatusObservation, StoredConsent, Suppression,
-};
-use crate::model::{Lead, MessageStatus, Source, Timestamp, is_terminal};
-use crate::store::{self, LeadJson, NewEntry, NewMessage, StateWrite, Suppressing};
+use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
 /// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
 const ROWS_PER_STATEMENT: usize = 1000;
-/// Rows per INSERT of leads: 19 parameters each.
-const LEADS_PER_STATEMENT: usize = 1000;
 
 /// The last entry of the chain, which the next one follows.
 async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
@@ -38,84 +33,71 @@ async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::sto
     }
 }
 
-crate::store::apply::statements! {
-    SqliteConnection,
-
-    async fn settle_outbox(
-        &mut self,
-        applied: &[i64],
-        quarantined: &[(i64, String)],
-        now: DateTime<Utc>,
-    ) -> Result<(), crate::store::Error> {
-        for (id, reason) in quarantined {
-            sqlx::query(
-                "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?, applied_at = NULL
-                 WHERE id = ?",
-            )
-            .bind(reason)
-            .bind(id)
-            .execute(&mut *self)
-            .await?;
-        }
-        if !applied.is_empty() {
-            sqlx::query(
-                "UPDATE outbox SET state = 'applied', applied_at = ?
-                 WHERE id IN (SELECT value FROM json_each(?))",
-            )
-            .bind(Timestamp(now))
-            .bind(codec::json_param(applied)?)
-            .execute(&mut *self)
-            .await?;
-        }
-        Ok(())
-    }
-
-    async fn sent_after_opt_out(
-        &mut self,
-        account: &str,
-        messages: &[NewMessage<'_>],
-    ) -> Result<u64, crate::store::Error> {
-        if messages.is_empty() {
-            return Ok(0);
-        }
-        let count: i64 = sqlx::query_scalar(crate::store::apply::sent_after_opt_out!(
-            "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
-                     value ->> 'created' AS created, value ->> 'after' AS after
-              FROM json_each(?1)) AS k",
-            "?2"
-        ))
-        .bind(codec::json_param(messages)?)
-        .bind(account)
-        .fetch_one(&mut *self)
-        .await?;
-        Ok(u64::try_from(count).unwrap_or(0))
-    }
-
-    async fn suppressions(
-        &mut self,
-        account: &str,
-        phones: &[&str],
-    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
-        if phones.is_empty() {
-            return Ok(HashMap::new());
-        }
-    let rows: Vec<(String, i64, Timestamp)> = codec::json_rows_in(
-            self,
-            "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
-             FROM json_each(?1) AS k
-             JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
-            codec::json_param(phones)?,
-            account,
+pub(crate) async fn settle_outbox(
+    conn: &mut SqliteConnection,
+    applied: &[i64],
+    quarantined: &[(i64, String)],
+    now: DateTime<Utc>,
+) -> Result<(), crate::store::Error> {
+    for (id, reason) in quarantined {
+        sqlx::query(
+            "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?,
+                 applied_at = NULL
+             WHERE id = ?",
         )
+        .bind(reason)
+        .bind(id)
+        .execute(&mut *conn)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
-            .collect())
     }
+    if !applied.is_empty() {
+        sqlx::query(
+            "UPDATE outbox SET state = 'applied', applied_at = ?
+             WHERE id IN (SELECT value FROM json_each(?))",
+        )
+        .bind(Timestamp(now))
+        .bind(codec::json_param(applied)?)
+        .execute(&mut *conn)
+        .await?;
+    }
+    Ok(())
 }
 
-async fn lock_numbers(
+pub(crate) async fn sent_after_opt_out(
+    conn: &mut SqliteConnection,
+    account: &str,
+    messages: &[NewMessage<'_>],
+) -> Result<i64, crate::store::Error> {
+    let sql = store::sent_after_opt_out(
+        "(SELECT value ->> 'id' AS id, value ->> 'lead_id' AS lead,
+                 value ->> 'created' AS created, value ->> 'after' AS after
+          FROM json_each(?1)) AS k",
+        "?2",
+    );
+    Ok(sqlx::query_scalar(&sql)
+        .bind(codec::json_param(messages)?)
+        .bind(account)
+        .fetch_one(&mut *conn)
+        .await?)
+}
+
+pub(crate) async fn suppressions(
+    conn: &mut SqliteConnection,
+    account: &str,
+    phones: &[&str],
+) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
+    Ok(codec::json_rows_in(
+        conn,
+        "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
+         FROM json_each(?1) AS k
+         JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
+        codec::json_param(phones)?,
+        account,
+    )
+    .await?)
+}
+
+pub(crate) async fn lock_numbers(
     _conn: &mut SqliteConnection,
     _phones: &[&str],
 ) -> Result<(), crate::store::Error> {
@@ -123,12 +105,12 @@ async fn lock_numbers(
     Ok(())
 }
 
-async fn locate_leads(
+pub(crate) async fn locate_leads(
     conn: &mut SqliteConnection,
     account: &str,
     lead_ids: &[&str],
-) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
-    let rows: Vec<(String, String, String)> = sqlx::query_as(
+) -> Result<Vec<(String, String, String)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k
          JOIN leads AS l ON l.id = k.value AND l.account_id = ?2
          UNION ALL
@@ -138,16 +120,15 @@ async fn locate_leads(
     .bind(codec::json_param(lead_ids)?)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    .await?)
 }
 
-async fn holders_of(
+pub(crate) async fn holders_of(
     conn: &mut SqliteConnection,
     account: &str,
     phones: &[&str],
-) -> Result<Holders, crate::store::Error> {
-    let rows: Vec<(String, String, Option<String>)> = sqlx::query_as(
+) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
+    Ok(sqlx::query_as(
         "SELECT s.phone_number, s.organization_id, s.lead_id
          FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
          JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
@@ -155,43 +136,33 @@ async fn holders_of(
     .bind(codec::json_param(phones)?)
     .bind(account)
     .fetch_all(&mut *conn)
-    .await?;
-    Ok(crate::model::holders(rows))
+    .await?)
 }
 
-async fn pushed_changes(
+pub(crate) async fn pushed_changes(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT p.seq, p.organization_id, p.phone_number, p.opted_out, l.occurred_at,
-                p.first_attempt_at, p.last_attempt_at,
-                (SELECT MIN(c.occurred_at) FROM ledger AS c
-                 WHERE c.phone_number = p.phone_number AND c.organization_id = p.organization_id
-                   AND c.account_id = p.account_id AND c.opted_out <> p.opted_out
-                   AND c.occurred_at >= p.first_attempt_at) AS contradicted_at
-         FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
-         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
-         JOIN ledger AS l ON l.seq = p.seq
-         WHERE p.attempts >= 1 AND p.state IN ('pending', 'sent') AND p.echo_ref IS NULL
-         ORDER BY p.seq",
-    )
-    .bind(codec::json_param(keys)?)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+    let sql = store::pushed_changes(
+        "(SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
+         JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id =
+             ?2",
+        "",
+    );
+    Ok(sqlx::query_as(&sql)
+        .bind(codec::json_param(keys)?)
+        .bind(account)
+        .fetch_all(&mut *conn)
+        .await?)
 }
 
-async fn unsent_opt_outs_of(
+pub(crate) async fn unsent_opt_outs_of(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<HashSet<(String, String)>, crate::store::Error> {
-    if keys.is_empty() {
-        return Ok(HashSet::new());
-    }
-    let rows: Vec<(String, String)> = codec::json_rows_in(
+) -> Result<Vec<(String, String)>, crate::store::Error> {
+    Ok(codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
          FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
@@ -200,57 +171,37 @@ async fn unsent_opt_outs_of(
         codec::json_param(keys)?,
         account,
     )
-    .await?;
-    Ok(rows.into_iter().collect())
+    .await?)
 }
 
-async fn consent_states(
+pub(crate) async fn consent_states(
     conn: &mut SqliteConnection,
     account: &str,
     keys: &[(&str, &str)],
-) -> Result<ConsentStates, crate::store::Error> {
-    type Row = (String, String, Timestamp, bool, Option<String>, i64, Source);
-    let rows: Vec<Row> = codec::json_rows_in(
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
+    Ok(codec::json_rows_in(
         conn,
         "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
                                             COALESCE(s.rank_at, s.changed_at),
                                             json(iif(s.opted_out, 'true', 'false')), s.lead_id,
                                             s.seq, s.source))
          FROM json_each(?1) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number = k.value ->> 1
+         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number =
+             k.value ->> 1
                                 AND s.account_id = ?2",
         codec::json_param(keys)?,
         account,
     )
-    .await?;
-    let mut states = HashMap::with_capacity(rows.len());
-    for (o, p, at, opted_out, lead_id, seq, source) in rows {
-        let rank = Rank {
-            changed_at: at.at(),
-            opted_out,
-        };
-        let seq = Some(seq);
-        let state = StoredConsent {
-            rank,
-            lead_id,
-            seq,
-            source,
-        };
-        states.insert((o, p), state);
-    }
-    Ok(ConsentStates(states))
+    .await?)
 }
 
-async fn append_ledger(
+pub(crate) async fn append_ledger(
     conn: &mut SqliteConnection,
     account: &str,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
     let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
-    if entries.is_empty() {
-        return Ok(seqs);
-    }
     // The write lock is held: the last entry stays the last, and nothing else records
     // these events, until the commit. So the new entries' seqs and their chain are known
     // before the insert (each hash needs its seq and the hash before it).
@@ -317,7 +268,7 @@ async fn append_ledger(
     Ok(seqs)
 }
 
-async fn write_states(
+pub(crate) async fn write_states(
     conn: &mut SqliteConnection,
     account: &str,
     states: &[StateWrite<'_>],
@@ -341,7 +292,8 @@ async fn write_states(
     ] {
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq, account_id, rank_at) "
+                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out,
+                     changed_at, source, seq, account_id, rank_at) "
             ));
             upsert.push_values(chunk, |mut row, w| {
                 row.push_bind(w.organization_id)
@@ -361,106 +313,7 @@ async fn write_states(
     Ok(())
 }
 
-async fn upsert_leads(
-    conn: &mut SqliteConnection,
-    account: &str,
-    leads: &[(&Lead, DateTime<Utc>)],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    if leads.is_empty() {
-        return Ok(0);
-    }
-    let now = Timestamp(now);
-    // Leads the mirror does not have yet are plain inserts, which cannot abort and so
-    // need no statement journal; the others (and a lead's later observations in the same
-    // batch) are updated where newer and different. Rows are bound as parameters: for
-    // wide rows that is cheaper than JSON extraction.
-    let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-    let stored: HashSet<String> = codec::json_rows_in::<String, _>(
-        conn,
-        "SELECT json_group_array(l.id) FROM json_each(?1) AS k
-         JOIN leads AS l ON l.id = k.value AND l.account_id = ?2",
-        codec::json_param(&ids)?,
-        account,
-    )
-    .await?
-    .into_iter()
-    .collect();
-    let mut first = HashSet::new();
-    type Observed<'a> = &'a (&'a Lead, DateTime<Utc>);
-    let (fresh, known): (Vec<Observed>, Vec<Observed>) = leads.iter().partition(|(lead, _)| {
-        !stored.contains(lead.id.as_str()) && first.insert(lead.id.as_str())
-    });
-    let mut written = 0;
-    for (rows, insert_sql, conflict) in [
-        (fresh, "INSERT OR IGNORE INTO", ""),
-        (
-            known,
-            "INSERT INTO",
-            concat!(" ", crate::store::apply::leads_on_conflict!()),
-        ),
-    ] {
-        written += write_leads(conn, account, &rows, insert_sql, conflict, now).await?;
-    }
-    Ok(written)
-}
-
-async fn apply_statuses(
-    conn: &mut SqliteConnection,
-    account: &str,
-    observations: &[StatusObservation<'_>],
-    now: DateTime<Utc>,
-) -> Result<u64, crate::store::Error> {
-    if observations.is_empty() {
-        return Ok(0);
-    }
-    #[derive(Serialize)]
-    struct StatusRow<'a> {
-        #[serde(flatten)]
-        message: &'a MessageStatus,
-        lead: Option<&'a str>,
-        org: Option<&'a str>,
-        terminal: bool,
-        at: Timestamp,
-        src: &'static str,
-    }
-    let rows: Vec<StatusRow> = observations
-        .iter()
-        .map(|o| StatusRow {
-            message: o.message,
-            lead: o.lead_id,
-            org: o.organization_id,
-            terminal: is_terminal(&o.message.status),
-            at: Timestamp(o.occurred_at),
-            src: o.source.as_str(),
-        })
-        .collect();
-    let done = sqlx::query(
-        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
-             organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
-         SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
-             value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
-             value ->> 'terminal', value ->> 'at', value ->> 'src', ?2, ?2, ?3
-         FROM json_each(?1) WHERE true ORDER BY key
-         ON CONFLICT (id, account_id) DO UPDATE SET
-             thread_id = COALESCE(excluded.thread_id, thread_id), status = excluded.status,
-             type = COALESCE(excluded.type, type), created_at = COALESCE(excluded.created_at, created_at),
-             error_code = excluded.error_code, lead_id = COALESCE(excluded.lead_id, lead_id),
-             organization_id = COALESCE(excluded.organization_id, organization_id),
-             terminal = excluded.terminal, status_at = excluded.status_at,
-             source = excluded.source, updated_at = excluded.updated_at
-         WHERE (excluded.terminal, excluded.status_at, excluded.status, COALESCE(excluded.error_code, ''))
-             > (terminal, status_at, status, COALESCE(error_code, ''))",
-    )
-    .bind(codec::json_param(&rows)?)
-    .bind(Timestamp(now))
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
-}
-
-async fn suppress(
+pub(crate) async fn suppress(
     conn: &mut SqliteConnection,
     account: &str,
     opt_outs: &[Suppressing<'_>],
@@ -481,14 +334,11 @@ async fn suppress(
     Ok(())
 }
 
-async fn lift_suppressions(
+pub(crate) async fn lift_suppressions(
     conn: &mut SqliteConnection,
     account: &str,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
-    if opt_ins.is_empty() {
-        return Ok(());
-    }
     let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
     sqlx::query(
         "DELETE FROM suppressions WHERE rowid IN (
@@ -501,63 +351,4 @@ async fn lift_suppressions(
     .execute(&mut *conn)
     .await?;
     Ok(())
-}
-
-async fn claim_pending(
-    conn: &mut SqliteConnection,
-    limit: i64,
-    _now: DateTime<Utc>,
-) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
-    super::outbox::pending(conn, limit).await
-}
-
-/// Writes leads as multi-row `{verb} leads ... {conflict}` statements; returns the rows
-/// written.
-async fn write_leads(
-    conn: &mut SqliteConnection,
-    account: &str,
-    rows: &[&(&Lead, DateTime<Utc>)],
-    verb: &str,
-    conflict: &str,
-    now: Timestamp,
-) -> Result<u64, crate::store::Error> {
-    let mut written = 0;
-    for chunk in rows.chunks(LEADS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-            "{verb} leads (id, organization_id, phone_number, first_name, last_name,
-                 notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
-                 inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                 content_hash, updated_at, account_id) "
-        ));
-        // Encoded first, so that a lead that cannot be encoded is an error, not a row.
-        let columns = chunk
-            .iter()
-            .map(|(lead, _)| LeadJson::of(lead))
-            .collect::<Result<Vec<_>, _>>()?;
-        let encoded = chunk.iter().zip(columns);
-        insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
-            row.push_bind(&lead.id)
-                .push_bind(&lead.organization_id)
-                .push_bind(&lead.phone_number)
-                .push_bind(&lead.first_name)
-                .push_bind(&lead.last_name)
-                .push_bind(&lead.notes)
-                .push_bind(&lead.follow_up)
-                .push_bind(&lead.email)
-                .push_bind(&lead.postal_code)
-                .push_bind(&lead.phone_number_type)
-                .push_bind(json.active_group_ids)
-                .push_bind(json.inactive_group_ids)
-                .push_bind(json.tag_ids)
-                .push_bind(json.custom_fields)
-                .push_bind(&lead.created_at)
-                .push_bind(Timestamp(*observed_at))
-                .push_bind(json.hash)
-                .push_bind(now)
-                .push_bind(account);
-        });
-        insert.push(conflict);
-        written += insert.build().execute(&mut *conn).await?.rows_affected();
-    }
-    Ok(written)
 }

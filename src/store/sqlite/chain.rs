@@ -9,8 +9,6 @@ use crate::model::chain::{ChainRow, GENESIS};
 /// the write lock, so it stays short.
 const FILL_BATCH: i64 = 5_000;
 
-crate::store::chain::statements!(SqlitePool);
-
 /// Computes the hash of every entry that has none (those recorded before the chain), in
 /// seq order from the entry before the first of them: the one update the append-only
 /// trigger allows (see migration `20261125200001_ledger_chain`). Run after the migrations;
@@ -44,7 +42,7 @@ pub async fn fill_missing_hashes(pool: &SqlitePool) -> Result<u64, sqlx::Error> 
         let mut prev = before.flatten().unwrap_or_else(|| GENESIS.to_owned());
         let rows: Vec<ChainRow> = sqlx::query_as(concat!(
             "SELECT ",
-            crate::store::chain::chain_columns!(),
+            crate::store::columns::chain_columns!(),
             " FROM ledger WHERE seq >= ? ORDER BY seq LIMIT ?"
         ))
         .bind(first)

@@ -2,28 +2,18 @@
 
 use crate::model::LeadMessage;
 
-crate::store::compliance::statements!(sqlx::SqlitePool, messages_of_leads, shared_copies);
-
-/// The shared copies of the opt-outs `refs` names, on the ledger's index by event.
-async fn shared_copies(
-    pool: &sqlx::SqlitePool,
-    refs: &[String],
-) -> Result<Vec<crate::model::SharedCopy>, crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT l.event_ref, l.account_id, l.recorded_at, p.state AS push_state,
+/// The shared copies of the opt-outs whose refs are bound as `$1`, on the ledger's index by
+/// event.
+pub(crate) const SHARED_COPIES: &str =
+    "SELECT l.event_ref, l.account_id, l.recorded_at, p.state AS push_state,
                 p.finished_at AS push_finished_at
          FROM (SELECT DISTINCT value FROM json_each($1)) AS k
          JOIN ledger AS l ON l.event_ref = k.value
-         LEFT JOIN pushes AS p ON p.seq = l.seq",
-    )
-    .bind(crate::store::codec::json_param(refs)?)
-    .fetch_all(pool)
-    .await?)
-}
+         LEFT JOIN pushes AS p ON p.seq = l.seq";
 
 /// The messages of `lead_ids`, as one JSON array: half a million rows one at a time cost
 /// most of a report.
-async fn messages_of_leads(
+pub(crate) async fn messages_of_leads(
     pool: &sqlx::SqlitePool,
     lead_ids: &[&str],
 ) -> Result<Vec<LeadMessage>, crate::store::Error> {

@@ -9,12 +9,8 @@ use sqlx::SqliteConnection;
 use crate::model::{Delivery, OutboxState, RejectedDelivery, Timestamp};
 use crate::store::OutboxKey;
 
-crate::store::ingest::statements!(
-    SqliteConnection,
-    begin: "BEGIN IMMEDIATE",
-    insert: insert_deliveries,
-    insert_rejected: insert_rejected
-);
+/// How a transaction of its own begins.
+pub(crate) const BEGIN: &str = "BEGIN IMMEDIATE";
 
 /// Inserts `fresh` (distinct keys) with one multi-row INSERT, inside the caller's
 /// transaction or alone in autocommit, where one statement is one transaction (one
@@ -25,7 +21,7 @@ crate::store::ingest::statements!(
 /// When some keys were already present, the keys are looked up in one row, and those above
 /// `last_id` (the largest id before the statement, read once and then carried by the
 /// caller: its writer is the only one to add rows) are the new ones.
-async fn insert_deliveries(
+pub(crate) async fn insert_deliveries(
     conn: &mut SqliteConnection,
     fresh: &[&Delivery],
     last_id: &mut Option<i64>,
@@ -41,7 +37,8 @@ async fn insert_deliveries(
         }
     };
     let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index, verified_header, state, applied_at,
+        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index,
+             verified_header, state, applied_at,
                              account_id) ",
     );
     let state = applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied);
@@ -91,7 +88,7 @@ async fn insert_deliveries(
 }
 
 /// Inserts refused deliveries, a statement each (they are few: a sample).
-async fn insert_rejected(
+pub(crate) async fn insert_rejected(
     conn: &mut SqliteConnection,
     rejected: &[&RejectedDelivery],
 ) -> Result<(), crate::store::Error> {

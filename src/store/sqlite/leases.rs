@@ -1,6 +1,4 @@
 //! Leases and replica heartbeats on SQLite (the statements: [`crate::store::leases`]).
 
-crate::store::leases::statements!(
-    sqlx::SqlitePool,
-    "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
-);
+/// Now, in Unix milliseconds, on the database's clock.
+pub(crate) const NOW_MS: &str = "CAST(unixepoch('subsec') * 1000 AS INTEGER)";

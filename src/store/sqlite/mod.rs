@@ -2,18 +2,32 @@
 //! IMMEDIATE`), statements tuned so that a batch costs a handful of hand-overs to SQLite's
 //! thread.
 
-mod apply;
+pub(crate) mod apply;
 pub mod chain;
 pub mod compliance;
-pub mod console;
-pub mod destinations;
 pub mod evidence;
 pub mod ingest;
 pub mod leases;
+pub(crate) mod mirror;
 pub mod outbox;
-pub mod pushes;
 pub mod read;
 pub mod reconcile;
 pub mod retention;
 pub mod state;
-pub mod subscribers;
+
+/// A list bound as one parameter: a JSON array, read with `json_each`.
+pub(crate) fn list<T: serde::Serialize>(items: &[T]) -> Result<String, crate::store::Error> {
+    Ok(super::codec::json_param(items)?)
+}
+
+/// A tracked message whose status is final, and one whose status is not, as the partial
+/// indexes on `messages` are defined.
+pub(crate) const TERMINAL: &str = "terminal = 1";
+pub(crate) const NOT_TERMINAL: &str = "terminal = 0";
+
+/// What follows a subquery that takes rows for this transaction: nothing, the write lock
+/// keeps every other writer out.
+pub(crate) const SKIP_LOCKED: &str = "";
+
+/// A row's `attempts`, selected as a 64-bit number.
+pub(crate) const ATTEMPTS: &str = "attempts";

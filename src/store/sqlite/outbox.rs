@@ -1,17 +1,18 @@
 //! The outbox on SQLite, as the worker and `replay` use it.
 
 use crate::model::Timestamp;
-use crate::store::OutboxCounts;
 use crate::store::codec;
 
-use sqlx::{SqliteConnection, SqlitePool};
+use sqlx::SqliteConnection;
 
-use crate::model::{OutboxStates, StoredDelivery};
+use crate::model::StoredDelivery;
 
-/// The first `limit` pending rows, in id order, inside the caller's write transaction.
-pub(super) async fn pending(
+/// The first `limit` pending rows, in id order, inside the caller's write transaction (its
+/// write lock keeps them its own; the transaction settles them).
+pub(crate) async fn claim_pending(
     conn: &mut SqliteConnection,
     limit: i64,
+    _now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
@@ -38,18 +39,9 @@ pub(super) async fn pending(
         .collect()
 }
 
-crate::store::outbox::statements!(sqlx::SqlitePool);
-
-impl OutboxCounts for SqlitePool {
-    async fn outbox_states(&self, ids: &[i64]) -> Result<OutboxStates, crate::store::Error> {
-        Ok(sqlx::query_as(
-            "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
+/// The states of the outbox rows whose ids are bound as `$1`
+/// ([`OutboxCounts`](crate::store::OutboxCounts)).
+pub(crate) const STATES: &str = "SELECT COALESCE(SUM(state = 'pending'), 0) AS pending,
                 COALESCE(SUM(state = 'applied'), 0) AS applied,
                 COALESCE(SUM(state = 'quarantined'), 0) AS quarantined
-         FROM outbox WHERE id IN (SELECT value FROM json_each(?))",
-        )
-        .bind(codec::json_param(ids)?)
-        .fetch_one(self)
-        .await?)
-    }
-}
+         FROM outbox WHERE id IN (SELECT value FROM json_each(?))";

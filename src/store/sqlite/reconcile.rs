@@ -1,11 +1,7 @@
-//! The reconciler's bookkeeping on SQLite: checkpoints of interrupted scans, the last pass
-//! of each organization, and every pass's summary (the statements:
-//! [`crate::store::reconcile`]).
+//! The reconciler's bookkeeping on SQLite (the statements: [`crate::store::reconcile`]):
+//! a pass's times and summary are kept as the text they are bound as.
 
-crate::store::reconcile::statements!(
-    sqlx::SqlitePool,
-    record_pass: "INSERT INTO reconcile_passes (id, started_at, finished_at, summary, account_id)
-         VALUES ($1, $2, $3, $4, $5)"
-);
-
-crate::store::reconcile::page_written!(sqlx::SqliteConnection);
+/// The cast of a time bound as RFC 3339 text: none.
+pub(crate) const AS_TIME: &str = "";
+/// The cast of JSON bound as text: none.
+pub(crate) const AS_JSON: &str = "";

@@ -3,30 +3,31 @@
 
 use sqlx::SqlitePool;
 
-crate::store::retention::statements! {
-    SqlitePool,
-    applied: "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each($1))",
-    |ids| crate::store::codec::json_param(ids)?,
-    count_finished: "SELECT COUNT(*) FROM messages WHERE terminal = 1 AND status_at < $1",
-    delete_finished: "DELETE FROM messages WHERE rowid IN
-         (SELECT rowid FROM messages WHERE terminal = 1 AND status_at < $1 LIMIT $2)",
+/// Deletes the applied rows of the ids bound as `$1`.
+pub(crate) const DELETE_APPLIED: &str =
+    "DELETE FROM outbox WHERE state = 'applied' AND id IN (SELECT value FROM json_each($1))";
 
-    async fn free_pages(&self) -> Result<i64, crate::store::Error> {
-        Ok(sqlx::query_scalar("PRAGMA freelist_count")
-            .fetch_one(self)
-            .await?)
-    }
+/// Deletes up to `$2` finished messages dating from before `$1`.
+pub(crate) const DELETE_FINISHED: &str = "DELETE FROM messages WHERE rowid IN
+         (SELECT rowid FROM messages WHERE terminal = 1 AND status_at < $1 LIMIT $2)";
 
-    async fn vacuum_step(&self, pages: i64) -> Result<i64, crate::store::Error> {
-        let mut conn = self.acquire().await?;
-        // A pragma's argument cannot be bound; `pages` is a number.
-        sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
-            .execute(&mut *conn)
-            .await?;
-        Ok(sqlx::query_scalar("PRAGMA freelist_count")
-            .fetch_one(&mut *conn)
-            .await?)
-    }
+/// Pages of the file that are free.
+pub(crate) async fn free_pages(pool: &SqlitePool) -> Result<i64, crate::store::Error> {
+    Ok(sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(pool)
+        .await?)
+}
+
+/// Gives back up to `pages` free pages; returns how many remain free.
+pub(crate) async fn vacuum_step(pool: &SqlitePool, pages: i64) -> Result<i64, crate::store::Error> {
+    let mut conn = pool.acquire().await?;
+    // A pragma's argument cannot be bound; `pages` is a number.
+    sqlx::query(&format!("PRAGMA incremental_vacuum({pages})"))
+        .execute(&mut *conn)
+        .await?;
+    Ok(sqlx::query_scalar("PRAGMA freelist_count")
+        .fetch_one(&mut *conn)
+        .await?)
 }
 
 /// Switches the file to incremental auto-vacuum if it is not yet: that takes one VACUUM

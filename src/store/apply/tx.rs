@@ -1,0 +1,469 @@
+//! The apply path's writes ([`ApplyTx`]), on the caller's write transaction
+//! ([`Tx`](crate::store::Tx)): those with one text for both backends written here, the
+//! others each backend's `apply` (and `mirror`: leads and message statuses), of the same
+//! names; what comes before and after them (an empty batch, the rows shaped as records) is
+//! written here once.
+
+use std::collections::{HashMap, HashSet};
+
+use chrono::{DateTime, Utc};
+
+use super::{NewEntry, NewMessage, PageCheckpoint, StateWrite, Suppressing};
+use crate::model::{
+    ConsentObservation, ConsentStates, Holders, Lead, PushedChange, StatusObservation, Suppression,
+};
+use crate::store::backend::{Lend, on_backend};
+
+/// The writes of the apply path, inside a transaction the caller began and commits. Every
+/// method takes a whole batch.
+pub trait ApplyTx: Send {
+    /// Keeps every other writer of these numbers waiting until this transaction ends, so
+    /// what it reads of them (states, holders, pushes) stays true until it commits. To be
+    /// called once per transaction, before the reads (locks are taken in one order).
+    fn lock_numbers(
+        &mut self,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The (organization, number) of each of `lead_ids` the mirror knows.
+    fn locate_leads(
+        &mut self,
+        account: &str,
+        lead_ids: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, (String, String)>, crate::store::Error>> + Send;
+
+    /// The organizations (and lead ids) holding each of `phones`. Every mirrored lead has
+    /// the consent record of its (organization, number), so consent records are enough.
+    fn holders_of(
+        &mut self,
+        account: &str,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<Holders, crate::store::Error>> + Send;
+
+    /// Attempted local changes of these (organization, number) pairs whose echo has not
+    /// come back yet, oldest first.
+    fn pushed_changes(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
+
+    /// Those of `keys` (organization, number) with an opt-out queued for the service and not
+    /// sent yet.
+    fn unsent_opt_outs_of(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<HashSet<(String, String)>, crate::store::Error>> + Send;
+
+    /// The push of the entry `event_ref` (with no organization of its own: a lead's
+    /// suppression entry) once the service answered it with success.
+    fn answered_push(
+        &mut self,
+        account: &str,
+        event_ref: &str,
+    ) -> impl Future<Output = Result<Option<i64>, crate::store::Error>> + Send;
+
+    /// Marks the local change `push_seq` as echoed by `event_ref`.
+    fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The stored state of each known pair of `keys`.
+    fn consent_states(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
+
+    /// Appends the entries not in the ledger yet, in order: the seq of each new one, `None`
+    /// for an event already recorded (or recorded earlier in `entries`).
+    fn append_ledger(
+        &mut self,
+        account: &str,
+        entries: &[NewEntry<'_>],
+        recorded_at: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<Option<i64>>, crate::store::Error>> + Send;
+
+    /// Sets each state where it outranks the stored one; at most one per pair.
+    fn write_states(
+        &mut self,
+        account: &str,
+        states: &[StateWrite<'_>],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Inserts or updates mirrored leads, each only if its observation is not older than
+    /// what the mirror holds and its fields changed (an unchanged lead is not rewritten on
+    /// every scan). Returns how many rows were written.
+    fn upsert_leads(
+        &mut self,
+        account: &str,
+        leads: &[(&Lead, DateTime<Utc>)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
+
+    /// Applies status observations: a terminal status beats a non-terminal one whatever
+    /// the times; otherwise the later wins (ties broken by status text, then error code, so
+    /// the outcome never depends on arrival order). Returns how many changed a stored row.
+    fn apply_statuses(
+        &mut self,
+        account: &str,
+        observations: &[StatusObservation<'_>],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
+
+    /// Marks outbox rows applied, and others quarantined with their reason. (PostgreSQL's
+    /// worker claims its rows marked applied already: there only the quarantined change.)
+    fn settle_outbox(
+        &mut self,
+        applied: &[i64],
+        quarantined: &[(i64, String)],
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// How many of `messages` are new to the mirror and were sent after an opt-out, by the
+    /// compliance report's rule: an opt-out entry (not the echo of a local change) of the
+    /// message's lead, by the entry's own lead or by the lead `consent_state` holds for the
+    /// entry's number, earlier than the message's `after` (its creation less the confirmation
+    /// window), with no opt-in of that number between the opt-out and the message's creation.
+    /// By its own lead the mirror need not hold the lead; by the state's lead the number is
+    /// the mirror's for that lead.
+    fn sent_after_opt_out(
+        &mut self,
+        account: &str,
+        messages: &[NewMessage<'_>],
+    ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
+
+    /// The suppressions in force of those of `phones` that are suppressed.
+    fn suppressions(
+        &mut self,
+        account: &str,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<HashMap<String, Suppression>, crate::store::Error>> + Send;
+
+    /// Suppresses each number from its account-wide opt-out (its entry and event time); a
+    /// number already suppressed keeps its earlier suppression.
+    fn suppress(
+        &mut self,
+        account: &str,
+        opt_outs: &[Suppressing<'_>],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Ends the suppression of each number whose account-wide opt-in is later than it.
+    fn lift_suppressions(
+        &mut self,
+        account: &str,
+        opt_ins: &[(&str, DateTime<Utc>)],
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// Queues the local change recorded as `seq` for the service, superseding older changes
+    /// of the pair never attempted.
+    fn queue_push(
+        &mut self,
+        account: &str,
+        seq: i64,
+        change: &ConsentObservation,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+
+    /// The next `limit` pending outbox rows, in id order, taken for this transaction (on
+    /// PostgreSQL marked applied at `now` in the same statement, so that workers of every
+    /// replica take disjoint batches; the transaction settles those it quarantines).
+    fn claim_pending(
+        &mut self,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> impl Future<Output = Result<Vec<crate::model::StoredDelivery>, crate::store::Error>> + Send;
+
+    /// In a leads page's transaction: moves the checkpoint to the next page, or, after the
+    /// last page, records the organization's finished scan and drops its checkpoint.
+    fn page_written(
+        &mut self,
+        page: PageCheckpoint<'_>,
+    ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
+}
+
+/// The writes on a write transaction ([`Tx`]), or on a backend's connection in a
+/// transaction of its own.
+impl<T: Lend + Send + ?Sized> ApplyTx for T {
+    async fn lock_numbers(&mut self, phones: &[&str]) -> Result<(), crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::lock_numbers(conn, phones).await
+        })
+    }
+
+    async fn locate_leads(
+        &mut self,
+        account: &str,
+        lead_ids: &[&str],
+    ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::locate_leads(conn, account, lead_ids).await
+        })?;
+        Ok(rows.into_iter().map(|(id, o, p)| (id, (o, p))).collect())
+    }
+
+    async fn holders_of(
+        &mut self,
+        account: &str,
+        phones: &[&str],
+    ) -> Result<Holders, crate::store::Error> {
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::holders_of(conn, account, phones).await
+        })?;
+        Ok(crate::model::holders(rows))
+    }
+
+    async fn pushed_changes(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> Result<Vec<PushedChange>, crate::store::Error> {
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::pushed_changes(conn, account, keys).await
+        })
+    }
+
+    async fn unsent_opt_outs_of(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> Result<HashSet<(String, String)>, crate::store::Error> {
+        if keys.is_empty() {
+            return Ok(HashSet::new());
+        }
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::unsent_opt_outs_of(conn, account, keys).await
+        })?;
+        Ok(rows.into_iter().collect())
+    }
+
+    async fn answered_push(
+        &mut self,
+        account: &str,
+        event_ref: &str,
+    ) -> Result<Option<i64>, crate::store::Error> {
+        on_backend!(self, |conn| {
+            Ok(sqlx::query_scalar(
+                "SELECT p.seq FROM ledger AS l JOIN pushes AS p ON p.seq = l.seq
+                     WHERE l.event_ref = $1 AND l.account_id = $2 AND p.state = 'sent'
+                     LIMIT 1",
+            )
+            .bind(event_ref)
+            .bind(account)
+            .fetch_optional(&mut *conn)
+            .await?)
+        })
+    }
+
+    async fn mark_echo(
+        &mut self,
+        push_seq: i64,
+        event_ref: &str,
+    ) -> Result<(), crate::store::Error> {
+        on_backend!(self, |conn| {
+            sqlx::query("UPDATE pushes SET echo_ref = $2 WHERE seq = $1")
+                .bind(push_seq)
+                .bind(event_ref)
+                .execute(&mut *conn)
+                .await?;
+            Ok(())
+        })
+    }
+
+    async fn consent_states(
+        &mut self,
+        account: &str,
+        keys: &[(&str, &str)],
+    ) -> Result<ConsentStates, crate::store::Error> {
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::consent_states(conn, account, keys).await
+        })?;
+        Ok(super::consent_states(rows))
+    }
+
+    async fn append_ledger(
+        &mut self,
+        account: &str,
+        entries: &[NewEntry<'_>],
+        recorded_at: DateTime<Utc>,
+    ) -> Result<Vec<Option<i64>>, crate::store::Error> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::append_ledger(conn, account, entries, recorded_at).await
+        })
+    }
+
+    async fn write_states(
+        &mut self,
+        account: &str,
+        states: &[StateWrite<'_>],
+    ) -> Result<(), crate::store::Error> {
+        if states.is_empty() {
+            return Ok(());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::write_states(conn, account, states).await
+        })
+    }
+
+    async fn upsert_leads(
+        &mut self,
+        account: &str,
+        leads: &[(&Lead, DateTime<Utc>)],
+        now: DateTime<Utc>,
+    ) -> Result<u64, crate::store::Error> {
+        if leads.is_empty() {
+            return Ok(0);
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::mirror::upsert_leads(conn, account, leads, now).await
+        })
+    }
+
+    async fn apply_statuses(
+        &mut self,
+        account: &str,
+        observations: &[StatusObservation<'_>],
+        now: DateTime<Utc>,
+    ) -> Result<u64, crate::store::Error> {
+        if observations.is_empty() {
+            return Ok(0);
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::mirror::apply_statuses(conn, account, observations, now).await
+        })
+    }
+
+    async fn settle_outbox(
+        &mut self,
+        applied: &[i64],
+        quarantined: &[(i64, String)],
+        now: DateTime<Utc>,
+    ) -> Result<(), crate::store::Error> {
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::settle_outbox(conn, applied, quarantined, now).await
+        })
+    }
+
+    async fn sent_after_opt_out(
+        &mut self,
+        account: &str,
+        messages: &[NewMessage<'_>],
+    ) -> Result<u64, crate::store::Error> {
+        if messages.is_empty() {
+            return Ok(0);
+        }
+        let count = on_backend!(self, |conn, dialect| {
+            dialect::apply::sent_after_opt_out(conn, account, messages).await
+        })?;
+        Ok(u64::try_from(count).unwrap_or(0))
+    }
+
+    async fn suppressions(
+        &mut self,
+        account: &str,
+        phones: &[&str],
+    ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::suppressions(conn, account, phones).await
+        })?;
+        Ok(rows
+            .into_iter()
+            .map(|(phone, seq, since)| (phone, Suppression { seq, since }))
+            .collect())
+    }
+
+    async fn suppress(
+        &mut self,
+        account: &str,
+        opt_outs: &[Suppressing<'_>],
+    ) -> Result<(), crate::store::Error> {
+        if opt_outs.is_empty() {
+            return Ok(());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::suppress(conn, account, opt_outs).await
+        })
+    }
+
+    async fn lift_suppressions(
+        &mut self,
+        account: &str,
+        opt_ins: &[(&str, DateTime<Utc>)],
+    ) -> Result<(), crate::store::Error> {
+        if opt_ins.is_empty() {
+            return Ok(());
+        }
+        on_backend!(self, |conn, dialect| {
+            dialect::apply::lift_suppressions(conn, account, opt_ins).await
+        })
+    }
+
+    async fn queue_push(
+        &mut self,
+        account: &str,
+        seq: i64,
+        change: &ConsentObservation,
+        now: DateTime<Utc>,
+    ) -> Result<(), crate::store::Error> {
+        on_backend!(self, |conn| {
+            let now = crate::model::Timestamp(now);
+            sqlx::query(
+                "UPDATE pushes SET state = 'superseded', finished_at = $3
+                     WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND
+                         attempts = 0
+                       AND account_id = $4",
+            )
+            .bind(&change.organization_id)
+            .bind(&change.phone_number)
+            .bind(now)
+            .bind(account)
+            .execute(&mut *conn)
+            .await?;
+            sqlx::query(
+                "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id,
+                         lead_id,
+                                         next_attempt_at, created_at, account_id)
+                     VALUES ($1, $2, $3, $4, $5,
+                             (SELECT lead_id FROM consent_state
+                              WHERE organization_id = $2 AND phone_number = $3 AND account_id = $7),
+                             $6, $6, $7)",
+            )
+            .bind(seq)
+            .bind(&change.organization_id)
+            .bind(&change.phone_number)
+            .bind(change.opted_out)
+            .bind(&change.tag_id)
+            .bind(now)
+            .bind(account)
+            .execute(&mut *conn)
+            .await?;
+            Ok(())
+        })
+    }
+
+    async fn claim_pending(
+        &mut self,
+        limit: i64,
+        now: DateTime<Utc>,
+    ) -> Result<Vec<crate::model::StoredDelivery>, crate::store::Error> {
+        on_backend!(self, |conn, dialect| {
+            dialect::outbox::claim_pending(conn, limit, now).await
+        })
+    }
+
+    async fn page_written(&mut self, page: PageCheckpoint<'_>) -> Result<(), crate::store::Error> {
+        super::super::reconcile::page_written(self, page).await
+    }
+}

@@ -1,3 +1,0 @@
-//! Console sessions on PostgreSQL (the statements: [`crate::store::console`]).
-
-crate::store::console::statements!(sqlx::PgPool);

@@ -1,3 +1,0 @@
-//! Destinations' outcomes on SQLite (the statements: [`crate::store::destinations`]).
-
-crate::store::destinations::statements!(sqlx::SqlitePool);
