@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 
 use outreach_sync::model::OutcomeKind;
 use outreach_sync::reconcile::{PassRequest, Reconciler};
-use outreach_sync::settings::{DestinationKind, DestinationSettings, Settings};
+use outreach_sync::sender::Attempt;
+use outreach_sync::settings::{DestinationSettings, Settings, SystemSettings};
 use outreach_sync::store::DestinationStore as _;
-use outreach_sync::subscribers::Attempt;
 use outreach_sync_sandbox::destinations::{Fake, FakeFault};
 use outreach_sync_sandbox::{
     DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig,
@@ -26,7 +26,7 @@ const LEADS: usize = 300;
 pub(crate) fn van(sandbox: &RunningSandbox) -> DestinationSettings {
     let mut van = DestinationSettings::new(
         "van-main",
-        DestinationKind::Van,
+        SystemSettings::Van(Default::default()),
         &sandbox.van_url(),
         DEFAULT_VAN_KEY,
     );
@@ -37,7 +37,7 @@ pub(crate) fn van(sandbox: &RunningSandbox) -> DestinationSettings {
 pub(crate) fn action_network(sandbox: &RunningSandbox) -> DestinationSettings {
     let mut an = DestinationSettings::new(
         "action-network",
-        DestinationKind::ActionNetwork,
+        SystemSettings::ActionNetwork(Default::default()),
         &sandbox.action_network_url(),
         DEFAULT_ACTION_NETWORK_KEY,
     );
@@ -165,9 +165,9 @@ async fn every_opt_out_reaches_van_and_action_network_and_each_entry_has_its_out
         return;
     };
     let app = writing_to(app, vec![van(&sandbox), action_network(&sandbox)]).await;
-    let http = outreach_sync::subscribers::http_client().expect("client");
+    let http = outreach_sync::sender::http_client().expect("client");
     let checked =
-        outreach_sync::subscribers::destinations::check(&app.settings.destination, None, &http)
+        outreach_sync::sender::destinations::check(&app.settings.destination, None, &http)
             .await
             .expect("checked");
     assert!(checked.iter().all(|c| c.problem.is_none()), "{checked:?}");
@@ -447,7 +447,7 @@ async fn lookups_answered_with_garbage_ten_megabytes_or_nothing_are_retried_unti
         }
     }
     assert!(
-        began.elapsed() >= outreach_sync::subscribers::REQUEST_TIMEOUT,
+        began.elapsed() >= outreach_sync::sender::REQUEST_TIMEOUT,
         "the hanging lookup held the first attempt until it timed out"
     );
     let view_after = view(&app, "van-main").await;
@@ -531,9 +531,9 @@ async fn a_committee_without_sms_text_sends_nothing_and_says_what_is_missing(bac
     );
     assert!(sandbox.van_truth().canvass_responses.is_empty());
 
-    let http = outreach_sync::subscribers::http_client().expect("client");
+    let http = outreach_sync::sender::http_client().expect("client");
     let checked =
-        outreach_sync::subscribers::destinations::check(&app.settings.destination, None, &http)
+        outreach_sync::sender::destinations::check(&app.settings.destination, None, &http)
             .await
             .expect("checked");
     let problem = checked[0].problem.as_deref().expect("a problem");

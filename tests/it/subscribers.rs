@@ -6,7 +6,7 @@ use std::time::Duration;
 use outreach_sync::settings::{Settings, SubscriberSettings};
 use serde_json::Value;
 
-use outreach_sync::subscribers::Attempt;
+use outreach_sync::sender::Attempt;
 
 use crate::common::{
     Backend, TestApp, consent_event, eventually, on_both_backends, spawn_app, spawn_app_on,

@@ -5,9 +5,10 @@
 use secrecy::{ExposeSecret as _, SecretString};
 use serde_json::json;
 
-use super::answer::{Plan, Step};
+use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
 use crate::settings::DestinationSettings;
+use crate::settings::destinations::action_network::ActionNetworkSettings;
 
 const PERSON: i64 = 1;
 
@@ -17,13 +18,19 @@ pub struct ActionNetwork {
 }
 
 impl ActionNetwork {
-    pub fn new(settings: &DestinationSettings) -> Self {
+    pub fn new(settings: &DestinationSettings, _own: &ActionNetworkSettings) -> Self {
         Self {
             base_url: settings.base_url.trim_end_matches('/').to_owned(),
         }
     }
+}
 
-    pub(super) fn authorize(
+impl Destination for ActionNetwork {
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn authorize(
         &self,
         request: reqwest::RequestBuilder,
         key: &SecretString,
@@ -34,12 +41,22 @@ impl ActionNetwork {
         request.header("OSDI-API-Token", value)
     }
 
-    pub(super) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url)
+    /// The API's entry point answers any valid key; there is nothing to look up.
+    fn prepare<'a>(&'a self, api: Api<'a>) -> Pending<'a, Result<(), Stop>> {
+        Box::pin(async move {
+            api.get_json::<serde_json::Value>("/", "the API entry point")
+                .await
+                .map(drop)
+        })
+    }
+
+    /// `{"error": "..."}`.
+    fn error_words(&self, body: &serde_json::Value) -> Option<String> {
+        body.get("error")?.as_str().map(str::to_owned)
     }
 
     /// The one request of `entry`: its number, its status. The person is the number.
-    pub(super) fn plan(&self, entry: &LedgerEntry) -> Result<Plan, String> {
+    fn plan(&self, entry: &LedgerEntry, _lead: Option<&serde_json::Value>) -> Result<Plan, String> {
         let number = entry.phone_number.trim_start_matches('+');
         if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
             return Err("not a number in E.164".to_owned());
@@ -75,5 +92,23 @@ impl std::fmt::Debug for ActionNetwork {
         f.debug_struct("ActionNetwork")
             .field("base_url", &self.base_url)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn action_networks_own_words_are_its_error() {
+        let an = ActionNetwork {
+            base_url: "http://127.0.0.1:9/api/v2".to_owned(),
+        };
+        let words = |body: &str| super::super::http::words(body, &an);
+        assert_eq!(words(r#"{"error":"API Key invalid"}"#), "API Key invalid");
+        assert_eq!(
+            words(r#"{"errors":[{"text":"not its format"}]}"#),
+            r#"{"errors":[{"text":"not its format"}]}"#
+        );
     }
 }
