@@ -35,10 +35,10 @@ impl Destination for ActionNetwork {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        let mut value = reqwest::header::HeaderValue::from_str(key.expose_secret())
-            .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-        value.set_sensitive(true);
-        request.header("OSDI-API-Token", value)
+        request.header(
+            "OSDI-API-Token",
+            super::http::sensitive(key.expose_secret()),
+        )
     }
 
     /// The API's entry point answers any valid key; there is nothing to look up.

@@ -25,6 +25,15 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
         .build()
 }
 
+/// `value` as a header value marked sensitive (kept out of logs and `Debug`); a value that
+/// cannot be a header is sent empty, which the system refuses as a missing key.
+pub fn sensitive(value: &str) -> reqwest::header::HeaderValue {
+    let mut value = reqwest::header::HeaderValue::from_str(value)
+        .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+    value.set_sensitive(true);
+    value
+}
+
 /// At most `most` bytes of an answer's body, as text: an error page is shown, never read
 /// whole (it may be any size).
 pub async fn prefix(mut response: reqwest::Response, most: usize) -> String {

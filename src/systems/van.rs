@@ -126,12 +126,7 @@ impl Destination for Van {
             key.expose_secret(),
             self.database_mode
         );
-        let mut value = reqwest::header::HeaderValue::from_str(&format!(
-            "Basic {}",
-            STANDARD.encode(credentials)
-        ))
-        .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-        value.set_sensitive(true);
+        let value = super::http::sensitive(&format!("Basic {}", STANDARD.encode(credentials)));
         request.header(reqwest::header::AUTHORIZATION, value)
     }
 

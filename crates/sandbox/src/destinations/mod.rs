@@ -175,5 +175,7 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
         .merge(control::routes())
+        .merge(van::control_routes())
+        .merge(action_network::control_routes())
         .with_state(fakes)
 }

@@ -3,10 +3,12 @@
 //! `api.rs` and `people.rs`, what their handlers share in `wire.rs`.
 
 mod api;
+mod control;
 mod people;
 mod wire;
 
 pub(crate) use api::{auth, no_such_endpoint, routes};
+pub(crate) use control::routes as control_routes;
 pub(crate) use wire::VanError;
 
 use std::collections::BTreeMap;
