@@ -148,3 +148,45 @@ fn the_key_never_shows_in_debug_nor_in_the_serialized_settings() {
     let shown = serde_json::to_string(&d).expect("serializes");
     assert!(!shown.contains("an-secret-key-123"), "{shown}");
 }
+
+/// `[[destination]]` `name` of `kind` with `extra` keys, loaded as the configuration file.
+fn loaded(kind: &str, extra: &str) -> Result<super::super::Settings, SettingsError> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("config.toml");
+    let text = format!(
+        "[webhook]\nsecrets = [\"s\"]\n[[destination]]\nname = \"d\"\nkind = \"{kind}\"\n\
+         base_url = \"https://api.example.org/v4\"\napi_key = \"TOPSECRET\"\n{extra}\n"
+    );
+    std::fs::write(&path, text).expect("write the file");
+    super::super::Settings::load_from(Some(&path), &[])
+}
+
+#[test]
+fn a_configuration_file_gives_each_kind_its_own_keys_and_refuses_the_others() {
+    let settings = loaded(
+        "van",
+        "database_mode = 0\nresult_code = \"Opted Out\"\nactions = [\"phone_status\"]",
+    )
+    .expect("loaded");
+    let SystemSettings::Van(own) = &settings.destination[0].system else {
+        panic!("not a van destination");
+    };
+    assert_eq!(own.database_mode(), 0);
+    assert_eq!(own.result_code(), "Opted Out");
+    assert_eq!(own.actions(), vec![van::VanAction::PhoneStatus]);
+    let error = loaded("action_network", "result_code = \"Opted Out\"")
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.contains("`destination.kind`")
+            && error.contains("`result_code` is a key of kind \"van\" alone"),
+        "{error}"
+    );
+    let error = loaded("van", "no_such_key = true")
+        .expect_err("refused")
+        .to_string();
+    assert!(error.contains("no_such_key"), "{error}");
+    let error = loaded("crm", "").expect_err("refused").to_string();
+    assert!(error.contains("unknown variant `crm`"), "{error}");
+    assert!(!error.contains("TOPSECRET"), "{error}");
+}
