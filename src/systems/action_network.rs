@@ -7,29 +7,21 @@ use serde_json::json;
 
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
-use crate::settings::DestinationSettings;
 use crate::settings::destinations::action_network::ActionNetworkSettings;
 
 const PERSON: i64 = 1;
 
-/// An Action Network group, reached with its API key.
-pub struct ActionNetwork {
-    base_url: String,
-}
+/// An Action Network group, reached with its API key: nothing to keep between requests.
+#[derive(Debug)]
+pub struct ActionNetwork;
 
 impl ActionNetwork {
-    pub fn new(settings: &DestinationSettings, _own: &ActionNetworkSettings) -> Self {
-        Self {
-            base_url: settings.base_url.trim_end_matches('/').to_owned(),
-        }
+    pub fn new(_own: &ActionNetworkSettings) -> Self {
+        Self
     }
 }
 
 impl Destination for ActionNetwork {
-    fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
     fn authorize(
         &self,
         request: reqwest::RequestBuilder,
@@ -87,23 +79,13 @@ impl Destination for ActionNetwork {
     }
 }
 
-impl std::fmt::Debug for ActionNetwork {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ActionNetwork")
-            .field("base_url", &self.base_url)
-            .finish_non_exhaustive()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn action_networks_own_words_are_its_error() {
-        let an = ActionNetwork {
-            base_url: "http://127.0.0.1:9/api/v2".to_owned(),
-        };
+        let an = ActionNetwork;
         let words = |body: &str| super::super::http::words(body, &an);
         assert_eq!(words(r#"{"error":"API Key invalid"}"#), "API Key invalid");
         assert_eq!(

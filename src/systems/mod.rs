@@ -26,10 +26,8 @@ use crate::settings::{DestinationKeys, DestinationSettings, Live, SystemSettings
 /// system that writes it.
 fn system_of(settings: &DestinationSettings) -> Box<dyn Destination> {
     match &settings.system {
-        SystemSettings::Van(own) => Box::new(van::Van::new(settings, own)),
-        SystemSettings::ActionNetwork(own) => {
-            Box::new(action_network::ActionNetwork::new(settings, own))
-        }
+        SystemSettings::Van(own) => Box::new(van::Van::new(own)),
+        SystemSettings::ActionNetwork(own) => Box::new(action_network::ActionNetwork::new(own)),
     }
 }
 
@@ -49,9 +47,6 @@ pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// from which cursor, as entries of the ledger. A kind that is only read implements that one
 /// alone; the sender and the reader each see only their own trait.
 pub trait Destination: std::fmt::Debug + Send + Sync {
-    /// The API's root, without a trailing `/`.
-    fn base_url(&self) -> &str;
-
     /// `request` with `key`, as the system takes it.
     fn authorize(
         &self,
@@ -153,6 +148,8 @@ impl Api<'_> {
 #[derive(Debug)]
 pub struct Record {
     name: String,
+    /// The API's root (`base_url`), without a trailing `/`.
+    base_url: String,
     keys: Live<DestinationKeys>,
     /// The keys in force when it was stopped (its key did not work, its lookups missed):
     /// once a reload replaced them, it is tried again.
@@ -167,6 +164,7 @@ impl Record {
     pub fn new(settings: &DestinationSettings, keys: Live<DestinationKeys>) -> Self {
         Self {
             name: settings.name.clone(),
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
             keys,
             stopped_under: Mutex::new(None),
             timeout: std::time::Duration::from_secs(settings.timeout_secs),
@@ -224,7 +222,7 @@ impl Record {
     }
 
     fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.system.base_url())
+        format!("{}{path}", self.base_url)
     }
 
     /// Checks the key and looks up what the steps need.

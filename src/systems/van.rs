@@ -16,7 +16,6 @@ use serde_json::json;
 
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
-use crate::settings::DestinationSettings;
 use crate::settings::destinations::van::{VanAction, VanSettings};
 
 /// The input type of a canvass response made by an API ("API" in VAN's list).
@@ -26,7 +25,6 @@ const PHONE_STATUS: i64 = 2;
 
 /// A VAN committee, reached with one API key.
 pub struct Van {
-    base_url: String,
     application_name: String,
     database_mode: u8,
     van_id_field: String,
@@ -58,9 +56,8 @@ struct ContactType {
 }
 
 impl Van {
-    pub fn new(settings: &DestinationSettings, van: &VanSettings) -> Self {
+    pub fn new(van: &VanSettings) -> Self {
         Self {
-            base_url: settings.base_url.trim_end_matches('/').to_owned(),
             application_name: van.application_name().to_owned(),
             database_mode: van.database_mode(),
             van_id_field: van.van_id_field().to_owned(),
@@ -110,10 +107,6 @@ impl Van {
 }
 
 impl Destination for Van {
-    fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
     /// HTTP Basic: the application's name, and the key with the database mode after `|`.
     fn authorize(
         &self,
@@ -260,7 +253,6 @@ fn van_id(lead: &serde_json::Value, field: &str) -> Result<u64, String> {
 impl std::fmt::Debug for Van {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Van")
-            .field("base_url", &self.base_url)
             .field("result_code", &self.result_code)
             .field("contact_type", &self.contact_type)
             .finish_non_exhaustive()
@@ -289,28 +281,23 @@ mod tests {
 
     #[test]
     fn the_key_does_not_show_in_debug() {
-        let own = VanSettings::default();
-        let settings = DestinationSettings::new(
+        let settings = crate::settings::DestinationSettings::new(
             "van",
-            crate::settings::SystemSettings::Van(own.clone()),
+            crate::settings::SystemSettings::Van(VanSettings::default()),
             "http://127.0.0.1:9/v4",
             "van-secret-key-42",
         );
-        let van = Van::new(&settings, &own);
-        assert!(!format!("{van:?}").contains("van-secret-key-42"));
+        let keys =
+            crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&settings)));
+        let record = super::super::Record::new(&settings, keys);
+        let shown = format!("{record:?}");
+        assert!(shown.contains("Van"), "{shown}");
+        assert!(!shown.contains("van-secret-key-42"), "{shown}");
     }
 
     #[test]
     fn vans_own_words_are_its_errors_texts_with_their_properties() {
-        let van = Van::new(
-            &DestinationSettings::new(
-                "van",
-                crate::settings::SystemSettings::Van(VanSettings::default()),
-                "http://127.0.0.1:9/v4",
-                "key",
-            ),
-            &VanSettings::default(),
-        );
+        let van = Van::new(&VanSettings::default());
         let body = r#"{"errors":[{"code":"INVALID_PARAMETER","text":"'resultCodeId' and 'responses' cannot both be specified","properties":["resultCodeId"]}]}"#;
         assert_eq!(
             super::super::http::words(body, &van),
