@@ -42,9 +42,9 @@ use chrono::{DateTime, Utc};
 use common::BenchDatabase;
 use outreach_sync::apply::{self, LocalChange};
 use outreach_sync::model::Lead;
-use outreach_sync::settings::{DestinationKind, DestinationSettings, Live, SubscriberSettings};
+use outreach_sync::sender::{self, Subscriber};
+use outreach_sync::settings::{DestinationSettings, Live, SubscriberSettings, SystemSettings};
 use outreach_sync::store::{DestinationStore as _, Pool, SubscriberStore as _};
-use outreach_sync::subscribers::{self, Subscriber};
 use outreach_sync_sandbox::destinations::Fake;
 use outreach_sync_sandbox::{DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig};
 use sqlx::Connection as _;
@@ -203,7 +203,7 @@ async fn apply_page(pool: &Pool, leads: &[Lead]) {
 fn van(sandbox: &RunningSandbox, name: &str, rps: u32) -> DestinationSettings {
     let mut van = DestinationSettings::new(
         name,
-        DestinationKind::Van,
+        SystemSettings::Van(Default::default()),
         &sandbox.van_url(),
         DEFAULT_VAN_KEY,
     );
@@ -220,10 +220,10 @@ struct Running {
 impl Running {
     fn start(pool: &Pool, senders: Vec<Arc<Subscriber>>) -> Self {
         let stop = CancellationToken::new();
-        let task = tokio::spawn(subscribers::run(
+        let task = tokio::spawn(sender::run(
             pool.clone(),
             senders,
-            subscribers::http_client().expect("the senders' HTTP client"),
+            sender::http_client().expect("the senders' HTTP client"),
             stop.clone(),
         ));
         Self { stop, task }
@@ -232,10 +232,7 @@ impl Running {
     fn destination(pool: &Pool, settings: DestinationSettings) -> Self {
         let settings = [settings];
         let keys = Live::new(outreach_sync::settings::keys_of(&settings));
-        Self::start(
-            pool,
-            subscribers::destinations::configured(&settings, &keys),
-        )
+        Self::start(pool, sender::destinations::configured(&settings, &keys))
     }
 
     async fn stop(self) {
@@ -344,7 +341,7 @@ async fn subscriber(pool: &Pool, name: &str, batch: u32, n: usize) -> f64 {
     let mut settings = SubscriberSettings::new(name, &url, SECRET);
     settings.batch = batch;
     let started = Instant::now();
-    let running = Running::start(pool, subscribers::configured(&[settings]));
+    let running = Running::start(pool, sender::configured(&[settings]));
     receiver.wait_for(n).await;
     let secs = started.elapsed().as_secs_f64();
     running.stop().await;

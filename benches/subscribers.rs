@@ -5,7 +5,7 @@
 //!
 //! 1. **Latency** under a steady 1,000 entries/s for 10 s: local consent changes recorded
 //!    through the apply path (one transaction each), and the time from each commit's return
-//!    to the entry's receipt. The daemon: a subscriber's sender (`subscribers::run`), woken
+//!    to the entry's receipt. The daemon: a subscriber's sender (`sender::run`), woken
 //!    by the commit, reads the ledger, signs and posts. The baseline: the writer itself posts
 //!    each entry right after its commit (no read, no signature, no cursor). Target: the
 //!    daemon's p99 < 50 ms.
@@ -170,10 +170,10 @@ async fn latency(seconds: u64) {
     let (database, pool) = fresh().await;
     let subscriber = SubscriberSettings::new("bench", &url, SECRET);
     let stop = CancellationToken::new();
-    let senders = tokio::spawn(outreach_sync::subscribers::run(
+    let senders = tokio::spawn(outreach_sync::sender::run(
         pool.clone(),
-        outreach_sync::subscribers::configured(&[subscriber]),
-        outreach_sync::subscribers::http_client().expect("the subscribers' HTTP client"),
+        outreach_sync::sender::configured(&[subscriber]),
+        outreach_sync::sender::http_client().expect("the subscribers' HTTP client"),
         stop.clone(),
     ));
     let committed = steady_writes(&pool, seconds, None).await;
@@ -274,10 +274,10 @@ async fn catch_up(n: usize) {
     let subscriber = SubscriberSettings::new("bench", &url, SECRET);
     let stop = CancellationToken::new();
     let started = Instant::now();
-    let senders = tokio::spawn(outreach_sync::subscribers::run(
+    let senders = tokio::spawn(outreach_sync::sender::run(
         pool.clone(),
-        outreach_sync::subscribers::configured(&[subscriber]),
-        outreach_sync::subscribers::http_client().expect("the subscribers' HTTP client"),
+        outreach_sync::sender::configured(&[subscriber]),
+        outreach_sync::sender::http_client().expect("the subscribers' HTTP client"),
         stop.clone(),
     ));
     receipts.wait_for(n).await;

@@ -52,7 +52,7 @@ pub struct Application {
     /// pushed to), with the account's view of the settings.
     clients: Vec<(Settings, ServiceClient)>,
     tasks: Supervisor,
-    senders: crate::subscribers::Running,
+    senders: crate::sender::Running,
     /// Whether `run_until_stopped` starts the worker (see [`Application::without_worker`]).
     worker: bool,
     /// Each account's ingest route and its verifier, replaced by a reload.
@@ -122,7 +122,7 @@ impl Application {
             writer_task,
             clients,
             tasks: Supervisor::default(),
-            senders: crate::subscribers::Running::default(),
+            senders: crate::sender::Running::default(),
             worker: true,
             routes,
             tokens: Live::new(settings.admin.named_tokens()),
@@ -184,7 +184,7 @@ impl Application {
 
     /// The subscribers' senders while this daemon leads, to ask one to try at once; the
     /// handle stays valid across leadership terms.
-    pub fn senders(&self) -> crate::subscribers::Running {
+    pub fn senders(&self) -> crate::sender::Running {
         self.senders.clone()
     }
 

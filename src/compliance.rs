@@ -29,8 +29,8 @@ use serde::Serialize;
 
 use crate::model::business_days::BusinessDays;
 use crate::model::{OutcomeKind, Source, Timestamp};
+use crate::sender::Subscriber;
 use crate::store::{ComplianceStore, Pool, SubscriberStore};
-use crate::subscribers::Subscriber;
 
 /// The service as a destination.
 pub const SERVICE: &str = "service";
@@ -408,9 +408,9 @@ impl Rules {
             confirmation_window: TimeDelta::seconds(
                 i64::try_from(compliance.confirmation_window_secs).unwrap_or(i64::MAX),
             ),
-            subscribers: crate::subscribers::configured(&settings.subscriber),
+            subscribers: crate::sender::configured(&settings.subscriber),
             // Only their filters are read here: the keys are never used.
-            destinations: crate::subscribers::destinations::configured(
+            destinations: crate::sender::destinations::configured(
                 &settings.destination,
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
             ),

@@ -56,6 +56,9 @@ pub mod rejections;
 pub mod replica;
 /// Retention: applied deliveries and finished messages pruned once old enough; never the ledger.
 pub mod retention;
+/// The ledger pushed out to subscribers and destinations, each by the one sender with its
+/// durable cursor, backoff and rate, knowing no kind of destination.
+pub mod sender;
 /// Typed configuration (accounts, subscribers, destinations), environment overrides, `_file`
 /// secrets, validation, redaction, and what a reload replaces.
 pub mod settings;
@@ -69,9 +72,9 @@ pub mod signature;
 /// The storage layer: every SQL statement, one trait per concern written once, the dialects'
 /// differences in a folder per backend; the only place a backend is chosen.
 pub mod store;
-/// The ledger pushed out: subscribers (signed webhooks) and destinations (VAN, Action
-/// Network), each by the one sender with its durable cursor.
-pub mod subscribers;
+/// The systems spoken to outside the service, one file each behind a trait: the signed
+/// webhook subscribers get, and each kind of destination; the kind registry.
+pub mod systems;
 /// Logging: `tracing` to stderr as text or JSON lines.
 pub mod telemetry;
 /// An account's service client, with its token-request guard kept in the database.

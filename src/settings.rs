@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize, Serializer};
 mod accounts;
 mod admin;
 mod compliance;
-mod destinations;
+pub mod destinations;
 mod keys;
 mod live;
 mod load;
@@ -26,9 +26,7 @@ pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
 pub use compliance::ComplianceSettings;
-pub use destinations::{
-    DestinationKeys, DestinationKind, DestinationSettings, VanAction, VanSettings, keys_of,
-};
+pub use destinations::{DestinationKeys, DestinationSettings, SystemSettings, keys_of};
 pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;

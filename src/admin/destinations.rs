@@ -9,12 +9,12 @@ use axum::extract::{Path, Query, State};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use super::consent::json_body;
-use super::subscribers::{ReplayBody, replay_error};
+use super::subscribers::{ReplayBody, replay_error, replayed, retried};
 use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
 use crate::model::{DestinationView, OutcomeKind, OutcomeRecord};
-use crate::subscribers::destinations;
+use crate::sender::destinations;
+use crate::settings::DestinationSettings;
 
 /// The configured destinations.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -58,7 +58,7 @@ pub struct OutcomesQuery {
 pub async fn list(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<DestinationItems>, AdminError> {
-    let items = destinations::views(&state.pool, &state.destinations).await?;
+    let items = crate::sender::views(&state.pool, &state.destinations).await?;
     Ok(Json(DestinationItems { items }))
 }
 
@@ -99,18 +99,10 @@ pub async fn outcomes(
     )
 )]
 pub async fn retry(
-    State(state): State<Arc<AdminState>>,
-    Path(name): Path<String>,
+    state: State<Arc<AdminState>>,
+    name: Path<String>,
 ) -> Result<Json<DestinationView>, AdminError> {
-    destinations::retry(
-        &state.pool,
-        &state.destinations,
-        state.senders.as_ref(),
-        &name,
-    )
-    .await
-    .map(Json)
-    .map_err(replay_error)
+    retried::<DestinationSettings>(state, name).await
 }
 
 #[utoipa::path(
@@ -128,13 +120,9 @@ pub async fn retry(
     )
 )]
 pub async fn replay(
-    State(state): State<Arc<AdminState>>,
-    Path(name): Path<String>,
+    state: State<Arc<AdminState>>,
+    name: Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<DestinationView>, AdminError> {
-    let body: ReplayBody = json_body(body)?;
-    destinations::replay(&state.pool, &state.destinations, &name, body.from_seq)
-        .await
-        .map(Json)
-        .map_err(replay_error)
+    replayed::<DestinationSettings>(state, name, body).await
 }

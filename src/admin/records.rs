@@ -56,14 +56,13 @@ pub async fn metrics(
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
-    let destinations =
-        crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
+    let destinations = crate::sender::views(&state.pool, &state.destinations).await?;
     let text = state.metrics.render(metrics::Gauges {
         outbox_backlog: count(backlog.pending),
         apply_lag_seconds: lag,
         quarantined: count(backlog.quarantined),
         pushes_pending: count(backlog.pushes_pending),
-        subscriber_lag: crate::subscribers::views(&state.pool, &state.subscribers)
+        subscriber_lag: crate::sender::views(&state.pool, &state.subscribers)
             .await?
             .into_iter()
             .map(|s| (s.name, count(s.lag_entries)))
@@ -190,6 +189,6 @@ pub async fn status(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<ledger::Status>, AdminError> {
     let mut status = ledger::status_of(&state.pool, &state.accounts).await?;
-    status.subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
+    status.subscribers = crate::sender::views(&state.pool, &state.subscribers).await?;
     Ok(Json(status))
 }

@@ -31,7 +31,7 @@ pub struct AdminState {
     /// This process's outbox counters: a replay from the console wakes its worker.
     pub(super) outbox: Option<Arc<OutboxState>>,
     /// The subscribers' senders while this process leads: a retry asks them at once.
-    pub(super) senders: Option<crate::subscribers::Running>,
+    pub(super) senders: Option<crate::sender::Running>,
     /// Failed tokens and sign-ins, limited per client address.
     pub(super) failed_auth: Arc<guard::FailedAuth>,
     /// Opt-out lists uploaded on the console, previewed and waiting for a confirmation.
@@ -134,7 +134,7 @@ impl AdminState {
     }
 
     /// Retries at once through these senders (the ones running in this process).
-    pub fn with_senders(mut self, senders: crate::subscribers::Running) -> Self {
+    pub fn with_senders(mut self, senders: crate::sender::Running) -> Self {
         self.senders = Some(senders);
         self
     }

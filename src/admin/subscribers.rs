@@ -1,4 +1,5 @@
-//! `/v1/subscribers`: the configured subscribers, and rewinding one.
+//! `/v1/subscribers`: the configured subscribers, and rewinding one; and the one handler of
+//! `retry` and of `replay`, which serves subscribers and destinations alike ([`Served`]).
 
 use std::sync::Arc;
 
@@ -12,7 +13,52 @@ use super::consent::json_body;
 use super::{AdminError, AdminState};
 use crate::ingest::ErrorBody;
 use crate::model::SubscriberView;
-use crate::subscribers::{self, ReplayError};
+use crate::sender::{self, ReplayError, Steered};
+use crate::settings::{DestinationSettings, SubscriberSettings};
+
+/// Subscribers or destinations, as the admin API serves them: where their settings are.
+pub(super) trait Served: Steered + Sized + 'static {
+    fn configured(state: &AdminState) -> &[Self];
+}
+
+impl Served for SubscriberSettings {
+    fn configured(state: &AdminState) -> &[Self] {
+        &state.subscribers
+    }
+}
+
+impl Served for DestinationSettings {
+    fn configured(state: &AdminState) -> &[Self] {
+        &state.destinations
+    }
+}
+
+/// The one handler of `POST /v1/{subscribers,destinations}/{name}/retry` (each path
+/// declared for the document beside its list: [`retry`], `destinations::retry`).
+pub(super) async fn retried<S: Served>(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+) -> Result<Json<S::View>, AdminError> {
+    let configured = S::configured(&state);
+    sender::retry(&state.pool, configured, state.senders.as_ref(), &name)
+        .await
+        .map(Json)
+        .map_err(replay_error)
+}
+
+/// The one handler of `POST /v1/{subscribers,destinations}/{name}/replay` (each path
+/// declared for the document beside its list: [`replay`], `destinations::replay`).
+pub(super) async fn replayed<S: Served>(
+    State(state): State<Arc<AdminState>>,
+    Path(name): Path<String>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<S::View>, AdminError> {
+    let body: ReplayBody = json_body(body)?;
+    sender::replay(&state.pool, S::configured(&state), &name, body.from_seq)
+        .await
+        .map(Json)
+        .map_err(replay_error)
+}
 
 /// The configured subscribers.
 #[derive(Serialize, utoipa::ToSchema)]
@@ -39,7 +85,7 @@ pub struct NamePath {
 pub async fn list(
     State(state): State<Arc<AdminState>>,
 ) -> Result<Json<SubscriberItems>, AdminError> {
-    let items = subscribers::views(&state.pool, &state.subscribers).await?;
+    let items = sender::views(&state.pool, &state.subscribers).await?;
     Ok(Json(SubscriberItems { items }))
 }
 
@@ -55,18 +101,10 @@ pub async fn list(
     )
 )]
 pub async fn retry(
-    State(state): State<Arc<AdminState>>,
-    Path(name): Path<String>,
+    state: State<Arc<AdminState>>,
+    name: Path<String>,
 ) -> Result<Json<SubscriberView>, AdminError> {
-    subscribers::retry(
-        &state.pool,
-        &state.subscribers,
-        state.senders.as_ref(),
-        &name,
-    )
-    .await
-    .map(Json)
-    .map_err(replay_error)
+    retried::<SubscriberSettings>(state, name).await
 }
 
 /// A refused replay or retry, as the admin API answers it.
@@ -130,13 +168,9 @@ fn integral<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<i64, D:
     )
 )]
 pub async fn replay(
-    State(state): State<Arc<AdminState>>,
-    Path(name): Path<String>,
+    state: State<Arc<AdminState>>,
+    name: Path<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Json<SubscriberView>, AdminError> {
-    let body: ReplayBody = json_body(body)?;
-    subscribers::replay(&state.pool, &state.subscribers, &name, body.from_seq)
-        .await
-        .map(Json)
-        .map_err(replay_error)
+    replayed::<SubscriberSettings>(state, name, body).await
 }

@@ -47,7 +47,7 @@ pub(super) fn supervise_worker(
 pub(super) type LeaderParts = (
     Vec<(Settings, ServiceClient)>,
     Arc<tokio::sync::Notify>,
-    crate::subscribers::Running,
+    crate::sender::Running,
     Arc<Metrics>,
 );
 
@@ -63,12 +63,12 @@ pub(super) async fn supervise_leader_work(
     keys: Live<crate::settings::DestinationKeys>,
 ) -> anyhow::Result<()> {
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake);
-    let mut subscribers = crate::subscribers::configured(&settings.subscriber);
-    subscribers.extend(crate::subscribers::destinations::configured(
+    let mut subscribers = crate::sender::configured(&settings.subscriber);
+    subscribers.extend(crate::sender::destinations::configured(
         &settings.destination,
         &keys,
     ));
-    let http = crate::subscribers::http_client()
+    let http = crate::sender::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
     let replica = Replica::new(pool.clone(), &settings.replica).counted_in(metrics.clone());
     // Listed in `status` from the start; a database busy just now (another process
@@ -98,7 +98,7 @@ pub(super) async fn supervise_leader_work(
                 let sharer = sharer.clone();
                 // Each subscriber and destination is sent to by the leader alone, so in seq
                 // order.
-                let senders = crate::subscribers::run_listed(
+                let senders = crate::sender::run_listed(
                     pool.clone(),
                     subscribers.clone(),
                     http.clone(),
@@ -187,7 +187,7 @@ pub(super) fn admin_router(
     tokens: Live<Vec<AdminToken>>,
     wake: Arc<tokio::sync::Notify>,
     writer: &OutboxWriter,
-    (senders, metrics): (crate::subscribers::Running, Arc<Metrics>),
+    (senders, metrics): (crate::sender::Running, Arc<Metrics>),
     shutdown: &CancellationToken,
 ) -> axum::Router {
     admin::router(

@@ -1,12 +1,12 @@
 //! `destinations` and its subcommands: `outcomes`, `check`, `retry`, `replay`.
 
 use super::output::{destination_line, outcome_line, print_json};
-use super::subscribers::replay_error;
+use super::subscribers::{replay, replay_error, retry};
 use super::{CliError, DestinationsCommand, open};
 use crate::ledger::Items;
 use crate::model::text::Escaped;
-use crate::settings::Settings;
-use crate::subscribers::destinations;
+use crate::sender::destinations;
+use crate::settings::{DestinationSettings, Settings};
 
 /// `destinations` and its subcommands.
 pub async fn run(
@@ -20,16 +20,18 @@ pub async fn run(
             outcomes(settings, &name, state, after, json).await
         }
         Some(DestinationsCommand::Check { name }) => check(settings, name.as_deref(), json).await,
-        Some(DestinationsCommand::Retry { name }) => retry(settings, &name, json).await,
+        Some(DestinationsCommand::Retry { name }) => {
+            retry::<DestinationSettings>(settings, &name, json).await
+        }
         Some(DestinationsCommand::Replay { name, from }) => {
-            replay(settings, &name, from, json).await
+            replay::<DestinationSettings>(settings, &name, from, json).await
         }
     }
 }
 
 async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
-    let items = destinations::views(&pool, &settings.destination)
+    let items = crate::sender::views(&pool, &settings.destination)
         .await
         .map_err(anyhow::Error::from)?;
     if json {
@@ -74,7 +76,7 @@ async fn outcomes(
 
 /// Exit 0 when every destination checked is ready, 1 naming each that is not.
 async fn check(settings: &Settings, name: Option<&str>, json: bool) -> Result<(), CliError> {
-    let http = crate::subscribers::http_client().map_err(anyhow::Error::from)?;
+    let http = crate::systems::http_client().map_err(anyhow::Error::from)?;
     let checked = destinations::check(&settings.destination, name, &http)
         .await
         .map_err(replay_error)?;
@@ -108,29 +110,4 @@ async fn check(settings: &Settings, name: Option<&str>, json: bool) -> Result<()
             failing.join(", ")
         )))
     }
-}
-
-async fn retry(settings: &Settings, name: &str, json: bool) -> Result<(), CliError> {
-    let pool = open(settings).await?;
-    // Another process: the daemon's sender notices the error ended within a poll.
-    let view = destinations::retry(&pool, &settings.destination, None, name)
-        .await
-        .map_err(replay_error)?;
-    if json {
-        return print_json(&view);
-    }
-    println!("{}", destination_line(&view));
-    Ok(())
-}
-
-async fn replay(settings: &Settings, name: &str, from: i64, json: bool) -> Result<(), CliError> {
-    let pool = open(settings).await?;
-    let view = destinations::replay(&pool, &settings.destination, name, from)
-        .await
-        .map_err(replay_error)?;
-    if json {
-        return print_json(&view);
-    }
-    println!("{}", destination_line(&view));
-    Ok(())
 }

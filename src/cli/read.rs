@@ -195,7 +195,7 @@ pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     let mut status = ledger::status_of(&pool, &accounts)
         .await
         .map_err(anyhow::Error::from)?;
-    status.subscribers = crate::subscribers::views(&pool, &settings.subscriber)
+    status.subscribers = crate::sender::views(&pool, &settings.subscriber)
         .await
         .map_err(anyhow::Error::from)?;
     if json {

@@ -236,7 +236,7 @@ async fn through_leads(
 ) -> Result<HashMap<(String, i64), Option<Timestamp>>, crate::store::Error> {
     let mut through = HashMap::new();
     for row in rows {
-        let passed: Vec<(&Arc<crate::subscribers::Subscriber>, Timestamp)> = rules
+        let passed: Vec<(&Arc<crate::sender::Subscriber>, Timestamp)> = rules
             .destinations
             .iter()
             .filter_map(|d| {

@@ -1,5 +1,5 @@
-//! `[[destination]]`: the campaign's systems of record (NGP VAN / EveryAction, Action
-//! Network), each written every opt-out in its own API.
+//! `[[destination]]`: the campaign's systems of record, each written every opt-out in its
+//! own API; the keys every kind takes here, each kind's own in a file of its own.
 
 use std::path::PathBuf;
 
@@ -10,45 +10,112 @@ use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
 use super::{SettingsError, read_secret_file, redact_opt};
 use crate::model::Source;
 
+pub mod action_network;
+pub mod van;
+
 /// Most requests per second a destination may be configured to take.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 10_000;
 
-/// Which system a destination is, and so which API it is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DestinationKind {
+/// What a destination is, by its `kind`: the one list of the kinds' settings, each kind's
+/// own keys in a struct of its own (`settings/destinations/<kind>.rs`). A key of another
+/// kind is refused by [`validate`], naming it; any other unknown key as it is read.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SystemSettings {
     /// NGP VAN / EveryAction, API v4.
-    Van,
+    Van(van::VanSettings),
     /// Action Network, API v2.
-    ActionNetwork,
+    ActionNetwork(action_network::ActionNetworkSettings),
 }
 
-impl DestinationKind {
-    pub fn as_str(self) -> &'static str {
+impl SystemSettings {
+    /// Each kind's name and its own keys: what [`Foreign`] tells apart.
+    const KEYS: &[(&str, &[&str])] =
+        &[("van", van::KEYS), ("action_network", action_network::KEYS)];
+
+    /// The kind's name, as `kind` takes it.
+    pub fn kind(&self) -> &'static str {
         match self {
-            Self::Van => "van",
-            Self::ActionNetwork => "action_network",
+            Self::Van(_) => "van",
+            Self::ActionNetwork(_) => "action_network",
+        }
+    }
+
+    fn settings(&self) -> &dyn KindSettings {
+        match self {
+            Self::Van(van) => van,
+            Self::ActionNetwork(action_network) => action_network,
         }
     }
 }
 
-/// What is written into VAN for each entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VanAction {
-    /// A canvass response with the configured result code ("Do Not Text").
-    CanvassResult,
-    /// The phone's opt-in status (`O`, or `I` for an opt-in).
-    PhoneStatus,
+/// `destination "name": ` before a message.
+type Named<'a> = &'a dyn Fn(&str) -> String;
+
+/// What each kind's settings check beside the common keys.
+trait KindSettings {
+    /// The keys of other kinds it was given.
+    fn foreign(&self) -> &Foreign;
+
+    /// Its own keys' values.
+    fn validate(&self, _named: Named<'_>) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// Its accounts (`accounts`) against the accounts `served`.
+    fn validate_scope(
+        &self,
+        _named: Named<'_>,
+        _accounts: &[String],
+        _served: &[String],
+    ) -> Result<(), SettingsError> {
+        Ok(())
+    }
 }
 
-/// One `[[destination]]`.
+/// The keys of a kind's table that are another kind's: kept to be refused by [`validate`]
+/// with the kind they belong to. A key of no kind is refused as it is read.
+#[derive(Debug, Clone, Default)]
+pub struct Foreign(Vec<String>);
+
+impl<'de> Deserialize<'de> for Foreign {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let keys =
+            std::collections::BTreeMap::<String, serde::de::IgnoredAny>::deserialize(deserializer)?;
+        let mut foreign = Vec::new();
+        for key in keys.into_keys() {
+            if owner_of(&key).is_none() {
+                return Err(serde::de::Error::custom(format!("unknown field `{key}`")));
+            }
+            foreign.push(key);
+        }
+        Ok(Self(foreign))
+    }
+}
+
+impl Serialize for Foreign {
+    /// Nothing: a foreign key never passes validation.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        serializer.serialize_map(Some(0))?.end()
+    }
+}
+
+/// The kind whose key `key` is.
+fn owner_of(key: &str) -> Option<&'static str> {
+    SystemSettings::KEYS
+        .iter()
+        .find(|(_, keys)| keys.contains(&key))
+        .map(|(kind, _)| *kind)
+}
+
+/// One `[[destination]]`: the keys every kind takes, and its kind's own (`system`).
+/// (`deny_unknown_fields` does not combine with `flatten`: each kind's struct refuses an
+/// unknown key through [`Foreign`].)
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct DestinationSettings {
     /// Unique among subscribers and destinations, `[a-z0-9_-]+`.
     pub name: String,
-    pub kind: DestinationKind,
     /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`.
     pub base_url: String,
     /// The API key; a secret.
@@ -81,27 +148,12 @@ pub struct DestinationSettings {
     /// Longest wait between two failed attempts.
     #[serde(default = "default_max_backoff_secs")]
     pub max_backoff_secs: u64,
-    /// VAN: the user of HTTP Basic.
-    #[serde(default)]
-    pub application_name: Option<String>,
-    /// VAN: 1 (MyCampaign / EveryAction) or 0 (MyVoters), after the key's `|`.
-    #[serde(default)]
-    pub database_mode: Option<u8>,
-    /// VAN: the lead's custom field that holds its VAN ID.
-    #[serde(default)]
-    pub van_id_field: Option<String>,
-    /// VAN: the canvass result code, by name.
-    #[serde(default)]
-    pub result_code: Option<String>,
-    /// VAN: the contact type of the canvass response, by name.
-    #[serde(default)]
-    pub contact_type: Option<String>,
-    /// VAN: what is written for each entry.
-    #[serde(default)]
-    pub actions: Option<Vec<VanAction>>,
     /// `base_url` may be plain `http://` to a host that is not loopback.
     #[serde(default)]
     pub allow_insecure_http: bool,
+    /// `kind`, and the keys of that kind alone.
+    #[serde(flatten)]
+    pub system: SystemSettings,
 }
 
 fn all_sources() -> Vec<Source> {
@@ -134,23 +186,11 @@ pub fn keys_of(destinations: &[DestinationSettings]) -> DestinationKeys {
         .collect()
 }
 
-/// A VAN destination's settings with their defaults filled in.
-#[derive(Debug, Clone)]
-pub struct VanSettings {
-    pub application_name: String,
-    pub database_mode: u8,
-    pub van_id_field: String,
-    pub result_code: String,
-    pub contact_type: String,
-    pub actions: Vec<VanAction>,
-}
-
 impl DestinationSettings {
     /// A destination of every opt-out, for code that configures one itself (tests, `demo`).
-    pub fn new(name: &str, kind: DestinationKind, base_url: &str, api_key: &str) -> Self {
+    pub fn new(name: &str, system: SystemSettings, base_url: &str, api_key: &str) -> Self {
         Self {
             name: name.to_owned(),
-            kind,
             base_url: base_url.to_owned(),
             api_key: Some(SecretString::from(api_key.to_owned())),
             api_key_file: None,
@@ -161,56 +201,9 @@ impl DestinationSettings {
             opt_ins: false,
             requests_per_second: default_requests_per_second(),
             max_backoff_secs: default_max_backoff_secs(),
-            application_name: None,
-            database_mode: None,
-            van_id_field: None,
-            result_code: None,
-            contact_type: None,
-            actions: None,
             allow_insecure_http: false,
+            system,
         }
-    }
-
-    /// The VAN settings, defaults filled in.
-    pub fn van(&self) -> VanSettings {
-        VanSettings {
-            application_name: self
-                .application_name
-                .clone()
-                .unwrap_or_else(|| "outreach-sync".to_owned()),
-            database_mode: self.database_mode.unwrap_or(1),
-            van_id_field: self
-                .van_id_field
-                .clone()
-                .unwrap_or_else(|| "VanID".to_owned()),
-            result_code: self
-                .result_code
-                .clone()
-                .unwrap_or_else(|| "Do Not Text".to_owned()),
-            contact_type: self
-                .contact_type
-                .clone()
-                .unwrap_or_else(|| "SMS Text".to_owned()),
-            actions: self
-                .actions
-                .clone()
-                .unwrap_or_else(|| vec![VanAction::CanvassResult, VanAction::PhoneStatus]),
-        }
-    }
-
-    /// The keys only a VAN destination takes that this one sets.
-    fn van_keys_set(&self) -> Vec<&'static str> {
-        [
-            ("application_name", self.application_name.is_some()),
-            ("database_mode", self.database_mode.is_some()),
-            ("van_id_field", self.van_id_field.is_some()),
-            ("result_code", self.result_code.is_some()),
-            ("contact_type", self.contact_type.is_some()),
-            ("actions", self.actions.is_some()),
-        ]
-        .into_iter()
-        .filter_map(|(key, set)| set.then_some(key))
-        .collect()
     }
 }
 
@@ -228,7 +221,7 @@ pub(super) fn read_secret_files(
 }
 
 /// Well-formed names unique among `taken` (the subscribers') and each other, http(s) URLs,
-/// a key, bounds, and the VAN keys on VAN destinations alone.
+/// a key, bounds, and each kind's keys on that kind alone.
 pub(super) fn validate(
     destinations: &[DestinationSettings],
     taken: &[&str],
@@ -288,17 +281,15 @@ pub(super) fn validate(
                 named(&format!("must be between 1 and {MAX_TIMEOUT_SECS}")),
             ));
         }
-        match d.kind {
-            DestinationKind::Van => validate_van(d)?,
-            DestinationKind::ActionNetwork => {
-                if let Some(key) = d.van_keys_set().first() {
-                    return Err(SettingsError::invalid(
-                        "destination.kind",
-                        named(&format!("`{key}` is a key of kind \"van\" alone")),
-                    ));
-                }
-            }
+        let system = d.system.settings();
+        if let Some(key) = system.foreign().0.first() {
+            let owner = owner_of(key).unwrap_or("another kind");
+            return Err(SettingsError::invalid(
+                "destination.kind",
+                named(&format!("`{key}` is a key of kind \"{owner}\" alone")),
+            ));
         }
+        system.validate(&named)?;
     }
     Ok(())
 }
@@ -338,48 +329,12 @@ impl super::Settings {
                     named(&format!("no account {name} is served (accounts: {listed})")),
                 ));
             }
-            if d.kind == DestinationKind::Van && served.len() > 1 && d.accounts.is_empty() {
-                return Err(SettingsError::invalid(
-                    "destination.accounts",
-                    named(&format!(
-                        "a van destination must name its accounts when several are served \
-                         ({listed}): its key is one committee's, and a VAN ID means a person \
-                         only in that committee, so another account's VAN ID would write into \
-                         someone else"
-                    )),
-                ));
-            }
+            d.system
+                .settings()
+                .validate_scope(&named, &d.accounts, &served)?;
         }
         Ok(())
     }
-}
-
-fn validate_van(d: &DestinationSettings) -> Result<(), SettingsError> {
-    let named = |message: &str| format!("destination {:?}: {message}", d.name);
-    let van = d.van();
-    if !matches!(van.database_mode, 0 | 1) {
-        return Err(SettingsError::invalid(
-            "destination.database_mode",
-            named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
-        ));
-    }
-    for (key, value) in [
-        ("destination.application_name", &van.application_name),
-        ("destination.van_id_field", &van.van_id_field),
-        ("destination.result_code", &van.result_code),
-        ("destination.contact_type", &van.contact_type),
-    ] {
-        if value.trim().is_empty() {
-            return Err(SettingsError::invalid(key, named("must not be empty")));
-        }
-    }
-    if van.actions.is_empty() {
-        return Err(SettingsError::invalid(
-            "destination.actions",
-            named("at least one of canvass_result, phone_status"),
-        ));
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -969,7 +969,7 @@ crate::common::on_both_backends!(
 async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_collide(
     backend: crate::common::Backend,
 ) {
-    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    use outreach_sync::settings::{DestinationSettings, SystemSettings};
     let van = Sandbox::spawn(SandboxConfig {
         leads: 1,
         organizations: 1,
@@ -990,7 +990,7 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
         ];
         let mut destination = DestinationSettings::new(
             "van-main",
-            DestinationKind::Van,
+            SystemSettings::Van(Default::default()),
             &van.van_url(),
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
@@ -1225,7 +1225,7 @@ crate::common::on_both_backends!(
     worker_threads = 2
 );
 async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common::Backend) {
-    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    use outreach_sync::settings::{DestinationSettings, SystemSettings};
     let fakes = Sandbox::spawn(SandboxConfig {
         leads: 1,
         organizations: 1,
@@ -1245,7 +1245,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
         ];
         let mut van = DestinationSettings::new(
             "van-party",
-            DestinationKind::Van,
+            SystemSettings::Van(Default::default()),
             &fakes.van_url(),
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
@@ -1253,7 +1253,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
         van.requests_per_second = 1_000;
         let mut an = DestinationSettings::new(
             "an-candidate",
-            DestinationKind::ActionNetwork,
+            SystemSettings::ActionNetwork(Default::default()),
             &fakes.action_network_url(),
             outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
         );

@@ -148,6 +148,74 @@ fn the_known_exceptions_are_still_needed() {
     }
 }
 
+/// Each kind of destination: its module's name and its type names' prefix, and the files of
+/// `src/` that may name it (its own module and its settings struct), beside [`KIND_LISTS`].
+const KINDS: &[(&str, &str, &[&str])] = &[
+    (
+        "van",
+        "Van",
+        &["src/systems/van.rs", "src/settings/destinations/van.rs"],
+    ),
+    (
+        "action_network",
+        "ActionNetwork",
+        &[
+            "src/systems/action_network.rs",
+            "src/settings/destinations/action_network.rs",
+        ],
+    ),
+];
+
+/// The files that list every kind: the kind registry and the settings enum (with its tests).
+const KIND_LISTS: &[&str] = &[
+    "src/systems/mod.rs",
+    "src/settings/destinations.rs",
+    "src/settings/destinations/tests.rs",
+];
+
+/// Whether `token` names the kind of module `module` and types `Type`: `module`,
+/// `module_...`, `module::`, `Type`, `TypeSettings`, `TypeAction`.
+fn names_kind(token: &str, (module, type_prefix): (&str, &str)) -> bool {
+    token == module
+        || token
+            .strip_prefix(module)
+            .is_some_and(|rest| rest.starts_with('_'))
+        || token
+            .strip_prefix(type_prefix)
+            .is_some_and(|rest| rest.chars().next().is_none_or(|c| c.is_ascii_uppercase()))
+}
+
+#[test]
+fn a_kind_of_destination_is_named_only_in_its_module_its_settings_and_the_kind_lists() {
+    let files = sources();
+    let mut failures = Vec::new();
+    for (module, type_prefix, homes) in KINDS {
+        for home in homes.iter().chain(KIND_LISTS) {
+            assert!(
+                files.iter().any(|(file, _)| file == home),
+                "{home} is gone: update KINDS or KIND_LISTS"
+            );
+        }
+        for (file, text) in &files {
+            if homes.contains(&file.as_str()) || KIND_LISTS.contains(&file.as_str()) {
+                continue;
+            }
+            for token in tokens(&clean(text)) {
+                if names_kind(&token.text, (module, type_prefix)) {
+                    failures.push(format!("{file}:{}: `{}`", token.line, token.text));
+                }
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "a kind of destination named outside its module, its settings and the kind lists \
+         (ARCHITECTURE.md, \"Where a new thing goes\": the sender and everything else take \
+         every kind alike):\n{}",
+        failures.join("\n")
+    );
+}
+
 /// from -> to -> the first place it is written.
 type Graph = BTreeMap<String, BTreeMap<String, String>>;
 

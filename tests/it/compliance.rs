@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::{DateTime, TimeDelta, Utc};
 use outreach_sync::compliance::{self, Blocking, Items, Listing, Rules, Window};
 use outreach_sync::model::{OutcomeKind, Timestamp};
-use outreach_sync::settings::{DestinationKind, DestinationSettings, Settings, SubscriberSettings};
+use outreach_sync::settings::{DestinationSettings, Settings, SubscriberSettings, SystemSettings};
 use outreach_sync::store::DestinationStore as _;
 use serde_json::{Value, json};
 
@@ -332,10 +332,15 @@ fn rules_with_destinations(settings: &Settings) -> Arc<Rules> {
     // Never reached: the report only reads the outcomes recorded.
     let nowhere = "http://127.0.0.1:9";
     settings.destination = vec![
-        DestinationSettings::new("van-main", DestinationKind::Van, nowhere, "van-key"),
+        DestinationSettings::new(
+            "van-main",
+            SystemSettings::Van(Default::default()),
+            nowhere,
+            "van-key",
+        ),
         DestinationSettings::new(
             "action-network",
-            DestinationKind::ActionNetwork,
+            SystemSettings::ActionNetwork(Default::default()),
             nowhere,
             "an-key",
         ),
@@ -601,7 +606,7 @@ async fn a_destination_stopped_in_error_is_behind_on_its_opt_outs_in_the_gauges(
         with_admin_token(s);
         s.destination = vec![DestinationSettings::new(
             "van-main",
-            DestinationKind::Van,
+            SystemSettings::Van(Default::default()),
             &base_url,
             "a-revoked-key",
         )];

@@ -443,13 +443,13 @@ on_both_backends!(
 async fn three_accounts_sharing_write_each_person_once_to_each_destination_with_nothing_unreachable(
     backend: Backend,
 ) {
-    use outreach_sync::settings::{DestinationKind, DestinationSettings};
+    use outreach_sync::settings::{DestinationSettings, SystemSettings};
     use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY};
     let configure = |settings: &mut Settings, sandboxes: &[RunningSandbox]| {
         let party = &sandboxes[0];
         let mut van = DestinationSettings::new(
             "van-party",
-            DestinationKind::Van,
+            SystemSettings::Van(Default::default()),
             &party.van_url(),
             DEFAULT_VAN_KEY,
         );
@@ -457,7 +457,7 @@ async fn three_accounts_sharing_write_each_person_once_to_each_destination_with_
         van.requests_per_second = 1_000;
         let mut an = DestinationSettings::new(
             "action-network",
-            DestinationKind::ActionNetwork,
+            SystemSettings::ActionNetwork(Default::default()),
             &party.action_network_url(),
             DEFAULT_ACTION_NETWORK_KEY,
         );

@@ -3,7 +3,7 @@ use super::*;
 fn van() -> DestinationSettings {
     DestinationSettings::new(
         "van-main",
-        DestinationKind::Van,
+        SystemSettings::Van(van::VanSettings::default()),
         "https://api.securevan.com/v4",
         "key",
     )
@@ -18,22 +18,56 @@ fn a_name_a_subscriber_has_is_refused() {
 
 #[test]
 fn a_van_key_on_an_action_network_destination_is_refused_naming_it() {
-    let mut an = DestinationSettings::new(
+    let an = DestinationSettings::new(
         "an",
-        DestinationKind::ActionNetwork,
+        SystemSettings::ActionNetwork(Default::default()),
         "https://actionnetwork.org/api/v2",
         "key",
     );
     assert!(validate(std::slice::from_ref(&an), &[]).is_ok());
-    an.van_id_field = Some("VanID".into());
+    let an: DestinationSettings = toml::from_str(
+        "name = \"an\"\nkind = \"action_network\"\nbase_url = \"https://actionnetwork.org/api/v2\"\n\
+         api_key = \"key\"\nvan_id_field = \"VanID\"\n",
+    )
+    .expect("read");
     let error = validate(&[an], &[]).expect_err("refused");
-    assert!(error.to_string().contains("van_id_field"), "{error}");
+    assert_eq!(
+        error.to_string(),
+        "invalid configuration key `destination.kind`: destination \"an\": `van_id_field` is \
+         a key of kind \"van\" alone"
+    );
+}
+
+#[test]
+fn a_key_of_no_kind_is_refused_as_it_is_read_and_a_kinds_own_keys_are_its() {
+    let read = |extra: &str| {
+        toml::from_str::<DestinationSettings>(&format!(
+            "name = \"v\"\nkind = \"van\"\nbase_url = \"https://api.securevan.com/v4\"\n\
+             api_key = \"key\"\n{extra}"
+        ))
+    };
+    let error = read("no_such_key = 1\n").expect_err("refused");
+    assert!(
+        error.to_string().contains("unknown field `no_such_key`"),
+        "{error}"
+    );
+    let van = read("database_mode = 0\nactions = [\"phone_status\"]\n").expect("read");
+    let SystemSettings::Van(own) = &van.system else {
+        panic!("not a van destination: {van:?}");
+    };
+    assert_eq!(own.database_mode(), 0);
+    assert_eq!(own.actions(), vec![van::VanAction::PhoneStatus]);
+    assert!(validate(std::slice::from_ref(&van), &[]).is_ok());
+    let shown = toml::to_string(&van).expect("serializes");
+    assert!(shown.contains("kind = \"van\""), "{shown}");
 }
 
 #[test]
 fn a_database_mode_other_than_0_or_1_and_no_key_are_refused() {
     let mut d = van();
-    d.database_mode = Some(2);
+    if let SystemSettings::Van(own) = &mut d.system {
+        own.database_mode = Some(2);
+    }
     let error = validate(&[d], &[]).expect_err("refused");
     assert!(
         error.to_string().contains("destination.database_mode"),
@@ -81,7 +115,7 @@ fn an_account_no_one_serves_is_refused_naming_the_key() {
     let mut settings = two_accounts();
     let mut an = DestinationSettings::new(
         "an",
-        DestinationKind::ActionNetwork,
+        SystemSettings::ActionNetwork(Default::default()),
         "https://actionnetwork.org/api/v2",
         "key",
     );
@@ -106,11 +140,53 @@ fn an_account_no_one_serves_is_refused_naming_the_key() {
 fn the_key_never_shows_in_debug_nor_in_the_serialized_settings() {
     let d = DestinationSettings::new(
         "an",
-        DestinationKind::ActionNetwork,
+        SystemSettings::ActionNetwork(Default::default()),
         "https://actionnetwork.org/api/v2",
         "an-secret-key-123",
     );
     assert!(!format!("{d:?}").contains("an-secret-key-123"));
     let shown = serde_json::to_string(&d).expect("serializes");
     assert!(!shown.contains("an-secret-key-123"), "{shown}");
+}
+
+/// `[[destination]]` `name` of `kind` with `extra` keys, loaded as the configuration file.
+fn loaded(kind: &str, extra: &str) -> Result<super::super::Settings, SettingsError> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("config.toml");
+    let text = format!(
+        "[webhook]\nsecrets = [\"s\"]\n[[destination]]\nname = \"d\"\nkind = \"{kind}\"\n\
+         base_url = \"https://api.example.org/v4\"\napi_key = \"TOPSECRET\"\n{extra}\n"
+    );
+    std::fs::write(&path, text).expect("write the file");
+    super::super::Settings::load_from(Some(&path), &[])
+}
+
+#[test]
+fn a_configuration_file_gives_each_kind_its_own_keys_and_refuses_the_others() {
+    let settings = loaded(
+        "van",
+        "database_mode = 0\nresult_code = \"Opted Out\"\nactions = [\"phone_status\"]",
+    )
+    .expect("loaded");
+    let SystemSettings::Van(own) = &settings.destination[0].system else {
+        panic!("not a van destination");
+    };
+    assert_eq!(own.database_mode(), 0);
+    assert_eq!(own.result_code(), "Opted Out");
+    assert_eq!(own.actions(), vec![van::VanAction::PhoneStatus]);
+    let error = loaded("action_network", "result_code = \"Opted Out\"")
+        .expect_err("refused")
+        .to_string();
+    assert!(
+        error.contains("`destination.kind`")
+            && error.contains("`result_code` is a key of kind \"van\" alone"),
+        "{error}"
+    );
+    let error = loaded("van", "no_such_key = true")
+        .expect_err("refused")
+        .to_string();
+    assert!(error.contains("no_such_key"), "{error}");
+    let error = loaded("crm", "").expect_err("refused").to_string();
+    assert!(error.contains("unknown variant `crm`"), "{error}");
+    assert!(!error.contains("TOPSECRET"), "{error}");
 }

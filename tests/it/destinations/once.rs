@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use outreach_sync::subscribers::Attempt;
+use outreach_sync::sender::Attempt;
 use outreach_sync_sandbox::RunningSandbox;
 use outreach_sync_sandbox::destinations::{Fake, FakeFault};
 use outreach_sync_sandbox::wire::{Lead, WebhookConfig};

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use outreach_sync::settings::{DestinationKind, Settings};
+use outreach_sync::settings::Settings;
 use secrecy::{ExposeSecret as _, SecretString};
 
 /// The listeners of `serve` run on the kept configuration: the demo's own were on ports
@@ -74,10 +74,7 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
     }
     for destination in &settings.destination {
         let name = &destination.name;
-        let kind = match destination.kind {
-            DestinationKind::Van => "van",
-            DestinationKind::ActionNetwork => "action_network",
-        };
+        let kind = destination.system.kind();
         let accounts: Vec<String> = destination.accounts.iter().map(|a| quoted(a)).collect();
         let key: Vec<SecretString> = destination.api_key.iter().cloned().collect();
         let _ = writeln!(

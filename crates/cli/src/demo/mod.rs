@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 pub use differences::{ConsentDifferences, consent_differences};
 use outreach_sync::app::{self, Application};
 use outreach_sync::settings::{
-    DestinationKind, DestinationSettings, LogFormat, Settings, Synchronous,
+    DestinationSettings, LogFormat, Settings, Synchronous, SystemSettings,
 };
 use outreach_sync::store::Pool;
 use outreach_sync::{registrations, upstream};
@@ -310,7 +310,7 @@ fn application_ingest(ingest: &str) -> &str {
 fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
     let mut van = DestinationSettings::new(
         "van",
-        DestinationKind::Van,
+        SystemSettings::Van(Default::default()),
         &sandbox.van_url(),
         outreach_sync_sandbox::DEFAULT_VAN_KEY,
     );
@@ -318,7 +318,7 @@ fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
     van.requests_per_second = 50;
     let mut action_network = DestinationSettings::new(
         "action-network",
-        DestinationKind::ActionNetwork,
+        SystemSettings::ActionNetwork(Default::default()),
         &sandbox.action_network_url(),
         outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
     );

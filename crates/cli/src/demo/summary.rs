@@ -40,10 +40,9 @@ pub(super) async fn print_destinations(sandbox: &RunningSandbox, settings: &Sett
         .count();
     let views = match outreach_sync::store::open(settings).await {
         Ok(pool) => {
-            let views =
-                outreach_sync::subscribers::destinations::views(&pool, &settings.destination)
-                    .await
-                    .unwrap_or_default();
+            let views = outreach_sync::sender::views(&pool, &settings.destination)
+                .await
+                .unwrap_or_default();
             pool.close().await;
             views
         }

@@ -467,3 +467,12 @@ fn resource(person: &ActionNetworkPerson, headers: &HeaderMap) -> Value {
         }
     })
 }
+
+/// `GET /_control/actionnetwork`: the fake's truth.
+pub(super) fn control_routes() -> Router<FakesState> {
+    Router::new().route("/_control/actionnetwork", get(action_network_truth))
+}
+
+async fn action_network_truth(State(fakes): State<FakesState>) -> Json<ActionNetworkTruth> {
+    Json(fakes.action_network_truth())
+}

@@ -15,7 +15,7 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
-use super::Dialect;
+use super::Fake;
 
 /// One misbehaviour, for one request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,13 +102,13 @@ struct Board {
 /// The faults and the request log of one fake.
 pub(crate) struct Switchboard {
     board: Mutex<Board>,
-    dialect: Dialect,
+    dialect: Fake,
     /// A hung request ends when the sandbox stops, so shutdown never waits on it.
     cancel: CancellationToken,
 }
 
 impl Switchboard {
-    pub(crate) fn new(dialect: Dialect, cancel: CancellationToken) -> Self {
+    pub(crate) fn new(dialect: Fake, cancel: CancellationToken) -> Self {
         Self {
             board: Mutex::new(Board::default()),
             dialect,

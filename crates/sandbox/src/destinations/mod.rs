@@ -10,8 +10,6 @@ mod action_network;
 mod control;
 mod faults;
 mod van;
-mod van_api;
-mod van_people;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -40,30 +38,23 @@ use action_network::ActionNetwork;
 use faults::Switchboard;
 use van::Van;
 
-/// Which fake: for the Rust handle and the control endpoints.
+/// Which fake: for the Rust handle, the control endpoints, and how it words an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fake {
-    Van,
-    ActionNetwork,
-}
-
-/// How a fake words an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Dialect {
     /// `{"errors":[{"code","text"}]}`.
     Van,
     /// `{"error":"..."}`.
     ActionNetwork,
 }
 
-impl Dialect {
+impl Fake {
     /// The body of an injected error status.
     fn injected(self, status: StatusCode) -> Response {
         let reason = status.canonical_reason().unwrap_or("Error");
         match self {
             Self::Van => {
                 let code = reason.to_ascii_uppercase().replace([' ', '-'], "_");
-                van_api::VanError::new(status, code, format!("{reason} (injected)")).into_response()
+                van::VanError::new(status, code, format!("{reason} (injected)")).into_response()
             }
             Self::ActionNetwork => {
                 action_network::error(status, format!("{reason} (injected)")).into_response()
@@ -94,8 +85,8 @@ impl Fakes {
         Self {
             van: Mutex::new(Van::new(&config.van_committees, people)),
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
-            van_board: Switchboard::new(Dialect::Van, cancel.clone()),
-            action_network_board: Switchboard::new(Dialect::ActionNetwork, cancel),
+            van_board: Switchboard::new(Fake::Van, cancel.clone()),
+            action_network_board: Switchboard::new(Fake::ActionNetwork, cancel),
         }
     }
 
@@ -157,10 +148,10 @@ async fn action_network_faults(
 
 /// `/van/v4/...`, `/actionnetwork/api/v2/...` and their controls under `/_control`.
 pub(crate) fn router(fakes: FakesState) -> Router {
-    let van = van_api::routes()
-        .route_layer(middleware::from_fn_with_state(fakes.clone(), van_api::auth))
+    let van = van::routes()
+        .route_layer(middleware::from_fn_with_state(fakes.clone(), van::auth))
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van_faults))
-        .fallback(van_api::no_such_endpoint);
+        .fallback(van::no_such_endpoint);
     let guarded = |routes: Router<FakesState>| {
         routes
             .route_layer(middleware::from_fn_with_state(
@@ -184,5 +175,7 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
         .merge(control::routes())
+        .merge(van::control_routes())
+        .merge(action_network::control_routes())
         .with_state(fakes)
 }

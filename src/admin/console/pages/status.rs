@@ -16,7 +16,7 @@ use crate::admin::console::session::Session;
 use crate::admin::console::views::{self, Chart, query_value};
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::ledger::{self, Status};
-use crate::subscribers::ReplayError;
+use crate::sender::ReplayError;
 
 use super::CsrfForm;
 
@@ -62,9 +62,8 @@ pub async fn status(
     let Query(query) = query?;
     let now = Utc::now();
     let status = ledger::status_of(&state.pool, &state.accounts).await?;
-    let subscribers = crate::subscribers::views(&state.pool, &state.subscribers).await?;
-    let destinations =
-        crate::subscribers::destinations::views(&state.pool, &state.destinations).await?;
+    let subscribers = crate::sender::views(&state.pool, &state.subscribers).await?;
+    let destinations = crate::sender::views(&state.pool, &state.destinations).await?;
     // From the start of the chart's first minute.
     let since = now - chrono::Duration::minutes(views::CHART_MINUTES - 1);
     let since = since
@@ -118,7 +117,7 @@ pub async fn retry_subscriber(
 ) -> Result<Response, ConsoleError> {
     let Form(form) = form?;
     session.check_form(&headers, form.csrf.as_deref())?;
-    crate::subscribers::retry(
+    crate::sender::retry(
         &state.pool,
         &state.subscribers,
         state.senders.as_ref(),
@@ -144,7 +143,7 @@ pub async fn retry_destination(
 ) -> Result<Response, ConsoleError> {
     let Form(form) = form?;
     session.check_form(&headers, form.csrf.as_deref())?;
-    crate::subscribers::destinations::retry(
+    crate::sender::retry(
         &state.pool,
         &state.destinations,
         state.senders.as_ref(),

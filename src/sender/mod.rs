@@ -1,37 +1,34 @@
 //! Consent pushed to the campaign's other tools: its subscribers and its destinations.
 //! Every consent ledger entry goes to each configured `[[subscriber]]` as a Standard
-//! Webhooks message, and each opt-out to each `[[destination]]` (VAN, Action Network) in
-//! that system's own API ([`record`]), strictly in `seq` order and at least once: one
-//! sender per subscriber or destination ([`sender`]) with its durable cursor, its backoff
-//! and its rate. Senders run on the leader alone, each in a task of its own, so one slow or
-//! dead destination never delays another.
+//! Webhooks message, and each opt-out to each `[[destination]]` in that system's own API
+//! (`crate::systems`), strictly in `seq` order and at least once: one sender per subscriber
+//! or destination ([`attempt`]) with its durable cursor, its backoff and its rate. Senders
+//! run on the leader alone, each in a task of its own, so one slow or dead destination
+//! never delays another. The sender knows no kind of destination: it calls
+//! [`crate::systems::Destination`].
 
-mod action_network;
-mod answer;
+mod attempt;
 pub mod destinations;
-pub mod record;
-mod sender;
+mod steer;
 mod try_now;
-mod van;
 
-use crate::model::SubscriberStatus;
-use crate::model::Timestamp;
 use crate::store::SubscriberStore;
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
 use secrecy::SecretSlice;
 use tokio_util::sync::CancellationToken;
 
-pub use self::answer::{REQUEST_TIMEOUT, http_client};
-pub use self::sender::{Attempt, Sender, backoff};
+pub use self::attempt::{Attempt, Sender, backoff};
+pub use self::steer::{Lag, ReplayError, Steered, replay, retry, views};
 pub use self::try_now::{Running, TryNowError};
 use crate::model::LedgerEntry;
-use crate::model::{Source, SubscriberState, SubscriberView};
+use crate::model::Source;
 use crate::settings::{DestinationSettings, SubscriberSettings};
 use crate::store::Pool;
-use crate::store::ReadStore as _;
+use crate::systems::Record;
+use crate::systems::webhook::Webhook;
+pub use crate::systems::{REQUEST_TIMEOUT, http_client};
 
 /// A configured subscriber or destination: what one sender sends to.
 pub struct Subscriber {
@@ -55,9 +52,9 @@ pub struct Subscriber {
 /// What a sender's requests are.
 pub enum Wire {
     /// The daemon's own format: a batch of entries per signed Standard Webhooks message.
-    Webhook { url: String, key: SecretSlice<u8> },
+    Webhook(Webhook),
     /// A system of record, written an entry at a time in its own API.
-    Record(Box<record::Record>),
+    Record(Box<Record>),
 }
 
 impl std::fmt::Debug for Subscriber {
@@ -65,7 +62,7 @@ impl std::fmt::Debug for Subscriber {
         let mut f = f.debug_struct("Subscriber");
         f.field("name", &self.name);
         match &self.wire {
-            Wire::Webhook { url, .. } => f.field("url", &crate::settings::redacted_url(url)),
+            Wire::Webhook(webhook) => f.field("webhook", webhook),
             Wire::Record(record) => f.field("record", record),
         };
         f.field("batch", &self.batch).finish_non_exhaustive()
@@ -78,10 +75,10 @@ impl Subscriber {
     pub fn new(settings: &SubscriberSettings) -> Option<Self> {
         Some(Self {
             name: settings.name.clone(),
-            wire: Wire::Webhook {
-                url: settings.url.clone(),
-                key: SecretSlice::from(settings.key()?),
-            },
+            wire: Wire::Webhook(Webhook::new(
+                settings.url.clone(),
+                SecretSlice::from(settings.key()?),
+            )),
             accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
@@ -100,7 +97,7 @@ impl Subscriber {
     ) -> Self {
         Self {
             name: settings.name.clone(),
-            wire: Wire::Record(Box::new(record::Record::new(settings, keys))),
+            wire: Wire::Record(Box::new(Record::new(settings, keys))),
             accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
@@ -114,7 +111,7 @@ impl Subscriber {
     /// Whether `entry` is for this subscriber.
     pub fn takes(&self, entry: &LedgerEntry) -> bool {
         let kind = match &self.wire {
-            Wire::Webhook { .. } => true,
+            Wire::Webhook(_) => true,
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
@@ -208,147 +205,11 @@ pub async fn run_listed(
     }
 }
 
-/// Tries the next delivery to `name` now instead of at the end of its backoff: at once when
-/// its sender runs in this process (`running`: this replica leads), else by making its next
-/// attempt due now, which the leader's sender notices within a poll. Returns its view after.
-pub async fn retry(
-    pool: &Pool,
-    configured: &[SubscriberSettings],
-    running: Option<&Running>,
-    name: &str,
-) -> Result<SubscriberView, ReplayError> {
-    let settings = configured
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| ReplayError::Unknown(name.to_owned()))?;
-    pool.ensure_subscribers(&[name]).await?;
-    let tried_here = match running {
-        Some(running) => running.try_now(name).await.is_ok(),
-        None => false,
-    };
-    if !tried_here {
-        pool.retry_subscriber(name).await?;
-        crate::signal::ledger_grew();
-    }
-    tracing::info!(subscriber = name, tried_here, "subscriber retried at once");
-    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
-}
-
-/// Why a replay was refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    #[error("no subscriber named {0:?} is configured")]
-    Unknown(String),
-    #[error("no destination named {0:?} is configured")]
-    UnknownDestination(String),
-    #[error("fromSeq must be at least 1")]
-    BeforeTheStart,
-    #[error("fromSeq {from} is past the subscriber's cursor ({cursor}); a replay only rewinds")]
-    Forward { from: i64, cursor: i64 },
-    #[error(transparent)]
-    Database(#[from] crate::store::Error),
-}
-
-/// Rewinds `name` so that entries from `from_seq` on are sent again (and enables it if it
-/// was disabled); returns its view after the replay.
-pub async fn replay(
-    pool: &Pool,
-    configured: &[SubscriberSettings],
-    name: &str,
-    from_seq: i64,
-) -> Result<SubscriberView, ReplayError> {
-    let settings = configured
-        .iter()
-        .find(|s| s.name == name)
-        .ok_or_else(|| ReplayError::Unknown(name.to_owned()))?;
-    rewind(pool, name, from_seq).await?;
-    crate::signal::ledger_grew();
-    tracing::info!(subscriber = name, from_seq, "subscriber rewound");
-    Ok(view(pool, settings, state_of(pool, name).await?, Utc::now()).await?)
-}
-
-/// Sets the cursor of `name` back to before `from_seq` and enables it: a replay only
-/// rewinds.
-async fn rewind(pool: &Pool, name: &str, from_seq: i64) -> Result<(), ReplayError> {
-    if from_seq < 1 {
-        return Err(ReplayError::BeforeTheStart);
-    }
-    pool.ensure_subscribers(&[name]).await?;
-    let state = state_of(pool, name).await?;
-    if from_seq - 1 > state.cursor {
-        return Err(ReplayError::Forward {
-            from: from_seq,
-            cursor: state.cursor,
-        });
-    }
-    pool.replay_subscriber(name, from_seq - 1).await?;
-    Ok(())
-}
-
-async fn state_of(pool: &Pool, name: &str) -> Result<SubscriberState, crate::store::Error> {
-    let state = pool.subscriber_state(name).await?;
-    Ok(state.unwrap_or_else(|| SubscriberState {
-        name: name.to_owned(),
-        cursor: 0,
-        generation: 0,
-        disabled: false,
-        failures: 0,
-        next_attempt_ms: None,
-        last_error: None,
-        last_success_ms: None,
-    }))
-}
-
-/// Every configured subscriber as shown to people and tools, in configuration order.
-pub async fn views(
-    pool: &Pool,
-    configured: &[SubscriberSettings],
-) -> Result<Vec<SubscriberView>, crate::store::Error> {
-    let now = Utc::now();
-    let mut views = Vec::with_capacity(configured.len());
-    for settings in configured {
-        let state = state_of(pool, &settings.name).await?;
-        views.push(view(pool, settings, state, now).await?);
-    }
-    Ok(views)
-}
-
-async fn view(
-    pool: &Pool,
-    settings: &SubscriberSettings,
-    state: SubscriberState,
-    now: DateTime<Utc>,
-) -> Result<SubscriberView, crate::store::Error> {
-    let head = pool.ledger_head().await?;
-    let oldest = pool.changes(state.cursor, 1).await?;
-    let lag_seconds = oldest.first().map_or(0.0, |e| {
-        ((now - e.recorded_at.at()).num_milliseconds().max(0) as f64) / 1000.0
-    });
-    let at = |ms: i64| DateTime::from_timestamp_millis(ms).map(Timestamp);
-    let retrying = state.failures > 0;
-    Ok(SubscriberView {
-        name: settings.name.clone(),
-        url: crate::settings::redacted_url(&settings.url),
-        cursor: state.cursor,
-        lag_entries: (head - state.cursor).max(0),
-        lag_seconds,
-        state: match (state.disabled, retrying) {
-            (true, _) => SubscriberStatus::Disabled,
-            (false, true) => SubscriberStatus::Retrying,
-            (false, false) => SubscriberStatus::Active,
-        },
-        last_error: state.last_error,
-        last_success_at: state.last_success_ms.and_then(at),
-        next_attempt_at: state
-            .next_attempt_ms
-            .filter(|_| retrying && !state.disabled)
-            .and_then(at),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Timestamp;
+    use chrono::Utc;
 
     fn entry(account: &str) -> LedgerEntry {
         LedgerEntry {
@@ -380,16 +241,16 @@ mod tests {
         assert!(crm.takes(&entry("party")));
         assert!(!crm.takes(&entry("candidate")));
         assert!(!crm.takes_every_entry());
-        let mut van = DestinationSettings::new(
-            "van",
-            crate::settings::DestinationKind::Van,
-            "http://127.0.0.1:9/v4",
-            "key",
-        );
-        van.accounts = vec!["candidate".into()];
-        let keys = crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&van)));
-        let van = Subscriber::destination(&van, keys);
-        assert!(van.takes(&entry("candidate")));
-        assert!(!van.takes(&entry("party")));
+        // Any kind: the sender takes every kind alike.
+        let system: DestinationSettings = toml::from_str(
+            "name = \"system\"\nkind = \"action_network\"\nbase_url = \"http://127.0.0.1:9/v2\"\n\
+             api_key = \"key\"\naccounts = [\"candidate\"]\n",
+        )
+        .expect("a destination");
+        let keys =
+            crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&system)));
+        let system = Subscriber::destination(&system, keys);
+        assert!(system.takes(&entry("candidate")));
+        assert!(!system.takes(&entry("party")));
     }
 }

@@ -14,9 +14,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::answer::{Plan, Step, Stop, read_json};
+use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
-use crate::settings::{DestinationSettings, VanAction};
+use crate::settings::destinations::van::{VanAction, VanSettings};
 
 /// The input type of a canvass response made by an API ("API" in VAN's list).
 const INPUT_TYPE_API: i64 = 11;
@@ -25,7 +25,6 @@ const PHONE_STATUS: i64 = 2;
 
 /// A VAN committee, reached with one API key.
 pub struct Van {
-    base_url: String,
     application_name: String,
     database_mode: u8,
     van_id_field: String,
@@ -57,67 +56,24 @@ struct ContactType {
 }
 
 impl Van {
-    pub fn new(settings: &DestinationSettings) -> Self {
-        let van = settings.van();
+    pub fn new(van: &VanSettings) -> Self {
         Self {
-            base_url: settings.base_url.trim_end_matches('/').to_owned(),
-            application_name: van.application_name,
-            database_mode: van.database_mode,
-            van_id_field: van.van_id_field,
-            result_code: van.result_code,
-            contact_type: van.contact_type,
-            actions: van.actions,
+            application_name: van.application_name().to_owned(),
+            database_mode: van.database_mode(),
+            van_id_field: van.van_id_field().to_owned(),
+            result_code: van.result_code().to_owned(),
+            contact_type: van.contact_type().to_owned(),
+            actions: van.actions(),
             ids: Mutex::new(None),
         }
     }
 
-    /// HTTP Basic: the application's name, and the key with the database mode after `|`.
-    pub(super) fn authorize(
-        &self,
-        request: reqwest::RequestBuilder,
-        key: &SecretString,
-    ) -> reqwest::RequestBuilder {
-        let credentials = format!(
-            "{}:{}|{}",
-            self.application_name,
-            key.expose_secret(),
-            self.database_mode
-        );
-        let mut value = reqwest::header::HeaderValue::from_str(&format!(
-            "Basic {}",
-            STANDARD.encode(credentials)
-        ))
-        .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
-        value.set_sensitive(true);
-        request.header(reqwest::header::AUTHORIZATION, value)
-    }
-
-    pub(super) fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url)
-    }
-
-    /// Whether the ids are looked up.
-    pub(super) fn ready(&self) -> bool {
-        self.ids.lock().is_ok_and(|ids| ids.is_some())
-    }
-
-    /// Forgets the ids: they are looked up again before the next entry.
-    pub(super) fn forget(&self) {
-        if let Ok(mut ids) = self.ids.lock() {
-            *ids = None;
-        }
-    }
-
     /// Looks up the result code's and contact type's ids by name (case-insensitive).
-    /// `get` makes an authorized GET of a path.
-    pub(super) async fn prepare(
-        &self,
-        get: impl Fn(&str) -> Result<reqwest::RequestBuilder, Stop>,
-    ) -> Result<(), Stop> {
+    async fn look_up(&self, api: Api<'_>) -> Result<(), Stop> {
         let path = "/canvassResponses/resultCodes";
-        let codes: Vec<ResultCode> = read_json(get(path)?, path).await?;
+        let codes: Vec<ResultCode> = api.get_json(path, path).await?;
         let path = "/canvassResponses/contactTypes";
-        let types: Vec<ContactType> = read_json(get(path)?, path).await?;
+        let types: Vec<ContactType> = api.get_json(path, path).await?;
         let named = |name: &str, wanted: &str| name.trim().eq_ignore_ascii_case(wanted.trim());
         let result_code = codes
             .iter()
@@ -148,20 +104,82 @@ impl Van {
         }
         Ok(())
     }
+}
+
+impl Destination for Van {
+    /// HTTP Basic: the application's name, and the key with the database mode after `|`.
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder {
+        let credentials = format!(
+            "{}:{}|{}",
+            self.application_name,
+            key.expose_secret(),
+            self.database_mode
+        );
+        let value = super::http::sensitive(&format!("Basic {}", STANDARD.encode(credentials)));
+        request.header(reqwest::header::AUTHORIZATION, value)
+    }
+
+    /// VAN finds people by the VAN ID their lead holds.
+    fn needs_lead(&self) -> bool {
+        true
+    }
+
+    /// Whether the ids are looked up.
+    fn ready(&self) -> bool {
+        self.ids.lock().is_ok_and(|ids| ids.is_some())
+    }
+
+    /// Forgets the ids: they are looked up again before the next entry.
+    fn forget(&self) {
+        if let Ok(mut ids) = self.ids.lock() {
+            *ids = None;
+        }
+    }
+
+    fn prepare<'a>(&'a self, api: Api<'a>) -> Pending<'a, Result<(), Stop>> {
+        Box::pin(self.look_up(api))
+    }
+
+    /// `errors[].text`, each with the properties it names.
+    fn error_words(&self, body: &serde_json::Value) -> Option<String> {
+        let errors = body.get("errors")?.as_array()?;
+        let texts: Vec<String> = errors
+            .iter()
+            .filter_map(|e| {
+                let text = e.get("text").and_then(|t| t.as_str())?;
+                let properties = e
+                    .get("properties")
+                    .and_then(|p| p.as_array())
+                    .map(|p| {
+                        p.iter()
+                            .filter_map(|p| p.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .filter(|p| !p.is_empty());
+                Some(match properties {
+                    Some(p) => format!("{text} ({p})"),
+                    None => text.to_owned(),
+                })
+            })
+            .collect();
+        (!texts.is_empty()).then(|| texts.join("; "))
+    }
 
     /// What is sent for `entry` (an opt-out: the configured actions; an opt-in: the phone's
     /// status alone), given the mirror's lead of it; an `Err` is why nothing can be. The
     /// person is the VAN ID with the number: a phone's status is the phone's own.
-    pub(super) fn plan(
-        &self,
-        entry: &LedgerEntry,
-        lead: Option<&serde_json::Value>,
-    ) -> Result<Plan, String> {
+    fn plan(&self, entry: &LedgerEntry, lead: Option<&serde_json::Value>) -> Result<Plan, String> {
         let Some(lead) = lead else {
             return Err("no lead in the mirror".to_owned());
         };
         let van_id = van_id(lead, &self.van_id_field)?;
-        let (prefix, national) = super::answer::dialing(&entry.phone_number)?;
+        let (prefix, national) = crate::model::phone::dialing(&entry.phone_number)
+            .map_err(|error| format!("the number: {error}"))?;
         let ids = self
             .ids
             .lock()
@@ -235,7 +253,6 @@ fn van_id(lead: &serde_json::Value, field: &str) -> Result<u64, String> {
 impl std::fmt::Debug for Van {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Van")
-            .field("base_url", &self.base_url)
             .field("result_code", &self.result_code)
             .field("contact_type", &self.contact_type)
             .finish_non_exhaustive()
@@ -264,13 +281,30 @@ mod tests {
 
     #[test]
     fn the_key_does_not_show_in_debug() {
-        let settings = DestinationSettings::new(
+        let settings = crate::settings::DestinationSettings::new(
             "van",
-            crate::settings::DestinationKind::Van,
+            crate::settings::SystemSettings::Van(VanSettings::default()),
             "http://127.0.0.1:9/v4",
             "van-secret-key-42",
         );
-        let van = Van::new(&settings);
-        assert!(!format!("{van:?}").contains("van-secret-key-42"));
+        let keys =
+            crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&settings)));
+        let record = super::super::Record::new(&settings, keys);
+        let shown = format!("{record:?}");
+        assert!(shown.contains("Van"), "{shown}");
+        assert!(!shown.contains("van-secret-key-42"), "{shown}");
+    }
+
+    #[test]
+    fn vans_own_words_are_its_errors_texts_with_their_properties() {
+        let van = Van::new(&VanSettings::default());
+        let body = r#"{"errors":[{"code":"INVALID_PARAMETER","text":"'resultCodeId' and 'responses' cannot both be specified","properties":["resultCodeId"]}]}"#;
+        assert_eq!(
+            super::super::http::words(body, &van),
+            "'resultCodeId' and 'responses' cannot both be specified (resultCodeId)"
+        );
+        assert_eq!(super::super::http::words("  oops\n", &van), "oops");
+        let long = "x".repeat(10_000);
+        assert!(super::super::http::words(&long, &van).chars().count() <= 201);
     }
 }

@@ -1,8 +1,10 @@
-//! How every kind's requests are made and their answers read: one HTTP client with no
-//! redirects, answers read up to a bound, transport errors without their URL, and the
-//! classes an answer falls in.
+//! What every system's requests share: one HTTP client with no redirects, answers read up
+//! to a bound, transport errors without their URL, and the classes an answer falls in (the
+//! words of an error are each system's own: [`Destination::error_words`]).
 
 use std::time::Duration;
+
+use super::{Destination, Stop};
 
 /// Longest wait for an answer (a destination's own `timeout_secs` may set another per
 /// request); no answer is a failure like a 5xx.
@@ -21,6 +23,15 @@ pub fn http_client() -> Result<reqwest::Client, reqwest::Error> {
         .redirect(reqwest::redirect::Policy::none())
         .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
         .build()
+}
+
+/// `value` as a header value marked sensitive (kept out of logs and `Debug`); a value that
+/// cannot be a header is sent empty, which the system refuses as a missing key.
+pub fn sensitive(value: &str) -> reqwest::header::HeaderValue {
+    let mut value = reqwest::header::HeaderValue::from_str(value)
+        .unwrap_or_else(|_| reqwest::header::HeaderValue::from_static(""));
+    value.set_sensitive(true);
+    value
 }
 
 /// At most `most` bytes of an answer's body, as text: an error page is shown, never read
@@ -75,8 +86,11 @@ pub enum Answer {
 }
 
 impl Answer {
-    /// The answer of a request sent (or not).
-    pub async fn of(sent: Result<reqwest::Response, reqwest::Error>) -> Self {
+    /// The answer of a request sent (or not) to `system`.
+    pub async fn of(
+        sent: Result<reqwest::Response, reqwest::Error>,
+        system: &dyn Destination,
+    ) -> Self {
         let response = match sent {
             Ok(response) => response,
             Err(error) => {
@@ -94,7 +108,7 @@ impl Answer {
             return Self::Success;
         }
         let retry_after = crate::client::retry_after(response.headers());
-        let text = words(&prefix(response, MAX_ERROR_BODY * 20).await);
+        let text = words(&prefix(response, MAX_ERROR_BODY * 20).await, system);
         let error = format!("answered {status}: {text}");
         match status.as_u16() {
             401 | 403 => Self::Credentials(error),
@@ -113,89 +127,21 @@ impl Answer {
     }
 }
 
-/// The system's own words in an error body: VAN's `errors[].text` (with the property it
-/// names), Action Network's `error`, else the text itself; bounded and escaped.
-pub fn words(body: &str) -> String {
+/// The system's own words in an error body (in its error format, else the text itself);
+/// bounded and escaped.
+pub fn words(body: &str, system: &dyn Destination) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
-    let from_json = parsed.and_then(|json| {
-        if let Some(errors) = json.get("errors").and_then(|e| e.as_array()) {
-            let texts: Vec<String> = errors
-                .iter()
-                .filter_map(|e| {
-                    let text = e.get("text").and_then(|t| t.as_str())?;
-                    let properties = e
-                        .get("properties")
-                        .and_then(|p| p.as_array())
-                        .map(|p| {
-                            p.iter()
-                                .filter_map(|p| p.as_str())
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        })
-                        .filter(|p| !p.is_empty());
-                    Some(match properties {
-                        Some(p) => format!("{text} ({p})"),
-                        None => text.to_owned(),
-                    })
-                })
-                .collect();
-            return (!texts.is_empty()).then(|| texts.join("; "));
-        }
-        json.get("error")
-            .and_then(|e| e.as_str())
-            .map(str::to_owned)
-    });
-    let text = from_json.unwrap_or_else(|| body.trim().to_owned());
+    let text = parsed
+        .and_then(|json| system.error_words(&json))
+        .unwrap_or_else(|| body.trim().to_owned());
     crate::model::text::bounded(&text, MAX_ERROR_BODY)
-}
-
-/// One request of an entry: POSTed as JSON to `path`; once answered with success, `bit` is
-/// kept among the entry's actions done, so it is never sent again.
-#[derive(Debug, Clone)]
-pub struct Step {
-    pub bit: i64,
-    /// Its name in logs.
-    pub action: &'static str,
-    pub path: String,
-    pub body: serde_json::Value,
-}
-
-/// What is sent for one entry: the person it is about, as the system knows people (VAN: a
-/// VAN ID and the number; Action Network: the number), and its requests.
-#[derive(Debug, Clone)]
-pub struct Plan {
-    pub person: String,
-    pub steps: Vec<Step>,
-}
-
-/// Why a destination cannot be written now.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Stop {
-    /// 401 or 403: until its key works again.
-    Credentials(String),
-    /// What the configuration names is not there (VAN: a result code, a contact type).
-    Lookup(String),
-    /// No answer, a 3xx, 408, 429, 5xx, or an answer that does not parse: tried again.
-    Retry {
-        error: String,
-        retry_after: Option<std::time::Duration>,
-    },
-}
-
-impl std::fmt::Display for Stop {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Stop::Credentials(error) => write!(f, "credentials: {error}"),
-            Stop::Lookup(error) => write!(f, "lookup: {error}"),
-            Stop::Retry { error, .. } => f.write_str(error),
-        }
-    }
 }
 
 /// The JSON a GET answers, `what` naming it in errors; bounded (a lookup list is small).
 pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
     request: reqwest::RequestBuilder,
     what: &str,
+    system: &dyn Destination,
 ) -> Result<T, Stop> {
     /// A committee's lookup lists are a few kilobytes.
     const MOST: usize = 1 << 20;
@@ -208,7 +154,7 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
         let retry_after = crate::client::retry_after(response.headers());
         let error = format!(
             "{what}: answered {status}: {}",
-            words(&prefix(response, MAX_ERROR_BODY * 20).await)
+            words(&prefix(response, MAX_ERROR_BODY * 20).await, system)
         );
         return Err(match status.as_u16() {
             401 | 403 => Stop::Credentials(error),
@@ -230,26 +176,4 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
         error: format!("{what}: the answer is not the JSON expected: {error}"),
         retry_after: None,
     })
-}
-
-/// `+12025550143` as `("1", "2025550143")`; an `Err` is why it cannot be sent.
-pub(super) fn dialing(e164: &str) -> Result<(String, String), String> {
-    crate::model::phone::dialing(e164).map_err(|error| format!("the number: {error}"))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_systems_own_words_are_kept_bounded() {
-        let van = r#"{"errors":[{"code":"INVALID_PARAMETER","text":"'resultCodeId' and 'responses' cannot both be specified","properties":["resultCodeId"]}]}"#;
-        assert_eq!(
-            words(van),
-            "'resultCodeId' and 'responses' cannot both be specified (resultCodeId)"
-        );
-        assert_eq!(words(r#"{"error":"API Key invalid"}"#), "API Key invalid");
-        assert_eq!(words("  oops\n"), "oops");
-        assert!(words(&"x".repeat(10_000)).chars().count() <= MAX_ERROR_BODY + 1);
-    }
 }

@@ -1,8 +1,19 @@
-//! One request to a subscriber: the entries as a signed Standard Webhooks message, and
-//! how the answer is read.
+//! The daemon's own format, what a `[[subscriber]]` gets: a batch of entries as one signed
+//! Standard Webhooks message, and how the answer is read.
 
-use super::*;
-use crate::subscribers::answer::{MAX_ERROR_BODY, prefix, transport_error};
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use chrono::Utc;
+use secrecy::{ExposeSecret as _, SecretSlice};
+use serde::Serialize;
+
+use super::http::{MAX_ERROR_BODY, prefix, transport_error};
+use crate::metrics::SubscriberOutcome;
+use crate::model::LedgerEntry;
+use crate::settings::Algorithm;
+use crate::store::codec;
 
 /// The body of the contract: `{"type":"consent.changed","timestamp","data":{"items"}}`.
 #[derive(Serialize)]
@@ -18,21 +29,27 @@ struct Items<'a> {
     items: &'a [LedgerEntry],
 }
 
-impl Sender {
-    /// Posts `items` as one signed message.
-    #[tracing::instrument(
-        name = "subscriber_request",
-        skip_all,
-        fields(subscriber = %self.subscriber.name, first, last, entries = items.len())
-    )]
-    pub(super) async fn post(
-        &self,
-        (url, key): (&str, &secrecy::SecretSlice<u8>),
-        items: &[LedgerEntry],
-        first: i64,
-        last: i64,
-    ) -> Posted {
-        use secrecy::ExposeSecret as _;
+/// A subscriber's endpoint and the key its messages are signed with.
+pub struct Webhook {
+    url: String,
+    key: SecretSlice<u8>,
+}
+
+impl std::fmt::Debug for Webhook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Webhook")
+            .field("url", &crate::settings::redacted_url(&self.url))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Webhook {
+    pub fn new(url: String, key: SecretSlice<u8>) -> Self {
+        Self { url, key }
+    }
+
+    /// Posts `items` as one signed message, `id` its `webhook-id`.
+    pub async fn post(&self, http: &reqwest::Client, id: &str, items: &[LedgerEntry]) -> Posted {
         let now = Utc::now();
         let message = Message {
             kind: "consent.changed",
@@ -45,14 +62,12 @@ impl Sender {
                 return Posted::failed(format!("cannot encode the entries: {error}"), None);
             }
         };
-        let id = format!("{}-{first}-{last}", self.subscriber.name);
         let timestamp = now.timestamp().to_string();
-        let signature = sign(key.expose_secret(), &id, &timestamp, &body);
-        let sent = self
-            .http
-            .post(url)
+        let signature = sign(self.key.expose_secret(), id, &timestamp, &body);
+        let sent = http
+            .post(&self.url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .header("webhook-id", &id)
+            .header("webhook-id", id)
             .header("webhook-timestamp", &timestamp)
             .header("webhook-signature", signature)
             .body(body)
@@ -82,8 +97,8 @@ impl Sender {
     }
 }
 
-/// How a post ended.
-pub(super) enum Posted {
+/// How a post (or a destination's batch) ended.
+pub enum Posted {
     Accepted,
     Gone,
     /// A destination stopped until retried: its key, its lookups.
@@ -98,7 +113,7 @@ pub(super) enum Posted {
 }
 
 impl Posted {
-    pub(super) fn failed(error: String, retry_after: Option<Duration>) -> Self {
+    pub fn failed(error: String, retry_after: Option<Duration>) -> Self {
         Self::Failed {
             error,
             retry_after,
@@ -106,7 +121,7 @@ impl Posted {
         }
     }
 
-    pub(super) fn metric(&self) -> SubscriberOutcome {
+    pub fn metric(&self) -> SubscriberOutcome {
         match self {
             Posted::Accepted => SubscriberOutcome::Delivered,
             Posted::Gone | Posted::Stopped(_) => SubscriberOutcome::Gone,

@@ -1,5 +1,15 @@
-//! The VAN fake's state: committees (one per API key, each with lists of its own ids),
-//! people and their phones, and the canvass responses recorded.
+//! The VAN fake, one folder: its state here (committees, one per API key, each with lists of
+//! its own ids; people and their phones; the canvass responses recorded), its API in
+//! `api.rs` and `people.rs`, what their handlers share in `wire.rs`.
+
+mod api;
+mod control;
+mod people;
+mod wire;
+
+pub(crate) use api::{auth, no_such_endpoint, routes};
+pub(crate) use control::routes as control_routes;
+pub(crate) use wire::VanError;
 
 use std::collections::BTreeMap;
 

@@ -1,36 +1,31 @@
-//! One subscriber's sender: read the entries after its cursor, post them as one signed
-//! Standard Webhooks message, move the cursor after a 2xx, back off after anything else.
+//! One subscriber's or destination's sender: read the entries after its cursor, post them
+//! as one signed Standard Webhooks message (or write them into a system of record an entry
+//! at a time: `attempt/each.rs`), move the cursor after a 2xx, back off after anything else.
 //!
 //! One file over 400 lines on purpose: the attempt, the cursor it keeps and the backoff it
-//! schedules are one state machine (the request itself is in `sender/post.rs`).
+//! schedules are one state machine (the request itself is in `systems/webhook.rs`).
 
-use crate::store::codec;
 use crate::store::{DestinationStore as _, SubscriberStore};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, TimeDelta, Utc};
-use serde::Serialize;
 use tokio_util::sync::CancellationToken;
 
 mod each;
-mod post;
 mod progress;
 
 pub use self::progress::Progress;
 
-use self::post::Posted;
 use super::try_now::{Request, Running};
 use super::{Subscriber, Wire};
-use crate::metrics::{Metrics, SubscriberOutcome};
+use crate::metrics::Metrics;
 use crate::model::backoff::Backoff;
 use crate::model::{AckSpan, LedgerEntry, Timestamp};
-use crate::settings::Algorithm;
 use crate::signal::{FALLBACK_POLL, Follower};
 use crate::store::Pool;
 use crate::store::ReadStore as _;
+use crate::systems::webhook::Posted;
 
 /// First wait after a failed attempt, doubled per failure up to the subscriber's
 /// `max_backoff_secs`.
@@ -239,14 +234,14 @@ impl Sender {
             return Ok(Attempt::Idle);
         };
         let (first, last) = (first.seq, last.seq);
-        let (url, key) = match &self.subscriber.wire {
-            Wire::Webhook { url, key } => (url, key),
+        let webhook = match &self.subscriber.wire {
+            Wire::Webhook(webhook) => webhook,
             Wire::Record(record) => {
                 let at = (progress, &state);
                 return self.write_each(record, &items, at, scanned, at_once).await;
             }
         };
-        let outcome = self.post((url, key), &items, first, last).await;
+        let outcome = self.post(webhook, &items, first, last).await;
         let finished = Utc::now();
         if matches!(outcome, Posted::Accepted) && items.iter().any(|e| e.opted_out) {
             progress.acks.push(AckSpan {
@@ -266,6 +261,23 @@ impl Sender {
             at_once,
         )
         .await
+    }
+
+    /// Posts `items` as one signed message.
+    #[tracing::instrument(
+        name = "subscriber_request",
+        skip_all,
+        fields(subscriber = %self.subscriber.name, first, last, entries = items.len())
+    )]
+    async fn post(
+        &self,
+        webhook: &crate::systems::webhook::Webhook,
+        items: &[LedgerEntry],
+        first: i64,
+        last: i64,
+    ) -> Posted {
+        let id = format!("{}-{first}-{last}", self.subscriber.name);
+        webhook.post(&self.http, &id, items).await
     }
 
     /// The wait of a disabled subscriber (410) or a stopped destination; a destination is

@@ -17,8 +17,7 @@ use std::collections::HashMap;
 use super::*;
 use crate::metrics::DestinationOutcome;
 use crate::model::{ACCOUNT_WIDE, Ending, EntryProgress, OutcomeKind, Source};
-use crate::subscribers::answer::Answer;
-use crate::subscribers::record::{Plan, Record, Step, Stop};
+use crate::systems::{Answer, Plan, Record, Step, Stop};
 
 /// Why an account-wide entry sends nothing to a system that finds people by their lead.
 const THROUGH_LEADS: &str = "account-wide: reached through the entries of its leads";

@@ -7,12 +7,12 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
-use super::FakesState;
-use super::van::{
+use super::wire::{Caller, VanError, VanErrorItem, invalid, known, parse};
+use super::{
     Committee, SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanContactType, VanPerson,
     VanPhone, national,
 };
-use super::van_api::{Caller, VanError, VanErrorItem, invalid, known, parse};
+use crate::destinations::FakesState;
 
 #[derive(Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
@@ -321,7 +321,7 @@ fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
         // Without a prefix the number is under VAN's default, 1.
         let (prefix, national) = match &phone.dialing_prefix {
             Some(prefix) => (prefix.clone(), national(&number)),
-            None => super::van::split_phone(&number),
+            None => super::split_phone(&number),
         };
         let existing = person
             .phones

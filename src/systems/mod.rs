@@ -1,0 +1,250 @@
+//! The systems the daemon speaks to outside its upstream service, each one file holding its
+//! wire format, its requests and how it reads its answers and errors: the daemon's own
+//! signed webhook that subscribers get ([`webhook`]), and the systems of record a
+//! `[[destination]]` names, each behind [`Destination`], the trait the sender calls.
+//!
+//! A new kind of destination is a file here implementing [`Destination`], its settings
+//! struct in `settings/destinations/`, a line in [`system_of`] (the kind registry), and its
+//! fake in the sandbox. The sender (`crate::sender`) knows no kind.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use secrecy::SecretString;
+
+mod action_network;
+pub mod http;
+mod van;
+pub mod webhook;
+
+pub use self::http::{Answer, REQUEST_TIMEOUT, http_client};
+use crate::model::LedgerEntry;
+use crate::settings::{DestinationKeys, DestinationSettings, Live, SystemSettings};
+
+/// The kind registry: each kind of destination, a line each, from its settings to the
+/// system that writes it.
+fn system_of(settings: &DestinationSettings) -> Box<dyn Destination> {
+    match &settings.system {
+        SystemSettings::Van(own) => Box::new(van::Van::new(own)),
+        SystemSettings::ActionNetwork(own) => Box::new(action_network::ActionNetwork::new(own)),
+    }
+}
+
+/// What a future of a [`Destination`] is: boxed, so that the trait is one a sender holds
+/// as `dyn`.
+pub type Pending<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// A system of record, written an entry at a time in its own API: each entry one or more
+/// requests ([`Step`]s), each entry ending `sent`, `unmatched` or `refused`. The sender
+/// asks it to check its key and look up what its requests need ([`Destination::prepare`]),
+/// to plan an entry's requests ([`Destination::plan`]), and to read its errors
+/// ([`Destination::error_words`]); how often, in what order, what is kept and when the
+/// cursor moves are the sender's alone.
+///
+/// The write side only. A system that can also be read back (VAN's changed entities, Action
+/// Network's people) implements a second trait, `Source`, in the same file: what it reads,
+/// from which cursor, as entries of the ledger. A kind that is only read implements that one
+/// alone; the sender and the reader each see only their own trait.
+pub trait Destination: std::fmt::Debug + Send + Sync {
+    /// `request` with `key`, as the system takes it.
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder;
+
+    /// Whether an entry's plan needs the mirror's lead of it: the system finds people by an
+    /// id their lead holds, not by the number itself.
+    fn needs_lead(&self) -> bool {
+        false
+    }
+
+    /// Whether what the plans need is looked up.
+    fn ready(&self) -> bool {
+        true
+    }
+
+    /// Forgets what was looked up, so that it is looked up again before the next entry.
+    fn forget(&self) {}
+
+    /// Checks the key and looks up what the plans need, through `api` (GETs with the key
+    /// in force, their answers read).
+    fn prepare<'a>(&'a self, api: Api<'a>) -> Pending<'a, Result<(), Stop>>;
+
+    /// The person and requests of `entry`, given the mirror's lead of it when
+    /// [`Destination::needs_lead`]; an `Err` is why there can be none (`unmatched`).
+    fn plan(&self, entry: &LedgerEntry, lead: Option<&serde_json::Value>) -> Result<Plan, String>;
+
+    /// The system's own words in the JSON body of an error answer, when the body is in its
+    /// error format.
+    fn error_words(&self, body: &serde_json::Value) -> Option<String>;
+}
+
+/// One request of an entry: POSTed as JSON to `path`; once answered with success, `bit` is
+/// kept among the entry's actions done, so it is never sent again.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub bit: i64,
+    /// Its name in logs.
+    pub action: &'static str,
+    pub path: String,
+    pub body: serde_json::Value,
+}
+
+/// What is sent for one entry: the person it is about, as the system knows people, and its
+/// requests.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub person: String,
+    pub steps: Vec<Step>,
+}
+
+/// Why a destination cannot be written now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stop {
+    /// 401 or 403: until its key works again.
+    Credentials(String),
+    /// What the configuration names is not there.
+    Lookup(String),
+    /// No answer, a 3xx, 408, 429, 5xx, or an answer that does not parse: tried again.
+    Retry {
+        error: String,
+        retry_after: Option<std::time::Duration>,
+    },
+}
+
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::Credentials(error) => write!(f, "credentials: {error}"),
+            Stop::Lookup(error) => write!(f, "lookup: {error}"),
+            Stop::Retry { error, .. } => f.write_str(error),
+        }
+    }
+}
+
+/// A destination's requests while it prepares: GETs with the key in force.
+pub struct Api<'a> {
+    http: &'a reqwest::Client,
+    record: &'a Record,
+}
+
+impl Api<'_> {
+    /// The JSON a GET of `path` answers, `what` naming it in errors.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &str,
+    ) -> Result<T, Stop> {
+        let request = self
+            .record
+            .authorized(self.http.get(self.record.url(path)))?;
+        http::read_json(request, what, self.record.system.as_ref()).await
+    }
+}
+
+/// A configured destination, reached with its key: the one in force (a reload replaces it).
+#[derive(Debug)]
+pub struct Record {
+    name: String,
+    /// The API's root (`base_url`), without a trailing `/`.
+    base_url: String,
+    keys: Live<DestinationKeys>,
+    /// The keys in force when it was stopped (its key did not work, its lookups missed):
+    /// once a reload replaced them, it is tried again.
+    stopped_under: Mutex<Option<Arc<DestinationKeys>>>,
+    /// Longest wait for an answer to one request.
+    timeout: std::time::Duration,
+    system: Box<dyn Destination>,
+}
+
+impl Record {
+    /// The destination of `settings`, its key read from `keys` at each request.
+    pub fn new(settings: &DestinationSettings, keys: Live<DestinationKeys>) -> Self {
+        Self {
+            name: settings.name.clone(),
+            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            keys,
+            stopped_under: Mutex::new(None),
+            timeout: std::time::Duration::from_secs(settings.timeout_secs),
+            system: system_of(settings),
+        }
+    }
+
+    /// See [`Destination::needs_lead`].
+    pub fn needs_lead(&self) -> bool {
+        self.system.needs_lead()
+    }
+
+    /// See [`Destination::ready`].
+    pub fn ready(&self) -> bool {
+        self.system.ready()
+    }
+
+    /// See [`Destination::forget`].
+    pub fn forget(&self) {
+        self.system.forget();
+    }
+
+    /// Notes that it was stopped under the keys in force now.
+    pub fn stopped(&self) {
+        if let Ok(mut under) = self.stopped_under.lock() {
+            *under = Some(self.keys.current());
+        }
+    }
+
+    /// Whether the keys were replaced since it was stopped (or it was stopped before this
+    /// process started): then it is tried again.
+    pub fn keys_replaced(&self) -> bool {
+        let now = self.keys.current();
+        self.stopped_under
+            .lock()
+            .is_ok_and(|under| under.as_ref().is_none_or(|under| !Arc::ptr_eq(under, &now)))
+    }
+
+    /// The key in force.
+    fn key(&self) -> Result<SecretString, Stop> {
+        self.keys
+            .current()
+            .get(&self.name)
+            .cloned()
+            .ok_or_else(|| Stop::Credentials("no API key is configured".to_owned()))
+    }
+
+    /// `request` with the key in force.
+    fn authorized(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> Result<reqwest::RequestBuilder, Stop> {
+        let key = self.key()?;
+        Ok(self.system.authorize(request.timeout(self.timeout), &key))
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base_url)
+    }
+
+    /// Checks the key and looks up what the steps need.
+    pub async fn prepare(&self, http: &reqwest::Client) -> Result<(), Stop> {
+        self.system.prepare(Api { http, record: self }).await
+    }
+
+    /// See [`Destination::plan`].
+    pub fn plan(
+        &self,
+        entry: &LedgerEntry,
+        lead: Option<&serde_json::Value>,
+    ) -> Result<Plan, String> {
+        self.system.plan(entry, lead)
+    }
+
+    /// Sends one step, its answer read as the system words it.
+    pub async fn send(&self, http: &reqwest::Client, step: &Step) -> Answer {
+        let request = match self.authorized(http.post(self.url(&step.path))) {
+            Ok(request) => request,
+            Err(stop) => return Answer::Credentials(stop.to_string()),
+        };
+        Answer::of(request.json(&step.body).send().await, self.system.as_ref()).await
+    }
+}
