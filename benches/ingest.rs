@@ -78,7 +78,7 @@ use bytes::Bytes;
 use common::{BenchDatabase, fetch_row, outbox_states};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::settings::{Schedule, Settings, Synchronous};
+use outreach_sync::settings::{Account, Schedule, Settings, Synchronous};
 use outreach_sync::signature::{Key, SignatureFormat, Verifier, sign};
 use outreach_sync::store::Pool;
 use secrecy::{ExposeSecret as _, SecretString};
@@ -232,10 +232,10 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         .unwrap_or(0);
     let settings = bench_settings(&database.url, dir, accounts)?;
     // Each account served: its ingest path, and how its deliveries are signed.
-    let served = settings.served();
+    let served = settings.accounts()?;
     let paths: Vec<&str> = served
         .iter()
-        .map(|view| view.ingest.path.as_str())
+        .map(|account| account.ingest_path.as_str())
         .collect();
     let urls = |addr: SocketAddr| -> Vec<String> {
         paths
@@ -316,9 +316,9 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     }
     let signers: Vec<(SignatureFormat, Key)> = served
         .iter()
-        .map(|view| {
-            let format = SignatureFormat::from(&view.webhook);
-            let secret = view.webhook.secrets[0].expose_secret();
+        .map(|account| {
+            let format = SignatureFormat::from(&account.webhook);
+            let secret = account.webhook.secrets[0].expose_secret();
             let key =
                 Key::for_scheme(format.scheme, secret).expect("the bench secret is a valid key");
             (format, key)
@@ -402,8 +402,8 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let (outbox, applied, _, _) = outbox_states(&pool).await?;
     let mut by_account = Vec::new();
     if accounts > 0 {
-        for view in &served {
-            let name = view.account_name();
+        for account in &served {
+            let name = &account.id;
             let sql = format!("SELECT COUNT(*) FROM outbox WHERE account_id = '{name}'");
             let (n,): (i64,) = fetch_row(&pool, &sql).await?;
             by_account.push(format!("{name} {n}"));
@@ -622,15 +622,15 @@ fn fail(batch: &mut Vec<Stored>, error: &dyn std::fmt::Display) {
 /// of the account whose path it came on, key the body by its SHA-256, hand it to the
 /// group-commit loop and answer after the commit.
 async fn spawn_floor(
-    served: &[Settings],
+    served: &[Account],
     store: FloorStore,
     shutdown: CancellationToken,
 ) -> anyhow::Result<SocketAddr> {
     let (tx, rx) = mpsc::channel::<Stored>(4096);
     store.start(rx)?;
     let mut router = Router::new();
-    for view in served {
-        let (verifier, tx) = (Arc::new(Verifier::new(&view.webhook)), tx.clone());
+    for account in served {
+        let (verifier, tx) = (Arc::new(Verifier::new(&account.webhook)), tx.clone());
         let ingest = move |headers: HeaderMap, body: Bytes| {
             let (verifier, tx) = (verifier.clone(), tx.clone());
             async move {
@@ -648,7 +648,7 @@ async fn spawn_floor(
                 Ok(axum::Json(serde_json::json!({"status": status, "id": id})))
             }
         };
-        router = router.route(&view.ingest.path, post(ingest));
+        router = router.route(&account.ingest_path, post(ingest));
     }
     serve_baseline(router, shutdown).await
 }

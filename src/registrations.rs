@@ -14,8 +14,9 @@ use crate::client::models::{
     UpdateWebhookRegistration, WebhookConfig, WebhookRegistration,
 };
 use crate::client::{ClientError, ServiceClient};
+use crate::model::AccountId;
 use crate::model::{RegistrationCheck, Timestamp};
-use crate::settings::Settings;
+use crate::settings::Account;
 use crate::store::Pool;
 
 /// The `daemon_state` key of the last check's result (JSON).
@@ -42,29 +43,30 @@ pub enum TargetError {
     NoSecret,
 }
 
-/// The URL the registrations target: `--target-url`, else `ingest.public_url`.
-pub fn target_url(settings: &Settings, given: Option<&str>) -> Result<String, TargetError> {
+/// The URL the registrations target: `--target-url`, else the account's public URL
+/// (`ingest.public_url`).
+pub fn target_url(account: &Account, given: Option<&str>) -> Result<String, TargetError> {
     match given {
         Some(url) => match reqwest::Url::parse(url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
             _ => Err(TargetError::BadUrl(url.to_owned())),
         },
         // Validated with the settings.
-        None if !settings.ingest.public_url.is_empty() => Ok(settings.ingest.public_url.clone()),
+        None if !account.public_url.is_empty() => Ok(account.public_url.clone()),
         None => Err(TargetError::NoUrl),
     }
 }
 
 impl Target {
-    /// The target of `settings`: at [`target_url`], for the whole account unless
-    /// `organizations` are named, signed with the first of `webhook.secrets`.
+    /// The target of `account`: at [`target_url`], for the whole account unless
+    /// `organizations` are named, signed with the first of its `webhook.secrets`.
     pub fn of(
-        settings: &Settings,
+        account: &Account,
         given_url: Option<&str>,
         organizations: &[String],
     ) -> Result<Self, TargetError> {
-        let url = target_url(settings, given_url)?;
-        let secret = settings
+        let url = target_url(account, given_url)?;
+        let secret = account
             .webhook
             .secrets
             .first()
@@ -447,14 +449,14 @@ pub async fn rotate(client: &ServiceClient, target: &Target) -> Result<Vec<Mocke
 
 /// Keeps `check` as the `default` account's last result ([`record_in`]).
 pub async fn record(pool: &Pool, check: &RegistrationCheck) -> anyhow::Result<()> {
-    record_in(pool, crate::model::DEFAULT_ACCOUNT, check).await
+    record_in(pool, &AccountId::default_account(), check).await
 }
 
 /// Keeps `check` as `account`'s last result, for `status`, `GET /v1/status` and
 /// `/metrics`.
 pub async fn record_in(
     pool: &Pool,
-    account: &str,
+    account: &AccountId,
     check: &RegistrationCheck,
 ) -> anyhow::Result<()> {
     let value = serde_json::to_string(check)?;
@@ -463,8 +465,8 @@ pub async fn record_in(
 }
 
 /// Where an account's last check is kept: `default`'s where it always was.
-fn check_key(account: &str) -> String {
-    if account == crate::model::DEFAULT_ACCOUNT {
+fn check_key(account: &AccountId) -> String {
+    if *account == crate::model::DEFAULT_ACCOUNT {
         LAST_CHECK.to_owned()
     } else {
         format!("{LAST_CHECK}:{account}")
@@ -477,7 +479,7 @@ fn check_key(account: &str) -> String {
 /// checked).
 pub async fn last_check(
     pool: &Pool,
-    accounts: &[String],
+    accounts: &[AccountId],
 ) -> Result<Option<RegistrationCheck>, crate::store::Error> {
     let mut kept = Vec::new();
     for account in accounts {
@@ -494,7 +496,7 @@ pub async fn last_check(
                 kept.push(check);
             }
             Err(error) => {
-                tracing::warn!(%error, account, "the kept webhook registration check cannot be read");
+                tracing::warn!(%error, %account, "the kept webhook registration check cannot be read");
             }
         }
     }

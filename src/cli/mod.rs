@@ -18,7 +18,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::settings::{Settings, SettingsError};
+use crate::model::{AccountId, Scope};
+use crate::settings::{Account, Settings, SettingsError};
 
 // `T` is the binary's own commands (`demo`, `sandbox`: they drive the sandbox, which the
 // daemon does not depend on), listed among the daemon's and run by the binary. (Not a doc
@@ -373,24 +374,23 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
     Ok(settings)
 }
 
-/// The accounts a command is about: the one named, or every account served in turn, each
-/// as its view of the settings ([`Settings::served`]).
-fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Settings>, CliError> {
+/// The accounts a command is about: the one named, or every account served in turn.
+fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Account>, CliError> {
+    let served = settings.accounts()?;
     let Some(name) = account else {
-        return Ok(settings.served());
+        return Ok(served);
     };
-    settings
-        .served_account(name)
-        .map(|view| vec![view])
-        .ok_or_else(|| {
-            let served = settings.served();
-            let names: Vec<&str> = served.iter().map(Settings::account_name).collect();
-            CliError::Usage(format!(
+    match served.iter().find(|account| account.id == *name) {
+        Some(account) => Ok(vec![account.clone()]),
+        None => {
+            let names: Vec<&str> = served.iter().map(|account| account.id.as_str()).collect();
+            Err(CliError::Usage(format!(
                 "--account: no account {:?} is configured (accounts: {})",
                 crate::model::text::Escaped(name),
                 names.join(", ")
-            ))
-        })
+            )))
+        }
+    }
 }
 
 /// Records a local change (organization, number, opted out, tag, reason) made with the CLI
@@ -412,13 +412,20 @@ async fn local_change(
     consent::change(settings, change, json).await
 }
 
+/// `--account` of a read: the account's name (a usage error otherwise: no account is named
+/// so).
+fn account_filter(name: Option<&str>) -> Result<Option<AccountId>, CliError> {
+    name.map(|name| AccountId::new(name).map_err(|e| CliError::Usage(format!("--account: {e}"))))
+        .transpose()
+}
+
 /// The account a change is made in: the one named, or the first account.
-fn one_account(settings: &Settings, account: Option<&str>) -> Result<String, CliError> {
-    let views = accounts_of(settings, account)?;
-    Ok(views
-        .first()
-        .map_or(settings.account_name(), Settings::account_name)
-        .to_owned())
+fn one_account(settings: &Settings, account: Option<&str>) -> Result<AccountId, CliError> {
+    let accounts = accounts_of(settings, account)?;
+    match accounts.into_iter().next() {
+        Some(account) => Ok(account.id),
+        None => Ok(settings.account_id()?),
+    }
 }
 
 /// Opens the configured database for a command, applying migrations so a fresh one works
@@ -495,12 +502,20 @@ async fn on_the_ledger<T: Subcommand>(
             phone,
             organization,
             account,
-        } => read::consent(settings, &phone, (organization, account), json).await,
+        } => {
+            let account = account_filter(account.as_deref())?;
+            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
+            read::consent(settings, &phone, scope, json).await
+        }
         Command::History {
             phone,
             organization,
             account,
-        } => read::history(settings, &phone, (organization, account), json).await,
+        } => {
+            let account = account_filter(account.as_deref())?;
+            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
+            read::history(settings, &phone, scope, json).await
+        }
         Command::Events { quarantined, limit } => {
             read::events(settings, quarantined, limit, json).await
         }
@@ -513,7 +528,8 @@ async fn on_the_ledger<T: Subcommand>(
             messages,
         } => {
             let request = pass_request(organizations, leads, messages);
-            daemon::reconcile_each(accounts_of(settings, account.as_deref())?, &request, json).await
+            let accounts = accounts_of(settings, account.as_deref())?;
+            daemon::reconcile_each(settings, accounts, &request, json).await
         }
         Command::OptOut {
             phone,
@@ -540,7 +556,11 @@ async fn on_the_ledger<T: Subcommand>(
             organization,
             account,
             output,
-        } => evidence::bundle(settings, &phone, (organization, account), output).await,
+        } => {
+            let account = account_filter(account.as_deref())?;
+            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
+            evidence::bundle(settings, &phone, scope, output).await
+        }
         Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
         Command::Ledger {
             command: LedgerCommand::Verify,

@@ -5,6 +5,8 @@ use std::fmt::Write as _;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
 
+use crate::model::AccountId;
+
 /// An enum of label values: its variants, their spelling in the exposition (`label()`), the
 /// list of all of them, and the encoding `prometheus-client` asks for. The crate's derive
 /// spells a value as its variant's name (`TooLarge`), which would change every series.
@@ -175,18 +177,35 @@ impl EncodeLabelValue for Upstream {
     }
 }
 
+/// An account as a label value: its name.
+impl EncodeLabelValue for AccountId {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.as_str())
+    }
+}
+
+/// The series of one account's work (reconciliation).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct AccountLabels {
+    pub account: AccountId,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct DeliveryLabels {
+    /// The account whose path the delivery came in on (empty: no account's path).
+    pub account: Option<AccountId>,
     pub outcome: Delivery,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct PushLabels {
+    pub account: AccountId,
     pub outcome: Push,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct UpstreamLabels {
+    pub account: AccountId,
     pub status: Upstream,
 }
 

@@ -7,6 +7,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// The account a record is of, and the scope of a read.
+mod account;
+pub use account::{AccountId, InvalidAccount, Scope, well_formed_name};
 /// The wait between failed attempts, one rule for the client, the pusher and the senders.
 pub mod backoff;
 /// Business days and the legal deadline of an opt-out counted in them.

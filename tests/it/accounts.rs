@@ -367,9 +367,15 @@ async fn mirror_in(
         .await
         .expect("a connection");
     let mut tx = conn.begin_write().await.expect("begin");
-    outreach_sync::apply::lead_page(&mut tx, account, pass, &leads, chrono::Utc::now())
-        .await
-        .expect("a page");
+    outreach_sync::apply::lead_page(
+        &mut tx,
+        &crate::common::account(account),
+        pass,
+        &leads,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("a page");
     tx.commit().await.expect("commit");
 }
 
@@ -891,15 +897,20 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
         return;
     };
     let phone = "+15550000001";
+    let in_candidate = crate::common::account("candidate");
     mirror_in(&app, "candidate", "pass_1", &[lead(phone, false)]).await;
     let change = serde_json::json!({"phoneNumber": phone, "organizationId": "org_9",
                                     "optedOut": true, "accountId": "party"});
     assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
     let candidate = loop {
-        let now = ledger::current_with_suppression(&app.pool, phone, (None, Some("candidate")))
-            .await
-            .expect("current");
+        let now = ledger::current_with_suppression(
+            &app.pool,
+            phone,
+            outreach_sync::model::Scope::everywhere().in_account(Some(&in_candidate)),
+        )
+        .await
+        .expect("current");
         if now.suppressed {
             break now;
         }
@@ -940,11 +951,15 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
         "a later opt-out shared",
         std::time::Duration::from_secs(15),
         async || {
-            ledger::current_with_suppression(&app.pool, "+15550000002", (None, Some("candidate")))
-                .await
-                .expect("current")
-                .suppressed
-                .then_some(())
+            ledger::current_with_suppression(
+                &app.pool,
+                "+15550000002",
+                outreach_sync::model::Scope::everywhere().in_account(Some(&in_candidate)),
+            )
+            .await
+            .expect("current")
+            .suppressed
+            .then_some(())
         },
     )
     .await;
@@ -1128,7 +1143,7 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
     };
     registrations::record_in(
         &app.pool,
-        "party",
+        &crate::common::account("party"),
         &check(false, "https://h/webhooks/party"),
     )
     .await
@@ -1136,7 +1151,7 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
     // The other account's check, done later and passing, hides nothing.
     registrations::record_in(
         &app.pool,
-        "candidate",
+        &crate::common::account("candidate"),
         &check(true, "https://h/webhooks/candidate"),
     )
     .await
@@ -1147,9 +1162,13 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
         shown["registrationCheck"]["problems"][0],
         "account party: no consentUpdate-v1 registration targets https://h/webhooks/party"
     );
-    registrations::record_in(&app.pool, "party", &check(true, "https://h/webhooks/party"))
-        .await
-        .expect("kept");
+    registrations::record_in(
+        &app.pool,
+        &crate::common::account("party"),
+        &check(true, "https://h/webhooks/party"),
+    )
+    .await
+    .expect("kept");
     let shown = status().await;
     assert_eq!(shown["registrationCheck"]["ok"], true, "{shown}");
     let metrics = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;
