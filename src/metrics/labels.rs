@@ -3,7 +3,9 @@
 
 use std::fmt::Write as _;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::{
+    EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
+};
 
 use crate::model::AccountId;
 
@@ -190,11 +192,21 @@ pub(super) struct AccountLabels {
     pub account: AccountId,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct DeliveryLabels {
-    /// The account whose path the delivery came in on (empty: no account's path).
+    /// The account whose path the delivery came in on (`None`: no account's path).
     pub account: Option<AccountId>,
     pub outcome: Delivery,
+}
+
+/// A delivery on no account's path has no `account` label (rather than an empty one).
+impl EncodeLabelSet for DeliveryLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        if let Some(account) = &self.account {
+            ("account", account).encode(encoder.encode_label())?;
+        }
+        ("outcome", self.outcome).encode(encoder.encode_label())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]

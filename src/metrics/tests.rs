@@ -46,7 +46,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
         "outreach_sync_destination_error{destination=\"van-main\"} 1",
         "outreach_sync_destination_error{destination=\"action-network\"} 0",
         "outreach_sync_deliveries_total{account=\"party\",outcome=\"backlog_full\"} 1",
-        "outreach_sync_deliveries_total{account=\"\",outcome=\"unknown_path\"} 1",
+        "outreach_sync_deliveries_total{outcome=\"unknown_path\"} 1",
         "outreach_sync_deliveries_total{account=\"candidate\",outcome=\"accepted\"} 0",
         "outreach_sync_deliveries_total{account=\"party\",outcome=\"too_large\"} 0",
         "outreach_sync_upstream_responses_total{account=\"party\",status=\"429\"} 1",

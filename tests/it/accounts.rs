@@ -85,6 +85,15 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
         Some("1"),
         "the delivery to no account's path is counted with the refusals: {metrics}"
     );
+    assert_eq!(
+        crate::common::series_value(
+            &metrics,
+            "outreach_sync_deliveries_total{account=\"party\",outcome=\"rejected\"}"
+        )
+        .as_deref(),
+        Some("1"),
+        "the refusal on the account's path is counted as the account's: {metrics}"
+    );
     let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])
         .output()
         .map(|o| serde_json::from_slice(&o.stdout).expect("status is JSON"))
