@@ -220,10 +220,7 @@ impl Application {
             reload: _,
             metrics,
         } = self;
-        let served: Vec<AccountId> = routes
-            .iter()
-            .map(|(account, _)| account.id.clone())
-            .collect();
+        let served: Vec<AccountId> = routes.iter().map(|(a, _)| a.id.clone()).collect();
         spawn_warning_of_accounts_not_served(served.clone(), &pool);
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
@@ -272,17 +269,29 @@ impl Application {
             keep_rejections,
             writer_task,
         );
-        let finish = async {
-            let ((), supervised) = tokio::join!(ingest, tasks.run(&shutdown));
-            pool.close().await;
-            supervised
-        };
-        let finished = within_stop_limit(finish, &shutdown).await;
-        finished.unwrap_or_else(|| {
-            tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
-            tasks.take_failure().map_or(Ok(()), Err)
-        })
+        run_to_the_end(tasks, ingest, pool, &shutdown).await
     }
+}
+
+/// Runs `tasks` beside `ingest` (the ingest listener) until `shutdown` and both have
+/// finished (then closes `pool`), or [`STOP_LIMIT`] after `shutdown`: the daemon's outcome
+/// (a task's failure, if one failed).
+async fn run_to_the_end(
+    mut tasks: Supervisor,
+    ingest: impl Future<Output = ()>,
+    pool: Pool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let finish = async {
+        let ((), supervised) = tokio::join!(ingest, tasks.run(shutdown));
+        pool.close().await;
+        supervised
+    };
+    let finished = within_stop_limit(finish, shutdown).await;
+    finished.unwrap_or_else(|| {
+        tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
+        tasks.take_failure().map_or(Ok(()), Err)
+    })
 }
 
 /// What `finish` ends with, or `None` once [`STOP_LIMIT`] has passed since `shutdown`. A

@@ -1,10 +1,14 @@
 //! The command line: parsing, exit codes, and one function per subcommand.
 
+/// The account a command is about, and the scope of a read.
+mod accounts;
 mod consent;
 mod daemon;
 mod destinations;
 mod evidence;
 mod import;
+/// The commands that read or change the ledger of an existing database.
+mod on_ledger;
 mod output;
 mod packaging;
 mod read;
@@ -18,8 +22,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-use crate::model::{AccountId, Scope};
-use crate::settings::{Account, Settings, SettingsError};
+use self::accounts::accounts_of;
+use crate::settings::{Settings, SettingsError};
 
 // `T` is the binary's own commands (`demo`, `sandbox`: they drive the sandbox, which the
 // daemon does not depend on), listed among the daemon's and run by the binary. (Not a doc
@@ -374,60 +378,6 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
     Ok(settings)
 }
 
-/// The accounts a command is about: the one named, or every account served in turn.
-fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Account>, CliError> {
-    let served = settings.accounts()?;
-    let Some(name) = account else {
-        return Ok(served);
-    };
-    match served.iter().find(|account| account.id == *name) {
-        Some(account) => Ok(vec![account.clone()]),
-        None => {
-            let names: Vec<&str> = served.iter().map(|account| account.id.as_str()).collect();
-            Err(CliError::Usage(format!(
-                "--account: no account {:?} is configured (accounts: {})",
-                crate::model::text::Escaped(name),
-                names.join(", ")
-            )))
-        }
-    }
-}
-
-/// Records a local change (organization, number, opted out, tag, reason) made with the CLI
-/// in the account named, or the first.
-async fn local_change(
-    settings: &Settings,
-    account: Option<&str>,
-    (organization, phone, opted_out, tag, reason): (
-        String,
-        String,
-        bool,
-        Option<String>,
-        Option<String>,
-    ),
-    json: bool,
-) -> Result<(), CliError> {
-    let account = one_account(settings, account)?;
-    let change = consent::local_change(&account, organization, phone, opted_out, tag, reason);
-    consent::change(settings, change, json).await
-}
-
-/// `--account` of a read: the account's name (a usage error otherwise: no account is named
-/// so).
-fn account_filter(name: Option<&str>) -> Result<Option<AccountId>, CliError> {
-    name.map(|name| AccountId::new(name).map_err(|e| CliError::Usage(format!("--account: {e}"))))
-        .transpose()
-}
-
-/// The account a change is made in: the one named, or the first account.
-fn one_account(settings: &Settings, account: Option<&str>) -> Result<AccountId, CliError> {
-    let accounts = accounts_of(settings, account)?;
-    match accounts.into_iter().next() {
-        Some(account) => Ok(account.id),
-        None => Ok(settings.account_id()?),
-    }
-}
-
 /// Opens the configured database for a command, applying migrations so a fresh one works
 /// too.
 async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
@@ -466,123 +416,6 @@ pub async fn run<T: Subcommand>(
         Command::Report { command } => {
             report::run(&load_for_reading(config)?, command, cli.json).await
         }
-        command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
-    }
-}
-
-/// What `reconcile` was asked to do: naming neither part means both.
-fn pass_request(
-    organizations: Vec<String>,
-    leads: bool,
-    messages: bool,
-) -> crate::reconcile::PassRequest {
-    crate::reconcile::PassRequest {
-        organizations,
-        leads: leads || !messages,
-        messages: messages || !leads,
-    }
-}
-
-/// Runs a command that reads or changes the ledger of an existing database.
-/// What `replay` puts back in the queue: the one row named, else every quarantined one.
-fn requeue(id: Option<i64>) -> crate::worker::Requeue {
-    match id {
-        Some(id) => crate::worker::Requeue::Id(id),
-        None => crate::worker::Requeue::Quarantined,
-    }
-}
-
-async fn on_the_ledger<T: Subcommand>(
-    command: Command<T>,
-    settings: &Settings,
-    json: bool,
-) -> Result<(), CliError> {
-    match command {
-        Command::Consent {
-            phone,
-            organization,
-            account,
-        } => {
-            let account = account_filter(account.as_deref())?;
-            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
-            read::consent(settings, &phone, scope, json).await
-        }
-        Command::History {
-            phone,
-            organization,
-            account,
-        } => {
-            let account = account_filter(account.as_deref())?;
-            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
-            read::history(settings, &phone, scope, json).await
-        }
-        Command::Events { quarantined, limit } => {
-            read::events(settings, quarantined, limit, json).await
-        }
-        Command::Replay { id, .. } => read::replay(settings, requeue(id), json).await,
-        Command::Status => read::status(settings, json).await,
-        Command::Reconcile {
-            account,
-            organizations,
-            leads,
-            messages,
-        } => {
-            let request = pass_request(organizations, leads, messages);
-            let accounts = accounts_of(settings, account.as_deref())?;
-            daemon::reconcile_each(settings, accounts, &request, json).await
-        }
-        Command::OptOut {
-            phone,
-            organization,
-            account,
-            tag,
-            reason,
-        } => {
-            let change = (organization, phone, true, tag, reason);
-            local_change(settings, account.as_deref(), change, json).await
-        }
-        Command::OptIn {
-            phone,
-            organization,
-            account,
-            reason,
-        } => {
-            let change = (organization, phone, false, None, reason);
-            local_change(settings, account.as_deref(), change, json).await
-        }
-        Command::Import(args) => import::run(settings, args, json).await,
-        Command::Evidence {
-            phone,
-            organization,
-            account,
-            output,
-        } => {
-            let account = account_filter(account.as_deref())?;
-            let scope = Scope::organization(organization.as_deref()).in_account(account.as_ref());
-            evidence::bundle(settings, &phone, scope, output).await
-        }
-        Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
-        Command::Ledger {
-            command: LedgerCommand::Verify,
-        } => evidence::verify(settings, json).await,
-        Command::Subscribers { command } => subscribers::run(settings, command, json).await,
-        Command::Destinations { command } => destinations::run(settings, command, json).await,
-        Command::Export {
-            dataset,
-            format,
-            since,
-            output,
-        } => consent::export(settings, dataset, format, since, output).await,
-        Command::Serve
-        | Command::Migrate { .. }
-        | Command::CheckConfig
-        | Command::Sign { .. }
-        | Command::Webhooks { .. }
-        | Command::Report { .. }
-        | Command::Completions { .. }
-        | Command::ManPages { .. }
-        | Command::Binary(_) => Err(CliError::Usage(
-            "this command does not read the ledger".into(),
-        )),
+        command => on_ledger::run(command, &load_for_reading(config)?, cli.json).await,
     }
 }

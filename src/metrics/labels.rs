@@ -203,7 +203,7 @@ pub(super) struct DeliveryLabels {
 impl EncodeLabelSet for DeliveryLabels {
     fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
         if let Some(account) = &self.account {
-            ("account", account).encode(encoder.encode_label())?;
+            ("account", account.clone()).encode(encoder.encode_label())?;
         }
         ("outcome", self.outcome).encode(encoder.encode_label())
     }

@@ -99,13 +99,8 @@ pub async fn lookup(
     page.searched = true;
     let now = Utc::now();
     let current = ledger::current(&state.pool, &phone, organization.as_deref()).await?;
-    let bundle = crate::evidence::bundle(
-        &state.pool,
-        &phone,
-        Scope::organization(organization.as_deref()),
-        now,
-    )
-    .await?;
+    let scope = Scope::organization(organization.as_deref());
+    let bundle = crate::evidence::bundle(&state.pool, &phone, scope, now).await?;
     let mut outcomes = Vec::new();
     if !state.destinations.is_empty() {
         for item in bundle.iter().flat_map(|b| &b.items) {
