@@ -140,6 +140,9 @@ async fn run_upstream(
     tokio::join!(each, sharing);
 }
 
+/// Each account's reconciler and pusher, and the sharer (if any).
+type UpstreamWork = (Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>);
+
 /// Each account's reconciler and pusher, under its own client (its rate limit, its token:
 /// one account's outage never holds up another's), and the sharer of opt-outs across the
 /// accounts when `[consent] share_across_accounts` is on and there are several.
@@ -148,7 +151,7 @@ fn upstream_work(
     settings: &Settings,
     clients: Vec<(Account, ServiceClient)>,
     wake: &Arc<tokio::sync::Notify>,
-) -> Result<(Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>), SettingsError> {
+) -> Result<UpstreamWork, SettingsError> {
     let singletons = clients
         .into_iter()
         .map(|(account, client)| {
