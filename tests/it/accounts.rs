@@ -1150,34 +1150,24 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
             .await
             .expect("json")
     };
-    registrations::record_in(
-        &app.pool,
-        &crate::common::account("party"),
-        &check(false, "https://h/webhooks/party"),
-    )
-    .await
-    .expect("kept");
+    // Keeps a check of `account`'s registrations at its own path.
+    let keep = async |account: &str, ok: bool| {
+        let url = format!("https://h/webhooks/{account}");
+        let account = crate::common::account(account);
+        registrations::record_in(&app.pool, &account, &check(ok, &url))
+            .await
+            .expect("kept");
+    };
+    keep("party", false).await;
     // The other account's check, done later and passing, hides nothing.
-    registrations::record_in(
-        &app.pool,
-        &crate::common::account("candidate"),
-        &check(true, "https://h/webhooks/candidate"),
-    )
-    .await
-    .expect("kept");
+    keep("candidate", true).await;
     let shown = status().await;
     assert_eq!(shown["registrationCheck"]["ok"], false, "{shown}");
     assert_eq!(
         shown["registrationCheck"]["problems"][0],
         "account party: no consentUpdate-v1 registration targets https://h/webhooks/party"
     );
-    registrations::record_in(
-        &app.pool,
-        &crate::common::account("party"),
-        &check(true, "https://h/webhooks/party"),
-    )
-    .await
-    .expect("kept");
+    keep("party", true).await;
     let shown = status().await;
     assert_eq!(shown["registrationCheck"]["ok"], true, "{shown}");
     let metrics = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;
