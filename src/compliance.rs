@@ -21,7 +21,7 @@ pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
 pub use view::{View, behind, html, unreached, waiting};
 
-use crate::model::AccountId;
+use crate::model::{AccountId, InvalidAccount};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -106,7 +106,7 @@ pub struct Window {
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub organization: Option<String>,
-    pub account: Option<String>,
+    pub account: Option<AccountId>,
 }
 
 /// What the report is measured against.
@@ -338,10 +338,14 @@ impl Window {
         })
     }
 
-    /// The window of the account `account` only (every account's with `None`).
-    pub fn in_account(mut self, account: Option<String>) -> Self {
-        self.account = account.filter(|a| !a.trim().is_empty());
-        self
+    /// The window of the account named `account` only (every account's with `None` or a
+    /// blank name); an error for a name no account can have.
+    pub fn in_account(mut self, account: Option<String>) -> Result<Self, InvalidAccount> {
+        self.account = account
+            .filter(|a| !a.trim().is_empty())
+            .map(|name| AccountId::new(&name))
+            .transpose()?;
+        Ok(self)
     }
 }
 
