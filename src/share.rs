@@ -190,7 +190,7 @@ fn shared(original: &OptOutToShare, organization: &str) -> ConsentObservation {
         evidence: Some(KeptEvidence::Shared {
             actor: SHARED_ACTOR.to_owned(),
             follows: original.seq,
-            account_id: original.account_id.clone(),
+            account_id: original.account_id.to_string(),
         }),
     }
 }
