@@ -175,7 +175,7 @@ async fn apply_page(pool: &Pool, leads: &[Lead]) {
                 .expect("begin");
             apply::lead_page(
                 &mut *tx,
-                outreach_sync::model::DEFAULT_ACCOUNT,
+                &outreach_sync::model::AccountId::default_account(),
                 "pass_bench",
                 leads,
                 fetched_at,
@@ -188,7 +188,7 @@ async fn apply_page(pool: &Pool, leads: &[Lead]) {
             let mut tx = pool.begin().await.expect("begin");
             apply::lead_page(
                 &mut *tx,
-                outreach_sync::model::DEFAULT_ACCOUNT,
+                &outreach_sync::model::AccountId::default_account(),
                 "pass_bench",
                 leads,
                 fetched_at,
@@ -444,7 +444,7 @@ async fn trickle(campaign: &Campaign, name: &str, entries: usize) -> (i64, i64, 
     for number in &campaign.trickle {
         ticker.tick().await;
         let change = LocalChange {
-            account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+            account: outreach_sync::model::AccountId::default_account(),
             organization_id: ORGANIZATION.into(),
             phone_number: number.clone(),
             opted_out: true,

@@ -372,7 +372,7 @@ fn record(path: &Path, scope: Scope) -> Outcome {
         let (database, pool) = BenchDatabase::open("import.db").await;
         let account = scope == Scope::Account;
         let request = Request {
-            account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+            account: outreach_sync::model::AccountId::default_account(),
             scope,
             options: ListOptions::default(),
             file: path.display().to_string(),

@@ -237,10 +237,10 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
         .unwrap_or(0);
     let settings = bench_settings(&database.url, dir, accounts)?;
     // Each account served: its ingest path, and how its deliveries are signed.
-    let served = settings.served();
+    let served = settings.accounts()?;
     let paths: Vec<&str> = served
         .iter()
-        .map(|view| view.ingest.path.as_str())
+        .map(|account| account.ingest_path.as_str())
         .collect();
     let urls = |addr: SocketAddr| -> Vec<String> {
         paths
@@ -323,9 +323,9 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     }
     let signers: Vec<(SignatureFormat, Key)> = served
         .iter()
-        .map(|view| {
-            let format = SignatureFormat::from(&view.webhook);
-            let secret = view.webhook.secrets[0].expose_secret();
+        .map(|account| {
+            let format = SignatureFormat::from(&account.webhook);
+            let secret = account.webhook.secrets[0].expose_secret();
             let key =
                 Key::for_scheme(format.scheme, secret).expect("the bench secret is a valid key");
             (format, key)
@@ -432,8 +432,8 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     let (outbox, applied, _, _) = outbox_states(&pool).await?;
     let mut by_account = Vec::new();
     if accounts > 0 {
-        for view in &served {
-            let name = view.account_name();
+        for account in &served {
+            let name = &account.id;
             let sql = format!("SELECT COUNT(*) FROM outbox WHERE account_id = '{name}'");
             let (n,): (i64,) = fetch_row(&pool, &sql).await?;
             by_account.push(format!("{name} {n}"));

@@ -99,7 +99,7 @@ async fn fresh() -> (BenchDatabase, Pool) {
 
 fn change(i: u64) -> LocalChange {
     LocalChange {
-        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+        account: outreach_sync::model::AccountId::default_account(),
         organization_id: format!("org_{}", i % 3),
         phone_number: format!("+1555{:07}", i % 1_000_000),
         opted_out: i.is_multiple_of(2),

@@ -26,8 +26,9 @@ pub use self::supervisor::{FIRST_RESTART_DELAY, HEALTHY_RUN, MAX_RESTART_DELAY, 
 use crate::client::ServiceClient;
 use crate::listener::Limits;
 use crate::metrics::Metrics;
+use crate::model::AccountId;
 use crate::outbox::{OutboxState, OutboxWriter};
-use crate::settings::{AdminToken, Live, Settings};
+use crate::settings::{Account, AdminToken, Live, Settings};
 use crate::signature::Verifier;
 use crate::store::{Pool, ReadStore as _};
 use crate::{outbox, upstream};
@@ -48,9 +49,9 @@ pub struct Application {
     limits: (Limits, Limits),
     writer: OutboxWriter,
     writer_task: JoinHandle<()>,
-    /// Each account's service client (an account without one is neither reconciled nor
-    /// pushed to), with the account's view of the settings.
-    clients: Vec<(Settings, ServiceClient)>,
+    /// Each account served with its service client (an account without one is neither
+    /// reconciled nor pushed to).
+    clients: Vec<(Account, ServiceClient)>,
     tasks: Supervisor,
     senders: crate::sender::Running,
     /// Whether `run_until_stopped` starts the worker (see [`Application::without_worker`]).
@@ -92,23 +93,15 @@ impl Application {
         let (mut ingest_limits, mut admin_limits) =
             (settings.ingest.limits(), settings.admin.limits());
         crate::listener::fit_descriptors(&mut ingest_limits, &mut admin_limits);
-        let mut clients = Vec::new();
-        for view in settings.served() {
-            match upstream::service_client(&view, &pool, metrics.clone()) {
-                Ok(client) => clients.push((view, client)),
-                Err(error) => tracing::warn!(
-                    account = view.account_name(),
-                    %error,
-                    "no service client: reconciliation and pushes of this account are off"
-                ),
-            }
-        }
-        let routes = settings
-            .served()
+        let accounts = settings.accounts()?;
+        let ids: Vec<AccountId> = accounts.iter().map(|account| account.id.clone()).collect();
+        metrics.serving(&ids);
+        let clients = service_clients(&accounts, &pool, &metrics);
+        let routes = accounts
             .into_iter()
-            .map(|view| {
-                let verifier = Live::new(Verifier::new(&view.webhook));
-                (view, verifier)
+            .map(|account| {
+                let verifier = Live::new(Verifier::new(&account.webhook));
+                (account, verifier)
             })
             .collect();
         Ok(Self {
@@ -155,7 +148,7 @@ impl Application {
             self.settings.clone(),
             self.routes
                 .iter()
-                .map(|(view, verifier)| (view.account_name().to_owned(), verifier.clone()))
+                .map(|(account, verifier)| (account.id.clone(), verifier.clone()))
                 .collect(),
             self.tokens.clone(),
         )
@@ -227,13 +220,8 @@ impl Application {
             reload: _,
             metrics,
         } = self;
-        // One read of the whole ledger: beside the start, never in its way.
-        let (served, ledger) = (settings.clone(), pool.clone());
-        tokio::spawn(async move {
-            if let Err(error) = warn_of_accounts_not_served(&served, &ledger).await {
-                tracing::warn!(error = %format!("{error:#}"), "the ledger's accounts could not be read");
-            }
-        });
+        let served: Vec<AccountId> = routes.iter().map(|(a, _)| a.id.clone()).collect();
+        spawn_warning_of_accounts_not_served(served.clone(), &pool);
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         if worker {
@@ -246,7 +234,7 @@ impl Application {
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(
-            &settings,
+            (&settings, served),
             (&pool, long_reads),
             tokens,
             wake,
@@ -262,11 +250,12 @@ impl Application {
             metrics.clone(),
         )?;
         tracing::info!(%admin_addr, "admin listening");
-        let (router, keep_rejections) = ingest_router(routes, writer, &pool, &metrics, &shutdown)?;
+        log_listening(&routes, ingest_addr);
+        let ingest = (routes, &settings.ingest);
+        let (router, keep_rejections) = ingest_router(ingest, writer, &pool, &metrics, &shutdown)?;
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;
         }
-        log_listening(&settings, ingest_addr);
         if let Some(interval) = sd_notify::watchdog_enabled() {
             tasks.add("watchdog", move |s| watchdog(interval / 2, s).map(Ok));
         }
@@ -280,17 +269,29 @@ impl Application {
             keep_rejections,
             writer_task,
         );
-        let finish = async {
-            let ((), supervised) = tokio::join!(ingest, tasks.run(&shutdown));
-            pool.close().await;
-            supervised
-        };
-        let finished = within_stop_limit(finish, &shutdown).await;
-        finished.unwrap_or_else(|| {
-            tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
-            tasks.take_failure().map_or(Ok(()), Err)
-        })
+        run_to_the_end(tasks, ingest, pool, &shutdown).await
     }
+}
+
+/// Runs `tasks` beside `ingest` (the ingest listener) until `shutdown` and both have
+/// finished (then closes `pool`), or [`STOP_LIMIT`] after `shutdown`: the daemon's outcome
+/// (a task's failure, if one failed).
+async fn run_to_the_end(
+    mut tasks: Supervisor,
+    ingest: impl Future<Output = ()>,
+    pool: Pool,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let finish = async {
+        let ((), supervised) = tokio::join!(ingest, tasks.run(shutdown));
+        pool.close().await;
+        supervised
+    };
+    let finished = within_stop_limit(finish, shutdown).await;
+    finished.unwrap_or_else(|| {
+        tracing::warn!(limit = ?STOP_LIMIT, "requests or tasks still open after the stop request; exiting without them");
+        tasks.take_failure().map_or(Ok(()), Err)
+    })
 }
 
 /// What `finish` ends with, or `None` once [`STOP_LIMIT`] has passed since `shutdown`. A
@@ -310,13 +311,45 @@ async fn within_stop_limit<T>(
     }
 }
 
+/// Each account's service client, counted in `metrics`; an account whose client cannot be
+/// made is left out (and said so).
+fn service_clients(
+    accounts: &[Account],
+    pool: &Pool,
+    metrics: &Arc<Metrics>,
+) -> Vec<(Account, ServiceClient)> {
+    let mut clients = Vec::new();
+    for account in accounts {
+        match upstream::service_client(account, pool, metrics.clone()) {
+            Ok(client) => clients.push((account.clone(), client)),
+            Err(error) => tracing::warn!(
+                account = %account.id,
+                %error,
+                "no service client: reconciliation and pushes of this account are off"
+            ),
+        }
+    }
+    clients
+}
+
+/// Reads the ledger's accounts beside the start (one read of the whole ledger, never in
+/// its way) and warns of those not served ([`warn_of_accounts_not_served`]).
+fn spawn_warning_of_accounts_not_served(served: Vec<AccountId>, pool: &Pool) {
+    let ledger = pool.clone();
+    tokio::spawn(async move {
+        if let Err(error) = warn_of_accounts_not_served(&served, &ledger).await {
+            tracing::warn!(error = %format!("{error:#}"), "the ledger's accounts could not be read");
+        }
+    });
+}
+
 /// Warns of each account the ledger holds entries of that no `[[account]]` serves (the
 /// `default` of a configuration that moved from `[service]` to a named `[[account]]`): its
 /// states are no longer reconciled, pushed or looked up by default.
-async fn warn_of_accounts_not_served(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
-    let served = settings.account_names();
+async fn warn_of_accounts_not_served(served: &[AccountId], pool: &Pool) -> anyhow::Result<()> {
     for account in pool.ledger_accounts().await? {
-        if !served.contains(&account) {
+        if !served.iter().any(|id| *id == account) {
+            let served: Vec<&str> = served.iter().map(AccountId::as_str).collect();
             tracing::warn!(
                 account,
                 served = served.join(", "),
@@ -330,10 +363,10 @@ async fn warn_of_accounts_not_served(settings: &Settings, pool: &Pool) -> anyhow
 }
 
 /// Says where each account's deliveries are received.
-fn log_listening(settings: &Settings, ingest_addr: SocketAddr) {
-    for view in settings.served() {
-        let (account, path) = (view.account_name(), &view.ingest.path);
-        tracing::info!(%ingest_addr, %path, account, "ingest listening");
+fn log_listening(routes: &[crate::ingest::AccountRoute], ingest_addr: SocketAddr) {
+    for (account, _) in routes {
+        let (account, path) = (&account.id, &account.ingest_path);
+        tracing::info!(%ingest_addr, %path, %account, "ingest listening");
     }
 }
 

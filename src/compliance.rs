@@ -21,6 +21,7 @@ pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
 pub use view::{View, behind, html, unreached, waiting};
 
+use crate::model::{AccountId, InvalidAccount};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -105,7 +106,7 @@ pub struct Window {
     pub since: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub organization: Option<String>,
-    pub account: Option<String>,
+    pub account: Option<AccountId>,
 }
 
 /// What the report is measured against.
@@ -120,11 +121,11 @@ pub struct Rules {
     pub destinations: Vec<Arc<Subscriber>>,
     /// With `[consent] share_across_accounts`, every account served: each is a destination
     /// (named [`shared_destination`]) of the opt-outs of the others.
-    pub shared_accounts: Vec<String>,
+    pub shared_accounts: Vec<AccountId>,
 }
 
 /// The destination name of the account `account`, for an opt-out shared with it.
-pub fn shared_destination(account: &str) -> String {
+pub fn shared_destination(account: &AccountId) -> String {
     format!("account:{account}")
 }
 
@@ -337,10 +338,14 @@ impl Window {
         })
     }
 
-    /// The window of the account `account` only (every account's with `None`).
-    pub fn in_account(mut self, account: Option<String>) -> Self {
-        self.account = account.filter(|a| !a.trim().is_empty());
-        self
+    /// The window of the account named `account` only (every account's with `None` or a
+    /// blank name); an error for a name no account can have.
+    pub fn in_account(mut self, account: Option<String>) -> Result<Self, InvalidAccount> {
+        self.account = account
+            .filter(|a| !a.trim().is_empty())
+            .map(|name| AccountId::new(&name))
+            .transpose()?;
+        Ok(self)
     }
 }
 
@@ -414,22 +419,21 @@ impl Rules {
                 &settings.destination,
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
             ),
-            shared_accounts: shared_accounts(settings),
+            shared_accounts: shared_accounts(settings)?,
         })
     }
 }
 
 /// The accounts opt-outs are shared with: every account served, when sharing is on and
 /// there are several.
-fn shared_accounts(settings: &crate::settings::Settings) -> Vec<String> {
-    let served = settings.served();
+fn shared_accounts(
+    settings: &crate::settings::Settings,
+) -> Result<Vec<AccountId>, crate::settings::SettingsError> {
+    let served = settings.account_ids()?;
     if !settings.consent.share_across_accounts || served.len() < 2 {
-        return Vec::new();
+        return Ok(Vec::new());
     }
-    served
-        .iter()
-        .map(|view| view.account_name().to_owned())
-        .collect()
+    Ok(served)
 }
 
 /// The report of `window` as of `now`, whole in memory: for the demo and the tests. The

@@ -3,7 +3,7 @@
 //! change), so that a reader can check each claim without this code.
 
 use crate::model::Timestamp;
-use crate::model::{PushState, Source};
+use crate::model::{PushState, Scope, Source};
 use crate::store::EvidenceStore;
 use crate::store::codec;
 use base64::Engine as _;
@@ -206,14 +206,14 @@ pub struct LocalEvidence {
 pub async fn bundle(
     pool: impl Into<Pool>,
     phone: &str,
-    (organization, account): (Option<&str>, Option<&str>),
+    scope: Scope<'_>,
     now: DateTime<Utc>,
 ) -> Result<Option<Bundle>, crate::store::Error> {
     let pool = pool.into();
     // The head first: every entry of the bundle is at or below it.
     let chain_head = chain::head(&pool).await?;
-    let mut entries: Vec<StoredEntry> = pool.evidence_entries(phone, organization).await?;
-    entries.retain(|e| account.is_none_or(|a| e.entry.account_id == a));
+    let mut entries: Vec<StoredEntry> = pool.evidence_entries(phone, scope.organization).await?;
+    entries.retain(|e| scope.holds_account(&e.entry.account_id));
     if entries.is_empty() {
         return Ok(None);
     }

@@ -19,8 +19,9 @@ use sha2::{Digest, Sha256};
 
 use crate::events;
 use crate::metrics::Metrics;
+use crate::model::AccountId;
 use crate::outbox::{CommitError, Committed, Delivery, OutboxWriter, RejectedDelivery};
-use crate::settings::{Live, Settings};
+use crate::settings::{Account, IngestSettings, Live, WebhookSettings};
 use crate::signature::{Rejection, SignatureHeader, Verifier};
 
 /// Seconds a client is asked to wait when the daemon cannot take a delivery now.
@@ -40,31 +41,32 @@ pub struct IngestState {
     /// Each answer is counted here, by outcome.
     metrics: Arc<Metrics>,
     /// The account whose deliveries arrive here.
-    account: String,
+    account: AccountId,
 }
 
-/// One account's ingest route: the account's view of the settings
-/// ([`Settings::served`]: its `ingest.path` and `[webhook]`) and the verifier of its
-/// secrets, which a reload replaces.
-pub type AccountRoute = (Settings, Live<Verifier>);
+/// One account's ingest route: the account (its ingest path and `[webhook]`) and the
+/// verifier of its secrets, which a reload replaces.
+pub type AccountRoute = (Account, Live<Verifier>);
 
 /// An account's ingest path the router cannot take: one the settings should have refused
 /// ([`crate::settings::ingest_path_problem`]), or a path taken twice.
 #[derive(Debug, thiserror::Error)]
 #[error("account {account:?}: cannot receive deliveries on its ingest path: {problem}")]
 pub struct RouteError {
-    pub account: String,
+    pub account: AccountId,
     pub problem: String,
 }
 
 /// Checks every account's path as the settings do, before the router is given any (axum
 /// panics on a path it cannot route): so that no configuration, however it was made, can
 /// make building the router panic.
-fn routable<'a>(paths: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(), RouteError> {
+fn routable<'a>(
+    paths: impl IntoIterator<Item = (&'a AccountId, &'a str)>,
+) -> Result<(), RouteError> {
     let mut taken = std::collections::HashMap::new();
     for (account, path) in paths {
         let refused = |problem: String| RouteError {
-            account: account.to_owned(),
+            account: account.clone(),
             problem,
         };
         if let Some(problem) = crate::settings::ingest_path_problem(path) {
@@ -81,11 +83,11 @@ fn routable<'a>(paths: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<(
 }
 
 /// The ingest router: `POST {ingest.path}` of each account served, `GET /healthz`, `GET
-/// /readyz`. A delivery is verified by the verifier of the account whose path it arrived
-/// on, as that verifier is at the time, and only by it. An error, never a panic, for a path
-/// that cannot be routed.
+/// /readyz`, under `[ingest]`'s limits. A delivery is verified by the verifier of the
+/// account whose path it arrived on, as that verifier is at the time, and only by it. An
+/// error, never a panic, for a path that cannot be routed.
 pub fn router(
-    accounts: Vec<AccountRoute>,
+    (accounts, limits): (Vec<AccountRoute>, &IngestSettings),
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
@@ -94,34 +96,34 @@ pub fn router(
     routable(
         accounts
             .iter()
-            .map(|(settings, _)| (settings.account_name(), settings.ingest.path.as_str())),
+            .map(|(account, _)| (&account.id, account.ingest_path.as_str())),
     )?;
     let mut router = Router::new();
     let mut first = None;
     // One account's confirmation header goes on every answer, as it did before accounts;
     // with several, each on its own path's.
     let whole = match accounts.as_slice() {
-        [(settings, _)] => confirmation_header(settings),
+        [(account, _)] => confirmation_header(&account.webhook),
         _ => None,
     };
     let several = accounts.len() > 1;
-    for (settings, verifier) in accounts {
+    for (account, verifier) in accounts {
         let state = Arc::new(IngestState {
             metrics: metrics.clone(),
             verifier,
             writer: writer.clone(),
             pool: pool.clone(),
-            max_body_bytes: settings.ingest.max_body_bytes,
-            max_backlog: settings.ingest.max_backlog,
+            max_body_bytes: limits.max_body_bytes,
+            max_backlog: limits.max_backlog,
             rejections: rejections.clone(),
-            account: settings.account_name().to_owned(),
+            account: account.id.clone(),
         });
         let route = post(receive).with_state(state.clone());
-        let route = match confirmation_header(&settings).filter(|_| several) {
+        let route = match confirmation_header(&account.webhook).filter(|_| several) {
             Some(header) => route.layer(with_header(header)),
             None => route,
         };
-        router = router.route(&settings.ingest.path, route);
+        router = router.route(&account.ingest_path, route);
         first.get_or_insert(state);
     }
     let Some(state) = first else {
@@ -144,8 +146,7 @@ fn with_header(
     tower_http::set_header::SetResponseHeaderLayer::overriding(name, value)
 }
 
-fn confirmation_header(settings: &Settings) -> Option<(HeaderName, HeaderValue)> {
-    let w = &settings.webhook;
+fn confirmation_header(w: &WebhookSettings) -> Option<(HeaderName, HeaderValue)> {
     if w.confirmation_header.is_empty() {
         return None;
     }
@@ -229,7 +230,7 @@ async fn receive(
     body: Body,
 ) -> Result<axum::Json<Ack>, IngestError> {
     let answer = take(&state, headers, body).await;
-    Answered(&answer).emit(&state.metrics);
+    Answered(&answer).emit(&state.metrics, Some(&state.account));
     answer.map(|committed| {
         axum::Json(match committed {
             Committed::Accepted(id) => Ack {
@@ -260,7 +261,7 @@ async fn take(
         Ok(verified) => verified,
         Err(rejection) => {
             state.rejections.record(RejectedDelivery {
-                account: state.account.clone(),
+                account: state.account.to_string(),
                 received_at,
                 reason: rejection.to_string(),
                 headers: headers_as_pairs(&headers),
@@ -278,7 +279,7 @@ async fn take(
     }
     let (kept, verified_header) = headers_as_received(&headers, &verified.signature);
     let delivery = Delivery {
-        account: state.account.clone(),
+        account: state.account.to_string(),
         dedup_key,
         received_at,
         body,
@@ -299,7 +300,9 @@ async fn take(
 struct Answered<'a>(&'a Result<Committed, IngestError>);
 
 impl Answered<'_> {
-    fn emit(&self, metrics: &Metrics) {
+    /// Logs and counts the answer to a delivery on `account`'s path (`None`: on no
+    /// account's).
+    fn emit(&self, metrics: &Metrics, account: Option<&AccountId>) {
         use crate::metrics::Delivery as Outcome;
         let counted = match self.0 {
             Ok(Committed::Accepted(id)) => {
@@ -359,7 +362,7 @@ impl Answered<'_> {
                 outcome
             }
         };
-        metrics.delivery(counted);
+        metrics.delivery(account, counted);
     }
 }
 
@@ -460,7 +463,7 @@ async fn not_found(
     method: axum::http::Method,
 ) -> IngestError {
     if method == axum::http::Method::POST {
-        Answered(&Err(IngestError::NotFound)).emit(&state.metrics);
+        Answered(&Err(IngestError::NotFound)).emit(&state.metrics, None);
     }
     IngestError::NotFound
 }

@@ -19,13 +19,14 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
+use crate::model::AccountId;
+use labels::{
+    AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels,
+    PushLabels, SubscriberLabels, Upstream, UpstreamLabels,
+};
 pub use labels::{
     AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push,
     SubscriberOutcome,
-};
-use labels::{
-    AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels, PushLabels,
-    SubscriberLabels, Upstream, UpstreamLabels,
 };
 pub use scrape::Gauges;
 
@@ -72,13 +73,16 @@ declared! {
     messages_after_opt_out: Counter = "messages_after_optout",
         "Messages first seen by this process that were sent to a number after its opt-out, \
          past the confirmation window ([compliance])";
-    reconcile_passes: Counter = "reconcile_passes", "Reconciliation passes";
-    reconcile_leads_scanned: Counter = "reconcile_leads_scanned",
+    reconcile_passes: Family<AccountLabels, Counter> = "reconcile_passes",
+        "Reconciliation passes";
+    reconcile_leads_scanned: Family<AccountLabels, Counter> = "reconcile_leads_scanned",
         "Leads read from the service by reconciliation";
-    reconcile_repairs: Counter = "reconcile_repairs", "Differences reconciliation repaired";
-    reconcile_messages_refreshed: Counter = "reconcile_messages_refreshed",
+    reconcile_repairs: Family<AccountLabels, Counter> = "reconcile_repairs",
+        "Differences reconciliation repaired";
+    reconcile_messages_refreshed: Family<AccountLabels, Counter> = "reconcile_messages_refreshed",
         "Message statuses reconciliation refreshed";
-    reconcile_errors: Counter = "reconcile_errors", "Errors during reconciliation passes";
+    reconcile_errors: Family<AccountLabels, Counter> = "reconcile_errors",
+        "Errors during reconciliation passes";
     upstream: Family<UpstreamLabels, Counter> = "upstream_responses",
         "Answers of the service's API by HTTP status (\"error\": no answer)";
     pushes: Family<PushLabels, Counter> = "pushes",
@@ -143,17 +147,13 @@ impl Default for Metrics {
 }
 
 impl Metrics {
-    /// Creates the series shown at zero before anything is counted.
+    /// Creates the series shown at zero before anything is counted; those of each account
+    /// once it is served ([`Metrics::serving`]).
     fn zeroed(&self) {
-        for &outcome in Delivery::ALL {
-            let _ = self.deliveries.get_or_create(&DeliveryLabels { outcome });
-        }
-        for status in [Upstream::Other, Upstream::Error] {
-            let _ = self.upstream.get_or_create(&UpstreamLabels { status });
-        }
-        for &outcome in Push::ALL {
-            let _ = self.pushes.get_or_create(&PushLabels { outcome });
-        }
+        let _ = self.deliveries.get_or_create(&DeliveryLabels {
+            account: None,
+            outcome: Delivery::UnknownPath,
+        });
         for &listener in Listener::ALL {
             let _ = self
                 .connections_open
@@ -170,6 +170,50 @@ impl Metrics {
                     .get_or_create(&AuthLabels { attempt, outcome });
             }
         }
+    }
+
+    /// Shows the series of each of `accounts` at zero before anything is counted: every
+    /// answer to a delivery on its path, its service's answers without a status, its pushes
+    /// and its reconciliation.
+    pub fn serving(&self, accounts: &[AccountId]) {
+        for account in accounts {
+            for &outcome in Delivery::ALL {
+                let labels = DeliveryLabels {
+                    account: Some(account.clone()),
+                    outcome,
+                };
+                if outcome != Delivery::UnknownPath {
+                    let _ = self.deliveries.get_or_create(&labels);
+                }
+            }
+            for status in [Upstream::Other, Upstream::Error] {
+                let account = account.clone();
+                let _ = self
+                    .upstream
+                    .get_or_create(&UpstreamLabels { account, status });
+            }
+            for &outcome in Push::ALL {
+                let account = account.clone();
+                let _ = self.pushes.get_or_create(&PushLabels { account, outcome });
+            }
+            let labels = AccountLabels {
+                account: account.clone(),
+            };
+            for family in self.reconcile_families() {
+                let _ = family.get_or_create(&labels);
+            }
+        }
+    }
+
+    /// The counters of a reconciliation pass, by account.
+    fn reconcile_families(&self) -> [&Family<AccountLabels, Counter>; 5] {
+        [
+            &self.reconcile_passes,
+            &self.reconcile_leads_scanned,
+            &self.reconcile_repairs,
+            &self.reconcile_messages_refreshed,
+            &self.reconcile_errors,
+        ]
     }
 
     /// A credential that matched no admin token.
@@ -222,9 +266,11 @@ impl Metrics {
         count(&self.connections_closed, &ClosedLabels { listener, reason })
     }
 
-    pub fn delivery(&self, outcome: Delivery) {
+    /// An answer to a delivery on `account`'s path (`None`: on no account's path).
+    pub fn delivery(&self, account: Option<&AccountId>, outcome: Delivery) {
+        let account = account.cloned();
         self.deliveries
-            .get_or_create(&DeliveryLabels { outcome })
+            .get_or_create(&DeliveryLabels { account, outcome })
             .inc();
     }
 
@@ -249,38 +295,50 @@ impl Metrics {
         self.leader.set(i64::from(leading));
     }
 
+    /// One reconciliation pass of `account`.
     pub fn record_reconcile_pass(
         &self,
+        account: &AccountId,
         leads_scanned: u64,
         repaired: u64,
         messages_refreshed: u64,
         errors: u64,
     ) {
-        self.reconcile_passes.inc();
-        self.reconcile_leads_scanned.inc_by(leads_scanned);
-        self.reconcile_repairs.inc_by(repaired);
-        self.reconcile_messages_refreshed.inc_by(messages_refreshed);
-        self.reconcile_errors.inc_by(errors);
+        let labels = AccountLabels {
+            account: account.clone(),
+        };
+        let [passes, scanned, repairs, refreshed, failed] = self.reconcile_families();
+        passes.get_or_create(&labels).inc();
+        scanned.get_or_create(&labels).inc_by(leads_scanned);
+        repairs.get_or_create(&labels).inc_by(repaired);
+        refreshed.get_or_create(&labels).inc_by(messages_refreshed);
+        failed.get_or_create(&labels).inc_by(errors);
     }
 
-    /// One upstream HTTP answer (token endpoint included).
-    pub fn upstream_status(&self, status: u16) {
-        let status = Upstream::of(status);
+    /// One answer of `account`'s service (token endpoint included).
+    pub fn upstream_status(&self, account: &AccountId, status: u16) {
+        self.upstream_answer(account, Upstream::of(status));
+    }
+
+    /// One call to `account`'s service that got no answer (connect error, timeout, broken
+    /// body).
+    pub fn upstream_transport_error(&self, account: &AccountId) {
+        self.upstream_answer(account, Upstream::Error);
+    }
+
+    fn upstream_answer(&self, account: &AccountId, status: Upstream) {
+        let account = account.clone();
         self.upstream
-            .get_or_create(&UpstreamLabels { status })
+            .get_or_create(&UpstreamLabels { account, status })
             .inc();
     }
 
-    /// One upstream call that got no answer (connect error, timeout, broken body).
-    pub fn upstream_transport_error(&self) {
-        let status = Upstream::Error;
-        self.upstream
-            .get_or_create(&UpstreamLabels { status })
+    /// One push attempt to `account`'s service.
+    pub fn push(&self, account: &AccountId, outcome: Push) {
+        let account = account.clone();
+        self.pushes
+            .get_or_create(&PushLabels { account, outcome })
             .inc();
-    }
-
-    pub fn push(&self, outcome: Push) {
-        self.pushes.get_or_create(&PushLabels { outcome }).inc();
     }
 
     /// Counts a request to `subscriber`.

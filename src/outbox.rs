@@ -8,6 +8,7 @@
 //! One file over 400 lines on purpose: the writer's batch, its commit and the answers it
 //! owes each request are one protocol, read in order.
 
+use crate::model::AccountId;
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -326,7 +327,7 @@ async fn write_and_apply(
         .filter_map(|(command, result)| match (command, result) {
             (Command::Commit(d, event, _), Some(Committed::Accepted(id))) => Some(Pending {
                 id: *id,
-                account: d.account.clone(),
+                account: AccountId::stored(&d.account),
                 dedup_key: d.dedup_key.clone(),
                 event: (**event).clone(),
             }),

@@ -17,10 +17,12 @@ use futures::TryStreamExt;
 use crate::client::models::{ListLeads, Paging};
 use crate::client::{ClientError, ServiceClient, V2LeadUpdate};
 use crate::metrics::Push;
+use crate::model::AccountId;
 use crate::model::DuePush;
 pub use crate::model::PushCounts;
 use crate::model::backoff::Backoff;
 use crate::model::text::Escaped;
+use crate::settings::Account;
 use crate::settings::ApiVersion;
 use crate::store::Pool;
 
@@ -52,7 +54,7 @@ pub struct Pusher {
     client: ServiceClient,
     wake: Arc<Notify>,
     /// The account whose changes its client sends.
-    account: String,
+    account: AccountId,
 }
 
 /// Wakes every account's pusher waiting on `wake` (a change was queued), and the next to
@@ -66,15 +68,15 @@ impl Pusher {
     pub fn new(pool: impl Into<Pool>, client: ServiceClient, wake: Arc<Notify>) -> Self {
         Self {
             pool: pool.into(),
+            account: client.account().clone(),
             client,
             wake,
-            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
         }
     }
 
-    /// Sends the changes of the account `account` (its client's).
-    pub fn with_account(mut self, account: &str) -> Self {
-        account.clone_into(&mut self.account);
+    /// Sends the changes of `account`.
+    pub fn with_account(mut self, account: &Account) -> Self {
+        self.account = account.id.clone();
         self
     }
 
@@ -92,13 +94,13 @@ impl Pusher {
         let attempted = match outcome {
             Ok(lead_id) => {
                 self.pool.push_sent(due.seq, &lead_id, finished).await?;
-                self.client.metrics().push(Push::Sent);
+                self.client.metrics().push(&self.account, Push::Sent);
                 tracing::info!(seq = due.seq, "local consent change pushed");
                 Attempted::Sent { seq: due.seq }
             }
             Err(PushError::Permanent(error)) => {
                 self.pool.push_failed(due.seq, &error, finished).await?;
-                self.client.metrics().push(Push::Failed);
+                self.client.metrics().push(&self.account, Push::Failed);
                 // Through `Escaped`: the service's text and the organization id may hold a line
                 // break, which must not start a line of its own in a text log.
                 tracing::warn!(seq = due.seq, error = %Escaped(&error), "local consent change refused by the service");
@@ -112,7 +114,7 @@ impl Pusher {
                 let next = (now.max(finished) + backoff(due.attempts)).trunc_subsecs(3);
                 self.pool.retry_push_at(due.seq, &error, next).await?;
                 let next_attempt_at = codec::timestamp(next);
-                self.client.metrics().push(Push::Retry);
+                self.client.metrics().push(&self.account, Push::Retry);
                 tracing::warn!(seq = due.seq, attempts = due.attempts, error = %Escaped(&error), %next_attempt_at, "push failed; will retry");
                 Attempted::Retry {
                     seq: due.seq,

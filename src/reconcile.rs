@@ -33,9 +33,10 @@ use tokio_util::task::AbortOnDropHandle;
 use crate::apply::{self, PageApplied};
 use crate::client::{ClientError, ServiceClient, models};
 use crate::lease;
+use crate::model::AccountId;
 use crate::model::Lead;
 use crate::model::{Source, StatusObservation};
-use crate::settings::ReconcileSettings;
+use crate::settings::{Account, ReconcileSettings};
 use crate::store::{ApplyTx, Connection, PageCheckpoint, PassRecord, Pool};
 use source::LeadSource;
 
@@ -125,7 +126,7 @@ pub struct Reconciler {
     lease: std::time::Duration,
     running: Arc<tokio::sync::Mutex<()>>,
     /// The account of the service its client reads.
-    account: String,
+    account: AccountId,
 }
 
 impl Reconciler {
@@ -133,17 +134,21 @@ impl Reconciler {
         Self {
             pool: pool.into(),
             source: LeadSource::of(&client),
-            client,
             settings: settings.clone(),
             lease: lease::LEASE_TTL,
             running: Arc::new(tokio::sync::Mutex::new(())),
-            account: crate::model::DEFAULT_ACCOUNT.to_owned(),
+            account: client.account().clone(),
+            client,
         }
     }
 
-    /// Mirrors what its client reads as the account `account`'s.
-    pub fn with_account(mut self, account: &str) -> Self {
-        account.clone_into(&mut self.account);
+    /// Mirrors what its client reads as `account`'s, and scans `account`'s organizations
+    /// (empty: every one).
+    pub fn with_account(mut self, account: &Account) -> Self {
+        self.account = account.id.clone();
+        self.settings
+            .organizations
+            .clone_from(&account.organizations);
         self
     }
 
@@ -267,6 +272,7 @@ impl Reconciler {
     /// A finished pass in the metrics, the database (for `status`) and the log.
     async fn report(&self, summary: &PassSummary) {
         self.client.metrics().record_reconcile_pass(
+            &self.account,
             summary.leads_scanned,
             summary.repaired,
             summary.messages_refreshed,

@@ -15,11 +15,11 @@ use crate::client::models::{
 };
 use crate::client::{ClientError, ServiceClient};
 use crate::model::{RegistrationCheck, Timestamp};
-use crate::settings::Settings;
-use crate::store::Pool;
+use crate::settings::Account;
 
-/// The `daemon_state` key of the last check's result (JSON).
-const LAST_CHECK: &str = "webhook_registrations_check";
+/// The last check of each account, kept for `status`, `GET /v1/status` and `/metrics`.
+mod kept;
+pub use kept::{last_check, record, record_in};
 
 /// What this daemon needs registered: where, for which leads, signed with which secret.
 #[derive(Debug, Clone)]
@@ -42,29 +42,30 @@ pub enum TargetError {
     NoSecret,
 }
 
-/// The URL the registrations target: `--target-url`, else `ingest.public_url`.
-pub fn target_url(settings: &Settings, given: Option<&str>) -> Result<String, TargetError> {
+/// The URL the registrations target: `--target-url`, else the account's public URL
+/// (`ingest.public_url`).
+pub fn target_url(account: &Account, given: Option<&str>) -> Result<String, TargetError> {
     match given {
         Some(url) => match reqwest::Url::parse(url) {
             Ok(parsed) if matches!(parsed.scheme(), "http" | "https") => Ok(url.to_owned()),
             _ => Err(TargetError::BadUrl(url.to_owned())),
         },
         // Validated with the settings.
-        None if !settings.ingest.public_url.is_empty() => Ok(settings.ingest.public_url.clone()),
+        None if !account.public_url.is_empty() => Ok(account.public_url.clone()),
         None => Err(TargetError::NoUrl),
     }
 }
 
 impl Target {
-    /// The target of `settings`: at [`target_url`], for the whole account unless
-    /// `organizations` are named, signed with the first of `webhook.secrets`.
+    /// The target of `account`: at [`target_url`], for the whole account unless
+    /// `organizations` are named, signed with the first of its `webhook.secrets`.
     pub fn of(
-        settings: &Settings,
+        account: &Account,
         given_url: Option<&str>,
         organizations: &[String],
     ) -> Result<Self, TargetError> {
-        let url = target_url(settings, given_url)?;
-        let secret = settings
+        let url = target_url(account, given_url)?;
+        let secret = account
             .webhook
             .secrets
             .first()
@@ -443,65 +444,6 @@ pub async fn rotate(client: &ServiceClient, target: &Target) -> Result<Vec<Mocke
         client.update_webhook_registration(id, &body).await?;
     }
     Ok(mock_each(client, ours.into_iter()).await?.0)
-}
-
-/// Keeps `check` as the `default` account's last result ([`record_in`]).
-pub async fn record(pool: &Pool, check: &RegistrationCheck) -> anyhow::Result<()> {
-    record_in(pool, crate::model::DEFAULT_ACCOUNT, check).await
-}
-
-/// Keeps `check` as `account`'s last result, for `status`, `GET /v1/status` and
-/// `/metrics`.
-pub async fn record_in(
-    pool: &Pool,
-    account: &str,
-    check: &RegistrationCheck,
-) -> anyhow::Result<()> {
-    let value = serde_json::to_string(check)?;
-    pool.set_state(&check_key(account), &value).await?;
-    Ok(())
-}
-
-/// Where an account's last check is kept: `default`'s where it always was.
-fn check_key(account: &str) -> String {
-    if account == crate::model::DEFAULT_ACCOUNT {
-        LAST_CHECK.to_owned()
-    } else {
-        format!("{LAST_CHECK}:{account}")
-    }
-}
-
-/// The last check of `accounts` that most needs attention: the first that failed, else the
-/// oldest. With several accounts, each problem names its account. `None` before the first
-/// check (an account whose kept check cannot be read, which is logged, counts as never
-/// checked).
-pub async fn last_check(
-    pool: &Pool,
-    accounts: &[String],
-) -> Result<Option<RegistrationCheck>, crate::store::Error> {
-    let mut kept = Vec::new();
-    for account in accounts {
-        let Some(value) = pool.state(&check_key(account)).await? else {
-            continue;
-        };
-        match serde_json::from_str::<RegistrationCheck>(&value) {
-            Ok(mut check) => {
-                if accounts.len() > 1 {
-                    for problem in &mut check.problems {
-                        *problem = format!("account {account}: {problem}");
-                    }
-                }
-                kept.push(check);
-            }
-            Err(error) => {
-                tracing::warn!(%error, account, "the kept webhook registration check cannot be read");
-            }
-        }
-    }
-    Ok(match kept.iter().position(|check| !check.ok) {
-        Some(failed) => Some(kept.swap_remove(failed)),
-        None => kept.into_iter().min_by_key(|check| check.checked_at),
-    })
 }
 
 #[cfg(test)]

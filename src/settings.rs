@@ -21,7 +21,7 @@ mod subscribers;
 mod urls;
 mod validate;
 mod webhook;
-pub use accounts::{AccountSettings, DEFAULT_ACCOUNT};
+pub use accounts::{Account, AccountSettings, DEFAULT_ACCOUNT};
 pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };

@@ -25,7 +25,9 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::apply::imported::{self, Batch, ListedNumber, Scope};
-use crate::model::{ConsentObservation, KeptEvidence, OptOutToShare, SHARED_ACTOR, Source};
+use crate::model::{
+    AccountId, ConsentObservation, KeptEvidence, OptOutToShare, SHARED_ACTOR, Source,
+};
 use crate::store::{Pool, ShareStore as _};
 
 /// Where sharing stands: the last entry shared.
@@ -43,13 +45,13 @@ const RETRY: Duration = Duration::from_secs(5);
 #[derive(Debug, Clone)]
 pub struct Sharer {
     pool: Pool,
-    accounts: Vec<String>,
+    accounts: Vec<AccountId>,
     /// Wakes the pushers when opt-outs were queued for a service.
     wake: Arc<Notify>,
 }
 
 impl Sharer {
-    pub fn new(pool: impl Into<Pool>, accounts: Vec<String>, wake: Arc<Notify>) -> Self {
+    pub fn new(pool: impl Into<Pool>, accounts: Vec<AccountId>, wake: Arc<Notify>) -> Self {
         Self {
             pool: pool.into(),
             accounts,
@@ -135,7 +137,7 @@ impl Sharer {
 /// the opt-outs queued for its service.
 async fn record(
     tx: &mut crate::store::Tx<'_>,
-    account: &str,
+    account: &AccountId,
     from: &[&OptOutToShare],
     now: chrono::DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -160,7 +162,7 @@ async fn record(
     let counts = imported::record_opt_outs(tx, account, batch, entry).await?;
     if counts.recorded > 0 {
         tracing::info!(
-            account,
+            %account,
             recorded = counts.recorded,
             suppressed = counts.suppressed,
             pushes = counts.pushes,
@@ -188,7 +190,7 @@ fn shared(original: &OptOutToShare, organization: &str) -> ConsentObservation {
         evidence: Some(KeptEvidence::Shared {
             actor: SHARED_ACTOR.to_owned(),
             follows: original.seq,
-            account_id: original.account_id.clone(),
+            account_id: original.account_id.to_string(),
         }),
     }
 }

@@ -12,7 +12,8 @@ use crate::store::Pool;
 
 use crate::client::{ClientConfig, ClientError, ServiceClient, TokenGuardState, TokenGuardStore};
 use crate::metrics::Metrics;
-use crate::settings::Settings;
+use crate::model::AccountId;
+use crate::settings::Account;
 
 const GUARD_KEY: &str = "token_guard";
 
@@ -26,12 +27,12 @@ pub struct DbTokenGuardStore {
 
 impl DbTokenGuardStore {
     pub fn new(pool: impl Into<Pool>) -> Self {
-        Self::of_account(pool, crate::model::DEFAULT_ACCOUNT)
+        Self::of_account(pool, &AccountId::default_account())
     }
 
     /// The guard of the account `account`'s token requests.
-    pub fn of_account(pool: impl Into<Pool>, account: &str) -> Self {
-        let key = if account == crate::model::DEFAULT_ACCOUNT {
+    pub fn of_account(pool: impl Into<Pool>, account: &AccountId) -> Self {
+        let key = if *account == crate::model::DEFAULT_ACCOUNT {
             GUARD_KEY.to_owned()
         } else {
             format!("{GUARD_KEY}:{account}")
@@ -98,15 +99,15 @@ impl TokenGuardStore for DbTokenGuardStore {
     }
 }
 
-/// The service client of `settings`, its token guard in `pool`, its answers counted in
-/// `metrics`; an error names the key
-/// at fault (typically a missing `service.client_secret`).
+/// The service client of `account`, its token guard in `pool`, its answers counted in
+/// `metrics`; an error names the key at fault (typically a missing
+/// `service.client_secret`).
 pub fn service_client(
-    settings: &Settings,
+    account: &Account,
     pool: impl Into<Pool>,
     metrics: Arc<Metrics>,
 ) -> Result<ServiceClient, ClientError> {
-    let config = ClientConfig::from_settings(&settings.service)?.counted_in(metrics);
-    let guard = DbTokenGuardStore::of_account(pool, settings.account_name());
+    let config = ClientConfig::from_settings(&account.service)?.counted_in(metrics, &account.id);
+    let guard = DbTokenGuardStore::of_account(pool, &account.id);
     ServiceClient::with_guard_store(config, Arc::new(guard))
 }

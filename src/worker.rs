@@ -2,6 +2,7 @@
 //! marks its rows applied (or quarantined), so a crash at any instant neither loses nor
 //! repeats an effect.
 
+use crate::model::AccountId;
 use crate::store::{OutboxCounts, OutboxStore};
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,7 +125,7 @@ impl Worker {
             .map(|row| Pending {
                 event: events::parse(&row.body, row.received_at),
                 id: row.id,
-                account: row.account_id,
+                account: AccountId::stored(&row.account_id),
                 dedup_key: row.dedup_key,
             })
             .collect();

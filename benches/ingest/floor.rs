@@ -24,7 +24,7 @@ use axum::Router;
 use axum::routing::post;
 use bytes::Bytes;
 use http::{HeaderMap, StatusCode};
-use outreach_sync::settings::Settings;
+use outreach_sync::settings::{Account, Settings};
 use outreach_sync::signature::Verifier;
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
@@ -422,15 +422,15 @@ fn fail(batch: &mut Vec<Stored>, error: &dyn std::fmt::Display) {
 /// with the secrets of the account whose path it came on, key the body by its SHA-256,
 /// hand it to the group-commit loop and answer after the commit.
 pub async fn spawn(
-    served: &[Settings],
+    served: &[Account],
     store: FloorStore,
     shutdown: CancellationToken,
 ) -> anyhow::Result<std::net::SocketAddr> {
     let (tx, rx) = mpsc::channel::<Stored>(4096);
     store.start(rx)?;
     let mut router = Router::new();
-    for view in served {
-        let (verifier, tx) = (Arc::new(Verifier::new(&view.webhook)), tx.clone());
+    for account in served {
+        let (verifier, tx) = (Arc::new(Verifier::new(&account.webhook)), tx.clone());
         let ingest = move |headers: HeaderMap, body: Bytes| {
             let (verifier, tx) = (verifier.clone(), tx.clone());
             async move {
@@ -448,7 +448,7 @@ pub async fn spawn(
                 Ok(axum::Json(serde_json::json!({"status": status, "id": id})))
             }
         };
-        router = router.route(&view.ingest.path, post(ingest));
+        router = router.route(&account.ingest_path, post(ingest));
     }
     crate::serve_baseline(router, shutdown).await
 }

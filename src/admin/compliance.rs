@@ -98,7 +98,8 @@ pub async fn report(
         now,
     )
     .map_err(|e| AdminError::BadRequest(e.to_string()))?
-    .in_account(query.account_id);
+    .in_account(query.account_id)
+    .map_err(|e| AdminError::BadRequest(format!("accountId: {e}")))?;
     let read = state.long_read()?;
     let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
     let (mut pages, body) = mpsc::channel::<std::io::Result<Bytes>>(PAGES_AHEAD);

@@ -17,7 +17,7 @@ use crate::apply::{self, LocalChange, Recorded};
 use crate::ingest::ErrorBody;
 use crate::ledger::{self, ConsentRecord, LedgerEntry};
 use crate::model::text::{bounded, id_schema};
-use crate::model::{id_problem, phone};
+use crate::model::{AccountId, Scope, id_problem, phone};
 
 /// Most numbers in one lookup.
 pub const MAX_LOOKUP: usize = 10_000;
@@ -84,10 +84,14 @@ impl ByNumber {
         checked_id("organizationId", self.organization_id.as_deref())
     }
 
-    /// `organizationId` and `accountId`, each checked as every id is.
-    pub fn scope(&self) -> Result<(Option<&str>, Option<&str>), AdminError> {
-        let account = checked_id("accountId", self.account_id.as_deref())?;
-        Ok((self.organization()?, account))
+    /// `accountId`, if given: checked as every id is, then as an account's name (400
+    /// otherwise: no account is named so).
+    pub fn account(&self) -> Result<Option<AccountId>, AdminError> {
+        checked_id("accountId", self.account_id.as_deref())?
+            .map(|name| {
+                AccountId::new(name).map_err(|e| AdminError::BadRequest(format!("accountId: {e}")))
+            })
+            .transpose()
     }
 }
 
@@ -142,7 +146,8 @@ pub async fn current(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<ledger::CurrentConsent>, AdminError> {
     let Query(query) = query?;
-    let scope = query.scope()?;
+    let account = query.account()?;
+    let scope = Scope::organization(query.organization()?).in_account(account.as_ref());
     let phone = required_phone(query.phone_number.clone())?;
     let current = ledger::current_with_suppression(&state.pool, &phone, scope).await?;
     Ok(Json(current))

@@ -11,6 +11,7 @@ use super::consent::{ByNumber, required_phone};
 use super::{AdminError, AdminState};
 use crate::evidence::{self, Bundle};
 use crate::ingest::ErrorBody;
+use crate::model::Scope;
 
 #[utoipa::path(
     get,
@@ -29,7 +30,8 @@ pub async fn bundle(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Bundle>, AdminError> {
     let Query(query) = query?;
-    let scope = query.scope()?;
+    let account = query.account()?;
+    let scope = Scope::organization(query.organization()?).in_account(account.as_ref());
     let phone = required_phone(query.phone_number.clone())?;
     evidence::bundle(&state.pool, &phone, scope, Utc::now())
         .await?

@@ -11,6 +11,7 @@
 //! start of the upload to the end of the recording; past it the answer is 429 with
 //! `Retry-After`, so that the memory of the lists being read is bounded in total.
 
+use crate::model::AccountId;
 use std::io::{Seek as _, SeekFrom};
 use std::sync::Arc;
 
@@ -104,7 +105,7 @@ pub struct ImportQuery {
 
 impl ImportQuery {
     /// The request it makes, by `actor`.
-    pub fn request(self, account: &str, actor: String) -> Result<Request, AdminError> {
+    pub fn request(self, account: &AccountId, actor: String) -> Result<Request, AdminError> {
         let scope = match (self.org, self.account) {
             (Some(_), true) => {
                 return Err(AdminError::BadRequest(

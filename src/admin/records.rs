@@ -17,7 +17,7 @@ use crate::ingest::ErrorBody;
 use crate::ledger::{self, Items};
 use crate::metrics;
 use crate::model::text::quoted;
-use crate::model::{DestinationStatus, Lead};
+use crate::model::{DestinationStatus, Lead, Scope};
 
 /// What `/healthz` answers.
 #[derive(serde::Serialize, utoipa::ToSchema)]
@@ -145,7 +145,8 @@ pub async fn find_leads(
     query: Result<Query<ByNumber>, QueryRejection>,
 ) -> Result<Json<Items<Value>>, AdminError> {
     let Query(query) = query?;
-    let scope = query.scope()?;
+    let account = query.account()?;
+    let scope = Scope::organization(query.organization()?).in_account(account.as_ref());
     let phone = required_phone(query.phone_number.clone())?;
     let leads = ledger::leads_in(&state.pool, &phone, scope).await?;
     Ok(Json(Items {

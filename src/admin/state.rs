@@ -9,6 +9,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use super::{AdminError, console, guard, import};
+use crate::model::AccountId;
 use crate::outbox::OutboxState;
 use crate::settings::SubscriberSettings;
 use crate::settings::{AdminToken, Live};
@@ -47,7 +48,7 @@ pub struct AdminState {
     pub(super) metrics: Arc<crate::metrics::Metrics>,
     /// The accounts served, the first the one local changes and imports are recorded in
     /// unless another is named.
-    pub(super) accounts: Vec<String>,
+    pub(super) accounts: Vec<AccountId>,
 }
 
 impl AdminState {
@@ -76,19 +77,17 @@ impl AdminState {
             imports: import::ImportSlots::default(),
             compliance: Arc::new(crate::compliance::Rules::default()),
             metrics: Arc::default(),
-            accounts: vec![crate::model::DEFAULT_ACCOUNT.to_owned()],
+            accounts: vec![AccountId::default_account()],
         }
     }
 
     /// The account of what names none (the console's changes and imports).
-    pub fn first_account(&self) -> &str {
-        self.accounts
-            .first()
-            .map_or(crate::model::DEFAULT_ACCOUNT, String::as_str)
+    pub fn first_account(&self) -> AccountId {
+        self.accounts.first().cloned().unwrap_or_default()
     }
 
     /// Serves `accounts` (not empty: the first takes what names none).
-    pub fn with_accounts(mut self, accounts: Vec<String>) -> Self {
+    pub fn with_accounts(mut self, accounts: Vec<AccountId>) -> Self {
         if !accounts.is_empty() {
             self.accounts = accounts;
         }
@@ -98,20 +97,21 @@ impl AdminState {
     /// The account a change or import is recorded in: `requested`, which must be served
     /// (404 otherwise, as for any other thing named that does not exist), or the first
     /// account.
-    pub fn account(&self, requested: Option<&str>) -> Result<String, AdminError> {
+    pub fn account(&self, requested: Option<&str>) -> Result<AccountId, AdminError> {
         let Some(name) = requested else {
-            return Ok(self.first_account().to_owned());
+            return Ok(self.first_account());
         };
         if let Some(problem) = crate::model::id_problem("accountId", name) {
             return Err(AdminError::BadRequest(problem));
         }
-        if self.accounts.iter().any(|a| a == name) {
-            return Ok(name.to_owned());
+        if let Some(served) = self.accounts.iter().find(|a| **a == *name) {
+            return Ok(served.clone());
         }
+        let served: Vec<&str> = self.accounts.iter().map(AccountId::as_str).collect();
         Err(AdminError::NotFound(format!(
             "accountId: no account {} is served (accounts: {})",
             crate::model::text::bounded(name, crate::model::MAX_ID_CHARS),
-            self.accounts.join(", ")
+            served.join(", ")
         )))
     }
 

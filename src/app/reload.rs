@@ -10,6 +10,7 @@ use std::sync::Arc;
 use secrecy::ExposeSecret as _;
 use tokio_util::sync::CancellationToken;
 
+use crate::model::AccountId;
 use crate::settings::{AdminToken, DestinationKeys, Live, Settings, SettingsError};
 use crate::signature::{Key, Verifier};
 
@@ -21,7 +22,7 @@ pub struct Reloader {
     /// The settings in force: all but the two reloaded are kept as the daemon started.
     running: Arc<std::sync::Mutex<Settings>>,
     /// Each account's verifier, by the account's name.
-    verifiers: Vec<(String, Live<Verifier>)>,
+    verifiers: Vec<(AccountId, Live<Verifier>)>,
     tokens: Live<Vec<AdminToken>>,
     /// The destinations' keys: a destination stopped by its key is tried again under new
     /// ones.
@@ -41,7 +42,7 @@ impl Reloader {
     pub fn new(
         config: Option<PathBuf>,
         running: Settings,
-        verifiers: Vec<(String, Live<Verifier>)>,
+        verifiers: Vec<(AccountId, Live<Verifier>)>,
         tokens: Live<Vec<AdminToken>>,
     ) -> Self {
         Self {
@@ -96,17 +97,12 @@ impl Reloader {
                 destination.api_key_file = reloaded.api_key_file.clone();
             }
         }
-        let views = next.served();
         let mut webhook_secrets = 0;
-        for view in &views {
-            if let Some((_, verifier)) = self
-                .verifiers
-                .iter()
-                .find(|(n, _)| n == view.account_name())
-            {
-                verifier.replace(Verifier::new(&view.webhook));
+        for account in next.accounts()? {
+            if let Some((_, verifier)) = self.verifiers.iter().find(|(id, _)| *id == account.id) {
+                verifier.replace(Verifier::new(&account.webhook));
             }
-            webhook_secrets += view.webhook.secrets.len();
+            webhook_secrets += account.webhook.secrets.len();
         }
         self.tokens.replace(next.admin.named_tokens());
         self.destination_keys
@@ -177,21 +173,18 @@ impl Hangups {
 /// scheme its account runs with (a new scheme, or a new or removed account, takes a
 /// restart).
 fn check_webhooks(running: &Settings, new: &Settings) -> Result<(), SettingsError> {
-    let new_views = new.served();
-    for view in running.served() {
-        let Some(reloaded) = new_views
-            .iter()
-            .find(|n| n.account_name() == view.account_name())
-        else {
+    let new_accounts = new.accounts()?;
+    for account in running.accounts()? {
+        let Some(reloaded) = new_accounts.iter().find(|n| n.id == account.id) else {
             return Err(SettingsError::Invalid {
                 key: "account",
                 message: format!(
                     "account {:?} is no longer in the configuration (removing an account takes a restart)",
-                    view.account_name()
+                    account.id.as_str()
                 ),
             });
         };
-        let scheme = view.webhook.scheme;
+        let scheme = account.webhook.scheme;
         if reloaded
             .webhook
             .secrets

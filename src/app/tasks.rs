@@ -14,11 +14,12 @@ use super::{Hangups, Reloader, Supervisor, notify_systemd};
 use crate::client::ServiceClient;
 use crate::listener::Limits;
 use crate::metrics::{Listener, Metrics};
+use crate::model::AccountId;
 use crate::outbox::OutboxWriter;
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::replica::Replica;
-use crate::settings::{AdminToken, Live, Settings};
+use crate::settings::{Account, AdminToken, IngestSettings, Live, Settings, SettingsError};
 use crate::store::Pool;
 use crate::worker::Worker;
 use crate::{admin, ingest};
@@ -45,7 +46,7 @@ pub(super) fn supervise_worker(
 
 /// What the leader's work is given besides the database and the settings.
 pub(super) type LeaderParts = (
-    Vec<(Settings, ServiceClient)>,
+    Vec<(Account, ServiceClient)>,
     Arc<tokio::sync::Notify>,
     crate::sender::Running,
     Arc<Metrics>,
@@ -62,7 +63,7 @@ pub(super) async fn supervise_leader_work(
     (clients, wake, running, metrics): LeaderParts,
     keys: Live<crate::settings::DestinationKeys>,
 ) -> anyhow::Result<()> {
-    let (singletons, sharer) = upstream_work(pool, settings, clients, &wake);
+    let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
         &settings.destination,
@@ -139,31 +140,33 @@ async fn run_upstream(
     tokio::join!(each, sharing);
 }
 
+/// Each account's reconciler and pusher, and the sharer (if any).
+type UpstreamWork = (Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>);
+
 /// Each account's reconciler and pusher, under its own client (its rate limit, its token:
 /// one account's outage never holds up another's), and the sharer of opt-outs across the
 /// accounts when `[consent] share_across_accounts` is on and there are several.
 fn upstream_work(
     pool: &Pool,
     settings: &Settings,
-    clients: Vec<(Settings, ServiceClient)>,
+    clients: Vec<(Account, ServiceClient)>,
     wake: &Arc<tokio::sync::Notify>,
-) -> (Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>) {
+) -> Result<UpstreamWork, SettingsError> {
     let singletons = clients
         .into_iter()
-        .map(|(view, client)| {
-            let account = view.account_name();
+        .map(|(account, client)| {
             (
-                Reconciler::new(pool.clone(), client.clone(), &view.reconcile)
+                Reconciler::new(pool.clone(), client.clone(), &settings.reconcile)
                     .with_lease(settings.replica.lease())
-                    .with_account(account),
-                Pusher::new(pool.clone(), client, wake.clone()).with_account(account),
+                    .with_account(&account),
+                Pusher::new(pool.clone(), client, wake.clone()).with_account(&account),
             )
         })
         .collect();
-    let accounts = settings.account_names();
+    let accounts = settings.account_ids()?;
     let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
         .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
-    (singletons, sharer)
+    Ok((singletons, sharer))
 }
 
 /// Every replica's followers of the ledger wake on every replica's commits (PostgreSQL).
@@ -182,7 +185,7 @@ pub(super) fn supervise_ledger_listener(tasks: &mut Supervisor, pool: &Pool) {
 
 /// The admin listener's router: the API and the console, with the tokens in force.
 pub(super) fn admin_router(
-    settings: &Settings,
+    (settings, accounts): (&Settings, Vec<AccountId>),
     (pool, long_reads): (&Pool, Pool),
     tokens: Live<Vec<AdminToken>>,
     wake: Arc<tokio::sync::Notify>,
@@ -193,7 +196,7 @@ pub(super) fn admin_router(
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
             .with_long_reads(long_reads)
-            .with_accounts(settings.account_names())
+            .with_accounts(accounts)
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())
@@ -255,7 +258,7 @@ pub(super) fn supervise_admin(
 /// The ingest listener's router, and the task that keeps the sample of refused deliveries it
 /// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
 pub(super) fn ingest_router(
-    accounts: Vec<ingest::AccountRoute>,
+    accounts: (Vec<ingest::AccountRoute>, &IngestSettings),
     writer: OutboxWriter,
     pool: &Pool,
     metrics: &Arc<Metrics>,

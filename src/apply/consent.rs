@@ -3,6 +3,7 @@
 //! The state kept is the maximum of a total order, so any order and any duplication of the
 //! same events ends in one state.
 
+use crate::model::AccountId;
 use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
@@ -29,7 +30,7 @@ struct Decision {
 /// outcome is the one of applying the observations one by one.
 pub async fn apply<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
     states: ConsentStates,

@@ -3,6 +3,7 @@
 //! rule is written out in `migrations/sqlite/20261121000003_pushes.sql`), unless a change
 //! of the pair the other way came between the push and it: then it is the person's act.
 
+use crate::model::AccountId;
 use chrono::{DateTime, TimeDelta, Utc};
 
 use crate::model::{ConsentObservation, PushedChange};
@@ -31,7 +32,7 @@ impl EchoMatcher {
     /// Loads the candidates for the (organization, number) pairs of a batch.
     pub async fn load<T: ApplyTx + ?Sized>(
         tx: &mut T,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> Result<Self, crate::store::Error> {
         if keys.is_empty() {

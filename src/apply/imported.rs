@@ -4,6 +4,7 @@
 //! service. An account-wide import also records each number once for the whole account
 //! (organization [`ACCOUNT_WIDE`]), and that entry suppresses it (see `suppression`).
 
+use crate::model::AccountId;
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
@@ -45,7 +46,7 @@ impl std::fmt::Display for Scope {
 #[derive(Debug, Clone)]
 pub struct ListEvidence {
     /// The account of the service the list is recorded in.
-    pub account: String,
+    pub account: AccountId,
     /// The file as named by whoever imported it (`-` for standard input).
     pub file: String,
     pub sha256: String,
@@ -117,7 +118,7 @@ pub struct Batch<'a> {
 /// numbers, the others of mirrored leads are queued for the service.
 pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     batch: Batch<'_>,
     entry: impl Fn(&ListedNumber, &str) -> ConsentObservation,
 ) -> Result<BatchCounts, crate::store::Error> {
@@ -193,7 +194,7 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
 /// [`ACCOUNT_WIDE`] and every organization holding the number.
 async fn targets<'n, T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     scope: &Scope,
     numbers: &'n [ListedNumber],
     phones: &[&str],

@@ -1,6 +1,7 @@
 //! Local consent changes (CLI, admin API): recorded in the ledger with source `local`,
 //! applied to the mirror and queued for the service, in one transaction.
 
+use crate::model::AccountId;
 use crate::model::PushState;
 use crate::model::{MAX_REASON_CHARS, id_problem};
 use chrono::{DateTime, Utc};
@@ -14,7 +15,7 @@ use crate::store::{ApplyTx, Pool};
 #[derive(Debug, Clone, PartialEq)]
 pub struct LocalChange {
     /// The account of the service it is made in.
-    pub account: String,
+    pub account: AccountId,
     pub organization_id: String,
     pub phone_number: String,
     pub opted_out: bool,
@@ -116,7 +117,7 @@ pub async fn record<T: ApplyTx + ?Sized>(
         observation.organization_id.as_str(),
         observation.phone_number.as_str(),
     );
-    let account = change.account.as_str();
+    let account = &change.account;
     let states = super::locked_states(tx, account, &[key]).await?;
     let applied =
         super::consent::apply(tx, account, std::slice::from_ref(&observation), now, states).await?;

@@ -4,6 +4,7 @@
 //! recognition, ledger entries, consent states, message statuses and outbox marking. The
 //! statements themselves are the storage layer's ([`crate::store::ApplyTx`]).
 
+use crate::model::AccountId;
 use crate::model::Timestamp;
 use std::collections::HashSet;
 
@@ -32,7 +33,7 @@ pub use page::{PageApplied, lead_page};
 pub struct Pending {
     pub id: i64,
     /// The account whose path it arrived on.
-    pub account: String,
+    pub account: AccountId,
     /// The ledger's `event_ref` of the event's entries.
     pub dedup_key: String,
     pub event: Result<Event, events::ParseError>,
@@ -122,15 +123,15 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
     policy: &Policy,
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
-    let mut accounts: Vec<&str> = Vec::new();
+    let mut accounts: Vec<&AccountId> = Vec::new();
     for row in rows {
-        if !accounts.contains(&row.account.as_str()) {
+        if !accounts.contains(&&row.account) {
             accounts.push(&row.account);
         }
     }
     let mut outcome = Outcome::default();
     for account in accounts {
-        let of_account: Vec<&Pending> = rows.iter().filter(|r| r.account == account).collect();
+        let of_account: Vec<&Pending> = rows.iter().filter(|r| r.account == *account).collect();
         let of_run = deliveries_of(tx, account, &of_account, now, policy, settle).await?;
         outcome.applied += of_run.applied;
         outcome.quarantined += of_run.quarantined;
@@ -143,7 +144,7 @@ pub async fn deliveries<T: ApplyTx + ?Sized>(
 /// [`deliveries`] of one account.
 async fn deliveries_of<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     rows: &[&Pending],
     now: DateTime<Utc>,
     policy: &Policy,
@@ -251,7 +252,7 @@ fn new_messages<'a>(
 /// of their number (a late or reordered delivery), over the states stored before the batch.
 async fn suppressed_by_events<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[ConsentObservation],
     states: &crate::model::ConsentStates,
     now: DateTime<Utc>,
@@ -296,7 +297,7 @@ async fn suppressed_by_events<T: ApplyTx + ?Sized>(
 /// Applies status observations (see [`ApplyTx::apply_statuses`]).
 pub async fn statuses<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -307,7 +308,7 @@ pub async fn statuses<T: ApplyTx + ?Sized>(
 /// first; for callers with observations of their own (tests, tools).
 pub async fn consent<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[ConsentObservation],
     now: DateTime<Utc>,
 ) -> Result<Vec<ConsentApplied>, crate::store::Error> {
@@ -322,7 +323,7 @@ pub async fn consent<T: ApplyTx + ?Sized>(
 /// Locks the numbers of `keys` (organization, number), then reads their stored states.
 pub(crate) async fn locked_states<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<crate::model::ConsentStates, crate::store::Error> {
     let mut phones: Vec<&str> = keys.iter().map(|(_, phone)| *phone).collect();

@@ -2,6 +2,7 @@
 //! from the mirror's as a `reconcile` observation timed at the fetch, and the suppressed or
 //! already opted-out numbers among them.
 
+use crate::model::AccountId;
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
@@ -27,7 +28,7 @@ pub struct PageApplied {
 /// that differs from the mirror's as a `reconcile` observation timed at the fetch.
 pub async fn lead_page<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     pass_id: &str,
     leads: &[Lead],
     fetched_at: DateTime<Utc>,
@@ -128,7 +129,7 @@ fn counted(
 /// the person, in that organization. Recorded, it lifts the suppression for this lead alone.
 async fn opt_in_given_since<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     (pass_id, l, fetched_at): (&str, &Lead, DateTime<Utc>),
     by: i64,
     (stored, suppression): (
@@ -169,7 +170,7 @@ fn service_had_it_since(
 /// the next pass sees it there.
 async fn opt_outs_on_their_way<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     leads: &[Lead],
     mirrored: &crate::model::ConsentStates,
 ) -> Result<HashSet<(String, String)>, crate::store::Error> {

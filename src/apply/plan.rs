@@ -2,6 +2,7 @@
 //! number), reaching every holder of the number with account sync, and recognised as the
 //! echo of a push where it is one, exactly as applying the events one by one would.
 
+use crate::model::AccountId;
 use std::collections::HashMap;
 
 use super::{EchoMatcher, Pending, echo_reason};
@@ -36,7 +37,7 @@ pub(super) struct Plan {
 /// number known at that point. The numbers are locked before anything of them is read.
 pub(super) async fn plan<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     rows: &[&Pending],
     account_sync: bool,
 ) -> Result<Plan, crate::store::Error> {
@@ -114,7 +115,7 @@ struct Known {
 impl Known {
     async fn load<T: ApplyTx + ?Sized>(
         tx: &mut T,
-        account: &str,
+        account: &AccountId,
         consent: &[&ConsentEvent],
         account_sync: bool,
     ) -> Result<Self, crate::store::Error> {

@@ -9,6 +9,7 @@
 //! opt-out) that a new lead of that organization does not carry yet: the service never had
 //! it for that lead.
 
+use crate::model::AccountId;
 use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -78,7 +79,7 @@ pub(super) fn entry_ref(by: i64, lead_id: &str) -> String {
 /// Queues for the service each suppression entry just recorded.
 pub(super) async fn queue_pushes<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[&ConsentObservation],
     applied: &[ConsentApplied],
     now: DateTime<Utc>,
@@ -98,7 +99,7 @@ pub(super) async fn queue_pushes<T: ApplyTx + ?Sized>(
 /// suppression ends it.
 pub(super) async fn follow<T: ApplyTx + ?Sized>(
     tx: &mut T,
-    account: &str,
+    account: &AccountId,
     observations: &[ConsentObservation],
     applied: &[ConsentApplied],
 ) -> Result<(), crate::store::Error> {

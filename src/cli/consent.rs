@@ -1,6 +1,7 @@
 //! `opt-out`, `opt-in` and `export`: local consent changes queued for the service, and bulk
 //! exports of the ledger.
 
+use crate::model::AccountId;
 use std::io::{BufWriter, Write};
 use std::path::PathBuf;
 
@@ -13,7 +14,7 @@ use crate::settings::Settings;
 
 /// A local change made with the CLI, by [`cli_actor`].
 pub fn local_change(
-    account: &str,
+    account: &AccountId,
     organization_id: String,
     phone_number: String,
     opted_out: bool,

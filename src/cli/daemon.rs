@@ -1,7 +1,7 @@
 //! `serve`, `migrate` and `check-config`.
 
 use super::CliError;
-use crate::settings::{Backend, Settings, redacted_url};
+use crate::settings::{Account, Backend, Settings, redacted_url};
 use crate::{app, telemetry};
 
 /// For tests only, and only in debug builds (the release binary has no such hook): when
@@ -112,29 +112,30 @@ pub fn check_config(settings: Settings, json: bool) -> Result<(), CliError> {
     Ok(())
 }
 
-/// One pass of each account of `views`, in turn.
+/// One pass of each of `accounts`, in turn.
 pub async fn reconcile_each(
-    views: Vec<Settings>,
+    settings: &Settings,
+    accounts: Vec<Account>,
     request: &crate::reconcile::PassRequest,
     json: bool,
 ) -> Result<(), CliError> {
-    for view in views {
-        reconcile(view, request, json).await?;
+    for account in &accounts {
+        reconcile(settings, account, request, json).await?;
     }
     Ok(())
 }
 
-/// One pass of the account whose view `settings` is.
+/// One pass of `account`.
 pub async fn reconcile(
-    settings: Settings,
+    settings: &Settings,
+    account: &Account,
     request: &crate::reconcile::PassRequest,
     json: bool,
 ) -> Result<(), CliError> {
     telemetry::init(&settings.log);
-    let pool = super::open(&settings).await?;
-    let client = crate::upstream::service_client(&settings, &pool, Default::default())
+    let pool = super::open(settings).await?;
+    let client = crate::upstream::service_client(account, &pool, Default::default())
         .map_err(|e| CliError::Usage(e.to_string()))?;
-    let account = settings.account_name();
     let reconciler = crate::reconcile::Reconciler::new(pool, client, &settings.reconcile)
         .with_lease(settings.replica.lease())
         .with_account(account);

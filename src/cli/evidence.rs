@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::{CliError, open};
 use crate::evidence;
 use crate::ledger::chain;
+use crate::model::Scope;
 use crate::model::chain::{Break, ChainHead};
 use crate::retention::Pruner;
 use crate::settings::Settings;
@@ -17,12 +18,11 @@ use crate::settings::Settings;
 pub async fn bundle(
     settings: &Settings,
     phone: &str,
-    (organization, account): (Option<String>, Option<String>),
+    scope: Scope<'_>,
     output: Option<PathBuf>,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let scope = (organization.as_deref(), account.as_deref());
     let bundle = evidence::bundle(&pool, phone, scope, Utc::now())
         .await
         .map_err(anyhow::Error::from)?

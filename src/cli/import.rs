@@ -60,7 +60,7 @@ pub async fn run(settings: &Settings, args: ImportArgs, json: bool) -> Result<()
         )
     };
     let request = Request {
-        account: super::one_account(settings, args.account_id.as_deref())?,
+        account: super::accounts::one_account(settings, args.account_id.as_deref())?,
         scope: if args.account {
             Scope::Account
         } else {

@@ -1,10 +1,14 @@
 //! The command line: parsing, exit codes, and one function per subcommand.
 
+/// The account a command is about, and the scope of a read.
+mod accounts;
 mod consent;
 mod daemon;
 mod destinations;
 mod evidence;
 mod import;
+/// The commands that read or change the ledger of an existing database.
+mod on_ledger;
 mod output;
 mod packaging;
 mod read;
@@ -18,6 +22,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+use self::accounts::accounts_of;
 use crate::settings::{Settings, SettingsError};
 
 // `T` is the binary's own commands (`demo`, `sandbox`: they drive the sandbox, which the
@@ -373,54 +378,6 @@ fn load_for_reading(config: Option<&std::path::Path>) -> Result<Settings, CliErr
     Ok(settings)
 }
 
-/// The accounts a command is about: the one named, or every account served in turn, each
-/// as its view of the settings ([`Settings::served`]).
-fn accounts_of(settings: &Settings, account: Option<&str>) -> Result<Vec<Settings>, CliError> {
-    let Some(name) = account else {
-        return Ok(settings.served());
-    };
-    settings
-        .served_account(name)
-        .map(|view| vec![view])
-        .ok_or_else(|| {
-            let served = settings.served();
-            let names: Vec<&str> = served.iter().map(Settings::account_name).collect();
-            CliError::Usage(format!(
-                "--account: no account {:?} is configured (accounts: {})",
-                crate::model::text::Escaped(name),
-                names.join(", ")
-            ))
-        })
-}
-
-/// Records a local change (organization, number, opted out, tag, reason) made with the CLI
-/// in the account named, or the first.
-async fn local_change(
-    settings: &Settings,
-    account: Option<&str>,
-    (organization, phone, opted_out, tag, reason): (
-        String,
-        String,
-        bool,
-        Option<String>,
-        Option<String>,
-    ),
-    json: bool,
-) -> Result<(), CliError> {
-    let account = one_account(settings, account)?;
-    let change = consent::local_change(&account, organization, phone, opted_out, tag, reason);
-    consent::change(settings, change, json).await
-}
-
-/// The account a change is made in: the one named, or the first account.
-fn one_account(settings: &Settings, account: Option<&str>) -> Result<String, CliError> {
-    let views = accounts_of(settings, account)?;
-    Ok(views
-        .first()
-        .map_or(settings.account_name(), Settings::account_name)
-        .to_owned())
-}
-
 /// Opens the configured database for a command, applying migrations so a fresh one works
 /// too.
 async fn open(settings: &Settings) -> Result<crate::store::Pool, CliError> {
@@ -459,110 +416,6 @@ pub async fn run<T: Subcommand>(
         Command::Report { command } => {
             report::run(&load_for_reading(config)?, command, cli.json).await
         }
-        command => on_the_ledger(command, &load_for_reading(config)?, cli.json).await,
-    }
-}
-
-/// What `reconcile` was asked to do: naming neither part means both.
-fn pass_request(
-    organizations: Vec<String>,
-    leads: bool,
-    messages: bool,
-) -> crate::reconcile::PassRequest {
-    crate::reconcile::PassRequest {
-        organizations,
-        leads: leads || !messages,
-        messages: messages || !leads,
-    }
-}
-
-/// Runs a command that reads or changes the ledger of an existing database.
-/// What `replay` puts back in the queue: the one row named, else every quarantined one.
-fn requeue(id: Option<i64>) -> crate::worker::Requeue {
-    match id {
-        Some(id) => crate::worker::Requeue::Id(id),
-        None => crate::worker::Requeue::Quarantined,
-    }
-}
-
-async fn on_the_ledger<T: Subcommand>(
-    command: Command<T>,
-    settings: &Settings,
-    json: bool,
-) -> Result<(), CliError> {
-    match command {
-        Command::Consent {
-            phone,
-            organization,
-            account,
-        } => read::consent(settings, &phone, (organization, account), json).await,
-        Command::History {
-            phone,
-            organization,
-            account,
-        } => read::history(settings, &phone, (organization, account), json).await,
-        Command::Events { quarantined, limit } => {
-            read::events(settings, quarantined, limit, json).await
-        }
-        Command::Replay { id, .. } => read::replay(settings, requeue(id), json).await,
-        Command::Status => read::status(settings, json).await,
-        Command::Reconcile {
-            account,
-            organizations,
-            leads,
-            messages,
-        } => {
-            let request = pass_request(organizations, leads, messages);
-            daemon::reconcile_each(accounts_of(settings, account.as_deref())?, &request, json).await
-        }
-        Command::OptOut {
-            phone,
-            organization,
-            account,
-            tag,
-            reason,
-        } => {
-            let change = (organization, phone, true, tag, reason);
-            local_change(settings, account.as_deref(), change, json).await
-        }
-        Command::OptIn {
-            phone,
-            organization,
-            account,
-            reason,
-        } => {
-            let change = (organization, phone, false, None, reason);
-            local_change(settings, account.as_deref(), change, json).await
-        }
-        Command::Import(args) => import::run(settings, args, json).await,
-        Command::Evidence {
-            phone,
-            organization,
-            account,
-            output,
-        } => evidence::bundle(settings, &phone, (organization, account), output).await,
-        Command::Prune { dry_run } => evidence::prune(settings, dry_run, json).await,
-        Command::Ledger {
-            command: LedgerCommand::Verify,
-        } => evidence::verify(settings, json).await,
-        Command::Subscribers { command } => subscribers::run(settings, command, json).await,
-        Command::Destinations { command } => destinations::run(settings, command, json).await,
-        Command::Export {
-            dataset,
-            format,
-            since,
-            output,
-        } => consent::export(settings, dataset, format, since, output).await,
-        Command::Serve
-        | Command::Migrate { .. }
-        | Command::CheckConfig
-        | Command::Sign { .. }
-        | Command::Webhooks { .. }
-        | Command::Report { .. }
-        | Command::Completions { .. }
-        | Command::ManPages { .. }
-        | Command::Binary(_) => Err(CliError::Usage(
-            "this command does not read the ledger".into(),
-        )),
+        command => on_ledger::run(command, &load_for_reading(config)?, cli.json).await,
     }
 }

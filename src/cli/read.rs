@@ -7,6 +7,7 @@ use serde::Serialize;
 use super::output::print_json;
 use super::{CliError, open};
 use crate::ledger::{self, Items};
+use crate::model::Scope;
 use crate::model::text::Escaped;
 use crate::outbox::OutboxState;
 use crate::settings::Settings;
@@ -19,12 +20,11 @@ fn yes_no(b: bool) -> &'static str {
 pub async fn consent(
     settings: &Settings,
     phone: &str,
-    (org, account): (Option<String>, Option<String>),
+    scope: Scope<'_>,
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let scope = (org.as_deref(), account.as_deref());
     let current = ledger::current_with_suppression(&pool, phone, scope)
         .await
         .map_err(anyhow::Error::from)?;
@@ -60,15 +60,15 @@ pub async fn consent(
 pub async fn history(
     settings: &Settings,
     phone: &str,
-    (org, account): (Option<String>, Option<String>),
+    scope: Scope<'_>,
     json: bool,
 ) -> Result<(), CliError> {
     let phone = &super::lookup_number(phone)?;
     let pool = open(settings).await?;
-    let items = ledger::history(&pool, phone, org.as_deref())
+    let items = ledger::history(&pool, phone, scope.organization)
         .await
         .map_err(anyhow::Error::from)?;
-    let items = ledger::in_account(items, account.as_deref());
+    let items = ledger::in_account(items, scope.account);
     if items.is_empty() {
         return Err(CliError::NotFound(format!("no ledger entry for {phone}")));
     }
@@ -191,7 +191,7 @@ pub async fn replay(settings: &Settings, selection: Requeue, json: bool) -> Resu
 
 pub async fn status(settings: &Settings, json: bool) -> Result<(), CliError> {
     let pool = open(settings).await?;
-    let accounts = settings.account_names();
+    let accounts = settings.account_ids()?;
     let mut status = ledger::status_of(&pool, &accounts)
         .await
         .map_err(anyhow::Error::from)?;

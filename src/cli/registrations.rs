@@ -15,7 +15,7 @@ use crate::client::models::{WebhookConfig, WebhookRegistration};
 use crate::model::text::Escaped;
 use crate::model::{RegistrationCheck, Timestamp};
 use crate::registrations::{self, Applied, Change, CheckReport, Mocked, Planned, Target};
-use crate::settings::{ApiVersion, Settings};
+use crate::settings::{Account, ApiVersion, Settings};
 use crate::store::Pool;
 
 /// Where the registrations point and which leads they cover.
@@ -42,14 +42,14 @@ pub async fn run(
         WebhooksCommand::List => super::load_for_reading(config)?,
         _ => super::load_for_database(config)?,
     };
-    let views = super::accounts_of(&settings, account)?;
-    let several = views.len() > 1;
+    let accounts = super::accounts_of(&settings, account)?;
+    let several = accounts.len() > 1;
     let mut outcome = Ok(());
-    for view in &views {
+    for account in &accounts {
         if several && !json {
-            println!("account {}:", view.account_name());
+            println!("account {}:", account.id);
         }
-        let done = run_for(&command, view, json).await;
+        let done = run_for(&command, (&settings, account), json).await;
         if outcome.is_ok() {
             outcome = done;
         } else if let Err(error) = done {
@@ -59,34 +59,31 @@ pub async fn run(
     outcome
 }
 
-/// One of the four commands for the account whose view `settings` is.
-async fn run_for(
-    command: &WebhooksCommand,
-    settings: &Settings,
-    json: bool,
-) -> Result<(), CliError> {
+/// The settings (for the database) and the account a command is about.
+type Of<'a> = (&'a Settings, &'a Account);
+
+/// One of the four commands for `account`.
+async fn run_for(command: &WebhooksCommand, of: Of<'_>, json: bool) -> Result<(), CliError> {
     match command {
-        WebhooksCommand::Register { target, dry_run } => {
-            register(settings, target, *dry_run, json).await
-        }
-        WebhooksCommand::List => list(settings, json).await,
-        WebhooksCommand::Check { target } => check(settings, target, json).await,
-        WebhooksCommand::Rotate { target_url } => rotate(settings, target_url.clone(), json).await,
+        WebhooksCommand::Register { target, dry_run } => register(of, target, *dry_run, json).await,
+        WebhooksCommand::List => list(of, json).await,
+        WebhooksCommand::Check { target } => check(of, target, json).await,
+        WebhooksCommand::Rotate { target_url } => rotate(of, target_url.clone(), json).await,
         WebhooksCommand::Diagnose => Err(CliError::Usage(
             "webhooks diagnose reads refused deliveries, not registrations".into(),
         )),
     }
 }
 
-fn target(settings: &Settings, args: &TargetArgs) -> Result<Target, CliError> {
-    Target::of(settings, args.target_url.as_deref(), &args.organizations)
+fn target(account: &Account, args: &TargetArgs) -> Result<Target, CliError> {
+    Target::of(account, args.target_url.as_deref(), &args.organizations)
         .map_err(|e| CliError::Usage(e.to_string()))
 }
 
 /// The database (the token guard, the kept check) and a v3 client of the service.
-async fn connect(settings: &Settings) -> Result<(Pool, ServiceClient), CliError> {
+async fn connect((settings, account): Of<'_>) -> Result<(Pool, ServiceClient), CliError> {
     let pool = super::open(settings).await?;
-    let mut v3 = settings.clone();
+    let mut v3 = account.clone();
     v3.service.api_version = ApiVersion::V3;
     let client = crate::upstream::service_client(&v3, &pool, Default::default())
         .map_err(|e| CliError::Usage(e.to_string()))?;
@@ -98,13 +95,14 @@ fn runtime(error: impl Into<anyhow::Error>) -> CliError {
 }
 
 async fn register(
-    settings: &Settings,
+    of: Of<'_>,
     args: &TargetArgs,
     dry_run: bool,
     json: bool,
 ) -> Result<(), CliError> {
-    let target = target(settings, args)?;
-    let (pool, client) = connect(settings).await?;
+    let account = of.1;
+    let target = target(account, args)?;
+    let (pool, client) = connect(of).await?;
     if dry_run {
         let existing = registrations::all(&client).await.map_err(runtime)?;
         return print_dry_run(&target, &registrations::plan(&existing, &target), json);
@@ -115,8 +113,8 @@ async fn register(
     } = registrations::register(&client, &target)
         .await
         .map_err(runtime)?;
-    registrations::record_in(&pool, settings.account_name(), &report.result).await?;
-    let ownership = settings
+    registrations::record_in(&pool, &account.id, &report.result).await?;
+    let ownership = account
         .webhook
         .confirmation_header
         .is_empty()
@@ -229,9 +227,10 @@ fn print_dry_run(target: &Target, planned: &[Planned], json: bool) -> Result<(),
     Ok(())
 }
 
-async fn check(settings: &Settings, args: &TargetArgs, json: bool) -> Result<(), CliError> {
-    let target = target(settings, args)?;
-    let (pool, client) = connect(settings).await?;
+async fn check(of: Of<'_>, args: &TargetArgs, json: bool) -> Result<(), CliError> {
+    let account = of.1;
+    let target = target(account, args)?;
+    let (pool, client) = connect(of).await?;
     let report = match registrations::check(&client, &target).await {
         Ok(report) => report,
         Err(error) => {
@@ -242,11 +241,11 @@ async fn check(settings: &Settings, args: &TargetArgs, json: bool) -> Result<(),
                 problems: vec![format!("the service could not be asked: {error}")],
                 target_url: target.url.clone(),
             };
-            registrations::record_in(&pool, settings.account_name(), &failed).await?;
+            registrations::record_in(&pool, &account.id, &failed).await?;
             return Err(runtime(error));
         }
     };
-    registrations::record_in(&pool, settings.account_name(), &report.result).await?;
+    registrations::record_in(&pool, &account.id, &report.result).await?;
     if json {
         print_json(&check_json(&report))?;
     } else {
@@ -332,18 +331,17 @@ fn outcome(report: &CheckReport) -> Result<(), CliError> {
     )))
 }
 
-async fn list(settings: &Settings, json: bool) -> Result<(), CliError> {
-    let (_pool, client) = connect(settings).await?;
+async fn list(of: Of<'_>, json: bool) -> Result<(), CliError> {
+    let (_pool, client) = connect(of).await?;
+    let public_url = &of.1.public_url;
     let all = registrations::all(&client).await.map_err(runtime)?;
-    let ours = |r: &WebhookRegistration| {
-        !settings.ingest.public_url.is_empty()
-            && registrations::targets(r, &settings.ingest.public_url)
-    };
+    let ours =
+        |r: &WebhookRegistration| !public_url.is_empty() && registrations::targets(r, public_url);
     if json {
         let items: Vec<Value> = all.iter().map(|r| listed_json(r, ours(r))).collect();
         return print_json(&json!({ "items": items }));
     }
-    if settings.ingest.public_url.is_empty() {
+    if public_url.is_empty() {
         eprintln!("ingest.public_url is not set: no registration is marked as this daemon's");
     }
     if all.is_empty() {
@@ -400,14 +398,10 @@ fn listed_json(r: &WebhookRegistration, ours: bool) -> Value {
     })
 }
 
-async fn rotate(
-    settings: &Settings,
-    target_url: Option<String>,
-    json: bool,
-) -> Result<(), CliError> {
-    let target = Target::of(settings, target_url.as_deref(), &[])
-        .map_err(|e| CliError::Usage(e.to_string()))?;
-    let (_pool, client) = connect(settings).await?;
+async fn rotate(of: Of<'_>, target_url: Option<String>, json: bool) -> Result<(), CliError> {
+    let target =
+        Target::of(of.1, target_url.as_deref(), &[]).map_err(|e| CliError::Usage(e.to_string()))?;
+    let (_pool, client) = connect(of).await?;
     let mocked = registrations::rotate(&client, &target)
         .await
         .map_err(runtime)?;

@@ -66,7 +66,8 @@ pub async fn run(settings: &Settings, command: ReportCommand, json: bool) -> Res
         now,
     )
     .map_err(|e| CliError::Usage(e.to_string()))?
-    .in_account(account);
+    .in_account(account)
+    .map_err(|e| CliError::Usage(format!("--account: {e}")))?;
     let pool = super::open(settings).await?;
     let rules = std::sync::Arc::new(rules);
     let items = compliance::Items::new(pool, rules.clone(), window.clone(), now);

@@ -62,14 +62,14 @@ pub async fn diagnose_rejected(
     account: Option<String>,
     json: bool,
 ) -> Result<(), CliError> {
-    let views = super::accounts_of(&settings, account.as_deref())?;
+    let accounts = super::accounts_of(&settings, account.as_deref())?;
     let pool = super::open(&settings).await?;
     let rows = crate::ledger::rejected(&pool)
         .await
         .map_err(anyhow::Error::from)?;
     let of_account = |row: &crate::model::KeptRejection| {
         let name = row.account_id.as_deref().unwrap_or(settings.account_name());
-        views.iter().find(|view| view.account_name() == name)
+        accounts.iter().find(|account| account.id == *name)
     };
     let rows: Vec<_> = rows
         .iter()
@@ -77,8 +77,8 @@ pub async fn diagnose_rejected(
         .collect();
     let mut tally: std::collections::BTreeMap<Finding, usize> = Default::default();
     let mut unmatched = Vec::new();
-    for (row, view) in &rows {
-        let findings = diagnose(&row.headers, &row.body, &view.webhook.secrets);
+    for (row, account) in &rows {
+        let findings = diagnose(&row.headers, &row.body, &account.webhook.secrets);
         if findings.is_empty() {
             unmatched.push(row);
         }

@@ -8,6 +8,7 @@ use secrecy::SecretString;
 use super::error::ClientError;
 use super::token::TokenPolicy;
 use crate::metrics::Metrics;
+use crate::model::AccountId;
 use crate::settings::{ApiVersion, ServiceSettings};
 
 /// Largest answer the client reads from the service, in bytes. The largest legitimate one
@@ -43,6 +44,8 @@ pub struct ClientConfig {
     /// Where the service's answers are counted: the daemon's metrics (by default a registry
     /// of the client's own, which no scrape shows).
     pub metrics: Arc<Metrics>,
+    /// The account whose service this is: the `account` label of what is counted.
+    pub account: AccountId,
 }
 
 impl ClientConfig {
@@ -66,12 +69,14 @@ impl ClientConfig {
             token_policy: TokenPolicy::default(),
             max_answer_bytes: MAX_ANSWER_BYTES,
             metrics: Arc::default(),
+            account: AccountId::default_account(),
         }
     }
 
-    /// Counts the service's answers in `metrics`.
-    pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
+    /// Counts the service's answers in `metrics`, as `account`'s.
+    pub fn counted_in(mut self, metrics: Arc<Metrics>, account: &AccountId) -> Self {
         self.metrics = metrics;
+        self.account = account.clone();
         self
     }
 

@@ -193,12 +193,16 @@ impl Inner {
         let response = match request.send().await {
             Ok(response) => response,
             Err(e) => {
-                self.config.metrics.upstream_transport_error();
+                self.config
+                    .metrics
+                    .upstream_transport_error(&self.config.account);
                 return Err(transport_failure(&e, call.replay));
             }
         };
         let status = response.status();
-        self.config.metrics.upstream_status(status.as_u16());
+        self.config
+            .metrics
+            .upstream_status(&self.config.account, status.as_u16());
         if status.is_redirection() {
             return Err(Attempt::Fail(redirected(&response)));
         }
@@ -370,7 +374,9 @@ impl Inner {
             .await
             .map_err(|e| ClientError::transport(&e))?;
         let status = response.status();
-        self.config.metrics.upstream_status(status.as_u16());
+        self.config
+            .metrics
+            .upstream_status(&self.config.account, status.as_u16());
         if status.is_redirection() {
             return Err(redirected(&response));
         }

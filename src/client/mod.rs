@@ -61,6 +61,11 @@ impl ServiceClient {
         &self.inner.config.metrics
     }
 
+    /// The account whose service this is.
+    pub fn account(&self) -> &crate::model::AccountId {
+        &self.inner.config.account
+    }
+
     /// Token requests this client has made, successful or not.
     pub fn token_requests(&self) -> u64 {
         self.inner.token_requests()

@@ -144,7 +144,7 @@ fn item(
         seq: row.seq,
         phone_number: row.phone_number.clone(),
         organization_id: row.organization_id.clone(),
-        account_id: row.account_id.clone(),
+        account_id: row.account_id.to_string(),
         lead_id: row.lead_id.clone().or_else(|| row.state_lead_id.clone()),
         occurred_at: row.occurred_at,
         source: row.source,
@@ -455,7 +455,7 @@ fn after(
     let until = row.opted_in_at.map(Timestamp::at);
     let mut messages: Vec<Message> = row
         .leads()
-        .filter_map(|lead| by_lead.get(&(row.account_id.clone(), lead.to_owned())))
+        .filter_map(|lead| by_lead.get(&(row.account_id.to_string(), lead.to_owned())))
         .flatten()
         .filter_map(|m| {
             let created = DateTime::parse_from_rfc3339(m.created_at.as_deref()?)

@@ -68,10 +68,7 @@ pub struct Tally {
 
 impl Tally {
     pub fn new(rules: &Rules, window: &Window) -> Self {
-        let shared = rules
-            .shared_accounts
-            .iter()
-            .map(|a| super::shared_destination(a));
+        let shared = rules.shared_accounts.iter().map(super::shared_destination);
         let names: Vec<String> = std::iter::once(SERVICE.to_owned())
             .chain(rules.subscribers.iter().map(|s| s.name.clone()))
             .chain(shared)

@@ -6,6 +6,7 @@
 //! Every import says in the log that it started, and that it finished or why it stopped
 //! (with what it had recorded by then), whoever started it: the CLI, the API or the console.
 
+use crate::model::AccountId;
 use std::io::Read;
 use std::time::Instant;
 
@@ -37,7 +38,7 @@ pub const MAX_INVALID_KEPT: usize = 10_000;
 #[derive(Debug, Clone)]
 pub struct Request {
     /// The account of the service the list is recorded in.
-    pub account: String,
+    pub account: AccountId,
     pub scope: Scope,
     pub options: ListOptions,
     /// The file as named (`-` for standard input, the upload's name on the console).

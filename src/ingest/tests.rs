@@ -2,6 +2,8 @@ use super::*;
 
 #[test]
 fn the_router_refuses_paths_axum_would_panic_on_or_take_twice() {
+    let party = AccountId::new("party").expect("an account's name");
+    let candidate = AccountId::new("candidate").expect("an account's name");
     for path in [
         "/webhooks/:x",
         "/webhooks/{",
@@ -12,17 +14,17 @@ fn the_router_refuses_paths_axum_would_panic_on_or_take_twice() {
         "/",
         "webhooks",
     ] {
-        let error = routable([("party", path)]).expect_err(path).to_string();
+        let error = routable([(&party, path)]).expect_err(path).to_string();
         assert!(error.contains("account \"party\""), "{error}");
     }
-    let error = routable([("party", "/webhooks/a"), ("candidate", "/webhooks/a")])
+    let error = routable([(&party, "/webhooks/a"), (&candidate, "/webhooks/a")])
         .expect_err("one path twice")
         .to_string();
     assert!(
         error.contains("candidate") && error.contains("\"party\"'s"),
         "{error}"
     );
-    assert!(routable([("party", "/webhooks/a"), ("candidate", "/webhooks/b")]).is_ok());
+    assert!(routable([(&party, "/webhooks/a"), (&candidate, "/webhooks/b")]).is_ok());
 }
 
 fn key(body: &[u8], webhook_id: Option<&str>) -> Result<String, events::NotJson> {

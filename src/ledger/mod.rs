@@ -2,6 +2,7 @@
 //! shared by the CLI and the admin API, the same on either backend (the statements are in
 //! `store::{sqlite, postgres}::read`). Only reads.
 
+use crate::model::{AccountId, Scope};
 use crate::store::ReadStore;
 use serde::Serialize;
 use serde_json::Value;
@@ -31,9 +32,9 @@ pub async fn current(
 }
 
 /// Those of `records` of the account `account` (all of them without one).
-pub fn in_account<T: OfAccount>(mut records: Vec<T>, account: Option<&str>) -> Vec<T> {
+pub fn in_account<T: OfAccount>(mut records: Vec<T>, account: Option<&AccountId>) -> Vec<T> {
     if let Some(account) = account {
-        records.retain(|r| r.account_id() == account);
+        records.retain(|r| *account == r.account_id());
     }
     records
 }
@@ -75,13 +76,14 @@ pub struct CurrentConsent {
 pub async fn current_with_suppression(
     pool: impl Into<Pool>,
     phone: &str,
-    (organization, account): (Option<&str>, Option<&str>),
+    scope: Scope<'_>,
 ) -> Result<CurrentConsent, crate::store::Error> {
     let pool = pool.into();
     // The suppression first: the states read after it are at least as new, so one that
     // says the number is suppressed comes with the states its transaction wrote.
-    let suppression = pool.suppression(phone, account).await?;
-    let items = in_account(pool.current(phone, organization).await?, account);
+    let suppression = pool.suppression(phone, scope.account_name()).await?;
+    let current = pool.current(phone, scope.organization).await?;
+    let items = in_account(current, scope.account);
     Ok(CurrentConsent {
         items,
         suppressed: suppression.is_some(),
@@ -142,14 +144,14 @@ pub async fn events(
 /// The daemon's state at a glance: counts, the last error, reconciliation, pushes,
 /// replicas and the last check of the webhook registrations.
 pub async fn status(pool: impl Into<Pool>) -> Result<Status, crate::store::Error> {
-    status_of(pool, &[crate::model::DEFAULT_ACCOUNT.to_owned()]).await
+    status_of(pool, &[AccountId::default_account()]).await
 }
 
 /// [`status`] of a daemon serving `accounts`: the registration check shown is that of the
 /// account most in need of attention.
 pub async fn status_of(
     pool: impl Into<Pool>,
-    accounts: &[String],
+    accounts: &[AccountId],
 ) -> Result<Status, crate::store::Error> {
     let pool = pool.into();
     let mut status = pool.status().await?;
@@ -164,7 +166,7 @@ pub async fn status_of(
 pub async fn lead(
     pool: impl Into<Pool>,
     id: &str,
-    account: &str,
+    account: &AccountId,
 ) -> Result<Option<Value>, crate::store::Error> {
     (pool.into()).lead(id, account).await
 }
@@ -176,23 +178,25 @@ pub async fn leads(
     phone: &str,
     organization: Option<&str>,
 ) -> Result<Vec<Value>, crate::store::Error> {
-    leads_in(pool, phone, (organization, None)).await
+    leads_in(pool, phone, Scope::organization(organization)).await
 }
 
 /// [`leads`] of one account, or of every one.
 pub async fn leads_in(
     pool: impl Into<Pool>,
     phone: &str,
-    (organization, account): (Option<&str>, Option<&str>),
+    scope: Scope<'_>,
 ) -> Result<Vec<Value>, crate::store::Error> {
-    (pool.into()).leads(phone, organization, account).await
+    (pool.into())
+        .leads(phone, scope.organization, scope.account_name())
+        .await
 }
 
 /// The tracked message `id` of `account`, with nulls.
 pub async fn message(
     pool: impl Into<Pool>,
     id: &str,
-    account: &str,
+    account: &AccountId,
 ) -> Result<Option<Value>, crate::store::Error> {
     (pool.into()).message(id, account).await
 }

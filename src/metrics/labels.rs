@@ -3,7 +3,11 @@
 
 use std::fmt::Write as _;
 
-use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
+use prometheus_client::encoding::{
+    EncodeLabel, EncodeLabelSet, EncodeLabelValue, LabelSetEncoder, LabelValueEncoder,
+};
+
+use crate::model::AccountId;
 
 /// An enum of label values: its variants, their spelling in the exposition (`label()`), the
 /// list of all of them, and the encoding `prometheus-client` asks for. The crate's derive
@@ -175,18 +179,45 @@ impl EncodeLabelValue for Upstream {
     }
 }
 
+/// An account as a label value: its name.
+impl EncodeLabelValue for AccountId {
+    fn encode(&self, encoder: &mut LabelValueEncoder<'_>) -> std::fmt::Result {
+        encoder.write_str(self.as_str())
+    }
+}
+
+/// The series of one account's work (reconciliation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct AccountLabels {
+    pub account: AccountId,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(super) struct DeliveryLabels {
+    /// The account whose path the delivery came in on (`None`: no account's path).
+    pub account: Option<AccountId>,
     pub outcome: Delivery,
+}
+
+/// A delivery on no account's path has no `account` label (rather than an empty one).
+impl EncodeLabelSet for DeliveryLabels {
+    fn encode(&self, encoder: &mut LabelSetEncoder<'_>) -> std::fmt::Result {
+        if let Some(account) = &self.account {
+            ("account", account.clone()).encode(encoder.encode_label())?;
+        }
+        ("outcome", self.outcome).encode(encoder.encode_label())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct PushLabels {
+    pub account: AccountId,
     pub outcome: Push,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct UpstreamLabels {
+    pub account: AccountId,
     pub status: Upstream,
 }
 

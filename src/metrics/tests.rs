@@ -1,5 +1,9 @@
 use super::*;
 
+fn account(name: &str) -> AccountId {
+    AccountId::new(name).expect("an account's name")
+}
+
 fn gauges() -> Gauges {
     Gauges {
         outbox_backlog: 7,
@@ -18,11 +22,14 @@ fn gauges() -> Gauges {
 #[test]
 fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples() {
     let m = Metrics::new();
-    m.delivery(Delivery::BacklogFull);
-    m.upstream_status(429);
-    m.upstream_status(9);
-    m.record_reconcile_pass(10, 2, 3, 0);
-    m.push(Push::Sent);
+    let (party, candidate) = (account("party"), account("candidate"));
+    m.serving(&[party.clone(), candidate.clone()]);
+    m.delivery(Some(&party), Delivery::BacklogFull);
+    m.delivery(None, Delivery::UnknownPath);
+    m.upstream_status(&party, 429);
+    m.upstream_status(&candidate, 9);
+    m.record_reconcile_pass(&party, 10, 2, 3, 0);
+    m.push(&candidate, Push::Sent);
     m.subscriber_request("crm", SubscriberOutcome::Failed);
     m.subscriber_request("crm", SubscriberOutcome::Failed);
     m.connection_closed(Listener::Ingest, Closed::Evicted);
@@ -38,17 +45,20 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
         "outreach_sync_destination_lag_entries{destination=\"van-main\"} 4",
         "outreach_sync_destination_error{destination=\"van-main\"} 1",
         "outreach_sync_destination_error{destination=\"action-network\"} 0",
-        "outreach_sync_deliveries_total{outcome=\"backlog_full\"} 1",
-        "outreach_sync_deliveries_total{outcome=\"accepted\"} 0",
-        "outreach_sync_deliveries_total{outcome=\"too_large\"} 0",
-        "outreach_sync_upstream_responses_total{status=\"429\"} 1",
-        "outreach_sync_upstream_responses_total{status=\"other\"} 1",
-        "outreach_sync_upstream_responses_total{status=\"error\"} 0",
-        "outreach_sync_reconcile_repairs_total 2",
+        "outreach_sync_deliveries_total{account=\"party\",outcome=\"backlog_full\"} 1",
+        "outreach_sync_deliveries_total{outcome=\"unknown_path\"} 1",
+        "outreach_sync_deliveries_total{account=\"candidate\",outcome=\"accepted\"} 0",
+        "outreach_sync_deliveries_total{account=\"party\",outcome=\"too_large\"} 0",
+        "outreach_sync_upstream_responses_total{account=\"party\",status=\"429\"} 1",
+        "outreach_sync_upstream_responses_total{account=\"candidate\",status=\"other\"} 1",
+        "outreach_sync_upstream_responses_total{account=\"party\",status=\"error\"} 0",
+        "outreach_sync_reconcile_repairs_total{account=\"party\"} 2",
+        "outreach_sync_reconcile_repairs_total{account=\"candidate\"} 0",
+        "outreach_sync_reconcile_passes_total{account=\"party\"} 1",
         "outreach_sync_outbox_backlog 7",
         "outreach_sync_apply_lag_seconds 1.5",
-        "outreach_sync_pushes_total{outcome=\"sent\"} 1",
-        "outreach_sync_pushes_total{outcome=\"retry\"} 0",
+        "outreach_sync_pushes_total{account=\"candidate\",outcome=\"sent\"} 1",
+        "outreach_sync_pushes_total{account=\"party\",outcome=\"retry\"} 0",
         "outreach_sync_registration_ok 0",
         "outreach_sync_leader 0",
         "outreach_sync_connections_open{listener=\"admin\"} 0",
@@ -80,6 +90,10 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     assert!(
         !fresh.contains("outreach_sync_subscriber_requests_total{"),
         "{fresh}"
+    );
+    assert!(
+        !fresh.contains("outreach_sync_pushes_total{"),
+        "an account's series wait for it to be served:\n{fresh}"
     );
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();

@@ -7,6 +7,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+/// The account a record is of, and the scope of a read.
+mod account;
+pub use account::{AccountId, InvalidAccount, Scope, well_formed_name};
 /// The wait between failed attempts, one rule for the client, the pusher and the senders.
 pub mod backoff;
 /// Business days and the legal deadline of an opt-out counted in them.
@@ -112,7 +115,7 @@ pub const DEFAULT_ACCOUNT: &str = "default";
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct OptOutToShare {
     pub seq: i64,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub phone_number: String,
     pub occurred_at: Timestamp,
     /// Not an act of the person's but what follows from one recorded already: the
@@ -150,7 +153,7 @@ pub struct OptOutRow {
     pub state_lead_id: Option<String>,
     /// It did not take effect (a newer change of its pair was already in place).
     pub superseded: bool,
-    pub account_id: String,
+    pub account_id: AccountId,
     /// `shared:SEQ` for a copy of another account's opt-out.
     pub event_ref: String,
 }
@@ -160,7 +163,7 @@ pub struct OptOutRow {
 pub struct SharedCopy {
     /// `shared:SEQ`: the opt-out it copies.
     pub event_ref: String,
-    pub account_id: String,
+    pub account_id: AccountId,
     pub recorded_at: Timestamp,
     /// Its push to that account's service, for a mirrored lead.
     pub push_state: Option<PushState>,

@@ -157,7 +157,7 @@ impl Reconciler {
             next,
         } = page;
         let mut tx = conn.begin_write().await?;
-        let account = self.account.as_str();
+        let account = &self.account;
         let counts = apply::lead_page(&mut tx, account, pass_id, leads, *fetched_at).await?;
         tx.page_written(checkpoint_of(account, pass_id, organization, next, &counts))
             .await?;

@@ -4,12 +4,18 @@ use super::*;
 
 const URL: &str = "https://hooks.example.org/webhooks";
 
+/// The one account of the default settings.
+fn account_of(settings: &crate::settings::Settings) -> Account {
+    let mut accounts = settings.accounts().expect("the default account");
+    accounts.remove(0)
+}
+
 fn target(organizations: &[&str]) -> Target {
-    let mut settings = Settings::default();
+    let mut settings = crate::settings::Settings::default();
     settings.ingest.public_url = URL.into();
     settings.webhook.secrets = vec![SecretString::from("s3cret")];
     let organizations: Vec<String> = organizations.iter().map(|o| o.to_string()).collect();
-    Target::of(&settings, None, &organizations).expect("a target")
+    Target::of(&account_of(&settings), None, &organizations).expect("a target")
 }
 
 fn registration(id: &str, url: &str, config: WebhookConfig) -> WebhookRegistration {
@@ -124,8 +130,8 @@ fn named_organizations_are_the_scope_in_any_order() {
 
 #[test]
 fn without_a_public_url_the_error_names_the_key() {
-    let settings = Settings::default();
-    let error = Target::of(&settings, None, &[]).unwrap_err().to_string();
+    let account = account_of(&crate::settings::Settings::default());
+    let error = Target::of(&account, None, &[]).unwrap_err().to_string();
     assert!(error.contains("ingest.public_url"), "{error}");
     assert!(error.contains("--target-url"), "{error}");
 }

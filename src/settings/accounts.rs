@@ -3,16 +3,17 @@
 //!
 //! A configuration without `[[account]]` is one account named [`DEFAULT_ACCOUNT`], made of
 //! `[service]`, `[webhook]`, `ingest.path`, `ingest.public_url` and
-//! `reconcile.organizations`, exactly as before accounts existed. Each `[[account]]` is
-//! served through a view of the settings ([`Settings::served`]) in which its keys take the
-//! places of those sections', so everything that talks to one account (the ingest route, the
-//! client, the reconciler, the pusher, the registrations) is built as for one. The settings
-//! themselves hold the first account's keys there, so a lone `[[account]]` reads as the
-//! sections it replaces.
+//! `reconcile.organizations`, exactly as before accounts existed. Each account served is
+//! built once into an [`Account`] ([`Settings::accounts`]): its name, its keys, its webhook,
+//! its paths and its organizations, which everything that talks to one account (the ingest
+//! route, the client, the reconciler, the pusher, the registrations) is given. The settings
+//! themselves hold the first account's keys in those sections, so a lone `[[account]]`
+//! reads as the sections it replaces.
 
 use super::urls::Sends;
 use super::*;
 
+use crate::model::AccountId;
 pub use crate::model::DEFAULT_ACCOUNT;
 
 /// `[[account]]`: one account of the service.
@@ -70,6 +71,11 @@ impl AccountSettings {
             allow_insecure_http: self.allow_insecure_http,
         }
     }
+}
+
+/// `name` as an account's, or the error that names `account.name`.
+fn account_id(name: &str) -> Result<AccountId, SettingsError> {
+    AccountId::new(name).map_err(|error| SettingsError::invalid("account.name", error.to_string()))
 }
 
 /// Reads each account's `client_secret_file` and `webhook.secrets_file`.
@@ -203,34 +209,74 @@ fn refuse_unread(accounts: &[AccountSettings], given: GivenBeside) -> Result<(),
     }
 }
 
+/// One account served, built once from the settings ([`Settings::accounts`]): what
+/// everything that talks to one account needs (the ingest route, the client, the
+/// reconciler, the pusher, the registrations), and nothing of the other accounts.
+#[derive(Debug, Clone)]
+pub struct Account {
+    pub id: AccountId,
+    /// Its `[service]`: the keys its client authenticates with.
+    pub service: ServiceSettings,
+    /// Its `[webhook]`: how its deliveries are verified and its registrations signed.
+    pub webhook: WebhookSettings,
+    /// Where its deliveries are posted.
+    pub ingest_path: String,
+    /// Where its registrations point; empty: not configured.
+    pub public_url: String,
+    /// Organizations to reconcile; empty: every organization of the account.
+    pub organizations: Vec<String>,
+}
+
 impl Settings {
-    /// The name of the account this daemon serves.
+    /// The name of the account this daemon serves (the first).
     pub fn account_name(&self) -> &str {
         self.account
             .first()
             .map_or(DEFAULT_ACCOUNT, |a| a.name.as_str())
     }
 
-    /// The accounts served, each as a view of these settings in which its keys are where
-    /// `[service]`, `[webhook]`, `[ingest]` and `[reconcile]` keep them (and its name is
-    /// [`Settings::account_name`]); in the order written. Without `[[account]]`, these
-    /// settings themselves: the account `default`.
-    pub fn served(&self) -> Vec<Settings> {
+    /// The accounts served, in the order written: each `[[account]]` with its own keys (a
+    /// lone one as the sections it was put in, [`Settings::take_account`]), or without
+    /// `[[account]]` the account `default` made of `[service]`, `[webhook]`, `ingest.path`,
+    /// `ingest.public_url` and `reconcile.organizations`. An error names an ill-formed name.
+    pub fn accounts(&self) -> Result<Vec<Account>, SettingsError> {
+        let of_sections = |id| Account {
+            id,
+            service: self.service.clone(),
+            webhook: self.webhook.clone(),
+            ingest_path: self.ingest.path.clone(),
+            public_url: self.ingest.public_url.clone(),
+            organizations: self.reconcile.organizations.clone(),
+        };
         if self.account.len() <= 1 {
-            return vec![self.clone()];
+            return Ok(vec![of_sections(self.account_id()?)]);
         }
         self.account
             .iter()
             .map(|account| {
-                let mut view = self.clone();
-                view.account = vec![account.clone()];
-                view.take_account();
-                view
+                let public_url = if account.public_url.is_empty() {
+                    self.ingest.public_url.clone()
+                } else {
+                    account.public_url.clone()
+                };
+                Ok(Account {
+                    id: account_id(&account.name)?,
+                    service: account.service(),
+                    webhook: account.webhook.clone(),
+                    ingest_path: account.ingest_path(),
+                    public_url,
+                    organizations: account.organizations.clone(),
+                })
             })
             .collect()
     }
 
-    /// The names of the accounts served, in the order written (`default` without
+    /// The account this daemon serves first: the one changes are made in by default.
+    pub fn account_id(&self) -> Result<AccountId, SettingsError> {
+        account_id(self.account_name())
+    }
+
+    /// The names of the accounts served as text, in the order written (`default` without
     /// `[[account]]`).
     pub fn account_names(&self) -> Vec<String> {
         match self.account.as_slice() {
@@ -239,11 +285,12 @@ impl Settings {
         }
     }
 
-    /// The view of the account `name` ([`Settings::served`]), if it is served.
-    pub fn served_account(&self, name: &str) -> Option<Settings> {
-        self.served()
-            .into_iter()
-            .find(|view| view.account_name() == name)
+    /// The accounts served, in the order written (`default` without `[[account]]`).
+    pub fn account_ids(&self) -> Result<Vec<AccountId>, SettingsError> {
+        match self.account.as_slice() {
+            [] => Ok(vec![AccountId::default_account()]),
+            accounts => accounts.iter().map(|a| account_id(&a.name)).collect(),
+        }
     }
 
     /// Puts the first `[[account]]`'s keys where `[service]`, `[webhook]`, `[ingest]` and
@@ -364,14 +411,15 @@ mod tests {
         let settings = load(&(account("party", "") + &account("candidate", ""))).expect("valid");
         settings.validate().expect("valid");
         let served: Vec<(String, String, String, String)> = settings
-            .served()
+            .accounts()
+            .expect("well-formed names")
             .iter()
-            .map(|view| {
+            .map(|account| {
                 (
-                    view.account_name().to_owned(),
-                    view.ingest.path.clone(),
-                    view.service.client_id.clone(),
-                    view.webhook.secrets[0].expose_secret().to_owned(),
+                    account.id.to_string(),
+                    account.ingest_path.clone(),
+                    account.service.client_id.clone(),
+                    account.webhook.secrets[0].expose_secret().to_owned(),
                 )
             })
             .collect();

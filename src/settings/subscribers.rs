@@ -88,13 +88,7 @@ impl SubscriberSettings {
     }
 }
 
-/// Whether `name` is one or more of a-z, 0-9, `_` and `-` (a subscriber's or destination's).
-pub(super) fn well_formed_name(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-}
+pub(super) use crate::model::well_formed_name;
 
 /// Reads every subscriber's `secret_file`.
 pub(super) fn read_secret_files(

@@ -14,17 +14,15 @@ impl Settings {
     pub fn validate(&self) -> Result<(), SettingsError> {
         self.validate_except_webhook()?;
         if self.account.len() <= 1 {
-            return self.validate_webhook();
+            return webhook(&self.webhook);
         }
         // Each account's own `[account.webhook]` and service keys, naming the account.
-        for view in self.served() {
-            let checked = view
-                .validate_webhook()
-                .and_then(|()| view.validate_service());
+        for account in self.accounts()? {
+            let checked = webhook(&account.webhook).and_then(|()| service(&account.service));
             checked.map_err(|error| match error {
                 SettingsError::Invalid { key, message } => SettingsError::Invalid {
                     key,
-                    message: format!("account {:?}: {message}", view.account_name()),
+                    message: format!("account {:?}: {message}", account.id.as_str()),
                 },
                 other => other,
             })?;
@@ -79,7 +77,13 @@ impl Settings {
         let taken: Vec<&str> = self.subscriber.iter().map(|s| s.name.as_str()).collect();
         destinations::validate(&self.destination, &taken)?;
         self.validate_listeners()?;
-        self.validate_service()?;
+        service(&self.service)?;
+        if self.reconcile.schedule.check().is_err() {
+            return Err(SettingsError::invalid(
+                "reconcile.schedule",
+                "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
+            ));
+        }
         self.validate_scopes()?;
         self.compliance.validate()?;
         self.validate_log()
@@ -155,30 +159,6 @@ impl Settings {
         Ok(())
     }
 
-    /// `[service]` and `[reconcile]`: what the upstream client and the schedule need.
-    fn validate_service(&self) -> Result<(), SettingsError> {
-        let sends = match self.service.client_secret {
-            Some(_) => Sends::Secret {
-                allow_insecure_http: self.service.allow_insecure_http,
-            },
-            None => Sends::Nothing,
-        };
-        url("service.base_url", "", &self.service.base_url, sends)?;
-        if self.reconcile.schedule.check().is_err() {
-            return Err(SettingsError::invalid(
-                "reconcile.schedule",
-                "not a cron expression with seconds (e.g. \"0 */15 * * * *\"), or \"\" to disable",
-            ));
-        }
-        positive([
-            (
-                "service.requests_per_second",
-                self.service.requests_per_second == 0,
-            ),
-            ("service.timeout_secs", self.service.timeout_secs == 0),
-        ])
-    }
-
     fn validate_log(&self) -> Result<(), SettingsError> {
         let level = self.log.level.trim();
         let plain_level = level
@@ -194,65 +174,83 @@ impl Settings {
         }
         Ok(())
     }
+}
 
-    fn validate_webhook(&self) -> Result<(), SettingsError> {
-        let webhook = &self.webhook;
-        if webhook.secrets.is_empty() {
+/// `[service]` (or an account's keys): what the upstream client needs.
+fn service(service: &super::ServiceSettings) -> Result<(), SettingsError> {
+    let sends = match service.client_secret {
+        Some(_) => Sends::Secret {
+            allow_insecure_http: service.allow_insecure_http,
+        },
+        None => Sends::Nothing,
+    };
+    url("service.base_url", "", &service.base_url, sends)?;
+    positive([
+        (
+            "service.requests_per_second",
+            service.requests_per_second == 0,
+        ),
+        ("service.timeout_secs", service.timeout_secs == 0),
+    ])
+}
+
+/// `[webhook]` (or an account's): how deliveries are verified.
+fn webhook(webhook: &super::WebhookSettings) -> Result<(), SettingsError> {
+    if webhook.secrets.is_empty() {
+        return Err(SettingsError::invalid(
+            "webhook.secrets",
+            "at least one secret is required (or webhook.secrets_file)",
+        ));
+    }
+    for secret in &webhook.secrets {
+        if secret.expose_secret().is_empty() {
             return Err(SettingsError::invalid(
                 "webhook.secrets",
-                "at least one secret is required (or webhook.secrets_file)",
+                "a secret is empty",
             ));
         }
-        for secret in &webhook.secrets {
-            if secret.expose_secret().is_empty() {
-                return Err(SettingsError::invalid(
-                    "webhook.secrets",
-                    "a secret is empty",
-                ));
-            }
-            if webhook.scheme == Scheme::StandardWebhooks
-                && super::standard_webhooks_key(secret.expose_secret()).is_none()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.secrets",
-                    "standard-webhooks secrets are base64, optionally prefixed `whsec_`",
-                ));
-            }
+        if webhook.scheme == Scheme::StandardWebhooks
+            && super::standard_webhooks_key(secret.expose_secret()).is_none()
+        {
+            return Err(SettingsError::invalid(
+                "webhook.secrets",
+                "standard-webhooks secrets are base64, optionally prefixed `whsec_`",
+            ));
         }
-        if webhook.scheme == Scheme::Hmac {
-            if http::HeaderName::try_from(webhook.header.as_str()).is_err() {
-                return Err(SettingsError::invalid(
-                    "webhook.header",
-                    "not a valid header name",
-                ));
-            }
-            if !webhook.timestamp_header.is_empty()
-                && http::HeaderName::try_from(webhook.timestamp_header.as_str()).is_err()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.timestamp_header",
-                    "not a valid header name",
-                ));
-            }
-        }
-        if !webhook.confirmation_header.is_empty() {
-            if http::HeaderName::try_from(webhook.confirmation_header.as_str()).is_err() {
-                return Err(SettingsError::invalid(
-                    "webhook.confirmation_header",
-                    "not a valid header name",
-                ));
-            }
-            if webhook.account_id.is_empty()
-                || http::HeaderValue::try_from(webhook.account_id.as_str()).is_err()
-            {
-                return Err(SettingsError::invalid(
-                    "webhook.account_id",
-                    "required (as a valid header value) when webhook.confirmation_header is set",
-                ));
-            }
-        }
-        Ok(())
     }
+    if webhook.scheme == Scheme::Hmac {
+        if http::HeaderName::try_from(webhook.header.as_str()).is_err() {
+            return Err(SettingsError::invalid(
+                "webhook.header",
+                "not a valid header name",
+            ));
+        }
+        if !webhook.timestamp_header.is_empty()
+            && http::HeaderName::try_from(webhook.timestamp_header.as_str()).is_err()
+        {
+            return Err(SettingsError::invalid(
+                "webhook.timestamp_header",
+                "not a valid header name",
+            ));
+        }
+    }
+    if !webhook.confirmation_header.is_empty() {
+        if http::HeaderName::try_from(webhook.confirmation_header.as_str()).is_err() {
+            return Err(SettingsError::invalid(
+                "webhook.confirmation_header",
+                "not a valid header name",
+            ));
+        }
+        if webhook.account_id.is_empty()
+            || http::HeaderValue::try_from(webhook.account_id.as_str()).is_err()
+        {
+            return Err(SettingsError::invalid(
+                "webhook.account_id",
+                "required (as a valid header value) when webhook.confirmation_header is set",
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Longest a listener's timeout may be set to: an hour.
@@ -357,7 +355,7 @@ pub(super) fn name(key: &'static str, kind: &str, name: &str) -> Result<(), Sett
             format!("{kind} {shown}: a name is at most {max} characters"),
         ));
     }
-    if !super::subscribers::well_formed_name(name) {
+    if !crate::model::well_formed_name(name) {
         return Err(SettingsError::invalid(
             key,
             format!("{kind} {shown}: a name is one or more of a-z, 0-9, `_` and `-`"),

@@ -85,6 +85,15 @@ async fn one_account_is_served_on_its_own_path_verified_with_its_secrets_and_rec
         Some("1"),
         "the delivery to no account's path is counted with the refusals: {metrics}"
     );
+    assert_eq!(
+        crate::common::series_value(
+            &metrics,
+            "outreach_sync_deliveries_total{account=\"party\",outcome=\"rejected\"}"
+        )
+        .as_deref(),
+        Some("1"),
+        "the refusal on the account's path is counted as the account's: {metrics}"
+    );
     let status: serde_json::Value = daemon_process::command(dir.path(), &["status", "--json"], &[])
         .output()
         .map(|o| serde_json::from_slice(&o.stdout).expect("status is JSON"))
@@ -367,9 +376,15 @@ async fn mirror_in(
         .await
         .expect("a connection");
     let mut tx = conn.begin_write().await.expect("begin");
-    outreach_sync::apply::lead_page(&mut tx, account, pass, &leads, chrono::Utc::now())
-        .await
-        .expect("a page");
+    outreach_sync::apply::lead_page(
+        &mut tx,
+        &crate::common::account(account),
+        pass,
+        &leads,
+        chrono::Utc::now(),
+    )
+    .await
+    .expect("a page");
     tx.commit().await.expect("commit");
 }
 
@@ -891,15 +906,20 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
         return;
     };
     let phone = "+15550000001";
+    let in_candidate = crate::common::account("candidate");
     mirror_in(&app, "candidate", "pass_1", &[lead(phone, false)]).await;
     let change = serde_json::json!({"phoneNumber": phone, "organizationId": "org_9",
                                     "optedOut": true, "accountId": "party"});
     assert_eq!(app.admin_post("/v1/consent", &change).await.status(), 202);
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(15);
     let candidate = loop {
-        let now = ledger::current_with_suppression(&app.pool, phone, (None, Some("candidate")))
-            .await
-            .expect("current");
+        let now = ledger::current_with_suppression(
+            &app.pool,
+            phone,
+            outreach_sync::model::Scope::everywhere().in_account(Some(&in_candidate)),
+        )
+        .await
+        .expect("current");
         if now.suppressed {
             break now;
         }
@@ -940,11 +960,15 @@ async fn an_opt_out_shared_with_another_account_suppresses_its_number_there_for_
         "a later opt-out shared",
         std::time::Duration::from_secs(15),
         async || {
-            ledger::current_with_suppression(&app.pool, "+15550000002", (None, Some("candidate")))
-                .await
-                .expect("current")
-                .suppressed
-                .then_some(())
+            ledger::current_with_suppression(
+                &app.pool,
+                "+15550000002",
+                outreach_sync::model::Scope::everywhere().in_account(Some(&in_candidate)),
+            )
+            .await
+            .expect("current")
+            .suppressed
+            .then_some(())
         },
     )
     .await;
@@ -1126,30 +1150,24 @@ async fn each_accounts_registration_check_is_kept_and_a_failed_one_is_shown_nami
             .await
             .expect("json")
     };
-    registrations::record_in(
-        &app.pool,
-        "party",
-        &check(false, "https://h/webhooks/party"),
-    )
-    .await
-    .expect("kept");
+    // Keeps a check of `account`'s registrations at its own path.
+    let keep = async |account: &str, ok: bool| {
+        let url = format!("https://h/webhooks/{account}");
+        let account = crate::common::account(account);
+        registrations::record_in(&app.pool, &account, &check(ok, &url))
+            .await
+            .expect("kept");
+    };
+    keep("party", false).await;
     // The other account's check, done later and passing, hides nothing.
-    registrations::record_in(
-        &app.pool,
-        "candidate",
-        &check(true, "https://h/webhooks/candidate"),
-    )
-    .await
-    .expect("kept");
+    keep("candidate", true).await;
     let shown = status().await;
     assert_eq!(shown["registrationCheck"]["ok"], false, "{shown}");
     assert_eq!(
         shown["registrationCheck"]["problems"][0],
         "account party: no consentUpdate-v1 registration targets https://h/webhooks/party"
     );
-    registrations::record_in(&app.pool, "party", &check(true, "https://h/webhooks/party"))
-        .await
-        .expect("kept");
+    keep("party", true).await;
     let shown = status().await;
     assert_eq!(shown["registrationCheck"]["ok"], true, "{shown}");
     let metrics = crate::common::metrics_text(&app.http, app.admin_url("/metrics")).await;

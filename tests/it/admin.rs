@@ -484,17 +484,32 @@ async fn metrics_are_prometheus_text_with_delivery_counts_and_database_gauges(ba
     assert_eq!(value(&text, "outreach_sync_pushes_pending"), 1.0);
     assert_eq!(value(&text, "outreach_sync_apply_lag_seconds"), 0.0);
     for (series, count) in [
-        ("outreach_sync_deliveries_total{outcome=\"accepted\"}", 2.0),
-        ("outreach_sync_deliveries_total{outcome=\"duplicate\"}", 1.0),
-        ("outreach_sync_deliveries_total{outcome=\"rejected\"}", 1.0),
-        ("outreach_sync_deliveries_total{outcome=\"not_json\"}", 0.0),
+        (
+            "outreach_sync_deliveries_total{account=\"default\",outcome=\"accepted\"}",
+            2.0,
+        ),
+        (
+            "outreach_sync_deliveries_total{account=\"default\",outcome=\"duplicate\"}",
+            1.0,
+        ),
+        (
+            "outreach_sync_deliveries_total{account=\"default\",outcome=\"rejected\"}",
+            1.0,
+        ),
+        (
+            "outreach_sync_deliveries_total{account=\"default\",outcome=\"not_json\"}",
+            0.0,
+        ),
         ("outreach_sync_events_applied_total", 1.0),
         ("outreach_sync_events_quarantined_total", 1.0),
         (
-            "outreach_sync_upstream_responses_total{status=\"error\"}",
+            "outreach_sync_upstream_responses_total{account=\"default\",status=\"error\"}",
             0.0,
         ),
-        ("outreach_sync_reconcile_passes_total", 0.0),
+        (
+            "outreach_sync_reconcile_passes_total{account=\"default\"}",
+            0.0,
+        ),
     ] {
         assert_eq!(value(&text, series), count, "{series} in {text}");
     }

@@ -90,15 +90,18 @@ fn exposition() -> String {
         SubscriberOutcome,
     };
     let metrics = Metrics::new();
-    metrics.delivery(Delivery::Accepted);
+    let party = crate::common::account("party");
+    metrics.serving(std::slice::from_ref(&party));
+    metrics.delivery(Some(&party), Delivery::Accepted);
+    metrics.delivery(None, Delivery::UnknownPath);
     metrics.applied(1, 1);
-    metrics.upstream_status(200);
-    metrics.upstream_transport_error();
-    metrics.push(Push::Retry);
+    metrics.upstream_status(&party, 200);
+    metrics.upstream_transport_error(&party);
+    metrics.push(&party, Push::Retry);
     metrics.subscriber_request("crm", SubscriberOutcome::Delivered);
     metrics.auth_failure(AuthAttempt::Bearer, AuthOutcome::Refused);
     metrics.connection_closed(Listener::Ingest, Closed::Idle);
-    metrics.record_reconcile_pass(3, 1, 0, 0);
+    metrics.record_reconcile_pass(&party, 3, 1, 0, 0);
     metrics.render(Gauges {
         outbox_backlog: 1,
         apply_lag_seconds: 0.25,

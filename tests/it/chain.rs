@@ -126,7 +126,7 @@ async fn entries_appended_at_once_by_many_writers_still_form_one_chain_in_seq_or
         tokio::spawn(async move {
             for i in 0..10 {
                 let change = outreach_sync::apply::LocalChange {
-                    account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+                    account: outreach_sync::model::AccountId::default_account(),
                     organization_id: format!("org_{}", i % 3),
                     phone_number: format!("+1555{w:03}{i:04}"),
                     opted_out: i % 2 == 0,

@@ -457,3 +457,18 @@ impl TestApp {
             .expect("admin request")
     }
 }
+
+/// The account named `name`.
+pub fn account(name: &str) -> outreach_sync::model::AccountId {
+    outreach_sync::model::AccountId::new(name).expect("an account's name")
+}
+
+/// The account `name` as `settings` serve it.
+pub fn served(settings: &Settings, name: &str) -> outreach_sync::settings::Account {
+    settings
+        .accounts()
+        .expect("the accounts")
+        .into_iter()
+        .find(|account| account.id == *name)
+        .expect("an account served")
+}

@@ -347,7 +347,7 @@ async fn mirror(app: &TestApp, leads: &[outreach_sync::model::Lead]) {
     let mut tx = conn.begin_write().await.expect("begin");
     outreach_sync::apply::lead_page(
         &mut tx,
-        outreach_sync::model::DEFAULT_ACCOUNT,
+        &outreach_sync::model::AccountId::default_account(),
         "pass_test",
         leads,
         chrono::Utc::now(),

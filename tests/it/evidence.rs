@@ -297,7 +297,7 @@ async fn apply_lead_page(pool: &Pool, lead: &Lead, fetched_at: chrono::DateTime<
             let mut tx = conn.begin_with("BEGIN IMMEDIATE").await.unwrap();
             apply::lead_page(
                 &mut *tx,
-                outreach_sync::model::DEFAULT_ACCOUNT,
+                &outreach_sync::model::AccountId::default_account(),
                 "pass_1",
                 leads,
                 fetched_at,
@@ -310,7 +310,7 @@ async fn apply_lead_page(pool: &Pool, lead: &Lead, fetched_at: chrono::DateTime<
             let mut tx = pool.begin().await.unwrap();
             apply::lead_page(
                 &mut *tx,
-                outreach_sync::model::DEFAULT_ACCOUNT,
+                &outreach_sync::model::AccountId::default_account(),
                 "pass_1",
                 leads,
                 fetched_at,

@@ -147,7 +147,7 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     let mut tx = conn.begin().await.unwrap();
     let applied = apply::consent(
         &mut *tx,
-        outreach_sync::model::DEFAULT_ACCOUNT,
+        &outreach_sync::model::AccountId::default_account(),
         &[ConsentObservation {
             organization_id: "o2".into(),
             phone_number: "+1555".into(),

@@ -2,7 +2,7 @@
 //! (consent, lookup, history, the change feed, events, export, the mirror's leads and
 //! messages, status) returns on PostgreSQL what it returns on SQLite, to the character.
 
-use outreach_sync::model::{DEFAULT_ACCOUNT, PushState, Timestamp};
+use outreach_sync::model::{AccountId, PushState, Timestamp};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -50,7 +50,7 @@ fn late() -> Value {
 
 fn changes() -> [LocalChange; 3] {
     let change = |org: &str, phone: &str, opted_out: bool, tag: Option<&str>| LocalChange {
-        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+        account: outreach_sync::model::AccountId::default_account(),
         organization_id: org.into(),
         phone_number: phone.into(),
         opted_out,
@@ -504,13 +504,21 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
     };
     for id in ["lead_1", "lead_2", "lead_nobody"] {
         let (pg, lite) = both
-            .read(|pool| async move { ledger::lead(pool, id, DEFAULT_ACCOUNT).await.unwrap() })
+            .read(|pool| async move {
+                ledger::lead(pool, id, &AccountId::default_account())
+                    .await
+                    .unwrap()
+            })
             .await;
         assert_eq!(pg, lite, "{id}");
         assert_eq!(pg.is_some(), id != "lead_nobody");
     }
     let (pg, _) = both
-        .read(|pool| async move { ledger::lead(pool, "lead_1", DEFAULT_ACCOUNT).await.unwrap() })
+        .read(|pool| async move {
+            ledger::lead(pool, "lead_1", &AccountId::default_account())
+                .await
+                .unwrap()
+        })
         .await;
     assert_eq!(
         pg.unwrap(),
@@ -537,7 +545,11 @@ async fn leads_and_messages_read_the_same_on_postgres_as_on_sqlite() {
 
     for id in ["m0", "m1", "m2", "m3", "m4", "m_nobody"] {
         let (pg, lite) = both
-            .read(|pool| async move { ledger::message(pool, id, DEFAULT_ACCOUNT).await.unwrap() })
+            .read(|pool| async move {
+                ledger::message(pool, id, &AccountId::default_account())
+                    .await
+                    .unwrap()
+            })
             .await;
         assert_eq!(pg.is_some(), id != "m_nobody", "{id}");
         // `updatedAt` is the worker's clock: written alike, not equal.

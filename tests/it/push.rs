@@ -52,7 +52,7 @@ async fn a_push_that_fails_twice_is_retried_with_backoff_and_then_sent(backend: 
         return;
     };
     let change = LocalChange {
-        account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+        account: outreach_sync::model::AccountId::default_account(),
         organization_id: lead.organization_id.clone(),
         phone_number: lead.phone_number.clone(),
         opted_out: true,

@@ -370,9 +370,12 @@ async fn bad_credentials_stop_token_requests_after_three_even_across_a_restart(b
     let settings = app.settings.clone();
     for _ in 0..2 {
         // Each round is a fresh client over the same database, as after a restart.
-        let client =
-            outreach_sync::upstream::service_client(&settings, &app.pool, app.metrics.clone())
-                .unwrap();
+        let client = outreach_sync::upstream::service_client(
+            &common::served(&settings, "default"),
+            &app.pool,
+            app.metrics.clone(),
+        )
+        .unwrap();
         let reconciler = Reconciler::new(app.pool.clone(), client, &settings.reconcile);
         for _ in 0..3 {
             let summary = reconciler

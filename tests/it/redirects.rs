@@ -107,7 +107,12 @@ pub fn one_page(registrations: &[WebhookRegistration]) -> serde_json::Value {
 fn target() -> Target {
     let mut settings = Settings::default();
     settings.webhook.secrets = vec![SecretString::from(SIGNING_SECRET)];
-    Target::of(&settings, Some(TARGET_URL), &[]).expect("a target")
+    Target::of(
+        &crate::common::served(&settings, "default"),
+        Some(TARGET_URL),
+        &[],
+    )
+    .expect("a target")
 }
 
 fn assert_nothing_reached(capture: &Capture) {

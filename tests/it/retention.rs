@@ -84,7 +84,7 @@ async fn pruning_removes_old_applied_statuses_and_keeps_evidence_quarantine_back
     delivery(&pool, "status-recent", STATUS, 10, "applied").await;
     for opted_out in [true, false] {
         let change = LocalChange {
-            account: outreach_sync::model::DEFAULT_ACCOUNT.to_owned(),
+            account: outreach_sync::model::AccountId::default_account(),
             organization_id: "org_1".into(),
             phone_number: "+15550004444".into(),
             opted_out,

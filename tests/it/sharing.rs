@@ -142,7 +142,7 @@ impl Trio {
             outreach_sync::client::ServiceClient::new(common::client_config(&self.sandboxes[i]))
                 .expect("client");
         Reconciler::new(self.app.pool.clone(), client, &self.app.settings.reconcile)
-            .with_account(ACCOUNTS[i])
+            .with_account(&common::served(&self.app.settings, ACCOUNTS[i]))
             .run_pass(&PassRequest::default(), &CancellationToken::new())
             .await
             .expect("a pass");
@@ -404,9 +404,15 @@ async fn an_opt_out_announced_in_whole_seconds_outranks_a_pass_in_the_same_secon
         "globalOptedOut": false}))
     .expect("a lead");
     let mut tx = app.pool.begin_write().await.expect("begin");
-    outreach_sync::apply::lead_page(&mut tx, "default", "pass_1", &[lead], seen)
-        .await
-        .expect("a page");
+    outreach_sync::apply::lead_page(
+        &mut tx,
+        &common::account("default"),
+        "pass_1",
+        &[lead],
+        seen,
+    )
+    .await
+    .expect("a page");
     tx.commit().await.expect("commit");
     let stop = serde_json::json!({
         "type": "consentUpdate-v1", "id": "evt_stop", "createdAt": "2026-11-21T12:00:00Z",

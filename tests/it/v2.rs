@@ -36,8 +36,12 @@ pub(crate) fn v2_service(settings: &mut Settings, sandbox: &RunningSandbox, with
 pub(crate) fn daemon_client(app: &common::TestApp, sandbox: &RunningSandbox) -> ServiceClient {
     let mut settings = app.settings.clone();
     v2_service(&mut settings, sandbox, true);
-    let client =
-        outreach_sync::upstream::service_client(&settings, &app.pool, app.metrics.clone()).unwrap();
+    let client = outreach_sync::upstream::service_client(
+        &common::served(&settings, "default"),
+        &app.pool,
+        app.metrics.clone(),
+    )
+    .unwrap();
     assert_eq!(client.config().api_version, ApiVersion::V2);
     client
 }

@@ -21,7 +21,7 @@ fn row(seq: i64) -> OptOutRow {
         opted_in_at: None,
         state_lead_id: None,
         superseded: false,
-        account_id: crate::model::DEFAULT_ACCOUNT.into(),
+        account_id: crate::model::AccountId::default_account(),
         event_ref: format!("event:evt_{seq}"),
     }
 }

@@ -95,7 +95,10 @@ fn ingest_paths_the_router_cannot_take_or_a_client_cannot_reach_are_refused_nami
     let settings =
         load(&(account("party", "ingest_path = \"/hooks/Party.v1~x_y-z\"") + &account("b", "")))
             .expect("a path of unreserved characters");
-    assert_eq!(settings.served()[0].ingest.path, "/hooks/Party.v1~x_y-z");
+    assert_eq!(
+        settings.accounts().expect("well-formed names")[0].ingest_path,
+        "/hooks/Party.v1~x_y-z"
+    );
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! What the demo says at its start (what runs where, the registrations made) and at its
 //! end (how to look again at what it left).
 
+use outreach_sync::model::AccountId;
 use outreach_sync::registrations;
 use outreach_sync::settings::Settings;
 use outreach_sync_sandbox::RunningSandbox;
@@ -90,7 +91,7 @@ pub(super) fn print_banner(
 }
 
 /// The registrations made, as `webhooks register` says them.
-pub(super) fn print_registered(account: &str, registered: &registrations::Registered) {
+pub(super) fn print_registered(account: &AccountId, registered: &registrations::Registered) {
     println!("`{account}` registered as `outreach-sync webhooks register` does:");
     for step in &registered.applied {
         println!("  {:<17} {}", step.planned.kind.as_str(), step.id);

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use outreach_sync::reconcile::{PassRequest, Reconciler};
-use outreach_sync::settings::Settings;
+use outreach_sync::settings::{Account, Settings};
 use outreach_sync::store::Pool;
 use outreach_sync::{ledger, upstream};
 use outreach_sync_sandbox::RunningSandbox;
@@ -59,8 +59,8 @@ pub(super) async fn finale(
     daemon_stop.cancel();
     daemon.await.context("the daemon task")??;
     let pool = outreach_sync::store::open(settings).await?;
-    for view in settings.served() {
-        final_pass(&view, &pool).await?;
+    for account in settings.accounts()? {
+        final_pass(settings, &account, &pool).await?;
     }
     let row = Row::read_in(sandbox, &pool, Some(PARTY)).await?;
     println!("{}", row.line("final"));
@@ -81,10 +81,9 @@ pub(super) async fn finale(
     Ok(())
 }
 
-/// One reconciliation pass of the account `settings` is the view of, alone.
-async fn final_pass(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
-    let client = upstream::service_client(settings, pool, Default::default())?;
-    let account = settings.account_name();
+/// One reconciliation pass of `account`, alone.
+async fn final_pass(settings: &Settings, account: &Account, pool: &Pool) -> anyhow::Result<()> {
+    let client = upstream::service_client(account, pool, Default::default())?;
     let reconciler =
         Reconciler::new(pool.clone(), client, &settings.reconcile).with_account(account);
     // A pass cut short by the stop resumes from its cursor, skipping the pages it had done:
@@ -99,7 +98,8 @@ async fn final_pass(settings: &Settings, pool: &Pool) -> anyhow::Result<()> {
             .await
             .context("the final reconciliation pass")?;
         println!(
-            "        final reconciliation pass of `{account}` (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
+            "        final reconciliation pass of `{}` (the daemon stopped first, so it runs alone): {} leads scanned, {} differences repaired, {} ms{}",
+            account.id,
             summary.leads_scanned,
             summary.repaired,
             summary.duration_ms,

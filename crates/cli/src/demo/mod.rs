@@ -20,8 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 pub use differences::{ConsentDifferences, consent_differences};
 use outreach_sync::app::{self, Application};
+use outreach_sync::model::AccountId;
 use outreach_sync::settings::{
-    DestinationSettings, LogFormat, Settings, Synchronous, SystemSettings,
+    Account, DestinationSettings, LogFormat, Settings, Synchronous, SystemSettings,
 };
 use outreach_sync::store::Pool;
 use outreach_sync::{registrations, upstream};
@@ -235,12 +236,16 @@ async fn register_all(
     settings: &Settings,
     pool: &Pool,
     ingest: &str,
-) -> anyhow::Result<Vec<(String, registrations::Registered)>> {
+) -> anyhow::Result<Vec<(AccountId, registrations::Registered)>> {
     let mut registered = Vec::new();
-    for view in settings.served() {
-        let url = format!("http://{}{}", application_ingest(ingest), view.ingest.path);
-        let done = register(&view, pool, &url).await?;
-        registered.push((view.account_name().to_owned(), done));
+    for account in settings.accounts()? {
+        let url = format!(
+            "http://{}{}",
+            application_ingest(ingest),
+            account.ingest_path
+        );
+        let done = register(&account, pool, &url).await?;
+        registered.push((account.id, done));
     }
     Ok(registered)
 }
@@ -365,16 +370,16 @@ fn use_service(settings: &mut Settings, sandbox: &RunningSandbox) {
 /// `outreach-sync webhooks register` (both registrations, then a mock event each), and
 /// keeps the check's result for `status` and the console.
 async fn register(
-    settings: &Settings,
+    account: &Account,
     pool: &Pool,
     ingest: &str,
 ) -> anyhow::Result<registrations::Registered> {
-    let client = upstream::service_client(settings, pool, Default::default())?;
-    let target = registrations::Target::of(settings, Some(ingest), &[])?;
+    let client = upstream::service_client(account, pool, Default::default())?;
+    let target = registrations::Target::of(account, Some(ingest), &[])?;
     let registered = registrations::register(&client, &target)
         .await
         .context("registering the daemon's webhooks with the sandbox")?;
-    registrations::record_in(pool, settings.account_name(), &registered.check.result).await?;
+    registrations::record_in(pool, &account.id, &registered.check.result).await?;
     Ok(registered)
 }
 

@@ -1,5 +1,6 @@
 //! The local opt-out/opt-in form.
 
+use crate::model::AccountId;
 use std::sync::Arc;
 
 use askama::Template;
@@ -36,7 +37,7 @@ struct ChangePage {
     organization: String,
     /// The account it is recorded in, chosen among `accounts` when there are several.
     account: String,
-    accounts: Vec<String>,
+    accounts: Vec<AccountId>,
     opted_out: bool,
     reason: String,
     error: Option<String>,
@@ -54,7 +55,7 @@ pub async fn change_form(
         frame: Frame::of(&session, "change"),
         phone: given(query.phone_number).unwrap_or_default(),
         organization: given(query.organization_id).unwrap_or_default(),
-        account: given(query.account_id).unwrap_or_else(|| state.first_account().to_owned()),
+        account: given(query.account_id).unwrap_or_else(|| state.first_account().to_string()),
         accounts: state.accounts.clone(),
         opted_out: query.opted_out.unwrap_or(true),
         reason: String::new(),
@@ -88,7 +89,7 @@ pub async fn change(
         frame: Frame::of(&session, "change"),
         phone: given(form.phone_number).unwrap_or_default(),
         organization: given(form.organization_id).unwrap_or_default(),
-        account: given(form.account_id).unwrap_or_else(|| state.first_account().to_owned()),
+        account: given(form.account_id).unwrap_or_else(|| state.first_account().to_string()),
         accounts: state.accounts.clone(),
         opted_out: form.consent.as_deref() != Some("in"),
         reason: given(form.reason).unwrap_or_default(),
@@ -109,10 +110,13 @@ pub async fn change(
     if page.organization.is_empty() {
         return refuse(page, "organizationId", "Organization: required.".into());
     }
-    if let Err(error) = state.account(Some(&page.account)) {
-        let message = format!("Account: {error}.");
-        return refuse(page, "accountId", message);
-    }
+    let account = match state.account(Some(&page.account)) {
+        Ok(account) => account,
+        Err(error) => {
+            let message = format!("Account: {error}.");
+            return refuse(page, "accountId", message);
+        }
+    };
     if !matches!(form.consent.as_deref(), Some("out" | "in")) {
         return refuse(page, "consent", "Consent: choose opt out or opt in.".into());
     }
@@ -126,7 +130,7 @@ pub async fn change(
         );
     }
     let change = LocalChange {
-        account: page.account.clone(),
+        account,
         organization_id: page.organization.clone(),
         phone_number: page.phone.clone(),
         opted_out: page.opted_out,

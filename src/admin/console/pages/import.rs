@@ -5,6 +5,7 @@
 //! slots (`admin::import::ImportSlots`), and run on a task of their own: a browser that
 //! leaves does not stop an import half-way.
 
+use crate::model::AccountId;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -211,7 +212,7 @@ pub async fn preview(
     let Some(body) = upload.body.clone().filter(|b| !b.is_empty()) else {
         return Ok(page.refused("List: choose a CSV file.".into()));
     };
-    let request = match request_of(&page, &upload, state.first_account(), &session.actor) {
+    let request = match request_of(&page, &upload, &state.first_account(), &session.actor) {
         Ok(request) => request,
         Err(message) => return Ok(page.refused(message)),
     };
@@ -238,7 +239,7 @@ pub async fn preview(
 fn request_of(
     page: &ImportPage,
     upload: &Upload,
-    account: &str,
+    account: &AccountId,
     actor: &str,
 ) -> Result<Request, String> {
     let scope = match (page.account, page.organization.is_empty()) {

@@ -16,7 +16,7 @@ use crate::admin::console::session::Session;
 use crate::admin::console::views::{self, TimelineEntry, query_value};
 use crate::admin::console::{ConsoleError, Frame, render};
 use crate::ledger::{self, ConsentRecord};
-use crate::model::phone;
+use crate::model::{Scope, phone};
 use crate::store::DestinationStore as _;
 
 #[derive(Deserialize)]
@@ -99,8 +99,8 @@ pub async fn lookup(
     page.searched = true;
     let now = Utc::now();
     let current = ledger::current(&state.pool, &phone, organization.as_deref()).await?;
-    let bundle =
-        crate::evidence::bundle(&state.pool, &phone, (organization.as_deref(), None), now).await?;
+    let scope = Scope::organization(organization.as_deref());
+    let bundle = crate::evidence::bundle(&state.pool, &phone, scope, now).await?;
     let mut outcomes = Vec::new();
     if !state.destinations.is_empty() {
         for item in bundle.iter().flat_map(|b| &b.items) {
@@ -151,7 +151,7 @@ pub async fn evidence(
     let bundle = crate::evidence::bundle(
         &state.pool,
         &phone,
-        (organization.as_deref(), None),
+        Scope::organization(organization.as_deref()),
         Utc::now(),
     )
     .await?
