@@ -429,7 +429,7 @@ async fn reads_only(pool: &Pool, rules: &Rules, window: &Window) -> Measured {
             .opt_outs(
                 window.since,
                 window.until,
-                (window.organization.as_deref(), window.account.as_deref()),
+                window.scope(),
                 after,
                 compliance::PAGE as i64,
             )

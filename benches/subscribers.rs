@@ -216,6 +216,7 @@ async fn backlog(n: usize) -> (BenchDatabase, Pool) {
             evidence: None,
         })
         .collect();
+    let account = outreach_sync::model::AccountId::default_account();
     for chunk in observations.chunks(PREFILL_BATCH) {
         let entries: Vec<NewEntry> = chunk
             .iter()
@@ -228,14 +229,14 @@ async fn backlog(n: usize) -> (BenchDatabase, Pool) {
         match &pool {
             Pool::Sqlite(p) => {
                 let mut tx = p.begin().await.expect("begin");
-                tx.append_ledger(outreach_sync::model::DEFAULT_ACCOUNT, &entries, now)
+                tx.append_ledger(&account, &entries, now)
                     .await
                     .expect("append");
                 tx.commit().await.expect("commit");
             }
             Pool::Postgres(p) => {
                 let mut tx = p.begin().await.expect("begin");
-                tx.append_ledger(outreach_sync::model::DEFAULT_ACCOUNT, &entries, now)
+                tx.append_ledger(&account, &entries, now)
                     .await
                     .expect("append");
                 tx.commit().await.expect("commit");

@@ -21,7 +21,7 @@ pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
 pub use view::{View, behind, html, unreached, waiting};
 
-use crate::model::{AccountId, InvalidAccount};
+use crate::model::{AccountId, InvalidAccount, Scope};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -346,6 +346,11 @@ impl Window {
             .map(|name| AccountId::new(&name))
             .transpose()?;
         Ok(self)
+    }
+
+    /// The organization and the account the report reads (`None`: every one).
+    pub fn scope(&self) -> Scope<'_> {
+        Scope::organization(self.organization.as_deref()).in_account(self.account.as_ref())
     }
 }
 

@@ -50,10 +50,7 @@ impl Items {
             .opt_outs(
                 self.window.since,
                 self.window.until,
-                (
-                    self.window.organization.as_deref(),
-                    self.window.account.as_deref(),
-                ),
+                self.window.scope(),
                 self.after,
                 PAGE as i64,
             )

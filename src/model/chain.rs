@@ -355,7 +355,7 @@ mod tests {
                 source: f.source,
                 event_ref: f.event_ref.into(),
                 superseded: f.superseded,
-                account_id: f.account_id.into(),
+                account_id: crate::model::AccountId::stored(f.account_id),
                 push: None,
                 echo_of: None,
             },

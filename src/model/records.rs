@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{ChainHead, OutboxState, PushState, Source, SubscriberStatus, Timestamp};
+use super::{AccountId, ChainHead, OutboxState, PushState, Source, SubscriberStatus, Timestamp};
 
 /// Current consent of a number in one organization (the contract's consent record).
 #[derive(Debug, Clone, PartialEq, Serialize, sqlx::FromRow, utoipa::ToSchema)]
@@ -36,7 +36,8 @@ pub struct LedgerEntry {
     pub event_ref: String,
     pub superseded: bool,
     /// The account of the service it is of.
-    pub account_id: String,
+    #[schema(value_type = String)]
+    pub account_id: AccountId,
     /// Local changes only: the push to the service.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[sqlx(default)]

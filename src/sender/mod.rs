@@ -208,10 +208,10 @@ pub async fn run_listed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Timestamp;
+    use crate::model::{AccountId, Timestamp};
     use chrono::Utc;
 
-    fn entry(account: &str) -> LedgerEntry {
+    fn entry(account: &AccountId) -> LedgerEntry {
         LedgerEntry {
             seq: 1,
             organization_id: "org_1".into(),
@@ -223,7 +223,7 @@ mod tests {
             source: Source::Webhook,
             event_ref: "event:evt_1".into(),
             superseded: false,
-            account_id: account.into(),
+            account_id: account.clone(),
             push: None,
             echo_of: None,
         }
@@ -231,6 +231,8 @@ mod tests {
 
     #[test]
     fn a_subscriber_or_destination_scoped_to_accounts_takes_their_entries_alone() {
+        let party: AccountId = "party".parse().expect("an account");
+        let candidate: AccountId = "candidate".parse().expect("an account");
         let mut settings = SubscriberSettings::new(
             "crm",
             "http://127.0.0.1:9/hooks",
@@ -238,8 +240,8 @@ mod tests {
         );
         settings.accounts = vec!["party".into()];
         let crm = Subscriber::new(&settings).expect("a subscriber");
-        assert!(crm.takes(&entry("party")));
-        assert!(!crm.takes(&entry("candidate")));
+        assert!(crm.takes(&entry(&party)));
+        assert!(!crm.takes(&entry(&candidate)));
         assert!(!crm.takes_every_entry());
         // Any kind: the sender takes every kind alike.
         let system: DestinationSettings = toml::from_str(
@@ -250,7 +252,7 @@ mod tests {
         let keys =
             crate::settings::Live::new(crate::settings::keys_of(std::slice::from_ref(&system)));
         let system = Subscriber::destination(&system, keys);
-        assert!(system.takes(&entry("candidate")));
-        assert!(!system.takes(&entry("party")));
+        assert!(system.takes(&entry(&candidate)));
+        assert!(!system.takes(&entry(&party)));
     }
 }

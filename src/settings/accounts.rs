@@ -276,15 +276,6 @@ impl Settings {
         account_id(self.account_name())
     }
 
-    /// The names of the accounts served as text, in the order written (`default` without
-    /// `[[account]]`).
-    pub fn account_names(&self) -> Vec<String> {
-        match self.account.as_slice() {
-            [] => vec![DEFAULT_ACCOUNT.to_owned()],
-            accounts => accounts.iter().map(|a| a.name.clone()).collect(),
-        }
-    }
-
     /// The accounts served, in the order written (`default` without `[[account]]`).
     pub fn account_ids(&self) -> Result<Vec<AccountId>, SettingsError> {
         match self.account.as_slice() {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
 use super::{SettingsError, read_secret_file, redact_opt};
-use crate::model::Source;
+use crate::model::{AccountId, Source};
 
 pub mod action_network;
 pub mod van;
@@ -67,7 +67,7 @@ trait KindSettings {
         &self,
         _named: Named<'_>,
         _accounts: &[String],
-        _served: &[String],
+        _served: &[AccountId],
     ) -> Result<(), SettingsError> {
         Ok(())
     }
@@ -302,11 +302,11 @@ impl super::Settings {
     /// configuration makes it too (`check-config`, `serve`, a reload), and exits 2 naming
     /// the key.
     pub fn validate_scopes(&self) -> Result<(), SettingsError> {
-        let served = self.account_names();
+        let served = self.account_ids()?;
         let unknown = |accounts: &[String]| {
             accounts
                 .iter()
-                .find(|a| !served.contains(a))
+                .find(|a| !served.iter().any(|s| s == *a))
                 .map(|a| crate::model::text::quoted(a))
         };
         let listed = served.join(", ");

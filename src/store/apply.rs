@@ -150,18 +150,18 @@ pub struct StateWrite<'a> {
 }
 
 /// The statement of [`ApplyTx::sent_after_opt_out`], one text for both backends: `messages`
-/// gives each message as `k (id, lead, created, after)`, `account` is the account's
-/// parameter. It is the compliance report's rule (`compliance/items.rs`) from the message's
-/// side: the opt-outs of its lead by the entry's own lead (on the index of opt-outs by
-/// lead), or by the lead the number's state holds, the number found through the mirror (an
-/// index by lead on the states would slow the first import).
-pub(crate) fn sent_after_opt_out(messages: &str, account: &str) -> String {
+/// gives each message as `k (id, lead, created, after)`, `account_param` is the account's
+/// parameter (its placeholder). It is the compliance report's rule (`compliance/items.rs`)
+/// from the message's side: the opt-outs of its lead by the entry's own lead (on the index
+/// of opt-outs by lead), or by the lead the number's state holds, the number found through
+/// the mirror (an index by lead on the states would slow the first import).
+pub(crate) fn sent_after_opt_out(messages: &str, account_param: &str) -> String {
     format!(
         "SELECT COUNT(*) FROM {messages}
              WHERE NOT EXISTS (SELECT 1 FROM messages AS m
-                               WHERE m.id = k.id AND m.account_id = {account})
+                               WHERE m.id = k.id AND m.account_id = {account_param})
                AND (EXISTS (SELECT 1 FROM ledger AS e
-                            WHERE e.lead_id = k.lead AND e.account_id = {account} AND
+                            WHERE e.lead_id = k.lead AND e.account_id = {account_param} AND
                                 {OPTED_OUT_BEFORE_K})
                     OR EXISTS (SELECT 1 FROM leads AS l
                                JOIN consent_state AS s
@@ -172,7 +172,7 @@ pub(crate) fn sent_after_opt_out(messages: &str, account: &str) -> String {
                                  ON e.phone_number = s.phone_number
                                 AND e.organization_id = s.organization_id
                                 AND e.account_id = s.account_id
-                               WHERE l.id = k.lead AND l.account_id = {account}
+                               WHERE l.id = k.lead AND l.account_id = {account_param}
                                  AND s.lead_id = l.id AND {OPTED_OUT_BEFORE_K}))"
     )
 }

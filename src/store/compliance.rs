@@ -5,7 +5,7 @@
 use super::Error;
 use super::backend::on_backend;
 use super::{ComplianceStore, Pool};
-use crate::model::{Source, Timestamp};
+use crate::model::{Scope, Source, Timestamp};
 use chrono::{DateTime, Utc};
 
 impl ComplianceStore for Pool {
@@ -13,7 +13,7 @@ impl ComplianceStore for Pool {
         &self,
         since: DateTime<Utc>,
         until: DateTime<Utc>,
-        (organization, account): (Option<&str>, Option<&str>),
+        scope: Scope<'_>,
         after: i64,
         limit: i64,
     ) -> Result<Vec<crate::model::OptOutRow>, Error> {
@@ -48,10 +48,10 @@ impl ComplianceStore for Pool {
             )
             .bind(Timestamp(since))
             .bind(Timestamp(until))
-            .bind(organization)
+            .bind(scope.organization)
             .bind(after)
             .bind(limit)
-            .bind(account)
+            .bind(scope.account)
             .fetch_all(pool)
             .await?)
         })

@@ -144,7 +144,7 @@ pub trait PushStore {
     /// The earliest time a pending push is due, if any.
     async fn next_push_due(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
     ) -> Result<Option<chrono::DateTime<chrono::Utc>>, crate::store::Error>;
 
     /// The push `seq` failed for now; it is due again at `next`.
@@ -167,7 +167,7 @@ pub trait PushStore {
     /// the attempt before it is made.
     async fn take_due_pushes(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<Option<crate::model::DuePush>, crate::store::Error>;
 }
@@ -175,14 +175,14 @@ pub trait PushStore {
 /// The compliance report's reads.
 pub trait ComplianceStore {
     /// The first `limit` opt-out entries after seq `after` that occurred in `since..until`
-    /// (in one organization or all), echoes of local changes left out, in seq order, each
-    /// with its push, the next opt-in of its (organization, number) and the lead the mirror
-    /// holds for that pair. A report reads them a page at a time.
+    /// (in the scope: one organization or all, one account or all), echoes of local changes
+    /// left out, in seq order, each with its push, the next opt-in of its (organization,
+    /// number) and the lead the mirror holds for that pair. A report reads them a page at a time.
     async fn opt_outs(
         &self,
         since: chrono::DateTime<chrono::Utc>,
         until: chrono::DateTime<chrono::Utc>,
-        organization_and_account: (Option<&str>, Option<&str>),
+        scope: crate::model::Scope<'_>,
         after: i64,
         limit: i64,
     ) -> Result<Vec<crate::model::OptOutRow>, crate::store::Error>;
@@ -276,7 +276,7 @@ pub trait ReadStore {
     async fn lead(
         &self,
         id: &str,
-        account: &str,
+        account: &crate::model::AccountId,
     ) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// The mirrored leads of `phone`, in every organization or in one, of every account or
@@ -299,7 +299,7 @@ pub trait ReadStore {
     async fn message(
         &self,
         id: &str,
-        account: &str,
+        account: &crate::model::AccountId,
     ) -> Result<Option<serde_json::Value>, crate::store::Error>;
 
     /// The accounts the ledger holds entries of, by name.
@@ -321,7 +321,7 @@ pub trait PassStore {
     /// The cursor to resume `organization` from, starting a checkpoint if there is none.
     async fn checkpoint(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -331,7 +331,7 @@ pub trait PassStore {
     /// `describe` gives for that count, and the checkpoint goes. Returns the error.
     async fn end_with_error<E: std::fmt::Display + Send>(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -342,7 +342,7 @@ pub trait PassStore {
     /// `receipt_since` (a carrier receipt may follow).
     async fn open_messages(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         stale_before: chrono::DateTime<chrono::Utc>,
         receipt_since: chrono::DateTime<chrono::Utc>,
     ) -> Result<Vec<String>, crate::store::Error>;
@@ -350,7 +350,7 @@ pub trait PassStore {
     /// Records that `organization` could not be scanned in this pass.
     async fn organization_failed(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         pass_id: &str,
         organization: &str,
         now: chrono::DateTime<chrono::Utc>,
@@ -366,7 +366,7 @@ pub trait PassStore {
     /// Starts `organization`'s scan again from the first page.
     async fn restart_checkpoint(
         &self,
-        account: &str,
+        account: &crate::model::AccountId,
         organization: &str,
     ) -> Result<(), crate::store::Error>;
 }

@@ -15,6 +15,7 @@ pub(crate) const SUPERSEDE_STALE: &str = "UPDATE pushes SET state = 'superseded'
 use super::Error;
 use super::backend::on_backend;
 use super::{Pool, PushStore};
+use crate::model::AccountId;
 use chrono::{DateTime, Utc};
 
 impl PushStore for Pool {
@@ -60,7 +61,7 @@ impl PushStore for Pool {
         })
     }
 
-    async fn next_push_due(&self, account: &str) -> Result<Option<DateTime<Utc>>, Error> {
+    async fn next_push_due(&self, account: &AccountId) -> Result<Option<DateTime<Utc>>, Error> {
         on_backend!(self, |pool| {
             let next: Option<crate::model::Timestamp> = sqlx::query_scalar(
                 "SELECT MIN(next_attempt_at) FROM pushes WHERE state = 'pending' AND account_id =
@@ -75,7 +76,7 @@ impl PushStore for Pool {
 
     async fn take_due_pushes(
         &self,
-        account: &str,
+        account: &AccountId,
         now: DateTime<Utc>,
     ) -> Result<Option<crate::model::DuePush>, Error> {
         on_backend!(self, |pool, dialect| {

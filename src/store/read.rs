@@ -12,6 +12,7 @@ use std::sync::OnceLock;
 use super::Error;
 use super::backend::on_backend;
 use super::{EvidenceStore, ExportStore, Pool, ReadStore};
+use crate::model::AccountId;
 use chrono::{DateTime, Utc};
 
 /// What a lead is selected from: the mirror's leads `l` with their consent state `s`.
@@ -216,7 +217,11 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn lead(&self, id: &str, account: &str) -> Result<Option<serde_json::Value>, Error> {
+    async fn lead(
+        &self,
+        id: &str,
+        account: &AccountId,
+    ) -> Result<Option<serde_json::Value>, Error> {
         on_backend!(self, |pool, dialect| {
             let found: Option<String> = sqlx::query_scalar(&format!(
                 "SELECT {}{LEADS} WHERE l.id = $1 AND l.account_id = $2",
@@ -289,7 +294,11 @@ impl ReadStore for Pool {
         })
     }
 
-    async fn message(&self, id: &str, account: &str) -> Result<Option<serde_json::Value>, Error> {
+    async fn message(
+        &self,
+        id: &str,
+        account: &AccountId,
+    ) -> Result<Option<serde_json::Value>, Error> {
         on_backend!(self, |pool, dialect| {
             let found = sqlx::query_as(&format!(
                 "SELECT {}

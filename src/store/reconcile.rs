@@ -7,12 +7,13 @@
 use super::Error;
 use super::backend::{Lend, on_backend};
 use super::{PageCheckpoint, PassStore, Pool};
+use crate::model::AccountId;
 use chrono::{DateTime, Utc};
 
 impl PassStore for Pool {
     async fn checkpoint(
         &self,
-        account: &str,
+        account: &AccountId,
         pass_id: &str,
         organization: &str,
         now: DateTime<Utc>,
@@ -36,7 +37,11 @@ impl PassStore for Pool {
         })
     }
 
-    async fn restart_checkpoint(&self, account: &str, organization: &str) -> Result<(), Error> {
+    async fn restart_checkpoint(
+        &self,
+        account: &AccountId,
+        organization: &str,
+    ) -> Result<(), Error> {
         on_backend!(self, |pool| {
             sqlx::query(
                 "UPDATE reconcile_checkpoints SET cursor = NULL, leads_scanned = 0, repaired = 0
@@ -52,7 +57,7 @@ impl PassStore for Pool {
 
     async fn end_with_error<E: std::fmt::Display + Send>(
         &self,
-        account: &str,
+        account: &AccountId,
         pass_id: &str,
         organization: &str,
         now: DateTime<Utc>,
@@ -102,7 +107,7 @@ impl PassStore for Pool {
 
     async fn open_messages(
         &self,
-        account: &str,
+        account: &AccountId,
         stale_before: DateTime<Utc>,
         receipt_since: DateTime<Utc>,
     ) -> Result<Vec<String>, Error> {
@@ -124,7 +129,7 @@ impl PassStore for Pool {
 
     async fn organization_failed(
         &self,
-        account: &str,
+        account: &AccountId,
         pass_id: &str,
         organization: &str,
         now: DateTime<Utc>,

@@ -140,7 +140,10 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
     // Both holders of the number are found, and a newer event updates the stored pair.
     let mut conn = pool.acquire().await.unwrap();
     let holders = conn
-        .holders_of(outreach_sync::model::DEFAULT_ACCOUNT, &["+1555"])
+        .holders_of(
+            &outreach_sync::model::AccountId::default_account(),
+            &["+1555"],
+        )
         .await
         .unwrap();
     assert_eq!(holders["+1555"].len(), 2);

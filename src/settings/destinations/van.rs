@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Foreign, KindSettings, Named, SettingsError};
+use crate::model::AccountId;
 
 /// What is written into VAN for each entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -114,7 +115,7 @@ impl KindSettings for VanSettings {
         &self,
         named: Named<'_>,
         accounts: &[String],
-        served: &[String],
+        served: &[AccountId],
     ) -> Result<(), SettingsError> {
         if served.len() > 1 && accounts.is_empty() {
             return Err(SettingsError::invalid(

@@ -10,7 +10,8 @@ use chrono::{DateTime, Utc};
 
 use super::{NewEntry, NewMessage, PageCheckpoint, StateWrite, Suppressing};
 use crate::model::{
-    ConsentObservation, ConsentStates, Holders, Lead, PushedChange, StatusObservation, Suppression,
+    AccountId, ConsentObservation, ConsentStates, Holders, Lead, PushedChange, StatusObservation,
+    Suppression,
 };
 use crate::store::backend::{Lend, on_backend};
 
@@ -28,7 +29,7 @@ pub trait ApplyTx: Send {
     /// The (organization, number) of each of `lead_ids` the mirror knows.
     fn locate_leads(
         &mut self,
-        account: &str,
+        account: &AccountId,
         lead_ids: &[&str],
     ) -> impl Future<Output = Result<HashMap<String, (String, String)>, crate::store::Error>> + Send;
 
@@ -36,7 +37,7 @@ pub trait ApplyTx: Send {
     /// the consent record of its (organization, number), so consent records are enough.
     fn holders_of(
         &mut self,
-        account: &str,
+        account: &AccountId,
         phones: &[&str],
     ) -> impl Future<Output = Result<Holders, crate::store::Error>> + Send;
 
@@ -44,7 +45,7 @@ pub trait ApplyTx: Send {
     /// come back yet, oldest first.
     fn pushed_changes(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<Vec<PushedChange>, crate::store::Error>> + Send;
 
@@ -52,7 +53,7 @@ pub trait ApplyTx: Send {
     /// sent yet.
     fn unsent_opt_outs_of(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<HashSet<(String, String)>, crate::store::Error>> + Send;
 
@@ -60,7 +61,7 @@ pub trait ApplyTx: Send {
     /// suppression entry) once the service answered it with success.
     fn answered_push(
         &mut self,
-        account: &str,
+        account: &AccountId,
         event_ref: &str,
     ) -> impl Future<Output = Result<Option<i64>, crate::store::Error>> + Send;
 
@@ -74,7 +75,7 @@ pub trait ApplyTx: Send {
     /// The stored state of each known pair of `keys`.
     fn consent_states(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
 
@@ -82,7 +83,7 @@ pub trait ApplyTx: Send {
     /// for an event already recorded (or recorded earlier in `entries`).
     fn append_ledger(
         &mut self,
-        account: &str,
+        account: &AccountId,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
     ) -> impl Future<Output = Result<Vec<Option<i64>>, crate::store::Error>> + Send;
@@ -90,7 +91,7 @@ pub trait ApplyTx: Send {
     /// Sets each state where it outranks the stored one; at most one per pair.
     fn write_states(
         &mut self,
-        account: &str,
+        account: &AccountId,
         states: &[StateWrite<'_>],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
@@ -99,7 +100,7 @@ pub trait ApplyTx: Send {
     /// every scan). Returns how many rows were written.
     fn upsert_leads(
         &mut self,
-        account: &str,
+        account: &AccountId,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
@@ -109,7 +110,7 @@ pub trait ApplyTx: Send {
     /// the outcome never depends on arrival order). Returns how many changed a stored row.
     fn apply_statuses(
         &mut self,
-        account: &str,
+        account: &AccountId,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
@@ -132,14 +133,14 @@ pub trait ApplyTx: Send {
     /// the mirror's for that lead.
     fn sent_after_opt_out(
         &mut self,
-        account: &str,
+        account: &AccountId,
         messages: &[NewMessage<'_>],
     ) -> impl Future<Output = Result<u64, crate::store::Error>> + Send;
 
     /// The suppressions in force of those of `phones` that are suppressed.
     fn suppressions(
         &mut self,
-        account: &str,
+        account: &AccountId,
         phones: &[&str],
     ) -> impl Future<Output = Result<HashMap<String, Suppression>, crate::store::Error>> + Send;
 
@@ -147,14 +148,14 @@ pub trait ApplyTx: Send {
     /// number already suppressed keeps its earlier suppression.
     fn suppress(
         &mut self,
-        account: &str,
+        account: &AccountId,
         opt_outs: &[Suppressing<'_>],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
     /// Ends the suppression of each number whose account-wide opt-in is later than it.
     fn lift_suppressions(
         &mut self,
-        account: &str,
+        account: &AccountId,
         opt_ins: &[(&str, DateTime<Utc>)],
     ) -> impl Future<Output = Result<(), crate::store::Error>> + Send;
 
@@ -162,7 +163,7 @@ pub trait ApplyTx: Send {
     /// of the pair never attempted.
     fn queue_push(
         &mut self,
-        account: &str,
+        account: &AccountId,
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,
@@ -199,7 +200,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn locate_leads(
         &mut self,
-        account: &str,
+        account: &AccountId,
         lead_ids: &[&str],
     ) -> Result<HashMap<String, (String, String)>, crate::store::Error> {
         let rows = on_backend!(self, |conn, dialect| {
@@ -210,7 +211,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn holders_of(
         &mut self,
-        account: &str,
+        account: &AccountId,
         phones: &[&str],
     ) -> Result<Holders, crate::store::Error> {
         let rows = on_backend!(self, |conn, dialect| {
@@ -221,7 +222,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn pushed_changes(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> Result<Vec<PushedChange>, crate::store::Error> {
         on_backend!(self, |conn, dialect| {
@@ -231,7 +232,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn unsent_opt_outs_of(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> Result<HashSet<(String, String)>, crate::store::Error> {
         if keys.is_empty() {
@@ -245,7 +246,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn answered_push(
         &mut self,
-        account: &str,
+        account: &AccountId,
         event_ref: &str,
     ) -> Result<Option<i64>, crate::store::Error> {
         on_backend!(self, |conn| {
@@ -278,7 +279,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn consent_states(
         &mut self,
-        account: &str,
+        account: &AccountId,
         keys: &[(&str, &str)],
     ) -> Result<ConsentStates, crate::store::Error> {
         let rows = on_backend!(self, |conn, dialect| {
@@ -289,7 +290,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn append_ledger(
         &mut self,
-        account: &str,
+        account: &AccountId,
         entries: &[NewEntry<'_>],
         recorded_at: DateTime<Utc>,
     ) -> Result<Vec<Option<i64>>, crate::store::Error> {
@@ -303,7 +304,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn write_states(
         &mut self,
-        account: &str,
+        account: &AccountId,
         states: &[StateWrite<'_>],
     ) -> Result<(), crate::store::Error> {
         if states.is_empty() {
@@ -316,7 +317,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn upsert_leads(
         &mut self,
-        account: &str,
+        account: &AccountId,
         leads: &[(&Lead, DateTime<Utc>)],
         now: DateTime<Utc>,
     ) -> Result<u64, crate::store::Error> {
@@ -330,7 +331,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn apply_statuses(
         &mut self,
-        account: &str,
+        account: &AccountId,
         observations: &[StatusObservation<'_>],
         now: DateTime<Utc>,
     ) -> Result<u64, crate::store::Error> {
@@ -355,7 +356,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn sent_after_opt_out(
         &mut self,
-        account: &str,
+        account: &AccountId,
         messages: &[NewMessage<'_>],
     ) -> Result<u64, crate::store::Error> {
         if messages.is_empty() {
@@ -369,7 +370,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn suppressions(
         &mut self,
-        account: &str,
+        account: &AccountId,
         phones: &[&str],
     ) -> Result<HashMap<String, Suppression>, crate::store::Error> {
         if phones.is_empty() {
@@ -386,7 +387,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn suppress(
         &mut self,
-        account: &str,
+        account: &AccountId,
         opt_outs: &[Suppressing<'_>],
     ) -> Result<(), crate::store::Error> {
         if opt_outs.is_empty() {
@@ -399,7 +400,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn lift_suppressions(
         &mut self,
-        account: &str,
+        account: &AccountId,
         opt_ins: &[(&str, DateTime<Utc>)],
     ) -> Result<(), crate::store::Error> {
         if opt_ins.is_empty() {
@@ -412,7 +413,7 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
 
     async fn queue_push(
         &mut self,
-        account: &str,
+        account: &AccountId,
         seq: i64,
         change: &ConsentObservation,
         now: DateTime<Utc>,

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
+use crate::model::AccountId;
 use crate::model::PushedChange;
 use crate::model::Timestamp;
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
@@ -55,7 +56,7 @@ pub(crate) async fn settle_outbox(
 
 pub(crate) async fn sent_after_opt_out(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     messages: &[NewMessage<'_>],
 ) -> Result<i64, crate::store::Error> {
     let sql = store::sent_after_opt_out(
@@ -75,7 +76,7 @@ pub(crate) async fn sent_after_opt_out(
 
 pub(crate) async fn suppressions(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
     Ok(sqlx::query_as(
@@ -108,7 +109,7 @@ pub(crate) async fn lock_numbers(
 
 pub(crate) async fn locate_leads(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     lead_ids: &[&str],
 ) -> Result<Vec<(String, String, String)>, crate::store::Error> {
     Ok(sqlx::query_as(
@@ -125,7 +126,7 @@ pub(crate) async fn locate_leads(
 
 pub(crate) async fn holders_of(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
     Ok(sqlx::query_as(
@@ -140,7 +141,7 @@ pub(crate) async fn holders_of(
 
 pub(crate) async fn pushed_changes(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
@@ -162,7 +163,7 @@ pub(crate) async fn pushed_changes(
 
 pub(crate) async fn unsent_opt_outs_of(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<(String, String)>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
@@ -182,7 +183,7 @@ pub(crate) async fn unsent_opt_outs_of(
 
 pub(crate) async fn consent_states(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
     let (orgs, phones): (Vec<&str>, Vec<&str>) = keys.iter().copied().unzip();
@@ -202,7 +203,7 @@ pub(crate) async fn consent_states(
 
 pub(crate) async fn append_ledger(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
@@ -277,7 +278,7 @@ pub(crate) async fn append_ledger(
 
 pub(crate) async fn write_states(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
     sqlx::query(
@@ -310,7 +311,7 @@ pub(crate) async fn write_states(
 
 pub(crate) async fn suppress(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
     sqlx::query(
@@ -329,7 +330,7 @@ pub(crate) async fn suppress(
 
 pub(crate) async fn lift_suppressions(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
     sqlx::query(
@@ -348,7 +349,7 @@ pub(crate) async fn lift_suppressions(
 /// (organization, number).
 async fn recorded_already(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     entries: &[NewEntry<'_>],
 ) -> Result<HashSet<usize>, crate::store::Error> {
     let refs = column(entries, |e| e.observation.event_ref.as_str());

@@ -8,12 +8,12 @@ use chrono::{DateTime, Utc};
 use sqlx::PgConnection;
 
 use super::apply::column;
-use crate::model::{Lead, StatusObservation, is_terminal};
+use crate::model::{AccountId, Lead, StatusObservation, is_terminal};
 use crate::store::{LeadJson, status_rank};
 
 pub(crate) async fn upsert_leads(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -77,7 +77,7 @@ pub(crate) async fn upsert_leads(
 
 pub(crate) async fn apply_statuses(
     conn: &mut PgConnection,
-    account: &str,
+    account: &AccountId,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {

@@ -12,6 +12,7 @@ use std::collections::HashSet;
 use chrono::{DateTime, Utc};
 use sqlx::SqliteConnection;
 
+use crate::model::AccountId;
 use crate::model::PushedChange;
 use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
@@ -65,7 +66,7 @@ pub(crate) async fn settle_outbox(
 
 pub(crate) async fn sent_after_opt_out(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     messages: &[NewMessage<'_>],
 ) -> Result<i64, crate::store::Error> {
     let sql = store::sent_after_opt_out(
@@ -83,7 +84,7 @@ pub(crate) async fn sent_after_opt_out(
 
 pub(crate) async fn suppressions(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
     Ok(codec::json_rows_in(
@@ -107,7 +108,7 @@ pub(crate) async fn lock_numbers(
 
 pub(crate) async fn locate_leads(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     lead_ids: &[&str],
 ) -> Result<Vec<(String, String, String)>, crate::store::Error> {
     Ok(sqlx::query_as(
@@ -125,7 +126,7 @@ pub(crate) async fn locate_leads(
 
 pub(crate) async fn holders_of(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
     Ok(sqlx::query_as(
@@ -141,7 +142,7 @@ pub(crate) async fn holders_of(
 
 pub(crate) async fn pushed_changes(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
     let sql = store::pushed_changes(
@@ -159,7 +160,7 @@ pub(crate) async fn pushed_changes(
 
 pub(crate) async fn unsent_opt_outs_of(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<(String, String)>, crate::store::Error> {
     Ok(codec::json_rows_in(
@@ -176,7 +177,7 @@ pub(crate) async fn unsent_opt_outs_of(
 
 pub(crate) async fn consent_states(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
     Ok(codec::json_rows_in(
@@ -197,7 +198,7 @@ pub(crate) async fn consent_states(
 
 pub(crate) async fn append_ledger(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
 ) -> Result<Vec<Option<i64>>, crate::store::Error> {
@@ -270,7 +271,7 @@ pub(crate) async fn append_ledger(
 
 pub(crate) async fn write_states(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
     // Pairs with no stored state are plain inserts, which cannot abort and so need no
@@ -315,7 +316,7 @@ pub(crate) async fn write_states(
 
 pub(crate) async fn suppress(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
     for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
@@ -336,7 +337,7 @@ pub(crate) async fn suppress(
 
 pub(crate) async fn lift_suppressions(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
     let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();

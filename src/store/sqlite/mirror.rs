@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use sqlx::SqliteConnection;
 
-use crate::model::{Lead, MessageStatus, StatusObservation, Timestamp, is_terminal};
+use crate::model::{AccountId, Lead, MessageStatus, StatusObservation, Timestamp, is_terminal};
 use crate::store::{LeadJson, codec};
 
 /// Rows per INSERT of leads: 19 parameters each, under SQLite's 32,766.
@@ -16,7 +16,7 @@ const LEADS_PER_STATEMENT: usize = 1000;
 
 pub(crate) async fn upsert_leads(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -54,7 +54,7 @@ pub(crate) async fn upsert_leads(
 
 pub(crate) async fn apply_statuses(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
 ) -> Result<u64, crate::store::Error> {
@@ -110,7 +110,7 @@ pub(crate) async fn apply_statuses(
 /// written.
 async fn write_leads(
     conn: &mut SqliteConnection,
-    account: &str,
+    account: &AccountId,
     rows: &[&(&Lead, DateTime<Utc>)],
     verb: &str,
     conflict: &str,
