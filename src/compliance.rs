@@ -21,7 +21,7 @@ pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
 pub use view::{View, behind, html, unreached, waiting};
 
-use crate::model::{AccountId, InvalidAccount, Scope};
+use crate::model::{AccountId, Scope};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -339,13 +339,12 @@ impl Window {
     }
 
     /// The window of the account named `account` only (every account's with `None` or a
-    /// blank name); an error for a name no account can have.
-    pub fn in_account(mut self, account: Option<String>) -> Result<Self, InvalidAccount> {
+    /// blank name). A filter: a name no account can have matches nothing.
+    pub fn in_account(mut self, account: Option<String>) -> Self {
         self.account = account
             .filter(|a| !a.trim().is_empty())
-            .map(|name| AccountId::new(&name))
-            .transpose()?;
-        Ok(self)
+            .map(|name| AccountId::stored(&name));
+        self
     }
 
     /// The organization and the account the report reads (`None`: every one).

@@ -98,8 +98,7 @@ pub async fn report(
         now,
     )
     .map_err(|e| AdminError::BadRequest(e.to_string()))?
-    .in_account(query.account_id)
-    .map_err(|e| AdminError::BadRequest(format!("accountId: {e}")))?;
+    .in_account(query.account_id);
     let read = state.long_read()?;
     let items = Items::new(read.pool.clone(), rules.clone(), window.clone(), now);
     let (mut pages, body) = mpsc::channel::<std::io::Result<Bytes>>(PAGES_AHEAD);

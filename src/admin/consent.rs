@@ -84,14 +84,10 @@ impl ByNumber {
         checked_id("organizationId", self.organization_id.as_deref())
     }
 
-    /// `accountId`, if given: checked as every id is, then as an account's name (400
-    /// otherwise: no account is named so).
+    /// `accountId`, if given, checked as every id is. A filter, not a lookup: a name no
+    /// account can have matches nothing, as a name no account served has.
     pub fn account(&self) -> Result<Option<AccountId>, AdminError> {
-        checked_id("accountId", self.account_id.as_deref())?
-            .map(|name| {
-                AccountId::new(name).map_err(|e| AdminError::BadRequest(format!("accountId: {e}")))
-            })
-            .transpose()
+        Ok(checked_id("accountId", self.account_id.as_deref())?.map(AccountId::stored))
     }
 }
 
