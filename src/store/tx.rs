@@ -7,6 +7,11 @@
 use super::gate::{Turn, WriteGate};
 use super::{Connection, Pool};
 
+/// How long a bulk writer (an import) waits for the file's write lock before failing: a
+/// list imported by the CLI beside a busy daemon (its deliveries, reports and imports)
+/// waits its turn rather than aborting after the pool's five seconds.
+const BULK_BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// What makes a delivery a duplicate: its account and its dedup key.
 pub type OutboxKey = (String, String);
 
@@ -128,6 +133,7 @@ impl Pool {
                     .clone()
                     .pragma("cache_size", format!("-{cache_kib}"))
                     .pragma("wal_autocheckpoint", checkpoint_pages.to_string())
+                    .busy_timeout(BULK_BUSY_TIMEOUT)
                     .connect()
                     .await?,
                 gate: gate_of(pool),
