@@ -272,12 +272,22 @@ async fn store_postgres(
     conn: &mut sqlx::PgConnection,
     batch: &[Stored],
 ) -> Result<Vec<i64>, sqlx::Error> {
+    insert_deliveries(conn, "floor", batch).await
+}
+
+/// The batch's deliveries into `table` with one `unnest` insert; each one's row id, 0 for a
+/// duplicate.
+async fn insert_deliveries(
+    conn: &mut sqlx::PgConnection,
+    table: &str,
+    batch: &[Stored],
+) -> Result<Vec<i64>, sqlx::Error> {
     let keys: Vec<&[u8]> = batch.iter().map(|(key, _, _)| &key[..]).collect();
     let bodies: Vec<&[u8]> = batch.iter().map(|(_, body, _)| body.as_ref()).collect();
-    let added: Vec<(Vec<u8>, i64)> = sqlx::query_as(
-        "INSERT INTO floor (key, body) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
-         ON CONFLICT (key) DO NOTHING RETURNING key, id",
-    )
+    let added: Vec<(Vec<u8>, i64)> = sqlx::query_as(&format!(
+        "INSERT INTO {table} (key, body) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+         ON CONFLICT (key) DO NOTHING RETURNING key, id"
+    ))
     .bind(&keys)
     .bind(&bodies)
     .fetch_all(&mut *conn)
@@ -295,18 +305,8 @@ async fn store_postgres_ledger(
     batch: &[Stored],
 ) -> Result<Vec<i64>, sqlx::Error> {
     use sqlx::Connection as _;
-    let keys: Vec<&[u8]> = batch.iter().map(|(key, _, _)| &key[..]).collect();
-    let bodies: Vec<&[u8]> = batch.iter().map(|(_, body, _)| body.as_ref()).collect();
     let mut tx = conn.begin().await?;
-    let added: Vec<(Vec<u8>, i64)> = sqlx::query_as(
-        "INSERT INTO ledger_floor (key, body) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
-         ON CONFLICT (key) DO NOTHING RETURNING key, id",
-    )
-    .bind(&keys)
-    .bind(&bodies)
-    .fetch_all(&mut *tx)
-    .await?;
-    let ids = ids_of(batch, added);
+    let ids = insert_deliveries(&mut tx, "ledger_floor", batch).await?;
     let mut entries = Entries::default();
     for ((_, body, _), &id) in batch.iter().zip(&ids) {
         if id == 0 {
