@@ -62,6 +62,8 @@ pub struct Application {
     tokens: Live<Vec<AdminToken>>,
     /// The destinations' API keys in force, replaced by a reload.
     destination_keys: Live<crate::settings::DestinationKeys>,
+    /// The sources in force, replaced by a reload.
+    sources: Live<Vec<crate::settings::SourceSettings>>,
     /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
     reload: Option<Option<PathBuf>>,
     /// This daemon's metrics, counted by every part of it and shown on its `/metrics`.
@@ -120,6 +122,7 @@ impl Application {
             routes,
             tokens: Live::new(settings.admin.named_tokens()),
             destination_keys: Live::new(crate::settings::keys_of(&settings.destination)),
+            sources: Live::new(settings.source.clone()),
             reload: None,
             metrics,
             settings,
@@ -153,6 +156,7 @@ impl Application {
             self.tokens.clone(),
         )
         .with_destination_keys(self.destination_keys.clone())
+        .with_sources(self.sources.clone())
     }
 
     /// Runs one more background task beside the daemon's own, under the same supervisor
@@ -217,6 +221,7 @@ impl Application {
             routes,
             tokens,
             destination_keys: keys,
+            sources,
             reload: _,
             metrics,
         } = self;
@@ -230,7 +235,7 @@ impl Application {
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let leader = (clients, wake.clone(), senders.clone(), metrics.clone());
-        supervise_leader_work(&mut tasks, &pool, &settings, leader, keys).await?;
+        supervise_leader_work(&mut tasks, &pool, &settings, leader, (keys, sources)).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(

@@ -52,7 +52,7 @@ pub struct Item {
     /// By source: webhook (the delivery as received: deliveryId, receivedAt, headers,
     /// headersReceived, verifiedHeader, bodyBase64, secretIndex, kept, note), reconcile
     /// (requestedAt, lead, followsPush), import (file, sha256, line, actor, reason), local (actor,
-    /// reason, push, suppressedBy).
+    /// reason, push, suppressedBy), van and action_network (actor, record, standsOn).
     #[schema(value_type = Object)]
     pub evidence: Evidence,
 }
@@ -65,6 +65,18 @@ pub enum Evidence {
     Reconcile(ReconcileEvidence),
     Import(ImportEvidence),
     Local(LocalEvidence),
+    Read(ReadEvidence),
+}
+
+/// An entry a `[[source]]` read back: the source's name, the record it read (recorded once)
+/// and what it stands on there (VAN: job id, file SHA-256, row and the row; Action Network:
+/// the person's identifier, `modified_date` and the person as read).
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReadEvidence {
+    pub actor: Option<String>,
+    pub record: Option<String>,
+    pub stands_on: Option<serde_json::Value>,
 }
 
 /// An imported entry: the list it came from (its name as given and the SHA-256 of its
@@ -277,6 +289,22 @@ fn evidence_of(
         },
         Source::Local => Evidence::Local(local_evidence(stored, kept)),
         Source::Import => Evidence::Import(import_evidence(stored, kept)),
+        Source::Van | Source::ActionNetwork => Evidence::Read(match kept {
+            Some(KeptEvidence::Read {
+                actor,
+                record,
+                stands_on,
+            }) => ReadEvidence {
+                actor: Some(actor),
+                record: Some(record),
+                stands_on: Some(stands_on),
+            },
+            _ => ReadEvidence {
+                actor: None,
+                record: None,
+                stands_on: None,
+            },
+        }),
         Source::Webhook => match deliveries
             .iter()
             .find(|d| d.dedup_key == entry.event_ref && d.account_id == entry.account_id)

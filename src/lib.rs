@@ -69,6 +69,9 @@ pub mod share;
 pub mod signal;
 /// Webhook signatures: verification, signing and format discovery.
 pub mod signature;
+/// Sources: opt-outs given in VAN and Action Network read back into the ledger, each record
+/// once, behind a watermark that moves only once everything before it is recorded.
+pub mod sources;
 /// The storage layer: every SQL statement, one trait per concern written once, the dialects'
 /// differences in a folder per backend; the only place a backend is chosen.
 pub mod store;

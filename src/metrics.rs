@@ -22,10 +22,10 @@ use prometheus_client::registry::Registry;
 use crate::model::AccountId;
 use labels::{
     AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels,
-    PushLabels, SubscriberLabels, Upstream, UpstreamLabels,
+    PushLabels, SourceLabels, SourceNameLabels, SubscriberLabels, Upstream, UpstreamLabels,
 };
 pub use labels::{
-    AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push,
+    AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push, SourceOutcome,
     SubscriberOutcome,
 };
 pub use scrape::Gauges;
@@ -92,6 +92,11 @@ declared! {
     destination_requests: Family<DestinationLabels, Counter> = "destination_requests",
         "Requests to destinations (VAN, Action Network) by outcome; an unmatched entry is \
          counted once, with no request";
+    source_records: Family<SourceLabels, Counter> = "source_records",
+        "Records sources read back (VAN, Action Network), by what each came to";
+    source_last_success: Family<SourceNameLabels, Gauge> =
+        "source_last_success_timestamp_seconds",
+        "When each source last read to its end (Unix seconds)";
     /// 1 while this process holds the leader's lease.
     leader: Gauge = "leader",
         "1 while this process holds the leader's lease (the reconciler's schedule, the pusher \
@@ -339,6 +344,44 @@ impl Metrics {
         self.pushes
             .get_or_create(&PushLabels { account, outcome })
             .inc();
+    }
+
+    /// Shows source `name`'s series at zero before anything is counted.
+    pub fn source_known(&self, name: &str) {
+        for &outcome in SourceOutcome::ALL {
+            let _ = self.source_records.get_or_create(&SourceLabels {
+                source: name.to_owned(),
+                outcome,
+            });
+        }
+    }
+
+    /// Counts what `n` records of source `name` came to.
+    pub fn source_records(&self, name: &str, outcome: SourceOutcome, n: u64) {
+        self.source_records
+            .get_or_create(&SourceLabels {
+                source: name.to_owned(),
+                outcome,
+            })
+            .inc_by(n);
+    }
+
+    /// How many records of source `name` came to `outcome` in this process.
+    pub fn source_records_counted(&self, name: &str, outcome: SourceOutcome) -> u64 {
+        let labels = SourceLabels {
+            source: name.to_owned(),
+            outcome,
+        };
+        count(&self.source_records, &labels)
+    }
+
+    /// Source `name` read to its end at `at` (Unix seconds).
+    pub fn source_succeeded(&self, name: &str, at: i64) {
+        self.source_last_success
+            .get_or_create(&SourceNameLabels {
+                source: name.to_owned(),
+            })
+            .set(at);
     }
 
     /// Counts a request to `subscriber`.

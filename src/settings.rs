@@ -16,6 +16,7 @@ mod live;
 mod load;
 mod schedule;
 mod service;
+pub mod sources;
 mod storage;
 mod subscribers;
 mod urls;
@@ -31,6 +32,7 @@ pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};
+pub use sources::{SourceSettings, SourceSystem};
 pub use storage::{
     Backend, DatabaseSettings, ReplicaSettings, RetentionSettings, Synchronous, redacted_url,
 };
@@ -82,6 +84,8 @@ pub struct Settings {
     pub subscriber: Vec<SubscriberSettings>,
     /// `[[destination]]`: systems of record every opt-out is written into.
     pub destination: Vec<DestinationSettings>,
+    /// `[[source]]`: systems opt-outs given elsewhere are read back from.
+    pub source: Vec<SourceSettings>,
     /// `[[account]]`: the accounts of the service served (none: `[service]` is the one).
     pub account: Vec<AccountSettings>,
 }

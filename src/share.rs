@@ -158,6 +158,7 @@ async fn record(
         numbers: &numbers,
         now,
         dry_run: false,
+        opted_out: true,
     };
     let counts = imported::record_opt_outs(tx, account, batch, entry).await?;
     if counts.recorded > 0 {

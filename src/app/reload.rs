@@ -27,6 +27,8 @@ pub struct Reloader {
     /// The destinations' keys: a destination stopped by its key is tried again under new
     /// ones.
     destination_keys: Live<DestinationKeys>,
+    /// The sources the leader reads.
+    sources: Live<Vec<crate::settings::SourceSettings>>,
 }
 
 /// What a reload put in force.
@@ -51,7 +53,15 @@ impl Reloader {
             verifiers,
             tokens,
             destination_keys: Live::new(DestinationKeys::new()),
+            sources: Live::new(Vec::new()),
         }
+    }
+
+    /// Replaces `sources` too on reload: a source added runs, one removed stops, one
+    /// changed runs as it now reads.
+    pub fn with_sources(mut self, sources: Live<Vec<crate::settings::SourceSettings>>) -> Self {
+        self.sources = sources;
+        self
     }
 
     /// Replaces `keys` too on reload (the destinations' API keys).
@@ -104,6 +114,9 @@ impl Reloader {
             }
             webhook_secrets += account.webhook.secrets.len();
         }
+        // The sources, whole: added, changed and removed at once.
+        next.source = new.source.clone();
+        self.sources.replace(next.source.clone());
         self.tokens.replace(next.admin.named_tokens());
         self.destination_keys
             .replace(crate::settings::keys_of(&next.destination));

@@ -61,8 +61,12 @@ pub(super) async fn supervise_leader_work(
     pool: &Pool,
     settings: &Settings,
     (clients, wake, running, metrics): LeaderParts,
-    keys: Live<crate::settings::DestinationKeys>,
+    (keys, sources): (
+        Live<crate::settings::DestinationKeys>,
+        Live<Vec<crate::settings::SourceSettings>>,
+    ),
 ) -> anyhow::Result<()> {
+    let served = settings.account_ids()?;
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
@@ -92,6 +96,8 @@ pub(super) async fn supervise_leader_work(
         let pruner = pruner.clone();
         let running = running.clone();
         let metrics = metrics.clone();
+        let sources = sources.clone();
+        let served = served.clone();
         replica
             .clone()
             .run(shutdown, move |stop| {
@@ -111,8 +117,16 @@ pub(super) async fn supervise_leader_work(
                     pruner.clone().run(stop.clone()),
                 );
                 let upstream = run_upstream(singletons, sharer, stop.clone());
+                // Each source is read by the leader alone.
+                let readers = crate::sources::run_configured(
+                    sources.clone(),
+                    served.clone(),
+                    pool.clone(),
+                    metrics.clone(),
+                    stop.clone(),
+                );
                 async move {
-                    tokio::join!(stop.cancelled(), upstream, senders, housekeeping);
+                    tokio::join!(stop.cancelled(), upstream, senders, housekeeping, readers);
                 }
             })
             .map(Ok)

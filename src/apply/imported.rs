@@ -99,6 +99,7 @@ pub async fn record_batch<T: ApplyTx + ?Sized>(
         numbers,
         now,
         dry_run,
+        opted_out: true,
     };
     record_opt_outs(tx, &list.account, batch, entry).await
 }
@@ -111,11 +112,15 @@ pub struct Batch<'a> {
     pub numbers: &'a [ListedNumber],
     pub now: DateTime<Utc>,
     pub dry_run: bool,
+    /// What the entries say: an opt-out (every caller but a source's opt-ins read back).
+    pub opted_out: bool,
 }
 
 /// Records the opt-outs of `batch` in `account`, each (organization, number) not opted out
 /// already as the observation `entry` makes of it; the account-wide ones suppress their
-/// numbers, the others of mirrored leads are queued for the service.
+/// numbers, the others of mirrored leads are queued for the service. With
+/// `batch.opted_out` false, the same for opt-ins: each pair not opted in already, the
+/// account-wide ones lifting their numbers' suppression.
 pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     tx: &mut T,
     account: &AccountId,
@@ -127,6 +132,7 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
         numbers,
         now,
         dry_run,
+        opted_out,
     } = batch;
     let mut phones: Vec<&str> = numbers.iter().map(|n| n.phone_number.as_str()).collect();
     phones.sort_unstable();
@@ -147,7 +153,7 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     for (number, orgs) in &targets {
         for org in orgs {
             let stored = state_of(&states, org, &number.phone_number);
-            if stored.is_some_and(|s| s.rank.opted_out) {
+            if stored.is_some_and(|s| s.rank.opted_out == opted_out) {
                 counts.already_opted_out += 1;
                 continue;
             }
@@ -168,10 +174,13 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     let applied = super::consent::apply(tx, account, &observations, now, states).await?;
     counts.recorded = 0;
     let mut suppressing = Vec::new();
+    let mut lifting = Vec::new();
     for (i, (o, outcome)) in observations.iter().zip(&applied).enumerate() {
         let Some(seq) = outcome.seq else { continue };
         counts.recorded += 1;
-        if o.organization_id == ACCOUNT_WIDE {
+        if o.organization_id == ACCOUNT_WIDE && !o.opted_out {
+            lifting.push((o.phone_number.as_str(), o.occurred_at));
+        } else if o.organization_id == ACCOUNT_WIDE {
             suppressing.push(Suppressing {
                 phone_number: &o.phone_number,
                 seq,
@@ -187,6 +196,9 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     }
     counts.suppressed = suppressing.len() as u64;
     tx.suppress(account, &suppressing).await?;
+    if !lifting.is_empty() {
+        tx.lift_suppressions(account, &lifting).await?;
+    }
     Ok(counts)
 }
 

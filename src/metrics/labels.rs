@@ -71,6 +71,29 @@ label_values! {
 }
 
 label_values! {
+    /// What one record a source read came to.
+    pub enum SourceOutcome {
+        /// An opt-out (or, with `opt_ins`, an opt-in) recorded in the ledger.
+        OptOut => "opt_out",
+        /// Said what every target account holds already: nothing changed.
+        Confirmed => "confirmed",
+        /// Says nothing the ledger takes (another change, an opt-in not taken, no number).
+        Ignored => "ignored",
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct SourceLabels {
+    pub source: String,
+    pub outcome: SourceOutcome,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct SourceNameLabels {
+    pub source: String,
+}
+
+label_values! {
     /// What one request to a destination ended in.
     pub enum DestinationOutcome {
         /// Answered with success.

@@ -93,6 +93,15 @@ pub enum KeptEvidence {
         actor: String,
         reason: Option<String>,
     },
+    /// An opt-out read back by a `[[source]]`: `actor` is the source's name, `record` what
+    /// makes it one record there (recorded once), `standsOn` what the system gave (VAN: the
+    /// job, the file's SHA-256, the row and the row itself; Action Network: the person's
+    /// identifier, `modified_date` and the person as read).
+    Read {
+        actor: String,
+        record: String,
+        stands_on: serde_json::Value,
+    },
     /// An opt-out shared from another account: `actor` is `shared`, `follows` the ledger
     /// entry it follows, of the account `account_id`.
     Shared {

@@ -276,6 +276,10 @@ text_enum! {
         Local = "local",
         /// An opt-out list imported from another platform.
         Import = "import",
+        /// Read back from VAN's changed entities (a `[[source]]` of kind `van`).
+        Van = "van",
+        /// Read back from Action Network's people (a `[[source]]` of kind `action_network`).
+        ActionNetwork = "action_network",
     }
 }
 

@@ -8,7 +8,7 @@ use secrecy::SecretString;
 use super::{
     DEFAULT_CONFIG_PATH, Settings, SettingsError, lines_as_secrets, read_secret_file, subscribers,
 };
-use super::{accounts, destinations};
+use super::{accounts, destinations, sources};
 
 /// Prefix of environment overrides: `OUTREACH_SYNC__DATABASE__URL`.
 const ENV_PREFIX: &str = "OUTREACH_SYNC";
@@ -121,6 +121,7 @@ impl Settings {
         }
         subscribers::read_secret_files(&mut self.subscriber)?;
         destinations::read_secret_files(&mut self.destination)?;
+        sources::read_secret_files(&mut self.source)?;
         accounts::read_secret_files(&mut self.account)?;
         Ok(())
     }

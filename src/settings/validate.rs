@@ -85,6 +85,7 @@ impl Settings {
             ));
         }
         self.validate_scopes()?;
+        super::sources::validate(&self.source, &self.account_ids()?)?;
         self.compliance.validate()?;
         self.validate_log()
     }

@@ -101,6 +101,9 @@ pub use demo::DemoStore;
 mod share;
 pub use share::ShareStore;
 
+mod sources;
+pub use sources::{SourceCounts, SourceRow, SourceStore, SourceTx};
+
 /// A pool of connections to the configured database, whichever the backend: chosen once,
 /// when the database is opened ([`open`]); every concern's trait is implemented for it
 /// once, each statement run on the backend's pool.

@@ -1,10 +1,14 @@
 //! Action Network, API v2: each opt-out written through the person signup helper as the
 //! person's mobile number, unsubscribed (`subscribed` for an opt-in). Action Network
-//! matches the person by the number itself, so no lead is needed.
+//! matches the person by the number itself, so no lead is needed. Read back ([`People`]):
+//! the people modified since a watermark, their mobile numbers' statuses.
 
+use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret as _, SecretString};
+use serde::Deserialize;
 use serde_json::json;
 
+use super::source::{ReadError, ReadRecord, Records, Said, Source, SourceApi, Window};
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
 use crate::settings::destinations::action_network::ActionNetworkSettings;
@@ -77,6 +81,206 @@ impl Destination for ActionNetwork {
             steps,
         })
     }
+}
+
+/// Action Network's people, read back: every person modified since the watermark (an
+/// overlap of [`OVERLAP`] behind it), a page at a time by `_links.next`; a mobile number
+/// whose `status` is `unsubscribed` is an opt-out, `subscribed` an opt-in.
+#[derive(Debug)]
+pub struct People;
+
+/// How far behind the watermark a read starts: a person modified in the second a read
+/// ended (or listed late) is read again, and recorded once.
+pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
+/// Most pages one read follows: past it the listing is taken as never ending.
+pub const MAX_PAGES: usize = 100_000;
+
+/// One page of `GET /people`.
+#[derive(Debug, Deserialize)]
+struct PeoplePage {
+    #[serde(default)]
+    total_pages: Option<u64>,
+    #[serde(default, rename = "_links")]
+    links: Option<Links>,
+    #[serde(default, rename = "_embedded")]
+    embedded: Option<Embedded>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Links {
+    #[serde(default)]
+    next: Option<Href>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Href {
+    href: String,
+}
+
+#[derive(Debug, Deserialize)]
+struct Embedded {
+    #[serde(default, rename = "osdi:people")]
+    people: Vec<serde_json::Value>,
+}
+
+impl Source for People {
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder {
+        request.header(
+            "OSDI-API-Token",
+            super::http::sensitive(key.expose_secret()),
+        )
+    }
+
+    fn error_words(&self, body: &serde_json::Value) -> Option<String> {
+        body.get("error")?.as_str().map(str::to_owned)
+    }
+
+    /// A page of one person answers any valid key.
+    fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>> {
+        Box::pin(async move {
+            let page: PeoplePage = api.get_json("/people?per_page=1", "the people").await?;
+            Ok(vec![format!(
+                "the key reads the people ({} pages)",
+                page.total_pages.unwrap_or(0)
+            )])
+        })
+    }
+
+    fn read<'a>(
+        &'a self,
+        api: SourceApi<'a>,
+        window: Window,
+        out: Records,
+    ) -> Pending<'a, Result<DateTime<Utc>, ReadError>> {
+        Box::pin(async move {
+            let since = (window.from - OVERLAP).format("%Y-%m-%dT%H:%M:%SZ");
+            let mut next = Some(format!("/people?filter=modified_date%20gt%20'{since}'"));
+            let mut watermark = window.from;
+            let mut seen = std::collections::HashSet::new();
+            let mut pages = 0;
+            while let Some(path) = next.take() {
+                pages += 1;
+                if pages > MAX_PAGES || !seen.insert(path.clone()) {
+                    return Err(ReadError::Input(format!(
+                        "the people listing does not end: {} pages followed, or a `next` link repeats",
+                        pages - 1
+                    )));
+                }
+                let page: PeoplePage = api.get_json(&path, "the people").await?;
+                let mut records = Vec::new();
+                for person in page.embedded.map(|e| e.people).unwrap_or_default() {
+                    let read = records_of(&person);
+                    if let Some(at) = read.modified {
+                        watermark = watermark.max(at);
+                    }
+                    records.extend(read.records);
+                }
+                if !records.is_empty() && out.send(records).await.is_err() {
+                    return Err(ReadError::Input("the recorder stopped".to_owned()));
+                }
+                next = page.links.and_then(|l| l.next).map(|n| n.href);
+            }
+            Ok(watermark)
+        })
+    }
+}
+
+/// What one person of a page holds.
+struct PersonRead {
+    modified: Option<DateTime<Utc>>,
+    records: Vec<ReadRecord>,
+}
+
+/// A record per mobile number of `person` (a person without one, or without the fields a
+/// record needs, is one ignored record).
+fn records_of(person: &serde_json::Value) -> PersonRead {
+    let identifier = person
+        .get("identifiers")
+        .and_then(|ids| ids.as_array())
+        .and_then(|ids| {
+            ids.iter()
+                .filter_map(|id| id.as_str())
+                .find(|id| id.starts_with("action_network:"))
+        })
+        .or_else(|| person.get("identifier").and_then(|id| id.as_str()))
+        .unwrap_or_default()
+        .to_owned();
+    let modified_text = person
+        .get("modified_date")
+        .and_then(|m| m.as_str())
+        .unwrap_or_default();
+    let modified = DateTime::parse_from_rfc3339(modified_text)
+        .ok()
+        .map(|t| t.with_timezone(&Utc));
+    let ignored = |why: &str| ReadRecord {
+        key: format!("{identifier}:-:{modified_text}"),
+        said: Said::Nothing(why.to_owned()),
+        stands_on: person.clone(),
+    };
+    let Some(occurred_at) = modified else {
+        return PersonRead {
+            modified,
+            records: vec![ignored("no modified_date in RFC 3339")],
+        };
+    };
+    let phones = person
+        .get("phone_numbers")
+        .and_then(|p| p.as_array())
+        .cloned()
+        .unwrap_or_default();
+    let mut records = Vec::new();
+    for phone in &phones {
+        let field = |name: &str| phone.get(name).and_then(|v| v.as_str()).unwrap_or_default();
+        let number = field("number");
+        let key = format!("{identifier}:{number}:{modified_text}");
+        let said = if !field("number_type").eq_ignore_ascii_case("mobile") {
+            Said::Nothing("not a mobile number".to_owned())
+        } else {
+            match (normalized(number), field("status")) {
+                (Err(why), _) => Said::Nothing(why),
+                (Ok(phone_number), "unsubscribed") => Said::Consent {
+                    phone_number,
+                    opted_out: true,
+                    occurred_at,
+                },
+                (Ok(phone_number), "subscribed") => Said::Consent {
+                    phone_number,
+                    opted_out: false,
+                    occurred_at,
+                },
+                (Ok(_), other) => Said::Nothing(format!("status {other:?}")),
+            }
+        };
+        let stands_on = json!({
+            "identifier": identifier,
+            "modifiedDate": modified_text,
+            "person": person,
+        });
+        records.push(ReadRecord {
+            key,
+            said,
+            stands_on,
+        });
+    }
+    if records.is_empty() {
+        records.push(ignored("no phone number"));
+    }
+    PersonRead { modified, records }
+}
+
+/// Action Network's number (digits, country code first) in E.164.
+fn normalized(number: &str) -> Result<String, String> {
+    let digits = number.trim().trim_start_matches('+');
+    crate::model::phone::normalize(
+        &format!("+{digits}"),
+        crate::model::phone::Region::default(),
+    )
+    .map(crate::model::phone::E164::into_string)
+    .map_err(|e| format!("number {}: {e}", crate::model::text::bounded(number, 40)))
 }
 
 #[cfg(test)]

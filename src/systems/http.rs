@@ -130,9 +130,17 @@ impl Answer {
 /// The system's own words in an error body (in its error format, else the text itself);
 /// bounded and escaped.
 pub fn words(body: &str, system: &dyn Destination) -> String {
+    words_with(body, &|json: &serde_json::Value| system.error_words(json))
+}
+
+/// How a system words its errors: its words in a JSON error body, if any.
+pub type ErrorWords<'a> = &'a (dyn Fn(&serde_json::Value) -> Option<String> + Sync);
+
+/// [`words`], for a system whose error format `error_words` reads.
+pub fn words_with(body: &str, error_words: ErrorWords<'_>) -> String {
     let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
     let text = parsed
-        .and_then(|json| system.error_words(&json))
+        .and_then(|json| error_words(&json))
         .unwrap_or_else(|| body.trim().to_owned());
     crate::model::text::bounded(&text, MAX_ERROR_BODY)
 }
@@ -143,7 +151,20 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
     what: &str,
     system: &dyn Destination,
 ) -> Result<T, Stop> {
-    /// A committee's lookup lists are a few kilobytes.
+    read_json_with(request, what, &|json: &serde_json::Value| {
+        system.error_words(json)
+    })
+    .await
+}
+
+/// The JSON an answer to `request` holds, `what` naming it in errors, the system's errors
+/// read by `error_words`; bounded (a lookup list or a page is small).
+pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    error_words: ErrorWords<'_>,
+) -> Result<T, Stop> {
+    /// A committee's lookup lists are a few kilobytes; a page of people some tens.
     const MOST: usize = 1 << 20;
     let response = request.send().await.map_err(|error| Stop::Retry {
         error: format!("{what}: {}", transport_error(error)),
@@ -154,7 +175,7 @@ pub(super) async fn read_json<T: serde::de::DeserializeOwned>(
         let retry_after = crate::client::retry_after(response.headers());
         let error = format!(
             "{what}: answered {status}: {}",
-            words(&prefix(response, MAX_ERROR_BODY * 20).await, system)
+            words_with(&prefix(response, MAX_ERROR_BODY * 20).await, error_words)
         );
         return Err(match status.as_u16() {
             401 | 403 => Stop::Credentials(error),

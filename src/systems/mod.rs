@@ -15,6 +15,7 @@ use secrecy::SecretString;
 
 mod action_network;
 pub mod http;
+pub mod source;
 mod van;
 pub mod webhook;
 

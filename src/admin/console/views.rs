@@ -124,6 +124,11 @@ impl From<Item> for TimelineEntry {
                 import.file.as_deref().unwrap_or("a list"),
                 import.actor.as_deref().unwrap_or("an unrecorded actor")
             ),
+            (Evidence::Read(read), _) => format!(
+                "{verb}: read back from {} by source {}",
+                entry.source,
+                read.actor.as_deref().unwrap_or("an unrecorded source")
+            ),
             (Evidence::Local(local), _) => match (local.suppressed_by, local.follows) {
                 (Some(seq), _) => format!(
                     "{verb}: a lead that appeared with a number opted out before it (entry #{seq})"
@@ -236,6 +241,20 @@ fn facts(item: &Item) -> Vec<Fact> {
                     .clone()
                     .unwrap_or_else(|| "none given".to_owned()),
             ));
+        }
+        Evidence::Read(read) => {
+            let unknown = || "not recorded".to_owned();
+            facts.push(Fact::line(
+                "Source",
+                read.actor.clone().unwrap_or_else(unknown),
+            ));
+            facts.push(Fact::line(
+                "Record",
+                read.record.clone().unwrap_or_else(unknown),
+            ));
+            if let Some(stands_on) = &read.stands_on {
+                facts.push(Fact::block("What it stands on", pretty(stands_on)));
+            }
         }
         Evidence::Local(local) => {
             if let Some(seq) = local.suppressed_by {

@@ -31,3 +31,9 @@ pub(crate) const SKIP_LOCKED: &str = " FOR UPDATE SKIP LOCKED";
 
 /// A row's `attempts` (an `integer`), selected as a 64-bit number.
 pub(crate) const ATTEMPTS: &str = "attempts::BIGINT AS attempts";
+
+/// Notes the records of a source (`$1`) in a JSON array of keys (`$2`) recorded at `$3`,
+/// giving back those it had not noted before.
+pub(crate) const CLAIM_SOURCE_RECORDS: &str = "INSERT INTO source_records (source, record, at)
+     SELECT $1, k, $3 FROM jsonb_array_elements_text($2::jsonb) AS k
+     ON CONFLICT (source, record) DO NOTHING RETURNING record";

@@ -31,3 +31,9 @@ pub(crate) const SKIP_LOCKED: &str = "";
 
 /// A row's `attempts`, selected as a 64-bit number.
 pub(crate) const ATTEMPTS: &str = "attempts";
+
+/// Notes the records of a source (`$1`) in a JSON array of keys (`$2`) recorded at `$3`,
+/// giving back those it had not noted before.
+pub(crate) const CLAIM_SOURCE_RECORDS: &str = "INSERT INTO source_records (source, record, at)
+     SELECT $1, value, $3 FROM json_each($2) WHERE true
+     ON CONFLICT (source, record) DO NOTHING RETURNING record";

@@ -15,8 +15,11 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::{Api, Destination, Pending, Plan, Step, Stop};
+
+mod changes;
 use crate::model::LedgerEntry;
 use crate::settings::destinations::van::{VanAction, VanSettings};
+pub use changes::Changes;
 
 /// The input type of a canvass response made by an API ("API" in VAN's list).
 const INPUT_TYPE_API: i64 = 11;
@@ -106,21 +109,52 @@ impl Van {
     }
 }
 
+/// VAN's words in an error body: `errors[].text`, each with the properties it names.
+fn error_words(body: &serde_json::Value) -> Option<String> {
+    let errors = body.get("errors")?.as_array()?;
+    let texts: Vec<String> = errors
+        .iter()
+        .filter_map(|e| {
+            let text = e.get("text").and_then(|t| t.as_str())?;
+            let properties = e
+                .get("properties")
+                .and_then(|p| p.as_array())
+                .map(|p| {
+                    p.iter()
+                        .filter_map(|p| p.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .filter(|p| !p.is_empty());
+            Some(match properties {
+                Some(p) => format!("{text} ({p})"),
+                None => text.to_owned(),
+            })
+        })
+        .collect();
+    (!texts.is_empty()).then(|| texts.join("; "))
+}
+
+/// HTTP Basic, as VAN takes it: the application's name, and the key with the database mode
+/// after `|`.
+fn basic(
+    request: reqwest::RequestBuilder,
+    application_name: &str,
+    key: &SecretString,
+    database_mode: u8,
+) -> reqwest::RequestBuilder {
+    let credentials = format!("{application_name}:{}|{database_mode}", key.expose_secret());
+    let value = super::http::sensitive(&format!("Basic {}", STANDARD.encode(credentials)));
+    request.header(reqwest::header::AUTHORIZATION, value)
+}
+
 impl Destination for Van {
-    /// HTTP Basic: the application's name, and the key with the database mode after `|`.
     fn authorize(
         &self,
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        let credentials = format!(
-            "{}:{}|{}",
-            self.application_name,
-            key.expose_secret(),
-            self.database_mode
-        );
-        let value = super::http::sensitive(&format!("Basic {}", STANDARD.encode(credentials)));
-        request.header(reqwest::header::AUTHORIZATION, value)
+        basic(request, &self.application_name, key, self.database_mode)
     }
 
     /// VAN finds people by the VAN ID their lead holds.
@@ -144,30 +178,8 @@ impl Destination for Van {
         Box::pin(self.look_up(api))
     }
 
-    /// `errors[].text`, each with the properties it names.
     fn error_words(&self, body: &serde_json::Value) -> Option<String> {
-        let errors = body.get("errors")?.as_array()?;
-        let texts: Vec<String> = errors
-            .iter()
-            .filter_map(|e| {
-                let text = e.get("text").and_then(|t| t.as_str())?;
-                let properties = e
-                    .get("properties")
-                    .and_then(|p| p.as_array())
-                    .map(|p| {
-                        p.iter()
-                            .filter_map(|p| p.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .filter(|p| !p.is_empty());
-                Some(match properties {
-                    Some(p) => format!("{text} ({p})"),
-                    None => text.to_owned(),
-                })
-            })
-            .collect();
-        (!texts.is_empty()).then(|| texts.join("; "))
+        error_words(body)
     }
 
     /// What is sent for `entry` (an opt-out: the configured actions; an opt-in: the phone's

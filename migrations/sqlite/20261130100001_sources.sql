@@ -1,0 +1,26 @@
+-- Each [[source]] (a system opt-outs are read back from): where it reads from next and
+-- what it has done. The watermark moves only once every record before it is recorded.
+CREATE TABLE source_state (
+    source          TEXT    PRIMARY KEY,
+    kind            TEXT    NOT NULL,
+    -- read from here next (RFC 3339); NULL: from the source's `since`
+    watermark       TEXT,
+    last_run_at     TEXT,
+    last_success_at TEXT,
+    last_error      TEXT,
+    read            INTEGER NOT NULL DEFAULT 0,
+    opt_outs        INTEGER NOT NULL DEFAULT 0,
+    confirmed       INTEGER NOT NULL DEFAULT 0,
+    ignored         INTEGER NOT NULL DEFAULT 0
+);
+
+-- Each record a source read (VAN: VAN ID, phone and change time; Action Network: person,
+-- number and modified_date), claimed in the transaction that records what it says: a
+-- record read again (after a crash, in the overlap behind a watermark, by a second run at
+-- once) records nothing twice.
+CREATE TABLE source_records (
+    source  TEXT NOT NULL,
+    record  TEXT NOT NULL,
+    at      TEXT NOT NULL,
+    PRIMARY KEY (source, record)
+);

@@ -1,0 +1,292 @@
+//! `[[source]]`: the systems opt-outs are read back from (a phone banker's "Do Not Text" in
+//! VAN, a supporter unsubscribing in Action Network), each read every `every_secs` by the
+//! leader. The keys every kind takes here; each kind's own in [`SourceSystem`].
+
+use std::path::PathBuf;
+
+use chrono::{DateTime, Utc};
+use secrecy::SecretString;
+use serde::{Deserialize, Serialize};
+
+use super::{SettingsError, read_secret_file, redact_opt};
+use crate::model::AccountId;
+
+/// Shortest and longest `every_secs`.
+pub const MIN_EVERY_SECS: u64 = 1;
+pub const MAX_EVERY_SECS: u64 = 86_400;
+
+/// How far back a source first reads when `since` is not given.
+pub const DEFAULT_SINCE_DAYS: i64 = 7;
+
+/// What a source is, by its `kind`, with that kind's own keys.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum SourceSystem {
+    /// NGP VAN / EveryAction: changed entities (phones opted out, "Do Not Text" responses).
+    Van(VanSourceSettings),
+    /// Action Network: people whose mobile number is unsubscribed.
+    ActionNetwork(ActionNetworkSourceSettings),
+}
+
+impl SourceSystem {
+    /// The kind's name, as `kind` takes it (and the ledger's `source` of what it reads).
+    pub fn kind(&self) -> crate::model::Source {
+        match self {
+            Self::Van(_) => crate::model::Source::Van,
+            Self::ActionNetwork(_) => crate::model::Source::ActionNetwork,
+        }
+    }
+}
+
+/// The keys of a VAN source beside the common ones, each with the destination's default.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct VanSourceSettings {
+    /// The user of HTTP Basic.
+    #[serde(default)]
+    pub application_name: Option<String>,
+    /// 1 (MyCampaign / EveryAction) or 0 (MyVoters), after the key's `|`.
+    #[serde(default)]
+    pub database_mode: Option<u8>,
+    /// The canvass result code that is an opt-out, by name.
+    #[serde(default)]
+    pub result_code: Option<String>,
+}
+
+impl VanSourceSettings {
+    pub fn application_name(&self) -> &str {
+        self.application_name.as_deref().unwrap_or("outreach-sync")
+    }
+
+    pub fn database_mode(&self) -> u8 {
+        self.database_mode.unwrap_or(1)
+    }
+
+    pub fn result_code(&self) -> &str {
+        self.result_code.as_deref().unwrap_or("Do Not Text")
+    }
+}
+
+/// An Action Network source takes no key beside the common ones.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionNetworkSourceSettings {}
+
+/// One `[[source]]`.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+pub struct SourceSettings {
+    /// Unique among sources, `[a-z0-9_-]+`: the `actor` of what it records.
+    pub name: String,
+    /// The accounts its opt-outs hold in (each a served account); empty: every account.
+    #[serde(default)]
+    pub accounts: Vec<String>,
+    /// The organizations of those accounts; empty: the whole account (the number is
+    /// suppressed there, as an account-wide import suppresses it).
+    #[serde(default)]
+    pub organizations: Vec<String>,
+    /// Its opt-ins are recorded too (never by default: an opt-in in a CRM is not the
+    /// person's consent to texts).
+    #[serde(default)]
+    pub opt_ins: bool,
+    /// How often it reads.
+    #[serde(default = "default_every_secs")]
+    pub every_secs: u64,
+    /// First read from (RFC 3339); empty: [`DEFAULT_SINCE_DAYS`] days ago.
+    #[serde(default)]
+    pub since: String,
+    /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`.
+    pub base_url: String,
+    /// The API key; a secret.
+    #[serde(default, serialize_with = "redact_opt")]
+    pub api_key: Option<SecretString>,
+    /// A file holding the API key instead.
+    #[serde(default)]
+    pub api_key_file: Option<PathBuf>,
+    /// Most requests a second it sends.
+    #[serde(default = "default_requests_per_second")]
+    pub requests_per_second: u32,
+    /// Longest wait for an answer to a request.
+    #[serde(default = "default_timeout_secs")]
+    pub timeout_secs: u64,
+    /// `base_url` may be plain `http://` to a host that is not loopback.
+    #[serde(default)]
+    pub allow_insecure_http: bool,
+    /// `kind`, and the keys of that kind alone.
+    #[serde(flatten)]
+    pub system: SourceSystem,
+}
+
+fn default_every_secs() -> u64 {
+    300
+}
+
+fn default_requests_per_second() -> u32 {
+    5
+}
+
+fn default_timeout_secs() -> u64 {
+    30
+}
+
+impl SourceSettings {
+    /// A source of every account, for code that configures one itself (tests, `demo`).
+    pub fn new(name: &str, system: SourceSystem, base_url: &str, api_key: &str) -> Self {
+        Self {
+            name: name.to_owned(),
+            accounts: Vec::new(),
+            organizations: Vec::new(),
+            opt_ins: false,
+            every_secs: default_every_secs(),
+            since: String::new(),
+            base_url: base_url.to_owned(),
+            api_key: Some(SecretString::from(api_key.to_owned())),
+            api_key_file: None,
+            requests_per_second: default_requests_per_second(),
+            timeout_secs: default_timeout_secs(),
+            allow_insecure_http: false,
+            system,
+        }
+    }
+
+    /// Where it first reads from: `since`, or [`DEFAULT_SINCE_DAYS`] days before `now`.
+    pub fn first_read_from(&self, now: DateTime<Utc>) -> DateTime<Utc> {
+        parse_since(&self.since)
+            .ok()
+            .flatten()
+            .unwrap_or(now - chrono::Duration::days(DEFAULT_SINCE_DAYS))
+    }
+
+    /// The accounts of `served` it holds in.
+    pub fn targets(&self, served: &[AccountId]) -> Vec<AccountId> {
+        served
+            .iter()
+            .filter(|a| self.accounts.is_empty() || self.accounts.iter().any(|n| n == a.as_str()))
+            .cloned()
+            .collect()
+    }
+}
+
+/// `since` as a time: `None` when empty.
+pub fn parse_since(since: &str) -> Result<Option<DateTime<Utc>>, String> {
+    if since.trim().is_empty() {
+        return Ok(None);
+    }
+    DateTime::parse_from_rfc3339(since.trim())
+        .map(|t| Some(t.with_timezone(&Utc)))
+        .map_err(|_| "a time in RFC 3339 (2026-01-31T00:00:00Z) is expected".to_owned())
+}
+
+/// Reads every source's `api_key_file`.
+pub(super) fn read_secret_files(sources: &mut [SourceSettings]) -> Result<(), SettingsError> {
+    for source in sources {
+        if let Some(path) = &source.api_key_file {
+            let text = read_secret_file("source.api_key_file", path)?;
+            source.api_key = Some(SecretString::from(text.trim().to_owned()));
+        }
+    }
+    Ok(())
+}
+
+/// Well-formed names unique among sources, an http(s) URL, a key, bounds, `since`, and the
+/// accounts each names among `served`.
+pub(super) fn validate(
+    sources: &[SourceSettings],
+    served: &[AccountId],
+) -> Result<(), SettingsError> {
+    let mut names = std::collections::HashSet::new();
+    for s in sources {
+        let named = |message: &str| format!("source {:?}: {message}", s.name);
+        super::validate::name("source.name", "source", &s.name)?;
+        if !names.insert(s.name.as_str()) {
+            return Err(SettingsError::invalid(
+                "source.name",
+                named("named twice; names are unique among sources"),
+            ));
+        }
+        super::urls::url(
+            "source.base_url",
+            &format!("source {:?}", s.name),
+            &s.base_url,
+            super::urls::Sends::secret(s.allow_insecure_http),
+        )?;
+        let key_is_blank = s.api_key.as_ref().is_none_or(|key| {
+            use secrecy::ExposeSecret as _;
+            key.expose_secret().trim().is_empty()
+        });
+        if key_is_blank {
+            return Err(SettingsError::invalid(
+                "source.api_key",
+                named("an API key is required (or api_key_file)"),
+            ));
+        }
+        let bounds: [(&'static str, u64, u64, u64); 3] = [
+            (
+                "source.every_secs",
+                s.every_secs,
+                MIN_EVERY_SECS,
+                MAX_EVERY_SECS,
+            ),
+            (
+                "source.requests_per_second",
+                u64::from(s.requests_per_second),
+                1,
+                u64::from(super::destinations::MAX_REQUESTS_PER_SECOND),
+            ),
+            (
+                "source.timeout_secs",
+                s.timeout_secs,
+                1,
+                super::destinations::MAX_TIMEOUT_SECS,
+            ),
+        ];
+        for (key, value, min, max) in bounds {
+            if !(min..=max).contains(&value) {
+                return Err(SettingsError::invalid(
+                    key,
+                    named(&format!("must be between {min} and {max}")),
+                ));
+            }
+        }
+        if let Err(message) = parse_since(&s.since) {
+            return Err(SettingsError::invalid("source.since", named(&message)));
+        }
+        if let Some(unknown) = s.accounts.iter().find(|a| !served.iter().any(|v| v == *a)) {
+            return Err(SettingsError::invalid(
+                "source.accounts",
+                named(&format!(
+                    "no account {} is served (accounts: {})",
+                    crate::model::text::quoted(unknown),
+                    served.join(", ")
+                )),
+            ));
+        }
+        if let Some(org) = s
+            .organizations
+            .iter()
+            .find(|o| o.trim().is_empty() || *o == crate::model::ACCOUNT_WIDE)
+        {
+            return Err(SettingsError::invalid(
+                "source.organizations",
+                named(&format!(
+                    "{} is not an organization id (leave organizations empty for the whole account)",
+                    crate::model::text::quoted(org)
+                )),
+            ));
+        }
+        if let SourceSystem::Van(van) = &s.system {
+            if !matches!(van.database_mode(), 0 | 1) {
+                return Err(SettingsError::invalid(
+                    "source.database_mode",
+                    named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
+                ));
+            }
+            if van.result_code().trim().is_empty() || van.application_name().trim().is_empty() {
+                return Err(SettingsError::invalid(
+                    "source.result_code",
+                    named("result_code and application_name must not be empty"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

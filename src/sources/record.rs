@@ -1,0 +1,235 @@
+//! What a source's records become: a record is claimed once (a record read again records
+//! nothing), and an opt-out it says is recorded in each target account as an account-wide
+//! import is (every organization holding the number, and the number suppressed for the
+//! leads that come later), or in the source's organizations. A number opted out already in
+//! every organization of every target account holding it changes nothing: `confirmed`
+//! (what was written to the system from here and read back ends there).
+//!
+//! Records are recorded a slice per write transaction: a delivery waits for one slice at
+//! most.
+
+use std::collections::HashMap;
+
+use chrono::Utc;
+
+use crate::apply::imported::{self, Batch, ListedNumber, Scope};
+use crate::model::{
+    ACCOUNT_WIDE, AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp,
+};
+use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
+use crate::systems::source::{ReadRecord, Said};
+
+/// Records per write transaction at most.
+pub const SLICE: usize = 100;
+
+/// Where and how a source's records are recorded.
+#[derive(Debug, Clone)]
+pub struct Recorder {
+    pub name: String,
+    pub kind: Kind,
+    /// The accounts its opt-outs hold in.
+    pub targets: Vec<AccountId>,
+    pub scope: Scope,
+    /// Its opt-ins are recorded too.
+    pub opt_ins: bool,
+}
+
+/// One record's part in a slice: its index, and the number and time of what it says.
+struct Said1<'r> {
+    record: &'r ReadRecord,
+    phone_number: &'r str,
+    opted_out: bool,
+    occurred_at: chrono::DateTime<Utc>,
+}
+
+impl Recorder {
+    /// Records `records`, a slice per transaction on `conn`; what they came to.
+    pub async fn record(
+        &self,
+        conn: &mut Connection,
+        records: &[ReadRecord],
+    ) -> Result<SourceCounts, crate::store::Error> {
+        let mut counts = SourceCounts::default();
+        for slice in records.chunks(SLICE) {
+            let mut tx = conn.begin_write().await?;
+            let done = self.record_slice(&mut tx, slice).await?;
+            tx.commit().await?;
+            crate::signal::ledger_grew();
+            counts += done;
+        }
+        Ok(counts)
+    }
+
+    /// One slice in `tx`: the records not claimed before, each counted once.
+    async fn record_slice<T: ApplyTx + SourceTx + Send + ?Sized>(
+        &self,
+        tx: &mut T,
+        slice: &[ReadRecord],
+    ) -> Result<SourceCounts, crate::store::Error> {
+        let now = Utc::now();
+        let keys: Vec<&str> = slice.iter().map(|r| r.key.as_str()).collect();
+        let claimed = tx.claim_records(&self.name, &keys, Timestamp(now)).await?;
+        let mut counts = SourceCounts::default();
+        // Each number once per slice, at its earliest record; a later record of it in the
+        // slice says what is recorded already.
+        let mut by_number: HashMap<(&str, bool), Said1<'_>> = HashMap::new();
+        let mut taken = std::collections::HashSet::new();
+        for record in slice {
+            if !claimed.contains(&record.key) || !taken.insert(record.key.as_str()) {
+                continue;
+            }
+            counts.read += 1;
+            match &record.said {
+                Said::Consent {
+                    phone_number,
+                    opted_out,
+                    occurred_at,
+                } if *opted_out || self.opt_ins => {
+                    let said = Said1 {
+                        record,
+                        phone_number,
+                        opted_out: *opted_out,
+                        occurred_at: *occurred_at,
+                    };
+                    match by_number.entry((phone_number.as_str(), *opted_out)) {
+                        std::collections::hash_map::Entry::Occupied(mut first) => {
+                            counts.confirmed += 1;
+                            if said.occurred_at < first.get().occurred_at {
+                                first.insert(said);
+                            }
+                        }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(said);
+                        }
+                    }
+                }
+                Said::Consent { .. } | Said::Nothing(_) => counts.ignored += 1,
+            }
+        }
+        let said: Vec<Said1<'_>> = by_number.into_values().collect();
+        for opted_out in [true, false] {
+            let these: Vec<&Said1<'_>> = said.iter().filter(|s| s.opted_out == opted_out).collect();
+            if these.is_empty() {
+                continue;
+            }
+            let recorded = self.record_numbers(tx, &these, opted_out, now).await?;
+            counts.opt_outs += recorded as i64;
+            counts.confirmed += (these.len() - recorded) as i64;
+        }
+        tx.count_records(&self.name, counts).await?;
+        Ok(counts)
+    }
+
+    /// Records what `said` says (distinct numbers, all opt-outs or all opt-ins) in every
+    /// target account; how many of them were recorded somewhere.
+    async fn record_numbers<T: ApplyTx + ?Sized>(
+        &self,
+        tx: &mut T,
+        said: &[&Said1<'_>],
+        opted_out: bool,
+        now: chrono::DateTime<Utc>,
+    ) -> Result<usize, crate::store::Error> {
+        let mut recorded = vec![false; said.len()];
+        for account in &self.targets {
+            let mut numbers = Vec::new();
+            for (i, s) in said.iter().enumerate() {
+                if !self
+                    .held_already(tx, account, s.phone_number, opted_out)
+                    .await?
+                {
+                    numbers.push(ListedNumber {
+                        phone_number: s.phone_number.to_owned(),
+                        line: i as u64,
+                    });
+                }
+            }
+            if numbers.is_empty() {
+                continue;
+            }
+            let entry = |number: &ListedNumber, organization: &str| {
+                self.observation(said[number.line as usize], organization)
+            };
+            let batch = Batch {
+                scope: &self.scope,
+                numbers: &numbers,
+                now,
+                dry_run: false,
+                opted_out,
+            };
+            imported::record_opt_outs(tx, account, batch, entry).await?;
+            for number in &numbers {
+                recorded[number.line as usize] = true;
+            }
+        }
+        Ok(recorded.into_iter().filter(|r| *r).count())
+    }
+
+    /// Whether every organization of `account` that holds `phone` (or each of the source's
+    /// organizations) says so already, and one does at least: nothing changes there.
+    async fn held_already<T: ApplyTx + ?Sized>(
+        &self,
+        tx: &mut T,
+        account: &AccountId,
+        phone: &str,
+        opted_out: bool,
+    ) -> Result<bool, crate::store::Error> {
+        let orgs: Vec<String> = match &self.scope {
+            Scope::Organizations(orgs) => orgs.clone(),
+            Scope::Account => {
+                let holders = tx.holders_of(account, &[phone]).await?;
+                let mut orgs: Vec<String> = holders
+                    .get(phone)
+                    .into_iter()
+                    .flatten()
+                    .map(|(org, _)| org.clone())
+                    .collect();
+                orgs.sort_unstable();
+                orgs.dedup();
+                if orgs.is_empty() {
+                    orgs.push(ACCOUNT_WIDE.to_owned());
+                }
+                orgs
+            }
+        };
+        let keys: Vec<(&str, &str)> = orgs.iter().map(|o| (o.as_str(), phone)).collect();
+        let states = tx.consent_states(account, &keys).await?;
+        Ok(orgs.iter().all(|org| {
+            states
+                .0
+                .get(&(org.clone(), phone.to_owned()))
+                .is_some_and(|s| s.rank.opted_out == opted_out)
+        }))
+    }
+
+    /// The entry of what `said` says, in `organization`.
+    fn observation(&self, said: &Said1<'_>, organization: &str) -> ConsentObservation {
+        ConsentObservation {
+            organization_id: organization.to_owned(),
+            phone_number: said.phone_number.to_owned(),
+            lead_id: None,
+            opted_out: said.opted_out,
+            occurred_at: said.occurred_at,
+            source: self.kind,
+            event_ref: event_ref(self.kind, &self.name, &said.record.key),
+            tag_id: None,
+            reason: None,
+            evidence: Some(KeptEvidence::Read {
+                actor: self.name.clone(),
+                record: said.record.key.clone(),
+                stands_on: said.record.stands_on.clone(),
+            }),
+        }
+    }
+}
+
+/// The `event_ref` of an entry source `name` (of `kind`) read as record `key`:
+/// `KIND:NAME:KEY`.
+pub fn event_ref(kind: Kind, name: &str, key: &str) -> String {
+    format!("{}:{name}:{key}", kind.as_str())
+}
+
+/// The source's name in an entry's `event_ref`, when a source of `kind` recorded it.
+pub fn source_name_of(kind: Kind, event_ref: &str) -> Option<&str> {
+    let rest = event_ref.strip_prefix(kind.as_str())?.strip_prefix(':')?;
+    rest.split(':').next()
+}

@@ -1,0 +1,202 @@
+//! Sources' state and the records they read: one text for both backends (`$N` parameters,
+//! times bound as [`Timestamp`]). A source's row holds its watermark and counts; its
+//! records (one row each, by what makes it one record there) are written in the
+//! transaction that records what they say, so that a record read again records nothing.
+#![allow(async_fn_in_trait)] // Called on the concrete `Pool` and `Tx`, whose futures are Send.
+
+use std::collections::HashSet;
+
+use super::backend::{Lend, on_backend};
+use super::{Error, Pool};
+use crate::model::Timestamp;
+
+/// A source's row, as `sources` and `GET /v1/sources` show it.
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
+pub struct SourceRow {
+    pub source: String,
+    pub kind: String,
+    pub watermark: Option<Timestamp>,
+    pub last_run_at: Option<Timestamp>,
+    pub last_success_at: Option<Timestamp>,
+    pub last_error: Option<String>,
+    pub read: i64,
+    pub opt_outs: i64,
+    pub confirmed: i64,
+    pub ignored: i64,
+}
+
+/// What a batch of records came to, added to the source's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    pub read: i64,
+    pub opt_outs: i64,
+    pub confirmed: i64,
+    pub ignored: i64,
+}
+
+impl std::ops::AddAssign for SourceCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.read += other.read;
+        self.opt_outs += other.opt_outs;
+        self.confirmed += other.confirmed;
+        self.ignored += other.ignored;
+    }
+}
+
+/// Sources' rows.
+pub trait SourceStore {
+    /// Every source's row, by name.
+    async fn sources(&self) -> Result<Vec<SourceRow>, Error>;
+
+    /// Makes the row of source `name` (of `kind`) if there is none.
+    async fn ensure_source(&self, name: &str, kind: &str) -> Result<(), Error>;
+
+    /// A run ended at `at`: with an error, or having read up to a watermark (kept when it is
+    /// later than the one in place: a run beside another never moves it back).
+    async fn source_ran(
+        &self,
+        name: &str,
+        at: Timestamp,
+        outcome: Result<Timestamp, &str>,
+    ) -> Result<(), Error>;
+
+    /// Moves the watermark of source `name` to `since` (a resync): it reads from there next.
+    /// False when there is no such source's row.
+    async fn resync_source(&self, name: &str, since: Timestamp) -> Result<bool, Error>;
+}
+
+const SOURCE_COLUMNS: &str = "source, kind, watermark, last_run_at, last_success_at,
+     last_error, read, opt_outs, confirmed, ignored";
+
+impl SourceStore for Pool {
+    async fn sources(&self) -> Result<Vec<SourceRow>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(&format!(
+                "SELECT {SOURCE_COLUMNS} FROM source_state ORDER BY source"
+            ))
+            .fetch_all(pool)
+            .await?)
+        })
+    }
+
+    async fn ensure_source(&self, name: &str, kind: &str) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            sqlx::query(
+                "INSERT INTO source_state (source, kind) VALUES ($1, $2)
+                     ON CONFLICT (source) DO UPDATE SET kind = excluded.kind",
+            )
+            .bind(name)
+            .bind(kind)
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    async fn source_ran(
+        &self,
+        name: &str,
+        at: Timestamp,
+        outcome: Result<Timestamp, &str>,
+    ) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            match outcome {
+                Ok(watermark) => sqlx::query(
+                    "UPDATE source_state SET last_run_at = $3, last_success_at = $3,
+                         last_error = NULL,
+                         watermark = CASE WHEN watermark IS NULL OR watermark < $2
+                                          THEN $2 ELSE watermark END
+                         WHERE source = $1",
+                )
+                .bind(name)
+                .bind(watermark)
+                .bind(at),
+                Err(error) => sqlx::query(
+                    "UPDATE source_state SET last_run_at = $3, last_error = $2
+                         WHERE source = $1",
+                )
+                .bind(name)
+                .bind(error)
+                .bind(at),
+            }
+            .execute(pool)
+            .await?;
+            Ok(())
+        })
+    }
+
+    async fn resync_source(&self, name: &str, since: Timestamp) -> Result<bool, Error> {
+        on_backend!(self, |pool| {
+            let done = sqlx::query(
+                "UPDATE source_state SET watermark = $2, last_error = NULL WHERE source = $1",
+            )
+            .bind(name)
+            .bind(since)
+            .execute(pool)
+            .await?;
+            Ok(done.rows_affected() > 0)
+        })
+    }
+}
+
+/// A source's records in a write transaction.
+pub trait SourceTx {
+    /// Claims `keys` for source `name`: those it had not recorded, now noted as recorded
+    /// at `at` (a second run claiming the same keys at once waits for this transaction,
+    /// then claims none of them).
+    fn claim_records(
+        &mut self,
+        name: &str,
+        keys: &[&str],
+        at: Timestamp,
+    ) -> impl Future<Output = Result<HashSet<String>, Error>> + Send;
+
+    /// Adds `counts` to the row of source `name`.
+    fn count_records(
+        &mut self,
+        name: &str,
+        counts: SourceCounts,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+}
+
+impl<T: Lend + Send + ?Sized> SourceTx for T {
+    async fn claim_records(
+        &mut self,
+        name: &str,
+        keys: &[&str],
+        at: Timestamp,
+    ) -> Result<HashSet<String>, Error> {
+        let mut claimed = HashSet::new();
+        for chunk in keys.chunks(500) {
+            let list = super::codec::json_param(chunk)?;
+            let new: Vec<String> = on_backend!(self, |conn, dialect| {
+                sqlx::query_scalar(dialect::CLAIM_SOURCE_RECORDS)
+                    .bind(name)
+                    .bind(&list)
+                    .bind(at)
+                    .fetch_all(&mut *conn)
+                    .await
+            })?;
+            claimed.extend(new);
+        }
+        Ok(claimed)
+    }
+
+    async fn count_records(&mut self, name: &str, counts: SourceCounts) -> Result<(), Error> {
+        on_backend!(self, |conn| {
+            sqlx::query(
+                "UPDATE source_state SET read = read + $2, opt_outs = opt_outs + $3,
+                     confirmed = confirmed + $4, ignored = ignored + $5 WHERE source = $1",
+            )
+            .bind(name)
+            .bind(counts.read)
+            .bind(counts.opt_outs)
+            .bind(counts.confirmed)
+            .bind(counts.ignored)
+            .execute(&mut *conn)
+            .await
+            .map(drop)
+        })?;
+        Ok(())
+    }
+}

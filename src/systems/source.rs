@@ -1,0 +1,216 @@
+//! The read side of a system: [`Source`], what a `[[source]]` reads opt-outs back through,
+//! and what every reader shares: the window it reads, the records it hands on as it reads
+//! them ([`ReadRecord`], a batch at a time through a bounded channel, so that a file of any
+//! size costs a batch of memory), its requests with the key ([`SourceApi`]) and its
+//! downloads without one ([`SourceApi::download`]), and why a read stops ([`ReadError`]).
+//!
+//! A reader knows its system's wire alone: what a record is, what makes it one record
+//! (recorded once), what it says of a number and when. What is recorded, once, in which
+//! accounts, and when the watermark moves are `crate::sources`'.
+
+use chrono::{DateTime, Utc};
+use secrecy::SecretString;
+
+use super::{Pending, Stop, http};
+use crate::settings::{SourceSettings, SourceSystem};
+
+/// The kind registry of sources: each kind that can be read back, a line each.
+pub fn source_of(settings: &SourceSettings) -> Box<dyn Source> {
+    match &settings.system {
+        SourceSystem::Van(own) => Box::new(super::van::Changes::new(own)),
+        SourceSystem::ActionNetwork(_) => Box::new(super::action_network::People),
+    }
+}
+
+/// Records handed on a batch at a time; the channel is bounded, so a reader waits while
+/// what it read is recorded.
+pub type Records = tokio::sync::mpsc::Sender<Vec<ReadRecord>>;
+
+/// Records per batch a reader hands on, at most.
+pub const BATCH: usize = 500;
+
+/// A system opt-outs are read back from: it checks its key and what its reads need
+/// ([`Source::check`]) and reads what changed in a window ([`Source::read`]).
+pub trait Source: std::fmt::Debug + Send + Sync {
+    /// `request` with `key`, as the system takes it.
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder;
+
+    /// The system's own words in the JSON body of an error answer.
+    fn error_words(&self, body: &serde_json::Value) -> Option<String>;
+
+    /// Checks the key and what the reads need (resources, fields, result codes), saying
+    /// what it found.
+    fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>>;
+
+    /// Reads what changed from `window.from` (to `window.to`), handing every record on
+    /// through `out` as read; the watermark to move to once every record handed on is
+    /// recorded (a reader that reads behind its window for safety gives less than `to`).
+    fn read<'a>(
+        &'a self,
+        api: SourceApi<'a>,
+        window: Window,
+        out: Records,
+    ) -> Pending<'a, Result<DateTime<Utc>, ReadError>>;
+}
+
+/// What a read covers: changes from `from` to `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub from: DateTime<Utc>,
+    pub to: DateTime<Utc>,
+    /// How long the system may take to prepare what it gives (VAN's export job): the
+    /// source's interval.
+    pub patience: std::time::Duration,
+}
+
+/// One record a source read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadRecord {
+    /// What makes it one record there (VAN: VAN ID, phone and change time; Action
+    /// Network: person, number and `modified_date`): recorded once.
+    pub key: String,
+    pub said: Said,
+    /// What it stands on, kept as its entries' evidence.
+    pub stands_on: serde_json::Value,
+}
+
+/// What a record says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Said {
+    /// A number opted out (or in), when the person did it there.
+    Consent {
+        /// E.164.
+        phone_number: String,
+        opted_out: bool,
+        occurred_at: DateTime<Utc>,
+    },
+    /// Nothing the ledger takes (another change, no number it can read), and why.
+    Nothing(String),
+}
+
+/// Why a read stopped. Nothing is lost: the watermark stays where it was, and what was
+/// recorded before is not recorded again.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ReadError {
+    /// The key does not work, a lookup misses, or the system is out of reach: tried again
+    /// at the next run (sooner, with the backoff, when it may pass by itself).
+    #[error("{0}")]
+    Stop(Stop),
+    /// The watermark is older than what the system keeps (VAN: 90 days): read again from a
+    /// date with `sources resync NAME --since DATE`.
+    #[error("{0}")]
+    TooOld(String),
+    /// What the system gave cannot be read (a file without a column it needs, a listing
+    /// that does not end): tried again at the next run.
+    #[error("{0}")]
+    Input(String),
+}
+
+impl From<Stop> for ReadError {
+    fn from(stop: Stop) -> Self {
+        Self::Stop(stop)
+    }
+}
+
+/// A source's requests: to its API with its key, at its rate; downloads without it.
+pub struct SourceApi<'a> {
+    pub(crate) http: &'a reqwest::Client,
+    /// The API's root, without a trailing `/`.
+    pub(crate) base_url: &'a str,
+    pub(crate) key: &'a SecretString,
+    pub(crate) timeout: std::time::Duration,
+    pub(crate) system: &'a dyn Source,
+    pub(crate) limiter: Option<&'a governor::DefaultDirectRateLimiter>,
+}
+
+impl SourceApi<'_> {
+    /// The URL of `path` under the API's root, or `path` itself when it is a URL of the
+    /// API's own origin (a `next` link). A URL elsewhere is refused: the key goes to the
+    /// API alone.
+    pub fn url(&self, path: &str) -> Result<String, ReadError> {
+        if !path.starts_with("http://") && !path.starts_with("https://") {
+            return Ok(format!("{}{path}", self.base_url));
+        }
+        let origin = |url: &str| {
+            reqwest::Url::parse(url)
+                .ok()
+                .map(|u| u.origin().ascii_serialization())
+        };
+        if origin(path).is_some() && origin(path) == origin(self.base_url) {
+            Ok(path.to_owned())
+        } else {
+            Err(ReadError::Input(format!(
+                "a link leads away from the API's host ({}): the key is never sent there",
+                crate::model::text::bounded(path, 100)
+            )))
+        }
+    }
+
+    async fn turn(&self) {
+        if let Some(limiter) = self.limiter {
+            limiter.until_ready().await;
+        }
+    }
+
+    fn authorized(&self, request: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        self.system
+            .authorize(request.timeout(self.timeout), self.key)
+    }
+
+    /// The JSON a GET of `path` answers, `what` naming it in errors.
+    pub async fn get_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        what: &str,
+    ) -> Result<T, ReadError> {
+        self.turn().await;
+        let request = self.authorized(self.http.get(self.url(path)?));
+        let words = |body: &serde_json::Value| self.system.error_words(body);
+        Ok(http::read_json_with(request, what, &words).await?)
+    }
+
+    /// The JSON a POST of `body` to `path` answers, `what` naming it in errors.
+    pub async fn post_json<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &serde_json::Value,
+        what: &str,
+    ) -> Result<T, ReadError> {
+        self.turn().await;
+        let request = self.authorized(self.http.post(self.url(path)?).json(body));
+        let words = |body: &serde_json::Value| self.system.error_words(body);
+        Ok(http::read_json_with(request, what, &words).await?)
+    }
+
+    /// A GET of a file at `url`, which is not the API's: sent with no credential of any
+    /// kind, whatever host it names. The answer's body is the caller's to read, bounded.
+    pub async fn download(&self, url: &str, what: &str) -> Result<reqwest::Response, ReadError> {
+        let response = self.http.get(url).send().await.map_err(|error| {
+            ReadError::Stop(Stop::Retry {
+                error: format!("{what}: {}", http::transport_error(error)),
+                retry_after: None,
+            })
+        })?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(response);
+        }
+        let text = crate::model::text::bounded(
+            &http::prefix(response, http::MAX_ERROR_BODY).await,
+            http::MAX_ERROR_BODY,
+        );
+        let error = format!("{what}: answered {status}: {text}");
+        Err(match status.as_u16() {
+            // An expired link: the next run makes a new job, whose links are new.
+            400..=499 => ReadError::Input(error),
+            _ => ReadError::Stop(Stop::Retry {
+                error,
+                retry_after: None,
+            }),
+        })
+    }
+}
