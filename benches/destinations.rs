@@ -232,7 +232,10 @@ impl Running {
     fn destination(pool: &Pool, settings: DestinationSettings) -> Self {
         let settings = [settings];
         let keys = Live::new(outreach_sync::settings::keys_of(&settings));
-        Self::start(pool, sender::destinations::configured(&settings, &keys))
+        Self::start(
+            pool,
+            sender::destinations::configured(&settings, &keys, &[]),
+        )
     }
 
     async fn stop(self) {

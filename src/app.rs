@@ -235,7 +235,8 @@ impl Application {
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let leader = (clients, wake.clone(), senders.clone(), metrics.clone());
-        supervise_leader_work(&mut tasks, &pool, &settings, leader, (keys, sources)).await?;
+        let leaders_sources = (keys, sources.clone());
+        supervise_leader_work(&mut tasks, &pool, &settings, leader, leaders_sources).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
         let admin = admin_router(
@@ -245,7 +246,7 @@ impl Application {
             wake,
             &writer,
             (senders, metrics.clone()),
-            &shutdown,
+            (&shutdown, sources.clone()),
         );
         supervise_admin(
             &mut tasks,

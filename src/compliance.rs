@@ -422,6 +422,7 @@ impl Rules {
             destinations: crate::sender::destinations::configured(
                 &settings.destination,
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
+                &settings.source,
             ),
             shared_accounts: shared_accounts(settings)?,
         })

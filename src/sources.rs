@@ -11,6 +11,8 @@
 //! once, record nothing twice.
 
 pub mod record;
+mod view;
+pub use view::{STALE_AFTER_RUNS, SourceState, SourceView, views};
 
 use std::sync::Arc;
 use std::time::Duration;

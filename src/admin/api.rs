@@ -19,7 +19,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AdminState, compliance, consent, destinations, evidence, import, records, stream, subscribers,
+    AdminState, compliance, consent, destinations, evidence, import, records, sources, stream,
+    subscribers,
 };
 use crate::model::{
     DestinationStatus, OutcomeKind, PushState, Source, SubscriberStatus, Timestamp,
@@ -70,6 +71,7 @@ fn with_token() -> OpenApiRouter<Arc<AdminState>> {
         .routes(routes!(destinations::outcomes))
         .routes(routes!(destinations::replay))
         .routes(routes!(destinations::retry))
+        .routes(routes!(sources::list))
         .routes(routes!(records::find_leads))
         .routes(routes!(records::lead))
         .routes(routes!(records::message))

@@ -20,6 +20,7 @@ pub mod guard;
 mod import;
 mod records;
 mod schemas;
+mod sources;
 mod state;
 mod stream;
 mod subscribers;

@@ -27,6 +27,8 @@ pub struct AdminState {
     pub(super) subscribers: Vec<SubscriberSettings>,
     /// The configured destinations.
     pub(super) destinations: Vec<crate::settings::DestinationSettings>,
+    /// The sources in force (a reload replaces them).
+    pub(super) sources: crate::settings::Live<Vec<crate::settings::SourceSettings>>,
     /// Cancelled when the daemon stops: long-lived answers (the stream, `wait=`) end then.
     pub(super) stop: CancellationToken,
     /// This process's outbox counters: a replay from the console wakes its worker.
@@ -67,6 +69,7 @@ impl AdminState {
             wake,
             subscribers: Vec::new(),
             destinations: Vec::new(),
+            sources: crate::settings::Live::new(Vec::new()),
             stop: CancellationToken::new(),
             outbox: None,
             senders: None,
@@ -158,6 +161,14 @@ impl AdminState {
     }
 
     /// Shows (and retries, replays, checks) these destinations.
+    pub fn with_sources(
+        mut self,
+        sources: crate::settings::Live<Vec<crate::settings::SourceSettings>>,
+    ) -> Self {
+        self.sources = sources;
+        self
+    }
+
     pub fn with_destinations(
         mut self,
         destinations: Vec<crate::settings::DestinationSettings>,

@@ -72,6 +72,7 @@ pub(super) async fn supervise_leader_work(
     subscribers.extend(crate::sender::destinations::configured(
         &settings.destination,
         &keys,
+        &settings.source,
     ));
     let http = crate::sender::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;
@@ -205,7 +206,10 @@ pub(super) fn admin_router(
     wake: Arc<tokio::sync::Notify>,
     writer: &OutboxWriter,
     (senders, metrics): (crate::sender::Running, Arc<Metrics>),
-    shutdown: &CancellationToken,
+    (shutdown, sources): (
+        &CancellationToken,
+        Live<Vec<crate::settings::SourceSettings>>,
+    ),
 ) -> axum::Router {
     admin::router(
         admin::AdminState::new(pool.clone(), Vec::new(), wake)
@@ -214,6 +218,7 @@ pub(super) fn admin_router(
             .with_tokens(tokens)
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())
+            .with_sources(sources)
             .with_compliance(compliance_rules(settings))
             .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
             .with_outbox(writer.state().clone())

@@ -14,6 +14,7 @@ mod packaging;
 mod read;
 mod registrations;
 mod report;
+mod sources;
 mod subscribers;
 mod webhooks;
 
@@ -190,6 +191,11 @@ pub enum Command<T: Subcommand> {
         #[command(subcommand)]
         command: Option<DestinationsCommand>,
     },
+    /// The configured sources (VAN, Action Network read back): state, watermark, counts.
+    Sources {
+        #[command(subcommand)]
+        command: Option<SourcesCommand>,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -260,6 +266,22 @@ pub enum DestinationsCommand {
         name: String,
         #[arg(long = "from", value_name = "SEQ")]
         from: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SourcesCommand {
+    /// Check each source's key and what its reads need (exit 1 naming what fails).
+    Check { name: Option<String> },
+    /// Read a source now, once (beside a running daemon: what both read is recorded once).
+    Run { name: String },
+    /// Read a source again from DATE on (what was recorded stays, and is not recorded
+    /// twice); the way on after VAN's 90 days passed a watermark by.
+    Resync {
+        name: String,
+        /// A date (2026-09-01, midnight UTC) or a time in RFC 3339.
+        #[arg(long, value_name = "DATE")]
+        since: String,
     },
 }
 

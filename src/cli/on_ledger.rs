@@ -6,7 +6,7 @@ use clap::Subcommand;
 use super::accounts::{Filters, accounts_of, local_change};
 use super::{
     CliError, Command, LedgerCommand, consent, daemon, destinations, evidence, import, read,
-    subscribers,
+    sources, subscribers,
 };
 use crate::settings::Settings;
 
@@ -122,6 +122,7 @@ async fn change<T: Subcommand>(
         Command::Import(args) => import::run(settings, args, json).await,
         Command::Subscribers { command } => subscribers::run(settings, command, json).await,
         Command::Destinations { command } => destinations::run(settings, command, json).await,
+        Command::Sources { command } => sources::run(settings, command, json).await,
         Command::Consent { .. }
         | Command::History { .. }
         | Command::Events { .. }

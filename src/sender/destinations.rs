@@ -22,11 +22,27 @@ pub const MAX_LISTED: i64 = 1_000;
 pub fn configured(
     settings: &[DestinationSettings],
     keys: &Live<DestinationKeys>,
+    sources: &[crate::settings::SourceSettings],
 ) -> Vec<Arc<Subscriber>> {
     settings
         .iter()
-        .map(|d| Arc::new(Subscriber::destination(d, keys.clone())))
+        .map(|d| {
+            let echoes = sources
+                .iter()
+                .filter(|s| same_system(d, s))
+                .map(|s| s.name.clone());
+            Arc::new(Subscriber::destination(d, keys.clone()).reading_back(echoes))
+        })
         .collect()
+}
+
+/// Whether source `s` reads the system destination `d` writes: the same kind, API and key.
+fn same_system(d: &DestinationSettings, s: &crate::settings::SourceSettings) -> bool {
+    use secrecy::ExposeSecret as _;
+    let key = |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
+    d.system.kind() == s.system.kind().as_str()
+        && d.base_url.trim_end_matches('/') == s.base_url.trim_end_matches('/')
+        && key(&d.api_key) == key(&s.api_key)
 }
 
 /// The entries of `name` with an outcome (only `state`'s when given), after `after_seq`.

@@ -47,6 +47,9 @@ pub struct Subscriber {
     pub max_backoff: std::time::Duration,
     /// Most requests a second (`None`: as fast as answered).
     pub requests_per_second: Option<std::num::NonZeroU32>,
+    /// The sources that read back what it writes (a destination's, of the same system and
+    /// key): their entries are not written back to it.
+    echoes: HashSet<String>,
 }
 
 /// What a sender's requests are.
@@ -86,6 +89,7 @@ impl Subscriber {
             batch: settings.batch,
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
             requests_per_second: None,
+            echoes: HashSet::new(),
         })
     }
 
@@ -105,7 +109,14 @@ impl Subscriber {
             batch: destinations::BATCH,
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
             requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second),
+            echoes: HashSet::new(),
         }
+    }
+
+    /// Takes no entry that one of `sources` read back from it.
+    pub fn reading_back(mut self, sources: impl IntoIterator<Item = String>) -> Self {
+        self.echoes.extend(sources);
+        self
     }
 
     /// Whether `entry` is for this subscriber.
@@ -115,6 +126,15 @@ impl Subscriber {
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
+            && !self.reads_back(entry)
+    }
+
+    /// Whether `entry` was read back from this destination itself (by a source of the same
+    /// system and key): it has what the entry says, and is never written it again.
+    fn reads_back(&self, entry: &LedgerEntry) -> bool {
+        !self.echoes.is_empty()
+            && crate::sources::record::source_name_of(entry.source, &entry.event_ref)
+                .is_some_and(|name| self.echoes.contains(name))
     }
 
     /// Whether it is a destination (a system of record) rather than a subscriber.
