@@ -12,8 +12,8 @@ use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::destinations::{
-    ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanChange, VanExportSettings, VanMark,
-    VanTarget, VanTruth,
+    ActionNetworkPerson, ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanChange,
+    VanExportSettings, VanMark, VanTarget, VanTruth,
 };
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
@@ -344,6 +344,25 @@ impl RunningSandbox {
     /// before `Complete`, rows per file, and the faults). `false` if no committee has the key.
     pub fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
         self.fakes.van_set_export(api_key, settings)
+    }
+
+    /// A supporter unsubscribes their mobile number in Action Network (status
+    /// `unsubscribed`, `modified_date` now; a person is made when nobody has the number).
+    /// Returns the person and whether it was made; `None` if `phone` is not a number.
+    pub fn action_network_unsubscribe(&self, phone: &str) -> Option<(ActionNetworkPerson, bool)> {
+        self.fakes.action_network_unsubscribe(phone)
+    }
+
+    /// `count` subscribed supporters in Action Network, a mobile number each, modified over
+    /// the last hour.
+    pub fn action_network_seed(&self, count: u64) {
+        self.fakes.action_network_seed(count);
+    }
+
+    /// The fault of Action Network's people listing whose `next` never ends (`true`), or
+    /// none (`false`, the default).
+    pub fn action_network_endless_next(&self, on: bool) {
+        self.fakes.action_network_endless_next(on);
     }
 
     /// Stops serving and delivering, and waits for the server to finish.

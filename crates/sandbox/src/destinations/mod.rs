@@ -152,6 +152,22 @@ impl Fakes {
         self.van().seed(api_key, count, do_not_text)
     }
 
+    /// A supporter unsubscribes their mobile number in Action Network.
+    pub(crate) fn action_network_unsubscribe(
+        &self,
+        phone: &str,
+    ) -> Option<(ActionNetworkPerson, bool)> {
+        self.action_network().unsubscribe(phone)
+    }
+
+    pub(crate) fn action_network_seed(&self, count: u64) {
+        self.action_network().seed(count);
+    }
+
+    pub(crate) fn action_network_endless_next(&self, on: bool) {
+        self.action_network().set_endless_next(on);
+    }
+
     pub(crate) fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
         self.van().set_export(api_key, settings)
     }
