@@ -11,7 +11,10 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
-use super::destinations::{ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanTruth};
+use super::destinations::{
+    ActionNetworkPerson, ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanChange,
+    VanExportSettings, VanMark, VanTarget, VanTruth,
+};
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
     CreateWebhookRegistration, Lead, MessageType, WebhookConfig, WebhookRegistration,
@@ -313,6 +316,53 @@ impl RunningSandbox {
     /// A new VAN person with this number (E.164), tied to no lead; returns the VAN ID.
     pub fn van_add_person(&self, phone: &str) -> u64 {
         self.fakes.van_add_person(phone)
+    }
+
+    /// A user of the VAN committee of `api_key` (a phone banker, by name) marks a person:
+    /// "Do Not Text" as a canvass response, or the phone's opt-in status out or in. A phone
+    /// nobody in VAN has makes a new person. Returns the change logged, which the committee's
+    /// export jobs read (never left out by `excludeChangesFromSelf`).
+    pub fn van_mark(
+        &self,
+        api_key: &str,
+        target: &VanTarget,
+        mark: VanMark,
+        user: &str,
+    ) -> Result<VanChange, String> {
+        self.fakes.van_mark(api_key, target, mark, user)
+    }
+
+    /// `count` changes by a user in the VAN committee of `api_key`, spread over the last
+    /// hour: phone opt-outs (`Contacts`), or "Do Not Text" canvass responses
+    /// (`ContactHistory`). Kept as one range, made row by row as files are served. Returns
+    /// the first seeded VAN ID (the others follow it), or `None` if no committee has the key.
+    pub fn van_seed_changes(&self, api_key: &str, count: u64, do_not_text: bool) -> Option<u64> {
+        self.fakes.van_seed(api_key, count, do_not_text)
+    }
+
+    /// How the export jobs of the VAN committee of `api_key` behave from now on (polls
+    /// before `Complete`, rows per file, and the faults). `false` if no committee has the key.
+    pub fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
+        self.fakes.van_set_export(api_key, settings)
+    }
+
+    /// A supporter unsubscribes their mobile number in Action Network (status
+    /// `unsubscribed`, `modified_date` now; a person is made when nobody has the number).
+    /// Returns the person and whether it was made; `None` if `phone` is not a number.
+    pub fn action_network_unsubscribe(&self, phone: &str) -> Option<(ActionNetworkPerson, bool)> {
+        self.fakes.action_network_unsubscribe(phone)
+    }
+
+    /// `count` subscribed supporters in Action Network, a mobile number each, modified over
+    /// the last hour.
+    pub fn action_network_seed(&self, count: u64) {
+        self.fakes.action_network_seed(count);
+    }
+
+    /// The fault of Action Network's people listing whose `next` never ends (`true`), or
+    /// none (`false`, the default).
+    pub fn action_network_endless_next(&self, on: bool) {
+        self.fakes.action_network_endless_next(on);
     }
 
     /// Stops serving and delivering, and waits for the server to finish.

@@ -27,11 +27,13 @@ pub use action_network::{
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
 };
-pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 pub use van::{
-    VanCanvassPhone, VanCanvassResponse, VanCommitteeTruth, VanContactType, VanPerson, VanPhone,
-    VanResultCode, VanTruth,
+    HUGE_FILE_BYTES as VAN_HUGE_FILE_BYTES, VanCanvassPhone, VanCanvassResponse, VanChange,
+    VanChangeKind, VanChangedBy, VanCommitteeTruth, VanContactType, VanDownload,
+    VanDownloadCredential, VanExportJobTruth, VanExportSettings, VanMark, VanPerson, VanPhone,
+    VanResultCode, VanTarget, VanTruth,
 };
+pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 
 use crate::config::SandboxConfig;
 use action_network::ActionNetwork;
@@ -69,6 +71,8 @@ pub(crate) struct Fakes {
     action_network: Mutex<ActionNetwork>,
     van_board: Switchboard,
     action_network_board: Switchboard,
+    /// Ends the files being streamed when the sandbox stops.
+    cancel: CancellationToken,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -86,7 +90,8 @@ impl Fakes {
             van: Mutex::new(Van::new(&config.van_committees, people)),
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
             van_board: Switchboard::new(Fake::Van, cancel.clone()),
-            action_network_board: Switchboard::new(Fake::ActionNetwork, cancel),
+            action_network_board: Switchboard::new(Fake::ActionNetwork, cancel.clone()),
+            cancel,
         }
     }
 
@@ -130,6 +135,42 @@ impl Fakes {
     pub(crate) fn van_add_person(&self, phone: &str) -> u64 {
         self.van().add_person(None, phone)
     }
+
+    /// A user of the committee of `api_key` marks a person; the change logged, or why not.
+    pub(crate) fn van_mark(
+        &self,
+        api_key: &str,
+        target: &VanTarget,
+        mark: VanMark,
+        user: &str,
+    ) -> Result<VanChange, String> {
+        self.van().mark(api_key, target, mark, user)
+    }
+
+    /// `count` changes seeded in the committee of `api_key`; the first VAN ID.
+    pub(crate) fn van_seed(&self, api_key: &str, count: u64, do_not_text: bool) -> Option<u64> {
+        self.van().seed(api_key, count, do_not_text)
+    }
+
+    /// A supporter unsubscribes their mobile number in Action Network.
+    pub(crate) fn action_network_unsubscribe(
+        &self,
+        phone: &str,
+    ) -> Option<(ActionNetworkPerson, bool)> {
+        self.action_network().unsubscribe(phone)
+    }
+
+    pub(crate) fn action_network_seed(&self, count: u64) {
+        self.action_network().seed(count);
+    }
+
+    pub(crate) fn action_network_endless_next(&self, on: bool) {
+        self.action_network().set_endless_next(on);
+    }
+
+    pub(crate) fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
+        self.van().set_export(api_key, settings)
+    }
 }
 
 pub(crate) type FakesState = Arc<Fakes>;
@@ -172,6 +213,7 @@ pub(crate) fn router(fakes: FakesState) -> Router {
     ));
     Router::new()
         .nest("/van/v4", van)
+        .route("/van-files/{file}", axum::routing::get(van::download))
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
         .merge(control::routes())

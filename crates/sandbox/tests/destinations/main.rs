@@ -2,6 +2,9 @@
 //! wire: statuses, error bodies, headers, and what each fake recorded.
 
 mod action_network;
+mod action_network_listing;
 mod common;
 mod faults;
 mod van;
+mod van_export;
+mod van_export_faults;

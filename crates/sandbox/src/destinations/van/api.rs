@@ -1,5 +1,6 @@
 //! `/van/v4`: HTTP Basic (the application name, and `{apiKey}|{mode}`), the committee's
-//! result codes and contact types, and the routes of the people's endpoints (`people.rs`).
+//! result codes and contact types, and the routes of the people's endpoints (`people.rs`)
+//! and of the changed-entity export jobs (`export_api.rs`).
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
@@ -11,6 +12,7 @@ use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 
 use super::Van;
+use super::export_api;
 use super::people as van_people;
 use super::wire::{Caller, VanError};
 use crate::destinations::FakesState;
@@ -72,7 +74,11 @@ fn caller(van: &Van, headers: &HeaderMap) -> Result<Caller, VanError> {
             "The API key has been revoked",
         )),
         Some(_) => Err(VanError::unauthorized("The API key has been revoked")),
-        None => Ok(Caller { committee, mode }),
+        None => Ok(Caller {
+            committee,
+            mode,
+            application: application.to_owned(),
+        }),
     }
 }
 
@@ -92,6 +98,20 @@ pub(crate) fn routes() -> Router<FakesState> {
             "/people/{van_id}",
             get(van_people::person).post(van_people::update_person),
         )
+        .route("/changedEntityExportJobs", post(export_api::create))
+        .route(
+            "/changedEntityExportJobs/resources",
+            get(export_api::resources),
+        )
+        .route(
+            "/changedEntityExportJobs/fields/{resource_type}",
+            get(export_api::fields),
+        )
+        .route(
+            "/changedEntityExportJobs/changeTypes/{resource_type}",
+            get(export_api::change_types),
+        )
+        .route("/changedEntityExportJobs/{id}", get(export_api::status))
 }
 
 async fn result_codes(

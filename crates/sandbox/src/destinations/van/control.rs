@@ -20,6 +20,7 @@ pub(crate) fn routes() -> Router<FakesState> {
         .route("/_control/van/revoke", post(revoke))
         .route("/_control/van/sms_text", post(sms_text))
         .route("/_control/van/people", post(add_person))
+        .merge(super::sources_control::routes())
 }
 
 #[derive(Deserialize)]

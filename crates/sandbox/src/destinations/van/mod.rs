@@ -1,17 +1,32 @@
 //! The VAN fake, one folder: its state here (committees, one per API key, each with lists of
-//! its own ids; people and their phones; the canvass responses recorded), its API in
-//! `api.rs` and `people.rs`, what their handlers share in `wire.rs`.
+//! its own ids and its change log; people and their phones; the canvass responses recorded;
+//! the export jobs and their files), its API in `api.rs`, `people.rs` and `export_api.rs`,
+//! what their handlers share in `wire.rs`. The changed-entity export (the read side) is
+//! `changes.rs` (the log), `catalog.rs` (resources, fields, columns), `export.rs` (a job),
+//! `files.rs` (the download path) and `sources.rs` (what a user does in VAN's screens).
 
 mod api;
+mod catalog;
+mod changes;
 mod control;
+mod export;
+mod export_api;
+mod files;
 mod people;
+mod sources;
+mod sources_control;
 mod wire;
 
 pub(crate) use api::{auth, no_such_endpoint, routes};
+pub use changes::{VanChange, VanChangeKind, VanChangedBy};
 pub(crate) use control::routes as control_routes;
+pub use export::{HUGE_FILE_BYTES, VanExportJobTruth, VanExportSettings};
+pub(crate) use files::download;
+pub use files::{VanDownload, VanDownloadCredential};
+pub use sources::{VanMark, VanTarget};
 pub(crate) use wire::VanError;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -87,6 +102,10 @@ pub(crate) struct Committee {
     pub revoked: Option<u16>,
     pub result_codes: Vec<VanResultCode>,
     all_contact_types: Vec<VanContactType>,
+    /// What its export jobs read: the changes made, and those seeded in bulk.
+    pub changes: Vec<changes::VanChange>,
+    pub seeds: Vec<changes::Seed>,
+    pub export: VanExportSettings,
 }
 
 impl Committee {
@@ -126,6 +145,9 @@ impl Committee {
             revoked: None,
             result_codes,
             all_contact_types,
+            changes: Vec::new(),
+            seeds: Vec::new(),
+            export: VanExportSettings::default(),
         }
     }
 
@@ -145,6 +167,9 @@ impl Committee {
             result_codes: self.result_codes.clone(),
             contact_types: self.contact_types(),
             revoked: self.revoked,
+            changes: self.changes.clone(),
+            seeded_changes: self.seeds.iter().map(|s| s.count).sum(),
+            export: self.export.clone(),
         }
     }
 }
@@ -158,6 +183,10 @@ pub struct VanCommitteeTruth {
     pub result_codes: Vec<VanResultCode>,
     pub contact_types: Vec<VanContactType>,
     pub revoked: Option<u16>,
+    /// Its change log (the seeded changes only counted).
+    pub changes: Vec<VanChange>,
+    pub seeded_changes: u64,
+    pub export: VanExportSettings,
 }
 
 /// A phone of a VAN person.
@@ -218,6 +247,11 @@ pub struct VanTruth {
     pub people: Vec<VanPerson>,
     pub canvass_responses: Vec<VanCanvassResponse>,
     pub requests: FakeRequestCounts,
+    pub export_jobs: Vec<VanExportJobTruth>,
+    /// Every request to the download path (`/van-files/...`), oldest first.
+    pub downloads: Vec<VanDownload>,
+    /// Every credential a request to the download path carried: none should.
+    pub download_credentials_seen: Vec<VanDownloadCredential>,
 }
 
 /// A number split as VAN keeps it: dialing prefix and national number. An E.164 number
@@ -249,6 +283,14 @@ pub(crate) struct Van {
     pub people: BTreeMap<u64, VanPerson>,
     pub canvass_responses: Vec<VanCanvassResponse>,
     next_van_id: u64,
+    /// The export jobs of every committee, and their files by token.
+    pub jobs: BTreeMap<u64, export::ExportJob>,
+    files: HashMap<String, (u64, usize)>,
+    next_job_id: u64,
+    next_contacts_contact_id: u64,
+    next_seed: (u64, u64),
+    downloads: Vec<VanDownload>,
+    credentials_seen: Vec<VanDownloadCredential>,
 }
 
 impl Van {
@@ -262,6 +304,13 @@ impl Van {
             people: BTreeMap::new(),
             canvass_responses: Vec::new(),
             next_van_id: 200_000_001,
+            jobs: BTreeMap::new(),
+            files: HashMap::new(),
+            next_job_id: 2_170_181_229,
+            next_contacts_contact_id: 31_000_001,
+            next_seed: (300_000_001, 2_012_000_000),
+            downloads: Vec::new(),
+            credentials_seen: Vec::new(),
         };
         for (van_id, lead_id, phone) in people {
             van.insert_person(*van_id, Some(lead_id.clone()), phone);
@@ -324,6 +373,13 @@ impl Van {
             people: self.people.values().cloned().collect(),
             canvass_responses: self.canvass_responses.clone(),
             requests,
+            export_jobs: self
+                .jobs
+                .values()
+                .map(|j| j.truth(self.committees[j.committee].id))
+                .collect(),
+            downloads: self.downloads.clone(),
+            download_credentials_seen: self.credentials_seen.clone(),
         }
     }
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
+use super::changes::VanChangeKind;
 use super::wire::{Caller, VanError, VanErrorItem, invalid, known, parse};
 use super::{
     Committee, SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanContactType, VanPerson,
@@ -71,6 +72,22 @@ pub(super) async fn canvass(
     if !errors.is_empty() {
         return Err(VanError::invalid(errors));
     }
+    let phone_key = phone.as_ref().map(|p| {
+        (
+            p.dialing_prefix.clone().unwrap_or_else(|| "1".into()),
+            p.phone_number.clone(),
+        )
+    });
+    let change = result_code.map(|result_code_id| VanChangeKind::CanvassResponse {
+        contacts_contact_id: 0,
+        result_code_id,
+        contact_type_id: contact_type.as_ref().map(|t| t.contact_type_id),
+        input_type_id: context.input_type_id,
+        date_canvassed: context
+            .date_canvassed
+            .clone()
+            .unwrap_or_else(crate::world::now),
+    });
     let record = VanCanvassResponse {
         van_id,
         committee_id: committee.id,
@@ -85,6 +102,23 @@ pub(super) async fn canvass(
         at: crate::world::now(),
     };
     van.canvass_responses.push(record);
+    // Only a result code makes a contact history record; script responses are elsewhere.
+    if let Some(mut change) = change {
+        if let VanChangeKind::CanvassResponse {
+            contacts_contact_id,
+            ..
+        } = &mut change
+        {
+            *contacts_contact_id = van.next_contacts_contact_id();
+        }
+        van.record_api_change(
+            caller.committee,
+            &caller.application,
+            van_id,
+            phone_key,
+            change,
+        );
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -225,6 +259,7 @@ struct MatchResponse {
 /// `POST /people/{vanId}`: updates the person's phones (number, type, opt-in status).
 pub(super) async fn update_person(
     State(fakes): State<FakesState>,
+    Extension(caller): Extension<Caller>,
     Path(raw_id): Path<String>,
     body: Bytes,
 ) -> Result<Response, VanError> {
@@ -241,7 +276,16 @@ pub(super) async fn update_person(
         .people
         .get_mut(&van_id)
         .ok_or_else(|| VanError::not_found(format!("Person {van_id} not found")))?;
-    update_phones(person, updates);
+    let changed = update_phones(person, updates);
+    for (prefix, national, status) in changed {
+        van.record_api_change(
+            caller.committee,
+            &caller.application,
+            van_id,
+            Some((prefix, national)),
+            VanChangeKind::PhoneOptInStatus { status },
+        );
+    }
     Ok(Json(MatchResponse {
         van_id,
         status: "UpdatedExistingRecord",
@@ -315,8 +359,13 @@ fn phone_digits(raw: &str) -> Option<String> {
 }
 
 /// Sets the type and opt-in status of the person's phones the updates name, adding those
-/// it does not have.
-fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
+/// it does not have; returns the phones whose opt-in status changed (prefix, national
+/// number, new status).
+fn update_phones(
+    person: &mut VanPerson,
+    updates: Vec<(String, PhoneBody)>,
+) -> Vec<(String, String, String)> {
+    let mut changed = Vec::new();
     for (number, phone) in updates {
         // Without a prefix the number is under VAN's default, 1.
         let (prefix, national) = match &phone.dialing_prefix {
@@ -327,6 +376,16 @@ fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
             .phones
             .iter_mut()
             .find(|p| p.phone_number == national && p.dialing_prefix == prefix);
+        let before = existing
+            .as_ref()
+            .and_then(|p| p.phone_opt_in_status.clone());
+        if let Some(status) = phone
+            .phone_opt_in_status
+            .clone()
+            .filter(|s| before.as_ref() != Some(s))
+        {
+            changed.push((prefix.clone(), national.clone(), status));
+        }
         match existing {
             Some(p) => {
                 if phone.phone_type.is_some() {
@@ -344,6 +403,7 @@ fn update_phones(person: &mut VanPerson, updates: Vec<(String, PhoneBody)>) {
             }),
         }
     }
+    changed
 }
 
 #[derive(Deserialize)]

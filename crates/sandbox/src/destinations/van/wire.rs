@@ -85,11 +85,13 @@ pub(super) fn invalid(properties: &[&str], text: impl Into<String>) -> VanErrorI
     }
 }
 
-/// Who is calling: the committee of the key (by position) and the database mode.
-#[derive(Debug, Clone, Copy)]
+/// Who is calling: the committee of the key (by position), the database mode, and the
+/// application name (the Basic user name).
+#[derive(Debug, Clone)]
 pub(crate) struct Caller {
     pub committee: usize,
     pub mode: u8,
+    pub application: String,
 }
 
 /// The body as JSON of `T`, or VAN's 400.

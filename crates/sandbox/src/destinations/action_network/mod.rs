@@ -1,6 +1,7 @@
-//! `/actionnetwork/api/v2`: the `OSDI-API-Token` header, and the person signup helper
+//! `/actionnetwork/api/v2`: the `OSDI-API-Token` header, the person signup helper
 //! (`POST /people`), which matches a person by phone number (then email) or creates one,
-//! and answers the OSDI person resource. Errors are `{"error":"..."}`.
+//! and answers the OSDI person resource, and the people collection (`GET /people`, paged and
+//! filtered: `listing.rs`). Errors are `{"error":"..."}`. Its controls: `control.rs`.
 
 use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
@@ -16,6 +17,11 @@ use serde_json::{Value, json};
 
 use super::FakesState;
 use super::faults::FakeRequestCounts;
+
+mod control;
+mod listing;
+
+pub(super) use control::routes as control_routes;
 
 /// The header that carries the key.
 const TOKEN_HEADER: &str = "OSDI-API-Token";
@@ -78,12 +84,16 @@ pub struct ActionNetworkTruth {
     pub people: Vec<ActionNetworkPerson>,
     pub signups: Vec<ActionNetworkSignup>,
     pub requests: FakeRequestCounts,
+    /// The fault of `GET /people` whose `next` never ends.
+    pub endless_next: bool,
 }
 
 pub(crate) struct ActionNetwork {
     key: String,
     people: Vec<ActionNetworkPerson>,
     signups: Vec<ActionNetworkSignup>,
+    /// Fault: every page of `GET /people` has a `next` link, past the last person.
+    endless_next: bool,
 }
 
 impl ActionNetwork {
@@ -92,6 +102,7 @@ impl ActionNetwork {
             key,
             people: Vec::new(),
             signups: Vec::new(),
+            endless_next: false,
         }
     }
 
@@ -100,6 +111,7 @@ impl ActionNetwork {
             people: self.people.clone(),
             signups: self.signups.clone(),
             requests,
+            endless_next: self.endless_next,
         }
     }
 }
@@ -134,7 +146,7 @@ pub(crate) async fn no_such_endpoint() -> Response {
 
 pub(super) fn routes() -> Router<FakesState> {
     Router::new()
-        .route("/people", post(signup))
+        .route("/people", post(signup).get(listing::list))
         .route("/people/", post(signup))
         .route("/people/{id}", get(person))
 }
@@ -466,13 +478,4 @@ fn resource(person: &ActionNetworkPerson, headers: &HeaderMap) -> Value {
             ]
         }
     })
-}
-
-/// `GET /_control/actionnetwork`: the fake's truth.
-pub(super) fn control_routes() -> Router<FakesState> {
-    Router::new().route("/_control/actionnetwork", get(action_network_truth))
-}
-
-async fn action_network_truth(State(fakes): State<FakesState>) -> Json<ActionNetworkTruth> {
-    Json(fakes.action_network_truth())
 }
