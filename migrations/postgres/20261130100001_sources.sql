@@ -1,3 +1,13 @@
+-- Sources (VAN, Action Network read back) record with their kind as `source`.
+ALTER TABLE ledger DROP CONSTRAINT ledger_source_check;
+ALTER TABLE ledger ADD CONSTRAINT ledger_source_check
+    CHECK (source IN ('webhook', 'reconcile', 'local', 'import', 'van', 'action_network')) NOT VALID;
+ALTER TABLE ledger VALIDATE CONSTRAINT ledger_source_check;
+ALTER TABLE consent_state DROP CONSTRAINT consent_state_source_check;
+ALTER TABLE consent_state ADD CONSTRAINT consent_state_source_check
+    CHECK (source IN ('webhook', 'reconcile', 'local', 'import', 'van', 'action_network')) NOT VALID;
+ALTER TABLE consent_state VALIDATE CONSTRAINT consent_state_source_check;
+
 -- Each [[source]] (a system opt-outs are read back from): where it reads from next and
 -- what it has done. The watermark moves only once every record before it is recorded.
 CREATE TABLE source_state (

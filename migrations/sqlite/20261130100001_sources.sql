@@ -1,3 +1,15 @@
+-- Sources (VAN, Action Network read back) record with their kind as `source`: the CHECK
+-- on `ledger` and `consent_state` widened as 20261126200001 widened it for `import` (a
+-- wider CHECK changes nothing stored; see there).
+PRAGMA writable_schema = ON;
+UPDATE sqlite_schema
+SET sql = replace(sql, 'CHECK (source IN (''webhook'', ''reconcile'', ''local'', ''import''))',
+                       'CHECK (source IN (''webhook'', ''reconcile'', ''local'', ''import'', ''van'', ''action_network''))')
+WHERE type = 'table' AND name IN ('ledger', 'consent_state');
+PRAGMA writable_schema = RESET;
+CREATE TABLE schema_cookie_moves_on (x INTEGER);
+DROP TABLE schema_cookie_moves_on;
+
 -- Each [[source]] (a system opt-outs are read back from): where it reads from next and
 -- what it has done. The watermark moves only once every record before it is recorded.
 CREATE TABLE source_state (

@@ -261,10 +261,14 @@ impl Rank {
     /// given at any instant of that second, so it outranks whatever else happened in it (it
     /// ranks at the second's last millisecond), and an opt-in announced so ranks at its
     /// first, below an opt-out of that second. Between two times of the same precision
-    /// nothing changes: the later wins, and at the same instant the opt-out.
+    /// nothing changes: the later wins, and at the same instant the opt-out. The same holds
+    /// for what a source reads back from a system that writes whole seconds (Action
+    /// Network's `modified_date`; VAN's change time when it has no fraction).
     pub fn observed(o: &ConsentObservation) -> Self {
-        let whole_second =
-            o.source == Source::Webhook && o.occurred_at.timestamp_subsec_nanos() == 0;
+        let whole_second = matches!(
+            o.source,
+            Source::Webhook | Source::Van | Source::ActionNetwork
+        ) && o.occurred_at.timestamp_subsec_nanos() == 0;
         if whole_second && o.opted_out {
             let end = o.occurred_at + chrono::TimeDelta::milliseconds(999);
             return Self::of(end, true);

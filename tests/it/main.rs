@@ -58,6 +58,7 @@ mod sharing;
 mod shutdown;
 mod signature_properties;
 mod signature_vectors;
+mod sources;
 mod stream;
 mod subscribers;
 mod supervise;

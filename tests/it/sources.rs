@@ -1,0 +1,335 @@
+//! Sources: opt-outs given in VAN (a phone banker's "Do Not Text", a phone opted out) and in
+//! Action Network (a supporter unsubscribing) read back from the sandbox's fakes, recorded
+//! once, and carried to the service and the other system, never back to where they came
+//! from.
+
+use std::time::Duration;
+
+use outreach_sync::settings::{SourceSettings, SourceSystem};
+use outreach_sync::sources::Reader;
+use outreach_sync_sandbox::destinations::{VanMark, VanTarget};
+use outreach_sync_sandbox::wire::Lead;
+use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox};
+use serde_json::Value;
+
+use crate::common::{Backend, TestApp, eventually, on_both_backends};
+use crate::destinations::once::writes_of;
+use crate::destinations::{action_network, campaign, van, van_ids};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn van_source(sandbox: &RunningSandbox) -> SourceSettings {
+    let mut source = SourceSettings::new(
+        "van-main",
+        SourceSystem::Van(Default::default()),
+        &sandbox.van_url(),
+        DEFAULT_VAN_KEY,
+    );
+    source.requests_per_second = 1_000;
+    // Read by the test itself: the daemon's own first run is at its start.
+    source.every_secs = 3_600;
+    source
+}
+
+fn action_network_source(sandbox: &RunningSandbox) -> SourceSettings {
+    let mut source = SourceSettings::new(
+        "an-main",
+        SourceSystem::ActionNetwork(Default::default()),
+        &sandbox.action_network_url(),
+        DEFAULT_ACTION_NETWORK_KEY,
+    );
+    source.requests_per_second = 1_000;
+    source.every_secs = 3_600;
+    source
+}
+
+/// The campaign's daemon writing to VAN and Action Network and reading both back.
+async fn both_ways(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
+    let (sandbox, mut app) = campaign(backend).await?;
+    app.settings.destination = vec![van(&sandbox), action_network(&sandbox)];
+    app.settings.source = vec![van_source(&sandbox), action_network_source(&sandbox)];
+    let app = app.restart().await;
+    app.settle().await;
+    // The daemon's own first runs, at its start, are over before the test acts.
+    for name in ["van-main", "an-main"] {
+        eventually("the daemon's first run", WAIT, async || {
+            listed(&app, name).await["state"] == "ok"
+        })
+        .await;
+    }
+    Some((sandbox, app))
+}
+
+/// One run of source `name` of `app`, as `sources run` makes it.
+async fn run(app: &TestApp, name: &str) -> outreach_sync::sources::RunReport {
+    let settings = app
+        .settings
+        .source
+        .iter()
+        .find(|s| s.name == name)
+        .expect("configured");
+    let served = app.settings.account_ids().expect("accounts");
+    Reader::new(settings, &served)
+        .expect("reader")
+        .run_once(&app.pool)
+        .await
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+/// A mirrored lead not opted out whose VAN person the sandbox knows, with its VAN ID.
+fn texting(sandbox: &RunningSandbox) -> (Lead, u64) {
+    let ids = van_ids(sandbox);
+    sandbox
+        .leads()
+        .into_iter()
+        .filter(|l| !l.global_opted_out)
+        .find_map(|l| Some((ids.get(&l.id).copied()?, l)))
+        .map(|(id, lead)| (lead, id))
+        .expect("an opted-in lead with a VAN ID")
+}
+
+async fn opted_out_at_service(sandbox: &RunningSandbox, lead: &Lead) {
+    eventually("the opt-out at the service", WAIT, async || {
+        sandbox
+            .leads()
+            .into_iter()
+            .any(|l| l.id == lead.id && l.global_opted_out)
+    })
+    .await;
+}
+
+/// The ledger's entries of `phone` from `source`: (organization, evidence).
+async fn entries_from(app: &TestApp, source: &str, phone: &str) -> Vec<(String, String)> {
+    app.rows(&format!(
+        "SELECT organization_id, CAST(evidence AS TEXT) FROM ledger
+             WHERE source = '{source}' AND phone_number = '{phone}' ORDER BY seq"
+    ))
+    .await
+}
+
+async fn listed(app: &TestApp, name: &str) -> Value {
+    let list: Value = app
+        .admin_get("/v1/sources")
+        .await
+        .json()
+        .await
+        .expect("json");
+    list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|s| s["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{name} is listed: {list}"))
+}
+
+on_both_backends!(
+    a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once(backend: Backend) {
+    let Some((sandbox, app)) = both_ways(backend).await else {
+        return;
+    };
+    let (lead, van_id) = texting(&sandbox);
+    sandbox
+        .van_mark(
+            DEFAULT_VAN_KEY,
+            &VanTarget::VanId(van_id),
+            VanMark::DoNotText,
+            "phone banker",
+        )
+        .expect("marked");
+
+    let report = run(&app, "van-main").await;
+    assert_eq!(report.counts.opt_outs, 1, "{report:?}");
+    let entries = entries_from(&app, "van", &lead.phone_number).await;
+    assert!(
+        entries.iter().any(|(org, _)| org == "*"),
+        "held account-wide: {entries:?}"
+    );
+    assert!(
+        entries.iter().any(|(org, _)| *org == lead.organization_id),
+        "and in the lead's organization: {entries:?}"
+    );
+    let evidence: Value = serde_json::from_str(&entries[0].1).expect("evidence");
+    assert_eq!(evidence["actor"], "van-main", "{evidence}");
+    assert!(
+        evidence["standsOn"]["sha256"]
+            .as_str()
+            .is_some_and(|h| h.len() == 64),
+        "{evidence}"
+    );
+    opted_out_at_service(&sandbox, &lead).await;
+    app.settle().await;
+    let (canvassed, phone_updates, posted) = writes_of(&sandbox, van_id, &lead.phone_number);
+    assert_eq!(posted, 1, "Action Network got the opt-out once");
+    assert_eq!(
+        (canvassed, phone_updates),
+        (1, 0),
+        "VAN holds the phone banker's response alone: nothing was written back to it"
+    );
+
+    // Read again (the overlap behind the watermark reads the same change): nothing twice.
+    let again = run(&app, "van-main").await;
+    assert_eq!(again.counts.read, 0, "{again:?}");
+    assert_eq!(
+        entries_from(&app, "van", &lead.phone_number).await.len(),
+        entries.len()
+    );
+    // What the daemon wrote to Action Network, read back, ends there.
+    let an = run(&app, "an-main").await;
+    assert_eq!(an.counts.opt_outs, 0, "{an:?}");
+    assert!(an.counts.confirmed >= 1, "{an:?}");
+    assert!(
+        entries_from(&app, "action_network", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+
+    let view = listed(&app, "van-main").await;
+    assert_eq!(view["state"], "ok", "{view}");
+    assert_eq!(view["optOuts"], 1, "{view}");
+    assert!(
+        sandbox.van_truth().download_credentials_seen.is_empty(),
+        "no credential went to the download host"
+    );
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van(backend: Backend) {
+    let Some((sandbox, app)) = both_ways(backend).await else {
+        return;
+    };
+    let (lead, van_id) = texting(&sandbox);
+    sandbox
+        .action_network_unsubscribe(&lead.phone_number)
+        .expect("unsubscribed");
+
+    let report = run(&app, "an-main").await;
+    assert_eq!(report.counts.opt_outs, 1, "{report:?}");
+    opted_out_at_service(&sandbox, &lead).await;
+    app.settle().await;
+    let (canvassed, _, posted) = writes_of(&sandbox, van_id, &lead.phone_number);
+    assert_eq!(canvassed, 1, "VAN got a Do Not Text response");
+    assert_eq!(posted, 0, "nothing was written back to Action Network");
+
+    // VAN's read leaves out what this key wrote there (excludeChangesFromSelf).
+    let van = run(&app, "van-main").await;
+    assert_eq!(van.counts.opt_outs, 0, "{van:?}");
+    assert!(
+        entries_from(&app, "van", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    an_opt_in_read_back_is_not_taken_without_opt_ins,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn an_opt_in_read_back_is_not_taken_without_opt_ins(backend: Backend) {
+    let Some((sandbox, app)) = both_ways(backend).await else {
+        return;
+    };
+    let (lead, van_id) = texting(&sandbox);
+    sandbox
+        .van_mark(
+            DEFAULT_VAN_KEY,
+            &VanTarget::VanId(van_id),
+            VanMark::OptIn,
+            "organizer",
+        )
+        .expect("marked");
+    let report = run(&app, "van-main").await;
+    assert_eq!(report.counts.opt_outs, 0, "{report:?}");
+    assert!(report.counts.ignored >= 1, "{report:?}");
+    assert!(
+        entries_from(&app, "van", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    a_watermark_past_vans_ninety_days_is_an_error_until_resynced,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_watermark_past_vans_ninety_days_is_an_error_until_resynced(backend: Backend) {
+    let Some((sandbox, mut app)) = crate::destinations::campaign(backend).await else {
+        return;
+    };
+    let mut source = van_source(&sandbox);
+    source.since = (chrono::Utc::now() - chrono::Duration::days(100)).to_rfc3339();
+    app.settings.source = vec![source.clone()];
+    let app = app.restart().await;
+    // The daemon's own first run, at its start.
+    let view = eventually("the first run", WAIT, async || {
+        let view = listed(&app, "van-main").await;
+        (view["state"] == "error").then_some(view)
+    })
+    .await;
+    let error = view["lastError"].as_str().expect("lastError");
+    assert!(error.contains("90 days"), "{error}");
+    assert!(error.contains("sources resync"), "{error}");
+
+    // The CLI, as a user runs it, on the daemon's database.
+    let config = app.dir.path().join("sources.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[source]]\nname = \"van-main\"\nkind = \"van\"\nbase_url = {:?}\napi_key = {:?}\n",
+            sandbox.van_url(),
+            DEFAULT_VAN_KEY
+        ),
+    )
+    .expect("config");
+    let cli = |args: &[&str]| {
+        let config = config.to_str().expect("path");
+        let args: Vec<&str> = ["--config", config].iter().chain(args).copied().collect();
+        let db = [(
+            "OUTREACH_SYNC__DATABASE__URL",
+            app.settings.database.url.as_str(),
+        )];
+        crate::cli::run(app.dir.path(), &args, &db, "")
+    };
+    let since = (chrono::Utc::now() - chrono::Duration::days(2))
+        .format("%Y-%m-%d")
+        .to_string();
+    let out = cli(&["sources", "resync", "van-main", "--since", &since]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::cli::text(&out.stderr)
+    );
+    let out = cli(&["sources", "run", "van-main", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::cli::text(&out.stderr)
+    );
+    let out = cli(&["sources", "--json"]);
+    let list: Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(list["items"][0]["state"], "ok", "{list}");
+    let view = listed(&app, "van-main").await;
+    assert_eq!(view["state"], "ok", "{view}");
+    let missing = cli(&["sources", "run", "nobody"]);
+    assert_eq!(missing.status.code(), Some(3));
+    app.stop().await;
+    sandbox.shutdown().await;
+}
