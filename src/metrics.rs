@@ -96,7 +96,10 @@ declared! {
         "Records sources read back (VAN, Action Network), by what each came to";
     source_last_success: Family<SourceNameLabels, Gauge> =
         "source_last_success_timestamp_seconds",
-        "When each source last read to its end (Unix seconds)";
+        "When each source last read to its end (Unix seconds; its start in this process until \
+         then)";
+    source_interval: Family<SourceNameLabels, Gauge> = "source_interval_seconds",
+        "How often each source reads (every_secs)";
     /// 1 while this process holds the leader's lease.
     leader: Gauge = "leader",
         "1 while this process holds the leader's lease (the reconciler's schedule, the pusher \
@@ -346,8 +349,17 @@ impl Metrics {
             .inc();
     }
 
-    /// Shows source `name`'s series at zero before anything is counted.
-    pub fn source_known(&self, name: &str) {
+    /// Shows source `name`'s series before anything is counted: its records at zero, its
+    /// interval, and its last success at `now` (the clock of its staleness starts with the
+    /// process).
+    pub fn source_known(&self, name: &str, every_secs: u64, now: i64) {
+        let labels = SourceNameLabels {
+            source: name.to_owned(),
+        };
+        self.source_interval
+            .get_or_create(&labels)
+            .set(i64::try_from(every_secs).unwrap_or(i64::MAX));
+        self.source_last_success.get_or_create(&labels).set(now);
         for &outcome in SourceOutcome::ALL {
             let _ = self.source_records.get_or_create(&SourceLabels {
                 source: name.to_owned(),

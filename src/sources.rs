@@ -111,7 +111,11 @@ impl Reader {
 
     /// Counts its records and successes in `metrics`.
     pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
-        metrics.source_known(&self.settings.name);
+        metrics.source_known(
+            &self.settings.name,
+            self.settings.every_secs,
+            Utc::now().timestamp(),
+        );
         self.metrics = Some(metrics);
         self
     }
