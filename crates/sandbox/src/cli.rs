@@ -232,6 +232,34 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     for org in &truth.organizations {
         println!("sandbox:   organization {} ({})", org.id, org.name);
     }
+    print_fakes(&sandbox);
+    match &args.deliver_to {
+        Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
+        None => println!(
+            "sandbox: no webhook target yet (POST /v3/webhook_registrations, or --deliver-to)"
+        ),
+    }
+    println!(
+        "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
+        sandbox.base_url()
+    );
+    let mut report = tokio::time::interval(REPORT_EVERY);
+    report.tick().await;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = report.tick() => print_summary(&sandbox),
+        }
+    }
+    println!("sandbox: stopping");
+    sandbox.shutdown().await;
+    Ok(())
+}
+
+/// Where the fakes of the campaign's systems are, and their keys.
+fn print_fakes(sandbox: &super::RunningSandbox) {
     let config = sandbox.config();
     println!(
         "sandbox: NGP VAN (API v4) at {} (Basic auth: any application name, password KEY|MODE with mode 0 or 1)",
@@ -266,29 +294,6 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         sandbox.van_url(),
         sandbox.base_url()
     );
-    match &args.deliver_to {
-        Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
-        None => println!(
-            "sandbox: no webhook target yet (POST /v3/webhook_registrations, or --deliver-to)"
-        ),
-    }
-    println!(
-        "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
-        sandbox.base_url()
-    );
-    let mut report = tokio::time::interval(REPORT_EVERY);
-    report.tick().await;
-    let stop = shutdown_signal();
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            _ = report.tick() => print_summary(&sandbox),
-        }
-    }
-    println!("sandbox: stopping");
-    sandbox.shutdown().await;
-    Ok(())
 }
 
 /// How often the running sandbox prints a summary line.
