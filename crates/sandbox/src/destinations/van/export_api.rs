@@ -196,7 +196,8 @@ pub(super) async fn create(
     body: Bytes,
 ) -> Result<Response, VanError> {
     let body: NewJob = parse(&body)?;
-    let now = Utc::now();
+    // To the millisecond, as the job answers it: the window used is the window shown.
+    let now = super::changes::now_ms();
     let mut errors = Vec::new();
     let resource = resource(&body, &mut errors);
     let (from, to) = window(&body, now, &mut errors);
