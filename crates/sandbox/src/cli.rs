@@ -3,7 +3,9 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use super::config::{DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET};
+use serde_json::{Value, json};
+
+use super::config::{DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_VAN_KEY};
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
@@ -54,6 +56,105 @@ pub struct SandboxArgs {
     /// Opt-out and opt-in change only the lead addressed, not every lead with the number.
     #[arg(long)]
     pub no_account_sync: bool,
+    /// Act on a running sandbox instead of starting one.
+    #[command(subcommand)]
+    pub command: Option<SandboxCommand>,
+}
+
+/// What a person does in the campaign's other systems, played on a running sandbox through
+/// its controls.
+#[derive(Debug, Clone, clap::Subcommand)]
+pub enum SandboxCommand {
+    /// A VAN user (a phone banker) marks a person "Do Not Text" (a canvass response), or
+    /// sets their phone's opt-in status (--phone-status: out; --opt-in: back in).
+    VanMark {
+        /// The running sandbox (`http://127.0.0.1:9090`).
+        #[arg(long, value_name = "SANDBOX_URL")]
+        url: String,
+        /// The committee's API key.
+        #[arg(long, value_name = "KEY", default_value = DEFAULT_VAN_KEY)]
+        api_key: String,
+        #[arg(
+            long,
+            value_name = "N",
+            conflicts_with = "phone",
+            required_unless_present = "phone"
+        )]
+        van_id: Option<u64>,
+        /// A number in E.164 (a person is made in VAN when nobody has it).
+        #[arg(long, value_name = "P")]
+        phone: Option<String>,
+        /// Set the phone's opt-in status to opted out instead of marking "Do Not Text".
+        #[arg(long)]
+        phone_status: bool,
+        /// Set the phone's opt-in status back to opted in.
+        #[arg(long, conflicts_with = "phone_status")]
+        opt_in: bool,
+        /// The user's name, as VAN records who made the change.
+        #[arg(long, default_value = "Phone banker")]
+        user: String,
+    },
+    /// A supporter unsubscribes their mobile number in Action Network.
+    AnUnsubscribe {
+        #[arg(long, value_name = "SANDBOX_URL")]
+        url: String,
+        /// A number in E.164.
+        #[arg(long, value_name = "P")]
+        phone: String,
+    },
+}
+
+/// Posts `body` to the control `path` of the sandbox at `url`; prints the answer.
+async fn control(url: &str, path: &str, body: Value) -> anyhow::Result<()> {
+    let target = format!("{}/_control{path}", url.trim_end_matches('/'));
+    let response = reqwest::Client::new()
+        .post(&target)
+        .json(&body)
+        .send()
+        .await
+        .map_err(|e| anyhow::anyhow!("{target}: {e}"))?;
+    let status = response.status();
+    let text = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        anyhow::bail!("{target}: {status}: {text}");
+    }
+    println!("{text}");
+    Ok(())
+}
+
+async fn play(command: SandboxCommand) -> anyhow::Result<()> {
+    match command {
+        SandboxCommand::VanMark {
+            url,
+            api_key,
+            van_id,
+            phone,
+            phone_status,
+            opt_in,
+            user,
+        } => {
+            let mark = match (phone_status, opt_in) {
+                (_, true) => "optIn",
+                (true, false) => "optOut",
+                (false, false) => "doNotText",
+            };
+            let mut body = json!({"apiKey": api_key, "mark": mark, "user": user});
+            match (van_id, phone) {
+                (Some(id), _) => body["vanId"] = json!(id),
+                (None, Some(phone)) => body["phoneNumber"] = json!(phone),
+                (None, None) => anyhow::bail!("--van-id or --phone is required"),
+            }
+            control(&url, "/van/mark", body).await
+        }
+        SandboxCommand::AnUnsubscribe { url, phone } => {
+            control(
+                &url,
+                "/actionnetwork/unsubscribe",
+                json!({"phoneNumber": phone}),
+            )
+            .await
+        }
+    }
 }
 
 impl SandboxArgs {
@@ -106,8 +207,11 @@ impl SandboxArgs {
     }
 }
 
-/// Runs the sandbox until SIGINT/SIGTERM.
+/// Runs the sandbox until SIGINT/SIGTERM; or, with a subcommand, acts on a running one.
 pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
+    if let Some(command) = args.command {
+        return play(command).await;
+    }
     let config = args.to_config()?;
     let sandbox = Sandbox::spawn(config).await?;
     let truth = sandbox.truth();
@@ -128,6 +232,34 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
     for org in &truth.organizations {
         println!("sandbox:   organization {} ({})", org.id, org.name);
     }
+    print_fakes(&sandbox);
+    match &args.deliver_to {
+        Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
+        None => println!(
+            "sandbox: no webhook target yet (POST /v3/webhook_registrations, or --deliver-to)"
+        ),
+    }
+    println!(
+        "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
+        sandbox.base_url()
+    );
+    let mut report = tokio::time::interval(REPORT_EVERY);
+    report.tick().await;
+    let stop = shutdown_signal();
+    tokio::pin!(stop);
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            _ = report.tick() => print_summary(&sandbox),
+        }
+    }
+    println!("sandbox: stopping");
+    sandbox.shutdown().await;
+    Ok(())
+}
+
+/// Where the fakes of the campaign's systems are, and their keys.
+fn print_fakes(sandbox: &super::RunningSandbox) {
     let config = sandbox.config();
     println!(
         "sandbox: NGP VAN (API v4) at {} (Basic auth: any application name, password KEY|MODE with mode 0 or 1)",
@@ -156,29 +288,12 @@ pub async fn run(args: SandboxArgs) -> anyhow::Result<()> {
         sandbox.base_url(),
         sandbox.base_url()
     );
-    match &args.deliver_to {
-        Some(url) => println!("sandbox: delivering consentUpdate-v1 and messageStatus-v1 to {url}"),
-        None => println!(
-            "sandbox: no webhook target yet (POST /v3/webhook_registrations, or --deliver-to)"
-        ),
-    }
     println!(
-        "sandbox: test controls under {}/_control (truth, stop, start, messages, faults)",
+        "sandbox:   VAN's changed-entity export jobs at {}/changedEntityExportJobs (files under {}/van-files/); \
+         play a phone banker or a supporter with `sandbox van-mark` and `sandbox an-unsubscribe`",
+        sandbox.van_url(),
         sandbox.base_url()
     );
-    let mut report = tokio::time::interval(REPORT_EVERY);
-    report.tick().await;
-    let stop = shutdown_signal();
-    tokio::pin!(stop);
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            _ = report.tick() => print_summary(&sandbox),
-        }
-    }
-    println!("sandbox: stopping");
-    sandbox.shutdown().await;
-    Ok(())
 }
 
 /// How often the running sandbox prints a summary line.
@@ -227,5 +342,52 @@ async fn shutdown_signal() {
     #[cfg(not(unix))]
     {
         let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser as _;
+
+    use super::*;
+
+    #[derive(clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: SandboxArgs,
+    }
+
+    #[test]
+    fn van_mark_takes_a_van_id_or_a_phone_and_an_unsubscribe_a_phone() {
+        let line = Line::try_parse_from([
+            "sandbox",
+            "van-mark",
+            "--url",
+            "http://127.0.0.1:9090",
+            "--van-id",
+            "5",
+            "--phone-status",
+        ])
+        .expect("parses");
+        assert!(matches!(
+            line.args.command,
+            Some(SandboxCommand::VanMark {
+                van_id: Some(5),
+                phone_status: true,
+                opt_in: false,
+                ..
+            })
+        ));
+        for wrong in [
+            vec!["sandbox", "van-mark", "--url", "u"],
+            vec![
+                "sandbox", "van-mark", "--url", "u", "--van-id", "5", "--phone", "+1",
+            ],
+            vec!["sandbox", "an-unsubscribe", "--url", "u"],
+        ] {
+            assert!(Line::try_parse_from(&wrong).is_err(), "{wrong:?}");
+        }
+        let plain = Line::try_parse_from(["sandbox", "--leads", "3"]).expect("parses");
+        assert!(plain.args.command.is_none());
     }
 }

@@ -407,3 +407,25 @@ async fn a_hundred_thousand_seeded_changes_come_in_files_of_ten_thousand_rows() 
         started.elapsed()
     );
 }
+
+#[tokio::test]
+async fn a_phone_changed_twice_is_one_row_with_its_current_status() {
+    let fakes = Fakes::default().await;
+    let (van_id, _) = fakes.a_van_person();
+    let target = VanTarget::VanId(van_id);
+    for mark in [VanMark::OptOut, VanMark::OptIn] {
+        fakes
+            .sandbox
+            .van_mark(DEFAULT_VAN_KEY, &target, mark, "Ann")
+            .expect("marked");
+    }
+    let files = fakes
+        .export(DEFAULT_VAN_KEY, "Contacts", &["PhoneOptInStatusID"], false)
+        .await;
+    assert_eq!(files[0].len(), 2, "{files:?}");
+    assert_eq!(
+        files[0][1].split(',').nth(3),
+        Some("1"),
+        "Opt-In, the current one"
+    );
+}

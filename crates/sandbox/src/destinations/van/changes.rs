@@ -127,6 +127,12 @@ impl Seed {
     }
 }
 
+/// Now, to the millisecond the export files write: what the log keeps is what they show.
+pub(crate) fn now_ms() -> DateTime<Utc> {
+    use chrono::SubsecRound as _;
+    Utc::now().trunc_subsecs(3)
+}
+
 /// A change time as the export files and the truth write it: RFC 3339, UTC, milliseconds.
 pub(crate) fn timestamp(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)

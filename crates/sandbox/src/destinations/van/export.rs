@@ -70,6 +70,27 @@ pub(crate) struct JobFile {
     pub expires: DateTime<Utc>,
 }
 
+/// A contact's phone is one record: VAN exports its current version, once, however often it
+/// changed in the window (and leaves it out with `excludeChangesFromSelf` when the caller
+/// made its last change). A canvass response is a record of its own and is never merged.
+fn current_versions(changes: Vec<VanChange>) -> Vec<VanChange> {
+    let mut last = std::collections::HashMap::new();
+    for (i, c) in changes.iter().enumerate() {
+        last.insert(
+            (c.van_id, c.dialing_prefix.clone(), c.phone_number.clone()),
+            i,
+        );
+    }
+    changes
+        .into_iter()
+        .enumerate()
+        .filter(|(i, c)| {
+            last.get(&(c.van_id, c.dialing_prefix.clone(), c.phone_number.clone())) == Some(i)
+        })
+        .map(|(_, c)| c)
+        .collect()
+}
+
 /// A job, as created.
 pub(crate) struct ExportJob {
     pub id: u64,
@@ -123,10 +144,13 @@ impl ExportJob {
         let mut explicit: Vec<VanChange> = log
             .iter()
             .filter(|c| Resource::of(c) == request.resource && in_window(c.at))
-            .filter(|c| !(request.exclude_self && matches!(c.by, VanChangedBy::Api { .. })))
             .cloned()
             .collect();
         explicit.sort_by_key(|c| c.at);
+        if request.resource == Resource::Contacts {
+            explicit = current_versions(explicit);
+        }
+        explicit.retain(|c| !(request.exclude_self && matches!(c.by, VanChangedBy::Api { .. })));
         let seeded: Vec<(Seed, u64, u64)> = seeds
             .iter()
             .filter(|s| s.resource == request.resource)

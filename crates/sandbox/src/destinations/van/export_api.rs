@@ -1,6 +1,26 @@
-//! `/van/v4/changedEntityExportJobs...`: the resources, their fields and change types, a
-//! new job (`POST`, 201 with the job object, `Pending`), and a job's status (`GET /{id}`),
-//! each scoped to the caller's committee. Errors in VAN's body (`{"errors":[...]}`).
+//! `/van/v4/changedEntityExportJobs...`, scoped to the caller's committee, errors in VAN's
+//! body (`{"errors":[{"code","text","properties"}]}`). The wire, as VAN documents it:
+//!
+//! - `GET /changedEntityExportJobs/resources`: `["ContactHistory","Contacts"]`.
+//! - `GET /changedEntityExportJobs/fields/{resourceType}`: `[{"fieldName":"PhoneOptInStatusID",
+//!   "fieldType":"N","maxTextboxCharacters":null,"isCoreField":false,"availableValues":
+//!   [{"id":1,"name":"Opt-In"},{"id":2,"name":"Unknown"},{"id":3,"name":"Opt-Out"}]}, ...]`
+//!   (`catalog.rs` lists them); an unknown resource is 404 `NOT_FOUND`.
+//! - `GET /changedEntityExportJobs/changeTypes/{resourceType}`: `[{"changeTypeId",
+//!   "changeTypeName","description"}]`.
+//! - `POST /changedEntityExportJobs` `{"dateChangedFrom":"2026-11-28T06:00:00Z",
+//!   "dateChangedTo"?, "resourceType":"Contacts","requestedFields":["Phone",
+//!   "PhoneOptInStatusID"],"excludeChangesFromSelf":true,"fileSizeKbLimit"?}`: 201 with the job
+//!   object, `"jobStatus":"Pending"`. The window is `[from, to)`, `to` now by default; a
+//!   `dateChangedFrom` older than 90 days, a `to` not after it or in the future, an unknown
+//!   resource or field: 400 `INVALID_PARAMETER` naming the property.
+//! - `GET /changedEntityExportJobs/{exportJobId}`: the job object `{"exportJobId","jobStatus"
+//!   (Pending, InProcess, Complete, Error),"resourceType","dateChangedFrom","dateChangedTo",
+//!   "requestedFields","excludeChangesFromSelf","fileSizeKbLimit","files":[{"downloadUrl",
+//!   "dateExpired"}],"message","code","exportedRecordCount"}`, one poll further on; another
+//!   committee's job or an unknown id is 404.
+//!
+//! The files and their columns: `files.rs` and `catalog.rs`.
 
 use axum::body::Bytes;
 use axum::extract::{Path, State};
@@ -176,7 +196,8 @@ pub(super) async fn create(
     body: Bytes,
 ) -> Result<Response, VanError> {
     let body: NewJob = parse(&body)?;
-    let now = Utc::now();
+    // To the millisecond, as the job answers it: the window used is the window shown.
+    let now = super::changes::now_ms();
     let mut errors = Vec::new();
     let resource = resource(&body, &mut errors);
     let (from, to) = window(&body, now, &mut errors);

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::{Deserialize, Serialize};
 
 use super::changes::{
-    Resource, SEED_USER, Seed, VanChange, VanChangeKind, VanChangedBy, timestamp,
+    Resource, SEED_USER, Seed, VanChange, VanChangeKind, VanChangedBy, now_ms, timestamp,
 };
 use super::export::ExportJob;
 use super::files::{FilePlan, Refusal, VanDownload, VanDownloadCredential};
@@ -116,7 +116,7 @@ impl Van {
             dialing_prefix,
             phone_number,
             what,
-            at: Utc::now(),
+            at: now_ms(),
             by: VanChangedBy::Api {
                 application: application.to_owned(),
             },
@@ -175,7 +175,7 @@ impl Van {
             .committee_of(api_key)
             .ok_or_else(|| "no committee has this key".to_owned())?;
         let (van_id, prefix, national) = self.resolve(target)?;
-        let at = Utc::now();
+        let at = now_ms();
         let what = match mark {
             VanMark::DoNotText => self.user_canvass(committee, van_id, &prefix, &national, at)?,
             VanMark::OptOut | VanMark::OptIn => {
