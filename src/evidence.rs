@@ -289,22 +289,6 @@ fn evidence_of(
         },
         Source::Local => Evidence::Local(local_evidence(stored, kept)),
         Source::Import => Evidence::Import(import_evidence(stored, kept)),
-        Source::Van | Source::ActionNetwork => Evidence::Read(match kept {
-            Some(KeptEvidence::Read {
-                actor,
-                record,
-                stands_on,
-            }) => ReadEvidence {
-                actor: Some(actor),
-                record: Some(record),
-                stands_on: Some(stands_on),
-            },
-            _ => ReadEvidence {
-                actor: None,
-                record: None,
-                stands_on: None,
-            },
-        }),
         Source::Webhook => match deliveries
             .iter()
             .find(|d| d.dedup_key == entry.event_ref && d.account_id == entry.account_id)
@@ -335,6 +319,23 @@ fn evidence_of(
                 note: Some(missing_delivery(pruned_before)),
             }),
         },
+        // What the sources read back (`Source::read_back`).
+        _ => Evidence::Read(match kept {
+            Some(KeptEvidence::Read {
+                actor,
+                record,
+                stands_on,
+            }) => ReadEvidence {
+                actor: Some(actor),
+                record: Some(record),
+                stands_on: Some(stands_on),
+            },
+            _ => ReadEvidence {
+                actor: None,
+                record: None,
+                stands_on: None,
+            },
+        }),
     }
 }
 

@@ -94,7 +94,7 @@ impl Reader {
             .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {
-            system: crate::systems::source::source_of(settings),
+            system: crate::systems::source_of(settings),
             recorder: Recorder {
                 name: settings.name.clone(),
                 kind: settings.system.kind(),

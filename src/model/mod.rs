@@ -265,10 +265,8 @@ impl Rank {
     /// for what a source reads back from a system that writes whole seconds (Action
     /// Network's `modified_date`; VAN's change time when it has no fraction).
     pub fn observed(o: &ConsentObservation) -> Self {
-        let whole_second = matches!(
-            o.source,
-            Source::Webhook | Source::Van | Source::ActionNetwork
-        ) && o.occurred_at.timestamp_subsec_nanos() == 0;
+        let whole_second =
+            o.source.in_whole_seconds() && o.occurred_at.timestamp_subsec_nanos() == 0;
         if whole_second && o.opted_out {
             let end = o.occurred_at + chrono::TimeDelta::milliseconds(999);
             return Self::of(end, true);

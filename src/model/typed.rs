@@ -283,6 +283,19 @@ text_enum! {
     }
 }
 
+impl Source {
+    /// Whether entries of this source were read back from a system by a `[[source]]`.
+    pub fn read_back(self) -> bool {
+        matches!(self, Source::Van | Source::ActionNetwork)
+    }
+
+    /// Whether the system it comes from writes its event times in whole seconds (the
+    /// service's webhooks, and the systems read back).
+    pub fn in_whole_seconds(self) -> bool {
+        self == Source::Webhook || self.read_back()
+    }
+}
+
 text_enum! {
     /// Where an outbox row is: waiting for the worker, applied, or kept aside because it
     /// does not parse or apply.

@@ -187,7 +187,7 @@ pub(super) fn read_secret_files(sources: &mut [SourceSettings]) -> Result<(), Se
     Ok(())
 }
 
-/// Well-formed names unique among sources, an http(s) URL, a key, bounds, `since`, and the
+/// Names unique among sources (each well-formed: checked before), an http(s) URL, a key, bounds, `since`, and the
 /// accounts each names among `served`.
 pub(super) fn validate(
     sources: &[SourceSettings],
@@ -196,7 +196,6 @@ pub(super) fn validate(
     let mut names = std::collections::HashSet::new();
     for s in sources {
         let named = |message: &str| format!("source {:?}: {message}", s.name);
-        super::validate::name("source.name", "source", &s.name)?;
         if !names.insert(s.name.as_str()) {
             return Err(SettingsError::invalid(
                 "source.name",

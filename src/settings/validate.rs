@@ -73,6 +73,9 @@ impl Settings {
         for destination in &self.destination {
             name("destination.name", "destination", &destination.name)?;
         }
+        for source in &self.source {
+            name("source.name", "source", &source.name)?;
+        }
         subscribers::validate(&self.subscriber)?;
         let taken: Vec<&str> = self.subscriber.iter().map(|s| s.name.as_str()).collect();
         destinations::validate(&self.destination, &taken)?;

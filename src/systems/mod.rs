@@ -21,7 +21,9 @@ pub mod webhook;
 
 pub use self::http::{Answer, REQUEST_TIMEOUT, http_client};
 use crate::model::LedgerEntry;
-use crate::settings::{DestinationKeys, DestinationSettings, Live, SystemSettings};
+use crate::settings::{
+    DestinationKeys, DestinationSettings, Live, SourceSettings, SourceSystem, SystemSettings,
+};
 
 /// The kind registry: each kind of destination, a line each, from its settings to the
 /// system that writes it.
@@ -29,6 +31,15 @@ fn system_of(settings: &DestinationSettings) -> Box<dyn Destination> {
     match &settings.system {
         SystemSettings::Van(own) => Box::new(van::Van::new(own)),
         SystemSettings::ActionNetwork(own) => Box::new(action_network::ActionNetwork::new(own)),
+    }
+}
+
+/// The kind registry of sources: each kind that can be read back, a line each, from its
+/// settings to the reader of the system.
+pub fn source_of(settings: &SourceSettings) -> Box<dyn source::Source> {
+    match &settings.system {
+        SourceSystem::Van(own) => Box::new(van::Changes::new(own)),
+        SourceSystem::ActionNetwork(_) => Box::new(action_network::People),
     }
 }
 

@@ -12,15 +12,6 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 
 use super::{Pending, Stop, http};
-use crate::settings::{SourceSettings, SourceSystem};
-
-/// The kind registry of sources: each kind that can be read back, a line each.
-pub fn source_of(settings: &SourceSettings) -> Box<dyn Source> {
-    match &settings.system {
-        SourceSystem::Van(own) => Box::new(super::van::Changes::new(own)),
-        SourceSystem::ActionNetwork(_) => Box::new(super::action_network::People),
-    }
-}
 
 /// Records handed on a batch at a time; the channel is bounded, so a reader waits while
 /// what it read is recorded.

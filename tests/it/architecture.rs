@@ -154,7 +154,11 @@ const KINDS: &[(&str, &str, &[&str])] = &[
     (
         "van",
         "Van",
-        &["src/systems/van.rs", "src/settings/destinations/van.rs"],
+        &[
+            "src/systems/van/mod.rs",
+            "src/systems/van/changes.rs",
+            "src/settings/destinations/van.rs",
+        ],
     ),
     (
         "action_network",
@@ -166,11 +170,15 @@ const KINDS: &[(&str, &str, &[&str])] = &[
     ),
 ];
 
-/// The files that list every kind: the kind registry and the settings enum (with its tests).
+/// The files that list every kind: the kind registries (destinations', sources'), the
+/// settings enums (with their tests), and the ledger's sources (`model::Source`).
 const KIND_LISTS: &[&str] = &[
     "src/systems/mod.rs",
+    "src/systems/source.rs",
     "src/settings/destinations.rs",
     "src/settings/destinations/tests.rs",
+    "src/settings/sources.rs",
+    "src/model/typed.rs",
 ];
 
 /// Whether `token` names the kind of module `module` and types `Type`: `module`,

@@ -6,7 +6,6 @@
 use std::time::Duration;
 
 use outreach_sync::settings::{SourceSettings, SourceSystem};
-use outreach_sync::sources::Reader;
 use outreach_sync_sandbox::destinations::{VanMark, VanTarget};
 use outreach_sync_sandbox::wire::Lead;
 use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox};
@@ -26,8 +25,7 @@ fn van_source(sandbox: &RunningSandbox) -> SourceSettings {
         DEFAULT_VAN_KEY,
     );
     source.requests_per_second = 1_000;
-    // Read by the test itself: the daemon's own first run is at its start.
-    source.every_secs = 3_600;
+    source.every_secs = 1;
     source
 }
 
@@ -39,7 +37,7 @@ fn action_network_source(sandbox: &RunningSandbox) -> SourceSettings {
         DEFAULT_ACTION_NETWORK_KEY,
     );
     source.requests_per_second = 1_000;
-    source.every_secs = 3_600;
+    source.every_secs = 1;
     source
 }
 
@@ -60,20 +58,23 @@ async fn both_ways(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
     Some((sandbox, app))
 }
 
-/// One run of source `name` of `app`, as `sources run` makes it.
-async fn run(app: &TestApp, name: &str) -> outreach_sync::sources::RunReport {
-    let settings = app
-        .settings
-        .source
-        .iter()
-        .find(|s| s.name == name)
-        .expect("configured");
-    let served = app.settings.account_ids().expect("accounts");
-    Reader::new(settings, &served)
-        .expect("reader")
-        .run_once(&app.pool)
-        .await
-        .unwrap_or_else(|e| panic!("{name}: {e}"))
+/// What source `name` of `app` counted, once the daemon's own runs (every second) brought
+/// its `field` to `at_least`, and two more runs passed (so that nothing is still coming).
+async fn counted(app: &TestApp, name: &str, field: &str, at_least: i64) -> Value {
+    let seen = eventually(format!("{name}'s {field}"), WAIT, async || {
+        let view = listed(app, name).await;
+        (view[field].as_i64().unwrap_or(0) >= at_least).then_some(view)
+    })
+    .await;
+    let then = seen["lastRunAt"].as_str().unwrap_or_default().to_owned();
+    eventually(format!("{name}'s next runs"), WAIT, async || {
+        let view = listed(app, name).await;
+        let at = view["lastRunAt"].as_str().unwrap_or_default().to_owned();
+        (at > then).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    listed(app, name).await
 }
 
 /// A mirrored lead not opted out whose VAN person the sandbox knows, with its VAN ID.
@@ -142,8 +143,8 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
         )
         .expect("marked");
 
-    let report = run(&app, "van-main").await;
-    assert_eq!(report.counts.opt_outs, 1, "{report:?}");
+    let view = counted(&app, "van-main", "optOuts", 1).await;
+    assert_eq!(view["optOuts"], 1, "{view}");
     let entries = entries_from(&app, "van", &lead.phone_number).await;
     assert!(
         entries.iter().any(|(org, _)| org == "*"),
@@ -171,26 +172,24 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
         "VAN holds the phone banker's response alone: nothing was written back to it"
     );
 
-    // Read again (the overlap behind the watermark reads the same change): nothing twice.
-    let again = run(&app, "van-main").await;
-    assert_eq!(again.counts.read, 0, "{again:?}");
+    // Read again every second (the overlap behind the watermark reads the same change):
+    // nothing twice.
+    let again = counted(&app, "van-main", "optOuts", 1).await;
+    assert_eq!(again["optOuts"], 1, "{again}");
+    assert_eq!(again["read"], view["read"], "{again}");
     assert_eq!(
         entries_from(&app, "van", &lead.phone_number).await.len(),
         entries.len()
     );
     // What the daemon wrote to Action Network, read back, ends there.
-    let an = run(&app, "an-main").await;
-    assert_eq!(an.counts.opt_outs, 0, "{an:?}");
-    assert!(an.counts.confirmed >= 1, "{an:?}");
+    let an = counted(&app, "an-main", "confirmed", 1).await;
+    assert_eq!(an["optOuts"], 0, "{an}");
     assert!(
         entries_from(&app, "action_network", &lead.phone_number)
             .await
             .is_empty()
     );
-
-    let view = listed(&app, "van-main").await;
-    assert_eq!(view["state"], "ok", "{view}");
-    assert_eq!(view["optOuts"], 1, "{view}");
+    assert_eq!(again["state"], "ok", "{again}");
     assert!(
         sandbox.van_truth().download_credentials_seen.is_empty(),
         "no credential went to the download host"
@@ -213,8 +212,8 @@ async fn a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van
         .action_network_unsubscribe(&lead.phone_number)
         .expect("unsubscribed");
 
-    let report = run(&app, "an-main").await;
-    assert_eq!(report.counts.opt_outs, 1, "{report:?}");
+    let view = counted(&app, "an-main", "optOuts", 1).await;
+    assert_eq!(view["optOuts"], 1, "{view}");
     opted_out_at_service(&sandbox, &lead).await;
     app.settle().await;
     let (canvassed, _, posted) = writes_of(&sandbox, van_id, &lead.phone_number);
@@ -222,8 +221,15 @@ async fn a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van
     assert_eq!(posted, 0, "nothing was written back to Action Network");
 
     // VAN's read leaves out what this key wrote there (excludeChangesFromSelf).
-    let van = run(&app, "van-main").await;
-    assert_eq!(van.counts.opt_outs, 0, "{van:?}");
+    let before = listed(&app, "van-main").await;
+    let van = counted(
+        &app,
+        "van-main",
+        "read",
+        before["read"].as_i64().unwrap_or(0),
+    )
+    .await;
+    assert_eq!(van["optOuts"], 0, "{van}");
     assert!(
         entries_from(&app, "van", &lead.phone_number)
             .await
@@ -251,9 +257,8 @@ async fn an_opt_in_read_back_is_not_taken_without_opt_ins(backend: Backend) {
             "organizer",
         )
         .expect("marked");
-    let report = run(&app, "van-main").await;
-    assert_eq!(report.counts.opt_outs, 0, "{report:?}");
-    assert!(report.counts.ignored >= 1, "{report:?}");
+    let view = counted(&app, "van-main", "ignored", 1).await;
+    assert_eq!(view["optOuts"], 0, "{view}");
     assert!(
         entries_from(&app, "van", &lead.phone_number)
             .await
@@ -273,6 +278,7 @@ async fn a_watermark_past_vans_ninety_days_is_an_error_until_resynced(backend: B
         return;
     };
     let mut source = van_source(&sandbox);
+    source.every_secs = 3_600;
     source.since = (chrono::Utc::now() - chrono::Duration::days(100)).to_rfc3339();
     app.settings.source = vec![source.clone()];
     let app = app.restart().await;

@@ -15,13 +15,13 @@ enum Binary {
     /// Sandbox, daemon and generated activity with faults in one process, with a live view.
     Demo(demo::DemoArgs),
     /// Run the built-in simulated service.
-    Sandbox(outreach_sync_sandbox::cli::SandboxArgs),
+    Sandbox(Box<outreach_sync_sandbox::cli::SandboxArgs>),
 }
 
 /// Parses the command line, runs the command, and maps its outcome to an exit code.
 pub fn main() -> ExitCode {
     outreach_sync::cli::main(async |command: Binary| match command {
         Binary::Demo(args) => demo::run(args).await,
-        Binary::Sandbox(args) => outreach_sync_sandbox::cli::run(args).await,
+        Binary::Sandbox(args) => outreach_sync_sandbox::cli::run(*args).await,
     })
 }
