@@ -110,11 +110,11 @@ impl FloorStore {
         match self {
             Self::Sqlite(path, floor) => {
                 let conn = open_sqlite(&path, floor)?;
-                // Named apart, for a profile or `top -H` to tell the two floors' writers
-                // from each other and from the daemon's.
+                // Named apart (at most 15 bytes, Linux's limit), for a profile or `top -H`
+                // to tell the two floors' writers from each other and from the daemon's.
                 let name = match floor {
-                    Floor::Bare => "floor-writer",
-                    Floor::Ledger => "ledger-floor-writer",
+                    Floor::Bare => "floor-bare",
+                    Floor::Ledger => "floor-ledger",
                 };
                 std::thread::Builder::new()
                     .name(name.into())
