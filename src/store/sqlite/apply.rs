@@ -18,9 +18,6 @@ use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
-/// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
-const ROWS_PER_STATEMENT: usize = 1000;
-
 /// The last entry of the chain, which the next one follows.
 async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
     let last: Option<(i64, Option<String>)> =
@@ -231,34 +228,39 @@ pub(crate) async fn append_ledger(
     for (row, &i) in rows.iter().zip(&new) {
         seqs[i] = Some(row.seq);
     }
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+    for chunk in rows.chunks(super::PADDED_ROWS) {
         // OR IGNORE, though nothing can conflict (checked above, under the write lock):
         // a statement that cannot abort needs no statement journal, which would
         // otherwise copy every index page it touches.
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        let done = super::padded_values(
             "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
                  opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
-                 reason, hash, evidence, account_id) ",
-        );
-        insert.push_values(chunk, |mut row, c| {
-            let (e, o) = (c.entry, c.entry.observation);
-            row.push_bind(c.seq)
-                .push_bind(&o.organization_id)
-                .push_bind(e.lead_id)
-                .push_bind(&o.phone_number)
-                .push_bind(o.opted_out)
-                .push_bind(Timestamp(o.occurred_at))
-                .push_bind(recorded_at)
-                .push_bind(o.source.as_str())
-                .push_bind(&o.event_ref)
-                .push_bind(e.superseded)
-                .push_bind(&o.tag_id)
-                .push_bind(&o.reason)
-                .push_bind(&c.hash)
-                .push_bind(&c.evidence)
-                .push_bind(account);
-        });
-        let done = insert.build().execute(&mut *conn).await?;
+                 reason, hash, evidence, account_id)",
+            15,
+            chunk,
+            |mut row, c| {
+                let (e, o) = (c.entry, c.entry.observation);
+                row.push_bind(c.seq)
+                    .push_bind(&o.organization_id)
+                    .push_bind(e.lead_id)
+                    .push_bind(&o.phone_number)
+                    .push_bind(o.opted_out)
+                    .push_bind(Timestamp(o.occurred_at))
+                    .push_bind(recorded_at)
+                    .push_bind(o.source.as_str())
+                    .push_bind(&o.event_ref)
+                    .push_bind(e.superseded)
+                    .push_bind(&o.tag_id)
+                    .push_bind(&o.reason)
+                    .push_bind(&c.hash)
+                    .push_bind(&c.evidence)
+                    .push_bind(account);
+            },
+            "",
+        )
+        .build()
+        .execute(&mut *conn)
+        .await?;
         if done.rows_affected() != chunk.len() as u64 {
             return Err(store::Error::LedgerShort {
                 took: done.rows_affected(),
@@ -291,24 +293,30 @@ pub(crate) async fn write_states(
                  > (COALESCE(rank_at, changed_at), opted_out)",
         ),
     ] {
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out,
-                     changed_at, source, seq, account_id, rank_at) "
-            ));
-            upsert.push_values(chunk, |mut row, w| {
-                row.push_bind(w.organization_id)
-                    .push_bind(w.phone_number)
-                    .push_bind(w.lead_id)
-                    .push_bind(w.rank.opted_out)
-                    .push_bind(Timestamp(w.changed_at))
-                    .push_bind(w.source.as_str())
-                    .push_bind(w.seq)
-                    .push_bind(account)
-                    .push_bind(Timestamp(w.rank.changed_at));
-            });
-            upsert.push(conflict);
-            upsert.build().execute(&mut *conn).await?;
+        for chunk in rows.chunks(super::PADDED_ROWS) {
+            super::padded_values(
+                &format!(
+                    "{insert_sql} consent_state (organization_id, phone_number, lead_id,
+                         opted_out, changed_at, source, seq, account_id, rank_at)"
+                ),
+                9,
+                chunk,
+                |mut row, w| {
+                    row.push_bind(w.organization_id)
+                        .push_bind(w.phone_number)
+                        .push_bind(w.lead_id)
+                        .push_bind(w.rank.opted_out)
+                        .push_bind(Timestamp(w.changed_at))
+                        .push_bind(w.source.as_str())
+                        .push_bind(w.seq)
+                        .push_bind(account)
+                        .push_bind(Timestamp(w.rank.changed_at));
+                },
+                conflict,
+            )
+            .build()
+            .execute(&mut *conn)
+            .await?;
         }
     }
     Ok(())
@@ -319,18 +327,22 @@ pub(crate) async fn suppress(
     account: &AccountId,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
-    for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO suppressions (phone_number, seq, since, account_id) ",
-        );
-        insert.push_values(chunk, |mut row, s| {
-            row.push_bind(s.phone_number)
-                .push_bind(s.seq)
-                .push_bind(Timestamp(s.since))
-                .push_bind(account);
-        });
-        insert.push(" ON CONFLICT (phone_number, account_id) DO NOTHING");
-        insert.build().execute(&mut *conn).await?;
+    for chunk in opt_outs.chunks(super::PADDED_ROWS) {
+        super::padded_values(
+            "INSERT INTO suppressions (phone_number, seq, since, account_id)",
+            4,
+            chunk,
+            |mut row, s| {
+                row.push_bind(s.phone_number)
+                    .push_bind(s.seq)
+                    .push_bind(Timestamp(s.since))
+                    .push_bind(account);
+            },
+            " ON CONFLICT (phone_number, account_id) DO NOTHING",
+        )
+        .build()
+        .execute(&mut *conn)
+        .await?;
     }
     Ok(())
 }
