@@ -68,7 +68,10 @@ impl Timestamp {
         digits(14, 2, at.minute());
         digits(17, 2, at.second());
         digits(20, 3, nano / 1_000_000);
-        text.iter().map(|&b| char::from(b)).collect()
+        match std::str::from_utf8(&text) {
+            Ok(text) => text.to_owned(),
+            Err(_) => at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        }
     }
 }
 

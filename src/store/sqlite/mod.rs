@@ -22,7 +22,8 @@ pub(crate) const PADDED_ROWS: usize = 512;
 
 /// `{head} SELECT * FROM (VALUES ...) WHERE column1 IS NOT NULL`: a multi-row statement of
 /// `rows` (at most [`PADDED_ROWS`]), each bound by `bind` with `columns` values of which
-/// the first is never NULL, padded with rows of NULLs up to the next power of two. Its text
+/// the first is never NULL, padded with rows of NULLs (parameters left unbound) up to the
+/// next power of two. Its text
 /// then depends on that power alone, so the connection's statement cache keeps the few
 /// texts a writer ever sends (10 up to 512 rows) prepared, where a list of exactly as many
 /// rows as the batch would be parsed and planned again for nearly every batch. The padding
@@ -46,11 +47,10 @@ pub(crate) fn padded_values<'a, T>(
         query.push("(");
         match rows.get(i) {
             Some(row) => bind(query.separated(", "), row),
+            // Left unbound: SQLite takes an unbound parameter as NULL, and the driver
+            // clears a kept statement's bindings before binding it again.
             None => {
-                let mut padding = query.separated(", ");
-                for _ in 0..columns {
-                    padding.push_bind(None::<i64>);
-                }
+                query.push(vec!["?"; columns].join(", "));
             }
         }
         query.push(")");
@@ -58,6 +58,49 @@ pub(crate) fn padded_values<'a, T>(
     query.push(") WHERE column1 IS NOT NULL");
     query.push(tail);
     query
+}
+
+#[cfg(test)]
+mod tests {
+    use sqlx::Connection as _;
+
+    #[tokio::test]
+    async fn a_padded_statement_writes_its_rows_alone_however_many_the_last_one_bound() {
+        let mut conn = sqlx::SqliteConnection::connect("sqlite::memory:")
+            .await
+            .expect("in-memory database");
+        sqlx::query("CREATE TABLE t (id INTEGER PRIMARY KEY, k TEXT NOT NULL UNIQUE, v)")
+            .execute(&mut conn)
+            .await
+            .expect("table");
+        // The same kept statement (4 rows' text) binds 4 rows, then 3: the fourth row of the
+        // second is padding, never the first's fourth row again.
+        for (batch, rows) in [(1, 4), (2, 3), (3, 1), (4, 4)] {
+            let rows: Vec<(String, i64)> = (0..rows).map(|i| (format!("{batch}.{i}"), i)).collect();
+            let done = super::padded_values(
+                "INSERT INTO t (k, v)",
+                2,
+                &rows,
+                |mut row, (k, v)| {
+                    row.push_bind(k).push_bind(v);
+                },
+                " ON CONFLICT (k) DO NOTHING",
+            )
+            .build()
+            .execute(&mut conn)
+            .await
+            .expect("insert");
+            assert_eq!(done.rows_affected(), rows.len() as u64);
+        }
+        let keys: Vec<String> = sqlx::query_scalar("SELECT k FROM t ORDER BY id")
+            .fetch_all(&mut conn)
+            .await
+            .expect("rows");
+        let expected = [
+            "1.0", "1.1", "1.2", "1.3", "2.0", "2.1", "2.2", "3.0", "4.0", "4.1", "4.2", "4.3",
+        ];
+        assert_eq!(keys, expected);
+    }
 }
 
 /// A list bound as one parameter: a JSON array, read with `json_each`.
