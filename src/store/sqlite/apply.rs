@@ -18,12 +18,13 @@ use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
-/// The last entry of the chain, which the next one follows.
-async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
-    let last: Option<(i64, Option<String>)> =
-        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
+/// The chain's last entry, which the next one follows, as `json_array(seq, hash)` in a
+/// statement's result (NULL for an empty ledger).
+const CHAIN_HEAD: &str =
+    "json((SELECT json_array(seq, hash) FROM ledger ORDER BY seq DESC LIMIT 1))";
+
+/// [`CHAIN_HEAD`] as read.
+fn chain_head(last: Option<(i64, Option<String>)>) -> Result<ChainHead, crate::store::Error> {
     match last {
         None => Ok(ChainHead::empty()),
         Some((seq, Some(hash))) => Ok(ChainHead { seq, hash }),
@@ -202,27 +203,31 @@ pub(crate) async fn append_ledger(
     let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
     // The write lock is held: the last entry stays the last, and nothing else records
     // these events, until the commit. So the new entries' seqs and their chain are known
-    // before the insert (each hash needs its seq and the hash before it).
+    // before the insert (each hash needs its seq and the hash before it). Which entries
+    // are recorded already and the chain's last entry are read in one statement.
     let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
-    let recorded: HashSet<usize> = codec::json_rows_in::<usize, _>(
-        conn,
-        "SELECT json_group_array(k.key)
-         FROM json_each(?1) AS k
-         JOIN ledger AS l ON l.event_ref = k.value ->> 0
-                         AND l.organization_id = k.value ->> 1
-                         AND l.phone_number = k.value ->> 2
-                         AND l.account_id = ?2",
-        codec::json_param(&keys)?,
-        account,
-    )
-    .await?
-    .into_iter()
-    .collect();
+    type Read = (Vec<usize>, Option<(i64, Option<String>)>);
+    let text: String = sqlx::query_scalar(&format!(
+        "SELECT json_array(
+             json((SELECT json_group_array(k.key)
+              FROM json_each(?1) AS k
+              JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                              AND l.organization_id = k.value ->> 1
+                              AND l.phone_number = k.value ->> 2
+                              AND l.account_id = ?2)),
+             {CHAIN_HEAD})"
+    ))
+    .bind(codec::json_param(&keys)?)
+    .bind(account)
+    .fetch_one(&mut *conn)
+    .await?;
+    let (recorded, last): Read = codec::json_decoded(&text)?;
+    let recorded: HashSet<usize> = recorded.into_iter().collect();
     let new = store::unrecorded(entries, &recorded);
     if new.is_empty() {
         return Ok(seqs);
     }
-    let head = chain_head(conn).await?;
+    let head = chain_head(last)?;
     let recorded_at = Timestamp(recorded_at);
     let rows = store::chain_after(account, entries, &new, head.seq, head.hash, recorded_at)?;
     for (row, &i) in rows.iter().zip(&new) {
