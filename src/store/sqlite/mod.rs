@@ -37,10 +37,20 @@ pub(crate) fn padded_values<'a, T>(
     mut bind: impl FnMut(sqlx::query_builder::Separated<'_, 'a, sqlx::Sqlite, &'static str>, &'a T),
     tail: &str,
 ) -> sqlx::QueryBuilder<'a, sqlx::Sqlite> {
+    use sqlx::Arguments as _;
     debug_assert!(rows.len() <= PADDED_ROWS);
-    let mut query = sqlx::QueryBuilder::new(head);
+    let padded = rows.len().next_power_of_two();
+    // Sized once: a batch's text and values would otherwise grow by doubling, and each
+    // large allocation makes the allocator sweep its freed small blocks first.
+    let row_text = 4 + 3 * columns;
+    let mut text = String::with_capacity(head.len() + tail.len() + 64 + padded * row_text);
+    text.push_str(head);
+    let mut values = sqlx::sqlite::SqliteArguments::default();
+    values.reserve(rows.len() * columns, 0);
+    let mut query = sqlx::QueryBuilder::with_arguments(text, values);
+    let padding = vec!["?"; columns].join(", ");
     query.push(" SELECT * FROM (VALUES ");
-    for i in 0..rows.len().next_power_of_two() {
+    for i in 0..padded {
         if i > 0 {
             query.push(", ");
         }
@@ -50,7 +60,7 @@ pub(crate) fn padded_values<'a, T>(
             // Left unbound: SQLite takes an unbound parameter as NULL, and the driver
             // clears a kept statement's bindings before binding it again.
             None => {
-                query.push(vec!["?"; columns].join(", "));
+                query.push(&padding);
             }
         }
         query.push(")");
