@@ -70,6 +70,23 @@ pub(crate) fn padded_values<'a, T>(
     query
 }
 
+/// A list bound as one parameter: a JSON array, read with `json_each`.
+pub(crate) fn list<T: serde::Serialize>(items: &[T]) -> Result<String, crate::store::Error> {
+    Ok(super::codec::json_param(items)?)
+}
+
+/// A tracked message whose status is final, and one whose status is not, as the partial
+/// indexes on `messages` are defined.
+pub(crate) const TERMINAL: &str = "terminal = 1";
+pub(crate) const NOT_TERMINAL: &str = "terminal = 0";
+
+/// What follows a subquery that takes rows for this transaction: nothing, the write lock
+/// keeps every other writer out.
+pub(crate) const SKIP_LOCKED: &str = "";
+
+/// A row's `attempts`, selected as a 64-bit number.
+pub(crate) const ATTEMPTS: &str = "attempts";
+
 #[cfg(test)]
 mod tests {
     use sqlx::Connection as _;
@@ -112,20 +129,3 @@ mod tests {
         assert_eq!(keys, expected);
     }
 }
-
-/// A list bound as one parameter: a JSON array, read with `json_each`.
-pub(crate) fn list<T: serde::Serialize>(items: &[T]) -> Result<String, crate::store::Error> {
-    Ok(super::codec::json_param(items)?)
-}
-
-/// A tracked message whose status is final, and one whose status is not, as the partial
-/// indexes on `messages` are defined.
-pub(crate) const TERMINAL: &str = "terminal = 1";
-pub(crate) const NOT_TERMINAL: &str = "terminal = 0";
-
-/// What follows a subquery that takes rows for this transaction: nothing, the write lock
-/// keeps every other writer out.
-pub(crate) const SKIP_LOCKED: &str = "";
-
-/// A row's `attempts`, selected as a 64-bit number.
-pub(crate) const ATTEMPTS: &str = "attempts";
