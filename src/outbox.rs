@@ -199,7 +199,7 @@ impl Writer {
 
     /// Commits one batch and answers every request in it; false if the commit failed.
     async fn commit_batch(&mut self, batch: &mut Vec<Command>) -> bool {
-        let outcome = self.write(batch).await;
+        let outcome = self.write(batch.as_mut_slice()).await;
         let ((results, applied), others) = match outcome {
             Ok(done) => done,
             Err(error) => {
@@ -254,7 +254,7 @@ impl Writer {
     /// the deliveries were not committed; the inner one, only the rest was not.
     async fn write(
         &mut self,
-        batch: &[Command],
+        batch: &mut [Command],
     ) -> Result<(Written, Result<(), crate::store::Error>), crate::store::Error> {
         let state = self.state.clone();
         let policy = apply::Policy::of(&self.settings);
@@ -312,7 +312,7 @@ impl Writer {
 /// again without the apply would only wait for the same lock twice.
 async fn write_and_apply(
     conn: &mut Connection,
-    batch: &[Command],
+    batch: &mut [Command],
     last_id: &mut Option<i64>,
     policy: &apply::Policy,
 ) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
@@ -321,15 +321,17 @@ async fn write_and_apply(
     let mut tx = conn.begin_write_in_turn().await?;
     // Inserted as applied: should applying fail, the transaction goes whole.
     let results = write_deliveries(&mut tx, batch, &mut tentative, Some(Timestamp(now))).await?;
+    // The events are taken, not copied: nothing reads them after this transaction (should
+    // applying fail, the worker reads the stored bytes again).
     let pending: Vec<Pending> = batch
-        .iter()
+        .iter_mut()
         .zip(&results)
         .filter_map(|(command, result)| match (command, result) {
             (Command::Commit(d, event, _), Some(Committed::Accepted(id))) => Some(Pending {
                 id: *id,
                 account: AccountId::stored(&d.account),
                 dedup_key: d.dedup_key.clone(),
-                event: (**event).clone(),
+                event: std::mem::replace(&mut **event, Err(ParseError::Stored(String::new()))),
             }),
             _ => None,
         })
@@ -385,11 +387,16 @@ fn results(
     ids: &HashMap<crate::store::OutboxKey, (i64, bool)>,
 ) -> Result<Vec<Option<Committed>>, crate::store::Error> {
     let mut seen: HashSet<(&str, &str)> = HashSet::new();
+    // Looked up by reference: no key copied per delivery.
+    let ids: HashMap<(&str, &str), (i64, bool)> = ids
+        .iter()
+        .map(|((account, key), row)| ((account.as_str(), key.as_str()), *row))
+        .collect();
     batch
         .iter()
         .map(|command| match command {
             Command::Commit(d, _, _) => {
-                let key = (d.account.clone(), d.dedup_key.clone());
+                let key = (d.account.as_str(), d.dedup_key.as_str());
                 let (id, new) = ids.get(&key).copied().ok_or_else(|| {
                     crate::store::Error::OutboxRowMissing {
                         key: d.dedup_key.clone(),

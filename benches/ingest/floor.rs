@@ -110,8 +110,14 @@ impl FloorStore {
         match self {
             Self::Sqlite(path, floor) => {
                 let conn = open_sqlite(&path, floor)?;
+                // Named apart (at most 15 bytes, Linux's limit), for a profile or `top -H`
+                // to tell the two floors' writers from each other and from the daemon's.
+                let name = match floor {
+                    Floor::Bare => "floor-bare",
+                    Floor::Ledger => "floor-ledger",
+                };
                 std::thread::Builder::new()
-                    .name("floor-writer".into())
+                    .name(name.into())
                     .spawn(move || {
                         let mut chain = Chain::default();
                         let mut batch = Vec::with_capacity(FLOOR_BATCH);

@@ -199,11 +199,14 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
     // The ledger last: on PostgreSQL appenders queue on the ledger head from their first
     // entry until they commit, so that wait covers only the entries, the states and the
     // commit.
-    let keys: Vec<(&str, &str)> = plan
+    // Each pair once: a batch often holds several events of one number.
+    let mut keys: Vec<(&str, &str)> = plan
         .consent
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
+    keys.sort_unstable();
+    keys.dedup();
     let states = tx.consent_states(account, &keys).await?;
     let mut observations = plan.consent;
     let events = observations.len();

@@ -142,10 +142,12 @@ impl Known {
         } else {
             None
         };
-        let echo_keys: Vec<(&str, &str)> = consent
+        let mut echo_keys: Vec<(&str, &str)> = consent
             .iter()
             .filter_map(|c| Some((c.organization_id.as_deref()?, c.phone_number.as_deref()?)))
             .collect();
+        echo_keys.sort_unstable();
+        echo_keys.dedup();
         let echoes = EchoMatcher::load(tx, account, &echo_keys).await?;
         Ok(Self {
             located,

@@ -80,8 +80,8 @@ impl Fields<'_> {
         out.push(',');
         out.push_str(if self.opted_out { "true" } else { "false" });
         for field in [
-            &*self.occurred_at.to_string(),
-            &self.recorded_at.to_string(),
+            &*self.occurred_at.text(),
+            &self.recorded_at.text(),
             self.source.as_str(),
             self.event_ref,
         ] {
@@ -104,8 +104,20 @@ impl Fields<'_> {
 
     /// The entry's `hash`, following the entry whose hash is `prev`.
     pub fn hash_after(&self, prev: &str) -> String {
-        hex::encode(Sha256::digest(self.canonical(prev).as_bytes()))
+        lower_hex(&Sha256::digest(self.canonical(prev).as_bytes()))
     }
+}
+
+/// `bytes` as lowercase hex, as `hex::encode` writes them, into a string sized once (every
+/// entry the daemon records is hashed on its writer's path).
+fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for &byte in bytes {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
+    text
 }
 
 /// `value` as a JSON string, escaped as the module's documentation says. Every byte that
@@ -333,7 +345,11 @@ mod tests {
                 fields.occurred_at, fields.recorded_at, fields.source, fields.event_ref,
                 fields.superseded, fields.tag_id, &reason,
             )).expect("an array of strings, integers and booleans encodes");
-            proptest::prop_assert_eq!(fields.canonical(GENESIS), expected);
+            proptest::prop_assert_eq!(fields.canonical(GENESIS), expected.as_str());
+            proptest::prop_assert_eq!(
+                fields.hash_after(GENESIS),
+                hex::encode(Sha256::digest(expected.as_bytes()))
+            );
         }
     }
 

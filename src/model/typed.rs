@@ -42,9 +42,42 @@ impl From<Timestamp> for DateTime<Utc> {
     }
 }
 
+impl Timestamp {
+    /// The text the ledger shows (`2026-11-21T10:00:00.000Z`): what chrono's
+    /// `to_rfc3339_opts(SecondsFormat::Millis, true)` gives, written digit by digit for the
+    /// years 0 to 9999 outside a leap second (every time the daemon writes: each delivery
+    /// stores several, on its writer's path), by chrono otherwise.
+    pub fn text(&self) -> String {
+        use chrono::{Datelike as _, Timelike as _};
+        let at = &self.0;
+        let (year, nano) = (at.year(), at.nanosecond());
+        if !(0..=9999).contains(&year) || nano >= 1_000_000_000 {
+            return at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        }
+        let mut text = *b"0000-00-00T00:00:00.000Z";
+        let mut digits = |at: usize, width: usize, mut value: u32| {
+            for i in (at..at + width).rev() {
+                text[i] = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        digits(0, 4, year.unsigned_abs());
+        digits(5, 2, at.month());
+        digits(8, 2, at.day());
+        digits(11, 2, at.hour());
+        digits(14, 2, at.minute());
+        digits(17, 2, at.second());
+        digits(20, 3, nano / 1_000_000);
+        match std::str::from_utf8(&text) {
+            Ok(text) => text.to_owned(),
+            Err(_) => at.to_rfc3339_opts(SecondsFormat::Millis, true),
+        }
+    }
+}
+
 impl fmt::Display for Timestamp {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0.to_rfc3339_opts(SecondsFormat::Millis, true))
+        f.write_str(&self.text())
     }
 }
 
@@ -107,7 +140,7 @@ impl<'q> Encode<'q, Sqlite> for Timestamp {
         &self,
         buf: &mut <Sqlite as Database>::ArgumentBuffer<'q>,
     ) -> Result<IsNull, BoxDynError> {
-        <String as Encode<'q, Sqlite>>::encode(self.to_string(), buf)
+        <String as Encode<'q, Sqlite>>::encode(self.text(), buf)
     }
 }
 
@@ -387,6 +420,40 @@ mod tests {
         let back: Timestamp = serde_json::from_str(&json).expect("deserialize");
         assert_eq!(back.to_string(), at.to_string());
         assert!("yesterday".parse::<Timestamp>().is_err());
+    }
+
+    #[test]
+    fn a_timestamp_shows_exactly_as_chrono_writes_it_whatever_the_instant() {
+        use chrono::TimeZone as _;
+        let chrono = |at: &DateTime<Utc>| at.to_rfc3339_opts(SecondsFormat::Millis, true);
+        let mut instants = vec![
+            Utc.with_ymd_and_hms(0, 1, 1, 0, 0, 0).unwrap(),
+            Utc.with_ymd_and_hms(9999, 12, 31, 23, 59, 59).unwrap(),
+            Utc.with_ymd_and_hms(10000, 1, 1, 0, 0, 0).unwrap(),
+            Utc.with_ymd_and_hms(-1, 12, 31, 23, 59, 59).unwrap(),
+            Utc.with_ymd_and_hms(2024, 2, 29, 12, 34, 56).unwrap(),
+            DateTime::<Utc>::MIN_UTC,
+            DateTime::<Utc>::MAX_UTC,
+        ];
+        // A leap second, and sub-millisecond parts that are cut, not rounded.
+        let leap = chrono::NaiveDate::from_ymd_opt(2016, 12, 31)
+            .and_then(|d| d.and_hms_nano_opt(23, 59, 59, 1_999_999_999))
+            .unwrap();
+        instants.push(Utc.from_utc_datetime(&leap));
+        let mut millis: i64 = -62_167_219_200_000; // 0000-01-01
+        while millis < 253_402_300_800_000 {
+            // Steps of a prime number of milliseconds cover every field's values.
+            for nanos in [0, 999_999, 1_000_000, 999_999_999] {
+                let at = DateTime::from_timestamp_millis(millis).unwrap()
+                    + chrono::TimeDelta::nanoseconds(nanos % 1_000_000);
+                instants.push(at);
+            }
+            millis += 7_919_999_993;
+        }
+        for at in instants {
+            assert_eq!(Timestamp(at).text(), chrono(&at), "{at:?}");
+            assert_eq!(Timestamp(at).to_string(), chrono(&at), "{at:?}");
+        }
     }
 
     #[test]

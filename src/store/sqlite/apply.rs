@@ -18,15 +18,13 @@ use crate::model::Timestamp;
 use crate::model::chain::ChainHead;
 use crate::store::{self, NewEntry, NewMessage, StateWrite, Suppressing};
 
-/// Rows per multi-row statement: at most 15 parameters each, under SQLite's 32,766.
-const ROWS_PER_STATEMENT: usize = 1000;
+/// The chain's last entry, which the next one follows, as `json_array(seq, hash)` in a
+/// statement's result (NULL for an empty ledger).
+const CHAIN_HEAD: &str =
+    "json((SELECT json_array(seq, hash) FROM ledger ORDER BY seq DESC LIMIT 1))";
 
-/// The last entry of the chain, which the next one follows.
-async fn chain_head(conn: &mut SqliteConnection) -> Result<ChainHead, crate::store::Error> {
-    let last: Option<(i64, Option<String>)> =
-        sqlx::query_as("SELECT seq, hash FROM ledger ORDER BY seq DESC LIMIT 1")
-            .fetch_optional(&mut *conn)
-            .await?;
+/// [`CHAIN_HEAD`] as read.
+fn chain_head(last: Option<(i64, Option<String>)>) -> Result<ChainHead, crate::store::Error> {
     match last {
         None => Ok(ChainHead::empty()),
         Some((seq, Some(hash))) => Ok(ChainHead { seq, hash }),
@@ -205,60 +203,69 @@ pub(crate) async fn append_ledger(
     let mut seqs: Vec<Option<i64>> = vec![None; entries.len()];
     // The write lock is held: the last entry stays the last, and nothing else records
     // these events, until the commit. So the new entries' seqs and their chain are known
-    // before the insert (each hash needs its seq and the hash before it).
+    // before the insert (each hash needs its seq and the hash before it). Which entries
+    // are recorded already and the chain's last entry are read in one statement.
     let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
-    let recorded: HashSet<usize> = codec::json_rows_in::<usize, _>(
-        conn,
-        "SELECT json_group_array(k.key)
-         FROM json_each(?1) AS k
-         JOIN ledger AS l ON l.event_ref = k.value ->> 0
-                         AND l.organization_id = k.value ->> 1
-                         AND l.phone_number = k.value ->> 2
-                         AND l.account_id = ?2",
-        codec::json_param(&keys)?,
-        account,
-    )
-    .await?
-    .into_iter()
-    .collect();
+    type Read = (Vec<usize>, Option<(i64, Option<String>)>);
+    let text: String = sqlx::query_scalar(&format!(
+        "SELECT json_array(
+             json((SELECT json_group_array(k.key)
+              FROM json_each(?1) AS k
+              JOIN ledger AS l ON l.event_ref = k.value ->> 0
+                              AND l.organization_id = k.value ->> 1
+                              AND l.phone_number = k.value ->> 2
+                              AND l.account_id = ?2)),
+             {CHAIN_HEAD})"
+    ))
+    .bind(codec::json_param(&keys)?)
+    .bind(account)
+    .fetch_one(&mut *conn)
+    .await?;
+    let (recorded, last): Read = codec::json_decoded(&text)?;
+    let recorded: HashSet<usize> = recorded.into_iter().collect();
     let new = store::unrecorded(entries, &recorded);
     if new.is_empty() {
         return Ok(seqs);
     }
-    let head = chain_head(conn).await?;
+    let head = chain_head(last)?;
     let recorded_at = Timestamp(recorded_at);
     let rows = store::chain_after(account, entries, &new, head.seq, head.hash, recorded_at)?;
     for (row, &i) in rows.iter().zip(&new) {
         seqs[i] = Some(row.seq);
     }
-    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+    for chunk in rows.chunks(super::PADDED_ROWS) {
         // OR IGNORE, though nothing can conflict (checked above, under the write lock):
         // a statement that cannot abort needs no statement journal, which would
         // otherwise copy every index page it touches.
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+        let done = super::padded_values(
             "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
                  opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
-                 reason, hash, evidence, account_id) ",
-        );
-        insert.push_values(chunk, |mut row, c| {
-            let (e, o) = (c.entry, c.entry.observation);
-            row.push_bind(c.seq)
-                .push_bind(&o.organization_id)
-                .push_bind(e.lead_id)
-                .push_bind(&o.phone_number)
-                .push_bind(o.opted_out)
-                .push_bind(Timestamp(o.occurred_at))
-                .push_bind(recorded_at)
-                .push_bind(o.source.as_str())
-                .push_bind(&o.event_ref)
-                .push_bind(e.superseded)
-                .push_bind(&o.tag_id)
-                .push_bind(&o.reason)
-                .push_bind(&c.hash)
-                .push_bind(&c.evidence)
-                .push_bind(account);
-        });
-        let done = insert.build().execute(&mut *conn).await?;
+                 reason, hash, evidence, account_id)",
+            15,
+            chunk,
+            |mut row, c| {
+                let (e, o) = (c.entry, c.entry.observation);
+                row.push_bind(c.seq)
+                    .push_bind(&o.organization_id)
+                    .push_bind(e.lead_id)
+                    .push_bind(&o.phone_number)
+                    .push_bind(o.opted_out)
+                    .push_bind(Timestamp(o.occurred_at))
+                    .push_bind(recorded_at)
+                    .push_bind(o.source.as_str())
+                    .push_bind(&o.event_ref)
+                    .push_bind(e.superseded)
+                    .push_bind(&o.tag_id)
+                    .push_bind(&o.reason)
+                    .push_bind(&c.hash)
+                    .push_bind(&c.evidence)
+                    .push_bind(account);
+            },
+            "",
+        )
+        .build()
+        .execute(&mut *conn)
+        .await?;
         if done.rows_affected() != chunk.len() as u64 {
             return Err(store::Error::LedgerShort {
                 took: done.rows_affected(),
@@ -291,24 +298,30 @@ pub(crate) async fn write_states(
                  > (COALESCE(rank_at, changed_at), opted_out)",
         ),
     ] {
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            let mut upsert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
-                "{insert_sql} consent_state (organization_id, phone_number, lead_id, opted_out,
-                     changed_at, source, seq, account_id, rank_at) "
-            ));
-            upsert.push_values(chunk, |mut row, w| {
-                row.push_bind(w.organization_id)
-                    .push_bind(w.phone_number)
-                    .push_bind(w.lead_id)
-                    .push_bind(w.rank.opted_out)
-                    .push_bind(Timestamp(w.changed_at))
-                    .push_bind(w.source.as_str())
-                    .push_bind(w.seq)
-                    .push_bind(account)
-                    .push_bind(Timestamp(w.rank.changed_at));
-            });
-            upsert.push(conflict);
-            upsert.build().execute(&mut *conn).await?;
+        for chunk in rows.chunks(super::PADDED_ROWS) {
+            super::padded_values(
+                &format!(
+                    "{insert_sql} consent_state (organization_id, phone_number, lead_id,
+                         opted_out, changed_at, source, seq, account_id, rank_at)"
+                ),
+                9,
+                chunk,
+                |mut row, w| {
+                    row.push_bind(w.organization_id)
+                        .push_bind(w.phone_number)
+                        .push_bind(w.lead_id)
+                        .push_bind(w.rank.opted_out)
+                        .push_bind(Timestamp(w.changed_at))
+                        .push_bind(w.source.as_str())
+                        .push_bind(w.seq)
+                        .push_bind(account)
+                        .push_bind(Timestamp(w.rank.changed_at));
+                },
+                conflict,
+            )
+            .build()
+            .execute(&mut *conn)
+            .await?;
         }
     }
     Ok(())
@@ -319,18 +332,22 @@ pub(crate) async fn suppress(
     account: &AccountId,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
-    for chunk in opt_outs.chunks(ROWS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO suppressions (phone_number, seq, since, account_id) ",
-        );
-        insert.push_values(chunk, |mut row, s| {
-            row.push_bind(s.phone_number)
-                .push_bind(s.seq)
-                .push_bind(Timestamp(s.since))
-                .push_bind(account);
-        });
-        insert.push(" ON CONFLICT (phone_number, account_id) DO NOTHING");
-        insert.build().execute(&mut *conn).await?;
+    for chunk in opt_outs.chunks(super::PADDED_ROWS) {
+        super::padded_values(
+            "INSERT INTO suppressions (phone_number, seq, since, account_id)",
+            4,
+            chunk,
+            |mut row, s| {
+                row.push_bind(s.phone_number)
+                    .push_bind(s.seq)
+                    .push_bind(Timestamp(s.since))
+                    .push_bind(account);
+            },
+            " ON CONFLICT (phone_number, account_id) DO NOTHING",
+        )
+        .build()
+        .execute(&mut *conn)
+        .await?;
     }
     Ok(())
 }

@@ -36,38 +36,51 @@ pub(crate) async fn insert_deliveries(
                 .await?
         }
     };
-    let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-        "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index,
-             verified_header, state, applied_at,
-                             account_id) ",
-    );
     let state = applied_at.map_or(OutboxState::Pending, |_| OutboxState::Applied);
-    insert.push_values(fresh, |mut row, d| {
-        row.push_bind(&d.dedup_key)
-            .push_bind(Timestamp(d.received_at))
-            .push_bind(d.body.as_ref())
-            .push_bind(&d.headers)
-            .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
-            .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()))
-            .push_bind(state)
-            .push_bind(applied_at)
-            .push_bind(&d.account);
-    });
-    insert.push(" ON CONFLICT (dedup_key, account_id) DO NOTHING");
-    let done = insert.build().execute(&mut *conn).await?;
-    *last_id = Some(if done.rows_affected() > 0 {
-        done.last_insert_rowid()
-    } else {
-        before
-    });
-    if let Some(range) = codec::consecutive_rowids(&done, fresh.len()) {
-        ids.extend(
-            range
-                .zip(fresh)
-                .map(|(id, d)| ((d.account.clone(), d.dedup_key.clone()), (id, true))),
-        );
+    // Padded statements of at most PADDED_ROWS rows, each kept prepared (`padded_values`):
+    // the ids of a statement that inserted every row are known from it, the others' keys
+    // are looked up below.
+    let mut conflicted: Vec<&Delivery> = Vec::new();
+    let mut last = before;
+    for chunk in fresh.chunks(super::PADDED_ROWS) {
+        let done = super::padded_values(
+            "INSERT INTO outbox (dedup_key, received_at, body, headers, secret_index,
+                 verified_header, state, applied_at, account_id)",
+            9,
+            chunk,
+            |mut row, d| {
+                row.push_bind(&d.dedup_key)
+                    .push_bind(Timestamp(d.received_at))
+                    .push_bind(d.body.as_ref())
+                    .push_bind(&d.headers)
+                    .push_bind(i64::try_from(d.secret_index).unwrap_or(i64::MAX))
+                    .push_bind(d.verified_header.and_then(|i| i64::try_from(i).ok()))
+                    .push_bind(state)
+                    .push_bind(applied_at)
+                    .push_bind(&d.account);
+            },
+            " ON CONFLICT (dedup_key, account_id) DO NOTHING",
+        )
+        .build()
+        .execute(&mut *conn)
+        .await?;
+        if done.rows_affected() > 0 {
+            last = done.last_insert_rowid();
+        }
+        match codec::consecutive_rowids(&done, chunk.len()) {
+            Some(range) => ids.extend(
+                range
+                    .zip(chunk)
+                    .map(|(id, d)| ((d.account.clone(), d.dedup_key.clone()), (id, true))),
+            ),
+            None => conflicted.extend(chunk.iter().copied()),
+        }
+    }
+    *last_id = Some(last);
+    if conflicted.is_empty() {
         return Ok(ids);
     }
+    let fresh = conflicted;
     let keys: Vec<(&str, &str)> = fresh
         .iter()
         .map(|d| (d.account.as_str(), d.dedup_key.as_str()))

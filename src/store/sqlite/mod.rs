@@ -10,10 +10,14 @@ pub mod ingest;
 pub mod leases;
 pub(crate) mod mirror;
 pub mod outbox;
+/// Multi-row statements kept prepared whatever their count of rows.
+mod padded;
 pub mod read;
 pub mod reconcile;
 pub mod retention;
 pub mod state;
+
+pub(crate) use padded::{PADDED_ROWS, padded_values};
 
 /// A list bound as one parameter: a JSON array, read with `json_each`.
 pub(crate) fn list<T: serde::Serialize>(items: &[T]) -> Result<String, crate::store::Error> {
