@@ -19,7 +19,7 @@ mod view;
 pub use items::{Items, PAGE};
 pub use output::{Blocking, Listing, Sink, WriteError, summarize, write};
 pub use tally::{LISTED, Summary, Tally};
-pub use view::{View, behind, html, unreached, waiting};
+pub use view::{View, behind, given, html, unreached, waiting};
 
 use crate::model::{AccountId, Scope};
 use std::collections::BTreeSet;
@@ -217,6 +217,11 @@ pub struct Item {
     pub lead_id: Option<String>,
     pub occurred_at: Timestamp,
     pub source: Source,
+    /// The `[[source]]` that read it back (VAN, Action Network), for such an opt-out: its
+    /// deadline runs from `occurredAt`, when the person gave it there.
+    pub read_by: Option<String>,
+    /// When the daemon first had it (recorded it in the ledger).
+    pub seen_at: Timestamp,
     pub state: State,
     /// The end of the last business day allowed.
     pub deadline: Timestamp,

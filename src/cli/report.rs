@@ -177,12 +177,13 @@ fn late(report: &Summary, now: chrono::DateTime<Utc>, out: &mut String) {
             .map(|w| format!(" (waiting {w})"))
             .unwrap_or_default();
         out.push_str(&format!(
-            "  {:<13} seq {} {} in {}, opted out {}{waited}, deadline {}: {}\n",
+            "  {:<13} seq {} {} in {}, opted out {} through {}{waited}, deadline {}: {}\n",
             item.state.as_str(),
             item.seq,
             item.phone_number,
             item.organization_id,
             item.occurred_at,
+            compliance::given(item),
             item.deadline,
             compliance::behind(item)
         ));

@@ -90,7 +90,8 @@ impl Items {
                 // A destination takes the opt-outs that took effect (as its sender does).
                 for destination in &rules.destinations {
                     let takes =
-                        destination.takes_from(&row.account_id, &row.organization_id, row.source);
+                        destination.takes_from(&row.account_id, &row.organization_id, row.source)
+                            && !destination.reads_back(row.source, &row.event_ref);
                     if !row.superseded && takes {
                         let of = outcomes.get(&destination.name);
                         let outcome = of.and_then(|of| of.get(&row.seq));
@@ -145,6 +146,9 @@ fn item(
         lead_id: row.lead_id.clone().or_else(|| row.state_lead_id.clone()),
         occurred_at: row.occurred_at,
         source: row.source,
+        read_by: crate::sources::record::source_name_of(row.source, &row.event_ref)
+            .map(str::to_owned),
+        seen_at: row.recorded_at,
         state,
         deadline: Timestamp(deadline),
         honoured_at,

@@ -147,6 +147,8 @@ fn csv_header(names: &[String], records: &[String]) -> Vec<String> {
         "confirmation".to_owned(),
         "sentAfterOptOut".to_owned(),
         "accountId".to_owned(),
+        "readBy".to_owned(),
+        "seenAt".to_owned(),
     ]);
     header
 }
@@ -208,6 +210,8 @@ fn csv_cells(item: &Item, names: &[String], records: &[String]) -> Vec<String> {
         .collect();
     row.push(safe(&sent.join(" ")));
     row.push(safe(&item.account_id));
+    row.push(item.read_by.clone().unwrap_or_default());
+    row.push(item.seen_at.to_string());
     row
 }
 
@@ -236,6 +240,8 @@ mod tests {
             lead_id: Some("@lead".into()),
             occurred_at: at,
             source: Source::Local,
+            read_by: None,
+            seen_at: at,
             state: State::Pending,
             deadline: at,
             honoured_at: None,

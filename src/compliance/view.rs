@@ -119,6 +119,16 @@ pub fn waiting(item: &Item, now: DateTime<Utc>) -> Option<String> {
     })
 }
 
+/// Where an opt-out was given: its source, and for one a `[[source]]` read back (VAN,
+/// Action Network) that source's name and when the daemon first had it (its deadline runs
+/// from when the person gave it there, `occurredAt`).
+pub fn given(item: &Item) -> String {
+    match &item.read_by {
+        Some(name) => format!("{} ({name}), seen {}", item.source, item.seen_at),
+        None => item.source.to_string(),
+    }
+}
+
 /// The destinations that had `item` after its deadline or not at all.
 pub fn behind(item: &Item) -> String {
     let names: Vec<&str> = item
@@ -229,6 +239,8 @@ mod tests {
             lead_id: None,
             occurred_at: at("2026-11-20T10:00:00Z"),
             source: Source::Webhook,
+            read_by: None,
+            seen_at: at("2026-11-20T10:00:00Z"),
             state: State::Pending,
             deadline: at("2026-12-05T05:00:00Z"),
             honoured_at: None,

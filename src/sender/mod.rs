@@ -126,14 +126,14 @@ impl Subscriber {
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
-            && !self.reads_back(entry)
+            && !self.reads_back(entry.source, &entry.event_ref)
     }
 
-    /// Whether `entry` was read back from this destination itself (by a source of the same
+    /// Whether an entry from `source` with `event_ref` was read back from this destination itself (by a source of the same
     /// system and key): it has what the entry says, and is never written it again.
-    fn reads_back(&self, entry: &LedgerEntry) -> bool {
+    pub fn reads_back(&self, source: Source, event_ref: &str) -> bool {
         !self.echoes.is_empty()
-            && crate::sources::record::source_name_of(entry.source, &entry.event_ref)
+            && crate::sources::record::source_name_of(source, event_ref)
                 .is_some_and(|name| self.echoes.contains(name))
     }
 

@@ -190,6 +190,33 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
             .is_empty()
     );
     assert_eq!(again["state"], "ok", "{again}");
+
+    // The compliance report names where it was given and when the daemon first had it; VAN,
+    // where it came from, owes nothing.
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["source"] == "van" && i["organizationId"] == lead.organization_id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("the VAN opt-out in the report: {report}"));
+    assert_eq!(item["readBy"], "van-main", "{item}");
+    assert!(item["seenAt"].as_str().is_some(), "{item}");
+    let names: Vec<&str> = item["destinations"]
+        .as_array()
+        .expect("destinations")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert!(names.contains(&"action-network"), "{item}");
+    assert!(!names.contains(&"van-main"), "{item}");
+    assert_eq!(item["state"], "honoured", "{item}");
     assert!(
         sandbox.van_truth().download_credentials_seen.is_empty(),
         "no credential went to the download host"

@@ -87,6 +87,20 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             accounts.join(", "),
         );
     }
+    for source in &settings.source {
+        let name = &source.name;
+        let kind = source.system.kind();
+        let key: Vec<SecretString> = source.api_key.iter().cloned().collect();
+        let _ = writeln!(
+            out,
+            "[[source]]\nname = {}\nkind = \"{kind}\"\nbase_url = {}\napi_key_file = {}\n\
+             every_secs = {}\n",
+            quoted(name),
+            quoted(&source.base_url),
+            file(&format!("source-{name}-api-key"), &key)?,
+            source.every_secs,
+        );
+    }
     let config = dir.join("config.toml");
     std::fs::write(&config, out).with_context(|| format!("writing {}", config.display()))?;
     Ok(Kept {

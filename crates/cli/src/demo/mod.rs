@@ -3,6 +3,7 @@
 
 mod banner;
 mod differences;
+mod elsewhere;
 mod finale;
 mod kept;
 mod receiver;
@@ -129,6 +130,8 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let stop = stop_signal(args.duration);
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
+    // Before the final pass: what they opt out is settled with everything else.
+    let given_elsewhere = elsewhere::give(&sandbox, &crm).await;
     let outcome = finale::finale(
         (&sandbox, &candidate, &opted_out_before),
         &settings,
@@ -147,6 +150,9 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let kept_settings = Settings::load(Some(&kept.config))
         .with_context(|| format!("reading {} again", kept.config.display()))?;
     print_compliance(&kept_settings).await?;
+    for line in &given_elsewhere {
+        println!("{line}");
+    }
 
     banner::print_afterwards(&kept);
     Ok(())
@@ -167,6 +173,7 @@ fn with_tools(
             "crm", &crm.url, crm_secret,
         ));
     settings.destination = demo_destinations(sandbox);
+    settings.source = elsewhere::demo_sources(sandbox);
 }
 
 /// Where the demo keeps its database: `--dir`, or a new directory under the temp dir.

@@ -1,0 +1,180 @@
+//! Opt-outs given where the daemon cannot hear them, played at the end of the run: a phone
+//! banker marks "Do Not Text" in VAN, a supporter unsubscribes in Action Network. The
+//! daemon's sources read them back; the demo waits for each to reach the service, the CRM
+//! and the other system, and says how long each took.
+
+use std::time::{Duration, Instant};
+
+use outreach_sync::settings::{SourceSettings, SourceSystem};
+use outreach_sync_sandbox::destinations::{VanMark, VanTarget};
+use outreach_sync_sandbox::wire::Lead;
+use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox};
+
+use super::receiver::DemoSubscriber;
+
+/// How often the demo's sources read.
+const EVERY_SECS: u64 = 2;
+/// The longest the demo waits for one opt-out to reach everywhere.
+const WAIT: Duration = Duration::from_secs(30);
+
+/// The demo's sources: the sandbox's VAN committee and Action Network, read back with the
+/// destinations' keys (so that what the daemon wrote there is not read back as news).
+pub(super) fn demo_sources(sandbox: &RunningSandbox) -> Vec<SourceSettings> {
+    let mut van = SourceSettings::new(
+        "van",
+        SourceSystem::Van(Default::default()),
+        &sandbox.van_url(),
+        DEFAULT_VAN_KEY,
+    );
+    let mut action_network = SourceSettings::new(
+        "action-network",
+        SourceSystem::ActionNetwork(Default::default()),
+        &sandbox.action_network_url(),
+        DEFAULT_ACTION_NETWORK_KEY,
+    );
+    for source in [&mut van, &mut action_network] {
+        source.every_secs = EVERY_SECS;
+        source.requests_per_second = 50;
+    }
+    vec![van, action_network]
+}
+
+/// Where one opt-out given elsewhere had reached, and how long after it was given.
+struct Reached {
+    service: Option<Duration>,
+    crm: bool,
+    other: bool,
+}
+
+/// Plays both, waits for each, and gives the lines that say what happened.
+pub(super) async fn give(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<String> {
+    let mut candidates = texting_with_van_id(sandbox).into_iter();
+    let mut lines = vec!["opt-outs given elsewhere, read back by the daemon's sources:".to_owned()];
+    let Some((lead, van_id)) = candidates.next() else {
+        lines.push("  (no lead with a VAN ID left to play them on)".to_owned());
+        return lines;
+    };
+    let given = Instant::now();
+    let marked = sandbox.van_mark(
+        DEFAULT_VAN_KEY,
+        &VanTarget::VanId(van_id),
+        VanMark::DoNotText,
+        "phone banker",
+    );
+    let line = match marked {
+        Ok(_) => {
+            let reached = wait(sandbox, crm, &lead, given, |s| {
+                let number = lead.phone_number.trim_start_matches('+');
+                s.action_network_truth()
+                    .signups
+                    .iter()
+                    .any(|p| p.phone_numbers.iter().any(|n| n.number == number))
+            })
+            .await;
+            describe(
+                &format!(
+                    "VAN: a phone banker marked {} \"Do Not Text\"",
+                    lead.phone_number
+                ),
+                &reached,
+                "Action Network",
+            )
+        }
+        Err(error) => format!("  VAN: could not mark {}: {error}", lead.phone_number),
+    };
+    lines.push(line);
+    let Some((lead, van_id)) = candidates.next() else {
+        return lines;
+    };
+    let given = Instant::now();
+    let line = match sandbox.action_network_unsubscribe(&lead.phone_number) {
+        Some(_) => {
+            let reached = wait(sandbox, crm, &lead, given, |s| {
+                s.van_truth()
+                    .canvass_responses
+                    .iter()
+                    .any(|r| r.van_id == van_id)
+            })
+            .await;
+            describe(
+                &format!("Action Network: {} unsubscribed", lead.phone_number),
+                &reached,
+                "VAN",
+            )
+        }
+        None => format!(
+            "  Action Network: could not unsubscribe {}",
+            lead.phone_number
+        ),
+    };
+    lines.push(line);
+    lines
+}
+
+/// Leads of the sandbox not opted out whose VAN ID the sandbox knows.
+fn texting_with_van_id(sandbox: &RunningSandbox) -> Vec<(Lead, u64)> {
+    sandbox
+        .leads()
+        .into_iter()
+        .filter(|l| !l.global_opted_out)
+        .filter_map(|l| {
+            let id = l.custom_fields.get("VanID")?.parse().ok()?;
+            Some((l, id))
+        })
+        .take(2)
+        .collect()
+}
+
+/// Waits until `lead` is opted out at the service, the CRM was told, and `other` says the
+/// other system has it (or [`WAIT`] passed).
+async fn wait(
+    sandbox: &RunningSandbox,
+    crm: &DemoSubscriber,
+    lead: &Lead,
+    given: Instant,
+    other: impl Fn(&RunningSandbox) -> bool,
+) -> Reached {
+    let mut reached = Reached {
+        service: None,
+        crm: false,
+        other: false,
+    };
+    while given.elapsed() < WAIT {
+        if reached.service.is_none()
+            && sandbox
+                .leads()
+                .iter()
+                .any(|l| l.id == lead.id && l.global_opted_out)
+        {
+            reached.service = Some(given.elapsed());
+        }
+        reached.crm = reached.crm
+            || crm
+                .received()
+                .read_back
+                .iter()
+                .any(|(number, _)| *number == lead.phone_number);
+        reached.other = reached.other || other(sandbox);
+        if reached.service.is_some() && reached.crm && reached.other {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    reached
+}
+
+fn describe(what: &str, reached: &Reached, other: &str) -> String {
+    let service = match reached.service {
+        Some(after) => format!(
+            "opted out at the service {:.1} s later",
+            after.as_secs_f64()
+        ),
+        None => format!("NOT at the service within {} s", WAIT.as_secs()),
+    };
+    let yes_no = |had: bool| if had { "" } else { "NOT " };
+    format!(
+        "  {what}: {service}, {}in the CRM, {}in {other}",
+        yes_no(reached.crm),
+        yes_no(reached.other)
+    )
+}
