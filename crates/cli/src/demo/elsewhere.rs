@@ -83,7 +83,13 @@ pub(super) async fn give(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<
         Err(error) => format!("  VAN: could not mark {}: {error}", lead.phone_number),
     };
     lines.push(line);
-    let Some((lead, van_id)) = candidates.next() else {
+    // Chosen now: the service's activity may have opted the other candidate out meanwhile.
+    let first = lead.phone_number.clone();
+    let Some((lead, van_id)) = texting_with_van_id(sandbox)
+        .into_iter()
+        .chain(candidates)
+        .find(|(l, _)| l.phone_number != first)
+    else {
         return lines;
     };
     let given = Instant::now();
@@ -111,15 +117,24 @@ pub(super) async fn give(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<
     lines
 }
 
-/// Leads of the sandbox not opted out whose VAN ID the sandbox knows.
+/// Two leads of the sandbox not opted out, of two numbers no other lead opted out holds,
+/// whose VAN IDs the sandbox knows.
 fn texting_with_van_id(sandbox: &RunningSandbox) -> Vec<(Lead, u64)> {
-    sandbox
-        .leads()
-        .into_iter()
-        .filter(|l| !l.global_opted_out)
+    let leads = sandbox.leads();
+    let opted_out: std::collections::HashSet<&str> = leads
+        .iter()
+        .filter(|l| l.global_opted_out)
+        .map(|l| l.phone_number.as_str())
+        .collect();
+    let mut numbers = std::collections::HashSet::new();
+    leads
+        .iter()
+        .filter(|l| !opted_out.contains(l.phone_number.as_str()))
         .filter_map(|l| {
             let id = l.custom_fields.get("VanID")?.parse().ok()?;
-            Some((l, id))
+            numbers
+                .insert(l.phone_number.clone())
+                .then(|| (l.clone(), id))
         })
         .take(2)
         .collect()
