@@ -203,7 +203,7 @@ impl Reader {
         let window = Window {
             from,
             to: now,
-            patience: Duration::from_secs(self.settings.every_secs),
+            patience: Duration::from_secs(self.settings.job_timeout_secs),
         };
         let outcome = self.read_and_record(pool, window).await;
         let at = Timestamp(Utc::now());

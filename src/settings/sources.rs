@@ -108,6 +108,10 @@ pub struct SourceSettings {
     /// Longest wait for an answer to a request.
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
+    /// Longest wait for what the system prepares before it can be read (VAN's export job,
+    /// polled until `Complete`); past it, the run is an error and the next one asks again.
+    #[serde(default = "default_job_timeout_secs")]
+    pub job_timeout_secs: u64,
     /// `base_url` may be plain `http://` to a host that is not loopback.
     #[serde(default)]
     pub allow_insecure_http: bool,
@@ -128,6 +132,13 @@ fn default_timeout_secs() -> u64 {
     30
 }
 
+fn default_job_timeout_secs() -> u64 {
+    600
+}
+
+/// Longest `job_timeout_secs`.
+pub const MAX_JOB_TIMEOUT_SECS: u64 = 86_400;
+
 impl SourceSettings {
     /// A source of every account, for code that configures one itself (tests, `demo`).
     pub fn new(name: &str, system: SourceSystem, base_url: &str, api_key: &str) -> Self {
@@ -143,6 +154,7 @@ impl SourceSettings {
             api_key_file: None,
             requests_per_second: default_requests_per_second(),
             timeout_secs: default_timeout_secs(),
+            job_timeout_secs: default_job_timeout_secs(),
             allow_insecure_http: false,
             system,
         }
@@ -218,7 +230,13 @@ pub(super) fn validate(
                 named("an API key is required (or api_key_file)"),
             ));
         }
-        let bounds: [(&'static str, u64, u64, u64); 3] = [
+        let bounds: [(&'static str, u64, u64, u64); 4] = [
+            (
+                "source.job_timeout_secs",
+                s.job_timeout_secs,
+                1,
+                MAX_JOB_TIMEOUT_SECS,
+            ),
             (
                 "source.every_secs",
                 s.every_secs,

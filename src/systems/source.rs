@@ -54,7 +54,7 @@ pub struct Window {
     pub from: DateTime<Utc>,
     pub to: DateTime<Utc>,
     /// How long the system may take to prepare what it gives (VAN's export job): the
-    /// source's interval.
+    /// source's `job_timeout_secs`.
     pub patience: std::time::Duration,
 }
 

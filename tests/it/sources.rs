@@ -15,6 +15,8 @@ use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::writes_of;
 use crate::destinations::{action_network, campaign, van, van_ids};
 
+mod faults;
+
 const WAIT: Duration = Duration::from_secs(30);
 
 fn van_source(sandbox: &RunningSandbox) -> SourceSettings {

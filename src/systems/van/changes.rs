@@ -33,8 +33,11 @@ pub const KEPT_DAYS: i64 = 90;
 /// How far behind the watermark a read starts: a change VAN dates a little before it
 /// committed it is read again, and recorded once.
 pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
-/// Largest file read: past it, the run stops with an error saying so.
-pub const MAX_FILE_BYTES: u64 = 1 << 30;
+/// Largest file read: past it, the run stops with an error saying so. Jobs ask for files of
+/// at most [`FILE_SIZE_KB`], so a file past it is not VAN's.
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
+/// The `fileSizeKbLimit` a job asks for.
+const FILE_SIZE_KB: u64 = 100_000;
 /// The first wait between two polls of a job; doubled up to [`MAX_POLL_WAIT`].
 const FIRST_POLL_WAIT: Duration = Duration::from_millis(250);
 const MAX_POLL_WAIT: Duration = Duration::from_secs(15);
@@ -205,6 +208,7 @@ impl Changes {
             "resourceType": resource,
             "requestedFields": fields,
             "excludeChangesFromSelf": true,
+            "fileSizeKbLimit": FILE_SIZE_KB,
         });
         let path = "/changedEntityExportJobs";
         let mut job: Job = api
@@ -256,9 +260,9 @@ impl Changes {
     }
 }
 
-/// How long a job may take: the source's interval, at least a minute.
+/// How long a job may take (the source's `job_timeout_secs`).
 fn window_patience(window: &Window) -> Duration {
-    window.patience.max(Duration::from_secs(60))
+    window.patience
 }
 
 fn lookup(error: String) -> ReadError {

@@ -1,0 +1,203 @@
+//! What a source does with what it cannot read: each is a clear error of the run, its
+//! watermark stays, and nothing read before it is recorded twice; and two runs at once (a
+//! `sources run` beside the daemon) record each record once.
+
+use outreach_sync::settings::SourceSettings;
+use outreach_sync::sources::{Reader, RunError, RunReport};
+use outreach_sync_sandbox::destinations::VanExportSettings;
+use outreach_sync_sandbox::{DEFAULT_VAN_KEY, RunningSandbox};
+
+use super::{action_network_source, van_source};
+use crate::common::{Backend, TestApp, on_both_backends};
+use crate::destinations::campaign;
+
+/// A campaign's daemon (no source of its own, so that the test's runs are the only ones)
+/// and a reader of `source`.
+async fn reading(
+    backend: Backend,
+    source: impl FnOnce(&RunningSandbox) -> SourceSettings,
+) -> Option<(RunningSandbox, TestApp, Reader)> {
+    let (sandbox, app) = campaign(backend).await?;
+    let mut settings = source(&sandbox);
+    settings.job_timeout_secs = 2;
+    let served = app.settings.account_ids().expect("accounts");
+    let reader = Reader::new(&settings, &served).expect("reader");
+    Some((sandbox, app, reader))
+}
+
+fn faulty(sandbox: &RunningSandbox, export: VanExportSettings) {
+    assert!(sandbox.van_set_export(DEFAULT_VAN_KEY, export));
+}
+
+async fn fails(app: &TestApp, reader: &Reader) -> RunError {
+    match reader.run_once(&app.pool).await {
+        Ok(report) => panic!("the run read to its end: {report:?}"),
+        Err(error) => error,
+    }
+}
+
+async fn entries_from(app: &TestApp, source: &str) -> i64 {
+    app.count(&format!(
+        "SELECT COUNT(*) FROM ledger WHERE source = '{source}'"
+    ))
+    .await
+}
+
+on_both_backends!(
+    a_file_without_a_column_it_needs_is_an_error_naming_it,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_file_without_a_column_it_needs_is_an_error_naming_it(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 50, true);
+    faulty(
+        &sandbox,
+        VanExportSettings {
+            missing_column: Some("ResultID".into()),
+            ..VanExportSettings::default()
+        },
+    );
+    let error = fails(&app, &reader).await;
+    assert!(error.error.contains("no column ResultID"), "{}", error.error);
+    assert_eq!(entries_from(&app, "van").await, 0);
+    // Put right, the same window is read again, whole.
+    faulty(&sandbox, VanExportSettings::default());
+    let report = reader.run_once(&app.pool).await.expect("reads");
+    assert_eq!(report.counts.opt_outs, 50, "{report:?}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    a_garbage_row_is_ignored_and_the_good_rows_are_recorded,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_garbage_row_is_ignored_and_the_good_rows_are_recorded(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 40, true);
+    faulty(
+        &sandbox,
+        VanExportSettings {
+            garbage_row: true,
+            ..VanExportSettings::default()
+        },
+    );
+    let report: RunReport = reader.run_once(&app.pool).await.expect("reads");
+    assert_eq!(report.counts.opt_outs, 40, "{report:?}");
+    assert!(report.counts.ignored >= 1, "{report:?}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    a_stuck_job_an_error_job_and_an_expired_link_are_errors_saying_so,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_stuck_job_an_error_job_and_an_expired_link_are_errors_saying_so(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 10, true);
+    for (export, says) in [
+        (
+            VanExportSettings {
+                stuck: true,
+                ..VanExportSettings::default()
+            },
+            "is still InProcess",
+        ),
+        (
+            VanExportSettings {
+                error: Some("Export failed: try again".into()),
+                ..VanExportSettings::default()
+            },
+            "Export failed: try again",
+        ),
+        (
+            VanExportSettings {
+                expired_urls: true,
+                ..VanExportSettings::default()
+            },
+            "403",
+        ),
+    ] {
+        faulty(&sandbox, export);
+        let error = fails(&app, &reader).await;
+        assert!(error.error.contains(says), "{says}: {}", error.error);
+    }
+    assert_eq!(entries_from(&app, "van").await, 0);
+    assert!(sandbox.van_truth().download_credentials_seen.is_empty());
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    a_file_past_the_bound_is_an_error_and_costs_no_memory,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_file_past_the_bound_is_an_error_and_costs_no_memory(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 10, true);
+    faulty(
+        &sandbox,
+        VanExportSettings {
+            huge_file: true,
+            ..VanExportSettings::default()
+        },
+    );
+    let error = fails(&app, &reader).await;
+    assert!(error.error.contains("is over 256 MiB"), "{}", error.error);
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    an_action_network_listing_that_never_ends_is_an_error,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn an_action_network_listing_that_never_ends_is_an_error(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, action_network_source).await else {
+        return;
+    };
+    sandbox.action_network_seed(30);
+    sandbox.action_network_endless_next(true);
+    let error = fails(&app, &reader).await;
+    assert!(error.error.contains("does not end"), "{}", error.error);
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    two_runs_at_once_record_each_record_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn two_runs_at_once_record_each_record_once(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    let served = app.settings.account_ids().expect("accounts");
+    let mut settings = van_source(&sandbox);
+    settings.job_timeout_secs = 30;
+    let other = Reader::new(&settings, &served).expect("reader");
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 2_000, true);
+    let (a, b) = tokio::join!(reader.run_once(&app.pool), other.run_once(&app.pool));
+    let (a, b) = (a.expect("a"), b.expect("b"));
+    assert_eq!(a.counts.opt_outs + b.counts.opt_outs, 2_000, "{a:?} {b:?}");
+    assert_eq!(a.counts.read + b.counts.read, 2_000, "{a:?} {b:?}");
+    // Each number once, account-wide (no lead holds the seeded numbers).
+    assert_eq!(entries_from(&app, "van").await, 2_000);
+    app.stop().await;
+    sandbox.shutdown().await;
+}
