@@ -17,6 +17,8 @@ use crate::common::{ADMIN_TOKEN, pace};
 use crate::daemon_process::{self, Daemon, SECRET, Signer, numbered_consent_event};
 use crate::postgres::TestDatabase;
 
+mod sources;
+
 /// The promise: every acknowledgement within this.
 const ACK_BOUND: Duration = Duration::from_secs(1);
 /// Opt-outs in the ledger before the load (recorded by the CLI's import).
