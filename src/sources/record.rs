@@ -5,7 +5,8 @@
 //! every organization of every target account holding it changes nothing: `confirmed`
 //! (what was written to the system from here and read back ends there).
 //!
-//! Records are recorded a slice per write transaction: a delivery waits for one slice at
+//! Records are recorded a slice at a time, up to [`PER_TRANSACTION`] per write transaction,
+//! which ends early when ingest waits for the write lock: a delivery waits for one slice at
 //! most.
 
 use std::collections::HashMap;
@@ -19,8 +20,11 @@ use crate::model::{
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
 use crate::systems::source::{ReadRecord, Said};
 
-/// Records per write transaction at most.
-pub const SLICE: usize = 100;
+/// Records recorded at once within a transaction: on SQLite a transaction that ingest waits
+/// for ends after the slice it is recording, so a delivery waits for one slice at most.
+pub const SLICE: usize = 200;
+/// Records per write transaction at most (when nothing waits for the write lock).
+pub const PER_TRANSACTION: usize = 2_000;
 
 /// Where and how a source's records are recorded.
 #[derive(Debug, Clone)]
@@ -50,9 +54,18 @@ impl Recorder {
         records: &[ReadRecord],
     ) -> Result<SourceCounts, crate::store::Error> {
         let mut counts = SourceCounts::default();
-        for slice in records.chunks(SLICE) {
+        let mut slices = records.chunks(SLICE).peekable();
+        while slices.peek().is_some() {
             let mut tx = conn.begin_write().await?;
-            let done = self.record_slice(&mut tx, slice).await?;
+            let mut done = SourceCounts::default();
+            let mut taken = 0;
+            for slice in slices.by_ref() {
+                done += self.record_slice(&mut tx, slice).await?;
+                taken += slice.len();
+                if taken >= PER_TRANSACTION || tx.wanted_by_ingest() {
+                    break;
+                }
+            }
             tx.commit().await?;
             crate::signal::ledger_grew();
             counts += done;
@@ -130,19 +143,18 @@ impl Recorder {
         now: chrono::DateTime<Utc>,
     ) -> Result<usize, crate::store::Error> {
         let mut recorded = vec![false; said.len()];
+        let phones: Vec<&str> = said.iter().map(|s| s.phone_number).collect();
         for account in &self.targets {
-            let mut numbers = Vec::new();
-            for (i, s) in said.iter().enumerate() {
-                if !self
-                    .held_already(tx, account, s.phone_number, opted_out)
-                    .await?
-                {
-                    numbers.push(ListedNumber {
-                        phone_number: s.phone_number.to_owned(),
-                        line: i as u64,
-                    });
-                }
-            }
+            let held = self.held_already(tx, account, &phones, opted_out).await?;
+            let numbers: Vec<ListedNumber> = said
+                .iter()
+                .enumerate()
+                .filter(|(_, s)| !held.contains(s.phone_number))
+                .map(|(i, s)| ListedNumber {
+                    phone_number: s.phone_number.to_owned(),
+                    line: i as u64,
+                })
+                .collect();
             if numbers.is_empty() {
                 continue;
             }
@@ -164,41 +176,57 @@ impl Recorder {
         Ok(recorded.into_iter().filter(|r| *r).count())
     }
 
-    /// Whether every organization of `account` that holds `phone` (or each of the source's
-    /// organizations) says so already, and one does at least: nothing changes there.
+    /// Those of `phones` that every organization of `account` holding them (or each of the
+    /// source's organizations) says so of already, one at least: nothing changes there. Two
+    /// reads for the whole slice.
     async fn held_already<T: ApplyTx + ?Sized>(
         &self,
         tx: &mut T,
         account: &AccountId,
-        phone: &str,
+        phones: &[&str],
         opted_out: bool,
-    ) -> Result<bool, crate::store::Error> {
-        let orgs: Vec<String> = match &self.scope {
-            Scope::Organizations(orgs) => orgs.clone(),
-            Scope::Account => {
-                let holders = tx.holders_of(account, &[phone]).await?;
-                let mut orgs: Vec<String> = holders
-                    .get(phone)
-                    .into_iter()
-                    .flatten()
-                    .map(|(org, _)| org.clone())
-                    .collect();
-                orgs.sort_unstable();
-                orgs.dedup();
-                if orgs.is_empty() {
-                    orgs.push(ACCOUNT_WIDE.to_owned());
+    ) -> Result<std::collections::HashSet<String>, crate::store::Error> {
+        let holders = match &self.scope {
+            Scope::Organizations(_) => Default::default(),
+            Scope::Account => tx.holders_of(account, phones).await?,
+        };
+        let orgs_of = |phone: &str| -> Vec<String> {
+            match &self.scope {
+                Scope::Organizations(orgs) => orgs.clone(),
+                Scope::Account => {
+                    let mut orgs: Vec<String> = holders
+                        .get(phone)
+                        .into_iter()
+                        .flatten()
+                        .map(|(org, _)| org.clone())
+                        .collect();
+                    orgs.sort_unstable();
+                    orgs.dedup();
+                    if orgs.is_empty() {
+                        orgs.push(ACCOUNT_WIDE.to_owned());
+                    }
+                    orgs
                 }
-                orgs
             }
         };
-        let keys: Vec<(&str, &str)> = orgs.iter().map(|o| (o.as_str(), phone)).collect();
+        let wanted: Vec<(&str, Vec<String>)> = phones.iter().map(|p| (*p, orgs_of(p))).collect();
+        let keys: Vec<(&str, &str)> = wanted
+            .iter()
+            .flat_map(|(phone, orgs)| orgs.iter().map(move |o| (o.as_str(), *phone)))
+            .collect();
         let states = tx.consent_states(account, &keys).await?;
-        Ok(orgs.iter().all(|org| {
-            states
-                .0
-                .get(&(org.clone(), phone.to_owned()))
-                .is_some_and(|s| s.rank.opted_out == opted_out)
-        }))
+        Ok(wanted
+            .iter()
+            .filter(|(phone, orgs)| {
+                orgs.iter().all(|org| {
+                    states
+                        .0
+                        .get(&(org.clone(), (*phone).to_owned()))
+                        .is_some_and(|s| s.rank.opted_out == opted_out)
+                })
+            })
+            .map(|(phone, _)| (*phone).to_owned())
+            .collect())
     }
 
     /// The entry of what `said` says, in `organization`.

@@ -18,7 +18,7 @@ use super::{Pending, Stop, http};
 pub type Records = tokio::sync::mpsc::Sender<Vec<ReadRecord>>;
 
 /// Records per batch a reader hands on, at most.
-pub const BATCH: usize = 500;
+pub const BATCH: usize = 2_000;
 
 /// A system opt-outs are read back from: it checks its key and what its reads need
 /// ([`Source::check`]) and reads what changed in a window ([`Source::read`]).

@@ -71,8 +71,10 @@ async fn every_delivery_is_acknowledged_within_a_second_while_a_source_records(
         done.store(true, Ordering::Relaxed);
         began.elapsed()
     };
-    let (took, (slowest_ack, slowest_health, refused)) =
-        tokio::join!(watch, deliveries(&daemon, ("/webhooks", SECRET), done.clone()));
+    let (took, (slowest_ack, slowest_health, refused)) = tokio::join!(
+        watch,
+        deliveries(&daemon, ("/webhooks", SECRET), done.clone())
+    );
     eprintln!(
         "{ROWS} rows read back and recorded in {took:?}; slowest acknowledgement \
          {slowest_ack:?}, slowest /healthz {slowest_health:?}"
@@ -82,7 +84,10 @@ async fn every_delivery_is_acknowledged_within_a_second_while_a_source_records(
         slowest_ack < ACK_BOUND,
         "the slowest acknowledgement took {slowest_ack:?} while the source recorded"
     );
-    assert!(slowest_health < ACK_BOUND, "/healthz took {slowest_health:?}");
+    assert!(
+        slowest_health < ACK_BOUND,
+        "/healthz took {slowest_health:?}"
+    );
     sandbox.shutdown().await;
 }
 

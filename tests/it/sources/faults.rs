@@ -61,7 +61,11 @@ async fn a_file_without_a_column_it_needs_is_an_error_naming_it(backend: Backend
         },
     );
     let error = fails(&app, &reader).await;
-    assert!(error.error.contains("no column ResultID"), "{}", error.error);
+    assert!(
+        error.error.contains("no column ResultID"),
+        "{}",
+        error.error
+    );
     assert_eq!(entries_from(&app, "van").await, 0);
     // Put right, the same window is read again, whole.
     faulty(&sandbox, VanExportSettings::default());
