@@ -114,7 +114,7 @@ fn sha256_hex(text: &str) -> String {
 /// Someone using the console over plain HTTP: a cookie jar of their own, and redirects shown
 /// instead of followed.
 #[derive(Clone)]
-struct Visitor {
+pub(crate) struct Visitor {
     http: reqwest::Client,
     /// `http://ADDR` of the admin listener it talks to.
     base: String,
@@ -122,7 +122,7 @@ struct Visitor {
 }
 
 impl Visitor {
-    fn new(app: &TestApp) -> Self {
+    pub(crate) fn new(app: &TestApp) -> Self {
         Self::at(app.admin_addr)
     }
 
@@ -181,7 +181,7 @@ impl Visitor {
             .expect("GET")
     }
 
-    async fn text(&self, path: &str) -> String {
+    pub(crate) async fn text(&self, path: &str) -> String {
         let response = self.get(path).await;
         assert_eq!(response.status(), 200, "GET {path}");
         response.text().await.expect("a page")
@@ -227,7 +227,7 @@ impl Visitor {
     }
 
     /// Signs in with `token`, which must work.
-    async fn sign_in(&mut self, token: &str) {
+    pub(crate) async fn sign_in(&mut self, token: &str) {
         let response = self.sign_in_answer(token).await;
         assert_eq!(location(&response), "/");
         assert!(self.cookie(SESSION_COOKIE).is_some());

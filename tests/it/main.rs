@@ -22,7 +22,7 @@ mod client_manners;
 mod client_v2;
 mod client_v3;
 mod compliance;
-mod console;
+pub(crate) mod console;
 mod container;
 mod crash;
 mod demo;

@@ -219,6 +219,12 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
     assert!(names.contains(&"action-network"), "{item}");
     assert!(!names.contains(&"van-main"), "{item}");
     assert_eq!(item["state"], "honoured", "{item}");
+    // The console's status page shows it too.
+    let mut visitor = crate::console::Visitor::new(&app);
+    visitor.sign_in(crate::common::ADMIN_TOKEN).await;
+    let page = visitor.text("/status").await;
+    assert!(page.contains("id=\"sources\""), "a table of sources");
+    assert!(page.contains("van-main"), "{page}");
     assert!(
         sandbox.van_truth().download_credentials_seen.is_empty(),
         "no credential went to the download host"

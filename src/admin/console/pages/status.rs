@@ -40,6 +40,12 @@ pub struct SubscriberRow {
     pub lag: String,
 }
 
+/// A source's row: its view, and its state as a word.
+struct SourceRow {
+    view: crate::sources::SourceView,
+    state: String,
+}
+
 #[derive(Template)]
 #[template(path = "console/status.html")]
 struct StatusPage {
@@ -49,6 +55,7 @@ struct StatusPage {
     apply_lag: String,
     subscribers: Vec<SubscriberRow>,
     destinations: Vec<DestinationRow>,
+    sources: Vec<SourceRow>,
     chart: Chart,
     generated_at: String,
     notice: Option<String>,
@@ -64,6 +71,7 @@ pub async fn status(
     let status = ledger::status_of(&state.pool, &state.accounts).await?;
     let subscribers = crate::sender::views(&state.pool, &state.subscribers).await?;
     let destinations = crate::sender::views(&state.pool, &state.destinations).await?;
+    let sources = crate::sources::views(&state.pool, &state.sources.current()).await?;
     // From the start of the chart's first minute.
     let since = now - chrono::Duration::minutes(views::CHART_MINUTES - 1);
     let since = since
@@ -88,6 +96,16 @@ pub async fn status(
             .into_iter()
             .map(|view| DestinationRow {
                 lag: views::duration(view.lag_seconds),
+                view,
+            })
+            .collect(),
+        sources: sources
+            .into_iter()
+            .map(|view| SourceRow {
+                state: serde_json::to_value(view.state)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default(),
                 view,
             })
             .collect(),
