@@ -265,11 +265,20 @@ async fn baseline(sandbox: &RunningSandbox, rows: u64) -> anyhow::Result<f64> {
     let started = Instant::now();
     let mut records = 0_u64;
     for file in files {
-        let bytes = http.get(&file).send().await?.error_for_status()?.bytes().await?;
+        let bytes = http
+            .get(&file)
+            .send()
+            .await?
+            .error_for_status()?
+            .bytes()
+            .await?;
         records += tokio::task::spawn_blocking(move || split(&bytes)).await??;
     }
     let secs = started.elapsed().as_secs_f64();
-    anyhow::ensure!(records == rows, "the baseline split {records} of {rows} rows");
+    anyhow::ensure!(
+        records == rows,
+        "the baseline split {records} of {rows} rows"
+    );
     Ok(secs)
 }
 
