@@ -205,3 +205,38 @@ async fn two_runs_at_once_record_each_record_once(backend: Backend) {
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    with_opt_ins_an_opt_in_read_back_is_recorded,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn with_opt_ins_an_opt_in_read_back_is_recorded(backend: Backend) {
+    let Some((sandbox, app, _)) = reading(backend, van_source).await else {
+        return;
+    };
+    let mut settings = van_source(&sandbox);
+    settings.opt_ins = true;
+    let served = app.settings.account_ids().expect("accounts");
+    let reader = Reader::new(&settings, &served).expect("reader");
+    let van_id = sandbox.van_add_person("+15550009991");
+    sandbox
+        .van_mark(
+            DEFAULT_VAN_KEY,
+            &outreach_sync_sandbox::destinations::VanTarget::VanId(van_id),
+            outreach_sync_sandbox::destinations::VanMark::OptIn,
+            "organizer",
+        )
+        .expect("marked");
+    let report = reader.run_once(&app.pool).await.expect("reads");
+    assert_eq!(
+        report.counts.opt_outs, 1,
+        "recorded (counted with the opt-outs): {report:?}"
+    );
+    let rows: Vec<(bool,)> = app
+        .rows("SELECT opted_out FROM ledger WHERE phone_number = '+15550009991' AND source = 'van'")
+        .await;
+    assert_eq!(rows, vec![(false,)], "an account-wide opt-in");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
