@@ -214,96 +214,112 @@ pub(super) fn validate(
                 named("named twice; names are unique among sources"),
             ));
         }
-        super::urls::url(
-            "source.base_url",
-            &format!("source {:?}", s.name),
-            &s.base_url,
-            super::urls::Sends::secret(s.allow_insecure_http),
-        )?;
-        let key_is_blank = s.api_key.as_ref().is_none_or(|key| {
-            use secrecy::ExposeSecret as _;
-            key.expose_secret().trim().is_empty()
-        });
-        if key_is_blank {
+        validate_one(s, served)?;
+    }
+    Ok(())
+}
+
+/// One source's URL, key, bounds, `since`, accounts, organizations and its kind's keys.
+fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), SettingsError> {
+    let named = |message: &str| format!("source {:?}: {message}", s.name);
+    super::urls::url(
+        "source.base_url",
+        &format!("source {:?}", s.name),
+        &s.base_url,
+        super::urls::Sends::secret(s.allow_insecure_http),
+    )?;
+    let key_is_blank = s.api_key.as_ref().is_none_or(|key| {
+        use secrecy::ExposeSecret as _;
+        key.expose_secret().trim().is_empty()
+    });
+    if key_is_blank {
+        return Err(SettingsError::invalid(
+            "source.api_key",
+            named("an API key is required (or api_key_file)"),
+        ));
+    }
+    let bounds: [(&'static str, u64, u64, u64); 4] = [
+        (
+            "source.job_timeout_secs",
+            s.job_timeout_secs,
+            1,
+            MAX_JOB_TIMEOUT_SECS,
+        ),
+        (
+            "source.every_secs",
+            s.every_secs,
+            MIN_EVERY_SECS,
+            MAX_EVERY_SECS,
+        ),
+        (
+            "source.requests_per_second",
+            u64::from(s.requests_per_second),
+            1,
+            u64::from(super::destinations::MAX_REQUESTS_PER_SECOND),
+        ),
+        (
+            "source.timeout_secs",
+            s.timeout_secs,
+            1,
+            super::destinations::MAX_TIMEOUT_SECS,
+        ),
+    ];
+    for (key, value, min, max) in bounds {
+        if !(min..=max).contains(&value) {
             return Err(SettingsError::invalid(
-                "source.api_key",
-                named("an API key is required (or api_key_file)"),
+                key,
+                named(&format!("must be between {min} and {max}")),
             ));
         }
-        let bounds: [(&'static str, u64, u64, u64); 4] = [
-            (
-                "source.job_timeout_secs",
-                s.job_timeout_secs,
-                1,
-                MAX_JOB_TIMEOUT_SECS,
-            ),
-            (
-                "source.every_secs",
-                s.every_secs,
-                MIN_EVERY_SECS,
-                MAX_EVERY_SECS,
-            ),
-            (
-                "source.requests_per_second",
-                u64::from(s.requests_per_second),
-                1,
-                u64::from(super::destinations::MAX_REQUESTS_PER_SECOND),
-            ),
-            (
-                "source.timeout_secs",
-                s.timeout_secs,
-                1,
-                super::destinations::MAX_TIMEOUT_SECS,
-            ),
-        ];
-        for (key, value, min, max) in bounds {
-            if !(min..=max).contains(&value) {
-                return Err(SettingsError::invalid(
-                    key,
-                    named(&format!("must be between {min} and {max}")),
-                ));
-            }
-        }
-        if let Err(message) = parse_since(&s.since) {
-            return Err(SettingsError::invalid("source.since", named(&message)));
-        }
-        if let Some(unknown) = s.accounts.iter().find(|a| !served.iter().any(|v| v == *a)) {
-            return Err(SettingsError::invalid(
-                "source.accounts",
-                named(&format!(
-                    "no account {} is served (accounts: {})",
-                    crate::model::text::quoted(unknown),
-                    served.join(", ")
-                )),
-            ));
-        }
-        if let Some(org) = s
-            .organizations
-            .iter()
-            .find(|o| o.trim().is_empty() || *o == crate::model::ACCOUNT_WIDE)
-        {
-            return Err(SettingsError::invalid(
-                "source.organizations",
-                named(&format!(
-                    "{} is not an organization id (leave organizations empty for the whole account)",
-                    crate::model::text::quoted(org)
-                )),
-            ));
-        }
-        if let SourceSystem::Van(van) = &s.system {
-            if !matches!(van.database_mode(), 0 | 1) {
-                return Err(SettingsError::invalid(
-                    "source.database_mode",
-                    named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
-                ));
-            }
-            if van.result_code().trim().is_empty() || van.application_name().trim().is_empty() {
-                return Err(SettingsError::invalid(
-                    "source.result_code",
-                    named("result_code and application_name must not be empty"),
-                ));
-            }
-        }
+    }
+    if let Err(message) = parse_since(&s.since) {
+        return Err(SettingsError::invalid("source.since", named(&message)));
+    }
+    if let Some(unknown) = s.accounts.iter().find(|a| !served.iter().any(|v| v == *a)) {
+        return Err(SettingsError::invalid(
+            "source.accounts",
+            named(&format!(
+                "no account {} is served (accounts: {})",
+                crate::model::text::quoted(unknown),
+                served.join(", ")
+            )),
+        ));
+    }
+    if let Some(org) = s
+        .organizations
+        .iter()
+        .find(|o| o.trim().is_empty() || *o == crate::model::ACCOUNT_WIDE)
+    {
+        return Err(SettingsError::invalid(
+            "source.organizations",
+            named(&format!(
+                "{} is not an organization id (leave organizations empty for the whole account)",
+                crate::model::text::quoted(org)
+            )),
+        ));
+    }
+    if let SourceSystem::Van(van) = &s.system {
+        validate_van(van, &named)?;
+    }
+    Ok(())
+}
+
+/// A VAN source's own keys.
+fn validate_van(
+    van: &VanSourceSettings,
+    named: &dyn Fn(&str) -> String,
+) -> Result<(), SettingsError> {
+    if !matches!(van.database_mode(), 0 | 1) {
+        return Err(SettingsError::invalid(
+            "source.database_mode",
+            named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
+        ));
+    }
+    if van.result_code().trim().is_empty() || van.application_name().trim().is_empty() {
+        return Err(SettingsError::invalid(
+            "source.result_code",
+            named("result_code and application_name must not be empty"),
+        ));
     }
     Ok(())
 }

@@ -15,6 +15,19 @@ use crate::settings::destinations::action_network::ActionNetworkSettings;
 
 const PERSON: i64 = 1;
 
+/// Action Network's words in an error body: `{"error": "..."}`.
+fn error_words(body: &serde_json::Value) -> Option<String> {
+    body.get("error")?.as_str().map(str::to_owned)
+}
+
+/// `request` with the key as Action Network takes it: the `OSDI-API-Token` header.
+fn with_token(request: reqwest::RequestBuilder, key: &SecretString) -> reqwest::RequestBuilder {
+    request.header(
+        "OSDI-API-Token",
+        super::http::sensitive(key.expose_secret()),
+    )
+}
+
 /// An Action Network group, reached with its API key: nothing to keep between requests.
 #[derive(Debug)]
 pub struct ActionNetwork;
@@ -31,10 +44,7 @@ impl Destination for ActionNetwork {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        request.header(
-            "OSDI-API-Token",
-            super::http::sensitive(key.expose_secret()),
-        )
+        with_token(request, key)
     }
 
     /// The API's entry point answers any valid key; there is nothing to look up.
@@ -48,7 +58,7 @@ impl Destination for ActionNetwork {
 
     /// `{"error": "..."}`.
     fn error_words(&self, body: &serde_json::Value) -> Option<String> {
-        body.get("error")?.as_str().map(str::to_owned)
+        error_words(body)
     }
 
     /// The one request of `entry`: its number, its status. The person is the number.
@@ -129,14 +139,11 @@ impl Source for People {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        request.header(
-            "OSDI-API-Token",
-            super::http::sensitive(key.expose_secret()),
-        )
+        with_token(request, key)
     }
 
     fn error_words(&self, body: &serde_json::Value) -> Option<String> {
-        body.get("error")?.as_str().map(str::to_owned)
+        error_words(body)
     }
 
     /// A page of one person answers any valid key.

@@ -12,8 +12,8 @@ use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, Running
 use serde_json::Value;
 
 use crate::common::{Backend, TestApp, eventually, on_both_backends};
-use crate::destinations::once::writes_of;
-use crate::destinations::{action_network, campaign, van, van_ids};
+use crate::destinations::once::{opted_in_with_van_id, writes_of};
+use crate::destinations::{action_network, campaign, van};
 
 mod faults;
 
@@ -79,18 +79,6 @@ async fn counted(app: &TestApp, name: &str, field: &str, at_least: i64) -> Value
     listed(app, name).await
 }
 
-/// A mirrored lead not opted out whose VAN person the sandbox knows, with its VAN ID.
-fn texting(sandbox: &RunningSandbox) -> (Lead, u64) {
-    let ids = van_ids(sandbox);
-    sandbox
-        .leads()
-        .into_iter()
-        .filter(|l| !l.global_opted_out)
-        .find_map(|l| Some((ids.get(&l.id).copied()?, l)))
-        .map(|(id, lead)| (lead, id))
-        .expect("an opted-in lead with a VAN ID")
-}
-
 async fn opted_out_at_service(sandbox: &RunningSandbox, lead: &Lead) {
     eventually("the opt-out at the service", WAIT, async || {
         sandbox
@@ -108,6 +96,35 @@ async fn entries_from(app: &TestApp, source: &str, phone: &str) -> Vec<(String, 
              WHERE source = '{source}' AND phone_number = '{phone}' ORDER BY seq"
     ))
     .await
+}
+
+/// The compliance report names where `lead`'s opt-out was given and when the daemon first had
+/// it; VAN, where it came from, owes nothing.
+async fn report_names_where_it_was_given(app: &TestApp, lead: &Lead) {
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["source"] == "van" && i["organizationId"] == lead.organization_id.as_str())
+        .cloned()
+        .unwrap_or_else(|| panic!("the VAN opt-out in the report: {report}"));
+    assert_eq!(item["readBy"], "van-main", "{item}");
+    assert!(item["seenAt"].as_str().is_some(), "{item}");
+    let names: Vec<&str> = item["destinations"]
+        .as_array()
+        .expect("destinations")
+        .iter()
+        .filter_map(|d| d["name"].as_str())
+        .collect();
+    assert!(names.contains(&"action-network"), "{item}");
+    assert!(!names.contains(&"van-main"), "{item}");
+    assert_eq!(item["state"], "honoured", "{item}");
 }
 
 async fn listed(app: &TestApp, name: &str) -> Value {
@@ -135,7 +152,7 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
     let Some((sandbox, app)) = both_ways(backend).await else {
         return;
     };
-    let (lead, van_id) = texting(&sandbox);
+    let (lead, van_id) = opted_in_with_van_id(&sandbox);
     sandbox
         .van_mark(
             DEFAULT_VAN_KEY,
@@ -193,32 +210,7 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
     );
     assert_eq!(again["state"], "ok", "{again}");
 
-    // The compliance report names where it was given and when the daemon first had it; VAN,
-    // where it came from, owes nothing.
-    let report: Value = app
-        .admin_get("/v1/compliance")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let item = report["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["source"] == "van" && i["organizationId"] == lead.organization_id.as_str())
-        .cloned()
-        .unwrap_or_else(|| panic!("the VAN opt-out in the report: {report}"));
-    assert_eq!(item["readBy"], "van-main", "{item}");
-    assert!(item["seenAt"].as_str().is_some(), "{item}");
-    let names: Vec<&str> = item["destinations"]
-        .as_array()
-        .expect("destinations")
-        .iter()
-        .filter_map(|d| d["name"].as_str())
-        .collect();
-    assert!(names.contains(&"action-network"), "{item}");
-    assert!(!names.contains(&"van-main"), "{item}");
-    assert_eq!(item["state"], "honoured", "{item}");
+    report_names_where_it_was_given(&app, &lead).await;
     // The console's status page shows it too.
     let mut visitor = crate::console::Visitor::new(&app);
     visitor.sign_in(crate::common::ADMIN_TOKEN).await;
@@ -242,7 +234,7 @@ async fn a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van
     let Some((sandbox, app)) = both_ways(backend).await else {
         return;
     };
-    let (lead, van_id) = texting(&sandbox);
+    let (lead, van_id) = opted_in_with_van_id(&sandbox);
     sandbox
         .action_network_unsubscribe(&lead.phone_number)
         .expect("unsubscribed");
@@ -283,7 +275,7 @@ async fn an_opt_in_read_back_is_not_taken_without_opt_ins(backend: Backend) {
     let Some((sandbox, app)) = both_ways(backend).await else {
         return;
     };
-    let (lead, van_id) = texting(&sandbox);
+    let (lead, van_id) = opted_in_with_van_id(&sandbox);
     sandbox
         .van_mark(
             DEFAULT_VAN_KEY,

@@ -200,6 +200,22 @@ fn webhook_facts(webhook: &WebhookEvidence, facts: &mut Vec<Fact>) {
     }
 }
 
+/// What a source read back stands on: the source, the record, what the system gave.
+fn read_facts(read: &crate::evidence::ReadEvidence, facts: &mut Vec<Fact>) {
+    let unknown = || "not recorded".to_owned();
+    facts.push(Fact::line(
+        "Source",
+        read.actor.clone().unwrap_or_else(unknown),
+    ));
+    facts.push(Fact::line(
+        "Record",
+        read.record.clone().unwrap_or_else(unknown),
+    ));
+    if let Some(stands_on) = &read.stands_on {
+        facts.push(Fact::block("What it stands on", pretty(stands_on)));
+    }
+}
+
 fn facts(item: &Item) -> Vec<Fact> {
     let mut facts = Vec::new();
     match &item.evidence {
@@ -242,20 +258,7 @@ fn facts(item: &Item) -> Vec<Fact> {
                     .unwrap_or_else(|| "none given".to_owned()),
             ));
         }
-        Evidence::Read(read) => {
-            let unknown = || "not recorded".to_owned();
-            facts.push(Fact::line(
-                "Source",
-                read.actor.clone().unwrap_or_else(unknown),
-            ));
-            facts.push(Fact::line(
-                "Record",
-                read.record.clone().unwrap_or_else(unknown),
-            ));
-            if let Some(stands_on) = &read.stands_on {
-                facts.push(Fact::block("What it stands on", pretty(stands_on)));
-            }
-        }
+        Evidence::Read(read) => read_facts(read, &mut facts),
         Evidence::Local(local) => {
             if let Some(seq) = local.suppressed_by {
                 facts.push(Fact::line("Suppressed by", format!("entry #{seq}")));

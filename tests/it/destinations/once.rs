@@ -17,7 +17,7 @@ use crate::common::{self, ADMIN_TOKEN, Backend, TestApp, on_both_backends};
 
 /// A lead of the sandbox that is not opted out and has a person in its VAN, with that
 /// person's VAN ID.
-fn opted_in_with_van_id(sandbox: &RunningSandbox) -> (Lead, u64) {
+pub(crate) fn opted_in_with_van_id(sandbox: &RunningSandbox) -> (Lead, u64) {
     let ids = van_ids(sandbox);
     sandbox
         .leads()

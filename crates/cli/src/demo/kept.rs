@@ -87,6 +87,21 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             accounts.join(", "),
         );
     }
+    write_sources(&mut out, settings, &file)?;
+    let config = dir.join("config.toml");
+    std::fs::write(&config, out).with_context(|| format!("writing {}", config.display()))?;
+    Ok(Kept {
+        config,
+        admin_token: secrets.join("admin-token"),
+    })
+}
+
+/// The `[[source]]` tables of `settings`, each key in a file `file` writes.
+fn write_sources(
+    out: &mut String,
+    settings: &Settings,
+    file: &dyn Fn(&str, &[SecretString]) -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
     for source in &settings.source {
         let name = &source.name;
         let kind = source.system.kind();
@@ -101,12 +116,7 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             source.every_secs,
         );
     }
-    let config = dir.join("config.toml");
-    std::fs::write(&config, out).with_context(|| format!("writing {}", config.display()))?;
-    Ok(Kept {
-        config,
-        admin_token: secrets.join("admin-token"),
-    })
+    Ok(())
 }
 
 /// `text` as a TOML basic string (JSON's escapes are TOML's).
