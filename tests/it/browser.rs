@@ -10,6 +10,7 @@
 
 use outreach_sync::store::codec;
 use std::io::Write as _;
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Once;
@@ -38,8 +39,16 @@ struct Browser {
 }
 
 impl Drop for Browser {
+    /// Ends the driver and every browser process it started, whether the test passed or
+    /// panicked: they run in a process group of their own (killing the driver alone leaves
+    /// Chromium running, orphaned).
     fn drop(&mut self) {
-        // The driver takes its browser down with it.
+        let group = format!("-{}", self.driver.id());
+        let _ = Command::new("kill")
+            .args(["-KILL", "--", &group])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
         let _ = self.driver.kill();
         let _ = self.driver.wait();
     }
@@ -80,7 +89,9 @@ impl Browser {
             return None;
         };
         let port = free_port();
+        // A process group of its own, which the browsers it starts join: ended whole on drop.
         let child = Command::new(&driver)
+            .process_group(0)
             .arg(format!("--port={port}"))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
