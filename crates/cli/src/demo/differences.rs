@@ -8,7 +8,7 @@ use outreach_sync_sandbox::wire::Lead;
 use outreach_sync::store::{DemoStore as _, Pool};
 
 /// The mirror's consent beside the service's, lead by lead.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ConsentDifferences {
     /// Leads of the service compared.
     pub leads: usize,
@@ -17,6 +17,40 @@ pub struct ConsentDifferences {
     pub wrong: usize,
     /// Leads the mirror holds no consent for at all (not mirrored yet).
     pub missing: usize,
+    /// The first [`NAMED`] of them, named: what a reader looks up in the ledger.
+    pub named: Vec<Difference>,
+}
+
+/// How many differing leads [`ConsentDifferences`] names.
+pub const NAMED: usize = 5;
+
+/// One lead whose consent in the mirror is not the service's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Difference {
+    pub organization_id: String,
+    pub lead_id: String,
+    pub phone_number: String,
+    /// The service's `globalOptedOut`.
+    pub service_opted_out: bool,
+    /// The mirror's, or `None` when it holds none.
+    pub mirror_opted_out: Option<bool>,
+}
+
+impl std::fmt::Display for Difference {
+    /// `+1555... (lead L, organization O): opted out at the service, opted in in the mirror`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let word = |opted_out: bool| if opted_out { "opted out" } else { "opted in" };
+        let mirror = self.mirror_opted_out.map_or("not mirrored", word);
+        write!(
+            f,
+            "{} (lead {}, organization {}): {} at the service, {} in the mirror",
+            self.phone_number,
+            self.lead_id,
+            self.organization_id,
+            word(self.service_opted_out),
+            mirror
+        )
+    }
 }
 
 impl ConsentDifferences {
@@ -67,7 +101,16 @@ pub async fn consent_differences_in(
         match mirrored {
             None => differences.missing += 1,
             Some(opted_out) if *opted_out != lead.global_opted_out => differences.wrong += 1,
-            Some(_) => {}
+            Some(_) => continue,
+        }
+        if differences.named.len() < NAMED {
+            differences.named.push(Difference {
+                organization_id: lead.organization_id.clone(),
+                lead_id: lead.id.clone(),
+                phone_number: lead.phone_number.clone(),
+                service_opted_out: lead.global_opted_out,
+                mirror_opted_out: mirrored.copied(),
+            });
         }
     }
     Ok(differences)

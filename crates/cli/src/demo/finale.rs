@@ -142,6 +142,9 @@ fn print_totals(row: &Row) {
         d.wrong,
         d.missing
     );
+    for difference in &d.named {
+        println!("  {difference}");
+    }
 }
 
 /// Waits (up to [`PUSH_LIMIT`]) until no opt-out waits for a service: those shared with

@@ -21,7 +21,7 @@ pub(super) const LEGEND: &str = concat!(
 );
 
 /// One row of the view, read at one instant.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Row {
     /// What became of the service's webhook events (the sandbox's counters).
     pub webhooks: DeliveryCounts,
