@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use crate::apply::imported::Scope;
 use crate::metrics::{Metrics, SourceOutcome};
 use crate::model::{AccountId, Timestamp};
-use crate::settings::{Live, SourceSettings};
+use crate::settings::{DestinationSettings, Live, SourceSettings};
 use crate::store::{Pool, SourceCounts, SourceStore as _};
 use crate::systems::source::{ReadError, ReadRecord, SourceApi, Window};
 use crate::systems::{Stop, source::Source};
@@ -101,12 +101,25 @@ impl Reader {
                 targets: settings.targets(served),
                 scope,
                 opt_ins: settings.opt_ins,
+                echoes: Vec::new(),
             },
             settings: settings.clone(),
             limiter: governor::RateLimiter::direct(governor::Quota::per_second(rate)),
             http,
             metrics: None,
         })
+    }
+
+    /// Takes the writes of those of `destinations` that write the system it reads (the same
+    /// kind, API and key) for what they are when read back: no news (see
+    /// [`record::ECHO_WINDOW`]).
+    pub fn echoing(mut self, destinations: &[DestinationSettings]) -> Self {
+        self.recorder.echoes = destinations
+            .iter()
+            .filter(|d| crate::sender::destinations::same_system(d, &self.settings))
+            .map(|d| d.name.clone())
+            .collect();
+        self
     }
 
     /// Counts its records and successes in `metrics`.
@@ -312,7 +325,7 @@ const LIST_CHECK: Duration = Duration::from_secs(1);
 /// one removed stops, one changed runs as it now reads.
 pub async fn run_configured(
     sources: Live<Vec<SourceSettings>>,
-    served: Vec<AccountId>,
+    (served, destinations): (Vec<AccountId>, Vec<DestinationSettings>),
     pool: Pool,
     metrics: Arc<Metrics>,
     stop: CancellationToken,
@@ -323,7 +336,7 @@ pub async fn run_configured(
         let readers: Vec<Reader> = list
             .iter()
             .filter_map(|s| match Reader::new(s, &served) {
-                Ok(reader) => Some(reader.counted_in(metrics.clone())),
+                Ok(reader) => Some(reader.echoing(&destinations).counted_in(metrics.clone())),
                 Err(error) => {
                     tracing::error!(source = %s.name, %error, "cannot build the source's HTTP client; it does not run");
                     None

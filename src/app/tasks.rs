@@ -67,6 +67,7 @@ pub(super) async fn supervise_leader_work(
     ),
 ) -> anyhow::Result<()> {
     let served = settings.account_ids()?;
+    let destinations = settings.destination.clone();
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
@@ -99,9 +100,11 @@ pub(super) async fn supervise_leader_work(
         let metrics = metrics.clone();
         let sources = sources.clone();
         let served = served.clone();
+        let destinations = destinations.clone();
         replica
             .clone()
             .run(shutdown, move |stop| {
+                let destinations = destinations.clone();
                 let singletons = singletons.clone();
                 let sharer = sharer.clone();
                 // Each subscriber and destination is sent to by the leader alone, so in seq
@@ -121,7 +124,7 @@ pub(super) async fn supervise_leader_work(
                 // Each source is read by the leader alone.
                 let readers = crate::sources::run_configured(
                     sources.clone(),
-                    served.clone(),
+                    (served.clone(), destinations.clone()),
                     pool.clone(),
                     metrics.clone(),
                     stop.clone(),

@@ -72,7 +72,9 @@ fn named<'s>(settings: &'s Settings, name: &str) -> Result<&'s SourceSettings, C
 
 fn reader(settings: &Settings, source: &SourceSettings) -> Result<Reader, CliError> {
     let served = settings.account_ids()?;
-    Reader::new(source, &served).map_err(|e| CliError::Runtime(e.into()))
+    Reader::new(source, &served)
+        .map(|reader| reader.echoing(&settings.destination))
+        .map_err(|e| CliError::Runtime(e.into()))
 }
 
 /// Exit 0 when every source checked can read, 1 naming each that cannot.

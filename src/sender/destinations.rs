@@ -37,7 +37,7 @@ pub fn configured(
 }
 
 /// Whether source `s` reads the system destination `d` writes: the same kind, API and key.
-fn same_system(d: &DestinationSettings, s: &crate::settings::SourceSettings) -> bool {
+pub(crate) fn same_system(d: &DestinationSettings, s: &crate::settings::SourceSettings) -> bool {
     use secrecy::ExposeSecret as _;
     let key = |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
     d.system.kind() == s.system.kind().as_str()

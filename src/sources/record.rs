@@ -3,7 +3,9 @@
 //! import is (every organization holding the number, and the number suppressed for the
 //! leads that come later), or in the source's organizations. A number opted out already in
 //! every organization of every target account holding it changes nothing: `confirmed`
-//! (what was written to the system from here and read back ends there).
+//! (what was written to the system from here and read back ends there). So does a record
+//! that is a destination's own write read back ([`ECHO_WINDOW`]): an opt-out written for one
+//! organization is not made account-wide by its echo, nor an opt-in given since undone.
 //!
 //! Records are recorded a slice at a time, up to [`PER_TRANSACTION`] per write transaction,
 //! which ends early when ingest waits for the write lock: a delivery waits for one slice at
@@ -26,6 +28,13 @@ pub const SLICE: usize = 200;
 /// Records per write transaction at most (when nothing waits for the write lock).
 pub const PER_TRANSACTION: usize = 2_000;
 
+/// A record saying what a destination of the same system (kind, API and key) last wrote of
+/// its number, changed there no later than this after that write, is that write read back
+/// (Action Network cannot leave the daemon's own changes out of its listing as VAN does):
+/// `confirmed`, nothing recorded. The window covers the request's time and the two clocks'
+/// difference; a person who says the same again there within it changes nothing there.
+pub const ECHO_WINDOW: chrono::Duration = chrono::Duration::seconds(60);
+
 /// Where and how a source's records are recorded.
 #[derive(Debug, Clone)]
 pub struct Recorder {
@@ -36,6 +45,8 @@ pub struct Recorder {
     pub scope: Scope,
     /// Its opt-ins are recorded too.
     pub opt_ins: bool,
+    /// The destinations that write the system it reads: their writes read back are echoes.
+    pub echoes: Vec<String>,
 }
 
 /// One record's part in a slice: its index, and the number and time of what it says.
@@ -119,7 +130,10 @@ impl Recorder {
                 Said::Consent { .. } | Said::Nothing(_) => counts.ignored += 1,
             }
         }
-        let said: Vec<Said1<'_>> = by_number.into_values().collect();
+        let mut said: Vec<Said1<'_>> = by_number.into_values().collect();
+        let echoes = self.echoes_in(tx, &said).await?;
+        said.retain(|s| !echoes.contains(&(s.phone_number, s.opted_out)));
+        counts.confirmed += echoes.len() as i64;
         for opted_out in [true, false] {
             let these: Vec<&Said1<'_>> = said.iter().filter(|s| s.opted_out == opted_out).collect();
             if these.is_empty() {
@@ -131,6 +145,29 @@ impl Recorder {
         }
         tx.count_records(&self.name, counts).await?;
         Ok(counts)
+    }
+
+    /// Those of `said` that a destination of [`Recorder::echoes`] wrote there, the record
+    /// no later than [`ECHO_WINDOW`] after the write.
+    async fn echoes_in<'s, T: SourceTx + Send + ?Sized>(
+        &self,
+        tx: &mut T,
+        said: &[Said1<'s>],
+    ) -> Result<std::collections::HashSet<(&'s str, bool)>, crate::store::Error> {
+        if self.echoes.is_empty() || said.is_empty() {
+            return Ok(Default::default());
+        }
+        let phones: Vec<&str> = said.iter().map(|s| s.phone_number).collect();
+        let written = tx.last_writes(&self.echoes, &phones).await?;
+        Ok(said
+            .iter()
+            .filter(|s| {
+                written
+                    .get(&(s.phone_number.to_owned(), s.opted_out))
+                    .is_some_and(|at| s.occurred_at <= at.0 + ECHO_WINDOW)
+            })
+            .map(|s| (s.phone_number, s.opted_out))
+            .collect())
     }
 
     /// Records what `said` says (distinct numbers, all opt-outs or all opt-ins) in every

@@ -4,7 +4,7 @@
 //! transaction that records what they say, so that a record read again records nothing.
 #![allow(async_fn_in_trait)] // Called on the concrete `Pool` and `Tx`, whose futures are Send.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use super::backend::{Lend, on_backend};
 use super::{Error, Pool};
@@ -151,6 +151,14 @@ pub trait SourceTx {
         at: Timestamp,
     ) -> impl Future<Output = Result<HashSet<String>, Error>> + Send;
 
+    /// When each destination of `destinations` was last at an entry of each of `phones`
+    /// (sent, in flight, told already), by number and what the entry said.
+    fn last_writes(
+        &mut self,
+        destinations: &[String],
+        phones: &[&str],
+    ) -> impl Future<Output = Result<HashMap<(String, bool), Timestamp>, Error>> + Send;
+
     /// Adds `counts` to the row of source `name`.
     fn count_records(
         &mut self,
@@ -180,6 +188,35 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
             claimed.extend(new);
         }
         Ok(claimed)
+    }
+
+    async fn last_writes(
+        &mut self,
+        destinations: &[String],
+        phones: &[&str],
+    ) -> Result<HashMap<(String, bool), Timestamp>, Error> {
+        let mut last: HashMap<(String, bool), Timestamp> = HashMap::new();
+        if destinations.is_empty() || phones.is_empty() {
+            return Ok(last);
+        }
+        let names = super::codec::json_param(destinations)?;
+        for chunk in phones.chunks(500) {
+            let list = super::codec::json_param(chunk)?;
+            let rows: Vec<(String, bool, Timestamp)> = on_backend!(self, |conn, dialect| {
+                sqlx::query_as(dialect::WRITES_OF_NUMBERS)
+                    .bind(&list)
+                    .bind(&names)
+                    .fetch_all(&mut *conn)
+                    .await
+            })?;
+            for (phone, opted_out, at) in rows {
+                let slot = last.entry((phone, opted_out)).or_insert(at);
+                if at.0 > slot.0 {
+                    *slot = at;
+                }
+            }
+        }
+        Ok(last)
     }
 
     async fn count_records(&mut self, name: &str, counts: SourceCounts) -> Result<(), Error> {

@@ -62,13 +62,23 @@ fn point_at(settings: &mut Settings, sandbox: &RunningSandbox) {
 /// A sandbox and a daemon on it whose mirror one reconciliation pass filled (recording
 /// the leads that start opted out), with no destination yet.
 pub(crate) async fn campaign(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: LEADS,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
+    campaign_of(
+        backend,
+        SandboxConfig {
+            leads: LEADS,
+            organizations: 1,
+            ..SandboxConfig::default()
+        },
+    )
     .await
-    .expect("sandbox");
+}
+
+/// [`campaign`] on a sandbox of `config`.
+pub(crate) async fn campaign_of(
+    backend: Backend,
+    config: SandboxConfig,
+) -> Option<(RunningSandbox, TestApp)> {
+    let sandbox = Sandbox::spawn(config).await.expect("sandbox");
     let app = spawn_app_on(backend, |s| point_at(s, &sandbox)).await?;
     let client =
         outreach_sync::client::ServiceClient::new(common::client_config(&sandbox)).expect("client");

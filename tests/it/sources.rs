@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
-use crate::destinations::{action_network, campaign, van};
+use crate::destinations::{action_network, campaign, campaign_of, van};
 
 mod faults;
 
@@ -261,6 +261,89 @@ async fn a_supporter_unsubscribing_in_action_network_reaches_the_service_and_van
         entries_from(&app, "van", &lead.phone_number)
             .await
             .is_empty()
+    );
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    an_opt_out_written_to_action_network_for_one_organization_stays_that_organizations,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// Action Network lists the daemon's own writes back to it: the opt-out a person texted to
+/// one organization, written there and read back, is that write (an echo), not a new
+/// opt-out for the whole account; the other organization's lead of the number keeps texting.
+async fn an_opt_out_written_to_action_network_for_one_organization_stays_that_organizations(
+    backend: Backend,
+) {
+    let config = outreach_sync_sandbox::SandboxConfig {
+        leads: 300,
+        organizations: 2,
+        account_sync: false,
+        ..Default::default()
+    };
+    let Some((sandbox, mut app)) = campaign_of(backend, config).await else {
+        return;
+    };
+    app.settings.destination = vec![action_network(&sandbox)];
+    app.settings.source = vec![action_network_source(&sandbox)];
+    let app = app.restart().await;
+    let leads = sandbox.leads();
+    let (texted, other) = leads
+        .iter()
+        .filter(|l| !l.global_opted_out)
+        .find_map(|a| {
+            let b = leads.iter().find(|b| {
+                b.phone_number == a.phone_number
+                    && b.organization_id != a.organization_id
+                    && !b.global_opted_out
+            })?;
+            Some((a.clone(), b.clone()))
+        })
+        .expect("a number two organizations hold, opted in in both");
+    sandbox
+        .text_stop(&texted.organization_id, &texted.phone_number)
+        .expect("STOP");
+    let event = serde_json::json!({
+        "type": "consentUpdate-v1",
+        "id": "evt_stop_texted",
+        "createdAt": chrono::Utc::now().to_rfc3339(),
+        "data": {
+            "organizationId": texted.organization_id,
+            "leadId": texted.id,
+            "phoneNumber": texted.phone_number,
+            "globalOptedOut": true,
+        }
+    });
+    let answer = app.post_signed(&event.to_string()).await;
+    assert!(answer.status().is_success(), "{}", answer.status());
+
+    let number = texted.phone_number.trim_start_matches('+').to_owned();
+    eventually("Action Network has the opt-out", WAIT, async || {
+        sandbox.action_network_truth().signups.iter().any(|p| {
+            p.phone_numbers
+                .iter()
+                .any(|n| n.number == number && n.status == "unsubscribed")
+        })
+    })
+    .await;
+    let view = counted(&app, "an-main", "confirmed", 1).await;
+    assert_eq!(view["optOuts"], 0, "the write read back is no news: {view}");
+    assert!(
+        entries_from(&app, "action_network", &texted.phone_number)
+            .await
+            .is_empty()
+    );
+    app.settle().await;
+    let still = sandbox
+        .leads()
+        .into_iter()
+        .find(|l| l.id == other.id)
+        .expect("the other lead");
+    assert!(
+        !still.global_opted_out,
+        "the other organization's lead of the number was not opted out"
     );
     app.stop().await;
     sandbox.shutdown().await;

@@ -36,6 +36,15 @@ pub(crate) const SKIP_LOCKED: &str = "";
 /// A row's `attempts`, selected as a 64-bit number.
 pub(crate) const ATTEMPTS: &str = "attempts";
 
+/// The writes of destinations (a JSON array of names, `$2`) of entries of numbers (a JSON
+/// array, `$1`): each entry's number, what it said, and when the destination was last at
+/// it (answered, or about to send: in flight). Led by the ledger's index of numbers.
+pub(crate) const WRITES_OF_NUMBERS: &str = "SELECT l.phone_number, l.opted_out, o.at
+     FROM ledger l JOIN destination_outcomes o ON o.seq = l.seq
+     WHERE l.phone_number IN (SELECT value FROM json_each($1))
+       AND o.destination IN (SELECT value FROM json_each($2))
+       AND (o.outcome IS NULL OR o.outcome IN ('sent', 'already', 'unconfirmed'))";
+
 /// Notes the records of a source (`$1`) in a JSON array of keys (`$2`) recorded at `$3`,
 /// giving back those it had not noted before.
 pub(crate) const CLAIM_SOURCE_RECORDS: &str = "INSERT INTO source_records (source, record, at)
