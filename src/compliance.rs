@@ -122,6 +122,9 @@ pub struct Rules {
     /// With `[consent] share_across_accounts`, every account served: each is a destination
     /// (named [`shared_destination`]) of the opt-outs of the others.
     pub shared_accounts: Vec<AccountId>,
+    /// The sources (`[[source]]`): one that has not read lately is said in the report, as
+    /// the opt-outs given there since are not in it yet.
+    pub sources: Vec<crate::settings::SourceSettings>,
 }
 
 /// The destination name of the account `account`, for an opt-out shared with it.
@@ -139,6 +142,82 @@ pub struct Report {
     pub totals: Totals,
     pub destinations: Vec<DestinationSummary>,
     pub items: Vec<Item>,
+    pub sources: Vec<SourceStanding>,
+}
+
+/// How long a source may go without a read to its end, in its intervals, before the report
+/// says it is behind: one run missed (a run itself takes a while: VAN's export jobs).
+pub const BEHIND_AFTER_INTERVALS: u32 = 2;
+
+/// A source as the report shows it: when it last read to its end, and whether that is
+/// longer ago than it should be ([`BEHIND_AFTER_INTERVALS`]); opt-outs given there since
+/// are not in the report yet.
+#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceSource)]
+pub struct SourceStanding {
+    pub name: String,
+    /// `van` or `action_network`.
+    pub kind: String,
+    /// When it last read to its end (none: never yet).
+    pub last_success_at: Option<Timestamp>,
+    pub every_secs: u64,
+    /// No read to its end within its last two intervals.
+    pub behind: bool,
+    /// Why its last run stopped, if it did.
+    pub last_error: Option<String>,
+}
+
+impl SourceStanding {
+    /// What the text and the printable report say of it.
+    pub fn said(&self) -> String {
+        let last = self.last_success_at.map_or_else(
+            || "never read yet".to_owned(),
+            |at| format!("last read {at}"),
+        );
+        let behind = if self.behind { "BEHIND: " } else { "" };
+        let error = self
+            .last_error
+            .as_deref()
+            .map_or_else(String::new, |e| format!("; its last run stopped: {e}"));
+        format!(
+            "{behind}{} ({}), {last}, reads every {} s{error}",
+            self.name, self.kind, self.every_secs
+        )
+    }
+}
+
+/// The sources of `rules` as they stand at `now`.
+pub async fn standings(
+    pool: &Pool,
+    rules: &Rules,
+    now: DateTime<Utc>,
+) -> Result<Vec<SourceStanding>, crate::store::Error> {
+    let views = crate::sources::views(pool, &rules.sources).await?;
+    Ok(rules
+        .sources
+        .iter()
+        .zip(views)
+        .map(|(settings, view)| {
+            let allowed = i64::try_from(
+                settings
+                    .every_secs
+                    .saturating_mul(u64::from(BEHIND_AFTER_INTERVALS)),
+            )
+            .unwrap_or(i64::MAX);
+            let behind = view
+                .last_success_at
+                .is_none_or(|at| (now - at.at()).num_seconds() > allowed);
+            SourceStanding {
+                name: view.name,
+                kind: view.kind,
+                last_success_at: view.last_success_at,
+                every_secs: settings.every_secs,
+                behind,
+                last_error: view.last_error,
+            }
+        })
+        .collect())
 }
 
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
@@ -404,6 +483,7 @@ impl Default for Rules {
             subscribers: Vec::new(),
             destinations: Vec::new(),
             shared_accounts: Vec::new(),
+            sources: Vec::new(),
         }
     }
 }
@@ -430,6 +510,7 @@ impl Rules {
                 &settings.source,
             ),
             shared_accounts: shared_accounts(settings)?,
+            sources: settings.source.clone(),
         })
     }
 }
@@ -469,5 +550,6 @@ pub async fn report(
         totals: summary.totals,
         destinations: summary.destinations,
         items,
+        sources: standings(pool, rules, now).await?,
     })
 }

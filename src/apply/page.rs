@@ -124,8 +124,9 @@ fn counted(
 }
 
 /// The opt-in a pass found for lead `l`, whose number entry `by` suppresses, when the
-/// service had that lead opted out after the suppression (it took the suppression's push,
-/// or showed the lead opted out since) and shows it opted in now: an opt-in given since, by
+/// service had that lead opted out after the suppression (it took the suppression's push or
+/// another push of the lead's opt-out made since, or showed the lead opted out since) and
+/// shows it opted in now: an opt-in given since, by
 /// the person, in that organization. Recorded, it lifts the suppression for this lead alone.
 async fn opt_in_given_since<T: ApplyTx + ?Sized>(
     tx: &mut T,
@@ -137,9 +138,23 @@ async fn opt_in_given_since<T: ApplyTx + ?Sized>(
         Option<&crate::model::Suppression>,
     ),
 ) -> Result<Option<ConsentObservation>, crate::store::Error> {
-    let answered = tx
+    let mut answered = tx
         .answered_push(account, &suppression::entry_ref(by, &l.id))
         .await?;
+    // Another push of the lead's opt-out since (a shared copy's, made with the suppression)
+    // that the service took says the same.
+    if answered.is_none()
+        && let Some(suppression) = suppression
+    {
+        let lead = (
+            l.organization_id.as_str(),
+            l.phone_number.as_str(),
+            l.id.as_str(),
+        );
+        answered = tx
+            .opt_out_answered_since(account, lead, suppression.since)
+            .await?;
+    }
     if answered.is_none() && !service_had_it_since(stored, suppression) {
         return Ok(None);
     }

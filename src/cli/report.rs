@@ -162,6 +162,12 @@ fn summary(report: &Summary, settings: &Settings) -> String {
             secs(d.max_secs)
         ));
     }
+    if !report.sources.is_empty() {
+        out.push_str("\nSources (opt-outs given elsewhere, read back; one BEHIND has not read lately, and what was given there since is not in this report):\n");
+        for source in &report.sources {
+            out.push_str(&format!("  {}\n", source.said()));
+        }
+    }
     out
 }
 

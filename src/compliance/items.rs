@@ -40,6 +40,11 @@ impl Items {
         }
     }
 
+    /// The sources as they stand now ([`super::standings`]).
+    pub async fn sources(&self) -> Result<Vec<super::SourceStanding>, crate::store::Error> {
+        super::standings(&self.pool, &self.rules, self.now).await
+    }
+
     /// The next page, or `None` once every opt-out of the window was given.
     pub async fn next_page(&mut self) -> Result<Option<Vec<Item>>, crate::store::Error> {
         if self.done {

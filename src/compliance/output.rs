@@ -71,7 +71,8 @@ pub async fn write(
         };
         sink.put(bytes).await?;
     }
-    let summary = tally.finish();
+    let mut summary = tally.finish();
+    summary.sources = items.sources().await?;
     if form == Listing::Json {
         sink.put(json_tail(&summary)?).await?;
     }
@@ -88,7 +89,9 @@ pub async fn summarize(
     while let Some(page) = items.next_page().await? {
         tally.add(&page);
     }
-    Ok(tally.finish())
+    let mut summary = tally.finish();
+    summary.sources = items.sources().await?;
+    Ok(summary)
 }
 
 fn json_head(window: &Window, rules: &Rules) -> Vec<u8> {
@@ -119,6 +122,8 @@ fn json_tail(summary: &Summary) -> Result<Vec<u8>, std::io::Error> {
     serde_json::to_writer(&mut out, &summary.totals)?;
     out.extend_from_slice(b",\"destinations\":");
     serde_json::to_writer(&mut out, &summary.destinations)?;
+    out.extend_from_slice(b",\"sources\":");
+    serde_json::to_writer(&mut out, &summary.sources)?;
     out.extend_from_slice(b"}\n");
     Ok(out)
 }

@@ -49,6 +49,8 @@ pub struct Summary {
     /// The first [`LISTED`] opt-outs with messages sent after them, and how many there are.
     pub sent_after: Vec<Item>,
     pub sent_after_total: u64,
+    /// The sources, and which of them has not read lately.
+    pub sources: Vec<super::SourceStanding>,
 }
 
 /// Adds up pages of [`Item`]s into a [`Summary`].
@@ -95,6 +97,7 @@ impl Tally {
                 unreachable_total: 0,
                 sent_after: Vec::new(),
                 sent_after_total: 0,
+                sources: Vec::new(),
             },
             names,
         }

@@ -759,6 +759,86 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
     candidate.shutdown().await;
 }
 
+/// The shared copy of an opt-out reached the other account's service; the person then
+/// texts START there, and the service's webhook of it is lost. A pass that finds the lead
+/// opted in takes that opt-in (the service had the opt-out, by the push answered since the
+/// number was suppressed): it does not opt the person out again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opt_in_given_after_a_shared_opt_out_reached_the_service_holds_when_its_webhook_is_lost()
+{
+    let (party, candidate) = two_sandboxes().await;
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(
+        config_file(dir.path()),
+        two_accounts_config(&party, &candidate),
+    )
+    .expect("config");
+    succeeds(dir.path(), &["reconcile", "--json"]);
+    let daemon = Daemon::start(dir.path(), "opt-in-after-share", &[]).await;
+    let lead = party
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("a lead not opted out");
+    let twin = candidate
+        .leads()
+        .into_iter()
+        .find(|l| l.phone_number == lead.phone_number)
+        .expect("the same number in the other account");
+    assert_eq!(
+        post_consent(
+            &daemon,
+            ("/webhooks/party", "party-webhook-secret"),
+            &lead,
+            true
+        )
+        .await,
+        200
+    );
+    assert!(
+        opted_out_at(&candidate, &twin.id, std::time::Duration::from_secs(30)).await,
+        "the shared opt-out reached the other service:\n{}",
+        daemon.logs()
+    );
+    drop(daemon);
+    // The sandbox delivers no webhooks here: the START's is lost.
+    candidate
+        .text_start(&twin.organization_id, &twin.phone_number)
+        .expect("START");
+    succeeds(
+        dir.path(),
+        &["reconcile", "--account", "candidate", "--json"],
+    );
+
+    let consent = daemon_process::command(
+        dir.path(),
+        &[
+            "consent",
+            &twin.phone_number,
+            "--account",
+            "candidate",
+            "--json",
+        ],
+        &[],
+    )
+    .output()
+    .expect("run consent");
+    let consent: serde_json::Value = serde_json::from_slice(&consent.stdout).expect("JSON");
+    let mirrored = consent["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|r| r["organizationId"] == twin.organization_id)
+        .map(|r| r["optedOut"].clone());
+    assert_eq!(
+        mirrored,
+        Some(false.into()),
+        "the person's opt-in holds: {consent}"
+    );
+    party.shutdown().await;
+    candidate.shutdown().await;
+}
+
 /// Waits up to `limit` for the lead `id` of `sandbox` to be opted out there.
 async fn opted_out_at(
     sandbox: &outreach_sync_sandbox::RunningSandbox,

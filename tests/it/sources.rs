@@ -449,3 +449,99 @@ async fn a_watermark_past_vans_ninety_days_is_an_error_until_resynced(backend: B
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    a_source_that_has_not_read_lately_is_named_in_the_compliance_report,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// Opt-outs given where a source reads are in the compliance report only once it read
+/// them: one that has not read to its end lately is named there (JSON, text, the printable
+/// file), so that a report that looks clean is not taken for one that is.
+async fn a_source_that_has_not_read_lately_is_named_in_the_compliance_report(backend: Backend) {
+    let Some((sandbox, mut app)) = campaign(backend).await else {
+        return;
+    };
+    // Nothing answers there.
+    let mut down = van_source(&sandbox);
+    down.name = "van-down".to_owned();
+    down.base_url = "http://127.0.0.1:9".to_owned();
+    app.settings.source = vec![down, action_network_source(&sandbox)];
+    let app = app.restart().await;
+    eventually("both sources' first runs", WAIT, async || {
+        listed(&app, "van-down").await["state"] == "error"
+            && listed(&app, "an-main").await["state"] == "ok"
+    })
+    .await;
+    // Two of its intervals (a second each) without a read to its end.
+    tokio::time::sleep(Duration::from_millis(2_500)).await;
+
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let standing = |name: &str| {
+        report["sources"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|s| s["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name} in the report: {report}"))
+    };
+    let behind = standing("van-down");
+    assert_eq!(behind["behind"], true, "{behind}");
+    assert!(behind["lastSuccessAt"].is_null(), "{behind}");
+    assert!(behind["lastError"].as_str().is_some(), "{behind}");
+    let reading = standing("an-main");
+    assert_eq!(reading["behind"], false, "{reading}");
+
+    // The command line's text and printable file, on the daemon's database.
+    let config = app.dir.path().join("report.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[source]]\nname = \"van-down\"\nkind = \"van\"\nbase_url = \"http://127.0.0.1:9\"\napi_key = \"k\"\nevery_secs = 1\n\
+             [[source]]\nname = \"an-main\"\nkind = \"action_network\"\nbase_url = {:?}\napi_key = {:?}\nevery_secs = 1\n",
+            sandbox.action_network_url(),
+            DEFAULT_ACTION_NETWORK_KEY
+        ),
+    )
+    .expect("config");
+    let db = [(
+        "OUTREACH_SYNC__DATABASE__URL",
+        app.settings.database.url.as_str(),
+    )];
+    let config = config.to_str().expect("path");
+    let run = |format: &str| {
+        let args = [
+            "--config",
+            config,
+            "report",
+            "compliance",
+            "--format",
+            format,
+        ];
+        let out = crate::cli::run(app.dir.path(), &args, &db, "");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            crate::cli::text(&out.stderr)
+        );
+        crate::cli::text(&out.stdout)
+    };
+    let text = run("text");
+    assert!(
+        text.contains("BEHIND: van-down (van), never read yet"),
+        "{text}"
+    );
+    assert!(!text.contains("BEHIND: an-main"), "{text}");
+    let html = run("html");
+    assert!(html.contains("id=\"report-sources\""), "{html}");
+    assert!(html.contains(">behind<"), "{html}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}

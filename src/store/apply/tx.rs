@@ -65,6 +65,15 @@ pub trait ApplyTx: Send {
         event_ref: &str,
     ) -> impl Future<Output = Result<Option<i64>, crate::store::Error>> + Send;
 
+    /// The latest push of an opt-out of lead `lead_id` (of `organization` and `phone`) made
+    /// at `since` or later that the service answered with success: it had the opt-out then.
+    fn opt_out_answered_since(
+        &mut self,
+        account: &AccountId,
+        lead: (&str, &str, &str),
+        since: crate::model::Timestamp,
+    ) -> impl Future<Output = Result<Option<i64>, crate::store::Error>> + Send;
+
     /// Marks the local change `push_seq` as echoed by `event_ref`.
     fn mark_echo(
         &mut self,
@@ -257,6 +266,29 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
             )
             .bind(event_ref)
             .bind(account)
+            .fetch_optional(&mut *conn)
+            .await?)
+        })
+    }
+
+    async fn opt_out_answered_since(
+        &mut self,
+        account: &AccountId,
+        (organization, phone, lead_id): (&str, &str, &str),
+        since: crate::model::Timestamp,
+    ) -> Result<Option<i64>, crate::store::Error> {
+        on_backend!(self, |conn| {
+            Ok(sqlx::query_scalar(
+                "SELECT seq FROM pushes
+                     WHERE organization_id = $1 AND phone_number = $2 AND account_id = $3
+                       AND lead_id = $4 AND opted_out AND state = 'sent' AND created_at >= $5
+                     ORDER BY seq DESC LIMIT 1",
+            )
+            .bind(organization)
+            .bind(phone)
+            .bind(account)
+            .bind(lead_id)
+            .bind(since)
             .fetch_optional(&mut *conn)
             .await?)
         })
