@@ -1,0 +1,197 @@
+//! A source in the daemon as a process: killed (SIGKILL) while it records a large export,
+//! and started again on the same database, it records every record once.
+
+use std::time::Duration;
+
+use outreach_sync_sandbox::destinations::VanExportSettings;
+use outreach_sync_sandbox::{DEFAULT_VAN_KEY, Sandbox, SandboxConfig};
+
+use crate::common;
+use crate::daemon_process::{Daemon, config_file, open_database};
+
+/// "Do Not Text" responses in VAN's export: enough that a kill lands while they are recorded.
+const ROWS: u64 = 40_000;
+/// SIGKILLs while recording, before the run that finishes.
+const KILLS: usize = 2;
+
+/// A `serve` configuration reading the sandbox's VAN every second.
+fn config(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
+    format!(
+        r#"
+[webhook]
+secrets = ["{secret}"]
+[replica]
+lease_secs = 2
+[service]
+base_url = "{service}"
+client_id = "{client_id}"
+client_secret = "{client_secret}"
+requests_per_second = 1000
+[[source]]
+name = "van-main"
+kind = "van"
+base_url = "{van}"
+api_key = "{key}"
+every_secs = 1
+requests_per_second = 1000
+"#,
+        secret = crate::daemon_process::SECRET,
+        service = sandbox.base_url(),
+        client_id = sandbox.config().client_id,
+        client_secret = sandbox.config().client_secret,
+        van = sandbox.van_url(),
+        key = DEFAULT_VAN_KEY,
+    )
+}
+
+/// kill -9 at any point and restart: nothing lost, nothing twice. Each record is claimed in
+/// the transaction that records it, and the watermark moves only after the last: a run
+/// killed part-way is read again whole, and what it recorded before records nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 20,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let export = VanExportSettings {
+        polls_before_complete: 0,
+        ..VanExportSettings::default()
+    };
+    assert!(sandbox.van_set_export(DEFAULT_VAN_KEY, export));
+    sandbox
+        .van_seed_changes(DEFAULT_VAN_KEY, ROWS, true)
+        .expect("the committee of the key");
+    let dir = tempfile::tempdir().expect("dir");
+    std::fs::write(config_file(dir.path()), config(&sandbox)).expect("config");
+
+    let mut killed_at = Vec::new();
+    for run in 0..KILLS {
+        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), &[]).await;
+        let pool = open_database(dir.path()).await;
+        let before = records(&pool).await;
+        // Killed once this run recorded some, and before the export is all recorded.
+        let moved = common::within(Duration::from_secs(60), async || {
+            let now = records(&pool).await;
+            (now > before).then_some(now)
+        })
+        .await;
+        daemon.kill();
+        assert!(moved.is_some(), "run {run} recorded: {}", daemon.logs());
+        killed_at.push(records(&pool).await);
+        pool.close().await;
+    }
+    let daemon = Daemon::start(dir.path(), "final", &[]).await;
+    let pool = open_database(dir.path()).await;
+    let finished = common::within(Duration::from_secs(120), async || {
+        (records(&pool).await == ROWS as i64).then_some(())
+    })
+    .await;
+    assert!(finished.is_some(), "every record: {}", daemon.logs());
+    drop(daemon);
+
+    let count = |sql: &'static str| crate::daemon_process::count(&pool, sql);
+    assert!(
+        killed_at.iter().any(|n| *n < ROWS as i64),
+        "a kill landed part-way through the export: {killed_at:?}"
+    );
+    let entries = count("SELECT COUNT(*) FROM ledger WHERE source = 'van'").await;
+    let numbers =
+        count("SELECT COUNT(DISTINCT phone_number) FROM ledger WHERE source = 'van'").await;
+    assert_eq!(numbers, ROWS as i64, "every opt-out recorded");
+    assert_eq!(
+        entries, ROWS as i64,
+        "each once (account-wide: no lead holds them)"
+    );
+    let counted = count("SELECT opt_outs FROM source_state WHERE source = 'van-main'").await;
+    assert_eq!(counted, ROWS as i64, "the counts are the ledger's");
+    pool.close().await;
+    sandbox.shutdown().await;
+}
+
+/// Records claimed by the source so far.
+async fn records(pool: &sqlx::SqlitePool) -> i64 {
+    sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
+        .fetch_one(pool)
+        .await
+        .unwrap_or(0)
+}
+
+/// `serve` reloaded (SIGHUP) with a source added reads it; reloaded with it removed stops
+/// reading it and no longer lists it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_a_source_and_a_reload_removes_it() {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 20,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let dir = tempfile::tempdir().expect("dir");
+    let with_source = config(&sandbox);
+    let (without, _) = with_source
+        .split_once("[[source]]")
+        .expect("the source's section");
+    std::fs::write(config_file(dir.path()), without).expect("config");
+    let token = (
+        "OUTREACH_SYNC__ADMIN__TOKENS".to_owned(),
+        "ops:sources-token".to_owned(),
+    );
+    let daemon = Daemon::start(dir.path(), "reload", &[token]).await;
+    let http = reqwest::Client::new();
+    let listed = async || -> serde_json::Value {
+        http.get(daemon.admin_url("/v1/sources"))
+            .bearer_auth("sources-token")
+            .send()
+            .await
+            .expect("GET /v1/sources")
+            .json()
+            .await
+            .expect("JSON")
+    };
+    assert_eq!(listed().await["items"], serde_json::json!([]));
+
+    std::fs::write(config_file(dir.path()), &with_source).expect("config");
+    daemon.signal(libc::SIGHUP);
+    let read = common::within(Duration::from_secs(30), async || {
+        let list = listed().await;
+        (list["items"][0]["state"] == "ok").then_some(list)
+    })
+    .await;
+    assert!(read.is_some(), "the source added reads: {}", daemon.logs());
+
+    std::fs::write(config_file(dir.path()), without).expect("config");
+    daemon.signal(libc::SIGHUP);
+    let gone = common::within(Duration::from_secs(30), async || {
+        listed().await["items"] == serde_json::json!([])
+    })
+    .await;
+    assert!(
+        gone.is_some(),
+        "the source removed is not listed: {}",
+        daemon.logs()
+    );
+    let pool = open_database(dir.path()).await;
+    let last_run = async || -> Option<String> {
+        sqlx::query_scalar("SELECT last_run_at FROM source_state WHERE source = 'van-main'")
+            .fetch_one(&pool)
+            .await
+            .ok()
+    };
+    // Its last run may still be ending; after that, none.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let then = last_run().await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        last_run().await,
+        then,
+        "it reads no more: {}",
+        daemon.logs()
+    );
+    pool.close().await;
+    drop(daemon);
+    sandbox.shutdown().await;
+}
