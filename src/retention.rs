@@ -40,6 +40,12 @@ pub const PRUNE_INTERVAL: Duration = Duration::from_secs(10 * 60);
 /// holds the write lock while it moves pages, so it stays small.
 const VACUUM_PAGES: i64 = 512;
 
+/// How long a source's record is kept (it records nothing twice meanwhile): past VAN's 90
+/// days of changes, no read reaches it again. (An Action Network source resynced to before
+/// that reads it as news again, and the ledger, which holds each record's entry once, takes
+/// nothing twice.)
+pub const SOURCE_RECORDS_DAYS: i64 = 100;
+
 /// `daemon_state` keys of the cursors, and of the receipt time up to which applied consent
 /// deliveries are gone (for the evidence bundle's note).
 const STATUS_CURSOR: &str = "retention.message_status_cursor";
@@ -94,6 +100,8 @@ pub struct Pruned {
     pub quarantined_kept: u64,
     /// Subscribers' acknowledgements of opt-outs as old as the consent deliveries pruned.
     pub subscriber_acks: u64,
+    /// Sources' records noted more than [`SOURCE_RECORDS_DAYS`] days ago.
+    pub source_records: u64,
     /// SQLite pages given back to the file system.
     pub pages_freed: i64,
     /// The longest single write (a batch's delete, or a vacuum step), in milliseconds: how
@@ -159,8 +167,12 @@ impl Pruner {
         }
         if !dry_run {
             let cutoff = now - days(self.settings.consent_delivery_days);
-            let _turn = self.pool.write_turn().await;
+            let turn = self.pool.write_turn().await;
             pruned.subscriber_acks = self.pool.delete_acks_before(cutoff).await?;
+            drop(turn);
+            let records_cutoff = now - chrono::Duration::days(SOURCE_RECORDS_DAYS);
+            self.prune_source_records(records_cutoff, &mut pruned)
+                .await?;
         }
         // Never a `sent` message the reconciler still looks up for its carrier receipt,
         // however short the retention.
@@ -249,6 +261,31 @@ impl Pruner {
             drop(turn);
             pruned.timed(started);
             pruned.messages += removed;
+            if removed < PRUNE_BATCH as u64 {
+                return Ok(());
+            }
+            if !self.pause.is_zero() {
+                tokio::time::sleep(self.pause).await;
+            }
+        }
+    }
+
+    /// Removes the sources' records noted before `cutoff`, a batch at a time.
+    async fn prune_source_records(
+        &self,
+        cutoff: DateTime<Utc>,
+        pruned: &mut Pruned,
+    ) -> Result<(), crate::store::Error> {
+        loop {
+            let started = std::time::Instant::now();
+            let turn = self.pool.write_turn().await;
+            let removed = self
+                .pool
+                .delete_source_records_before(cutoff, PRUNE_BATCH)
+                .await?;
+            drop(turn);
+            pruned.timed(started);
+            pruned.source_records += removed;
             if removed < PRUNE_BATCH as u64 {
                 return Ok(());
             }

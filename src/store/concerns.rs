@@ -410,6 +410,14 @@ pub trait RetentionStore {
         before: chrono::DateTime<chrono::Utc>,
     ) -> Result<u64, crate::store::Error>;
 
+    /// Removes up to `limit` of the sources' records noted before `before`, oldest first;
+    /// returns how many went.
+    async fn delete_source_records_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: i64,
+    ) -> Result<u64, crate::store::Error>;
+
     /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
     /// delivery each is).
     async fn scan_outbox(

@@ -47,6 +47,25 @@ impl RetentionStore for Pool {
         })
     }
 
+    async fn delete_source_records_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<u64, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query(
+                "DELETE FROM source_records WHERE (source, record) IN
+                     (SELECT source, record FROM source_records WHERE at < $1 ORDER BY at
+                          LIMIT $2)",
+            )
+            .bind(crate::model::Timestamp(before))
+            .bind(limit)
+            .execute(pool)
+            .await?
+            .rows_affected())
+        })
+    }
+
     async fn delete_applied(&self, ids: &[i64]) -> Result<u64, Error> {
         on_backend!(self, |pool, dialect| {
             if ids.is_empty() {

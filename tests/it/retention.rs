@@ -343,3 +343,48 @@ async fn a_sqlite_file_from_before_retention_is_switched_to_incremental_vacuum_a
         .unwrap();
     assert_eq!(mode, 2, "INCREMENTAL");
 }
+
+/// A source's record noted `days_ago`.
+async fn source_record(pool: &Pool, record: &str, days_ago: i64) {
+    let at: DateTime<Utc> = Utc::now() - Duration::days(days_ago);
+    let sql = "INSERT INTO source_records (source, record, at) VALUES ('van-main', $1, $2)";
+    let done = match pool {
+        Pool::Sqlite(pool) => sqlx::query(sql)
+            .bind(record)
+            .bind(codec::timestamp(at))
+            .execute(pool)
+            .await
+            .map(drop),
+        Pool::Postgres(pool) => sqlx::query(sql)
+            .bind(record)
+            .bind(at)
+            .execute(pool)
+            .await
+            .map(drop),
+    };
+    done.expect("insert a source's record");
+}
+
+on_both_backends!(a_sources_records_go_once_no_read_can_reach_them_again);
+/// Each record a source read is kept so that it records nothing twice; past VAN's 90 days
+/// no read reaches it again, and it goes (the table would otherwise grow for ever).
+async fn a_sources_records_go_once_no_read_can_reach_them_again(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, settings, database)) = database(backend, dir.path()).await else {
+        return;
+    };
+    for n in 0..700 {
+        source_record(&pool, &format!("old-{n}"), 101).await;
+    }
+    source_record(&pool, "recent", 89).await;
+    let pruner = Pruner::new(&pool, &settings.retention);
+    let pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(pruned.source_records, 700, "in batches, every old one");
+    let left: Vec<(String,)> = rows(&pool, "SELECT record FROM source_records").await;
+    assert_eq!(left, vec![("recent".to_owned(),)]);
+
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
