@@ -163,6 +163,41 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
         })
         .collect();
     tx.upsert_leads(account, &leads, now).await?;
+    let sent_after_opt_out = message_statuses(tx, account, rows, now, policy).await?;
+    for (id, reason) in &plan.quarantined {
+        tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
+    }
+    let applied: Vec<i64> = rows
+        .iter()
+        .map(|row| row.id)
+        .filter(|id| !quarantined.contains(id))
+        .collect();
+    let settled: &[i64] = match settle {
+        Settle::All => &applied,
+        Settle::Quarantined => &[],
+    };
+    tx.settle_outbox(settled, &plan.quarantined, now).await?;
+    // The ledger last: on PostgreSQL appenders queue on the ledger head from their first
+    // entry until they commit, so that wait covers only the entries, the states and the
+    // commit.
+    record_consent(tx, account, plan.consent, now, account_sync).await?;
+    Ok(Outcome {
+        applied: applied.len() as u64,
+        quarantined: plan.quarantined.len() as u64,
+        sent_after_opt_out,
+        echoes,
+    })
+}
+
+/// The message statuses of `rows` applied to the mirror; the messages among them sent after
+/// an opt-out of their lead.
+async fn message_statuses<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    rows: &[&Pending],
+    now: DateTime<Utc>,
+    policy: &Policy,
+) -> Result<u64, crate::store::Error> {
     let statuses: Vec<StatusObservation> = rows
         .iter()
         .filter_map(|row| match &row.event {
@@ -183,32 +218,26 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
         )
         .await?;
     tx.apply_statuses(account, &statuses, now).await?;
-    for (id, reason) in &plan.quarantined {
-        tracing::warn!(outbox_id = id, %reason, "delivery quarantined");
-    }
-    let applied: Vec<i64> = rows
-        .iter()
-        .map(|row| row.id)
-        .filter(|id| !quarantined.contains(id))
-        .collect();
-    let settled: &[i64] = match settle {
-        Settle::All => &applied,
-        Settle::Quarantined => &[],
-    };
-    tx.settle_outbox(settled, &plan.quarantined, now).await?;
-    // The ledger last: on PostgreSQL appenders queue on the ledger head from their first
-    // entry until they commit, so that wait covers only the entries, the states and the
-    // commit.
+    Ok(sent_after_opt_out)
+}
+
+/// The consent events of a batch in the ledger, with the leads a number's suppression keeps
+/// opted out despite them (and, with account sync, the suppressions they start or end).
+async fn record_consent<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    mut observations: Vec<ConsentObservation>,
+    now: DateTime<Utc>,
+    account_sync: bool,
+) -> Result<(), crate::store::Error> {
     // Each pair once: a batch often holds several events of one number.
-    let mut keys: Vec<(&str, &str)> = plan
-        .consent
+    let mut keys: Vec<(&str, &str)> = observations
         .iter()
         .map(|o| (o.organization_id.as_str(), o.phone_number.as_str()))
         .collect();
     keys.sort_unstable();
     keys.dedup();
     let states = tx.consent_states(account, &keys).await?;
-    let mut observations = plan.consent;
     let events = observations.len();
     let kept = suppressed_by_events(tx, account, &observations, &states, now).await?;
     observations.extend(kept);
@@ -218,12 +247,7 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
     }
     let kept: Vec<&ConsentObservation> = observations[events..].iter().collect();
     suppression::queue_pushes(tx, account, &kept, &outcomes[events..], now).await?;
-    Ok(Outcome {
-        applied: applied.len() as u64,
-        quarantined: plan.quarantined.len() as u64,
-        sent_after_opt_out,
-        echoes,
-    })
+    Ok(())
 }
 
 /// The statuses of messages to a known lead with a creation time, each message once, with

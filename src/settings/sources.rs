@@ -238,6 +238,22 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
             named("an API key is required (or api_key_file)"),
         ));
     }
+    validate_bounds(s, &named)?;
+    if let Err(message) = parse_since(&s.since) {
+        return Err(SettingsError::invalid("source.since", named(&message)));
+    }
+    validate_targets(s, served, &named)?;
+    if let SourceSystem::Van(van) = &s.system {
+        validate_van(van, &named)?;
+    }
+    Ok(())
+}
+
+/// A source's numbers within their bounds.
+fn validate_bounds(
+    s: &SourceSettings,
+    named: &impl Fn(&str) -> String,
+) -> Result<(), SettingsError> {
     let bounds: [(&'static str, u64, u64, u64); 4] = [
         (
             "source.job_timeout_secs",
@@ -272,9 +288,15 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
             ));
         }
     }
-    if let Err(message) = parse_since(&s.since) {
-        return Err(SettingsError::invalid("source.since", named(&message)));
-    }
+    Ok(())
+}
+
+/// The accounts a source names are served, and its organizations are organization ids.
+fn validate_targets(
+    s: &SourceSettings,
+    served: &[AccountId],
+    named: &impl Fn(&str) -> String,
+) -> Result<(), SettingsError> {
     if let Some(unknown) = s.accounts.iter().find(|a| !served.iter().any(|v| v == *a)) {
         return Err(SettingsError::invalid(
             "source.accounts",
@@ -297,9 +319,6 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
                 crate::model::text::quoted(org)
             )),
         ));
-    }
-    if let SourceSystem::Van(van) = &s.system {
-        validate_van(van, &named)?;
     }
     Ok(())
 }

@@ -74,21 +74,15 @@ pub(crate) struct DemoArgs {
 /// Runs the demo until Ctrl-C/SIGTERM or `--duration`, then stops the activity, runs a
 /// final reconciliation pass and prints the last row: the mirror then equals the service.
 pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
-    let dir = demo_dir(&args)?;
-    let secret = format!("demo-{:016x}", rand::random::<u64>());
-    let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
-    let mut settings = demo_settings(&dir, &secret);
-    let sandbox = start_sandbox(&args, &settings).await?;
-    // A stand-in for the campaign's CRM, subscribed to every consent ledger entry.
-    let crm_secret = subscriber_secret();
-    let crm = DemoSubscriber::start(&crm_secret)
-        .await
-        .context("starting the demo's subscriber")?;
-    use_service(&mut settings, &sandbox);
-    let (candidate, opted_out_before) = add_candidate(&args, &sandbox, &mut settings).await?;
-    with_tools(&mut settings, &admin_token, (&crm, &crm_secret), &sandbox);
-    settings.validate()?;
-    let kept = kept::keep(&dir, &settings)?;
+    let Prepared {
+        settings,
+        admin_token,
+        sandbox,
+        candidate,
+        opted_out_before,
+        crm,
+        kept,
+    } = prepare(&args).await?;
     outreach_sync::telemetry::init(&settings.log);
     let application = Application::build(settings.clone()).await?;
     let ingest = format!(
@@ -156,6 +150,47 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
 
     banner::print_afterwards(&kept);
     Ok(())
+}
+
+/// What the demo runs: its configuration (kept beside its database), the two accounts'
+/// sandboxes, and the CRM.
+struct Prepared {
+    settings: Settings,
+    admin_token: String,
+    sandbox: RunningSandbox,
+    candidate: RunningSandbox,
+    /// The second account's leads opted out before the run.
+    opted_out_before: std::collections::HashSet<String>,
+    crm: DemoSubscriber,
+    kept: kept::Kept,
+}
+
+/// Starts the sandboxes and the CRM, and writes the configuration that points at them.
+async fn prepare(args: &DemoArgs) -> anyhow::Result<Prepared> {
+    let dir = demo_dir(args)?;
+    let secret = format!("demo-{:016x}", rand::random::<u64>());
+    let admin_token = format!("demo-admin-{:016x}", rand::random::<u64>());
+    let mut settings = demo_settings(&dir, &secret);
+    let sandbox = start_sandbox(args, &settings).await?;
+    // A stand-in for the campaign's CRM, subscribed to every consent ledger entry.
+    let crm_secret = subscriber_secret();
+    let crm = DemoSubscriber::start(&crm_secret)
+        .await
+        .context("starting the demo's subscriber")?;
+    use_service(&mut settings, &sandbox);
+    let (candidate, opted_out_before) = add_candidate(args, &sandbox, &mut settings).await?;
+    with_tools(&mut settings, &admin_token, (&crm, &crm_secret), &sandbox);
+    settings.validate()?;
+    let kept = kept::keep(&dir, &settings)?;
+    Ok(Prepared {
+        settings,
+        admin_token,
+        sandbox,
+        candidate,
+        opted_out_before,
+        crm,
+        kept,
+    })
 }
 
 /// The operator's admin token, the CRM subscribed, and the sandbox's systems of record.
