@@ -6,8 +6,11 @@ use std::time::Duration;
 use outreach_sync_sandbox::destinations::VanExportSettings;
 use outreach_sync_sandbox::{DEFAULT_VAN_KEY, Sandbox, SandboxConfig};
 
-use crate::common;
+use outreach_sync::store::Pool;
+
+use crate::common::{self, Backend};
 use crate::daemon_process::{Daemon, config_file, open_database};
+use crate::postgres::TestDatabase;
 
 /// "Do Not Text" responses in VAN's export: enough that a kill lands while they are recorded.
 const ROWS: u64 = 40_000;
@@ -47,8 +50,24 @@ requests_per_second = 1000
 /// kill -9 at any point and restart: nothing lost, nothing twice. Each record is claimed in
 /// the transaction that records it, and the watermark moves only after the last: a run
 /// killed part-way is read again whole, and what it recorded before records nothing.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
+crate::common::on_both_backends!(
+    killed_while_recording_an_export_it_records_every_opt_out_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend: Backend) {
+    // On PostgreSQL the daemon's database is a fresh one of the test server.
+    let database = match backend {
+        Backend::Sqlite => None,
+        Backend::Postgres => match TestDatabase::create().await {
+            Some(database) => Some(database),
+            None => return,
+        },
+    };
+    let env: Vec<(String, String)> = database
+        .iter()
+        .map(|d| ("OUTREACH_SYNC__DATABASE__URL".to_owned(), d.url.clone()))
+        .collect();
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: 20,
         organizations: 1,
@@ -68,9 +87,13 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
     std::fs::write(config_file(dir.path()), config(&sandbox)).expect("config");
 
     let mut killed_at = Vec::new();
+    let open = async || match &database {
+        Some(database) => Pool::Postgres(database.pool().await),
+        None => Pool::Sqlite(open_database(dir.path()).await),
+    };
     for run in 0..KILLS {
-        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), &[]).await;
-        let pool = open_database(dir.path()).await;
+        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), &env).await;
+        let pool = open().await;
         let before = records(&pool).await;
         // Killed once this run recorded some, and before the export is all recorded.
         let moved = common::within(Duration::from_secs(60), async || {
@@ -83,8 +106,8 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
         killed_at.push(records(&pool).await);
         pool.close().await;
     }
-    let daemon = Daemon::start(dir.path(), "final", &[]).await;
-    let pool = open_database(dir.path()).await;
+    let daemon = Daemon::start(dir.path(), "final", &env).await;
+    let pool = open().await;
     let finished = common::within(Duration::from_secs(120), async || {
         (records(&pool).await == ROWS as i64).then_some(())
     })
@@ -92,7 +115,10 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
     assert!(finished.is_some(), "every record: {}", daemon.logs());
     drop(daemon);
 
-    let count = |sql: &'static str| crate::daemon_process::count(&pool, sql);
+    let count = async |sql: &str| -> i64 {
+        let rows: Vec<(i64,)> = crate::common::rows(&pool, sql).await;
+        rows.first().map_or(0, |(n,)| *n)
+    };
     assert!(
         killed_at.iter().any(|n| *n < ROWS as i64),
         "a kill landed part-way through the export: {killed_at:?}"
@@ -109,14 +135,19 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once() {
     assert_eq!(counted, ROWS as i64, "the counts are the ledger's");
     pool.close().await;
     sandbox.shutdown().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
 }
 
-/// Records claimed by the source so far.
-async fn records(pool: &sqlx::SqlitePool) -> i64 {
-    sqlx::query_scalar("SELECT COUNT(*) FROM source_records")
-        .fetch_one(pool)
-        .await
-        .unwrap_or(0)
+/// Records claimed by the source so far (none before the daemon made the table).
+async fn records(pool: &Pool) -> i64 {
+    let sql = "SELECT COUNT(*) FROM source_records";
+    match pool {
+        Pool::Sqlite(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+        Pool::Postgres(pool) => sqlx::query_scalar(sql).fetch_one(pool).await,
+    }
+    .unwrap_or(0)
 }
 
 /// `serve` reloaded (SIGHUP) with a source added reads it; reloaded with it removed stops
