@@ -24,6 +24,8 @@ mod outcomes;
 pub mod phone;
 /// The records the read side gives out.
 mod records;
+/// What a person's reply to a text says about consent: the FCC's revocation words, Twilio's.
+pub mod revocation;
 pub use outcomes::{
     DestinationView, Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord, Told,
 };
