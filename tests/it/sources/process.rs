@@ -47,14 +47,14 @@ requests_per_second = 1000
     )
 }
 
-/// kill -9 at any point and restart: nothing lost, nothing twice. Each record is claimed in
-/// the transaction that records it, and the watermark moves only after the last: a run
-/// killed part-way is read again whole, and what it recorded before records nothing.
 crate::common::on_both_backends!(
     killed_while_recording_an_export_it_records_every_opt_out_once,
     flavor = "multi_thread",
     worker_threads = 2
 );
+/// kill -9 at any point and restart: nothing lost, nothing twice. Each record is claimed in
+/// the transaction that records it, and the watermark moves only after the last: a run
+/// killed part-way is read again whole, and what it recorded before records nothing.
 async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend: Backend) {
     // On PostgreSQL the daemon's database is a fresh one of the test server.
     let database = match backend {
