@@ -263,7 +263,9 @@ impl Reader {
                     Ok(done) => {
                         self.count(done);
                         counts += done;
-                        growth.wrote(conn, u64::try_from(done.read).unwrap_or(0)).await;
+                        growth
+                            .wrote(conn, u64::try_from(done.read).unwrap_or(0))
+                            .await;
                     }
                     Err(error) => return Err((error, counts)),
                 }

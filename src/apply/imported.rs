@@ -187,7 +187,11 @@ async fn read_batch<'n, T: ApplyTx + ?Sized>(
     account: &AccountId,
     batch: &Batch<'n>,
 ) -> Result<Read<'n>, crate::store::Error> {
-    let mut phones: Vec<&str> = batch.numbers.iter().map(|n| n.phone_number.as_str()).collect();
+    let mut phones: Vec<&str> = batch
+        .numbers
+        .iter()
+        .map(|n| n.phone_number.as_str())
+        .collect();
     phones.sort_unstable();
     // A dry run writes nothing, so it takes no number's lock (and its transaction only
     // reads): it never holds up a writer.
@@ -305,7 +309,10 @@ fn account_targets<'n>(
 ) -> Vec<(&'n ListedNumber, Vec<String>)> {
     let mut holding: HashMap<&str, Vec<&str>> = HashMap::new();
     for (org, phone) in states.0.keys() {
-        holding.entry(phone.as_str()).or_default().push(org.as_str());
+        holding
+            .entry(phone.as_str())
+            .or_default()
+            .push(org.as_str());
     }
     numbers
         .iter()

@@ -14,9 +14,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 
 use crate::apply::imported::{self, Batch, ListedNumber, Scope};
-use crate::model::{
-    AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp,
-};
+use crate::model::{AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp};
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
 use crate::systems::source::{ReadRecord, Said};
 
@@ -164,7 +162,10 @@ impl Recorder {
                 opted_out,
             };
             let (_, held) = imported::record_unless_held(tx, account, batch, entry).await?;
-            for number in numbers.iter().filter(|n| !held.contains(n.phone_number.as_str())) {
+            for number in numbers
+                .iter()
+                .filter(|n| !held.contains(n.phone_number.as_str()))
+            {
                 recorded[number.line as usize] = true;
             }
         }

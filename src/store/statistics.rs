@@ -56,7 +56,10 @@ impl Growth {
         if self.written <= believed {
             return Ok(());
         }
-        sqlx::query(ANALYZE).persistent(false).execute(&mut *conn).await?;
+        sqlx::query(ANALYZE)
+            .persistent(false)
+            .execute(&mut *conn)
+            .await?;
         self.believed = Some(believed_rows(conn).await?);
         self.written = 0;
         Ok(())
