@@ -264,7 +264,7 @@ impl Reader {
                         self.count(done);
                         counts += done;
                         growth
-                            .wrote(conn, u64::try_from(done.read).unwrap_or(0))
+                            .wrote(conn, u64::try_from(done.opt_outs).unwrap_or(0))
                             .await;
                     }
                     Err(error) => return Err((error, counts)),

@@ -24,15 +24,15 @@ pub struct Growth {
     /// The rows the planner believed the tables held at the last count; `None` before
     /// it is asked.
     believed: Option<u64>,
-    /// A count failed: not tried again in this run.
+    /// A count failed or counted nothing: not tried again in this run.
     given_up: bool,
 }
 
 impl Growth {
-    /// Notes `rows` more written on `conn` (outside a transaction); once they outnumber
-    /// what the planner believes the tables hold, has them counted anew. Nothing on
-    /// SQLite, whose planner goes by its indexes. A failure is logged, not raised: it
-    /// costs speed, not correctness.
+    /// Notes `rows` more written to those tables on `conn` (outside a transaction), each
+    /// of them one row at least; once they outnumber what the planner believes the
+    /// tables hold, has them counted anew. Nothing on SQLite, whose planner goes by its
+    /// indexes. A failure is logged, not raised: it costs speed, not correctness.
     pub async fn wrote(&mut self, conn: &mut Connection, rows: u64) {
         let Connection::Postgres(conn) = conn else {
             return;
@@ -60,7 +60,11 @@ impl Growth {
             .persistent(false)
             .execute(&mut *conn)
             .await?;
-        self.believed = Some(believed_rows(conn).await?);
+        let counted = believed_rows(conn).await?;
+        // Rows were written, yet none counted (a role that does not own the tables is
+        // only warned): no use asking again in this run.
+        self.given_up = counted == 0;
+        self.believed = Some(counted);
         self.written = 0;
         Ok(())
     }
