@@ -24,7 +24,7 @@ use crate::apply::imported::Scope;
 use crate::metrics::{Metrics, SourceOutcome};
 use crate::model::{AccountId, Timestamp};
 use crate::settings::{DestinationSettings, Live, SourceSettings};
-use crate::store::{Pool, SourceCounts, SourceStore as _};
+use crate::store::{Growth, Pool, SourceCounts, SourceStore as _};
 use crate::systems::source::{ReadError, ReadRecord, SourceApi, Window};
 use crate::systems::{Stop, source::Source};
 use record::Recorder;
@@ -270,11 +270,15 @@ impl Reader {
         // at its next batch instead of waiting for room.
         let record = async move {
             let mut counts = SourceCounts::default();
+            let mut growth = Growth::default();
             while let Some(batch) = batches.recv().await {
                 match self.recorder.record(conn, &batch).await {
                     Ok(done) => {
                         self.count(done);
                         counts += done;
+                        growth
+                            .wrote(conn, u64::try_from(done.opt_outs).unwrap_or(0))
+                            .await;
                     }
                     Err(error) => return Err((error, counts)),
                 }

@@ -5,7 +5,7 @@
 //! (organization [`ACCOUNT_WIDE`]), and that entry suppresses it (see `suppression`).
 
 use crate::model::AccountId;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
@@ -127,33 +127,113 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     batch: Batch<'_>,
     entry: impl Fn(&ListedNumber, &str) -> ConsentObservation,
 ) -> Result<BatchCounts, crate::store::Error> {
-    let Batch {
-        scope,
-        numbers,
-        now,
-        dry_run,
-        opted_out,
-    } = batch;
-    let mut phones: Vec<&str> = numbers.iter().map(|n| n.phone_number.as_str()).collect();
+    let read = read_batch(tx, account, &batch).await?;
+    record_read(tx, account, batch, read, entry).await
+}
+
+/// [`record_opt_outs`], but for the numbers held already, left alone whole: those that
+/// every organization holding them (or each of the scope's organizations) says so of
+/// already, one at least. What a source reads back of such a number changes nothing (not
+/// even an account-wide entry it lacks). Gives back which numbers were held, read in the
+/// same transaction as the rest, after their locks.
+pub async fn record_unless_held<'n, T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    batch: Batch<'n>,
+    entry: impl Fn(&ListedNumber, &str) -> ConsentObservation,
+) -> Result<(BatchCounts, HashSet<&'n str>), crate::store::Error> {
+    let mut read = read_batch(tx, account, &batch).await?;
+    let held = held(&read, batch.scope, batch.opted_out);
+    read.targets
+        .retain(|(number, _)| !held.contains(number.phone_number.as_str()));
+    let counts = record_read(tx, account, batch, read, entry).await?;
+    Ok((counts, held))
+}
+
+/// The numbers of `read` held already: for the whole account, those with a state in one
+/// organization at least (the account-wide one too) and every one of them saying
+/// `opted_out`; for some organizations, those each of them says it of.
+fn held<'n>(read: &Read<'n>, scope: &Scope, opted_out: bool) -> HashSet<&'n str> {
+    let says_so = |org: &str, phone: &str| {
+        state_of(&read.states, org, phone).map(|s| s.rank.opted_out == opted_out)
+    };
+    read.targets
+        .iter()
+        .filter(|(number, orgs)| {
+            let phone = number.phone_number.as_str();
+            let mut holding = orgs.iter().map(|o| says_so(o, phone));
+            match scope {
+                Scope::Organizations(_) => holding.all(|s| s == Some(true)),
+                Scope::Account => {
+                    let holding: Vec<bool> = holding.flatten().collect();
+                    !holding.is_empty() && holding.into_iter().all(|s| s)
+                }
+            }
+        })
+        .map(|(number, _)| number.phone_number.as_str())
+        .collect()
+}
+
+/// What a batch's numbers stand at, read after their locks: the organizations each is
+/// recorded in, and the stored states of those pairs.
+struct Read<'n> {
+    targets: Vec<(&'n ListedNumber, Vec<String>)>,
+    states: ConsentStates,
+}
+
+/// Locks the numbers of `batch` (but in a dry run) and reads where they stand.
+async fn read_batch<'n, T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    batch: &Batch<'n>,
+) -> Result<Read<'n>, crate::store::Error> {
+    let mut phones: Vec<&str> = batch
+        .numbers
+        .iter()
+        .map(|n| n.phone_number.as_str())
+        .collect();
     phones.sort_unstable();
     // A dry run writes nothing, so it takes no number's lock (and its transaction only
     // reads): it never holds up a writer.
-    if !dry_run {
+    if !batch.dry_run {
         tx.lock_numbers(&phones).await?;
     }
-    let targets = targets(tx, account, scope, numbers, &phones).await?;
-    let keys: Vec<(&str, &str)> = targets
-        .iter()
-        .flat_map(|(n, orgs)| orgs.iter().map(|o| (o.as_str(), n.phone_number.as_str())))
-        .collect();
-    let states = tx.consent_states(account, &keys).await?;
+    Ok(match batch.scope {
+        Scope::Organizations(orgs) => {
+            let targets: Vec<_> = batch.numbers.iter().map(|n| (n, orgs.clone())).collect();
+            let keys: Vec<(&str, &str)> = targets
+                .iter()
+                .flat_map(|(n, orgs)| orgs.iter().map(|o| (o.as_str(), n.phone_number.as_str())))
+                .collect();
+            let states = tx.consent_states(account, &keys).await?;
+            Read { targets, states }
+        }
+        // Every state of the numbers, in one read: their holders, and the states of the
+        // pairs recorded (each held pair, and the account-wide one where there is one).
+        Scope::Account => {
+            let states = tx.states_of_numbers(account, &phones).await?;
+            let targets = account_targets(batch.numbers, &states);
+            Read { targets, states }
+        }
+    })
+}
+
+/// Records the targets of `read` not so already, as [`record_opt_outs`] says.
+async fn record_read<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    batch: Batch<'_>,
+    read: Read<'_>,
+    entry: impl Fn(&ListedNumber, &str) -> ConsentObservation,
+) -> Result<BatchCounts, crate::store::Error> {
+    let Read { targets, states } = read;
     let mut counts = BatchCounts::default();
     let mut observations = Vec::new();
     let mut mirrored: HashSet<usize> = HashSet::new();
     for (number, orgs) in &targets {
         for org in orgs {
             let stored = state_of(&states, org, &number.phone_number);
-            if stored.is_some_and(|s| s.rank.opted_out == opted_out) {
+            if stored.is_some_and(|s| s.rank.opted_out == batch.opted_out) {
                 counts.already_opted_out += 1;
                 continue;
             }
@@ -164,18 +244,36 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
         }
     }
     counts.recorded = observations.len() as u64;
-    if dry_run {
+    if batch.dry_run {
         counts.suppressed = observations
             .iter()
             .filter(|o| o.organization_id == ACCOUNT_WIDE)
             .count() as u64;
         return Ok(counts);
     }
-    let applied = super::consent::apply(tx, account, &observations, now, states).await?;
-    counts.recorded = 0;
+    let applied = super::consent::apply(tx, account, &observations, batch.now, states).await?;
+    let settled = settle(tx, account, &observations, &applied, &mirrored, batch.now).await?;
+    Ok(BatchCounts {
+        already_opted_out: counts.already_opted_out,
+        ..settled
+    })
+}
+
+/// After the entries of `observations` are recorded (`applied`): the account-wide ones
+/// suppress their numbers (or lift their suppression), the current others of mirrored
+/// leads are queued for the service. What was recorded, suppressed and queued.
+async fn settle<T: ApplyTx + ?Sized>(
+    tx: &mut T,
+    account: &AccountId,
+    observations: &[ConsentObservation],
+    applied: &[crate::model::ConsentApplied],
+    mirrored: &HashSet<usize>,
+    now: DateTime<Utc>,
+) -> Result<BatchCounts, crate::store::Error> {
+    let mut counts = BatchCounts::default();
     let mut suppressing = Vec::new();
     let mut lifting = Vec::new();
-    for (i, (o, outcome)) in observations.iter().zip(&applied).enumerate() {
+    for (i, (o, outcome)) in observations.iter().zip(applied).enumerate() {
         let Some(seq) = outcome.seq else { continue };
         counts.recorded += 1;
         if o.organization_id == ACCOUNT_WIDE && !o.opted_out {
@@ -202,32 +300,32 @@ pub async fn record_opt_outs<T: ApplyTx + ?Sized>(
     Ok(counts)
 }
 
-/// The organizations each number is recorded in: the ones named, or for the whole account
-/// [`ACCOUNT_WIDE`] and every organization holding the number.
-async fn targets<'n, T: ApplyTx + ?Sized>(
-    tx: &mut T,
-    account: &AccountId,
-    scope: &Scope,
+/// The organizations each number is recorded in for the whole account: [`ACCOUNT_WIDE`]
+/// first (an earlier import's entry holds it too), then every organization holding the
+/// number, by id.
+fn account_targets<'n>(
     numbers: &'n [ListedNumber],
-    phones: &[&str],
-) -> Result<Vec<(&'n ListedNumber, Vec<String>)>, crate::store::Error> {
-    Ok(match scope {
-        Scope::Organizations(orgs) => numbers.iter().map(|n| (n, orgs.clone())).collect(),
-        Scope::Account => {
-            let holders = tx.holders_of(account, phones).await?;
-            numbers
-                .iter()
-                .map(|n| {
-                    let held = holders.get(&n.phone_number).into_iter().flatten();
-                    // ACCOUNT_WIDE first (an earlier import's entry holds it too).
-                    let orgs = std::iter::once(ACCOUNT_WIDE.to_owned())
-                        .chain(held.map(|(org, _)| org.clone()))
-                        .collect::<Vec<_>>();
-                    (n, dedup(orgs))
-                })
-                .collect()
-        }
-    })
+    states: &ConsentStates,
+) -> Vec<(&'n ListedNumber, Vec<String>)> {
+    let mut holding: HashMap<&str, Vec<&str>> = HashMap::new();
+    for (org, phone) in states.0.keys() {
+        holding
+            .entry(phone.as_str())
+            .or_default()
+            .push(org.as_str());
+    }
+    numbers
+        .iter()
+        .map(|n| {
+            let mut held = holding.remove(n.phone_number.as_str()).unwrap_or_default();
+            held.sort_unstable();
+            let orgs = std::iter::once(ACCOUNT_WIDE)
+                .chain(held)
+                .map(str::to_owned)
+                .collect::<Vec<_>>();
+            (n, dedup(orgs))
+        })
+        .collect()
 }
 
 fn dedup(mut orgs: Vec<String>) -> Vec<String> {

@@ -16,9 +16,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 
 use crate::apply::imported::{self, Batch, ListedNumber, Scope};
-use crate::model::{
-    ACCOUNT_WIDE, AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp,
-};
+use crate::model::{AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp};
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
 use crate::systems::source::{ReadRecord, Said};
 
@@ -171,7 +169,8 @@ impl Recorder {
     }
 
     /// Records what `said` says (distinct numbers, all opt-outs or all opt-ins) in every
-    /// target account; how many of them were recorded somewhere.
+    /// target account but where every organization holding a number (or each of the
+    /// source's organizations) says so already; how many of them were recorded somewhere.
     async fn record_numbers<T: ApplyTx + ?Sized>(
         &self,
         tx: &mut T,
@@ -180,21 +179,15 @@ impl Recorder {
         now: chrono::DateTime<Utc>,
     ) -> Result<usize, crate::store::Error> {
         let mut recorded = vec![false; said.len()];
-        let phones: Vec<&str> = said.iter().map(|s| s.phone_number).collect();
+        let numbers: Vec<ListedNumber> = said
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ListedNumber {
+                phone_number: s.phone_number.to_owned(),
+                line: i as u64,
+            })
+            .collect();
         for account in &self.targets {
-            let held = self.held_already(tx, account, &phones, opted_out).await?;
-            let numbers: Vec<ListedNumber> = said
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| !held.contains(s.phone_number))
-                .map(|(i, s)| ListedNumber {
-                    phone_number: s.phone_number.to_owned(),
-                    line: i as u64,
-                })
-                .collect();
-            if numbers.is_empty() {
-                continue;
-            }
             let entry = |number: &ListedNumber, organization: &str| {
                 self.observation(said[number.line as usize], organization)
             };
@@ -205,65 +198,15 @@ impl Recorder {
                 dry_run: false,
                 opted_out,
             };
-            imported::record_opt_outs(tx, account, batch, entry).await?;
-            for number in &numbers {
+            let (_, held) = imported::record_unless_held(tx, account, batch, entry).await?;
+            for number in numbers
+                .iter()
+                .filter(|n| !held.contains(n.phone_number.as_str()))
+            {
                 recorded[number.line as usize] = true;
             }
         }
         Ok(recorded.into_iter().filter(|r| *r).count())
-    }
-
-    /// Those of `phones` that every organization of `account` holding them (or each of the
-    /// source's organizations) says so of already, one at least: nothing changes there. Two
-    /// reads for the whole slice.
-    async fn held_already<T: ApplyTx + ?Sized>(
-        &self,
-        tx: &mut T,
-        account: &AccountId,
-        phones: &[&str],
-        opted_out: bool,
-    ) -> Result<std::collections::HashSet<String>, crate::store::Error> {
-        let holders = match &self.scope {
-            Scope::Organizations(_) => Default::default(),
-            Scope::Account => tx.holders_of(account, phones).await?,
-        };
-        let orgs_of = |phone: &str| -> Vec<String> {
-            match &self.scope {
-                Scope::Organizations(orgs) => orgs.clone(),
-                Scope::Account => {
-                    let mut orgs: Vec<String> = holders
-                        .get(phone)
-                        .into_iter()
-                        .flatten()
-                        .map(|(org, _)| org.clone())
-                        .collect();
-                    orgs.sort_unstable();
-                    orgs.dedup();
-                    if orgs.is_empty() {
-                        orgs.push(ACCOUNT_WIDE.to_owned());
-                    }
-                    orgs
-                }
-            }
-        };
-        let wanted: Vec<(&str, Vec<String>)> = phones.iter().map(|p| (*p, orgs_of(p))).collect();
-        let keys: Vec<(&str, &str)> = wanted
-            .iter()
-            .flat_map(|(phone, orgs)| orgs.iter().map(move |o| (o.as_str(), *phone)))
-            .collect();
-        let states = tx.consent_states(account, &keys).await?;
-        Ok(wanted
-            .iter()
-            .filter(|(phone, orgs)| {
-                orgs.iter().all(|org| {
-                    states
-                        .0
-                        .get(&(org.clone(), (*phone).to_owned()))
-                        .is_some_and(|s| s.rank.opted_out == opted_out)
-                })
-            })
-            .map(|(phone, _)| (*phone).to_owned())
-            .collect())
     }
 
     /// The entry of what `said` says, in `organization`.

@@ -73,6 +73,10 @@ mod subscribers;
 /// How a statement written once runs on either backend (`on_backend!`).
 mod backend;
 
+/// PostgreSQL's planner kept up with a long run of writes.
+mod statistics;
+pub use statistics::Growth;
+
 /// The other replicas' ledger commits turned into wake-ups of [`crate::signal`].
 mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.

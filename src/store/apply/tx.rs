@@ -88,6 +88,14 @@ pub trait ApplyTx: Send {
         keys: &[(&str, &str)],
     ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
 
+    /// The stored state of every organization holding each of `phones` (the account-wide
+    /// one too): its holders and their states in one read.
+    fn states_of_numbers(
+        &mut self,
+        account: &AccountId,
+        phones: &[&str],
+    ) -> impl Future<Output = Result<ConsentStates, crate::store::Error>> + Send;
+
     /// Appends the entries not in the ledger yet, in order: the seq of each new one, `None`
     /// for an event already recorded (or recorded earlier in `entries`).
     fn append_ledger(
@@ -316,6 +324,20 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
     ) -> Result<ConsentStates, crate::store::Error> {
         let rows = on_backend!(self, |conn, dialect| {
             dialect::apply::consent_states(conn, account, keys).await
+        })?;
+        Ok(super::consent_states(rows))
+    }
+
+    async fn states_of_numbers(
+        &mut self,
+        account: &AccountId,
+        phones: &[&str],
+    ) -> Result<ConsentStates, crate::store::Error> {
+        if phones.is_empty() {
+            return Ok(ConsentStates::default());
+        }
+        let rows = on_backend!(self, |conn, dialect| {
+            dialect::apply::states_of_numbers(conn, account, phones).await
         })?;
         Ok(super::consent_states(rows))
     }

@@ -201,6 +201,25 @@ pub(crate) async fn consent_states(
     .await?)
 }
 
+pub(crate) async fn states_of_numbers(
+    conn: &mut PgConnection,
+    account: &AccountId,
+    phones: &[&str],
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
+    // A join, not `= ANY($1)`: planned without the table's statistics, a kept statement
+    // could test every row against the whole list (see `store::statistics`).
+    Ok(sqlx::query_as(
+        "SELECT s.organization_id, s.phone_number, COALESCE(s.rank_at, s.changed_at) AS changed_at,
+                s.opted_out, s.lead_id, s.seq, s.source
+         FROM unnest($1::text[]) AS k (phone)
+         JOIN consent_state AS s ON s.phone_number = k.phone AND s.account_id = $2",
+    )
+    .bind(phones)
+    .bind(account)
+    .fetch_all(&mut *conn)
+    .await?)
+}
+
 pub(crate) async fn append_ledger(
     conn: &mut PgConnection,
     account: &AccountId,

@@ -194,6 +194,25 @@ pub(crate) async fn consent_states(
     .await?)
 }
 
+pub(crate) async fn states_of_numbers(
+    conn: &mut SqliteConnection,
+    account: &AccountId,
+    phones: &[&str],
+) -> Result<Vec<store::StateRow>, crate::store::Error> {
+    Ok(codec::json_rows_in(
+        conn,
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
+                                            COALESCE(s.rank_at, s.changed_at),
+                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id,
+                                            s.seq, s.source))
+         FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
+         JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
+        codec::json_param(phones)?,
+        account,
+    )
+    .await?)
+}
+
 pub(crate) async fn append_ledger(
     conn: &mut SqliteConnection,
     account: &AccountId,
