@@ -277,7 +277,10 @@ impl Reader {
                         self.count(done);
                         counts += done;
                         growth
-                            .wrote(conn, u64::try_from(done.opt_outs).unwrap_or(0))
+                            .wrote(
+                                conn,
+                                u64::try_from(done.opt_outs + done.opt_ins).unwrap_or(0),
+                            )
                             .await;
                     }
                     Err(error) => return Err((error, counts)),
@@ -305,6 +308,7 @@ impl Reader {
         let name = self.settings.name.as_str();
         for (outcome, n) in [
             (SourceOutcome::OptOut, done.opt_outs),
+            (SourceOutcome::OptIn, done.opt_ins),
             (SourceOutcome::Confirmed, done.confirmed),
             (SourceOutcome::Ignored, done.ignored),
         ] {

@@ -32,6 +32,9 @@ fn source_line(s: &SourceView) -> String {
         "{} ({}): {state}, {} read, {} opt-outs, {} confirmed, {} ignored",
         s.name, s.kind, s.read, s.opt_outs, s.confirmed, s.ignored
     );
+    if s.opt_ins > 0 {
+        line.push_str(&format!(", {} opt-ins", s.opt_ins));
+    }
     if let Some(at) = &s.watermark {
         line.push_str(&format!(", read up to {at}"));
     }
@@ -143,14 +146,14 @@ async fn run_now(settings: &Settings, name: &str, json: bool) -> Result<(), CliE
     let c = report.counts;
     if json {
         return print_json(&serde_json::json!({
-            "name": name, "read": c.read, "optOuts": c.opt_outs, "confirmed": c.confirmed,
-            "ignored": c.ignored,
+            "name": name, "read": c.read, "optOuts": c.opt_outs, "optIns": c.opt_ins,
+            "confirmed": c.confirmed, "ignored": c.ignored,
             "watermark": report.watermark.map(crate::model::Timestamp),
         }));
     }
     println!(
-        "{name}: {} read, {} opt-outs, {} confirmed, {} ignored",
-        c.read, c.opt_outs, c.confirmed, c.ignored
+        "{name}: {} read, {} opt-outs, {} opt-ins, {} confirmed, {} ignored",
+        c.read, c.opt_outs, c.opt_ins, c.confirmed, c.ignored
     );
     Ok(())
 }

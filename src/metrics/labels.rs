@@ -73,8 +73,10 @@ label_values! {
 label_values! {
     /// What one record a source read came to.
     pub enum SourceOutcome {
-        /// An opt-out (or, with `opt_ins`, an opt-in) recorded in the ledger.
+        /// An opt-out recorded in the ledger.
         OptOut => "opt_out",
+        /// An opt-in recorded in the ledger (a source with `opt_ins = true`).
+        OptIn => "opt_in",
         /// Said what every target account holds already: nothing changed.
         Confirmed => "confirmed",
         /// Says nothing the ledger takes (another change, an opt-in not taken, no number).

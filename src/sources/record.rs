@@ -138,7 +138,11 @@ impl Recorder {
                 continue;
             }
             let recorded = self.record_numbers(tx, &these, opted_out, now).await?;
-            counts.opt_outs += recorded as i64;
+            if opted_out {
+                counts.opt_outs += recorded as i64;
+            } else {
+                counts.opt_ins += recorded as i64;
+            }
             counts.confirmed += (these.len() - recorded) as i64;
         }
         tx.count_records(&self.name, counts).await?;

@@ -42,6 +42,8 @@ pub struct SourceView {
     /// Records read and recorded (each once), and what they came to.
     pub read: i64,
     pub opt_outs: i64,
+    /// Opt-ins recorded (a source with `opt_ins = true`; never otherwise).
+    pub opt_ins: i64,
     /// Said what every target account held already: nothing changed.
     pub confirmed: i64,
     /// Said nothing the ledger takes (another change, an opt-in not taken, no number).
@@ -73,6 +75,7 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
             last_success_at: None,
             read: 0,
             opt_outs: 0,
+            opt_ins: 0,
             confirmed: 0,
             ignored: 0,
         };
@@ -105,6 +108,7 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
         last_success_at: row.last_success_at,
         read: row.read,
         opt_outs: row.opt_outs,
+        opt_ins: row.opt_ins,
         confirmed: row.confirmed,
         ignored: row.ignored,
     }

@@ -21,6 +21,7 @@ pub struct SourceRow {
     pub last_error: Option<String>,
     pub read: i64,
     pub opt_outs: i64,
+    pub opt_ins: i64,
     pub confirmed: i64,
     pub ignored: i64,
 }
@@ -30,6 +31,8 @@ pub struct SourceRow {
 pub struct SourceCounts {
     pub read: i64,
     pub opt_outs: i64,
+    /// Recorded opt-ins (a source with `opt_ins = true`).
+    pub opt_ins: i64,
     pub confirmed: i64,
     pub ignored: i64,
 }
@@ -38,6 +41,7 @@ impl std::ops::AddAssign for SourceCounts {
     fn add_assign(&mut self, other: Self) {
         self.read += other.read;
         self.opt_outs += other.opt_outs;
+        self.opt_ins += other.opt_ins;
         self.confirmed += other.confirmed;
         self.ignored += other.ignored;
     }
@@ -66,7 +70,7 @@ pub trait SourceStore {
 }
 
 const SOURCE_COLUMNS: &str = "source, kind, watermark, last_run_at, last_success_at,
-     last_error, read, opt_outs, confirmed, ignored";
+     last_error, read, opt_outs, opt_ins, confirmed, ignored";
 
 impl SourceStore for Pool {
     async fn sources(&self) -> Result<Vec<SourceRow>, Error> {
@@ -223,13 +227,15 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
         on_backend!(self, |conn| {
             sqlx::query(
                 "UPDATE source_state SET read = read + $2, opt_outs = opt_outs + $3,
-                     confirmed = confirmed + $4, ignored = ignored + $5 WHERE source = $1",
+                     confirmed = confirmed + $4, ignored = ignored + $5, opt_ins = opt_ins + $6
+                     WHERE source = $1",
             )
             .bind(name)
             .bind(counts.read)
             .bind(counts.opt_outs)
             .bind(counts.confirmed)
             .bind(counts.ignored)
+            .bind(counts.opt_ins)
             .execute(&mut *conn)
             .await
             .map(drop)
