@@ -116,7 +116,7 @@ impl Reader {
     pub fn echoing(mut self, destinations: &[DestinationSettings]) -> Self {
         self.recorder.echoes = destinations
             .iter()
-            .filter(|d| crate::sender::destinations::same_system(d, &self.settings))
+            .filter(|d| self.settings.reads_what_writes(d))
             .map(|d| d.name.clone())
             .collect();
         self

@@ -29,20 +29,11 @@ pub fn configured(
         .map(|d| {
             let echoes = sources
                 .iter()
-                .filter(|s| same_system(d, s))
+                .filter(|s| s.reads_what_writes(d))
                 .map(|s| s.name.clone());
             Arc::new(Subscriber::destination(d, keys.clone()).reading_back(echoes))
         })
         .collect()
-}
-
-/// Whether source `s` reads the system destination `d` writes: the same kind, API and key.
-pub(crate) fn same_system(d: &DestinationSettings, s: &crate::settings::SourceSettings) -> bool {
-    use secrecy::ExposeSecret as _;
-    let key = |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
-    d.system.kind() == s.system.kind().as_str()
-        && d.base_url.trim_end_matches('/') == s.base_url.trim_end_matches('/')
-        && key(&d.api_key) == key(&s.api_key)
 }
 
 /// The entries of `name` with an outcome (only `state`'s when given), after `after_seq`.

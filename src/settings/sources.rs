@@ -140,6 +140,16 @@ fn default_job_timeout_secs() -> u64 {
 pub const MAX_JOB_TIMEOUT_SECS: u64 = 86_400;
 
 impl SourceSettings {
+    /// Whether it reads the system destination `d` writes: the same kind, API and key.
+    pub fn reads_what_writes(&self, d: &super::DestinationSettings) -> bool {
+        use secrecy::ExposeSecret as _;
+        let key =
+            |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
+        d.system.kind() == self.system.kind().as_str()
+            && d.base_url.trim_end_matches('/') == self.base_url.trim_end_matches('/')
+            && key(&d.api_key) == key(&self.api_key)
+    }
+
     /// A source of every account, for code that configures one itself (tests, `demo`).
     pub fn new(name: &str, system: SourceSystem, base_url: &str, api_key: &str) -> Self {
         Self {
