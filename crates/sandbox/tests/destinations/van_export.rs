@@ -117,6 +117,8 @@ async fn a_job_goes_pending_then_in_process_then_complete_with_a_csv_of_the_chan
             "Ann",
         )
         .expect("marked");
+    // A window ends before its `dateChangedTo` (now, here): not in the change's millisecond.
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     let created = fakes
         .new_job(
             DEFAULT_VAN_KEY,
