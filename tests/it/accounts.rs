@@ -559,16 +559,7 @@ async fn an_opt_out_given_to_one_account_is_recorded_suppressed_and_pushed_in_th
         "20 leads of each account: {status}"
     );
 
-    let lead = party
-        .leads()
-        .into_iter()
-        .find(|l| !l.global_opted_out)
-        .expect("a lead not opted out");
-    let twin = candidate
-        .leads()
-        .into_iter()
-        .find(|l| l.phone_number == lead.phone_number)
-        .expect("the same number in the other account");
+    let (lead, twin) = twins(&party, &candidate);
     assert!(!twin.global_opted_out);
     // Each account's path takes its own signatures only.
     assert_eq!(
@@ -775,16 +766,7 @@ async fn an_opt_in_given_after_a_shared_opt_out_reached_the_service_holds_when_i
     .expect("config");
     succeeds(dir.path(), &["reconcile", "--json"]);
     let daemon = Daemon::start(dir.path(), "opt-in-after-share", &[]).await;
-    let lead = party
-        .leads()
-        .into_iter()
-        .find(|l| !l.global_opted_out)
-        .expect("a lead not opted out");
-    let twin = candidate
-        .leads()
-        .into_iter()
-        .find(|l| l.phone_number == lead.phone_number)
-        .expect("the same number in the other account");
+    let (lead, twin) = twins(&party, &candidate);
     assert_eq!(
         post_consent(
             &daemon,
@@ -839,6 +821,27 @@ async fn an_opt_in_given_after_a_shared_opt_out_reached_the_service_holds_when_i
     candidate.shutdown().await;
 }
 
+/// A lead of `party` not opted out, and the lead of `candidate` with the same number.
+fn twins(
+    party: &outreach_sync_sandbox::RunningSandbox,
+    candidate: &outreach_sync_sandbox::RunningSandbox,
+) -> (
+    outreach_sync_sandbox::wire::Lead,
+    outreach_sync_sandbox::wire::Lead,
+) {
+    let lead = party
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("a lead not opted out");
+    let twin = candidate
+        .leads()
+        .into_iter()
+        .find(|l| l.phone_number == lead.phone_number)
+        .expect("the same number in the other account");
+    (lead, twin)
+}
+
 /// Waits up to `limit` for the lead `id` of `sandbox` to be opted out there.
 async fn opted_out_at(
     sandbox: &outreach_sync_sandbox::RunningSandbox,
@@ -870,16 +873,7 @@ async fn one_account_down_holds_up_nothing_of_the_other_and_its_shared_opt_out_a
     .expect("config");
     succeeds(dir.path(), &["reconcile"]);
     let daemon = Daemon::start(dir.path(), "outage", &[]).await;
-    let lead = party
-        .leads()
-        .into_iter()
-        .find(|l| !l.global_opted_out)
-        .expect("a lead not opted out");
-    let twin = candidate
-        .leads()
-        .into_iter()
-        .find(|l| l.phone_number == lead.phone_number)
-        .expect("the same number in the other account");
+    let (lead, twin) = twins(&party, &candidate);
 
     // The candidate's service answers every request with an error from now on.
     let down = outreach_sync_sandbox::ApiFaults {

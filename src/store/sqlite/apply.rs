@@ -173,6 +173,16 @@ pub(crate) async fn unsent_opt_outs_of(
     .await?)
 }
 
+/// The states `s` selected, as one JSON array of [`store::StateRow`]s (a macro, so that
+/// the statements stay `&'static str`).
+macro_rules! state_rows {
+    () => {
+        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
+             COALESCE(s.rank_at, s.changed_at), json(iif(s.opted_out, 'true', 'false')),
+             s.lead_id, s.seq, s.source))"
+    };
+}
+
 pub(crate) async fn consent_states(
     conn: &mut SqliteConnection,
     account: &AccountId,
@@ -180,14 +190,12 @@ pub(crate) async fn consent_states(
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
     Ok(codec::json_rows_in(
         conn,
-        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
-                                            COALESCE(s.rank_at, s.changed_at),
-                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id,
-                                            s.seq, s.source))
-         FROM json_each(?1) AS k
-         JOIN consent_state AS s ON s.organization_id = k.value ->> 0 AND s.phone_number =
-             k.value ->> 1
-                                AND s.account_id = ?2",
+        concat!(
+            state_rows!(),
+            " FROM json_each(?1) AS k
+             JOIN consent_state AS s ON s.organization_id = k.value ->> 0
+                 AND s.phone_number = k.value ->> 1 AND s.account_id = ?2"
+        ),
         codec::json_param(keys)?,
         account,
     )
@@ -201,12 +209,11 @@ pub(crate) async fn states_of_numbers(
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
     Ok(codec::json_rows_in(
         conn,
-        "SELECT json_group_array(json_array(s.organization_id, s.phone_number,
-                                            COALESCE(s.rank_at, s.changed_at),
-                                            json(iif(s.opted_out, 'true', 'false')), s.lead_id,
-                                            s.seq, s.source))
-         FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
-         JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
+        concat!(
+            state_rows!(),
+            " FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
+             JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2"
+        ),
         codec::json_param(phones)?,
         account,
     )
