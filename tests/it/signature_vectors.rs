@@ -171,3 +171,70 @@ fn hmac_over_timestamp_dot_body_matches_the_published_vector() {
         ));
     }
 }
+
+/// Twilio's signature, made by two implementations apart: the sandbox signs an inbound
+/// text and posts it over real HTTP, form-encoded as a client library encodes it (spaces,
+/// `+`, non-ASCII); the daemon's verifier, reading the body as it arrives, accepts it with
+/// the token and refuses it with another token or for another URL.
+#[tokio::test]
+async fn a_twilio_request_the_sandbox_signs_is_one_the_daemon_verifies() {
+    use outreach_sync::signature::twilio;
+    use outreach_sync_sandbox::twilio as sender;
+
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, bytes::Bytes)>(1);
+    let app = axum::Router::new().route(
+        "/sources/twilio-main",
+        axum::routing::post(move |headers: HeaderMap, body: bytes::Bytes| {
+            let tx = tx.clone();
+            async move {
+                let signature = headers
+                    .get(twilio::HEADER)
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default()
+                    .to_owned();
+                let _ = tx.send((signature, body)).await;
+                "<Response/>"
+            }
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!(
+        "http://{}/sources/twilio-main",
+        listener.local_addr().unwrap()
+    );
+    tokio::spawn(async move { axum::serve(listener, app).await });
+
+    let token = "sandbox-auth-token-0123";
+    let params = sender::inbound(
+        "SM0001",
+        "+15550100001",
+        "+15550109999",
+        "Opt out, ¡ya! 100%+",
+    );
+    let (status, _) = sender::send(&reqwest::Client::new(), &url, token, &params)
+        .await
+        .expect("posted");
+    assert_eq!(status, 200);
+    let (header, body) = rx.recv().await.expect("the request");
+    let received = twilio::form_params(&body);
+    assert_eq!(received.len(), params.len());
+    assert_eq!(
+        twilio::verify(
+            &[b"other-token", token.as_bytes()],
+            &url,
+            &received,
+            &header
+        ),
+        Some(1),
+        "the second token (a rotation) matches"
+    );
+    assert_eq!(
+        twilio::verify(&[b"other-token"], &url, &received, &header),
+        None
+    );
+    let elsewhere = url.replace("twilio-main", "twilio-other");
+    assert_eq!(
+        twilio::verify(&[token.as_bytes()], &elsewhere, &received, &header),
+        None
+    );
+}

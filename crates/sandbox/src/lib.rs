@@ -24,6 +24,7 @@ pub mod destinations;
 mod running;
 mod shared;
 mod signing;
+pub mod twilio;
 mod validate;
 pub mod wire;
 mod world;
