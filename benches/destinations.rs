@@ -31,7 +31,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::str::FromStr as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -52,7 +51,6 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 const SECRET: &str = "whsec_YmVuY2gtc3Vic2NyaWJlci1zZWNyZXQ=";
-const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
 const ORGANIZATION: &str = "org_0";
 /// Leads (and their opt-outs) recorded per transaction while setting up.
 const PAGE: usize = 1_000;
@@ -73,35 +71,18 @@ const POLL: Duration = Duration::from_millis(20);
 /// A sender that makes no progress for this long has failed the run.
 const STALLED: Duration = Duration::from_secs(60);
 
-fn env_count(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace(['_', ','], "").parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main]
 async fn main() {
-    let entries = env_count("BENCH_DESTINATION_ENTRIES", 10_000);
-    let limited = env_count("BENCH_DESTINATION_LIMITED", 5_000).min(entries);
+    let entries = common::env_number("BENCH_DESTINATION_ENTRIES", 10_000) as usize;
+    let limited = (common::env_number("BENCH_DESTINATION_LIMITED", 5_000) as usize).min(entries);
     println!(
         "destinations: {entries} opt-outs to a VAN fake answering at once (run B: the first \
          {limited} at {LIMITED_RPS} requests/s)\n"
     );
     run(None, entries, limited).await;
-    let server = std::env::var(common::POSTGRES_VARIABLE).unwrap_or(DEFAULT_POSTGRES.into());
-    match postgres_answers(&server).await {
-        Ok(()) => run(Some(server), entries, limited).await,
-        Err(error) => println!("PostgreSQL skipped: {server} does not answer ({error})"),
+    if let Some(server) = common::answering_postgres().await {
+        run(Some(server), entries, limited).await;
     }
-}
-
-async fn postgres_answers(server: &str) -> anyhow::Result<()> {
-    let options = sqlx::postgres::PgConnectOptions::from_str(server)?;
-    let connect = sqlx::PgConnection::connect_with(&options);
-    let connection = tokio::time::timeout(Duration::from_secs(5), connect).await??;
-    connection.close().await?;
-    Ok(())
 }
 
 /// The leads of the run: the opt-outs' (`0..entries`) and the trickle's (after them).

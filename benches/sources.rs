@@ -28,7 +28,6 @@
 #[allow(dead_code)] // The helpers other benches use.
 mod common;
 
-use std::str::FromStr as _;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
@@ -44,7 +43,6 @@ use secrecy::SecretString;
 use sqlx::Connection as _;
 use tokio_util::sync::CancellationToken;
 
-const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
 const ORGANIZATION: &str = "org_0";
 const ROUNDS: usize = 3;
 /// The target of part 1 (SQLite) and of part 2 (in intervals).
@@ -59,36 +57,19 @@ const SERVICE_LEADS: usize = 300;
 /// How often the service's view of the marked lead is read.
 const POLL: Duration = Duration::from_millis(50);
 
-fn env_number(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.replace(['_', ','], "").parse().ok())
-        .unwrap_or(default)
-}
-
 #[tokio::main]
 async fn main() {
-    let rows = env_number("BENCH_SOURCE_ROWS", 100_000);
-    let every = env_number("BENCH_SOURCE_EVERY_SECS", 20).max(1);
-    let samples = usize::try_from(env_number("BENCH_SOURCE_SAMPLES", 3)).unwrap_or(3);
+    let rows = common::env_number("BENCH_SOURCE_ROWS", 100_000);
+    let every = common::env_number("BENCH_SOURCE_EVERY_SECS", 20).max(1);
+    let samples = usize::try_from(common::env_number("BENCH_SOURCE_SAMPLES", 3)).unwrap_or(3);
     println!(
         "sources: {rows} seeded \"Do Not Text\" rows read back from VAN ({ROUNDS} rounds); \
          {samples} marks carried to the service with every_secs = {every}\n"
     );
     run(None, rows, every, samples).await;
-    let server = std::env::var(common::POSTGRES_VARIABLE).unwrap_or(DEFAULT_POSTGRES.into());
-    match postgres_answers(&server).await {
-        Ok(()) => run(Some(server), rows, every, samples).await,
-        Err(error) => println!("PostgreSQL skipped: {server} does not answer ({error})"),
+    if let Some(server) = common::answering_postgres().await {
+        run(Some(server), rows, every, samples).await;
     }
-}
-
-async fn postgres_answers(server: &str) -> anyhow::Result<()> {
-    let options = sqlx::postgres::PgConnectOptions::from_str(server)?;
-    let connect = sqlx::PgConnection::connect_with(&options);
-    let connection = tokio::time::timeout(Duration::from_secs(5), connect).await??;
-    connection.close().await?;
-    Ok(())
 }
 
 async fn run(server: Option<String>, rows: u64, every: u64, samples: usize) {

@@ -15,6 +15,39 @@ use tempfile::TempDir;
 /// The variable naming the PostgreSQL server to bench on.
 pub const POSTGRES_VARIABLE: &str = "BENCH_POSTGRES_URL";
 
+/// The server the benches that run on both backends use when `BENCH_POSTGRES_URL` is unset.
+pub const DEFAULT_POSTGRES: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// The PostgreSQL server of a bench that runs on both backends: `BENCH_POSTGRES_URL`, else
+/// [`DEFAULT_POSTGRES`]; `None`, said on the terminal, when it does not answer in 5 s.
+#[allow(dead_code)] // The benches that run both backends in one run.
+pub async fn answering_postgres() -> Option<String> {
+    let server = std::env::var(POSTGRES_VARIABLE).unwrap_or(DEFAULT_POSTGRES.into());
+    let answers = async {
+        let options = PgConnectOptions::from_str(&server)?;
+        let connect = PgConnection::connect_with(&options);
+        let connection = tokio::time::timeout(std::time::Duration::from_secs(5), connect).await??;
+        connection.close().await?;
+        anyhow::Ok(())
+    };
+    match answers.await {
+        Ok(()) => Some(server),
+        Err(error) => {
+            println!("PostgreSQL skipped: {server} does not answer ({error})");
+            None
+        }
+    }
+}
+
+/// A count from the environment (`_` and `,` allowed between digits), or `default`.
+#[allow(dead_code)] // The benches that take counts.
+pub fn env_number(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.replace(['_', ','], "").parse().ok())
+        .unwrap_or(default)
+}
+
 /// The database of one run, and a scratch directory (SQLite's files, the fsync probe).
 pub struct BenchDatabase {
     pub dir: TempDir,
