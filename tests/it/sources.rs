@@ -80,6 +80,14 @@ async fn counted(app: &TestApp, name: &str, field: &str, at_least: i64) -> Value
     listed(app, name).await
 }
 
+/// Once source `name` counted a record as `field`: it recorded no opt-out, and the ledger
+/// holds no entry of `phone` from its kind (`source`).
+async fn recorded_nothing(app: &TestApp, (name, field): (&str, &str), source: &str, phone: &str) {
+    let view = counted(app, name, field, 1).await;
+    assert_eq!(view["optOuts"], 0, "{view}");
+    assert!(entries_from(app, source, phone).await.is_empty());
+}
+
 async fn opted_out_at_service(sandbox: &RunningSandbox, lead: &Lead) {
     eventually("the opt-out at the service", WAIT, async || {
         sandbox
@@ -202,13 +210,13 @@ async fn a_do_not_text_marked_in_van_reaches_the_service_and_action_network_once
         entries.len()
     );
     // What the daemon wrote to Action Network, read back, ends there.
-    let an = counted(&app, "an-main", "confirmed", 1).await;
-    assert_eq!(an["optOuts"], 0, "{an}");
-    assert!(
-        entries_from(&app, "action_network", &lead.phone_number)
-            .await
-            .is_empty()
-    );
+    recorded_nothing(
+        &app,
+        ("an-main", "confirmed"),
+        "action_network",
+        &lead.phone_number,
+    )
+    .await;
     assert_eq!(again["state"], "ok", "{again}");
 
     report_names_where_it_was_given(&app, &lead).await;
@@ -329,13 +337,14 @@ async fn an_opt_out_written_to_action_network_for_one_organization_stays_that_or
         })
     })
     .await;
-    let view = counted(&app, "an-main", "confirmed", 1).await;
-    assert_eq!(view["optOuts"], 0, "the write read back is no news: {view}");
-    assert!(
-        entries_from(&app, "action_network", &texted.phone_number)
-            .await
-            .is_empty()
-    );
+    // The write read back is no news.
+    recorded_nothing(
+        &app,
+        ("an-main", "confirmed"),
+        "action_network",
+        &texted.phone_number,
+    )
+    .await;
     app.settle().await;
     let still = sandbox
         .leads()
@@ -368,13 +377,7 @@ async fn an_opt_in_read_back_is_not_taken_without_opt_ins(backend: Backend) {
             "organizer",
         )
         .expect("marked");
-    let view = counted(&app, "van-main", "ignored", 1).await;
-    assert_eq!(view["optOuts"], 0, "{view}");
-    assert!(
-        entries_from(&app, "van", &lead.phone_number)
-            .await
-            .is_empty()
-    );
+    recorded_nothing(&app, ("van-main", "ignored"), "van", &lead.phone_number).await;
     app.stop().await;
     sandbox.shutdown().await;
 }
@@ -500,6 +503,23 @@ async fn a_source_that_has_not_read_lately_is_named_in_the_compliance_report(bac
     assert_eq!(reading["behind"], false, "{reading}");
 
     // The command line's text and printable file, on the daemon's database.
+    let run = |format: &str| report_of(&app, &sandbox, format);
+    let text = run("text");
+    assert!(
+        text.contains("BEHIND: van-down (van), never read yet"),
+        "{text}"
+    );
+    assert!(!text.contains("BEHIND: an-main"), "{text}");
+    let html = run("html");
+    assert!(html.contains("id=\"report-sources\""), "{html}");
+    assert!(html.contains(">behind<"), "{html}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+/// `report compliance --format FORMAT` on `app`'s database, with the two sources of the
+/// stale-source test configured (one where nothing answers).
+fn report_of(app: &TestApp, sandbox: &RunningSandbox, format: &str) -> String {
     let config = app.dir.path().join("report.toml");
     std::fs::write(
         &config,
@@ -516,33 +536,20 @@ async fn a_source_that_has_not_read_lately_is_named_in_the_compliance_report(bac
         app.settings.database.url.as_str(),
     )];
     let config = config.to_str().expect("path");
-    let run = |format: &str| {
-        let args = [
-            "--config",
-            config,
-            "report",
-            "compliance",
-            "--format",
-            format,
-        ];
-        let out = crate::cli::run(app.dir.path(), &args, &db, "");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            crate::cli::text(&out.stderr)
-        );
-        crate::cli::text(&out.stdout)
-    };
-    let text = run("text");
-    assert!(
-        text.contains("BEHIND: van-down (van), never read yet"),
-        "{text}"
+    let args = [
+        "--config",
+        config,
+        "report",
+        "compliance",
+        "--format",
+        format,
+    ];
+    let out = crate::cli::run(app.dir.path(), &args, &db, "");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        crate::cli::text(&out.stderr)
     );
-    assert!(!text.contains("BEHIND: an-main"), "{text}");
-    let html = run("html");
-    assert!(html.contains("id=\"report-sources\""), "{html}");
-    assert!(html.contains(">behind<"), "{html}");
-    app.stop().await;
-    sandbox.shutdown().await;
+    crate::cli::text(&out.stdout)
 }

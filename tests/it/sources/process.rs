@@ -68,21 +68,7 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend:
         .iter()
         .map(|d| ("OUTREACH_SYNC__DATABASE__URL".to_owned(), d.url.clone()))
         .collect();
-    let sandbox = Sandbox::spawn(SandboxConfig {
-        leads: 20,
-        organizations: 1,
-        ..SandboxConfig::default()
-    })
-    .await
-    .expect("sandbox");
-    let export = VanExportSettings {
-        polls_before_complete: 0,
-        ..VanExportSettings::default()
-    };
-    assert!(sandbox.van_set_export(DEFAULT_VAN_KEY, export));
-    sandbox
-        .van_seed_changes(DEFAULT_VAN_KEY, ROWS, true)
-        .expect("the committee of the key");
+    let sandbox = with_export(ROWS).await;
     let dir = tempfile::tempdir().expect("dir");
     std::fs::write(config_file(dir.path()), config(&sandbox)).expect("config");
 
@@ -138,6 +124,26 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend:
     if let Some(database) = database {
         database.drop().await;
     }
+}
+
+/// A sandbox whose VAN exports `rows` "Do Not Text" changes, its jobs complete at once.
+async fn with_export(rows: u64) -> outreach_sync_sandbox::RunningSandbox {
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 20,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let export = VanExportSettings {
+        polls_before_complete: 0,
+        ..VanExportSettings::default()
+    };
+    assert!(sandbox.van_set_export(DEFAULT_VAN_KEY, export));
+    sandbox
+        .van_seed_changes(DEFAULT_VAN_KEY, rows, true)
+        .expect("the committee of the key");
+    sandbox
 }
 
 /// Records claimed by the source so far (none before the daemon made the table).
