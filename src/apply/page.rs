@@ -126,8 +126,8 @@ fn counted(
 /// The opt-in a pass found for lead `l`, whose number entry `by` suppresses, when the
 /// service had that lead opted out after the suppression (it took the suppression's push or
 /// another push of the lead's opt-out made since, or showed the lead opted out since) and
-/// shows it opted in now: an opt-in given since, by
-/// the person, in that organization. Recorded, it lifts the suppression for this lead alone.
+/// shows it opted in now: an opt-in given since, by the person, in that organization.
+/// Recorded, it lifts the suppression for this lead alone.
 async fn opt_in_given_since<T: ApplyTx + ?Sized>(
     tx: &mut T,
     account: &AccountId,
