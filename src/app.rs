@@ -64,6 +64,8 @@ pub struct Application {
     destination_keys: Live<crate::settings::DestinationKeys>,
     /// The sources in force, replaced by a reload.
     sources: Live<Vec<crate::settings::SourceSettings>>,
+    /// How the writer and the worker apply (its sources are `sources`).
+    policy: crate::apply::Policy,
     /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
     reload: Option<Option<PathBuf>>,
     /// This daemon's metrics, counted by every part of it and shown on its `/metrics`.
@@ -81,9 +83,13 @@ impl Application {
         let metrics = Arc::new(Metrics::new());
         let state = Arc::new(OutboxState::default());
         state.set_pending(outbox::count_pending(&pool).await?);
-        let (writer, writer_task) = OutboxWriter::start(&settings, state, metrics.clone())
-            .await
-            .context("opening the outbox writer")?;
+        // One policy for the writer and the worker: its sources are the ones a reload
+        // replaces, and ingest verifies replies posted to a source against them.
+        let policy = crate::apply::Policy::of(&settings);
+        let (writer, writer_task) =
+            OutboxWriter::start(&settings, policy.clone(), state, metrics.clone())
+                .await
+                .context("opening the outbox writer")?;
         let bind = settings.ingest_bind();
         let ingest_listener = crate::listener::bind(bind)
             .with_context(|| format!("binding the ingest listener to {bind}"))?;
@@ -122,7 +128,8 @@ impl Application {
             routes,
             tokens: Live::new(settings.admin.named_tokens()),
             destination_keys: Live::new(crate::settings::keys_of(&settings.destination)),
-            sources: Live::new(settings.source.clone()),
+            sources: policy.sources.sources.clone(),
+            policy,
             reload: None,
             metrics,
             settings,
@@ -222,6 +229,7 @@ impl Application {
             tokens,
             destination_keys: keys,
             sources,
+            policy,
             reload: _,
             metrics,
         } = self;
@@ -230,7 +238,7 @@ impl Application {
         // The worker, reconciler and pusher loops log their errors and go on, so only a
         // panic ends them early; the admin listener can fail as a whole, and is restarted.
         if worker {
-            supervise_worker(&mut tasks, &pool, &writer, &settings, &metrics);
+            supervise_worker(&mut tasks, &pool, &writer, policy.clone(), &metrics);
         }
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
@@ -257,7 +265,7 @@ impl Application {
         )?;
         tracing::info!(%admin_addr, "admin listening");
         log_listening(&routes, ingest_addr);
-        let ingest = (routes, &settings.ingest);
+        let ingest = (routes, policy.sources, &settings.ingest);
         let (router, keep_rejections) = ingest_router(ingest, writer, &pool, &metrics, &shutdown)?;
         if let Some(reloader) = reloader {
             supervise_reload(&mut tasks, reloader)?;

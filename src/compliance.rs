@@ -157,12 +157,14 @@ pub const BEHIND_AFTER_INTERVALS: u32 = 2;
 #[schema(as = ComplianceSource)]
 pub struct SourceStanding {
     pub name: String,
-    /// `van` or `action_network`.
+    /// `van`, `action_network` or `twilio`.
     pub kind: String,
-    /// When it last read to its end (none: never yet).
+    /// When it last read to its end (none: never yet); for a source a system posts to
+    /// (`twilio`), when it was last posted a reply.
     pub last_success_at: Option<Timestamp>,
     pub every_secs: u64,
-    /// No read to its end within its last two intervals.
+    /// No read to its end within its last two intervals (never for a source a system
+    /// posts to: no reply for a while is no fault).
     pub behind: bool,
     /// Why its last run stopped, if it did.
     pub last_error: Option<String>,
@@ -171,18 +173,26 @@ pub struct SourceStanding {
 impl SourceStanding {
     /// What the text and the printable report say of it.
     pub fn said(&self) -> String {
-        let last = self.last_success_at.map_or_else(
-            || "never read yet".to_owned(),
-            |at| format!("last read {at}"),
-        );
+        let posted = self.kind == crate::systems::twilio::KIND;
+        let last = match (self.last_success_at, posted) {
+            (None, false) => "never read yet".to_owned(),
+            (None, true) => "posted nothing yet".to_owned(),
+            (Some(at), false) => format!("last read {at}"),
+            (Some(at), true) => format!("last posted {at}"),
+        };
         let behind = if self.behind { "BEHIND: " } else { "" };
         let error = self
             .last_error
             .as_deref()
             .map_or_else(String::new, |e| format!("; its last run stopped: {e}"));
+        let how = if posted {
+            "posted to by its system".to_owned()
+        } else {
+            format!("reads every {} s", self.every_secs)
+        };
         format!(
-            "{behind}{} ({}), {last}, reads every {} s{error}",
-            self.name, self.kind, self.every_secs
+            "{behind}{} ({}), {last}, {how}{error}",
+            self.name, self.kind
         )
     }
 }
@@ -205,9 +215,10 @@ pub async fn standings(
                     .saturating_mul(u64::from(BEHIND_AFTER_INTERVALS)),
             )
             .unwrap_or(i64::MAX);
-            let behind = view
-                .last_success_at
-                .is_none_or(|at| (now - at.at()).num_seconds() > allowed);
+            let behind = settings.system.polled()
+                && view
+                    .last_success_at
+                    .is_none_or(|at| (now - at.at()).num_seconds() > allowed);
             SourceStanding {
                 name: view.name,
                 kind: view.kind,

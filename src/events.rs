@@ -16,6 +16,9 @@ pub const MESSAGE_STATUS: &str = "messageStatus-v1";
 pub enum Event {
     Consent(ConsentEvent),
     MessageStatus(MessageStatusEvent),
+    /// A person's reply posted to a `[[source]]` (Twilio), as the record it is: recorded
+    /// as that source's records are.
+    Heard(HeardEvent),
 }
 
 impl Event {
@@ -23,8 +26,45 @@ impl Event {
         match self {
             Event::Consent(e) => e.occurred_at,
             Event::MessageStatus(e) => e.occurred_at,
+            Event::Heard(e) => e.received_at,
         }
     }
+}
+
+/// A reply a source was posted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeardEvent {
+    /// The source's name.
+    pub source: String,
+    pub received_at: DateTime<Utc>,
+    pub record: crate::systems::source::ReadRecord,
+}
+
+/// The event of a stored outbox row: the service's delivery, or a reply a source was
+/// posted (its key says which: [`crate::systems::twilio::key`]).
+pub fn parse_stored(
+    dedup_key: &str,
+    body: &[u8],
+    received_at: DateTime<Utc>,
+) -> Result<Event, ParseError> {
+    match crate::systems::twilio::posted_to(dedup_key) {
+        Some(source) => heard(source, body, received_at),
+        None => parse(body, received_at),
+    }
+}
+
+/// The reply in form `body` posted to `source` at `received_at`.
+pub fn heard(source: &str, body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
+    let params = crate::signature::twilio::form_params(body);
+    crate::systems::twilio::record(&params, received_at)
+        .map(|record| {
+            Event::Heard(HeardEvent {
+                source: source.to_owned(),
+                received_at,
+                record,
+            })
+        })
+        .map_err(ParseError::Form)
 }
 
 /// A consent change of one lead (and, with account sync, of its number).
@@ -74,6 +114,9 @@ pub enum ParseError {
     BadData { kind: &'static str, message: String },
     #[error("the stored body cannot be read back: {0}")]
     Stored(String),
+    /// A reply posted to a source, verified, that cannot be read one way.
+    #[error("form: {0}")]
+    Form(String),
 }
 
 #[derive(Deserialize)]

@@ -77,6 +77,10 @@ pub struct ReadEvidence {
     pub actor: Option<String>,
     pub record: Option<String>,
     pub stands_on: Option<serde_json::Value>,
+    /// A reply posted to a source (Twilio): the post exactly as received, its verified
+    /// signature among its headers, as a webhook's delivery is shown.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<WebhookEvidence>,
 }
 
 /// An imported entry: the list it came from (its name as given and the SHA-256 of its
@@ -231,7 +235,7 @@ pub async fn bundle(
     }
     let keys: Vec<&str> = entries
         .iter()
-        .filter(|e| e.entry.source == Source::Webhook)
+        .filter(|e| matches!(e.entry.source, Source::Webhook | Source::Twilio))
         .map(|e| e.entry.event_ref.as_str())
         .collect();
     let deliveries: Vec<KeptDelivery> = pool.evidence_deliveries(&keys).await?;
@@ -289,36 +293,7 @@ fn evidence_of(
         },
         Source::Local => Evidence::Local(local_evidence(stored, kept)),
         Source::Import => Evidence::Import(import_evidence(stored, kept)),
-        Source::Webhook => match deliveries
-            .iter()
-            .find(|d| d.dedup_key == entry.event_ref && d.account_id == entry.account_id)
-        {
-            Some(d) => {
-                let headers = stored_headers(&d.headers, d.verified_header);
-                Evidence::Webhook(WebhookEvidence {
-                    delivery_id: Some(d.id),
-                    received_at: Some(d.received_at),
-                    headers: headers.object,
-                    headers_received: headers.received,
-                    verified_header: headers.verified,
-                    body_base64: Some(STANDARD.encode(&d.body)),
-                    secret_index: Some(d.secret_index),
-                    kept: true,
-                    note: None,
-                })
-            }
-            None => Evidence::Webhook(WebhookEvidence {
-                delivery_id: None,
-                received_at: None,
-                headers: None,
-                headers_received: None,
-                verified_header: None,
-                body_base64: None,
-                secret_index: None,
-                kept: false,
-                note: Some(missing_delivery(pruned_before)),
-            }),
-        },
+        Source::Webhook => Evidence::Webhook(delivery_evidence(stored, deliveries, pruned_before)),
         // What the sources read back (`Source::read_back`).
         _ => Evidence::Read(match kept {
             Some(KeptEvidence::Read {
@@ -329,13 +304,66 @@ fn evidence_of(
                 actor: Some(actor),
                 record: Some(record),
                 stands_on: Some(stands_on),
+                delivery: posted(stored, deliveries, pruned_before),
             },
             _ => ReadEvidence {
                 actor: None,
                 record: None,
                 stands_on: None,
+                delivery: posted(stored, deliveries, pruned_before),
             },
         }),
+    }
+}
+
+/// The post a source was given, for an entry of a source a system posts to.
+fn posted(
+    stored: &StoredEntry,
+    deliveries: &[KeptDelivery],
+    pruned_before: Option<&str>,
+) -> Option<WebhookEvidence> {
+    (stored.entry.source == Source::Twilio)
+        .then(|| delivery_evidence(stored, deliveries, pruned_before))
+}
+
+/// The delivery an entry came in (the row of the outbox whose key is its `event_ref`: of
+/// the entry's account for a webhook; a post to a source holds for each of its accounts),
+/// or why it is no longer kept.
+fn delivery_evidence(
+    stored: &StoredEntry,
+    deliveries: &[KeptDelivery],
+    pruned_before: Option<&str>,
+) -> WebhookEvidence {
+    let entry = &stored.entry;
+    match deliveries.iter().find(|d| {
+        d.dedup_key == entry.event_ref
+            && (entry.source == Source::Twilio || d.account_id == entry.account_id)
+    }) {
+        Some(d) => {
+            let headers = stored_headers(&d.headers, d.verified_header);
+            WebhookEvidence {
+                delivery_id: Some(d.id),
+                received_at: Some(d.received_at),
+                headers: headers.object,
+                headers_received: headers.received,
+                verified_header: headers.verified,
+                body_base64: Some(STANDARD.encode(&d.body)),
+                secret_index: Some(d.secret_index),
+                kept: true,
+                note: None,
+            }
+        }
+        None => WebhookEvidence {
+            delivery_id: None,
+            received_at: None,
+            headers: None,
+            headers_received: None,
+            verified_header: None,
+            body_base64: None,
+            secret_index: None,
+            kept: false,
+            note: Some(missing_delivery(pruned_before)),
+        },
     }
 }
 

@@ -82,12 +82,13 @@ fn routable<'a>(
     Ok(())
 }
 
-/// The ingest router: `POST {ingest.path}` of each account served, `GET /healthz`, `GET
-/// /readyz`, under `[ingest]`'s limits. A delivery is verified by the verifier of the
-/// account whose path it arrived on, as that verifier is at the time, and only by it. An
-/// error, never a panic, for a path that cannot be routed.
+/// The ingest router: `POST {ingest.path}` of each account served, `POST /sources/{name}`
+/// of each source a system posts to ([`posted`]), `GET /healthz`, `GET /readyz`, under
+/// `[ingest]`'s limits. A delivery is verified by the verifier of the account whose path it
+/// arrived on, as that verifier is at the time, and only by it; a post, by the source's
+/// tokens in force. An error, never a panic, for a path that cannot be routed.
 pub fn router(
-    (accounts, limits): (Vec<AccountRoute>, &IngestSettings),
+    (accounts, sources, limits): (Vec<AccountRoute>, crate::sources::InForce, &IngestSettings),
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,
@@ -126,6 +127,15 @@ pub fn router(
         router = router.route(&account.ingest_path, route);
         first.get_or_insert(state);
     }
+    let posts = Arc::new(posted::PostedState {
+        sources,
+        writer: writer.clone(),
+        max_body_bytes: limits.max_body_bytes,
+        max_backlog: limits.max_backlog,
+        rejections: rejections.clone(),
+        metrics: metrics.clone(),
+    });
+    let router = router.route("/sources/{name}", post(posted::receive).with_state(posts));
     let Some(state) = first else {
         return Ok(router);
     };
@@ -182,6 +192,9 @@ pub enum IngestError {
     BodyTimedOut(crate::listener::BodyTimedOut),
     #[error("not found")]
     NotFound,
+    /// A post to a source whose signature does not verify (Twilio's answer is 403).
+    #[error("the signature does not verify")]
+    Forbidden,
 }
 
 /// The JSON body of every error.
@@ -202,6 +215,7 @@ impl IngestError {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             IngestError::NotFound => StatusCode::NOT_FOUND,
+            IngestError::Forbidden => StatusCode::FORBIDDEN,
             IngestError::BodyTimedOut(_) => StatusCode::REQUEST_TIMEOUT,
         }
     }
@@ -303,6 +317,13 @@ impl Answered<'_> {
     /// Logs and counts the answer to a delivery on `account`'s path (`None`: on no
     /// account's).
     fn emit(&self, metrics: &Metrics, account: Option<&AccountId>) {
+        if let Some(outcome) = self.logged() {
+            metrics.delivery(account, outcome);
+        }
+    }
+
+    /// Logs the answer; what it is counted as (`None`: not counted).
+    fn logged(&self) -> Option<crate::metrics::Delivery> {
         use crate::metrics::Delivery as Outcome;
         let counted = match self.0 {
             Ok(Committed::Accepted(id)) => {
@@ -324,6 +345,11 @@ impl Answered<'_> {
                 // unverified request costs no write and no log line of its own.
                 let outcome = Outcome::Rejected;
                 tracing::debug!(reason = %rejection, outcome = outcome.label(), "delivery refused: signature");
+                outcome
+            }
+            Err(IngestError::Forbidden) => {
+                let outcome = Outcome::Rejected;
+                tracing::debug!(outcome = outcome.label(), "post refused: signature");
                 outcome
             }
             Err(IngestError::NotFound) => {
@@ -358,11 +384,10 @@ impl Answered<'_> {
                     (None, _) => "bad_body",
                 };
                 tracing::warn!(reason = %error, outcome = label, "delivery refused: body");
-                let Some(outcome) = outcome else { return };
-                outcome
+                outcome?
             }
         };
-        metrics.delivery(account, counted);
+        Some(counted)
     }
 }
 
@@ -467,6 +492,9 @@ async fn not_found(
     }
     IngestError::NotFound
 }
+
+mod posted;
+pub use posted::EMPTY_TWIML;
 
 #[cfg(test)]
 mod tests;

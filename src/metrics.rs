@@ -22,7 +22,8 @@ use prometheus_client::registry::Registry;
 use crate::model::AccountId;
 use labels::{
     AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels,
-    PushLabels, SourceLabels, SourceNameLabels, SubscriberLabels, Upstream, UpstreamLabels,
+    PushLabels, SourceLabels, SourceNameLabels, SourcePostLabels, SubscriberLabels, Upstream,
+    UpstreamLabels,
 };
 pub use labels::{
     AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push, SourceOutcome,
@@ -93,7 +94,10 @@ declared! {
         "Requests to destinations (VAN, Action Network) by outcome; an unmatched entry is \
          counted once, with no request";
     source_records: Family<SourceLabels, Counter> = "source_records",
-        "Records sources read back (VAN, Action Network), by what each came to";
+        "Records sources read back or were posted (VAN, Action Network, Twilio), by what each \
+         came to";
+    source_posts: Family<SourcePostLabels, Counter> = "source_posts",
+        "Posts to sources the system posts to (Twilio), by the ingest listener's answer";
     source_last_success: Family<SourceNameLabels, Gauge> =
         "source_last_success_timestamp_seconds",
         "When each source last read to its end (Unix seconds; its start in this process until \
@@ -282,6 +286,16 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts a post to source `name`, by its answer.
+    pub fn source_post(&self, name: &str, outcome: Delivery) {
+        self.source_posts
+            .get_or_create(&SourcePostLabels {
+                source: name.to_owned(),
+                outcome,
+            })
+            .inc();
+    }
+
     /// Outbox rows applied and quarantined by one committed batch.
     pub fn applied(&self, applied: u64, quarantined: u64) {
         self.outbox_applied.inc_by(applied);
@@ -376,6 +390,18 @@ impl Metrics {
                 outcome,
             })
             .inc_by(n);
+    }
+
+    /// Counts what records of source `name` came to.
+    pub fn source_counts(&self, name: &str, counts: crate::store::SourceCounts) {
+        for (outcome, n) in [
+            (SourceOutcome::OptOut, counts.opt_outs),
+            (SourceOutcome::OptIn, counts.opt_ins),
+            (SourceOutcome::Confirmed, counts.confirmed),
+            (SourceOutcome::Ignored, counts.ignored),
+        ] {
+            self.source_records(name, outcome, u64::try_from(n).unwrap_or(0));
+        }
     }
 
     /// How many records of source `name` came to `outcome` in this process.

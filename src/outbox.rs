@@ -110,10 +110,11 @@ pub struct OutboxWriter {
 
 impl OutboxWriter {
     /// Starts the writer task on its own connection. It ends when every handle is dropped,
-    /// after answering every request it took. What it applies at once is counted in
-    /// `metrics`.
+    /// after answering every request it took. What it applies at once it applies with
+    /// `policy` and counts in `metrics`.
     pub async fn start(
         settings: &Settings,
+        policy: apply::Policy,
         state: Arc<OutboxState>,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
@@ -121,6 +122,7 @@ impl OutboxWriter {
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
             settings: settings.clone(),
+            policy,
             conn: Some(conn),
             state: state.clone(),
             metrics,
@@ -175,6 +177,7 @@ impl OutboxWriter {
 
 struct Writer {
     settings: Settings,
+    policy: apply::Policy,
     conn: Option<Connection>,
     state: Arc<OutboxState>,
     metrics: Arc<crate::metrics::Metrics>,
@@ -257,7 +260,7 @@ impl Writer {
         batch: &mut [Command],
     ) -> Result<(Written, Result<(), crate::store::Error>), crate::store::Error> {
         let state = self.state.clone();
-        let policy = apply::Policy::of(&self.settings);
+        let policy = self.policy.clone();
         let mut last_id = self.last_id;
         let conn = self.connection().await?;
         let single_writer = conn.single_writer();

@@ -10,8 +10,10 @@
 //! error, a crash, kill -9) is read again from the same watermark, and its records, claimed
 //! once, record nothing twice.
 
+mod in_force;
 pub mod record;
 mod view;
+pub use in_force::InForce;
 pub use view::{STALE_AFTER_RUNS, SourceState, SourceView, views};
 
 use std::sync::Arc;
@@ -20,8 +22,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
-use crate::apply::imported::Scope;
-use crate::metrics::{Metrics, SourceOutcome};
+use crate::metrics::Metrics;
 use crate::model::{AccountId, Timestamp};
 use crate::settings::{DestinationSettings, Live, SourceSettings};
 use crate::store::{Growth, Pool, SourceCounts, SourceStore as _};
@@ -77,14 +78,23 @@ pub struct RunError {
     pub recorded: SourceCounts,
 }
 
+/// Why a source cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReaderError {
+    /// Its system posts to the daemon (Twilio): there is nothing to read.
+    #[error(
+        "source {0:?} is not read: Twilio posts each reply to /sources/{0} on the ingest listener"
+    )]
+    Posted(String),
+    #[error("cannot build its HTTP client: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
 impl Reader {
     /// Source `settings`, of the accounts `served`.
-    pub fn new(settings: &SourceSettings, served: &[AccountId]) -> Result<Self, reqwest::Error> {
-        let scope = if settings.organizations.is_empty() {
-            Scope::Account
-        } else {
-            Scope::Organizations(settings.organizations.clone())
-        };
+    pub fn new(settings: &SourceSettings, served: &[AccountId]) -> Result<Self, ReaderError> {
+        let system = crate::systems::source_of(settings)
+            .ok_or_else(|| ReaderError::Posted(settings.name.clone()))?;
         let rate = std::num::NonZeroU32::new(settings.requests_per_second)
             .unwrap_or(std::num::NonZeroU32::MIN);
         let http = reqwest::Client::builder()
@@ -94,15 +104,8 @@ impl Reader {
             .user_agent(concat!("outreach-sync/", env!("CARGO_PKG_VERSION")))
             .build()?;
         Ok(Self {
-            system: crate::systems::source_of(settings),
-            recorder: Recorder {
-                name: settings.name.clone(),
-                kind: settings.system.kind(),
-                targets: settings.targets(served),
-                scope,
-                opt_ins: settings.opt_ins,
-                echoes: Vec::new(),
-            },
+            system,
+            recorder: Recorder::of(settings, served),
             settings: settings.clone(),
             limiter: governor::RateLimiter::direct(governor::Quota::per_second(rate)),
             http,
@@ -304,15 +307,8 @@ impl Reader {
     }
 
     fn count(&self, done: SourceCounts) {
-        let Some(metrics) = &self.metrics else { return };
-        let name = self.settings.name.as_str();
-        for (outcome, n) in [
-            (SourceOutcome::OptOut, done.opt_outs),
-            (SourceOutcome::OptIn, done.opt_ins),
-            (SourceOutcome::Confirmed, done.confirmed),
-            (SourceOutcome::Ignored, done.ignored),
-        ] {
-            metrics.source_records(name, outcome, u64::try_from(n).unwrap_or(0));
+        if let Some(metrics) = &self.metrics {
+            metrics.source_counts(&self.settings.name, done);
         }
     }
 }
@@ -343,6 +339,7 @@ pub async fn run_configured(
         let these = stop.child_token();
         let readers: Vec<Reader> = list
             .iter()
+            .filter(|s| s.system.polled())
             .filter_map(|s| match Reader::new(s, &served) {
                 Ok(reader) => Some(reader.echoing(&destinations).counted_in(metrics.clone())),
                 Err(error) => {

@@ -114,7 +114,7 @@ impl Worker {
     }
 
     /// Parses and applies `rows` in the caller's transaction.
-    async fn apply<T: ApplyTx + ?Sized>(
+    async fn apply<T: ApplyTx + crate::store::SourceTx + ?Sized>(
         &self,
         tx: &mut T,
         rows: Vec<StoredDelivery>,
@@ -123,7 +123,7 @@ impl Worker {
         let pending: Vec<Pending> = rows
             .into_iter()
             .map(|row| Pending {
-                event: events::parse(&row.body, row.received_at),
+                event: events::parse_stored(&row.dedup_key, &row.body, row.received_at),
                 id: row.id,
                 account: AccountId::stored(&row.account_id),
                 dedup_key: row.dedup_key,

@@ -29,16 +29,12 @@ pub(super) fn supervise_worker(
     tasks: &mut Supervisor,
     pool: &Pool,
     writer: &OutboxWriter,
-    settings: &Settings,
+    policy: crate::apply::Policy,
     metrics: &Arc<Metrics>,
 ) {
-    let worker = Worker::new(
-        pool.clone(),
-        writer.state().clone(),
-        settings.consent.account_sync,
-    )
-    .with_policy(crate::apply::Policy::of(settings))
-    .counted_in(metrics.clone());
+    let worker = Worker::new(pool.clone(), writer.state().clone(), policy.account_sync)
+        .with_policy(policy)
+        .counted_in(metrics.clone());
     tasks.add("worker", move |shutdown| {
         worker.clone().run(shutdown).map(Ok)
     });
@@ -280,7 +276,11 @@ pub(super) fn supervise_admin(
 /// The ingest listener's router, and the task that keeps the sample of refused deliveries it
 /// leaves (see [`crate::rejections`]), which ends once `shutdown` is cancelled.
 pub(super) fn ingest_router(
-    accounts: (Vec<ingest::AccountRoute>, &IngestSettings),
+    accounts: (
+        Vec<ingest::AccountRoute>,
+        crate::sources::InForce,
+        &IngestSettings,
+    ),
     writer: OutboxWriter,
     pool: &Pool,
     metrics: &Arc<Metrics>,

@@ -13,10 +13,11 @@ use chrono::{DateTime, Utc};
 use crate::events::{self, Event};
 use crate::model::Lead;
 use crate::model::{ConsentApplied, ConsentObservation, Source, StatusObservation};
-use crate::store::ApplyTx;
+use crate::store::{ApplyTx, SourceTx};
 
 mod consent;
 mod echo;
+mod heard;
 pub mod imported;
 pub mod local;
 /// A reconciliation pass's page of leads.
@@ -50,7 +51,7 @@ pub enum Settle {
 }
 
 /// What applying a batch of outbox rows did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Outcome {
     pub applied: u64,
     pub quarantined: u64,
@@ -60,16 +61,20 @@ pub struct Outcome {
     pub sent_after_opt_out: u64,
     /// Returning webhooks recognised as the echo of a local change.
     pub echoes: u64,
+    /// What the replies posted to each source came to, by source name.
+    pub heard: Vec<(String, crate::store::SourceCounts)>,
 }
 
 /// What the configuration decides of how deliveries apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Policy {
     /// `[consent] account_sync`.
     pub account_sync: bool,
     /// `[compliance] confirmation_window_secs`: a message this soon after an opt-out is
     /// its confirmation, not a message sent after it.
     pub confirmation_window: chrono::TimeDelta,
+    /// The sources in force: what a reply posted to one becomes ([`heard`]).
+    pub sources: crate::sources::InForce,
 }
 
 impl Default for Policy {
@@ -77,6 +82,7 @@ impl Default for Policy {
         Self {
             account_sync: false,
             confirmation_window: chrono::TimeDelta::seconds(300),
+            sources: crate::sources::InForce::default(),
         }
     }
 }
@@ -88,6 +94,10 @@ impl Policy {
             account_sync: settings.consent.account_sync,
             confirmation_window: chrono::TimeDelta::seconds(
                 i64::try_from(window).unwrap_or(i64::MAX),
+            ),
+            sources: crate::sources::InForce::new(
+                settings.source.clone(),
+                settings.account_ids().unwrap_or_default(),
             ),
         }
     }
@@ -107,6 +117,9 @@ impl Outcome {
         metrics.applied(self.applied, self.quarantined);
         metrics.echoes(self.echoes);
         metrics.messages_after_opt_out(self.sent_after_opt_out);
+        for (name, counts) in &self.heard {
+            metrics.source_counts(name, *counts);
+        }
     }
 }
 
@@ -116,22 +129,29 @@ impl Outcome {
 /// order: nothing of one account (its leads, states, entries, statuses) is another's, so
 /// that is what applying them one by one would do, at the cost of one pass per account
 /// however the accounts' deliveries interleave.
-pub async fn deliveries<T: ApplyTx + ?Sized>(
+pub async fn deliveries<T: ApplyTx + SourceTx + ?Sized>(
     tx: &mut T,
     rows: &[Pending],
     now: DateTime<Utc>,
     policy: &Policy,
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
+    let (replies, rows): (Vec<&Pending>, Vec<&Pending>) = rows
+        .iter()
+        .partition(|row| matches!(row.event, Ok(Event::Heard(_))));
+    let mut outcome = heard::record(tx, &replies, now, &policy.sources, settle).await?;
     let mut accounts: Vec<&AccountId> = Vec::new();
-    for row in rows {
+    for row in &rows {
         if !accounts.contains(&&row.account) {
             accounts.push(&row.account);
         }
     }
-    let mut outcome = Outcome::default();
     for account in accounts {
-        let of_account: Vec<&Pending> = rows.iter().filter(|r| r.account == *account).collect();
+        let of_account: Vec<&Pending> = rows
+            .iter()
+            .copied()
+            .filter(|r| r.account == *account)
+            .collect();
         let of_run = deliveries_of(tx, account, &of_account, now, policy, settle).await?;
         outcome.applied += of_run.applied;
         outcome.quarantined += of_run.quarantined;
@@ -186,6 +206,7 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
         quarantined: plan.quarantined.len() as u64,
         sent_after_opt_out,
         echoes,
+        heard: Vec::new(),
     })
 }
 

@@ -57,7 +57,7 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
                 plan.quarantined.push((row.id, reason.to_string()));
                 continue;
             }
-            Ok(Event::MessageStatus(_)) => continue,
+            Ok(Event::MessageStatus(_) | Event::Heard(_)) => continue,
             Ok(Event::Consent(c)) => c,
         };
         let (org, phone) = match resolve(c, &known.located) {

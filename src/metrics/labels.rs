@@ -91,6 +91,12 @@ pub(super) struct SourceLabels {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct SourcePostLabels {
+    pub source: String,
+    pub outcome: Delivery,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct SourceNameLabels {
     pub source: String,
 }

@@ -313,13 +313,17 @@ text_enum! {
         Van = "van",
         /// Read back from Action Network's people (a `[[source]]` of kind `action_network`).
         ActionNetwork = "action_network",
+        /// Heard from a Twilio number: a person's reply, posted by Twilio's messaging
+        /// webhook to a `[[source]]` of kind `twilio`.
+        Twilio = "twilio",
     }
 }
 
 impl Source {
-    /// Whether entries of this source were read back from a system by a `[[source]]`.
+    /// Whether entries of this source came from a system by a `[[source]]` (read back, or
+    /// posted to the daemon).
     pub fn read_back(self) -> bool {
-        matches!(self, Source::Van | Source::ActionNetwork)
+        matches!(self, Source::Van | Source::ActionNetwork | Source::Twilio)
     }
 
     /// Whether the system it comes from writes its event times in whole seconds (the

@@ -1,6 +1,7 @@
-//! `[[source]]`: the systems opt-outs are read back from (a phone banker's "Do Not Text" in
-//! VAN, a supporter unsubscribing in Action Network), each read every `every_secs` by the
-//! leader. The keys every kind takes here; each kind's own in [`SourceSystem`].
+//! `[[source]]`: the systems opt-outs come from besides the service: read back every
+//! `every_secs` by the leader (a phone banker's "Do Not Text" in VAN, a supporter
+//! unsubscribing in Action Network), or posted to the daemon (a person's reply to a Twilio
+//! number). The keys every kind takes here; each kind's own in [`SourceSystem`].
 
 use std::path::PathBuf;
 
@@ -26,6 +27,9 @@ pub enum SourceSystem {
     Van(VanSourceSettings),
     /// Action Network: people whose mobile number is unsubscribed.
     ActionNetwork(ActionNetworkSourceSettings),
+    /// A Twilio number's replies, posted by Twilio's messaging webhook to
+    /// `/sources/{name}` on the ingest listener.
+    Twilio(TwilioSourceSettings),
 }
 
 impl SourceSystem {
@@ -34,7 +38,13 @@ impl SourceSystem {
         match self {
             Self::Van(_) => crate::model::Source::Van,
             Self::ActionNetwork(_) => crate::model::Source::ActionNetwork,
+            Self::Twilio(_) => crate::model::Source::Twilio,
         }
+    }
+
+    /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
+    pub fn polled(&self) -> bool {
+        !matches!(self, Self::Twilio(_))
     }
 }
 
@@ -72,6 +82,48 @@ impl VanSourceSettings {
 #[serde(deny_unknown_fields)]
 pub struct ActionNetworkSourceSettings {}
 
+/// The keys of a Twilio source: the token its posts are signed with and the URL Twilio
+/// posts to.
+#[derive(Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TwilioSourceSettings {
+    /// The Twilio account's auth token; a secret.
+    #[serde(default, serialize_with = "redact_opt")]
+    pub auth_token: Option<SecretString>,
+    /// A file of auth tokens, one a line, each accepted beside `auth_token` (during a
+    /// rotation the old and the new stand side by side).
+    #[serde(default)]
+    pub auth_token_file: Option<PathBuf>,
+    /// The URL set at Twilio, exactly as set there (what is signed): the daemon behind a
+    /// proxy cannot see it.
+    #[serde(default)]
+    pub public_url: String,
+    /// Every token accepted: `auth_token`, then the file's lines (read when the settings
+    /// are, and on reload).
+    #[serde(skip)]
+    pub tokens: Vec<SecretString>,
+}
+
+/// Never prints a token.
+impl std::fmt::Debug for TwilioSourceSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwilioSourceSettings")
+            .field("auth_token_file", &self.auth_token_file)
+            .field("public_url", &self.public_url)
+            .field("tokens", &self.tokens.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TwilioSourceSettings {
+    /// Every token accepted, `auth_token` first.
+    pub fn accepted(&self) -> Vec<SecretString> {
+        let mut tokens: Vec<SecretString> = self.auth_token.iter().cloned().collect();
+        tokens.extend(self.tokens.iter().cloned());
+        tokens
+    }
+}
+
 /// One `[[source]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 pub struct SourceSettings {
@@ -94,7 +146,9 @@ pub struct SourceSettings {
     /// First read from (RFC 3339); empty: [`DEFAULT_SINCE_DAYS`] days ago.
     #[serde(default)]
     pub since: String,
-    /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`.
+    /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`
+    /// (the kinds read back; a Twilio source takes none).
+    #[serde(default)]
     pub base_url: String,
     /// The API key; a secret.
     #[serde(default, serialize_with = "redact_opt")]
@@ -198,12 +252,23 @@ pub fn parse_since(since: &str) -> Result<Option<DateTime<Utc>>, String> {
         .map_err(|_| "a time in RFC 3339 (2026-01-31T00:00:00Z) is expected".to_owned())
 }
 
-/// Reads every source's `api_key_file`.
+/// Reads every source's `api_key_file` and `auth_token_file`.
 pub(super) fn read_secret_files(sources: &mut [SourceSettings]) -> Result<(), SettingsError> {
     for source in sources {
         if let Some(path) = &source.api_key_file {
             let text = read_secret_file("source.api_key_file", path)?;
             source.api_key = Some(SecretString::from(text.trim().to_owned()));
+        }
+        if let SourceSystem::Twilio(twilio) = &mut source.system
+            && let Some(path) = &twilio.auth_token_file
+        {
+            let text = read_secret_file("source.auth_token_file", path)?;
+            twilio.tokens = text
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(|line| SecretString::from(line.to_owned()))
+                .collect();
         }
     }
     Ok(())
@@ -232,6 +297,23 @@ pub(super) fn validate(
 /// One source's URL, key, bounds, `since`, accounts, organizations and its kind's keys.
 fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), SettingsError> {
     let named = |message: &str| format!("source {:?}: {message}", s.name);
+    validate_bounds(s, &named)?;
+    validate_targets(s, served, &named)?;
+    match &s.system {
+        SourceSystem::Twilio(twilio) => validate_twilio(s, twilio, &named),
+        SourceSystem::Van(van) => {
+            validate_polled(s, &named)?;
+            validate_van(van, &named)
+        }
+        SourceSystem::ActionNetwork(_) => validate_polled(s, &named),
+    }
+}
+
+/// The URL, key and `since` of a source the daemon reads.
+fn validate_polled(
+    s: &SourceSettings,
+    named: &dyn Fn(&str) -> String,
+) -> Result<(), SettingsError> {
     super::urls::url(
         "source.base_url",
         &format!("source {:?}", s.name),
@@ -248,14 +330,47 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
             named("an API key is required (or api_key_file)"),
         ));
     }
-    validate_bounds(s, &named)?;
     if let Err(message) = parse_since(&s.since) {
         return Err(SettingsError::invalid("source.since", named(&message)));
     }
-    validate_targets(s, served, &named)?;
-    if let SourceSystem::Van(van) = &s.system {
-        validate_van(van, &named)?;
+    Ok(())
+}
+
+/// A Twilio source's token and URL; none of the keys of a source the daemon reads.
+fn validate_twilio(
+    s: &SourceSettings,
+    twilio: &TwilioSourceSettings,
+    named: &dyn Fn(&str) -> String,
+) -> Result<(), SettingsError> {
+    use secrecy::ExposeSecret as _;
+    let read_keys = [
+        ("base_url", !s.base_url.is_empty()),
+        ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
+        ("since", !s.since.is_empty()),
+    ];
+    if let Some((key, _)) = read_keys.iter().find(|(_, set)| *set) {
+        return Err(SettingsError::invalid(
+            "source.kind",
+            named(&format!(
+                "{key} is a key of the sources the daemon reads; Twilio posts to a twilio source"
+            )),
+        ));
     }
+    let tokens = twilio.accepted();
+    if tokens.is_empty() || tokens.iter().any(|t| t.expose_secret().trim().is_empty()) {
+        return Err(SettingsError::invalid(
+            "source.auth_token",
+            named(
+                "an auth token is required (auth_token or auth_token_file), and none may be blank",
+            ),
+        ));
+    }
+    super::urls::url(
+        "source.public_url",
+        &format!("source {:?}", s.name),
+        &twilio.public_url,
+        super::urls::Sends::Nothing,
+    )?;
     Ok(())
 }
 

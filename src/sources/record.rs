@@ -56,6 +56,23 @@ struct Said1<'r> {
 }
 
 impl Recorder {
+    /// Where source `settings` of the accounts `served` records (its echoes: none until
+    /// given).
+    pub fn of(settings: &crate::settings::SourceSettings, served: &[AccountId]) -> Self {
+        Self {
+            name: settings.name.clone(),
+            kind: settings.system.kind(),
+            targets: settings.targets(served),
+            scope: if settings.organizations.is_empty() {
+                Scope::Account
+            } else {
+                Scope::Organizations(settings.organizations.clone())
+            },
+            opt_ins: settings.opt_ins,
+            echoes: Vec::new(),
+        }
+    }
+
     /// Records `records`, a slice per transaction on `conn`; what they came to.
     pub async fn record(
         &self,
@@ -83,7 +100,7 @@ impl Recorder {
     }
 
     /// One slice in `tx`: the records not claimed before, each counted once.
-    async fn record_slice<T: ApplyTx + SourceTx + Send + ?Sized>(
+    pub(crate) async fn record_slice<T: ApplyTx + SourceTx + Send + ?Sized>(
         &self,
         tx: &mut T,
         slice: &[ReadRecord],

@@ -31,7 +31,7 @@ pub enum SourceState {
 #[schema(as = Source)]
 pub struct SourceView {
     pub name: String,
-    /// `van` or `action_network`.
+    /// `van`, `action_network` or `twilio`.
     pub kind: String,
     pub state: SourceState,
     pub last_error: Option<String>,
@@ -94,7 +94,9 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
         .map(|at| Utc::now() - at.at());
     let state = match (&row.last_error, row.last_run_at) {
         (_, None) => SourceState::Waiting,
-        _ if since_success.is_some_and(|d| d > stale_after) => SourceState::Stale,
+        _ if settings.system.polled() && since_success.is_some_and(|d| d > stale_after) => {
+            SourceState::Stale
+        }
         (Some(_), _) => SourceState::Error,
         (None, _) => SourceState::Ok,
     };

@@ -163,6 +163,15 @@ pub trait SourceTx {
         phones: &[&str],
     ) -> impl Future<Output = Result<HashMap<(String, bool), Timestamp>, Error>> + Send;
 
+    /// Source `name` of `kind`, which the system posts to, was posted a record at `at`:
+    /// its row made when it has none, its last run and success then.
+    fn posted_at(
+        &mut self,
+        name: &str,
+        kind: &str,
+        at: Timestamp,
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
     /// Adds `counts` to the row of source `name`.
     fn count_records(
         &mut self,
@@ -221,6 +230,25 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
             }
         }
         Ok(last)
+    }
+
+    async fn posted_at(&mut self, name: &str, kind: &str, at: Timestamp) -> Result<(), Error> {
+        on_backend!(self, |conn| {
+            sqlx::query(
+                "INSERT INTO source_state (source, kind, last_run_at, last_success_at)
+                     VALUES ($1, $2, $3, $3)
+                     ON CONFLICT (source) DO UPDATE SET kind = excluded.kind,
+                         last_run_at = excluded.last_run_at,
+                         last_success_at = excluded.last_success_at, last_error = NULL",
+            )
+            .bind(name)
+            .bind(kind)
+            .bind(at)
+            .execute(&mut *conn)
+            .await
+            .map(drop)
+        })?;
+        Ok(())
     }
 
     async fn count_records(&mut self, name: &str, counts: SourceCounts) -> Result<(), Error> {

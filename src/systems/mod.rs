@@ -16,6 +16,7 @@ use secrecy::SecretString;
 mod action_network;
 pub mod http;
 pub mod source;
+pub mod twilio;
 mod van;
 pub mod webhook;
 
@@ -35,11 +36,13 @@ fn system_of(settings: &DestinationSettings) -> Box<dyn Destination> {
 }
 
 /// The kind registry of sources: each kind that can be read back, a line each, from its
-/// settings to the reader of the system.
-pub fn source_of(settings: &SourceSettings) -> Box<dyn source::Source> {
+/// settings to the reader of the system; `None` for a kind that posts to the daemon
+/// instead ([`twilio`]).
+pub fn source_of(settings: &SourceSettings) -> Option<Box<dyn source::Source>> {
     match &settings.system {
-        SourceSystem::Van(own) => Box::new(van::Changes::new(own)),
-        SourceSystem::ActionNetwork(_) => Box::new(action_network::People),
+        SourceSystem::Van(own) => Some(Box::new(van::Changes::new(own))),
+        SourceSystem::ActionNetwork(_) => Some(Box::new(action_network::People)),
+        SourceSystem::Twilio(_) => None,
     }
 }
 

@@ -312,9 +312,14 @@ async fn a_delivery_sent_to_two_replicas_at_once_is_one_row_accepted_once() {
     for _ in 0..2 {
         let state = Arc::new(OutboxState::default());
         writers.push(
-            OutboxWriter::start(&settings, state, Arc::default())
-                .await
-                .unwrap(),
+            OutboxWriter::start(
+                &settings,
+                outreach_sync::apply::Policy::of(&settings),
+                state,
+                Arc::default(),
+            )
+            .await
+            .unwrap(),
         );
     }
     // Every key is sent to both replicas at once; half of them twice to each.

@@ -211,9 +211,14 @@ async fn a_twilio_request_the_sandbox_signs_is_one_the_daemon_verifies() {
         "+15550109999",
         "Opt out, ¡ya! 100%+",
     );
-    let (status, _) = sender::send(&reqwest::Client::new(), &url, token, &params)
-        .await
-        .expect("posted");
+    let (status, _) = sender::send(
+        &reqwest::Client::new(),
+        sender::Target::direct(&url),
+        token,
+        &params,
+    )
+    .await
+    .expect("posted");
     assert_eq!(status, 200);
     let (header, body) = rx.recv().await.expect("the request");
     let received = twilio::form_params(&body);

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::config::{DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_VAN_KEY};
+use super::config::{
+    DEFAULT_CLIENT_ID, DEFAULT_CLIENT_SECRET, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY,
+};
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
@@ -102,6 +104,38 @@ pub enum SandboxCommand {
         #[arg(long, value_name = "P")]
         phone: String,
     },
+    /// A person texts a campaign's Twilio number: the message posted as Twilio's messaging
+    /// webhook posts it, form-encoded and signed (`X-Twilio-Signature`), to a daemon's
+    /// twilio source. Needs no running sandbox.
+    TwilioSend {
+        /// Where to post: the source's URL (`http://127.0.0.1:8080/sources/twilio-main`).
+        #[arg(long, value_name = "URL")]
+        url: String,
+        /// The URL the message is signed for, as given at Twilio (the source's
+        /// `public_url`); default: --url.
+        #[arg(long, value_name = "URL")]
+        public_url: Option<String>,
+        /// The auth token it is signed with.
+        #[arg(long, value_name = "TOKEN", default_value = DEFAULT_TWILIO_AUTH_TOKEN)]
+        auth_token: String,
+        /// The person's number, in E.164.
+        #[arg(long, value_name = "P")]
+        from: String,
+        /// The campaign's Twilio number.
+        #[arg(long, value_name = "P", default_value = "+15005550006")]
+        to: String,
+        /// What the person wrote.
+        #[arg(long)]
+        body: String,
+        /// The message's sid (default: a new one); the same sid twice is Twilio retrying.
+        #[arg(long, value_name = "SID")]
+        message_sid: Option<String>,
+    },
+}
+
+/// A new message sid, as Twilio writes them: `SM` and 32 hexadecimal digits.
+pub fn new_message_sid() -> String {
+    format!("SM{:032x}", rand::random::<u128>())
 }
 
 /// Posts `body` to the control `path` of the sandbox at `url`; prints the answer.
@@ -153,6 +187,31 @@ async fn play(command: SandboxCommand) -> anyhow::Result<()> {
                 json!({"phoneNumber": phone}),
             )
             .await
+        }
+        SandboxCommand::TwilioSend {
+            url,
+            public_url,
+            auth_token,
+            from,
+            to,
+            body,
+            message_sid,
+        } => {
+            let sid = message_sid.unwrap_or_else(new_message_sid);
+            let params = super::twilio::inbound(&sid, &from, &to, &body);
+            let target = super::twilio::Target {
+                post_to: &url,
+                signed_for: public_url.as_deref().unwrap_or(&url),
+            };
+            let (status, answer) =
+                super::twilio::send(&reqwest::Client::new(), target, &auth_token, &params)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("{url}: {e}"))?;
+            if !(200..300).contains(&status) {
+                anyhow::bail!("{url}: {status}: {answer}");
+            }
+            println!("{sid}: {status} {answer}");
+            Ok(())
         }
     }
 }

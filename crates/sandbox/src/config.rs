@@ -93,6 +93,8 @@ impl std::fmt::Debug for VanCommittee {
 
 /// The fake VAN's API keys unless told otherwise: one committee each.
 pub const DEFAULT_VAN_KEY: &str = "sandbox-van-key";
+/// The auth token `sandbox twilio-send` signs with unless told another.
+pub const DEFAULT_TWILIO_AUTH_TOKEN: &str = "sandbox-twilio-auth-token";
 pub const DEFAULT_VAN_KEY_2: &str = "sandbox-van-key-2";
 /// The `OSDI-API-Token` the fake Action Network accepts unless told otherwise.
 pub const DEFAULT_ACTION_NETWORK_KEY: &str = "sandbox-an-key";

@@ -30,8 +30,9 @@ pub mod wire;
 mod world;
 
 pub use config::{
-    ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, DEFAULT_VAN_KEY_2, DeliverTo,
-    DeliveryFaults, SandboxConfig, VanCommittee, default_van_committees,
+    ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY,
+    DEFAULT_VAN_KEY_2, DeliverTo, DeliveryFaults, SandboxConfig, VanCommittee,
+    default_van_committees,
 };
 pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};

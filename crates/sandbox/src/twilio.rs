@@ -49,17 +49,38 @@ pub fn inbound(message_sid: &str, from: &str, to: &str, body: &str) -> Vec<(Stri
     .collect()
 }
 
-/// Posts `params` to `url` as Twilio does, signed with `auth_token` for `url`; the answer's
-/// status and body.
+/// Where a message is posted and the URL it is signed for: the one given at Twilio, which a
+/// proxy in front of the daemon may map to another (the same, without a proxy).
+#[derive(Debug, Clone, Copy)]
+pub struct Target<'a> {
+    pub post_to: &'a str,
+    pub signed_for: &'a str,
+}
+
+impl<'a> Target<'a> {
+    /// Posted to the URL given at Twilio itself.
+    pub fn direct(url: &'a str) -> Self {
+        Self {
+            post_to: url,
+            signed_for: url,
+        }
+    }
+}
+
+/// Posts `params` as Twilio does, signed with `auth_token` for `target.signed_for`; the
+/// answer's status and body.
 pub async fn send(
     http: &reqwest::Client,
-    url: &str,
+    target: Target<'_>,
     auth_token: &str,
     params: &[(String, String)],
 ) -> Result<(u16, String), reqwest::Error> {
     let answer = http
-        .post(url)
-        .header(SIGNATURE_HEADER, signature(auth_token, url, params))
+        .post(target.post_to)
+        .header(
+            SIGNATURE_HEADER,
+            signature(auth_token, target.signed_for, params),
+        )
         .form(params)
         .send()
         .await?;

@@ -1,0 +1,180 @@
+//! Twilio: a person's reply to a campaign's Twilio number, as Twilio's messaging webhook
+//! posts it to a `[[source]]` of kind `twilio` (`POST /sources/{name}` on the ingest
+//! listener, form-encoded, signed with `X-Twilio-Signature`: [`crate::signature::twilio`]).
+//! Nothing is read from Twilio and nothing is sent to it: the daemon never texts the person
+//! (the one confirmation the FCC allows is the texting tool's to send).
+//!
+//! What a reply is: one record, its `MessageSid` (Twilio posts a reply again when its
+//! answer does not come: the same sid twice is one record), its number `From`, what it says
+//! read by [`crate::model::revocation::classify`] from `Body` and `OptOutType`, at the time
+//! the daemon received it. A parameter the record rests on given twice is a form that cannot
+//! be read one way: it is kept and quarantined, never guessed.
+
+use chrono::{DateTime, Utc};
+
+use super::source::{ReadRecord, Said};
+use crate::model::revocation::{Reply, classify};
+
+/// The kind's name, as `kind` and the ledger's `source` and `event_ref` write it.
+pub const KIND: &str = "twilio";
+
+/// The parameters a record rests on: each may be given once at most.
+const ONCE: [&str; 4] = ["MessageSid", "From", "Body", "OptOutType"];
+
+/// The outbox key of a reply posted to source `name`, which is also the ledger's
+/// `event_ref` of its entries: `twilio:NAME:MessageSid`; `twilio:NAME:sha256:HEX` of the
+/// exact bytes when it has no one `MessageSid` (such a form is quarantined).
+pub fn key(name: &str, params: &[(String, String)], body: &[u8]) -> String {
+    match one(params, "MessageSid") {
+        Ok(Some(sid)) if !sid.is_empty() && !sid.contains(':') => {
+            format!("{KIND}:{name}:{sid}")
+        }
+        _ => {
+            use sha2::Digest as _;
+            format!(
+                "{KIND}:{name}:sha256:{}",
+                hex::encode(sha2::Sha256::digest(body))
+            )
+        }
+    }
+}
+
+/// The source a key of [`key`] was posted to, when it is one.
+pub fn posted_to(key: &str) -> Option<&str> {
+    let rest = key.strip_prefix(KIND)?.strip_prefix(':')?;
+    rest.split_once(':').map(|(name, _)| name)
+}
+
+/// The reply in `params`, received at `received_at`, as the record it is; why it cannot be
+/// read one way, when it cannot.
+pub fn record(
+    params: &[(String, String)],
+    received_at: DateTime<Utc>,
+) -> Result<ReadRecord, String> {
+    for name in ONCE {
+        one(params, name)?;
+    }
+    let sid = one(params, "MessageSid")?
+        .filter(|sid| !sid.is_empty() && !sid.contains(':'))
+        .ok_or("no MessageSid: Twilio sends one with every message")?;
+    let body = one(params, "Body")?.unwrap_or_default();
+    let said = match classify(body, one(params, "OptOutType")?) {
+        Reply::Nothing => {
+            Said::Nothing("a reply that neither revokes nor gives consent".to_owned())
+        }
+        reply => {
+            let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
+            let phone_number =
+                crate::model::phone::normalize(from, crate::model::phone::Region::default())
+                    .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))?
+                    .into_string();
+            Said::Consent {
+                phone_number,
+                opted_out: reply == Reply::OptOut,
+                occurred_at: received_at,
+            }
+        }
+    };
+    Ok(ReadRecord {
+        key: sid.to_owned(),
+        said,
+        stands_on: stands_on(params),
+    })
+}
+
+/// What the record stands on: the form as received, every parameter in order, and the
+/// signature beside the delivery it came in (the evidence shows both).
+fn stands_on(params: &[(String, String)]) -> serde_json::Value {
+    serde_json::json!({ "form": params })
+}
+
+/// The value of parameter `name`: `None` when it is not given; an error when it is given
+/// twice (which value was meant cannot be told).
+fn one<'p>(params: &'p [(String, String)], name: &str) -> Result<Option<&'p str>, String> {
+    let mut values = params
+        .iter()
+        .filter(|(n, _)| n == name)
+        .map(|(_, v)| v.as_str());
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(format!(
+            "{name} given twice: which was meant cannot be told"
+        ));
+    }
+    Ok(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn an_opt_out_reply_is_its_senders_opt_out_at_receipt() {
+        let at = Utc::now();
+        let params = form(&[
+            ("MessageSid", "SM1"),
+            ("From", "+14155550100"),
+            ("Body", " Opt out! "),
+        ]);
+        let record = record(&params, at).expect("a record");
+        assert_eq!(record.key, "SM1");
+        assert_eq!(
+            record.said,
+            Said::Consent {
+                phone_number: "+14155550100".to_owned(),
+                opted_out: true,
+                occurred_at: at
+            }
+        );
+        assert_eq!(record.stands_on["form"][2][1], " Opt out! ");
+        assert_eq!(key("tw", &params, b""), "twilio:tw:SM1");
+        assert_eq!(posted_to("twilio:tw:SM1"), Some("tw"));
+        assert_eq!(posted_to("event:abc"), None);
+    }
+
+    #[test]
+    fn a_sentence_says_nothing_and_needs_no_number() {
+        let params = form(&[("MessageSid", "SM2"), ("Body", "stop by at 5?")]);
+        let record = record(&params, Utc::now()).expect("a record");
+        assert!(matches!(record.said, Said::Nothing(_)));
+    }
+
+    #[test]
+    fn a_parameter_given_twice_or_a_missing_sid_is_not_read() {
+        let twice = form(&[
+            ("MessageSid", "SM3"),
+            ("From", "+14155550100"),
+            ("From", "+14155550101"),
+            ("Body", "STOP"),
+        ]);
+        assert!(
+            record(&twice, Utc::now())
+                .unwrap_err()
+                .contains("From given twice")
+        );
+        let no_sid = form(&[("From", "+14155550100"), ("Body", "STOP")]);
+        assert!(
+            record(&no_sid, Utc::now())
+                .unwrap_err()
+                .contains("MessageSid")
+        );
+        assert!(key("tw", &no_sid, b"x").starts_with("twilio:tw:sha256:"));
+        let bad_from = form(&[
+            ("MessageSid", "SM4"),
+            ("From", "whatsapp:nobody"),
+            ("Body", "STOP"),
+        ]);
+        assert!(
+            record(&bad_from, Utc::now())
+                .unwrap_err()
+                .starts_with("From")
+        );
+    }
+}
