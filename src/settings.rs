@@ -32,7 +32,7 @@ pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};
-pub use sources::{SourceSettings, SourceSystem};
+pub use sources::{SourceSettings, SourceSystem, TwilioSourceSettings};
 pub use storage::{
     Backend, DatabaseSettings, ReplicaSettings, RetentionSettings, Synchronous, redacted_url,
 };

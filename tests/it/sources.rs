@@ -17,6 +17,7 @@ use crate::destinations::{action_network, campaign, campaign_of, van};
 
 mod faults;
 mod process;
+mod twilio;
 
 const WAIT: Duration = Duration::from_secs(30);
 

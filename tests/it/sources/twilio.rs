@@ -1,0 +1,351 @@
+//! Twilio as a source: a person's reply to a campaign's Twilio number, posted over real HTTP
+//! to `/sources/twilio-main` as Twilio's messaging webhook posts it, signed by the sandbox
+//! (Twilio's signing written apart from the daemon's verifier). The URL it is signed for is
+//! the one given at Twilio (`public_url`), not the address the test reaches the daemon at,
+//! as behind a proxy.
+
+use base64::Engine as _;
+use outreach_sync::settings::{SourceSettings, SourceSystem, TwilioSourceSettings};
+use outreach_sync_sandbox::twilio::{self as sender, Target};
+use secrecy::SecretString;
+use serde_json::Value;
+
+use super::{WAIT, entries_from, listed, opted_out_at_service};
+use crate::common::{Backend, TestApp, eventually, on_both_backends};
+use crate::destinations::once::{opted_in_with_van_id, writes_of};
+use crate::destinations::{action_network, campaign};
+
+const TOKEN: &str = "twilio-auth-token-1";
+const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-main";
+
+fn twilio_source(tokens: &[&str]) -> SourceSettings {
+    let mut source = SourceSettings::new(
+        "twilio-main",
+        SourceSystem::Twilio(TwilioSourceSettings {
+            auth_token: tokens.first().map(|t| SecretString::from(*t)),
+            public_url: PUBLIC_URL.to_owned(),
+            tokens: tokens[1..].iter().map(|t| SecretString::from(*t)).collect(),
+            ..TwilioSourceSettings::default()
+        }),
+        "",
+        "",
+    );
+    source.api_key = None;
+    source
+}
+
+/// The campaign's daemon writing to Action Network and hearing a Twilio number.
+async fn texting(
+    backend: Backend,
+    tokens: &[&str],
+) -> Option<(outreach_sync_sandbox::RunningSandbox, TestApp)> {
+    let (sandbox, mut app) = campaign(backend).await?;
+    app.settings.destination = vec![action_network(&sandbox)];
+    app.settings.source = vec![twilio_source(tokens)];
+    Some((sandbox, app.restart().await))
+}
+
+/// Posts `params` to the daemon's twilio source, signed with `token` for `signed_for`.
+async fn post_signed(
+    app: &TestApp,
+    token: &str,
+    signed_for: &str,
+    params: &[(String, String)],
+) -> (u16, String) {
+    let url = app.url("/sources/twilio-main");
+    let target = Target {
+        post_to: &url,
+        signed_for,
+    };
+    sender::send(&reqwest::Client::new(), target, token, params)
+        .await
+        .expect("an answer")
+}
+
+/// A reply of `body` from `from`, as Twilio posts it, signed as Twilio signs it.
+async fn text(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String) {
+    let params = sender::inbound(sid, from, "+15005550006", body);
+    post_signed(app, TOKEN, PUBLIC_URL, &params).await
+}
+
+on_both_backends!(
+    an_opt_out_texted_to_a_twilio_number_reaches_the_service_and_action_network_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn an_opt_out_texted_to_a_twilio_number_reaches_the_service_and_action_network_once(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    let (lead, van_id) = opted_in_with_van_id(&sandbox);
+    let answer = text(&app, "SMopt0001", &lead.phone_number, "Opt out").await;
+    assert_eq!(
+        answer,
+        (200, outreach_sync::ingest::EMPTY_TWIML.to_owned()),
+        "the empty TwiML: the daemon texts nobody"
+    );
+    // Twilio posts again when an answer is lost: the same sid is one record.
+    assert_eq!(
+        text(&app, "SMopt0001", &lead.phone_number, "Opt out")
+            .await
+            .0,
+        200
+    );
+    // Said again later: nothing new.
+    assert_eq!(
+        text(&app, "SMopt0002", &lead.phone_number, "STOP").await.0,
+        200
+    );
+
+    let view = eventually("the replies recorded", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == 2).then_some(view)
+    })
+    .await;
+    assert_eq!(
+        (view["kind"].as_str(), view["state"].as_str()),
+        (Some("twilio"), Some("ok")),
+        "{view}"
+    );
+    assert_eq!(
+        (view["optOuts"].as_i64(), view["confirmed"].as_i64()),
+        (Some(1), Some(1)),
+        "{view}"
+    );
+    let entries = entries_from(&app, "twilio", &lead.phone_number).await;
+    assert!(
+        entries.iter().any(|(org, _)| org == "*"),
+        "held account-wide: {entries:?}"
+    );
+    assert!(
+        entries.iter().any(|(org, _)| *org == lead.organization_id),
+        "{entries:?}"
+    );
+    let evidence: Value = serde_json::from_str(&entries[0].1).expect("evidence");
+    assert_eq!(
+        (evidence["actor"].as_str(), evidence["record"].as_str()),
+        (Some("twilio-main"), Some("SMopt0001")),
+        "{evidence}"
+    );
+    opted_out_at_service(&sandbox, &lead).await;
+    app.settle().await;
+    assert_eq!(
+        writes_of(&sandbox, van_id, &lead.phone_number).2,
+        1,
+        "Action Network had the opt-out once"
+    );
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM outbox WHERE dedup_key LIKE 'twilio:twilio-main:%' AND state = 'applied'").await,
+        2,
+        "two messages, each kept once"
+    );
+    the_evidence_holds_the_post_as_received(&app, &lead.phone_number).await;
+}
+
+/// The evidence bundle's Twilio entry holds the post: its body as received and the
+/// signature that verified, which checks out again with the token.
+async fn the_evidence_holds_the_post_as_received(app: &TestApp, phone: &str) {
+    let bundle: Value = app
+        .admin_get(&format!(
+            "/v1/consent/evidence?phoneNumber={}",
+            phone.replace('+', "%2B")
+        ))
+        .await
+        .json()
+        .await
+        .expect("json");
+    let item = bundle["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["source"] == "twilio")
+        .cloned()
+        .unwrap_or_else(|| panic!("a twilio entry: {bundle}"));
+    let delivery = &item["evidence"]["delivery"];
+    assert_eq!(delivery["kept"], true, "{item}");
+    let body = base64::engine::general_purpose::STANDARD
+        .decode(delivery["bodyBase64"].as_str().expect("the body"))
+        .expect("base64");
+    let params = outreach_sync::signature::twilio::form_params(&body);
+    let signature = delivery["verifiedHeader"]["value"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{delivery}"));
+    assert_eq!(
+        signature,
+        sender::signature(TOKEN, PUBLIC_URL, &params),
+        "{delivery}"
+    );
+}
+
+on_both_backends!(a_reply_that_is_not_an_opt_out_records_nothing);
+async fn a_reply_that_is_not_an_opt_out_records_nothing(backend: Backend) {
+    let Some((sandbox, app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    for (sid, words) in [
+        ("SMn1", "stop by at 5?"),
+        ("SMn2", "HELP"),
+        ("SMn3", "START"),
+        ("SMn4", "I want to opt out of this"),
+    ] {
+        assert_eq!(
+            text(&app, sid, &lead.phone_number, words).await.0,
+            200,
+            "{words}"
+        );
+    }
+    let view = eventually("the replies read", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == 4).then_some(view)
+    })
+    .await;
+    assert_eq!(
+        (
+            view["ignored"].as_i64(),
+            view["optOuts"].as_i64(),
+            view["optIns"].as_i64()
+        ),
+        (Some(4), Some(0), Some(0)),
+        "{view}"
+    );
+    assert!(
+        entries_from(&app, "twilio", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    assert!(
+        !sandbox
+            .leads()
+            .iter()
+            .any(|l| l.id == lead.id && l.global_opted_out)
+    );
+}
+
+on_both_backends!(a_post_that_does_not_verify_is_refused_and_kept_nowhere);
+async fn a_post_that_does_not_verify_is_refused_and_kept_nowhere(backend: Backend) {
+    let Some((sandbox, app)) = texting(backend, &[TOKEN, "twilio-auth-token-2"]).await else {
+        return;
+    };
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    let params = sender::inbound("SMbad1", &lead.phone_number, "+15005550006", "STOP");
+    let other_url = app.url("/sources/twilio-main");
+    let refused = [
+        post_signed(&app, "another-token", PUBLIC_URL, &params).await,
+        post_signed(&app, TOKEN, &other_url, &params).await,
+        post_signed(
+            &app,
+            TOKEN,
+            "https://sync.example.org/sources/twilio-other",
+            &params,
+        )
+        .await,
+    ];
+    for (status, _) in &refused {
+        assert_eq!(*status, 403, "{refused:?}");
+    }
+    // A request Twilio signed, replayed with its body changed.
+    let signature = sender::signature(TOKEN, PUBLIC_URL, &params);
+    let mut changed = params.clone();
+    changed.push(("Body".to_owned(), "START".to_owned()));
+    let client = reqwest::Client::new();
+    let replayed = client
+        .post(app.url("/sources/twilio-main"))
+        .header(sender::SIGNATURE_HEADER, &signature)
+        .form(&changed)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(replayed.status(), 403);
+    let unsigned = client
+        .post(app.url("/sources/twilio-main"))
+        .form(&params)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(unsigned.status(), 403);
+    let elsewhere = client
+        .post(app.url("/sources/nobody"))
+        .form(&params)
+        .send()
+        .await
+        .expect("answer");
+    assert_eq!(elsewhere.status(), 404);
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM outbox WHERE dedup_key LIKE 'twilio:%'")
+            .await,
+        0
+    );
+    assert!(
+        entries_from(&app, "twilio", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    let metrics = app.metrics.render(Default::default());
+    assert!(
+        metrics.contains(
+            "outreach_sync_source_posts_total{source=\"twilio-main\",outcome=\"rejected\"} 5"
+        ),
+        "{metrics}"
+    );
+    // The second token (a rotation) is accepted as the first.
+    assert_eq!(
+        post_signed(&app, "twilio-auth-token-2", PUBLIC_URL, &params)
+            .await
+            .0,
+        200
+    );
+    eventually("the opt-out under the second token", WAIT, async || {
+        !entries_from(&app, "twilio", &lead.phone_number)
+            .await
+            .is_empty()
+    })
+    .await;
+}
+
+on_both_backends!(a_verified_post_that_cannot_be_read_one_way_is_kept_and_quarantined);
+async fn a_verified_post_that_cannot_be_read_one_way_is_kept_and_quarantined(backend: Backend) {
+    let Some((sandbox, app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    let mut twice = sender::inbound("SMtwice", &lead.phone_number, "+15005550006", "STOP");
+    twice.push(("From".to_owned(), "+15550009999".to_owned()));
+    assert_eq!(post_signed(&app, TOKEN, PUBLIC_URL, &twice).await.0, 200);
+    let controls = sender::inbound(
+        "SMctl",
+        &lead.phone_number,
+        "+15005550006",
+        "\u{1}\u{2}\u{7f}\u{1b}[2J",
+    );
+    assert_eq!(post_signed(&app, TOKEN, PUBLIC_URL, &controls).await.0, 200);
+    let quarantined: Vec<String> = eventually("the ambiguous post quarantined", WAIT, async || {
+        let reasons: Vec<String> = app
+            .texts("SELECT last_error FROM outbox WHERE state = 'quarantined' AND dedup_key LIKE 'twilio:%'")
+            .await;
+        (!reasons.is_empty()).then_some(reasons)
+    })
+    .await;
+    assert!(
+        quarantined[0].contains("From given twice"),
+        "{quarantined:?}"
+    );
+    let view = eventually("the control characters read", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == 1).then_some(view)
+    })
+    .await;
+    assert_eq!(view["ignored"], 1, "{view}");
+    assert!(
+        entries_from(&app, "twilio", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    assert!(
+        entries_from(&app, "twilio", "+15550009999")
+            .await
+            .is_empty()
+    );
+}
