@@ -88,7 +88,7 @@ fn routable<'a>(
 /// arrived on, as that verifier is at the time, and only by it; a post, by the source's
 /// tokens in force. An error, never a panic, for a path that cannot be routed.
 pub fn router(
-    (accounts, sources, limits): (Vec<AccountRoute>, crate::sources::InForce, &IngestSettings),
+    (accounts, sources, limits): (Vec<AccountRoute>, crate::apply::InForce, &IngestSettings),
     writer: OutboxWriter,
     pool: crate::store::Pool,
     rejections: Arc<Rejections>,

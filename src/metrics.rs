@@ -393,7 +393,7 @@ impl Metrics {
     }
 
     /// Counts what records of source `name` came to.
-    pub fn source_counts(&self, name: &str, counts: crate::store::SourceCounts) {
+    pub fn source_counts(&self, name: &str, counts: crate::model::SourceCounts) {
         for (outcome, n) in [
             (SourceOutcome::OptOut, counts.opt_outs),
             (SourceOutcome::OptIn, counts.opt_ins),

@@ -10,10 +10,8 @@
 //! error, a crash, kill -9) is read again from the same watermark, and its records, claimed
 //! once, record nothing twice.
 
-mod in_force;
-pub mod record;
 mod view;
-pub use in_force::InForce;
+pub use crate::apply::sourced as record;
 pub use view::{STALE_AFTER_RUNS, SourceState, SourceView, views};
 
 use std::sync::Arc;
@@ -22,13 +20,13 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use tokio_util::sync::CancellationToken;
 
+use crate::apply::sourced::Recorder;
 use crate::metrics::Metrics;
 use crate::model::{AccountId, Timestamp};
 use crate::settings::{DestinationSettings, Live, SourceSettings};
 use crate::store::{Growth, Pool, SourceCounts, SourceStore as _};
 use crate::systems::source::{ReadError, ReadRecord, SourceApi, Window};
 use crate::systems::{Stop, source::Source};
-use record::Recorder;
 
 /// Batches of records in flight between a reader and its recorder.
 const IN_FLIGHT: usize = 4;

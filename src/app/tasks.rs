@@ -278,7 +278,7 @@ pub(super) fn supervise_admin(
 pub(super) fn ingest_router(
     accounts: (
         Vec<ingest::AccountRoute>,
-        crate::sources::InForce,
+        crate::apply::InForce,
         &IngestSettings,
     ),
     writer: OutboxWriter,

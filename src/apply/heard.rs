@@ -1,15 +1,15 @@
 //! Replies posted to a source (a person's reply to a Twilio number), applied with the
 //! outbox rows they came in: recorded as that source's records are
-//! ([`crate::sources::record::Recorder`]: each record once, an opt-out held in the source's
+//! ([`super::sourced::Recorder`]: each record once, an opt-out held in the source's
 //! accounts and organizations, a number that says so already `confirmed`), in the batch's
 //! transaction, so a reply's row is applied exactly when its entries are written.
 
 use chrono::{DateTime, Utc};
 
+use super::InForce;
 use super::{Outcome, Pending, Settle};
 use crate::events::Event;
 use crate::model::Timestamp;
-use crate::sources::InForce;
 use crate::store::{ApplyTx, SourceTx};
 use crate::systems::source::ReadRecord;
 

@@ -19,6 +19,9 @@ mod consent;
 mod echo;
 mod heard;
 pub mod imported;
+mod in_force;
+pub mod sourced;
+pub use in_force::InForce;
 pub mod local;
 /// A reconciliation pass's page of leads.
 mod page;
@@ -74,7 +77,7 @@ pub struct Policy {
     /// its confirmation, not a message sent after it.
     pub confirmation_window: chrono::TimeDelta,
     /// The sources in force: what a reply posted to one becomes ([`heard`]).
-    pub sources: crate::sources::InForce,
+    pub sources: InForce,
 }
 
 impl Default for Policy {
@@ -82,7 +85,7 @@ impl Default for Policy {
         Self {
             account_sync: false,
             confirmation_window: chrono::TimeDelta::seconds(300),
-            sources: crate::sources::InForce::default(),
+            sources: InForce::default(),
         }
     }
 }
@@ -95,7 +98,7 @@ impl Policy {
             confirmation_window: chrono::TimeDelta::seconds(
                 i64::try_from(window).unwrap_or(i64::MAX),
             ),
-            sources: crate::sources::InForce::new(
+            sources: InForce::new(
                 settings.source.clone(),
                 settings.account_ids().unwrap_or_default(),
             ),

@@ -18,13 +18,13 @@ use chrono::Utc;
 use secrecy::ExposeSecret as _;
 
 use super::{Answered, IngestError, headers_as_pairs, headers_as_received, read_limited};
+use crate::apply::InForce;
 use crate::metrics::Metrics;
 use crate::outbox::{Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::rejections::Rejections;
 use crate::settings::SourceSystem;
 use crate::signature::SignatureHeader;
 use crate::signature::twilio;
-use crate::sources::InForce;
 
 /// The answer to a post taken: TwiML that asks Twilio to send nothing.
 pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";

@@ -27,7 +27,8 @@ mod records;
 /// What a person's reply to a text says about consent: the FCC's revocation words, Twilio's.
 pub mod revocation;
 pub use outcomes::{
-    DestinationView, Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord, Told,
+    DestinationView, Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeRecord,
+    SourceCounts, Told,
 };
 /// Someone else's text made safe for a terminal, a log, an error message or a spreadsheet.
 pub mod text;

@@ -107,3 +107,24 @@ pub struct DestinationView {
     /// Entries with an action sent twice and never answered.
     pub unconfirmed: i64,
 }
+
+/// What a batch of records came to, added to the source's counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SourceCounts {
+    pub read: i64,
+    pub opt_outs: i64,
+    /// Recorded opt-ins (a source with `opt_ins = true`).
+    pub opt_ins: i64,
+    pub confirmed: i64,
+    pub ignored: i64,
+}
+
+impl std::ops::AddAssign for SourceCounts {
+    fn add_assign(&mut self, other: Self) {
+        self.read += other.read;
+        self.opt_outs += other.opt_outs;
+        self.opt_ins += other.opt_ins;
+        self.confirmed += other.confirmed;
+        self.ignored += other.ignored;
+    }
+}

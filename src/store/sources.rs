@@ -26,26 +26,7 @@ pub struct SourceRow {
     pub ignored: i64,
 }
 
-/// What a batch of records came to, added to the source's counts.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct SourceCounts {
-    pub read: i64,
-    pub opt_outs: i64,
-    /// Recorded opt-ins (a source with `opt_ins = true`).
-    pub opt_ins: i64,
-    pub confirmed: i64,
-    pub ignored: i64,
-}
-
-impl std::ops::AddAssign for SourceCounts {
-    fn add_assign(&mut self, other: Self) {
-        self.read += other.read;
-        self.opt_outs += other.opt_outs;
-        self.opt_ins += other.opt_ins;
-        self.confirmed += other.confirmed;
-        self.ignored += other.ignored;
-    }
-}
+pub use crate::model::SourceCounts;
 
 /// Sources' rows.
 pub trait SourceStore {

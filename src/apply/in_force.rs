@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::record::Recorder;
+use super::sourced::Recorder;
 use crate::model::AccountId;
 use crate::settings::{Live, SourceSettings};
 

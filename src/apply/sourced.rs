@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use chrono::Utc;
 
-use crate::apply::imported::{self, Batch, ListedNumber, Scope};
+use super::imported::{self, Batch, ListedNumber, Scope};
 use crate::model::{AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp};
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
 use crate::systems::source::{ReadRecord, Said};
