@@ -29,6 +29,8 @@ use crate::store::Pool;
 /// Longest wait between looks at the queue when nobody wakes the pusher (changes queued by
 /// the CLI, which runs in another process).
 const IDLE_POLL: Duration = Duration::from_secs(5);
+/// How long the pusher lets the ledger's growth gather before it looks at the queue again.
+const GROWN_COALESCE: Duration = Duration::from_millis(50);
 /// First wait after a failed attempt; doubled per attempt up to [`MAX_BACKOFF`]. A consent
 /// change is never given up on for a transient failure.
 const FIRST_BACKOFF: Duration = Duration::from_secs(1);
@@ -217,8 +219,11 @@ impl Pusher {
     }
 
     /// Runs until `shutdown`: pushes whatever is due, then sleeps until the next push is due,
-    /// a change is queued in this process, or [`IDLE_POLL`] passes.
+    /// a change is queued in this process, the ledger grows (an opt-out a source or an
+    /// import recorded queues its pushes in the transaction that appends it), or
+    /// [`IDLE_POLL`] passes.
     pub async fn run(self, shutdown: CancellationToken) {
+        let mut grown = crate::signal::Follower::new();
         loop {
             if shutdown.is_cancelled() {
                 break;
@@ -245,7 +250,11 @@ impl Pusher {
             tokio::select! {
                 _ = shutdown.cancelled() => break,
                 _ = self.wake.notified() => {}
-                _ = tokio::time::sleep(wait) => {}
+                () = grown.wait(wait) => {
+                    // Under a stream of deliveries the ledger grows all the time: one look at
+                    // the queue per GROWN_COALESCE at most.
+                    tokio::time::sleep(GROWN_COALESCE.min(wait)).await;
+                }
             }
         }
         tracing::info!("pusher stopped");

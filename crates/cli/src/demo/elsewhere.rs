@@ -1,14 +1,17 @@
 //! Opt-outs given where the daemon cannot hear them, played at the end of the run: a phone
-//! banker marks "Do Not Text" in VAN, a supporter unsubscribes in Action Network. The
-//! daemon's sources read them back; the demo waits for each to reach the service, the CRM
-//! and the other system, and says how long each took.
+//! banker marks "Do Not Text" in VAN, a supporter unsubscribes in Action Network, people
+//! text a campaign's Twilio number ("stop by at 5?", "Opt out", "STOP"). The daemon's
+//! sources read the first two back and are posted the texts; the demo waits for each
+//! opt-out to reach the service, the CRM and the other systems, and says how long each took.
 
 use std::time::{Duration, Instant};
 
-use outreach_sync::settings::{SourceSettings, SourceSystem};
+use outreach_sync::settings::{SourceSettings, SourceSystem, TwilioSourceSettings};
 use outreach_sync_sandbox::destinations::{VanMark, VanTarget};
 use outreach_sync_sandbox::wire::Lead;
-use outreach_sync_sandbox::{DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox};
+use outreach_sync_sandbox::{
+    DEFAULT_ACTION_NETWORK_KEY, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY, RunningSandbox,
+};
 
 use super::receiver::DemoSubscriber;
 
@@ -36,7 +39,28 @@ pub(super) fn demo_sources(sandbox: &RunningSandbox) -> Vec<SourceSettings> {
         source.every_secs = EVERY_SECS;
         source.requests_per_second = 50;
     }
-    vec![van, action_network]
+    vec![van, action_network, twilio_source()]
+}
+
+/// The demo's Twilio source's name, and the URL given at Twilio for it: the demo posts to the
+/// daemon's own address, signed for this one, as a proxy in front of it would pass it on.
+const TWILIO: &str = "twilio";
+const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio";
+
+/// A campaign's Twilio number, posted to by the sandbox playing Twilio.
+fn twilio_source() -> SourceSettings {
+    let mut twilio = SourceSettings::new(
+        TWILIO,
+        SourceSystem::Twilio(TwilioSourceSettings {
+            auth_token: Some(DEFAULT_TWILIO_AUTH_TOKEN.into()),
+            public_url: TWILIO_PUBLIC_URL.to_owned(),
+            ..TwilioSourceSettings::default()
+        }),
+        "",
+        "",
+    );
+    twilio.api_key = None;
+    twilio
 }
 
 /// Where one opt-out given elsewhere had reached, and how long after it was given.
@@ -46,8 +70,82 @@ struct Reached {
     other: bool,
 }
 
-/// Plays both, waits for each, and gives the lines that say what happened.
-pub(super) async fn give(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<String> {
+/// Plays each, waits for each, and gives the lines that say what happened. `ingest` is the
+/// daemon's ingest listener.
+pub(super) async fn give(
+    sandbox: &RunningSandbox,
+    crm: &DemoSubscriber,
+    ingest: std::net::SocketAddr,
+) -> Vec<String> {
+    let mut lines = given_in_crms(sandbox, crm).await;
+    lines.extend(texted(sandbox, crm, ingest).await);
+    lines
+}
+
+/// Three texts to the campaign's Twilio number from two people: a question, then each an
+/// opt-out in the FCC's words. Each opt-out is waited for at the service, the CRM and
+/// Action Network.
+async fn texted(
+    sandbox: &RunningSandbox,
+    crm: &DemoSubscriber,
+    ingest: std::net::SocketAddr,
+) -> Vec<String> {
+    let mut lines = vec![
+        "texts to the campaign's Twilio number, posted to the daemon's twilio source:".to_owned(),
+    ];
+    let people = texting_with_van_id(sandbox);
+    let [(first, _), (second, _)] = people.as_slice() else {
+        lines.push("  (no two leads left to text from)".to_owned());
+        return lines;
+    };
+    let post_to = format!("http://{ingest}/sources/{TWILIO}");
+    let http = reqwest::Client::new();
+    for (from, words, opt_out) in [
+        (first, "stop by at 5?", false),
+        (first, "Opt out", true),
+        (second, "STOP", true),
+    ] {
+        let sid = outreach_sync_sandbox::cli::new_message_sid();
+        let params =
+            outreach_sync_sandbox::twilio::inbound(&sid, &from.phone_number, "+15005550006", words);
+        let target = outreach_sync_sandbox::twilio::Target {
+            post_to: &post_to,
+            signed_for: TWILIO_PUBLIC_URL,
+        };
+        let given = Instant::now();
+        let answer =
+            outreach_sync_sandbox::twilio::send(&http, target, DEFAULT_TWILIO_AUTH_TOKEN, &params)
+                .await;
+        let what = format!("{} texted {words:?}", from.phone_number);
+        let line = match answer {
+            Ok((200, _)) if !opt_out => {
+                format!("  {what}: answered with empty TwiML, nothing recorded: not an opt-out")
+            }
+            Ok((200, _)) => {
+                let reached = wait(sandbox, crm, from, given, |s| in_action_network(s, from)).await;
+                describe(&what, &reached, "Action Network")
+            }
+            Ok((status, body)) => format!("  {what}: the daemon answered {status}: {body}"),
+            Err(error) => format!("  {what}: not posted: {error}"),
+        };
+        lines.push(line);
+    }
+    lines
+}
+
+/// Whether Action Network holds `lead`'s number as unsubscribed by the daemon.
+fn in_action_network(sandbox: &RunningSandbox, lead: &Lead) -> bool {
+    let number = lead.phone_number.trim_start_matches('+');
+    sandbox
+        .action_network_truth()
+        .signups
+        .iter()
+        .any(|p| p.phone_numbers.iter().any(|n| n.number == number))
+}
+
+/// A phone banker's "Do Not Text" in VAN and a supporter unsubscribing in Action Network,
+/// each waited for at the service, the CRM and the other system.
+async fn given_in_crms(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<String> {
     let mut candidates = texting_with_van_id(sandbox).into_iter();
     let mut lines = vec!["opt-outs given elsewhere, read back by the daemon's sources:".to_owned()];
     let Some((lead, van_id)) = candidates.next() else {
@@ -63,14 +161,7 @@ pub(super) async fn give(sandbox: &RunningSandbox, crm: &DemoSubscriber) -> Vec<
     );
     let line = match marked {
         Ok(_) => {
-            let reached = wait(sandbox, crm, &lead, given, |s| {
-                let number = lead.phone_number.trim_start_matches('+');
-                s.action_network_truth()
-                    .signups
-                    .iter()
-                    .any(|p| p.phone_numbers.iter().any(|n| n.number == number))
-            })
-            .await;
+            let reached = wait(sandbox, crm, &lead, given, |s| in_action_network(s, &lead)).await;
             describe(
                 &format!(
                     "VAN: a phone banker marked {} \"Do Not Text\"",

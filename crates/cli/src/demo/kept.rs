@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use outreach_sync::settings::Settings;
+use outreach_sync::settings::{Settings, SourceSystem};
 use secrecy::{ExposeSecret as _, SecretString};
 
 /// The listeners of `serve` run on the kept configuration: the demo's own were on ports
@@ -105,6 +105,16 @@ fn write_sources(
     for source in &settings.source {
         let name = &source.name;
         let kind = source.system.kind();
+        if let SourceSystem::Twilio(twilio) = &source.system {
+            let _ = writeln!(
+                out,
+                "[[source]]\nname = {}\nkind = \"{kind}\"\nauth_token_file = {}\npublic_url = {}\n",
+                quoted(name),
+                file(&format!("source-{name}-auth-token"), &twilio.accepted())?,
+                quoted(&twilio.public_url),
+            );
+            continue;
+        }
         let key: Vec<SecretString> = source.api_key.iter().cloned().collect();
         let _ = writeln!(
             out,

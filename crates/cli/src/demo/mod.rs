@@ -91,6 +91,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         settings.ingest.path
     );
     let admin = application.admin_addr();
+    let ingest_addr = application.ingest_addr();
     let pool = application.pool().clone();
     // The daemon stops only when the finale says so (or on its own failure, which ends the
     // view too): the final pass needs the deliveries still in flight received first.
@@ -124,8 +125,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     let started = Instant::now();
     let stop = stop_signal(args.duration);
     live_view(&sandbox, &pool, &crm, admin, &stop, &daemon_stop, started).await;
-    // Before the final pass: what they opt out is settled with everything else.
-    let given_elsewhere = elsewhere::give(&sandbox, &crm).await;
+    // Before the final pass: what they opt out is settled with everything else. The
+    // service's own activity stops first, so that what the lines say of each person is what
+    // each play did (a STOP of the service's activity to the person chosen would otherwise
+    // arrive first, and the play be counted as confirmed).
+    sandbox.stop_activity();
+    let given_elsewhere = elsewhere::give(&sandbox, &crm, ingest_addr).await;
     let outcome = finale::finale(
         (&sandbox, &candidate, &opted_out_before),
         &settings,

@@ -23,7 +23,8 @@ pub(super) struct Received {
     /// The latest opt-out: number, organization, source, and how long after it was recorded
     /// it arrived.
     pub latest_opt_out: Option<(String, String, String, i64)>,
-    /// The numbers of the opt-outs a source read back (VAN, Action Network), by source.
+    /// The numbers of the opt-outs a source read back or was posted (VAN, Action Network,
+    /// Twilio), by source.
     pub read_back: Vec<(String, String)>,
 }
 
@@ -104,7 +105,10 @@ async fn receive(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: By
         let after_ms = DateTime::parse_from_rfc3339(&text("recordedAt"))
             .map(|at| (now - at.with_timezone(&Utc)).num_milliseconds())
             .unwrap_or_default();
-        if matches!(entry["source"].as_str(), Some("van" | "action_network")) {
+        if matches!(
+            entry["source"].as_str(),
+            Some("van" | "action_network" | "twilio")
+        ) {
             received
                 .read_back
                 .push((text("phoneNumber"), text("source")));
