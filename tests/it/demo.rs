@@ -223,7 +223,26 @@ async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
     );
     assert!(line.contains("account:candidate at most"), "{line}");
     assert!(said.contains("report compliance --format html"), "{said}");
+    texts_to_twilio_show_the_two_opt_outs_reaching_the_service(&said);
     tips_tell_what_the_demo_told(&said, line);
+}
+
+/// Of the three texts the demo sends to its Twilio number, the question records nothing and
+/// the two opt-outs reach the service, the CRM and Action Network.
+fn texts_to_twilio_show_the_two_opt_outs_reaching_the_service(said: &str) {
+    let texted: Vec<&str> = said.lines().filter(|l| l.contains(" texted ")).collect();
+    assert_eq!(texted.len(), 3, "{said}");
+    assert!(
+        texted[0].contains("\"stop by at 5?\": answered with empty TwiML, nothing recorded"),
+        "{said}"
+    );
+    for (line, words) in texted[1..].iter().zip(["\"Opt out\"", "\"STOP\""]) {
+        assert!(
+            line.contains(&format!("texted {words}: opted out at the service"))
+                && line.ends_with("in the CRM, in Action Network"),
+            "{said}"
+        );
+    }
 }
 
 /// Each command the demo suggests at its end runs as printed (but `serve`), and the
