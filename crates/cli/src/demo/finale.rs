@@ -62,6 +62,9 @@ pub(super) async fn finale(
     for account in settings.accounts()? {
         final_pass(settings, &account, &pool).await?;
     }
+    for account in settings.accounts()? {
+        push_what_the_pass_queued(&account, &pool).await?;
+    }
     let row = Row::read_in(sandbox, &pool, Some(PARTY)).await?;
     println!("{}", row.line("final"));
     let leads = candidate.leads();
@@ -108,6 +111,34 @@ async fn final_pass(settings: &Settings, account: &Account, pool: &Pool) -> anyh
             } else {
                 format!(", errors: {}", summary.errors.join("; "))
             }
+        );
+    }
+    Ok(())
+}
+
+/// The opt-outs the final pass queued for `account`'s service (a suppression that a lead
+/// opted in at the service, its webhook lost, is held to): pushed as the daemon's pusher
+/// would have, had it still run, so that the last row compares what the daemon decided with
+/// what the service then holds.
+async fn push_what_the_pass_queued(account: &Account, pool: &Pool) -> anyhow::Result<()> {
+    let client = upstream::service_client(account, pool, Default::default())?;
+    let pusher = outreach_sync::pusher::Pusher::new(pool.clone(), client, Default::default())
+        .with_account(account);
+    let started = Instant::now();
+    let mut pushed = 0;
+    while started.elapsed() < PUSH_LIMIT
+        && pusher
+            .try_push(chrono::Utc::now())
+            .await
+            .context("pushing what the final pass queued")?
+            .is_some()
+    {
+        pushed += 1;
+    }
+    if pushed > 0 {
+        println!(
+            "        the final pass of `{}` queued {pushed} opt-out(s) for its service (a suppression held against an opt-in whose webhook was lost); pushed",
+            account.id
         );
     }
     Ok(())
