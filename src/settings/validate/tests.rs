@@ -273,3 +273,44 @@ fn user_info_in_any_configured_url_is_refused_without_being_shown() {
         "service.base_url",
     );
 }
+
+/// A twilio source: its token and `public_url` required, the read kinds' keys refused, its
+/// tokens read from the file one a line, and none of them printed.
+#[test]
+fn a_twilio_source_takes_a_token_and_the_url_set_at_twilio_and_nothing_a_read_takes() {
+    let base = "[webhook]\nsecrets = [\"whsec-1\"]\n[[source]]\nname = \"tw\"\nkind = \"twilio\"\n";
+    let url = "public_url = \"https://sync.example.org/sources/tw\"\n";
+    let error = refused(&format!("{base}{url}"), "source.auth_token");
+    assert!(error.contains("auth token is required"), "{error}");
+    let error = refused(
+        &format!("{base}auth_token = \"hunter2\"\n"),
+        "source.public_url",
+    );
+    assert!(error.contains("tw"), "{error}");
+    for extra in [
+        "base_url = \"https://api.twilio.com\"\n",
+        "api_key = \"hunter2\"\n",
+        "since = \"2026-01-01T00:00:00Z\"\n",
+    ] {
+        let key = extra.split(' ').next().unwrap_or_default();
+        let error = refused(
+            &format!("{base}{url}auth_token = \"hunter2\"\n{extra}"),
+            "source.kind",
+        );
+        assert!(error.contains(key), "{key}: {error}");
+    }
+    let dir = tempfile::tempdir().expect("dir");
+    let file = dir.path().join("tokens");
+    std::fs::write(&file, "hunter2-new\n\nhunter2-old\n").expect("tokens");
+    let settings = load(&format!(
+        "{base}{url}auth_token_file = {:?}\n",
+        file.display().to_string()
+    ))
+    .expect("valid");
+    let crate::settings::SourceSystem::Twilio(twilio) = &settings.source[0].system else {
+        panic!("a twilio source");
+    };
+    assert_eq!(twilio.accepted().len(), 2);
+    assert!(!format!("{settings:?}").contains("hunter2"));
+    assert!(!settings.redacted_toml().contains("hunter2"));
+}

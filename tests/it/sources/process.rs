@@ -232,3 +232,63 @@ async fn a_reload_adds_a_source_and_a_reload_removes_it() {
     drop(daemon);
     sandbox.shutdown().await;
 }
+
+/// A Twilio token rotation as an operator makes it: the tokens file holds the old token,
+/// then the new and the old side by side, then the new alone, a reload after each. A post
+/// signed with a token the file no longer holds is refused from that reload on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_puts_a_twilio_sources_new_tokens_in_force() {
+    use outreach_sync_sandbox::twilio::{Target, inbound, send};
+    const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-main";
+    let dir = tempfile::tempdir().expect("dir");
+    let tokens = dir.path().join("twilio-tokens");
+    std::fs::write(&tokens, "old-token\n").expect("tokens");
+    let config = format!(
+        "[webhook]\nsecrets = [\"{}\"]\n[[source]]\nname = \"twilio-main\"\nkind = \"twilio\"\n\
+         auth_token_file = \"{}\"\npublic_url = \"{PUBLIC_URL}\"\n",
+        crate::daemon_process::SECRET,
+        tokens.display()
+    );
+    std::fs::write(config_file(dir.path()), config).expect("config");
+    let daemon = Daemon::start(dir.path(), "rotation", &[]).await;
+    let http = reqwest::Client::new();
+    let url = daemon.url("/sources/twilio-main");
+    let post = async |sid: &str, token: &str| -> u16 {
+        let params = inbound(sid, "+15551230001", "+15005550006", "HELP");
+        let target = Target {
+            post_to: &url,
+            signed_for: PUBLIC_URL,
+        };
+        send(&http, target, token, &params)
+            .await
+            .expect("an answer")
+            .0
+    };
+    assert_eq!(post("SM1", "old-token").await, 200, "{}", daemon.logs());
+    assert_eq!(post("SM2", "new-token").await, 403);
+
+    let reload_to = async |lines: &str| {
+        std::fs::write(&tokens, lines).expect("tokens");
+        daemon.signal(libc::SIGHUP);
+    };
+    reload_to("new-token\nold-token\n").await;
+    let both = common::within(Duration::from_secs(20), async || {
+        (post("SM3", "new-token").await == 200).then_some(())
+    })
+    .await;
+    assert!(both.is_some(), "the new token in force: {}", daemon.logs());
+    assert_eq!(post("SM4", "old-token").await, 200, "the old beside it");
+
+    reload_to("new-token\n").await;
+    let old_gone = common::within(Duration::from_secs(20), async || {
+        (post("SM5", "old-token").await == 403).then_some(())
+    })
+    .await;
+    assert!(
+        old_gone.is_some(),
+        "the old token refused: {}",
+        daemon.logs()
+    );
+    assert_eq!(post("SM6", "new-token").await, 200);
+    drop(daemon);
+}
