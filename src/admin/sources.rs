@@ -1,4 +1,4 @@
-//! `/v1/sources`: the configured sources (VAN, Action Network read back), their watermark,
+//! `/v1/sources`: the configured sources (VAN, Action Network read back; Twilio posted to), their watermark,
 //! last run, state and counts.
 
 use std::sync::Arc;
