@@ -224,6 +224,7 @@ impl Pusher {
     /// [`IDLE_POLL`] passes.
     pub async fn run(self, shutdown: CancellationToken) {
         let mut grown = crate::signal::Follower::new();
+        let mut looked = tokio::time::Instant::now();
         loop {
             if shutdown.is_cancelled() {
                 break;
@@ -252,10 +253,11 @@ impl Pusher {
                 _ = self.wake.notified() => {}
                 () = grown.wait(wait) => {
                     // Under a stream of deliveries the ledger grows all the time: one look at
-                    // the queue per GROWN_COALESCE at most.
-                    tokio::time::sleep(GROWN_COALESCE.min(wait)).await;
+                    // the queue per GROWN_COALESCE at most; a lone entry is looked at at once.
+                    tokio::time::sleep_until(looked + GROWN_COALESCE.min(wait)).await;
                 }
             }
+            looked = tokio::time::Instant::now();
         }
         tracing::info!("pusher stopped");
     }

@@ -1,6 +1,6 @@
 //! `POST /sources/{name}`: replies a system posts to a `[[source]]` (Twilio's messaging
 //! webhook, form-encoded, signed with `X-Twilio-Signature`). Under the listener's caps and
-//! timeouts, as every delivery: the body read up to `max_body_bytes`, the signature checked
+//! timeouts, as every delivery: the body read up to [`MAX_FORM_BYTES`], the signature checked
 //! against the source's tokens for its `public_url`, in constant time, before anything is
 //! kept; a post that does not verify is 403, counted, and kept only in the sample of
 //! refusals. A verified post is committed to the outbox as received (its key the ledger's
@@ -25,6 +25,12 @@ use crate::rejections::Rejections;
 use crate::settings::SourceSystem;
 use crate::signature::SignatureHeader;
 use crate::signature::twilio;
+
+/// The largest form a source takes (or `[ingest] max_body_bytes`, when smaller). Twilio's
+/// messaging webhook posts a few dozen parameters: a text of 1,600 characters and ten media
+/// URLs come to well under 16 KiB. Anything larger is refused before a byte of it is
+/// verified, so a flood of large forms costs what it costs to refuse it.
+pub const MAX_FORM_BYTES: usize = 64 * 1024;
 
 /// The answer to a post taken: TwiML that asks Twilio to send nothing.
 pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
@@ -81,7 +87,8 @@ async fn take(
         return Err(IngestError::NotFound);
     };
     let keeper = state.sources.keeper(&source);
-    let body = read_limited(&headers, body, state.max_body_bytes).await?;
+    let limit = state.max_body_bytes.min(MAX_FORM_BYTES);
+    let body = read_limited(&headers, body, limit).await?;
     let params = twilio::form_params(&body);
     let tokens = twilio.accepted();
     let token_bytes: Vec<&[u8]> = tokens

@@ -391,7 +391,7 @@ async fn while_postgresql_is_down_readiness_and_admin_reads_answer_503_within_2_
 }
 
 /// The database's size on disk, in bytes: the file and its WAL on SQLite.
-async fn database_bytes(app: &crate::common::TestApp) -> i64 {
+pub(crate) async fn database_bytes(app: &crate::common::TestApp) -> i64 {
     match app.settings.database.url.strip_prefix("sqlite://") {
         Some(path) => [path.to_owned(), format!("{path}-wal")]
             .iter()

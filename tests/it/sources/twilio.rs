@@ -266,6 +266,10 @@ async fn a_post_that_does_not_verify_is_refused_and_kept_nowhere(backend: Backen
         .await
         .expect("answer");
     assert_eq!(unsigned.status(), 403);
+    // A 1 MiB form, past what a source takes (64 KiB): refused before anything is verified.
+    let mut huge = params.clone();
+    huge.push(("Padding".to_owned(), "x".repeat(1024 * 1024)));
+    assert_eq!(post_signed(&app, TOKEN, PUBLIC_URL, &huge).await.0, 413);
     let elsewhere = client
         .post(app.url("/sources/nobody"))
         .form(&params)
@@ -284,12 +288,10 @@ async fn a_post_that_does_not_verify_is_refused_and_kept_nowhere(backend: Backen
             .is_empty()
     );
     let metrics = app.metrics.render(Default::default());
-    assert!(
-        metrics.contains(
-            "outreach_sync_source_posts_total{source=\"twilio-main\",outcome=\"rejected\"} 5"
-        ),
-        "{metrics}"
-    );
+    for counted in [r#"outcome="rejected"} 5"#, r#"outcome="too_large"} 1"#] {
+        let line = format!(r#"outreach_sync_source_posts_total{{source="twilio-main",{counted}"#);
+        assert!(metrics.contains(&line), "{line}: {metrics}");
+    }
     // The second token (a rotation) is accepted as the first.
     assert_eq!(
         post_signed(&app, "twilio-auth-token-2", PUBLIC_URL, &params)
@@ -348,4 +350,88 @@ async fn a_verified_post_that_cannot_be_read_one_way_is_kept_and_quarantined(bac
             .await
             .is_empty()
     );
+}
+
+on_both_backends!(
+    a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_and_delays_no_webhook,
+    flavor = "multi_thread",
+    worker_threads = 4
+);
+/// The unsigned flood of the attack suite, at a Twilio source: 192 forms of almost 64 KiB
+/// (the most a source takes: each is verified, and fails), 16 at a time, signed for another
+/// URL, then as many of 1 MiB (refused unread), while the service's signed webhooks keep
+/// coming. Each webhook is acknowledged within a second; nothing of the flood is in the
+/// outbox, the sample it leaves is bounded, and the database hardly grows.
+async fn a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_and_delays_no_webhook(
+    backend: Backend,
+) {
+    let Some(app) = crate::common::spawn_app_on(backend, |s| {
+        s.source = vec![twilio_source(&[TOKEN])];
+    })
+    .await
+    else {
+        return;
+    };
+    let before = crate::hostile::database_bytes(&app).await;
+    let app = std::sync::Arc::new(app);
+    let flood: Vec<_> = (0..16)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                for (padding, refused) in [(63 * 1024, 403), (1024 * 1024, 413)] {
+                    let mut form =
+                        sender::inbound("SMflood", "+15550000406", "+15005550006", "STOP");
+                    form.push(("Padding".to_owned(), "x".repeat(padding)));
+                    for _ in 0..12 {
+                        let signed_for = "https://elsewhere.example.org/";
+                        let (status, _) = post_signed(&app, TOKEN, signed_for, &form).await;
+                        assert_eq!(status, refused);
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut slowest = std::time::Duration::ZERO;
+    let mut signed = 0;
+    while !flood.iter().all(tokio::task::JoinHandle::is_finished) {
+        let event =
+            crate::common::consent_event(&format!("evt_tw_flood_{signed}"), "+15550000405", true);
+        let started = std::time::Instant::now();
+        assert_eq!(app.post_signed(&event).await.status(), 200);
+        slowest = slowest.max(started.elapsed());
+        signed += 1;
+    }
+    for task in flood {
+        task.await.expect("the flood's task");
+    }
+    assert!(signed > 0);
+    assert!(
+        slowest < std::time::Duration::from_secs(1),
+        "a webhook waited {slowest:?} during the flood"
+    );
+    let app = std::sync::Arc::into_inner(app).expect("the flood is over");
+    let app = app.restart().await;
+    assert_eq!(
+        app.count("SELECT COUNT(*) FROM outbox WHERE dedup_key LIKE 'twilio:%'")
+            .await,
+        0
+    );
+    let kept = app.count("SELECT COUNT(*) FROM rejected_deliveries").await;
+    assert!(
+        (1..=outreach_sync::rejections::KEPT as i64).contains(&kept),
+        "{kept} refused posts kept"
+    );
+    let kept_bodies = app
+        .count("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM rejected_deliveries")
+        .await;
+    assert!(
+        kept_bodies <= outreach_sync::rejections::KEPT as i64 * 64 * 1024,
+        "{kept_bodies} bytes of refused forms kept"
+    );
+    let grown = crate::hostile::database_bytes(&app).await - before;
+    assert!(
+        grown < 10 * 1024 * 1024,
+        "the database grew by {grown} bytes"
+    );
+    app.stop().await;
 }
