@@ -63,8 +63,14 @@ impl Rejections {
     /// Notes a refused delivery: constant time, never waits on anything but a short lock.
     /// The first after a quiet period goes to the writer at once (queued before the answer
     /// to its request).
-    pub fn record(&self, mut rejected: RejectedDelivery) {
-        if rejected.body.len() > BODY_KEPT {
+    pub fn record(&self, rejected: RejectedDelivery) {
+        self.record_keeping(rejected, BODY_KEPT);
+    }
+
+    /// [`Rejections::record`], keeping a body only up to `body_kept` bytes (at most
+    /// [`BODY_KEPT`]).
+    pub fn record_keeping(&self, mut rejected: RejectedDelivery, body_kept: usize) {
+        if rejected.body.len() > body_kept.min(BODY_KEPT) {
             rejected.reason = format!(
                 "{} (its body of {} bytes was not kept)",
                 rejected.reason,

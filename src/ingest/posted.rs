@@ -32,6 +32,11 @@ use crate::signature::twilio;
 /// verified, so a flood of large forms costs what it costs to refuse it.
 pub const MAX_FORM_BYTES: usize = 64 * 1024;
 
+/// The largest form of a refused post kept in the sample of refusals (`webhooks diagnose`):
+/// enough for any form Twilio sends, so a misconfigured token or URL can be diagnosed, and
+/// no more, so a flood of refused forms writes little.
+const FORM_KEPT: usize = 16 * 1024;
+
 /// The answer to a post taken: TwiML that asks Twilio to send nothing.
 pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
 
@@ -104,7 +109,7 @@ async fn take(
         _ => None,
     };
     let Some(token_index) = verified else {
-        state.rejections.record(RejectedDelivery {
+        let refused = RejectedDelivery {
             account: keeper.to_string(),
             received_at,
             reason: format!(
@@ -113,7 +118,8 @@ async fn take(
             ),
             headers: headers_as_pairs(&headers),
             body,
-        });
+        };
+        state.rejections.record_keeping(refused, FORM_KEPT);
         return Err(IngestError::Forbidden);
     };
     if state.writer.state().pending() >= state.max_backlog {

@@ -436,11 +436,26 @@ async fn an_unsigned_flood_leaves_a_bounded_sample_and_never_delays_a_signed_del
             })
         })
         .collect();
+    acknowledged_within_a_second_beside(&app, flood, "evt_flood").await;
+    let app = std::sync::Arc::into_inner(app).expect("the flood is over");
+    let app = app.restart().await;
+    let kept_bodies = a_bounded_sample_is_all_it_left(&app, before).await;
+    assert_eq!(kept_bodies, 0, "no 1 MiB body is kept");
+    app.stop().await;
+}
+
+/// Posts signed deliveries (ids `{prefix}_N`) one after another until every task of `flood`
+/// ended; each is acknowledged within a second.
+pub(crate) async fn acknowledged_within_a_second_beside(
+    app: &crate::common::TestApp,
+    flood: Vec<tokio::task::JoinHandle<()>>,
+    prefix: &str,
+) {
     let mut slowest = std::time::Duration::ZERO;
     let mut signed = 0;
     while !flood.iter().all(tokio::task::JoinHandle::is_finished) {
         let event =
-            crate::common::consent_event(&format!("evt_flood_{signed}"), "+15550000405", true);
+            crate::common::consent_event(&format!("{prefix}_{signed}"), "+15550000405", true);
         let started = std::time::Instant::now();
         let response = app.post_signed(&event).await;
         assert_eq!(response.status(), 200);
@@ -448,29 +463,32 @@ async fn an_unsigned_flood_leaves_a_bounded_sample_and_never_delays_a_signed_del
         signed += 1;
     }
     for task in flood {
-        task.await.unwrap();
+        task.await.expect("the flood's task");
     }
     assert!(signed > 0);
     assert!(
         slowest < std::time::Duration::from_secs(1),
         "a signed delivery waited {slowest:?} during the flood"
     );
-    // A clean stop keeps the last sample; the restarted daemon reads what was kept.
-    let app = std::sync::Arc::into_inner(app).expect("the flood is over");
-    let app = app.restart().await;
+}
+
+/// After a flood, the daemon restarted (a clean stop keeps the last sample; the restarted
+/// daemon reads what was kept): the sample of refusals is bounded and the database grew
+/// less than 10 MB from `before` bytes. The bytes of the bodies kept.
+pub(crate) async fn a_bounded_sample_is_all_it_left(
+    app: &crate::common::TestApp,
+    before: i64,
+) -> i64 {
     let kept = app.count("SELECT COUNT(*) FROM rejected_deliveries").await;
     assert!(
         (1..=outreach_sync::rejections::KEPT as i64).contains(&kept),
         "{kept} refused deliveries kept"
     );
-    let kept_bodies = app
-        .count("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM rejected_deliveries")
-        .await;
-    assert_eq!(kept_bodies, 0, "no 1 MiB body is kept");
-    let grown = database_bytes(&app).await - before;
+    let grown = database_bytes(app).await - before;
     assert!(
         grown < 10 * 1024 * 1024,
         "the database grew by {grown} bytes"
     );
-    app.stop().await;
+    app.count("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM rejected_deliveries")
+        .await
 }

@@ -142,6 +142,92 @@ async fn an_opt_out_texted_to_a_twilio_number_reaches_the_service_and_action_net
         "two messages, each kept once"
     );
     the_evidence_holds_the_post_as_received(&app, &lead.phone_number).await;
+    the_report_names_the_source_it_was_texted_to(&app, &lead.phone_number).await;
+}
+
+/// The compliance report's item of the opt-out names the source it was texted to and when
+/// the daemon had it, and lists the source as posted to, never behind.
+async fn the_report_names_the_source_it_was_texted_to(app: &TestApp, phone: &str) {
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| i["source"] == "twilio" && i["phoneNumber"] == phone)
+        .cloned()
+        .unwrap_or_else(|| panic!("the texted opt-out in the report: {report}"));
+    assert_eq!(item["readBy"], "twilio-main", "{item}");
+    assert!(item["seenAt"].as_str().is_some(), "{item}");
+    let source = report["sources"]
+        .as_array()
+        .expect("sources")
+        .iter()
+        .find(|s| s["name"] == "twilio-main")
+        .cloned()
+        .unwrap_or_else(|| panic!("the source in the report: {report}"));
+    assert_eq!(
+        (source["kind"].as_str(), source["behind"].as_bool()),
+        (Some("twilio"), Some(false)),
+        "{source}"
+    );
+}
+
+#[tokio::test]
+async fn sandbox_twilio_send_posts_a_reply_the_daemon_takes() {
+    let Some(app) = crate::common::spawn_app_on(Backend::Sqlite, |s| {
+        s.source = vec![twilio_source(&[TOKEN])];
+    })
+    .await
+    else {
+        return;
+    };
+    let url = app.url("/sources/twilio-main");
+    // Run beside the daemon, which serves on this test's runtime: never blocking it.
+    let send = |token: &str| {
+        tokio::process::Command::new(crate::daemon_process::BIN)
+            .args([
+                "sandbox",
+                "twilio-send",
+                "--url",
+                &url,
+                "--public-url",
+                PUBLIC_URL,
+            ])
+            .args([
+                "--auth-token",
+                token,
+                "--from",
+                "+15551230009",
+                "--body",
+                "Stop.",
+            ])
+            .output()
+    };
+    let sent = send(TOKEN).await.expect("the command runs");
+    let said = String::from_utf8_lossy(&sent.stdout);
+    assert!(
+        sent.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    assert!(said.starts_with("SM") && said.contains(": 200 "), "{said}");
+    eventually("the opt-out recorded", WAIT, async || {
+        !entries_from(&app, "twilio", "+15551230009")
+            .await
+            .is_empty()
+    })
+    .await;
+    let refused = send("another-token").await.expect("the command runs");
+    assert!(!refused.status.success());
+    assert!(
+        String::from_utf8_lossy(&refused.stderr).contains("403"),
+        "{refused:?}"
+    );
 }
 
 /// The evidence bundle's Twilio entry holds the post: its body as received and the
@@ -361,7 +447,8 @@ on_both_backends!(
 /// (the most a source takes: each is verified, and fails), 16 at a time, signed for another
 /// URL, then as many of 1 MiB (refused unread), while the service's signed webhooks keep
 /// coming. Each webhook is acknowledged within a second; nothing of the flood is in the
-/// outbox, the sample it leaves is bounded, and the database hardly grows.
+/// outbox, the sample it leaves is bounded and keeps no form over 16 KiB, and the database
+/// hardly grows.
 async fn a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_and_delays_no_webhook(
     backend: Backend,
 ) {
@@ -391,24 +478,7 @@ async fn a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_a
             })
         })
         .collect();
-    let mut slowest = std::time::Duration::ZERO;
-    let mut signed = 0;
-    while !flood.iter().all(tokio::task::JoinHandle::is_finished) {
-        let event =
-            crate::common::consent_event(&format!("evt_tw_flood_{signed}"), "+15550000405", true);
-        let started = std::time::Instant::now();
-        assert_eq!(app.post_signed(&event).await.status(), 200);
-        slowest = slowest.max(started.elapsed());
-        signed += 1;
-    }
-    for task in flood {
-        task.await.expect("the flood's task");
-    }
-    assert!(signed > 0);
-    assert!(
-        slowest < std::time::Duration::from_secs(1),
-        "a webhook waited {slowest:?} during the flood"
-    );
+    crate::hostile::acknowledged_within_a_second_beside(&app, flood, "evt_tw_flood").await;
     let app = std::sync::Arc::into_inner(app).expect("the flood is over");
     let app = app.restart().await;
     assert_eq!(
@@ -416,22 +486,40 @@ async fn a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_a
             .await,
         0
     );
-    let kept = app.count("SELECT COUNT(*) FROM rejected_deliveries").await;
-    assert!(
-        (1..=outreach_sync::rejections::KEPT as i64).contains(&kept),
-        "{kept} refused posts kept"
-    );
-    let kept_bodies = app
-        .count("SELECT COALESCE(SUM(LENGTH(body)), 0) FROM rejected_deliveries")
-        .await;
-    assert!(
-        kept_bodies <= outreach_sync::rejections::KEPT as i64 * 64 * 1024,
-        "{kept_bodies} bytes of refused forms kept"
-    );
-    let grown = crate::hostile::database_bytes(&app).await - before;
-    assert!(
-        grown < 10 * 1024 * 1024,
-        "the database grew by {grown} bytes"
-    );
+    let kept_bodies = crate::hostile::a_bounded_sample_is_all_it_left(&app, before).await;
+    assert_eq!(kept_bodies, 0, "no form over 16 KiB is kept");
     app.stop().await;
+}
+
+on_both_backends!(a_start_is_recorded_only_where_opt_ins_are_taken);
+/// START is an opt-in only with `opt_ins = true`: there, a STOP then a START from one number
+/// are an opt-out and an opt-in recorded; without it the START is ignored (the test above).
+async fn a_start_is_recorded_only_where_opt_ins_are_taken(backend: Backend) {
+    let Some((sandbox, mut app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    app.settings.source[0].opt_ins = true;
+    let app = app.restart().await;
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    assert_eq!(text(&app, "SMs1", &lead.phone_number, "STOP").await.0, 200);
+    assert_eq!(text(&app, "SMs2", &lead.phone_number, "start").await.0, 200);
+    let view = eventually("both recorded", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == 2).then_some(view)
+    })
+    .await;
+    assert_eq!(
+        (view["optOuts"].as_i64(), view["optIns"].as_i64()),
+        (Some(1), Some(1)),
+        "{view}"
+    );
+    let said: Vec<String> = app
+        .texts(&format!(
+            "SELECT CASE WHEN opted_out THEN 'out' ELSE 'in' END FROM ledger
+             WHERE source = 'twilio' AND phone_number = '{}' AND organization_id = '{}'
+             ORDER BY seq",
+            lead.phone_number, lead.organization_id
+        ))
+        .await;
+    assert_eq!(said, ["out", "in"]);
 }
