@@ -1,6 +1,6 @@
 //! `cargo bench --bench attack`: the ingest listener of the release binary under the attack
-//! suite's two floods, then while the admin side makes reports and takes a large import, on
-//! loopback, with signed deliveries flowing throughout.
+//! suite's two floods and hostile posts to a Twilio source, then while the admin side makes
+//! reports and takes a large import, on loopback, with signed deliveries flowing throughout.
 //!
 //! The daemon (`outreach-sync serve`, default limits, SQLite) runs as its own process; this
 //! bench is the attacker, the service and an admin client at once. Per phase it prints the
@@ -14,7 +14,16 @@
 //!    second after the daemon closes it (a flood that never stops coming back).
 //! 2. **Unsigned bodies**: 6,000 unsigned 1 MiB POSTs, 16 at a time; also the growth of the
 //!    database files.
-//! 3. **8 reports + a 256 MiB import during deliveries**: a second daemon, on a database of
+//! 3. **Hostile posts to a Twilio source**, right after, on the same daemon (its config file
+//!    has one `[[source]]` of kind `twilio`, `twilio-bench`): as many posts as bodies above,
+//!    16 at a time, to `/sources/twilio-bench`, five kinds in turn: a 1 MiB form unsigned
+//!    (expected 403), an unsigned form 1 KiB over the 1 MiB body cap (413), a 1 MiB form
+//!    signed with the source's token for another URL (403), a reply signed for the source's
+//!    URL then changed (another `From`: a replay; 403), and a reply signed for the source's
+//!    URL with a parameter the record rests on given twice (200: kept, then quarantined).
+//!    Their answers counted by status, the growth of the database files, the quarantined
+//!    rows and the daemon's counts of source posts.
+//! 4. **8 reports + a 256 MiB import during deliveries**: a second daemon, on a database of
 //!    its own whose ledger the CLI's `import` seeded with 400,000 opt-outs before it started
 //!    (the first daemon's figures stay those of an empty ledger). 8 clients ask for the
 //!    compliance report since 2000-01-01 again and again, reading each body to its end
@@ -24,8 +33,8 @@
 //!    phase lasts until the import has answered, at least 20 s, at most 10 minutes. Also the
 //!    reports made whole and refused, the import's answer and its duration.
 //!
-//! `BENCH_QUICK=1` makes it 2,000 + 200 connections, 600 bodies and 40,000 seeded opt-outs
-//! (the list uploaded is 256 MiB either way).
+//! `BENCH_QUICK=1` makes it 2,000 + 200 connections, 600 bodies (and 600 hostile posts) and
+//! 40,000 seeded opt-outs (the list uploaded is 256 MiB either way).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -36,12 +45,19 @@ use std::time::{Duration, Instant};
 
 use outreach_sync::settings::WebhookSettings;
 use outreach_sync::signature::{Key, SignatureFormat, sign};
+use outreach_sync_sandbox::twilio::{inbound, signature as twilio_signature};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpSocket;
 
 const BIN: &str = env!("CARGO_BIN_EXE_outreach-sync");
 const SECRET: &str = "attack-bench-secret";
 const TOKEN: &str = "bench:attack-bench-token";
+/// The daemon's Twilio source, its auth token and the URL given at Twilio (what is signed).
+const TWILIO_SOURCE: &str = "twilio-bench";
+const TWILIO_TOKEN: &str = "attack-bench-twilio-token";
+const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-bench";
+/// The daemon's default body cap (`ingest.max_body_bytes`).
+const BODY_CAP: usize = 1024 * 1024;
 /// How long signed deliveries flow in each phase, and how often.
 const PHASE: Duration = Duration::from_secs(20);
 const DELIVERY_EVERY: Duration = Duration::from_millis(50);
@@ -148,6 +164,18 @@ async fn run() {
         memory.last_peak() as f64 / at_rest as f64,
         grown as f64 / 1_048_576.0
     );
+    println!();
+
+    hostile_posts(
+        &daemon,
+        &deliveries,
+        &memory,
+        dir.path(),
+        bodies,
+        &quiet,
+        at_rest,
+    )
+    .await;
     daemon.stop();
     drop(dir);
     println!();
@@ -155,7 +183,332 @@ async fn run() {
     reports_and_import(&quiet, seeded).await;
 }
 
-/// The third phase: a second daemon on a ledger of `seeded` opt-outs (recorded by the CLI
+/// The third phase: `posts` hostile posts to the Twilio source, 16 at a time, while
+/// deliveries flow.
+async fn hostile_posts(
+    daemon: &Daemon,
+    deliveries: &Deliveries,
+    memory: &Memory,
+    dir: &Path,
+    posts: u64,
+    quiet: &Flow,
+    at_rest: u64,
+) {
+    let before = database_bytes(dir);
+    let quarantined = "outreach_sync_events_quarantined_total";
+    let quarantined_before = daemon.metric(quarantined).await;
+    memory.take_peak();
+    let flood = HostileFlood::start(daemon.ingest, posts);
+    let during = deliveries.flow_while(daemon, || !flood.done()).await;
+    let (counts, failed) = flood.finish().await;
+    let peak = memory.take_peak();
+    let grown = database_bytes(dir).saturating_sub(before);
+    println!(
+        "{posts} hostile posts to /sources/{TWILIO_SOURCE}, 16 at a time, five kinds in turn:"
+    );
+    println!("                 {}", during.line(quiet));
+    println!(
+        "                 peak RSS {:.0} MiB ({:.2}x at rest); database files grew {:.2} MiB",
+        mib(peak),
+        peak as f64 / at_rest as f64,
+        grown as f64 / 1_048_576.0
+    );
+    let mut unexpected = 0;
+    for (kind, answers) in Hostile::ALL.iter().zip(&counts) {
+        let mut statuses: Vec<(u16, u64)> = answers.iter().map(|(s, n)| (*s, *n)).collect();
+        statuses.sort_unstable();
+        let sent: u64 = statuses.iter().map(|(_, n)| n).sum();
+        let other: u64 = statuses
+            .iter()
+            .filter(|(status, _)| *status != kind.expected())
+            .map(|(_, n)| n)
+            .sum();
+        unexpected += other;
+        let listed: Vec<String> = statuses
+            .iter()
+            .map(|(status, n)| match status {
+                0 => format!("{n} no answer"),
+                status => format!("{n} {status}"),
+            })
+            .collect();
+        println!(
+            "                 {:<48} {sent:>5} sent: {} (expected {}){}",
+            kind.label(),
+            listed.join(", "),
+            kind.expected(),
+            if other > 0 { "  UNEXPECTED" } else { "" }
+        );
+    }
+    // The verified posts with a parameter twice are kept and then quarantined by the worker.
+    let kept = counts[Hostile::Duplicated as usize]
+        .get(&200)
+        .copied()
+        .unwrap_or(0);
+    let began = Instant::now();
+    let mut quarantined_now = daemon.metric(quarantined).await - quarantined_before;
+    while quarantined_now < kept as f64 && began.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        quarantined_now = daemon.metric(quarantined).await - quarantined_before;
+    }
+    println!(
+        "                 outbox rows quarantined by the worker during the phase: {quarantined_now:.0} (of {kept} verified posts with a parameter twice)"
+    );
+    for line in daemon
+        .metrics_matching(&format!(
+            "outreach_sync_source_posts_total{{source=\"{TWILIO_SOURCE}\""
+        ))
+        .await
+    {
+        println!("                 {line}");
+    }
+    if unexpected > 0 {
+        println!("WARNING: {unexpected} hostile posts were not answered as expected");
+    }
+    for error in failed.iter().take(5) {
+        println!("                 no answer: {error}");
+    }
+}
+
+/// The kinds of hostile post, in the order they are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hostile {
+    /// A 1 MiB form with no signature.
+    Unsigned,
+    /// An unsigned form 1 KiB over the body cap.
+    OverCap,
+    /// A 1 MiB form signed with the source's token for another URL.
+    OtherUrl,
+    /// A reply signed for the source's URL, then changed (another `From`).
+    Replayed,
+    /// A reply signed for the source's URL with `From`, `Body` or `MessageSid` given twice.
+    Duplicated,
+}
+
+impl Hostile {
+    const ALL: [Hostile; 5] = [
+        Hostile::Unsigned,
+        Hostile::OverCap,
+        Hostile::OtherUrl,
+        Hostile::Replayed,
+        Hostile::Duplicated,
+    ];
+
+    fn label(self) -> &'static str {
+        match self {
+            Hostile::Unsigned => "1 MiB form, unsigned:",
+            Hostile::OverCap => "1 MiB + 1 KiB form, unsigned:",
+            Hostile::OtherUrl => "1 MiB form signed for another URL:",
+            Hostile::Replayed => "signed reply, From changed (replay):",
+            Hostile::Duplicated => "signed reply with a parameter twice:",
+        }
+    }
+
+    fn expected(self) -> u16 {
+        match self {
+            Hostile::Unsigned | Hostile::OtherUrl | Hostile::Replayed => 403,
+            Hostile::OverCap => 413,
+            Hostile::Duplicated => 200,
+        }
+    }
+}
+
+/// `params` form-encoded (`application/x-www-form-urlencoded`), in order.
+fn form(params: &[(String, String)]) -> String {
+    let encode = |text: &str| -> String {
+        text.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'*' => {
+                    char::from(b).to_string()
+                }
+                b' ' => "+".to_owned(),
+                b => format!("%{b:02X}"),
+            })
+            .collect()
+    };
+    params
+        .iter()
+        .map(|(name, value)| format!("{}={}", encode(name), encode(value)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// A STOP reply's parameters with a `Body` of `x`s that makes the form exactly `bytes` long.
+fn padded(sid: &str, bytes: usize) -> Vec<(String, String)> {
+    let mut params = inbound(sid, "+14155550100", "+15005550006", "");
+    let short = form(&params).len();
+    let body = params
+        .iter_mut()
+        .find(|(name, _)| name == "Body")
+        .expect("a Body");
+    body.1 = "x".repeat(bytes - short);
+    assert_eq!(form(&params).len(), bytes);
+    params
+}
+
+/// The hostile posts' forms: the large ones made once and shared, the small ones signed as
+/// each is sent ([`HostileForms::post`]).
+struct HostileForms {
+    unsigned: bytes::Bytes,
+    over_cap: bytes::Bytes,
+    other_url: (bytes::Bytes, String),
+}
+
+impl HostileForms {
+    fn new() -> Self {
+        let other = padded("SMattackother", BODY_CAP);
+        let other_url = (
+            bytes::Bytes::from(form(&other)),
+            twilio_signature(
+                TWILIO_TOKEN,
+                "https://attacker.example.org/sources/twilio-bench",
+                &other,
+            ),
+        );
+        Self {
+            unsigned: bytes::Bytes::from(form(&padded("SMattackunsigned", BODY_CAP))),
+            over_cap: bytes::Bytes::from(form(&padded("SMattackover", BODY_CAP + 1024))),
+            other_url,
+        }
+    }
+
+    /// The `n`th hostile post: its kind, its form and its `X-Twilio-Signature` (if any).
+    fn post(&self, n: u64) -> (Hostile, bytes::Bytes, Option<String>) {
+        let kind = Hostile::ALL[(n % Hostile::ALL.len() as u64) as usize];
+        let sid = format!("SMattack{n}");
+        match kind {
+            Hostile::Unsigned => (kind, self.unsigned.clone(), None),
+            Hostile::OverCap => (kind, self.over_cap.clone(), None),
+            Hostile::OtherUrl => (
+                kind,
+                self.other_url.0.clone(),
+                Some(self.other_url.1.clone()),
+            ),
+            Hostile::Replayed => {
+                let from = format!("+1415{}", 2_000_000 + n);
+                let mut params = inbound(&sid, &from, "+15005550006", "STOP");
+                let signed = twilio_signature(TWILIO_TOKEN, TWILIO_PUBLIC_URL, &params);
+                let other = format!("+1415{}", 3_000_000 + n);
+                for (name, value) in &mut params {
+                    if name == "From" {
+                        value.clone_from(&other);
+                    }
+                }
+                (kind, bytes::Bytes::from(form(&params)), Some(signed))
+            }
+            Hostile::Duplicated => {
+                let from = format!("+1415{}", 2_000_000 + n);
+                let mut params = inbound(&sid, &from, "+15005550006", "STOP");
+                let (name, value) = match (n / Hostile::ALL.len() as u64) % 3 {
+                    0 => ("From", format!("+1415{}", 3_000_000 + n)),
+                    1 => ("Body", "START".to_owned()),
+                    _ => ("MessageSid", format!("SMattackagain{n}")),
+                };
+                params.push((name.to_owned(), value));
+                let signed = twilio_signature(TWILIO_TOKEN, TWILIO_PUBLIC_URL, &params);
+                (kind, bytes::Bytes::from(form(&params)), Some(signed))
+            }
+        }
+    }
+}
+
+/// Hostile posts to the Twilio source, 16 at a time; each kind's answers by status (0: no
+/// answer).
+struct HostileFlood {
+    left: Arc<AtomicU64>,
+    tasks: Vec<tokio::task::JoinHandle<(Vec<Answers>, Vec<String>)>>,
+}
+
+/// One kind's answers by status (0: no answer).
+type Answers = std::collections::HashMap<u16, u64>;
+
+impl HostileFlood {
+    fn start(to: SocketAddr, posts: u64) -> Self {
+        let left = Arc::new(AtomicU64::new(posts));
+        let forms = Arc::new(HostileForms::new());
+        let http = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .build()
+            .expect("client");
+        // The daemon closes a connection after a 413 (the rest of the body unread) without
+        // saying `Connection: close`: a post over the cap on a pooled connection would make
+        // the next post on it fail. Those go on a connection of their own each.
+        let fresh = reqwest::Client::builder()
+            .timeout(Duration::from_secs(30))
+            .pool_max_idle_per_host(0)
+            .build()
+            .expect("client");
+        let url = format!("http://{to}/sources/{TWILIO_SOURCE}");
+        let tasks = (0..16)
+            .map(|_| {
+                let (left, forms, url) = (left.clone(), forms.clone(), url.clone());
+                let (http, fresh) = (http.clone(), fresh.clone());
+                tokio::spawn(async move {
+                    let mut counts = vec![Answers::new(); Hostile::ALL.len()];
+                    let mut failures = Vec::new();
+                    while let Ok(before) =
+                        left.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                            n.checked_sub(1)
+                        })
+                    {
+                        let (kind, body, signed) = forms.post(posts - before);
+                        let client = if kind == Hostile::OverCap {
+                            &fresh
+                        } else {
+                            &http
+                        };
+                        let mut request = client
+                            .post(&url)
+                            .header("content-type", "application/x-www-form-urlencoded")
+                            .body(body);
+                        if let Some(signed) = signed {
+                            request = request.header("x-twilio-signature", signed);
+                        }
+                        let status = match request.send().await {
+                            Ok(response) => {
+                                let status = response.status().as_u16();
+                                let _ = response.bytes().await;
+                                status
+                            }
+                            Err(error) => {
+                                if failures.len() < 3 {
+                                    failures.push(format!("{kind:?}: {error:?}"));
+                                }
+                                0
+                            }
+                        };
+                        *counts[kind as usize].entry(status).or_insert(0) += 1;
+                    }
+                    (counts, failures)
+                })
+            })
+            .collect();
+        Self { left, tasks }
+    }
+
+    fn done(&self) -> bool {
+        self.left.load(Ordering::Relaxed) == 0 && self.tasks.iter().all(|t| t.is_finished())
+    }
+
+    /// Each kind's answers, and the first failed requests' errors (a few per task).
+    async fn finish(self) -> (Vec<Answers>, Vec<String>) {
+        let mut all = vec![Answers::new(); Hostile::ALL.len()];
+        let mut failed = Vec::new();
+        for task in self.tasks {
+            let Ok((counts, failures)) = task.await else {
+                continue;
+            };
+            for (all, counts) in all.iter_mut().zip(counts) {
+                for (status, n) in counts {
+                    *all.entry(status).or_insert(0) += n;
+                }
+            }
+            failed.extend(failures);
+        }
+        (all, failed)
+    }
+}
+
+/// The fourth phase: a second daemon on a ledger of `seeded` opt-outs (recorded by the CLI
 /// before it starts), 8 report clients and a 256 MiB import while deliveries flow.
 async fn reports_and_import(quiet: &Flow, seeded: u64) {
     let dir = tempfile::tempdir().expect("a temporary directory");
@@ -459,7 +812,11 @@ fn admin_token() -> &'static str {
 fn command(dir: &Path, args: &[&str]) -> Command {
     let config = dir.join("config.toml");
     if !config.exists() {
-        std::fs::write(&config, "").expect("config");
+        // A Twilio source, posted to at /sources/twilio-bench (the hostile posts' target).
+        let source = format!(
+            "[[source]]\nname = \"{TWILIO_SOURCE}\"\nkind = \"twilio\"\nauth_token = \"{TWILIO_TOKEN}\"\npublic_url = \"{TWILIO_PUBLIC_URL}\"\n"
+        );
+        std::fs::write(&config, source).expect("config");
     }
     let mut command = Command::new(BIN);
     command
@@ -540,6 +897,23 @@ impl Daemon {
         text.lines()
             .find_map(|l| l.strip_prefix(series)?.trim().parse().ok())
             .unwrap_or(f64::NAN)
+    }
+
+    /// Every line of `/metrics` that starts with `prefix`.
+    async fn metrics_matching(&self, prefix: &str) -> Vec<String> {
+        let text = self
+            .http
+            .get(format!("http://{}/metrics", self.admin))
+            .send()
+            .await
+            .expect("/metrics")
+            .text()
+            .await
+            .expect("/metrics text");
+        text.lines()
+            .filter(|l| l.starts_with(prefix))
+            .map(str::to_owned)
+            .collect()
     }
 
     fn stop(&mut self) {

@@ -63,6 +63,18 @@
 //! (the no-op and the floor serve the same paths, the floor verifying each with its
 //! account's secret).
 //! No tracing subscriber is installed, so logging costs (almost) nothing.
+//!
+//! Beside the service's webhooks, in every round right after the daemon's own, the same
+//! daemon's Twilio source (`POST /sources/twilio-bench`, one `[[source]]` of kind `twilio` in
+//! the same settings): form-encoded posts as Twilio's messaging webhook sends them, each with
+//! its own `MessageSid` and a `STOP` from a number of its own (a real opt-out recorded, as
+//! each consent webhook records one), signed in `X-Twilio-Signature` before the timed
+//! section (HMAC-SHA1 computed here with the `hmac` and `sha1` crates, apart from the
+//! daemon's verifier), at the same concurrency and durability, half as many as the
+//! webhooks (and half their warm-up and time window), then waited for as the webhooks
+//! are. Printed after the webhooks' figures: posts/s and twilio/webhooks (the daemon's
+//! webhooks of the same round) for every round, and the outbox rows and ledger entries the
+//! posts became.
 
 mod common;
 #[path = "ingest/floor.rs"]
@@ -80,7 +92,9 @@ use common::{BenchDatabase, fetch_row, outbox_states};
 use floor::{Floor, FloorStore};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::settings::{Schedule, Settings, Synchronous};
+use outreach_sync::settings::{
+    Schedule, Settings, SourceSettings, SourceSystem, Synchronous, TwilioSourceSettings,
+};
 use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use secrecy::{ExposeSecret as _, SecretString};
@@ -100,6 +114,14 @@ const FLOOR_TARGET_POSTGRES: f64 = 0.7;
 const LEDGER_TARGET_SQLITE: f64 = 0.9;
 /// Longest untimed wait for the worker to apply a level's deliveries.
 const CATCH_UP_CAP: Duration = Duration::from_secs(300);
+/// The Twilio source posted to beside the webhooks, its auth token and the URL given at
+/// Twilio (what is signed; the bench posts to the daemon's loopback address, as a proxy
+/// would).
+const TWILIO_SOURCE: &str = "twilio-bench";
+const TWILIO_TOKEN: &str = "bench-twilio-auth-token";
+const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-bench";
+/// The Twilio phase's share of the webhooks' requests, warm-up and time window.
+const TWILIO_SHARE: usize = 2;
 
 /// How much work each level does.
 struct Plan {
@@ -176,6 +198,18 @@ struct Level {
     worker: Option<CatchUp>,
     /// daemon/floor and daemon/ledger floor of every round, in the order run.
     ratios: Vec<(f64, f64)>,
+    /// The Twilio source's posts of every round, in the order run, beside the daemon's
+    /// webhooks of that round.
+    twilio: Vec<TwilioRound>,
+}
+
+/// One round's Twilio posts, and the daemon's webhooks of the same round.
+struct TwilioRound {
+    posts: Measured,
+    /// The daemon's webhook deliveries per second in the same round.
+    webhooks: f64,
+    /// `None` without the worker.
+    worker: Option<CatchUp>,
 }
 
 /// How far the daemon's worker was behind its ingest when a level ended.
@@ -257,7 +291,8 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     };
     // The bench's own look at the daemon's database (the backlog, the final count).
     let pool = outreach_sync::store::open(&settings).await?;
-    let daemon_urls = urls(app.ingest_addr());
+    let app_ingest_addr = app.ingest_addr();
+    let daemon_urls = urls(app_ingest_addr);
     let shutdown = CancellationToken::new();
     let daemon = tokio::spawn(app.run_until_stopped(shutdown.clone()));
     let noop_urls = urls(spawn_noop(&paths, shutdown.clone()).await?);
@@ -331,8 +366,17 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             (format, key)
         })
         .collect();
+    let twilio_url = vec![format!(
+        "http://{}/sources/{TWILIO_SOURCE}",
+        app_ingest_addr
+    )];
     let mut rows = Vec::new();
     let mut accepted_total = 0;
+    // The Twilio posts' 200 answers (warm-ups included), and the next sender's number.
+    let mut twilio_accepted = 0;
+    let mut next_number: u64 = 0;
+    // How long the bench spent on them (signing, posting, waiting for the worker).
+    let (began, mut twilio_time) = (Instant::now(), Duration::ZERO);
     for (level, &concurrency) in levels.iter().enumerate() {
         let sign_batch = |what: &str, n: usize| -> Vec<Prepared> {
             (0..n)
@@ -348,12 +392,23 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
                 })
                 .collect()
         };
+        // Each post a reply of its own: its own MessageSid, a STOP from a number of its own.
+        let mut sign_posts = |what: &str, n: usize| -> Vec<Prepared> {
+            (0..n)
+                .map(|i| {
+                    let number = next_number;
+                    next_number += 1;
+                    prepare_twilio(&format!("SMbench{level}{what}x{i}"), number)
+                })
+                .collect()
+        };
         let (warmup, timed) = (sign_batch("w", plan.warmup), sign_batch("t", plan.requests));
         drive(&client, &noop_urls, concurrency, warmup, plan.window).await;
         let noop = drive(&client, &noop_urls, concurrency, timed, plan.window).await;
 
         // Floor and daemon in turn, so that a slow spell of the machine falls on both.
         let mut rounds = Vec::with_capacity(plan.rounds);
+        let mut twilio = Vec::with_capacity(plan.rounds);
         for round in 0..plan.rounds {
             let (warmup, timed) = (
                 sign_batch(&format!("w{round}"), plan.warmup),
@@ -399,6 +454,26 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             } else {
                 None
             };
+            // The Twilio source of the same daemon, right after its webhooks.
+            let twilio_began = Instant::now();
+            let (warmup, timed) = (
+                sign_posts(&format!("w{round}"), plan.warmup / TWILIO_SHARE),
+                sign_posts(&format!("t{round}"), plan.requests / TWILIO_SHARE),
+            );
+            let window = plan.window / TWILIO_SHARE as u32;
+            let warm = drive(&client, &twilio_url, concurrency, warmup, window).await;
+            let posts = drive(&client, &twilio_url, concurrency, timed, window).await;
+            twilio_accepted += warm.accepted + posts.accepted;
+            twilio.push(TwilioRound {
+                webhooks: live.per_second(),
+                posts,
+                worker: if with_worker {
+                    Some(catch_up(&pool).await?)
+                } else {
+                    None
+                },
+            });
+            twilio_time += twilio_began.elapsed();
             rounds.push((floor, ledger, live, worker));
         }
         let ratios: Vec<(f64, f64)> = rounds
@@ -422,19 +497,46 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             daemon,
             worker,
             ratios,
+            twilio,
         });
     }
 
     print_table(&rows, &plan, quick, &database);
+    print_twilio(&rows, &plan);
+    let total = began.elapsed();
+    println!(
+        "twilio phases: {:.1} s of the levels' {:.1} s ({:.0}%)",
+        twilio_time.as_secs_f64(),
+        total.as_secs_f64(),
+        100.0 * twilio_time.as_secs_f64() / total.as_secs_f64()
+    );
+    println!();
 
     shutdown.cancel();
     daemon.await??;
-    let (outbox, applied, _, _) = outbox_states(&pool).await?;
+    // The webhooks' rows apart from the Twilio posts' (`twilio:NAME:MessageSid`).
+    let (all, all_applied, _, _) = outbox_states(&pool).await?;
+    let (posted, posted_applied, posted_quarantined): (i64, i64, i64) = fetch_row(
+        &pool,
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
+                COUNT(*) FILTER (WHERE state = 'quarantined')
+         FROM outbox WHERE dedup_key LIKE 'twilio:%'",
+    )
+    .await?;
+    let (entries, numbers): (i64, i64) = fetch_row(
+        &pool,
+        "SELECT COUNT(*), COUNT(DISTINCT phone_number) FROM ledger
+         WHERE source = 'twilio' AND opted_out",
+    )
+    .await?;
+    let (outbox, applied) = (all - posted, all_applied - posted_applied);
     let mut by_account = Vec::new();
     if accounts > 0 {
         for account in &served {
             let name = &account.id;
-            let sql = format!("SELECT COUNT(*) FROM outbox WHERE account_id = '{name}'");
+            let sql = format!(
+                "SELECT COUNT(*) FROM outbox WHERE account_id = '{name}' AND dedup_key NOT LIKE 'twilio:%'"
+            );
             let (n,): (i64,) = fetch_row(&pool, &sql).await?;
             by_account.push(format!("{name} {n}"));
         }
@@ -448,7 +550,117 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     if !by_account.is_empty() {
         println!("outbox rows by account: {}", by_account.join(", "));
     }
+    let consistent = usize::try_from(posted).is_ok_and(|n| n == twilio_accepted);
+    println!(
+        "twilio durability check: {posted} outbox rows of {TWILIO_SOURCE} after stop ({posted_applied} applied, {posted_quarantined} quarantined), {twilio_accepted} `200 <Response/>` answers (warm-ups included): {}; {entries} opt-out ledger entries of source twilio over {numbers} numbers",
+        if consistent { "EQUAL" } else { "MISMATCH" }
+    );
     Ok(())
+}
+
+/// The Twilio source's posts of every round beside the daemon's webhooks of the same round.
+fn print_twilio(rows: &[Level], plan: &Plan) {
+    println!(
+        "twilio source (POST /sources/{TWILIO_SOURCE}, signed STOP replies, each a MessageSid and a number of its own), {} posts per round (+{} warm-up, {:.0}s cap), right after the same round's webhooks:",
+        plan.requests / TWILIO_SHARE,
+        plan.warmup / TWILIO_SHARE,
+        (plan.window / TWILIO_SHARE as u32).as_secs_f64()
+    );
+    println!(
+        "{:>5}  {:>5} {:>8} {:>9} {:>10} {:>9} {:>9} {:>12} {:>14} {:>16}",
+        "conc",
+        "round",
+        "done",
+        "non-200",
+        "posts/s",
+        "p50 ms",
+        "p99 ms",
+        "cpu us/req",
+        "webhooks/s",
+        "twilio/webhooks"
+    );
+    for level in rows {
+        for (round, twilio) in level.twilio.iter().enumerate() {
+            let posts = &twilio.posts;
+            let capped = if posts.completed < plan.requests / TWILIO_SHARE {
+                "  (stopped by the time window)"
+            } else {
+                ""
+            };
+            println!(
+                "{:>5}  {:>5} {:>8} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>12.0} {:>14.0} {:>16.2}{capped}",
+                level.concurrency,
+                round + 1,
+                posts.completed,
+                posts.other,
+                posts.per_second(),
+                posts.quantile_ms(0.50),
+                posts.quantile_ms(0.99),
+                posts.cpu_us_per_request(),
+                twilio.webhooks,
+                posts.per_second() / twilio.webhooks
+            );
+        }
+    }
+    println!();
+    println!(
+        "twilio/webhooks, median of the rounds, and the worker behind the posts at the end of each round:"
+    );
+    for level in rows {
+        let mut ratios: Vec<f64> = level
+            .twilio
+            .iter()
+            .map(|t| t.posts.per_second() / t.webhooks)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        let behind: Vec<String> = level
+            .twilio
+            .iter()
+            .map(|t| match t.worker {
+                None => "no worker".to_owned(),
+                Some(CatchUp { behind, left, took }) if left > 0 => {
+                    format!(
+                        "{behind} behind, {left} pending after {:.2} s",
+                        took.as_secs_f64()
+                    )
+                }
+                Some(CatchUp { behind, took, .. }) => {
+                    format!("{behind} behind, applied {:.2} s later", took.as_secs_f64())
+                }
+            })
+            .collect();
+        println!(
+            "  c={:<4} {median:>6.2}   {}",
+            level.concurrency,
+            behind.join("; ")
+        );
+    }
+    // The issue's target: the same order as the webhooks (at least a tenth), at the same
+    // concurrency and durability.
+    if let Some(level) = rows.iter().find(|l| l.concurrency == TARGET_CONCURRENCY) {
+        let mut ratios: Vec<f64> = level
+            .twilio
+            .iter()
+            .map(|t| t.posts.per_second() / t.webhooks)
+            .collect();
+        ratios.sort_by(f64::total_cmp);
+        if let Some(&median) = ratios.get(ratios.len() / 2) {
+            println!(
+                "TWILIO {}: at concurrency {TARGET_CONCURRENCY} the twilio source takes {median:.2}x the webhooks' deliveries/s (median round; the same order: >= 0.10x)",
+                if median >= 0.1 { "MET" } else { "NOT MET" }
+            );
+        }
+    }
+    let bad: usize = rows
+        .iter()
+        .flat_map(|l| &l.twilio)
+        .map(|t| t.posts.other)
+        .sum();
+    if bad > 0 {
+        println!("WARNING: {bad} twilio answers were not `200 <Response/>`");
+    }
+    println!();
 }
 
 /// The daemon's settings: the fresh database at `url`, port 0, one secret, every commit
@@ -482,8 +694,25 @@ fn bench_settings(url: &str, dir: &std::path::Path, accounts: usize) -> anyhow::
     settings.ingest.bind = "127.0.0.1:0".into();
     settings.ingest.max_backlog = 10_000_000;
     settings.admin.bind = "127.0.0.1:0".into();
+    settings.source.push(twilio_source());
     settings.validate()?;
     Ok(settings)
+}
+
+/// The Twilio source posted to beside the webhooks: its token, and the URL given at Twilio.
+fn twilio_source() -> SourceSettings {
+    let mut source = SourceSettings::new(
+        TWILIO_SOURCE,
+        SourceSystem::Twilio(TwilioSourceSettings {
+            auth_token: Some(SecretString::from(TWILIO_TOKEN)),
+            public_url: TWILIO_PUBLIC_URL.to_owned(),
+            ..TwilioSourceSettings::default()
+        }),
+        "",
+        "",
+    );
+    source.api_key = None;
+    source
 }
 
 /// Serves a baseline on a loopback port of its own until `shutdown`, the same way as the
@@ -539,6 +768,65 @@ fn prepare(account: usize, format: &SignatureFormat, key: &Key, id: &str) -> Pre
     }
 }
 
+/// A reply saying `STOP` to the campaign's Twilio number, as Twilio's messaging webhook
+/// posts it (the parameters it always has), from the `number`th sender, signed as Twilio
+/// signs it for [`TWILIO_PUBLIC_URL`].
+fn prepare_twilio(sid: &str, number: u64) -> Prepared {
+    // 415-200-0000 on: eight million numbers, each a valid US one.
+    let from = format!("+1415{}", 2_000_000 + number);
+    let params: Vec<(&str, &str)> = vec![
+        ("ToCountry", "US"),
+        ("SmsMessageSid", sid),
+        ("NumMedia", "0"),
+        ("SmsSid", sid),
+        ("SmsStatus", "received"),
+        ("Body", "STOP"),
+        ("To", "+15005550006"),
+        ("NumSegments", "1"),
+        ("MessageSid", sid),
+        ("AccountSid", "ACbench00000000000000000000000000"),
+        ("From", &from),
+        ("ApiVersion", "2010-04-01"),
+    ];
+    let body = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(&params)
+        .finish();
+    let mut headers = HeaderMap::new();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/x-www-form-urlencoded"),
+    );
+    headers.insert(
+        "x-twilio-signature",
+        HeaderValue::try_from(twilio_signature(TWILIO_TOKEN, TWILIO_PUBLIC_URL, &params))
+            .expect("header value"),
+    );
+    Prepared {
+        account: 0,
+        body: Bytes::from(body),
+        headers,
+    }
+}
+
+/// `X-Twilio-Signature` of `params` posted to `url`: base64 of the HMAC-SHA1 under `token`
+/// of the URL, then each parameter's name and value, sorted by name (written here apart
+/// from the daemon's verifier, with the `hmac` and `sha1` crates).
+fn twilio_signature(token: &str, url: &str, params: &[(&str, &str)]) -> String {
+    use base64::Engine as _;
+    use hmac::Mac as _;
+    let mut sorted = params.to_vec();
+    sorted.sort_unstable();
+    let mut mac =
+        <hmac::Hmac<sha1::Sha1> as hmac::digest::KeyInit>::new_from_slice(token.as_bytes())
+            .expect("HMAC takes a key of any length");
+    mac.update(url.as_bytes());
+    for (name, value) in sorted {
+        mac.update(name.as_bytes());
+        mac.update(value.as_bytes());
+    }
+    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+}
+
 /// Sends `work` from `concurrency` tasks sharing one counter, each request to its
 /// account's URL in `urls`, until all is sent or `window` has passed.
 async fn drive(
@@ -578,7 +866,10 @@ async fn drive(
                     let status = response.status();
                     let body = response.bytes().await.expect("response body");
                     latencies.push(sent.elapsed());
-                    if status == StatusCode::OK && contains(&body, b"\"accepted\"") {
+                    // Twilio's posts are answered with the empty TwiML once durable.
+                    let taken = contains(&body, b"\"accepted\"")
+                        || body == outreach_sync::ingest::EMPTY_TWIML.as_bytes();
+                    if status == StatusCode::OK && taken {
                         accepted += 1;
                     } else {
                         other += 1;
