@@ -228,11 +228,18 @@ impl IntoResponse for IngestError {
             code: status.as_u16(),
             message: self.to_string(),
         });
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            let retry = [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())];
-            (status, retry, body).into_response()
-        } else {
-            (status, body).into_response()
+        match status {
+            StatusCode::SERVICE_UNAVAILABLE => {
+                let retry = [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())];
+                (status, retry, body).into_response()
+            }
+            // Answered before the body was read whole: the connection cannot carry another
+            // request, and says so (a keep-alive client would otherwise write its next one
+            // into a closed connection).
+            StatusCode::PAYLOAD_TOO_LARGE | StatusCode::REQUEST_TIMEOUT => {
+                (status, [(header::CONNECTION, "close")], body).into_response()
+            }
+            _ => (status, body).into_response(),
         }
     }
 }
@@ -383,7 +390,14 @@ impl Answered<'_> {
                     (None, IngestError::BodyTimedOut(_)) => "body_timeout",
                     (None, _) => "bad_body",
                 };
-                tracing::warn!(reason = %error, outcome = label, "delivery refused: body");
+                if matches!(error, IngestError::NotJson) {
+                    // Verified: the sender is the service, and its body is worth a line.
+                    tracing::warn!(reason = %error, outcome = label, "delivery refused: body");
+                } else {
+                    // Before verification (too large, too slow, cut off): counted, and no
+                    // line of its own, so a flood of them cannot flood the log.
+                    tracing::debug!(reason = %error, outcome = label, "delivery refused: body");
+                }
                 outcome?
             }
         };

@@ -370,6 +370,11 @@ async fn a_body_over_the_limit_gets_413_whether_announced_or_streamed(backend: B
 
     let announced = app.post_with(big.clone(), &headers).await;
     assert_eq!(announced.status(), 413);
+    // Answered before the body was read: the connection is closed, and the answer says so.
+    assert_eq!(
+        announced.headers().get("connection").map(|v| v.as_bytes()),
+        Some(&b"close"[..])
+    );
     assert_eq!(announced.json::<Value>().await.unwrap()["code"], 413);
 
     // Without a Content-Length the limit is enforced while reading.
