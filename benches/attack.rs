@@ -16,9 +16,9 @@
 //!    database files.
 //! 3. **Hostile posts to a Twilio source**, right after, on the same daemon (its config file
 //!    has one `[[source]]` of kind `twilio`, `twilio-bench`): as many posts as bodies above,
-//!    16 at a time, to `/sources/twilio-bench`, five kinds in turn: a 1 MiB form unsigned
-//!    (expected 403), an unsigned form 1 KiB over the 1 MiB body cap (413), a 1 MiB form
-//!    signed with the source's token for another URL (403), a reply signed for the source's
+//!    16 at a time, to `/sources/twilio-bench`, five kinds in turn: a form of the most a
+//!    source takes (64 KiB) unsigned (expected 403), an unsigned 1 MiB form (over it: 413),
+//!    a 64 KiB form signed with the source's token for another URL (403), a reply signed for the source's
 //!    URL then changed (another `From`: a replay; 403), and a reply signed for the source's
 //!    URL with a parameter the record rests on given twice (200: kept, then quarantined).
 //!    Their answers counted by status, the growth of the database files, the quarantined
@@ -56,8 +56,10 @@ const TOKEN: &str = "bench:attack-bench-token";
 const TWILIO_SOURCE: &str = "twilio-bench";
 const TWILIO_TOKEN: &str = "attack-bench-twilio-token";
 const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-bench";
-/// The daemon's default body cap (`ingest.max_body_bytes`).
-const BODY_CAP: usize = 1024 * 1024;
+/// The most a source's form may be (`ingest::MAX_FORM_BYTES`, 64 KiB): forms of this size
+/// are read and verified; the over-cap ones (1 MiB) are refused unread.
+const FORM_CAP: usize = outreach_sync::ingest::MAX_FORM_BYTES;
+const OVER_CAP: usize = 1024 * 1024;
 /// How long signed deliveries flow in each phase, and how often.
 const PHASE: Duration = Duration::from_secs(20);
 const DELIVERY_EVERY: Duration = Duration::from_millis(50);
@@ -272,11 +274,11 @@ async fn hostile_posts(
 /// The kinds of hostile post, in the order they are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hostile {
-    /// A 1 MiB form with no signature.
+    /// A form of the most a source takes, with no signature.
     Unsigned,
     /// An unsigned form 1 KiB over the body cap.
     OverCap,
-    /// A 1 MiB form signed with the source's token for another URL.
+    /// A form of the most a source takes, signed with its token for another URL.
     OtherUrl,
     /// A reply signed for the source's URL, then changed (another `From`).
     Replayed,
@@ -295,9 +297,9 @@ impl Hostile {
 
     fn label(self) -> &'static str {
         match self {
-            Hostile::Unsigned => "1 MiB form, unsigned:",
-            Hostile::OverCap => "1 MiB + 1 KiB form, unsigned:",
-            Hostile::OtherUrl => "1 MiB form signed for another URL:",
+            Hostile::Unsigned => "64 KiB form (the cap), unsigned:",
+            Hostile::OverCap => "1 MiB form (over the cap), unsigned:",
+            Hostile::OtherUrl => "64 KiB form signed for another URL:",
             Hostile::Replayed => "signed reply, From changed (replay):",
             Hostile::Duplicated => "signed reply with a parameter twice:",
         }
@@ -355,7 +357,7 @@ struct HostileForms {
 
 impl HostileForms {
     fn new() -> Self {
-        let other = padded("SMattackother", BODY_CAP);
+        let other = padded("SMattackother", FORM_CAP);
         let other_url = (
             bytes::Bytes::from(form(&other)),
             twilio_signature(
@@ -365,8 +367,8 @@ impl HostileForms {
             ),
         );
         Self {
-            unsigned: bytes::Bytes::from(form(&padded("SMattackunsigned", BODY_CAP))),
-            over_cap: bytes::Bytes::from(form(&padded("SMattackover", BODY_CAP + 1024))),
+            unsigned: bytes::Bytes::from(form(&padded("SMattackunsigned", FORM_CAP))),
+            over_cap: bytes::Bytes::from(form(&padded("SMattackover", OVER_CAP))),
             other_url,
         }
     }

@@ -508,7 +508,7 @@ async fn not_found(
 }
 
 mod posted;
-pub use posted::EMPTY_TWIML;
+pub use posted::{EMPTY_TWIML, MAX_FORM_BYTES};
 
 #[cfg(test)]
 mod tests;
