@@ -276,7 +276,7 @@ async fn hostile_posts(
 enum Hostile {
     /// A form of the most a source takes, with no signature.
     Unsigned,
-    /// An unsigned form 1 KiB over the body cap.
+    /// An unsigned 1 MiB form, over the cap.
     OverCap,
     /// A form of the most a source takes, signed with its token for another URL.
     OtherUrl,
