@@ -215,32 +215,7 @@ async fn hostile_posts(
         peak as f64 / at_rest as f64,
         grown as f64 / 1_048_576.0
     );
-    let mut unexpected = 0;
-    for (kind, answers) in Hostile::ALL.iter().zip(&counts) {
-        let mut statuses: Vec<(u16, u64)> = answers.iter().map(|(s, n)| (*s, *n)).collect();
-        statuses.sort_unstable();
-        let sent: u64 = statuses.iter().map(|(_, n)| n).sum();
-        let other: u64 = statuses
-            .iter()
-            .filter(|(status, _)| *status != kind.expected())
-            .map(|(_, n)| n)
-            .sum();
-        unexpected += other;
-        let listed: Vec<String> = statuses
-            .iter()
-            .map(|(status, n)| match status {
-                0 => format!("{n} no answer"),
-                status => format!("{n} {status}"),
-            })
-            .collect();
-        println!(
-            "                 {:<48} {sent:>5} sent: {} (expected {}){}",
-            kind.label(),
-            listed.join(", "),
-            kind.expected(),
-            if other > 0 { "  UNEXPECTED" } else { "" }
-        );
-    }
+    let unexpected = print_answers(&counts);
     // The verified posts with a parameter twice are kept and then quarantined by the worker.
     let kept = counts[Hostile::Duplicated as usize]
         .get(&200)
@@ -269,6 +244,38 @@ async fn hostile_posts(
     for error in failed.iter().take(5) {
         println!("                 no answer: {error}");
     }
+}
+
+/// Each kind of hostile post's answers by status, a line each; how many were not answered
+/// as expected.
+fn print_answers(counts: &[Answers]) -> u64 {
+    let mut unexpected = 0;
+    for (kind, answers) in Hostile::ALL.iter().zip(counts) {
+        let mut statuses: Vec<(u16, u64)> = answers.iter().map(|(s, n)| (*s, *n)).collect();
+        statuses.sort_unstable();
+        let sent: u64 = statuses.iter().map(|(_, n)| n).sum();
+        let other: u64 = statuses
+            .iter()
+            .filter(|(status, _)| *status != kind.expected())
+            .map(|(_, n)| n)
+            .sum();
+        unexpected += other;
+        let listed: Vec<String> = statuses
+            .iter()
+            .map(|(status, n)| match status {
+                0 => format!("{n} no answer"),
+                status => format!("{n} {status}"),
+            })
+            .collect();
+        println!(
+            "                 {:<48} {sent:>5} sent: {} (expected {}){}",
+            kind.label(),
+            listed.join(", "),
+            kind.expected(),
+            if other > 0 { "  UNEXPECTED" } else { "" }
+        );
+    }
+    unexpected
 }
 
 /// The kinds of hostile post, in the order they are sent.

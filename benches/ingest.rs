@@ -516,19 +516,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     daemon.await??;
     // The webhooks' rows apart from the Twilio posts' (`twilio:NAME:MessageSid`).
     let (all, all_applied, _, _) = outbox_states(&pool).await?;
-    let (posted, posted_applied, posted_quarantined): (i64, i64, i64) = fetch_row(
-        &pool,
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
-                COUNT(*) FILTER (WHERE state = 'quarantined')
-         FROM outbox WHERE dedup_key LIKE 'twilio:%'",
-    )
-    .await?;
-    let (entries, numbers): (i64, i64) = fetch_row(
-        &pool,
-        "SELECT COUNT(*), COUNT(DISTINCT phone_number) FROM ledger
-         WHERE source = 'twilio' AND opted_out",
-    )
-    .await?;
+    let (posted, posted_applied, twilio_line) = twilio_check(&pool, twilio_accepted).await?;
     let (outbox, applied) = (all - posted, all_applied - posted_applied);
     let mut by_account = Vec::new();
     if accounts > 0 {
@@ -550,12 +538,59 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     if !by_account.is_empty() {
         println!("outbox rows by account: {}", by_account.join(", "));
     }
-    let consistent = usize::try_from(posted).is_ok_and(|n| n == twilio_accepted);
-    println!(
-        "twilio durability check: {posted} outbox rows of {TWILIO_SOURCE} after stop ({posted_applied} applied, {posted_quarantined} quarantined), {twilio_accepted} `200 <Response/>` answers (warm-ups included): {}; {entries} opt-out ledger entries of source twilio over {numbers} numbers",
+    println!("{twilio_line}");
+    Ok(())
+}
+
+/// The Twilio source's outbox rows (all, applied) and the line comparing them with the
+/// `accepted` answers, and the opt-outs they recorded.
+async fn twilio_check(pool: &Pool, accepted: usize) -> anyhow::Result<(i64, i64, String)> {
+    let (posted, applied, quarantined): (i64, i64, i64) = fetch_row(
+        pool,
+        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
+                COUNT(*) FILTER (WHERE state = 'quarantined')
+         FROM outbox WHERE dedup_key LIKE 'twilio:%'",
+    )
+    .await?;
+    let (entries, numbers): (i64, i64) = fetch_row(
+        pool,
+        "SELECT COUNT(*), COUNT(DISTINCT phone_number) FROM ledger
+         WHERE source = 'twilio' AND opted_out",
+    )
+    .await?;
+    let consistent = usize::try_from(posted).is_ok_and(|n| n == accepted);
+    let line = format!(
+        "twilio durability check: {posted} outbox rows of {TWILIO_SOURCE} after stop ({applied} applied, {quarantined} quarantined), {accepted} `200 <Response/>` answers (warm-ups included): {}; {entries} opt-out ledger entries of source twilio over {numbers} numbers",
         if consistent { "EQUAL" } else { "MISMATCH" }
     );
-    Ok(())
+    Ok((posted, applied, line))
+}
+
+/// How far behind the worker was at a round's end, and how soon it caught up.
+fn worker_said(worker: &Option<CatchUp>) -> String {
+    match *worker {
+        None => "no worker".to_owned(),
+        Some(CatchUp { behind, left, took }) if left > 0 => {
+            format!(
+                "{behind} behind, {left} pending after {:.2} s",
+                took.as_secs_f64()
+            )
+        }
+        Some(CatchUp { behind, took, .. }) => {
+            format!("{behind} behind, applied {:.2} s later", took.as_secs_f64())
+        }
+    }
+}
+
+/// The median of a level's rounds of twilio posts/s over the same round's webhooks/s.
+fn twilio_median(level: &Level) -> Option<f64> {
+    let mut ratios: Vec<f64> = level
+        .twilio
+        .iter()
+        .map(|t| t.posts.per_second() / t.webhooks)
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    ratios.get(ratios.len() / 2).copied()
 }
 
 /// The Twilio source's posts of every round beside the daemon's webhooks of the same round.
@@ -607,28 +642,11 @@ fn print_twilio(rows: &[Level], plan: &Plan) {
         "twilio/webhooks, median of the rounds, and the worker behind the posts at the end of each round:"
     );
     for level in rows {
-        let mut ratios: Vec<f64> = level
-            .twilio
-            .iter()
-            .map(|t| t.posts.per_second() / t.webhooks)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        let median = ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN);
+        let median = twilio_median(level).unwrap_or(f64::NAN);
         let behind: Vec<String> = level
             .twilio
             .iter()
-            .map(|t| match t.worker {
-                None => "no worker".to_owned(),
-                Some(CatchUp { behind, left, took }) if left > 0 => {
-                    format!(
-                        "{behind} behind, {left} pending after {:.2} s",
-                        took.as_secs_f64()
-                    )
-                }
-                Some(CatchUp { behind, took, .. }) => {
-                    format!("{behind} behind, applied {:.2} s later", took.as_secs_f64())
-                }
-            })
+            .map(|t| worker_said(&t.worker))
             .collect();
         println!(
             "  c={:<4} {median:>6.2}   {}",
@@ -638,19 +656,13 @@ fn print_twilio(rows: &[Level], plan: &Plan) {
     }
     // The issue's target: the same order as the webhooks (at least a tenth), at the same
     // concurrency and durability.
-    if let Some(level) = rows.iter().find(|l| l.concurrency == TARGET_CONCURRENCY) {
-        let mut ratios: Vec<f64> = level
-            .twilio
-            .iter()
-            .map(|t| t.posts.per_second() / t.webhooks)
-            .collect();
-        ratios.sort_by(f64::total_cmp);
-        if let Some(&median) = ratios.get(ratios.len() / 2) {
-            println!(
-                "TWILIO {}: at concurrency {TARGET_CONCURRENCY} the twilio source takes {median:.2}x the webhooks' deliveries/s (median round; the same order: >= 0.10x)",
-                if median >= 0.1 { "MET" } else { "NOT MET" }
-            );
-        }
+    if let Some(level) = rows.iter().find(|l| l.concurrency == TARGET_CONCURRENCY)
+        && let Some(median) = twilio_median(level)
+    {
+        println!(
+            "TWILIO {}: at concurrency {TARGET_CONCURRENCY} the twilio source takes {median:.2}x the webhooks' deliveries/s (median round; the same order: >= 0.10x)",
+            if median >= 0.1 { "MET" } else { "NOT MET" }
+        );
     }
     let bad: usize = rows
         .iter()

@@ -62,8 +62,8 @@ pub(super) async fn supervise_leader_work(
         Live<Vec<crate::settings::SourceSettings>>,
     ),
 ) -> anyhow::Result<()> {
-    let served = settings.account_ids()?;
-    let destinations = settings.destination.clone();
+    // What the sources read back is checked against the destinations' writes (no echo).
+    let echoing = (settings.account_ids()?, settings.destination.clone());
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
@@ -94,13 +94,10 @@ pub(super) async fn supervise_leader_work(
         let pruner = pruner.clone();
         let running = running.clone();
         let metrics = metrics.clone();
-        let sources = sources.clone();
-        let served = served.clone();
-        let destinations = destinations.clone();
+        let (sources, echoing) = (sources.clone(), echoing.clone());
         replica
             .clone()
             .run(shutdown, move |stop| {
-                let destinations = destinations.clone();
                 let singletons = singletons.clone();
                 let sharer = sharer.clone();
                 // Each subscriber and destination is sent to by the leader alone, so in seq
@@ -120,7 +117,7 @@ pub(super) async fn supervise_leader_work(
                 // Each source is read by the leader alone.
                 let readers = crate::sources::run_configured(
                     sources.clone(),
-                    (served.clone(), destinations.clone()),
+                    echoing.clone(),
                     pool.clone(),
                     metrics.clone(),
                     stop.clone(),

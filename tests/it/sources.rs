@@ -111,19 +111,10 @@ async fn entries_from(app: &TestApp, source: &str, phone: &str) -> Vec<(String, 
 /// The compliance report names where `lead`'s opt-out was given and when the daemon first had
 /// it; VAN, where it came from, owes nothing.
 async fn report_names_where_it_was_given(app: &TestApp, lead: &Lead) {
-    let report: Value = app
-        .admin_get("/v1/compliance")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let item = report["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["source"] == "van" && i["organizationId"] == lead.organization_id.as_str())
-        .cloned()
-        .unwrap_or_else(|| panic!("the VAN opt-out in the report: {report}"));
+    let (_, item) = compliance_item(app, |i| {
+        i["source"] == "van" && i["organizationId"] == lead.organization_id.as_str()
+    })
+    .await;
     assert_eq!(item["readBy"], "van-main", "{item}");
     assert!(item["seenAt"].as_str().is_some(), "{item}");
     let names: Vec<&str> = item["destinations"]
@@ -135,6 +126,24 @@ async fn report_names_where_it_was_given(app: &TestApp, lead: &Lead) {
     assert!(names.contains(&"action-network"), "{item}");
     assert!(!names.contains(&"van-main"), "{item}");
     assert_eq!(item["state"], "honoured", "{item}");
+}
+
+/// The compliance report, and its item that `wanted` picks (the test fails without one).
+async fn compliance_item(app: &TestApp, wanted: impl Fn(&Value) -> bool) -> (Value, Value) {
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let item = report["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .find(|i| wanted(i))
+        .cloned()
+        .unwrap_or_else(|| panic!("the opt-out in the report: {report}"));
+    (report, item)
 }
 
 async fn listed(app: &TestApp, name: &str) -> Value {

@@ -10,7 +10,7 @@ use outreach_sync_sandbox::twilio::{self as sender, Target};
 use secrecy::SecretString;
 use serde_json::Value;
 
-use super::{WAIT, entries_from, listed, opted_out_at_service};
+use super::{WAIT, compliance_item, entries_from, listed, opted_out_at_service};
 use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
 use crate::destinations::{action_network, campaign};
@@ -60,6 +60,23 @@ async fn post_signed(
     sender::send(&reqwest::Client::new(), target, token, params)
         .await
         .expect("an answer")
+}
+
+/// The status of `params` posted to source `name` with `header` as it is, if any.
+async fn post_as_is(
+    app: &TestApp,
+    name: &str,
+    params: &[(String, String)],
+    header: Option<(&str, &str)>,
+) -> u16 {
+    let request = reqwest::Client::new()
+        .post(app.url(&format!("/sources/{name}")))
+        .form(params);
+    let request = match header {
+        Some((name, value)) => request.header(name, value),
+        None => request,
+    };
+    request.send().await.expect("an answer").status().as_u16()
 }
 
 /// A reply of `body` from `from`, as Twilio posts it, signed as Twilio signs it.
@@ -148,19 +165,10 @@ async fn an_opt_out_texted_to_a_twilio_number_reaches_the_service_and_action_net
 /// The compliance report's item of the opt-out names the source it was texted to and when
 /// the daemon had it, and lists the source as posted to, never behind.
 async fn the_report_names_the_source_it_was_texted_to(app: &TestApp, phone: &str) {
-    let report: Value = app
-        .admin_get("/v1/compliance")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let item = report["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .find(|i| i["source"] == "twilio" && i["phoneNumber"] == phone)
-        .cloned()
-        .unwrap_or_else(|| panic!("the texted opt-out in the report: {report}"));
+    let (report, item) = compliance_item(app, |i| {
+        i["source"] == "twilio" && i["phoneNumber"] == phone
+    })
+    .await;
     assert_eq!(item["readBy"], "twilio-main", "{item}");
     assert!(item["seenAt"].as_str().is_some(), "{item}");
     let source = report["sources"]
@@ -336,33 +344,17 @@ async fn a_post_that_does_not_verify_is_refused_and_kept_nowhere(backend: Backen
     let signature = sender::signature(TOKEN, PUBLIC_URL, &params);
     let mut changed = params.clone();
     changed.push(("Body".to_owned(), "START".to_owned()));
-    let client = reqwest::Client::new();
-    let replayed = client
-        .post(app.url("/sources/twilio-main"))
-        .header(sender::SIGNATURE_HEADER, &signature)
-        .form(&changed)
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(replayed.status(), 403);
-    let unsigned = client
-        .post(app.url("/sources/twilio-main"))
-        .form(&params)
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(unsigned.status(), 403);
+    let replayed = (sender::SIGNATURE_HEADER, signature.as_str());
+    assert_eq!(
+        post_as_is(&app, "twilio-main", &changed, Some(replayed)).await,
+        403
+    );
+    assert_eq!(post_as_is(&app, "twilio-main", &params, None).await, 403);
     // A 1 MiB form, past what a source takes (64 KiB): refused before anything is verified.
     let mut huge = params.clone();
     huge.push(("Padding".to_owned(), "x".repeat(1024 * 1024)));
     assert_eq!(post_signed(&app, TOKEN, PUBLIC_URL, &huge).await.0, 413);
-    let elsewhere = client
-        .post(app.url("/sources/nobody"))
-        .form(&params)
-        .send()
-        .await
-        .expect("answer");
-    assert_eq!(elsewhere.status(), 404);
+    assert_eq!(post_as_is(&app, "nobody", &params, None).await, 404);
     assert_eq!(
         app.count("SELECT COUNT(*) FROM outbox WHERE dedup_key LIKE 'twilio:%'")
             .await,
