@@ -188,7 +188,7 @@ fn van(sandbox: &RunningSandbox, name: &str, rps: u32) -> DestinationSettings {
         &sandbox.van_url(),
         DEFAULT_VAN_KEY,
     );
-    van.requests_per_second = rps;
+    van.requests_per_second = Some(rps);
     van
 }
 

@@ -434,6 +434,17 @@ impl Metrics {
             .inc();
     }
 
+    /// `rows` rows of a warehouse's request ended in `outcome` (`sent` or `refused`).
+    pub fn destination_rows(&self, destination: &str, outcome: DestinationOutcome, rows: u64) {
+        let destination = destination.to_owned();
+        self.destination_requests
+            .get_or_create(&DestinationLabels {
+                destination,
+                outcome,
+            })
+            .inc_by(rows);
+    }
+
     pub fn subscriber_request(&self, subscriber: &str, outcome: SubscriberOutcome) {
         let subscriber = subscriber.to_owned();
         self.subscriber_requests

@@ -35,6 +35,8 @@ pub mod text;
 /// Times and closed sets of words, typed across the storage boundary.
 pub mod typed;
 
+pub mod warehouse;
+
 pub use chain::ChainHead;
 pub use mirror::{Lead, MessageStatus, NON_TERMINAL, RECEIPT_WINDOW, is_terminal};
 pub use records::{

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 mod each;
 mod progress;
+mod rows;
 
 pub use self::progress::Progress;
 
@@ -192,7 +193,9 @@ impl Sender {
     ) -> Result<Attempt, crate::store::Error> {
         let name = self.subscriber.name.as_str();
         let Some(state) = self.pool.subscriber_state(name).await? else {
-            self.pool.ensure_subscribers(&[name]).await?;
+            self.pool
+                .ensure_subscribers(&[(name, self.subscriber.start_cursor)])
+                .await?;
             return Ok(Attempt::Waiting(Duration::ZERO));
         };
         let progress = match progress {
@@ -236,6 +239,10 @@ impl Sender {
         let (first, last) = (first.seq, last.seq);
         let webhook = match &self.subscriber.wire {
             Wire::Webhook(webhook) => webhook,
+            Wire::Record(record) if record.is_warehouse() => {
+                let at = (progress, &state);
+                return self.write_rows(record, &items, at, scanned, at_once).await;
+            }
             Wire::Record(record) => {
                 let at = (progress, &state);
                 return self.write_each(record, &items, at, scanned, at_once).await;

@@ -47,6 +47,9 @@ pub struct Subscriber {
     pub max_backoff: std::time::Duration,
     /// Most requests a second (`None`: as fast as answered).
     pub requests_per_second: Option<std::num::NonZeroU32>,
+    /// The cursor a new state starts at (a warehouse's `from_seq`; else 0, the whole
+    /// ledger).
+    pub start_cursor: i64,
     /// The sources that read back what it writes (a destination's, of the same system and
     /// key): their entries are not written back to it.
     echoes: HashSet<String>,
@@ -89,6 +92,7 @@ impl Subscriber {
             batch: settings.batch,
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
             requests_per_second: None,
+            start_cursor: 0,
             echoes: HashSet::new(),
         })
     }
@@ -105,10 +109,14 @@ impl Subscriber {
             accounts: settings.accounts.iter().cloned().collect(),
             organizations: settings.organizations.iter().cloned().collect(),
             sources: settings.sources.clone(),
-            opt_outs_only: !settings.opt_ins,
-            batch: destinations::BATCH,
+            opt_outs_only: !settings.opt_ins(),
+            batch: settings
+                .system
+                .table()
+                .map_or(destinations::BATCH, |table| table.batch()),
             max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
-            requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second),
+            requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second()),
+            start_cursor: settings.system.table().map_or(0, |t| t.start_cursor()),
             echoes: HashSet::new(),
         }
     }
@@ -123,6 +131,10 @@ impl Subscriber {
     pub fn takes(&self, entry: &LedgerEntry) -> bool {
         let kind = match &self.wire {
             Wire::Webhook(_) => true,
+            // A warehouse mirrors the ledger: an entry that did not take effect is a row too.
+            Wire::Record(record) if record.is_warehouse() => {
+                entry.opted_out || !self.opt_outs_only
+            }
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
@@ -180,8 +192,11 @@ pub async fn ensure(
     pool: &Pool,
     subscribers: &[Arc<Subscriber>],
 ) -> Result<(), crate::store::Error> {
-    let names: Vec<&str> = subscribers.iter().map(|s| s.name.as_str()).collect();
-    pool.ensure_subscribers(&names).await
+    let starts: Vec<(&str, i64)> = subscribers
+        .iter()
+        .map(|s| (s.name.as_str(), s.start_cursor))
+        .collect();
+    pool.ensure_subscribers(&starts).await
 }
 
 /// Runs a sender per subscriber, each posting through `http` (see [`http_client`]), until

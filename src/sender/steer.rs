@@ -112,7 +112,7 @@ pub async fn retry<S: Steered>(
     name: &str,
 ) -> Result<S::View, ReplayError> {
     let settings = find(configured, name)?;
-    pool.ensure_subscribers(&[name]).await?;
+    pool.ensure_subscribers(&[(name, 0)]).await?;
     if S::RETRY_ENABLES {
         pool.enable_subscriber(name).await?;
     }
@@ -153,7 +153,7 @@ async fn rewind(pool: &Pool, name: &str, from_seq: i64) -> Result<(), ReplayErro
     if from_seq < 1 {
         return Err(ReplayError::BeforeTheStart);
     }
-    pool.ensure_subscribers(&[name]).await?;
+    pool.ensure_subscribers(&[(name, 0)]).await?;
     let state = state_of(pool, name).await?;
     if from_seq - 1 > state.cursor {
         return Err(ReplayError::Forward {

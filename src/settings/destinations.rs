@@ -12,6 +12,7 @@ use crate::model::{AccountId, Source};
 
 pub mod action_network;
 pub mod van;
+pub mod warehouse;
 
 /// Most requests per second a destination may be configured to take.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 10_000;
@@ -26,18 +27,51 @@ pub enum SystemSettings {
     Van(van::VanSettings),
     /// Action Network, API v2.
     ActionNetwork(action_network::ActionNetworkSettings),
+    /// A BigQuery table, written with `tabledata.insertAll`.
+    #[serde(rename = "bigquery")]
+    BigQuery(warehouse::BigQuerySettings),
+    /// A PostgreSQL table, written with `INSERT ... ON CONFLICT (seq) DO NOTHING`.
+    Postgres(warehouse::PostgresSettings),
 }
 
 impl SystemSettings {
     /// Each kind's name and its own keys: what [`Foreign`] tells apart.
-    const KEYS: &[(&str, &[&str])] =
-        &[("van", van::KEYS), ("action_network", action_network::KEYS)];
+    const KEYS: &[(&str, &[&str])] = &[
+        ("van", van::KEYS),
+        ("action_network", action_network::KEYS),
+        ("bigquery", warehouse::BIGQUERY_KEYS),
+        ("postgres", warehouse::POSTGRES_KEYS),
+    ];
 
     /// The kind's name, as `kind` takes it.
     pub fn kind(&self) -> &'static str {
         match self {
             Self::Van(_) => "van",
             Self::ActionNetwork(_) => "action_network",
+            Self::BigQuery(_) => "bigquery",
+            Self::Postgres(_) => "postgres",
+        }
+    }
+
+    /// A warehouse's table settings: `None` for a system of record.
+    pub fn table(&self) -> Option<&warehouse::Table> {
+        match self {
+            Self::BigQuery(own) => Some(&own.table),
+            Self::Postgres(own) => Some(&own.table),
+            Self::Van(_) | Self::ActionNetwork(_) => None,
+        }
+    }
+
+    /// The key that holds a warehouse's secret, read from a file: `None` for a kind whose
+    /// key is `api_key`.
+    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
+        match self {
+            Self::BigQuery(own) => Some((
+                "destination.credentials_file",
+                own.credentials_file.as_ref(),
+            )),
+            Self::Postgres(own) => Some(("destination.url_file", own.url_file.as_ref())),
+            Self::Van(_) | Self::ActionNetwork(_) => None,
         }
     }
 
@@ -45,6 +79,8 @@ impl SystemSettings {
         match self {
             Self::Van(van) => van,
             Self::ActionNetwork(action_network) => action_network,
+            Self::BigQuery(bigquery) => bigquery,
+            Self::Postgres(postgres) => postgres,
         }
     }
 }
@@ -116,7 +152,9 @@ fn owner_of(key: &str) -> Option<&'static str> {
 pub struct DestinationSettings {
     /// Unique among subscribers and destinations, `[a-z0-9_-]+`.
     pub name: String,
-    /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`.
+    /// The API's root: `https://api.securevan.com/v4`, `https://actionnetwork.org/api/v2`
+    /// (required); BigQuery's, or an emulator's (by default Google's); none for `postgres`.
+    #[serde(default)]
     pub base_url: String,
     /// The API key; a secret.
     #[serde(default, serialize_with = "redact_opt")]
@@ -139,12 +177,14 @@ pub struct DestinationSettings {
     /// is sent once more at most).
     #[serde(default = "default_timeout_secs")]
     pub timeout_secs: u64,
-    /// Opt-ins are written too (VAN: the phone's status `I` alone).
+    /// Opt-ins are written too (VAN: the phone's status `I` alone). By default a system of
+    /// record takes opt-outs alone, and a warehouse every entry (it mirrors the ledger).
     #[serde(default)]
-    pub opt_ins: bool,
-    /// Most requests a second the destination is sent.
-    #[serde(default = "default_requests_per_second")]
-    pub requests_per_second: u32,
+    pub opt_ins: Option<bool>,
+    /// Most requests a second the destination is sent (by default 5 for a system of
+    /// record, 50 for a warehouse, whose requests are batches).
+    #[serde(default)]
+    pub requests_per_second: Option<u32>,
     /// Longest wait between two failed attempts.
     #[serde(default = "default_max_backoff_secs")]
     pub max_backoff_secs: u64,
@@ -160,9 +200,6 @@ fn all_sources() -> Vec<Source> {
     Source::ALL.to_vec()
 }
 
-fn default_requests_per_second() -> u32 {
-    5
-}
 
 fn default_max_backoff_secs() -> u64 {
     30
@@ -187,6 +224,31 @@ pub fn keys_of(destinations: &[DestinationSettings]) -> DestinationKeys {
 }
 
 impl DestinationSettings {
+    /// Whether it is a warehouse (its requests are batches of rows of every entry).
+    pub fn is_warehouse(&self) -> bool {
+        self.system.table().is_some()
+    }
+
+    /// Whether opt-ins are written too.
+    pub fn opt_ins(&self) -> bool {
+        self.opt_ins.unwrap_or(self.is_warehouse())
+    }
+
+    /// Most requests a second.
+    pub fn requests_per_second(&self) -> u32 {
+        self.requests_per_second
+            .unwrap_or(if self.is_warehouse() { 50 } else { 5 })
+    }
+
+    /// The API's root without a trailing `/` (a BigQuery destination's default: Google's).
+    pub fn base_url(&self) -> &str {
+        let url = self.base_url.trim_end_matches('/');
+        match &self.system {
+            SystemSettings::BigQuery(_) if url.is_empty() => warehouse::BIGQUERY_BASE_URL,
+            _ => url,
+        }
+    }
+
     /// A destination of every opt-out, for code that configures one itself (tests, `demo`).
     pub fn new(name: &str, system: SystemSettings, base_url: &str, api_key: &str) -> Self {
         Self {
@@ -198,8 +260,8 @@ impl DestinationSettings {
             organizations: Vec::new(),
             sources: all_sources(),
             timeout_secs: default_timeout_secs(),
-            opt_ins: false,
-            requests_per_second: default_requests_per_second(),
+            opt_ins: None,
+            requests_per_second: None,
             max_backoff_secs: default_max_backoff_secs(),
             allow_insecure_http: false,
             system,
@@ -207,11 +269,31 @@ impl DestinationSettings {
     }
 }
 
-/// Reads every destination's `api_key_file`.
+/// Reads every destination's `api_key_file`, and each warehouse's secret file into its
+/// key.
 pub(super) fn read_secret_files(
     destinations: &mut [DestinationSettings],
 ) -> Result<(), SettingsError> {
     for destination in destinations {
+        if let Some((key, file)) = destination.system.secret_file() {
+            let named = format!("destination {:?}", destination.name);
+            if destination.api_key.is_some() || destination.api_key_file.is_some() {
+                return Err(SettingsError::invalid(
+                    "destination.api_key",
+                    format!(
+                        "{named}: a {} destination's secret is in `{}`, not an API key",
+                        destination.system.kind(),
+                        key.trim_start_matches("destination.")
+                    ),
+                ));
+            }
+            let Some(path) = file else {
+                return Err(SettingsError::invalid(key, format!("{named}: a file is required")));
+            };
+            let text = read_secret_file(key, path)?;
+            destination.api_key = Some(SecretString::from(text.trim().to_owned()));
+            continue;
+        }
         if let Some(path) = &destination.api_key_file {
             let text = read_secret_file("destination.api_key_file", path)?;
             destination.api_key = Some(SecretString::from(text.trim().to_owned()));
@@ -241,12 +323,21 @@ pub(super) fn validate(
                 named("named twice; names are unique among subscribers and destinations"),
             ));
         }
-        super::urls::url(
-            "destination.base_url",
-            &format!("destination {:?}", d.name),
-            &d.base_url,
-            super::urls::Sends::secret(d.allow_insecure_http),
-        )?;
+        match &d.system {
+            SystemSettings::Postgres(_) if !d.base_url.is_empty() => {
+                return Err(SettingsError::invalid(
+                    "destination.base_url",
+                    named("a postgres destination is reached at the URL in `url_file`"),
+                ));
+            }
+            SystemSettings::Postgres(_) => {}
+            _ => super::urls::url(
+                "destination.base_url",
+                &format!("destination {:?}", d.name),
+                d.base_url(),
+                super::urls::Sends::secret(d.allow_insecure_http),
+            )?,
+        }
         let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
             use secrecy::ExposeSecret as _;
             key.expose_secret().trim().is_empty()
@@ -263,7 +354,7 @@ pub(super) fn validate(
                 named("at least one of webhook, reconcile, local, import"),
             ));
         }
-        if !(1..=MAX_REQUESTS_PER_SECOND).contains(&d.requests_per_second) {
+        if !(1..=MAX_REQUESTS_PER_SECOND).contains(&d.requests_per_second()) {
             return Err(SettingsError::invalid(
                 "destination.requests_per_second",
                 named(&format!("must be between 1 and {MAX_REQUESTS_PER_SECOND}")),

@@ -5,6 +5,7 @@
 use super::Error;
 use super::backend::on_backend;
 use super::{DestinationStore, Pool};
+use crate::model::warehouse::RowExtras;
 use crate::model::{
     Ending, EntryOutcome, EntryProgress, OutcomeCounts, OutcomeKind, OutcomeRecord, Timestamp, Told,
 };
@@ -225,6 +226,62 @@ impl DestinationStore for Pool {
             .bind(last_seq)
             .fetch_all(pool)
             .await?)
+        })
+    }
+
+    async fn row_extras(&self, first_seq: i64, last_seq: i64) -> Result<Vec<RowExtras>, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT seq, hash, CAST(evidence AS TEXT) AS evidence FROM ledger
+                     WHERE seq >= $1 AND seq <= $2 ORDER BY seq",
+            )
+            .bind(first_seq)
+            .bind(last_seq)
+            .fetch_all(pool)
+            .await?)
+        })
+    }
+
+    async fn record_rows(
+        &self,
+        name: &str,
+        sent: &[i64],
+        refused: &[(i64, String)],
+        at: Timestamp,
+    ) -> Result<(), Error> {
+        /// Rows per statement: 5 values each, within SQLite's 32,766 and PostgreSQL's
+        /// 65,535 bound values.
+        const ROWS: usize = 1_000;
+        let rows: Vec<(i64, OutcomeKind, Option<&str>)> = sent
+            .iter()
+            .map(|seq| (*seq, OutcomeKind::Sent, None))
+            .chain(
+                refused
+                    .iter()
+                    .map(|(seq, reason)| (*seq, OutcomeKind::Refused, Some(reason.as_str()))),
+            )
+            .collect();
+        on_backend!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            for chunk in rows.chunks(ROWS) {
+                let mut insert = sqlx::QueryBuilder::new(
+                    "INSERT INTO destination_outcomes (destination, seq, outcome, reason, at) ",
+                );
+                insert.push_values(chunk, |mut row, (seq, outcome, reason)| {
+                    row.push_bind(name)
+                        .push_bind(*seq)
+                        .push_bind(*outcome)
+                        .push_bind(*reason)
+                        .push_bind(at);
+                });
+                insert.push(
+                    " ON CONFLICT (destination, seq) DO UPDATE SET outcome = excluded.outcome,
+                         reason = excluded.reason, at = excluded.at",
+                );
+                insert.build().execute(&mut *tx).await?;
+            }
+            tx.commit().await?;
+            Ok(())
         })
     }
 

@@ -11,13 +11,15 @@ use super::{Pool, SubscriberStore};
 use crate::model::{AckSpan, SubscriberState};
 
 impl SubscriberStore for Pool {
-    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), Error> {
+    async fn ensure_subscribers(&self, starts: &[(&str, i64)]) -> Result<(), Error> {
         on_backend!(self, |pool| {
-            for name in names {
+            for (name, cursor) in starts {
                 sqlx::query(
-                    "INSERT INTO subscribers (name) VALUES ($1) ON CONFLICT (name) DO NOTHING",
+                    "INSERT INTO subscribers (name, cursor) VALUES ($1, $2)
+                         ON CONFLICT (name) DO NOTHING",
                 )
                 .bind(name)
+                .bind(cursor)
                 .execute(pool)
                 .await?;
             }

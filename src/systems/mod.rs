@@ -14,13 +14,17 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 
 mod action_network;
+mod bigquery;
 pub mod http;
+mod postgres;
 pub mod source;
 pub mod twilio;
 mod van;
+pub mod warehouse;
 pub mod webhook;
 
 pub use self::http::{Answer, REQUEST_TIMEOUT, http_client};
+pub use self::warehouse::{Link, Refusal, Warehouse};
 use crate::model::LedgerEntry;
 use crate::settings::{
     DestinationKeys, DestinationSettings, Live, SourceSettings, SourceSystem, SystemSettings,
@@ -28,12 +32,27 @@ use crate::settings::{
 
 /// The kind registry: each kind of destination, a line each, from its settings to the
 /// system that writes it.
-fn system_of(settings: &DestinationSettings) -> Box<dyn Destination> {
+fn system_of(settings: &DestinationSettings) -> System {
     match &settings.system {
-        SystemSettings::Van(own) => Box::new(van::Van::new(own)),
-        SystemSettings::ActionNetwork(own) => Box::new(action_network::ActionNetwork::new(own)),
+        SystemSettings::Van(own) => System::Api(Box::new(van::Van::new(own))),
+        SystemSettings::ActionNetwork(own) => {
+            System::Api(Box::new(action_network::ActionNetwork::new(own)))
+        }
+        SystemSettings::BigQuery(own) => System::Table(Box::new(bigquery::BigQuery::new(own))),
+        SystemSettings::Postgres(own) => System::Table(Box::new(postgres::Postgres::new(own))),
     }
 }
+
+/// What a destination is written through: a system of record's API, an entry at a time,
+/// or a warehouse's table, a batch of rows at a time.
+#[derive(Debug)]
+enum System {
+    Api(Box<dyn Destination>),
+    Table(Box<dyn Warehouse>),
+}
+
+/// Why a plan or a step was asked of a warehouse.
+const NOT_AN_API: &str = "a warehouse is written rows, not requests";
 
 /// The kind registry of sources: each kind that can be read back, a line each, from its
 /// settings to the reader of the system; `None` for a kind that posts to the daemon
@@ -143,6 +162,7 @@ impl std::fmt::Display for Stop {
 pub struct Api<'a> {
     http: &'a reqwest::Client,
     record: &'a Record,
+    system: &'a dyn Destination,
 }
 
 impl Api<'_> {
@@ -154,8 +174,8 @@ impl Api<'_> {
     ) -> Result<T, Stop> {
         let request = self
             .record
-            .authorized(self.http.get(self.record.url(path)))?;
-        http::read_json(request, what, self.record.system.as_ref()).await
+            .authorized(self.system, self.http.get(self.record.url(path)))?;
+        http::read_json(request, what, self.system).await
     }
 }
 
@@ -171,7 +191,7 @@ pub struct Record {
     stopped_under: Mutex<Option<Arc<DestinationKeys>>>,
     /// Longest wait for an answer to one request.
     timeout: std::time::Duration,
-    system: Box<dyn Destination>,
+    system: System,
 }
 
 impl Record {
@@ -179,7 +199,7 @@ impl Record {
     pub fn new(settings: &DestinationSettings, keys: Live<DestinationKeys>) -> Self {
         Self {
             name: settings.name.clone(),
-            base_url: settings.base_url.trim_end_matches('/').to_owned(),
+            base_url: settings.base_url().to_owned(),
             keys,
             stopped_under: Mutex::new(None),
             timeout: std::time::Duration::from_secs(settings.timeout_secs),
@@ -189,17 +209,31 @@ impl Record {
 
     /// See [`Destination::needs_lead`].
     pub fn needs_lead(&self) -> bool {
-        self.system.needs_lead()
+        match &self.system {
+            System::Api(system) => system.needs_lead(),
+            System::Table(_) => false,
+        }
+    }
+
+    /// Whether it is a warehouse, written batches of rows ([`Record::write_rows`]).
+    pub fn is_warehouse(&self) -> bool {
+        matches!(self.system, System::Table(_))
     }
 
     /// See [`Destination::ready`].
     pub fn ready(&self) -> bool {
-        self.system.ready()
+        match &self.system {
+            System::Api(system) => system.ready(),
+            System::Table(table) => table.ready(),
+        }
     }
 
     /// See [`Destination::forget`].
     pub fn forget(&self) {
-        self.system.forget();
+        match &self.system {
+            System::Api(system) => system.forget(),
+            System::Table(table) => table.forget(),
+        }
     }
 
     /// Notes that it was stopped under the keys in force now.
@@ -227,22 +261,42 @@ impl Record {
             .ok_or_else(|| Stop::Credentials("no API key is configured".to_owned()))
     }
 
-    /// `request` with the key in force.
+    /// `request` with the key in force, to `system`.
     fn authorized(
         &self,
+        system: &dyn Destination,
         request: reqwest::RequestBuilder,
     ) -> Result<reqwest::RequestBuilder, Stop> {
         let key = self.key()?;
-        Ok(self.system.authorize(request.timeout(self.timeout), &key))
+        Ok(system.authorize(request.timeout(self.timeout), &key))
+    }
+
+    /// How a warehouse is reached with `secret`.
+    fn link<'a>(&'a self, http: &'a reqwest::Client, secret: &'a SecretString) -> Link<'a> {
+        Link {
+            http,
+            secret,
+            base_url: &self.base_url,
+            timeout: self.timeout,
+        }
     }
 
     fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base_url)
     }
 
-    /// Checks the key and looks up what the steps need.
+    /// Checks the key and looks up what the steps need (a warehouse: its table).
     pub async fn prepare(&self, http: &reqwest::Client) -> Result<(), Stop> {
-        self.system.prepare(Api { http, record: self }).await
+        match &self.system {
+            System::Api(system) => {
+                let system = system.as_ref();
+                system.prepare(Api { http, record: self, system }).await
+            }
+            System::Table(table) => {
+                let secret = self.key()?;
+                table.prepare(self.link(http, &secret)).await
+            }
+        }
     }
 
     /// See [`Destination::plan`].
@@ -251,15 +305,35 @@ impl Record {
         entry: &LedgerEntry,
         lead: Option<&serde_json::Value>,
     ) -> Result<Plan, String> {
-        self.system.plan(entry, lead)
+        match &self.system {
+            System::Api(system) => system.plan(entry, lead),
+            System::Table(_) => Err(NOT_AN_API.to_owned()),
+        }
     }
 
     /// Sends one step, its answer read as the system words it.
     pub async fn send(&self, http: &reqwest::Client, step: &Step) -> Answer {
-        let request = match self.authorized(http.post(self.url(&step.path))) {
+        let System::Api(system) = &self.system else {
+            return Answer::Refused(NOT_AN_API.to_owned());
+        };
+        let system = system.as_ref();
+        let request = match self.authorized(system, http.post(self.url(&step.path))) {
             Ok(request) => request,
             Err(stop) => return Answer::Credentials(stop.to_string()),
         };
-        Answer::of(request.json(&step.body).send().await, self.system.as_ref()).await
+        Answer::of(request.json(&step.body).send().await, system).await
+    }
+
+    /// Writes `rows` into a warehouse: the rows it refused, by index and reason.
+    pub async fn write_rows(
+        &self,
+        http: &reqwest::Client,
+        rows: &[crate::model::warehouse::Row],
+    ) -> Result<Vec<Refusal>, Stop> {
+        let System::Table(table) = &self.system else {
+            return Err(Stop::Lookup(NOT_AN_API.to_owned()));
+        };
+        let secret = self.key()?;
+        table.write(self.link(http, &secret), rows).await
     }
 }

@@ -1092,7 +1092,7 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
             &van.van_url(),
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
-        destination.requests_per_second = 1_000;
+        destination.requests_per_second = Some(1_000);
         // One committee both accounts write into (a VAN destination names its accounts).
         destination.accounts = vec!["candidate".to_owned(), "party".to_owned()];
         settings.destination = vec![destination];
@@ -1342,7 +1342,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
         van.accounts = vec!["party".to_owned()];
-        van.requests_per_second = 1_000;
+        van.requests_per_second = Some(1_000);
         let mut an = DestinationSettings::new(
             "an-candidate",
             SystemSettings::ActionNetwork(Default::default()),
@@ -1350,7 +1350,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
             outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
         );
         an.accounts = vec!["candidate".to_owned()];
-        an.requests_per_second = 1_000;
+        an.requests_per_second = Some(1_000);
         settings.destination = vec![van, an];
     })
     .await

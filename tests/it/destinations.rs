@@ -32,7 +32,7 @@ pub(crate) fn van(sandbox: &RunningSandbox) -> DestinationSettings {
         &sandbox.van_url(),
         DEFAULT_VAN_KEY,
     );
-    van.requests_per_second = 1_000;
+    van.requests_per_second = Some(1_000);
     van
 }
 
@@ -43,7 +43,7 @@ pub(crate) fn action_network(sandbox: &RunningSandbox) -> DestinationSettings {
         &sandbox.action_network_url(),
         DEFAULT_ACTION_NETWORK_KEY,
     );
-    an.requests_per_second = 1_000;
+    an.requests_per_second = Some(1_000);
     an
 }
 

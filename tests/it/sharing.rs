@@ -460,14 +460,14 @@ async fn three_accounts_sharing_write_each_person_once_to_each_destination_with_
             DEFAULT_VAN_KEY,
         );
         van.accounts = vec![ACCOUNTS[0].to_owned()];
-        van.requests_per_second = 1_000;
+        van.requests_per_second = Some(1_000);
         let mut an = DestinationSettings::new(
             "action-network",
             SystemSettings::ActionNetwork(Default::default()),
             &party.action_network_url(),
             DEFAULT_ACTION_NETWORK_KEY,
         );
-        an.requests_per_second = 1_000;
+        an.requests_per_second = Some(1_000);
         settings.destination = vec![van, an];
         common::with_admin_token(settings);
     };

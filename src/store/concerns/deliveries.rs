@@ -5,8 +5,9 @@
 
 /// The subscribers' delivery state.
 pub trait SubscriberStore {
-    /// Adds a state for each of `names` that has none (cursor 0: the whole ledger).
-    async fn ensure_subscribers(&self, names: &[&str]) -> Result<(), crate::store::Error>;
+    /// Adds a state for each of `starts` that has none, its cursor the one given (0: the
+    /// whole ledger).
+    async fn ensure_subscribers(&self, starts: &[(&str, i64)]) -> Result<(), crate::store::Error>;
 
     /// The state of `name`, if it was ever configured.
     async fn subscriber_state(
@@ -135,6 +136,24 @@ pub trait DestinationStore {
         after_seq: i64,
         limit: i64,
     ) -> Result<Vec<crate::model::OutcomeRecord>, crate::store::Error>;
+
+    /// What rows of a warehouse carry beside the entries `first_seq..=last_seq`: their
+    /// hashes, and the evidence that names their actors.
+    async fn row_extras(
+        &self,
+        first_seq: i64,
+        last_seq: i64,
+    ) -> Result<Vec<crate::model::warehouse::RowExtras>, crate::store::Error>;
+
+    /// Records a warehouse's batch in one transaction: the entries `sent` (each `sent` at
+    /// `at`) and those `refused`, each with its reason.
+    async fn record_rows(
+        &self,
+        name: &str,
+        sent: &[i64],
+        refused: &[(i64, String)],
+        at: crate::model::Timestamp,
+    ) -> Result<(), crate::store::Error>;
 
     /// Every destination's outcome of entries `first_seq..=last_seq`.
     async fn outcomes_of_entries(

@@ -367,14 +367,14 @@ fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
         outreach_sync_sandbox::DEFAULT_VAN_KEY,
     );
     van.accounts = vec![PARTY.to_owned()];
-    van.requests_per_second = 50;
+    van.requests_per_second = Some(50);
     let mut action_network = DestinationSettings::new(
         "action-network",
         SystemSettings::ActionNetwork(Default::default()),
         &sandbox.action_network_url(),
         outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
     );
-    action_network.requests_per_second = 50;
+    action_network.requests_per_second = Some(50);
     vec![van, action_network]
 }
 

@@ -1,0 +1,569 @@
+//! BigQuery, as a warehouse (`[[destination]]` of kind `bigquery`): an OAuth2 access
+//! token from a service account's key (the JWT bearer grant, RS256, at the key's
+//! `token_uri`), the table created with the rows' schema when missing and its views beside
+//! it, and rows written with `tabledata.insertAll`, `insertId` the entry's `seq`.
+//!
+//! Google's answers, as its reference documents them: a row `insertAll` would not take is
+//! one of `insertErrors` (refused, with its reason); `rateLimitExceeded` and
+//! `quotaExceeded` (403), 429 and 5xx are tried again; any other 401 or 403 is the key's.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use secrecy::{ExposeSecret as _, SecretString};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::http::{MAX_ERROR_BODY, prefix, transport_error};
+use super::warehouse::{Link, Refusal, Warehouse, fingerprint};
+use super::{Pending, Stop};
+use crate::model::text::bounded;
+use crate::model::warehouse::{COLUMNS, Row};
+use crate::settings::destinations::warehouse::BigQuerySettings;
+
+/// The scope a token is asked for.
+const SCOPE: &str = "https://www.googleapis.com/auth/bigquery";
+/// The JWT bearer grant (RFC 7523).
+const GRANT_TYPE: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
+/// How long an assertion is valid: Google takes at most an hour.
+const ASSERTION_LIFETIME: i64 = 3_600;
+/// A token is replaced this long before it expires.
+const REFRESH_BEFORE: Duration = Duration::from_secs(60);
+/// Longest answer read: an `insertAll` answer lists at most a few errors a row.
+const MOST_ANSWER: usize = 8 << 20;
+
+/// A service account's key file, as Google gives it (only what the grant needs).
+#[derive(Deserialize)]
+struct ServiceAccountKey {
+    client_email: String,
+    private_key: SecretString,
+    #[serde(default)]
+    private_key_id: Option<String>,
+    token_uri: String,
+}
+
+/// A token in force, and the key it was granted to.
+struct Token {
+    value: SecretString,
+    expires: Instant,
+    granted: Instant,
+    key: [u8; 32],
+}
+
+/// A BigQuery table.
+pub struct BigQuery {
+    project: String,
+    dataset: String,
+    table: String,
+    token: Mutex<Option<Token>>,
+    ready: AtomicBool,
+}
+
+impl std::fmt::Debug for BigQuery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BigQuery")
+            .field("table", &self.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl BigQuery {
+    pub fn new(settings: &BigQuerySettings) -> Self {
+        Self {
+            project: settings.project.clone(),
+            dataset: settings.dataset.clone(),
+            table: settings.table.table().to_owned(),
+            token: Mutex::new(None),
+            ready: AtomicBool::new(false),
+        }
+    }
+
+    /// `project.dataset.table`, as errors name it.
+    fn path(&self) -> String {
+        format!("{}.{}.{}", self.project, self.dataset, self.table)
+    }
+
+    fn tables_url(&self, link: &Link<'_>) -> String {
+        format!(
+            "{}/projects/{}/datasets/{}/tables",
+            link.base_url, self.project, self.dataset
+        )
+    }
+
+    /// The token in force for `link`'s key, granted anew when there is none, it is of
+    /// another key, or it expires within a minute.
+    async fn token(&self, link: &Link<'_>) -> Result<SecretString, Stop> {
+        let key = fingerprint(link.secret);
+        if let Ok(held) = self.token.lock()
+            && let Some(token) = held.as_ref()
+            && token.key == key
+            && token.expires > Instant::now() + REFRESH_BEFORE
+        {
+            return Ok(token.value.clone());
+        }
+        let granted = grant(link).await?;
+        let value = granted.value.clone();
+        if let Ok(mut held) = self.token.lock() {
+            *held = Some(granted);
+        }
+        Ok(value)
+    }
+
+    /// Whether the token in force was granted in the last minute (a 401 then is the key's,
+    /// not an expired token's).
+    fn fresh_token(&self) -> bool {
+        self.token.lock().is_ok_and(|held| {
+            held.as_ref()
+                .is_some_and(|t| t.granted.elapsed() < Duration::from_secs(60))
+        })
+    }
+
+    fn drop_token(&self) {
+        if let Ok(mut held) = self.token.lock() {
+            *held = None;
+        }
+    }
+
+    /// A request with the token in force.
+    async fn call(
+        &self,
+        link: &Link<'_>,
+        request: reqwest::RequestBuilder,
+        what: &str,
+    ) -> Result<Answer, Stop> {
+        let token = self.token(link).await?;
+        let sent = request
+            .timeout(link.timeout)
+            .bearer_auth(token.expose_secret())
+            .send()
+            .await;
+        let response = sent.map_err(|error| retry(format!("{what}: {}", transport_error(error))))?;
+        let status = response.status();
+        let retry_after = crate::client::retry_after(response.headers());
+        let body = prefix(response, MOST_ANSWER).await;
+        if status.is_success() {
+            return serde_json::from_str(&body).map(Answer::Ok).map_err(|error| {
+                retry(format!("{what}: the answer is not the JSON expected: {error}"))
+            });
+        }
+        let error = GoogleError::read(&body);
+        let text = format!("{what}: answered {status}: {}", error.text());
+        Ok(match (status.as_u16(), error.reason.as_str()) {
+            (404, _) => Answer::NotFound(text),
+            (409, _) => Answer::Exists,
+            (403, "rateLimitExceeded" | "quotaExceeded") | (408 | 429 | 500.., _) => {
+                return Err(Stop::Retry {
+                    error: text,
+                    retry_after,
+                });
+            }
+            (401, _) if !self.fresh_token() => {
+                // An expired or revoked token: granted anew at the next attempt.
+                self.drop_token();
+                return Err(retry(text));
+            }
+            (401 | 403, _) => return Err(Stop::Credentials(text)),
+            (300..=399, _) => return Err(retry(format!("{what}: answered {status}: redirects are not followed"))),
+            _ => Answer::Refused(text),
+        })
+    }
+
+    /// The table's resource, `None` when it is missing.
+    async fn table_resource(&self, link: &Link<'_>) -> Result<Option<serde_json::Value>, Stop> {
+        let url = format!("{}/{}", self.tables_url(link), self.table);
+        match self.call(link, link.http.get(url), "tables.get").await? {
+            Answer::Ok(table) => Ok(Some(table)),
+            Answer::NotFound(_) => Ok(None),
+            Answer::Exists | Answer::Refused(_) => Err(retry("tables.get: an answer BigQuery does not give".to_owned())),
+        }
+    }
+
+    /// Creates the table (or a view, `resource` saying which); one there already is fine.
+    async fn create(&self, link: &Link<'_>, resource: serde_json::Value) -> Result<(), Stop> {
+        let request = link.http.post(self.tables_url(link)).json(&resource);
+        match self.call(link, request, "tables.insert").await? {
+            Answer::Ok(_) | Answer::Exists => Ok(()),
+            Answer::NotFound(error) | Answer::Refused(error) => Err(Stop::Lookup(error)),
+        }
+    }
+
+    /// The table and its views, created when missing; a table of other columns refused.
+    async fn check(&self, link: Link<'_>) -> Result<(), Stop> {
+        match self.table_resource(&link).await? {
+            Some(table) => self.compare(&table)?,
+            None => {
+                let table = json!({
+                    "tableReference": self.reference(&self.table),
+                    "schema": { "fields": schema() },
+                    "description": "The consent ledger of outreach-sync: an entry a row (a retried row may be here twice: read the _once view).",
+                });
+                self.create(&link, table).await?;
+            }
+        }
+        for (name, query) in self.views() {
+            let view = json!({
+                "tableReference": self.reference(&name),
+                "view": { "query": query, "useLegacySql": false },
+            });
+            self.create(&link, view).await?;
+        }
+        Ok(())
+    }
+
+    fn reference(&self, table: &str) -> serde_json::Value {
+        json!({ "projectId": self.project, "datasetId": self.dataset, "tableId": table })
+    }
+
+    /// The views beside the table: each entry once, and each number's current state.
+    fn views(&self) -> [(String, String); 2] {
+        let table = format!("`{}`", self.path());
+        [
+            (
+                format!("{}_once", self.table),
+                format!(
+                    "SELECT * FROM {table} WHERE TRUE \
+                     QUALIFY ROW_NUMBER() OVER (PARTITION BY seq ORDER BY recordedAt) = 1"
+                ),
+            ),
+            (
+                format!("{}_current", self.table),
+                format!(
+                    "SELECT * FROM {table} WHERE TRUE \
+                     QUALIFY ROW_NUMBER() OVER (PARTITION BY accountId, organizationId, phoneNumber \
+                     ORDER BY occurredAt DESC, seq DESC) = 1"
+                ),
+            ),
+        ]
+    }
+
+    /// Refuses a table whose columns are not the rows': each row column there, of its
+    /// type, and no other column a row must fill.
+    fn compare(&self, table: &serde_json::Value) -> Result<(), Stop> {
+        let fields: Vec<Field> = table
+            .pointer("/schema/fields")
+            .cloned()
+            .and_then(|fields| serde_json::from_value(fields).ok())
+            .unwrap_or_default();
+        let differs = |what: String| Err(Stop::Lookup(format!("table {}: {what}", self.path())));
+        for column in COLUMNS {
+            let Some(field) = fields.iter().find(|f| f.name == column.name) else {
+                return differs(format!("no column `{}`", column.name));
+            };
+            let (theirs, ours) = (same_type(&field.kind), column.kind.bigquery());
+            if theirs != ours {
+                return differs(format!("column `{}` is {}, the rows' {ours}", column.name, field.kind));
+            }
+            if field.mode.as_deref() == Some("REQUIRED") && !column.required {
+                return differs(format!("column `{}` is REQUIRED, and rows may leave it empty", column.name));
+            }
+            if field.mode.as_deref() == Some("REPEATED") {
+                return differs(format!("column `{}` is REPEATED", column.name));
+            }
+        }
+        if let Some(extra) = fields
+            .iter()
+            .find(|f| f.mode.as_deref() == Some("REQUIRED") && !COLUMNS.iter().any(|c| c.name == f.name))
+        {
+            return differs(format!("column `{}` is REQUIRED, and no row fills it", extra.name));
+        }
+        Ok(())
+    }
+
+    /// Sends `rows` with `insertAll`: the rows refused, by index.
+    async fn insert(&self, link: Link<'_>, rows: &[Row]) -> Result<Vec<Refusal>, Stop> {
+        let body = json!({
+            "kind": "bigquery#tableDataInsertAllRequest",
+            "skipInvalidRows": true,
+            "ignoreUnknownValues": false,
+            "rows": rows.iter().map(|row| json!({ "insertId": row.seq.to_string(), "json": row })).collect::<Vec<_>>(),
+        });
+        let url = format!("{}/{}/insertAll", self.tables_url(&link), self.table);
+        let answer = self
+            .call(&link, link.http.post(url).json(&body), "insertAll")
+            .await?;
+        let answer = match answer {
+            Answer::Ok(answer) => answer,
+            Answer::NotFound(error) => {
+                // The table was deleted: made again before the next batch.
+                self.ready.store(false, Ordering::Release);
+                return Err(retry(error));
+            }
+            // The request as a whole: every row of it.
+            Answer::Refused(error) => return Ok((0..rows.len()).map(|i| (i, error.clone())).collect()),
+            Answer::Exists => return Err(retry("insertAll: an answer BigQuery does not give".to_owned())),
+        };
+        let errors: Vec<InsertErrors> = answer
+            .get("insertErrors")
+            .cloned()
+            .and_then(|errors| serde_json::from_value(errors).ok())
+            .unwrap_or_default();
+        if errors
+            .iter()
+            .any(|e| e.errors.iter().all(|e| e.reason == "stopped"))
+        {
+            // Never with skipInvalidRows; were it, the rows stopped were not refused.
+            return Err(retry("insertAll: rows were stopped".to_owned()));
+        }
+        Ok(errors
+            .into_iter()
+            .filter(|e| e.index < rows.len())
+            .map(|e| {
+                let words: Vec<String> = e.errors.iter().map(GoogleReason::text).collect();
+                (e.index, bounded(&words.join("; "), MAX_ERROR_BODY))
+            })
+            .collect())
+    }
+}
+
+impl Warehouse for BigQuery {
+    fn ready(&self) -> bool {
+        self.ready.load(Ordering::Acquire)
+    }
+
+    fn forget(&self) {
+        self.ready.store(false, Ordering::Release);
+        self.drop_token();
+    }
+
+    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<(), Stop>> {
+        Box::pin(async move {
+            self.check(link).await?;
+            self.ready.store(true, Ordering::Release);
+            Ok(())
+        })
+    }
+
+    fn write<'a>(&'a self, link: Link<'a>, rows: &'a [Row]) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
+        Box::pin(self.insert(link, rows))
+    }
+}
+
+/// What an API call answered, beside the errors that stop the batch.
+enum Answer {
+    Ok(serde_json::Value),
+    NotFound(String),
+    Exists,
+    /// Another 4xx: the request itself.
+    Refused(String),
+}
+
+fn retry(error: String) -> Stop {
+    Stop::Retry {
+        error,
+        retry_after: None,
+    }
+}
+
+/// A column of a table's schema, as `tables.get` gives it.
+#[derive(Deserialize)]
+struct Field {
+    name: String,
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    mode: Option<String>,
+}
+
+/// A legacy type name as its standard SQL one.
+fn same_type(kind: &str) -> &str {
+    match kind {
+        "INT64" => "INTEGER",
+        "BOOL" => "BOOLEAN",
+        other => other,
+    }
+}
+
+/// The rows' schema, as `tables.insert` takes it.
+fn schema() -> Vec<serde_json::Value> {
+    COLUMNS
+        .iter()
+        .map(|c| {
+            json!({
+                "name": c.name,
+                "type": c.kind.bigquery(),
+                "mode": if c.required { "REQUIRED" } else { "NULLABLE" },
+            })
+        })
+        .collect()
+}
+
+/// One row's errors in an `insertAll` answer.
+#[derive(Deserialize)]
+struct InsertErrors {
+    index: usize,
+    #[serde(default)]
+    errors: Vec<GoogleReason>,
+}
+
+/// One error as Google words it.
+#[derive(Deserialize, Default)]
+struct GoogleReason {
+    #[serde(default)]
+    reason: String,
+    #[serde(default)]
+    location: String,
+    #[serde(default)]
+    message: String,
+}
+
+impl GoogleReason {
+    fn text(&self) -> String {
+        match (self.location.is_empty(), self.message.is_empty()) {
+            (_, true) => self.reason.clone(),
+            (true, false) => format!("{}: {}", self.reason, self.message),
+            (false, false) => format!("{} ({}): {}", self.reason, self.location, self.message),
+        }
+    }
+}
+
+/// An error answer: `{"error":{"code","message","errors":[{"reason",...}],"status"}}`.
+#[derive(Default)]
+struct GoogleError {
+    reason: String,
+    message: String,
+}
+
+impl GoogleError {
+    fn read(body: &str) -> Self {
+        let json: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+        let error = &json["error"];
+        let reason = error
+            .pointer("/errors/0/reason")
+            .and_then(|r| r.as_str())
+            .unwrap_or_default();
+        let message = error["message"]
+            .as_str()
+            .map_or_else(|| body.trim().to_owned(), str::to_owned);
+        Self {
+            reason: reason.to_owned(),
+            message,
+        }
+    }
+
+    fn text(&self) -> String {
+        let text = if self.reason.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.reason, self.message)
+        };
+        bounded(&text, MAX_ERROR_BODY)
+    }
+}
+
+/// A token granted for `link`'s key at its `token_uri`.
+async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
+    let key: ServiceAccountKey = serde_json::from_str(link.secret.expose_secret())
+        .map_err(|_| Stop::Credentials("credentials_file: not a service account's JSON key (client_email, private_key, token_uri)".to_owned()))?;
+    token_uri_allowed(&key.token_uri)?;
+    let now = chrono::Utc::now().timestamp();
+    let claims = json!({
+        "iss": key.client_email,
+        "scope": SCOPE,
+        "aud": key.token_uri,
+        "iat": now,
+        "exp": now + ASSERTION_LIFETIME,
+    });
+    let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
+    header.kid = key.private_key_id.clone();
+    let signing = jsonwebtoken::EncodingKey::from_rsa_pem(key.private_key.expose_secret().as_bytes())
+        .map_err(|_| Stop::Credentials("credentials_file: the private_key is not an RSA key in PEM".to_owned()))?;
+    let assertion = jsonwebtoken::encode(&header, &claims, &signing)
+        .map_err(|error| Stop::Credentials(format!("credentials_file: cannot sign: {error}")))?;
+    let asked = Instant::now();
+    let sent = link
+        .http
+        .post(&key.token_uri)
+        .timeout(link.timeout)
+        .form(&[("grant_type", GRANT_TYPE), ("assertion", assertion.as_str())])
+        .send()
+        .await
+        .map_err(|error| retry(format!("token: {}", transport_error(error))))?;
+    let status = sent.status();
+    let body = prefix(sent, 64 << 10).await;
+    if !status.is_success() {
+        #[derive(Deserialize, Default)]
+        struct OAuthError {
+            #[serde(default)]
+            error: String,
+            #[serde(default)]
+            error_description: String,
+        }
+        let error: OAuthError = serde_json::from_str(&body).unwrap_or_default();
+        let text = bounded(&format!("token: answered {status}: {} {}", error.error, error.error_description), MAX_ERROR_BODY);
+        return Err(match status.as_u16() {
+            400 | 401 | 403 => Stop::Credentials(text),
+            _ => retry(text),
+        });
+    }
+    #[derive(Deserialize)]
+    struct Granted {
+        access_token: SecretString,
+        #[serde(default = "an_hour")]
+        expires_in: u64,
+    }
+    fn an_hour() -> u64 {
+        3_600
+    }
+    let granted: Granted = serde_json::from_str(&body)
+        .map_err(|_| retry("token: the answer holds no access_token".to_owned()))?;
+    Ok(Token {
+        value: granted.access_token,
+        expires: asked + Duration::from_secs(granted.expires_in),
+        granted: asked,
+        key: fingerprint(link.secret),
+    })
+}
+
+/// A key's `token_uri` is https, or http to this host: the assertion is a credential.
+fn token_uri_allowed(uri: &str) -> Result<(), Stop> {
+    let parsed = reqwest::Url::parse(uri)
+        .map_err(|_| Stop::Credentials("credentials_file: token_uri is not a URL".to_owned()))?;
+    let host = parsed.host_str().unwrap_or_default();
+    let loopback = host == "localhost"
+        || host
+            .trim_matches(['[', ']'])
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    match parsed.scheme() {
+        "https" => Ok(()),
+        "http" if loopback => Ok(()),
+        _ => Err(Stop::Credentials(
+            "credentials_file: token_uri must be https (or http to this host)".to_owned(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_schema_is_the_rows_columns_and_a_table_of_other_columns_is_named() {
+        let settings: BigQuerySettings =
+            toml::from_str("project = \"p\"\ndataset = \"d\"\n").expect("settings");
+        let table = BigQuery::new(&settings);
+        let ours = json!({ "schema": { "fields": schema() } });
+        assert_eq!(table.compare(&ours), Ok(()));
+        let mut fields = schema();
+        fields[5]["type"] = json!("STRING");
+        let theirs = json!({ "schema": { "fields": fields } });
+        assert_eq!(
+            table.compare(&theirs),
+            Err(Stop::Lookup(
+                "table p.d.consent_events: column `optedOut` is STRING, the rows' BOOLEAN".into()
+            ))
+        );
+        let mut legacy = schema();
+        legacy[0]["type"] = json!("INT64");
+        legacy.push(json!({ "name": "note", "type": "STRING" }));
+        assert_eq!(table.compare(&json!({ "schema": { "fields": legacy } })), Ok(()));
+    }
+
+    #[test]
+    fn a_token_uri_is_https_or_this_host() {
+        assert!(token_uri_allowed("https://oauth2.googleapis.com/token").is_ok());
+        assert!(token_uri_allowed("http://127.0.0.1:8080/token").is_ok());
+        assert!(token_uri_allowed("http://oauth2.example.org/token").is_err());
+    }
+}
