@@ -64,6 +64,7 @@ mod subscribers;
 mod supervise;
 mod v2;
 mod v2_push;
+mod warehouses;
 
 /// `path` in the repository (the suite runs in crates/cli, the binary's package).
 fn repository(path: &str) -> std::path::PathBuf {

@@ -190,3 +190,69 @@ fn a_configuration_file_gives_each_kind_its_own_keys_and_refuses_the_others() {
     assert!(error.contains("unknown variant `crm`"), "{error}");
     assert!(!error.contains("TOPSECRET"), "{error}");
 }
+
+#[test]
+fn a_warehouse_takes_its_own_keys_every_entry_by_default_and_its_secret_from_a_file() {
+    let dir = tempfile::tempdir().expect("dir");
+    let url_file = dir.path().join("warehouse-url");
+    std::fs::write(&url_file, "postgres://warehouse@127.0.0.1:5432/data\n").expect("write");
+    let mut destinations: Vec<DestinationSettings> = vec![
+        toml::from_str(&format!(
+            "name = \"warehouse\"\nkind = \"postgres\"\nurl_file = {url_file:?}\n\
+             table = \"consent\"\nbatch = 200\nfrom_seq = 10\n"
+        ))
+        .expect("read"),
+    ];
+    read_secret_files(&mut destinations).expect("the file is read");
+    let warehouse = &destinations[0];
+    validate(&destinations, &[]).expect("valid");
+    assert!(warehouse.is_warehouse() && warehouse.opt_ins());
+    assert_eq!(warehouse.requests_per_second(), 50);
+    let table = warehouse.system.table().expect("a table");
+    assert_eq!((table.table(), table.batch(), table.start_cursor()), ("consent", 200, 9));
+    assert!(!format!("{warehouse:?}").contains("127.0.0.1"), "the URL is a secret");
+    let keys = keys_of(&destinations);
+    use secrecy::ExposeSecret as _;
+    assert_eq!(
+        keys["warehouse"].expose_secret(),
+        "postgres://warehouse@127.0.0.1:5432/data"
+    );
+
+    let bigquery: DestinationSettings = toml::from_str(
+        "name = \"bq\"\nkind = \"bigquery\"\nproject = \"tmc-data\"\ndataset = \"consent\"\n\
+         api_key = \"inline\"\n",
+    )
+    .expect("read");
+    let error = read_secret_files(&mut [bigquery]).expect_err("refused");
+    assert!(error.to_string().contains("credentials_file"), "{error}");
+    let van_key_on_a_warehouse: DestinationSettings = toml::from_str(
+        "name = \"w\"\nkind = \"postgres\"\napi_key = \"k\"\nvan_id_field = \"VanID\"\n",
+    )
+    .expect("read");
+    let error = validate(&[van_key_on_a_warehouse], &[]).expect_err("refused");
+    assert!(error.to_string().contains("`van_id_field`"), "{error}");
+}
+
+#[test]
+fn a_bigquery_destination_names_its_dataset_and_reaches_google_by_default() {
+    let read = |extra: &str| {
+        toml::from_str::<DestinationSettings>(&format!(
+            "name = \"bq\"\nkind = \"bigquery\"\napi_key = \"{{}}\"\n{extra}"
+        ))
+        .expect("read")
+    };
+    let bq = read("project = \"tmc-data\"\ndataset = \"consent\"\n");
+    validate(std::slice::from_ref(&bq), &[]).expect("valid");
+    assert_eq!(bq.base_url(), warehouse::BIGQUERY_BASE_URL);
+    let error = validate(&[read("project = \"tmc-data\"\n")], &[]).expect_err("refused");
+    assert!(error.to_string().contains("destination.dataset"), "{error}");
+    let error = validate(
+        &[read("project = \"p\"\ndataset = \"d\"\ntable = \"a-b\"\n")],
+        &[],
+    )
+    .expect_err("refused");
+    assert!(error.to_string().contains("destination.table"), "{error}");
+    let error = validate(&[read("project = \"p\"\ndataset = \"d\"\nbatch = 0\n")], &[])
+        .expect_err("refused");
+    assert!(error.to_string().contains("destination.batch"), "{error}");
+}

@@ -1,0 +1,236 @@
+//! Warehouses under faults: `serve` killed with SIGKILL in the middle of its batches and
+//! started again, and a warehouse that goes down (its connections refused) and comes back:
+//! every entry reaches it, and a query sees each once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::*;
+use crate::common;
+use crate::daemon_process::{Daemon, Signer, config_file, numbered_consent_event, open_database};
+
+/// Consent events posted to the killed daemon.
+const EVENTS: u64 = 1_500;
+/// SIGKILLs while it writes, before a last run.
+const KILLS: usize = 3;
+
+/// Posts consent events `from..from + count` to `daemon`, signed; each acknowledged.
+async fn post_events(daemon: &Daemon, from: u64, count: u64) {
+    let http = reqwest::Client::new();
+    let signer = Signer::new(crate::daemon_process::SECRET);
+    let posts = (from..from + count).map(|n| {
+        let (_, body) = numbered_consent_event(n, 400);
+        let mut request = http.post(daemon.url("/webhooks")).body(body.clone());
+        for (name, value) in signer.headers(body.as_bytes()) {
+            request = request.header(name, value);
+        }
+        async move { request.send().await.map(|r| r.status().as_u16()) }
+    });
+    let mut answered = futures::stream::iter(posts).buffer_unordered(16);
+    use futures::StreamExt as _;
+    while let Some(status) = answered.next().await {
+        assert_eq!(status.expect("an answer"), 200);
+    }
+}
+
+/// A `serve` configuration writing to the PostgreSQL warehouse whose URL is in `url_file`,
+/// `batch` rows a request at most `rps` requests a second.
+fn process_config(url_file: &std::path::Path, batch: u32, rps: u32) -> String {
+    format!(
+        r#"
+[webhook]
+secrets = ["{secret}"]
+[replica]
+lease_secs = 2
+[reconcile]
+schedule = ""
+on_start = false
+[[destination]]
+name = "warehouse"
+kind = "postgres"
+url_file = {url_file:?}
+batch = {batch}
+requests_per_second = {rps}
+"#,
+        secret = crate::daemon_process::SECRET,
+    )
+}
+
+/// Rows in the warehouse's table (0 before it is made).
+async fn table_rows(pool: &PgPool) -> i64 {
+    sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {TABLE}"))
+        .fetch_one(pool)
+        .await
+        .unwrap_or(0)
+}
+
+/// `serve` killed with SIGKILL while it writes batches to the warehouse, again and again,
+/// and started again on the same database: the table ends with every entry of the ledger
+/// once (a batch written and not yet recorded is written again, and adds nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_batches_the_warehouse_ends_with_every_entry_once() {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let url_file = dir.path().join("warehouse-url");
+    std::fs::write(&url_file, &database.url).expect("url file");
+    // Batches of 25 at 40 a second: about a second and a half of writing per run.
+    std::fs::write(config_file(dir.path()), process_config(&url_file, 25, 40)).expect("config");
+    let warehouse = database.pool().await;
+    let mut posted = 0;
+    for run in 0..KILLS {
+        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), &[]).await;
+        post_events(&daemon, posted, EVENTS / KILLS as u64).await;
+        posted += EVENTS / KILLS as u64;
+        let before = table_rows(&warehouse).await;
+        let moved = common::within(Duration::from_secs(30), async || {
+            table_rows(&warehouse).await >= before + 50
+        })
+        .await;
+        assert!(moved.is_some(), "run {run} wrote rows: {}", daemon.logs());
+        daemon.kill();
+    }
+    let mut daemon = Daemon::start(dir.path(), "final", &[]).await;
+    let ledger = open_database(dir.path()).await;
+    let entries = crate::daemon_process::count(&ledger, "SELECT COUNT(*) FROM ledger").await;
+    assert!(entries >= EVENTS as i64 / 2, "the events are entries: {entries}");
+    let finished = common::within(Duration::from_secs(90), async || {
+        table_rows(&warehouse).await == entries
+    })
+    .await;
+    assert!(finished.is_some(), "every entry reached the warehouse: {}", daemon.logs());
+    daemon.signal(libc::SIGTERM);
+    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+    let seqs: Vec<i64> = sqlx::query_scalar(&format!("SELECT \"seq\" FROM {TABLE} ORDER BY \"seq\""))
+        .fetch_all(&warehouse)
+        .await
+        .expect("seqs");
+    let expected: Vec<i64> = sqlx::query_scalar("SELECT seq FROM ledger ORDER BY seq")
+        .fetch_all(&ledger)
+        .await
+        .expect("ledger");
+    assert_eq!(seqs, expected, "each entry once, none lost");
+    warehouse.close().await;
+    database.drop().await;
+}
+
+/// A TCP proxy to the test server that can be taken down: while down, each connection is
+/// closed as it is accepted (and the ones open are cut).
+struct Proxy {
+    addr: std::net::SocketAddr,
+    up: Arc<AtomicBool>,
+    stop: tokio_util::sync::CancellationToken,
+}
+
+impl Proxy {
+    async fn to(server: std::net::SocketAddr) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let up = Arc::new(AtomicBool::new(true));
+        let stop = tokio_util::sync::CancellationToken::new();
+        let (flag, cancel) = (up.clone(), stop.clone());
+        tokio::spawn(async move {
+            loop {
+                let accepted = tokio::select! {
+                    _ = cancel.cancelled() => return,
+                    accepted = listener.accept() => accepted,
+                };
+                let Ok((mut client, _)) = accepted else { continue };
+                if !flag.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let (flag, cancel) = (flag.clone(), cancel.clone());
+                tokio::spawn(async move {
+                    let Ok(mut upstream) = tokio::net::TcpStream::connect(server).await else {
+                        return;
+                    };
+                    let down = async {
+                        while flag.load(Ordering::SeqCst) {
+                            tokio::time::sleep(Duration::from_millis(20)).await;
+                        }
+                    };
+                    tokio::select! {
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut upstream) => {}
+                        _ = down => {}
+                        _ = cancel.cancelled() => {}
+                    }
+                });
+            }
+        });
+        Self { addr, up, stop }
+    }
+
+    fn set_up(&self, up: bool) {
+        self.up.store(up, Ordering::SeqCst);
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// The test server's address, from its URL.
+fn server_addr() -> std::net::SocketAddr {
+    let url = std::env::var(crate::postgres::SERVER_VARIABLE).expect("the server");
+    let parsed = reqwest::Url::parse(&url).expect("a URL");
+    let host = parsed.host_str().unwrap_or("127.0.0.1");
+    let port = parsed.port().unwrap_or(5432);
+    let ip: std::net::IpAddr = if host == "localhost" {
+        std::net::Ipv4Addr::LOCALHOST.into()
+    } else {
+        host.parse().expect("an address")
+    };
+    (ip, port).into()
+}
+
+on_both_backends!(
+    a_warehouse_that_is_down_is_retried_and_loses_nothing,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_warehouse_that_is_down_is_retried_and_loses_nothing(backend: Backend) {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let Some((_sandbox, app)) = crate::destinations::campaign(backend).await else {
+        database.drop().await;
+        return;
+    };
+    let proxy = Proxy::to(server_addr()).await;
+    let through = {
+        let mut url = reqwest::Url::parse(&database.url).expect("a URL");
+        url.set_ip_host(proxy.addr.ip()).expect("host");
+        url.set_port(Some(proxy.addr.port())).expect("port");
+        url.to_string()
+    };
+    proxy.set_up(false);
+    let mut warehouse = postgres_warehouse("warehouse", &through, "batch = 10");
+    warehouse.timeout_secs = 2;
+    let app = writing_to(app, vec![warehouse]).await;
+    let settled = app.settle().await;
+    assert!(
+        matches!(settled[0].1, outreach_sync::sender::Attempt::Failed { .. }),
+        "{settled:?}"
+    );
+    let shown = view(&app, "warehouse").await;
+    assert_eq!(shown["state"], "retrying", "{shown}");
+    assert_eq!(shown["sent"], 0, "{shown}");
+    let error = shown["lastError"].as_str().unwrap_or_default();
+    assert!(!error.contains(&through), "the URL is a secret: {error}");
+    proxy.set_up(true);
+    app.settle().await;
+    let ledger = ledger_rows(&app).await;
+    let pool = database.pool().await;
+    let (table, copies) = warehouse_rows(&pool).await;
+    assert_eq!(table, ledger, "nothing was lost while it was down");
+    assert!(copies.values().all(|c| *c == 1));
+    let shown = view(&app, "warehouse").await;
+    assert_eq!(shown["state"], "active", "{shown}");
+    pool.close().await;
+    app.stop().await;
+    database.drop().await;
+}
