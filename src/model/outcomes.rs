@@ -87,7 +87,7 @@ pub struct EntryOutcome {
 #[schema(as = Destination)]
 pub struct DestinationView {
     pub name: String,
-    /// `van` or `action_network`.
+    /// `van`, `action_network`, `bigquery` or `postgres`.
     pub kind: String,
     pub cursor: i64,
     /// Ledger entries after the cursor (some may be passed over by its filters).

@@ -132,9 +132,7 @@ impl Subscriber {
         let kind = match &self.wire {
             Wire::Webhook(_) => true,
             // A warehouse mirrors the ledger: an entry that did not take effect is a row too.
-            Wire::Record(record) if record.is_warehouse() => {
-                entry.opted_out || !self.opt_outs_only
-            }
+            Wire::Record(record) if record.is_warehouse() => entry.opted_out || !self.opt_outs_only,
             Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)

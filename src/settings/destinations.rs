@@ -200,7 +200,6 @@ fn all_sources() -> Vec<Source> {
     Source::ALL.to_vec()
 }
 
-
 fn default_max_backoff_secs() -> u64 {
     30
 }
@@ -288,7 +287,10 @@ pub(super) fn read_secret_files(
                 ));
             }
             let Some(path) = file else {
-                return Err(SettingsError::invalid(key, format!("{named}: a file is required")));
+                return Err(SettingsError::invalid(
+                    key,
+                    format!("{named}: a file is required"),
+                ));
             };
             let text = read_secret_file(key, path)?;
             destination.api_key = Some(SecretString::from(text.trim().to_owned()));

@@ -138,14 +138,19 @@ impl BigQuery {
             .bearer_auth(token.expose_secret())
             .send()
             .await;
-        let response = sent.map_err(|error| retry(format!("{what}: {}", transport_error(error))))?;
+        let response =
+            sent.map_err(|error| retry(format!("{what}: {}", transport_error(error))))?;
         let status = response.status();
         let retry_after = crate::client::retry_after(response.headers());
         let body = prefix(response, MOST_ANSWER).await;
         if status.is_success() {
-            return serde_json::from_str(&body).map(Answer::Ok).map_err(|error| {
-                retry(format!("{what}: the answer is not the JSON expected: {error}"))
-            });
+            return serde_json::from_str(&body)
+                .map(Answer::Ok)
+                .map_err(|error| {
+                    retry(format!(
+                        "{what}: the answer is not the JSON expected: {error}"
+                    ))
+                });
         }
         let error = GoogleError::read(&body);
         let text = format!("{what}: answered {status}: {}", error.text());
@@ -164,7 +169,11 @@ impl BigQuery {
                 return Err(retry(text));
             }
             (401 | 403, _) => return Err(Stop::Credentials(text)),
-            (300..=399, _) => return Err(retry(format!("{what}: answered {status}: redirects are not followed"))),
+            (300..=399, _) => {
+                return Err(retry(format!(
+                    "{what}: answered {status}: redirects are not followed"
+                )));
+            }
             _ => Answer::Refused(text),
         })
     }
@@ -175,7 +184,9 @@ impl BigQuery {
         match self.call(link, link.http.get(url), "tables.get").await? {
             Answer::Ok(table) => Ok(Some(table)),
             Answer::NotFound(_) => Ok(None),
-            Answer::Exists | Answer::Refused(_) => Err(retry("tables.get: an answer BigQuery does not give".to_owned())),
+            Answer::Exists | Answer::Refused(_) => Err(retry(
+                "tables.get: an answer BigQuery does not give".to_owned(),
+            )),
         }
     }
 
@@ -252,20 +263,28 @@ impl BigQuery {
             };
             let (theirs, ours) = (same_type(&field.kind), column.kind.bigquery());
             if theirs != ours {
-                return differs(format!("column `{}` is {}, the rows' {ours}", column.name, field.kind));
+                return differs(format!(
+                    "column `{}` is {}, the rows' {ours}",
+                    column.name, field.kind
+                ));
             }
             if field.mode.as_deref() == Some("REQUIRED") && !column.required {
-                return differs(format!("column `{}` is REQUIRED, and rows may leave it empty", column.name));
+                return differs(format!(
+                    "column `{}` is REQUIRED, and rows may leave it empty",
+                    column.name
+                ));
             }
             if field.mode.as_deref() == Some("REPEATED") {
                 return differs(format!("column `{}` is REPEATED", column.name));
             }
         }
-        if let Some(extra) = fields
-            .iter()
-            .find(|f| f.mode.as_deref() == Some("REQUIRED") && !COLUMNS.iter().any(|c| c.name == f.name))
-        {
-            return differs(format!("column `{}` is REQUIRED, and no row fills it", extra.name));
+        if let Some(extra) = fields.iter().find(|f| {
+            f.mode.as_deref() == Some("REQUIRED") && !COLUMNS.iter().any(|c| c.name == f.name)
+        }) {
+            return differs(format!(
+                "column `{}` is REQUIRED, and no row fills it",
+                extra.name
+            ));
         }
         Ok(())
     }
@@ -290,8 +309,14 @@ impl BigQuery {
                 return Err(retry(error));
             }
             // The request as a whole: every row of it.
-            Answer::Refused(error) => return Ok((0..rows.len()).map(|i| (i, error.clone())).collect()),
-            Answer::Exists => return Err(retry("insertAll: an answer BigQuery does not give".to_owned())),
+            Answer::Refused(error) => {
+                return Ok((0..rows.len()).map(|i| (i, error.clone())).collect());
+            }
+            Answer::Exists => {
+                return Err(retry(
+                    "insertAll: an answer BigQuery does not give".to_owned(),
+                ));
+            }
         };
         let errors: Vec<InsertErrors> = answer
             .get("insertErrors")
@@ -334,7 +359,11 @@ impl Warehouse for BigQuery {
         })
     }
 
-    fn write<'a>(&'a self, link: Link<'a>, rows: &'a [Row]) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
+    fn write<'a>(
+        &'a self,
+        link: Link<'a>,
+        rows: &'a [Row],
+    ) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
         Box::pin(self.insert(link, rows))
     }
 }
@@ -466,8 +495,13 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
     });
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::RS256);
     header.kid = key.private_key_id.clone();
-    let signing = jsonwebtoken::EncodingKey::from_rsa_pem(key.private_key.expose_secret().as_bytes())
-        .map_err(|_| Stop::Credentials("credentials_file: the private_key is not an RSA key in PEM".to_owned()))?;
+    let signing =
+        jsonwebtoken::EncodingKey::from_rsa_pem(key.private_key.expose_secret().as_bytes())
+            .map_err(|_| {
+                Stop::Credentials(
+                    "credentials_file: the private_key is not an RSA key in PEM".to_owned(),
+                )
+            })?;
     let assertion = jsonwebtoken::encode(&header, &claims, &signing)
         .map_err(|error| Stop::Credentials(format!("credentials_file: cannot sign: {error}")))?;
     let asked = Instant::now();
@@ -475,7 +509,10 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
         .http
         .post(&key.token_uri)
         .timeout(link.timeout)
-        .form(&[("grant_type", GRANT_TYPE), ("assertion", assertion.as_str())])
+        .form(&[
+            ("grant_type", GRANT_TYPE),
+            ("assertion", assertion.as_str()),
+        ])
         .send()
         .await
         .map_err(|error| retry(format!("token: {}", transport_error(error))))?;
@@ -490,7 +527,13 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
             error_description: String,
         }
         let error: OAuthError = serde_json::from_str(&body).unwrap_or_default();
-        let text = bounded(&format!("token: answered {status}: {} {}", error.error, error.error_description), MAX_ERROR_BODY);
+        let text = bounded(
+            &format!(
+                "token: answered {status}: {} {}",
+                error.error, error.error_description
+            ),
+            MAX_ERROR_BODY,
+        );
         return Err(match status.as_u16() {
             400 | 401 | 403 => Stop::Credentials(text),
             _ => retry(text),
@@ -557,7 +600,10 @@ mod tests {
         let mut legacy = schema();
         legacy[0]["type"] = json!("INT64");
         legacy.push(json!({ "name": "note", "type": "STRING" }));
-        assert_eq!(table.compare(&json!({ "schema": { "fields": legacy } })), Ok(()));
+        assert_eq!(
+            table.compare(&json!({ "schema": { "fields": legacy } })),
+            Ok(())
+        );
     }
 
     #[test]

@@ -290,7 +290,13 @@ impl Record {
         match &self.system {
             System::Api(system) => {
                 let system = system.as_ref();
-                system.prepare(Api { http, record: self, system }).await
+                system
+                    .prepare(Api {
+                        http,
+                        record: self,
+                        system,
+                    })
+                    .await
             }
             System::Table(table) => {
                 let secret = self.key()?;

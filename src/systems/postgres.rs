@@ -97,7 +97,10 @@ impl Postgres {
             })
             .collect();
         let table = self.qualified(&self.table);
-        let create = format!("CREATE TABLE IF NOT EXISTS {table} ({})", columns.join(", "));
+        let create = format!(
+            "CREATE TABLE IF NOT EXISTS {table} ({})",
+            columns.join(", ")
+        );
         sqlx::query(&create)
             .execute(pool)
             .await
@@ -133,10 +136,17 @@ impl Postgres {
                 return differs(format!("no column `{}`", column.name));
             };
             if kind != column.kind.postgres() {
-                return differs(format!("column `{}` is {kind}, the rows' {}", column.name, column.kind.postgres()));
+                return differs(format!(
+                    "column `{}` is {kind}, the rows' {}",
+                    column.name,
+                    column.kind.postgres()
+                ));
             }
             if nullable == "NO" && !column.required {
-                return differs(format!("column `{}` is NOT NULL, and rows may leave it empty", column.name));
+                return differs(format!(
+                    "column `{}` is NOT NULL, and rows may leave it empty",
+                    column.name
+                ));
             }
         }
         if let Some((name, ..)) = found.iter().find(|(name, _, nullable, default)| {
@@ -162,7 +172,8 @@ impl Postgres {
             arrays.join(", ")
         );
         let text = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).to_owned()).collect::<Vec<_>>();
-        let time = |f: fn(&Row) -> chrono::DateTime<chrono::Utc>| rows.iter().map(f).collect::<Vec<_>>();
+        let time =
+            |f: fn(&Row) -> chrono::DateTime<chrono::Utc>| rows.iter().map(f).collect::<Vec<_>>();
         sqlx::query(&insert)
             .bind(rows.iter().map(|r| r.seq).collect::<Vec<_>>())
             .bind(text(|r| r.account_id.as_str()))
@@ -174,7 +185,11 @@ impl Postgres {
             .bind(rows.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
             .bind(time(|r| r.occurred_at.0))
             .bind(time(|r| r.recorded_at.0))
-            .bind(rows.iter().map(|r| r.entry_hash.clone()).collect::<Vec<_>>())
+            .bind(
+                rows.iter()
+                    .map(|r| r.entry_hash.clone())
+                    .collect::<Vec<_>>(),
+            )
             .execute(pool)
             .await?;
         Ok(())
@@ -186,7 +201,9 @@ impl Postgres {
         let pool = self.pool(&link)?;
         match self.insert(&pool, rows).await {
             Ok(()) => return Ok(Vec::new()),
-            Err(error) if row_error(&error).is_none() => return Err(self.failed("inserting rows", error)),
+            Err(error) if row_error(&error).is_none() => {
+                return Err(self.failed("inserting rows", error));
+            }
             Err(_) => {}
         }
         let mut refused = Vec::new();
@@ -231,7 +248,11 @@ impl Warehouse for Postgres {
         })
     }
 
-    fn write<'a>(&'a self, link: Link<'a>, rows: &'a [Row]) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
+    fn write<'a>(
+        &'a self,
+        link: Link<'a>,
+        rows: &'a [Row],
+    ) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
         Box::pin(self.write_rows(link, rows))
     }
 }
@@ -250,8 +271,12 @@ fn row_error(error: &sqlx::Error) -> Option<String> {
         return None;
     };
     let code = db.code()?;
-    (code.starts_with("22") || code.starts_with("23"))
-        .then(|| bounded(&format!("{code}: {}", db.message()), super::http::MAX_ERROR_BODY))
+    (code.starts_with("22") || code.starts_with("23")).then(|| {
+        bounded(
+            &format!("{code}: {}", db.message()),
+            super::http::MAX_ERROR_BODY,
+        )
+    })
 }
 
 /// `error` of `what` as a stop: the credentials' (28xxx, 42501), what is missing (3D000,
@@ -260,10 +285,15 @@ fn stop(what: &str, error: sqlx::Error) -> Stop {
     let text = match &error {
         sqlx::Error::Database(db) => {
             let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
-            let text = bounded(&format!("{what}: {code}: {}", db.message()), super::http::MAX_ERROR_BODY);
+            let text = bounded(
+                &format!("{what}: {code}: {}", db.message()),
+                super::http::MAX_ERROR_BODY,
+            );
             return match code.as_str() {
                 c if c.starts_with("28") || c == "42501" => Stop::Credentials(text),
-                "3D000" | "3F000" | "42P01" | "42P10" | "42703" | "42804" | "42P16" => Stop::Lookup(text),
+                "3D000" | "3F000" | "42P01" | "42P10" | "42703" | "42804" | "42P16" => {
+                    Stop::Lookup(text)
+                }
                 _ => retry(text),
             };
         }

@@ -41,7 +41,11 @@ pub trait Warehouse: std::fmt::Debug + Send + Sync {
     /// Writes `rows` (a row the table has already is not written twice where the warehouse
     /// can tell, and never seen twice through its views). `Ok`: every row was taken but
     /// those refused.
-    fn write<'a>(&'a self, link: Link<'a>, rows: &'a [Row]) -> Pending<'a, Result<Vec<Refusal>, Stop>>;
+    fn write<'a>(
+        &'a self,
+        link: Link<'a>,
+        rows: &'a [Row],
+    ) -> Pending<'a, Result<Vec<Refusal>, Stop>>;
 }
 
 /// A short fingerprint of `secret`, to tell whether what was made with it (a token, a

@@ -13,7 +13,7 @@ use crate::common::{Backend, TestApp, on_both_backends};
 use crate::destinations::{campaign, view, writing_to};
 use crate::postgres::TestDatabase;
 
-// mod bigquery;
+mod bigquery;
 mod process;
 
 /// The warehouse's table in these tests.
@@ -99,20 +99,33 @@ async fn every_entry_opt_ins_too_reaches_the_postgres_warehouse_once_with_its_ou
     let app = writing_to(app, vec![warehouse]).await;
     app.settle().await;
     let ledger = ledger_rows(&app).await;
-    assert!(ledger.values().any(|(_, out, ..)| !out), "opt-ins are entries too");
+    assert!(
+        ledger.values().any(|(_, out, ..)| !out),
+        "opt-ins are entries too"
+    );
     let pool = database.pool().await;
     let (table, copies) = warehouse_rows(&pool).await;
-    assert_eq!(table, ledger, "every entry is one row, as the ledger holds it");
+    assert_eq!(
+        table, ledger,
+        "every entry is one row, as the ledger holds it"
+    );
     assert!(copies.values().all(|c| *c == 1));
-    assert!(table.values().all(|(.., hash, _)| hash.is_some()), "each row has its hash");
+    assert!(
+        table.values().all(|(.., hash, _)| hash.is_some()),
+        "each row has its hash"
+    );
 
     // Who recorded a local change is on its row.
-    let actors: Vec<Option<String>> =
-        sqlx::query_scalar(&format!("SELECT \"actor\" FROM {TABLE} WHERE \"source\" = 'local'"))
-            .fetch_all(&pool)
-            .await
-            .expect("actors");
-    assert!(!actors.is_empty() && actors.iter().all(|a| a.is_some()), "{actors:?}");
+    let actors: Vec<Option<String>> = sqlx::query_scalar(&format!(
+        "SELECT \"actor\" FROM {TABLE} WHERE \"source\" = 'local'"
+    ))
+    .fetch_all(&pool)
+    .await
+    .expect("actors");
+    assert!(
+        !actors.is_empty() && actors.iter().all(|a| a.is_some()),
+        "{actors:?}"
+    );
 
     // The view: each number's current state, the opt-in after the opt-out.
     let current: Vec<(String, bool)> = sqlx::query_as(&format!(
@@ -123,7 +136,11 @@ async fn every_entry_opt_ins_too_reaches_the_postgres_warehouse_once_with_its_ou
     .await
     .expect("the view");
     assert_eq!(current.len(), 6, "{current:?}");
-    assert_eq!(current.iter().filter(|(_, out)| *out).count(), 4, "{current:?}");
+    assert_eq!(
+        current.iter().filter(|(_, out)| *out).count(),
+        4,
+        "{current:?}"
+    );
 
     // The destination's view and outcomes, as for any destination.
     let shown = view(&app, "warehouse").await;
@@ -171,7 +188,10 @@ async fn a_warehouse_starts_at_from_seq_and_takes_only_its_organizations(backend
     for i in 0..3 {
         let elsewhere = json!({"phoneNumber": format!("+1555020{i:04}"), "organizationId": "org_other",
                                "optedOut": true});
-        assert_eq!(app.admin_post("/v1/consent", &elsewhere).await.status(), 202);
+        assert_eq!(
+            app.admin_post("/v1/consent", &elsewhere).await.status(),
+            202
+        );
     }
     app.drain().await;
     let ledger = ledger_rows(&app).await;
@@ -233,12 +253,18 @@ async fn a_warehouse_table_of_other_columns_stops_the_destination_naming_the_col
     assert_eq!(shown["state"], "error", "{shown}");
     let error = shown["lastError"].as_str().unwrap_or_default();
     assert!(error.contains("no column `accountId`"), "{shown}");
-    assert!(!error.contains(&database.url), "the URL is a secret: {error}");
+    assert!(
+        !error.contains(&database.url),
+        "the URL is a secret: {error}"
+    );
     let written: i64 = sqlx::query_scalar(&format!("SELECT COUNT(*) FROM {TABLE}"))
         .fetch_one(&pool)
         .await
         .expect("count");
-    assert_eq!(written, 0, "nothing is written into a table of other columns");
+    assert_eq!(
+        written, 0,
+        "nothing is written into a table of other columns"
+    );
     pool.close().await;
     app.stop().await;
     database.drop().await;

@@ -343,9 +343,14 @@ fn print_fakes(sandbox: &super::RunningSandbox) {
         config.action_network_key
     );
     println!(
-        "sandbox:   their truth and faults under {}/_control/van and {}/_control/actionnetwork",
-        sandbox.base_url(),
-        sandbox.base_url()
+        "sandbox: BigQuery (REST v2) at {} (bearer tokens from {} for the test key {})",
+        sandbox.bigquery_url(),
+        sandbox.bigquery_token_url(),
+        super::BIGQUERY_TEST_KEY_PATH
+    );
+    println!(
+        "sandbox:   their truth and faults under {base}/_control/van, {base}/_control/actionnetwork and {base}/_control/bigquery",
+        base = sandbox.base_url()
     );
     println!(
         "sandbox:   VAN's changed-entity export jobs at {}/changedEntityExportJobs (files under {}/van-files/); \

@@ -5,8 +5,10 @@
 //!
 //! In process: [`Sandbox::spawn`] returns a [`RunningSandbox`]. Over HTTP: `/v3/...`,
 //! `/v2/...` and the unauthenticated test controls under `/_control/...`; beside them, fakes
-//! of the campaign's systems of record ([`destinations`]): NGP VAN under `/van/v4` and Action
-//! Network under `/actionnetwork/api/v2`.
+//! of the campaign's systems of record ([`destinations`]): NGP VAN under `/van/v4`, Action
+//! Network under `/actionnetwork/api/v2`, and Google BigQuery under `/bigquery/v2` (with its
+//! OAuth 2.0 token endpoint, `/bigquery/oauth2/token`, and a test service-account key,
+//! [`BIGQUERY_TEST_KEY`]).
 //!
 //! It does not depend on the daemon: its wire types ([`wire`]), its validation and its
 //! signing ([`Signing`]) are its own, written from the service's documents, so the daemon's
@@ -36,6 +38,10 @@ pub use config::{
 };
 pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};
+pub use destinations::{
+    BIGQUERY_TEST_CLIENT_EMAIL, BIGQUERY_TEST_KEY, BIGQUERY_TEST_KEY_PATH, BigQueryTruth,
+    bigquery_key_file,
+};
 pub use running::{RunningSandbox, Sandbox};
 pub use shared::{ApiRequest, StatsSnapshot};
 pub use signing::{Algorithm, Encoding, HmacSigning, Signing};

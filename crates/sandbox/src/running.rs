@@ -12,8 +12,8 @@ use super::config::{ApiFaults, DeliveryFaults, SandboxConfig};
 use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::destinations::{
-    ActionNetworkPerson, ActionNetworkTruth, Fake, FakeFault, FakeFaults, Fakes, VanChange,
-    VanExportSettings, VanMark, VanTarget, VanTruth,
+    ActionNetworkPerson, ActionNetworkTruth, BigQueryTruth, Fake, FakeFault, FakeFaults, Fakes,
+    VanChange, VanExportSettings, VanMark, VanTarget, VanTruth,
 };
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
@@ -36,8 +36,9 @@ pub struct RunningSandbox {
 }
 
 impl Sandbox {
-    /// Seeds the account, binds, and serves `/v3`, `/v2`, the fake VAN (`/van/v4`) and
-    /// Action Network (`/actionnetwork/api/v2`), and `/_control` in the background.
+    /// Seeds the account, binds, and serves `/v3`, `/v2`, the fake VAN (`/van/v4`), Action
+    /// Network (`/actionnetwork/api/v2`) and BigQuery (`/bigquery/v2`, tokens from
+    /// `/bigquery/oauth2/token`), and `/_control` in the background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
         let per_organization = config.leads.div_ceil(config.organizations.max(1));
         if per_organization > PHONE_NUMBERS as usize {
@@ -280,6 +281,58 @@ impl RunningSandbox {
     /// Everything the fake Action Network holds: people, signups, request counts.
     pub fn action_network_truth(&self) -> ActionNetworkTruth {
         self.fakes.action_network_truth()
+    }
+
+    /// The fake BigQuery's base URL (`.../bigquery/v2`), as a client's API root.
+    pub fn bigquery_url(&self) -> String {
+        format!("http://{}/bigquery/v2", self.addr)
+    }
+
+    /// The fake BigQuery's OAuth 2.0 token endpoint (`.../bigquery/oauth2/token`): a service
+    /// account key file's `token_uri`, and its JWTs' `aud`.
+    pub fn bigquery_token_url(&self) -> String {
+        format!("http://{}/bigquery/oauth2/token", self.addr)
+    }
+
+    /// Everything the fake BigQuery holds: datasets, tables and views with their rows in
+    /// order, the accounts whose keys it knows, its settings, counts and request counts.
+    pub fn bigquery_truth(&self) -> BigQueryTruth {
+        self.fakes.bigquery_truth()
+    }
+
+    /// A BigQuery dataset exists from now on (any project). `false` if it did already.
+    pub fn bigquery_add_dataset(&self, project: &str, dataset: &str) -> bool {
+        self.fakes.bigquery_add_dataset(project, dataset)
+    }
+
+    /// The `expires_in` (and lifetime) of the BigQuery access tokens issued from now on
+    /// (3599 by default): a short one makes a client renew its token.
+    pub fn bigquery_set_token_lifetime(&self, secs: u64) {
+        self.fakes.bigquery_set_token_lifetime(secs);
+    }
+
+    /// How long BigQuery remembers a stored row's `insertId` to drop a repeat (60 s by
+    /// default; zero: never).
+    pub fn bigquery_set_dedup_window(&self, window: Duration) {
+        self.fakes.bigquery_set_dedup_window(window);
+    }
+
+    /// BigQuery's `insertAll` answers rows whose `field` equals `value` with a per-row error
+    /// of `reason` (`invalid`, say), though they are valid.
+    pub fn bigquery_refuse_rows(&self, field: &str, value: &str, reason: &str) {
+        self.fakes.bigquery_refuse_rows(field, value, reason);
+    }
+
+    /// No row refused any more.
+    pub fn bigquery_clear_refusals(&self) {
+        self.fakes.bigquery_clear_refusals();
+    }
+
+    /// BigQuery's token endpoint accepts JWTs of `client_email` signed with the RSA key of
+    /// `public_key_pem` (the test key's account is known from the start). `Err` if the PEM
+    /// is not an RSA public key.
+    pub fn bigquery_add_key(&self, client_email: &str, public_key_pem: &str) -> Result<(), String> {
+        self.fakes.bigquery_add_key(client_email, public_key_pem)
     }
 
     /// The next `count` requests to `fake` get `fault` (after any already queued).

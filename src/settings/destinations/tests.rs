@@ -209,8 +209,14 @@ fn a_warehouse_takes_its_own_keys_every_entry_by_default_and_its_secret_from_a_f
     assert!(warehouse.is_warehouse() && warehouse.opt_ins());
     assert_eq!(warehouse.requests_per_second(), 50);
     let table = warehouse.system.table().expect("a table");
-    assert_eq!((table.table(), table.batch(), table.start_cursor()), ("consent", 200, 9));
-    assert!(!format!("{warehouse:?}").contains("127.0.0.1"), "the URL is a secret");
+    assert_eq!(
+        (table.table(), table.batch(), table.start_cursor()),
+        ("consent", 200, 9)
+    );
+    assert!(
+        !format!("{warehouse:?}").contains("127.0.0.1"),
+        "the URL is a secret"
+    );
     let keys = keys_of(&destinations);
     use secrecy::ExposeSecret as _;
     assert_eq!(
@@ -252,7 +258,10 @@ fn a_bigquery_destination_names_its_dataset_and_reaches_google_by_default() {
     )
     .expect_err("refused");
     assert!(error.to_string().contains("destination.table"), "{error}");
-    let error = validate(&[read("project = \"p\"\ndataset = \"d\"\nbatch = 0\n")], &[])
-        .expect_err("refused");
+    let error = validate(
+        &[read("project = \"p\"\ndataset = \"d\"\nbatch = 0\n")],
+        &[],
+    )
+    .expect_err("refused");
     assert!(error.to_string().contains("destination.batch"), "{error}");
 }

@@ -85,9 +85,9 @@ fn sql_name(name: &str) -> bool {
 fn google_id(name: &str, dashes: bool) -> bool {
     !name.is_empty()
         && name.len() <= 1_024
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || (dashes && (c == '-' || c == ':' || c == '.')))
+        && name.chars().all(|c| {
+            c.is_ascii_alphanumeric() || c == '_' || (dashes && (c == '-' || c == ':' || c == '.'))
+        })
 }
 
 /// The keys of a `bigquery` destination beside the common ones.
@@ -122,6 +122,38 @@ pub struct PostgresSettings {
     pub table: Table,
     #[serde(flatten)]
     pub(super) foreign: Foreign,
+}
+
+impl PostgresSettings {
+    /// A warehouse of `table`, `batch` rows a request, for code that configures one itself
+    /// (`demo`, tests); its URL is the destination's key.
+    pub fn of_table(table: &str, batch: u32) -> Self {
+        Self {
+            table: Table {
+                table: Some(table.to_owned()),
+                batch: Some(batch),
+                from_seq: None,
+            },
+            ..Self::default()
+        }
+    }
+}
+
+impl BigQuerySettings {
+    /// A BigQuery warehouse of `project.dataset.table`, `batch` rows a request, for code
+    /// that configures one itself; its service account's key is the destination's key.
+    pub fn of_table(project: &str, dataset: &str, table: &str, batch: u32) -> Self {
+        Self {
+            project: project.to_owned(),
+            dataset: dataset.to_owned(),
+            table: Table {
+                table: Some(table.to_owned()),
+                batch: Some(batch),
+                from_seq: None,
+            },
+            ..Self::default()
+        }
+    }
 }
 
 /// The keys of kind `bigquery`, for [`Foreign`].

@@ -95,18 +95,26 @@ async fn killed_during_batches_the_warehouse_ends_with_every_entry_once() {
     let mut daemon = Daemon::start(dir.path(), "final", &[]).await;
     let ledger = open_database(dir.path()).await;
     let entries = crate::daemon_process::count(&ledger, "SELECT COUNT(*) FROM ledger").await;
-    assert!(entries >= EVENTS as i64 / 2, "the events are entries: {entries}");
+    assert!(
+        entries >= EVENTS as i64 / 2,
+        "the events are entries: {entries}"
+    );
     let finished = common::within(Duration::from_secs(90), async || {
         table_rows(&warehouse).await == entries
     })
     .await;
-    assert!(finished.is_some(), "every entry reached the warehouse: {}", daemon.logs());
+    assert!(
+        finished.is_some(),
+        "every entry reached the warehouse: {}",
+        daemon.logs()
+    );
     daemon.signal(libc::SIGTERM);
     let _ = daemon.exit_within(Duration::from_secs(10)).await;
-    let seqs: Vec<i64> = sqlx::query_scalar(&format!("SELECT \"seq\" FROM {TABLE} ORDER BY \"seq\""))
-        .fetch_all(&warehouse)
-        .await
-        .expect("seqs");
+    let seqs: Vec<i64> =
+        sqlx::query_scalar(&format!("SELECT \"seq\" FROM {TABLE} ORDER BY \"seq\""))
+            .fetch_all(&warehouse)
+            .await
+            .expect("seqs");
     let expected: Vec<i64> = sqlx::query_scalar("SELECT seq FROM ledger ORDER BY seq")
         .fetch_all(&ledger)
         .await
@@ -126,7 +134,9 @@ struct Proxy {
 
 impl Proxy {
     async fn to(server: std::net::SocketAddr) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let up = Arc::new(AtomicBool::new(true));
         let stop = tokio_util::sync::CancellationToken::new();
@@ -137,7 +147,9 @@ impl Proxy {
                     _ = cancel.cancelled() => return,
                     accepted = listener.accept() => accepted,
                 };
-                let Ok((mut client, _)) = accepted else { continue };
+                let Ok((mut client, _)) = accepted else {
+                    continue;
+                };
                 if !flag.load(Ordering::SeqCst) {
                     continue;
                 }

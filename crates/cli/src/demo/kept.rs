@@ -77,6 +77,17 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
         let kind = destination.system.kind();
         let accounts: Vec<String> = destination.accounts.iter().map(|a| quoted(a)).collect();
         let key: Vec<SecretString> = destination.api_key.iter().cloned().collect();
+        if let Some(table) = destination.system.table() {
+            // A warehouse the demo writes is PostgreSQL's: its URL in a file of its own.
+            let _ = writeln!(
+                out,
+                "[[destination]]\nname = {}\nkind = \"{kind}\"\nurl_file = {}\ntable = {}\n",
+                quoted(name),
+                file(&format!("{name}-url"), &key)?,
+                quoted(table.table()),
+            );
+            continue;
+        }
         let _ = writeln!(
             out,
             "[[destination]]\nname = {}\nkind = \"{kind}\"\nbase_url = {}\napi_key_file = {}\n\

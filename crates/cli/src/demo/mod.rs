@@ -10,6 +10,7 @@ mod receiver;
 mod signing;
 mod summary;
 mod view;
+mod warehouse;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -69,6 +70,12 @@ pub(crate) struct DemoArgs {
     /// Where the demo keeps its database (default: a new directory under the temp dir).
     #[arg(long, value_name = "DIR")]
     pub(crate) dir: Option<PathBuf>,
+    /// A PostgreSQL database to mirror the ledger into as a warehouse (its table
+    /// `outreach_sync_demo`, made anew each run), e.g.
+    /// postgres://postgres@127.0.0.1:5432/test; the demo runs without it when it does not
+    /// answer.
+    #[arg(long, value_name = "URL")]
+    pub(crate) warehouse: Option<String>,
 }
 
 /// Runs the demo until Ctrl-C/SIGTERM or `--duration`, then stops the activity, runs a
@@ -142,6 +149,7 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await;
     print_received(&crm);
     print_destinations(&sandbox, &settings).await;
+    warehouse::print(&settings).await;
     sandbox.shutdown().await;
     candidate.shutdown().await;
     outcome?;
@@ -185,6 +193,12 @@ async fn prepare(args: &DemoArgs) -> anyhow::Result<Prepared> {
     use_service(&mut settings, &sandbox);
     let (candidate, opted_out_before) = add_candidate(args, &sandbox, &mut settings).await?;
     with_tools(&mut settings, &admin_token, (&crm, &crm_secret), &sandbox);
+    if let Some(url) = &args.warehouse {
+        match warehouse::reachable(url).await {
+            Ok(warehouse) => settings.destination.push(warehouse),
+            Err(why) => println!("the warehouse does not answer ({why}): the demo runs without it"),
+        }
+    }
     settings.validate()?;
     let kept = kept::keep(&dir, &settings)?;
     Ok(Prepared {

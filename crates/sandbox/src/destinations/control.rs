@@ -1,5 +1,6 @@
 //! The fakes' test controls, unauthenticated like the rest of `/_control`: their faults and
-//! latency (each fake's truth and switches are its own: `van/control.rs`, `action_network.rs`).
+//! latency (each fake's truth and switches are its own: `van/control.rs`,
+//! `action_network/control.rs`, `bigquery/control.rs`).
 
 use std::time::Duration;
 
@@ -42,28 +43,25 @@ pub(super) fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("malformed body: {e}"))
 }
 
-pub(super) fn routes() -> Router<FakesState> {
+/// A fake's `/faults` (GET, POST, DELETE) and `/latency` (PUT) under `/_control/{name}`.
+fn fault_routes(name: &str, fake: Fake) -> Router<FakesState> {
     Router::new()
         .route(
-            "/_control/van/faults",
-            get(|s: State<FakesState>| faults(s, Fake::Van))
-                .post(|s: State<FakesState>, b: Bytes| push(s, b, Fake::Van))
-                .delete(|s: State<FakesState>| clear(s, Fake::Van)),
+            &format!("/_control/{name}/faults"),
+            get(move |s: State<FakesState>| faults(s, fake))
+                .post(move |s: State<FakesState>, b: Bytes| push(s, b, fake))
+                .delete(move |s: State<FakesState>| clear(s, fake)),
         )
         .route(
-            "/_control/actionnetwork/faults",
-            get(|s: State<FakesState>| faults(s, Fake::ActionNetwork))
-                .post(|s: State<FakesState>, b: Bytes| push(s, b, Fake::ActionNetwork))
-                .delete(|s: State<FakesState>| clear(s, Fake::ActionNetwork)),
+            &format!("/_control/{name}/latency"),
+            put(move |s: State<FakesState>, b: Bytes| latency(s, b, fake)),
         )
-        .route(
-            "/_control/van/latency",
-            put(|s: State<FakesState>, b: Bytes| latency(s, b, Fake::Van)),
-        )
-        .route(
-            "/_control/actionnetwork/latency",
-            put(|s: State<FakesState>, b: Bytes| latency(s, b, Fake::ActionNetwork)),
-        )
+}
+
+pub(super) fn routes() -> Router<FakesState> {
+    fault_routes("van", Fake::Van)
+        .merge(fault_routes("actionnetwork", Fake::ActionNetwork))
+        .merge(fault_routes("bigquery", Fake::BigQuery))
 }
 
 async fn faults(State(fakes): State<FakesState>, fake: Fake) -> Response {

@@ -1,7 +1,7 @@
 //! What a fake destination can be made to do wrong, per fake: fail the next requests with a
 //! status (429 with `Retry-After`), answer garbage, redirect to another host, answer a huge
-//! body, never answer, answer late, or act at once and answer late. Also the fake's request
-//! log and counts.
+//! body, never answer, answer late, act at once and answer late, or say a quota or a rate
+//! limit was hit (in BigQuery's words). Also the fake's request log and counts.
 
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Mutex, MutexGuard};
@@ -45,6 +45,12 @@ pub enum FakeFault {
     /// `after_ms`: a client that gave up waiting never learns that it was.
     #[serde(rename_all = "camelCase")]
     Late { after_ms: u64 },
+    /// A quota exhausted: BigQuery's 403 `quotaExceeded` (the other fakes' 403).
+    #[serde(alias = "quota_exceeded")]
+    QuotaExceeded,
+    /// A rate limit hit: BigQuery's 403 `rateLimitExceeded` (the other fakes' 429).
+    #[serde(alias = "rate_limit")]
+    RateLimit,
 }
 
 /// Where [`FakeFault::Redirect`] points when no location is given: a host that is not the
@@ -250,6 +256,8 @@ impl Switchboard {
                 )
                     .into_response()
             }
+            FakeFault::QuotaExceeded => self.dialect.limited(true),
+            FakeFault::RateLimit => self.dialect.limited(false),
             FakeFault::Hang | FakeFault::Late { .. } => unavailable(),
         }
     }
@@ -278,5 +286,16 @@ mod tests {
         );
         let hang: FakeFault = serde_json::from_str(r#"{"kind":"hang"}"#).expect("parses");
         assert_eq!(hang, FakeFault::Hang);
+        for (json, fault) in [
+            (r#"{"kind":"quotaExceeded"}"#, FakeFault::QuotaExceeded),
+            (r#"{"kind":"quota_exceeded"}"#, FakeFault::QuotaExceeded),
+            (r#"{"kind":"rateLimit"}"#, FakeFault::RateLimit),
+            (r#"{"kind":"rate_limit"}"#, FakeFault::RateLimit),
+        ] {
+            assert_eq!(
+                serde_json::from_str::<FakeFault>(json).expect("parses"),
+                fault
+            );
+        }
     }
 }

@@ -1,12 +1,15 @@
 //! The campaign's systems of record, faked from their public documents: NGP VAN's API v4
 //! (`/van/v4`: HTTP Basic with the database mode suffix, result codes and contact types per
 //! committee, canvass responses, a person's phones) and Action Network's API v2
-//! (`/actionnetwork/api/v2`: `OSDI-API-Token`, the person signup helper). Each has its own
-//! faults and its own truth under `/_control/van` and `/_control/actionnetwork`. Their state
-//! is apart from the service's world: the one link is the VAN ID the seeded leads carry in a
-//! custom field.
+//! (`/actionnetwork/api/v2`: `OSDI-API-Token`, the person signup helper), and Google BigQuery's
+//! REST API v2 (`/bigquery/v2`: tables, views and streaming inserts, behind bearer tokens from
+//! a fake of Google's OAuth 2.0 token endpoint, `/bigquery/oauth2/token`). Each has its own
+//! faults and its own truth under `/_control/van`, `/_control/actionnetwork` and
+//! `/_control/bigquery`. Their state is apart from the service's world: the one link is the
+//! VAN ID the seeded leads carry in a custom field.
 
 mod action_network;
+mod bigquery;
 mod control;
 mod faults;
 mod van;
@@ -24,6 +27,12 @@ pub use action_network::{
     ActionNetworkEmail, ActionNetworkPerson, ActionNetworkPhone, ActionNetworkSignup,
     ActionNetworkTruth,
 };
+pub use bigquery::{
+    BIGQUERY_DATASET, BIGQUERY_PROJECT, BIGQUERY_SCOPE, BIGQUERY_TEST_CLIENT_EMAIL,
+    BIGQUERY_TEST_KEY, BIGQUERY_TEST_KEY_PATH, BIGQUERY_TEST_PUBLIC_KEY, BigQueryCounts,
+    BigQueryDataset, BigQueryField, BigQueryRow, BigQueryRowRefusal, BigQueryTable, BigQueryTruth,
+    BigQueryView, bigquery_key_file,
+};
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
 };
@@ -37,6 +46,7 @@ pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 
 use crate::config::SandboxConfig;
 use action_network::ActionNetwork;
+use bigquery::BigQuery;
 use faults::Switchboard;
 use van::Van;
 
@@ -47,6 +57,8 @@ pub enum Fake {
     Van,
     /// `{"error":"..."}`.
     ActionNetwork,
+    /// Google's `{"error":{"code","message","errors":[{"message","domain","reason"}],"status"}}`.
+    BigQuery,
 }
 
 impl Fake {
@@ -61,16 +73,29 @@ impl Fake {
             Self::ActionNetwork => {
                 action_network::error(status, format!("{reason} (injected)")).into_response()
             }
+            Self::BigQuery => bigquery::injected(status),
+        }
+    }
+
+    /// The body of an injected quota (`quota`) or rate limit: BigQuery's 403 `quotaExceeded`
+    /// or `rateLimitExceeded`; the others' 403 or 429.
+    fn limited(self, quota: bool) -> Response {
+        match self {
+            Self::BigQuery => bigquery::limited(quota),
+            _ if quota => self.injected(StatusCode::FORBIDDEN),
+            _ => self.injected(StatusCode::TOO_MANY_REQUESTS),
         }
     }
 }
 
-/// Both fakes: their state and their switchboards.
+/// The fakes: their state and their switchboards.
 pub(crate) struct Fakes {
     van: Mutex<Van>,
     action_network: Mutex<ActionNetwork>,
+    bigquery: Mutex<BigQuery>,
     van_board: Switchboard,
     action_network_board: Switchboard,
+    bigquery_board: Switchboard,
     /// Ends the files being streamed when the sandbox stops.
     cancel: CancellationToken,
 }
@@ -89,8 +114,10 @@ impl Fakes {
         Self {
             van: Mutex::new(Van::new(&config.van_committees, people)),
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
+            bigquery: Mutex::new(BigQuery::new()),
             van_board: Switchboard::new(Fake::Van, cancel.clone()),
             action_network_board: Switchboard::new(Fake::ActionNetwork, cancel.clone()),
+            bigquery_board: Switchboard::new(Fake::BigQuery, cancel.clone()),
             cancel,
         }
     }
@@ -103,10 +130,15 @@ impl Fakes {
         lock(&self.action_network)
     }
 
+    fn bigquery(&self) -> MutexGuard<'_, BigQuery> {
+        lock(&self.bigquery)
+    }
+
     pub(crate) fn board(&self, fake: Fake) -> &Switchboard {
         match fake {
             Fake::Van => &self.van_board,
             Fake::ActionNetwork => &self.action_network_board,
+            Fake::BigQuery => &self.bigquery_board,
         }
     }
 
@@ -117,6 +149,38 @@ impl Fakes {
     pub(crate) fn action_network_truth(&self) -> ActionNetworkTruth {
         self.action_network()
             .truth(self.action_network_board.counts())
+    }
+
+    pub(crate) fn bigquery_truth(&self) -> BigQueryTruth {
+        self.bigquery().truth(self.bigquery_board.counts())
+    }
+
+    /// A BigQuery dataset exists (any project); `false` if it did.
+    pub(crate) fn bigquery_add_dataset(&self, project: &str, dataset: &str) -> bool {
+        self.bigquery().add_dataset(project, dataset)
+    }
+
+    pub(crate) fn bigquery_set_token_lifetime(&self, secs: u64) {
+        self.bigquery().set_token_lifetime(secs);
+    }
+
+    pub(crate) fn bigquery_set_dedup_window(&self, window: std::time::Duration) {
+        self.bigquery().set_dedup_window(window);
+    }
+
+    /// BigQuery refuses rows whose `field` equals `value`, with `reason`.
+    pub(crate) fn bigquery_refuse_rows(&self, field: &str, value: &str, reason: &str) {
+        let refusal = BigQueryRowRefusal::new(field, value, Some(reason.to_owned()), None);
+        self.bigquery().refuse_rows(refusal);
+    }
+
+    pub(crate) fn bigquery_clear_refusals(&self) {
+        self.bigquery().clear_refusals();
+    }
+
+    /// The BigQuery token endpoint accepts JWTs of `client_email` signed with `pem`'s key.
+    pub(crate) fn bigquery_add_key(&self, client_email: &str, pem: &str) -> Result<(), String> {
+        self.bigquery().add_key(client_email, pem)
     }
 
     /// The committee of `api_key` answers every request with `status` (401 or 403) until
@@ -187,7 +251,16 @@ async fn action_network_faults(
     fakes.action_network_board.run(request, next).await
 }
 
-/// `/van/v4/...`, `/actionnetwork/api/v2/...` and their controls under `/_control`.
+async fn bigquery_faults(
+    State(fakes): State<FakesState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    fakes.bigquery_board.run(request, next).await
+}
+
+/// `/van/v4/...`, `/actionnetwork/api/v2/...`, `/bigquery/v2/...` (and its token endpoint,
+/// `/bigquery/oauth2/token`) and their controls under `/_control`.
 pub(crate) fn router(fakes: FakesState) -> Router {
     let van = van::routes()
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van::auth))
@@ -211,13 +284,26 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         "/actionnetwork/api/v2/",
         axum::routing::get(action_network::entry_point),
     ));
+    let bigquery = bigquery::routes()
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            bigquery::auth,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            bigquery_faults,
+        ))
+        .fallback(bigquery::no_such_endpoint);
     Router::new()
         .nest("/van/v4", van)
+        .nest("/bigquery/v2", bigquery)
+        .merge(bigquery::token_routes())
         .route("/van-files/{file}", axum::routing::get(van::download))
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
         .merge(control::routes())
         .merge(van::control_routes())
         .merge(action_network::control_routes())
+        .merge(bigquery::control_routes())
         .with_state(fakes)
 }

@@ -1,10 +1,13 @@
 //! What every test of the fakes shares: a sandbox, a client that follows no redirect, and
-//! requests to each fake.
+//! requests to each fake (BigQuery's with a JWT signed by the test service account's key).
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use outreach_sync_sandbox::destinations::BIGQUERY_SCOPE;
 use outreach_sync_sandbox::{
-    DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig,
+    BIGQUERY_TEST_CLIENT_EMAIL, BIGQUERY_TEST_KEY, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY,
+    RunningSandbox, Sandbox, SandboxConfig,
 };
 use serde_json::{Value, json};
 
@@ -179,4 +182,144 @@ pub(crate) fn properties(answer: &Answer) -> Vec<String> {
         .flat_map(|e| e["properties"].as_array().cloned().unwrap_or_default())
         .filter_map(|p| p.as_str().map(str::to_owned))
         .collect()
+}
+
+/// The private key of the test service account, from its key file.
+pub(crate) fn bigquery_private_key() -> String {
+    let key: Value = serde_json::from_str(BIGQUERY_TEST_KEY).expect("the key file is JSON");
+    key["private_key"]
+        .as_str()
+        .expect("a private key")
+        .to_owned()
+}
+
+/// A key pair no account has until a test registers it.
+pub(crate) const OTHER_KEY: &str = include_str!("../../testdata/bigquery-other-key.pem");
+
+/// See [`OTHER_KEY`].
+pub(crate) const OTHER_PUBLIC_KEY: &str = include_str!("../../testdata/bigquery-other-key.pub.pem");
+
+/// Seconds since the epoch.
+pub(crate) fn now_secs() -> i64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    i64::try_from(now.expect("after 1970").as_secs()).expect("in range")
+}
+
+/// A JWT signed RS256 with `private_pem`, its claims the test account's for the sandbox
+/// (`iss`, `scope`, `aud`, `iat` now, `exp` in an hour) with `changes` over them (a null
+/// removes a claim).
+pub(crate) fn bigquery_assertion(fakes: &Fakes, private_pem: &str, changes: Value) -> String {
+    let now = now_secs();
+    let mut claims = json!({
+        "iss": BIGQUERY_TEST_CLIENT_EMAIL,
+        "scope": BIGQUERY_SCOPE,
+        "aud": fakes.sandbox.bigquery_token_url(),
+        "iat": now,
+        "exp": now + 3600,
+    });
+    for (name, value) in changes.as_object().into_iter().flatten() {
+        match value {
+            Value::Null => claims.as_object_mut().map(|c| c.remove(name)),
+            other => claims
+                .as_object_mut()
+                .map(|c| c.insert(name.clone(), other.clone())),
+        };
+    }
+    let key = EncodingKey::from_rsa_pem(private_pem.as_bytes()).expect("an RSA key");
+    jsonwebtoken::encode(&Header::new(Algorithm::RS256), &claims, &key).expect("signed")
+}
+
+impl Fakes {
+    /// `POST /bigquery/oauth2/token` with a form of `fields`.
+    pub(crate) async fn bq_grant_form(&self, fields: &[(&str, &str)]) -> Answer {
+        Self::answer(
+            self.http
+                .post(self.sandbox.bigquery_token_url())
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .body(form(fields)),
+        )
+        .await
+    }
+
+    /// The JWT bearer grant of `assertion`.
+    pub(crate) async fn bq_grant(&self, assertion: &str) -> Answer {
+        self.bq_grant_form(&[
+            ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+            ("assertion", assertion),
+        ])
+        .await
+    }
+
+    /// An access token of the test account.
+    pub(crate) async fn bq_token(&self) -> String {
+        let assertion = bigquery_assertion(self, &bigquery_private_key(), json!({}));
+        let answer = self.bq_grant(&assertion).await;
+        assert_eq!(answer.status, 200, "{}", answer.body);
+        answer.body["access_token"]
+            .as_str()
+            .expect("a token")
+            .to_owned()
+    }
+
+    /// A request to `/bigquery/v2{path}` with `token` as its bearer (none when `None`).
+    pub(crate) async fn bq(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let url = format!("{}{path}", self.sandbox.bigquery_url());
+        let mut request = self.http.request(method, url);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        Self::answer(request).await
+    }
+
+    /// Creates `table` in `sandbox-project:consent` with these fields; the answer.
+    pub(crate) async fn bq_create_table(&self, token: &str, table: &str, fields: Value) -> Answer {
+        let body = json!({
+            "tableReference":
+                {"projectId": "sandbox-project", "datasetId": "consent", "tableId": table},
+            "schema": {"fields": fields},
+        });
+        self.bq(
+            reqwest::Method::POST,
+            CONSENT_TABLES,
+            Some(token),
+            Some(body),
+        )
+        .await
+    }
+}
+
+/// The tables of the default dataset, under `/bigquery/v2`.
+pub(crate) const CONSENT_TABLES: &str = "/projects/sandbox-project/datasets/consent/tables";
+
+/// `application/x-www-form-urlencoded` of `fields`.
+fn form(fields: &[(&str, &str)]) -> String {
+    let encode = |s: &str| {
+        s.bytes()
+            .map(|b| match b {
+                b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                    char::from(b).to_string()
+                }
+                _ => format!("%{b:02X}"),
+            })
+            .collect::<String>()
+    };
+    fields
+        .iter()
+        .map(|(k, v)| format!("{}={}", encode(k), encode(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+}
+
+/// The first error of a Google error body: `error.errors[0]`.
+pub(crate) fn google_error(answer: &Answer) -> &Value {
+    &answer.body["error"]["errors"][0]
 }

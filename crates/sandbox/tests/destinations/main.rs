@@ -1,8 +1,10 @@
-//! The fake VAN and Action Network, rule by rule over raw HTTP, so what is checked is the
-//! wire: statuses, error bodies, headers, and what each fake recorded.
+//! The fake VAN, Action Network and BigQuery, rule by rule over raw HTTP, so what is checked
+//! is the wire: statuses, error bodies, headers, and what each fake recorded.
 
 mod action_network;
 mod action_network_listing;
+mod bigquery;
+mod bigquery_rows;
 mod common;
 mod faults;
 mod van;
