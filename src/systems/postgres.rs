@@ -219,11 +219,14 @@ impl Postgres {
         Ok(refused)
     }
 
-    /// `error` as a stop; a table gone is made again before the next batch.
+    /// `error` as a stop; a table gone (42P01) is made again before the next batch.
     fn failed(&self, what: &str, error: sqlx::Error) -> Stop {
+        let gone =
+            matches!(&error, sqlx::Error::Database(db) if db.code().as_deref() == Some("42P01"));
         let stop = stop(what, error);
-        if matches!(stop, Stop::Lookup(_)) {
+        if gone {
             self.ready.store(false, Ordering::Release);
+            return retry(stop.to_string());
         }
         stop
     }

@@ -270,6 +270,87 @@ async fn a_warehouse_table_of_other_columns_stops_the_destination_naming_the_col
     database.drop().await;
 }
 
+on_both_backends!(
+    a_row_the_table_refuses_is_refused_alone_and_a_table_dropped_is_made_again,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_row_the_table_refuses_is_refused_alone_and_a_table_dropped_is_made_again(
+    backend: Backend,
+) {
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let Some((_sandbox, app)) = campaign(backend).await else {
+        database.drop().await;
+        return;
+    };
+    local_changes(&app, 3).await;
+    app.drain().await;
+    let pool = database.pool().await;
+    // The data team's own rule on the table: one number is never written.
+    let refused_number = "+13035550100";
+    let app = writing_to(
+        app,
+        vec![postgres_warehouse("warehouse", &database.url, "batch = 4")],
+    )
+    .await;
+    let http = outreach_sync::sender::http_client().expect("client");
+    outreach_sync::sender::destinations::check(&app.settings.destination, None, &http)
+        .await
+        .expect("checked: the table is made");
+    sqlx::query(&format!(
+        "ALTER TABLE {TABLE} ADD CONSTRAINT not_this_one CHECK (\"phoneNumber\" <> '{refused_number}')"
+    ))
+    .execute(&pool)
+    .await
+    .expect("a constraint");
+    app.settle().await;
+    let ledger = ledger_rows(&app).await;
+    let refused: Vec<i64> = ledger
+        .iter()
+        .filter(|(_, (phone, ..))| phone == refused_number)
+        .map(|(seq, _)| *seq)
+        .collect();
+    assert!(!refused.is_empty());
+    let (table, _) = warehouse_rows(&pool).await;
+    assert_eq!(
+        table.len() + refused.len(),
+        ledger.len(),
+        "only its rows are refused"
+    );
+    let listed = outcomes(&app, "warehouse").await;
+    let refusals: Vec<&Value> = listed
+        .iter()
+        .filter(|o| o["outcome"] == "refused")
+        .collect();
+    assert_eq!(refusals.len(), refused.len(), "{listed:?}");
+    let reason = refusals[0]["reason"].as_str().unwrap_or_default();
+    assert!(
+        reason.starts_with("23514") && reason.contains("not_this_one"),
+        "{reason}"
+    );
+
+    // The table dropped under it: made again, and what comes next written there.
+    sqlx::query(&format!("DROP TABLE {TABLE} CASCADE"))
+        .execute(&pool)
+        .await
+        .expect("drop");
+    let later = json!({"phoneNumber": "+13035550199", "organizationId": "org_1", "optedOut": true});
+    assert_eq!(app.admin_post("/v1/consent", &later).await.status(), 202);
+    app.settle().await;
+    app.settle().await;
+    let (table, _) = warehouse_rows(&pool).await;
+    assert!(
+        table.values().any(|(phone, ..)| phone == "+13035550199"),
+        "{table:?}"
+    );
+    assert_eq!(view(&app, "warehouse").await["state"], "active");
+    pool.close().await;
+    app.stop().await;
+    database.drop().await;
+}
+
 /// What a test's outcome rows say: (seq, outcome, reason).
 pub(crate) async fn outcomes(app: &TestApp, name: &str) -> Vec<Value> {
     let listed: Value = app
