@@ -31,6 +31,11 @@ const NAMES_A_BACKEND: &[(&str, &str)] = &[
         "src/lease.rs",
         "its unit tests open a SQLite pool of their own",
     ),
+    (
+        "src/systems/postgres.rs",
+        "a warehouse of kind `postgres` is a system the daemon writes to, not the ledger's \
+         backend: it speaks to that server through the same driver, with its own connections",
+    ),
 ];
 
 /// What names a backend: the driver's types and modules.
