@@ -313,3 +313,56 @@ fn tips_tell_what_the_demo_told(said: &str, line: &str) {
         assert!(names.contains(&name), "{name} in {names:?}");
     }
 }
+
+/// `demo --warehouse URL`: the ledger mirrored into a PostgreSQL database as a warehouse
+/// while the demo runs, its last lines counting the rows there, and the kept configuration
+/// naming it (its URL in a file of its own) for the commands the demo suggests.
+#[tokio::test]
+async fn the_demo_writes_to_a_local_postgres_warehouse_and_counts_its_rows() {
+    let Some(database) = crate::postgres::TestDatabase::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("demo dir");
+    let run = tokio::process::Command::new(crate::daemon_process::BIN)
+        .args(["demo", "--duration", "3", "--leads", "200", "--warehouse"])
+        .arg(&database.url)
+        .arg("--dir")
+        .arg(dir.path())
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(120), run)
+        .await
+        .expect("the demo ends in time")
+        .expect("the demo runs");
+    let said = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{said}");
+    assert!(!said.contains(&database.url), "the URL is a secret: {said}");
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("the PostgreSQL warehouse holds "))
+        .unwrap_or_else(|| panic!("no warehouse line in {said}"));
+    let pool = database.pool().await;
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM outreach_sync_demo")
+        .fetch_one(&pool)
+        .await
+        .expect("the demo's table");
+    assert!(rows > 0, "{line}");
+    assert!(
+        line.contains(&format!(
+            "holds {rows} rows in table outreach_sync_demo, one per ledger entry"
+        )),
+        "{line}"
+    );
+    let compliance = said
+        .lines()
+        .find(|l| l.starts_with("compliance: "))
+        .expect("the compliance line");
+    assert!(compliance.contains("warehouse at most"), "{compliance}");
+    let kept = std::fs::read_to_string(dir.path().join("config.toml")).expect("kept");
+    assert!(
+        kept.contains("kind = \"postgres\"") && kept.contains("url_file"),
+        "{kept}"
+    );
+    assert!(!kept.contains(&database.url), "{kept}");
+    pool.close().await;
+    database.drop().await;
+}
