@@ -29,6 +29,12 @@ pub trait Steered: Sync {
 
     fn name(&self) -> &str;
 
+    /// A replay forgets what was sent too, and sends it again (a warehouse, which keeps a
+    /// row it is sent again once).
+    fn replay_resends(&self) -> bool {
+        false
+    }
+
     /// The refusal of a name none of its kind has.
     fn unknown(name: &str) -> ReplayError;
 
@@ -140,7 +146,8 @@ pub async fn replay<S: Steered>(
     let settings = find(configured, name)?;
     rewind(pool, name, from_seq).await?;
     if S::REPLAY_FORGETS_UNSENT {
-        pool.forget_unsent(name, from_seq).await?;
+        pool.forget_unsent(name, from_seq, settings.replay_resends())
+            .await?;
     }
     crate::signal::ledger_grew();
     tracing::info!(name, from_seq, "{} rewound", S::WHAT);
@@ -237,6 +244,10 @@ impl Steered for DestinationSettings {
 
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn replay_resends(&self) -> bool {
+        self.is_warehouse()
     }
 
     fn unknown(name: &str) -> ReplayError {

@@ -285,15 +285,16 @@ impl DestinationStore for Pool {
         })
     }
 
-    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, Error> {
+    async fn forget_unsent(&self, name: &str, from_seq: i64, sent_too: bool) -> Result<u64, Error> {
         on_backend!(self, |pool| {
             let forgotten = sqlx::query(
                 "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
                      WHERE destination = $1 AND seq >= $2
-                       AND outcome IN ('unmatched', 'refused', 'unconfirmed')",
+                       AND ($3 OR outcome IN ('unmatched', 'refused', 'unconfirmed'))",
             )
             .bind(name)
             .bind(from_seq)
+            .bind(sent_too)
             .execute(pool)
             .await?;
             Ok(forgotten.rows_affected())

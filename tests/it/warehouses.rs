@@ -166,6 +166,14 @@ async fn every_entry_opt_ins_too_reaches_the_postgres_warehouse_once_with_its_ou
     let (again, copies) = warehouse_rows(&pool).await;
     assert_eq!(again, ledger);
     assert!(copies.values().all(|c| *c == 1));
+    let metrics = app.metrics.render(Default::default());
+    assert!(
+        metrics.contains(&format!(
+            "outreach_sync_destination_requests_total{{destination=\"warehouse\",outcome=\"sent\"}} {}",
+            2 * ledger.len()
+        )),
+        "the replay sent every row again: {metrics}"
+    );
     pool.close().await;
     app.stop().await;
     database.drop().await;

@@ -1,8 +1,10 @@
 //! A warehouse's batch: one request of rows, each row a ledger entry with its hash and
 //! actor, each answered `sent` or `refused`; their outcomes kept in one transaction before
-//! the cursor moves past them. A batch that fails is sent whole again after the backoff:
-//! the warehouse keeps a row once (PostgreSQL by its key; BigQuery by `insertId`, and its
-//! `_once` view for a retry it did not catch).
+//! the cursor moves past them, and a row with an outcome never sent again (the cursor is
+//! kept lazily: after a restart, only the batch in flight is sent twice). A batch that
+//! fails is sent whole again after the backoff: the warehouse keeps a row once (PostgreSQL
+//! by its key; BigQuery by `insertId`, and its `_once` view for a retry it did not catch).
+//! A replay forgets the outcomes and sends every row again.
 
 use std::collections::HashMap;
 
@@ -27,6 +29,22 @@ impl Sender {
             (Some(first), Some(last)) => (first.seq, last.seq),
             _ => return Ok(Attempt::Idle),
         };
+        let done: std::collections::HashSet<i64> = self
+            .pool
+            .entry_progress(name, first, last)
+            .await?
+            .into_iter()
+            .filter(|p| p.outcome.is_some())
+            .map(|p| p.seq)
+            .collect();
+        let items: Vec<&LedgerEntry> = items.iter().filter(|e| !done.contains(&e.seq)).collect();
+        if items.is_empty() {
+            let finished = Utc::now();
+            let span = (first, last, scanned);
+            return self
+                .record(progress, state, Posted::Accepted, span, finished, at_once)
+                .await;
+        }
         let extras: HashMap<i64, _> = self
             .pool
             .row_extras(first, last)

@@ -164,8 +164,14 @@ pub trait DestinationStore {
 
     /// Forgets the `unmatched`, `refused` and `unconfirmed` outcomes of `name` from
     /// `from_seq` on, so that those entries are tried again (a replay); the actions
-    /// answered stay done.
-    async fn forget_unsent(&self, name: &str, from_seq: i64) -> Result<u64, crate::store::Error>;
+    /// answered stay done. `sent_too`: every outcome (a warehouse sends every row again,
+    /// which it keeps once).
+    async fn forget_unsent(
+        &self,
+        name: &str,
+        from_seq: i64,
+        sent_too: bool,
+    ) -> Result<u64, crate::store::Error>;
 
     /// Ends the `error` of `name` (its key works again, or it was retried): false if it was
     /// not stopped.

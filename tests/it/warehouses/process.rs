@@ -34,9 +34,9 @@ async fn post_events(daemon: &Daemon, from: u64, count: u64) {
     }
 }
 
-/// A `serve` configuration writing to the PostgreSQL warehouse whose URL is in `url_file`,
+/// A `serve` configuration writing to the warehouse `kind`, its own keys `keys` (TOML),
 /// `batch` rows a request at most `rps` requests a second.
-fn process_config(url_file: &std::path::Path, batch: u32, rps: u32) -> String {
+fn process_config(kind: &str, keys: &str, batch: u32, rps: u32) -> String {
     format!(
         r#"
 [webhook]
@@ -48,13 +48,52 @@ schedule = ""
 on_start = false
 [[destination]]
 name = "warehouse"
-kind = "postgres"
-url_file = {url_file:?}
+kind = "{kind}"
+{keys}
 batch = {batch}
 requests_per_second = {rps}
 "#,
         secret = crate::daemon_process::SECRET,
     )
+}
+
+/// Runs `serve` in `dir` [`KILLS`] times, each posted its share of [`EVENTS`] and killed
+/// with SIGKILL once `written` says it wrote 50 rows more; then once more until `written`
+/// is the ledger's entries. Returns the ledger.
+async fn killed_while_writing(
+    dir: &std::path::Path,
+    written: impl AsyncFn() -> i64,
+) -> sqlx::SqlitePool {
+    let mut posted = 0;
+    for run in 0..KILLS {
+        let mut daemon = Daemon::start(dir, &format!("run-{run}"), &[]).await;
+        post_events(&daemon, posted, EVENTS / KILLS as u64).await;
+        posted += EVENTS / KILLS as u64;
+        let before = written().await;
+        let moved = common::within(Duration::from_secs(30), async || {
+            written().await >= before + 50
+        })
+        .await;
+        assert!(moved.is_some(), "run {run} wrote rows: {}", daemon.logs());
+        daemon.kill();
+    }
+    let mut daemon = Daemon::start(dir, "final", &[]).await;
+    let ledger = open_database(dir).await;
+    let entries = crate::daemon_process::count(&ledger, "SELECT COUNT(*) FROM ledger").await;
+    assert!(
+        entries >= EVENTS as i64 / 2,
+        "the events are entries: {entries}"
+    );
+    let finished =
+        common::within(Duration::from_secs(90), async || written().await == entries).await;
+    assert!(
+        finished.is_some(),
+        "every entry reached the warehouse: {}",
+        daemon.logs()
+    );
+    daemon.signal(libc::SIGTERM);
+    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+    ledger
 }
 
 /// Rows in the warehouse's table (0 before it is made).
@@ -77,39 +116,14 @@ async fn killed_during_batches_the_warehouse_ends_with_every_entry_once() {
     let url_file = dir.path().join("warehouse-url");
     std::fs::write(&url_file, &database.url).expect("url file");
     // Batches of 25 at 40 a second: about a second and a half of writing per run.
-    std::fs::write(config_file(dir.path()), process_config(&url_file, 25, 40)).expect("config");
+    let keys = format!("url_file = {url_file:?}");
+    std::fs::write(
+        config_file(dir.path()),
+        process_config("postgres", &keys, 25, 40),
+    )
+    .expect("config");
     let warehouse = database.pool().await;
-    let mut posted = 0;
-    for run in 0..KILLS {
-        let mut daemon = Daemon::start(dir.path(), &format!("run-{run}"), &[]).await;
-        post_events(&daemon, posted, EVENTS / KILLS as u64).await;
-        posted += EVENTS / KILLS as u64;
-        let before = table_rows(&warehouse).await;
-        let moved = common::within(Duration::from_secs(30), async || {
-            table_rows(&warehouse).await >= before + 50
-        })
-        .await;
-        assert!(moved.is_some(), "run {run} wrote rows: {}", daemon.logs());
-        daemon.kill();
-    }
-    let mut daemon = Daemon::start(dir.path(), "final", &[]).await;
-    let ledger = open_database(dir.path()).await;
-    let entries = crate::daemon_process::count(&ledger, "SELECT COUNT(*) FROM ledger").await;
-    assert!(
-        entries >= EVENTS as i64 / 2,
-        "the events are entries: {entries}"
-    );
-    let finished = common::within(Duration::from_secs(90), async || {
-        table_rows(&warehouse).await == entries
-    })
-    .await;
-    assert!(
-        finished.is_some(),
-        "every entry reached the warehouse: {}",
-        daemon.logs()
-    );
-    daemon.signal(libc::SIGTERM);
-    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+    let ledger = killed_while_writing(dir.path(), async || table_rows(&warehouse).await).await;
     let seqs: Vec<i64> =
         sqlx::query_scalar(&format!("SELECT \"seq\" FROM {TABLE} ORDER BY \"seq\""))
             .fetch_all(&warehouse)
@@ -122,6 +136,74 @@ async fn killed_during_batches_the_warehouse_ends_with_every_entry_once() {
     assert_eq!(seqs, expected, "each entry once, none lost");
     warehouse.close().await;
     database.drop().await;
+}
+
+/// The same on BigQuery's stand-in, its de-duplication off (as when a batch is sent again
+/// after Google's window): a batch written before a kill and sent again is in the table
+/// twice, the same row each time, so that the `_once` view (one row per `seq`) sees every
+/// entry exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_batches_bigquery_holds_every_entry_once_as_its_view_sees_it() {
+    use outreach_sync_sandbox::destinations::{BIGQUERY_DATASET, BIGQUERY_PROJECT};
+    let sandbox = outreach_sync_sandbox::Sandbox::spawn(outreach_sync_sandbox::SandboxConfig {
+        leads: 10,
+        organizations: 1,
+        ..Default::default()
+    })
+    .await
+    .expect("sandbox");
+    sandbox.bigquery_set_dedup_window(Duration::ZERO);
+    let dir = tempfile::tempdir().expect("dir");
+    let key_file = dir.path().join("bq-key.json");
+    let key = outreach_sync_sandbox::bigquery_key_file(&sandbox.bigquery_token_url());
+    std::fs::write(&key_file, key).expect("key file");
+    let keys = format!(
+        "project = \"{BIGQUERY_PROJECT}\"\ndataset = \"{BIGQUERY_DATASET}\"\n\
+         credentials_file = {key_file:?}\nbase_url = \"{}\"",
+        sandbox.bigquery_url()
+    );
+    std::fs::write(
+        config_file(dir.path()),
+        process_config("bigquery", &keys, 25, 40),
+    )
+    .expect("config");
+    let seqs_of = || {
+        let truth = sandbox.bigquery_truth();
+        let mut by_seq: BTreeMap<i64, Vec<Value>> = BTreeMap::new();
+        for row in truth
+            .tables
+            .iter()
+            .filter(|t| t.table_id == TABLE)
+            .flat_map(|t| &t.rows)
+        {
+            let seq = row.json["seq"].as_i64().expect("a seq");
+            by_seq.entry(seq).or_default().push(row.json.clone());
+        }
+        by_seq
+    };
+    let ledger = killed_while_writing(dir.path(), async || seqs_of().len() as i64).await;
+    let expected: Vec<i64> = sqlx::query_scalar("SELECT seq FROM ledger ORDER BY seq")
+        .fetch_all(&ledger)
+        .await
+        .expect("ledger");
+    let rows = seqs_of();
+    assert_eq!(
+        rows.keys().copied().collect::<Vec<_>>(),
+        expected,
+        "none lost"
+    );
+    for (seq, copies) in &rows {
+        assert!(
+            copies.iter().all(|c| c == &copies[0]),
+            "seq {seq}: the same row each time"
+        );
+    }
+    let repeated: usize = rows.values().map(|c| c.len() - 1).sum();
+    assert!(
+        repeated <= 25 * KILLS,
+        "at most a batch in flight at each kill: {repeated}"
+    );
+    sandbox.shutdown().await;
 }
 
 /// A TCP proxy to the test server that can be taken down: while down, each connection is
