@@ -139,7 +139,7 @@ impl BigQuery {
             .send()
             .await;
         let response =
-            sent.map_err(|error| retry(format!("{what}: {}", transport_error(error))))?;
+            sent.map_err(|error| Stop::retry(format!("{what}: {}", transport_error(error))))?;
         let status = response.status();
         let retry_after = crate::client::retry_after(response.headers());
         let body = prefix(response, MOST_ANSWER).await;
@@ -147,7 +147,7 @@ impl BigQuery {
             return serde_json::from_str(&body)
                 .map(Answer::Ok)
                 .map_err(|error| {
-                    retry(format!(
+                    Stop::retry(format!(
                         "{what}: the answer is not the JSON expected: {error}"
                     ))
                 });
@@ -166,11 +166,11 @@ impl BigQuery {
             (401, _) if !self.fresh_token() => {
                 // An expired or revoked token: granted anew at the next attempt.
                 self.drop_token();
-                return Err(retry(text));
+                return Err(Stop::retry(text));
             }
             (401 | 403, _) => return Err(Stop::Credentials(text)),
             (300..=399, _) => {
-                return Err(retry(format!(
+                return Err(Stop::retry(format!(
                     "{what}: answered {status}: redirects are not followed"
                 )));
             }
@@ -184,7 +184,7 @@ impl BigQuery {
         match self.call(link, link.http.get(url), "tables.get").await? {
             Answer::Ok(table) => Ok(Some(table)),
             Answer::NotFound(_) => Ok(None),
-            Answer::Exists | Answer::Refused(_) => Err(retry(
+            Answer::Exists | Answer::Refused(_) => Err(Stop::retry(
                 "tables.get: an answer BigQuery does not give".to_owned(),
             )),
         }
@@ -306,14 +306,14 @@ impl BigQuery {
             Answer::NotFound(error) => {
                 // The table was deleted: made again before the next batch.
                 self.ready.store(false, Ordering::Release);
-                return Err(retry(error));
+                return Err(Stop::retry(error));
             }
             // The request as a whole: every row of it.
             Answer::Refused(error) => {
                 return Ok((0..rows.len()).map(|i| (i, error.clone())).collect());
             }
             Answer::Exists => {
-                return Err(retry(
+                return Err(Stop::retry(
                     "insertAll: an answer BigQuery does not give".to_owned(),
                 ));
             }
@@ -328,7 +328,7 @@ impl BigQuery {
             .any(|e| e.errors.iter().all(|e| e.reason == "stopped"))
         {
             // Never with skipInvalidRows; were it, the rows stopped were not refused.
-            return Err(retry("insertAll: rows were stopped".to_owned()));
+            return Err(Stop::retry("insertAll: rows were stopped".to_owned()));
         }
         Ok(errors
             .into_iter()
@@ -375,13 +375,6 @@ enum Answer {
     Exists,
     /// Another 4xx: the request itself.
     Refused(String),
-}
-
-fn retry(error: String) -> Stop {
-    Stop::Retry {
-        error,
-        retry_after: None,
-    }
 }
 
 /// A column of a table's schema, as `tables.get` gives it.
@@ -515,7 +508,7 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
         ])
         .send()
         .await
-        .map_err(|error| retry(format!("token: {}", transport_error(error))))?;
+        .map_err(|error| Stop::retry(format!("token: {}", transport_error(error))))?;
     let status = sent.status();
     let body = prefix(sent, 64 << 10).await;
     if !status.is_success() {
@@ -536,7 +529,7 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
         );
         return Err(match status.as_u16() {
             400 | 401 | 403 => Stop::Credentials(text),
-            _ => retry(text),
+            _ => Stop::retry(text),
         });
     }
     #[derive(Deserialize)]
@@ -549,7 +542,7 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
         3_600
     }
     let granted: Granted = serde_json::from_str(&body)
-        .map_err(|_| retry("token: the answer holds no access_token".to_owned()))?;
+        .map_err(|_| Stop::retry("token: the answer holds no access_token".to_owned()))?;
     Ok(Token {
         value: granted.access_token,
         expires: asked + Duration::from_secs(granted.expires_in),

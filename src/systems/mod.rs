@@ -148,6 +148,16 @@ pub enum Stop {
     },
 }
 
+impl Stop {
+    /// Tried again after the backoff, with no word of when.
+    pub fn retry(error: String) -> Self {
+        Self::Retry {
+            error,
+            retry_after: None,
+        }
+    }
+}
+
 impl std::fmt::Display for Stop {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -62,7 +62,7 @@ impl Postgres {
         let mut held = self
             .pool
             .lock()
-            .map_err(|_| retry("the warehouse's connections are poisoned".to_owned()))?;
+            .map_err(|_| Stop::retry("the warehouse's connections are poisoned".to_owned()))?;
         if let Some((of, pool)) = held.as_ref()
             && *of == key
         {
@@ -226,7 +226,7 @@ impl Postgres {
         let stop = stop(what, error);
         if gone {
             self.ready.store(false, Ordering::Release);
-            return retry(stop.to_string());
+            return Stop::retry(stop.to_string());
         }
         stop
     }
@@ -260,13 +260,6 @@ impl Warehouse for Postgres {
     }
 }
 
-fn retry(error: String) -> Stop {
-    Stop::Retry {
-        error,
-        retry_after: None,
-    }
-}
-
 /// The reason a row is refused, when `error` is the row's (a data exception or a
 /// constraint the table adds), not the warehouse's.
 fn row_error(error: &sqlx::Error) -> Option<String> {
@@ -297,7 +290,7 @@ fn stop(what: &str, error: sqlx::Error) -> Stop {
                 "3D000" | "3F000" | "42P01" | "42P10" | "42703" | "42804" | "42P16" => {
                     Stop::Lookup(text)
                 }
-                _ => retry(text),
+                _ => Stop::retry(text),
             };
         }
         sqlx::Error::PoolTimedOut => format!("{what}: no connection within the timeout"),
@@ -305,5 +298,5 @@ fn stop(what: &str, error: sqlx::Error) -> Stop {
         sqlx::Error::Tls(_) => format!("{what}: TLS failed"),
         _ => format!("{what}: {error}"),
     };
-    retry(bounded(&text, super::http::MAX_ERROR_BODY))
+    Stop::retry(bounded(&text, super::http::MAX_ERROR_BODY))
 }

@@ -188,21 +188,29 @@ async fn the_view_reads_its_figures_on_either_backend(backend: common::Backend) 
     sandbox.shutdown().await;
 }
 
-/// The demo, run to its end as a newcomer runs it: its last lines say how the opt-outs of
-/// the run stand against the deadline, and how to print the whole report.
-#[tokio::test]
-async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
-    let dir = tempfile::tempdir().expect("demo dir");
+/// What `demo --duration 3 --leads 200 --dir DIR` and `extra` printed, run to its end.
+async fn run_demo(dir: &std::path::Path, extra: &[&str]) -> String {
     let run = tokio::process::Command::new(crate::daemon_process::BIN)
-        .args(["demo", "--duration", "3", "--leads", "200", "--dir"])
-        .arg(dir.path())
+        .args(["demo", "--duration", "3", "--leads", "200"])
+        .args(extra)
+        .arg("--dir")
+        .arg(dir)
         .output();
     let output = tokio::time::timeout(Duration::from_secs(120), run)
         .await
         .expect("the demo ends in time")
         .expect("the demo runs");
-    let said = String::from_utf8_lossy(&output.stdout);
+    let said = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(output.status.success(), "{said}");
+    said
+}
+
+/// The demo, run to its end as a newcomer runs it: its last lines say how the opt-outs of
+/// the run stand against the deadline, and how to print the whole report.
+#[tokio::test]
+async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
+    let dir = tempfile::tempdir().expect("demo dir");
+    let said = run_demo(dir.path(), &[]).await;
     let line = said
         .lines()
         .find(|l| l.starts_with("compliance: "))
@@ -323,18 +331,7 @@ async fn the_demo_writes_to_a_local_postgres_warehouse_and_counts_its_rows() {
         return;
     };
     let dir = tempfile::tempdir().expect("demo dir");
-    let run = tokio::process::Command::new(crate::daemon_process::BIN)
-        .args(["demo", "--duration", "3", "--leads", "200", "--warehouse"])
-        .arg(&database.url)
-        .arg("--dir")
-        .arg(dir.path())
-        .output();
-    let output = tokio::time::timeout(Duration::from_secs(120), run)
-        .await
-        .expect("the demo ends in time")
-        .expect("the demo runs");
-    let said = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{said}");
+    let said = run_demo(dir.path(), &["--warehouse", &database.url]).await;
     assert!(!said.contains(&database.url), "the URL is a secret: {said}");
     let line = said
         .lines()

@@ -63,6 +63,21 @@ async fn warehouse_rows(warehouse: &PgPool) -> (Ledger, BTreeMap<i64, i64>) {
     (table, copies)
 }
 
+/// A database of its own for the warehouse, and a [`campaign`] on `backend`; `None` when
+/// no PostgreSQL test server is given.
+pub(crate) async fn warehouse_campaign(
+    backend: Backend,
+) -> Option<(TestDatabase, outreach_sync_sandbox::RunningSandbox, TestApp)> {
+    let database = TestDatabase::create().await?;
+    match campaign(backend).await {
+        Some((sandbox, app)) => Some((database, sandbox, app)),
+        None => {
+            database.drop().await;
+            None
+        }
+    }
+}
+
 /// Local changes through the admin API: `count` numbers opted out, the first two of them
 /// opted in again after.
 async fn local_changes(app: &TestApp, count: usize) {
@@ -86,11 +101,7 @@ on_both_backends!(
 async fn every_entry_opt_ins_too_reaches_the_postgres_warehouse_once_with_its_outcome(
     backend: Backend,
 ) {
-    let Some(database) = TestDatabase::create().await else {
-        return;
-    };
-    let Some((_sandbox, app)) = campaign(backend).await else {
-        database.drop().await;
+    let Some((database, _sandbox, app)) = warehouse_campaign(backend).await else {
         return;
     };
     local_changes(&app, 6).await;
@@ -185,11 +196,7 @@ on_both_backends!(
     worker_threads = 2
 );
 async fn a_warehouse_starts_at_from_seq_and_takes_only_its_organizations(backend: Backend) {
-    let Some(database) = TestDatabase::create().await else {
-        return;
-    };
-    let Some((_sandbox, app)) = campaign(backend).await else {
-        database.drop().await;
+    let Some((database, _sandbox, app)) = warehouse_campaign(backend).await else {
         return;
     };
     local_changes(&app, 4).await;
@@ -233,11 +240,7 @@ on_both_backends!(
 async fn a_warehouse_table_of_other_columns_stops_the_destination_naming_the_column(
     backend: Backend,
 ) {
-    let Some(database) = TestDatabase::create().await else {
-        return;
-    };
-    let Some((_sandbox, app)) = campaign(backend).await else {
-        database.drop().await;
+    let Some((database, _sandbox, app)) = warehouse_campaign(backend).await else {
         return;
     };
     let pool = database.pool().await;
@@ -286,11 +289,7 @@ on_both_backends!(
 async fn a_row_the_table_refuses_is_refused_alone_and_a_table_dropped_is_made_again(
     backend: Backend,
 ) {
-    let Some(database) = TestDatabase::create().await else {
-        return;
-    };
-    let Some((_sandbox, app)) = campaign(backend).await else {
-        database.drop().await;
+    let Some((database, _sandbox, app)) = warehouse_campaign(backend).await else {
         return;
     };
     local_changes(&app, 3).await;

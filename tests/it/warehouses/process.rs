@@ -287,11 +287,7 @@ on_both_backends!(
     worker_threads = 2
 );
 async fn a_warehouse_that_is_down_is_retried_and_loses_nothing(backend: Backend) {
-    let Some(database) = TestDatabase::create().await else {
-        return;
-    };
-    let Some((_sandbox, app)) = crate::destinations::campaign(backend).await else {
-        database.drop().await;
+    let Some((database, _sandbox, app)) = warehouse_campaign(backend).await else {
         return;
     };
     let proxy = Proxy::to(server_addr()).await;
