@@ -168,7 +168,12 @@ impl Subscriber {
     /// Whether it takes every entry: no account, organization, source or kind of entry
     /// left out.
     pub fn takes_every_entry(&self) -> bool {
-        !self.is_destination()
+        let every_kind = match &self.wire {
+            Wire::Webhook(_) => true,
+            Wire::Record(record) => record.is_warehouse() && !self.opt_outs_only,
+        };
+        every_kind
+            && self.echoes.is_empty()
             && self.accounts.is_empty()
             && self.organizations.is_empty()
             && Source::ALL.iter().all(|s| self.sources.contains(s))

@@ -67,9 +67,10 @@ async fn killed_while_writing(
     let mut posted = 0;
     for run in 0..KILLS {
         let mut daemon = Daemon::start(dir, &format!("run-{run}"), &[]).await;
+        // Before the events: the rows may be written as fast as they are posted.
+        let before = written().await;
         post_events(&daemon, posted, EVENTS / KILLS as u64).await;
         posted += EVENTS / KILLS as u64;
-        let before = written().await;
         let moved = common::within(Duration::from_secs(30), async || {
             written().await >= before + 50
         })
@@ -115,11 +116,11 @@ async fn killed_during_batches_the_warehouse_ends_with_every_entry_once() {
     let dir = tempfile::tempdir().expect("dir");
     let url_file = dir.path().join("warehouse-url");
     std::fs::write(&url_file, &database.url).expect("url file");
-    // Batches of 25 at 40 a second: about a second and a half of writing per run.
+    // Batches of 25 at 10 a second: two seconds of writing per run, killed in the middle.
     let keys = format!("url_file = {url_file:?}");
     std::fs::write(
         config_file(dir.path()),
-        process_config("postgres", &keys, 25, 40),
+        process_config("postgres", &keys, 25, 10),
     )
     .expect("config");
     let warehouse = database.pool().await;
@@ -164,7 +165,7 @@ async fn killed_during_batches_bigquery_holds_every_entry_once_as_its_view_sees_
     );
     std::fs::write(
         config_file(dir.path()),
-        process_config("bigquery", &keys, 25, 40),
+        process_config("bigquery", &keys, 25, 10),
     )
     .expect("config");
     let seqs_of = || {
