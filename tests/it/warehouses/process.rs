@@ -325,3 +325,71 @@ async fn a_warehouse_that_is_down_is_retried_and_loses_nothing(backend: Backend)
     app.stop().await;
     database.drop().await;
 }
+
+/// A warehouse URL naming a database that is not there stops it (`lookup: ...`, the URL
+/// never shown); the right URL put in its `url_file` and reloaded (SIGHUP) writes every
+/// entry that waited, with no restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_url_file_ends_the_error_and_every_entry_that_waited_goes() {
+    const TOKEN: &str = "reload-warehouse-token-0123";
+    let Some(database) = TestDatabase::create().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("dir");
+    let url_file = dir.path().join("warehouse-url");
+    let missing = format!("{}_not_there", database.url);
+    std::fs::write(&url_file, &missing).expect("url file");
+    let keys = format!("url_file = {url_file:?}");
+    let config = format!(
+        "{}\n[admin]\ntokens = [\"ops:{TOKEN}\"]\n",
+        process_config("postgres", &keys, 25, 100)
+    );
+    std::fs::write(config_file(dir.path()), config).expect("config");
+    let mut daemon = Daemon::start(dir.path(), "reload", &[]).await;
+    post_events(&daemon, 0, 60).await;
+    let http = reqwest::Client::new();
+    let view = || async {
+        let list: Value = http
+            .get(daemon.admin_url("/v1/destinations"))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("json");
+        list["items"][0].clone()
+    };
+    let stopped = common::within(Duration::from_secs(20), async || {
+        let view = view().await;
+        (view["state"] == "error").then_some(view)
+    })
+    .await
+    .expect("stopped: its database is not there");
+    let error = stopped["lastError"].as_str().expect("an error");
+    assert!(
+        error.starts_with("lookup: ") && error.contains("3D000"),
+        "{error}"
+    );
+    assert!(!error.contains("127.0.0.1"), "the URL is a secret: {error}");
+
+    std::fs::write(&url_file, &database.url).expect("url file");
+    daemon.signal(libc::SIGHUP);
+    let ledger = open_database(dir.path()).await;
+    let entries = crate::daemon_process::count(&ledger, "SELECT COUNT(*) FROM ledger").await;
+    let warehouse = database.pool().await;
+    let written = common::within(Duration::from_secs(20), async || {
+        table_rows(&warehouse).await == entries
+    })
+    .await;
+    assert!(written.is_some(), "{}\n{}", view().await, daemon.logs());
+    assert_eq!(view().await["state"], "active");
+    assert!(
+        !daemon.logs().contains(&database.url),
+        "the URL is never logged"
+    );
+    daemon.signal(libc::SIGTERM);
+    let _ = daemon.exit_within(Duration::from_secs(10)).await;
+    warehouse.close().await;
+    database.drop().await;
+}
