@@ -254,37 +254,7 @@ impl Warehouse {
 
     /// `rows` inserted into `table` with the warehouse's own statement, in one.
     async fn insert(&self, table: &str, rows: &[Row]) {
-        let names: Vec<String> = COLUMNS.iter().map(|c| format!("\"{}\"", c.name)).collect();
-        let arrays: Vec<String> = COLUMNS
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("${}::{}[]", i + 1, c.kind.postgres()))
-            .collect();
-        let insert = format!(
-            "INSERT INTO \"{table}\" ({}) SELECT * FROM UNNEST({}) ON CONFLICT (\"seq\") DO NOTHING",
-            names.join(", "),
-            arrays.join(", ")
-        );
-        let text = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).to_owned()).collect::<Vec<_>>();
-        let time =
-            |f: fn(&Row) -> chrono::DateTime<chrono::Utc>| rows.iter().map(f).collect::<Vec<_>>();
-        sqlx::query(&insert)
-            .bind(rows.iter().map(|r| r.seq).collect::<Vec<_>>())
-            .bind(text(|r| r.account_id.as_str()))
-            .bind(text(|r| &r.organization_id))
-            .bind(rows.iter().map(|r| r.lead_id.clone()).collect::<Vec<_>>())
-            .bind(text(|r| &r.phone_number))
-            .bind(rows.iter().map(|r| r.opted_out).collect::<Vec<_>>())
-            .bind(text(|r| r.source.as_str()))
-            .bind(rows.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
-            .bind(time(|r| r.occurred_at.0))
-            .bind(time(|r| r.recorded_at.0))
-            .bind(
-                rows.iter()
-                    .map(|r| r.entry_hash.clone())
-                    .collect::<Vec<_>>(),
-            )
-            .execute(&self.pool)
+        outreach_sync::systems::postgres::insert_rows(&self.pool, &format!("\"{table}\""), rows)
             .await
             .expect("a floor batch");
     }
@@ -491,18 +461,23 @@ async fn where_time_goes(pool: &Pool, rows: &[Row], into: &Warehouse, batches: u
         cursor = last.seq;
         done += 1;
     }
+    print_breakdown(spent, done, rows.len().min(done * BATCH as usize));
+}
+
+/// Each call's time a batch, over `done` batches of `entries` in all; their sum is what the
+/// sender does a batch: its state, a page of the batch's size, the outcomes it has, the
+/// extras, the rows, the insert, the outcomes kept (a page of 1,000 shown beside it: what a
+/// warehouse read before it read each entry once).
+fn print_breakdown(spent: [Duration; 8], done: usize, entries: usize) {
     let ms = |d: Duration| d.as_secs_f64() * 1_000.0 / done.max(1) as f64;
     let [state, page, half, extras, built, insert, recorded, progress] = spent.map(ms);
-    // What the sender does: its state, a page of 1,000, the outcomes it has, the extras,
-    // the rows, the insert, the outcomes.
-    let sum = state + page + progress + extras + built + insert + recorded;
-    let n = rows.len().min(done * BATCH as usize);
+    let sum = state + half + progress + extras + built + insert + recorded;
     println!(
-        "  where a batch's time goes (each call alone, over the first {done} batches, {n} \
+        "  where a batch's time goes (each call alone, over the first {done} batches, {entries} \
          entries), ms a batch:"
     );
     println!(
-        "    state {state:.2}, changes of 1,000 {page:.2} (of 500: {half:.2}), entry_progress \
+        "    state {state:.2}, changes of 500 {half:.2} (of 1,000: {page:.2}), entry_progress \
          {progress:.2}, row_extras {extras:.2}, rows built {built:.2}, insert {insert:.2}, \
          record_rows {recorded:.2}; sum {sum:.2} ms = {:.0} entries/s",
         f64::from(BATCH) * 1_000.0 / sum

@@ -40,6 +40,11 @@ const DATABASE_PAUSE: Duration = Duration::from_secs(1);
 /// Entries scanned per read when the subscriber's filters pass some over.
 const FILTERED_PAGE: i64 = 1_000;
 
+/// The first and last seq of `items`, `None` when there are none.
+fn seq_span(items: &[LedgerEntry]) -> Option<(i64, i64)> {
+    Some((items.first()?.seq, items.last()?.seq))
+}
+
 /// The wait before attempt `failures + 1`: exponential from [`FIRST_BACKOFF`] to `most`,
 /// with up to a fifth taken off at random so that senders restarted together do not retry
 /// together ([`Backoff::wait`]).
@@ -227,7 +232,7 @@ impl Sender {
                 .await;
         }
         let (items, scanned) = self.next_batch(progress.cursor).await?;
-        let (Some(first), Some(last)) = (items.first(), items.last()) else {
+        if items.is_empty() {
             progress.advance(scanned, None);
             if at_once {
                 self.keep(progress).await?;
@@ -235,20 +240,30 @@ impl Sender {
                 self.keep_if_due(progress).await?;
             }
             return Ok(Attempt::Idle);
-        };
-        let (first, last) = (first.seq, last.seq);
-        let webhook = match &self.subscriber.wire {
-            Wire::Webhook(webhook) => webhook,
+        }
+        let at = (progress, &state);
+        match &self.subscriber.wire {
+            Wire::Webhook(webhook) => self.post_batch(webhook, &items, at, scanned, at_once).await,
             Wire::Record(record) if record.is_warehouse() => {
-                let at = (progress, &state);
-                return self.write_rows(record, &items, at, scanned, at_once).await;
+                self.write_rows(record, &items, at, scanned, at_once).await
             }
-            Wire::Record(record) => {
-                let at = (progress, &state);
-                return self.write_each(record, &items, at, scanned, at_once).await;
-            }
+            Wire::Record(record) => self.write_each(record, &items, at, scanned, at_once).await,
+        }
+    }
+
+    /// Posts `items` to a subscriber as one signed message, then records how it ended.
+    async fn post_batch(
+        &self,
+        webhook: &crate::systems::webhook::Webhook,
+        items: &[LedgerEntry],
+        (progress, state): (&mut Progress, &crate::model::SubscriberState),
+        scanned: i64,
+        at_once: bool,
+    ) -> Result<Attempt, crate::store::Error> {
+        let Some((first, last)) = seq_span(items) else {
+            return Ok(Attempt::Idle);
         };
-        let outcome = self.post(webhook, &items, first, last).await;
+        let outcome = self.post(webhook, items, first, last).await;
         let finished = Utc::now();
         if matches!(outcome, Posted::Accepted) && items.iter().any(|e| e.opted_out) {
             progress.acks.push(AckSpan {
@@ -258,10 +273,11 @@ impl Sender {
             });
             progress.kept = false;
         }
+        let name = self.subscriber.name.as_str();
         self.metrics.subscriber_request(name, outcome.metric());
         self.record(
             progress,
-            &state,
+            state,
             outcome,
             (first, last, scanned),
             finished,

@@ -16,7 +16,7 @@ use secrecy::SecretString;
 mod action_network;
 mod bigquery;
 pub mod http;
-mod postgres;
+pub mod postgres;
 pub mod source;
 pub mod twilio;
 mod van;

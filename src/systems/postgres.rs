@@ -159,40 +159,7 @@ impl Postgres {
 
     /// Inserts `rows` in one statement; rows it already has are passed over.
     async fn insert(&self, pool: &PgPool, rows: &[Row]) -> Result<(), sqlx::Error> {
-        let names: Vec<String> = COLUMNS.iter().map(|c| format!("\"{}\"", c.name)).collect();
-        let arrays: Vec<String> = COLUMNS
-            .iter()
-            .enumerate()
-            .map(|(i, c)| format!("${}::{}[]", i + 1, c.kind.postgres()))
-            .collect();
-        let insert = format!(
-            "INSERT INTO {} ({}) SELECT * FROM UNNEST({}) ON CONFLICT (\"seq\") DO NOTHING",
-            self.qualified(&self.table),
-            names.join(", "),
-            arrays.join(", ")
-        );
-        let text = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).to_owned()).collect::<Vec<_>>();
-        let time =
-            |f: fn(&Row) -> chrono::DateTime<chrono::Utc>| rows.iter().map(f).collect::<Vec<_>>();
-        sqlx::query(&insert)
-            .bind(rows.iter().map(|r| r.seq).collect::<Vec<_>>())
-            .bind(text(|r| r.account_id.as_str()))
-            .bind(text(|r| &r.organization_id))
-            .bind(rows.iter().map(|r| r.lead_id.clone()).collect::<Vec<_>>())
-            .bind(text(|r| &r.phone_number))
-            .bind(rows.iter().map(|r| r.opted_out).collect::<Vec<_>>())
-            .bind(text(|r| r.source.as_str()))
-            .bind(rows.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
-            .bind(time(|r| r.occurred_at.0))
-            .bind(time(|r| r.recorded_at.0))
-            .bind(
-                rows.iter()
-                    .map(|r| r.entry_hash.clone())
-                    .collect::<Vec<_>>(),
-            )
-            .execute(pool)
-            .await?;
-        Ok(())
+        insert_rows(pool, &self.qualified(&self.table), rows).await
     }
 
     /// Writes `rows`; when the batch holds a row the table will not take, each row alone,
@@ -258,6 +225,46 @@ impl Warehouse for Postgres {
     ) -> Pending<'a, Result<Vec<Refusal>, Stop>> {
         Box::pin(self.write_rows(link, rows))
     }
+}
+
+/// Inserts `rows` into `table` (its name as SQL: quoted, in a schema or not) in one
+/// statement, `INSERT ... SELECT * FROM UNNEST(...) ON CONFLICT ("seq") DO NOTHING`: the one
+/// statement a PostgreSQL warehouse is written with (the warehouses bench's floor too).
+pub async fn insert_rows(pool: &PgPool, table: &str, rows: &[Row]) -> Result<(), sqlx::Error> {
+    let names: Vec<String> = COLUMNS.iter().map(|c| format!("\"{}\"", c.name)).collect();
+    let arrays: Vec<String> = COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("${}::{}[]", i + 1, c.kind.postgres()))
+        .collect();
+    let insert = format!(
+        "INSERT INTO {} ({}) SELECT * FROM UNNEST({}) ON CONFLICT (\"seq\") DO NOTHING",
+        table,
+        names.join(", "),
+        arrays.join(", ")
+    );
+    let text = |f: fn(&Row) -> &str| rows.iter().map(|r| f(r).to_owned()).collect::<Vec<_>>();
+    let time =
+        |f: fn(&Row) -> chrono::DateTime<chrono::Utc>| rows.iter().map(f).collect::<Vec<_>>();
+    sqlx::query(&insert)
+        .bind(rows.iter().map(|r| r.seq).collect::<Vec<_>>())
+        .bind(text(|r| r.account_id.as_str()))
+        .bind(text(|r| &r.organization_id))
+        .bind(rows.iter().map(|r| r.lead_id.clone()).collect::<Vec<_>>())
+        .bind(text(|r| &r.phone_number))
+        .bind(rows.iter().map(|r| r.opted_out).collect::<Vec<_>>())
+        .bind(text(|r| r.source.as_str()))
+        .bind(rows.iter().map(|r| r.actor.clone()).collect::<Vec<_>>())
+        .bind(time(|r| r.occurred_at.0))
+        .bind(time(|r| r.recorded_at.0))
+        .bind(
+            rows.iter()
+                .map(|r| r.entry_hash.clone())
+                .collect::<Vec<_>>(),
+        )
+        .execute(pool)
+        .await?;
+    Ok(())
 }
 
 /// The reason a row is refused, when `error` is the row's (a data exception or a

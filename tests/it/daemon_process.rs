@@ -220,6 +220,20 @@ impl Daemon {
     }
 
     /// Everything the daemon wrote to stdout and stderr so far.
+    /// The first destination `GET /v1/destinations` lists, asked with the admin `token`.
+    pub async fn first_destination(&self, token: &str) -> serde_json::Value {
+        let list: serde_json::Value = reqwest::Client::new()
+            .get(self.admin_url("/v1/destinations"))
+            .bearer_auth(token)
+            .send()
+            .await
+            .expect("admin")
+            .json()
+            .await
+            .expect("json");
+        list["items"][0].clone()
+    }
+
     pub fn logs(&self) -> String {
         let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
         format!(

@@ -47,9 +47,8 @@ impl Sender {
         at_once: bool,
     ) -> Result<Attempt, crate::store::Error> {
         let name = self.subscriber.name.as_str();
-        let (first, last) = match (items.first(), items.last()) {
-            (Some(first), Some(last)) => (first.seq, last.seq),
-            _ => return Ok(Attempt::Idle),
+        let Some((first, last)) = seq_span(items) else {
+            return Ok(Attempt::Idle);
         };
         let kept: HashMap<i64, EntryProgress> = self
             .pool

@@ -6,7 +6,7 @@
 //! by its key; BigQuery by `insertId`, and its `_once` view for a retry it did not catch).
 //! A replay forgets the outcomes and sends every row again.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::*;
 use crate::metrics::DestinationOutcome;
@@ -24,12 +24,36 @@ impl Sender {
         scanned: i64,
         at_once: bool,
     ) -> Result<Attempt, crate::store::Error> {
-        let name = self.subscriber.name.as_str();
-        let (first, last) = match (items.first(), items.last()) {
-            (Some(first), Some(last)) => (first.seq, last.seq),
-            _ => return Ok(Attempt::Idle),
+        let Some((first, last)) = seq_span(items) else {
+            return Ok(Attempt::Idle);
         };
-        let done: std::collections::HashSet<i64> = self
+        let rows = self.rows_unsent(items, (first, last)).await?;
+        let mut finished = Utc::now();
+        let outcome = if rows.is_empty() {
+            Posted::Accepted
+        } else {
+            self.pace().await;
+            let written = record.write_rows(&self.http, &rows).await;
+            finished = Utc::now();
+            self.kept(&rows, written, finished).await?
+        };
+        let span = match outcome {
+            Posted::Accepted => (first, last, scanned),
+            _ => (first, progress.cursor, progress.cursor),
+        };
+        self.record(progress, state, outcome, span, finished, at_once)
+            .await
+    }
+
+    /// The rows of `items` (spanning `first..=last`) that have no outcome yet, each with
+    /// its hash and actor.
+    async fn rows_unsent(
+        &self,
+        items: &[LedgerEntry],
+        (first, last): (i64, i64),
+    ) -> Result<Vec<Row>, crate::store::Error> {
+        let name = self.subscriber.name.as_str();
+        let done: HashSet<i64> = self
             .pool
             .entry_progress(name, first, last)
             .await?
@@ -37,13 +61,8 @@ impl Sender {
             .filter(|p| p.outcome.is_some())
             .map(|p| p.seq)
             .collect();
-        let items: Vec<&LedgerEntry> = items.iter().filter(|e| !done.contains(&e.seq)).collect();
-        if items.is_empty() {
-            let finished = Utc::now();
-            let span = (first, last, scanned);
-            return self
-                .record(progress, state, Posted::Accepted, span, finished, at_once)
-                .await;
+        if items.iter().all(|e| done.contains(&e.seq)) {
+            return Ok(Vec::new());
         }
         let extras: HashMap<i64, _> = self
             .pool
@@ -52,55 +71,58 @@ impl Sender {
             .into_iter()
             .map(|e| (e.seq, e))
             .collect();
-        let rows: Vec<Row> = items
+        Ok(items
             .iter()
+            .filter(|e| !done.contains(&e.seq))
             .map(|entry| Row::of(entry, extras.get(&entry.seq)))
-            .collect();
-        self.pace().await;
-        let written = record.write_rows(&self.http, &rows).await;
-        let finished = Utc::now();
-        let outcome = match written {
-            Ok(refused) => {
-                let refused: Vec<(i64, String)> = refused
-                    .into_iter()
-                    .filter_map(|(i, reason)| Some((rows.get(i)?.seq, reason)))
-                    .collect();
-                for (seq, reason) in &refused {
-                    tracing::warn!(destination = name, seq, %reason, "row refused");
-                }
-                let sent: Vec<i64> = rows
-                    .iter()
-                    .map(|row| row.seq)
-                    .filter(|seq| !refused.iter().any(|(r, _)| r == seq))
-                    .collect();
-                self.outcomes
-                    .record_rows(name, &sent, &refused, Timestamp(finished))
-                    .await?;
-                self.metrics
-                    .destination_rows(name, DestinationOutcome::Sent, sent.len() as u64);
-                self.metrics.destination_rows(
-                    name,
-                    DestinationOutcome::Refused,
-                    refused.len() as u64,
-                );
-                Posted::Accepted
-            }
+            .collect())
+    }
+
+    /// Keeps how the warehouse answered `rows` (each row sent or refused, in one
+    /// transaction), counts it, and says how the batch ended.
+    async fn kept(
+        &self,
+        rows: &[Row],
+        written: Result<Vec<crate::systems::Refusal>, Stop>,
+        finished: chrono::DateTime<Utc>,
+    ) -> Result<Posted, crate::store::Error> {
+        let name = self.subscriber.name.as_str();
+        let refused = match written {
+            Ok(refused) => refused,
             Err(Stop::Retry { error, retry_after }) => {
                 self.metrics
                     .destination_request(name, DestinationOutcome::Failed);
-                Posted::failed(error, retry_after)
+                return Ok(Posted::failed(error, retry_after));
             }
             Err(stop) => {
                 self.metrics
                     .destination_request(name, DestinationOutcome::Credentials);
-                Posted::Stopped(stop.to_string())
+                return Ok(Posted::Stopped(stop.to_string()));
             }
         };
-        let span = match outcome {
-            Posted::Accepted => (first, last, scanned),
-            _ => (first, progress.cursor, progress.cursor),
-        };
-        self.record(progress, state, outcome, span, finished, at_once)
-            .await
+        let refused: Vec<(i64, String)> = refused
+            .into_iter()
+            .filter_map(|(i, reason)| Some((rows.get(i)?.seq, reason)))
+            .collect();
+        for (seq, reason) in &refused {
+            tracing::warn!(destination = name, seq, %reason, "row refused");
+        }
+        let refused_seqs: HashSet<i64> = refused.iter().map(|(seq, _)| *seq).collect();
+        let sent: Vec<i64> = rows
+            .iter()
+            .map(|row| row.seq)
+            .filter(|seq| !refused_seqs.contains(seq))
+            .collect();
+        self.outcomes
+            .record_rows(name, &sent, &refused, Timestamp(finished))
+            .await?;
+        let counts = [
+            (DestinationOutcome::Sent, sent.len()),
+            (DestinationOutcome::Refused, refused.len()),
+        ];
+        for (outcome, rows) in counts {
+            self.metrics.destination_rows(name, outcome, rows as u64);
+        }
+        Ok(Posted::Accepted)
     }
 }

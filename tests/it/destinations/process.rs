@@ -214,19 +214,7 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
         "true".to_owned(),
     )];
     let mut daemon = Daemon::start(dir.path(), "reload", &reconcile).await;
-    let http = reqwest::Client::new();
-    let view = || async {
-        let list: Value = http
-            .get(daemon.admin_url("/v1/destinations"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("admin")
-            .json()
-            .await
-            .expect("json");
-        list["items"][0].clone()
-    };
+    let view = || daemon.first_destination(TOKEN);
     // Another process: its state is looked at, not signalled.
     let stopped = common::within(Duration::from_secs(20), async || {
         let view = view().await;

@@ -347,19 +347,7 @@ async fn a_reloaded_url_file_ends_the_error_and_every_entry_that_waited_goes() {
     std::fs::write(config_file(dir.path()), config).expect("config");
     let mut daemon = Daemon::start(dir.path(), "reload", &[]).await;
     post_events(&daemon, 0, 60).await;
-    let http = reqwest::Client::new();
-    let view = || async {
-        let list: Value = http
-            .get(daemon.admin_url("/v1/destinations"))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("admin")
-            .json()
-            .await
-            .expect("json");
-        list["items"][0].clone()
-    };
+    let view = || daemon.first_destination(TOKEN);
     let stopped = common::within(Duration::from_secs(20), async || {
         let view = view().await;
         (view["state"] == "error").then_some(view)

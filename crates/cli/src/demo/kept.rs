@@ -72,6 +72,22 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             file(&format!("{name}-secret"), &secret)?,
         );
     }
+    write_destinations(&mut out, settings, &file)?;
+    write_sources(&mut out, settings, &file)?;
+    let config = dir.join("config.toml");
+    std::fs::write(&config, out).with_context(|| format!("writing {}", config.display()))?;
+    Ok(Kept {
+        config,
+        admin_token: secrets.join("admin-token"),
+    })
+}
+
+/// The `[[destination]]` tables of `settings`, each key in a file `file` writes.
+fn write_destinations(
+    out: &mut String,
+    settings: &Settings,
+    file: &dyn Fn(&str, &[SecretString]) -> anyhow::Result<String>,
+) -> anyhow::Result<()> {
     for destination in &settings.destination {
         let name = &destination.name;
         let kind = destination.system.kind();
@@ -98,13 +114,7 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             accounts.join(", "),
         );
     }
-    write_sources(&mut out, settings, &file)?;
-    let config = dir.join("config.toml");
-    std::fs::write(&config, out).with_context(|| format!("writing {}", config.display()))?;
-    Ok(Kept {
-        config,
-        admin_token: secrets.join("admin-token"),
-    })
+    Ok(())
 }
 
 /// The `[[source]]` tables of `settings`, each key in a file `file` writes.

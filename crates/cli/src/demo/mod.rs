@@ -149,7 +149,6 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     .await;
     print_received(&crm);
     print_destinations(&sandbox, &settings).await;
-    warehouse::print(&settings).await;
     sandbox.shutdown().await;
     candidate.shutdown().await;
     outcome?;

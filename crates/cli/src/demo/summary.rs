@@ -22,7 +22,7 @@ pub(super) fn print_received(crm: &DemoSubscriber) {
 }
 
 /// What VAN and Action Network hold after the run, beside what the daemon kept of each
-/// entry it sent them.
+/// entry it sent them; then the warehouse's rows, when there is one.
 pub(super) async fn print_destinations(sandbox: &RunningSandbox, settings: &Settings) {
     let van = sandbox.van_truth();
     let opted_out = van
@@ -74,6 +74,7 @@ pub(super) async fn print_destinations(sandbox: &RunningSandbox, settings: &Sett
             "  (unmatched: leads with no VanID custom field; `outreach-sync destinations outcomes van --state unmatched` lists them)"
         );
     }
+    super::warehouse::print(settings).await;
 }
 
 /// The compliance report's totals for the run: when the service and `crm` had each opt-out
