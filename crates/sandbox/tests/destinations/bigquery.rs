@@ -55,7 +55,7 @@ async fn bad_grants_are_refused_in_google_s_words() {
         (
             "too long",
             key.clone(),
-            json!({"exp": now + 3601}),
+            json!({"iat": now, "exp": now + 3601}),
             SHORT_LIVED,
         ),
         (
