@@ -161,16 +161,17 @@ async fn the_api_wants_a_live_token_this_sandbox_issued() {
             answer.body
         );
     }
-    fakes.sandbox.bigquery_set_token_lifetime(1);
+    // Long enough that a loaded machine still uses the token within it.
+    fakes.sandbox.bigquery_set_token_lifetime(3);
     let assertion = bigquery_assertion(&fakes, &bigquery_private_key(), json!({}));
     let granted = fakes.bq_grant(&assertion).await;
-    assert_eq!(granted.body["expires_in"], 1);
+    assert_eq!(granted.body["expires_in"], 3);
     let token = granted.body["access_token"].as_str().expect("a token");
     assert_eq!(
         fakes.bq(Method::GET, &path, Some(token), None).await.status,
         404
     );
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    tokio::time::sleep(Duration::from_millis(3100)).await;
     let expired = fakes.bq(Method::GET, &path, Some(token), None).await;
     assert_eq!(expired.status, 401, "expired: {}", expired.body);
 }
