@@ -21,7 +21,7 @@ use crate::apply::{self, Outcome, Pending, Settle};
 use crate::events::{Event, ParseError};
 use crate::model::Timestamp;
 use crate::settings::Settings;
-use crate::store::{Connection, IngestStore, Pool};
+use crate::store::{IngestStore, Pool, WriterConnection};
 
 /// Most deliveries committed in one transaction (one INSERT of 5 parameters a row, far under
 /// SQLite's 32,766).
@@ -118,7 +118,7 @@ impl OutboxWriter {
         state: Arc<OutboxState>,
         metrics: Arc<crate::metrics::Metrics>,
     ) -> anyhow::Result<(Self, tokio::task::JoinHandle<()>)> {
-        let conn = crate::store::connection(settings).await?;
+        let conn = WriterConnection::open(settings).await?;
         let (tx, rx) = mpsc::channel(QUEUE_DEPTH);
         let task = Writer {
             settings: settings.clone(),
@@ -128,9 +128,10 @@ impl OutboxWriter {
             metrics,
             last_id: None,
         };
-        // Its own thread: between its statements the writer waits on SQLite's thread, and
-        // each of its turns would otherwise queue behind request handling, lengthening
-        // every commit cycle (which all acknowledgements wait for).
+        // Its own thread: on SQLite the batch's statements and its commit's flush run on it
+        // (`store::sqlite::Embedded`), which no async worker may wait for; on PostgreSQL
+        // its turns would otherwise queue behind request handling, lengthening every
+        // commit cycle (which all acknowledgements wait for).
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
@@ -178,7 +179,7 @@ impl OutboxWriter {
 struct Writer {
     settings: Settings,
     policy: apply::Policy,
-    conn: Option<Connection>,
+    conn: Option<WriterConnection>,
     state: Arc<OutboxState>,
     metrics: Arc<crate::metrics::Metrics>,
     /// The largest outbox id, once read (SQLite: this writer is the only one to add rows).
@@ -298,10 +299,10 @@ impl Writer {
         self.last_id = None;
     }
 
-    async fn connection(&mut self) -> Result<&mut Connection, crate::store::Error> {
+    async fn connection(&mut self) -> Result<&mut WriterConnection, crate::store::Error> {
         let conn = match self.conn.take() {
             Some(conn) => conn,
-            None => crate::store::connection(&self.settings).await?,
+            None => WriterConnection::open(&self.settings).await?,
         };
         Ok(self.conn.insert(conn))
     }
@@ -314,14 +315,14 @@ impl Writer {
 /// that cannot take the deliveries at all (locked, full) fails the batch at once: trying
 /// again without the apply would only wait for the same lock twice.
 async fn write_and_apply(
-    conn: &mut Connection,
+    conn: &mut WriterConnection,
     batch: &mut [Command],
     last_id: &mut Option<i64>,
     policy: &apply::Policy,
 ) -> Result<(Vec<Option<Committed>>, Outcome), crate::store::Error> {
     let mut tentative = *last_id;
     let now = Utc::now();
-    let mut tx = conn.begin_write_in_turn().await?;
+    let mut tx = conn.begin_write().await?;
     // Inserted as applied: should applying fail, the transaction goes whole.
     let results = write_deliveries(&mut tx, batch, &mut tentative, Some(Timestamp(now))).await?;
     // The events are taken, not copied: nothing reads them after this transaction (should

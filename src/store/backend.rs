@@ -78,32 +78,39 @@ impl Connection {
     }
 }
 
-/// What lends its backend's connection to a statement: a [`Tx`], a [`Connection`] or a
-/// backend's own connection, so that a statement all of them run is written once for all
-/// ([`super::ApplyTx`], [`super::IngestStore`]).
+/// What lends its backend's connection to a statement: a [`Tx`], a [`Connection`], a
+/// backend's own connection or the ingest writer's ([`super::sqlite::Embedded`]), so that a
+/// statement all of them run is written once for all ([`super::ApplyTx`],
+/// [`super::IngestStore`], [`super::SourceTx`]). Its SQLite side runs statements through
+/// [`Exec`](super::exec::Exec), whichever connection that is.
 pub(crate) trait Lend {
-    fn backend(&mut self) -> Backend<&mut sqlx::SqliteConnection, &mut sqlx::PgConnection>;
+    type Sqlite: super::exec::Exec;
+    fn backend(&mut self) -> Backend<&mut Self::Sqlite, &mut sqlx::PgConnection>;
 }
 
 impl Lend for Tx<'_> {
+    type Sqlite = sqlx::SqliteConnection;
     fn backend(&mut self) -> Backend<&mut sqlx::SqliteConnection, &mut sqlx::PgConnection> {
         Tx::backend(self)
     }
 }
 
 impl Lend for sqlx::SqliteConnection {
+    type Sqlite = sqlx::SqliteConnection;
     fn backend(&mut self) -> Backend<&mut sqlx::SqliteConnection, &mut sqlx::PgConnection> {
         Backend::Sqlite(self)
     }
 }
 
 impl Lend for sqlx::PgConnection {
+    type Sqlite = sqlx::SqliteConnection;
     fn backend(&mut self) -> Backend<&mut sqlx::SqliteConnection, &mut sqlx::PgConnection> {
         Backend::Postgres(self)
     }
 }
 
 impl Lend for Connection {
+    type Sqlite = sqlx::SqliteConnection;
     fn backend(&mut self) -> Backend<&mut sqlx::SqliteConnection, &mut sqlx::PgConnection> {
         Connection::backend(self)
     }

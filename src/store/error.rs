@@ -8,6 +8,10 @@ pub enum Error {
     /// The database refused, failed or could not be reached.
     #[error(transparent)]
     Database(#[from] sqlx::Error),
+    /// The ingest writer's own SQLite connection refused or failed
+    /// ([`super::sqlite::Embedded`]).
+    #[error(transparent)]
+    Embedded(#[from] rusqlite::Error),
     /// A connection could not be opened.
     #[error(transparent)]
     Open(#[from] super::DbError),

@@ -8,6 +8,7 @@ use std::collections::HashMap;
 
 use super::OutboxKey;
 use super::backend::{Lend, on_backend};
+use super::exec::{Exec as _, args};
 use crate::model::{Delivery, RejectedDelivery};
 
 /// Ingest's statements: the group commit's one INSERT per batch, refused deliveries, and
@@ -59,28 +60,38 @@ impl<T: Lend + Send + ?Sized> IngestStore for T {
         probe: bool,
     ) -> Result<(), crate::store::Error> {
         on_backend!(self, |conn, dialect| {
-            let mut tx = sqlx::Connection::begin_with(conn, dialect::ingest::BEGIN).await?;
-            if !rejected.is_empty() {
-                dialect::ingest::insert_rejected(&mut tx, rejected).await?;
-                sqlx::query(
-                    "DELETE FROM rejected_deliveries
-                         WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - $1",
-                )
-                .bind(kept)
-                .execute(&mut *tx)
-                .await?;
+            conn.run(dialect::ingest::BEGIN, &[]).await?;
+            let written = async {
+                if !rejected.is_empty() {
+                    dialect::ingest::insert_rejected(&mut *conn, rejected).await?;
+                    conn.run(
+                        "DELETE FROM rejected_deliveries
+                             WHERE id <= (SELECT MAX(id) FROM rejected_deliveries) - $1",
+                        &args![kept],
+                    )
+                    .await?;
+                }
+                if probe {
+                    conn.run(
+                        "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe',
+                             'ok', $1)
+                             ON CONFLICT (key) DO UPDATE SET updated_at = $1",
+                        &args![crate::model::Timestamp(chrono::Utc::now())],
+                    )
+                    .await?;
+                }
+                Ok::<_, crate::store::Error>(())
             }
-            if probe {
-                sqlx::query(
-                    "INSERT INTO daemon_state (key, value, updated_at) VALUES ('ready_probe',
-                         'ok', $1)
-                         ON CONFLICT (key) DO UPDATE SET updated_at = $1",
-                )
-                .bind(crate::model::Timestamp(chrono::Utc::now()))
-                .execute(&mut *tx)
-                .await?;
+            .await;
+            match written {
+                Ok(()) => conn.run("COMMIT", &[]).await.map(drop),
+                Err(error) => {
+                    // A rollback that fails too leaves the transaction to the connection's
+                    // close, which the writer does after any failure.
+                    let _ = conn.run("ROLLBACK", &[]).await;
+                    Err(error)
+                }
             }
-            Ok(tx.commit().await?)
         })
     }
 }

@@ -72,6 +72,8 @@ mod subscribers;
 
 /// How a statement written once runs on either backend (`on_backend!`).
 mod backend;
+/// Statements run the same way on sqlx's connections and the ingest writer's own.
+pub(crate) mod exec;
 
 /// PostgreSQL's planner kept up with a long run of writes.
 mod statistics;
@@ -81,7 +83,10 @@ pub use statistics::Growth;
 mod listen;
 /// Write transactions and the dedicated write connection, whichever the backend.
 mod tx;
+/// The ingest writer's connection: on SQLite, of the writer's own thread.
+mod writer;
 pub use tx::{Gated, OutboxKey, SqliteWriter, Tx};
+pub use writer::{WriterConnection, WriterTx};
 /// Long reads: a few at a time, on connections of their own.
 mod long_reads;
 pub use long_reads::{AT_ONCE as LONG_READS_AT_ONCE, LongRead, LongReads};

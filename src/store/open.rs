@@ -12,10 +12,10 @@ use super::{Connection, Pool};
 use crate::settings::{Backend, Settings, Synchronous};
 
 /// How long a statement waits for another writer before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Page cache per connection, in KiB: SQLite's default, so memory stays the same however
 /// large the database grows.
-const CACHE_KIB: u32 = 2 * 1024;
+pub(super) const CACHE_KIB: u32 = 2 * 1024;
 /// Read connections in a SQLite pool.
 const POOL_SIZE: u32 = 8;
 /// Connections of a PostgreSQL pool, per replica: the worker, the leader's reconciler,
@@ -51,18 +51,11 @@ pub enum DbError {
 /// Connection options for the configured database: WAL, the configured `synchronous`,
 /// a busy timeout, foreign keys on, created if missing.
 pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbError> {
-    let path = settings
-        .database_path()
-        .map_err(|e| DbError::Open(sqlx::Error::Configuration(e.to_string().into())))?;
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir).map_err(|source| DbError::Directory {
-            path: dir.display().to_string(),
-            source,
-        })?;
-    }
-    let synchronous = match settings.database.synchronous {
-        Synchronous::Full => SqliteSynchronous::Full,
-        Synchronous::Normal => SqliteSynchronous::Normal,
+    let (path, full_sync) = sqlite_file(settings)?;
+    let synchronous = if full_sync {
+        SqliteSynchronous::Full
+    } else {
+        SqliteSynchronous::Normal
     };
     Ok(SqliteConnectOptions::from_str("sqlite://")?
         .filename(path)
@@ -73,6 +66,24 @@ pub fn connect_options(settings: &Settings) -> Result<SqliteConnectOptions, DbEr
         .foreign_keys(true)
         .pragma("cache_size", format!("-{CACHE_KIB}"))
         .disable_statement_logging())
+}
+
+/// The configured SQLite file (its directory made when missing) and whether its commits
+/// are flushed in full (`synchronous = FULL`).
+pub(super) fn sqlite_file(settings: &Settings) -> Result<(std::path::PathBuf, bool), DbError> {
+    let path = settings
+        .database_path()
+        .map_err(|e| DbError::Open(sqlx::Error::Configuration(e.to_string().into())))?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(|source| DbError::Directory {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    }
+    Ok((
+        path,
+        matches!(settings.database.synchronous, Synchronous::Full),
+    ))
 }
 
 /// Connection options for the configured PostgreSQL database. The server's durability

@@ -6,6 +6,7 @@
 
 use super::Error;
 use super::backend::{Lend, on_backend};
+use super::exec::{Exec as _, args};
 use super::{PageCheckpoint, PassStore, Pool};
 use crate::model::AccountId;
 use chrono::{DateTime, Utc};
@@ -185,23 +186,24 @@ pub(crate) async fn page_written<T: Lend + ?Sized>(
         let now = crate::model::Timestamp(page.now);
         match page.next {
             Some(cursor) => {
-                sqlx::query(
+                conn.run(
                     "UPDATE reconcile_checkpoints SET cursor = $1, leads_scanned = leads_scanned
                          + $2,
                          repaired = repaired + $3, updated_at = $4
                      WHERE organization_id = $5 AND account_id = $6",
+                    &args![
+                        cursor,
+                        page.scanned,
+                        page.repaired,
+                        now,
+                        page.organization,
+                        page.account,
+                    ],
                 )
-                .bind(cursor)
-                .bind(page.scanned)
-                .bind(page.repaired)
-                .bind(now)
-                .bind(page.organization)
-                .bind(page.account)
-                .execute(&mut *conn)
                 .await?;
             }
             None => {
-                sqlx::query(
+                conn.run(
                     "INSERT INTO reconcile_organizations (organization_id, pass_id, finished_at,
                          leads_scanned, repaired, error,
                                                           account_id)
@@ -212,22 +214,21 @@ pub(crate) async fn page_written<T: Lend + ?Sized>(
                          excluded.pass_id,
                          finished_at = excluded.finished_at, leads_scanned = excluded.leads_scanned,
                          repaired = excluded.repaired, error = NULL",
+                    &args![
+                        page.organization,
+                        page.pass_id,
+                        now,
+                        page.scanned,
+                        page.repaired,
+                        page.account,
+                    ],
                 )
-                .bind(page.organization)
-                .bind(page.pass_id)
-                .bind(now)
-                .bind(page.scanned)
-                .bind(page.repaired)
-                .bind(page.account)
-                .execute(&mut *conn)
                 .await?;
-                sqlx::query(
+                conn.run(
                     "DELETE FROM reconcile_checkpoints WHERE organization_id = $1 AND
                      account_id = $2",
+                    &args![page.organization, page.account],
                 )
-                .bind(page.organization)
-                .bind(page.account)
-                .execute(&mut *conn)
                 .await?;
             }
         }

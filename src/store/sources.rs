@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use super::backend::{Lend, on_backend};
+use super::exec::{Exec as _, args};
 use super::{Error, Pool};
 use crate::model::Timestamp;
 
@@ -172,11 +173,7 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
         for chunk in keys.chunks(500) {
             let list = super::codec::json_param(chunk)?;
             let new: Vec<String> = on_backend!(self, |conn, dialect| {
-                sqlx::query_scalar(dialect::CLAIM_SOURCE_RECORDS)
-                    .bind(name)
-                    .bind(&list)
-                    .bind(at)
-                    .fetch_all(&mut *conn)
+                conn.texts(dialect::CLAIM_SOURCE_RECORDS, &args![name, &list, at])
                     .await
             })?;
             claimed.extend(new);
@@ -197,11 +194,7 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
         for chunk in phones.chunks(500) {
             let list = super::codec::json_param(chunk)?;
             let rows: Vec<(String, bool, Timestamp)> = on_backend!(self, |conn, dialect| {
-                sqlx::query_as(dialect::WRITES_OF_NUMBERS)
-                    .bind(&list)
-                    .bind(&names)
-                    .fetch_all(&mut *conn)
-                    .await
+                dialect::writes_of_numbers(conn, &list, &names).await
             })?;
             for (phone, opted_out, at) in rows {
                 let slot = last.entry((phone, opted_out)).or_insert(at);
@@ -215,17 +208,14 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
 
     async fn posted_at(&mut self, name: &str, kind: &str, at: Timestamp) -> Result<(), Error> {
         on_backend!(self, |conn| {
-            sqlx::query(
+            conn.run(
                 "INSERT INTO source_state (source, kind, last_run_at, last_success_at)
                      VALUES ($1, $2, $3, $3)
                      ON CONFLICT (source) DO UPDATE SET kind = excluded.kind,
                          last_run_at = excluded.last_run_at,
                          last_success_at = excluded.last_success_at, last_error = NULL",
+                &args![name, kind, at],
             )
-            .bind(name)
-            .bind(kind)
-            .bind(at)
-            .execute(&mut *conn)
             .await
             .map(drop)
         })?;
@@ -234,18 +224,19 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
 
     async fn count_records(&mut self, name: &str, counts: SourceCounts) -> Result<(), Error> {
         on_backend!(self, |conn| {
-            sqlx::query(
+            conn.run(
                 "UPDATE source_state SET read = read + $2, opt_outs = opt_outs + $3,
                      confirmed = confirmed + $4, ignored = ignored + $5, opt_ins = opt_ins + $6
                      WHERE source = $1",
+                &args![
+                    name,
+                    counts.read,
+                    counts.opt_outs,
+                    counts.confirmed,
+                    counts.ignored,
+                    counts.opt_ins,
+                ],
             )
-            .bind(name)
-            .bind(counts.read)
-            .bind(counts.opt_outs)
-            .bind(counts.confirmed)
-            .bind(counts.ignored)
-            .bind(counts.opt_ins)
-            .execute(&mut *conn)
             .await
             .map(drop)
         })?;

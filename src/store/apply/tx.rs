@@ -14,6 +14,7 @@ use crate::model::{
     Suppression,
 };
 use crate::store::backend::{Lend, on_backend};
+use crate::store::exec::{Exec as _, args};
 
 /// The writes of the apply path, inside a transaction the caller began and commits. Every
 /// method takes a whole batch.
@@ -267,15 +268,13 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         event_ref: &str,
     ) -> Result<Option<i64>, crate::store::Error> {
         on_backend!(self, |conn| {
-            Ok(sqlx::query_scalar(
+            conn.int(
                 "SELECT p.seq FROM ledger AS l JOIN pushes AS p ON p.seq = l.seq
                      WHERE l.event_ref = $1 AND l.account_id = $2 AND p.state = 'sent'
                      LIMIT 1",
+                &args![event_ref, account],
             )
-            .bind(event_ref)
-            .bind(account)
-            .fetch_optional(&mut *conn)
-            .await?)
+            .await
         })
     }
 
@@ -286,19 +285,14 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         since: crate::model::Timestamp,
     ) -> Result<Option<i64>, crate::store::Error> {
         on_backend!(self, |conn| {
-            Ok(sqlx::query_scalar(
+            conn.int(
                 "SELECT seq FROM pushes
                      WHERE organization_id = $1 AND phone_number = $2 AND account_id = $3
                        AND lead_id = $4 AND opted_out AND state = 'sent' AND created_at >= $5
                      ORDER BY seq DESC LIMIT 1",
+                &args![organization, phone, account, lead_id, since],
             )
-            .bind(organization)
-            .bind(phone)
-            .bind(account)
-            .bind(lead_id)
-            .bind(since)
-            .fetch_optional(&mut *conn)
-            .await?)
+            .await
         })
     }
 
@@ -308,12 +302,12 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
         event_ref: &str,
     ) -> Result<(), crate::store::Error> {
         on_backend!(self, |conn| {
-            sqlx::query("UPDATE pushes SET echo_ref = $2 WHERE seq = $1")
-                .bind(push_seq)
-                .bind(event_ref)
-                .execute(&mut *conn)
-                .await?;
-            Ok(())
+            conn.run(
+                "UPDATE pushes SET echo_ref = $2 WHERE seq = $1",
+                &args![push_seq, event_ref],
+            )
+            .await
+            .map(drop)
         })
     }
 
@@ -474,19 +468,15 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
     ) -> Result<(), crate::store::Error> {
         on_backend!(self, |conn| {
             let now = crate::model::Timestamp(now);
-            sqlx::query(
+            conn.run(
                 "UPDATE pushes SET state = 'superseded', finished_at = $3
                      WHERE organization_id = $1 AND phone_number = $2 AND state = 'pending' AND
                          attempts = 0
                        AND account_id = $4",
+                &args![&change.organization_id, &change.phone_number, now, account],
             )
-            .bind(&change.organization_id)
-            .bind(&change.phone_number)
-            .bind(now)
-            .bind(account)
-            .execute(&mut *conn)
             .await?;
-            sqlx::query(
+            conn.run(
                 "INSERT INTO pushes (seq, organization_id, phone_number, opted_out, tag_id,
                          lead_id,
                                          next_attempt_at, created_at, account_id)
@@ -494,17 +484,18 @@ impl<T: Lend + Send + ?Sized> ApplyTx for T {
                              (SELECT lead_id FROM consent_state
                               WHERE organization_id = $2 AND phone_number = $3 AND account_id = $7),
                              $6, $6, $7)",
+                &args![
+                    seq,
+                    &change.organization_id,
+                    &change.phone_number,
+                    change.opted_out,
+                    &change.tag_id,
+                    now,
+                    account,
+                ],
             )
-            .bind(seq)
-            .bind(&change.organization_id)
-            .bind(&change.phone_number)
-            .bind(change.opted_out)
-            .bind(&change.tag_id)
-            .bind(now)
-            .bind(account)
-            .execute(&mut *conn)
-            .await?;
-            Ok(())
+            .await
+            .map(drop)
         })
     }
 

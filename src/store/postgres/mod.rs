@@ -46,3 +46,16 @@ pub(crate) const WRITES_OF_NUMBERS: &str = "SELECT l.phone_number, l.opted_out, 
 pub(crate) const CLAIM_SOURCE_RECORDS: &str = "INSERT INTO source_records (source, record, at)
      SELECT $1, k, $3 FROM jsonb_array_elements_text($2::jsonb) AS k
      ON CONFLICT (source, record) DO NOTHING RETURNING record";
+
+/// [`WRITES_OF_NUMBERS`] run: each row's number, what it said, and when.
+pub(crate) async fn writes_of_numbers(
+    conn: &mut sqlx::PgConnection,
+    phones: &str,
+    destinations: &str,
+) -> Result<Vec<(String, bool, crate::model::Timestamp)>, crate::store::Error> {
+    Ok(sqlx::query_as(WRITES_OF_NUMBERS)
+        .bind(phones)
+        .bind(destinations)
+        .fetch_all(conn)
+        .await?)
+}

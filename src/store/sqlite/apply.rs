@@ -6,11 +6,12 @@
 //! One file over 400 lines on purpose: a batch's statements in the order the apply path
 //! runs them in one transaction under the write lock.
 
-use crate::store::codec;
 use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
-use sqlx::SqliteConnection;
+
+use crate::store::codec;
+use crate::store::exec::{self, Exec, args};
 
 use crate::model::AccountId;
 use crate::model::PushedChange;
@@ -33,37 +34,33 @@ fn chain_head(last: Option<(i64, Option<String>)>) -> Result<ChainHead, crate::s
 }
 
 pub(crate) async fn settle_outbox(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     applied: &[i64],
     quarantined: &[(i64, String)],
     now: DateTime<Utc>,
 ) -> Result<(), crate::store::Error> {
     for (id, reason) in quarantined {
-        sqlx::query(
+        conn.run(
             "UPDATE outbox SET state = 'quarantined', attempts = attempts + 1, last_error = ?,
                  applied_at = NULL
              WHERE id = ?",
+            &args![reason, *id],
         )
-        .bind(reason)
-        .bind(id)
-        .execute(&mut *conn)
         .await?;
     }
     if !applied.is_empty() {
-        sqlx::query(
+        conn.run(
             "UPDATE outbox SET state = 'applied', applied_at = ?
              WHERE id IN (SELECT value FROM json_each(?))",
+            &args![Timestamp(now), &codec::json_param(applied)?],
         )
-        .bind(Timestamp(now))
-        .bind(codec::json_param(applied)?)
-        .execute(&mut *conn)
         .await?;
     }
     Ok(())
 }
 
 pub(crate) async fn sent_after_opt_out(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     messages: &[NewMessage<'_>],
 ) -> Result<i64, crate::store::Error> {
@@ -73,31 +70,29 @@ pub(crate) async fn sent_after_opt_out(
           FROM json_each(?1)) AS k",
         "?2",
     );
-    Ok(sqlx::query_scalar(&sql)
-        .bind(codec::json_param(messages)?)
-        .bind(account)
-        .fetch_one(&mut *conn)
-        .await?)
+    Ok(conn
+        .int(&sql, &args![&codec::json_param(messages)?, account])
+        .await?
+        .unwrap_or(0))
 }
 
 pub(crate) async fn suppressions(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, i64, Timestamp)>, crate::store::Error> {
-    Ok(codec::json_rows_in(
+    exec::json(
         conn,
         "SELECT json_group_array(json_array(s.phone_number, s.seq, s.since))
          FROM json_each(?1) AS k
          JOIN suppressions AS s ON s.phone_number = k.value AND s.account_id = ?2",
-        codec::json_param(phones)?,
-        account,
+        &args![&codec::json_param(phones)?, account],
     )
-    .await?)
+    .await
 }
 
 pub(crate) async fn lock_numbers(
-    _conn: &mut SqliteConnection,
+    _conn: &mut impl Exec,
     _phones: &[&str],
 ) -> Result<(), crate::store::Error> {
     // The transaction's write lock covers the whole database already.
@@ -105,41 +100,40 @@ pub(crate) async fn lock_numbers(
 }
 
 pub(crate) async fn locate_leads(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     lead_ids: &[&str],
 ) -> Result<Vec<(String, String, String)>, crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k
-         JOIN leads AS l ON l.id = k.value AND l.account_id = ?2
-         UNION ALL
-         SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
-         JOIN consent_state AS s ON s.lead_id = k.value AND s.account_id = ?2",
+    exec::json(
+        conn,
+        "SELECT json_group_array(json_array(id, organization_id, phone_number)) FROM (
+             SELECT l.id, l.organization_id, l.phone_number FROM json_each(?1) AS k
+             JOIN leads AS l ON l.id = k.value AND l.account_id = ?2
+             UNION ALL
+             SELECT s.lead_id, s.organization_id, s.phone_number FROM json_each(?1) AS k
+             JOIN consent_state AS s ON s.lead_id = k.value AND s.account_id = ?2)",
+        &args![&codec::json_param(lead_ids)?, account],
     )
-    .bind(codec::json_param(lead_ids)?)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+    .await
 }
 
 pub(crate) async fn holders_of(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<(String, String, Option<String>)>, crate::store::Error> {
-    Ok(sqlx::query_as(
-        "SELECT s.phone_number, s.organization_id, s.lead_id
+    exec::json(
+        conn,
+        "SELECT json_group_array(json_array(s.phone_number, s.organization_id, s.lead_id))
          FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
          JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2",
+        &args![&codec::json_param(phones)?, account],
     )
-    .bind(codec::json_param(phones)?)
-    .bind(account)
-    .fetch_all(&mut *conn)
-    .await?)
+    .await
 }
 
 pub(crate) async fn pushed_changes(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<PushedChange>, crate::store::Error> {
@@ -149,28 +143,61 @@ pub(crate) async fn pushed_changes(
              ?2",
         "",
     );
-    Ok(sqlx::query_as(&sql)
-        .bind(codec::json_param(keys)?)
-        .bind(account)
-        .fetch_all(&mut *conn)
-        .await?)
+    type Row = (
+        i64,
+        String,
+        String,
+        bool,
+        Timestamp,
+        Timestamp,
+        Timestamp,
+        Option<Timestamp>,
+    );
+    let mut rows: Vec<Row> = exec::json(
+        conn,
+        &format!(
+            "SELECT json_group_array(json_array(seq, organization_id, phone_number,
+                 json(iif(opted_out, 'true', 'false')), occurred_at, first_attempt_at,
+                 last_attempt_at, contradicted_at))
+             FROM ({sql})"
+        ),
+        &args![&codec::json_param(keys)?, account],
+    )
+    .await?;
+    rows.sort_unstable_by_key(|row| row.0);
+    Ok(rows
+        .into_iter()
+        .map(
+            |(seq, organization_id, phone_number, opted_out, at, first, last, contra)| {
+                PushedChange {
+                    seq,
+                    organization_id,
+                    phone_number,
+                    opted_out,
+                    occurred_at: at.0,
+                    first_attempt_at: first.0,
+                    last_attempt_at: last.0,
+                    contradicted_at: contra.map(|t| t.0),
+                }
+            },
+        )
+        .collect())
 }
 
 pub(crate) async fn unsent_opt_outs_of(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<(String, String)>, crate::store::Error> {
-    Ok(codec::json_rows_in(
+    exec::json(
         conn,
         "SELECT json_group_array(json_array(p.organization_id, p.phone_number))
          FROM (SELECT DISTINCT value ->> 0 AS o, value ->> 1 AS p FROM json_each(?1)) AS k
          JOIN pushes AS p ON p.organization_id = k.o AND p.phone_number = k.p AND p.account_id = ?2
          WHERE p.state = 'pending' AND p.opted_out",
-        codec::json_param(keys)?,
-        account,
+        &args![&codec::json_param(keys)?, account],
     )
-    .await?)
+    .await
 }
 
 /// The states `s` selected, as one JSON array of [`store::StateRow`]s (a macro, so that
@@ -184,11 +211,11 @@ macro_rules! state_rows {
 }
 
 pub(crate) async fn consent_states(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     keys: &[(&str, &str)],
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
-    Ok(codec::json_rows_in(
+    exec::json(
         conn,
         concat!(
             state_rows!(),
@@ -196,32 +223,30 @@ pub(crate) async fn consent_states(
              JOIN consent_state AS s ON s.organization_id = k.value ->> 0
                  AND s.phone_number = k.value ->> 1 AND s.account_id = ?2"
         ),
-        codec::json_param(keys)?,
-        account,
+        &args![&codec::json_param(keys)?, account],
     )
-    .await?)
+    .await
 }
 
 pub(crate) async fn states_of_numbers(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     phones: &[&str],
 ) -> Result<Vec<store::StateRow>, crate::store::Error> {
-    Ok(codec::json_rows_in(
+    exec::json(
         conn,
         concat!(
             state_rows!(),
             " FROM (SELECT DISTINCT value FROM json_each(?1)) AS p
              JOIN consent_state AS s ON s.phone_number = p.value AND s.account_id = ?2"
         ),
-        codec::json_param(phones)?,
-        account,
+        &args![&codec::json_param(phones)?, account],
     )
-    .await?)
+    .await
 }
 
 pub(crate) async fn append_ledger(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     entries: &[NewEntry<'_>],
     recorded_at: DateTime<Utc>,
@@ -233,8 +258,10 @@ pub(crate) async fn append_ledger(
     // are recorded already and the chain's last entry are read in one statement.
     let keys: Vec<(&str, &str, &str)> = entries.iter().map(store::entry_key).collect();
     type Read = (Vec<usize>, Option<(i64, Option<String>)>);
-    let text: String = sqlx::query_scalar(&format!(
-        "SELECT json_array(
+    let (recorded, last): Read = exec::json(
+        conn,
+        &format!(
+            "SELECT json_array(
              json((SELECT json_group_array(k.key)
               FROM json_each(?1) AS k
               JOIN ledger AS l ON l.event_ref = k.value ->> 0
@@ -242,12 +269,10 @@ pub(crate) async fn append_ledger(
                               AND l.phone_number = k.value ->> 2
                               AND l.account_id = ?2)),
              {CHAIN_HEAD})"
-    ))
-    .bind(codec::json_param(&keys)?)
-    .bind(account)
-    .fetch_one(&mut *conn)
+        ),
+        &args![&codec::json_param(&keys)?, account],
+    )
     .await?;
-    let (recorded, last): Read = codec::json_decoded(&text)?;
     let recorded: HashSet<usize> = recorded.into_iter().collect();
     let new = store::unrecorded(entries, &recorded);
     if new.is_empty() {
@@ -263,38 +288,38 @@ pub(crate) async fn append_ledger(
         // OR IGNORE, though nothing can conflict (checked above, under the write lock):
         // a statement that cannot abort needs no statement journal, which would
         // otherwise copy every index page it touches.
-        let done = super::padded_values(
+        let (sql, values) = super::padded_values(
             "INSERT OR IGNORE INTO ledger (seq, organization_id, lead_id, phone_number,
                  opted_out, occurred_at, recorded_at, source, event_ref, superseded, tag_id,
                  reason, hash, evidence, account_id)",
             15,
             chunk,
-            |mut row, c| {
+            |row, c| {
                 let (e, o) = (c.entry, c.entry.observation);
-                row.push_bind(c.seq)
-                    .push_bind(&o.organization_id)
-                    .push_bind(e.lead_id)
-                    .push_bind(&o.phone_number)
-                    .push_bind(o.opted_out)
-                    .push_bind(Timestamp(o.occurred_at))
-                    .push_bind(recorded_at)
-                    .push_bind(o.source.as_str())
-                    .push_bind(&o.event_ref)
-                    .push_bind(e.superseded)
-                    .push_bind(&o.tag_id)
-                    .push_bind(&o.reason)
-                    .push_bind(&c.hash)
-                    .push_bind(&c.evidence)
-                    .push_bind(account);
+                row.extend(args![
+                    c.seq,
+                    &o.organization_id,
+                    e.lead_id,
+                    &o.phone_number,
+                    o.opted_out,
+                    Timestamp(o.occurred_at),
+                    recorded_at,
+                    o.source.as_str(),
+                    &o.event_ref,
+                    e.superseded,
+                    &o.tag_id,
+                    &o.reason,
+                    c.hash.as_str(),
+                    &c.evidence,
+                    account,
+                ]);
             },
             "",
-        )
-        .build()
-        .execute(&mut *conn)
-        .await?;
-        if done.rows_affected() != chunk.len() as u64 {
+        );
+        let done = conn.run(&sql, &values).await?;
+        if done.rows_affected != chunk.len() as u64 {
             return Err(store::Error::LedgerShort {
-                took: done.rows_affected(),
+                took: done.rows_affected,
                 of: chunk.len(),
             });
         }
@@ -303,7 +328,7 @@ pub(crate) async fn append_ledger(
 }
 
 pub(crate) async fn write_states(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     states: &[StateWrite<'_>],
 ) -> Result<(), crate::store::Error> {
@@ -325,74 +350,65 @@ pub(crate) async fn write_states(
         ),
     ] {
         for chunk in rows.chunks(super::PADDED_ROWS) {
-            super::padded_values(
+            let (sql, values) = super::padded_values(
                 &format!(
                     "{insert_sql} consent_state (organization_id, phone_number, lead_id,
                          opted_out, changed_at, source, seq, account_id, rank_at)"
                 ),
                 9,
                 chunk,
-                |mut row, w| {
-                    row.push_bind(w.organization_id)
-                        .push_bind(w.phone_number)
-                        .push_bind(w.lead_id)
-                        .push_bind(w.rank.opted_out)
-                        .push_bind(Timestamp(w.changed_at))
-                        .push_bind(w.source.as_str())
-                        .push_bind(w.seq)
-                        .push_bind(account)
-                        .push_bind(Timestamp(w.rank.changed_at));
+                |row, w| {
+                    row.extend(args![
+                        w.organization_id,
+                        w.phone_number,
+                        w.lead_id,
+                        w.rank.opted_out,
+                        Timestamp(w.changed_at),
+                        w.source.as_str(),
+                        w.seq,
+                        account,
+                        Timestamp(w.rank.changed_at),
+                    ]);
                 },
                 conflict,
-            )
-            .build()
-            .execute(&mut *conn)
-            .await?;
+            );
+            conn.run(&sql, &values).await?;
         }
     }
     Ok(())
 }
 
 pub(crate) async fn suppress(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     opt_outs: &[Suppressing<'_>],
 ) -> Result<(), crate::store::Error> {
     for chunk in opt_outs.chunks(super::PADDED_ROWS) {
-        super::padded_values(
+        let (sql, values) = super::padded_values(
             "INSERT INTO suppressions (phone_number, seq, since, account_id)",
             4,
             chunk,
-            |mut row, s| {
-                row.push_bind(s.phone_number)
-                    .push_bind(s.seq)
-                    .push_bind(Timestamp(s.since))
-                    .push_bind(account);
-            },
+            |row, s| row.extend(args![s.phone_number, s.seq, Timestamp(s.since), account]),
             " ON CONFLICT (phone_number, account_id) DO NOTHING",
-        )
-        .build()
-        .execute(&mut *conn)
-        .await?;
+        );
+        conn.run(&sql, &values).await?;
     }
     Ok(())
 }
 
 pub(crate) async fn lift_suppressions(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     opt_ins: &[(&str, DateTime<Utc>)],
 ) -> Result<(), crate::store::Error> {
     let rows: Vec<(&str, Timestamp)> = opt_ins.iter().map(|(p, at)| (*p, Timestamp(*at))).collect();
-    sqlx::query(
+    conn.run(
         "DELETE FROM suppressions WHERE rowid IN (
              SELECT s.rowid FROM json_each(?1) AS k
              JOIN suppressions AS s ON s.phone_number = k.value ->> 0 AND s.account_id = ?2
              WHERE s.since < k.value ->> 1)",
+        &args![&codec::json_param(&rows)?, account],
     )
-    .bind(codec::json_param(&rows)?)
-    .bind(account)
-    .execute(&mut *conn)
     .await?;
     Ok(())
 }

@@ -18,11 +18,11 @@ pub(crate) async fn messages_of_leads(
     lead_ids: &[&str],
 ) -> Result<Vec<LeadMessage>, crate::store::Error> {
     let mut conn = pool.acquire().await?;
-    let rows: Vec<(String, String, String, String, Option<String>)> = crate::store::codec::json_rows(
-        &mut conn,
+    let rows: Vec<(String, String, String, String, Option<String>)> = crate::store::exec::json(
+        &mut *conn,
         "SELECT json_group_array(json_array(m.account_id, m.lead_id, m.id, m.status, m.created_at))
          FROM json_each(?) AS k JOIN messages AS m ON m.lead_id = k.value",
-        crate::store::codec::json_param(lead_ids)?,
+        &crate::store::exec::args![&crate::store::codec::json_param(lead_ids)?],
     )
     .await?;
     Ok(rows

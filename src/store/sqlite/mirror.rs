@@ -6,16 +6,16 @@ use std::collections::HashSet;
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use sqlx::SqliteConnection;
 
 use crate::model::{AccountId, Lead, MessageStatus, StatusObservation, Timestamp, is_terminal};
+use crate::store::exec::{self, Arg, Exec, args};
 use crate::store::{LeadJson, codec};
 
 /// Rows per INSERT of leads: 19 parameters each, under SQLite's 32,766.
 const LEADS_PER_STATEMENT: usize = 1000;
 
 pub(crate) async fn upsert_leads(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     leads: &[(&Lead, DateTime<Utc>)],
     now: DateTime<Utc>,
@@ -26,12 +26,11 @@ pub(crate) async fn upsert_leads(
     // batch) are updated where newer and different. Rows are bound as parameters: for
     // wide rows that is cheaper than JSON extraction.
     let ids: Vec<&str> = leads.iter().map(|(lead, _)| lead.id.as_str()).collect();
-    let stored: HashSet<String> = codec::json_rows_in::<String, _>(
+    let stored: HashSet<String> = exec::json::<Vec<String>, _>(
         conn,
         "SELECT json_group_array(l.id) FROM json_each(?1) AS k
          JOIN leads AS l ON l.id = k.value AND l.account_id = ?2",
-        codec::json_param(&ids)?,
-        account,
+        &args![&codec::json_param(&ids)?, account],
     )
     .await?
     .into_iter()
@@ -53,7 +52,7 @@ pub(crate) async fn upsert_leads(
 }
 
 pub(crate) async fn apply_statuses(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     observations: &[StatusObservation<'_>],
     now: DateTime<Utc>,
@@ -79,8 +78,9 @@ pub(crate) async fn apply_statuses(
             src: o.source.as_str(),
         })
         .collect();
-    let done = sqlx::query(
-        "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
+    let done = conn
+        .run(
+            "INSERT INTO messages (id, thread_id, status, type, created_at, error_code, lead_id,
              organization_id, terminal, status_at, source, first_seen_at, updated_at, account_id)
          SELECT value ->> 'id', value ->> 'threadId', value ->> 'status', value ->> 'type',
              value ->> 'createdAt', value ->> 'errorCode', value ->> 'lead', value ->> 'org',
@@ -97,19 +97,16 @@ pub(crate) async fn apply_statuses(
          WHERE (excluded.terminal, excluded.status_at, excluded.status,
              COALESCE(excluded.error_code, ''))
              > (terminal, status_at, status, COALESCE(error_code, ''))",
-    )
-    .bind(codec::json_param(&rows)?)
-    .bind(Timestamp(now))
-    .bind(account)
-    .execute(&mut *conn)
-    .await?;
-    Ok(done.rows_affected())
+            &args![&codec::json_param(&rows)?, Timestamp(now), account],
+        )
+        .await?;
+    Ok(done.rows_affected)
 }
 
 /// Writes leads as multi-row `{verb} leads ... {conflict}` statements; returns the rows
 /// written.
 async fn write_leads(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     account: &AccountId,
     rows: &[&(&Lead, DateTime<Utc>)],
     verb: &str,
@@ -118,41 +115,48 @@ async fn write_leads(
 ) -> Result<u64, crate::store::Error> {
     let mut written = 0;
     for chunk in rows.chunks(LEADS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(format!(
+        let mut sql = format!(
             "{verb} leads (id, organization_id, phone_number, first_name, last_name,
                  notes, follow_up, email, postal_code, phone_number_type, active_group_ids,
                  inactive_group_ids, tag_ids, custom_fields, created_at, observed_at,
-                 content_hash, updated_at, account_id) "
-        ));
+                 content_hash, updated_at, account_id) VALUES "
+        );
         // Encoded first, so that a lead that cannot be encoded is an error, not a row.
         let columns = chunk
             .iter()
             .map(|(lead, _)| LeadJson::of(lead))
             .collect::<Result<Vec<_>, _>>()?;
-        let encoded = chunk.iter().zip(columns);
-        insert.push_values(encoded, |mut row, ((lead, observed_at), json)| {
-            row.push_bind(&lead.id)
-                .push_bind(&lead.organization_id)
-                .push_bind(&lead.phone_number)
-                .push_bind(&lead.first_name)
-                .push_bind(&lead.last_name)
-                .push_bind(&lead.notes)
-                .push_bind(&lead.follow_up)
-                .push_bind(&lead.email)
-                .push_bind(&lead.postal_code)
-                .push_bind(&lead.phone_number_type)
-                .push_bind(json.active_group_ids)
-                .push_bind(json.inactive_group_ids)
-                .push_bind(json.tag_ids)
-                .push_bind(json.custom_fields)
-                .push_bind(&lead.created_at)
-                .push_bind(Timestamp(*observed_at))
-                .push_bind(json.hash)
-                .push_bind(now)
-                .push_bind(account);
-        });
-        insert.push(conflict);
-        written += insert.build().execute(&mut *conn).await?.rows_affected();
+        let row = format!("({})", ["?"; 19].join(", "));
+        let mut values: Vec<Arg<'_>> = Vec::with_capacity(chunk.len() * 19);
+        for (i, ((lead, observed_at), json)) in chunk.iter().zip(&columns).enumerate() {
+            if i > 0 {
+                sql.push_str(", ");
+            }
+            sql.push_str(&row);
+            values.extend(args![
+                &lead.id,
+                &lead.organization_id,
+                &lead.phone_number,
+                &lead.first_name,
+                &lead.last_name,
+                &lead.notes,
+                &lead.follow_up,
+                &lead.email,
+                &lead.postal_code,
+                &lead.phone_number_type,
+                json.active_group_ids.as_str(),
+                json.inactive_group_ids.as_str(),
+                json.tag_ids.as_str(),
+                json.custom_fields.as_str(),
+                &lead.created_at,
+                Timestamp(*observed_at),
+                json.hash,
+                now,
+                account,
+            ]);
+        }
+        sql.push_str(conflict);
+        written += conn.run(&sql, &values).await?.rows_affected;
     }
     Ok(written)
 }

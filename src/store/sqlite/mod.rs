@@ -5,6 +5,9 @@
 pub(crate) mod apply;
 pub mod chain;
 pub mod compliance;
+/// The ingest writer's own connection, on its thread.
+mod embedded;
+pub use embedded::{Embedded, EmbeddedTx, Options as EmbeddedOptions};
 pub mod evidence;
 pub mod ingest;
 pub mod leases;
@@ -50,3 +53,21 @@ pub(crate) const WRITES_OF_NUMBERS: &str = "SELECT l.phone_number, l.opted_out, 
 pub(crate) const CLAIM_SOURCE_RECORDS: &str = "INSERT INTO source_records (source, record, at)
      SELECT $1, value, $3 FROM json_each($2) WHERE true
      ON CONFLICT (source, record) DO NOTHING RETURNING record";
+
+/// [`WRITES_OF_NUMBERS`] run: each row's number, what it said, and when.
+pub(crate) async fn writes_of_numbers(
+    conn: &mut impl crate::store::exec::Exec,
+    phones: &str,
+    destinations: &str,
+) -> Result<Vec<(String, bool, crate::model::Timestamp)>, crate::store::Error> {
+    crate::store::exec::json(
+        conn,
+        &format!(
+            "SELECT json_group_array(json_array(phone_number,
+                 json(iif(opted_out, 'true', 'false')), at))
+             FROM ({WRITES_OF_NUMBERS})"
+        ),
+        &crate::store::exec::args![phones, destinations],
+    )
+    .await
+}

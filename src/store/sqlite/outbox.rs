@@ -1,27 +1,25 @@
 //! The outbox on SQLite, as the worker and `replay` use it.
 
 use crate::model::Timestamp;
-use crate::store::codec;
-
-use sqlx::SqliteConnection;
+use crate::store::exec::{self, Exec, args};
 
 use crate::model::StoredDelivery;
 
 /// The first `limit` pending rows, in id order, inside the caller's write transaction (its
 /// write lock keeps them its own; the transaction settles them).
 pub(crate) async fn claim_pending(
-    conn: &mut SqliteConnection,
+    conn: &mut impl Exec,
     limit: i64,
     _now: chrono::DateTime<chrono::Utc>,
 ) -> Result<Vec<StoredDelivery>, crate::store::Error> {
     // One row for the whole batch (bodies in hex: any bytes survive), as a row each would
     // cost a hand-over between SQLite's thread and this task.
-    let mut rows: Vec<(i64, String, String, Timestamp, String)> = codec::json_rows(
+    let mut rows: Vec<(i64, String, String, Timestamp, String)> = exec::json(
         conn,
         "SELECT json_group_array(json_array(id, account_id, dedup_key, received_at, hex(body)))
          FROM (SELECT id, account_id, dedup_key, received_at, body FROM outbox
                WHERE state = 'pending' ORDER BY id LIMIT ?)",
-        limit,
+        &args![limit],
     )
     .await?;
     rows.sort_unstable_by_key(|(id, ..)| *id);

@@ -1,6 +1,8 @@
 //! Multi-row statements whose text depends on a power of two, not on the exact count of
 //! their rows, so that the connection's statement cache keeps them prepared.
 
+use crate::store::exec::Arg;
+
 /// Most rows one [`padded_values`] statement takes: as many as the outbox writer's batch,
 /// so that a batch's deliveries are one statement; at most 15 parameters a row stay under
 /// SQLite's 32,766. (A `VALUES` list is not held to the 500 terms of a compound `SELECT`.)
@@ -20,10 +22,9 @@ pub(crate) fn padded_values<'a, T>(
     head: &str,
     columns: usize,
     rows: &'a [T],
-    mut bind: impl FnMut(sqlx::query_builder::Separated<'_, 'a, sqlx::Sqlite, &'static str>, &'a T),
+    mut bind: impl FnMut(&mut Vec<Arg<'a>>, &'a T),
     tail: &str,
-) -> sqlx::QueryBuilder<'a, sqlx::Sqlite> {
-    use sqlx::Arguments as _;
+) -> (String, Vec<Arg<'a>>) {
     debug_assert!(rows.len() <= PADDED_ROWS);
     let padded = rows.len().next_power_of_two();
     // Sized once: a batch's text and values would otherwise grow by doubling, and each
@@ -31,33 +32,29 @@ pub(crate) fn padded_values<'a, T>(
     let row_text = 4 + 3 * columns;
     let mut text = String::with_capacity(head.len() + tail.len() + 64 + padded * row_text);
     text.push_str(head);
-    let mut values = sqlx::sqlite::SqliteArguments::default();
-    values.reserve(rows.len() * columns, 0);
-    let mut query = sqlx::QueryBuilder::with_arguments(text, values);
-    let padding = vec!["?"; columns].join(", ");
-    query.push(" SELECT * FROM (VALUES ");
+    text.push_str(" SELECT * FROM (VALUES ");
     for i in 0..padded {
         if i > 0 {
-            query.push(", ");
+            text.push_str(", ");
         }
-        query.push("(");
-        match rows.get(i) {
-            Some(row) => bind(query.separated(", "), row),
-            // Left unbound: SQLite takes an unbound parameter as NULL, and the driver
-            // clears a kept statement's bindings before binding it again.
-            None => {
-                query.push(&padding);
-            }
+        text.push('(');
+        for c in 0..columns {
+            text.push_str(if c == 0 { "?" } else { ", ?" });
         }
-        query.push(")");
+        text.push(')');
     }
-    query.push(") WHERE column1 IS NOT NULL");
-    query.push(tail);
-    query
+    text.push_str(") WHERE column1 IS NOT NULL");
+    text.push_str(tail);
+    let mut values = Vec::with_capacity(rows.len() * columns);
+    for row in rows {
+        bind(&mut values, row);
+    }
+    (text, values)
 }
 
 #[cfg(test)]
 mod tests {
+    use crate::store::exec::{Exec as _, args};
     use sqlx::Connection as _;
 
     #[tokio::test]
@@ -73,20 +70,15 @@ mod tests {
         // second is padding, never the first's fourth row again.
         for (batch, rows) in [(1, 4), (2, 3), (3, 1), (4, 4)] {
             let rows: Vec<(String, i64)> = (0..rows).map(|i| (format!("{batch}.{i}"), i)).collect();
-            let done = super::padded_values(
+            let (sql, values) = super::padded_values(
                 "INSERT INTO t (k, v)",
                 2,
                 &rows,
-                |mut row, (k, v)| {
-                    row.push_bind(k).push_bind(v);
-                },
+                |row, (k, v)| row.extend(args![k, *v]),
                 " ON CONFLICT (k) DO NOTHING",
-            )
-            .build()
-            .execute(&mut conn)
-            .await
-            .expect("insert");
-            assert_eq!(done.rows_affected(), rows.len() as u64);
+            );
+            let done = conn.run(&sql, &values).await.expect("insert");
+            assert_eq!(done.rows_affected, rows.len() as u64);
         }
         let keys: Vec<String> = sqlx::query_scalar("SELECT k FROM t ORDER BY id")
             .fetch_all(&mut conn)
