@@ -170,3 +170,88 @@ impl Drop for EmbeddedTx<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Embedded, Options};
+    use crate::model::Timestamp;
+    use crate::store::exec::{Exec, args};
+    use sqlx::Connection as _;
+
+    /// The same statements through sqlx's connection and the embedded one, each time with
+    /// numbered parameters out of order, a plain `?`, NULLs and a time.
+    #[tokio::test]
+    async fn a_statement_writes_and_reads_the_same_through_either_connection() {
+        let dir = tempfile::tempdir().expect("a directory");
+        let path = dir.path().join("exec.db");
+        let url = format!("sqlite://{}?mode=rwc", path.display());
+        let mut sqlx_conn = sqlx::SqliteConnection::connect(&url).await.expect("sqlx");
+        sqlx_conn
+            .run(
+                "CREATE TABLE t (k TEXT PRIMARY KEY, n INTEGER, b BLOB, at TEXT, f INTEGER)",
+                &[],
+            )
+            .await
+            .expect("table");
+        let mut embedded = Embedded::open(&Options {
+            path: &path,
+            full_sync: true,
+            busy_timeout: std::time::Duration::from_secs(5),
+            cache_kib: 1024,
+        })
+        .expect("embedded");
+        let at = Timestamp(
+            chrono::DateTime::parse_from_rfc3339("2026-11-28T10:00:00.123Z")
+                .expect("a time")
+                .to_utc(),
+        );
+        let insert = "INSERT INTO t (n, k, b, at, f) VALUES ($2, $1, $3, $4, $5)";
+        let bytes: &[u8] = b"\x00\xff";
+        for (conn, key) in [(0, "sqlx"), (1, "embedded")] {
+            let values = args![key, Some(7_i64), bytes, Some(at), true];
+            let done = if conn == 0 {
+                sqlx_conn.run(insert, &values).await
+            } else {
+                embedded.run(insert, &values).await
+            }
+            .expect("insert");
+            assert_eq!(done.rows_affected, 1);
+        }
+        // A statement kept prepared forgets its last values: the second run binds fewer,
+        // and what it leaves unbound is NULL.
+        let update = "UPDATE t SET n = ?, at = ? WHERE k = ?3";
+        embedded
+            .run(update, &args![Some(9_i64), Some(at), "embedded"])
+            .await
+            .expect("update");
+        embedded
+            .run(update, &args![None::<i64>])
+            .await
+            .expect("an update of no row");
+        let read = "SELECT json_group_array(json_array(k, n, hex(b), at, f)) FROM
+                        (SELECT * FROM t ORDER BY k)";
+        let through_sqlx = sqlx_conn.texts(read, &[]).await.expect("read");
+        let through_embedded = embedded.texts(read, &[]).await.expect("read");
+        assert_eq!(through_sqlx, through_embedded);
+        assert_eq!(
+            through_embedded,
+            [
+                r#"[["embedded",9,"00FF","2026-11-28T10:00:00.123Z",1],["sqlx",7,"00FF","2026-11-28T10:00:00.123Z",1]]"#
+            ]
+        );
+        assert_eq!(
+            embedded
+                .int("SELECT n FROM t WHERE k = $1", &args!["sqlx"])
+                .await
+                .expect("int"),
+            Some(7)
+        );
+        assert_eq!(
+            embedded
+                .int("SELECT n FROM t WHERE k = $1", &args!["none"])
+                .await
+                .expect("int"),
+            None
+        );
+    }
+}
