@@ -54,7 +54,8 @@
 //! `BENCH_CONCURRENCY=64` (a comma-separated list) measures only those levels;
 //! `BENCH_POSTGRES_URL=postgres://USER@HOST:PORT/DB` runs on PostgreSQL (the URL's database
 //! is only used to create and drop the bench's own);
-//! `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
+//! `BENCH_TWILIO=off` leaves out the Twilio source's rounds (a profile of the webhooks
+//! alone); `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
 //! to measure the ingest path alone: the outbox is left unapplied and nothing is waited for
 //! after a level (the durability check still counts the outbox's rows);
 //! `BENCH_ACCOUNTS=N` configures the daemon with N `[[account]]` sections instead of the
@@ -283,6 +284,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             .collect()
     };
     let with_worker = std::env::var("BENCH_WORKER").as_deref() != Ok("off");
+    let with_twilio = std::env::var("BENCH_TWILIO").as_deref() != Ok("off");
     let app = Application::build(settings.clone()).await?;
     let app = if with_worker {
         app
@@ -454,6 +456,10 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             } else {
                 None
             };
+            if !with_twilio {
+                rounds.push((floor, ledger, live, worker));
+                continue;
+            }
             // The Twilio source of the same daemon, right after its webhooks.
             let twilio_began = Instant::now();
             let (warmup, timed) = (
@@ -502,15 +508,17 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     }
 
     print_table(&rows, &plan, quick, &database);
-    print_twilio(&rows, &plan);
-    let total = began.elapsed();
-    println!(
-        "twilio phases: {:.1} s of the levels' {:.1} s ({:.0}%)",
-        twilio_time.as_secs_f64(),
-        total.as_secs_f64(),
-        100.0 * twilio_time.as_secs_f64() / total.as_secs_f64()
-    );
-    println!();
+    if with_twilio {
+        print_twilio(&rows, &plan);
+        let total = began.elapsed();
+        println!(
+            "twilio phases: {:.1} s of the levels' {:.1} s ({:.0}%)",
+            twilio_time.as_secs_f64(),
+            total.as_secs_f64(),
+            100.0 * twilio_time.as_secs_f64() / total.as_secs_f64()
+        );
+        println!();
+    }
 
     shutdown.cancel();
     daemon.await??;
@@ -538,7 +546,9 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     if !by_account.is_empty() {
         println!("outbox rows by account: {}", by_account.join(", "));
     }
-    println!("{twilio_line}");
+    if with_twilio {
+        println!("{twilio_line}");
+    }
     Ok(())
 }
 
