@@ -57,11 +57,18 @@ impl Embedded {
     /// Begins a transaction with the database's write lock (`BEGIN IMMEDIATE`); it rolls
     /// back unless committed.
     pub fn begin_write(&mut self) -> Result<EmbeddedTx<'_>, Error> {
-        self.conn.execute_batch(super::ingest::BEGIN)?;
+        self.control(super::ingest::BEGIN)?;
         Ok(EmbeddedTx {
             conn: self,
             open: true,
         })
+    }
+
+    /// Runs `BEGIN IMMEDIATE`, `COMMIT` or `ROLLBACK`, kept prepared like the batch's
+    /// other statements (parsed anew each time, they cost more than the commit's own work).
+    fn control(&self, sql: &str) -> Result<(), Error> {
+        self.conn.prepare_cached(sql)?.raw_execute()?;
+        Ok(())
     }
 
     fn statement(
@@ -152,12 +159,12 @@ impl EmbeddedTx<'_> {
 
     pub fn commit(mut self) -> Result<(), Error> {
         self.open = false;
-        Ok(self.conn.conn.execute_batch("COMMIT")?)
+        self.conn.control("COMMIT")
     }
 
     pub fn rollback(mut self) -> Result<(), Error> {
         self.open = false;
-        Ok(self.conn.conn.execute_batch("ROLLBACK")?)
+        self.conn.control("ROLLBACK")
     }
 }
 
@@ -166,7 +173,7 @@ impl Drop for EmbeddedTx<'_> {
         if self.open {
             // A failed rollback leaves the transaction to the connection's close, which the
             // writer does after any failure.
-            let _ = self.conn.conn.execute_batch("ROLLBACK");
+            let _ = self.conn.control("ROLLBACK");
         }
     }
 }
