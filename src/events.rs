@@ -1,12 +1,19 @@
 //! The accepted event envelope and its two event kinds. The delivered shape is not
 //! published, so every assumption about it lives here: a new shape is one change.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, Utc};
 use serde::Deserialize;
-use serde_json::{Map, Value};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use outline::{Data, Node, Outline};
 
 use crate::model::phone::{self, Region};
 use crate::model::{Lead, MessageStatus};
+
+mod outline;
 
 pub const CONSENT_UPDATE: &str = "consentUpdate-v1";
 pub const MESSAGE_STATUS: &str = "messageStatus-v1";
@@ -119,6 +126,8 @@ pub enum ParseError {
     Form(String),
 }
 
+/// The envelope's fields as serde reads them from the whole value, which words a refusal
+/// (see [`reread`]).
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Envelope {
@@ -126,12 +135,11 @@ struct Envelope {
     kind: Option<String>,
     event_type: Option<String>,
     created_at: Option<String>,
-    data: Option<Value>,
 }
 
 /// Parses a delivery's body; `received_at` stands in for a missing event time.
 pub fn parse(body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
-    event_of(json_without_duplicates(body)?, received_at)
+    event_of(outline::read(body)?, body, received_at)
 }
 
 /// What the ingest listener learns from a delivery's body in one pass: the event's own `id`
@@ -151,10 +159,10 @@ pub struct NotJson;
 
 /// Reads a delivery as it arrives (see [`Received`]).
 pub fn receive(body: &[u8], received_at: DateTime<Utc>) -> Result<Received, NotJson> {
-    match json_without_duplicates(body) {
-        Ok(value) => Ok(Received {
-            id: value.get("id").and_then(id_text),
-            event: event_of(value, received_at),
+    match outline::read(body) {
+        Ok(mut outline) => Ok(Received {
+            id: outline.id.take().and_then(id_of),
+            event: event_of(outline, body, received_at),
         }),
         // A key twice, or a number past a double's range, ended the parse: the id and
         // whether the body is JSON text at all come from a second, lenient pass.
@@ -162,6 +170,15 @@ pub fn receive(body: &[u8], received_at: DateTime<Utc>) -> Result<Received, NotJ
             id: lenient_id(body)?,
             event: Err(unusable),
         }),
+    }
+}
+
+/// The text of a top-level `id`: a non-empty string, or a number as written.
+fn id_of(id: Node<'_>) -> Option<String> {
+    match id {
+        Node::Str(id) if !id.is_empty() => Some(id.into_owned()),
+        Node::Number(n) => Some(n.to_string()),
+        _ => None,
     }
 }
 
@@ -188,128 +205,91 @@ fn lenient_id(body: &[u8]) -> Result<Option<String>, NotJson> {
     }
 }
 
-fn event_of(value: Value, received_at: DateTime<Utc>) -> Result<Event, ParseError> {
-    let envelope: Envelope = match &value {
-        Value::Object(_) => {
-            serde_json::from_value(value).map_err(|e| ParseError::BadEnvelope(e.to_string()))?
+/// The event of a body read by [`outline::read`] (`body` is its bytes, read again only for
+/// a typed resource or to word a refusal).
+fn event_of(
+    outline: Outline<'_>,
+    body: &[u8],
+    received_at: DateTime<Utc>,
+) -> Result<Event, ParseError> {
+    if let Some(kind) = outline.not_an_object {
+        return Err(ParseError::NotAnObject(kind));
+    }
+    let strings = (
+        optional_string(outline.kind),
+        optional_string(outline.event_type),
+        optional_string(outline.created_at),
+    );
+    let (kind, event_type, created_at) = match strings {
+        (Ok(kind), Ok(event_type), Ok(created_at)) => (kind, event_type, created_at),
+        // One is neither a string nor null: refused as serde refuses the whole value.
+        _ => {
+            let envelope = reread::<Envelope>(body, |value| value)
+                .map_err(|e| ParseError::BadEnvelope(e.to_string()))?;
+            (
+                envelope.kind.map(Cow::Owned),
+                envelope.event_type.map(Cow::Owned),
+                envelope.created_at.map(Cow::Owned),
+            )
         }
-        other => return Err(ParseError::NotAnObject(json_kind(other))),
     };
-    let kind = envelope
-        .kind
-        .or(envelope.event_type)
-        .ok_or(ParseError::NoType)?;
-    let occurred_at = match envelope.created_at {
+    let kind = kind.or(event_type).ok_or(ParseError::NoType)?;
+    let occurred_at = match created_at {
         Some(text) => DateTime::parse_from_rfc3339(&text)
             .map_err(|_| ParseError::BadTime)?
             .with_timezone(&Utc),
         None => received_at,
     };
-    let data = match envelope.data {
-        Some(Value::Object(map)) => map,
+    let data = match outline.data {
+        Some(Node::Object) => outline.data_fields,
         _ => return Err(ParseError::NoData),
     };
-    match kind.as_str() {
-        CONSENT_UPDATE => consent(data, occurred_at).map(Event::Consent),
-        MESSAGE_STATUS => message_status(data, occurred_at).map(Event::MessageStatus),
-        _ => Err(ParseError::UnknownType(kind)),
+    match &*kind {
+        CONSENT_UPDATE => consent(data, body, occurred_at).map(Event::Consent),
+        MESSAGE_STATUS => message_status(data, body, occurred_at).map(Event::MessageStatus),
+        _ => Err(ParseError::UnknownType(kind.into_owned())),
     }
 }
 
-/// `body` as JSON, refused when it is not JSON (saying where and why) or when an object in
-/// it has a key twice (serde_json would keep the last value silently). One pass builds the
-/// value and checks the keys.
-fn json_without_duplicates(body: &[u8]) -> Result<Value, ParseError> {
-    let duplicate = std::cell::RefCell::new(None);
-    let mut reader = serde_json::Deserializer::from_slice(body);
-    let parsed = serde::de::DeserializeSeed::deserialize(Unique(&duplicate), &mut reader)
-        .and_then(|value| reader.end().map(|()| value));
-    if let Some(key) = duplicate.into_inner() {
-        return Err(ParseError::DuplicateKey(key));
-    }
-    parsed.map_err(|e| ParseError::NotJson(e.to_string()))
-}
-
-/// What kind of JSON value stands where an object was expected.
-fn json_kind(value: &Value) -> &'static str {
+/// An envelope field as an `Option<String>` takes it: absent or null is none, and anything
+/// but a string is refused (`Err`).
+fn optional_string(value: Option<Node<'_>>) -> Result<Option<Cow<'_, str>>, ()> {
     match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        None | Some(Node::Null) => Ok(None),
+        Some(Node::Str(text)) => Ok(Some(text)),
+        Some(_) => Err(()),
     }
 }
 
-/// Builds a JSON value, and records the first key found twice in one object (which ends
-/// the parse).
-struct Unique<'a>(&'a std::cell::RefCell<Option<String>>);
-
-impl<'de> serde::de::DeserializeSeed<'de> for Unique<'_> {
-    type Value = Value;
-
-    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        deserializer.deserialize_any(self)
-    }
+/// `T` as [`serde_json::from_value`] reads it from what `pick` takes of `body`'s value. Only
+/// a refused delivery costs this second reading, which builds the whole value: serde words
+/// the refusal, and chooses among several problems (the first in key order), as it does on
+/// a value.
+fn reread<T: DeserializeOwned>(
+    body: &[u8],
+    pick: impl FnOnce(Value) -> Value,
+) -> Result<T, serde_json::Error> {
+    serde_json::from_slice(body)
+        .map(pick)
+        .and_then(serde_json::from_value)
 }
 
-impl<'de> serde::de::Visitor<'de> for Unique<'_> {
-    type Value = Value;
-
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("any JSON value")
+/// The event's `data` as a `T`, read from the bytes again by its typed deserializer (which
+/// passes over every other top-level key). A body [`outline::read`] took has no key twice
+/// and nothing out of range, so this takes exactly what `from_value` takes, and makes the
+/// same `T` of it; when it refuses, [`reread`] says why as `from_value` would.
+fn data_as<T: DeserializeOwned>(body: &[u8]) -> Result<T, serde_json::Error> {
+    #[derive(Deserialize)]
+    struct Wrapped<T> {
+        data: T,
     }
-
-    fn visit_bool<E>(self, value: bool) -> Result<Value, E> {
-        Ok(Value::Bool(value))
-    }
-
-    fn visit_i64<E>(self, value: i64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_u64<E>(self, value: u64) -> Result<Value, E> {
-        Ok(Value::from(value))
-    }
-
-    fn visit_f64<E>(self, value: f64) -> Result<Value, E> {
-        // JSON text has no NaN or infinity: every double it gives is a number.
-        Ok(serde_json::Number::from_f64(value).map_or(Value::Null, Value::Number))
-    }
-
-    fn visit_str<E>(self, value: &str) -> Result<Value, E> {
-        Ok(Value::String(value.to_owned()))
-    }
-
-    fn visit_string<E>(self, value: String) -> Result<Value, E> {
-        Ok(Value::String(value))
-    }
-
-    fn visit_unit<E>(self) -> Result<Value, E> {
-        Ok(Value::Null)
-    }
-
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
-        let mut items = Vec::new();
-        while let Some(item) = seq.next_element_seed(Unique(self.0))? {
-            items.push(item);
-        }
-        Ok(Value::Array(items))
-    }
-
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
-        let mut object = Map::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if object.contains_key(&key) {
-                *self.0.borrow_mut() = Some(key);
-                return Err(serde::de::Error::custom("duplicate key"));
-            }
-            let value = map.next_value_seed(Unique(self.0))?;
-            object.insert(key, value);
-        }
-        Ok(Value::Object(object))
-    }
+    serde_json::from_slice::<Wrapped<T>>(body)
+        .map(|wrapped| wrapped.data)
+        .or_else(|_| {
+            reread(body, |mut value| {
+                value.get_mut("data").map(Value::take).unwrap_or_default()
+            })
+        })
 }
 
 fn bad(kind: &'static str, message: impl Into<String>) -> ParseError {
@@ -319,8 +299,9 @@ fn bad(kind: &'static str, message: impl Into<String>) -> ParseError {
     }
 }
 
-fn text(data: &Map<String, Value>, key: &str) -> Option<String> {
-    data.get(key).and_then(Value::as_str).map(str::to_owned)
+/// A `data` key's value when it is a string.
+fn text(value: Option<Node<'_>>) -> Option<String> {
+    value.and_then(Node::into_str).map(Cow::into_owned)
 }
 
 /// Fields every full Lead resource has, beyond those a consent subset needs.
@@ -332,16 +313,21 @@ const FULL_LEAD_FIELDS: &[&str] = &[
 ];
 
 fn consent(
-    data: Map<String, Value>,
+    data: Data<'_>,
+    body: &[u8],
     occurred_at: DateTime<Utc>,
 ) -> Result<ConsentEvent, ParseError> {
     let opted_out = data
-        .get("globalOptedOut")
-        .and_then(Value::as_bool)
+        .global_opted_out
+        .as_ref()
+        .and_then(Node::as_bool)
         .ok_or_else(|| bad(CONSENT_UPDATE, "`globalOptedOut` (boolean) is required"))?;
-    let lead_id = text(&data, "id");
-    let organization_id = text(&data, "organizationId");
-    let phone_number = text(&data, "phoneNumber")
+    let full_lead_fields = data.has_full_lead_fields();
+    let lead_id = text(data.id);
+    let organization_id = text(data.organization_id);
+    let phone_number = data
+        .phone_number
+        .and_then(Node::into_str)
         .map(|raw| phone::normalize(&raw, Region::default()))
         .transpose()
         .map_err(|e| bad(CONSENT_UPDATE, format!("`phoneNumber`: {e}")))?
@@ -352,13 +338,13 @@ fn consent(
             "needs `id` or both `organizationId` and `phoneNumber`",
         ));
     }
-    let tag_id = text(&data, "tagId");
+    let tag_id = text(data.tag_id);
     let full = lead_id.is_some()
         && organization_id.is_some()
         && phone_number.is_some()
-        && FULL_LEAD_FIELDS.iter().all(|k| data.contains_key(*k));
+        && full_lead_fields;
     let lead = if full {
-        let mut lead = serde_json::from_value::<Lead>(Value::Object(data))
+        let mut lead = data_as::<Lead>(body)
             .map_err(|e| bad(CONSENT_UPDATE, format!("lead resource: {e}")))?;
         // The mirror keeps the number as the ledger does.
         if let Some(phone) = &phone_number {
@@ -380,13 +366,13 @@ fn consent(
 }
 
 fn message_status(
-    data: Map<String, Value>,
+    data: Data<'_>,
+    body: &[u8],
     occurred_at: DateTime<Utc>,
 ) -> Result<MessageStatusEvent, ParseError> {
-    let lead_id = text(&data, "leadId");
-    let organization_id = text(&data, "organizationId");
-    let message: MessageStatus = serde_json::from_value(Value::Object(data))
-        .map_err(|e| bad(MESSAGE_STATUS, e.to_string()))?;
+    let lead_id = text(data.lead_id);
+    let organization_id = text(data.organization_id);
+    let message: MessageStatus = data_as(body).map_err(|e| bad(MESSAGE_STATUS, e.to_string()))?;
     if message.id.is_empty() || message.status.is_empty() {
         return Err(bad(MESSAGE_STATUS, "`id` and `status` must not be empty"));
     }
@@ -502,6 +488,134 @@ mod tests {
             let error = parse(body, at()).unwrap_err().to_string();
             assert!(error.contains(expected), "{error}");
         }
+    }
+
+    #[test]
+    fn a_key_repeated_at_any_depth_is_refused_naming_it_and_the_id_is_still_read() {
+        let deep = format!(
+            r#"{{"id":"evt_9","type":"consentUpdate-v1","data":{{"x":{}{{"k":1,"k":2}}{}}}}}"#,
+            "[{\"y\":".repeat(40),
+            "}]".repeat(40)
+        );
+        let cases: [(&[u8], &str); 7] = [
+            (br#"{"id":"evt_9","id":"evt_9","data":{}}"#, "id"),
+            (br#"{"data":{},"id":"evt_9","data":{}}"#, "data"),
+            (
+                br#"{"id":"evt_9","data":{"tags":[{"a":1},{"b":2,"b":3}]}}"#,
+                "b",
+            ),
+            (
+                br#"{"id":"evt_9","data":{"customFields":{"a":{"c":true,"c":true}}}}"#,
+                "c",
+            ),
+            // The same key however it is written, and the first repeat in the text.
+            (br#"{"id":"evt_9","a":1,"\u0061":2}"#, "a"),
+            (br#"{"id":"evt_9","a":{"b":1,"b":2},"a":3}"#, "b"),
+            (deep.as_bytes(), "k"),
+        ];
+        for (body, key) in cases {
+            let expected = ParseError::DuplicateKey(key.to_owned());
+            assert_eq!(parse(body, at()), Err(expected.clone()));
+            let received = receive(body, at()).unwrap();
+            assert_eq!(received.event, Err(expected));
+            let id = (key != "id").then(|| "evt_9".to_owned());
+            assert_eq!(received.id, id, "{}", String::from_utf8_lossy(body));
+        }
+    }
+
+    #[test]
+    fn a_repeat_among_many_keys_is_found_and_many_distinct_keys_are_taken() {
+        let keys: Vec<String> = (0..100).map(|i| format!(r#""k{i}":{i}"#)).collect();
+        let body = |keys: &[String]| {
+            format!(
+                r#"{{"type":"consentUpdate-v1","data":{{"id":"l1","globalOptedOut":true,{}}}}}"#,
+                keys.join(",")
+            )
+        };
+        assert!(parse(body(&keys).as_bytes(), at()).is_ok());
+        for repeat in [r#""k3":0"#, r#""k99":0"#, r#""globalOptedOut":false"#] {
+            let mut keys = keys.clone();
+            keys.push(repeat.to_owned());
+            let key = repeat.split('"').nth(1).unwrap().to_owned();
+            let error = parse(body(&keys).as_bytes(), at());
+            assert_eq!(error, Err(ParseError::DuplicateKey(key)));
+        }
+    }
+
+    #[test]
+    fn a_number_past_a_double_anywhere_is_refused_saying_where() {
+        let body = br#"{"id":"evt_9","type":"consentUpdate-v1","data":{"id":"l1","globalOptedOut":true,"x":[1e400]}}"#;
+        let error = "not JSON: number out of range at line 1 column 90";
+        assert_eq!(parse(body, at()).unwrap_err().to_string(), error);
+        let received = receive(body, at()).unwrap();
+        assert_eq!(received.event.unwrap_err().to_string(), error);
+        assert_eq!(received.id.as_deref(), Some("evt_9"));
+    }
+
+    #[test]
+    fn a_field_of_the_wrong_type_is_refused_as_serde_words_it() {
+        let cases: [(&[u8], &str); 5] = [
+            // The first in key order, as a JSON value's keys are.
+            (
+                br#"{"type":5,"createdAt":[],"data":{}}"#,
+                "`type`, `eventType` and `createdAt` must be strings: invalid type: sequence, expected a string",
+            ),
+            (
+                br#"{"eventType":1.5,"type":"consentUpdate-v1","data":{}}"#,
+                "`type`, `eventType` and `createdAt` must be strings: invalid type: floating point `1.5`, expected a string",
+            ),
+            (
+                br#"{"type":"consentUpdate-v1","data":{"id":"l1","organizationId":"o1","phoneNumber":"+15550001111",
+                    "globalOptedOut":true,"activeGroupIds":[],"inactiveGroupIds":[],"customFields":{},"tagIds":[1],"email":false}}"#,
+                "consentUpdate-v1: lead resource: invalid type: boolean `false`, expected a string",
+            ),
+            (
+                br#"{"type":"messageStatus-v1","data":{"id":"m1"}}"#,
+                "messageStatus-v1: missing field `status`",
+            ),
+            (
+                br#"{"type":"messageStatus-v1","data":{"id":"m1","status":"sent","threadId":-3}}"#,
+                "messageStatus-v1: invalid type: integer `-3`, expected a string",
+            ),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(parse(body, at()).unwrap_err().to_string(), expected);
+        }
+    }
+
+    #[test]
+    fn the_typed_resources_are_read_whole() {
+        let body = br#"{"id":7,"type":"consentUpdate-v1","data":{"id":"l\u0031","type":"lead","organizationId":"o1",
+            "phoneNumber":"+1 (555) 010-0001","activeGroupIds":["g1"],"inactiveGroupIds":[],"customFields":{"n":1.5,"s":"\"x\""},
+            "tagIds":["t"],"globalOptedOut":true,"firstName":null,"accountId":"ignored?"}}"#;
+        let received = receive(body, at()).unwrap();
+        assert_eq!(received.id.as_deref(), Some("7"));
+        let Ok(Event::Consent(e)) = received.event else {
+            panic!()
+        };
+        let lead = e.lead.unwrap();
+        assert_eq!(e.lead_id.as_deref(), Some("l1"));
+        assert_eq!(
+            (lead.id.as_str(), lead.phone_number.as_str()),
+            ("l1", "+15550100001")
+        );
+        assert_eq!(
+            serde_json::Value::Object(lead.custom_fields),
+            serde_json::json!({"n": 1.5, "s": "\"x\""})
+        );
+        assert_eq!(lead.tag_ids, ["t"]);
+        let body = br#"{"eventType":"messageStatus-v1","createdAt":"2026-11-21T10:00:00Z","data":{"id":"m1","status":"delivered","leadId":"l1","organizationId":"o1","errorCode":null}}"#;
+        let Event::MessageStatus(e) = parse(body, at()).unwrap() else {
+            panic!()
+        };
+        assert_eq!(
+            (e.message.id.as_str(), e.message.status.as_str()),
+            ("m1", "delivered")
+        );
+        assert_eq!(
+            (e.lead_id.as_deref(), e.organization_id.as_deref()),
+            (Some("l1"), Some("o1"))
+        );
     }
 
     proptest::proptest! {

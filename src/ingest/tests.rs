@@ -1,4 +1,5 @@
 use super::*;
+use std::borrow::Cow;
 
 #[test]
 fn the_router_refuses_paths_axum_would_panic_on_or_take_twice() {
@@ -100,4 +101,93 @@ fn kept_headers_are_every_value_as_received_in_order_naming_the_one_that_verifie
         position: 0,
     };
     assert_eq!(headers_as_received(&headers, &credential).1, None);
+}
+
+#[test]
+fn kept_headers_are_the_text_serde_json_makes_of_the_pairs_whatever_their_bytes() {
+    let mut headers = HeaderMap::new();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    headers.append(
+        "x-signature",
+        HeaderValue::from_static(r#"sha256="quoted" \back\slash"#),
+    );
+    headers.insert("cookie", HeaderValue::from_static("session=secret"));
+    headers.append(
+        "x-signature",
+        HeaderValue::from_bytes(b"tab\there").unwrap(),
+    );
+    headers.insert(
+        "x-latin1",
+        HeaderValue::from_bytes(b"caf\xe9 \xff\xfe \x80").unwrap(),
+    );
+    headers.insert(
+        "x-utf8",
+        HeaderValue::from_bytes("café ☃ </script>".as_bytes()).unwrap(),
+    );
+    headers.insert("x-cut", HeaderValue::from_bytes(b"\xe2\x98").unwrap());
+    headers.insert("x-empty", HeaderValue::from_static(""));
+    let token = HeaderName::from_bytes(b"x-token!#$%&'*+.^_`|~09").unwrap();
+    headers.insert(
+        token,
+        HeaderValue::from_static("any name a header may have"),
+    );
+    let pairs: Vec<(&str, Cow<'_, str>)> = headers
+        .iter()
+        .filter(|(name, _)| *name != "cookie")
+        .map(|(name, value)| (name.as_str(), String::from_utf8_lossy(value.as_bytes())))
+        .collect();
+    let expected = serde_json::to_string(&pairs).unwrap();
+    for escaped in [
+        r#"\"quoted\""#,
+        r"\\back\\slash",
+        r"tab\there",
+        "caf\u{fffd}",
+    ] {
+        assert!(expected.contains(escaped), "{expected}");
+    }
+    assert_eq!(headers_as_pairs(&headers), expected);
+    for (position, at) in [(0, Some(1)), (1, Some(2)), (2, None)] {
+        let verified = SignatureHeader {
+            name: "x-signature".into(),
+            position,
+        };
+        assert_eq!(
+            headers_as_received(&headers, &verified),
+            (expected.clone(), at)
+        );
+    }
+    assert_eq!(headers_as_pairs(&HeaderMap::new()), "[]");
+}
+
+/// Any byte a header value may hold, mostly those JSON escapes or UTF-8 reads specially.
+fn header_byte() -> impl proptest::strategy::Strategy<Value = u8> {
+    proptest::prop_oneof![
+        proptest::sample::select(
+            b" a/<\"\\\t\x7f\x80\xbf\xc3\xa9\xe2\x98\x83\xf0\x9f\xff".to_vec()
+        ),
+        proptest::prelude::any::<u8>(),
+    ]
+}
+
+proptest::proptest! {
+    #[test]
+    fn kept_headers_of_any_bytes_are_the_text_serde_json_makes_of_the_pairs(
+        values in proptest::collection::vec(
+            proptest::collection::vec(header_byte(), 0..24),
+            0..6,
+        )
+    ) {
+        let mut headers = HeaderMap::new();
+        for (i, value) in values.iter().enumerate() {
+            if let Ok(value) = HeaderValue::from_bytes(value) {
+                headers.append(if i % 2 == 0 { "x-even" } else { "x-odd" }, value);
+            }
+        }
+        let pairs: Vec<(&str, Cow<'_, str>)> = headers
+            .iter()
+            .map(|(name, value)| (name.as_str(), String::from_utf8_lossy(value.as_bytes())))
+            .collect();
+        let expected = serde_json::to_string(&pairs).unwrap();
+        proptest::prop_assert_eq!(headers_as_pairs(&headers), expected);
+    }
 }
