@@ -22,8 +22,8 @@ use prometheus_client::registry::Registry;
 use crate::model::AccountId;
 use labels::{
     AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels,
-    PushLabels, SourceLabels, SourceNameLabels, SourcePostLabels, SubscriberLabels, Upstream,
-    UpstreamLabels,
+    PushLabels, SourceLabels, SourceNameLabels, SourcePostLabels, SubscriberLabels, SystemLabels,
+    Upstream, UpstreamLabels,
 };
 pub use labels::{
     AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push, SourceOutcome,
@@ -96,6 +96,10 @@ declared! {
     source_records: Family<SourceLabels, Counter> = "source_records",
         "Records sources read back or were posted (VAN, Action Network, Twilio), by what each \
          came to";
+    future_times: Family<SystemLabels, Counter> = "future_times",
+        "Times another system gave further past their receipt than [consent] \
+         future_tolerance_secs, ranked at the receipt instead (system: \"service\" for the \
+         webhooks, a source's kind)";
     source_posts: Family<SourcePostLabels, Counter> = "source_posts",
         "Posts to sources the system posts to (Twilio), by the ingest listener's answer";
     source_last_success: Family<SourceNameLabels, Gauge> =
@@ -165,6 +169,9 @@ impl Metrics {
         let _ = self.deliveries.get_or_create(&DeliveryLabels {
             account: None,
             outcome: Delivery::UnknownPath,
+        });
+        let _ = self.future_times.get_or_create(&SystemLabels {
+            system: "service".to_owned(),
         });
         for &listener in Listener::ALL {
             let _ = self
@@ -402,6 +409,27 @@ impl Metrics {
         ] {
             self.source_records(name, outcome, u64::try_from(n).unwrap_or(0));
         }
+    }
+
+    /// Counts `n` times `system` gave in the future, ranked at their receipt.
+    pub fn future_times(&self, system: &str, n: u64) {
+        if n > 0 {
+            self.future_times
+                .get_or_create(&SystemLabels {
+                    system: system.to_owned(),
+                })
+                .inc_by(n);
+        }
+    }
+
+    /// How many times `system` gave in the future in this process.
+    pub fn future_times_counted(&self, system: &str) -> u64 {
+        count(
+            &self.future_times,
+            &SystemLabels {
+                system: system.to_owned(),
+            },
+        )
     }
 
     /// How many records of source `name` came to `outcome` in this process.

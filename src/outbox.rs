@@ -335,6 +335,7 @@ async fn write_and_apply(
                 id: *id,
                 account: AccountId::stored(&d.account),
                 dedup_key: d.dedup_key.clone(),
+                received_at: d.received_at,
                 event: std::mem::replace(&mut **event, Err(ParseError::Stored(String::new()))),
             }),
             _ => None,

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::apply::sourced::Recorder;
 use crate::metrics::Metrics;
+use crate::model::trust::{self, Trust};
 use crate::model::{AccountId, Timestamp};
 use crate::settings::{DestinationSettings, Live, SourceSettings};
 use crate::store::{Growth, Pool, SourceCounts, SourceStore as _};
@@ -123,6 +124,13 @@ impl Reader {
         self
     }
 
+    /// Believes what it reads by `trust` (`[consent]`'s future tolerance and default
+    /// region; the defaults until given).
+    pub fn trusting(mut self, trust: Trust) -> Self {
+        self.recorder.trust = trust;
+        self
+    }
+
     /// Counts its records and successes in `metrics`.
     pub fn counted_in(mut self, metrics: Arc<Metrics>) -> Self {
         metrics.source_known(
@@ -218,6 +226,8 @@ impl Reader {
             from,
             to: now,
             patience: Duration::from_secs(self.settings.job_timeout_secs),
+            max_pages: self.settings.max_pages,
+            region: self.recorder.trust.region,
         };
         let outcome = self.read_and_record(pool, window).await;
         let at = Timestamp(Utc::now());
@@ -265,7 +275,20 @@ impl Reader {
                 recorded: SourceCounts::default(),
             })?;
         let (out, mut batches) = tokio::sync::mpsc::channel::<Vec<ReadRecord>>(IN_FLIGHT);
-        let read = self.system.read(self.api(&key), window, out);
+        let deadline = Duration::from_secs(self.settings.read_timeout_secs);
+        // The read as a whole, not only each request or each byte: a file served a row every
+        // few seconds, or a listing whose `next` is always new, ends here. Dropped, the
+        // reader drops its sender, and what it handed on is recorded before the run ends.
+        let read = async {
+            tokio::time::timeout(deadline, self.system.read(self.api(&key), window, out))
+                .await
+                .unwrap_or_else(|_| {
+                    Err(ReadError::Input(format!(
+                        "the read took longer than read_timeout_secs ({} s) and was stopped; what it read is recorded, and the next run reads again from the same watermark",
+                        deadline.as_secs()
+                    )))
+                })
+        };
         let conn = &mut conn;
         // Moves the receiver in: when recording fails, it is dropped, and the reader stops
         // at its next batch instead of waiting for room.
@@ -293,7 +316,7 @@ impl Reader {
         match (read, recorded) {
             (Ok(watermark), Ok(counts)) => Ok(RunReport {
                 counts,
-                watermark: Some(watermark),
+                watermark: Some(trust::watermark(watermark, window.to)),
             }),
             (_, Err((error, counts))) => Err(RunError {
                 error: format!("recording: {error}"),
@@ -307,6 +330,8 @@ impl Reader {
     fn count(&self, done: SourceCounts) {
         if let Some(metrics) = &self.metrics {
             metrics.source_counts(&self.settings.name, done);
+            let future = u64::try_from(done.future).unwrap_or(0);
+            metrics.future_times(self.recorder.kind.as_str(), future);
         }
     }
 }
@@ -327,7 +352,7 @@ const LIST_CHECK: Duration = Duration::from_secs(1);
 /// one removed stops, one changed runs as it now reads.
 pub async fn run_configured(
     sources: Live<Vec<SourceSettings>>,
-    (served, destinations): (Vec<AccountId>, Vec<DestinationSettings>),
+    (served, destinations, trust): (Vec<AccountId>, Vec<DestinationSettings>, Trust),
     pool: Pool,
     metrics: Arc<Metrics>,
     stop: CancellationToken,
@@ -339,7 +364,12 @@ pub async fn run_configured(
             .iter()
             .filter(|s| s.system.polled())
             .filter_map(|s| match Reader::new(s, &served) {
-                Ok(reader) => Some(reader.echoing(&destinations).counted_in(metrics.clone())),
+                Ok(reader) => Some(
+                    reader
+                        .echoing(&destinations)
+                        .trusting(trust)
+                        .counted_in(metrics.clone()),
+                ),
                 Err(error) => {
                     tracing::error!(source = %s.name, %error, "cannot build the source's HTTP client; it does not run");
                     None

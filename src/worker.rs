@@ -127,6 +127,7 @@ impl Worker {
                 id: row.id,
                 account: AccountId::stored(&row.account_id),
                 dedup_key: row.dedup_key,
+                received_at: row.received_at,
             })
             .collect();
         apply::deliveries(tx, &pending, now, &self.policy, apply::Settle::All).await

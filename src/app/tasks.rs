@@ -63,7 +63,11 @@ pub(super) async fn supervise_leader_work(
     ),
 ) -> anyhow::Result<()> {
     // What the sources read back is checked against the destinations' writes (no echo).
-    let echoing = (settings.account_ids()?, settings.destination.clone());
+    let echoing = (
+        settings.account_ids()?,
+        settings.destination.clone(),
+        settings.consent.trust(),
+    );
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(

@@ -40,7 +40,22 @@ pub struct Pending {
     pub account: AccountId,
     /// The ledger's `event_ref` of the event's entries.
     pub dedup_key: String,
+    /// When the daemon received it: a time the event gives further past this than the
+    /// tolerance ranks here ([`crate::model::trust::Trust::time`]).
+    pub received_at: DateTime<Utc>,
     pub event: Result<Event, events::ParseError>,
+}
+
+impl Pending {
+    /// A time the event gives, as the ledger ranks it: at the receipt when it lies further
+    /// past it than the tolerance.
+    pub fn ranked(
+        &self,
+        given: DateTime<Utc>,
+        trust: &crate::model::trust::Trust,
+    ) -> crate::model::trust::Ranked {
+        trust.time(given, self.received_at)
+    }
 }
 
 /// Which of the rows applying settles in the outbox.
@@ -66,6 +81,8 @@ pub struct Outcome {
     pub echoes: u64,
     /// What the replies posted to each source came to, by source name.
     pub heard: Vec<(String, crate::store::SourceCounts)>,
+    /// Event times further past their receipt than the tolerance, ranked at the receipt.
+    pub future_times: u64,
 }
 
 /// What the configuration decides of how deliveries apply.
@@ -78,6 +95,8 @@ pub struct Policy {
     pub confirmation_window: chrono::TimeDelta,
     /// The sources in force: what a reply posted to one becomes ([`heard`]).
     pub sources: InForce,
+    /// `[consent]`'s trust boundary: how far a delivery's time may lie past its receipt.
+    pub trust: crate::model::trust::Trust,
 }
 
 impl Default for Policy {
@@ -86,6 +105,7 @@ impl Default for Policy {
             account_sync: false,
             confirmation_window: chrono::TimeDelta::seconds(300),
             sources: InForce::default(),
+            trust: crate::model::trust::Trust::default(),
         }
     }
 }
@@ -102,6 +122,7 @@ impl Policy {
                 settings.source.clone(),
                 settings.account_ids().unwrap_or_default(),
             ),
+            trust: settings.consent.trust(),
         }
     }
 }
@@ -120,6 +141,7 @@ impl Outcome {
         metrics.applied(self.applied, self.quarantined);
         metrics.echoes(self.echoes);
         metrics.messages_after_opt_out(self.sent_after_opt_out);
+        metrics.future_times("service", self.future_times);
         for (name, counts) in &self.heard {
             metrics.source_counts(name, *counts);
         }
@@ -160,6 +182,7 @@ pub async fn deliveries<T: ApplyTx + SourceTx + ?Sized>(
         outcome.quarantined += of_run.quarantined;
         outcome.sent_after_opt_out += of_run.sent_after_opt_out;
         outcome.echoes += of_run.echoes;
+        outcome.future_times += of_run.future_times;
     }
     Ok(outcome)
 }
@@ -174,14 +197,17 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
     settle: Settle,
 ) -> Result<Outcome, crate::store::Error> {
     let account_sync = policy.account_sync;
-    let plan = plan::plan(tx, account, rows, account_sync).await?;
+    let plan = plan::plan(tx, account, rows, account_sync, &policy.trust).await?;
     let echoes = plan.echoes;
     let quarantined: HashSet<i64> = plan.quarantined.iter().map(|(id, _)| *id).collect();
     let leads: Vec<(&Lead, DateTime<Utc>)> = rows
         .iter()
         .filter(|row| !quarantined.contains(&row.id))
         .filter_map(|row| match &row.event {
-            Ok(Event::Consent(c)) => c.lead.as_deref().map(|l| (l, c.occurred_at)),
+            Ok(Event::Consent(c)) => c
+                .lead
+                .as_deref()
+                .map(|l| (l, row.ranked(c.occurred_at, &policy.trust).at)),
             _ => None,
         })
         .collect();
@@ -210,6 +236,7 @@ async fn deliveries_of<T: ApplyTx + ?Sized>(
         sent_after_opt_out,
         echoes,
         heard: Vec::new(),
+        future_times: plan.future_times,
     })
 }
 
@@ -229,7 +256,7 @@ async fn message_statuses<T: ApplyTx + ?Sized>(
                 message: &m.message,
                 lead_id: m.lead_id.as_deref(),
                 organization_id: m.organization_id.as_deref(),
-                occurred_at: m.occurred_at,
+                occurred_at: row.ranked(m.occurred_at, &policy.trust).at,
                 source: Source::Webhook,
             }),
             _ => None,

@@ -29,6 +29,8 @@ pub(super) struct Plan {
     pub quarantined: Vec<(i64, String)>,
     /// Observations recognised as the echo of a local change.
     pub echoes: u64,
+    /// Events whose time lay further past their receipt than the tolerance.
+    pub future_times: u64,
 }
 
 /// Turns the batch's consent events into observations, in receipt order, exactly as
@@ -40,6 +42,7 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
     account: &AccountId,
     rows: &[&Pending],
     account_sync: bool,
+    trust: &crate::model::trust::Trust,
 ) -> Result<Plan, crate::store::Error> {
     let consent: Vec<&ConsentEvent> = rows
         .iter()
@@ -72,6 +75,16 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
                 .located
                 .insert(lead.clone(), (org.clone(), phone.clone()));
         }
+        let ranked = row.ranked(c.occurred_at, trust);
+        if ranked.future.is_some() {
+            plan.future_times += 1;
+            tracing::warn!(
+                outbox_id = row.id,
+                given = %c.occurred_at,
+                ranked_at = %ranked.at,
+                "a delivery's time lies in the future: it ranks at its receipt"
+            );
+        }
         let targets = match known.holders.as_mut() {
             Some(holders) => account_sync_targets(holders, &phone, org, c.lead_id.clone()),
             None => vec![(org, c.lead_id.clone())],
@@ -82,7 +95,7 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
                 phone_number: phone.clone(),
                 lead_id,
                 opted_out: c.opted_out,
-                occurred_at: c.occurred_at,
+                occurred_at: ranked.at,
                 source: Source::Webhook,
                 event_ref: row.dedup_key.clone(),
                 tag_id: c.tag_id.clone(),

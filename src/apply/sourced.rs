@@ -16,6 +16,7 @@ use std::collections::HashMap;
 use chrono::Utc;
 
 use super::imported::{self, Batch, ListedNumber, Scope};
+use crate::model::trust::Trust;
 use crate::model::{AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp};
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
 use crate::systems::source::{ReadRecord, Said};
@@ -45,6 +46,8 @@ pub struct Recorder {
     pub opt_ins: bool,
     /// The destinations that write the system it reads: their writes read back are echoes.
     pub echoes: Vec<String>,
+    /// What a time it reads ranks at ([`Trust::time`]).
+    pub trust: Trust,
 }
 
 /// One record's part in a slice: its index, and the number and time of what it says.
@@ -70,6 +73,7 @@ impl Recorder {
             },
             opt_ins: settings.opt_ins,
             echoes: Vec::new(),
+            trust: Trust::default(),
         }
     }
 
@@ -124,11 +128,15 @@ impl Recorder {
                     opted_out,
                     occurred_at,
                 } if *opted_out || self.opt_ins => {
+                    // A change time past its reading ranks at the reading: the record, kept
+                    // as the entry's evidence, holds the time as given.
+                    let ranked = self.trust.time(*occurred_at, now);
+                    counts.future += i64::from(ranked.future.is_some());
                     let said = Said1 {
                         record,
                         phone_number,
                         opted_out: *opted_out,
-                        occurred_at: *occurred_at,
+                        occurred_at: ranked.at,
                     };
                     match by_number.entry((phone_number.as_str(), *opted_out)) {
                         std::collections::hash_map::Entry::Occupied(mut first) => {

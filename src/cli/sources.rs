@@ -76,7 +76,9 @@ fn named<'s>(settings: &'s Settings, name: &str) -> Result<&'s SourceSettings, C
 fn reader(settings: &Settings, source: &SourceSettings) -> Result<Reader, CliError> {
     let served = settings.account_ids()?;
     match Reader::new(source, &served) {
-        Ok(reader) => Ok(reader.echoing(&settings.destination)),
+        Ok(reader) => Ok(reader
+            .echoing(&settings.destination)
+            .trusting(settings.consent.trust())),
         Err(error @ crate::sources::ReaderError::Posted(_)) => {
             Err(CliError::Usage(error.to_string()))
         }
@@ -203,19 +205,28 @@ async fn resync(settings: &Settings, name: &str, since: &str, json: bool) -> Res
     Ok(())
 }
 
-/// A date (`2026-09-01`, midnight UTC) or a time in RFC 3339.
+/// A date (`2026-09-01`, midnight UTC) or a time in RFC 3339, not in the future.
 fn parse_date(text: &str) -> Result<chrono::DateTime<chrono::Utc>, CliError> {
-    if let Ok(Some(at)) = crate::settings::sources::parse_since(text) {
-        return Ok(at);
-    }
-    chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+    let at = chrono::DateTime::parse_from_rfc3339(text.trim())
+        .map(|t| t.to_utc())
         .ok()
-        .and_then(|d| d.and_hms_opt(0, 0, 0))
-        .map(|t| t.and_utc())
+        .or_else(|| {
+            chrono::NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                .ok()
+                .and_then(|d| d.and_hms_opt(0, 0, 0))
+                .map(|t| t.and_utc())
+        })
         .ok_or_else(|| {
             CliError::Usage(format!(
                 "--since {}: a date (2026-09-01) or a time in RFC 3339 is expected",
                 Escaped(text)
             ))
-        })
+        })?;
+    if at > chrono::Utc::now() {
+        return Err(CliError::Usage(format!(
+            "--since {}: in the future; a source reads changes made before now",
+            Escaped(text)
+        )));
+    }
+    Ok(at)
 }

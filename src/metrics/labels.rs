@@ -101,6 +101,12 @@ pub(super) struct SourceNameLabels {
     pub source: String,
 }
 
+/// A system the daemon hears: `service`, or a source's kind.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct SystemLabels {
+    pub system: String,
+}
+
 label_values! {
     /// What one request to a destination ended in.
     pub enum DestinationOutcome {

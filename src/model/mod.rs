@@ -32,6 +32,9 @@ pub use outcomes::{
 };
 /// Someone else's text made safe for a terminal, a log, an error message or a spreadsheet.
 pub mod text;
+/// What another system says, believed only so far: the time rule and the region numbers
+/// are read in.
+pub mod trust;
 /// Times and closed sets of words, typed across the storage boundary.
 pub mod typed;
 

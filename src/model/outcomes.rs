@@ -117,6 +117,9 @@ pub struct SourceCounts {
     pub opt_ins: i64,
     pub confirmed: i64,
     pub ignored: i64,
+    /// Change times further past their reading than the tolerance, ranked at the reading
+    /// (counted, not kept in the source's row).
+    pub future: i64,
 }
 
 impl std::ops::AddAssign for SourceCounts {
@@ -126,5 +129,6 @@ impl std::ops::AddAssign for SourceCounts {
         self.opt_ins += other.opt_ins;
         self.confirmed += other.confirmed;
         self.ignored += other.ignored;
+        self.future += other.future;
     }
 }

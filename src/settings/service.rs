@@ -68,7 +68,7 @@ impl Default for ReconcileSettings {
 }
 
 /// `[consent]`
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ConsentSettings {
     /// A consent change applies to every mirrored lead with the same number.
@@ -76,4 +76,35 @@ pub struct ConsentSettings {
     /// An opt-out recorded in one account is recorded, pushed and suppressed in every other
     /// account this daemon serves (an opt-in never is).
     pub share_across_accounts: bool,
+    /// How far past its receipt a time another system gives may lie and still rank as
+    /// given (clocks drift; events reordered within it keep their order); a later one
+    /// ranks at its receipt, the original kept in the evidence.
+    pub future_tolerance_secs: u64,
+    /// The region a number without its country code is read in, from every system
+    /// (ISO 3166-1 alpha-2).
+    pub default_region: String,
+}
+
+impl Default for ConsentSettings {
+    fn default() -> Self {
+        Self {
+            account_sync: false,
+            share_across_accounts: false,
+            future_tolerance_secs: crate::model::trust::DEFAULT_FUTURE_TOLERANCE_SECS,
+            default_region: "US".to_owned(),
+        }
+    }
+}
+
+impl ConsentSettings {
+    /// The trust boundary's rules as configured ([`crate::model::trust::Trust`]); the
+    /// default region when `default_region` is not one (refused by validation before).
+    pub fn trust(&self) -> crate::model::trust::Trust {
+        crate::model::trust::Trust {
+            future_tolerance: chrono::TimeDelta::seconds(
+                i64::try_from(self.future_tolerance_secs).unwrap_or(i64::MAX / 1000),
+            ),
+            region: self.default_region.parse().unwrap_or_default(),
+        }
+    }
 }

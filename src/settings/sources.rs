@@ -166,6 +166,14 @@ pub struct SourceSettings {
     /// polled until `Complete`); past it, the run is an error and the next one asks again.
     #[serde(default = "default_job_timeout_secs")]
     pub job_timeout_secs: u64,
+    /// Longest a run's read may take as a whole (a job, its files, a listing's pages),
+    /// however steadily the bytes come; past it, the run is an error that says so.
+    #[serde(default = "default_read_timeout_secs")]
+    pub read_timeout_secs: u64,
+    /// Most pages a listing (Action Network's people) is followed for in one run; past
+    /// it, the run is an error that says so.
+    #[serde(default = "default_max_pages")]
+    pub max_pages: u64,
     /// `base_url` may be plain `http://` to a host that is not loopback.
     #[serde(default)]
     pub allow_insecure_http: bool,
@@ -188,6 +196,17 @@ fn default_timeout_secs() -> u64 {
 
 fn default_job_timeout_secs() -> u64 {
     600
+}
+
+/// An hour: a first read of a large committee (100,000 people, 4,000 pages at Action
+/// Network's 4 requests a second) takes about 17 minutes.
+fn default_read_timeout_secs() -> u64 {
+    3_600
+}
+
+/// 250,000 people of Action Network's pages of 25.
+fn default_max_pages() -> u64 {
+    10_000
 }
 
 /// Longest `job_timeout_secs`.
@@ -219,6 +238,8 @@ impl SourceSettings {
             requests_per_second: default_requests_per_second(),
             timeout_secs: default_timeout_secs(),
             job_timeout_secs: default_job_timeout_secs(),
+            read_timeout_secs: default_read_timeout_secs(),
+            max_pages: default_max_pages(),
             allow_insecure_http: false,
             system,
         }
@@ -242,14 +263,22 @@ impl SourceSettings {
     }
 }
 
-/// `since` as a time: `None` when empty.
+/// `since` as a time: `None` when empty. A time in the future is refused: a source reads
+/// what changed before now, and from a future `since` it would read nothing, saying "ok".
 pub fn parse_since(since: &str) -> Result<Option<DateTime<Utc>>, String> {
     if since.trim().is_empty() {
         return Ok(None);
     }
-    DateTime::parse_from_rfc3339(since.trim())
-        .map(|t| Some(t.with_timezone(&Utc)))
-        .map_err(|_| "a time in RFC 3339 (2026-01-31T00:00:00Z) is expected".to_owned())
+    let at = DateTime::parse_from_rfc3339(since.trim())
+        .map(|t| t.with_timezone(&Utc))
+        .map_err(|_| "a time in RFC 3339 (2026-01-31T00:00:00Z) is expected".to_owned())?;
+    if at > Utc::now() {
+        return Err(format!(
+            "{} is in the future: a source reads changes made before now, so it would read nothing",
+            since.trim()
+        ));
+    }
+    Ok(Some(at))
 }
 
 /// Reads every source's `api_key_file` and `auth_token_file`.
@@ -379,7 +408,14 @@ fn validate_bounds(
     s: &SourceSettings,
     named: &impl Fn(&str) -> String,
 ) -> Result<(), SettingsError> {
-    let bounds: [(&'static str, u64, u64, u64); 4] = [
+    let bounds: [(&'static str, u64, u64, u64); 6] = [
+        (
+            "source.read_timeout_secs",
+            s.read_timeout_secs,
+            1,
+            MAX_JOB_TIMEOUT_SECS,
+        ),
+        ("source.max_pages", s.max_pages, 1, 1_000_000),
         (
             "source.job_timeout_secs",
             s.job_timeout_secs,

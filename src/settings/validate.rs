@@ -88,9 +88,35 @@ impl Settings {
             ));
         }
         self.validate_scopes()?;
+        self.validate_consent()?;
         super::sources::validate(&self.source, &self.account_ids()?)?;
         self.compliance.validate()?;
         self.validate_log()
+    }
+
+    /// `[consent]`'s trust boundary: a region, a tolerance of at most a day.
+    fn validate_consent(&self) -> Result<(), SettingsError> {
+        if self
+            .consent
+            .default_region
+            .parse::<crate::model::phone::Region>()
+            .is_err()
+        {
+            return Err(SettingsError::invalid(
+                "consent.default_region",
+                format!(
+                    "{} is not a region: two letters (ISO 3166-1 alpha-2, e.g. US) are expected",
+                    crate::model::text::quoted(&self.consent.default_region)
+                ),
+            ));
+        }
+        if self.consent.future_tolerance_secs > 86_400 {
+            return Err(SettingsError::invalid(
+                "consent.future_tolerance_secs",
+                "at most 86400 (a day): a time further ahead than that is a wrong clock",
+            ));
+        }
+        Ok(())
     }
 
     /// `[retention]` and `[replica]`.

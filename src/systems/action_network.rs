@@ -102,8 +102,6 @@ pub struct People;
 /// How far behind the watermark a read starts: a person modified in the second a read
 /// ended (or listed late) is read again, and recorded once.
 pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
-/// Most pages one read follows: past it the listing is taken as never ending.
-pub const MAX_PAGES: usize = 100_000;
 
 /// One page of `GET /people`.
 #[derive(Debug, Deserialize)]
@@ -165,22 +163,28 @@ impl Source for People {
     ) -> Pending<'a, Result<DateTime<Utc>, ReadError>> {
         Box::pin(async move {
             let since = (window.from - OVERLAP).format("%Y-%m-%dT%H:%M:%SZ");
-            let mut next = Some(format!("/people?filter=modified_date%20gt%20'{since}'"));
+            let mut next =
+                Some(api.url(&format!("/people?filter=modified_date%20gt%20'{since}'"))?);
             let mut watermark = window.from;
             let mut seen = std::collections::HashSet::new();
             let mut pages = 0;
             while let Some(path) = next.take() {
                 pages += 1;
-                if pages > MAX_PAGES || !seen.insert(path.clone()) {
+                if pages > window.max_pages {
                     return Err(ReadError::Input(format!(
-                        "the people listing does not end: {} pages followed, or a `next` link repeats",
-                        pages - 1
+                        "the people listing goes on past max_pages ({}): stopped; raise max_pages for a first read this large",
+                        window.max_pages
                     )));
                 }
-                let page: PeoplePage = api.get_json(&path, "the people").await?;
+                if !seen.insert(path.clone()) {
+                    return Err(ReadError::Input(format!(
+                        "the people listing does not end: page {pages}'s `next` link repeats an earlier page's"
+                    )));
+                }
+                let page: PeoplePage = api.get_json_at(path, "the people").await?;
                 let mut records = Vec::new();
                 for person in page.embedded.map(|e| e.people).unwrap_or_default() {
-                    let read = records_of(&person);
+                    let read = records_of(&person, window.region);
                     if let Some(at) = read.modified {
                         watermark = watermark.max(at);
                     }
@@ -189,7 +193,10 @@ impl Source for People {
                 if !records.is_empty() && out.send(records).await.is_err() {
                     return Err(ReadError::Input("the recorder stopped".to_owned()));
                 }
-                next = page.links.and_then(|l| l.next).map(|n| n.href);
+                next = match page.links.and_then(|l| l.next) {
+                    Some(href) => Some(api.link(&href.href)?),
+                    None => None,
+                };
             }
             Ok(watermark)
         })
@@ -204,7 +211,7 @@ struct PersonRead {
 
 /// A record per mobile number of `person` (a person without one, or without the fields a
 /// record needs, is one ignored record).
-fn records_of(person: &serde_json::Value) -> PersonRead {
+fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -> PersonRead {
     let identifier = person
         .get("identifiers")
         .and_then(|ids| ids.as_array())
@@ -247,7 +254,7 @@ fn records_of(person: &serde_json::Value) -> PersonRead {
         let said = if !field("number_type").eq_ignore_ascii_case("mobile") {
             Said::Nothing("not a mobile number".to_owned())
         } else {
-            match (normalized(number), field("status")) {
+            match (normalized(number, region), field("status")) {
                 (Err(why), _) => Said::Nothing(why),
                 (Ok(phone_number), "unsubscribed") => Said::Consent {
                     phone_number,
@@ -279,20 +286,53 @@ fn records_of(person: &serde_json::Value) -> PersonRead {
     PersonRead { modified, records }
 }
 
-/// Action Network's number (digits, country code first) in E.164.
-fn normalized(number: &str) -> Result<String, String> {
-    let digits = number.trim().trim_start_matches('+');
-    crate::model::phone::normalize(
-        &format!("+{digits}"),
-        crate::model::phone::Region::default(),
-    )
-    .map(crate::model::phone::E164::into_string)
-    .map_err(|e| format!("number {}: {e}", crate::model::text::bounded(number, 40)))
+/// Action Network's number in E.164, by the rule of every number the daemon hears: a
+/// number of `region` first (`2025550103` and `12025550103` are `+12025550103` in the US),
+/// so that a national number is never read as another country's (`+20` for Egypt). Only
+/// digits that are no number of the region are read as Action Network documents its
+/// numbers, country code first without `+` (`442079460958`).
+fn normalized(number: &str, region: crate::model::phone::Region) -> Result<String, String> {
+    use crate::model::phone::{E164, normalize};
+    let written = number.trim();
+    let national = normalize(written, region);
+    let read = match national {
+        Err(error) if !written.starts_with('+') && !written.is_empty() => {
+            normalize(&format!("+{written}"), region).map_err(|_| error)
+        }
+        read => read,
+    };
+    read.map(E164::into_string)
+        .map_err(|e| format!("number {}: {e}", crate::model::text::bounded(number, 40)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_without_its_country_code_is_one_of_the_region_never_a_foreign_one() {
+        let us = crate::model::phone::Region::US;
+        let read = |n: &str| normalized(n, us);
+        assert_eq!(read("2025550103").as_deref(), Ok("+12025550103"));
+        assert_eq!(read("12025550103").as_deref(), Ok("+12025550103"));
+        assert_eq!(read("+12025550103").as_deref(), Ok("+12025550103"));
+        assert_eq!(read("(202) 555-0103").as_deref(), Ok("+12025550103"));
+        assert_eq!(read("442079460958").as_deref(), Ok("+442079460958"));
+        assert_eq!(read("+442079460958").as_deref(), Ok("+442079460958"));
+        let gb: crate::model::phone::Region = "GB".parse().unwrap();
+        assert_eq!(
+            normalized("02079460958", gb).as_deref(),
+            Ok("+442079460958")
+        );
+        assert_eq!(
+            normalized("00442079460958", gb).as_deref(),
+            Ok("+442079460958")
+        );
+        for invalid in ["555", "", "call me", "+999 123", "00442079460958x"] {
+            let error = read(invalid).unwrap_err();
+            assert!(error.starts_with("number "), "{invalid}: {error}");
+        }
+    }
 
     #[test]
     fn action_networks_own_words_are_its_error() {

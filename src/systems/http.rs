@@ -36,16 +36,27 @@ pub fn sensitive(value: &str) -> reqwest::header::HeaderValue {
 
 /// At most `most` bytes of an answer's body, as text: an error page is shown, never read
 /// whole (it may be any size).
-pub async fn prefix(mut response: reqwest::Response, most: usize) -> String {
+pub async fn prefix(response: reqwest::Response, most: usize) -> String {
+    let (bytes, _) = read_up_to(response, most).await;
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// At most `most` bytes of an answer's body, and the error that ended it early (a timeout,
+/// a connection cut), if one did.
+async fn read_up_to(
+    mut response: reqwest::Response,
+    most: usize,
+) -> (Vec<u8>, Option<reqwest::Error>) {
     let mut bytes = Vec::new();
     while bytes.len() < most {
         match response.chunk().await {
             Ok(Some(chunk)) => bytes.extend_from_slice(&chunk),
-            _ => break,
+            Ok(None) => break,
+            Err(error) => return (bytes, Some(error)),
         }
     }
     bytes.truncate(most);
-    String::from_utf8_lossy(&bytes).into_owned()
+    (bytes, None)
 }
 
 /// A transport error as shown: its causes, without its URL (a URL may carry a token).
@@ -186,7 +197,20 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
             _ => Stop::Retry { error, retry_after },
         });
     }
-    let body = prefix(response, MOST + 1).await;
+    let (body, cut) = read_up_to(response, MOST + 1).await;
+    if let Some(error) = cut {
+        // A body that stops coming is no answer, not an answer cut short to parse.
+        let why = if error.is_timeout() {
+            "the answer did not come whole within the timeout".to_owned()
+        } else {
+            transport_error(error)
+        };
+        return Err(Stop::Retry {
+            error: format!("{what}: {why}"),
+            retry_after: None,
+        });
+    }
+    let body = String::from_utf8_lossy(&body);
     if body.len() > MOST {
         return Err(Stop::Retry {
             error: format!("{what}: the answer is over {MOST} bytes"),
@@ -197,4 +221,131 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
         error: format!("{what}: the answer is not the JSON expected: {error}"),
         retry_after: None,
     })
+}
+
+/// Why a link an answer gave is not followed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    #[error("the base URL {0} is not a URL")]
+    Base(String),
+    #[error("a link ({0}) is not a URL")]
+    NotAUrl(String),
+    #[error("a link leads away from the API's host ({0}): the key is never sent there")]
+    Away(String),
+}
+
+/// The one link resolver: `href`, a link an answer gave (`_links.next`, a page's URL),
+/// resolved as a URL against `base` (the API's root, as configured), and taken only when
+/// its scheme, host and port are the base's own, so that a credential sent with it goes
+/// nowhere else. A relative link is resolved, never glued to the base as text: `@host`,
+/// `:port` and `.suffix` stay in the path, `//host` and `\\host` name another host and are
+/// refused.
+pub fn resolve_link(base: &str, href: &str) -> Result<reqwest::Url, LinkError> {
+    let shown = || crate::model::text::bounded(href, 100);
+    // The root as a folder: a relative link resolves under it, as a path of the API would.
+    let root = format!("{}/", base.trim_end_matches('/'));
+    let base = reqwest::Url::parse(&root)
+        .map_err(|_| LinkError::Base(crate::model::text::bounded(base, 100)))?;
+    let url = base
+        .join(href.trim())
+        .map_err(|_| LinkError::NotAUrl(shown()))?;
+    let same = url.scheme() == base.scheme()
+        && url.host() == base.host()
+        && url.port_or_known_default() == base.port_or_known_default()
+        && url.username().is_empty()
+        && url.password().is_none();
+    if same {
+        Ok(url)
+    } else {
+        Err(LinkError::Away(shown()))
+    }
+}
+
+#[cfg(test)]
+mod link_tests {
+    use super::{LinkError, resolve_link};
+
+    const BASE: &str = "http://127.0.0.1:19100";
+
+    fn followed(href: &str) -> String {
+        resolve_link(BASE, href)
+            .map(|u| u.to_string())
+            .unwrap_or_else(|e| format!("refused: {e}"))
+    }
+
+    #[test]
+    fn a_relative_link_stays_on_the_apis_host_whatever_it_starts_with() {
+        for (href, url) in [
+            ("/people?page=2", "http://127.0.0.1:19100/people?page=2"),
+            ("people?page=2", "http://127.0.0.1:19100/people?page=2"),
+            (
+                "@127.0.0.2:19101/people?page=2",
+                "http://127.0.0.1:19100/@127.0.0.2:19101/people?page=2",
+            ),
+            (":19101/people", "http://127.0.0.1:19100/:19101/people"),
+            (
+                ".evil.example/people",
+                "http://127.0.0.1:19100/.evil.example/people",
+            ),
+            (
+                "%2F%2F127.0.0.2/people",
+                "http://127.0.0.1:19100/%2F%2F127.0.0.2/people",
+            ),
+            (
+                "http://127.0.0.1:19100/people?page=3",
+                "http://127.0.0.1:19100/people?page=3",
+            ),
+        ] {
+            assert_eq!(followed(href), url, "{href}");
+        }
+    }
+
+    #[test]
+    fn a_link_to_another_host_port_scheme_or_user_is_refused() {
+        for href in [
+            "//127.0.0.2:19100/people",
+            "\\\\127.0.0.2:19100/people",
+            "/\\127.0.0.2/people",
+            "http://127.0.0.2:19100/people",
+            "http://127.0.0.1:19101/people",
+            "https://127.0.0.1:19100/people",
+            "http://[::1]:19100/people",
+            "http://user@127.0.0.1:19100/people",
+            "http://127.0.0.1:19100@127.0.0.2/people",
+            "file:///etc/passwd",
+        ] {
+            assert!(
+                matches!(resolve_link(BASE, href), Err(LinkError::Away(_))),
+                "{href}: {}",
+                followed(href)
+            );
+        }
+    }
+
+    #[test]
+    fn a_base_with_a_path_keeps_it_and_its_default_port_matches_an_explicit_one() {
+        let base = "https://actionnetwork.org/api/v2/";
+        let url = |href| resolve_link(base, href).map(|u| u.to_string());
+        assert_eq!(
+            url("people?page=2").as_deref(),
+            Ok("https://actionnetwork.org/api/v2/people?page=2")
+        );
+        assert_eq!(
+            url("https://actionnetwork.org:443/api/v2/people?page=2").as_deref(),
+            Ok("https://actionnetwork.org/api/v2/people?page=2")
+        );
+        assert!(url("https://actionnetwork.org.evil.example/api/v2/people").is_err());
+        assert!(matches!(
+            resolve_link("not a url", "/x"),
+            Err(LinkError::Base(_))
+        ));
+    }
+
+    #[test]
+    fn a_refused_link_is_shown_escaped_and_bounded() {
+        let href = format!("//evil\u{1b}[31m/{}", "x".repeat(500));
+        let error = resolve_link(BASE, &href).unwrap_err().to_string();
+        assert!(!error.contains('\u{1b}'), "{error}");
+        assert!(error.chars().count() < 250, "{error}");
+    }
 }

@@ -56,6 +56,11 @@ pub struct Window {
     /// How long the system may take to prepare what it gives (VAN's export job): the
     /// source's `job_timeout_secs`.
     pub patience: std::time::Duration,
+    /// Most pages a listing is followed for (the source's `max_pages`).
+    pub max_pages: u64,
+    /// The region a number without its country code is read in (`[consent]
+    /// default_region`): read by [`crate::model::trust::Trust::number`]'s rule.
+    pub region: crate::model::phone::Region,
 }
 
 /// One record a source read.
@@ -119,26 +124,24 @@ pub struct SourceApi<'a> {
 }
 
 impl SourceApi<'_> {
-    /// The URL of `path` under the API's root, or `path` itself when it is a URL of the
-    /// API's own origin (a `next` link). A URL elsewhere is refused: the key goes to the
-    /// API alone.
-    pub fn url(&self, path: &str) -> Result<String, ReadError> {
-        if !path.starts_with("http://") && !path.starts_with("https://") {
-            return Ok(format!("{}{path}", self.base_url));
+    /// The URL of `path`, one of the reader's own paths under the API's root (`/people`).
+    pub fn url(&self, path: &str) -> Result<reqwest::Url, ReadError> {
+        if !path.starts_with('/') {
+            return self.link(path);
         }
-        let origin = |url: &str| {
-            reqwest::Url::parse(url)
-                .ok()
-                .map(|u| u.origin().ascii_serialization())
-        };
-        if origin(path).is_some() && origin(path) == origin(self.base_url) {
-            Ok(path.to_owned())
-        } else {
-            Err(ReadError::Input(format!(
-                "a link leads away from the API's host ({}): the key is never sent there",
-                crate::model::text::bounded(path, 100)
-            )))
-        }
+        reqwest::Url::parse(&format!("{}{path}", self.base_url)).map_err(|_| {
+            ReadError::Input(format!(
+                "{} is not a URL",
+                crate::model::text::quoted(self.base_url)
+            ))
+        })
+    }
+
+    /// The URL of a link an answer gave (a `next` page), resolved against the API's root
+    /// by [`http::resolve_link`]: a link that leads away from its host is an error, and the
+    /// key is never sent there.
+    pub fn link(&self, href: &str) -> Result<reqwest::Url, ReadError> {
+        http::resolve_link(self.base_url, href).map_err(|e| ReadError::Input(e.to_string()))
     }
 
     async fn turn(&self) {
@@ -158,8 +161,17 @@ impl SourceApi<'_> {
         path: &str,
         what: &str,
     ) -> Result<T, ReadError> {
+        self.get_json_at(self.url(path)?, what).await
+    }
+
+    /// The JSON a GET of `url` (from [`SourceApi::url`] or [`SourceApi::link`]) answers.
+    pub async fn get_json_at<T: serde::de::DeserializeOwned>(
+        &self,
+        url: reqwest::Url,
+        what: &str,
+    ) -> Result<T, ReadError> {
         self.turn().await;
-        let request = self.authorized(self.http.get(self.url(path)?));
+        let request = self.authorized(self.http.get(url));
         let words = |body: &serde_json::Value| self.system.error_words(body);
         Ok(http::read_json_with(request, what, &words).await?)
     }
@@ -194,7 +206,11 @@ impl SourceApi<'_> {
             &http::prefix(response, http::MAX_ERROR_BODY).await,
             http::MAX_ERROR_BODY,
         );
-        let error = format!("{what}: answered {status}: {text}");
+        let error = if status.is_redirection() {
+            format!("{what}: answered {status}: redirects are not followed")
+        } else {
+            format!("{what}: answered {status}: {text}")
+        };
         Err(match status.as_u16() {
             // An expired link: the next run makes a new job, whose links are new.
             400..=499 => ReadError::Input(error),

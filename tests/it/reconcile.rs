@@ -389,3 +389,76 @@ async fn bad_credentials_stop_token_requests_after_three_even_across_a_restart(b
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    a_webhook_dated_2099_ranks_at_its_receipt_so_the_persons_later_stop_holds,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_webhook_dated_2099_ranks_at_its_receipt_so_the_persons_later_stop_holds(
+    backend: Backend,
+) {
+    let sandbox = one_organization(10).await;
+    let Some(app) = spawn_app_on(backend, |s| point_at(s, &sandbox)).await else {
+        return;
+    };
+    subscribe(&sandbox, &app);
+    let lead = sandbox
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .unwrap();
+    // A service with a clock gone wrong (or one bad event) says opted in, in 2099.
+    let body = serde_json::json!({"type": "consentUpdate-v1", "id": "evt_2099",
+        "createdAt": "2099-01-01T00:00:00Z",
+        "data": {"organizationId": lead.organization_id, "phoneNumber": lead.phone_number,
+                 "globalOptedOut": false}})
+    .to_string();
+    let before = chrono::Utc::now();
+    assert_eq!(app.post_signed(&body).await.status(), 200);
+    app.drain().await;
+    // Then the person texts STOP, now.
+    sandbox
+        .text_stop(&lead.organization_id, &lead.phone_number)
+        .expect("stop");
+    assert!(sandbox.settle(Duration::from_secs(10)).await);
+    app.drain().await;
+
+    let current = ledger::current(&app.pool, &lead.phone_number, Some(&lead.organization_id))
+        .await
+        .unwrap();
+    assert!(current[0].opted_out, "the STOP holds: {current:?}");
+    let history = ledger::history(&app.pool, &lead.phone_number, Some(&lead.organization_id))
+        .await
+        .unwrap();
+    let future = history
+        .iter()
+        .find(|e| e.event_ref == "event:evt_2099")
+        .expect("the 2099 event is in the ledger");
+    assert!(
+        future.occurred_at.0 >= before && future.occurred_at.0 <= chrono::Utc::now(),
+        "it ranks at its receipt: {future:?}"
+    );
+    assert!(
+        !history.iter().any(|e| e.opted_out && e.superseded),
+        "the STOP is not superseded: {history:?}"
+    );
+    assert_eq!(app.metrics.future_times_counted("service"), 1);
+    // The time as given stays in the evidence: the delivery as received.
+    let kept: Vec<Vec<u8>> = app
+        .blobs("SELECT body FROM outbox WHERE dedup_key = 'event:evt_2099'")
+        .await;
+    assert!(String::from_utf8_lossy(&kept[0]).contains("2099-01-01T00:00:00Z"));
+
+    // A pass finds nothing to repair: the mirror is the service's.
+    reconciler(&app, &sandbox)
+        .run_pass(&PassRequest::default(), &CancellationToken::new())
+        .await
+        .unwrap();
+    let mirror = mirror_leads(&app).await;
+    let service = service_leads(&sandbox);
+    assert_eq!(mirror.get(&lead.id), service.get(&lead.id));
+    assert!(mirror[&lead.id].7, "opted out in the mirror");
+    app.stop().await;
+    sandbox.shutdown().await;
+}

@@ -16,6 +16,7 @@ use crate::destinations::once::{opted_in_with_van_id, writes_of};
 use crate::destinations::{action_network, campaign, campaign_of, van};
 
 mod faults;
+mod hostile;
 mod process;
 mod twilio;
 

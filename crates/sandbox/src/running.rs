@@ -418,6 +418,25 @@ impl RunningSandbox {
         self.fakes.action_network_endless_next(on);
     }
 
+    /// Hostile: the first page of Action Network's people listing gives `href` as its
+    /// `next` link, exactly as given (`None`: the listing's own links again).
+    pub fn action_network_next_href(&self, href: Option<&str>) {
+        self.fakes.action_network_next_href(href.map(str::to_owned));
+    }
+
+    /// Hostile: an Action Network person with one mobile number written as `number` (no
+    /// country code, `00`-prefixed, not a number), `status`, and `modified_date`, as given
+    /// (one in 2099).
+    pub fn action_network_add_person(
+        &self,
+        number: &str,
+        status: &str,
+        modified_date: &str,
+    ) -> ActionNetworkPerson {
+        self.fakes
+            .action_network_add_person(number, status, modified_date)
+    }
+
     /// Stops serving and delivering, and waits for the server to finish.
     pub async fn shutdown(self) {
         self.cancel.cancel();

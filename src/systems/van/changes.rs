@@ -251,7 +251,17 @@ impl Changes {
             let (temp, sha256) = download(api, &file.download_url, &name).await?;
             let out = out.clone();
             let read = tokio::task::spawn_blocking(move || {
-                read_file(temp, &FileRead { name, sha256, ids }, &out)
+                let region = window.region;
+                read_file(
+                    temp,
+                    &FileRead {
+                        name,
+                        sha256,
+                        ids,
+                        region,
+                    },
+                    &out,
+                )
             });
             read.await
                 .map_err(|e| ReadError::Input(format!("reading {name}: {e}")))??;
@@ -387,6 +397,8 @@ struct FileRead {
     name: FileName,
     sha256: String,
     ids: Ids,
+    /// Where a phone without a dialing prefix is read.
+    region: crate::model::phone::Region,
 }
 
 /// Reads a file's rows, handing its records on a batch at a time (on a blocking thread).
@@ -509,7 +521,7 @@ fn said(read: &FileRead, cell: &dyn Fn(&str) -> String, phone: &str, changed: &s
     let Some(occurred_at) = changed_at(changed) else {
         return Said::Nothing(format!("{DATE_CHANGED} {changed:?} is not a time"));
     };
-    match normalized(phone, &cell("PhoneDialingPrefix")) {
+    match normalized(phone, &cell("PhoneDialingPrefix"), read.region) {
         Ok(phone_number) => Said::Consent {
             phone_number,
             opted_out,
@@ -531,8 +543,13 @@ fn changed_at(text: &str) -> Option<DateTime<Utc>> {
         })
 }
 
-/// A VAN phone in E.164: its dialing prefix (country code) before it, else a US number.
-fn normalized(phone: &str, prefix: &str) -> Result<String, String> {
+/// A VAN phone in E.164: its dialing prefix (country code) before it, else a number of
+/// `region` (`[consent] default_region`).
+fn normalized(
+    phone: &str,
+    prefix: &str,
+    region: crate::model::phone::Region,
+) -> Result<String, String> {
     if phone.is_empty() {
         return Err("no phone".to_owned());
     }
@@ -542,7 +559,7 @@ fn normalized(phone: &str, prefix: &str) -> Result<String, String> {
     } else {
         format!("+{digits}{phone}")
     };
-    crate::model::phone::normalize(&raw, crate::model::phone::Region::default())
+    crate::model::phone::normalize(&raw, region)
         .map(crate::model::phone::E164::into_string)
         .map_err(|e| format!("phone {}: {e}", crate::model::text::bounded(phone, 40)))
 }

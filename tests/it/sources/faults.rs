@@ -13,7 +13,7 @@ use crate::destinations::campaign;
 
 /// A campaign's daemon (no source of its own, so that the test's runs are the only ones)
 /// and a reader of `source`.
-async fn reading(
+pub(super) async fn reading(
     backend: Backend,
     source: impl FnOnce(&RunningSandbox) -> SourceSettings,
 ) -> Option<(RunningSandbox, TestApp, Reader)> {
@@ -25,18 +25,18 @@ async fn reading(
     Some((sandbox, app, reader))
 }
 
-fn faulty(sandbox: &RunningSandbox, export: VanExportSettings) {
+pub(super) fn faulty(sandbox: &RunningSandbox, export: VanExportSettings) {
     assert!(sandbox.van_set_export(DEFAULT_VAN_KEY, export));
 }
 
-async fn fails(app: &TestApp, reader: &Reader) -> RunError {
+pub(super) async fn fails(app: &TestApp, reader: &Reader) -> RunError {
     match reader.run_once(&app.pool).await {
         Ok(report) => panic!("the run read to its end: {report:?}"),
         Err(error) => error,
     }
 }
 
-async fn entries_from(app: &TestApp, source: &str) -> i64 {
+pub(super) async fn entries_from(app: &TestApp, source: &str) -> i64 {
     app.count(&format!(
         "SELECT COUNT(*) FROM ledger WHERE source = '{source}'"
     ))
@@ -171,13 +171,26 @@ on_both_backends!(
     worker_threads = 2
 );
 async fn an_action_network_listing_that_never_ends_is_an_error(backend: Backend) {
-    let Some((sandbox, app, reader)) = reading(backend, action_network_source).await else {
+    let bounded = |sandbox: &RunningSandbox| SourceSettings {
+        max_pages: 5,
+        ..action_network_source(sandbox)
+    };
+    let Some((sandbox, app, reader)) = reading(backend, bounded).await else {
         return;
     };
     sandbox.action_network_seed(30);
     sandbox.action_network_endless_next(true);
     let error = fails(&app, &reader).await;
-    assert!(error.error.contains("does not end"), "{}", error.error);
+    assert!(
+        error.error.contains("goes on past max_pages (5)"),
+        "{}",
+        error.error
+    );
+    assert_eq!(
+        sandbox.action_network_truth().requests.total,
+        5,
+        "five pages, then the bound"
+    );
     app.stop().await;
     sandbox.shutdown().await;
 }

@@ -232,6 +232,20 @@ impl Fakes {
         self.action_network().set_endless_next(on);
     }
 
+    pub(crate) fn action_network_next_href(&self, href: Option<String>) {
+        self.action_network().set_next_href(href);
+    }
+
+    pub(crate) fn action_network_add_person(
+        &self,
+        number: &str,
+        status: &str,
+        modified_date: &str,
+    ) -> ActionNetworkPerson {
+        self.action_network()
+            .add_person(number, status, modified_date)
+    }
+
     pub(crate) fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
         self.van().set_export(api_key, settings)
     }

@@ -8,6 +8,11 @@
 //!   mobile number each, modified over the last hour: 201 `{"count"}`.
 //! - `PUT /_control/actionnetwork/endless_next` `{"on"}`: the fault of a listing whose
 //!   `next` never ends.
+//! - `PUT /_control/actionnetwork/next_href` `{"href"}` (a string, or null): hostile, the
+//!   first page's `next` link is this text as given (`@127.0.0.2:9/people`, `//host/x`).
+//! - `POST /_control/actionnetwork/person` `{"number","status","modifiedDate"}`: hostile,
+//!   a person with one mobile number exactly as written (without its country code,
+//!   `00`-prefixed, not a number) and any `modified_date` (one in 2099): 201 `{"person"}`.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -32,6 +37,8 @@ pub(crate) fn routes() -> Router<FakesState> {
         .route("/_control/actionnetwork/unsubscribe", post(unsubscribe))
         .route("/_control/actionnetwork/seed", post(seed))
         .route("/_control/actionnetwork/endless_next", put(endless_next))
+        .route("/_control/actionnetwork/next_href", put(next_href))
+        .route("/_control/actionnetwork/person", post(add_person))
 }
 
 async fn truth(State(fakes): State<FakesState>) -> Json<ActionNetworkTruth> {
@@ -81,6 +88,24 @@ impl ActionNetwork {
 
     pub(crate) fn set_endless_next(&mut self, on: bool) {
         self.endless_next = on;
+    }
+
+    pub(crate) fn set_next_href(&mut self, href: Option<String>) {
+        self.next_href = href;
+    }
+
+    /// A person with one mobile number written as `number`, its `status`, modified at
+    /// `modified_date`, all as given: what another system may hold.
+    pub(crate) fn add_person(
+        &mut self,
+        number: &str,
+        status: &str,
+        modified_date: &str,
+    ) -> ActionNetworkPerson {
+        let mut made = person(number.to_owned(), status, modified_date.to_owned());
+        made.created_date = now();
+        self.people.push(made.clone());
+        made
     }
 }
 
@@ -144,6 +169,41 @@ async fn endless_next(State(fakes): State<FakesState>, bytes: Bytes) -> Response
         Ok(b) => {
             fakes.action_network().set_endless_next(b.on);
             StatusCode::NO_CONTENT.into_response()
+        }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
+#[derive(Deserialize)]
+struct NextHref {
+    href: Option<String>,
+}
+
+async fn next_href(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
+    match body::<NextHref>(&bytes) {
+        Ok(b) => {
+            fakes.action_network().set_next_href(b.href);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AddPerson {
+    number: String,
+    status: String,
+    modified_date: String,
+}
+
+async fn add_person(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
+    match body::<AddPerson>(&bytes) {
+        Ok(b) => {
+            let person = fakes
+                .action_network()
+                .add_person(&b.number, &b.status, &b.modified_date);
+            (StatusCode::CREATED, Json(json!({ "person": person }))).into_response()
         }
         Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }

@@ -170,6 +170,9 @@ pub(super) async fn list(
     if more {
         links["next"] = href(page + 1);
     }
+    if let Some(hostile) = an.next_href.as_ref().filter(|_| page == 1) {
+        links["next"] = json!({ "href": hostile });
+    }
     if page > 1 {
         links["previous"] = href(page - 1);
     }

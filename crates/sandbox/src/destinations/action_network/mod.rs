@@ -94,6 +94,9 @@ pub(crate) struct ActionNetwork {
     signups: Vec<ActionNetworkSignup>,
     /// Fault: every page of `GET /people` has a `next` link, past the last person.
     endless_next: bool,
+    /// Hostile: the first page's `next` link is this text, as given (a relative link to
+    /// another host, a foreign URL).
+    next_href: Option<String>,
 }
 
 impl ActionNetwork {
@@ -103,6 +106,7 @@ impl ActionNetwork {
             people: Vec::new(),
             signups: Vec::new(),
             endless_next: false,
+            next_href: None,
         }
     }
 

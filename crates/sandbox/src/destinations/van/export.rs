@@ -32,6 +32,15 @@ pub struct VanExportSettings {
     pub expired_urls: bool,
     /// Fault: the job's status is `Error` with this message.
     pub error: Option<String>,
+    /// Hostile: every row's `DateChanged` is this many seconds later than the change (a
+    /// VAN clock gone wrong): 2,300,000,000 puts a change of 2026 in 2099.
+    pub future_by_secs: Option<i64>,
+    /// Hostile: no `PhoneDialingPrefix` on any row: numbers without their country code.
+    pub national_numbers: bool,
+    /// Hostile: the file's rows come one at a time this many milliseconds apart, and after
+    /// them made-up rows at the same pace, without end: a file that never finishes, though
+    /// each byte comes in time.
+    pub trickle_ms: Option<u64>,
 }
 
 impl Default for VanExportSettings {
@@ -45,6 +54,9 @@ impl Default for VanExportSettings {
             stuck: false,
             expired_urls: false,
             error: None,
+            future_by_secs: None,
+            national_numbers: false,
+            trickle_ms: None,
         }
     }
 }

@@ -53,6 +53,10 @@ pub(crate) struct FilePlan {
     pub seeded: Vec<(Seed, u64, u64)>,
     pub garbage_row: bool,
     pub huge: bool,
+    /// Hostile modes ([`super::export::VanExportSettings`]).
+    pub future_by: Option<chrono::Duration>,
+    pub national_numbers: bool,
+    pub trickle: Option<std::time::Duration>,
 }
 
 /// Why a file is not served.
@@ -177,7 +181,11 @@ async fn write_csv(plan: FilePlan, mut out: tokio::io::DuplexStream) -> std::io:
         .seeded
         .iter()
         .flat_map(|(seed, lo, hi)| (*lo..*hi).map(move |i| seed.row(i)));
+    if let Some(every) = plan.trickle {
+        return trickle(&plan, buf, every, out).await;
+    }
     for change in plan.explicit.iter().cloned().chain(seeded) {
+        let change = hostile(&plan, change);
         line(&plan.columns, &change, plan.committee_id, &mut buf);
         rows += 1;
         if plan.garbage_row && rows == 1 {
@@ -200,6 +208,55 @@ async fn write_csv(plan: FilePlan, mut out: tokio::io::DuplexStream) -> std::io:
     }
     out.write_all(buf.as_bytes()).await?;
     out.shutdown().await
+}
+
+/// A change as a hostile VAN writes it: its time in the future, its number without its
+/// country code.
+fn hostile(plan: &FilePlan, mut change: VanChange) -> VanChange {
+    if let Some(by) = plan.future_by {
+        change.at += by;
+    }
+    if plan.national_numbers {
+        change.dialing_prefix = None;
+    }
+    change
+}
+
+/// The header, then the rows one at a time `every` apart, then made-up rows at the same
+/// pace until the client gives up.
+async fn trickle(
+    plan: &FilePlan,
+    header: String,
+    every: std::time::Duration,
+    mut out: tokio::io::DuplexStream,
+) -> std::io::Result<()> {
+    out.write_all(header.as_bytes()).await?;
+    let filler = Seed {
+        first_van_id: 800_000_001,
+        first_number: 2_013_500_000,
+        count: u64::MAX,
+        start: Utc::now(),
+        step: chrono::Duration::milliseconds(1),
+        resource: plan.resource,
+        result_code_id: 1,
+    };
+    let seeded = plan
+        .seeded
+        .iter()
+        .flat_map(|(seed, lo, hi)| (*lo..*hi).map(move |i| seed.row(i)));
+    let made_up = (0..).map(|i| filler.row(i));
+    for change in plan.explicit.iter().cloned().chain(seeded).chain(made_up) {
+        let mut row = String::new();
+        line(
+            &plan.columns,
+            &hostile(plan, change),
+            plan.committee_id,
+            &mut row,
+        );
+        out.write_all(row.as_bytes()).await?;
+        tokio::time::sleep(every).await;
+    }
+    Ok(())
 }
 
 /// Good rows, made up, until the file reaches [`HUGE_FILE_BYTES`].

@@ -80,6 +80,12 @@ impl Van {
             seeded,
             garbage_row: job.settings.garbage_row,
             huge: job.settings.huge_file,
+            future_by: job.settings.future_by_secs.map(chrono::Duration::seconds),
+            national_numbers: job.settings.national_numbers,
+            trickle: job
+                .settings
+                .trickle_ms
+                .map(std::time::Duration::from_millis),
         })
     }
 
