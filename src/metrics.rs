@@ -21,9 +21,9 @@ use prometheus_client::registry::Registry;
 
 use crate::model::AccountId;
 use labels::{
-    AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels, ListenerLabels,
-    PushLabels, SourceLabels, SourceNameLabels, SourcePostLabels, SubscriberLabels, SystemLabels,
-    Upstream, UpstreamLabels,
+    AccountLabels, AuthLabels, ClosedLabels, DeliveryLabels, DestinationLabels,
+    DestinationNameLabels, ListenerLabels, PushLabels, SourceLabels, SourceNameLabels,
+    SourcePostLabels, SubscriberLabels, SystemLabels, Upstream, UpstreamLabels,
 };
 pub use labels::{
     AuthAttempt, AuthOutcome, Closed, Delivery, DestinationOutcome, Listener, Push, SourceOutcome,
@@ -93,6 +93,9 @@ declared! {
     destination_requests: Family<DestinationLabels, Counter> = "destination_requests",
         "Requests to destinations (VAN, Action Network) by outcome; an unmatched entry is \
          counted once, with no request";
+    destination_refills: Family<DestinationNameLabels, Counter> = "destination_refills",
+        "Warehouse tables found behind what was sent to them (missing, made again, \
+         truncated) and filled again from the destination's first entry";
     source_records: Family<SourceLabels, Counter> = "source_records",
         "Records sources read back or were posted (VAN, Action Network, Twilio), by what each \
          came to";
@@ -409,6 +412,25 @@ impl Metrics {
         ] {
             self.source_records(name, outcome, u64::try_from(n).unwrap_or(0));
         }
+    }
+
+    /// Counts a warehouse `destination` filled again from its first entry.
+    pub fn destination_refilled(&self, destination: &str) {
+        self.destination_refills
+            .get_or_create(&DestinationNameLabels {
+                destination: destination.to_owned(),
+            })
+            .inc();
+    }
+
+    /// How many times `destination` was filled again in this process.
+    pub fn destination_refills_counted(&self, destination: &str) -> u64 {
+        count(
+            &self.destination_refills,
+            &DestinationNameLabels {
+                destination: destination.to_owned(),
+            },
+        )
     }
 
     /// Counts `n` times `system` gave in the future, ranked at their receipt.

@@ -74,27 +74,27 @@ mod tests {
         text.lines().map(str::to_owned).collect()
     }
 
-    /// Each system's error text as its reader or writer words it, with what a hostile
-    /// system puts in it.
+    /// Each system's error text as its reader or writer words it (by the name of a source
+    /// or destination of that system), with what a hostile system puts in it.
     const HOSTILE: &[(&str, &str)] = &[
         (
-            "van",
+            "van-main",
             "export job 7 of Contacts ended in Error: VAN failed \u{1b}[31mRED\nforged line read=0 opt_outs=0",
         ),
         (
-            "action_network",
-            "the people: answered 400 Bad Request: bad\r\nsource=action_network read=99",
+            "an-main",
+            "the people: answered 400 Bad Request: bad\r\nsource=an-main read=99",
         ),
         (
-            "bigquery",
+            "bq-warehouse",
             "insertAll: answered 403: quota\u{1b}]0;title\u{7}\nlevel=INFO",
         ),
         (
-            "postgres",
+            "pg-warehouse",
             "23502: null value in column \"x\"\u{202e}txet desrever\n2026-12-02T00:00:00Z INFO",
         ),
         (
-            "twilio",
+            "twilio-main",
             "reply \"STOP\u{0}\u{8}\u{8}\u{8}\u{8}START\"\u{85}forged",
         ),
     ];
@@ -120,10 +120,10 @@ mod tests {
             );
             assert!(lines[0].contains("source run stopped"), "{lines:?}");
         }
-        let van = logged(|| tracing::warn!(error = %HOSTILE[0].1, "source run stopped"));
+        let job = logged(|| tracing::warn!(error = %HOSTILE[0].1, "source run stopped"));
         assert!(
-            van[0].contains("VAN failed \\u{1b}[31mRED\\nforged line"),
-            "{van:?}"
+            job[0].contains("VAN failed \\u{1b}[31mRED\\nforged line"),
+            "{job:?}"
         );
     }
 

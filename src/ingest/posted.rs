@@ -40,6 +40,39 @@ const FORM_KEPT: usize = 16 * 1024;
 /// The answer to a post taken: TwiML that asks Twilio to send nothing.
 pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
 
+/// Forms larger than this are verified on a blocking thread: parsing and signing 64 KiB of
+/// sorted parameters holds a core for milliseconds (more in a debug build), and on an async
+/// worker every delivery behind it would wait that long.
+const VERIFIED_INLINE_BYTES: usize = 4 * 1024;
+
+/// The form's parameters, and the index of the token its `signature` verifies under (none
+/// when it does not).
+async fn verify(
+    body: bytes::Bytes,
+    signature: Option<String>,
+    tokens: Vec<secrecy::SecretString>,
+    public_url: String,
+) -> (Vec<(String, String)>, Option<usize>) {
+    let inline = body.len() <= VERIFIED_INLINE_BYTES;
+    let work = move || {
+        let params = twilio::form_params(&body);
+        let token_bytes: Vec<&[u8]> = tokens
+            .iter()
+            .map(|t| t.expose_secret().as_bytes())
+            .collect();
+        let verified =
+            signature.and_then(|value| twilio::verify(&token_bytes, &public_url, &params, &value));
+        (params, verified)
+    };
+    if inline {
+        return work();
+    }
+    // A verification that panicked verified nothing.
+    tokio::task::spawn_blocking(work)
+        .await
+        .unwrap_or_else(|_| (Vec::new(), None))
+}
+
 /// What the handler of posts to sources shares.
 pub(super) struct PostedState {
     pub sources: InForce,
@@ -94,20 +127,18 @@ async fn take(
     let keeper = state.sources.keeper(&source);
     let limit = state.max_body_bytes.min(MAX_FORM_BYTES);
     let body = read_limited(&headers, body, limit).await?;
-    let params = twilio::form_params(&body);
-    let tokens = twilio.accepted();
-    let token_bytes: Vec<&[u8]> = tokens
-        .iter()
-        .map(|t| t.expose_secret().as_bytes())
-        .collect();
     let mut signatures = headers.get_all(twilio::HEADER).iter();
-    let verified = match (signatures.next(), signatures.next()) {
-        (Some(value), None) => value
-            .to_str()
-            .ok()
-            .and_then(|value| twilio::verify(&token_bytes, &twilio.public_url, &params, value)),
+    let signature = match (signatures.next(), signatures.next()) {
+        (Some(value), None) => value.to_str().ok().map(str::to_owned),
         _ => None,
     };
+    let (params, verified) = verify(
+        body.clone(),
+        signature,
+        twilio.accepted(),
+        twilio.public_url.clone(),
+    )
+    .await;
     let Some(token_index) = verified else {
         let refused = RejectedDelivery {
             account: keeper.to_string(),

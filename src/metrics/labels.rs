@@ -101,6 +101,12 @@ pub(super) struct SourceNameLabels {
     pub source: String,
 }
 
+/// A destination, by name.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
+pub(super) struct DestinationNameLabels {
+    pub destination: String,
+}
+
 /// A system the daemon hears: `service`, or a source's kind.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, EncodeLabelSet)]
 pub(super) struct SystemLabels {
@@ -118,6 +124,9 @@ label_values! {
         Refused => "refused",
         /// 401 or 403: the destination stops until its key works.
         Credentials => "credentials",
+        /// What it names is not there, or its table's shape changed (a column dropped or
+        /// of another type, a NOT NULL column added): it stops until put right.
+        Lookup => "lookup",
         /// No answer, a 3xx, 5xx, 408 or 429: retried.
         Failed => "failed",
         /// A request that repeats an action whose first request was never answered (sent

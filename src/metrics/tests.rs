@@ -84,7 +84,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(
         families(&fresh),
-        34,
+        35,
         "every family, before anything is counted:\n{fresh}"
     );
     assert!(
@@ -98,7 +98,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
-    assert_eq!(types, 34, "{text}");
+    assert_eq!(types, 35, "{text}");
 }
 
 #[test]

@@ -218,6 +218,20 @@ pub struct SubscriberState {
     pub next_attempt_ms: Option<i64>,
     pub last_error: Option<String>,
     pub last_success_ms: Option<i64>,
+    /// A warehouse refilled from its first entry (its table found missing or behind what
+    /// was sent): refilling until the cursor passes this seq again.
+    pub refill_until: Option<i64>,
+    /// Why it is refilled.
+    pub refill_reason: Option<String>,
+}
+
+impl SubscriberState {
+    /// Why it is being refilled, while it is.
+    pub fn refilling(&self) -> Option<&str> {
+        self.refill_until
+            .filter(|until| self.cursor < *until)
+            .and(self.refill_reason.as_deref())
+    }
 }
 
 /// A subscriber as `GET /v1/subscribers`, `subscribers` and `status` show it.

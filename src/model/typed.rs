@@ -406,6 +406,9 @@ text_enum! {
         /// Stopped until its key works again or its lookups find what they need (reload,
         /// `destinations retry`): `lastError` says why.
         Error = "error",
+        /// A warehouse whose table was found missing, made again or behind what was sent:
+        /// every entry is being written again from its first, `lastError` says why.
+        Refilling = "refilling",
     }
 }
 

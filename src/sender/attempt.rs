@@ -222,14 +222,19 @@ impl Sender {
         {
             return Ok(Attempt::Waiting((due - now).to_std().unwrap_or_default()));
         }
-        if let Wire::Record(record) = &self.subscriber.wire
-            && let Some(stopped) = self.prepared(record).await
-        {
-            let cursor = progress.cursor;
-            let span = (cursor, cursor, cursor);
-            return self
-                .record(progress, &state, stopped, span, Utc::now(), at_once)
-                .await;
+        if let Wire::Record(record) = &self.subscriber.wire {
+            match self.prepared(record).await? {
+                each::Prepared::Ready => {}
+                // The cursor went back under a new generation: read again at once.
+                each::Prepared::Refilled => return Ok(Attempt::Waiting(Duration::ZERO)),
+                each::Prepared::Failed(stopped) => {
+                    let cursor = progress.cursor;
+                    let span = (cursor, cursor, cursor);
+                    return self
+                        .record(progress, &state, stopped, span, Utc::now(), at_once)
+                        .await;
+                }
+            }
         }
         let (items, scanned) = self.next_batch(progress.cursor).await?;
         if items.is_empty() {

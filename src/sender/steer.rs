@@ -187,6 +187,8 @@ pub(super) async fn state_of(
         next_attempt_ms: None,
         last_error: None,
         last_success_ms: None,
+        refill_until: None,
+        refill_reason: None,
     }))
 }
 
@@ -267,12 +269,16 @@ impl Steered for DestinationSettings {
             cursor: state.cursor,
             lag_entries: lag.entries,
             lag_seconds: lag.seconds,
-            state: match (state.disabled, state.failures > 0) {
-                (true, _) => DestinationStatus::Error,
-                (false, true) => DestinationStatus::Retrying,
-                (false, false) => DestinationStatus::Active,
+            state: match (state.disabled, state.failures > 0, state.refilling()) {
+                (true, _, _) => DestinationStatus::Error,
+                (false, true, _) => DestinationStatus::Retrying,
+                (false, false, Some(_)) => DestinationStatus::Refilling,
+                (false, false, None) => DestinationStatus::Active,
             },
-            last_error: state.last_error,
+            last_error: state
+                .last_error
+                .clone()
+                .or_else(|| state.refilling().map(str::to_owned)),
             last_success_at: state.last_success_ms.and_then(at),
             sent: counts.sent,
             unmatched: counts.unmatched,

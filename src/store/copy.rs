@@ -161,13 +161,16 @@ const TABLES: &[Table] = &[
         name: "subscribers",
         object: "'name', name, 'cursor', cursor, 'generation', generation, \
                  'disabled', disabled, 'failures', failures, 'next_attempt_ms', next_attempt_ms, \
-                 'last_error', last_error, 'last_success_ms', last_success_ms",
+                 'last_error', last_error, 'last_success_ms', last_success_ms, \
+                 'refill_until', refill_until, 'refill_reason', refill_reason",
         record: "name text, cursor bigint, generation bigint, disabled int, failures bigint, \
-                 next_attempt_ms bigint, last_error text, last_success_ms bigint",
+                 next_attempt_ms bigint, last_error text, last_success_ms bigint, \
+                 refill_until bigint, refill_reason text",
         insert: "name, cursor, generation, disabled, failures, next_attempt_ms, last_error, \
-                 last_success_ms",
+                 last_success_ms, refill_until, refill_reason",
         select: "x.name, x.cursor, x.generation, x.disabled <> 0, x.failures, \
-                 x.next_attempt_ms, x.last_error, x.last_success_ms",
+                 x.next_attempt_ms, x.last_error, x.last_success_ms, x.refill_until, \
+                 x.refill_reason",
         identity: None,
     },
     Table {

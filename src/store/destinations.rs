@@ -301,6 +301,48 @@ impl DestinationStore for Pool {
         })
     }
 
+    async fn sent_after(&self, name: &str, seq: i64) -> Result<bool, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_scalar(
+                "SELECT EXISTS (SELECT 1 FROM destination_outcomes
+                     WHERE destination = $1 AND seq > $2 AND outcome = 'sent')",
+            )
+            .bind(name)
+            .bind(seq)
+            .fetch_one(pool)
+            .await?)
+        })
+    }
+
+    async fn refill(&self, name: &str, from_seq: i64, reason: &str) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query(
+                "UPDATE subscribers SET refill_reason = $3,
+                     refill_until = CASE WHEN refill_until > cursor THEN refill_until
+                                         ELSE cursor END,
+                     cursor = $2 - 1, generation = generation + 1, disabled = FALSE,
+                     failures = 0, next_attempt_ms = NULL, last_error = NULL
+                 WHERE name = $1",
+            )
+            .bind(name)
+            .bind(from_seq)
+            .bind(reason)
+            .execute(&mut *tx)
+            .await?;
+            sqlx::query(
+                "UPDATE destination_outcomes SET outcome = NULL, reason = NULL
+                     WHERE destination = $1 AND seq >= $2",
+            )
+            .bind(name)
+            .bind(from_seq)
+            .execute(&mut *tx)
+            .await?;
+            tx.commit().await?;
+            Ok(())
+        })
+    }
+
     async fn enable_subscriber(&self, name: &str) -> Result<bool, Error> {
         on_backend!(self, |pool| {
             let enabled = sqlx::query(

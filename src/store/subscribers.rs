@@ -31,7 +31,7 @@ impl SubscriberStore for Pool {
         on_backend!(self, |pool| {
             Ok(sqlx::query_as(
                 "SELECT name, cursor, generation, disabled, failures, next_attempt_ms,
-                        last_error, last_success_ms
+                        last_error, last_success_ms, refill_until, refill_reason
                  FROM subscribers WHERE name = $1",
             )
             .bind(name)

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::http::{MAX_ERROR_BODY, prefix, transport_error};
-use super::warehouse::{Link, Refusal, Warehouse, fingerprint};
+use super::warehouse::{Link, Refusal, Table, Warehouse, fingerprint};
 use super::{Pending, Stop};
 use crate::model::text::bounded;
 use crate::model::warehouse::{COLUMNS, Row};
@@ -200,9 +200,20 @@ impl BigQuery {
     }
 
     /// The table and its views, created when missing; a table of other columns refused.
-    async fn check(&self, link: Link<'_>) -> Result<(), Stop> {
-        match self.table_resource(&link).await? {
-            Some(table) => self.compare(&table)?,
+    async fn check(&self, link: Link<'_>) -> Result<Table, Stop> {
+        let found = match self.table_resource(&link).await? {
+            Some(table) => {
+                self.compare(&table)?;
+                // `numRows` counts stored rows; rows streamed in the last minutes are in
+                // the streaming buffer. A table that has neither holds nothing.
+                let empty = table.get("numRows").and_then(|n| n.as_str()) == Some("0")
+                    && table.get("streamingBuffer").is_none();
+                if empty {
+                    Table::Empty
+                } else {
+                    Table::Holding(None)
+                }
+            }
             None => {
                 let table = json!({
                     "tableReference": self.reference(&self.table),
@@ -210,8 +221,9 @@ impl BigQuery {
                     "description": "The consent ledger of outreach-sync: an entry a row (a retried row may be here twice: read the _once view).",
                 });
                 self.create(&link, table).await?;
+                Table::Made
             }
-        }
+        };
         for (name, query) in self.views() {
             let view = json!({
                 "tableReference": self.reference(&name),
@@ -219,7 +231,7 @@ impl BigQuery {
             });
             self.create(&link, view).await?;
         }
-        Ok(())
+        Ok(found)
     }
 
     fn reference(&self, table: &str) -> serde_json::Value {
@@ -351,11 +363,11 @@ impl Warehouse for BigQuery {
         self.drop_token();
     }
 
-    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<(), Stop>> {
+    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<Table, Stop>> {
         Box::pin(async move {
-            self.check(link).await?;
+            let table = self.check(link).await?;
             self.ready.store(true, Ordering::Release);
-            Ok(())
+            Ok(table)
         })
     }
 

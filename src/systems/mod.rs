@@ -24,7 +24,7 @@ pub mod warehouse;
 pub mod webhook;
 
 pub use self::http::{Answer, REQUEST_TIMEOUT, http_client};
-pub use self::warehouse::{Link, Refusal, Warehouse};
+pub use self::warehouse::{Link, Refusal, Table, Warehouse};
 use crate::model::LedgerEntry;
 use crate::settings::{
     DestinationKeys, DestinationSettings, Live, SourceSettings, SourceSystem, SystemSettings,
@@ -295,8 +295,9 @@ impl Record {
         format!("{}{path}", self.base_url)
     }
 
-    /// Checks the key and looks up what the steps need (a warehouse: its table).
-    pub async fn prepare(&self, http: &reqwest::Client) -> Result<(), Stop> {
+    /// Checks the key and looks up what the steps need (a warehouse: its table, and what
+    /// it holds).
+    pub async fn prepare(&self, http: &reqwest::Client) -> Result<Option<Table>, Stop> {
         match &self.system {
             System::Api(system) => {
                 let system = system.as_ref();
@@ -307,10 +308,11 @@ impl Record {
                         system,
                     })
                     .await
+                    .map(|()| None)
             }
             System::Table(table) => {
                 let secret = self.key()?;
-                table.prepare(self.link(http, &secret)).await
+                table.prepare(self.link(http, &secret)).await.map(Some)
             }
         }
     }

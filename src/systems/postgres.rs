@@ -12,7 +12,7 @@ use std::time::Duration;
 use secrecy::ExposeSecret as _;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
-use super::warehouse::{Link, Refusal, Warehouse, fingerprint};
+use super::warehouse::{Link, Refusal, Table, Warehouse, fingerprint};
 use super::{Pending, Stop};
 use crate::model::text::bounded;
 use crate::model::warehouse::{COLUMNS, Row};
@@ -20,6 +20,10 @@ use crate::settings::destinations::warehouse::PostgresSettings;
 
 /// Connections a warehouse holds: its sender writes one batch at a time.
 const CONNECTIONS: u32 = 2;
+/// How often the table's shape is compared with the rows' between batches: a column whose
+/// type a data team changes (to `text`, which PostgreSQL casts a boolean into without a
+/// word) or a `NOT NULL` column it adds is found within this, not at the next restart.
+const SHAPE_CHECK: Duration = Duration::from_secs(10);
 
 /// A PostgreSQL table.
 pub struct Postgres {
@@ -28,6 +32,10 @@ pub struct Postgres {
     /// The connections, and the URL's fingerprint they were made with.
     pool: Mutex<Option<([u8; 32], PgPool)>>,
     ready: AtomicBool,
+    /// When the table's shape was last found to be the rows'.
+    checked: Mutex<Option<std::time::Instant>>,
+    /// The highest seq this process wrote into the table (0: none yet).
+    written: std::sync::atomic::AtomicI64,
 }
 
 impl std::fmt::Debug for Postgres {
@@ -45,6 +53,8 @@ impl Postgres {
             table: settings.table.table().to_owned(),
             pool: Mutex::new(None),
             ready: AtomicBool::new(false),
+            checked: Mutex::new(None),
+            written: std::sync::atomic::AtomicI64::new(0),
         }
     }
 
@@ -86,8 +96,99 @@ impl Postgres {
         }
     }
 
+    /// The table and its view, created when missing; a table of other columns refused;
+    /// what it holds.
+    async fn check(&self, pool: &PgPool) -> Result<Table, Stop> {
+        let table = self.qualified(&self.table);
+        let existed: bool = sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(&table)
+            .fetch_one(pool)
+            .await
+            .map_err(|e| stop("looking for the table", e))?;
+        self.make(pool).await?;
+        self.noted_shape();
+        if !existed {
+            return Ok(Table::Made);
+        }
+        let last = self.last_seq(pool).await?;
+        self.written.store(last.unwrap_or(0), Ordering::Release);
+        Ok(last.map_or(Table::Empty, |last| Table::Holding(Some(last))))
+    }
+
+    fn noted_shape(&self) {
+        if let Ok(mut checked) = self.checked.lock() {
+            *checked = Some(std::time::Instant::now());
+        }
+    }
+
+    /// Before a batch: the table still holds what was written to it (its last seq, an
+    /// index lookup), and its shape is compared again when [`SHAPE_CHECK`] has passed
+    /// since the last time; a table gone or behind is made again and filled by the next
+    /// check.
+    async fn shape_still_holds(&self, pool: &PgPool) -> Result<(), Stop> {
+        let due = self
+            .checked
+            .lock()
+            .map(|c| c.is_none_or(|at| at.elapsed() >= SHAPE_CHECK))
+            .unwrap_or(true);
+        if due {
+            self.compared(pool).await?;
+            self.noted_shape();
+        }
+        let last = match self.last_seq(pool).await {
+            Err(Stop::Lookup(_)) if !self.exists(pool).await? => {
+                return Err(self.gone());
+            }
+            last => last?,
+        };
+        let written = self.written.load(Ordering::Acquire);
+        if last.unwrap_or(0) < written {
+            // Truncated (or made again) under the daemon: the next check fills it again.
+            self.ready.store(false, Ordering::Release);
+            return Err(Stop::retry(format!(
+                "table {} holds less than was written to it (rows through seq {written}): filled again from the first entry",
+                self.table
+            )));
+        }
+        Ok(())
+    }
+
+    /// The table is gone: the next check makes it again (and the sender fills it).
+    fn gone(&self) -> Stop {
+        self.ready.store(false, Ordering::Release);
+        Stop::retry(format!(
+            "table {} is gone: made again and filled from the first entry",
+            self.table
+        ))
+    }
+
+    async fn last_seq(&self, pool: &PgPool) -> Result<Option<i64>, Stop> {
+        let table = self.qualified(&self.table);
+        sqlx::query_scalar(&format!("SELECT MAX(\"seq\") FROM {table}"))
+            .fetch_one(pool)
+            .await
+            .map_err(|e| stop("reading the table's last seq", e))
+    }
+
+    /// [`Postgres::compare`], a table found gone made again (and filled again) by the next
+    /// check.
+    async fn compared(&self, pool: &PgPool) -> Result<(), Stop> {
+        match self.compare(pool).await {
+            Err(Stop::Lookup(_)) if !self.exists(pool).await? => Err(self.gone()),
+            other => other,
+        }
+    }
+
+    async fn exists(&self, pool: &PgPool) -> Result<bool, Stop> {
+        sqlx::query_scalar("SELECT to_regclass($1) IS NOT NULL")
+            .bind(self.qualified(&self.table))
+            .fetch_one(pool)
+            .await
+            .map_err(|e| stop("looking for the table", e))
+    }
+
     /// The table and its view, created when missing; a table of other columns refused.
-    async fn check(&self, pool: &PgPool) -> Result<(), Stop> {
+    async fn make(&self, pool: &PgPool) -> Result<(), Stop> {
         let columns: Vec<String> = COLUMNS
             .iter()
             .map(|c| {
@@ -166,17 +267,26 @@ impl Postgres {
     /// so that one row refused never holds the others back.
     async fn write_rows(&self, link: Link<'_>, rows: &[Row]) -> Result<Vec<Refusal>, Stop> {
         let pool = self.pool(&link)?;
+        self.shape_still_holds(&pool).await?;
         match self.insert(&pool, rows).await {
-            Ok(()) => return Ok(Vec::new()),
+            Ok(()) => {
+                let last = rows.iter().map(|r| r.seq).max().unwrap_or(0);
+                self.written.fetch_max(last, Ordering::AcqRel);
+                return Ok(Vec::new());
+            }
             Err(error) if row_error(&error).is_none() => {
                 return Err(self.failed("inserting rows", error));
             }
-            Err(_) => {}
+            // A batch refused may be the table's doing (a column changed under it): then it
+            // stops with the table's error, and no row is refused for it.
+            Err(_) => self.compared(&pool).await?,
         }
         let mut refused = Vec::new();
         for (i, row) in rows.iter().enumerate() {
             match self.insert(&pool, std::slice::from_ref(row)).await {
-                Ok(()) => {}
+                Ok(()) => {
+                    self.written.fetch_max(row.seq, Ordering::AcqRel);
+                }
                 Err(error) => match row_error(&error) {
                     Some(reason) => refused.push((i, reason)),
                     None => return Err(self.failed("inserting rows", error)),
@@ -209,12 +319,12 @@ impl Warehouse for Postgres {
         self.drop_pool();
     }
 
-    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<(), Stop>> {
+    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<Table, Stop>> {
         Box::pin(async move {
             let pool = self.pool(&link)?;
-            self.check(&pool).await?;
+            let table = self.check(&pool).await?;
             self.ready.store(true, Ordering::Release);
-            Ok(())
+            Ok(table)
         })
     }
 

@@ -21,6 +21,19 @@ pub struct Link<'a> {
     pub timeout: Duration,
 }
 
+/// What a warehouse's table holds, as its check found it: the sender fills a table that
+/// holds less than was sent to it again from its first entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// Made by the check (it was missing: renamed, dropped, its schema dropped).
+    Made,
+    /// There, holding no row (truncated, or new).
+    Empty,
+    /// There, holding rows through this seq (PostgreSQL), or through a seq the warehouse
+    /// does not tell cheaply (`None`: BigQuery).
+    Holding(Option<i64>),
+}
+
 /// A row of a batch the warehouse would not take, by its index in the batch, with the
 /// warehouse's reason.
 pub type Refusal = (usize, String);
@@ -36,7 +49,8 @@ pub trait Warehouse: std::fmt::Debug + Send + Sync {
 
     /// Checks the secret and the table: creates the table and its views when missing; a
     /// table whose columns differ from the rows' is a [`Stop::Lookup`] naming the column.
-    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<(), Stop>>;
+    /// What the table holds, for the sender to tell whether it is behind.
+    fn prepare<'a>(&'a self, link: Link<'a>) -> Pending<'a, Result<Table, Stop>>;
 
     /// Writes `rows` (a row the table has already is not written twice where the warehouse
     /// can tell, and never seen twice through its views). `Ok`: every row was taken but

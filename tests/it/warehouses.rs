@@ -14,6 +14,7 @@ use crate::destinations::{campaign, view, writing_to};
 use crate::postgres::TestDatabase;
 
 mod bigquery;
+mod changed;
 mod process;
 
 /// The warehouse's table in these tests.

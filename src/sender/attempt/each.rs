@@ -24,16 +24,30 @@ const THROUGH_LEADS: &str = "account-wide: reached through the entries of its le
 /// Why an organization's own opt-out with no lead sends nothing there.
 const NO_LEAD_YET: &str = "no lead holds the number in its organization: reached through the entries of leads that appear with it";
 
+/// What looking up a destination's needs came to.
+pub(super) enum Prepared {
+    Ready,
+    /// A warehouse's table was behind what was sent to it: it is filled again from the
+    /// first entry, under a new generation of the cursor.
+    Refilled,
+    /// It cannot be written now.
+    Failed(Posted),
+}
+
 impl Sender {
-    /// Looks up what `record` needs if it is not yet; a [`Posted`] when it cannot be.
-    pub(super) async fn prepared(&self, record: &Record) -> Option<Posted> {
+    /// Looks up what `record` needs if it is not yet (a warehouse's table: filled again
+    /// when it holds less than was sent to it).
+    pub(super) async fn prepared(&self, record: &Record) -> Result<Prepared, crate::store::Error> {
         if record.ready() {
-            return None;
+            return Ok(Prepared::Ready);
         }
-        let stop = record.prepare(&self.http).await.err()?;
-        Some(match stop {
-            Stop::Retry { error, retry_after } => Posted::failed(error, retry_after),
-            stop => Posted::Stopped(stop.to_string()),
+        Ok(match record.prepare(&self.http).await {
+            Ok(None) => Prepared::Ready,
+            Ok(Some(table)) => self.refilled_if_behind(table).await?,
+            Err(Stop::Retry { error, retry_after }) => {
+                Prepared::Failed(Posted::failed(error, retry_after))
+            }
+            Err(stop) => Prepared::Failed(Posted::Stopped(stop.to_string())),
         })
     }
 

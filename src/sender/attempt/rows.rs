@@ -14,6 +14,36 @@ use crate::model::warehouse::Row;
 use crate::systems::{Record, Stop};
 
 impl Sender {
+    /// Fills the warehouse again from its first entry when its `table` holds less than was
+    /// sent to it (renamed, dropped with its schema, truncated: made again or found empty
+    /// by its check), so that the table a data team queries holds every entry, not the
+    /// ones after the loss.
+    pub(super) async fn refilled_if_behind(
+        &self,
+        table: crate::systems::Table,
+    ) -> Result<super::each::Prepared, crate::store::Error> {
+        use crate::systems::Table;
+        let name = self.subscriber.name.as_str();
+        let (after, found) = match table {
+            Table::Made => (0, "was missing and is made again".to_owned()),
+            Table::Empty => (0, "holds no row".to_owned()),
+            Table::Holding(Some(last)) => (last, format!("holds rows through seq {last} only")),
+            Table::Holding(None) => return Ok(super::each::Prepared::Ready),
+        };
+        if !self.pool.sent_after(name, after).await? {
+            return Ok(super::each::Prepared::Ready);
+        }
+        let from = self.subscriber.start_cursor + 1;
+        let reason = format!(
+            "refilling: the table {found}, behind what was sent to it; every entry is written again from seq {from}"
+        );
+        tracing::warn!(destination = name, %reason, "warehouse table behind: filled again");
+        self.pool.refill(name, from, &reason).await?;
+        self.metrics.destination_refilled(name);
+        crate::signal::ledger_grew();
+        Ok(super::each::Prepared::Refilled)
+    }
+
     /// Writes `items` into the warehouse `record`, then records how the batch ended as a
     /// post's.
     pub(super) async fn write_rows(
@@ -95,11 +125,22 @@ impl Sender {
                 return Ok(Posted::failed(error, retry_after));
             }
             Err(stop) => {
-                self.metrics
-                    .destination_request(name, DestinationOutcome::Credentials);
+                let outcome = match stop {
+                    Stop::Credentials(_) => DestinationOutcome::Credentials,
+                    _ => DestinationOutcome::Lookup,
+                };
+                self.metrics.destination_request(name, outcome);
                 return Ok(Posted::Stopped(stop.to_string()));
             }
         };
+        if let Some(stopped) = every_row_refused(rows, &refused) {
+            // One cause refusing every row is the table's, not the rows': it stops as a
+            // table of other columns does at start, and nothing is kept as refused, so every
+            // row is written once the table is mended (and the destination retried).
+            self.metrics
+                .destination_request(name, DestinationOutcome::Lookup);
+            return Ok(Posted::Stopped(stopped));
+        }
         let refused: Vec<(i64, String)> = refused
             .into_iter()
             .filter_map(|(i, reason)| Some((rows.get(i)?.seq, reason)))
@@ -125,4 +166,31 @@ impl Sender {
         }
         Ok(Posted::Accepted)
     }
+}
+
+/// Why a batch is the table's refusal, not its rows': every row of a batch of more than one
+/// refused for the same cause (the words before the first `:`, a PostgreSQL SQLSTATE or a
+/// BigQuery reason).
+fn every_row_refused(rows: &[Row], refused: &[crate::systems::Refusal]) -> Option<String> {
+    if rows.len() < 2 || refused.len() < rows.len() {
+        return None;
+    }
+    let cause = |reason: &str| {
+        reason
+            .split(':')
+            .next()
+            .unwrap_or_default()
+            .trim()
+            .to_owned()
+    };
+    let first = &refused.first()?.1;
+    refused
+        .iter()
+        .all(|(_, reason)| cause(reason) == cause(first))
+        .then(|| {
+            format!(
+                "lookup: the table refused every row of a batch of {} for one cause, its own rather than the rows' (a NOT NULL column, a constraint or a column type changed under it?): {first}",
+                rows.len()
+            )
+        })
 }

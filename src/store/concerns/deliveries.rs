@@ -176,4 +176,18 @@ pub trait DestinationStore {
     /// Ends the `error` of `name` (its key works again, or it was retried): false if it was
     /// not stopped.
     async fn enable_subscriber(&self, name: &str) -> Result<bool, crate::store::Error>;
+
+    /// Whether `name` has an entry after `seq` that it was sent: a warehouse table holding
+    /// rows through `seq` alone (or none, with `seq` 0) is behind what was sent to it.
+    async fn sent_after(&self, name: &str, seq: i64) -> Result<bool, crate::store::Error>;
+
+    /// Starts the warehouse `name` again from `from_seq`, in one transaction: every outcome
+    /// from there forgotten, the cursor before it (a replay's new generation), and
+    /// `refilling` with `reason` until the cursor passes where it stood.
+    async fn refill(
+        &self,
+        name: &str,
+        from_seq: i64,
+        reason: &str,
+    ) -> Result<(), crate::store::Error>;
 }

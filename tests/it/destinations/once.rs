@@ -13,7 +13,10 @@ use outreach_sync_sandbox::wire::{Lead, WebhookConfig};
 use serde_json::{Value, json};
 
 use super::{action_network, campaign, van, van_ids, writing_to};
-use crate::common::{self, ADMIN_TOKEN, Backend, TestApp, on_both_backends};
+use crate::common::{self, ADMIN_TOKEN, Backend, TestApp, eventually, on_both_backends};
+
+/// Longest wait for what the daemon does by itself (the pusher's requests).
+const WAIT: Duration = Duration::from_secs(30);
 
 /// A lead of the sandbox that is not opted out and has a person in its VAN, with that
 /// person's VAN ID.
@@ -233,18 +236,26 @@ async fn an_account_wide_import_reaches_van_through_its_lead_and_nothing_is_unre
         (1, 1, 1),
         "VAN wrote the lead's person once; Action Network took the number once"
     );
-    let report: Value = app
-        .admin_get("/v1/compliance")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let items: Vec<&Value> = report["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .filter(|i| i["phoneNumber"] == lead.phone_number.as_str())
-        .collect();
+    // The service has the opt-out once the pusher's request for the lead's entry is answered:
+    // the pusher is not a sender, so `settle` does not wait for it.
+    let items: Vec<Value> = eventually("both items honoured", WAIT, async || {
+        let report: Value = app
+            .admin_get("/v1/compliance")
+            .await
+            .json()
+            .await
+            .expect("json");
+        let items: Vec<Value> = report["items"]
+            .as_array()
+            .expect("items")
+            .iter()
+            .filter(|i| i["phoneNumber"] == lead.phone_number.as_str())
+            .cloned()
+            .collect();
+        (items.len() == 2 && items.iter().all(|i| i["state"] == "honoured")).then_some(items)
+    })
+    .await;
+    let items: Vec<&Value> = items.iter().collect();
     let orgs: Vec<&str> = items
         .iter()
         .map(|i| i["organizationId"].as_str().expect("org"))

@@ -306,13 +306,16 @@ async fn a_van_file_that_trickles_forever_ends_the_run_at_its_deadline(backend: 
 /// for its path and query, and keeps each request's path and the token it carried.
 struct StandIn {
     addr: SocketAddr,
-    seen: Arc<Mutex<Vec<(String, Option<String>)>>>,
+    seen: Seen,
 }
+
+/// Each request's path and query, and the key it carried.
+type Seen = Arc<Mutex<Vec<(String, Option<String>)>>>;
 
 type Answer = Arc<dyn Fn(&str) -> (StatusCode, String) + Send + Sync>;
 
 async fn stand_in(ip: &str, answer: Answer) -> StandIn {
-    let seen: Arc<Mutex<Vec<(String, Option<String>)>>> = Arc::default();
+    let seen: Seen = Arc::default();
     let kept = seen.clone();
     let app = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
         let (kept, answer) = (kept.clone(), answer.clone());
