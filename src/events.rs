@@ -53,17 +53,24 @@ pub fn parse_stored(
     dedup_key: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
+    region: Region,
 ) -> Result<Event, ParseError> {
     match crate::systems::twilio::posted_to(dedup_key) {
-        Some(source) => heard(source, body, received_at),
+        Some(source) => heard(source, body, received_at, region),
         None => parse(body, received_at),
     }
 }
 
-/// The reply in form `body` posted to `source` at `received_at`.
-pub fn heard(source: &str, body: &[u8], received_at: DateTime<Utc>) -> Result<Event, ParseError> {
+/// The reply in form `body` posted to `source` at `received_at`, its number read in
+/// `region` when it has no country code.
+pub fn heard(
+    source: &str,
+    body: &[u8],
+    received_at: DateTime<Utc>,
+    region: Region,
+) -> Result<Event, ParseError> {
     let params = crate::signature::twilio::form_params(body);
-    crate::systems::twilio::record(&params, received_at)
+    crate::systems::twilio::record(&params, received_at, region)
         .map(|record| {
             Event::Heard(HeardEvent {
                 source: source.to_owned(),

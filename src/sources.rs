@@ -222,6 +222,9 @@ impl Reader {
             .and_then(|r| r.watermark)
             .map(Timestamp::at)
             .unwrap_or_else(|| self.settings.first_read_from(now));
+        if let Err(error) = pool.source_started(name, Timestamp(now)).await {
+            tracing::warn!(source = name, %error, "cannot note the run's start in the source's row");
+        }
         let window = Window {
             from,
             to: now,

@@ -123,7 +123,12 @@ impl Worker {
         let pending: Vec<Pending> = rows
             .into_iter()
             .map(|row| Pending {
-                event: events::parse_stored(&row.dedup_key, &row.body, row.received_at),
+                event: events::parse_stored(
+                    &row.dedup_key,
+                    &row.body,
+                    row.received_at,
+                    self.policy.sources.region,
+                ),
                 id: row.id,
                 account: AccountId::stored(&row.account_id),
                 dedup_key: row.dedup_key,

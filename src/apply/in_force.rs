@@ -14,6 +14,9 @@ pub struct InForce {
     /// Replaced whole by a reload.
     pub sources: Live<Vec<SourceSettings>>,
     pub served: Arc<[AccountId]>,
+    /// Where a number a reply is posted from is read when it has no country code (`[consent]
+    /// default_region`).
+    pub region: crate::model::phone::Region,
 }
 
 impl Default for InForce {
@@ -27,7 +30,14 @@ impl InForce {
         Self {
             sources: Live::new(sources),
             served: served.into(),
+            region: crate::model::phone::Region::default(),
         }
+    }
+
+    /// Reads the numbers replies are posted from in `region`.
+    pub fn reading_in(mut self, region: crate::model::phone::Region) -> Self {
+        self.region = region;
+        self
     }
 
     /// Source `name` as configured now, when it is one the system posts to (Twilio).

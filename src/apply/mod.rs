@@ -121,7 +121,8 @@ impl Policy {
             sources: InForce::new(
                 settings.source.clone(),
                 settings.account_ids().unwrap_or_default(),
-            ),
+            )
+            .reading_in(settings.consent.trust().region),
             trust: settings.consent.trust(),
         }
     }

@@ -38,11 +38,20 @@ fn source_line(s: &SourceView) -> String {
     if let Some(at) = &s.watermark {
         line.push_str(&format!(", read up to {at}"));
     }
+    if let Some(since) = &s.running_since {
+        let secs = (chrono::Utc::now() - since.at()).num_seconds().max(0);
+        line.push_str(&format!(", reading since {since} ({secs} s)"));
+    }
     if let Some(at) = &s.last_run_at {
         line.push_str(&format!(", last run {at}"));
     }
     if let Some(error) = &s.last_error {
-        line.push_str(&format!(", last error: {}", Escaped(error)));
+        let which = if s.running_since.is_some() {
+            "the last run's error"
+        } else {
+            "last error"
+        };
+        line.push_str(&format!(", {which}: {}", Escaped(error)));
     }
     line
 }

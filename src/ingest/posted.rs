@@ -158,7 +158,7 @@ async fn take(
     }
     let dedup_key = crate::systems::twilio::key(name, &params, &body);
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
-    let event = crate::events::heard(name, &body, received_at);
+    let event = crate::events::heard(name, &body, received_at, state.sources.region);
     let signature = SignatureHeader {
         name: twilio::HEADER.to_owned(),
         position: 0,

@@ -23,12 +23,15 @@ pub enum SourceState {
     Error,
     /// Nothing read to its end for longer than three intervals.
     Stale,
+    /// A run is reading now (since `runningSince`, from `watermark`); `lastError` is the
+    /// previous run's.
+    Running,
 }
 
 /// A configured source.
 #[derive(Debug, Clone, Serialize, PartialEq, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
-#[schema(as = Source)]
+#[schema(as = ConfiguredSource)]
 pub struct SourceView {
     pub name: String,
     /// `van`, `action_network` or `twilio`.
@@ -48,6 +51,8 @@ pub struct SourceView {
     pub confirmed: i64,
     /// Said nothing the ledger takes (another change, an opt-in not taken, no number).
     pub ignored: i64,
+    /// When the run in progress started (`state` `running`).
+    pub running_since: Option<Timestamp>,
 }
 
 /// Every configured source, in configuration order, beside its row.
@@ -78,6 +83,7 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
             opt_ins: 0,
             confirmed: 0,
             ignored: 0,
+            running_since: None,
         };
     };
     let stale_after = chrono::Duration::seconds(
@@ -92,7 +98,16 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
         .last_success_at
         .or(row.last_run_at)
         .map(|at| Utc::now() - at.at());
+    // A run noted as started but not ended within its deadline was cut off (a crash, the
+    // leader's lease lost): not shown as running.
+    let deadline = chrono::Duration::seconds(
+        i64::try_from(settings.read_timeout_secs.saturating_add(60)).unwrap_or(i64::MAX),
+    );
+    let running_since = row
+        .running_since
+        .filter(|since| Utc::now() - since.at() < deadline);
     let state = match (&row.last_error, row.last_run_at) {
+        _ if running_since.is_some() => SourceState::Running,
         (_, None) => SourceState::Waiting,
         _ if settings.system.polled() && since_success.is_some_and(|d| d > stale_after) => {
             SourceState::Stale
@@ -113,5 +128,6 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
         opt_ins: row.opt_ins,
         confirmed: row.confirmed,
         ignored: row.ignored,
+        running_since,
     }
 }

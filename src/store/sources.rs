@@ -25,6 +25,8 @@ pub struct SourceRow {
     pub opt_ins: i64,
     pub confirmed: i64,
     pub ignored: i64,
+    /// When the run in progress started.
+    pub running_since: Option<Timestamp>,
 }
 
 pub use crate::model::SourceCounts;
@@ -36,6 +38,9 @@ pub trait SourceStore {
 
     /// Makes the row of source `name` (of `kind`) if there is none.
     async fn ensure_source(&self, name: &str, kind: &str) -> Result<(), Error>;
+
+    /// A run of source `name` started at `at`.
+    async fn source_started(&self, name: &str, at: Timestamp) -> Result<(), Error>;
 
     /// A run ended at `at`: with an error, or having read up to a watermark (kept when it is
     /// later than the one in place: a run beside another never moves it back).
@@ -52,7 +57,7 @@ pub trait SourceStore {
 }
 
 const SOURCE_COLUMNS: &str = "source, kind, watermark, last_run_at, last_success_at,
-     last_error, read, opt_outs, opt_ins, confirmed, ignored";
+     last_error, read, opt_outs, opt_ins, confirmed, ignored, running_since";
 
 impl SourceStore for Pool {
     async fn sources(&self) -> Result<Vec<SourceRow>, Error> {
@@ -79,6 +84,17 @@ impl SourceStore for Pool {
         })
     }
 
+    async fn source_started(&self, name: &str, at: Timestamp) -> Result<(), Error> {
+        on_backend!(self, |pool| {
+            sqlx::query("UPDATE source_state SET running_since = $2 WHERE source = $1")
+                .bind(name)
+                .bind(at)
+                .execute(pool)
+                .await?;
+            Ok(())
+        })
+    }
+
     async fn source_ran(
         &self,
         name: &str,
@@ -89,7 +105,7 @@ impl SourceStore for Pool {
             match outcome {
                 Ok(watermark) => sqlx::query(
                     "UPDATE source_state SET last_run_at = $3, last_success_at = $3,
-                         last_error = NULL,
+                         last_error = NULL, running_since = NULL,
                          watermark = CASE WHEN watermark IS NULL OR watermark < $2
                                           THEN $2 ELSE watermark END
                          WHERE source = $1",
@@ -98,7 +114,8 @@ impl SourceStore for Pool {
                 .bind(watermark)
                 .bind(at),
                 Err(error) => sqlx::query(
-                    "UPDATE source_state SET last_run_at = $3, last_error = $2
+                    "UPDATE source_state SET last_run_at = $3, last_error = $2,
+                         running_since = NULL
                          WHERE source = $1",
                 )
                 .bind(name)

@@ -106,8 +106,6 @@ pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
 /// One page of `GET /people`.
 #[derive(Debug, Deserialize)]
 struct PeoplePage {
-    #[serde(default)]
-    total_pages: Option<u64>,
     #[serde(default, rename = "_links")]
     links: Option<Links>,
     #[serde(default, rename = "_embedded")]
@@ -144,14 +142,17 @@ impl Source for People {
         error_words(body)
     }
 
-    /// A page of one person answers any valid key.
+    /// A page of one person answers any valid key. The people collection gives no count
+    /// (Action Network leaves `total_pages` out of it): what the page holds is said.
     fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>> {
         Box::pin(async move {
             let page: PeoplePage = api.get_json("/people?per_page=1", "the people").await?;
-            Ok(vec![format!(
-                "the key reads the people ({} pages)",
-                page.total_pages.unwrap_or(0)
-            )])
+            let some = page.embedded.is_some_and(|e| !e.people.is_empty());
+            Ok(vec![if some {
+                "the key reads the people (a page of one person answered)".to_owned()
+            } else {
+                "the key reads the people (none yet)".to_owned()
+            }])
         })
     }
 

@@ -50,13 +50,23 @@ pub fn posted_to(key: &str) -> Option<&str> {
 pub fn record(
     params: &[(String, String)],
     received_at: DateTime<Utc>,
+    region: crate::model::phone::Region,
 ) -> Result<ReadRecord, String> {
     for name in ONCE {
         one(params, name)?;
     }
-    let sid = one(params, "MessageSid")?
-        .filter(|sid| !sid.is_empty() && !sid.contains(':'))
-        .ok_or("no MessageSid: Twilio sends one with every message")?;
+    let sid = match one(params, "MessageSid")? {
+        None | Some("") => return Err("no MessageSid: Twilio sends one with every message".into()),
+        // The key of a reply is `twilio:NAME:SID`; a sid with `:` could pass for another
+        // key (`sha256:...`), and Twilio's sids are letters and digits.
+        Some(sid) if sid.contains(':') => {
+            return Err(format!(
+                "MessageSid {} holds `:`, which no sid of Twilio's does (letters and digits)",
+                crate::model::text::quoted(sid)
+            ));
+        }
+        Some(sid) => sid,
+    };
     let body = one(params, "Body")?.unwrap_or_default();
     let said = match classify(body, one(params, "OptOutType")?) {
         Reply::Nothing => {
@@ -64,10 +74,9 @@ pub fn record(
         }
         reply => {
             let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
-            let phone_number =
-                crate::model::phone::normalize(from, crate::model::phone::Region::default())
-                    .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))?
-                    .into_string();
+            let phone_number = crate::model::phone::normalize(from, region)
+                .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))?
+                .into_string();
             Said::Consent {
                 phone_number,
                 opted_out: reply == Reply::OptOut,
@@ -108,6 +117,8 @@ fn one<'p>(params: &'p [(String, String)], name: &str) -> Result<Option<&'p str>
 mod tests {
     use super::*;
 
+    const US: crate::model::phone::Region = crate::model::phone::Region::US;
+
     fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()
@@ -123,7 +134,7 @@ mod tests {
             ("From", "+14155550100"),
             ("Body", " Opt out! "),
         ]);
-        let record = record(&params, at).expect("a record");
+        let record = record(&params, at, US).expect("a record");
         assert_eq!(record.key, "SM1");
         assert_eq!(
             record.said,
@@ -142,7 +153,7 @@ mod tests {
     #[test]
     fn a_sentence_says_nothing_and_needs_no_number() {
         let params = form(&[("MessageSid", "SM2"), ("Body", "stop by at 5?")]);
-        let record = record(&params, Utc::now()).expect("a record");
+        let record = record(&params, Utc::now(), US).expect("a record");
         assert!(matches!(record.said, Said::Nothing(_)));
     }
 
@@ -155,13 +166,13 @@ mod tests {
             ("Body", "STOP"),
         ]);
         assert!(
-            record(&twice, Utc::now())
+            record(&twice, Utc::now(), US)
                 .unwrap_err()
                 .contains("From given twice")
         );
         let no_sid = form(&[("From", "+14155550100"), ("Body", "STOP")]);
         assert!(
-            record(&no_sid, Utc::now())
+            record(&no_sid, Utc::now(), US)
                 .unwrap_err()
                 .contains("MessageSid")
         );
@@ -172,9 +183,30 @@ mod tests {
             ("Body", "STOP"),
         ]);
         assert!(
-            record(&bad_from, Utc::now())
+            record(&bad_from, Utc::now(), US)
                 .unwrap_err()
                 .starts_with("From")
+        );
+    }
+
+    #[test]
+    fn a_sid_with_a_colon_is_named_as_such_not_as_missing() {
+        let colon = form(&[
+            ("MessageSid", "sha256:SM5"),
+            ("From", "+14155550100"),
+            ("Body", "STOP"),
+        ]);
+        let error = record(&colon, Utc::now(), US).unwrap_err();
+        assert!(
+            error.starts_with("MessageSid `sha256:SM5` holds `:`"),
+            "{error}"
+        );
+        assert!(key("tw", &colon, b"x").starts_with("twilio:tw:sha256:"));
+        let empty = form(&[("MessageSid", ""), ("From", "+14155550100")]);
+        assert!(
+            record(&empty, Utc::now(), US)
+                .unwrap_err()
+                .starts_with("no MessageSid")
         );
     }
 }

@@ -328,6 +328,12 @@ impl RunningSandbox {
         self.fakes.bigquery_clear_refusals();
     }
 
+    /// Hostile: a data team deletes table `table` of the default dataset with its rows (as
+    /// `bq rm` does); `false` if there was none.
+    pub fn bigquery_drop_table(&self, table: &str) -> bool {
+        self.fakes.bigquery_drop_table(table)
+    }
+
     /// BigQuery's token endpoint accepts JWTs of `client_email` signed with the RSA key of
     /// `public_key_pem` (the test key's account is known from the start). `Err` if the PEM
     /// is not an RSA public key.

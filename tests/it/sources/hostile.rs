@@ -277,7 +277,26 @@ async fn a_van_file_that_trickles_forever_ends_the_run_at_its_deadline(backend: 
         },
     );
     let began = std::time::Instant::now();
-    let error = fails(&app, &reader).await;
+    // Meanwhile `sources` shows the run reading, not an older state.
+    let shown = deadline(&sandbox);
+    let seen_running = async {
+        crate::common::within(Duration::from_secs(10), async || {
+            let views = outreach_sync::sources::views(&app.pool, std::slice::from_ref(&shown))
+                .await
+                .expect("views");
+            (views[0].state == outreach_sync::sources::SourceState::Running
+                && views[0].running_since.is_some())
+            .then_some(())
+        })
+        .await
+    };
+    let (error, seen_running) = tokio::join!(fails(&app, &reader), seen_running);
+    assert!(seen_running.is_some(), "the run was shown in progress");
+    let after = outreach_sync::sources::views(&app.pool, std::slice::from_ref(&shown))
+        .await
+        .expect("views");
+    assert_eq!(after[0].state, outreach_sync::sources::SourceState::Error);
+    assert!(after[0].running_since.is_none());
     assert!(
         began.elapsed() < Duration::from_secs(20),
         "{:?}",

@@ -246,3 +246,45 @@ async fn a_bigquery_token_near_its_end_is_granted_anew() {
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    a_bigquery_table_deleted_under_it_is_made_again_and_filled_from_the_first_entry,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_bigquery_table_deleted_under_it_is_made_again_and_filled_from_the_first_entry(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = campaign(backend).await else {
+        return;
+    };
+    super::local_changes(&app, 4).await;
+    let app = writing_to(app, vec![bigquery_warehouse(&sandbox, BIGQUERY_DATASET, 5)]).await;
+    app.settle().await;
+    assert_eq!(
+        stored(&sandbox.bigquery_truth()).len(),
+        ledger_rows(&app).await.len()
+    );
+    // A data team deletes the table (`bq rm`), then one more entry comes.
+    assert!(sandbox.bigquery_drop_table(TABLE));
+    let later = json!({"phoneNumber": "+13035550299", "organizationId": "org_1", "optedOut": true});
+    assert_eq!(app.admin_post("/v1/consent", &later).await.status(), 202);
+    let ledger = ledger_rows(&app).await;
+    crate::common::eventually(
+        "the table made again holds every entry",
+        std::time::Duration::from_secs(60),
+        async || {
+            app.settle().await;
+            let truth = sandbox.bigquery_truth();
+            truth.tables.iter().any(|t| t.table_id == TABLE)
+                && stored(&truth).keys().copied().collect::<Vec<_>>()
+                    == ledger.keys().copied().collect::<Vec<_>>()
+        },
+    )
+    .await;
+    assert_eq!(app.metrics.destination_refills_counted("bq"), 1);
+    let shown = view(&app, "bq").await;
+    assert_eq!(shown["state"], "active", "{shown}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}

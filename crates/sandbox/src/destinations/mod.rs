@@ -178,6 +178,10 @@ impl Fakes {
         self.bigquery().clear_refusals();
     }
 
+    pub(crate) fn bigquery_drop_table(&self, table: &str) -> bool {
+        self.bigquery().drop_table(table)
+    }
+
     /// The BigQuery token endpoint accepts JWTs of `client_email` signed with `pem`'s key.
     pub(crate) fn bigquery_add_key(&self, client_email: &str, pem: &str) -> Result<(), String> {
         self.bigquery().add_key(client_email, pem)

@@ -269,6 +269,14 @@ impl BigQuery {
     pub(crate) fn clear_refusals(&mut self) {
         self.refusals.clear();
     }
+
+    /// Hostile: a data team deletes table (or view) `table` of the default dataset, with its
+    /// rows (`bq rm`); `false` if there was none.
+    pub(crate) fn drop_table(&mut self, table: &str) -> bool {
+        let id = tables::table_id(BIGQUERY_PROJECT, BIGQUERY_DATASET, table);
+        self.seen.retain(|(of, _), _| *of != id);
+        self.tables.remove(&id).is_some()
+    }
 }
 
 /// What Google answers a request without a valid access token.
