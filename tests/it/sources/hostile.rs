@@ -440,3 +440,96 @@ async fn a_link_an_answer_gives_takes_the_key_to_the_apis_own_host_alone() {
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    a_download_answered_with_a_redirect_is_not_followed_and_says_so,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_download_answered_with_a_redirect_is_not_followed_and_says_so(backend: Backend) {
+    let Some((sandbox, app, reader)) = reading(backend, van_source).await else {
+        return;
+    };
+    let empty = r#"{}"#.to_owned();
+    let elsewhere = stand_in(
+        "127.0.0.2",
+        Arc::new(move |_| (StatusCode::OK, empty.clone())),
+    )
+    .await;
+    sandbox.van_seed_changes(DEFAULT_VAN_KEY, 3, true);
+    faulty(
+        &sandbox,
+        VanExportSettings {
+            redirect_downloads_to: Some(format!("http://{}/file.csv", elsewhere.addr)),
+            ..VanExportSettings::default()
+        },
+    );
+    let error = fails(&app, &reader).await;
+    assert!(
+        error
+            .error
+            .contains("answered 302 Found: redirects are not followed"),
+        "{}",
+        error.error
+    );
+    assert!(elsewhere.seen.lock().unwrap().is_empty(), "not followed");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_that_stops_coming_is_no_answer_within_the_timeout_not_json_cut_short() {
+    use futures::StreamExt as _;
+    let Some((sandbox, app, _)) = reading(Backend::Sqlite, action_network_source).await else {
+        return;
+    };
+    // A page whose first bytes come at once and the rest never within the timeout.
+    let app_router = axum::Router::new().fallback(|| async {
+        let chunks = futures::stream::iter([0u64, 3]).then(|wait| async move {
+            tokio::time::sleep(Duration::from_secs(wait)).await;
+            Ok::<_, std::io::Error>(bytes::Bytes::from_static(b"{\"_embedded\": "))
+        });
+        (
+            [("content-type", "application/json")],
+            axum::body::Body::from_stream(chunks),
+        )
+    });
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move { axum::serve(listener, app_router).await });
+    let mut settings = action_network_source(&sandbox);
+    settings.base_url = format!("http://{addr}");
+    settings.timeout_secs = 1;
+    let served = app.settings.account_ids().expect("accounts");
+    let reader = outreach_sync::sources::Reader::new(&settings, &served).expect("reader");
+    let error = fails(&app, &reader).await;
+    assert!(
+        error
+            .error
+            .contains("the people: the answer did not come whole within the timeout"),
+        "{}",
+        error.error
+    );
+    assert!(error.passing, "tried again sooner: {error:?}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_action_network_check_says_what_its_key_reads() {
+    let Some((sandbox, app, reader)) = reading(Backend::Sqlite, action_network_source).await else {
+        return;
+    };
+    let found = reader.check().await.expect("checked");
+    assert_eq!(found, ["the key reads the people (none yet)"]);
+    sandbox.action_network_seed(2);
+    let found = reader.check().await.expect("checked");
+    assert_eq!(
+        found,
+        ["the key reads the people (a page of one person answered)"]
+    );
+    app.stop().await;
+    sandbox.shutdown().await;
+}

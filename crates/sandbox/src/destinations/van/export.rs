@@ -41,6 +41,8 @@ pub struct VanExportSettings {
     /// them made-up rows at the same pace, without end: a file that never finishes, though
     /// each byte comes in time.
     pub trickle_ms: Option<u64>,
+    /// Hostile: each download answers `302 Found` to this URL instead of the file.
+    pub redirect_downloads_to: Option<String>,
 }
 
 impl Default for VanExportSettings {
@@ -57,6 +59,7 @@ impl Default for VanExportSettings {
             future_by_secs: None,
             national_numbers: false,
             trickle_ms: None,
+            redirect_downloads_to: None,
         }
     }
 }

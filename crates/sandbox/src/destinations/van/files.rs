@@ -57,6 +57,7 @@ pub(crate) struct FilePlan {
     pub future_by: Option<chrono::Duration>,
     pub national_numbers: bool,
     pub trickle: Option<std::time::Duration>,
+    pub redirect_to: Option<String>,
 }
 
 /// Why a file is not served.
@@ -131,6 +132,10 @@ pub(crate) async fn download(
                 timestamp(Utc::now())
             ),
         ),
+        Ok(FilePlan {
+            redirect_to: Some(to),
+            ..
+        }) => (StatusCode::FOUND, [(header::LOCATION, to)]).into_response(),
         Ok(plan) => stream(plan, fakes.cancel.clone()),
     };
     fakes

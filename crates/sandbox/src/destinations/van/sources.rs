@@ -86,6 +86,7 @@ impl Van {
                 .settings
                 .trickle_ms
                 .map(std::time::Duration::from_millis),
+            redirect_to: job.settings.redirect_downloads_to.clone(),
         })
     }
 
