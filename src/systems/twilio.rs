@@ -209,4 +209,24 @@ mod tests {
                 .starts_with("no MessageSid")
         );
     }
+
+    #[test]
+    fn a_from_without_its_country_code_is_read_in_the_configured_region() {
+        let national = form(&[
+            ("MessageSid", "SM6"),
+            ("From", "020 7946 0958"),
+            ("Body", "STOP"),
+        ]);
+        let gb = "GB".parse().unwrap();
+        let record = record(&national, Utc::now(), gb).expect("a record");
+        let Said::Consent { phone_number, .. } = record.said else {
+            panic!("an opt-out");
+        };
+        assert_eq!(phone_number, "+442079460958");
+        let error = super::record(&national, Utc::now(), US).unwrap_err();
+        assert!(
+            error.starts_with("From `020 7946 0958`") || error.starts_with("From "),
+            "{error}"
+        );
+    }
 }

@@ -314,3 +314,37 @@ fn a_twilio_source_takes_a_token_and_the_url_set_at_twilio_and_nothing_a_read_ta
     assert!(!format!("{settings:?}").contains("hunter2"));
     assert!(!settings.redacted_toml().contains("hunter2"));
 }
+
+#[test]
+fn a_since_in_the_future_a_region_that_is_none_and_a_tolerance_past_a_day_are_refused() {
+    let source = "[[source]]\nname = \"an\"\nkind = \"action_network\"\nbase_url = \"https://actionnetwork.org/api/v2\"\napi_key = \"hunter2\"\n";
+    let error = refused(
+        &format!("{WEBHOOK}{source}since = \"2099-01-01T00:00:00Z\"\n"),
+        "source.since",
+    );
+    assert!(error.contains("is in the future"), "{error}");
+    assert!(
+        load(&format!(
+            "{WEBHOOK}{source}since = \"2026-01-01T00:00:00Z\"\n"
+        ))
+        .is_ok()
+    );
+    let error = refused(
+        &format!("{WEBHOOK}[consent]\ndefault_region = \"XX\"\n"),
+        "consent.default_region",
+    );
+    assert!(error.contains("`XX` is not a region"), "{error}");
+    refused(
+        &format!("{WEBHOOK}[consent]\nfuture_tolerance_secs = 86401\n"),
+        "consent.future_tolerance_secs",
+    );
+    let settings = load(&format!(
+        "{WEBHOOK}[consent]\ndefault_region = \"gb\"\nfuture_tolerance_secs = 0\n"
+    ))
+    .expect("valid");
+    let trust = settings.consent.trust();
+    assert_eq!(trust.region, "GB".parse().unwrap());
+    assert_eq!(trust.future_tolerance, chrono::TimeDelta::zero());
+    let defaults = load(WEBHOOK).expect("valid").consent.trust();
+    assert_eq!(defaults, crate::model::trust::Trust::default());
+}
