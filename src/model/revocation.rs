@@ -1,38 +1,41 @@
-//! What a person's reply to a text says about consent: the words that revoke it and those
-//! that give it back, read one way for every source that hears a person's own words.
+//! What a person's reply to a text says about consent, read one way for every source that
+//! is posted people's own words (Twilio now): an opt-out, a reply a person must look at, an
+//! opt-in, or nothing.
 //!
-//! An opt-out is a reply whose whole text is one of the words the FCC's rule names as a
-//! reasonable revocation (47 CFR 64.1200(a)(10), FCC 24-24: stop, quit, end, revoke, opt out,
-//! cancel, unsubscribe) or one Twilio stops on by default (STOPALL, and REVOKE and OPTOUT
-//! since May 2025), or one Twilio marked so (`OptOutType=STOP`, from a Messaging Service with
-//! Advanced Opt-Out, which knows the keywords configured there). A sentence that contains a
-//! word is not one ("stop by at 5", "I want to opt out of this"): the contract, like Twilio,
-//! takes the whole reply or nothing. How the reply is read:
-//! - white space (any Unicode white space) at either end goes, and a run of it inside is one
-//!   space: "opt  out" is "opt out";
-//! - a hyphen or dash between words is a space: "opt-out" is "opt out". It is how the FCC's
-//!   own phrase is most often written, and a spelling is not a different request;
-//! - "opt out" and "optout", "stop all" and "stopall" are the same words: the FCC writes the
-//!   one with a space, Twilio the other without (its keywords take none);
-//! - at the end, closing punctuation goes: `. ! ? ,` and the ellipsis, the doubled marks
-//!   (`‼ ⁇ ⁈ ⁉`), the Arabic question mark and the full-width and ideographic forms; at the
-//!   start, the Spanish `¡ ¿`; at either end, quotes (straight, curly, low, guillemets), so
-//!   that a reply copying `Reply "STOP" to opt out` counts. Anything else (an emoji, a smiley,
-//!   a digit) leaves a reply that is not the word;
-//! - case aside (ASCII: the words are ASCII, so a letter outside it is never one);
-//! - a character that does not show ([`text::is_unsafe_char`] that is not white space: a
-//!   control, a zero-width or bidirectional mark) is skipped wherever it is: the person saw
-//!   and sent the word.
+//! Since April 2025 the FCC counts a revocation "by any reasonable means" (47 CFR
+//! 64.1200(a)(10)): a person who texts "Stop texting me" has revoked, though the reply is
+//! not the bare word. A list of words cannot settle every reply either way ("stop by at
+//! 5?", "cancel my order" are no revocations), so a reply falls in one of four classes:
 //!
-//! An opt-in is `OptOutType=START`, or a reply that is START or UNSTOP, Twilio's opt-in words.
-//! Twilio also takes YES, but a bare "yes" answers every question a campaign asks ("Can we
-//! count on you?"), and recording it as consent given back is the costly mistake: from the
-//! text alone it is nothing. (With Advanced Opt-Out, Twilio decides for the numbers it blocked,
-//! and says `OptOutType=START`.) HELP, INFO and anything else say nothing. When the parameter
-//! and the words disagree, an opt-out wins, the cautious answer.
+//! - [`Reply::OptOut`]: the carrier says so (`OptOutType=STOP`), or the reply is made of
+//!   revocation words and phrases ([`REVOKING`], [`REVOKING_PHRASES`], the source's own
+//!   `opt_out_words`) with at most courtesy words around them ([`COURTESY`]): "STOP",
+//!   "Stop.", "STOP STOP", "stop please", "ＳＴＯＰ", "STOP 🛑", "Stop texting me",
+//!   "UNSUBSCRIBE ME", "remove me", "take me off your list", "do not text me", "opt-out",
+//!   "ALTO", "cancelar".
+//! - [`Reply::Review`]: any other reply holding a revocation word or phrase, or a phrase that
+//!   says the texts are unwelcome ([`REVIEW_PHRASES`]: "wrong number"): "I want to opt out of
+//!   this", "please end these messages", "cancel my order", "stop by at 5?". Not an opt-out
+//!   yet, never dropped: a person decides, the legal clock running from its receipt.
+//! - [`Reply::OptIn`]: `OptOutType=START`, or START or UNSTOP (Twilio's opt-in words) with
+//!   at most courtesy words. A bare "yes" answers every question a campaign asks: nothing.
+//! - [`Reply::Nothing`]: everything else.
 //!
-//! Reading is cheap whatever the length: the ends are trimmed in place, and the rest is given
-//! up at the first character that cannot be part of a word, or past the longest word.
+//! How a reply is read: Unicode compatibility folding (full-width `ＳＴＯＰ` is `stop`),
+//! accents and case aside (`CANCELÁ` is `cancela`), characters that do not show skipped
+//! (`st\u{200b}op` is `stop`), an apostrophe inside a word dropped (`don't` is `dont`), and
+//! every other character that is not a letter or a digit (punctuation, emoji, symbols,
+//! hyphens) a space between words, so that "opt-out", "STOP!!!" and "STOP 🛑" read as their
+//! words. Letters and digits are words of their own (`stop2` is `stop 2`). When the carrier
+//! and the words disagree the cautious answer wins: an opt-out over an opt-in, a review over
+//! an opt-in.
+//!
+//! Reading is cheap whatever the length: one pass, at most [`MOST_WORDS`] words kept, a word
+//! at most [`LONGEST_WORD`] letters. A reply longer than that is no bare revocation: holding
+//! a revocation word, it is put to a person.
+
+use unicode_normalization::UnicodeNormalization as _;
+use unicode_normalization::char::is_combining_mark;
 
 use super::text;
 
@@ -41,255 +44,301 @@ use super::text;
 pub enum Reply {
     /// Consent revoked.
     OptOut,
+    /// It holds a revocation word or phrase, and more: a person decides.
+    Review,
     /// Consent given back.
     OptIn,
     /// Neither.
     Nothing,
 }
 
-/// The opt-out words, as [`word`] writes a reply.
-const OPT_OUT: [&str; 10] = [
+impl Reply {
+    /// As the contract and the review queue name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reply::OptOut => "opt_out",
+            Reply::Review => "review",
+            Reply::OptIn => "opt_in",
+            Reply::Nothing => "nothing",
+        }
+    }
+}
+
+/// A reply as read: its class, and the revocation words and phrases it holds (as folded,
+/// each once, in order), which a person deciding a review is shown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reading {
+    pub reply: Reply,
+    pub matched: Vec<String>,
+}
+
+/// Words that revoke alone: the FCC's (stop, quit, end, revoke, cancel, unsubscribe; "opt
+/// out" is a phrase), Twilio's keywords (optout, stopall), and Spanish ones. Not "para", the
+/// everyday "for".
+pub const REVOKING: [&str; 13] = [
     "stop",
     "quit",
     "end",
     "revoke",
-    "opt out",
     "optout",
     "cancel",
     "unsubscribe",
     "stopall",
-    "stop all",
+    "alto",
+    "parar",
+    "basta",
+    "cancelar",
+    "baja",
 ];
 
-/// The opt-in words, as [`word`] writes a reply.
-const OPT_IN: [&str; 2] = ["start", "unstop"];
-
-/// The longest word, in bytes ("unsubscribe").
-const LONGEST: usize = 11;
-
-/// Quotes, dropped at either end.
-const QUOTES: [char; 12] = [
-    '"', '\'', '`', '\u{2018}', '\u{2019}', '\u{201A}', '\u{201C}', '\u{201D}', '\u{201E}',
-    '\u{00AB}', '\u{00BB}', '\u{FF02}',
+/// Phrases that revoke, as folded words.
+pub const REVOKING_PHRASES: [&[&str]; 21] = [
+    &["opt", "out"],
+    &["opt", "me", "out"],
+    &["stop", "all"],
+    &["remove", "me"],
+    &["take", "me", "off"],
+    &["do", "not", "text"],
+    &["dont", "text"],
+    &["do", "not", "contact"],
+    &["dont", "contact"],
+    &["do", "not", "message"],
+    &["dont", "message"],
+    &["stop", "texting"],
+    &["stop", "messaging"],
+    &["stop", "sending"],
+    &["stop", "contacting"],
+    &["no", "more", "texts"],
+    &["no", "more", "messages"],
+    &["no", "mas", "mensajes"],
+    &["no", "me", "envien"],
+    &["dar", "de", "baja"],
+    &["darme", "de", "baja"],
 ];
 
-/// Closing punctuation, dropped at the end.
-const CLOSING: [char; 15] = [
-    '.', '!', '?', ',', '\u{2026}', '\u{203C}', '\u{2047}', '\u{2048}', '\u{2049}', '\u{061F}',
-    '\u{3002}', '\u{FF01}', '\u{FF0C}', '\u{FF0E}', '\u{FF1F}',
+/// Phrases that say the texts are unwelcome without revoking in so many words: always put
+/// to a person.
+pub const REVIEW_PHRASES: [&[&str]; 5] = [
+    &["wrong", "number"],
+    &["not", "interested"],
+    &["leave", "me", "alone"],
+    &["numero", "equivocado"],
+    &["no", "me", "interesa"],
 ];
 
-/// Opening punctuation, dropped at the start.
-const OPENING: [char; 2] = ['\u{00A1}', '\u{00BF}'];
-
-/// Hyphens and dashes, read as a space between words.
-const HYPHENS: [char; 6] = [
-    '-', '\u{2010}', '\u{2011}', '\u{2012}', '\u{2013}', '\u{2014}',
+/// Words that may stand around a revocation (or an opt-in) and leave it one: courtesy,
+/// address and the texts themselves ("stop please", "remove me from your list").
+pub const COURTESY: [&str; 41] = [
+    "please",
+    "pls",
+    "plz",
+    "plse",
+    "thanks",
+    "thank",
+    "you",
+    "thankyou",
+    "thx",
+    "ty",
+    "me",
+    "now",
+    "asap",
+    "ok",
+    "okay",
+    "sorry",
+    "hi",
+    "hello",
+    "hey",
+    "kindly",
+    "just",
+    "right",
+    "away",
+    "immediately",
+    "your",
+    "the",
+    "this",
+    "list",
+    "from",
+    "of",
+    "texts",
+    "text",
+    "messages",
+    "message",
+    "msgs",
+    "sms",
+    "por",
+    "favor",
+    "gracias",
+    "ya",
+    "mi",
 ];
 
-/// What the reply `body` says, with Twilio's `OptOutType` parameter when it came with one.
+/// The opt-in words: Twilio's, but not YES.
+pub const OPT_IN: [&str; 2] = ["start", "unstop"];
+
+/// Words read at most: a longer reply is no bare revocation.
+pub const MOST_WORDS: usize = 64;
+/// Letters of a word kept at most: a longer one is no word of the lists.
+pub const LONGEST_WORD: usize = 32;
+
+/// The class of the reply `body`, with Twilio's `OptOutType` parameter when it came with
+/// one (see [`read`]).
 pub fn classify(body: &str, opt_out_type: Option<&str>) -> Reply {
+    read(body, opt_out_type, &[]).reply
+}
+
+/// The reply `body` read, with Twilio's `OptOutType` parameter when it came with one, and
+/// the source's own revocation words (`opt_out_words`: a word or a phrase each, folded as a
+/// reply is).
+pub fn read(body: &str, opt_out_type: Option<&str>, own_words: &[String]) -> Reading {
     let marked = |kind: &str| opt_out_type.is_some_and(|t| t.trim().eq_ignore_ascii_case(kind));
-    let word = word(body);
-    let is = |words: &[&str]| word.as_ref().is_some_and(|w| words.contains(&w.as_str()));
-    if marked("STOP") || is(&OPT_OUT) {
+    let (words, whole) = words(body);
+    let own: Vec<Vec<String>> = own_words
+        .iter()
+        .map(|w| words_of(w))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let units = units(&words, &own);
+    let matched = matched(&units);
+    let holds = |kind: Unit| units.iter().any(|(unit, _)| *unit == kind);
+    let only = |kinds: &[Unit]| units.iter().all(|(unit, _)| kinds.contains(unit));
+    let revokes = holds(Unit::Revoking) && whole && only(&[Unit::Revoking, Unit::Courtesy]);
+    let review = holds(Unit::Revoking) || holds(Unit::Unwelcome);
+    let opts_in = holds(Unit::OptIn) && whole && only(&[Unit::OptIn, Unit::Courtesy]);
+    let reply = if marked("STOP") || revokes {
         Reply::OptOut
-    } else if marked("START") || is(&OPT_IN) {
+    } else if review {
+        Reply::Review
+    } else if marked("START") || opts_in {
         Reply::OptIn
     } else {
         Reply::Nothing
+    };
+    Reading { reply, matched }
+}
+
+/// What a run of a reply's words is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Unit {
+    Revoking,
+    Unwelcome,
+    Courtesy,
+    OptIn,
+    Other,
+}
+
+/// `words` cut into units, the longest phrase first at each word; each with its words.
+fn units(words: &[String], own: &[Vec<String>]) -> Vec<(Unit, String)> {
+    let fixed = REVOKING_PHRASES
+        .iter()
+        .map(|p| (Unit::Revoking, p.to_vec()))
+        .chain(REVIEW_PHRASES.iter().map(|p| (Unit::Unwelcome, p.to_vec())));
+    let mut phrases: Vec<(Unit, Vec<&str>)> = fixed
+        .chain(
+            own.iter()
+                .map(|p| (Unit::Revoking, p.iter().map(String::as_str).collect())),
+        )
+        .collect();
+    phrases.sort_by_key(|(_, p)| std::cmp::Reverse(p.len()));
+    let mut units = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let rest = &words[at..];
+        let phrase = phrases.iter().find(|(_, p)| {
+            p.len() <= rest.len() && p.iter().zip(rest).all(|(a, b)| *a == b.as_str())
+        });
+        let (unit, len) = match phrase {
+            Some((unit, p)) => (*unit, p.len()),
+            None => (word_unit(&rest[0]), 1),
+        };
+        units.push((unit, rest[..len].join(" ")));
+        at += len;
+    }
+    units
+}
+
+fn word_unit(word: &str) -> Unit {
+    if REVOKING.contains(&word) {
+        Unit::Revoking
+    } else if COURTESY.contains(&word) {
+        Unit::Courtesy
+    } else if OPT_IN.contains(&word) {
+        Unit::OptIn
+    } else {
+        Unit::Other
     }
 }
 
-/// A reply short enough to be a word, in lower case, its words one space apart.
-#[derive(Default)]
-struct Word {
-    bytes: [u8; LONGEST],
-    len: usize,
-}
-
-impl Word {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
-    }
-
-    /// Appends `byte`; `None` past [`LONGEST`].
-    fn push(&mut self, byte: u8) -> Option<()> {
-        *self.bytes.get_mut(self.len)? = byte;
-        self.len += 1;
-        Some(())
-    }
-}
-
-/// `body` as the words are written: ends trimmed, lower case, one space between words;
-/// `None` when it cannot be one (a character no word has, or too long).
-fn word(body: &str) -> Option<Word> {
-    let core = body
-        .trim_end_matches(|c| blank(c) || QUOTES.contains(&c) || CLOSING.contains(&c))
-        .trim_start_matches(|c| blank(c) || QUOTES.contains(&c) || OPENING.contains(&c));
-    let mut word = Word::default();
-    let mut apart = false;
-    for c in core.chars() {
-        if c.is_whitespace() || HYPHENS.contains(&c) {
-            apart = word.len > 0;
-        } else if c.is_ascii_alphabetic() {
-            if apart {
-                word.push(b' ')?;
-                apart = false;
-            }
-            word.push(c.to_ascii_lowercase() as u8)?;
-        } else if !text::is_unsafe_char(c) {
-            return None;
+/// The revocation words and phrases among `units`, each once, in order.
+fn matched(units: &[(Unit, String)]) -> Vec<String> {
+    let mut matched: Vec<String> = Vec::new();
+    for (unit, words) in units {
+        if matches!(unit, Unit::Revoking | Unit::Unwelcome) && !matched.contains(words) {
+            matched.push(words.clone());
         }
     }
-    Some(word)
+    matched
 }
 
-/// White space, or a character that does not show.
-fn blank(c: char) -> bool {
-    c.is_whitespace() || text::is_unsafe_char(c)
+/// The words of `text`, folded, however many.
+fn words_of(text: &str) -> Vec<String> {
+    words(text).0
+}
+
+/// The words of `body`, folded (see the module's doc), at most [`MOST_WORDS`]; and whether
+/// that is the whole reply.
+fn words(body: &str) -> (Vec<String>, bool) {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut letters = 0;
+    let mut digits = false;
+    let mut whole = true;
+    let end = |word: &mut String, words: &mut Vec<String>, whole: &mut bool| {
+        if word.is_empty() {
+            return true;
+        }
+        if words.len() == MOST_WORDS {
+            *whole = false;
+            return false;
+        }
+        words.push(std::mem::take(word));
+        true
+    };
+    for c in body.nfkd() {
+        if is_combining_mark(c) || (text::is_unsafe_char(c) && !c.is_whitespace()) {
+            continue;
+        }
+        if matches!(c, '\'' | '\u{2019}') && !word.is_empty() {
+            continue;
+        }
+        let letter = c.is_alphabetic();
+        if letter || c.is_numeric() {
+            if !word.is_empty() && digits == letter {
+                letters = 0;
+                if !end(&mut word, &mut words, &mut whole) {
+                    break;
+                }
+            }
+            digits = !letter;
+            letters += 1;
+            match letters.cmp(&LONGEST_WORD) {
+                std::cmp::Ordering::Less | std::cmp::Ordering::Equal => {
+                    word.extend(c.to_lowercase());
+                }
+                // No word of the lists is this long: the rest of it is dropped, and the
+                // mark keeps it from being one of them.
+                std::cmp::Ordering::Greater if letters == LONGEST_WORD + 1 => word.push('…'),
+                std::cmp::Ordering::Greater => {}
+            }
+        } else {
+            letters = 0;
+            if !end(&mut word, &mut words, &mut whole) {
+                break;
+            }
+        }
+    }
+    end(&mut word, &mut words, &mut whole);
+    (words, whole)
 }
 
 #[cfg(test)]
-mod tests {
-    use super::Reply::{Nothing, OptIn, OptOut};
-    use super::*;
-
-    /// (body, OptOutType, what it says).
-    const CASES: &[(&str, Option<&str>, Reply)] = &[
-        // The FCC's words (47 CFR 64.1200(a)(10)).
-        ("stop", None, OptOut),
-        ("quit", None, OptOut),
-        ("end", None, OptOut),
-        ("revoke", None, OptOut),
-        ("opt out", None, OptOut),
-        ("cancel", None, OptOut),
-        ("unsubscribe", None, OptOut),
-        // Twilio's default opt-out keywords, as sent.
-        ("STOP", None, OptOut),
-        ("STOPALL", None, OptOut),
-        ("UNSUBSCRIBE", None, OptOut),
-        ("CANCEL", None, OptOut),
-        ("END", None, OptOut),
-        ("QUIT", None, OptOut),
-        ("REVOKE", None, OptOut),
-        ("OPTOUT", None, OptOut),
-        // Case, white space, hyphens, punctuation, quotes.
-        ("sToP", None, OptOut),
-        ("  Stop \r\n", None, OptOut),
-        ("\u{3000}stop\u{a0}", None, OptOut),
-        ("opt  out", None, OptOut),
-        ("Opt\tOut", None, OptOut),
-        ("opt-out", None, OptOut),
-        ("Opt-Out!", None, OptOut),
-        ("opt \u{2013} out", None, OptOut),
-        ("stop all", None, OptOut),
-        ("Stop-all", None, OptOut),
-        ("stop.", None, OptOut),
-        ("STOP!!!", None, OptOut),
-        ("stop?!", None, OptOut),
-        ("Stop\u{2026}", None, OptOut),
-        ("stop !", None, OptOut),
-        ("stop\u{ff01}", None, OptOut),
-        ("\u{a1}Stop!", None, OptOut),
-        ("\"STOP\"", None, OptOut),
-        ("'stop'", None, OptOut),
-        ("\u{201c}Stop\u{201d}", None, OptOut),
-        ("\"STOP\".", None, OptOut),
-        ("\u{ab}stop\u{bb}", None, OptOut),
-        // What does not show is skipped.
-        ("\u{feff}stop", None, OptOut),
-        ("st\u{200b}op", None, OptOut),
-        ("stop\u{0}", None, OptOut),
-        ("\u{1b}stop\u{7}", None, OptOut),
-        ("\u{202e}pots", None, Nothing),
-        // Near misses: a sentence, another word, a word with more.
-        ("stop by at 5?", None, Nothing),
-        ("stop by the office", None, Nothing),
-        ("please don't stop", None, Nothing),
-        ("Stop please", None, Nothing),
-        ("please cancel", None, Nothing),
-        ("I want to opt out of this", None, Nothing),
-        ("end of day", None, Nothing),
-        ("Stopp", None, Nothing),
-        ("stops", None, Nothing),
-        ("sto p", None, Nothing),
-        ("stop stop", None, Nothing),
-        ("optout out", None, Nothing),
-        ("opt", None, Nothing),
-        ("out", None, Nothing),
-        ("stop 🛑", None, Nothing),
-        ("stop :)", None, Nothing),
-        ("stop2", None, Nothing),
-        ("(stop)", None, Nothing),
-        ("s.t.o.p", None, Nothing),
-        ("opt_out", None, Nothing),
-        ("ｓｔｏｐ", None, Nothing),
-        ("arrêt", None, Nothing),
-        ("unsubscribe me", None, Nothing),
-        ("unsubscribed", None, Nothing),
-        // Empty.
-        ("", None, Nothing),
-        ("   ", None, Nothing),
-        ("?!.", None, Nothing),
-        ("\"\"", None, Nothing),
-        ("-", None, Nothing),
-        // Opt-in and the rest.
-        ("start", None, OptIn),
-        ("START", None, OptIn),
-        ("Unstop!", None, OptIn),
-        ("yes", None, Nothing),
-        ("YES", None, Nothing),
-        ("help", None, Nothing),
-        ("INFO", None, Nothing),
-        ("start over", None, Nothing),
-        // Twilio's OptOutType: STOP, START, HELP.
-        ("ALTO", Some("STOP"), OptOut),
-        ("please stop texting me", Some("STOP"), OptOut),
-        ("yes", Some("START"), OptIn),
-        ("help", Some("HELP"), Nothing),
-        ("stop", Some("HELP"), OptOut),
-        ("stop", Some("START"), OptOut),
-        ("start", Some("STOP"), OptOut),
-        ("", Some("stop"), OptOut),
-        ("", Some(" STOP "), OptOut),
-        ("", Some("START"), OptIn),
-        ("", Some("HELP"), Nothing),
-        ("", Some("STOPALL"), Nothing),
-        ("", Some(""), Nothing),
-        ("hello", Some("other"), Nothing),
-    ];
-
-    #[test]
-    fn each_reply_says_what_the_table_says() {
-        let wrong: Vec<String> = CASES
-            .iter()
-            .filter(|(body, kind, said)| classify(body, *kind) != *said)
-            .map(|(body, kind, said)| {
-                let got = classify(body, *kind);
-                format!("{body:?} with {kind:?}: {got:?}, not {said:?}")
-            })
-            .collect();
-        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
-    }
-
-    #[test]
-    fn a_long_reply_is_given_up_early_and_a_long_tail_trimmed() {
-        let sentence = "stop ".repeat(200_000);
-        assert_eq!(classify(&sentence, None), Nothing);
-        let shouting = format!("STOP{}", "!".repeat(1_000_000));
-        assert_eq!(classify(&shouting, None), OptOut);
-        let hidden = format!("stop{}", "\u{200b}".repeat(1_000_000));
-        assert_eq!(classify(&hidden, None), OptOut);
-        let letters = "a".repeat(1_000_000);
-        assert_eq!(classify(&letters, None), Nothing);
-    }
-
-    #[test]
-    fn every_word_fits_the_buffer_and_is_written_as_word_writes_it() {
-        for w in OPT_OUT.iter().chain(&OPT_IN) {
-            assert!(w.len() <= LONGEST, "{w}");
-            assert_eq!(word(w).as_ref().map(Word::as_str), Some(*w));
-        }
-    }
-}
+mod tests;

@@ -6,14 +6,14 @@
 //!
 //! What a reply is: one record, its `MessageSid` (Twilio posts a reply again when its
 //! answer does not come: the same sid twice is one record), its number `From`, what it says
-//! read by [`crate::model::revocation::classify`] from `Body` and `OptOutType`, at the time
+//! read by [`crate::model::revocation::read`] from `Body` and `OptOutType`, at the time
 //! the daemon received it. A parameter the record rests on given twice is a form that cannot
 //! be read one way: it is kept and quarantined, never guessed.
 
 use chrono::{DateTime, Utc};
 
 use super::source::{ReadRecord, Said};
-use crate::model::revocation::{Reply, classify};
+use crate::model::revocation::{Reply, read};
 
 /// The kind's name, as `kind` and the ledger's `source` and `event_ref` write it.
 pub const KIND: &str = "twilio";
@@ -68,10 +68,21 @@ pub fn record(
         Some(sid) => sid,
     };
     let body = one(params, "Body")?.unwrap_or_default();
-    let said = match classify(body, one(params, "OptOutType")?) {
+    let reading = read(body, one(params, "OptOutType")?, &[]);
+    let said = match reading.reply {
         Reply::Nothing => {
             Said::Nothing("a reply that neither revokes nor gives consent".to_owned())
         }
+        // Not an opt-out by itself: it waits for a person's decision, not for a guess.
+        Reply::Review => Said::Nothing(format!(
+            "a reply that holds {} among other words: not an opt-out by itself",
+            reading
+                .matched
+                .iter()
+                .map(|m| crate::model::text::quoted(m))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
         reply => {
             let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
             let phone_number = crate::model::phone::normalize(from, region)
@@ -154,7 +165,13 @@ mod tests {
     fn a_sentence_says_nothing_and_needs_no_number() {
         let params = form(&[("MessageSid", "SM2"), ("Body", "stop by at 5?")]);
         let record = record(&params, Utc::now(), US).expect("a record");
-        assert!(matches!(record.said, Said::Nothing(_)));
+        let Said::Nothing(why) = record.said else {
+            panic!("not an opt-out by itself");
+        };
+        assert!(why.contains("holds `stop` among other words"), "{why}");
+        let params = form(&[("MessageSid", "SM7"), ("Body", "Stop texting me 🛑")]);
+        let read = super::record(&params, Utc::now(), US);
+        assert!(read.is_err(), "an opt-out needs its From: {read:?}");
     }
 
     #[test]

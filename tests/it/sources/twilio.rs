@@ -542,3 +542,51 @@ async fn a_start_is_recorded_only_where_opt_ins_are_taken(backend: Backend) {
         .await;
     assert_eq!(said, ["out", "in"]);
 }
+
+on_both_backends!(
+    the_words_people_use_to_revoke_are_each_an_opt_out,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn the_words_people_use_to_revoke_are_each_an_opt_out(backend: Backend) {
+    let Some((_sandbox, app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    // Each missed by a filter that takes only the bare word.
+    let said = [
+        "STOP STOP STOP",
+        "STOP 🛑",
+        "Stop 🙏",
+        "ＳＴＯＰ",
+        "Stop texting me",
+        "UNSUBSCRIBE ME",
+        "stop please",
+        "remove me",
+        "don't text me",
+        "ALTO",
+        "PARAR",
+        "cancelar",
+        "take me off your list",
+    ];
+    for (i, words) in said.iter().enumerate() {
+        let from = format!("+1555012{i:04}");
+        let sid = format!("SMwords{i:04}");
+        assert_eq!(text(&app, &sid, &from, words).await.0, 200, "{words}");
+    }
+    let view = eventually("the replies read", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == said.len()).then_some(view)
+    })
+    .await;
+    assert_eq!(
+        (view["optOuts"].as_i64(), view["ignored"].as_i64()),
+        (Some(said.len() as i64), Some(0)),
+        "{view}"
+    );
+    for (i, words) in said.iter().enumerate() {
+        let from = format!("+1555012{i:04}");
+        let entries = entries_from(&app, "twilio", &from).await;
+        assert!(!entries.is_empty(), "{words}: recorded");
+    }
+    app.stop().await;
+}
