@@ -409,6 +409,7 @@ impl Metrics {
             (SourceOutcome::OptIn, counts.opt_ins),
             (SourceOutcome::Confirmed, counts.confirmed),
             (SourceOutcome::Ignored, counts.ignored),
+            (SourceOutcome::Review, counts.review),
         ] {
             self.source_records(name, outcome, u64::try_from(n).unwrap_or(0));
         }

@@ -19,6 +19,9 @@ pub enum AdminError {
     BadRequest(String),
     #[error("{0}")]
     NotFound(String),
+    /// What was asked is done already (a reply decided before).
+    #[error("{0}")]
+    Conflict(String),
     #[error("no such route")]
     NoRoute,
     #[error("method not allowed on this route")]
@@ -49,6 +52,7 @@ impl AdminError {
             AdminError::Unauthorized => StatusCode::UNAUTHORIZED,
             AdminError::BadRequest(_) => StatusCode::BAD_REQUEST,
             AdminError::NotFound(_) | AdminError::NoRoute => StatusCode::NOT_FOUND,
+            AdminError::Conflict(_) => StatusCode::CONFLICT,
             AdminError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             AdminError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             AdminError::Database(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -19,6 +19,7 @@ mod evidence;
 pub mod guard;
 mod import;
 mod records;
+mod review;
 mod schemas;
 mod sources;
 mod state;

@@ -56,6 +56,7 @@ pub async fn metrics(
         .unwrap_or(0.0);
     let count = |n: i64| u64::try_from(n).unwrap_or(0);
     let honouring = crate::compliance::backlog(&state.pool, &state.compliance, Utc::now()).await?;
+    let review = review_gauges(&state).await?;
     let destinations = crate::sender::views(&state.pool, &state.destinations).await?;
     let text = state.metrics.render(metrics::Gauges {
         outbox_backlog: count(backlog.pending),
@@ -80,6 +81,9 @@ pub async fn metrics(
             .collect(),
         optout_oldest_pending: honouring.oldest_pending_secs,
         optouts_overdue: honouring.overdue,
+        review_waiting: count(review.0),
+        review_oldest_due_seconds: review.1,
+        review_oldest_deadline_used: review.2,
     });
     Ok(([(header::CONTENT_TYPE, metrics::CONTENT_TYPE)], text))
 }
@@ -192,4 +196,19 @@ pub async fn status(
     let mut status = ledger::status_of(&state.pool, &state.accounts).await?;
     status.subscribers = crate::sender::views(&state.pool, &state.subscribers).await?;
     Ok(Json(status))
+}
+
+/// The review queue's gauges: replies waiting, seconds until the oldest is due, and the part
+/// of its deadline passed.
+async fn review_gauges(state: &AdminState) -> Result<(i64, Option<f64>, f64), AdminError> {
+    use crate::store::ReviewStore as _;
+    let (waiting, oldest) = state.pool.review_waiting().await?;
+    let Some(received) = oldest else {
+        return Ok((waiting, None, 0.0));
+    };
+    let now = Utc::now();
+    let due = state.compliance.calendar.deadline(received.0);
+    let whole = (due - received.0).as_seconds_f64().max(1.0);
+    let passed = (now - received.0).as_seconds_f64().max(0.0);
+    Ok((waiting, Some((due - now).as_seconds_f64()), passed / whole))
 }

@@ -26,6 +26,7 @@ pub mod local;
 /// A reconciliation pass's page of leads.
 mod page;
 mod plan;
+pub mod reviewed;
 mod suppression;
 
 pub use echo::{Echo, EchoMatcher, echo_reason};

@@ -117,6 +117,7 @@ impl Recorder {
         // slice says what is recorded already.
         let mut by_number: HashMap<(&str, bool), Said1<'_>> = HashMap::new();
         let mut taken = std::collections::HashSet::new();
+        let mut held = Vec::new();
         for record in slice {
             if !claimed.contains(&record.key) || !taken.insert(record.key.as_str()) {
                 continue;
@@ -150,8 +151,27 @@ impl Recorder {
                         }
                     }
                 }
+                Said::Review {
+                    phone_number,
+                    text,
+                    matched,
+                    received_at,
+                } => {
+                    counts.review += 1;
+                    held.push(crate::model::review::HeldReply {
+                        record: &record.key,
+                        phone_number,
+                        body: text,
+                        matched,
+                        stands_on: &record.stands_on,
+                        received_at: Timestamp(*received_at),
+                    });
+                }
                 Said::Consent { .. } | Said::Nothing(_) => counts.ignored += 1,
             }
+        }
+        if !held.is_empty() {
+            tx.hold_replies(&self.name, &held).await?;
         }
         let mut said: Vec<Said1<'_>> = by_number.into_values().collect();
         let echoes = self.echoes_in(tx, &said).await?;

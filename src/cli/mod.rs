@@ -14,6 +14,7 @@ mod packaging;
 mod read;
 mod registrations;
 mod report;
+mod review;
 mod sources;
 mod subscribers;
 mod webhooks;
@@ -196,6 +197,15 @@ pub enum Command<T: Subcommand> {
         #[command(subcommand)]
         command: Option<SourcesCommand>,
     },
+    /// Replies put to a person (a revocation word among other words): list them, oldest
+    /// first, with the date each is due by, and decide them.
+    Review {
+        #[command(subcommand)]
+        command: Option<ReviewCommand>,
+        /// List the decided replies too, after those waiting.
+        #[arg(long)]
+        all: bool,
+    },
     /// Bulk export, streamed (CSV with a header row, or JSON lines).
     Export {
         #[arg(value_enum)]
@@ -266,6 +276,29 @@ pub enum DestinationsCommand {
         name: String,
         #[arg(long = "from", value_name = "SEQ")]
         from: i64,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReviewCommand {
+    /// Decide reply ID: an opt-out (recorded as of the reply's receipt, pushed to the
+    /// service and every destination) or not.
+    Decide {
+        id: i64,
+        #[arg(
+            long,
+            conflicts_with = "not_opt_out",
+            required_unless_present = "not_opt_out"
+        )]
+        opt_out: bool,
+        #[arg(long)]
+        not_opt_out: bool,
+        /// Who decides: kept with the decision.
+        #[arg(long, value_name = "NAME")]
+        by: String,
+        /// Why.
+        #[arg(long, value_name = "TEXT")]
+        reason: Option<String>,
     },
 }
 

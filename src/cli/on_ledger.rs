@@ -6,7 +6,7 @@ use clap::Subcommand;
 use super::accounts::{Filters, accounts_of, local_change};
 use super::{
     CliError, Command, LedgerCommand, consent, daemon, destinations, evidence, import, read,
-    sources, subscribers,
+    review, sources, subscribers,
 };
 use crate::settings::Settings;
 
@@ -123,6 +123,7 @@ async fn change<T: Subcommand>(
         Command::Subscribers { command } => subscribers::run(settings, command, json).await,
         Command::Destinations { command } => destinations::run(settings, command, json).await,
         Command::Sources { command } => sources::run(settings, command, json).await,
+        Command::Review { command, all } => review::run(settings, command, all, json).await,
         Command::Consent { .. }
         | Command::History { .. }
         | Command::Events { .. }

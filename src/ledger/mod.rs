@@ -15,6 +15,8 @@ use crate::store::Pool;
 
 /// The hash chain as stored: the walk that checks it, its head, its hourly log.
 pub mod chain;
+/// The replies kept for review, with their due dates.
+pub mod review;
 
 /// `{"items": [...]}`, the list shape of the contract.
 #[derive(Debug, Serialize)]

@@ -81,6 +81,8 @@ label_values! {
         Confirmed => "confirmed",
         /// Says nothing the ledger takes (another change, an opt-in not taken, no number).
         Ignored => "ignored",
+        /// A reply holding a revocation word among others: kept for a person to decide.
+        Review => "review",
     }
 }
 

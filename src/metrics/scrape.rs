@@ -29,6 +29,14 @@ pub struct Gauges {
     pub optout_oldest_pending: Vec<(String, f64)>,
     /// Opt-outs past their deadline and not yet had by every destination.
     pub optouts_overdue: u64,
+    /// Replies waiting for a person's decision.
+    pub review_waiting: u64,
+    /// Seconds until the oldest waiting reply is due (negative once past); no sample when
+    /// none waits.
+    pub review_oldest_due_seconds: Option<f64>,
+    /// How much of the oldest waiting reply's deadline has passed (0 to 1, more past it;
+    /// 0 when none waits).
+    pub review_oldest_deadline_used: f64,
 }
 
 impl Collector for Gauges {
@@ -93,6 +101,24 @@ impl Collector for Gauges {
             "optouts_overdue",
             "Opt-outs past their deadline ([compliance] deadline_business_days) and not yet had by every destination.",
             unlabelled(self.optouts_overdue),
+        )?;
+        gauge(
+            &mut encoder,
+            "review_waiting",
+            "Replies waiting for a person's decision (a revocation word among other words).",
+            unlabelled(self.review_waiting),
+        )?;
+        gauge(
+            &mut encoder,
+            "review_oldest_due_seconds",
+            "Seconds until the oldest reply waiting for review is due (negative once past); no sample when none waits.",
+            self.review_oldest_due_seconds.map(|s| (None, s)),
+        )?;
+        gauge(
+            &mut encoder,
+            "review_oldest_deadline_used",
+            "The part of the oldest waiting reply's deadline that has passed (0.5: half of it); 0 when none waits.",
+            [(None, self.review_oldest_deadline_used)],
         )
     }
 }

@@ -16,6 +16,9 @@ fn gauges() -> Gauges {
         registration_ok: Some(false),
         optout_oldest_pending: vec![("service".into(), 0.0), ("crm".into(), 3600.25)],
         optouts_overdue: 3,
+        review_waiting: 2,
+        review_oldest_due_seconds: Some(-60.0),
+        review_oldest_deadline_used: 1.25,
     }
 }
 
@@ -84,7 +87,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let families = |text: &str| text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(
         families(&fresh),
-        35,
+        38,
         "every family, before anything is counted:\n{fresh}"
     );
     assert!(
@@ -98,7 +101,7 @@ fn the_rendering_has_a_help_and_type_line_for_every_family_and_labelled_samples(
     let helps = text.lines().filter(|l| l.starts_with("# HELP")).count();
     let types = text.lines().filter(|l| l.starts_with("# TYPE")).count();
     assert_eq!(helps, types);
-    assert_eq!(types, 35, "{text}");
+    assert_eq!(types, 38, "{text}");
 }
 
 #[test]

@@ -24,6 +24,8 @@ mod outcomes;
 pub mod phone;
 /// The records the read side gives out.
 mod records;
+/// Replies put to a person, and the decisions made of them.
+pub mod review;
 /// What a person's reply to a text says about consent: the FCC's revocation words, Twilio's.
 pub mod revocation;
 pub use outcomes::{

@@ -120,6 +120,8 @@ pub struct SourceCounts {
     /// Change times further past their reading than the tolerance, ranked at the reading
     /// (counted, not kept in the source's row).
     pub future: i64,
+    /// Replies kept for a person to decide (the review queue is their count).
+    pub review: i64,
 }
 
 impl std::ops::AddAssign for SourceCounts {
@@ -130,5 +132,6 @@ impl std::ops::AddAssign for SourceCounts {
         self.confirmed += other.confirmed;
         self.ignored += other.ignored;
         self.future += other.future;
+        self.review += other.review;
     }
 }

@@ -23,8 +23,8 @@ pub enum SourceState {
     Error,
     /// Nothing read to its end for longer than three intervals.
     Stale,
-    /// A run is reading now (since `runningSince`, from `watermark`); `lastError` is the
-    /// previous run's.
+    /// A run is reading now (since `runningSince`, from `watermark`), and the run before
+    /// did not read to its end (or there was none); `lastError` is that run's.
     Running,
 }
 
@@ -106,14 +106,20 @@ fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
     let running_since = row
         .running_since
         .filter(|since| Utc::now() - since.at() < deadline);
-    let state = match (&row.last_error, row.last_run_at) {
-        _ if running_since.is_some() => SourceState::Running,
+    let last = match (&row.last_error, row.last_run_at) {
         (_, None) => SourceState::Waiting,
         _ if settings.system.polled() && since_success.is_some_and(|d| d > stale_after) => {
             SourceState::Stale
         }
         (Some(_), _) => SourceState::Error,
         (None, _) => SourceState::Ok,
+    };
+    // A run in progress is shown rather than an older error, a staleness it may end, or
+    // a wait; after a run that read to its end the state stays `ok` (`runningSince` says
+    // one is reading again).
+    let state = match (last, running_since) {
+        (SourceState::Ok, _) | (_, None) => last,
+        (_, Some(_)) => SourceState::Running,
     };
     SourceView {
         name: settings.name.clone(),

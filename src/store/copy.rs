@@ -198,6 +198,22 @@ const TABLES: &[Table] = &[
                  x.error, x.account_id",
         identity: None,
     },
+    // Replies put to a person and their decisions: evidence of the opt-outs decided.
+    Table {
+        name: "review_replies",
+        object: "'id', id, 'source', source, 'record', record, 'phone_number', phone_number, \
+                 'body', body, 'matched', matched, 'stands_on', stands_on, \
+                 'received_at', received_at, 'decision', decision, 'decided_by', decided_by, \
+                 'decided_at', decided_at, 'reason', reason",
+        record: "id bigint, source text, record text, phone_number text, body text, \
+                 matched text, stands_on text, received_at timestamptz, decision text, \
+                 decided_by text, decided_at timestamptz, reason text",
+        insert: "id, source, record, phone_number, body, matched, stands_on, received_at, \
+                 decision, decided_by, decided_at, reason",
+        select: "x.id, x.source, x.record, x.phone_number, x.body, x.matched, x.stands_on, \
+                 x.received_at, x.decision, x.decided_by, x.decided_at, x.reason",
+        identity: Some("id"),
+    },
     Table {
         name: "reconcile_passes",
         object: "'id', id, 'started_at', started_at, 'finished_at', finished_at, \

@@ -113,6 +113,10 @@ pub use share::ShareStore;
 mod sources;
 pub use sources::{SourceCounts, SourceRow, SourceStore, SourceTx};
 
+/// Replies kept for a person to decide.
+mod review;
+pub use review::ReviewStore;
+
 /// A pool of connections to the configured database, whichever the backend: chosen once,
 /// when the database is opened ([`open`]); every concern's trait is implemented for it
 /// once, each statement run on the backend's pool.

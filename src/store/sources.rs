@@ -177,6 +177,24 @@ pub trait SourceTx {
         name: &str,
         counts: SourceCounts,
     ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Keeps `replies` posted to source `name` for a person to decide (each once by its
+    /// record's key).
+    fn hold_replies(
+        &mut self,
+        name: &str,
+        replies: &[crate::model::review::HeldReply<'_>],
+    ) -> impl Future<Output = Result<(), Error>> + Send;
+
+    /// Records the decision of reply `id`, when it waits: false when there is none or it
+    /// was decided before.
+    fn decide_reply(
+        &mut self,
+        id: i64,
+        decision: crate::model::review::Decision,
+        by_and_reason: (&str, Option<&str>),
+        at: Timestamp,
+    ) -> impl Future<Output = Result<bool, Error>> + Send;
 }
 
 impl<T: Lend + Send + ?Sized> SourceTx for T {
@@ -237,6 +255,56 @@ impl<T: Lend + Send + ?Sized> SourceTx for T {
             .map(drop)
         })?;
         Ok(())
+    }
+
+    async fn hold_replies(
+        &mut self,
+        name: &str,
+        replies: &[crate::model::review::HeldReply<'_>],
+    ) -> Result<(), Error> {
+        for reply in replies {
+            let matched = super::codec::json_param(reply.matched)?;
+            let stands_on = reply.stands_on.to_string();
+            on_backend!(self, |conn| {
+                conn.run(
+                    "INSERT INTO review_replies
+                         (source, record, phone_number, body, matched, stands_on, received_at)
+                         VALUES ($1, $2, $3, $4, $5, $6, $7)
+                         ON CONFLICT (source, record) DO NOTHING",
+                    &args![
+                        name,
+                        reply.record,
+                        reply.phone_number,
+                        reply.body,
+                        &matched,
+                        &stands_on,
+                        reply.received_at
+                    ],
+                )
+                .await
+                .map(drop)
+            })?;
+        }
+        Ok(())
+    }
+
+    async fn decide_reply(
+        &mut self,
+        id: i64,
+        decision: crate::model::review::Decision,
+        (by, reason): (&str, Option<&str>),
+        at: Timestamp,
+    ) -> Result<bool, Error> {
+        let done = on_backend!(self, |conn| {
+            conn.run(
+                "UPDATE review_replies SET decision = $2, decided_by = $3, reason = $4,
+                     decided_at = $5
+                     WHERE id = $1 AND decision IS NULL",
+                &args![id, decision.as_str(), by, reason, at],
+            )
+            .await
+        })?;
+        Ok(done.rows_affected == 1)
     }
 
     async fn count_records(&mut self, name: &str, counts: SourceCounts) -> Result<(), Error> {

@@ -84,6 +84,17 @@ pub enum Said {
         opted_out: bool,
         occurred_at: DateTime<Utc>,
     },
+    /// A reply holding a revocation word among other words: no opt-out by itself, put to
+    /// a person ([`crate::model::review`]).
+    Review {
+        /// E.164.
+        phone_number: String,
+        /// What the person wrote.
+        text: String,
+        /// The revocation words and phrases it holds.
+        matched: Vec<String>,
+        received_at: DateTime<Utc>,
+    },
     /// Nothing the ledger takes (another change, no number it can read), and why.
     Nothing(String),
 }

@@ -74,32 +74,34 @@ pub fn record(
             Said::Nothing("a reply that neither revokes nor gives consent".to_owned())
         }
         // Not an opt-out by itself: it waits for a person's decision, not for a guess.
-        Reply::Review => Said::Nothing(format!(
-            "a reply that holds {} among other words: not an opt-out by itself",
-            reading
-                .matched
-                .iter()
-                .map(|m| crate::model::text::quoted(m))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        reply => {
-            let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
-            let phone_number = crate::model::phone::normalize(from, region)
-                .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))?
-                .into_string();
-            Said::Consent {
-                phone_number,
-                opted_out: reply == Reply::OptOut,
-                occurred_at: received_at,
-            }
-        }
+        Reply::Review => Said::Review {
+            phone_number: from_number(params, region)?,
+            text: body.to_owned(),
+            matched: reading.matched,
+            received_at,
+        },
+        reply => Said::Consent {
+            phone_number: from_number(params, region)?,
+            opted_out: reply == Reply::OptOut,
+            occurred_at: received_at,
+        },
     };
     Ok(ReadRecord {
         key: sid.to_owned(),
         said,
         stands_on: stands_on(params),
     })
+}
+
+/// Whose reply it is: `From`, in E.164 (read in `region` without its country code).
+fn from_number(
+    params: &[(String, String)],
+    region: crate::model::phone::Region,
+) -> Result<String, String> {
+    let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
+    crate::model::phone::normalize(from, region)
+        .map(crate::model::phone::E164::into_string)
+        .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))
 }
 
 /// What the record stands on: the form as received, every parameter in order, and the
@@ -163,12 +165,22 @@ mod tests {
 
     #[test]
     fn a_sentence_says_nothing_and_needs_no_number() {
-        let params = form(&[("MessageSid", "SM2"), ("Body", "stop by at 5?")]);
-        let record = record(&params, Utc::now(), US).expect("a record");
-        let Said::Nothing(why) = record.said else {
-            panic!("not an opt-out by itself");
+        let params = form(&[("MessageSid", "SM2"), ("Body", "hello there")]);
+        let nothing = record(&params, Utc::now(), US).expect("a record");
+        assert!(matches!(nothing.said, Said::Nothing(_)), "{nothing:?}");
+        let params = form(&[
+            ("MessageSid", "SM3"),
+            ("From", "+14155550100"),
+            ("Body", "stop by at 5?"),
+        ]);
+        let review = record(&params, Utc::now(), US).expect("a record");
+        let Said::Review { matched, text, .. } = review.said else {
+            panic!("put to a person: {review:?}");
         };
-        assert!(why.contains("holds `stop` among other words"), "{why}");
+        assert_eq!(
+            (matched, text.as_str()),
+            (vec!["stop".to_owned()], "stop by at 5?")
+        );
         let params = form(&[("MessageSid", "SM7"), ("Body", "Stop texting me 🛑")]);
         let read = super::record(&params, Utc::now(), US);
         assert!(read.is_err(), "an opt-out needs its From: {read:?}");

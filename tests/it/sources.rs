@@ -18,6 +18,7 @@ use crate::destinations::{action_network, campaign, campaign_of, van};
 mod faults;
 mod hostile;
 mod process;
+mod review;
 mod twilio;
 
 const WAIT: Duration = Duration::from_secs(30);

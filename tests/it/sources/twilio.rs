@@ -16,8 +16,8 @@ use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
 use crate::destinations::{action_network, campaign};
 
-const TOKEN: &str = "twilio-auth-token-1";
-const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-main";
+pub(super) const TOKEN: &str = "twilio-auth-token-1";
+pub(super) const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-main";
 
 fn twilio_source(tokens: &[&str]) -> SourceSettings {
     let mut source = SourceSettings::new(
@@ -36,7 +36,7 @@ fn twilio_source(tokens: &[&str]) -> SourceSettings {
 }
 
 /// The campaign's daemon writing to Action Network and hearing a Twilio number.
-async fn texting(
+pub(super) async fn texting(
     backend: Backend,
     tokens: &[&str],
 ) -> Option<(outreach_sync_sandbox::RunningSandbox, TestApp)> {
@@ -108,6 +108,11 @@ async fn post_as_is(
 
 /// A reply of `body` from `from`, as Twilio posts it, signed as Twilio signs it.
 async fn text(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String) {
+    text_from(app, sid, from, body).await
+}
+
+/// [`text`], for the other tests of replies.
+pub(super) async fn text_from(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String) {
     let params = sender::inbound(sid, from, "+15005550006", body);
     post_signed(app, TOKEN, PUBLIC_URL, &params).await
 }
@@ -329,8 +334,26 @@ async fn a_reply_that_is_not_an_opt_out_records_nothing(backend: Backend) {
             view["optOuts"].as_i64(),
             view["optIns"].as_i64()
         ),
-        (Some(4), Some(0), Some(0)),
-        "{view}"
+        (Some(2), Some(0), Some(0)),
+        "HELP says nothing, START is no opt-in without opt_ins: {view}"
+    );
+    // The two sentences that hold a revocation word wait for a person.
+    let waiting: Value = app
+        .admin_get("/v1/review")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let texts: Vec<&str> = waiting["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["text"].as_str())
+        .collect();
+    assert_eq!(
+        texts,
+        ["stop by at 5?", "I want to opt out of this"],
+        "{waiting}"
     );
     assert!(
         entries_from(&app, "twilio", &lead.phone_number)
