@@ -429,15 +429,7 @@ async fn a_watermark_past_vans_ninety_days_is_an_error_until_resynced(backend: B
         ),
     )
     .expect("config");
-    let cli = |args: &[&str]| {
-        let config = config.to_str().expect("path");
-        let args: Vec<&str> = ["--config", config].iter().chain(args).copied().collect();
-        let db = [(
-            "OUTREACH_SYNC__DATABASE__URL",
-            app.settings.database.url.as_str(),
-        )];
-        crate::cli::run(app.dir.path(), &args, &db, "")
-    };
+    let cli = |args: &[&str]| cli_on(&app, &config, args);
     let since = (chrono::Utc::now() - chrono::Duration::days(2))
         .format("%Y-%m-%d")
         .to_string();
@@ -564,4 +556,16 @@ fn report_of(app: &TestApp, sandbox: &RunningSandbox, format: &str) -> String {
         crate::cli::text(&out.stderr)
     );
     crate::cli::text(&out.stdout)
+}
+
+/// The binary run with `args` on `app`'s database, as a user runs it beside the daemon,
+/// with the configuration file `config`.
+fn cli_on(app: &TestApp, config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    let config = config.to_str().expect("path");
+    let args: Vec<&str> = ["--config", config].iter().chain(args).copied().collect();
+    let db = [(
+        "OUTREACH_SYNC__DATABASE__URL",
+        app.settings.database.url.as_str(),
+    )];
+    crate::cli::run(app.dir.path(), &args, &db, "")
 }

@@ -202,15 +202,7 @@ async fn a_reply_is_listed_and_decided_from_the_command_line(backend: Backend) {
         ),
     )
     .expect("config");
-    let cli = |args: &[&str]| {
-        let config = config.to_str().expect("path");
-        let args: Vec<&str> = ["--config", config].iter().chain(args).copied().collect();
-        let db = [(
-            "OUTREACH_SYNC__DATABASE__URL",
-            app.settings.database.url.as_str(),
-        )];
-        crate::cli::run(app.dir.path(), &args, &db, "")
-    };
+    let cli = |args: &[&str]| super::cli_on(&app, &config, args);
     let out = cli(&["review"]);
     let text = crate::cli::text(&out.stdout);
     assert!(text.contains("stop texting me about the rally"), "{text}");
