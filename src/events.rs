@@ -53,24 +53,27 @@ pub fn parse_stored(
     dedup_key: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
-    region: Region,
+    sources: &crate::apply::InForce,
 ) -> Result<Event, ParseError> {
     match crate::systems::twilio::posted_to(dedup_key) {
-        Some(source) => heard(source, body, received_at, region),
+        Some(source) => {
+            let words = sources.words(source);
+            heard(source, body, received_at, (sources.region, &words))
+        }
         None => parse(body, received_at),
     }
 }
 
-/// The reply in form `body` posted to `source` at `received_at`, its number read in
-/// `region` when it has no country code.
+/// The reply in form `body` posted to `source` at `received_at`, its number read in the
+/// region when it has no country code, its words beside the source's own revocation words.
 pub fn heard(
     source: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
-    region: Region,
+    (region, words): (Region, &[String]),
 ) -> Result<Event, ParseError> {
     let params = crate::signature::twilio::form_params(body);
-    crate::systems::twilio::record(&params, received_at, region)
+    crate::systems::twilio::record(&params, received_at, (region, words))
         .map(|record| {
             Event::Heard(HeardEvent {
                 source: source.to_owned(),

@@ -133,6 +133,7 @@ pub fn router(
         max_backlog: limits.max_backlog,
         rejections: rejections.clone(),
         metrics: metrics.clone(),
+        large_forms: tokio::sync::Semaphore::new(posted::LARGE_FORMS_AT_ONCE),
     });
     let router = router.route("/sources/{name}", post(posted::receive).with_state(posts));
     let Some(state) = first else {

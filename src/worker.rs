@@ -127,7 +127,7 @@ impl Worker {
                     &row.dedup_key,
                     &row.body,
                     row.received_at,
-                    self.policy.sources.region,
+                    &self.policy.sources,
                 ),
                 id: row.id,
                 account: AccountId::stored(&row.account_id),

@@ -49,6 +49,14 @@ impl InForce {
             .cloned()
     }
 
+    /// The own revocation words of source `name` (`opt_out_words`), as configured now.
+    pub fn words(&self, name: &str) -> Vec<String> {
+        match self.posted(name).map(|s| s.system) {
+            Some(crate::settings::SourceSystem::Twilio(twilio)) => twilio.opt_out_words,
+            _ => Vec::new(),
+        }
+    }
+
     /// Where what was posted to source `name` is recorded, as configured now.
     pub fn recorder(&self, name: &str) -> Option<Recorder> {
         self.posted(name).map(|s| Recorder::of(&s, &self.served))

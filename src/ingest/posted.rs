@@ -48,7 +48,7 @@ const VERIFIED_INLINE_BYTES: usize = 4 * 1024;
 /// The form's parameters, and the index of the token its `signature` verifies under (none
 /// when it does not).
 async fn verify(
-    body: bytes::Bytes,
+    (body, large_forms): (bytes::Bytes, &tokio::sync::Semaphore),
     signature: Option<String>,
     tokens: Vec<secrecy::SecretString>,
     public_url: String,
@@ -67,6 +67,10 @@ async fn verify(
     if inline {
         return work();
     }
+    // Waiting for a turn costs nothing; a closed semaphore (never) verifies nothing.
+    let Ok(_turn) = large_forms.acquire().await else {
+        return (Vec::new(), None);
+    };
     // A verification that panicked verified nothing.
     tokio::task::spawn_blocking(work)
         .await
@@ -81,7 +85,13 @@ pub(super) struct PostedState {
     pub max_backlog: u64,
     pub rejections: Arc<Rejections>,
     pub metrics: Arc<Metrics>,
+    /// Large forms verified at once, at most ([`LARGE_FORMS_AT_ONCE`]): a flood of them
+    /// takes one core at most, and the deliveries keep the other.
+    pub large_forms: tokio::sync::Semaphore,
 }
+
+/// Large forms ([`VERIFIED_INLINE_BYTES`] and more) verified at once, at most.
+pub const LARGE_FORMS_AT_ONCE: usize = 1;
 
 /// A post to source `name`: 200 with [`EMPTY_TWIML`] once it is durable (or was before).
 pub(super) async fn receive(
@@ -133,7 +143,7 @@ async fn take(
         _ => None,
     };
     let (params, verified) = verify(
-        body.clone(),
+        (body.clone(), &state.large_forms),
         signature,
         twilio.accepted(),
         twilio.public_url.clone(),
@@ -158,7 +168,8 @@ async fn take(
     }
     let dedup_key = crate::systems::twilio::key(name, &params, &body);
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
-    let event = crate::events::heard(name, &body, received_at, state.sources.region);
+    let words = (state.sources.region, twilio.opt_out_words.as_slice());
+    let event = crate::events::heard(name, &body, received_at, words);
     let signature = SignatureHeader {
         name: twilio::HEADER.to_owned(),
         position: 0,

@@ -98,6 +98,12 @@ pub struct TwilioSourceSettings {
     /// proxy cannot see it.
     #[serde(default)]
     pub public_url: String,
+    /// Words or phrases that revoke beside the FCC's, Twilio's and the Spanish ones (a
+    /// campaign's own keyword, another language's word): a reply made of them, with
+    /// courtesy words around, is an opt-out; one holding them among other words is put to
+    /// review.
+    #[serde(default)]
+    pub opt_out_words: Vec<String>,
     /// Every token accepted: `auth_token`, then the file's lines (read when the settings
     /// are, and on reload).
     #[serde(skip)]
@@ -110,6 +116,7 @@ impl std::fmt::Debug for TwilioSourceSettings {
         f.debug_struct("TwilioSourceSettings")
             .field("auth_token_file", &self.auth_token_file)
             .field("public_url", &self.public_url)
+            .field("opt_out_words", &self.opt_out_words)
             .field("tokens", &self.tokens.len())
             .finish_non_exhaustive()
     }
@@ -400,6 +407,36 @@ fn validate_twilio(
         &twilio.public_url,
         super::urls::Sends::Nothing,
     )?;
+    validate_words(&twilio.opt_out_words, named)
+}
+
+/// Most of a source's own revocation words, and their length.
+const MOST_WORDS: usize = 50;
+const LONGEST_WORD_CHARS: usize = 40;
+
+/// A source's own revocation words: a few, each short, with letters, and no control
+/// character.
+fn validate_words(words: &[String], named: &dyn Fn(&str) -> String) -> Result<(), SettingsError> {
+    if words.len() > MOST_WORDS {
+        return Err(SettingsError::invalid(
+            "source.opt_out_words",
+            named(&format!("at most {MOST_WORDS} words or phrases")),
+        ));
+    }
+    for word in words {
+        let fits = word.chars().count() <= LONGEST_WORD_CHARS
+            && word.chars().any(char::is_alphanumeric)
+            && !word.chars().any(crate::model::text::is_unsafe_char);
+        if !fits {
+            return Err(SettingsError::invalid(
+                "source.opt_out_words",
+                named(&format!(
+                    "{} is not a word or phrase: at most {LONGEST_WORD_CHARS} characters, with letters, none a control character",
+                    crate::model::text::quoted(word)
+                )),
+            ));
+        }
+    }
     Ok(())
 }
 

@@ -50,7 +50,7 @@ pub fn posted_to(key: &str) -> Option<&str> {
 pub fn record(
     params: &[(String, String)],
     received_at: DateTime<Utc>,
-    region: crate::model::phone::Region,
+    (region, words): (crate::model::phone::Region, &[String]),
 ) -> Result<ReadRecord, String> {
     for name in ONCE {
         one(params, name)?;
@@ -68,7 +68,7 @@ pub fn record(
         Some(sid) => sid,
     };
     let body = one(params, "Body")?.unwrap_or_default();
-    let reading = read(body, one(params, "OptOutType")?, &[]);
+    let reading = read(body, one(params, "OptOutType")?, words);
     let said = match reading.reply {
         Reply::Nothing => {
             Said::Nothing("a reply that neither revokes nor gives consent".to_owned())
@@ -147,7 +147,7 @@ mod tests {
             ("From", "+14155550100"),
             ("Body", " Opt out! "),
         ]);
-        let record = record(&params, at, US).expect("a record");
+        let record = record(&params, at, (US, &[])).expect("a record");
         assert_eq!(record.key, "SM1");
         assert_eq!(
             record.said,
@@ -166,14 +166,14 @@ mod tests {
     #[test]
     fn a_sentence_says_nothing_and_needs_no_number() {
         let params = form(&[("MessageSid", "SM2"), ("Body", "hello there")]);
-        let nothing = record(&params, Utc::now(), US).expect("a record");
+        let nothing = record(&params, Utc::now(), (US, &[])).expect("a record");
         assert!(matches!(nothing.said, Said::Nothing(_)), "{nothing:?}");
         let params = form(&[
             ("MessageSid", "SM3"),
             ("From", "+14155550100"),
             ("Body", "stop by at 5?"),
         ]);
-        let review = record(&params, Utc::now(), US).expect("a record");
+        let review = record(&params, Utc::now(), (US, &[])).expect("a record");
         let Said::Review { matched, text, .. } = review.said else {
             panic!("put to a person: {review:?}");
         };
@@ -182,7 +182,7 @@ mod tests {
             (vec!["stop".to_owned()], "stop by at 5?")
         );
         let params = form(&[("MessageSid", "SM7"), ("Body", "Stop texting me 🛑")]);
-        let read = super::record(&params, Utc::now(), US);
+        let read = super::record(&params, Utc::now(), (US, &[]));
         assert!(read.is_err(), "an opt-out needs its From: {read:?}");
     }
 
@@ -195,13 +195,13 @@ mod tests {
             ("Body", "STOP"),
         ]);
         assert!(
-            record(&twice, Utc::now(), US)
+            record(&twice, Utc::now(), (US, &[]))
                 .unwrap_err()
                 .contains("From given twice")
         );
         let no_sid = form(&[("From", "+14155550100"), ("Body", "STOP")]);
         assert!(
-            record(&no_sid, Utc::now(), US)
+            record(&no_sid, Utc::now(), (US, &[]))
                 .unwrap_err()
                 .contains("MessageSid")
         );
@@ -212,7 +212,7 @@ mod tests {
             ("Body", "STOP"),
         ]);
         assert!(
-            record(&bad_from, Utc::now(), US)
+            record(&bad_from, Utc::now(), (US, &[]))
                 .unwrap_err()
                 .starts_with("From")
         );
@@ -225,7 +225,7 @@ mod tests {
             ("From", "+14155550100"),
             ("Body", "STOP"),
         ]);
-        let error = record(&colon, Utc::now(), US).unwrap_err();
+        let error = record(&colon, Utc::now(), (US, &[])).unwrap_err();
         assert!(
             error.starts_with("MessageSid `sha256:SM5` holds `:`"),
             "{error}"
@@ -233,7 +233,7 @@ mod tests {
         assert!(key("tw", &colon, b"x").starts_with("twilio:tw:sha256:"));
         let empty = form(&[("MessageSid", ""), ("From", "+14155550100")]);
         assert!(
-            record(&empty, Utc::now(), US)
+            record(&empty, Utc::now(), (US, &[]))
                 .unwrap_err()
                 .starts_with("no MessageSid")
         );
@@ -247,12 +247,12 @@ mod tests {
             ("Body", "STOP"),
         ]);
         let gb = "GB".parse().unwrap();
-        let record = record(&national, Utc::now(), gb).expect("a record");
+        let record = record(&national, Utc::now(), (gb, &[])).expect("a record");
         let Said::Consent { phone_number, .. } = record.said else {
             panic!("an opt-out");
         };
         assert_eq!(phone_number, "+442079460958");
-        let error = super::record(&national, Utc::now(), US).unwrap_err();
+        let error = super::record(&national, Utc::now(), (US, &[])).unwrap_err();
         assert!(
             error.starts_with("From `020 7946 0958`") || error.starts_with("From "),
             "{error}"

@@ -348,3 +348,30 @@ fn a_since_in_the_future_a_region_that_is_none_and_a_tolerance_past_a_day_are_re
     let defaults = load(WEBHOOK).expect("valid").consent.trust();
     assert_eq!(defaults, crate::model::trust::Trust::default());
 }
+
+#[test]
+fn a_twilio_sources_own_words_are_a_few_short_ones() {
+    let base = "[webhook]\nsecrets = [\"whsec-1\"]\n[[source]]\nname = \"tw\"\nkind = \"twilio\"\nauth_token = \"hunter2\"\npublic_url = \"https://sync.example.org/sources/tw\"\n";
+    let settings =
+        load(&format!("{base}opt_out_words = [\"halt\", \"ne plus\"]\n")).expect("valid");
+    let crate::settings::SourceSystem::Twilio(twilio) = &settings.source[0].system else {
+        panic!("a twilio source");
+    };
+    assert_eq!(twilio.opt_out_words, ["halt", "ne plus"]);
+    for bad in [
+        "\"\"",
+        "\"!!\"",
+        "\"a\\u001bb\"",
+        &format!("\"{}\"", "x".repeat(41)),
+    ] {
+        refused(
+            &format!("{base}opt_out_words = [{bad}]\n"),
+            "source.opt_out_words",
+        );
+    }
+    let many: Vec<String> = (0..51).map(|i| format!("\"w{i}\"")).collect();
+    refused(
+        &format!("{base}opt_out_words = [{}]\n", many.join(", ")),
+        "source.opt_out_words",
+    );
+}

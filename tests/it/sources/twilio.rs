@@ -613,3 +613,39 @@ async fn the_words_people_use_to_revoke_are_each_an_opt_out(backend: Backend) {
     }
     app.stop().await;
 }
+
+on_both_backends!(
+    a_sources_own_opt_out_words_revoke_beside_the_fccs,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_sources_own_opt_out_words_revoke_beside_the_fccs(backend: Backend) {
+    let Some((_sandbox, mut app)) = texting(backend, &[TOKEN]).await else {
+        return;
+    };
+    if let SourceSystem::Twilio(twilio) = &mut app.settings.source[0].system {
+        twilio.opt_out_words = vec!["halt".to_owned(), "ne plus".to_owned()];
+    }
+    let app = app.restart().await;
+    for (sid, from, words) in [
+        ("SMown1", "+15550120901", "HALT please"),
+        ("SMown2", "+15550120902", "Ne plus!"),
+        ("SMown3", "+15550120903", "halt the car"),
+    ] {
+        assert_eq!(text(&app, sid, from, words).await.0, 200, "{words}");
+    }
+    let view = eventually("the replies read", WAIT, async || {
+        let view = listed(&app, "twilio-main").await;
+        (view["read"] == 3).then_some(view)
+    })
+    .await;
+    assert_eq!(view["optOuts"], 2, "{view}");
+    let waiting: Value = app
+        .admin_get("/v1/review")
+        .await
+        .json()
+        .await
+        .expect("json");
+    assert_eq!(waiting["items"][0]["text"], "halt the car", "{waiting}");
+    app.stop().await;
+}
