@@ -53,12 +53,12 @@ pub fn parse_stored(
     dedup_key: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
-    sources: &crate::apply::InForce,
+    (region, words_of): (Region, &dyn Fn(&str) -> Vec<String>),
 ) -> Result<Event, ParseError> {
     match crate::systems::twilio::posted_to(dedup_key) {
         Some(source) => {
-            let words = sources.words(source);
-            heard(source, body, received_at, (sources.region, &words))
+            let words = words_of(source);
+            heard(source, body, received_at, (region, &words))
         }
         None => parse(body, received_at),
     }

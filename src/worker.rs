@@ -127,7 +127,9 @@ impl Worker {
                     &row.dedup_key,
                     &row.body,
                     row.received_at,
-                    &self.policy.sources,
+                    (self.policy.sources.region, &|name| {
+                        self.policy.sources.words(name)
+                    }),
                 ),
                 id: row.id,
                 account: AccountId::stored(&row.account_id),
