@@ -53,7 +53,7 @@ pub fn parse_stored(
     dedup_key: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
-    (region, words_of): (Region, &dyn Fn(&str) -> Vec<String>),
+    (region, words_of): (Region, WordsOf<'_>),
 ) -> Result<Event, ParseError> {
     match crate::systems::twilio::posted_to(dedup_key) {
         Some(source) => {
@@ -63,6 +63,9 @@ pub fn parse_stored(
         None => parse(body, received_at),
     }
 }
+
+/// The own revocation words of a source, by its name (`opt_out_words`).
+pub type WordsOf<'a> = &'a dyn Fn(&str) -> Vec<String>;
 
 /// The reply in form `body` posted to `source` at `received_at`, its number read in the
 /// region when it has no country code, its words beside the source's own revocation words.
