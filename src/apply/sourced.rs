@@ -58,6 +58,15 @@ struct Said1<'r> {
     occurred_at: chrono::DateTime<Utc>,
 }
 
+/// A slice's records as [`Recorder::sorted`] finds them.
+#[derive(Default)]
+struct Sorted<'r> {
+    /// Each number once per slice, at its earliest record.
+    by_number: HashMap<(&'r str, bool), Said1<'r>>,
+    held: Vec<crate::model::review::HeldReply<'r>>,
+    counts: SourceCounts,
+}
+
 impl Recorder {
     /// Where source `settings` of the accounts `served` records (its echoes: none until
     /// given).
@@ -112,64 +121,11 @@ impl Recorder {
         let now = Utc::now();
         let keys: Vec<&str> = slice.iter().map(|r| r.key.as_str()).collect();
         let claimed = tx.claim_records(&self.name, &keys, Timestamp(now)).await?;
-        let mut counts = SourceCounts::default();
-        // Each number once per slice, at its earliest record; a later record of it in the
-        // slice says what is recorded already.
-        let mut by_number: HashMap<(&str, bool), Said1<'_>> = HashMap::new();
-        let mut taken = std::collections::HashSet::new();
-        let mut held = Vec::new();
-        for record in slice {
-            if !claimed.contains(&record.key) || !taken.insert(record.key.as_str()) {
-                continue;
-            }
-            counts.read += 1;
-            match &record.said {
-                Said::Consent {
-                    phone_number,
-                    opted_out,
-                    occurred_at,
-                } if *opted_out || self.opt_ins => {
-                    // A change time past its reading ranks at the reading: the record, kept
-                    // as the entry's evidence, holds the time as given.
-                    let ranked = self.trust.time(*occurred_at, now);
-                    counts.future += i64::from(ranked.future.is_some());
-                    let said = Said1 {
-                        record,
-                        phone_number,
-                        opted_out: *opted_out,
-                        occurred_at: ranked.at,
-                    };
-                    match by_number.entry((phone_number.as_str(), *opted_out)) {
-                        std::collections::hash_map::Entry::Occupied(mut first) => {
-                            counts.confirmed += 1;
-                            if said.occurred_at < first.get().occurred_at {
-                                first.insert(said);
-                            }
-                        }
-                        std::collections::hash_map::Entry::Vacant(slot) => {
-                            slot.insert(said);
-                        }
-                    }
-                }
-                Said::Review {
-                    phone_number,
-                    text,
-                    matched,
-                    received_at,
-                } => {
-                    counts.review += 1;
-                    held.push(crate::model::review::HeldReply {
-                        record: &record.key,
-                        phone_number,
-                        body: text,
-                        matched,
-                        stands_on: &record.stands_on,
-                        received_at: Timestamp(*received_at),
-                    });
-                }
-                Said::Consent { .. } | Said::Nothing(_) => counts.ignored += 1,
-            }
-        }
+        let Sorted {
+            by_number,
+            held,
+            mut counts,
+        } = self.sorted(slice, &claimed, now);
         if !held.is_empty() {
             tx.hold_replies(&self.name, &held).await?;
         }
@@ -192,6 +148,73 @@ impl Recorder {
         }
         tx.count_records(&self.name, counts).await?;
         Ok(counts)
+    }
+
+    /// The records of `slice` claimed now (`claimed`), each once: what they say of each
+    /// number (its earliest record, a later one counted `confirmed`), the replies held for
+    /// review, and their counts so far.
+    fn sorted<'r>(
+        &self,
+        slice: &'r [ReadRecord],
+        claimed: &std::collections::HashSet<String>,
+        now: chrono::DateTime<Utc>,
+    ) -> Sorted<'r> {
+        let mut sorted = Sorted::default();
+        let counts = &mut sorted.counts;
+        let mut taken = std::collections::HashSet::new();
+        for record in slice {
+            if !claimed.contains(&record.key) || !taken.insert(record.key.as_str()) {
+                continue;
+            }
+            counts.read += 1;
+            match &record.said {
+                Said::Consent {
+                    phone_number,
+                    opted_out,
+                    occurred_at,
+                } if *opted_out || self.opt_ins => {
+                    // A change time past its reading ranks at the reading: the record, kept
+                    // as the entry's evidence, holds the time as given.
+                    let ranked = self.trust.time(*occurred_at, now);
+                    counts.future += i64::from(ranked.future.is_some());
+                    let said = Said1 {
+                        record,
+                        phone_number,
+                        opted_out: *opted_out,
+                        occurred_at: ranked.at,
+                    };
+                    match sorted.by_number.entry((phone_number.as_str(), *opted_out)) {
+                        std::collections::hash_map::Entry::Occupied(mut first) => {
+                            counts.confirmed += 1;
+                            if said.occurred_at < first.get().occurred_at {
+                                first.insert(said);
+                            }
+                        }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(said);
+                        }
+                    }
+                }
+                Said::Review {
+                    phone_number,
+                    text,
+                    matched,
+                    received_at,
+                } => {
+                    counts.review += 1;
+                    sorted.held.push(crate::model::review::HeldReply {
+                        record: &record.key,
+                        phone_number,
+                        body: text,
+                        matched,
+                        stands_on: &record.stands_on,
+                        received_at: Timestamp(*received_at),
+                    });
+                }
+                Said::Consent { .. } | Said::Nothing(_) => counts.ignored += 1,
+            }
+        }
+        sorted
     }
 
     /// Those of `said` that a destination of [`Recorder::echoes`] wrote there, the record
