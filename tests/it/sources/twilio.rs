@@ -338,22 +338,9 @@ async fn a_reply_that_is_not_an_opt_out_records_nothing(backend: Backend) {
         "HELP says nothing, START is no opt-in without opt_ins: {view}"
     );
     // The two sentences that hold a revocation word wait for a person.
-    let waiting: Value = app
-        .admin_get("/v1/review")
-        .await
-        .json()
-        .await
-        .expect("json");
-    let texts: Vec<&str> = waiting["items"]
-        .as_array()
-        .expect("items")
-        .iter()
-        .filter_map(|i| i["text"].as_str())
-        .collect();
     assert_eq!(
-        texts,
-        ["stop by at 5?", "I want to opt out of this"],
-        "{waiting}"
+        waiting_texts(&app).await,
+        ["stop by at 5?", "I want to opt out of this"]
     );
     assert!(
         entries_from(&app, "twilio", &lead.phone_number)
@@ -640,12 +627,22 @@ async fn a_sources_own_opt_out_words_revoke_beside_the_fccs(backend: Backend) {
     })
     .await;
     assert_eq!(view["optOuts"], 2, "{view}");
+    assert_eq!(waiting_texts(&app).await, ["halt the car"]);
+    app.stop().await;
+}
+
+/// The texts of the replies waiting for review, oldest first.
+async fn waiting_texts(app: &TestApp) -> Vec<String> {
     let waiting: Value = app
         .admin_get("/v1/review")
         .await
         .json()
         .await
         .expect("json");
-    assert_eq!(waiting["items"][0]["text"], "halt the car", "{waiting}");
-    app.stop().await;
+    waiting["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .filter_map(|i| i["text"].as_str().map(str::to_owned))
+        .collect()
 }
