@@ -63,11 +63,7 @@ pub(super) async fn supervise_leader_work(
     ),
 ) -> anyhow::Result<()> {
     // What the sources read back is checked against the destinations' writes (no echo).
-    let echoing = (
-        settings.account_ids()?,
-        settings.destination.clone(),
-        settings.consent.trust(),
-    );
+    let echoing = readers_of(settings)?;
     let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
@@ -322,4 +318,23 @@ pub(super) async fn serve_ingest(
     if let Err(error) = writer_task.await {
         tracing::error!(%error, "outbox writer ended abnormally");
     }
+}
+
+/// What the sources' readers are built with: the accounts served, the destinations whose
+/// writes read back are echoes, and the trust boundary's rules.
+fn readers_of(
+    settings: &Settings,
+) -> Result<
+    (
+        Vec<crate::model::AccountId>,
+        Vec<crate::settings::DestinationSettings>,
+        crate::model::trust::Trust,
+    ),
+    crate::settings::SettingsError,
+> {
+    Ok((
+        settings.account_ids()?,
+        settings.destination.clone(),
+        settings.consent.trust(),
+    ))
 }

@@ -75,16 +75,7 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
                 .located
                 .insert(lead.clone(), (org.clone(), phone.clone()));
         }
-        let ranked = row.ranked(c.occurred_at, trust);
-        if ranked.future.is_some() {
-            plan.future_times += 1;
-            tracing::warn!(
-                outbox_id = row.id,
-                given = %c.occurred_at,
-                ranked_at = %ranked.at,
-                "a delivery's time lies in the future: it ranks at its receipt"
-            );
-        }
+        let ranked = ranked_time(row, c, trust, &mut plan);
         let targets = match known.holders.as_mut() {
             Some(holders) => account_sync_targets(holders, &phone, org, c.lead_id.clone()),
             None => vec![(org, c.lead_id.clone())],
@@ -111,6 +102,27 @@ pub(super) async fn plan<T: ApplyTx + ?Sized>(
         }
     }
     Ok(plan)
+}
+
+/// The time consent event `c` of `row` ranks at ([`crate::model::trust::Trust::time`]); a
+/// time in the future is counted in `plan` and logged.
+fn ranked_time(
+    row: &Pending,
+    c: &ConsentEvent,
+    trust: &crate::model::trust::Trust,
+    plan: &mut Plan,
+) -> crate::model::trust::Ranked {
+    let ranked = row.ranked(c.occurred_at, trust);
+    if ranked.future.is_some() {
+        plan.future_times += 1;
+        tracing::warn!(
+            outbox_id = row.id,
+            given = %c.occurred_at,
+            ranked_at = %ranked.at,
+            "a delivery's time lies in the future: it ranks at its receipt"
+        );
+    }
+    ranked
 }
 
 /// What the batch's consent events are planned against, read once for the whole batch
