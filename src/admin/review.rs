@@ -90,11 +90,21 @@ pub async fn decide(
         ))
     })?;
     let decision: ReviewDecision = super::consent::json_body(body)?;
+    let decided = decide_reply(&state, id, &decision).await?;
+    Ok(Json(decided))
+}
+
+/// Records `decision` of reply `id` and wakes the pushers: the API's and the console's way.
+pub(super) async fn decide_reply(
+    state: &AdminState,
+    id: i64,
+    decision: &ReviewDecision,
+) -> Result<ReviewItem, AdminError> {
     let sources = crate::apply::InForce::new(
         state.sources.current().as_ref().clone(),
         state.accounts.clone(),
     );
-    let decided = reviewed::decide(&state.pool, &sources, id, &decision, chrono::Utc::now())
+    let decided = reviewed::decide(&state.pool, &sources, id, decision, chrono::Utc::now())
         .await
         .map_err(|e| match e {
             ReviewError::NotFound(_) => AdminError::NotFound(e.to_string()),
@@ -105,8 +115,8 @@ pub async fn decide(
             ReviewError::Database(e) => AdminError::Database(e),
         })?;
     crate::pusher::wake_all(&state.wake);
-    Ok(Json(crate::ledger::review::item(
+    Ok(crate::ledger::review::item(
         &state.compliance.calendar,
         decided,
-    )))
+    ))
 }

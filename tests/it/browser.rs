@@ -749,3 +749,134 @@ async fn the_compliance_page_shows_an_opt_out_a_stopped_tool_has_not_had_and_pri
     }
     app.stop().await;
 }
+
+crate::common::on_both_backends!(
+    a_reply_put_to_review_is_decided_with_the_keyboard_and_reaches_the_service,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn a_reply_put_to_review_is_decided_with_the_keyboard_and_reaches_the_service(
+    backend: crate::common::Backend,
+) {
+    use crate::sources::twilio::{TOKEN as TWILIO_TOKEN, text_from, texting};
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let Some((sandbox, mut app)) = texting(backend, &[TWILIO_TOKEN]).await else {
+        return;
+    };
+    app.settings.admin.tokens = vec![format!("{ACTOR}:{TOKEN}").into()];
+    let app = app.restart().await;
+    let (lead, _) = crate::destinations::once::opted_in_with_van_id(&sandbox);
+    let said = "please stop texting me about the rally";
+    assert_eq!(
+        text_from(&app, "SMcon0001", &lead.phone_number, said)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        text_from(&app, "SMcon0002", "+15550107777", "cancel my order")
+            .await
+            .0,
+        200
+    );
+    let waiting = "SELECT COUNT(*) FROM review_replies WHERE decision IS NULL";
+    within(Duration::from_secs(30), async || {
+        (app.count(waiting).await == 2).then_some(())
+    })
+    .await
+    .expect("two replies wait for review");
+
+    browser.sign_in(&app, TOKEN).await;
+    browser.tab_to("a[href='/review']").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/review");
+    browser.check_page().await;
+    assert_eq!(browser.text("#waiting-heading").await, "Waiting (2)");
+    let first = browser.text(".reply").await;
+    assert!(
+        first.contains(said) && first.contains(&lead.phone_number) && first.contains("Due"),
+        "{first}"
+    );
+    browser.screenshot("review").await;
+
+    // The first reply decided an opt-out, by Tab, Space and typing alone.
+    browser.tab_to(".reply input[value=opt_out]").await;
+    browser.press(" ").await;
+    browser.tab_to(".reply input[name=reason]").await;
+    browser.press("asked to stop, rally or not").await;
+    browser.tab_to(".reply button").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.path().await, "/review");
+    let notice = browser.text(".notice").await;
+    assert!(notice.contains("decided an opt-out"), "{notice}");
+    assert_eq!(browser.text("#waiting-heading").await, "Waiting (1)");
+    let decided = browser
+        .text("table[aria-labelledby=decided-heading] tbody")
+        .await;
+    assert!(
+        decided.contains("opt-out") && decided.contains(ACTOR) && decided.contains("rally or not"),
+        "{decided}"
+    );
+    crate::sources::opted_out_at_service(&sandbox, &lead).await;
+    let history = outreach_sync::ledger::history(&app.pool, &lead.phone_number, None)
+        .await
+        .expect("history");
+    let entry = history
+        .iter()
+        .find(|e| e.source.as_str() == "twilio" && e.opted_out)
+        .expect("the opt-out decided");
+    let evidence: Vec<(String,)> = app
+        .rows(&format!(
+            "SELECT CAST(evidence AS TEXT) FROM ledger WHERE seq = {}",
+            entry.seq
+        ))
+        .await;
+    let evidence: Value = serde_json::from_str(&evidence[0].0).expect("evidence");
+    assert_eq!(evidence["standsOn"]["decision"]["by"], ACTOR, "{evidence}");
+
+    // The other, sent without its security token: refused, and still waiting.
+    browser
+        .js("document.querySelector('.reply input[name=csrf]').remove();")
+        .await;
+    browser.tab_to(".reply input[value=opt_out]").await;
+    // Within a group of choices the arrows choose, as everywhere.
+    browser.press(&char::from(Key::Down).to_string()).await;
+    browser.tab_to(".reply button").await;
+    browser.enter_and_wait().await;
+    assert_eq!(browser.text("h1").await, "Refused");
+    assert!(browser.text(".error").await.contains("security token"));
+    assert_eq!(
+        app.count(waiting).await,
+        1,
+        "the forged decision was not recorded"
+    );
+
+    // Decided not an opt-out: kept as decided, nothing recorded for the number.
+    browser.goto(&app.admin_url("/review")).await;
+    browser.tab_to(".reply input[value=opt_out]").await;
+    // Within a group of choices the arrows choose, as everywhere.
+    browser.press(&char::from(Key::Down).to_string()).await;
+    browser.tab_to(".reply button").await;
+    browser.enter_and_wait().await;
+    assert!(
+        browser.text(".notice").await.contains("not an opt-out"),
+        "the decision confirmed"
+    );
+    assert_eq!(browser.text(".empty").await, "No reply is waiting.");
+    let recorded = app
+        .count("SELECT COUNT(*) FROM ledger WHERE phone_number = '+15550107777'")
+        .await;
+    assert_eq!(recorded, 0, "not an opt-out records nothing");
+
+    // A phone-sized screen: the page still fits.
+    browser
+        .client
+        .set_window_size(390, 844)
+        .await
+        .expect("resize");
+    browser.goto(&app.admin_url("/review")).await;
+    browser.check_page().await;
+    app.stop().await;
+}

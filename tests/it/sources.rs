@@ -19,7 +19,7 @@ mod faults;
 mod hostile;
 mod process;
 mod review;
-mod twilio;
+pub(crate) mod twilio;
 
 const WAIT: Duration = Duration::from_secs(30);
 
@@ -91,7 +91,7 @@ async fn recorded_nothing(app: &TestApp, (name, field): (&str, &str), source: &s
     assert!(entries_from(app, source, phone).await.is_empty());
 }
 
-async fn opted_out_at_service(sandbox: &RunningSandbox, lead: &Lead) {
+pub(crate) async fn opted_out_at_service(sandbox: &RunningSandbox, lead: &Lead) {
     eventually("the opt-out at the service", WAIT, async || {
         sandbox
             .leads()

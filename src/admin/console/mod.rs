@@ -1,7 +1,7 @@
 //! The console: server-rendered pages on the admin listener for the people who answer for
 //! consent. Look up a number (its consent now, and every ledger entry with what it stands
 //! on), the daemon's status with a chart of deliveries, quarantined deliveries with replay,
-//! a local opt-out/opt-in form, and the import of an opt-out list (previewed, then confirmed).
+//! a local opt-out/opt-in form, the replies put to a person with their decisions, and the import of an opt-out list (previewed, then confirmed).
 //!
 //! Sign-in takes an admin token (see [`session`]); the changes made in a session are
 //! recorded with that token's name as their actor. Nothing is fetched from outside the
@@ -35,6 +35,8 @@ pub fn router() -> Router<Arc<AdminState>> {
         .route("/quarantine/{id}/replay", post(pages::replay))
         .route("/subscribers/{name}/retry", post(pages::retry_subscriber))
         .route("/destinations/{name}/retry", post(pages::retry_destination))
+        .route("/review", get(pages::review))
+        .route("/review/{id}", post(pages::decide_reply))
         .route("/change", get(pages::change_form).post(pages::change))
         .route(
             "/import",
@@ -97,7 +99,7 @@ pub struct Frame {
     pub actor: Option<String>,
     pub csrf: String,
     /// The current page of the navigation: `lookup`, `status`, `quarantine`, `change`,
-    /// `import`, `compliance`.
+    /// `import`, `compliance`, `review`.
     pub page: &'static str,
 }
 

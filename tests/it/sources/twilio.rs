@@ -16,7 +16,7 @@ use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
 use crate::destinations::{action_network, campaign};
 
-pub(super) const TOKEN: &str = "twilio-auth-token-1";
+pub(crate) const TOKEN: &str = "twilio-auth-token-1";
 pub(super) const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-main";
 
 fn twilio_source(tokens: &[&str]) -> SourceSettings {
@@ -36,7 +36,7 @@ fn twilio_source(tokens: &[&str]) -> SourceSettings {
 }
 
 /// The campaign's daemon writing to Action Network and hearing a Twilio number.
-pub(super) async fn texting(
+pub(crate) async fn texting(
     backend: Backend,
     tokens: &[&str],
 ) -> Option<(outreach_sync_sandbox::RunningSandbox, TestApp)> {
@@ -112,7 +112,7 @@ async fn text(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String)
 }
 
 /// [`text`], for the other tests of replies.
-pub(super) async fn text_from(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String) {
+pub(crate) async fn text_from(app: &TestApp, sid: &str, from: &str, body: &str) -> (u16, String) {
     let params = sender::inbound(sid, from, "+15005550006", body);
     post_signed(app, TOKEN, PUBLIC_URL, &params).await
 }

@@ -5,6 +5,7 @@ mod compliance;
 mod import;
 mod lookup;
 mod quarantine;
+mod review;
 mod signin;
 mod status;
 
@@ -16,6 +17,7 @@ pub use import::{
 };
 pub use lookup::{evidence, lookup};
 pub use quarantine::{quarantine, replay};
+pub use review::{decide as decide_reply, review};
 pub use signin::{signin, signin_form, signout};
 pub use status::{retry_destination, retry_subscriber, status};
 
