@@ -143,6 +143,7 @@ pub struct Report {
     pub destinations: Vec<DestinationSummary>,
     pub items: Vec<Item>,
     pub sources: Vec<SourceStanding>,
+    pub review: ReviewStanding,
 }
 
 /// How long a source may go without a read to its end, in its intervals, before the report
@@ -171,9 +172,14 @@ pub struct SourceStanding {
 }
 
 impl SourceStanding {
+    /// A system posts replies to it (Twilio), rather than the daemon reading it.
+    pub fn posted(&self) -> bool {
+        self.kind == crate::systems::twilio::KIND
+    }
+
     /// What the text and the printable report say of it.
     pub fn said(&self) -> String {
-        let posted = self.kind == crate::systems::twilio::KIND;
+        let posted = self.posted();
         let last = match (self.last_success_at, posted) {
             (None, false) => "never read yet".to_owned(),
             (None, true) => "posted nothing yet".to_owned(),
@@ -229,6 +235,66 @@ pub async fn standings(
             }
         })
         .collect())
+}
+
+/// The replies put to a person (`outreach-sync review`) as the report shows them: none is
+/// an opt-out until decided, and each is due by the deadline from its receipt. A reply has
+/// no organization until decided: these are the daemon's, whatever the report's scope.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = ComplianceReview)]
+pub struct ReviewStanding {
+    /// Replies waiting for a decision now, whenever they were received.
+    pub waiting: u64,
+    /// When the oldest of them is due (none waiting: null).
+    pub oldest_due: Option<Timestamp>,
+    /// The oldest waits past its due date.
+    pub overdue: bool,
+    /// Replies received in the window and decided an opt-out: each is an opt-out of the
+    /// report, occurred when the reply was received.
+    pub decided_opt_out: u64,
+    /// Replies received in the window and decided not an opt-out.
+    pub decided_not_opt_out: u64,
+}
+
+impl ReviewStanding {
+    /// What the text report says of it.
+    pub fn said(&self) -> String {
+        let decided = format!(
+            "received in the window and decided: {} an opt-out, {} not",
+            self.decided_opt_out, self.decided_not_opt_out
+        );
+        match self.oldest_due {
+            None => format!("none waiting; {decided}"),
+            Some(due) => format!(
+                "{} waiting, the oldest due {due}{}; {decided}",
+                self.waiting,
+                if self.overdue { " (OVERDUE)" } else { "" }
+            ),
+        }
+    }
+}
+
+/// The replies kept for review as they stand at `now`, those of `window` decided.
+pub async fn review_standing(
+    pool: &Pool,
+    rules: &Rules,
+    window: &Window,
+    now: DateTime<Utc>,
+) -> Result<ReviewStanding, crate::store::Error> {
+    use crate::store::ReviewStore as _;
+    let (waiting, oldest, opt_out, not_opt_out) = pool
+        .review_tally(Timestamp(window.since), Timestamp(window.until))
+        .await?;
+    let oldest_due = oldest.map(|at| Timestamp(rules.calendar.deadline(at.0)));
+    let count = |n: i64| u64::try_from(n).unwrap_or(0);
+    Ok(ReviewStanding {
+        waiting: count(waiting),
+        oldest_due,
+        overdue: oldest_due.is_some_and(|due| due.0 < now),
+        decided_opt_out: count(opt_out),
+        decided_not_opt_out: count(not_opt_out),
+    })
 }
 
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
@@ -562,5 +628,6 @@ pub async fn report(
         destinations: summary.destinations,
         items,
         sources: standings(pool, rules, now).await?,
+        review: review_standing(pool, rules, window, now).await?,
     })
 }

@@ -168,6 +168,12 @@ fn summary(report: &Summary, settings: &Settings) -> String {
             out.push_str(&format!("  {}\n", source.said()));
         }
     }
+    if report.shows_review() {
+        out.push_str(&format!(
+            "\nReplies to review (`outreach-sync review`; not opt-outs until decided): {}\n",
+            report.review.said()
+        ));
+    }
     out
 }
 

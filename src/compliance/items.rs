@@ -45,6 +45,11 @@ impl Items {
         super::standings(&self.pool, &self.rules, self.now).await
     }
 
+    /// The replies kept for review as they stand now ([`super::review_standing`]).
+    pub async fn review(&self) -> Result<super::ReviewStanding, crate::store::Error> {
+        super::review_standing(&self.pool, &self.rules, &self.window, self.now).await
+    }
+
     /// The next page, or `None` once every opt-out of the window was given.
     pub async fn next_page(&mut self) -> Result<Option<Vec<Item>>, crate::store::Error> {
         if self.done {

@@ -73,6 +73,7 @@ pub async fn write(
     }
     let mut summary = tally.finish();
     summary.sources = items.sources().await?;
+    summary.review = items.review().await?;
     if form == Listing::Json {
         sink.put(json_tail(&summary)?).await?;
     }
@@ -91,6 +92,7 @@ pub async fn summarize(
     }
     let mut summary = tally.finish();
     summary.sources = items.sources().await?;
+    summary.review = items.review().await?;
     Ok(summary)
 }
 
@@ -124,6 +126,8 @@ fn json_tail(summary: &Summary) -> Result<Vec<u8>, std::io::Error> {
     serde_json::to_writer(&mut out, &summary.destinations)?;
     out.extend_from_slice(b",\"sources\":");
     serde_json::to_writer(&mut out, &summary.sources)?;
+    out.extend_from_slice(b",\"review\":");
+    serde_json::to_writer(&mut out, &summary.review)?;
     out.extend_from_slice(b"}\n");
     Ok(out)
 }

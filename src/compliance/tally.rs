@@ -51,6 +51,16 @@ pub struct Summary {
     pub sent_after_total: u64,
     /// The sources, and which of them has not read lately.
     pub sources: Vec<super::SourceStanding>,
+    /// The replies kept for review.
+    pub review: super::ReviewStanding,
+}
+
+impl Summary {
+    /// Whether the report speaks of replies to review: a source is posted replies, or one
+    /// was kept.
+    pub fn shows_review(&self) -> bool {
+        self.review != super::ReviewStanding::default() || self.sources.iter().any(|s| s.posted())
+    }
 }
 
 /// Adds up pages of [`Item`]s into a [`Summary`].
@@ -98,6 +108,7 @@ impl Tally {
                 sent_after: Vec::new(),
                 sent_after_total: 0,
                 sources: Vec::new(),
+                review: super::ReviewStanding::default(),
             },
             names,
         }

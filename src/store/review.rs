@@ -26,7 +26,15 @@ pub trait ReviewStore {
 
     /// How many wait, and when the oldest of them was received.
     async fn review_waiting(&self) -> Result<(i64, Option<Timestamp>), Error>;
+
+    /// What the compliance report says of the replies: how many wait now and when the
+    /// oldest of them was received, and of those received in `since..until`, how many
+    /// were decided an opt-out and how many not.
+    async fn review_tally(&self, since: Timestamp, until: Timestamp) -> Result<ReviewTally, Error>;
 }
+
+/// [`ReviewStore::review_tally`]: waiting, the oldest's receipt, decided an opt-out, not.
+pub type ReviewTally = (i64, Option<Timestamp>, i64, i64);
 
 impl ReviewStore for Pool {
     async fn review_replies(
@@ -65,6 +73,24 @@ impl ReviewStore for Pool {
             Ok(sqlx::query_as(
                 "SELECT COUNT(*), MIN(received_at) FROM review_replies WHERE decision IS NULL",
             )
+            .fetch_one(pool)
+            .await?)
+        })
+    }
+
+    async fn review_tally(&self, since: Timestamp, until: Timestamp) -> Result<ReviewTally, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query_as(
+                "SELECT COUNT(*) FILTER (WHERE decision IS NULL),
+                        MIN(received_at) FILTER (WHERE decision IS NULL),
+                        COUNT(*) FILTER (WHERE decision = 'opt_out'
+                            AND received_at >= $1 AND received_at < $2),
+                        COUNT(*) FILTER (WHERE decision = 'not_opt_out'
+                            AND received_at >= $1 AND received_at < $2)
+                     FROM review_replies",
+            )
+            .bind(since)
+            .bind(until)
             .fetch_one(pool)
             .await?)
         })

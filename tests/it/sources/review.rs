@@ -250,3 +250,121 @@ async fn a_reply_is_listed_and_decided_from_the_command_line(backend: Backend) {
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+on_both_backends!(
+    the_compliance_report_counts_replies_waiting_and_decided_and_times_a_decided_opt_out_from_the_reply,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn the_compliance_report_counts_replies_waiting_and_decided_and_times_a_decided_opt_out_from_the_reply(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = texting(backend, &[super::twilio::TOKEN]).await else {
+        return;
+    };
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    for (sid, from, said) in [
+        (
+            "SMrep0001",
+            lead.phone_number.as_str(),
+            "please end these messages",
+        ),
+        ("SMrep0002", "+15550107777", "cancel my order"),
+        ("SMrep0003", "+15550108888", "wrong number"),
+    ] {
+        assert_eq!(text_from(&app, sid, from, said).await.0, 200);
+    }
+    let waiting = eventually("three replies wait", WAIT, async || {
+        let items = listed(&app, false).await;
+        (items.len() == 3).then_some(items)
+    })
+    .await;
+    let by_text = |text: &str| {
+        waiting
+            .iter()
+            .find(|i| i["text"] == text)
+            .cloned()
+            .unwrap_or_else(|| panic!("{text} in {waiting:?}"))
+    };
+    let (end, order, wrong) = (
+        by_text("please end these messages"),
+        by_text("cancel my order"),
+        by_text("wrong number"),
+    );
+    // Decided a while after the reply: the opt-out is still timed from the reply.
+    tokio::time::sleep(std::time::Duration::from_millis(1_100)).await;
+    let decided = decide(
+        &app,
+        &end["id"],
+        json!({"decision": "opt_out", "by": "lead"}),
+    )
+    .await;
+    assert_eq!(decided.status(), 200);
+    let decided = decide(
+        &app,
+        &order["id"],
+        json!({"decision": "not_opt_out", "by": "lead"}),
+    )
+    .await;
+    assert_eq!(decided.status(), 200);
+    opted_out_at_service(&sandbox, &lead).await;
+
+    let report: Value = app
+        .admin_get("/v1/compliance")
+        .await
+        .json()
+        .await
+        .expect("json");
+    let review = &report["review"];
+    assert_eq!(review["waiting"], 1, "{review}");
+    assert_eq!(review["decidedOptOut"], 1, "{review}");
+    assert_eq!(review["decidedNotOptOut"], 1, "{review}");
+    assert_eq!(review["oldestDue"], wrong["due"], "{review}");
+    assert_eq!(review["overdue"], false, "{review}");
+    let items = report["items"].as_array().expect("items");
+    let item = items
+        .iter()
+        .find(|i| i["phoneNumber"] == lead.phone_number.as_str() && i["source"] == "twilio")
+        .unwrap_or_else(|| panic!("the decided opt-out among {items:?}"));
+    let millis = |v: &Value| {
+        chrono::DateTime::parse_from_rfc3339(v.as_str().expect("a time"))
+            .expect("a time")
+            .timestamp_millis()
+    };
+    assert_eq!(
+        millis(&item["occurredAt"]),
+        millis(&end["receivedAt"]),
+        "measured from the reply: {item}"
+    );
+    assert_eq!(
+        millis(&item["deadline"]),
+        millis(&end["due"]),
+        "due as the reply was: {item}"
+    );
+
+    // The text and the printable file say the same.
+    let config = app.dir.path().join("report.toml");
+    std::fs::write(&config, "").expect("config");
+    let text = super::cli_on(&app, &config, &["report", "compliance"]);
+    let text = crate::cli::text(&text.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Replies to review"))
+        .unwrap_or_else(|| panic!("no line of the replies in {text}"));
+    assert!(
+        line.contains("1 waiting")
+            && line.contains(wrong["due"].as_str().expect("due"))
+            && line.contains("1 an opt-out, 1 not"),
+        "{line}"
+    );
+    let html = super::cli_on(&app, &config, &["report", "compliance", "--format", "html"]);
+    let html = crate::cli::text(&html.stdout);
+    let table = html
+        .split("id=\"report-review\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .unwrap_or_else(|| panic!("no table of the replies in {html}"));
+    assert!(table.contains("<td>1</td>"), "{table}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
