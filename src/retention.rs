@@ -52,6 +52,15 @@ const STATUS_CURSOR: &str = "retention.message_status_cursor";
 const CONSENT_CURSOR: &str = "retention.consent_delivery_cursor";
 const CONSENT_PRUNED_BEFORE: &str = "retention.consent_pruned_before";
 
+/// Rows pruned by their own date, a batch at a time.
+#[derive(Debug, Clone, Copy)]
+enum Rows {
+    /// A source's records (what it recorded once), by when they were noted.
+    SourceRecords,
+    /// Replies decided, by when they were.
+    DecidedReplies,
+}
+
 /// The kinds of stored deliveries, each with its retention.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -102,6 +111,9 @@ pub struct Pruned {
     pub subscriber_acks: u64,
     /// Sources' records noted more than [`SOURCE_RECORDS_DAYS`] days ago.
     pub source_records: u64,
+    /// Replies decided as long ago as the consent deliveries pruned (a decided opt-out's
+    /// entry keeps the reply and the decision in its evidence; one waiting never goes).
+    pub decided_replies: u64,
     /// SQLite pages given back to the file system.
     pub pages_freed: i64,
     /// The longest single write (a batch's delete, or a vacuum step), in milliseconds: how
@@ -171,7 +183,9 @@ impl Pruner {
             pruned.subscriber_acks = self.pool.delete_acks_before(cutoff).await?;
             drop(turn);
             let records_cutoff = now - chrono::Duration::days(SOURCE_RECORDS_DAYS);
-            self.prune_source_records(records_cutoff, &mut pruned)
+            self.prune_rows(Rows::SourceRecords, records_cutoff, &mut pruned)
+                .await?;
+            self.prune_rows(Rows::DecidedReplies, cutoff, &mut pruned)
                 .await?;
         }
         // Never a `sent` message the reconciler still looks up for its carrier receipt,
@@ -270,22 +284,34 @@ impl Pruner {
         }
     }
 
-    /// Removes the sources' records noted before `cutoff`, a batch at a time.
-    async fn prune_source_records(
+    /// Removes the `rows` dated before `cutoff`, a batch at a time.
+    async fn prune_rows(
         &self,
+        rows: Rows,
         cutoff: DateTime<Utc>,
         pruned: &mut Pruned,
     ) -> Result<(), crate::store::Error> {
         loop {
             let started = std::time::Instant::now();
             let turn = self.pool.write_turn().await;
-            let removed = self
-                .pool
-                .delete_source_records_before(cutoff, PRUNE_BATCH)
-                .await?;
+            let removed = match rows {
+                Rows::SourceRecords => {
+                    self.pool
+                        .delete_source_records_before(cutoff, PRUNE_BATCH)
+                        .await?
+                }
+                Rows::DecidedReplies => {
+                    self.pool
+                        .delete_decided_replies_before(cutoff, PRUNE_BATCH)
+                        .await?
+                }
+            };
             drop(turn);
             pruned.timed(started);
-            pruned.source_records += removed;
+            *match rows {
+                Rows::SourceRecords => &mut pruned.source_records,
+                Rows::DecidedReplies => &mut pruned.decided_replies,
+            } += removed;
             if removed < PRUNE_BATCH as u64 {
                 return Ok(());
             }

@@ -60,6 +60,12 @@ pub async fn prune(settings: &Settings, dry_run: bool, json: bool) -> Result<(),
         "messages {verb}:                  {} (terminal status over {} days old)",
         pruned.messages, settings.retention.messages_days
     );
+    if !dry_run {
+        println!(
+            "decided replies {verb}:           {} (decided over {} days ago; one waiting never goes)",
+            pruned.decided_replies, settings.retention.consent_delivery_days
+        );
+    }
     println!(
         "quarantined kept:                  {} (never pruned)",
         pruned.quarantined_kept

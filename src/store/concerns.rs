@@ -418,6 +418,14 @@ pub trait RetentionStore {
         limit: i64,
     ) -> Result<u64, crate::store::Error>;
 
+    /// Removes up to `limit` of the replies decided before `before` (never one waiting),
+    /// oldest first; returns how many went.
+    async fn delete_decided_replies_before(
+        &self,
+        before: chrono::DateTime<chrono::Utc>,
+        limit: i64,
+    ) -> Result<u64, crate::store::Error>;
+
     /// Up to `limit` outbox rows after `after`, in id order, with their bodies (what kind of
     /// delivery each is).
     async fn scan_outbox(

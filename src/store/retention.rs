@@ -66,6 +66,25 @@ impl RetentionStore for Pool {
         })
     }
 
+    async fn delete_decided_replies_before(
+        &self,
+        before: DateTime<Utc>,
+        limit: i64,
+    ) -> Result<u64, Error> {
+        on_backend!(self, |pool| {
+            Ok(sqlx::query(
+                "DELETE FROM review_replies WHERE id IN
+                     (SELECT id FROM review_replies
+                          WHERE decision IS NOT NULL AND decided_at < $1 ORDER BY id LIMIT $2)",
+            )
+            .bind(crate::model::Timestamp(before))
+            .bind(limit)
+            .execute(pool)
+            .await?
+            .rows_affected())
+        })
+    }
+
     async fn delete_applied(&self, ids: &[i64]) -> Result<u64, Error> {
         on_backend!(self, |pool, dialect| {
             if ids.is_empty() {

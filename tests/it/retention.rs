@@ -388,3 +388,66 @@ async fn a_sources_records_go_once_no_read_can_reach_them_again(backend: Backend
         database.drop().await;
     }
 }
+
+/// A reply kept for review: decided `days_ago` (`None`: waiting), received a day before.
+async fn reply(pool: &Pool, record: &str, decided_days_ago: Option<i64>, received_days_ago: i64) {
+    let received: DateTime<Utc> = Utc::now() - Duration::days(received_days_ago);
+    let decided = decided_days_ago.map(|d| Utc::now() - Duration::days(d));
+    let decision = decided.map(|_| "not_opt_out");
+    let sql = "INSERT INTO review_replies (source, record, phone_number, body, matched,
+                   stands_on, received_at, decision, decided_by, decided_at)
+               VALUES ('twilio-main', $1, '+15550100000', 'cancel my order', '[\"cancel\"]',
+                   '{}', $2, $3, $4, $5)";
+    let by = decided.map(|_| "organizer");
+    let done = match pool {
+        Pool::Sqlite(pool) => sqlx::query(sql)
+            .bind(record)
+            .bind(codec::timestamp(received))
+            .bind(decision)
+            .bind(by)
+            .bind(decided.map(codec::timestamp))
+            .execute(pool)
+            .await
+            .map(drop),
+        Pool::Postgres(pool) => sqlx::query(sql)
+            .bind(record)
+            .bind(received)
+            .bind(decision)
+            .bind(by)
+            .bind(decided)
+            .execute(pool)
+            .await
+            .map(drop),
+    };
+    done.expect("insert a reply");
+}
+
+on_both_backends!(a_decided_reply_goes_with_the_consent_evidence_and_one_waiting_never_does);
+/// A reply decided is kept as long as consent evidence is (`consent_delivery_days`); one
+/// still waiting for a person stays however old it is.
+async fn a_decided_reply_goes_with_the_consent_evidence_and_one_waiting_never_does(
+    backend: Backend,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, settings, database)) = database(backend, dir.path()).await else {
+        return;
+    };
+    let days = i64::from(settings.retention.consent_delivery_days);
+    reply(&pool, "SMold", Some(days + 1), days + 2).await;
+    reply(&pool, "SMrecent", Some(days - 1), days + 2).await;
+    reply(&pool, "SMwaiting", None, days + 400).await;
+    let pruner = Pruner::new(&pool, &settings.retention);
+    let pruned = pruner.prune(Utc::now(), false).await.unwrap();
+    assert_eq!(pruned.decided_replies, 1);
+    let left: Vec<(String,)> =
+        rows(&pool, "SELECT record FROM review_replies ORDER BY record").await;
+    assert_eq!(
+        left,
+        vec![("SMrecent".to_owned(),), ("SMwaiting".to_owned(),)]
+    );
+
+    pool.close().await;
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
