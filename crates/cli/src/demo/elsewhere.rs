@@ -1,8 +1,10 @@
 //! Opt-outs given where the daemon cannot hear them, played at the end of the run: a phone
 //! banker marks "Do Not Text" in VAN, a supporter unsubscribes in Action Network, people
-//! text a campaign's Twilio number ("stop by at 5?", "Opt out", "STOP"). The daemon's
-//! sources read the first two back and are posted the texts; the demo waits for each
-//! opt-out to reach the service, the CRM and the other systems, and says how long each took.
+//! text a campaign's Twilio number ("stop by at 5?", "Opt out", "please stop texting me
+//! about the rally"). The daemon's sources read the first two back and are posted the
+//! texts; the two replies held for review are decided over the admin API as a person
+//! would; the demo waits for each opt-out to reach the service, the CRM and the other
+//! systems, and says how long each took.
 
 use std::time::{Duration, Instant};
 
@@ -70,25 +72,46 @@ struct Reached {
     other: bool,
 }
 
-/// Plays each, waits for each, and gives the lines that say what happened. `ingest` is the
-/// daemon's ingest listener.
+/// Who decides the demo's replies held for review.
+const REVIEWER: &str = "demo";
+
+/// The daemon's listeners, as the demo reaches them.
+pub(super) struct Daemon<'a> {
+    /// The ingest listener (the Twilio source's posts).
+    pub ingest: std::net::SocketAddr,
+    /// The admin listener, and its token (the replies decided).
+    pub admin: std::net::SocketAddr,
+    pub admin_token: &'a str,
+}
+
+/// Plays each, waits for each, and gives the lines that say what happened.
 pub(super) async fn give(
     sandbox: &RunningSandbox,
     crm: &DemoSubscriber,
-    ingest: std::net::SocketAddr,
+    daemon: &Daemon<'_>,
 ) -> Vec<String> {
     let mut lines = given_in_crms(sandbox, crm).await;
-    lines.extend(texted(sandbox, crm, ingest).await);
+    lines.extend(texted(sandbox, crm, daemon).await);
     lines
 }
 
-/// Three texts to the campaign's Twilio number from two people: a question, then each an
-/// opt-out in the FCC's words. Each opt-out is waited for at the service, the CRM and
-/// Action Network.
+/// What a text to the campaign's number is, as the daemon's classifier reads it.
+#[derive(Clone, Copy, PartialEq)]
+enum Reply {
+    /// An opt-out in the words of the rules.
+    OptOut,
+    /// Held for review; the demo decides it an opt-out (`true`) or not.
+    Review(bool),
+}
+
+/// Three texts to the campaign's Twilio number from two people: a question held for review
+/// and decided not an opt-out, an opt-out in the FCC's words, and a sentence held for
+/// review and decided an opt-out. Each opt-out is waited for at the service, the CRM and
+/// Action Network (a decided one from its decision).
 async fn texted(
     sandbox: &RunningSandbox,
     crm: &DemoSubscriber,
-    ingest: std::net::SocketAddr,
+    daemon: &Daemon<'_>,
 ) -> Vec<String> {
     let mut lines = vec![
         "texts to the campaign's Twilio number, posted to the daemon's twilio source:".to_owned(),
@@ -98,12 +121,16 @@ async fn texted(
         lines.push("  (no two leads left to text from)".to_owned());
         return lines;
     };
-    let post_to = format!("http://{ingest}/sources/{TWILIO}");
+    let post_to = format!("http://{}/sources/{TWILIO}", daemon.ingest);
     let http = reqwest::Client::new();
-    for (from, words, opt_out) in [
-        (first, "stop by at 5?", false),
-        (first, "Opt out", true),
-        (second, "STOP", true),
+    for (from, words, reply) in [
+        (first, "stop by at 5?", Reply::Review(false)),
+        (first, "Opt out", Reply::OptOut),
+        (
+            second,
+            "please stop texting me about the rally",
+            Reply::Review(true),
+        ),
     ] {
         let sid = outreach_sync_sandbox::cli::new_message_sid();
         let params =
@@ -118,12 +145,26 @@ async fn texted(
                 .await;
         let what = format!("{} texted {words:?}", from.phone_number);
         let line = match answer {
-            Ok((200, _)) if !opt_out => {
-                format!("  {what}: answered with empty TwiML, nothing recorded: not an opt-out")
-            }
-            Ok((200, _)) => {
+            Ok((200, _)) if reply == Reply::OptOut => {
                 let reached = wait(sandbox, crm, from, given, |s| in_action_network(s, from)).await;
                 describe(&what, &reached, "Action Network")
+            }
+            Ok((200, _)) => {
+                let opt_out = reply == Reply::Review(true);
+                match decide(&http, daemon, from, words, opt_out).await {
+                    Err(error) => format!("  {what}: held for review, not decided: {error}"),
+                    Ok(()) if !opt_out => format!(
+                        "  {what}: held for review, decided not an opt-out by {REVIEWER}, nothing recorded"
+                    ),
+                    Ok(()) => {
+                        let decided = Instant::now();
+                        let reached =
+                            wait(sandbox, crm, from, decided, |s| in_action_network(s, from)).await;
+                        let what =
+                            format!("{what}: held for review, decided an opt-out by {REVIEWER}");
+                        describe(&what, &reached, "Action Network")
+                    }
+                }
             }
             Ok((status, body)) => format!("  {what}: the daemon answered {status}: {body}"),
             Err(error) => format!("  {what}: not posted: {error}"),
@@ -131,6 +172,58 @@ async fn texted(
         lines.push(line);
     }
     lines
+}
+
+/// Waits for the reply `words` of `from` to be held for review (the admin API's list), then
+/// decides it as a person would (`POST /v1/review/{id}`).
+async fn decide(
+    http: &reqwest::Client,
+    daemon: &Daemon<'_>,
+    from: &Lead,
+    words: &str,
+    opt_out: bool,
+) -> Result<(), String> {
+    let admin = |path: &str| format!("http://{}{path}", daemon.admin);
+    let held = Instant::now();
+    let id = loop {
+        let listed: serde_json::Value = http
+            .get(admin("/v1/review"))
+            .bearer_auth(daemon.admin_token)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?
+            .json()
+            .await
+            .map_err(|e| e.to_string())?;
+        let found = listed["items"].as_array().and_then(|items| {
+            items
+                .iter()
+                .find(|i| i["phoneNumber"] == from.phone_number.as_str() && i["text"] == words)
+                .and_then(|i| i["id"].as_i64())
+        });
+        match found {
+            Some(id) => break id,
+            None if held.elapsed() > WAIT => {
+                return Err(format!("not held for review within {} s", WAIT.as_secs()));
+            }
+            None => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    };
+    let decision = if opt_out { "opt_out" } else { "not_opt_out" };
+    let answer = http
+        .post(admin(&format!("/v1/review/{id}")))
+        .bearer_auth(daemon.admin_token)
+        .json(&serde_json::json!({"decision": decision, "by": REVIEWER}))
+        .send()
+        .await
+        .map_err(|e| e.to_string())?;
+    match answer.status().as_u16() {
+        200 => Ok(()),
+        status => Err(format!(
+            "the daemon answered {status}: {}",
+            answer.text().await.unwrap_or_default()
+        )),
+    }
 }
 
 /// Whether Action Network holds `lead`'s number as unsubscribed by the daemon.

@@ -137,7 +137,12 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // each play did (a STOP of the service's activity to the person chosen would otherwise
     // arrive first, and the play be counted as confirmed).
     sandbox.stop_activity();
-    let given_elsewhere = elsewhere::give(&sandbox, &crm, ingest_addr).await;
+    let daemon_at = elsewhere::Daemon {
+        ingest: ingest_addr,
+        admin,
+        admin_token: &admin_token,
+    };
+    let given_elsewhere = elsewhere::give(&sandbox, &crm, &daemon_at).await;
     let outcome = finale::finale(
         (&sandbox, &candidate, &opted_out_before),
         &settings,
