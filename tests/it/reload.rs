@@ -1,4 +1,4 @@
-//! `serve` reloads its webhook secrets and admin tokens on SIGHUP, without a restart: the
+//! `serve` reloads its webhook secrets, admin tokens and sources on SIGHUP, without a restart: the
 //! daemon as a child process, its configuration file rewritten between signals.
 
 use std::path::Path;
@@ -154,6 +154,84 @@ async fn a_hangup_that_would_leave_no_admin_token_is_refused_and_the_running_tok
     assert_eq!(status_with(&http, &daemon, TOKEN_ONE).await, 200);
     assert_eq!(deliver(&http, &daemon, SECRET_B, "evt_b1").await, 401);
     assert_eq!(deliver(&http, &daemon, SECRET_A, "evt_a1").await, 200);
+
+    daemon.signal(libc::SIGTERM);
+    let exit = daemon.exit_within(Duration::from_secs(15)).await;
+    assert!(exit.is_some_and(|s| s.success()), "{}", daemon.logs());
+}
+
+/// Posts `body` texted from `from` to the daemon's Twilio source `twilio`, signed as Twilio
+/// signs; the status answered.
+async fn text(daemon: &Daemon, sid: &str, from: &str, body: &str) -> u16 {
+    use outreach_sync_sandbox::twilio as twilio_sender;
+    let params = twilio_sender::inbound(sid, from, "+15005550006", body);
+    let url = daemon.url("/sources/twilio");
+    let target = twilio_sender::Target {
+        post_to: &url,
+        signed_for: TWILIO_PUBLIC_URL,
+    };
+    twilio_sender::send(&reqwest::Client::new(), target, TWILIO_TOKEN, &params)
+        .await
+        .expect("an answer")
+        .0
+}
+
+const TWILIO_TOKEN: &str = "reload-twilio-token-0123";
+const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio";
+
+fn twilio_config(words: &str) -> String {
+    format!(
+        "[webhook]\nsecrets = [\"{SECRET_A}\"]\n\n[admin]\ntokens = [\"one:{TOKEN_ONE}\"]\n\n\
+         [[source]]\nname = \"twilio\"\nkind = \"twilio\"\nauth_token = \"{TWILIO_TOKEN}\"\n\
+         public_url = \"{TWILIO_PUBLIC_URL}\"\n{words}"
+    )
+}
+
+/// The admin API's view of `path`, read with the token `one`.
+async fn admin_json(http: &reqwest::Client, daemon: &Daemon, path: &str) -> serde_json::Value {
+    http.get(daemon.admin_url(path))
+        .bearer_auth(TOKEN_ONE)
+        .send()
+        .await
+        .expect("admin request")
+        .json()
+        .await
+        .unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hangup_puts_a_sources_new_opt_out_words_in_force_at_once() {
+    let dir = tempfile::tempdir().expect("dir");
+    write_config(dir.path(), &twilio_config(""));
+    let mut daemon = Daemon::start(dir.path(), "reload-words", &[]).await;
+    let http = reqwest::Client::new();
+    // "halt" is no revocation word of the rules: a reply of it alone records nothing.
+    assert_eq!(text(&daemon, "SMhalt0", "+15550130000", "HALT").await, 200);
+    let read = within(RELOAD_WITHIN, async || {
+        let sources = admin_json(&http, &daemon, "/v1/sources").await;
+        (sources["items"][0]["read"] == 1).then_some(sources)
+    })
+    .await
+    .unwrap_or_else(|| panic!("the reply read: {}", daemon.logs()));
+    assert_eq!(read["items"][0]["optOuts"], 0, "{read}");
+
+    write_config(dir.path(), &twilio_config("opt_out_words = [\"halt\"]\n"));
+    daemon.signal(libc::SIGHUP);
+    let mut attempt = 0;
+    let recorded = within(RELOAD_WITHIN, async || {
+        attempt += 1;
+        let sid = format!("SMhalt{attempt}");
+        assert_eq!(text(&daemon, &sid, "+15550130001", "HALT").await, 200);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let sources = admin_json(&http, &daemon, "/v1/sources").await;
+        (sources["items"][0]["optOuts"] == 1).then_some(())
+    })
+    .await;
+    assert!(
+        recorded.is_some(),
+        "HALT is an opt-out once reloaded: {}",
+        daemon.logs()
+    );
 
     daemon.signal(libc::SIGTERM);
     let exit = daemon.exit_within(Duration::from_secs(15)).await;
