@@ -64,6 +64,8 @@ pub struct Application {
     destination_keys: Live<crate::settings::DestinationKeys>,
     /// The sources in force, replaced by a reload.
     sources: Live<Vec<crate::settings::SourceSettings>>,
+    /// The callers in force (reloaded): who an opt-out binds.
+    callers: Live<Vec<crate::model::caller::Caller>>,
     /// How the writer and the worker apply (its sources are `sources`).
     policy: crate::apply::Policy,
     /// `Some(--config)`: reload on SIGHUP (see [`Application::reload_on_hangup`]).
@@ -129,6 +131,7 @@ impl Application {
             tokens: Live::new(settings.admin.named_tokens()),
             destination_keys: Live::new(crate::settings::keys_of(&settings.destination)),
             sources: policy.sources.sources.clone(),
+            callers: Live::new(settings.callers()?),
             policy,
             reload: None,
             metrics,
@@ -164,6 +167,7 @@ impl Application {
         )
         .with_destination_keys(self.destination_keys.clone())
         .with_sources(self.sources.clone())
+        .with_callers(self.callers.clone())
     }
 
     /// Runs one more background task beside the daemon's own, under the same supervisor
@@ -229,6 +233,7 @@ impl Application {
             tokens,
             destination_keys: keys,
             sources,
+            callers,
             policy,
             reload: _,
             metrics,
@@ -243,7 +248,7 @@ impl Application {
         // Local changes queued through the admin API wake the pusher at once.
         let wake = Arc::new(tokio::sync::Notify::new());
         let leader = (clients, wake.clone(), senders.clone(), metrics.clone());
-        let leaders_sources = (keys, sources.clone());
+        let leaders_sources = (keys, sources.clone(), callers.clone());
         supervise_leader_work(&mut tasks, &pool, &settings, leader, leaders_sources).await?;
         supervise_ledger_listener(&mut tasks, &pool);
         let long_reads = crate::store::open_long_reads(&settings).await?;
@@ -254,7 +259,7 @@ impl Application {
             wake,
             &writer,
             (senders, metrics.clone()),
-            (&shutdown, sources.clone()),
+            (&shutdown, sources.clone(), callers.clone()),
         );
         supervise_admin(
             &mut tasks,

@@ -119,17 +119,34 @@ pub struct Rules {
     pub subscribers: Vec<Arc<Subscriber>>,
     /// The systems of record (`[[destination]]`), after the subscribers.
     pub destinations: Vec<Arc<Subscriber>>,
-    /// With `[consent] share_across_accounts`, every account served: each is a destination
-    /// (named [`shared_destination`]) of the opt-outs of the others.
-    pub shared_accounts: Vec<AccountId>,
+    /// The callers: from its caller's date, each member an opt-out does not bind whole
+    /// already is a destination of it (named [`member_destination`]); with `[consent]
+    /// share_across_accounts`, every account of the opt-outs of the others.
+    pub callers: Vec<crate::model::caller::Caller>,
     /// The sources (`[[source]]`): one that has not read lately is said in the report, as
     /// the opt-outs given there since are not in it yet.
     pub sources: Vec<crate::settings::SourceSettings>,
 }
 
-/// The destination name of the account `account`, for an opt-out shared with it.
-pub fn shared_destination(account: &AccountId) -> String {
-    format!("account:{account}")
+/// The destination name of `member` of `caller`, for an opt-out held there: `account:ID`
+/// shared across accounts, `caller:NAME:MEMBER` for a `[[caller]]`.
+pub fn member_destination(
+    caller: &crate::model::caller::Caller,
+    member: &crate::model::caller::Member,
+) -> String {
+    match &caller.name {
+        None => format!("account:{}", member.account()),
+        Some(name) => format!("caller:{name}:{member}"),
+    }
+}
+
+/// Every member's destination name, in the order of the callers.
+pub fn member_destinations(rules: &Rules) -> Vec<String> {
+    rules
+        .callers
+        .iter()
+        .flat_map(|c| c.members.iter().map(|m| member_destination(c, m)))
+        .collect()
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -559,7 +576,7 @@ impl Default for Rules {
             confirmation_window: TimeDelta::seconds(300),
             subscribers: Vec::new(),
             destinations: Vec::new(),
-            shared_accounts: Vec::new(),
+            callers: Vec::new(),
             sources: Vec::new(),
         }
     }
@@ -586,22 +603,10 @@ impl Rules {
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
                 &settings.source,
             ),
-            shared_accounts: shared_accounts(settings)?,
+            callers: settings.callers()?,
             sources: settings.source.clone(),
         })
     }
-}
-
-/// The accounts opt-outs are shared with: every account served, when sharing is on and
-/// there are several.
-fn shared_accounts(
-    settings: &crate::settings::Settings,
-) -> Result<Vec<AccountId>, crate::settings::SettingsError> {
-    let served = settings.account_ids()?;
-    if !settings.consent.share_across_accounts || served.len() < 2 {
-        return Ok(Vec::new());
-    }
-    Ok(served)
 }
 
 /// The report of `window` as of `now`, whole in memory: for the demo and the tests. The

@@ -215,6 +215,12 @@ pub struct LocalEvidence {
     pub follows: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub follows_account_id: Option<String>,
+    /// With actor `shared` by a `[[caller]]`: the caller, and the rule that binds its
+    /// members.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub caller: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// The bundle of `phone` (in one organization or all); `None` when the ledger has no entry
@@ -377,6 +383,8 @@ fn local_evidence(stored: &StoredEntry, kept: Option<KeptEvidence>) -> LocalEvid
         suppressed_by: None,
         follows: None,
         follows_account_id: None,
+        caller: None,
+        rule: None,
     };
     match kept {
         Some(KeptEvidence::Local { actor }) => evidence.actor = Some(actor),
@@ -391,10 +399,14 @@ fn local_evidence(stored: &StoredEntry, kept: Option<KeptEvidence>) -> LocalEvid
             actor,
             follows,
             account_id,
+            caller,
+            rule,
         }) => {
             evidence.actor = Some(actor);
             evidence.follows = Some(follows);
             evidence.follows_account_id = Some(account_id);
+            evidence.caller = caller;
+            evidence.rule = rule;
         }
         _ => {}
     }

@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 mod accounts;
 mod admin;
+mod callers;
 mod compliance;
 pub mod destinations;
 mod keys;
@@ -26,6 +27,7 @@ pub use accounts::{Account, AccountSettings, DEFAULT_ACCOUNT};
 pub use admin::{
     AdminSettings, AdminToken, DEFAULT_FAILED_AUTH_PER_MINUTE, LogFormat, LogSettings,
 };
+pub use callers::{CallerSettings, REVOKE_ALL_FROM};
 pub use compliance::ComplianceSettings;
 pub use destinations::{DestinationKeys, DestinationSettings, SystemSettings, keys_of};
 pub use keys::standard_webhooks_key;
@@ -88,6 +90,8 @@ pub struct Settings {
     pub source: Vec<SourceSettings>,
     /// `[[account]]`: the accounts of the service served (none: `[service]` is the one).
     pub account: Vec<AccountSettings>,
+    /// `[[caller]]`: who a revocation binds (none: each organization is its own caller).
+    pub caller: Vec<CallerSettings>,
 }
 
 fn redact_list<S: Serializer>(secrets: &[SecretString], s: S) -> Result<S::Ok, S::Error> {

@@ -19,8 +19,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{
-    AdminState, compliance, consent, destinations, evidence, import, records, review, sources,
-    stream, subscribers,
+    AdminState, callers, compliance, consent, destinations, evidence, import, records, review,
+    sources, stream, subscribers,
 };
 use crate::model::{
     DestinationStatus, OutcomeKind, PushState, Source, SubscriberStatus, Timestamp,
@@ -72,6 +72,7 @@ fn with_token() -> OpenApiRouter<Arc<AdminState>> {
         .routes(routes!(destinations::replay))
         .routes(routes!(destinations::retry))
         .routes(routes!(sources::list))
+        .routes(routes!(callers::list))
         .routes(routes!(review::list))
         .routes(routes!(review::decide))
         .routes(routes!(records::find_leads))

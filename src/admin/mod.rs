@@ -10,6 +10,7 @@
 
 mod api;
 mod auth;
+mod callers;
 mod compliance;
 mod consent;
 mod console;

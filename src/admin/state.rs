@@ -29,6 +29,8 @@ pub struct AdminState {
     pub(super) destinations: Vec<crate::settings::DestinationSettings>,
     /// The sources in force (a reload replaces them).
     pub(super) sources: crate::settings::Live<Vec<crate::settings::SourceSettings>>,
+    /// The callers in force (reloaded).
+    pub(super) callers: crate::settings::Live<Vec<crate::model::caller::Caller>>,
     /// Cancelled when the daemon stops: long-lived answers (the stream, `wait=`) end then.
     pub(super) stop: CancellationToken,
     /// This process's outbox counters: a replay from the console wakes its worker.
@@ -70,6 +72,7 @@ impl AdminState {
             subscribers: Vec::new(),
             destinations: Vec::new(),
             sources: crate::settings::Live::new(Vec::new()),
+            callers: crate::settings::Live::new(Vec::new()),
             stop: CancellationToken::new(),
             outbox: None,
             senders: None,
@@ -166,6 +169,15 @@ impl AdminState {
         sources: crate::settings::Live<Vec<crate::settings::SourceSettings>>,
     ) -> Self {
         self.sources = sources;
+        self
+    }
+
+    /// Shows these callers.
+    pub fn with_callers(
+        mut self,
+        callers: crate::settings::Live<Vec<crate::model::caller::Caller>>,
+    ) -> Self {
+        self.callers = callers;
         self
     }
 

@@ -29,6 +29,8 @@ pub struct Reloader {
     destination_keys: Live<DestinationKeys>,
     /// The sources the leader reads.
     sources: Live<Vec<crate::settings::SourceSettings>>,
+    /// The callers the sharer holds opt-outs by.
+    callers: Live<Vec<crate::model::caller::Caller>>,
 }
 
 /// What a reload put in force.
@@ -54,7 +56,14 @@ impl Reloader {
             tokens,
             destination_keys: Live::new(DestinationKeys::new()),
             sources: Live::new(Vec::new()),
+            callers: Live::new(Vec::new()),
         }
+    }
+
+    /// Replaces `callers` too on reload: `[[caller]]` and `[consent] revoke_all_from`.
+    pub fn with_callers(mut self, callers: Live<Vec<crate::model::caller::Caller>>) -> Self {
+        self.callers = callers;
+        self
     }
 
     /// Replaces `sources` too on reload: a source added runs, one removed stops, one
@@ -114,9 +123,13 @@ impl Reloader {
             }
             webhook_secrets += account.webhook.secrets.len();
         }
-        // The sources, whole: added, changed and removed at once.
+        // The sources, whole: added, changed and removed at once; the callers too.
         next.source = new.source.clone();
+        next.caller = new.caller.clone();
+        next.consent.revoke_all_from = new.consent.revoke_all_from.clone();
+        let callers = next.callers()?;
         self.sources.replace(next.source.clone());
+        self.callers.replace(callers);
         self.tokens.replace(next.admin.named_tokens());
         self.destination_keys
             .replace(crate::settings::keys_of(&next.destination));

@@ -19,7 +19,7 @@ use crate::outbox::OutboxWriter;
 use crate::pusher::Pusher;
 use crate::reconcile::Reconciler;
 use crate::replica::Replica;
-use crate::settings::{Account, AdminToken, IngestSettings, Live, Settings, SettingsError};
+use crate::settings::{Account, AdminToken, IngestSettings, Live, Settings};
 use crate::store::Pool;
 use crate::worker::Worker;
 use crate::{admin, ingest};
@@ -48,6 +48,14 @@ pub(super) type LeaderParts = (
     Arc<Metrics>,
 );
 
+/// What the leader's work reads as it is now (reloaded): the destinations' keys, the
+/// sources, the callers.
+pub(super) type LeadersLive = (
+    Live<crate::settings::DestinationKeys>,
+    Live<Vec<crate::settings::SourceSettings>>,
+    Live<Vec<crate::model::caller::Caller>>,
+);
+
 /// This replica's heartbeat, and the work that runs on the leader alone while this replica
 /// leads: the reconciler's schedule and the pusher (when a client is configured: they talk
 /// to the service), the subscribers' senders, and housekeeping. What it is given: the
@@ -57,14 +65,12 @@ pub(super) async fn supervise_leader_work(
     pool: &Pool,
     settings: &Settings,
     (clients, wake, running, metrics): LeaderParts,
-    (keys, sources): (
-        Live<crate::settings::DestinationKeys>,
-        Live<Vec<crate::settings::SourceSettings>>,
-    ),
+    (keys, sources, callers): LeadersLive,
 ) -> anyhow::Result<()> {
     // What the sources read back is checked against the destinations' writes (no echo).
     let echoing = readers_of(settings)?;
-    let (singletons, sharer) = upstream_work(pool, settings, clients, &wake)?;
+    let singletons = upstream_work(pool, settings, clients, &wake);
+    let sharer = crate::share::Sharer::new(pool.clone(), callers, wake.clone());
     let mut subscribers = crate::sender::configured(&settings.subscriber);
     subscribers.extend(crate::sender::destinations::configured(
         &settings.destination,
@@ -134,7 +140,7 @@ pub(super) async fn supervise_leader_work(
 /// Runs each account's reconciler and pusher, and the sharer, until `stop`.
 async fn run_upstream(
     singletons: Vec<(Reconciler, Pusher)>,
-    sharer: Option<crate::share::Sharer>,
+    sharer: crate::share::Sharer,
     stop: CancellationToken,
 ) {
     let each = futures::future::join_all(singletons.into_iter().map(|(reconciler, pusher)| {
@@ -143,27 +149,19 @@ async fn run_upstream(
             tokio::join!(reconciler.run_scheduled(stop.clone()), pusher.run(stop));
         }
     }));
-    let sharing = async {
-        if let Some(sharer) = sharer {
-            sharer.run(stop.clone()).await;
-        }
-    };
+    let sharing = sharer.run(stop.clone());
     tokio::join!(each, sharing);
 }
 
-/// Each account's reconciler and pusher, and the sharer (if any).
-type UpstreamWork = (Vec<(Reconciler, Pusher)>, Option<crate::share::Sharer>);
-
 /// Each account's reconciler and pusher, under its own client (its rate limit, its token:
-/// one account's outage never holds up another's), and the sharer of opt-outs across the
-/// accounts when `[consent] share_across_accounts` is on and there are several.
+/// one account's outage never holds up another's).
 fn upstream_work(
     pool: &Pool,
     settings: &Settings,
     clients: Vec<(Account, ServiceClient)>,
     wake: &Arc<tokio::sync::Notify>,
-) -> Result<UpstreamWork, SettingsError> {
-    let singletons = clients
+) -> Vec<(Reconciler, Pusher)> {
+    clients
         .into_iter()
         .map(|(account, client)| {
             (
@@ -173,11 +171,7 @@ fn upstream_work(
                 Pusher::new(pool.clone(), client, wake.clone()).with_account(&account),
             )
         })
-        .collect();
-    let accounts = settings.account_ids()?;
-    let sharer = (settings.consent.share_across_accounts && accounts.len() > 1)
-        .then(|| crate::share::Sharer::new(pool.clone(), accounts, wake.clone()));
-    Ok((singletons, sharer))
+        .collect()
 }
 
 /// Every replica's followers of the ledger wake on every replica's commits (PostgreSQL).
@@ -202,9 +196,10 @@ pub(super) fn admin_router(
     wake: Arc<tokio::sync::Notify>,
     writer: &OutboxWriter,
     (senders, metrics): (crate::sender::Running, Arc<Metrics>),
-    (shutdown, sources): (
+    (shutdown, sources, callers): (
         &CancellationToken,
         Live<Vec<crate::settings::SourceSettings>>,
+        Live<Vec<crate::model::caller::Caller>>,
     ),
 ) -> axum::Router {
     admin::router(
@@ -215,6 +210,7 @@ pub(super) fn admin_router(
             .with_subscribers(settings.subscriber.clone())
             .with_destinations(settings.destination.clone())
             .with_sources(sources)
+            .with_callers(callers)
             .with_compliance(compliance_rules(settings))
             .with_failed_auth_limit(settings.admin.failed_auth_per_minute)
             .with_outbox(writer.state().clone())

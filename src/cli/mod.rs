@@ -2,6 +2,7 @@
 
 /// The account a command is about, and the scope of a read.
 mod accounts;
+mod callers;
 mod consent;
 mod daemon;
 mod destinations;
@@ -197,6 +198,12 @@ pub enum Command<T: Subcommand> {
         #[command(subcommand)]
         command: Option<SourcesCommand>,
     },
+    /// Callers (who a revocation binds): each, its members, and whether the revoke-all
+    /// rule is in force.
+    Callers {
+        #[command(subcommand)]
+        command: Option<CallersCommand>,
+    },
     /// Replies put to a person (a revocation word among other words): list them, oldest
     /// first, with the date each is due by, and decide them.
     Review {
@@ -300,6 +307,14 @@ pub enum ReviewCommand {
         #[arg(long, value_name = "TEXT")]
         reason: Option<String>,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CallersCommand {
+    /// Hold every opt-out of caller NAME recorded so far in each of its members, whatever
+    /// its date: for a campaign ready before the rule (recorded once: again records
+    /// nothing).
+    Apply { name: String },
 }
 
 #[derive(Debug, Subcommand)]

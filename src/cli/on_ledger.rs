@@ -5,8 +5,8 @@ use clap::Subcommand;
 
 use super::accounts::{Filters, accounts_of, local_change};
 use super::{
-    CliError, Command, LedgerCommand, consent, daemon, destinations, evidence, import, read,
-    review, sources, subscribers,
+    CliError, Command, LedgerCommand, callers, consent, daemon, destinations, evidence, import,
+    read, review, sources, subscribers,
 };
 use crate::settings::Settings;
 
@@ -124,6 +124,7 @@ async fn change<T: Subcommand>(
         Command::Destinations { command } => destinations::run(settings, command, json).await,
         Command::Sources { command } => sources::run(settings, command, json).await,
         Command::Review { command, all } => review::run(settings, command, all, json).await,
+        Command::Callers { command } => callers::run(settings, command, json).await,
         Command::Consent { .. }
         | Command::History { .. }
         | Command::Events { .. }

@@ -368,16 +368,17 @@ fn earliest_acks(spans: &[AckSpan], rows: &[OptOutRow]) -> Vec<Option<Timestamp>
 
 /// For each of `rows`, the confirmation and the other messages sent to its lead after it
 /// and before the next opt-in of its pair.
-/// For each of `rows`, when each other account had it, with sharing on: its copies there
-/// recorded and their pushes to that account's service sent. An account that held the
-/// number opted out already records no copy: it had the opt-out once sharing passed it. A
-/// copy has no account of its own to reach.
+/// For each of `rows`, when each other member of its caller had it (from the caller's
+/// date; sharing across accounts, always): its copies there recorded and their pushes to
+/// that account's service sent. A member that held the number opted out already records
+/// no copy: it had the opt-out once sharing passed it. A copy has no member of its own to
+/// reach.
 async fn shared_times(
     pool: &Pool,
     rules: &Rules,
     rows: &[OptOutRow],
 ) -> Result<Vec<Vec<DestinationTime>>, crate::store::Error> {
-    if rules.shared_accounts.is_empty() {
+    if rules.callers.is_empty() {
         return Ok(vec![Vec::new(); rows.len()]);
     }
     let refs: Vec<String> = rows.iter().map(|r| format!("shared:{}", r.seq)).collect();
@@ -387,11 +388,10 @@ async fn shared_times(
         .await?
         .and_then(|v| v.parse().ok())
         .unwrap_or(0);
-    let mut by_entry: HashMap<(i64, &str), Vec<&SharedCopy>> = HashMap::new();
+    let mut by_entry: HashMap<i64, Vec<&SharedCopy>> = HashMap::new();
     for copy in &copies {
         if let Some(follows) = copy.follows() {
-            let key = (follows, copy.account_id.as_str());
-            by_entry.entry(key).or_default().push(copy);
+            by_entry.entry(follows).or_default().push(copy);
         }
     }
     Ok(rows
@@ -400,20 +400,30 @@ async fn shared_times(
             if row.event_ref.starts_with("shared:") {
                 return Vec::new();
             }
-            let others = rules
-                .shared_accounts
-                .iter()
-                .filter(|a| **a != row.account_id);
-            others
-                .map(|account| {
-                    let at = match by_entry.get(&(row.seq, account.as_str())) {
-                        Some(copies) => had_all(copies),
-                        None if shared_up_to >= row.seq => Some(row.recorded_at),
-                        None => None,
+            let copies = by_entry.get(&row.seq).map(Vec::as_slice).unwrap_or(&[]);
+            let mut times = Vec::new();
+            for caller in &rules.callers {
+                if !caller.in_force_at(row.occurred_at.at()) {
+                    continue;
+                }
+                for member in caller.others(&row.account_id, &row.organization_id) {
+                    let there: Vec<&SharedCopy> = copies
+                        .iter()
+                        .copied()
+                        .filter(|c| member.contains(&c.account_id, &c.organization_id))
+                        .collect();
+                    let at = match there.as_slice() {
+                        [] if shared_up_to >= row.seq => Some(row.recorded_at),
+                        [] => None,
+                        there => had_all(there),
                     };
-                    DestinationTime::had(&super::shared_destination(account), at)
-                })
-                .collect()
+                    times.push(DestinationTime::had(
+                        &super::member_destination(caller, member),
+                        at,
+                    ));
+                }
+            }
+            times
         })
         .collect())
 }

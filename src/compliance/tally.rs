@@ -80,7 +80,8 @@ pub struct Tally {
 
 impl Tally {
     pub fn new(rules: &Rules, window: &Window) -> Self {
-        let shared = rules.shared_accounts.iter().map(super::shared_destination);
+        let shared = super::member_destinations(rules);
+        let members = shared.len();
         let names: Vec<String> = std::iter::once(SERVICE.to_owned())
             .chain(rules.subscribers.iter().map(|s| s.name.clone()))
             .chain(shared)
@@ -88,7 +89,7 @@ impl Tally {
             .collect();
         Self {
             calendar: rules.calendar.clone(),
-            first_record: 1 + rules.subscribers.len() + rules.shared_accounts.len(),
+            first_record: 1 + rules.subscribers.len() + members,
             secs: vec![Vec::new(); names.len()],
             waiting: vec![0; names.len()],
             unreached: vec![0; names.len()],

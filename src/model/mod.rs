@@ -14,6 +14,8 @@ pub use account::{AccountId, InvalidAccount, Scope, well_formed_name};
 pub mod backoff;
 /// Business days and the legal deadline of an opt-out counted in them.
 pub mod business_days;
+/// Callers: who a revocation binds.
+pub mod caller;
 /// The hash chain over the ledger: the canonical encoding of an entry and the walk.
 pub mod chain;
 /// The lead and the message status as the mirror keeps them.
@@ -118,6 +120,12 @@ pub enum KeptEvidence {
         actor: String,
         follows: i64,
         account_id: String,
+        /// The caller whose member the entry followed was, and the rule that binds the
+        /// others (absent when shared across accounts).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        caller: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        rule: Option<String>,
     },
     /// A lead that appeared with a number opted out before it: `actor` is `suppression`,
     /// `suppressed_by` the ledger entry that opted the number out.
@@ -135,6 +143,7 @@ pub const DEFAULT_ACCOUNT: &str = "default";
 pub struct OptOutToShare {
     pub seq: i64,
     pub account_id: AccountId,
+    pub organization_id: String,
     pub phone_number: String,
     pub occurred_at: Timestamp,
     /// Not an act of the person's but what follows from one recorded already: the
@@ -183,6 +192,7 @@ pub struct SharedCopy {
     /// `shared:SEQ`: the opt-out it copies.
     pub event_ref: String,
     pub account_id: AccountId,
+    pub organization_id: String,
     pub recorded_at: Timestamp,
     /// Its push to that account's service, for a mirrored lead.
     pub push_state: Option<PushState>,

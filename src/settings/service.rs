@@ -83,6 +83,10 @@ pub struct ConsentSettings {
     /// The region a number without its country code is read in, from every system
     /// (ISO 3166-1 alpha-2).
     pub default_region: String,
+    /// From this day (`YYYY-MM-DD`, midnight in `[compliance] timezone`) an opt-out given
+    /// in a member of a `[[caller]]` binds every member (the FCC's revoke-all rule); `""`:
+    /// never.
+    pub revoke_all_from: String,
 }
 
 impl Default for ConsentSettings {
@@ -92,6 +96,7 @@ impl Default for ConsentSettings {
             share_across_accounts: false,
             future_tolerance_secs: crate::model::trust::DEFAULT_FUTURE_TOLERANCE_SECS,
             default_region: "US".to_owned(),
+            revoke_all_from: super::REVOKE_ALL_FROM.to_owned(),
         }
     }
 }

@@ -91,6 +91,7 @@ impl Settings {
         self.validate_consent()?;
         super::sources::validate(&self.source, &self.account_ids()?)?;
         self.compliance.validate()?;
+        self.callers()?;
         self.validate_log()
     }
 

@@ -23,7 +23,8 @@ pub trait ShareStore {
 /// a webhook the apply path recognised as the echo of a push (a push names it `echo_ref`).
 /// What it follows was shared already; an opt-out the person gave again, after an opt-in,
 /// is none of these, whatever was shared before it.
-const OPT_OUTS_TO_SHARE: &str = "SELECT e.seq, e.account_id, e.phone_number, e.occurred_at,
+const OPT_OUTS_TO_SHARE: &str =
+    "SELECT e.seq, e.account_id, e.organization_id, e.phone_number, e.occurred_at,
        (e.event_ref LIKE 'suppression:%'
         OR EXISTS (SELECT 1 FROM pushes AS p
                    WHERE p.echo_ref = e.event_ref AND p.account_id = e.account_id)) AS derived

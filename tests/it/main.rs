@@ -16,6 +16,7 @@ mod alerts;
 mod apply;
 mod architecture;
 mod browser;
+mod callers;
 mod chain;
 mod cli;
 mod client_manners;

@@ -18,17 +18,17 @@ use tokio_util::sync::CancellationToken;
 
 use crate::common::{self, Backend, TestApp, eventually, on_both_backends};
 
-const ACCOUNTS: [&str; 3] = ["party", "candidate", "coalition"];
+pub(crate) const ACCOUNTS: [&str; 3] = ["party", "candidate", "coalition"];
 /// How long the daemon may take to take in and pass on one act.
 const QUIET_WITHIN: Duration = Duration::from_secs(30);
 
 /// Three accounts sharing their opt-outs, each on a sandbox of its own whose webhooks
 /// reach the daemon on the account's path.
-struct Trio {
-    app: TestApp,
-    sandboxes: Vec<RunningSandbox>,
-    organization: String,
-    phone: String,
+pub(crate) struct Trio {
+    pub(crate) app: TestApp,
+    pub(crate) sandboxes: Vec<RunningSandbox>,
+    pub(crate) organization: String,
+    pub(crate) phone: String,
 }
 
 fn secret(account: &str) -> String {
@@ -78,7 +78,7 @@ impl Trio {
 
     /// [`Trio::start`], with `configure` given the settings and the sandboxes before the
     /// daemon starts; the number chosen has a person in the first sandbox's VAN.
-    async fn start_with(
+    pub(crate) async fn start_with(
         backend: Backend,
         configure: impl FnOnce(&mut Settings, &[RunningSandbox]),
     ) -> Option<Self> {
@@ -137,7 +137,7 @@ impl Trio {
     }
 
     /// One reconciliation pass of account `i`.
-    async fn pass(&self, i: usize) {
+    pub(crate) async fn pass(&self, i: usize) {
         let client =
             outreach_sync::client::ServiceClient::new(common::client_config(&self.sandboxes[i]))
                 .expect("client");
@@ -150,7 +150,7 @@ impl Trio {
 
     /// The person texts STOP (or START) to account `i`'s number; whether that changed
     /// anything there (a STOP to a number opted out already is announced by nobody).
-    fn act(&self, i: usize, opted_out: bool) -> bool {
+    pub(crate) fn act(&self, i: usize, opted_out: bool) -> bool {
         let sandbox = &self.sandboxes[i];
         let changed = if opted_out {
             sandbox.text_stop(&self.organization, &self.phone)
@@ -162,7 +162,7 @@ impl Trio {
 
     /// Waits until the daemon took in what account `i` announced (a pass makes up for a
     /// webhook dropped since `dropped` were), shared it and pushed every change it queued.
-    async fn taken_in(&self, i: usize, dropped: u64) {
+    pub(crate) async fn taken_in(&self, i: usize, dropped: u64) {
         let sandbox = &self.sandboxes[i];
         assert!(sandbox.settle(QUIET_WITHIN).await, "deliveries pending");
         if sandbox.delivery_counts().dropped > dropped {
@@ -173,7 +173,7 @@ impl Trio {
     }
 
     /// Waits until every opt-out was shared and every push was answered.
-    async fn passed_on(&self) {
+    pub(crate) async fn passed_on(&self) {
         let app = &self.app;
         eventually("sharing and pushes done", QUIET_WITHIN, async || {
             app.drain().await;
@@ -198,7 +198,7 @@ impl Trio {
     }
 
     /// Every delivery delivered, one pass per account, and all of it passed on.
-    async fn quiet(&self) {
+    pub(crate) async fn quiet(&self) {
         for sandbox in &self.sandboxes {
             assert!(sandbox.settle(QUIET_WITHIN).await, "deliveries pending");
         }
@@ -212,7 +212,7 @@ impl Trio {
     }
 
     /// Whether account `i` has the number opted out: at its service, and in the ledger.
-    async fn opted_out(&self, i: usize) -> (bool, Option<bool>) {
+    pub(crate) async fn opted_out(&self, i: usize) -> (bool, Option<bool>) {
         let service = self.sandboxes[i]
             .leads()
             .into_iter()
@@ -277,7 +277,7 @@ impl Trio {
         }
     }
 
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         self.app.stop().await;
         for sandbox in self.sandboxes {
             sandbox.shutdown().await;

@@ -60,7 +60,7 @@ fn the_first_message_within_the_window_is_the_confirmation_and_an_opt_in_ends_it
         confirmation_window: TimeDelta::seconds(300),
         subscribers: Vec::new(),
         destinations: Vec::new(),
-        shared_accounts: Vec::new(),
+        callers: Vec::new(),
         sources: Vec::new(),
     };
     let message = |id: &str, created: &str| LeadMessage {

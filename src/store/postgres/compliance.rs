@@ -3,7 +3,7 @@
 /// The shared copies of the opt-outs whose refs are bound as `$1`, on the ledger's index by
 /// event.
 pub(crate) const SHARED_COPIES: &str =
-    "SELECT l.event_ref, l.account_id, l.recorded_at, p.state AS push_state,
+    "SELECT l.event_ref, l.account_id, l.organization_id, l.recorded_at, p.state AS push_state,
                 p.finished_at AS push_finished_at
          FROM ledger AS l LEFT JOIN pushes AS p ON p.seq = l.seq
          WHERE l.event_ref = ANY($1)";

@@ -5,7 +5,7 @@ use crate::model::LeadMessage;
 /// The shared copies of the opt-outs whose refs are bound as `$1`, on the ledger's index by
 /// event.
 pub(crate) const SHARED_COPIES: &str =
-    "SELECT l.event_ref, l.account_id, l.recorded_at, p.state AS push_state,
+    "SELECT l.event_ref, l.account_id, l.organization_id, l.recorded_at, p.state AS push_state,
                 p.finished_at AS push_finished_at
          FROM (SELECT DISTINCT value FROM json_each($1)) AS k
          JOIN ledger AS l ON l.event_ref = k.value
