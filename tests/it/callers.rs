@@ -421,3 +421,43 @@ async fn callers_changed_on_reload_bind_a_member_added_and_leave_a_member_remove
     );
     trio.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_two_replicas_hold_a_members_opt_out_in_the_others_once() {
+    let Some(trio) = Trio::start_with(
+        Backend::Postgres,
+        senate(&["party", "candidate"], "2020-01-01"),
+    )
+    .await
+    else {
+        return;
+    };
+    let second = trio.app.replica("second").await;
+    let dropped = trio.sandboxes[PARTY].delivery_counts().dropped;
+    assert!(trio.act(PARTY, true));
+    trio.taken_in(PARTY, dropped).await;
+    trio.quiet().await;
+    assert_eq!(states(&trio).await[CANDIDATE], (true, Some(true)));
+    // The candidate's one organization holding the number, and the account-wide entry.
+    let held = trio
+        .app
+        .count(&format!(
+            "SELECT COUNT(*) FROM ledger WHERE account_id = 'candidate'
+               AND event_ref LIKE 'shared:%' AND phone_number = '{}'",
+            trio.phone
+        ))
+        .await;
+    assert_eq!(held, 2, "{}", told(&trio).await);
+    let pushed = trio
+        .app
+        .count(&format!(
+            "SELECT COUNT(*) FROM pushes AS p JOIN ledger AS l ON l.seq = p.seq
+             WHERE l.account_id = 'candidate' AND l.event_ref LIKE 'shared:%'
+               AND p.phone_number = '{}'",
+            trio.phone
+        ))
+        .await;
+    assert_eq!(pushed, 1, "one push to the candidate's service");
+    second.stop().await;
+    trio.stop().await;
+}

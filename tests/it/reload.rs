@@ -237,3 +237,69 @@ async fn a_hangup_puts_a_sources_new_opt_out_words_in_force_at_once() {
     let exit = daemon.exit_within(Duration::from_secs(15)).await;
     assert!(exit.is_some_and(|s| s.success()), "{}", daemon.logs());
 }
+
+/// Two accounts, and `callers` (TOML) after them.
+fn accounts_config(callers: &str) -> String {
+    let mut text = format!("[admin]\ntokens = [\"one:{TOKEN_ONE}\"]\n");
+    for name in ["party", "candidate"] {
+        text.push_str(&format!(
+            "\n[[account]]\nname = \"{name}\"\nbase_url = \"https://api.example.org\"\n\
+             client_id = \"{name}@example.org\"\nclient_secret = \"secret-{name}\"\n\n\
+             [account.webhook]\nsecrets = [\"whsec-{name}\"]\n"
+        ));
+    }
+    text.push_str(callers);
+    text
+}
+
+#[test]
+fn a_reload_adds_changes_and_removes_callers() {
+    use outreach_sync::settings::{Live, Settings};
+    let dir = tempfile::tempdir().expect("dir");
+    let path = config_file(dir.path());
+    write_config(dir.path(), &accounts_config(""));
+    let running = Settings::load(Some(&path)).expect("valid");
+    let callers = Live::new(running.callers().expect("callers"));
+    let reloader = outreach_sync::app::Reloader::new(
+        Some(path.clone()),
+        running.clone(),
+        Vec::new(),
+        Live::new(running.admin.named_tokens()),
+    )
+    .with_callers(callers.clone());
+    assert!(callers.current().is_empty());
+
+    let senate = "\n[[caller]]\nname = \"senate\"\nmembers = [\"party\", \"candidate\"]\n";
+    write_config(dir.path(), &accounts_config(senate));
+    reloader.reload().expect("reloaded");
+    let now = callers.current();
+    assert_eq!(now.len(), 1);
+    assert_eq!(now[0].name.as_deref(), Some("senate"));
+    assert_eq!(now[0].members.len(), 2);
+
+    // The date moved, as a later FCC order would move it.
+    write_config(
+        dir.path(),
+        &format!(
+            "[consent]\nrevoke_all_from = \"2027-07-31\"\n{}",
+            accounts_config(senate)
+        ),
+    );
+    reloader.reload().expect("reloaded");
+    let moved = callers.current();
+    assert!(!moved[0].in_force_at("2027-03-01T00:00:00Z".parse().expect("a time")));
+    assert!(moved[0].in_force_at("2027-08-01T00:00:00Z".parse().expect("a time")));
+
+    // A member no account has: refused whole, the running callers stay.
+    write_config(
+        dir.path(),
+        &accounts_config("\n[[caller]]\nname = \"senate\"\nmembers = [\"party\", \"union\"]\n"),
+    );
+    let refused = reloader.reload().expect_err("refused").to_string();
+    assert!(refused.contains("caller.members"), "{refused}");
+    assert_eq!(callers.current(), moved);
+
+    write_config(dir.path(), &accounts_config(""));
+    reloader.reload().expect("reloaded");
+    assert!(callers.current().is_empty(), "removed");
+}

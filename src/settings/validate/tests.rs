@@ -375,3 +375,82 @@ fn a_twilio_sources_own_words_are_a_few_short_ones() {
         "source.opt_out_words",
     );
 }
+
+#[test]
+fn a_callers_members_are_accounts_served_each_of_one_caller_and_its_date_a_day() {
+    use crate::model::caller::{Binds, Member};
+    let accounts = format!("{}{}", account("party", ""), account("candidate", ""));
+    let caller =
+        |name: &str, members: &str| format!("[[caller]]\nname = {name:?}\nmembers = {members}\n");
+    let settings = load(&format!(
+        "{accounts}{}",
+        caller("senate", r#"["party/org_2", "candidate"]"#)
+    ))
+    .expect("valid");
+    let callers = settings.callers().expect("callers");
+    let party = crate::model::AccountId::new("party").expect("id");
+    assert_eq!(
+        callers[0].members,
+        vec![
+            Member::Organization(party, "org_2".into()),
+            Member::Account(crate::model::AccountId::new("candidate").expect("id")),
+        ]
+    );
+    // Midnight in the compliance zone (New York: 05:00 UTC in winter).
+    assert_eq!(
+        callers[0].binds,
+        Binds::From("2027-01-31T05:00:00Z".parse().expect("a time"))
+    );
+    let never = load(&format!(
+        "[consent]\nrevoke_all_from = \"\"\n{accounts}{}",
+        caller("senate", r#"["party", "candidate"]"#)
+    ))
+    .expect("valid");
+    assert_eq!(never.callers().expect("callers")[0].binds, Binds::Never);
+
+    for (extra, key) in [
+        (caller("senate", r#"["party", "union"]"#), "caller.members"),
+        (
+            caller("senate", r#"["party", "party/org_1"]"#),
+            "caller.members",
+        ),
+        (
+            format!(
+                "{}{}",
+                caller("senate", r#"["party/org_1", "candidate"]"#),
+                caller("house", r#"["party"]"#)
+            ),
+            "caller.members",
+        ),
+        (
+            caller("senate", r#"["party/", "candidate"]"#),
+            "caller.members",
+        ),
+        (caller("senate", r#"["party/org_1"]"#), "caller.members"),
+        (caller("Senate!", r#"["party"]"#), "caller.name"),
+        (
+            format!(
+                "{}{}",
+                caller("senate", r#"["party"]"#),
+                caller("senate", r#"["candidate"]"#)
+            ),
+            "caller.name",
+        ),
+    ] {
+        refused(&format!("{accounts}{extra}"), key);
+    }
+    refused(
+        &format!(
+            "[consent]\nrevoke_all_from = \"31/01/2027\"\n{accounts}{}",
+            caller("senate", r#"["party", "candidate"]"#)
+        ),
+        "consent.revoke_all_from",
+    );
+    refused(
+        &format!(
+            "[consent]\nshare_across_accounts = true\n{accounts}{}",
+            caller("senate", r#"["party", "candidate"]"#)
+        ),
+        "consent.share_across_accounts",
+    );
+}
