@@ -198,6 +198,20 @@ async fn a_stop_in_one_member_binds_every_member_and_no_other_account_and_a_star
         "{listed}"
     );
     assert_eq!(listed["items"][0]["inForce"], true, "{listed}");
+    let mut visitor = crate::console::Visitor::new(&trio.app);
+    visitor.sign_in(crate::common::ADMIN_TOKEN).await;
+    let status = visitor.text("/status").await;
+    let callers = status
+        .split("id=\"callers\"")
+        .nth(1)
+        .and_then(|rest| rest.split("</table>").next())
+        .unwrap_or_else(|| panic!("no table of the callers in {status}"));
+    assert!(
+        callers.contains("senate")
+            && callers.contains("<code>party</code>, <code>candidate</code>")
+            && callers.contains("in force"),
+        "{callers}"
+    );
     trio.stop().await;
 }
 

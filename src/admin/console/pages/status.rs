@@ -56,6 +56,8 @@ struct StatusPage {
     subscribers: Vec<SubscriberRow>,
     destinations: Vec<DestinationRow>,
     sources: Vec<SourceRow>,
+    /// Who a revocation binds.
+    callers: Vec<crate::model::caller::CallerView>,
     chart: Chart,
     generated_at: String,
     notice: Option<String>,
@@ -108,6 +110,12 @@ pub async fn status(
                     .unwrap_or_default(),
                 view,
             })
+            .collect(),
+        callers: state
+            .callers
+            .current()
+            .iter()
+            .map(|c| crate::model::caller::CallerView::of(c, now))
             .collect(),
         chart: Chart::new(&rows, now),
         generated_at: now.to_rfc3339_opts(SecondsFormat::Secs, true),
