@@ -229,7 +229,14 @@ async fn the_demo_ends_with_the_compliance_of_its_opt_outs() {
         shared.ends_with("its mirror differs from it for 0 leads"),
         "{shared}"
     );
-    assert!(line.contains("account:candidate at most"), "{line}");
+    assert!(
+        shared.contains("one caller (`demo-campaign`, revoke-all in force from "),
+        "{shared}"
+    );
+    assert!(
+        line.contains("caller:demo-campaign:candidate at most"),
+        "{line}"
+    );
     assert!(said.contains("report compliance --format html"), "{said}");
     texts_to_twilio_show_the_two_opt_outs_reaching_the_service(&said);
     tips_tell_what_the_demo_told(&said, line);

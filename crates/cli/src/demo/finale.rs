@@ -11,7 +11,7 @@ use outreach_sync::{ledger, upstream};
 use outreach_sync_sandbox::RunningSandbox;
 use tokio_util::sync::CancellationToken;
 
-use super::{APPLY_LIMIT, CANDIDATE, PARTY, PUSH_LIMIT, Row, SETTLE_LIMIT, differences};
+use super::{APPLY_LIMIT, CANDIDATE, DEMO_CALLER, PARTY, PUSH_LIMIT, Row, SETTLE_LIMIT, differences};
 
 /// The end: no more activity, the queued deliveries received and applied, the daemon
 /// stopped, one reconciliation pass run alone, and the last row.
@@ -77,8 +77,9 @@ pub(super) async fn finale(
     pool.close().await;
     print_totals(&row);
     println!(
-        "account `{CANDIDATE}` (no activity of its own): {shared} of its {} leads opted out at its service by opt-outs given to `{PARTY}`; its mirror differs from it for {} leads",
+        "account `{CANDIDATE}` (no activity of its own): {shared} of its {} leads opted out at its service by opt-outs given to `{PARTY}`, one caller (`{DEMO_CALLER}`, revoke-all in force from {}); its mirror differs from it for {} leads",
         leads.len(),
+        settings.consent.revoke_all_from,
         candidate_differences.total()
     );
     Ok(())

@@ -40,11 +40,12 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
          [ingest]\nbind = \"{KEPT_INGEST}\"\n\n\
          [admin]\nbind = \"{KEPT_ADMIN}\"\ntokens_file = {}\n\n\
          [reconcile]\nschedule = \"\"\non_start = false\n\n\
-         [consent]\nshare_across_accounts = {}\n\n\
+         [consent]\nshare_across_accounts = {}\nrevoke_all_from = {}\n\n\
          [log]\nlevel = \"warn\"\n",
         quoted(&settings.database.url),
         file("admin-token", &settings.admin.tokens)?,
         settings.consent.share_across_accounts,
+        quoted(&settings.consent.revoke_all_from),
     );
     for account in &settings.account {
         let name = &account.name;
@@ -59,6 +60,15 @@ pub(super) fn keep(dir: &Path, settings: &Settings) -> anyhow::Result<Kept> {
             quoted(&account.client_id),
             file(&format!("{name}-client-secret"), &secret)?,
             file(&format!("{name}-webhook-secrets"), &account.webhook.secrets)?,
+        );
+    }
+    for caller in &settings.caller {
+        let members: Vec<String> = caller.members.iter().map(|m| quoted(m)).collect();
+        let _ = writeln!(
+            out,
+            "[[caller]]\nname = {}\nmembers = [{}]\n",
+            quoted(&caller.name),
+            members.join(", ")
         );
     }
     for subscriber in &settings.subscriber {

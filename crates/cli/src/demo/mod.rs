@@ -339,7 +339,8 @@ async fn start_candidate(
 }
 
 /// Serves the two sandboxes as the accounts `party` (at `ingest.path`, as configured) and
-/// `candidate` (at `/webhooks/candidate`), opt-outs shared across them.
+/// `candidate` (at `/webhooks/candidate`), one caller with the revoke-all rule in force
+/// from the day the demo runs: an opt-out given to either binds both.
 fn serve_two_accounts(settings: &mut Settings, candidate: &RunningSandbox, secret: &str) {
     use outreach_sync::settings::AccountSettings;
     let party = AccountSettings {
@@ -365,7 +366,25 @@ fn serve_two_accounts(settings: &mut Settings, candidate: &RunningSandbox, secre
         ..AccountSettings::default()
     };
     settings.account = vec![party, candidate];
-    settings.consent.share_across_accounts = true;
+    settings.consent.share_across_accounts = false;
+    settings.consent.revoke_all_from = demo_revoke_all_from(settings);
+    settings.caller = vec![outreach_sync::settings::CallerSettings {
+        name: DEMO_CALLER.into(),
+        members: vec![PARTY.into(), CANDIDATE.into()],
+    }];
+}
+
+/// The demo's one caller, of both its accounts.
+pub(super) const DEMO_CALLER: &str = "demo-campaign";
+
+/// The day the demo runs, in the compliance time zone: the revoke-all rule is in force in
+/// the demo (the FCC's date is 2027-01-31).
+fn demo_revoke_all_from(settings: &Settings) -> String {
+    let today = settings.compliance.business_days().map_or_else(
+        |_| chrono::Utc::now().date_naive(),
+        |calendar| calendar.day_of(chrono::Utc::now()),
+    );
+    today.format("%Y-%m-%d").to_string()
 }
 
 /// The listener's address of an ingest URL (`http://ADDR/path`).

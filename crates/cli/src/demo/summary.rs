@@ -109,7 +109,7 @@ pub(super) async fn print_compliance(settings: &Settings) -> anyhow::Result<()> 
     );
     if t.account_wide > 0 {
         println!(
-            "  ({} of the opt-outs are account-wide, organization *: shared from the other account; the service and VAN had each through the entries of its leads)",
+            "  ({} of the opt-outs are account-wide, organization *: held by the caller in each account, the one it was given in too; the service and VAN had each through the entries of its leads)",
             t.account_wide
         );
     }
