@@ -11,7 +11,9 @@ use outreach_sync::{ledger, upstream};
 use outreach_sync_sandbox::RunningSandbox;
 use tokio_util::sync::CancellationToken;
 
-use super::{APPLY_LIMIT, CANDIDATE, DEMO_CALLER, PARTY, PUSH_LIMIT, Row, SETTLE_LIMIT, differences};
+use super::{
+    APPLY_LIMIT, CANDIDATE, DEMO_CALLER, PARTY, PUSH_LIMIT, Row, SETTLE_LIMIT, differences,
+};
 
 /// The end: no more activity, the queued deliveries received and applied, the daemon
 /// stopped, one reconciliation pass run alone, and the last row.
