@@ -494,7 +494,9 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
     let claims = json!({
         "iss": key.client_email,
         "scope": SCOPE,
-        "aud": key.token_uri,
+        // Google's token endpoint, as Google documents the audience always is, wherever the
+        // assertion is posted (the key's `token_uri`).
+        "aud": GOOGLE_TOKEN_AUDIENCE,
         "iat": now,
         "exp": now + ASSERTION_LIFETIME,
     });
@@ -562,6 +564,10 @@ async fn grant(link: &Link<'_>) -> Result<Token, Stop> {
         key: fingerprint(link.secret),
     })
 }
+
+/// The audience of a service account's assertion ("Using OAuth 2.0 for Server to Server
+/// Applications"): Google's token endpoint, whatever the key's `token_uri`.
+const GOOGLE_TOKEN_AUDIENCE: &str = "https://oauth2.googleapis.com/token";
 
 /// A key's `token_uri` is https, or http to this host: the assertion is a credential.
 fn token_uri_allowed(uri: &str) -> Result<(), Stop> {

@@ -1,7 +1,9 @@
 //! `POST /bigquery/oauth2/token`: Google's OAuth 2.0 token endpoint for a service account,
 //! the JWT bearer grant (`grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer`,
 //! `assertion=<JWT>`, form-encoded). The JWT is checked as Google checks it: RS256 signed by
-//! the registered key of its `iss`, `aud` the token endpoint's URL, `iat` and `exp` at most an
+//! the registered key of its `iss`, `aud` Google's token endpoint as Google documents it
+//! (`https://oauth2.googleapis.com/token`, whatever URL the assertion is posted to: the
+//! key's `token_uri`), `iat` and `exp` at most an
 //! hour apart and now between them (60 s of skew), a BigQuery scope. Errors are
 //! `{"error","error_description"}` with Google's words. Not behind the fake's switchboard:
 //! injected faults are for the API.
@@ -10,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use axum::extract::rejection::FormRejection;
 use axum::extract::{Form, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use axum::{Json, Router};
@@ -27,8 +29,13 @@ use crate::destinations::FakesState;
 /// The grant type of a service account's signed JWT.
 const JWT_BEARER: &str = "urn:ietf:params:oauth:grant-type:jwt-bearer";
 
-/// The token endpoint's path, which a JWT's `aud` must end with.
+/// The token endpoint's path.
 pub(super) const TOKEN_PATH: &str = "/bigquery/oauth2/token";
+
+/// The audience of every service account assertion, as Google documents it ("Using OAuth
+/// 2.0 for Server to Server Applications"), and as Google's client libraries sign it
+/// whatever the key's `token_uri`.
+const GOOGLE_TOKEN_AUDIENCE: &str = "https://oauth2.googleapis.com/token";
 
 /// The broader scope that also grants BigQuery.
 const CLOUD_PLATFORM_SCOPE: &str = "https://www.googleapis.com/auth/cloud-platform";
@@ -108,7 +115,6 @@ pub(crate) fn routes() -> Router<FakesState> {
 /// `POST /bigquery/oauth2/token`: an access token for a valid assertion.
 async fn token(
     State(fakes): State<FakesState>,
-    headers: HeaderMap,
     form: Result<Form<TokenForm>, FormRejection>,
 ) -> Result<Response, OAuthError> {
     // A body that is not a form has no grant type, as Google sees it.
@@ -131,7 +137,7 @@ async fn token(
         .cloned()
         .ok_or_else(|| OAuthError::invalid_grant("Invalid grant: account not found"))?;
     let claims = verified_claims(&assertion, &key)?;
-    check_audience(&claims, &headers)?;
+    check_audience(&claims)?;
     check_times(&claims, Utc::now().timestamp())?;
     check_scope(&claims)?;
     let (access_token, expires_in) = fakes.bigquery().issue(Instant::now());
@@ -176,23 +182,14 @@ fn verified_claims(assertion: &str, key: &PublicKey) -> Result<Value, OAuthError
         .map_err(|_| OAuthError::invalid_grant(BAD_SIGNATURE))
 }
 
-/// `aud` must be the token endpoint's URL (any host: the client's view of the sandbox).
-fn check_audience(claims: &Value, headers: &HeaderMap) -> Result<(), OAuthError> {
-    let good = claims["aud"].as_str().is_some_and(|aud| {
-        let rest = aud
-            .strip_prefix("http://")
-            .or_else(|| aud.strip_prefix("https://"));
-        rest.and_then(|r| r.find('/').map(|slash| &r[slash..])) == Some(TOKEN_PATH)
-    });
-    if good {
+/// `aud` must be Google's token endpoint, as Google documents it: not the URL the assertion
+/// was posted to.
+fn check_audience(claims: &Value) -> Result<(), OAuthError> {
+    if claims["aud"].as_str() == Some(GOOGLE_TOKEN_AUDIENCE) {
         return Ok(());
     }
-    let host = headers
-        .get(header::HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("localhost");
     Err(OAuthError::invalid_grant(format!(
-        "Invalid JWT: Failed audience check. The right audience is http://{host}{TOKEN_PATH}"
+        "Invalid JWT: Failed audience check. The right audience is {GOOGLE_TOKEN_AUDIENCE}"
     )))
 }
 
@@ -307,21 +304,16 @@ mod tests {
     }
 
     #[test]
-    fn the_audience_is_the_token_endpoint_on_any_host() {
-        let headers = HeaderMap::new();
+    fn the_audience_is_googles_token_endpoint_whatever_the_assertion_is_posted_to() {
         let aud = |a: &str| json!({ "aud": a });
-        for good in [
-            "http://127.0.0.1:4000/bigquery/oauth2/token",
-            "https://sandbox.test/bigquery/oauth2/token",
-        ] {
-            assert!(check_audience(&aud(good), &headers).is_ok(), "{good}");
-        }
+        assert!(check_audience(&aud(GOOGLE_TOKEN_AUDIENCE)).is_ok());
         for bad in [
-            "https://oauth2.googleapis.com/token",
+            "http://127.0.0.1:4000/bigquery/oauth2/token",
+            "https://oauth2.googleapis.com/token/",
+            "https://www.googleapis.com/oauth2/v4/token",
             "/bigquery/oauth2/token",
-            "http://h/bigquery/oauth2/token/x",
         ] {
-            assert!(check_audience(&aud(bad), &headers).is_err(), "{bad}");
+            assert!(check_audience(&aud(bad)).is_err(), "{bad}");
         }
     }
 
