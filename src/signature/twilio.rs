@@ -1,8 +1,10 @@
 //! Twilio's request signature, `X-Twilio-Signature`: base64 of the HMAC-SHA1, keyed with the
 //! account's auth token, of the URL Twilio was given followed by each POST parameter's name
 //! and value, parameters in order of name (Twilio's webhook security page). A name given twice
-//! is signed once per value, its values in order, as twilio-python computes it. Values are
-//! signed decoded (`+14155550100`, not `%2B14155550100`).
+//! is signed once per distinct value, its values in order, as twilio-python's
+//! `RequestValidator` computes it (`sorted(set(values))`); a signature over every value, the
+//! same one repeated, is taken too. Values are signed decoded (`+14155550100`, not
+//! `%2B14155550100`).
 //!
 //! The URL is the one configured at Twilio, exactly (`public_url`, query string and all):
 //! what the daemon sees behind a proxy is not what Twilio signed. Tokens are taken as bytes
@@ -37,14 +39,40 @@ pub fn verify(
 ) -> Option<usize> {
     let tag = decode(Encoding::Base64, header.trim())?;
     let content = signed(url, params);
+    let found = auth_tokens
+        .iter()
+        .position(|token| verify_tag(Algorithm::Sha1, token, &content, &tag));
+    if found.is_some() {
+        return found;
+    }
+    // A value repeated under one name, signed each time it was given.
+    let every = signed_every(url, params);
+    if every.len() == content.len() {
+        return None;
+    }
     auth_tokens
         .iter()
-        .position(|token| verify_tag(Algorithm::Sha1, token, &content, &tag))
+        .position(|token| verify_tag(Algorithm::Sha1, token, &every, &tag))
 }
 
 /// What is signed, in parts: `url`, then each parameter's name and value, by name and then
-/// by value (byte order, which is Unicode code point order, as Twilio's libraries sort).
+/// by value (byte order, which is Unicode code point order, as Twilio's libraries sort), a
+/// value given twice under one name once.
 fn signed<'a>(url: &'a str, params: &'a [(String, String)]) -> Vec<&'a [u8]> {
+    let mut parts = signed_every(url, params);
+    // Each pair is two parts after the URL: equal pairs are adjacent once sorted.
+    let mut kept: Vec<&[u8]> = Vec::with_capacity(parts.len());
+    kept.extend(parts.drain(..1));
+    for pair in parts.chunks(2) {
+        if kept.len() < 3 || kept[kept.len() - 2..] != *pair {
+            kept.extend_from_slice(pair);
+        }
+    }
+    kept
+}
+
+/// [`signed`], every pair given signed however often it repeats.
+fn signed_every<'a>(url: &'a str, params: &'a [(String, String)]) -> Vec<&'a [u8]> {
     let mut sorted: Vec<&(String, String)> = params.iter().collect();
     sorted.sort_unstable();
     let pairs = sorted
@@ -109,6 +137,12 @@ mod tests {
             let signature = text(case, "signature");
             assert_eq!(expected(token, url, &params), signature, "{name}");
             assert_eq!(verify(&[token], url, &params, signature), Some(0), "{name}");
+            if let Some(every) = case["signature_every_value"].as_str() {
+                assert_ne!(every, signature, "{name}");
+                assert_eq!(verify(&[token], url, &params, every), Some(0), "{name}");
+                let other = &params[..params.len() - 1];
+                assert_eq!(verify(&[token], url, other, every), None, "{name}");
+            }
         }
     }
 

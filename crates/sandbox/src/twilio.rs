@@ -17,6 +17,9 @@ pub const SIGNATURE_HEADER: &str = "X-Twilio-Signature";
 pub fn signature(auth_token: &str, url: &str, params: &[(String, String)]) -> String {
     let mut sorted: Vec<&(String, String)> = params.iter().collect();
     sorted.sort();
+    // A name given twice with the same value is signed once, as twilio-python's
+    // `RequestValidator` signs it (`sorted(set(values))`).
+    sorted.dedup();
     let mut mac = <Hmac<sha1::Sha1> as KeyInit>::new_from_slice(auth_token.as_bytes())
         .expect("HMAC takes a key of any length");
     mac.update(url.as_bytes());
