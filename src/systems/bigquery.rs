@@ -180,7 +180,16 @@ impl BigQuery {
 
     /// The table's resource, `None` when it is missing.
     async fn table_resource(&self, link: &Link<'_>) -> Result<Option<serde_json::Value>, Stop> {
-        let url = format!("{}/{}", self.tables_url(link), self.table);
+        self.resource_of(link, &self.table).await
+    }
+
+    /// The Table resource of `table` in the dataset, if there is one.
+    async fn resource_of(
+        &self,
+        link: &Link<'_>,
+        table: &str,
+    ) -> Result<Option<serde_json::Value>, Stop> {
+        let url = format!("{}/{}", self.tables_url(link), table);
         match self.call(link, link.http.get(url), "tables.get").await? {
             Answer::Ok(table) => Ok(Some(table)),
             Answer::NotFound(_) => Ok(None),
@@ -225,20 +234,39 @@ impl BigQuery {
             }
         };
         for (name, query) in self.views() {
-            let view = json!({
-                "tableReference": self.reference(&name),
-                "view": { "query": query, "useLegacySql": false },
-            });
-            self.create(&link, view).await?;
+            self.view(&link, &name, &query).await?;
         }
         Ok(found)
+    }
+
+    /// The view `name` of `query`: created when missing, its query replaced
+    /// (`tables.patch`) when an earlier version of the daemon made it otherwise.
+    async fn view(&self, link: &Link<'_>, name: &str, query: &str) -> Result<(), Stop> {
+        let view = json!({ "query": query, "useLegacySql": false });
+        if let Some(found) = self.resource_of(link, name).await? {
+            if found.pointer("/view/query").and_then(|q| q.as_str()) == Some(query) {
+                return Ok(());
+            }
+            let url = format!("{}/{}", self.tables_url(link), name);
+            let request = link.http.patch(url).json(&json!({ "view": view }));
+            return match self.call(link, request, "tables.patch").await? {
+                Answer::Ok(_) => Ok(()),
+                Answer::NotFound(error) | Answer::Refused(error) => Err(Stop::Lookup(error)),
+                Answer::Exists => Err(Stop::retry(
+                    "tables.patch: an answer BigQuery does not give".to_owned(),
+                )),
+            };
+        }
+        let resource = json!({ "tableReference": self.reference(name), "view": view });
+        self.create(link, resource).await
     }
 
     fn reference(&self, table: &str) -> serde_json::Value {
         json!({ "projectId": self.project, "datasetId": self.dataset, "tableId": table })
     }
 
-    /// The views beside the table: each entry once, and each number's current state.
+    /// The views beside the table: each entry once, and each number's current state (the
+    /// latest act; at the same instant an opt-out, as the ledger ranks them).
     fn views(&self) -> [(String, String); 2] {
         let table = format!("`{}`", self.path());
         [
@@ -254,7 +282,7 @@ impl BigQuery {
                 format!(
                     "SELECT * FROM {table} WHERE TRUE \
                      QUALIFY ROW_NUMBER() OVER (PARTITION BY accountId, organizationId, phoneNumber \
-                     ORDER BY occurredAt DESC, seq DESC) = 1"
+                     ORDER BY occurredAt DESC, optedOut DESC, seq DESC) = 1"
                 ),
             ),
         ]

@@ -209,7 +209,7 @@ impl Postgres {
         self.compare(pool).await?;
         let view = format!(
             "CREATE OR REPLACE VIEW {} AS SELECT DISTINCT ON (\"accountId\", \"organizationId\", \"phoneNumber\") * \
-             FROM {table} ORDER BY \"accountId\", \"organizationId\", \"phoneNumber\", \"occurredAt\" DESC, \"seq\" DESC",
+             FROM {table} ORDER BY \"accountId\", \"organizationId\", \"phoneNumber\", \"occurredAt\" DESC, \"optedOut\" DESC, \"seq\" DESC",
             self.qualified(&format!("{}_current", self.table))
         );
         sqlx::query(&view)

@@ -156,8 +156,7 @@ def sandbox(work_dir, ports):
         wait_for(f"{base}/_control/stats", "the sandbox", process, log)
         yield Sandbox(base)
     finally:
-        process.terminate()
-        process.wait(timeout=15)
+        stop(process)
 
 
 @pytest.fixture(scope="session")
@@ -170,19 +169,19 @@ def bigquery_key(work_dir, sandbox) -> pathlib.Path:
     return path
 
 
-@pytest.fixture(scope="session")
-def daemon(work_dir, ports, sandbox, bigquery_key):
-    """`outreach-sync serve`: the sandbox's service, its VAN and BigQuery written, a Twilio
-    number heard."""
-    config = work_dir / "config.toml"
+def start_daemon(work_dir, name, ingest_port, sandbox, bigquery_key):
+    """`outreach-sync serve` (its database `{name}.db`): the sandbox's service, its VAN and
+    BigQuery written, a Twilio number heard. The process and the daemon's addresses."""
+    admin_port = free_port()
+    config = work_dir / f"{name}.toml"
     (work_dir / "van-key").write_text(VAN_KEY)
     config.write_text(
         f"""
 [database]
-url = "sqlite://{work_dir / 'daemon.db'}"
+url = "sqlite://{work_dir / (name + '.db')}"
 
 [ingest]
-bind = "127.0.0.1:{ports['ingest']}"
+bind = "127.0.0.1:{ingest_port}"
 
 [webhook]
 secrets = ["{WEBHOOK_SECRET}"]
@@ -198,7 +197,7 @@ schedule = ""
 on_start = true
 
 [admin]
-bind = "127.0.0.1:{ports['admin']}"
+bind = "127.0.0.1:{admin_port}"
 tokens = ["clients:{ADMIN_TOKEN}"]
 
 [[destination]]
@@ -222,7 +221,7 @@ auth_token = "{TWILIO_TOKEN}"
 public_url = "{TWILIO_PUBLIC_URL}"
 """
     )
-    log = work_dir / "daemon.log"
+    log = work_dir / f"{name}.log"
     with open(log, "w") as out:
         process = subprocess.Popen(
             [str(binary()), "--config", str(config), "serve"],
@@ -230,10 +229,25 @@ public_url = "{TWILIO_PUBLIC_URL}"
             stderr=subprocess.STDOUT,
             cwd=work_dir,
         )
-    admin = f"http://127.0.0.1:{ports['admin']}"
+    admin = f"http://127.0.0.1:{admin_port}"
     try:
-        wait_for(f"{admin}/healthz", "the daemon", process, log)
-        yield Daemon(f"http://127.0.0.1:{ports['ingest']}", admin)
-    finally:
+        wait_for(f"{admin}/healthz", name, process, log)
+    except Exception:
         process.terminate()
-        process.wait(timeout=15)
+        raise
+    return process, Daemon(f"http://127.0.0.1:{ingest_port}", admin)
+
+
+def stop(process: subprocess.Popen):
+    process.terminate()
+    process.wait(timeout=15)
+
+
+@pytest.fixture(scope="session")
+def daemon(work_dir, ports, sandbox, bigquery_key):
+    """The daemon the sandbox delivers its webhooks to."""
+    process, daemon = start_daemon(work_dir, "daemon", ports["ingest"], sandbox, bigquery_key)
+    try:
+        yield daemon
+    finally:
+        stop(process)

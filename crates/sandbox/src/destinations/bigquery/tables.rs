@@ -25,7 +25,7 @@ const MAX_TABLE_ID: usize = 1024;
 /// Longest column name Google takes.
 const MAX_FIELD_NAME: usize = 300;
 
-/// `tables.insert` and `tables.get`.
+/// `tables.insert`, `tables.get` and `tables.patch`.
 pub(super) fn routes() -> Router<FakesState> {
     Router::new()
         .route(
@@ -34,7 +34,7 @@ pub(super) fn routes() -> Router<FakesState> {
         )
         .route(
             "/projects/{project}/datasets/{dataset}/tables/{table}",
-            get(fetch),
+            get(fetch).patch(patch),
         )
 }
 
@@ -272,6 +272,36 @@ async fn insert(
     let answer = resource(&stored, &headers);
     bq.tables.insert(id, stored);
     Ok(Json(answer).into_response())
+}
+
+/// `PATCH .../tables/{table}`: the fields given replace the table's (a view's query, a
+/// table's schema); the Table resource as it now is. A view stays a view.
+async fn patch(
+    State(fakes): State<FakesState>,
+    Path((project, dataset, table)): Path<(String, String, String)>,
+    headers: HeaderMap,
+    bytes: Bytes,
+) -> Result<Response, GoogleError> {
+    let body: TableBody = serde_json::from_slice(&bytes)
+        .map_err(|e| GoogleError::invalid(format!("Invalid JSON payload received. {e}")))?;
+    let view = view(body.view.as_ref())?;
+    let schema = body.schema.as_ref().map(|s| schema(Some(s))).transpose()?;
+    let mut bq = fakes.bigquery();
+    bq.dataset(&project, &dataset)?;
+    let stored = bq.table_mut(&table_id(&project, &dataset, &table))?;
+    match (view, stored.view.is_some()) {
+        (Some(view), true) => stored.view = Some(view),
+        (Some(_), false) => {
+            return Err(GoogleError::invalid(
+                "Cannot change a table into a view: a view's query is patched on a view",
+            ));
+        }
+        (None, _) => {}
+    }
+    if let Some(schema) = schema {
+        stored.schema = schema;
+    }
+    Ok(Json(resource(stored, &headers)).into_response())
 }
 
 /// `GET .../tables/{table}`: the Table resource.
