@@ -129,11 +129,16 @@ def ports():
 def sandbox(work_dir, ports):
     """The sandbox, its webhooks delivered to the daemon's port (which may not listen)."""
     log = work_dir / "sandbox.log"
+    # Its own (empty) configuration, never the machine's /etc/outreach-sync/config.toml.
+    config = work_dir / "sandbox.toml"
+    config.write_text("")
     with open(log, "w") as out:
         process = subprocess.Popen(
             [
                 str(binary()),
                 "sandbox",
+                "--config",
+                str(config),
                 "--bind",
                 f"127.0.0.1:{ports['sandbox']}",
                 "--leads",

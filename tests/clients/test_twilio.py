@@ -102,7 +102,7 @@ class Captured(BaseHTTPRequestHandler):
         pass
 
 
-def test_the_sandboxs_signer_signs_what_the_validator_accepts():
+def test_the_sandboxs_signer_signs_what_the_validator_accepts(work_dir, sandbox):
     server = HTTPServer(("127.0.0.1", 0), Captured)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -114,6 +114,8 @@ def test_the_sandboxs_signer_signs_what_the_validator_accepts():
                     str(binary()),
                     "sandbox",
                     "twilio-send",
+                    "--config",
+                    str(work_dir / "sandbox.toml"),
                     "--url",
                     url,
                     "--public-url",
