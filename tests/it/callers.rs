@@ -268,6 +268,27 @@ async fn before_the_rules_date_nothing_spreads_until_callers_apply_which_records
             "",
         )
     };
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", config.to_str().expect("path")];
+        all.extend_from_slice(args);
+        crate::cli::run(
+            trio.app.dir.path(),
+            &all,
+            &[(
+                "OUTREACH_SYNC__DATABASE__URL",
+                trio.app.settings.database.url.as_str(),
+            )],
+            "",
+        )
+    };
+    let listed = crate::cli::text(&run(&["callers"]).stdout);
+    assert!(
+        listed.contains("senate: party, candidate; revoke-all not yet in force: from 2099-01-01"),
+        "{listed}"
+    );
+    let listed: Value = serde_json::from_slice(&run(&["callers", "--json"]).stdout).expect("json");
+    assert_eq!(listed["items"][0]["binds"], "from", "{listed}");
+    assert_eq!(listed["items"][0]["inForce"], false, "{listed}");
     let out = apply();
     assert_eq!(
         out.status.code(),
