@@ -49,7 +49,8 @@ async fn bad_grants_are_refused_in_google_s_words() {
         (
             "wrong aud",
             key.clone(),
-            json!({"aud": "https://oauth2.googleapis.com/token"}),
+            // The URL the assertion is posted to is not the audience Google takes.
+            json!({"aud": fakes.sandbox.bigquery_token_url()}),
             "Invalid JWT: Failed audience check.",
         ),
         (

@@ -213,7 +213,9 @@ pub(crate) fn bigquery_assertion(fakes: &Fakes, private_pem: &str, changes: Valu
     let mut claims = json!({
         "iss": BIGQUERY_TEST_CLIENT_EMAIL,
         "scope": BIGQUERY_SCOPE,
-        "aud": fakes.sandbox.bigquery_token_url(),
+        // Google's token endpoint, as Google documents every assertion's audience, wherever
+        // it is posted.
+        "aud": "https://oauth2.googleapis.com/token",
         "iat": now,
         "exp": now + 3600,
     });
