@@ -15,7 +15,7 @@ const SHORT_LIVED: &str = "Invalid JWT: Token must be a short-lived token (60 mi
 #[tokio::test]
 async fn a_signed_jwt_gets_a_bearer_token_the_api_takes() {
     let fakes = Fakes::default().await;
-    let assertion = bigquery_assertion(&fakes, &bigquery_private_key(), json!({}));
+    let assertion = bigquery_assertion(&bigquery_private_key(), json!({}));
     let answer = fakes.bq_grant(&assertion).await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let token = answer.body["access_token"].as_str().expect("a token");
@@ -74,9 +74,7 @@ async fn bad_grants_are_refused_in_google_s_words() {
         ),
     ];
     for (what, pem, changes, description) in cases {
-        let answer = fakes
-            .bq_grant(&bigquery_assertion(&fakes, &pem, changes))
-            .await;
+        let answer = fakes.bq_grant(&bigquery_assertion(&pem, changes)).await;
         assert_eq!(answer.status, 400, "{what}: {}", answer.body);
         assert_eq!(answer.body["error"], "invalid_grant", "{what}");
         let said = answer.body["error_description"]
@@ -85,7 +83,7 @@ async fn bad_grants_are_refused_in_google_s_words() {
         assert!(said.starts_with(description), "{what}: {said}");
     }
     let no_scope = fakes
-        .bq_grant(&bigquery_assertion(&fakes, &key, json!({"scope": null})))
+        .bq_grant(&bigquery_assertion(&key, json!({"scope": null})))
         .await;
     assert_eq!(no_scope.body["error"], "invalid_scope", "{}", no_scope.body);
     let wrong_grant = fakes
@@ -99,9 +97,8 @@ async fn bad_grants_are_refused_in_google_s_words() {
 #[tokio::test]
 async fn a_tampered_jwt_has_an_invalid_signature() {
     let fakes = Fakes::default().await;
-    let good = bigquery_assertion(&fakes, &bigquery_private_key(), json!({}));
+    let good = bigquery_assertion(&bigquery_private_key(), json!({}));
     let other = bigquery_assertion(
-        &fakes,
         &bigquery_private_key(),
         json!({"scope": "https://www.googleapis.com/auth/cloud-platform"}),
     );
@@ -125,11 +122,7 @@ async fn another_account_can_be_registered_over_http() {
         .await;
     assert_eq!(registered.status, 204, "{}", registered.body);
     let answer = fakes
-        .bq_grant(&bigquery_assertion(
-            &fakes,
-            OTHER_KEY,
-            json!({"iss": email}),
-        ))
+        .bq_grant(&bigquery_assertion(OTHER_KEY, json!({"iss": email})))
         .await;
     assert_eq!(answer.status, 200, "{}", answer.body);
     let not_a_key = fakes
@@ -164,7 +157,7 @@ async fn the_api_wants_a_live_token_this_sandbox_issued() {
     }
     // Long enough that a loaded machine still uses the token within it.
     fakes.sandbox.bigquery_set_token_lifetime(3);
-    let assertion = bigquery_assertion(&fakes, &bigquery_private_key(), json!({}));
+    let assertion = bigquery_assertion(&bigquery_private_key(), json!({}));
     let granted = fakes.bq_grant(&assertion).await;
     assert_eq!(granted.body["expires_in"], 3);
     let token = granted.body["access_token"].as_str().expect("a token");

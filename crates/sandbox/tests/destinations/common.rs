@@ -208,7 +208,7 @@ pub(crate) fn now_secs() -> i64 {
 /// A JWT signed RS256 with `private_pem`, its claims the test account's for the sandbox
 /// (`iss`, `scope`, `aud`, `iat` now, `exp` in an hour) with `changes` over them (a null
 /// removes a claim).
-pub(crate) fn bigquery_assertion(fakes: &Fakes, private_pem: &str, changes: Value) -> String {
+pub(crate) fn bigquery_assertion(private_pem: &str, changes: Value) -> String {
     let now = now_secs();
     let mut claims = json!({
         "iss": BIGQUERY_TEST_CLIENT_EMAIL,
@@ -254,7 +254,7 @@ impl Fakes {
 
     /// An access token of the test account.
     pub(crate) async fn bq_token(&self) -> String {
-        let assertion = bigquery_assertion(self, &bigquery_private_key(), json!({}));
+        let assertion = bigquery_assertion(&bigquery_private_key(), json!({}));
         let answer = self.bq_grant(&assertion).await;
         assert_eq!(answer.status, 200, "{}", answer.body);
         answer.body["access_token"]
