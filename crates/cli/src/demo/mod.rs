@@ -98,7 +98,11 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
         settings.ingest.path
     );
     let admin = application.admin_addr();
-    let ingest_addr = application.ingest_addr();
+    let daemon_at = elsewhere::Daemon {
+        ingest: application.ingest_addr(),
+        admin,
+        admin_token: &admin_token,
+    };
     let pool = application.pool().clone();
     // The daemon stops only when the finale says so (or on its own failure, which ends the
     // view too): the final pass needs the deliveries still in flight received first.
@@ -137,11 +141,6 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     // each play did (a STOP of the service's activity to the person chosen would otherwise
     // arrive first, and the play be counted as confirmed).
     sandbox.stop_activity();
-    let daemon_at = elsewhere::Daemon {
-        ingest: ingest_addr,
-        admin,
-        admin_token: &admin_token,
-    };
     let given_elsewhere = elsewhere::give(&sandbox, &crm, &daemon_at).await;
     let outcome = finale::finale(
         (&sandbox, &candidate, &opted_out_before),
@@ -157,15 +156,19 @@ pub(crate) async fn run(args: DemoArgs) -> anyhow::Result<()> {
     sandbox.shutdown().await;
     candidate.shutdown().await;
     outcome?;
-    // The report as the tips below make it: from the configuration kept beside the database.
+    print_last_lines(&kept, &given_elsewhere).await
+}
+
+/// The compliance of the run, what was given elsewhere, and the tips: the report as the
+/// tips make it, from the configuration kept beside the database.
+async fn print_last_lines(kept: &kept::Kept, given_elsewhere: &[String]) -> anyhow::Result<()> {
     let kept_settings = Settings::load(Some(&kept.config))
         .with_context(|| format!("reading {} again", kept.config.display()))?;
     print_compliance(&kept_settings).await?;
-    for line in &given_elsewhere {
+    for line in given_elsewhere {
         println!("{line}");
     }
-
-    banner::print_afterwards(&kept);
+    banner::print_afterwards(kept);
     Ok(())
 }
 
