@@ -56,9 +56,9 @@ const TOKEN: &str = "bench:attack-bench-token";
 const TWILIO_SOURCE: &str = "twilio-bench";
 const TWILIO_TOKEN: &str = "attack-bench-twilio-token";
 const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-bench";
-/// The most a source's form may be (`ingest::MAX_FORM_BYTES`, 64 KiB): forms of this size
+/// The most a source's form may be (`systems::twilio::MAX_FORM_BYTES`, 64 KiB): forms of this size
 /// are read and verified; the over-cap ones (1 MiB) are refused unread.
-const FORM_CAP: usize = outreach_sync::ingest::MAX_FORM_BYTES;
+const FORM_CAP: usize = outreach_sync::systems::twilio::MAX_FORM_BYTES;
 const OVER_CAP: usize = 1024 * 1024;
 /// How long signed deliveries flow in each phase, and how often.
 const PHASE: Duration = Duration::from_secs(20);

@@ -93,9 +93,8 @@ use common::{BenchDatabase, fetch_row, outbox_states};
 use floor::{Floor, FloorStore};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::settings::{
-    Schedule, Settings, SourceSettings, SourceSystem, Synchronous, TwilioSourceSettings,
-};
+use outreach_sync::settings::kinds::twilio::TwilioSettings;
+use outreach_sync::settings::{Schedule, Settings, SourceSettings, SourceSystem, Synchronous};
 use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
 use secrecy::{ExposeSecret as _, SecretString};
@@ -725,10 +724,10 @@ fn bench_settings(url: &str, dir: &std::path::Path, accounts: usize) -> anyhow::
 fn twilio_source() -> SourceSettings {
     let mut source = SourceSettings::new(
         TWILIO_SOURCE,
-        SourceSystem::Twilio(TwilioSourceSettings {
+        SourceSystem::Twilio(TwilioSettings {
             auth_token: Some(SecretString::from(TWILIO_TOKEN)),
             public_url: TWILIO_PUBLIC_URL.to_owned(),
-            ..TwilioSourceSettings::default()
+            ..TwilioSettings::default()
         }),
         "",
         "",
@@ -890,7 +889,7 @@ async fn drive(
                     latencies.push(sent.elapsed());
                     // Twilio's posts are answered with the empty TwiML once durable.
                     let taken = contains(&body, b"\"accepted\"")
-                        || body == outreach_sync::ingest::EMPTY_TWIML.as_bytes();
+                        || body == outreach_sync::systems::twilio::EMPTY_TWIML.as_bytes();
                     if status == StatusCode::OK && taken {
                         accepted += 1;
                     } else {

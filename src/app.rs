@@ -87,7 +87,7 @@ impl Application {
         state.set_pending(outbox::count_pending(&pool).await?);
         // One policy for the writer and the worker: its sources are the ones a reload
         // replaces, and ingest verifies replies posted to a source against them.
-        let policy = crate::apply::Policy::of(&settings);
+        let policy = crate::apply::Policy::of(&settings, crate::systems::post_reader_of);
         let (writer, writer_task) =
             OutboxWriter::start(&settings, policy.clone(), state, metrics.clone())
                 .await

@@ -189,9 +189,11 @@ pub struct SourceStanding {
 }
 
 impl SourceStanding {
-    /// A system posts replies to it (Twilio), rather than the daemon reading it.
+    /// A system posts replies to it, rather than the daemon reading it.
     pub fn posted(&self) -> bool {
-        self.kind == crate::systems::twilio::KIND
+        self.kind
+            .parse::<crate::model::Source>()
+            .is_ok_and(crate::model::Source::posted)
     }
 
     /// What the text and the printable report say of it.

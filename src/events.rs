@@ -11,6 +11,7 @@ use serde_json::Value;
 use outline::{Data, Node, Outline};
 
 use crate::model::phone::{self, Region};
+use crate::model::read::{ReadRecord, ReadsPost};
 use crate::model::{Lead, MessageStatus};
 
 mod outline;
@@ -23,7 +24,7 @@ pub const MESSAGE_STATUS: &str = "messageStatus-v1";
 pub enum Event {
     Consent(ConsentEvent),
     MessageStatus(MessageStatusEvent),
-    /// A person's reply posted to a `[[source]]` (Twilio), as the record it is: recorded
+    /// A post a `[[source]]` was given (a person's reply), as the records it is: recorded
     /// as that source's records are.
     Heard(HeardEvent),
 }
@@ -38,50 +39,52 @@ impl Event {
     }
 }
 
-/// A reply a source was posted.
+/// A post a source was given: its records, as the system's kind read them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct HeardEvent {
     /// The source's name.
     pub source: String,
     pub received_at: DateTime<Utc>,
-    pub record: crate::systems::source::ReadRecord,
+    pub records: Vec<ReadRecord>,
 }
 
-/// The event of a stored outbox row: the service's delivery, or a reply a source was
-/// posted (its key says which: [`crate::systems::twilio::key`]).
+/// The event of a stored outbox row: the service's delivery, or a post a source was given
+/// (its key says which: [`crate::model::read::posted_to`]), read by what reads that
+/// source's posts as configured now.
 pub fn parse_stored(
     dedup_key: &str,
     body: &[u8],
     received_at: DateTime<Utc>,
-    (region, words_of): (Region, WordsOf<'_>),
+    (region, reader_of): (Region, ReaderOf<'_>),
 ) -> Result<Event, ParseError> {
-    match crate::systems::twilio::posted_to(dedup_key) {
-        Some(source) => {
-            let words = words_of(source);
-            heard(source, body, received_at, (region, &words))
-        }
+    match crate::model::read::posted_to(dedup_key) {
+        Some((_, source)) => match reader_of(source) {
+            Some(reader) => heard(source, reader.as_ref(), body, received_at, region),
+            None => Err(ParseError::NotConfigured(source.to_owned())),
+        },
         None => parse(body, received_at),
     }
 }
 
-/// The own revocation words of a source, by its name (`opt_out_words`).
-pub type WordsOf<'a> = &'a dyn Fn(&str) -> Vec<String>;
+/// What reads the posts of a source, by its name, as configured now.
+pub type ReaderOf<'a> = &'a dyn Fn(&str) -> Option<std::sync::Arc<dyn ReadsPost>>;
 
-/// The reply in form `body` posted to `source` at `received_at`, its number read in the
-/// region when it has no country code, its words beside the source's own revocation words.
+/// The records of the post `body` given to `source` at `received_at`, read by `reader`, a
+/// number without its country code read in `region`.
 pub fn heard(
     source: &str,
+    reader: &dyn ReadsPost,
     body: &[u8],
     received_at: DateTime<Utc>,
-    (region, words): (Region, &[String]),
+    region: Region,
 ) -> Result<Event, ParseError> {
-    let params = crate::signature::twilio::form_params(body);
-    crate::systems::twilio::record(&params, received_at, (region, words))
-        .map(|record| {
+    reader
+        .records(body, received_at, region)
+        .map(|records| {
             Event::Heard(HeardEvent {
                 source: source.to_owned(),
                 received_at,
-                record,
+                records,
             })
         })
         .map_err(ParseError::Form)
@@ -134,9 +137,12 @@ pub enum ParseError {
     BadData { kind: &'static str, message: String },
     #[error("the stored body cannot be read back: {0}")]
     Stored(String),
-    /// A reply posted to a source, verified, that cannot be read one way.
+    /// A post to a source, verified, that cannot be read one way.
     #[error("form: {0}")]
     Form(String),
+    /// A post to a source no longer configured: what reads it is not there.
+    #[error("source {0:?} is not configured (a reload removed it?): requeue the row once it is")]
+    NotConfigured(String),
 }
 
 /// The envelope's fields as serde reads them from the whole value, which words a refusal

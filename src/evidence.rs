@@ -241,7 +241,7 @@ pub async fn bundle(
     }
     let keys: Vec<&str> = entries
         .iter()
-        .filter(|e| matches!(e.entry.source, Source::Webhook | Source::Twilio))
+        .filter(|e| e.entry.source == Source::Webhook || e.entry.source.posted())
         .map(|e| e.entry.event_ref.as_str())
         .collect();
     let deliveries: Vec<KeptDelivery> = pool.evidence_deliveries(&keys).await?;
@@ -328,8 +328,7 @@ fn posted(
     deliveries: &[KeptDelivery],
     pruned_before: Option<&str>,
 ) -> Option<WebhookEvidence> {
-    (stored.entry.source == Source::Twilio)
-        .then(|| delivery_evidence(stored, deliveries, pruned_before))
+    (stored.entry.source.posted()).then(|| delivery_evidence(stored, deliveries, pruned_before))
 }
 
 /// The delivery an entry came in (the row of the outbox whose key is its `event_ref`: of
@@ -343,7 +342,7 @@ fn delivery_evidence(
     let entry = &stored.entry;
     match deliveries.iter().find(|d| {
         d.dedup_key == entry.event_ref
-            && (entry.source == Source::Twilio || d.account_id == entry.account_id)
+            && (entry.source.posted() || d.account_id == entry.account_id)
     }) {
         Some(d) => {
             let headers = stored_headers(&d.headers, d.verified_header);

@@ -133,7 +133,7 @@ pub fn router(
         max_backlog: limits.max_backlog,
         rejections: rejections.clone(),
         metrics: metrics.clone(),
-        large_forms: tokio::sync::Semaphore::new(posted::LARGE_FORMS_AT_ONCE),
+        large_posts: tokio::sync::Semaphore::new(posted::LARGE_POSTS_AT_ONCE),
     });
     let router = router.route("/sources/{name}", post(posted::receive).with_state(posts));
     let Some(state) = first else {
@@ -558,7 +558,6 @@ async fn not_found(
 }
 
 mod posted;
-pub use posted::{EMPTY_TWIML, MAX_FORM_BYTES};
 
 #[cfg(test)]
 mod tests;

@@ -13,6 +13,7 @@ mod callers;
 mod compliance;
 pub mod destinations;
 mod keys;
+pub mod kinds;
 mod live;
 mod load;
 mod schedule;
@@ -34,7 +35,7 @@ pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};
-pub use sources::{SourceSettings, SourceSystem, TwilioSourceSettings};
+pub use sources::{SourceSettings, SourceSystem};
 pub use storage::{
     Backend, DatabaseSettings, ReplicaSettings, RetentionSettings, Synchronous, redacted_url,
 };

@@ -80,9 +80,9 @@ pub struct RunError {
 /// Why a source cannot be read.
 #[derive(Debug, thiserror::Error)]
 pub enum ReaderError {
-    /// Its system posts to the daemon (Twilio): there is nothing to read.
+    /// Its system posts to the daemon: there is nothing to read.
     #[error(
-        "source {0:?} is not read: Twilio posts each reply to /sources/{0} on the ingest listener"
+        "source {0:?} is not read: its system posts each reply to /sources/{0} on the ingest listener"
     )]
     Posted(String),
     #[error("cannot build its HTTP client: {0}")]

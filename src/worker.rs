@@ -128,7 +128,7 @@ impl Worker {
                     &row.body,
                     row.received_at,
                     (self.policy.sources.region, &|name| {
-                        self.policy.sources.words(name)
+                        self.policy.sources.reader(name)
                     }),
                 ),
                 id: row.id,

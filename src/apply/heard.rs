@@ -1,4 +1,4 @@
-//! Replies posted to a source (a person's reply to a Twilio number), applied with the
+//! Posts a source was given (a person's reply to a campaign's number), applied with the
 //! outbox rows they came in: recorded as that source's records are
 //! ([`super::sourced::Recorder`]: each record once, an opt-out held in the source's
 //! accounts and organizations, a number that says so already `confirmed`), in the batch's
@@ -10,8 +10,8 @@ use super::InForce;
 use super::{Outcome, Pending, Settle};
 use crate::events::Event;
 use crate::model::Timestamp;
+use crate::model::read::ReadRecord;
 use crate::store::{ApplyTx, SourceTx};
-use crate::systems::source::ReadRecord;
 
 /// Records the replies of `rows` (each a [`Event::Heard`]) and settles their rows: applied,
 /// or quarantined when their source is no longer configured (a reload removed it; `outbox
@@ -27,33 +27,40 @@ pub(super) async fn record<T: ApplyTx + SourceTx + ?Sized>(
     if rows.is_empty() {
         return Ok(outcome);
     }
-    let mut by_source: Vec<(&str, Vec<(i64, &ReadRecord)>)> = Vec::new();
+    // Each source's rows, and their records (a post may hold none, or several).
+    let mut by_source: Vec<(&str, Vec<i64>, Vec<ReadRecord>)> = Vec::new();
     for row in rows {
         let Ok(Event::Heard(heard)) = &row.event else {
             continue;
         };
-        let entry = (row.id, &heard.record);
-        match by_source.iter_mut().find(|(name, _)| *name == heard.source) {
-            Some((_, records)) => records.push(entry),
-            None => by_source.push((heard.source.as_str(), vec![entry])),
-        }
+        let at = match by_source
+            .iter()
+            .position(|(name, ..)| *name == heard.source)
+        {
+            Some(at) => at,
+            None => {
+                by_source.push((heard.source.as_str(), Vec::new(), Vec::new()));
+                by_source.len() - 1
+            }
+        };
+        by_source[at].1.push(row.id);
+        by_source[at].2.extend(heard.records.iter().cloned());
     }
     let mut applied = Vec::new();
     let mut quarantined = Vec::new();
-    for (name, records) in by_source {
+    for (name, ids, records) in by_source {
         let Some(recorder) = sources.recorder(name) else {
             let reason = format!(
                 "source {name:?} is not configured (a reload removed it?): requeue the row once it is"
             );
-            quarantined.extend(records.iter().map(|(id, _)| (*id, reason.clone())));
+            quarantined.extend(ids.iter().map(|id| (*id, reason.clone())));
             continue;
         };
         tx.posted_at(name, recorder.kind.as_str(), Timestamp(now))
             .await?;
-        let these: Vec<ReadRecord> = records.iter().map(|(_, r)| (*r).clone()).collect();
-        let counts = recorder.record_slice(tx, &these).await?;
+        let counts = recorder.record_slice(tx, &records).await?;
         outcome.heard.push((name.to_owned(), counts));
-        applied.extend(records.iter().map(|(id, _)| *id));
+        applied.extend(ids);
     }
     for (id, reason) in &quarantined {
         tracing::warn!(outbox_id = id, %reason, "delivery quarantined");

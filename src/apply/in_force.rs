@@ -6,7 +6,12 @@ use std::sync::Arc;
 
 use super::sourced::Recorder;
 use crate::model::AccountId;
+use crate::model::read::ReadsPost;
 use crate::settings::{Live, SourceSettings};
+
+/// What reads the posts of a source a system posts to, from its settings (the kind
+/// registry's, handed down by whoever builds the daemon: the write path names no kind).
+pub type PostReaders = fn(&SourceSettings) -> Option<Arc<dyn ReadsPost>>;
 
 /// The configured sources and the accounts served.
 #[derive(Debug, Clone)]
@@ -17,6 +22,8 @@ pub struct InForce {
     /// Where a number a reply is posted from is read when it has no country code (`[consent]
     /// default_region`).
     pub region: crate::model::phone::Region,
+    /// What reads a post of each kind: none, until [`InForce::reading_posts_with`].
+    readers: PostReaders,
 }
 
 impl Default for InForce {
@@ -31,7 +38,14 @@ impl InForce {
             sources: Live::new(sources),
             served: served.into(),
             region: crate::model::phone::Region::default(),
+            readers: |_| None,
         }
+    }
+
+    /// Reads the posts of the sources systems post to with `readers`.
+    pub fn reading_posts_with(mut self, readers: PostReaders) -> Self {
+        self.readers = readers;
+        self
     }
 
     /// Reads the numbers replies are posted from in `region`.
@@ -40,7 +54,7 @@ impl InForce {
         self
     }
 
-    /// Source `name` as configured now, when it is one the system posts to (Twilio).
+    /// Source `name` as configured now, when it is one a system posts to.
     pub fn posted(&self, name: &str) -> Option<SourceSettings> {
         self.sources
             .current()
@@ -49,12 +63,9 @@ impl InForce {
             .cloned()
     }
 
-    /// The own revocation words of source `name` (`opt_out_words`), as configured now.
-    pub fn words(&self, name: &str) -> Vec<String> {
-        match self.posted(name).map(|s| s.system) {
-            Some(crate::settings::SourceSystem::Twilio(twilio)) => twilio.opt_out_words,
-            _ => Vec::new(),
-        }
+    /// What reads the posts of source `name`, as configured now.
+    pub fn reader(&self, name: &str) -> Option<Arc<dyn ReadsPost>> {
+        self.posted(name).and_then(|s| (self.readers)(&s))
     }
 
     /// Where what was posted to source `name` is recorded, as configured now.

@@ -21,7 +21,7 @@ mod heard;
 pub mod imported;
 mod in_force;
 pub mod sourced;
-pub use in_force::InForce;
+pub use in_force::{InForce, PostReaders};
 pub mod local;
 /// A reconciliation pass's page of leads.
 mod page;
@@ -112,7 +112,9 @@ impl Default for Policy {
 }
 
 impl Policy {
-    pub fn of(settings: &crate::settings::Settings) -> Self {
+    /// The policy of `settings`, the posts of its sources read by `readers` (the kind
+    /// registry's `crate::systems::post_reader_of`).
+    pub fn of(settings: &crate::settings::Settings, readers: in_force::PostReaders) -> Self {
         let window = settings.compliance.confirmation_window_secs;
         Self {
             account_sync: settings.consent.account_sync,
@@ -123,7 +125,8 @@ impl Policy {
                 settings.source.clone(),
                 settings.account_ids().unwrap_or_default(),
             )
-            .reading_in(settings.consent.trust().region),
+            .reading_in(settings.consent.trust().region)
+            .reading_posts_with(readers),
             trust: settings.consent.trust(),
         }
     }

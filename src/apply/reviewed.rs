@@ -8,10 +8,10 @@ use chrono::{DateTime, Utc};
 use serde_json::json;
 
 use super::InForce;
+use crate::model::read::{ReadRecord, Said};
 use crate::model::review::{Decision, ReviewDecision, StoredReply};
 use crate::model::{MAX_REASON_CHARS, Timestamp, text};
 use crate::store::{Pool, ReviewStore as _, SourceTx as _};
-use crate::systems::source::{ReadRecord, Said};
 
 /// Most characters of who decided.
 pub const MAX_BY_CHARS: usize = 200;

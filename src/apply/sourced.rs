@@ -16,10 +16,10 @@ use std::collections::HashMap;
 use chrono::Utc;
 
 use super::imported::{self, Batch, ListedNumber, Scope};
+use crate::model::read::{ReadRecord, Said, event_ref};
 use crate::model::trust::Trust;
 use crate::model::{AccountId, ConsentObservation, KeptEvidence, Source as Kind, Timestamp};
 use crate::store::{ApplyTx, Connection, SourceCounts, SourceTx};
-use crate::systems::source::{ReadRecord, Said};
 
 /// Records recorded at once within a transaction: on SQLite a transaction that ingest waits
 /// for ends after the slice it is recording, so a delivery waits for one slice at most.
@@ -300,16 +300,4 @@ impl Recorder {
             }),
         }
     }
-}
-
-/// The `event_ref` of an entry source `name` (of `kind`) read as record `key`:
-/// `KIND:NAME:KEY`.
-pub fn event_ref(kind: Kind, name: &str, key: &str) -> String {
-    format!("{}:{name}:{key}", kind.as_str())
-}
-
-/// The source's name in an entry's `event_ref`, when a source of `kind` recorded it.
-pub fn source_name_of(kind: Kind, event_ref: &str) -> Option<&str> {
-    let rest = event_ref.strip_prefix(kind.as_str())?.strip_prefix(':')?;
-    rest.split(':').next()
 }

@@ -85,7 +85,7 @@ async fn decide(
 ) -> Result<(), CliError> {
     let calendar = settings.compliance.business_days()?;
     let pool = open(settings).await?;
-    let sources = crate::apply::Policy::of(settings).sources;
+    let sources = crate::apply::Policy::of(settings, crate::systems::post_reader_of).sources;
     let decided = reviewed::decide(&pool, &sources, id, decision, chrono::Utc::now())
         .await
         .map_err(|e| match e {

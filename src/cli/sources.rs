@@ -98,14 +98,11 @@ fn reader(settings: &Settings, source: &SourceSettings) -> Result<Reader, CliErr
 /// What `sources check` says of a source a system posts to: there is nothing to reach, only
 /// where it is posted and what it is signed with.
 fn posted_check(source: &SourceSettings) -> serde_json::Value {
-    let found = match &source.system {
-        crate::settings::SourceSystem::Twilio(twilio) => vec![
-            format!("posted to /sources/{} on the ingest listener", source.name),
-            format!("signed for {}", twilio.public_url),
-            format!("{} token(s) accepted", twilio.accepted().len()),
-        ],
-        _ => Vec::new(),
-    };
+    let mut found = vec![format!(
+        "posted to /sources/{} on the ingest listener",
+        source.name
+    )];
+    found.extend(crate::systems::posted_of(source).map_or_else(Vec::new, |p| p.describe()));
     serde_json::json!({"name": source.name, "ok": true, "found": found})
 }
 

@@ -156,8 +156,7 @@ fn item(
         lead_id: row.lead_id.clone().or_else(|| row.state_lead_id.clone()),
         occurred_at: row.occurred_at,
         source: row.source,
-        read_by: crate::apply::sourced::source_name_of(row.source, &row.event_ref)
-            .map(str::to_owned),
+        read_by: crate::model::read::source_name_of(row.source, &row.event_ref).map(str::to_owned),
         seen_at: row.recorded_at,
         state,
         deadline: Timestamp(deadline),

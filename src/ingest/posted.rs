@@ -1,12 +1,12 @@
-//! `POST /sources/{name}`: replies a system posts to a `[[source]]` (Twilio's messaging
-//! webhook, form-encoded, signed with `X-Twilio-Signature`). Under the listener's caps and
-//! timeouts, as every delivery: the body read up to [`MAX_FORM_BYTES`], the signature checked
-//! against the source's tokens for its `public_url`, in constant time, before anything is
-//! kept; a post that does not verify is 403, counted, and kept only in the sample of
+//! `POST /sources/{name}`: what a system posts to a `[[source]]` (a person's reply, as
+//! Twilio's messaging webhook posts it), through the kind's [`Posted`]. Under the listener's
+//! caps and timeouts, as every delivery: the body read up to the kind's largest post, then
+//! verified against the source's secrets in force, in constant time, before anything is
+//! kept; a post that does not verify is refused, counted, and kept only in the sample of
 //! refusals. A verified post is committed to the outbox as received (its key the ledger's
-//! `event_ref` of what it records, [`crate::systems::twilio::key`]) and applied as the
-//! service's webhooks are; only then the answer: an empty TwiML `<Response/>`, so Twilio
-//! sends the person nothing.
+//! `event_ref` of what it records, [`crate::model::read::event_ref`]) and applied as the
+//! service's webhooks are; only then the kind's answer (Twilio's: an empty TwiML
+//! `<Response/>`, so Twilio sends the person nothing). The listener names no kind.
 
 use std::sync::Arc;
 
@@ -14,67 +14,46 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
-use chrono::Utc;
-use secrecy::ExposeSecret as _;
+use chrono::{DateTime, Utc};
 
 use super::{Answered, IngestError, headers_as_pairs, headers_as_received, read_limited};
 use crate::apply::InForce;
 use crate::metrics::Metrics;
+use crate::model::read::{event_ref, event_ref_of_bytes};
 use crate::outbox::{Committed, Delivery, OutboxWriter, RejectedDelivery};
 use crate::rejections::Rejections;
-use crate::settings::SourceSystem;
 use crate::signature::SignatureHeader;
-use crate::signature::twilio;
+use crate::systems::posted::Posted;
 
-/// The largest form a source takes (or `[ingest] max_body_bytes`, when smaller). Twilio's
-/// messaging webhook posts a few dozen parameters: a text of 1,600 characters and ten media
-/// URLs come to well under 16 KiB. Anything larger is refused before a byte of it is
-/// verified, so a flood of large forms costs what it costs to refuse it.
-pub const MAX_FORM_BYTES: usize = 64 * 1024;
-
-/// The largest form of a refused post kept in the sample of refusals (`webhooks diagnose`):
+/// The largest post of a refused one kept in the sample of refusals (`webhooks diagnose`):
 /// enough for any form Twilio sends, so a misconfigured token or URL can be diagnosed, and
-/// no more, so a flood of refused forms writes little.
+/// no more, so a flood of refused posts writes little.
 const FORM_KEPT: usize = 16 * 1024;
 
-/// The answer to a post taken: TwiML that asks Twilio to send nothing.
-pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
-
-/// Forms larger than this are verified on a blocking thread: parsing and signing 64 KiB of
+/// Posts larger than this are verified on a blocking thread: parsing and signing 64 KiB of
 /// sorted parameters holds a core for milliseconds (more in a debug build), and on an async
 /// worker every delivery behind it would wait that long.
 const VERIFIED_INLINE_BYTES: usize = 4 * 1024;
 
-/// The form's parameters, and the index of the token its `signature` verifies under (none
-/// when it does not).
+/// The index of the secret `body` verifies under, or why it does not.
 async fn verify(
-    (body, large_forms): (bytes::Bytes, &tokio::sync::Semaphore),
-    signature: Option<String>,
-    tokens: Vec<secrecy::SecretString>,
-    public_url: String,
-) -> (Vec<(String, String)>, Option<usize>) {
-    let inline = body.len() <= VERIFIED_INLINE_BYTES;
-    let work = move || {
-        let params = twilio::form_params(&body);
-        let token_bytes: Vec<&[u8]> = tokens
-            .iter()
-            .map(|t| t.expose_secret().as_bytes())
-            .collect();
-        let verified =
-            signature.and_then(|value| twilio::verify(&token_bytes, &public_url, &params, &value));
-        (params, verified)
-    };
-    if inline {
-        return work();
+    (body, large_posts): (bytes::Bytes, &tokio::sync::Semaphore),
+    headers: HeaderMap,
+    posted: Arc<dyn Posted>,
+    received_at: DateTime<Utc>,
+) -> Result<usize, String> {
+    if body.len() <= VERIFIED_INLINE_BYTES {
+        return posted.verify(&headers, &body, received_at);
     }
+    let turned_away = || "not verified: the daemon is stopping".to_owned();
     // Waiting for a turn costs nothing; a closed semaphore (never) verifies nothing.
-    let Ok(_turn) = large_forms.acquire().await else {
-        return (Vec::new(), None);
+    let Ok(_turn) = large_posts.acquire().await else {
+        return Err(turned_away());
     };
     // A verification that panicked verified nothing.
-    tokio::task::spawn_blocking(work)
+    tokio::task::spawn_blocking(move || posted.verify(&headers, &body, received_at))
         .await
-        .unwrap_or_else(|_| (Vec::new(), None))
+        .unwrap_or_else(|_| Err(turned_away()))
 }
 
 /// What the handler of posts to sources shares.
@@ -85,22 +64,25 @@ pub(super) struct PostedState {
     pub max_backlog: u64,
     pub rejections: Arc<Rejections>,
     pub metrics: Arc<Metrics>,
-    /// Large forms verified at once, at most ([`LARGE_FORMS_AT_ONCE`]): a flood of them
+    /// Large posts verified at once, at most ([`LARGE_POSTS_AT_ONCE`]): a flood of them
     /// takes one core at most, and the deliveries keep the other.
-    pub large_forms: tokio::sync::Semaphore,
+    pub large_posts: tokio::sync::Semaphore,
 }
 
-/// Large forms ([`VERIFIED_INLINE_BYTES`] and more) verified at once, at most.
-pub const LARGE_FORMS_AT_ONCE: usize = 1;
+/// Large posts ([`VERIFIED_INLINE_BYTES`] and more) verified at once, at most.
+pub const LARGE_POSTS_AT_ONCE: usize = 1;
 
-/// A post to source `name`: 200 with [`EMPTY_TWIML`] once it is durable (or was before).
+/// A post to source `name`: 200 with its kind's answer once it is durable (or was before).
 pub(super) async fn receive(
     State(state): State<Arc<PostedState>>,
     Path(name): Path<String>,
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    let answer = take(&state, &name, headers, body).await;
+    let (answer, reply) = match take(&state, &name, headers, body).await {
+        Ok((committed, reply)) => (Ok(committed), Some(reply)),
+        Err(error) => (Err(error), None),
+    };
     let outcome = Answered(&answer).logged();
     match &answer {
         // Nothing of a post to no source is kept, and its name is not a label.
@@ -115,63 +97,63 @@ pub(super) async fn receive(
             }
         }
     }
-    match answer {
-        Ok(_) => ([(header::CONTENT_TYPE, "text/xml")], EMPTY_TWIML).into_response(),
-        Err(error) => error.into_response(),
+    match (answer, reply) {
+        (Ok(_), Some((content_type, body))) => {
+            ([(header::CONTENT_TYPE, content_type)], body).into_response()
+        }
+        (Err(error), _) => error.into_response(),
+        (Ok(_), None) => IngestError::NotFound.into_response(),
     }
 }
 
-/// Reads, verifies and commits one post.
+/// Reads, verifies and commits one post; what the kind answers once it is durable.
 #[tracing::instrument(name = "post", skip_all, fields(source = name, dedup_key))]
 async fn take(
     state: &PostedState,
     name: &str,
     headers: HeaderMap,
     body: Body,
-) -> Result<Committed, IngestError> {
+) -> Result<(Committed, (&'static str, &'static str)), IngestError> {
     let received_at = Utc::now();
     let source = state.sources.posted(name).ok_or(IngestError::NotFound)?;
-    let SourceSystem::Twilio(twilio) = &source.system else {
-        return Err(IngestError::NotFound);
-    };
+    let posted = crate::systems::posted_of(&source).ok_or(IngestError::NotFound)?;
     let keeper = state.sources.keeper(&source);
-    let limit = state.max_body_bytes.min(MAX_FORM_BYTES);
+    let limit = state.max_body_bytes.min(posted.max_body_bytes());
     let body = read_limited(&headers, body, limit).await?;
-    let mut signatures = headers.get_all(twilio::HEADER).iter();
-    let signature = match (signatures.next(), signatures.next()) {
-        (Some(value), None) => value.to_str().ok().map(str::to_owned),
-        _ => None,
-    };
-    let (params, verified) = verify(
-        (body.clone(), &state.large_forms),
-        signature,
-        twilio.accepted(),
-        twilio.public_url.clone(),
+    let verified = verify(
+        (body.clone(), &state.large_posts),
+        headers.clone(),
+        posted.clone(),
+        received_at,
     )
     .await;
-    let Some(token_index) = verified else {
-        let refused = RejectedDelivery {
-            account: keeper.to_string(),
-            received_at,
-            reason: format!(
-                "source {name:?}: X-Twilio-Signature is missing, given twice, or not the \
-                 signature of this form for its public_url under any of its tokens"
-            ),
-            headers: headers_as_pairs(&headers),
-            body,
-        };
-        state.rejections.record_keeping(refused, FORM_KEPT);
-        return Err(IngestError::Forbidden);
+    let secret_index = match verified {
+        Ok(index) => index,
+        Err(why) => {
+            let refused = RejectedDelivery {
+                account: keeper.to_string(),
+                received_at,
+                reason: format!("source {name:?}: {why}"),
+                headers: headers_as_pairs(&headers),
+                body,
+            };
+            state.rejections.record_keeping(refused, FORM_KEPT);
+            return Err(IngestError::Forbidden);
+        }
     };
     if state.writer.state().pending() >= state.max_backlog {
         return Err(IngestError::BacklogFull);
     }
-    let dedup_key = crate::systems::twilio::key(name, &params, &body);
+    let kind = source.system.kind();
+    let dedup_key = match posted.key(&body) {
+        Some(key) => event_ref(kind, name, &key),
+        None => event_ref_of_bytes(kind, name, &body),
+    };
     tracing::Span::current().record("dedup_key", dedup_key.as_str());
-    let words = (state.sources.region, twilio.opt_out_words.as_slice());
-    let event = crate::events::heard(name, &body, received_at, words);
+    let region = state.sources.region;
+    let event = crate::events::heard(name, posted.as_ref(), &body, received_at, region);
     let signature = SignatureHeader {
-        name: twilio::HEADER.to_owned(),
+        name: posted.signature_header().to_owned(),
         position: 0,
     };
     let (kept, verified_header) = headers_as_received(&headers, &signature);
@@ -181,12 +163,13 @@ async fn take(
         received_at,
         body,
         headers: kept,
-        secret_index: token_index,
+        secret_index,
         verified_header,
     };
-    state
+    let committed = state
         .writer
         .commit(delivery, event)
         .await
-        .map_err(IngestError::Unavailable)
+        .map_err(IngestError::Unavailable)?;
+    Ok((committed, posted.answer()))
 }

@@ -24,6 +24,8 @@ mod mirror;
 mod outcomes;
 /// Phone numbers normalized to E.164, one function for every way a number comes in.
 pub mod phone;
+/// What a source reads or is posted, as records, and the `event_ref` of what it records.
+pub mod read;
 /// The records the read side gives out.
 mod records;
 /// Replies put to a person, and the decisions made of them.

@@ -326,6 +326,12 @@ impl Source {
         matches!(self, Source::Van | Source::ActionNetwork | Source::Twilio)
     }
 
+    /// Whether a system posts what it records to the daemon (`/sources/{name}`): its
+    /// entries stand on the post, kept in the outbox under their `event_ref`.
+    pub fn posted(self) -> bool {
+        matches!(self, Source::Twilio)
+    }
+
     /// Whether the system it comes from writes its event times in whole seconds (the
     /// service's webhooks, and the systems read back).
     pub fn in_whole_seconds(self) -> bool {

@@ -143,7 +143,7 @@ impl Subscriber {
     /// system and key): it has what the entry says, and is never written it again.
     pub fn reads_back(&self, source: Source, event_ref: &str) -> bool {
         !self.echoes.is_empty()
-            && crate::apply::sourced::source_name_of(source, event_ref)
+            && crate::model::read::source_name_of(source, event_ref)
                 .is_some_and(|name| self.echoes.contains(name))
     }
 

@@ -29,7 +29,7 @@ pub enum SourceSystem {
     ActionNetwork(ActionNetworkSourceSettings),
     /// A Twilio number's replies, posted by Twilio's messaging webhook to
     /// `/sources/{name}` on the ingest listener.
-    Twilio(TwilioSourceSettings),
+    Twilio(super::kinds::twilio::TwilioSettings),
 }
 
 impl SourceSystem {
@@ -42,9 +42,64 @@ impl SourceSystem {
         }
     }
 
+    /// Its own keys, as what every kind's settings do.
+    pub fn own(&self) -> &dyn SourceKind {
+        match self {
+            Self::Van(own) => own,
+            Self::ActionNetwork(own) => own,
+            Self::Twilio(own) => own,
+        }
+    }
+
+    fn own_mut(&mut self) -> &mut dyn SourceKind {
+        match self {
+            Self::Van(own) => own,
+            Self::ActionNetwork(own) => own,
+            Self::Twilio(own) => own,
+        }
+    }
+
     /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
     pub fn polled(&self) -> bool {
-        !matches!(self, Self::Twilio(_))
+        self.own().polled()
+    }
+}
+
+/// `source "name": ` before a message.
+pub type Named<'a> = &'a dyn Fn(&str) -> String;
+
+/// What each kind's own keys do beside the keys every source takes.
+pub trait SourceKind {
+    /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
+    fn polled(&self) -> bool {
+        true
+    }
+
+    /// Its own revocation words (`opt_out_words`), for a kind that hears replies.
+    fn opt_out_words(&self) -> &[String] {
+        &[]
+    }
+
+    /// Reads the files its secrets are kept in.
+    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// Its own keys' values, `source` the whole table (a kind takes some of the common
+    /// keys and refuses others).
+    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError>;
+}
+
+impl SourceKind for VanSourceSettings {
+    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+        validate_polled(source, named)?;
+        validate_van(self, named)
+    }
+}
+
+impl SourceKind for ActionNetworkSourceSettings {
+    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+        validate_polled(source, named)
     }
 }
 
@@ -81,55 +136,6 @@ impl VanSourceSettings {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ActionNetworkSourceSettings {}
-
-/// The keys of a Twilio source: the token its posts are signed with and the URL Twilio
-/// posts to.
-#[derive(Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct TwilioSourceSettings {
-    /// The Twilio account's auth token; a secret.
-    #[serde(default, serialize_with = "redact_opt")]
-    pub auth_token: Option<SecretString>,
-    /// A file of auth tokens, one a line, each accepted beside `auth_token` (during a
-    /// rotation the old and the new stand side by side).
-    #[serde(default)]
-    pub auth_token_file: Option<PathBuf>,
-    /// The URL set at Twilio, exactly as set there (what is signed): the daemon behind a
-    /// proxy cannot see it.
-    #[serde(default)]
-    pub public_url: String,
-    /// Words or phrases that revoke beside the FCC's, Twilio's and the Spanish ones (a
-    /// campaign's own keyword, another language's word): a reply made of them, with
-    /// courtesy words around, is an opt-out; one holding them among other words is put to
-    /// review.
-    #[serde(default)]
-    pub opt_out_words: Vec<String>,
-    /// Every token accepted: `auth_token`, then the file's lines (read when the settings
-    /// are, and on reload).
-    #[serde(skip)]
-    pub tokens: Vec<SecretString>,
-}
-
-/// Never prints a token.
-impl std::fmt::Debug for TwilioSourceSettings {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TwilioSourceSettings")
-            .field("auth_token_file", &self.auth_token_file)
-            .field("public_url", &self.public_url)
-            .field("opt_out_words", &self.opt_out_words)
-            .field("tokens", &self.tokens.len())
-            .finish_non_exhaustive()
-    }
-}
-
-impl TwilioSourceSettings {
-    /// Every token accepted, `auth_token` first.
-    pub fn accepted(&self) -> Vec<SecretString> {
-        let mut tokens: Vec<SecretString> = self.auth_token.iter().cloned().collect();
-        tokens.extend(self.tokens.iter().cloned());
-        tokens
-    }
-}
 
 /// One `[[source]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -295,17 +301,7 @@ pub(super) fn read_secret_files(sources: &mut [SourceSettings]) -> Result<(), Se
             let text = read_secret_file("source.api_key_file", path)?;
             source.api_key = Some(SecretString::from(text.trim().to_owned()));
         }
-        if let SourceSystem::Twilio(twilio) = &mut source.system
-            && let Some(path) = &twilio.auth_token_file
-        {
-            let text = read_secret_file("source.auth_token_file", path)?;
-            twilio.tokens = text
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .map(|line| SecretString::from(line.to_owned()))
-                .collect();
-        }
+        source.system.own_mut().read_secret_files()?;
     }
     Ok(())
 }
@@ -335,14 +331,7 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
     let named = |message: &str| format!("source {:?}: {message}", s.name);
     validate_bounds(s, &named)?;
     validate_targets(s, served, &named)?;
-    match &s.system {
-        SourceSystem::Twilio(twilio) => validate_twilio(s, twilio, &named),
-        SourceSystem::Van(van) => {
-            validate_polled(s, &named)?;
-            validate_van(van, &named)
-        }
-        SourceSystem::ActionNetwork(_) => validate_polled(s, &named),
-    }
+    s.system.own().validate(s, &named)
 }
 
 /// The URL, key and `since` of a source the daemon reads.
@@ -372,51 +361,13 @@ fn validate_polled(
     Ok(())
 }
 
-/// A Twilio source's token and URL; none of the keys of a source the daemon reads.
-fn validate_twilio(
-    s: &SourceSettings,
-    twilio: &TwilioSourceSettings,
-    named: &dyn Fn(&str) -> String,
-) -> Result<(), SettingsError> {
-    use secrecy::ExposeSecret as _;
-    let read_keys = [
-        ("base_url", !s.base_url.is_empty()),
-        ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
-        ("since", !s.since.is_empty()),
-    ];
-    if let Some((key, _)) = read_keys.iter().find(|(_, set)| *set) {
-        return Err(SettingsError::invalid(
-            "source.kind",
-            named(&format!(
-                "{key} is a key of the sources the daemon reads; Twilio posts to a twilio source"
-            )),
-        ));
-    }
-    let tokens = twilio.accepted();
-    if tokens.is_empty() || tokens.iter().any(|t| t.expose_secret().trim().is_empty()) {
-        return Err(SettingsError::invalid(
-            "source.auth_token",
-            named(
-                "an auth token is required (auth_token or auth_token_file), and none may be blank",
-            ),
-        ));
-    }
-    super::urls::url(
-        "source.public_url",
-        &format!("source {:?}", s.name),
-        &twilio.public_url,
-        super::urls::Sends::Nothing,
-    )?;
-    validate_words(&twilio.opt_out_words, named)
-}
-
 /// Most of a source's own revocation words, and their length.
 const MOST_WORDS: usize = 50;
 const LONGEST_WORD_CHARS: usize = 40;
 
 /// A source's own revocation words: a few, each short, with letters, and no control
 /// character.
-fn validate_words(words: &[String], named: &dyn Fn(&str) -> String) -> Result<(), SettingsError> {
+pub(crate) fn validate_words(words: &[String], named: Named<'_>) -> Result<(), SettingsError> {
     if words.len() > MOST_WORDS {
         return Err(SettingsError::invalid(
             "source.opt_out_words",

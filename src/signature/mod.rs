@@ -4,8 +4,6 @@
 
 pub mod diagnose;
 mod digest;
-/// Twilio's `X-Twilio-Signature` over a form's parameters, and reading the form.
-pub mod twilio;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};

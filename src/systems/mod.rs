@@ -16,6 +16,7 @@ use secrecy::SecretString;
 mod action_network;
 mod bigquery;
 pub mod http;
+pub mod posted;
 pub mod postgres;
 pub mod source;
 pub mod twilio;
@@ -54,15 +55,43 @@ enum System {
 /// Why a plan or a step was asked of a warehouse.
 const NOT_AN_API: &str = "a warehouse is written rows, not requests";
 
-/// The kind registry of sources: each kind that can be read back, a line each, from its
-/// settings to the reader of the system; `None` for a kind that posts to the daemon
-/// instead ([`twilio`]).
-pub fn source_of(settings: &SourceSettings) -> Option<Box<dyn source::Source>> {
+/// The kind registry of sources: each kind, a line each, from its settings to what the
+/// daemon reads it through ([`source::Source`]) or what verifies and reads its posts
+/// ([`posted::Posted`]).
+fn source_system(settings: &SourceSettings) -> SourceKind {
     match &settings.system {
-        SourceSystem::Van(own) => Some(Box::new(van::Changes::new(own))),
-        SourceSystem::ActionNetwork(_) => Some(Box::new(action_network::People)),
-        SourceSystem::Twilio(_) => None,
+        SourceSystem::Van(own) => SourceKind::Read(Box::new(van::Changes::new(own))),
+        SourceSystem::ActionNetwork(_) => SourceKind::Read(Box::new(action_network::People)),
+        SourceSystem::Twilio(own) => SourceKind::Posted(Arc::new(twilio::Twilio::new(own))),
     }
+}
+
+/// How a source's opt-outs come: read by the daemon, or posted to it.
+enum SourceKind {
+    Read(Box<dyn source::Source>),
+    Posted(Arc<dyn posted::Posted>),
+}
+
+/// The reader of a source the daemon reads; `None` for one a system posts to.
+pub fn source_of(settings: &SourceSettings) -> Option<Box<dyn source::Source>> {
+    match source_system(settings) {
+        SourceKind::Read(reader) => Some(reader),
+        SourceKind::Posted(_) => None,
+    }
+}
+
+/// What verifies and reads the posts of a source a system posts to; `None` for one the
+/// daemon reads.
+pub fn posted_of(settings: &SourceSettings) -> Option<Arc<dyn posted::Posted>> {
+    match source_system(settings) {
+        SourceKind::Posted(posted) => Some(posted),
+        SourceKind::Read(_) => None,
+    }
+}
+
+/// [`posted_of`], as the write path takes it: what reads a stored post again.
+pub fn post_reader_of(settings: &SourceSettings) -> Option<Arc<dyn crate::model::read::ReadsPost>> {
+    posted_of(settings).map(|posted| posted as Arc<dyn crate::model::read::ReadsPost>)
 }
 
 /// What a future of a [`Destination`] is: boxed, so that the trait is one a sender holds

@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 
 use super::{Pending, Stop, http};
+pub use crate::model::read::{ReadRecord, Said};
 
 /// Records handed on a batch at a time; the channel is bounded, so a reader waits while
 /// what it read is recorded.
@@ -61,42 +62,6 @@ pub struct Window {
     /// The region a number without its country code is read in (`[consent]
     /// default_region`): read by [`crate::model::trust::Trust::number`]'s rule.
     pub region: crate::model::phone::Region,
-}
-
-/// One record a source read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReadRecord {
-    /// What makes it one record there (VAN: VAN ID, phone and change time; Action
-    /// Network: person, number and `modified_date`): recorded once.
-    pub key: String,
-    pub said: Said,
-    /// What it stands on, kept as its entries' evidence.
-    pub stands_on: serde_json::Value,
-}
-
-/// What a record says.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Said {
-    /// A number opted out (or in), when the person did it there.
-    Consent {
-        /// E.164.
-        phone_number: String,
-        opted_out: bool,
-        occurred_at: DateTime<Utc>,
-    },
-    /// A reply holding a revocation word among other words: no opt-out by itself, put to
-    /// a person ([`crate::model::review`]).
-    Review {
-        /// E.164.
-        phone_number: String,
-        /// What the person wrote.
-        text: String,
-        /// The revocation words and phrases it holds.
-        matched: Vec<String>,
-        received_at: DateTime<Utc>,
-    },
-    /// Nothing the ledger takes (another change, no number it can read), and why.
-    Nothing(String),
 }
 
 /// Why a read stopped. Nothing is lost: the watermark stays where it was, and what was

@@ -314,7 +314,7 @@ async fn a_delivery_sent_to_two_replicas_at_once_is_one_row_accepted_once() {
         writers.push(
             OutboxWriter::start(
                 &settings,
-                outreach_sync::apply::Policy::of(&settings),
+                outreach_sync::apply::Policy::of(&settings, outreach_sync::systems::post_reader_of),
                 state,
                 Arc::default(),
             )

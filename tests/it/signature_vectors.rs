@@ -178,7 +178,7 @@ fn hmac_over_timestamp_dot_body_matches_the_published_vector() {
 /// the token and refuses it with another token or for another URL.
 #[tokio::test]
 async fn a_twilio_request_the_sandbox_signs_is_one_the_daemon_verifies() {
-    use outreach_sync::signature::twilio;
+    use outreach_sync::systems::twilio::signature as twilio;
     use outreach_sync_sandbox::twilio as sender;
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(String, bytes::Bytes)>(1);

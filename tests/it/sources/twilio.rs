@@ -5,8 +5,9 @@
 //! as behind a proxy.
 
 use base64::Engine as _;
-use outreach_sync::ingest::MAX_FORM_BYTES;
-use outreach_sync::settings::{SourceSettings, SourceSystem, TwilioSourceSettings};
+use outreach_sync::settings::kinds::twilio::TwilioSettings;
+use outreach_sync::settings::{SourceSettings, SourceSystem};
+use outreach_sync::systems::twilio::MAX_FORM_BYTES;
 use outreach_sync_sandbox::twilio::{self as sender, Target};
 use secrecy::SecretString;
 use serde_json::Value;
@@ -22,11 +23,11 @@ pub(super) const PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-mai
 fn twilio_source(tokens: &[&str]) -> SourceSettings {
     let mut source = SourceSettings::new(
         "twilio-main",
-        SourceSystem::Twilio(TwilioSourceSettings {
+        SourceSystem::Twilio(TwilioSettings {
             auth_token: tokens.first().map(|t| SecretString::from(*t)),
             public_url: PUBLIC_URL.to_owned(),
             tokens: tokens[1..].iter().map(|t| SecretString::from(*t)).collect(),
-            ..TwilioSourceSettings::default()
+            ..TwilioSettings::default()
         }),
         "",
         "",
@@ -132,7 +133,7 @@ async fn an_opt_out_texted_to_a_twilio_number_reaches_the_service_and_action_net
     let answer = text(&app, "SMopt0001", &lead.phone_number, "Opt out").await;
     assert_eq!(
         answer,
-        (200, outreach_sync::ingest::EMPTY_TWIML.to_owned()),
+        (200, outreach_sync::systems::twilio::EMPTY_TWIML.to_owned()),
         "the empty TwiML: the daemon texts nobody"
     );
     // Twilio posts again when an answer is lost: the same sid is one record.
@@ -294,7 +295,7 @@ async fn the_evidence_holds_the_post_as_received(app: &TestApp, phone: &str) {
     let body = base64::engine::general_purpose::STANDARD
         .decode(delivery["bodyBase64"].as_str().expect("the body"))
         .expect("base64");
-    let params = outreach_sync::signature::twilio::form_params(&body);
+    let params = outreach_sync::systems::twilio::signature::form_params(&body);
     let signature = delivery["verifiedHeader"]["value"]
         .as_str()
         .unwrap_or_else(|| panic!("{delivery}"));

@@ -8,7 +8,8 @@
 
 use std::time::{Duration, Instant};
 
-use outreach_sync::settings::{SourceSettings, SourceSystem, TwilioSourceSettings};
+use outreach_sync::settings::kinds::twilio::TwilioSettings;
+use outreach_sync::settings::{SourceSettings, SourceSystem};
 use outreach_sync_sandbox::destinations::{VanMark, VanTarget};
 use outreach_sync_sandbox::wire::Lead;
 use outreach_sync_sandbox::{
@@ -53,10 +54,10 @@ const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio";
 fn twilio_source() -> SourceSettings {
     let mut twilio = SourceSettings::new(
         TWILIO,
-        SourceSystem::Twilio(TwilioSourceSettings {
+        SourceSystem::Twilio(TwilioSettings {
             auth_token: Some(DEFAULT_TWILIO_AUTH_TOKEN.into()),
             public_url: TWILIO_PUBLIC_URL.to_owned(),
-            ..TwilioSourceSettings::default()
+            ..TwilioSettings::default()
         }),
         "",
         "",

@@ -1,8 +1,9 @@
 //! Twilio: a person's reply to a campaign's Twilio number, as Twilio's messaging webhook
 //! posts it to a `[[source]]` of kind `twilio` (`POST /sources/{name}` on the ingest
-//! listener, form-encoded, signed with `X-Twilio-Signature`: [`crate::signature::twilio`]).
-//! Nothing is read from Twilio and nothing is sent to it: the daemon never texts the person
-//! (the one confirmation the FCC allows is the texting tool's to send).
+//! listener, form-encoded, signed with `X-Twilio-Signature`: [`signature`]). Nothing is read
+//! from Twilio and nothing is sent to it: the daemon never texts the person (the one
+//! confirmation the FCC allows is the texting tool's to send). Its settings are
+//! `settings.rs` here, compiled into the settings layer (`crate::settings::kinds::twilio`).
 //!
 //! What a reply is: one record, its `MessageSid` (Twilio posts a reply again when its
 //! answer does not come: the same sid twice is one record), its number `From`, what it says
@@ -11,39 +12,116 @@
 //! be read one way: it is kept and quarantined, never guessed.
 
 use chrono::{DateTime, Utc};
+use secrecy::{ExposeSecret as _, SecretString};
 
-use super::source::{ReadRecord, Said};
+use super::posted::Posted;
+use crate::model::read::{ReadRecord, ReadsPost, Said};
 use crate::model::revocation::{Reply, read};
+use crate::settings::kinds::twilio::TwilioSettings;
 
-/// The kind's name, as `kind` and the ledger's `source` and `event_ref` write it.
-pub const KIND: &str = "twilio";
+pub mod signature;
 
-/// The parameters a record rests on: each may be given once at most.
-const ONCE: [&str; 4] = ["MessageSid", "From", "Body", "OptOutType"];
+/// The largest form a Twilio source takes. Twilio's messaging webhook posts a few dozen
+/// parameters: a text of 1,600 characters and ten media URLs come to well under 16 KiB.
+pub const MAX_FORM_BYTES: usize = 64 * 1024;
 
-/// The outbox key of a reply posted to source `name`, which is also the ledger's
-/// `event_ref` of its entries: `twilio:NAME:MessageSid`; `twilio:NAME:sha256:HEX` of the
-/// exact bytes when it has no one `MessageSid` (such a form is quarantined).
-pub fn key(name: &str, params: &[(String, String)], body: &[u8]) -> String {
-    match one(params, "MessageSid") {
-        Ok(Some(sid)) if !sid.is_empty() && !sid.contains(':') => {
-            format!("{KIND}:{name}:{sid}")
-        }
-        _ => {
-            use sha2::Digest as _;
-            format!(
-                "{KIND}:{name}:sha256:{}",
-                hex::encode(sha2::Sha256::digest(body))
-            )
+/// The answer to a post taken: TwiML that asks Twilio to send nothing.
+pub const EMPTY_TWIML: &str = "<?xml version=\"1.0\" encoding=\"UTF-8\"?><Response/>";
+
+/// A Twilio source as configured now: the tokens its posts are signed with, the URL set at
+/// Twilio, and its own revocation words.
+#[derive(Debug, Clone)]
+pub struct Twilio {
+    tokens: Vec<SecretString>,
+    public_url: String,
+    words: Vec<String>,
+}
+
+impl Twilio {
+    pub fn new(settings: &TwilioSettings) -> Self {
+        Self {
+            tokens: settings.accepted(),
+            public_url: settings.public_url.clone(),
+            words: settings.opt_out_words.clone(),
         }
     }
 }
 
-/// The source a key of [`key`] was posted to, when it is one.
-pub fn posted_to(key: &str) -> Option<&str> {
-    let rest = key.strip_prefix(KIND)?.strip_prefix(':')?;
-    rest.split_once(':').map(|(name, _)| name)
+impl ReadsPost for Twilio {
+    fn records(
+        &self,
+        body: &[u8],
+        received_at: DateTime<Utc>,
+        region: crate::model::phone::Region,
+    ) -> Result<Vec<ReadRecord>, String> {
+        let params = signature::form_params(body);
+        record(&params, received_at, (region, &self.words)).map(|record| vec![record])
+    }
 }
+
+impl Posted for Twilio {
+    fn max_body_bytes(&self) -> usize {
+        MAX_FORM_BYTES
+    }
+
+    fn signature_header(&self) -> &'static str {
+        signature::HEADER
+    }
+
+    fn verify(
+        &self,
+        headers: &http::HeaderMap,
+        body: &[u8],
+        _received_at: DateTime<Utc>,
+    ) -> Result<usize, String> {
+        let mut signatures = headers.get_all(signature::HEADER).iter();
+        let value = match (signatures.next(), signatures.next()) {
+            (Some(value), None) => value.to_str().ok(),
+            _ => None,
+        };
+        let tokens: Vec<&[u8]> = self
+            .tokens
+            .iter()
+            .map(|t| t.expose_secret().as_bytes())
+            .collect();
+        value
+            .and_then(|value| {
+                signature::verify(
+                    &tokens,
+                    &self.public_url,
+                    &signature::form_params(body),
+                    value,
+                )
+            })
+            .ok_or_else(|| {
+                "X-Twilio-Signature is missing, given twice, or not the signature of this form \
+                 for its public_url under any of its tokens"
+                    .to_owned()
+            })
+    }
+
+    fn key(&self, body: &[u8]) -> Option<String> {
+        let params = signature::form_params(body);
+        match one(&params, "MessageSid") {
+            Ok(Some(sid)) if !sid.is_empty() && !sid.contains(':') => Some(sid.to_owned()),
+            _ => None,
+        }
+    }
+
+    fn answer(&self) -> (&'static str, &'static str) {
+        ("text/xml", EMPTY_TWIML)
+    }
+
+    fn describe(&self) -> Vec<String> {
+        vec![
+            format!("signed for {}", self.public_url),
+            format!("{} token(s) accepted", self.tokens.len()),
+        ]
+    }
+}
+
+/// The parameters a record rests on: each may be given once at most.
+const ONCE: [&str; 4] = ["MessageSid", "From", "Body", "OptOutType"];
 
 /// The reply in `params`, received at `received_at`, as the record it is; why it cannot be
 /// read one way, when it cannot.
@@ -132,6 +210,10 @@ mod tests {
 
     const US: crate::model::phone::Region = crate::model::phone::Region::US;
 
+    fn twilio() -> Twilio {
+        Twilio::new(&TwilioSettings::default())
+    }
+
     fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs
             .iter()
@@ -158,9 +240,10 @@ mod tests {
             }
         );
         assert_eq!(record.stands_on["form"][2][1], " Opt out! ");
-        assert_eq!(key("tw", &params, b""), "twilio:tw:SM1");
-        assert_eq!(posted_to("twilio:tw:SM1"), Some("tw"));
-        assert_eq!(posted_to("event:abc"), None);
+        assert_eq!(
+            twilio().key(b"MessageSid=SM1&Body=STOP").as_deref(),
+            Some("SM1")
+        );
     }
 
     #[test]
@@ -205,7 +288,7 @@ mod tests {
                 .unwrap_err()
                 .contains("MessageSid")
         );
-        assert!(key("tw", &no_sid, b"x").starts_with("twilio:tw:sha256:"));
+        assert_eq!(twilio().key(b"From=%2B14155550100&Body=STOP"), None);
         let bad_from = form(&[
             ("MessageSid", "SM4"),
             ("From", "whatsapp:nobody"),
@@ -230,7 +313,7 @@ mod tests {
             error.starts_with("MessageSid `sha256:SM5` holds `:`"),
             "{error}"
         );
-        assert!(key("tw", &colon, b"x").starts_with("twilio:tw:sha256:"));
+        assert_eq!(twilio().key(b"MessageSid=sha256%3ASM5&Body=STOP"), None);
         let empty = form(&[("MessageSid", ""), ("From", "+14155550100")]);
         assert!(
             record(&empty, Utc::now(), (US, &[]))

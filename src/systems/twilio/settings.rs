@@ -1,0 +1,115 @@
+//! The keys of a `[[source]]` of kind `twilio`: the token its posts are signed with and the
+//! URL Twilio posts to. Compiled into the settings layer (`crate::settings::kinds::twilio`):
+//! it imports the model and the settings alone.
+
+use std::path::PathBuf;
+
+use secrecy::{ExposeSecret as _, SecretString};
+use serde::{Deserialize, Serialize};
+
+use crate::settings::sources::{Named, SourceKind, SourceSettings, validate_words};
+use crate::settings::{SettingsError, read_secret_file, redact_opt, urls};
+
+/// The keys of a Twilio source beside the common ones.
+#[derive(Clone, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TwilioSettings {
+    /// The Twilio account's auth token; a secret.
+    #[serde(default, serialize_with = "redact_opt")]
+    pub auth_token: Option<SecretString>,
+    /// A file of auth tokens, one a line, each accepted beside `auth_token` (during a
+    /// rotation the old and the new stand side by side).
+    #[serde(default)]
+    pub auth_token_file: Option<PathBuf>,
+    /// The URL set at Twilio, exactly as set there (what is signed): the daemon behind a
+    /// proxy cannot see it.
+    #[serde(default)]
+    pub public_url: String,
+    /// Words or phrases that revoke beside the FCC's, Twilio's and the Spanish ones (a
+    /// campaign's own keyword, another language's word): a reply made of them, with
+    /// courtesy words around, is an opt-out; one holding them among other words is put to
+    /// review.
+    #[serde(default)]
+    pub opt_out_words: Vec<String>,
+    /// Every token accepted: `auth_token`, then the file's lines (read when the settings
+    /// are, and on reload).
+    #[serde(skip)]
+    pub tokens: Vec<SecretString>,
+}
+
+/// Never prints a token.
+impl std::fmt::Debug for TwilioSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwilioSettings")
+            .field("auth_token_file", &self.auth_token_file)
+            .field("public_url", &self.public_url)
+            .field("opt_out_words", &self.opt_out_words)
+            .field("tokens", &self.tokens.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TwilioSettings {
+    /// Every token accepted, `auth_token` first.
+    pub fn accepted(&self) -> Vec<SecretString> {
+        let mut tokens: Vec<SecretString> = self.auth_token.iter().cloned().collect();
+        tokens.extend(self.tokens.iter().cloned());
+        tokens
+    }
+}
+
+impl SourceKind for TwilioSettings {
+    fn polled(&self) -> bool {
+        false
+    }
+
+    fn opt_out_words(&self) -> &[String] {
+        &self.opt_out_words
+    }
+
+    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
+        if let Some(path) = &self.auth_token_file {
+            let text = read_secret_file("source.auth_token_file", path)?;
+            self.tokens = text
+                .lines()
+                .map(str::trim)
+                .filter(|line| !line.is_empty())
+                .map(|line| SecretString::from(line.to_owned()))
+                .collect();
+        }
+        Ok(())
+    }
+
+    /// Its token and URL; none of the keys of a source the daemon reads.
+    fn validate(&self, s: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+        let read_keys = [
+            ("base_url", !s.base_url.is_empty()),
+            ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
+            ("since", !s.since.is_empty()),
+        ];
+        if let Some((key, _)) = read_keys.iter().find(|(_, set)| *set) {
+            return Err(SettingsError::invalid(
+                "source.kind",
+                named(&format!(
+                    "{key} is a key of the sources the daemon reads; Twilio posts to a twilio source"
+                )),
+            ));
+        }
+        let tokens = self.accepted();
+        if tokens.is_empty() || tokens.iter().any(|t| t.expose_secret().trim().is_empty()) {
+            return Err(SettingsError::invalid(
+                "source.auth_token",
+                named(
+                    "an auth token is required (auth_token or auth_token_file), and none may be blank",
+                ),
+            ));
+        }
+        urls::url(
+            "source.public_url",
+            &format!("source {:?}", s.name),
+            &self.public_url,
+            urls::Sends::Nothing,
+        )?;
+        validate_words(&self.opt_out_words, named)
+    }
+}
