@@ -53,7 +53,8 @@ use common::BenchDatabase;
 use outreach_sync::model::warehouse::{COLUMNS, Row};
 use outreach_sync::model::{AccountId, ConsentObservation, KeptEvidence, Source, Timestamp};
 use outreach_sync::sender::{self, Attempt, Sender, Subscriber};
-use outreach_sync::settings::destinations::warehouse::{BigQuerySettings, PostgresSettings};
+use outreach_sync::settings::kinds::bigquery::BigQuerySettings;
+use outreach_sync::settings::kinds::postgres::PostgresSettings;
 use outreach_sync::settings::{DestinationSettings, Live, SystemSettings};
 use outreach_sync::store::{
     ApplyTx as _, DestinationStore as _, NewEntry, Pool, ReadStore as _, SubscriberStore as _,

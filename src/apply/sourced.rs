@@ -73,7 +73,7 @@ impl Recorder {
     pub fn of(settings: &crate::settings::SourceSettings, served: &[AccountId]) -> Self {
         Self {
             name: settings.name.clone(),
-            kind: settings.system.kind(),
+            kind: settings.system.source(),
             targets: settings.targets(served),
             scope: if settings.organizations.is_empty() {
                 Scope::Account

@@ -193,7 +193,7 @@ async fn resync(settings: &Settings, name: &str, since: &str, json: bool) -> Res
     let source = named(settings, name)?;
     let at = parse_date(since)?;
     let pool = open(settings).await?;
-    pool.ensure_source(name, source.system.kind().as_str())
+    pool.ensure_source(name, source.system.kind())
         .await
         .map_err(anyhow::Error::from)?;
     pool.resync_source(name, crate::model::Timestamp(at))

@@ -144,7 +144,7 @@ async fn take(
     if state.writer.state().pending() >= state.max_backlog {
         return Err(IngestError::BacklogFull);
     }
-    let kind = source.system.kind();
+    let kind = source.system.source();
     let dedup_key = match posted.key(&body) {
         Some(key) => event_ref(kind, name, &key),
         None => event_ref_of_bytes(kind, name, &body),

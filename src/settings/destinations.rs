@@ -10,88 +10,65 @@ use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
 use super::{SettingsError, read_secret_file, redact_opt};
 use crate::model::{AccountId, Source};
 
-pub mod action_network;
-pub mod van;
 pub mod warehouse;
 
 /// Most requests per second a destination may be configured to take.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 10_000;
 
-/// What a destination is, by its `kind`: the one list of the kinds' settings, each kind's
-/// own keys in a struct of its own (`settings/destinations/<kind>.rs`). A key of another
-/// kind is refused by [`validate`], naming it; any other unknown key as it is read.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SystemSettings {
-    /// NGP VAN / EveryAction, API v4.
-    Van(van::VanSettings),
-    /// Action Network, API v2.
-    ActionNetwork(action_network::ActionNetworkSettings),
-    /// A BigQuery table, written with `tabledata.insertAll`.
-    #[serde(rename = "bigquery")]
-    BigQuery(warehouse::BigQuerySettings),
-    /// A PostgreSQL table, written with `INSERT ... ON CONFLICT (seq) DO NOTHING`.
-    Postgres(warehouse::PostgresSettings),
+super::kinds::kinds! {
+    /// What a destination is, by its `kind`: the one list of the kinds' settings, a line
+    /// each, each kind's own keys in its folder (`src/systems/<kind>/settings.rs`). A key of
+    /// another kind is refused by [`validate`], naming it; any other unknown key as it is
+    /// read.
+    pub enum SystemSettings: KindSettings {
+        /// NGP VAN / EveryAction, API v4.
+        Van(super::kinds::van::VanSettings),
+        /// Action Network, API v2.
+        ActionNetwork(super::kinds::action_network::ActionNetworkSettings),
+        /// A BigQuery table, written with `tabledata.insertAll`.
+        #[serde(rename = "bigquery")]
+        BigQuery(super::kinds::bigquery::BigQuerySettings),
+        /// A PostgreSQL table, written with `INSERT ... ON CONFLICT (seq) DO NOTHING`.
+        Postgres(super::kinds::postgres::PostgresSettings),
+    }
 }
 
 impl SystemSettings {
-    /// Each kind's name and its own keys: what [`Foreign`] tells apart.
-    const KEYS: &[(&str, &[&str])] = &[
-        ("van", van::KEYS),
-        ("action_network", action_network::KEYS),
-        ("bigquery", warehouse::BIGQUERY_KEYS),
-        ("postgres", warehouse::POSTGRES_KEYS),
-    ];
-
-    /// The kind's name, as `kind` takes it.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Self::Van(_) => "van",
-            Self::ActionNetwork(_) => "action_network",
-            Self::BigQuery(_) => "bigquery",
-            Self::Postgres(_) => "postgres",
-        }
-    }
-
     /// A warehouse's table settings: `None` for a system of record.
     pub fn table(&self) -> Option<&warehouse::Table> {
-        match self {
-            Self::BigQuery(own) => Some(&own.table),
-            Self::Postgres(own) => Some(&own.table),
-            Self::Van(_) | Self::ActionNetwork(_) => None,
-        }
-    }
-
-    /// The key that holds a warehouse's secret, read from a file: `None` for a kind whose
-    /// key is `api_key`.
-    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
-        match self {
-            Self::BigQuery(own) => Some((
-                "destination.credentials_file",
-                own.credentials_file.as_ref(),
-            )),
-            Self::Postgres(own) => Some(("destination.url_file", own.url_file.as_ref())),
-            Self::Van(_) | Self::ActionNetwork(_) => None,
-        }
-    }
-
-    fn settings(&self) -> &dyn KindSettings {
-        match self {
-            Self::Van(van) => van,
-            Self::ActionNetwork(action_network) => action_network,
-            Self::BigQuery(bigquery) => bigquery,
-            Self::Postgres(postgres) => postgres,
-        }
+        self.own().table()
     }
 }
 
 /// `destination "name": ` before a message.
-type Named<'a> = &'a dyn Fn(&str) -> String;
+pub type Named<'a> = &'a dyn Fn(&str) -> String;
 
-/// What each kind's settings check beside the common keys.
-trait KindSettings {
+/// What each kind's settings do beside the common keys.
+pub trait KindSettings {
     /// The keys of other kinds it was given.
     fn foreign(&self) -> &Foreign;
+
+    /// A warehouse's table: `None` for a system of record.
+    fn table(&self) -> Option<&warehouse::Table> {
+        None
+    }
+
+    /// The key that holds its secret, read from a file, and the file: `None` for a kind
+    /// whose key is `api_key`.
+    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
+        None
+    }
+
+    /// Its API's root when `base_url` is not given: `None` when it must be.
+    fn default_base_url(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Why `base_url` is not one of its keys (it is reached some other way): `None` when
+    /// it is.
+    fn no_base_url(&self) -> Option<&'static str> {
+        None
+    }
 
     /// Its own keys' values.
     fn validate(&self, _named: Named<'_>) -> Result<(), SettingsError> {
@@ -112,7 +89,7 @@ trait KindSettings {
 /// The keys of a kind's table that are another kind's: kept to be refused by [`validate`]
 /// with the kind they belong to. A key of no kind is refused as it is read.
 #[derive(Debug, Clone, Default)]
-pub struct Foreign(Vec<String>);
+pub struct Foreign(pub(crate) Vec<String>);
 
 impl<'de> Deserialize<'de> for Foreign {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -242,8 +219,8 @@ impl DestinationSettings {
     /// The API's root without a trailing `/` (a BigQuery destination's default: Google's).
     pub fn base_url(&self) -> &str {
         let url = self.base_url.trim_end_matches('/');
-        match &self.system {
-            SystemSettings::BigQuery(_) if url.is_empty() => warehouse::BIGQUERY_BASE_URL,
+        match self.system.own().default_base_url() {
+            Some(default) if url.is_empty() => default,
             _ => url,
         }
     }
@@ -274,7 +251,7 @@ pub(super) fn read_secret_files(
     destinations: &mut [DestinationSettings],
 ) -> Result<(), SettingsError> {
     for destination in destinations {
-        if let Some((key, file)) = destination.system.secret_file() {
+        if let Some((key, file)) = destination.system.own().secret_file() {
             let named = format!("destination {:?}", destination.name);
             if destination.api_key.is_some() || destination.api_key_file.is_some() {
                 return Err(SettingsError::invalid(
@@ -325,15 +302,12 @@ pub(super) fn validate(
                 named("named twice; names are unique among subscribers and destinations"),
             ));
         }
-        match &d.system {
-            SystemSettings::Postgres(_) if !d.base_url.is_empty() => {
-                return Err(SettingsError::invalid(
-                    "destination.base_url",
-                    named("a postgres destination is reached at the URL in `url_file`"),
-                ));
+        match d.system.own().no_base_url() {
+            Some(why) if !d.base_url.is_empty() => {
+                return Err(SettingsError::invalid("destination.base_url", named(why)));
             }
-            SystemSettings::Postgres(_) => {}
-            _ => super::urls::url(
+            Some(_) => {}
+            None => super::urls::url(
                 "destination.base_url",
                 &format!("destination {:?}", d.name),
                 d.base_url(),
@@ -374,7 +348,7 @@ pub(super) fn validate(
                 named(&format!("must be between 1 and {MAX_TIMEOUT_SECS}")),
             ));
         }
-        let system = d.system.settings();
+        let system = d.system.own();
         if let Some(key) = system.foreign().0.first() {
             let owner = owner_of(key).unwrap_or("another kind");
             return Err(SettingsError::invalid(
@@ -423,7 +397,7 @@ impl super::Settings {
                 ));
             }
             d.system
-                .settings()
+                .own()
                 .validate_scope(&named, &d.accounts, &served)?;
         }
         Ok(())

@@ -19,44 +19,25 @@ pub const MAX_EVERY_SECS: u64 = 86_400;
 /// How far back a source first reads when `since` is not given.
 pub const DEFAULT_SINCE_DAYS: i64 = 7;
 
-/// What a source is, by its `kind`, with that kind's own keys.
-#[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum SourceSystem {
-    /// NGP VAN / EveryAction: changed entities (phones opted out, "Do Not Text" responses).
-    Van(VanSourceSettings),
-    /// Action Network: people whose mobile number is unsubscribed.
-    ActionNetwork(ActionNetworkSourceSettings),
-    /// A Twilio number's replies, posted by Twilio's messaging webhook to
-    /// `/sources/{name}` on the ingest listener.
-    Twilio(super::kinds::twilio::TwilioSettings),
+super::kinds::kinds! {
+    /// What a source is, by its `kind`, with that kind's own keys: a line per kind, each
+    /// kind's keys in its folder (`src/systems/<kind>/settings.rs`).
+    pub enum SourceSystem: SourceKind {
+        /// NGP VAN / EveryAction: changed entities (phones opted out, "Do Not Text"
+        /// responses).
+        Van(super::kinds::van::VanSettings),
+        /// Action Network: people whose mobile number is unsubscribed.
+        ActionNetwork(super::kinds::action_network::ActionNetworkSettings),
+        /// A Twilio number's replies, posted by Twilio's messaging webhook to
+        /// `/sources/{name}` on the ingest listener.
+        Twilio(super::kinds::twilio::TwilioSettings),
+    }
 }
 
 impl SourceSystem {
-    /// The kind's name, as `kind` takes it (and the ledger's `source` of what it reads).
-    pub fn kind(&self) -> crate::model::Source {
-        match self {
-            Self::Van(_) => crate::model::Source::Van,
-            Self::ActionNetwork(_) => crate::model::Source::ActionNetwork,
-            Self::Twilio(_) => crate::model::Source::Twilio,
-        }
-    }
-
-    /// Its own keys, as what every kind's settings do.
-    pub fn own(&self) -> &dyn SourceKind {
-        match self {
-            Self::Van(own) => own,
-            Self::ActionNetwork(own) => own,
-            Self::Twilio(own) => own,
-        }
-    }
-
-    fn own_mut(&mut self) -> &mut dyn SourceKind {
-        match self {
-            Self::Van(own) => own,
-            Self::ActionNetwork(own) => own,
-            Self::Twilio(own) => own,
-        }
+    /// The ledger's `source` of what it records.
+    pub fn source(&self) -> crate::model::Source {
+        self.own().source()
     }
 
     /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
@@ -70,6 +51,9 @@ pub type Named<'a> = &'a dyn Fn(&str) -> String;
 
 /// What each kind's own keys do beside the keys every source takes.
 pub trait SourceKind {
+    /// The ledger's `source` of what it records (`model::Source`: the ledger's vocabulary).
+    fn source(&self) -> crate::model::Source;
+
     /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
     fn polled(&self) -> bool {
         true
@@ -89,53 +73,6 @@ pub trait SourceKind {
     /// keys and refuses others).
     fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError>;
 }
-
-impl SourceKind for VanSourceSettings {
-    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
-        validate_polled(source, named)?;
-        validate_van(self, named)
-    }
-}
-
-impl SourceKind for ActionNetworkSourceSettings {
-    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
-        validate_polled(source, named)
-    }
-}
-
-/// The keys of a VAN source beside the common ones, each with the destination's default.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct VanSourceSettings {
-    /// The user of HTTP Basic.
-    #[serde(default)]
-    pub application_name: Option<String>,
-    /// 1 (MyCampaign / EveryAction) or 0 (MyVoters), after the key's `|`.
-    #[serde(default)]
-    pub database_mode: Option<u8>,
-    /// The canvass result code that is an opt-out, by name.
-    #[serde(default)]
-    pub result_code: Option<String>,
-}
-
-impl VanSourceSettings {
-    pub fn application_name(&self) -> &str {
-        self.application_name.as_deref().unwrap_or("outreach-sync")
-    }
-
-    pub fn database_mode(&self) -> u8 {
-        self.database_mode.unwrap_or(1)
-    }
-
-    pub fn result_code(&self) -> &str {
-        self.result_code.as_deref().unwrap_or("Do Not Text")
-    }
-}
-
-/// An Action Network source takes no key beside the common ones.
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
-pub struct ActionNetworkSourceSettings {}
 
 /// One `[[source]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -231,7 +168,7 @@ impl SourceSettings {
         use secrecy::ExposeSecret as _;
         let key =
             |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
-        d.system.kind() == self.system.kind().as_str()
+        d.system.kind() == self.system.kind()
             && d.base_url.trim_end_matches('/') == self.base_url.trim_end_matches('/')
             && key(&d.api_key) == key(&self.api_key)
     }
@@ -335,7 +272,7 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
 }
 
 /// The URL, key and `since` of a source the daemon reads.
-fn validate_polled(
+pub(crate) fn validate_polled(
     s: &SourceSettings,
     named: &dyn Fn(&str) -> String,
 ) -> Result<(), SettingsError> {
@@ -467,26 +404,6 @@ fn validate_targets(
                 "{} is not an organization id (leave organizations empty for the whole account)",
                 crate::model::text::quoted(org)
             )),
-        ));
-    }
-    Ok(())
-}
-
-/// A VAN source's own keys.
-fn validate_van(
-    van: &VanSourceSettings,
-    named: &dyn Fn(&str) -> String,
-) -> Result<(), SettingsError> {
-    if !matches!(van.database_mode(), 0 | 1) {
-        return Err(SettingsError::invalid(
-            "source.database_mode",
-            named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
-        ));
-    }
-    if van.result_code().trim().is_empty() || van.application_name().trim().is_empty() {
-        return Err(SettingsError::invalid(
-            "source.result_code",
-            named("result_code and application_name must not be empty"),
         ));
     }
     Ok(())

@@ -68,7 +68,7 @@ pub async fn views(
 }
 
 fn view(settings: &SourceSettings, row: Option<&SourceRow>) -> SourceView {
-    let kind = settings.system.kind().as_str().to_owned();
+    let kind = settings.system.kind().to_owned();
     let Some(row) = row else {
         return SourceView {
             name: settings.name.clone(),

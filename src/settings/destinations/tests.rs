@@ -1,4 +1,5 @@
 use super::*;
+use crate::settings::kinds::van;
 
 fn van() -> DestinationSettings {
     DestinationSettings::new(
@@ -249,7 +250,10 @@ fn a_bigquery_destination_names_its_dataset_and_reaches_google_by_default() {
     };
     let bq = read("project = \"tmc-data\"\ndataset = \"consent\"\n");
     validate(std::slice::from_ref(&bq), &[]).expect("valid");
-    assert_eq!(bq.base_url(), warehouse::BIGQUERY_BASE_URL);
+    assert_eq!(
+        bq.base_url(),
+        crate::settings::kinds::bigquery::BIGQUERY_BASE_URL
+    );
     let error = validate(&[read("project = \"tmc-data\"\n")], &[]).expect_err("refused");
     assert!(error.to_string().contains("destination.dataset"), "{error}");
     let error = validate(

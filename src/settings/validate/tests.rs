@@ -454,3 +454,40 @@ fn a_callers_members_are_accounts_served_each_of_one_caller_and_its_date_a_day()
         "consent.share_across_accounts",
     );
 }
+
+#[test]
+fn a_van_source_takes_the_keys_it_reads_with_and_refuses_a_destinations_and_another_kinds() {
+    let source = "[[source]]\nname = \"van\"\nkind = \"van\"\nbase_url = \"https://api.securevan.com/v4\"\napi_key = \"hunter2\"\n";
+    let settings = load(&format!(
+        "{WEBHOOK}{source}result_code = \"Wrong Number\"\ndatabase_mode = 0\n"
+    ))
+    .expect("valid");
+    let crate::settings::SourceSystem::Van(van) = &settings.source[0].system else {
+        panic!("a van source");
+    };
+    assert_eq!(
+        (van.result_code(), van.database_mode()),
+        ("Wrong Number", 0)
+    );
+    for (extra, key) in [
+        ("van_id_field = \"VanID\"\n", "van_id_field"),
+        ("actions = [\"phone_status\"]\n", "actions"),
+        ("dataset = \"consent\"\n", "dataset"),
+    ] {
+        let error = refused(&format!("{WEBHOOK}{source}{extra}"), "source.kind");
+        assert!(
+            error.contains(&format!("`{key}` is not a key of a van source")),
+            "{error}"
+        );
+    }
+    let error = refused(
+        &format!("{WEBHOOK}{source}database_mode = 2\n"),
+        "source.database_mode",
+    );
+    assert!(error.contains("MyVoters"), "{error}");
+    let unknown = load(&format!("{WEBHOOK}{source}no_such_key = 1\n")).expect_err("refused");
+    assert!(
+        unknown.to_string().contains("unknown field `no_such_key`"),
+        "{unknown}"
+    );
+}

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
+use crate::settings::kinds::Kind;
 use crate::settings::sources::{Named, SourceKind, SourceSettings, validate_words};
 use crate::settings::{SettingsError, read_secret_file, redact_opt, urls};
 
@@ -58,7 +59,21 @@ impl TwilioSettings {
     }
 }
 
+impl Kind for TwilioSettings {
+    const KIND: &'static str = "twilio";
+    const KEYS: &'static [&'static str] = &[
+        "auth_token",
+        "auth_token_file",
+        "public_url",
+        "opt_out_words",
+    ];
+}
+
 impl SourceKind for TwilioSettings {
+    fn source(&self) -> crate::model::Source {
+        crate::model::Source::Twilio
+    }
+
     fn polled(&self) -> bool {
         false
     }

@@ -26,7 +26,7 @@ use super::super::source::{
     BATCH, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window,
 };
 use super::{ResultCode, basic};
-use crate::settings::sources::VanSourceSettings;
+use crate::settings::kinds::van::VanSettings;
 
 /// How many days of changes VAN keeps.
 pub const KEPT_DAYS: i64 = 90;
@@ -106,7 +106,7 @@ struct JobFile {
 }
 
 impl Changes {
-    pub fn new(own: &VanSourceSettings) -> Self {
+    pub fn new(own: &VanSettings) -> Self {
         Self {
             application_name: own.application_name().to_owned(),
             database_mode: own.database_mode(),

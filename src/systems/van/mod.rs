@@ -18,7 +18,7 @@ use super::{Api, Destination, Pending, Plan, Step, Stop};
 
 mod changes;
 use crate::model::LedgerEntry;
-use crate::settings::destinations::van::{VanAction, VanSettings};
+use crate::settings::kinds::van::{VanAction, VanSettings};
 pub use changes::Changes;
 
 /// The input type of a canvass response made by an API ("API" in VAN's list).

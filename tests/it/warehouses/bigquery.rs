@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use outreach_sync::settings::destinations::warehouse::BigQuerySettings;
+use outreach_sync::settings::kinds::bigquery::BigQuerySettings;
 use outreach_sync_sandbox::destinations::{BIGQUERY_DATASET, BIGQUERY_PROJECT, Fake, FakeFault};
 use outreach_sync_sandbox::{BigQueryTruth, RunningSandbox, bigquery_key_file};
 

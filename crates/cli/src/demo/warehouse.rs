@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use outreach_sync::settings::destinations::warehouse::PostgresSettings;
+use outreach_sync::settings::kinds::postgres::PostgresSettings;
 use outreach_sync::settings::{DestinationSettings, Settings, SystemSettings};
 use secrecy::ExposeSecret as _;
 use sqlx::Connection as _;

@@ -16,7 +16,7 @@ use super::warehouse::{Link, Refusal, Table, Warehouse, fingerprint};
 use super::{Pending, Stop};
 use crate::model::text::bounded;
 use crate::model::warehouse::{COLUMNS, Row};
-use crate::settings::destinations::warehouse::PostgresSettings;
+use crate::settings::kinds::postgres::PostgresSettings;
 
 /// Connections a warehouse holds: its sender writes one batch at a time.
 const CONNECTIONS: u32 = 2;

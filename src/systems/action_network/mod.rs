@@ -11,7 +11,7 @@ use serde_json::json;
 use super::source::{ReadError, ReadRecord, Records, Said, Source, SourceApi, Window};
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
-use crate::settings::destinations::action_network::ActionNetworkSettings;
+use crate::settings::kinds::action_network::ActionNetworkSettings;
 
 const PERSON: i64 = 1;
 

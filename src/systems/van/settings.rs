@@ -1,9 +1,15 @@
-//! The keys of a `[[destination]]` of kind `van` (NGP VAN / EveryAction, API v4).
+//! The keys of kind `van` (NGP VAN / EveryAction, API v4), a `[[destination]]`'s and a
+//! `[[source]]`'s: one struct, each key written once; a source takes the keys it reads with
+//! and refuses the ones only writing uses. Compiled into the settings layer
+//! (`crate::settings::kinds::van`).
 
 use serde::{Deserialize, Serialize};
 
-use super::{Foreign, KindSettings, Named, SettingsError};
 use crate::model::AccountId;
+use crate::settings::SettingsError;
+use crate::settings::destinations::{Foreign, KindSettings, Named};
+use crate::settings::kinds::Kind;
+use crate::settings::sources::{SourceKind, SourceSettings, validate_polled};
 
 /// What is written into VAN for each entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -15,7 +21,7 @@ pub enum VanAction {
     PhoneStatus,
 }
 
-/// The keys a VAN destination takes beside the common ones; each has a default.
+/// The keys a VAN destination or source takes beside the common ones; each has a default.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct VanSettings {
     /// The user of HTTP Basic.
@@ -37,18 +43,23 @@ pub struct VanSettings {
     #[serde(default)]
     pub actions: Option<Vec<VanAction>>,
     #[serde(flatten)]
-    pub(super) foreign: Foreign,
+    pub foreign: Foreign,
 }
 
-/// The keys of kind `van`, for [`Foreign`].
-pub(super) const KEYS: &[&str] = &[
-    "application_name",
-    "database_mode",
-    "van_id_field",
-    "result_code",
-    "contact_type",
-    "actions",
-];
+impl Kind for VanSettings {
+    const KIND: &'static str = "van";
+    const KEYS: &'static [&'static str] = &[
+        "application_name",
+        "database_mode",
+        "van_id_field",
+        "result_code",
+        "contact_type",
+        "actions",
+    ];
+}
+
+/// The keys a VAN source takes (what it reads with): the others are a destination's alone.
+const SOURCE_KEYS: &[&str] = &["application_name", "database_mode", "result_code"];
 
 impl VanSettings {
     pub fn application_name(&self) -> &str {
@@ -84,16 +95,9 @@ impl KindSettings for VanSettings {
     }
 
     fn validate(&self, named: Named<'_>) -> Result<(), SettingsError> {
-        if !matches!(self.database_mode(), 0 | 1) {
-            return Err(SettingsError::invalid(
-                "destination.database_mode",
-                named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
-            ));
-        }
+        self.validate_common(named, "destination")?;
         for (key, value) in [
-            ("destination.application_name", self.application_name()),
             ("destination.van_id_field", self.van_id_field()),
-            ("destination.result_code", self.result_code()),
             ("destination.contact_type", self.contact_type()),
         ] {
             if value.trim().is_empty() {
@@ -130,5 +134,65 @@ impl KindSettings for VanSettings {
             ));
         }
         Ok(())
+    }
+}
+
+impl VanSettings {
+    /// The keys both a source and a destination take: `table` names the table in errors.
+    fn validate_common(&self, named: Named<'_>, table: &str) -> Result<(), SettingsError> {
+        let key = |name: &str| -> &'static str {
+            match (table, name) {
+                ("source", "database_mode") => "source.database_mode",
+                ("source", _) => "source.result_code",
+                (_, "database_mode") => "destination.database_mode",
+                (_, "application_name") => "destination.application_name",
+                _ => "destination.result_code",
+            }
+        };
+        if !matches!(self.database_mode(), 0 | 1) {
+            return Err(SettingsError::invalid(
+                key("database_mode"),
+                named("1 (MyCampaign / EveryAction) or 0 (MyVoters)"),
+            ));
+        }
+        for (name, value) in [
+            ("application_name", self.application_name()),
+            ("result_code", self.result_code()),
+        ] {
+            if value.trim().is_empty() {
+                let message = match table {
+                    "source" => "result_code and application_name must not be empty",
+                    _ => "must not be empty",
+                };
+                return Err(SettingsError::invalid(key(name), named(message)));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl SourceKind for VanSettings {
+    fn source(&self) -> crate::model::Source {
+        crate::model::Source::Van
+    }
+
+    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+        let given = [
+            ("van_id_field", self.van_id_field.is_some()),
+            ("contact_type", self.contact_type.is_some()),
+            ("actions", self.actions.is_some()),
+        ];
+        let written = given.iter().find(|(_, set)| *set).map(|(key, _)| *key);
+        if let Some(key) = written.or(self.foreign.0.first().map(String::as_str)) {
+            let takes = SOURCE_KEYS.join(", ");
+            return Err(SettingsError::invalid(
+                "source.kind",
+                named(&format!(
+                    "`{key}` is not a key of a van source (it takes {takes} beside the common keys)"
+                )),
+            ));
+        }
+        validate_polled(source, named)?;
+        self.validate_common(named, "source")
     }
 }

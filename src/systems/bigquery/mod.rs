@@ -20,7 +20,7 @@ use super::warehouse::{Link, Refusal, Table, Warehouse, fingerprint};
 use super::{Pending, Stop};
 use crate::model::text::bounded;
 use crate::model::warehouse::{COLUMNS, Row};
-use crate::settings::destinations::warehouse::BigQuerySettings;
+use crate::settings::kinds::bigquery::BigQuerySettings;
 
 /// The scope a token is asked for.
 const SCOPE: &str = "https://www.googleapis.com/auth/bigquery";
