@@ -241,7 +241,7 @@ impl Warehouse {
             .map(|c| {
                 let null = if c.required { " NOT NULL" } else { "" };
                 let key = if c.name == "seq" { " PRIMARY KEY" } else { "" };
-                format!("\"{}\" {}{null}{key}", c.name, c.kind.postgres())
+                format!("\"{}\" {}{null}{key}", c.name, postgres_type(c.kind))
             })
             .collect();
         sqlx::query(&format!(
@@ -548,7 +548,7 @@ async fn bigquery_floor(
         .map(|c| {
             json!({
                 "name": c.name,
-                "type": c.kind.bigquery(),
+                "type": bigquery_type(c.kind),
                 "mode": if c.required { "REQUIRED" } else { "NULLABLE" },
             })
         })
@@ -695,4 +695,26 @@ fn peak_rss_mb() -> f64 {
         })
         .unwrap_or(0.0)
         / 1_000.0
+}
+
+/// BigQuery's standard SQL type of each kind of column, as the contract's schema gives it.
+fn bigquery_type(kind: outreach_sync::model::warehouse::ColumnType) -> &'static str {
+    use outreach_sync::model::warehouse::ColumnType;
+    match kind {
+        ColumnType::Integer => "INTEGER",
+        ColumnType::Text => "STRING",
+        ColumnType::Boolean => "BOOLEAN",
+        ColumnType::Time => "TIMESTAMP",
+    }
+}
+
+/// PostgreSQL's type of each kind of column, as the contract's table gives it.
+fn postgres_type(kind: outreach_sync::model::warehouse::ColumnType) -> &'static str {
+    use outreach_sync::model::warehouse::ColumnType;
+    match kind {
+        ColumnType::Integer => "bigint",
+        ColumnType::Text => "text",
+        ColumnType::Boolean => "boolean",
+        ColumnType::Time => "timestamp with time zone",
+    }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::signature::SignatureHeader;
 use std::borrow::Cow;
 
 #[test]

@@ -96,15 +96,30 @@ mod tests {
 
     #[test]
     fn an_event_ref_names_its_source_and_a_posted_one_its_kind() {
-        let key = event_ref(Source::Twilio, "tw", "SM1");
-        assert_eq!(key, "twilio:tw:SM1");
-        assert_eq!(source_name_of(Source::Twilio, &key), Some("tw"));
-        assert_eq!(source_name_of(Source::Van, &key), None);
-        assert_eq!(posted_to(&key), Some((Source::Twilio, "tw")));
-        assert_eq!(posted_to("van:main:1"), None, "VAN is read, not posted");
+        let posted = *Source::ALL
+            .iter()
+            .find(|s| s.posted())
+            .expect("a posted kind");
+        let read = *Source::ALL
+            .iter()
+            .find(|s| s.read_back() && !s.posted())
+            .expect("a kind read back");
+        let key = event_ref(posted, "tw", "SM1");
+        assert_eq!(key, format!("{}:tw:SM1", posted.as_str()));
+        assert_eq!(source_name_of(posted, &key), Some("tw"));
+        assert_eq!(source_name_of(read, &key), None);
+        assert_eq!(posted_to(&key), Some((posted, "tw")));
+        assert_eq!(
+            posted_to(&event_ref(read, "main", "1")),
+            None,
+            "read, not posted"
+        );
         assert_eq!(posted_to("event:abc"), None);
-        assert_eq!(posted_to("twilio::SM1"), None);
-        let bytes = event_ref_of_bytes(Source::Twilio, "tw", b"x");
-        assert!(bytes.starts_with("twilio:tw:sha256:"), "{bytes}");
+        assert_eq!(posted_to(&format!("{}::SM1", posted.as_str())), None);
+        let bytes = event_ref_of_bytes(posted, "tw", b"x");
+        assert!(
+            bytes.starts_with(&format!("{}:tw:sha256:", posted.as_str())),
+            "{bytes}"
+        );
     }
 }

@@ -12,28 +12,6 @@ pub enum ColumnType {
     Time,
 }
 
-impl ColumnType {
-    /// BigQuery's standard SQL type.
-    pub fn bigquery(self) -> &'static str {
-        match self {
-            Self::Integer => "INTEGER",
-            Self::Text => "STRING",
-            Self::Boolean => "BOOLEAN",
-            Self::Time => "TIMESTAMP",
-        }
-    }
-
-    /// PostgreSQL's type.
-    pub fn postgres(self) -> &'static str {
-        match self {
-            Self::Integer => "bigint",
-            Self::Text => "text",
-            Self::Boolean => "boolean",
-            Self::Time => "timestamp with time zone",
-        }
-    }
-}
-
 /// One column: its name (camelCase, as the contract names it; quoted in PostgreSQL), its
 /// type, and whether every row has a value.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

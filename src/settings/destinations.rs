@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 
 use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
 use super::{SettingsError, read_secret_file, redact_opt};
-use crate::model::{AccountId, Source};
+use crate::model::Source;
 
-pub mod warehouse;
+use super::kinds::KindSettings;
+pub use super::kinds::warehouse;
 
 /// Most requests per second a destination may be configured to take.
 pub const MAX_REQUESTS_PER_SECOND: u32 = 10_000;
@@ -37,80 +38,6 @@ impl SystemSettings {
     /// A warehouse's table settings: `None` for a system of record.
     pub fn table(&self) -> Option<&warehouse::Table> {
         self.own().table()
-    }
-}
-
-/// `destination "name": ` before a message.
-pub type Named<'a> = &'a dyn Fn(&str) -> String;
-
-/// What each kind's settings do beside the common keys.
-pub trait KindSettings {
-    /// The keys of other kinds it was given.
-    fn foreign(&self) -> &Foreign;
-
-    /// A warehouse's table: `None` for a system of record.
-    fn table(&self) -> Option<&warehouse::Table> {
-        None
-    }
-
-    /// The key that holds its secret, read from a file, and the file: `None` for a kind
-    /// whose key is `api_key`.
-    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
-        None
-    }
-
-    /// Its API's root when `base_url` is not given: `None` when it must be.
-    fn default_base_url(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Why `base_url` is not one of its keys (it is reached some other way): `None` when
-    /// it is.
-    fn no_base_url(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// Its own keys' values.
-    fn validate(&self, _named: Named<'_>) -> Result<(), SettingsError> {
-        Ok(())
-    }
-
-    /// Its accounts (`accounts`) against the accounts `served`.
-    fn validate_scope(
-        &self,
-        _named: Named<'_>,
-        _accounts: &[String],
-        _served: &[AccountId],
-    ) -> Result<(), SettingsError> {
-        Ok(())
-    }
-}
-
-/// The keys of a kind's table that are another kind's: kept to be refused by [`validate`]
-/// with the kind they belong to. A key of no kind is refused as it is read.
-#[derive(Debug, Clone, Default)]
-pub struct Foreign(pub(crate) Vec<String>);
-
-impl<'de> Deserialize<'de> for Foreign {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let keys =
-            std::collections::BTreeMap::<String, serde::de::IgnoredAny>::deserialize(deserializer)?;
-        let mut foreign = Vec::new();
-        for key in keys.into_keys() {
-            if owner_of(&key).is_none() {
-                return Err(serde::de::Error::custom(format!("unknown field `{key}`")));
-            }
-            foreign.push(key);
-        }
-        Ok(Self(foreign))
-    }
-}
-
-impl Serialize for Foreign {
-    /// Nothing: a foreign key never passes validation.
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap as _;
-        serializer.serialize_map(Some(0))?.end()
     }
 }
 
@@ -350,11 +277,11 @@ pub(super) fn validate(
         }
         let system = d.system.own();
         if let Some(key) = system.foreign().0.first() {
-            let owner = owner_of(key).unwrap_or("another kind");
-            return Err(SettingsError::invalid(
-                "destination.kind",
-                named(&format!("`{key}` is a key of kind \"{owner}\" alone")),
-            ));
+            let message = match owner_of(key) {
+                Some(owner) => format!("`{key}` is a key of kind \"{owner}\" alone"),
+                None => format!("unknown field `{key}`"),
+            };
+            return Err(SettingsError::invalid("destination.kind", named(&message)));
         }
         system.validate(&named)?;
     }

@@ -16,11 +16,143 @@ pub mod twilio;
 #[path = "../systems/van/settings.rs"]
 pub mod van;
 
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+use super::SettingsError;
+use crate::model::AccountId;
+
+/// What every warehouse's table takes.
+pub mod warehouse;
+
+/// `destination "name": ` or `source "name": ` before a message.
+pub type Named<'a> = &'a dyn Fn(&str) -> String;
+
 /// A kind's name, as `kind` takes it, and its own keys (what a table of another kind is
 /// refused naming).
 pub trait Kind {
     const KIND: &'static str;
     const KEYS: &'static [&'static str];
+}
+
+/// What each kind's settings do beside the common keys.
+pub trait KindSettings {
+    /// The keys of other kinds it was given.
+    fn foreign(&self) -> &Foreign;
+
+    /// A warehouse's table: `None` for a system of record.
+    fn table(&self) -> Option<&warehouse::Table> {
+        None
+    }
+
+    /// The key that holds its secret, read from a file, and the file: `None` for a kind
+    /// whose key is `api_key`.
+    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
+        None
+    }
+
+    /// Its API's root when `base_url` is not given: `None` when it must be.
+    fn default_base_url(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Why `base_url` is not one of its keys (it is reached some other way): `None` when
+    /// it is.
+    fn no_base_url(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// Its own keys' values.
+    fn validate(&self, _named: Named<'_>) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// Its accounts (`accounts`) against the accounts `served`.
+    fn validate_scope(
+        &self,
+        _named: Named<'_>,
+        _accounts: &[String],
+        _served: &[AccountId],
+    ) -> Result<(), SettingsError> {
+        Ok(())
+    }
+}
+
+/// The keys of a kind's table that are not its own: kept to be refused when the table is
+/// validated, naming the kind they belong to (or none).
+#[derive(Debug, Clone, Default)]
+pub struct Foreign(pub(crate) Vec<String>);
+
+impl<'de> Deserialize<'de> for Foreign {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let keys =
+            std::collections::BTreeMap::<String, serde::de::IgnoredAny>::deserialize(deserializer)?;
+        Ok(Self(keys.into_keys().collect()))
+    }
+}
+
+impl Serialize for Foreign {
+    /// Nothing: a foreign key never passes validation.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap as _;
+        serializer.serialize_map(Some(0))?.end()
+    }
+}
+
+/// What each kind's own keys do beside the keys every source takes.
+pub trait SourceKind {
+    /// The ledger's `source` of what it records (`model::Source`: the ledger's vocabulary).
+    fn source(&self) -> crate::model::Source;
+
+    /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
+    fn polled(&self) -> bool {
+        true
+    }
+
+    /// Its own revocation words (`opt_out_words`), for a kind that hears replies.
+    fn opt_out_words(&self) -> &[String] {
+        &[]
+    }
+
+    /// Reads the files its secrets are kept in.
+    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
+        Ok(())
+    }
+
+    /// Its own keys' values, in source `name` (the common keys are checked apart: those of
+    /// a source the daemon reads when it is [`SourceKind::polled`], none of them when not).
+    fn validate(&self, name: &str, named: Named<'_>) -> Result<(), SettingsError>;
+}
+
+/// Most of a source's own revocation words, and their length.
+const MOST_WORDS: usize = 50;
+const LONGEST_WORD_CHARS: usize = 40;
+
+/// A source's own revocation words: a few, each short, with letters, and no control
+/// character.
+pub fn validate_words(words: &[String], named: Named<'_>) -> Result<(), SettingsError> {
+    if words.len() > MOST_WORDS {
+        return Err(SettingsError::invalid(
+            "source.opt_out_words",
+            named(&format!("at most {MOST_WORDS} words or phrases")),
+        ));
+    }
+    for word in words {
+        let fits = word.chars().count() <= LONGEST_WORD_CHARS
+            && word.chars().any(char::is_alphanumeric)
+            && !word.chars().any(crate::model::text::is_unsafe_char);
+        if !fits {
+            return Err(SettingsError::invalid(
+                "source.opt_out_words",
+                named(&format!(
+                    "{} is not a word or phrase: at most {LONGEST_WORD_CHARS} characters, with letters, none a control character",
+                    crate::model::text::quoted(word)
+                )),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The enum of a table's kinds, `kind` its tag, a line per kind: `Variant(Settings)`, the

@@ -9,6 +9,7 @@ use chrono::{DateTime, Utc};
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
+use super::kinds::{Named, SourceKind};
 use super::{SettingsError, read_secret_file, redact_opt};
 use crate::model::AccountId;
 
@@ -44,34 +45,6 @@ impl SourceSystem {
     pub fn polled(&self) -> bool {
         self.own().polled()
     }
-}
-
-/// `source "name": ` before a message.
-pub type Named<'a> = &'a dyn Fn(&str) -> String;
-
-/// What each kind's own keys do beside the keys every source takes.
-pub trait SourceKind {
-    /// The ledger's `source` of what it records (`model::Source`: the ledger's vocabulary).
-    fn source(&self) -> crate::model::Source;
-
-    /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
-    fn polled(&self) -> bool {
-        true
-    }
-
-    /// Its own revocation words (`opt_out_words`), for a kind that hears replies.
-    fn opt_out_words(&self) -> &[String] {
-        &[]
-    }
-
-    /// Reads the files its secrets are kept in.
-    fn read_secret_files(&mut self) -> Result<(), SettingsError> {
-        Ok(())
-    }
-
-    /// Its own keys' values, `source` the whole table (a kind takes some of the common
-    /// keys and refuses others).
-    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError>;
 }
 
 /// One `[[source]]`.
@@ -268,11 +241,34 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
     let named = |message: &str| format!("source {:?}: {message}", s.name);
     validate_bounds(s, &named)?;
     validate_targets(s, served, &named)?;
-    s.system.own().validate(s, &named)
+    match s.system.polled() {
+        true => validate_polled(s, &named)?,
+        false => validate_posted(s, &named)?,
+    }
+    s.system.own().validate(&s.name, &named)
+}
+
+/// A source a system posts to takes none of the keys of a source the daemon reads.
+fn validate_posted(s: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+    let read_keys = [
+        ("base_url", !s.base_url.is_empty()),
+        ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
+        ("since", !s.since.is_empty()),
+    ];
+    match read_keys.iter().find(|(_, set)| *set) {
+        Some((key, _)) => Err(SettingsError::invalid(
+            "source.kind",
+            named(&format!(
+                "{key} is a key of the sources the daemon reads; a {} source is posted to",
+                s.system.kind()
+            )),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// The URL, key and `since` of a source the daemon reads.
-pub(crate) fn validate_polled(
+fn validate_polled(
     s: &SourceSettings,
     named: &dyn Fn(&str) -> String,
 ) -> Result<(), SettingsError> {
@@ -294,36 +290,6 @@ pub(crate) fn validate_polled(
     }
     if let Err(message) = parse_since(&s.since) {
         return Err(SettingsError::invalid("source.since", named(&message)));
-    }
-    Ok(())
-}
-
-/// Most of a source's own revocation words, and their length.
-const MOST_WORDS: usize = 50;
-const LONGEST_WORD_CHARS: usize = 40;
-
-/// A source's own revocation words: a few, each short, with letters, and no control
-/// character.
-pub(crate) fn validate_words(words: &[String], named: Named<'_>) -> Result<(), SettingsError> {
-    if words.len() > MOST_WORDS {
-        return Err(SettingsError::invalid(
-            "source.opt_out_words",
-            named(&format!("at most {MOST_WORDS} words or phrases")),
-        ));
-    }
-    for word in words {
-        let fits = word.chars().count() <= LONGEST_WORD_CHARS
-            && word.chars().any(char::is_alphanumeric)
-            && !word.chars().any(crate::model::text::is_unsafe_char);
-        if !fits {
-            return Err(SettingsError::invalid(
-                "source.opt_out_words",
-                named(&format!(
-                    "{} is not a word or phrase: at most {LONGEST_WORD_CHARS} characters, with letters, none a control character",
-                    crate::model::text::quoted(word)
-                )),
-            ));
-        }
     }
     Ok(())
 }

@@ -32,7 +32,7 @@ const NAMES_A_BACKEND: &[(&str, &str)] = &[
         "its unit tests open a SQLite pool of their own",
     ),
     (
-        "src/systems/postgres.rs",
+        "src/systems/postgres/mod.rs",
         "a warehouse of kind `postgres` is a system the daemon writes to, not the ledger's \
          backend: it speaks to that server through the same driver, with its own connections",
     ),
@@ -153,68 +153,87 @@ fn the_known_exceptions_are_still_needed() {
     }
 }
 
-/// Each kind of destination: its module's name and its type names' prefix, and the files of
-/// `src/` that may name it (its own module and its settings struct), beside [`KIND_LISTS`].
-const KINDS: &[(&str, &str, &[&str])] = &[
-    (
-        "van",
-        "Van",
-        &[
-            "src/systems/van/mod.rs",
-            "src/systems/van/changes.rs",
-            "src/settings/destinations/van.rs",
-        ],
-    ),
-    (
-        "action_network",
-        "ActionNetwork",
-        &[
-            "src/systems/action_network.rs",
-            "src/settings/destinations/action_network.rs",
-        ],
-    ),
-];
-
-/// The files that list every kind: the kind registries (destinations', sources'), the
-/// settings enums (with their tests), and the ledger's sources (`model::Source`).
+/// The files that list every kind: the settings' kind lists and where each kind's settings
+/// are compiled, the kind registry, and the ledger's vocabulary (`model::Source`), with the
+/// settings' tests (a table of each kind read).
 const KIND_LISTS: &[&str] = &[
-    "src/systems/mod.rs",
-    "src/systems/source.rs",
+    "src/settings/kinds.rs",
     "src/settings/destinations.rs",
     "src/settings/destinations/tests.rs",
     "src/settings/sources.rs",
+    "src/settings/validate/tests.rs",
+    "src/systems/mod.rs",
     "src/model/typed.rs",
 ];
 
-/// Whether `token` names the kind of module `module` and types `Type`: `module`,
-/// `module_...`, `module::`, `Type`, `TypeSettings`, `TypeAction`.
+/// The layer of each system's code: the modules the write path is made of, which import
+/// nothing of `systems` (what a source reads is a model type; a post is read through a
+/// reader handed down).
+const WRITE_PATH: &[&str] = &["events", "apply"];
+
+/// Every kind, read from the kind lists (`kinds!` lines `Variant(super::kinds::module::Type)`):
+/// its module's name and its type names' prefix (the variant).
+fn kinds() -> Vec<(String, String)> {
+    let mut kinds: Vec<(String, String)> = Vec::new();
+    for list in ["src/settings/destinations.rs", "src/settings/sources.rs"] {
+        let text = std::fs::read_to_string(repository(list)).expect(list);
+        for line in text.lines().map(str::trim) {
+            let Some((variant, rest)) = line.split_once("(super::kinds::") else {
+                continue;
+            };
+            let module = rest.split("::").next().expect("a module");
+            let kind = (module.to_owned(), variant.to_owned());
+            if !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
+    assert!(kinds.len() >= 5, "the kinds of the kind lists: {kinds:?}");
+    kinds
+}
+
+/// Whether `token` names the kind of module `module` and types `Type`: `module_...`,
+/// `Type...` (`TypeSettings`, `TypeAction`), and `module` or `Type` alone; of a kind that
+/// shares a backend's name (the `postgres` warehouse beside the PostgreSQL backend, whose
+/// storage code says `postgres_options`), its types alone.
 fn names_kind(token: &str, (module, type_prefix): (&str, &str)) -> bool {
-    token == module
-        || token
-            .strip_prefix(module)
-            .is_some_and(|rest| rest.starts_with('_'))
+    let alone = !BACKEND_MODULES.contains(&token);
+    let backend = BACKEND_MODULES.contains(&module);
+    (token == module && alone)
+        || (!backend
+            && token
+                .strip_prefix(module)
+                .is_some_and(|rest| rest.starts_with('_')))
         || token
             .strip_prefix(type_prefix)
-            .is_some_and(|rest| rest.chars().next().is_none_or(|c| c.is_ascii_uppercase()))
+            .is_some_and(|rest| match rest.chars().next() {
+                None => alone,
+                Some(c) => c.is_ascii_uppercase(),
+            })
 }
 
 #[test]
-fn a_kind_of_destination_is_named_only_in_its_module_its_settings_and_the_kind_lists() {
+fn a_kind_is_named_only_in_its_folder_and_the_kind_lists() {
     let files = sources();
+    for list in KIND_LISTS {
+        assert!(
+            files.iter().any(|(file, _)| file == list),
+            "{list} is gone: update KIND_LISTS"
+        );
+    }
     let mut failures = Vec::new();
-    for (module, type_prefix, homes) in KINDS {
-        for home in homes.iter().chain(KIND_LISTS) {
-            assert!(
-                files.iter().any(|(file, _)| file == home),
-                "{home} is gone: update KINDS or KIND_LISTS"
-            );
-        }
+    for (module, type_prefix) in kinds() {
+        let folder = format!("src/systems/{module}/");
+        assert!(
+            repository(&folder).is_dir(),
+            "kind `{module}` has no folder {folder}"
+        );
         for (file, text) in &files {
-            if homes.contains(&file.as_str()) || KIND_LISTS.contains(&file.as_str()) {
+            if file.starts_with(&folder) || KIND_LISTS.contains(&file.as_str()) {
                 continue;
             }
             for token in tokens(&clean(text)) {
-                if names_kind(&token.text, (module, type_prefix)) {
+                if names_kind(&token.text, (&module, &type_prefix)) {
                     failures.push(format!("{file}:{}: `{}`", token.line, token.text));
                 }
             }
@@ -222,9 +241,35 @@ fn a_kind_of_destination_is_named_only_in_its_module_its_settings_and_the_kind_l
     }
     assert!(
         failures.is_empty(),
-        "a kind of destination named outside its module, its settings and the kind lists \
-         (ARCHITECTURE.md, \"Where a new thing goes\": the sender and everything else take \
+        "a kind named outside its folder and the kind lists (ARCHITECTURE.md, \"Where a new \
+         thing goes\": the sender, the reader, the ingest listener and everything else take \
          every kind alike):\n{}",
+        failures.join("\n")
+    );
+}
+
+#[test]
+fn the_write_path_imports_nothing_of_the_systems() {
+    let mut failures = Vec::new();
+    for (file, text) in sources() {
+        let at = module_of(&file);
+        if !WRITE_PATH.contains(&at[0].as_str()) {
+            continue;
+        }
+        for found in uses(&text, &at) {
+            if found.path[0] == "systems" {
+                failures.push(format!(
+                    "{file}:{}: `{}`",
+                    found.line,
+                    found.path.join("::")
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "the write path uses the systems layer (ARCHITECTURE.md: what a source reads is a \
+         model type, a post is read through a reader handed down):\n{}",
         failures.join("\n")
     );
 }
@@ -332,8 +377,59 @@ fn sources() -> Vec<(String, String)> {
     files
 }
 
-/// The module path of a file: `src/settings/load.rs` is `settings::load`.
+/// The module path of a file: `src/settings/load.rs` is `settings::load`; a file another
+/// mounts with `#[path]` is the module it is mounted as (a kind's `settings.rs`, compiled as
+/// `settings::kinds::<kind>`).
 fn module_of(file: &str) -> Vec<String> {
+    if let Some(mounted) = mounted().into_iter().find(|(f, _)| f == file) {
+        return mounted.1;
+    }
+    folder_module_of(file)
+}
+
+/// The files mounted with `#[path = "..."]` followed by `mod NAME;`, and their modules.
+fn mounted() -> Vec<(String, Vec<String>)> {
+    static MOUNTED: std::sync::OnceLock<Vec<(String, Vec<String>)>> = std::sync::OnceLock::new();
+    MOUNTED
+        .get_or_init(|| {
+            let mut found = Vec::new();
+            for (file, text) in sources() {
+                let lines: Vec<&str> = text.lines().map(str::trim).collect();
+                for pair in lines.windows(2) {
+                    let Some(target) = pair[0]
+                        .strip_prefix("#[path = \"")
+                        .and_then(|t| t.strip_suffix("\"]"))
+                    else {
+                        continue;
+                    };
+                    let name = pair[1]
+                        .trim_start_matches("pub ")
+                        .strip_prefix("mod ")
+                        .and_then(|n| n.strip_suffix(';'))
+                        .expect("#[path] before `mod NAME;`");
+                    let dir = Path::new(&file).parent().expect("a folder");
+                    let mut parts: Vec<&str> = Vec::new();
+                    let joined = dir.join(target);
+                    for part in joined.iter().map(|p| p.to_str().expect("UTF-8")) {
+                        match part {
+                            ".." => {
+                                parts.pop();
+                            }
+                            "." => {}
+                            part => parts.push(part),
+                        }
+                    }
+                    let mut module = folder_module_of(&file);
+                    module.push(name.to_owned());
+                    found.push((parts.join("/"), module));
+                }
+            }
+            found
+        })
+        .clone()
+}
+
+fn folder_module_of(file: &str) -> Vec<String> {
     let path = file
         .strip_prefix("src/")
         .and_then(|f| f.strip_suffix(".rs"))

@@ -5,9 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::settings::SettingsError;
-use crate::settings::destinations::{Foreign, KindSettings, Named};
-use crate::settings::kinds::Kind;
-use crate::settings::sources::{SourceKind, SourceSettings, validate_polled};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named, SourceKind};
 
 /// An Action Network destination or source takes no key beside the common ones.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -32,15 +30,15 @@ impl SourceKind for ActionNetworkSettings {
         crate::model::Source::ActionNetwork
     }
 
-    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
-        if let Some(key) = self.foreign.0.first() {
-            return Err(SettingsError::invalid(
+    fn validate(&self, _name: &str, named: Named<'_>) -> Result<(), SettingsError> {
+        match self.foreign.0.first() {
+            Some(key) => Err(SettingsError::invalid(
                 "source.kind",
                 named(&format!(
                     "`{key}` is not a key of an action_network source (it takes the common keys alone)"
                 )),
-            ));
+            )),
+            None => Ok(()),
         }
-        validate_polled(source, named)
     }
 }

@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::SettingsError;
-use crate::settings::destinations::warehouse::Table;
-use crate::settings::destinations::{Foreign, KindSettings, Named};
-use crate::settings::kinds::Kind;
+use crate::settings::kinds::warehouse::Table;
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named};
 
 /// BigQuery's REST root when `base_url` is not set.
 pub const BIGQUERY_BASE_URL: &str = "https://bigquery.googleapis.com/bigquery/v2";

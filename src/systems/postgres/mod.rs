@@ -18,6 +18,17 @@ use crate::model::text::bounded;
 use crate::model::warehouse::{COLUMNS, Row};
 use crate::settings::kinds::postgres::PostgresSettings;
 
+/// PostgreSQL's type of a column of `kind`.
+fn type_of(kind: crate::model::warehouse::ColumnType) -> &'static str {
+    use crate::model::warehouse::ColumnType;
+    match kind {
+        ColumnType::Integer => "bigint",
+        ColumnType::Text => "text",
+        ColumnType::Boolean => "boolean",
+        ColumnType::Time => "timestamp with time zone",
+    }
+}
+
 /// Connections a warehouse holds: its sender writes one batch at a time.
 const CONNECTIONS: u32 = 2;
 /// How often the table's shape is compared with the rows' between batches: a column whose
@@ -194,7 +205,7 @@ impl Postgres {
             .map(|c| {
                 let null = if c.required { " NOT NULL" } else { "" };
                 let key = if c.name == "seq" { " PRIMARY KEY" } else { "" };
-                format!("\"{}\" {}{null}{key}", c.name, c.kind.postgres())
+                format!("\"{}\" {}{null}{key}", c.name, type_of(c.kind))
             })
             .collect();
         let table = self.qualified(&self.table);
@@ -236,11 +247,11 @@ impl Postgres {
             let Some((_, kind, nullable, _)) = found.iter().find(|f| f.0 == column.name) else {
                 return differs(format!("no column `{}`", column.name));
             };
-            if kind != column.kind.postgres() {
+            if kind != type_of(column.kind) {
                 return differs(format!(
                     "column `{}` is {kind}, the rows' {}",
                     column.name,
-                    column.kind.postgres()
+                    type_of(column.kind)
                 ));
             }
             if nullable == "NO" && !column.required {
@@ -345,7 +356,7 @@ pub async fn insert_rows(pool: &PgPool, table: &str, rows: &[Row]) -> Result<(),
     let arrays: Vec<String> = COLUMNS
         .iter()
         .enumerate()
-        .map(|(i, c)| format!("${}::{}[]", i + 1, c.kind.postgres()))
+        .map(|(i, c)| format!("${}::{}[]", i + 1, type_of(c.kind)))
         .collect();
     let insert = format!(
         "INSERT INTO {} ({}) SELECT * FROM UNNEST({}) ON CONFLICT (\"seq\") DO NOTHING",

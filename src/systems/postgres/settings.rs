@@ -7,9 +7,8 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::SettingsError;
-use crate::settings::destinations::warehouse::{Table, sql_name};
-use crate::settings::destinations::{Foreign, KindSettings, Named};
-use crate::settings::kinds::Kind;
+use crate::settings::kinds::warehouse::{Table, sql_name};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named};
 
 /// The keys of a `postgres` destination beside the common ones.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

@@ -7,8 +7,7 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use crate::settings::kinds::Kind;
-use crate::settings::sources::{Named, SourceKind, SourceSettings, validate_words};
+use crate::settings::kinds::{Kind, Named, SourceKind, validate_words};
 use crate::settings::{SettingsError, read_secret_file, redact_opt, urls};
 
 /// The keys of a Twilio source beside the common ones.
@@ -95,21 +94,8 @@ impl SourceKind for TwilioSettings {
         Ok(())
     }
 
-    /// Its token and URL; none of the keys of a source the daemon reads.
-    fn validate(&self, s: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
-        let read_keys = [
-            ("base_url", !s.base_url.is_empty()),
-            ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
-            ("since", !s.since.is_empty()),
-        ];
-        if let Some((key, _)) = read_keys.iter().find(|(_, set)| *set) {
-            return Err(SettingsError::invalid(
-                "source.kind",
-                named(&format!(
-                    "{key} is a key of the sources the daemon reads; Twilio posts to a twilio source"
-                )),
-            ));
-        }
+    /// Its tokens and the URL set at Twilio.
+    fn validate(&self, name: &str, named: Named<'_>) -> Result<(), SettingsError> {
         let tokens = self.accepted();
         if tokens.is_empty() || tokens.iter().any(|t| t.expose_secret().trim().is_empty()) {
             return Err(SettingsError::invalid(
@@ -121,7 +107,7 @@ impl SourceKind for TwilioSettings {
         }
         urls::url(
             "source.public_url",
-            &format!("source {:?}", s.name),
+            &format!("source {name:?}"),
             &self.public_url,
             urls::Sends::Nothing,
         )?;

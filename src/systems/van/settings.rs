@@ -7,9 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::AccountId;
 use crate::settings::SettingsError;
-use crate::settings::destinations::{Foreign, KindSettings, Named};
-use crate::settings::kinds::Kind;
-use crate::settings::sources::{SourceKind, SourceSettings, validate_polled};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named, SourceKind};
 
 /// What is written into VAN for each entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
@@ -176,7 +174,7 @@ impl SourceKind for VanSettings {
         crate::model::Source::Van
     }
 
-    fn validate(&self, source: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+    fn validate(&self, _name: &str, named: Named<'_>) -> Result<(), SettingsError> {
         let given = [
             ("van_id_field", self.van_id_field.is_some()),
             ("contact_type", self.contact_type.is_some()),
@@ -192,7 +190,6 @@ impl SourceKind for VanSettings {
                 )),
             ));
         }
-        validate_polled(source, named)?;
         self.validate_common(named, "source")
     }
 }

@@ -80,7 +80,7 @@ async fn every_entry_reaches_bigquery_once_by_its_insert_id_in_a_table_made_with
         .iter()
         .map(|c| {
             let mode = if c.required { "REQUIRED" } else { "NULLABLE" };
-            (c.name, c.kind.bigquery(), mode)
+            (c.name, bigquery_type(c.kind), mode)
         })
         .collect();
     assert_eq!(columns, expected, "the table has the rows' schema");
@@ -287,4 +287,15 @@ async fn a_bigquery_table_deleted_under_it_is_made_again_and_filled_from_the_fir
     assert_eq!(shown["state"], "active", "{shown}");
     app.stop().await;
     sandbox.shutdown().await;
+}
+
+/// BigQuery's standard SQL type of each kind of column, as the contract's schema gives it.
+fn bigquery_type(kind: outreach_sync::model::warehouse::ColumnType) -> &'static str {
+    use outreach_sync::model::warehouse::ColumnType;
+    match kind {
+        ColumnType::Integer => "INTEGER",
+        ColumnType::Text => "STRING",
+        ColumnType::Boolean => "BOOLEAN",
+        ColumnType::Time => "TIMESTAMP",
+    }
 }

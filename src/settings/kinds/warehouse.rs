@@ -5,7 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{Named, SettingsError};
+use super::Named;
+use crate::settings::SettingsError;
 
 /// The table rows go to when `table` is not set.
 pub const DEFAULT_TABLE: &str = "consent_events";
