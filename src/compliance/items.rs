@@ -1,18 +1,23 @@
 //! The report's opt-outs a page at a time: each page read in one statement, then its
 //! subscribers' acknowledgements, its destinations' outcomes and its messages, so that
-//! memory holds one page whatever the window.
+//! memory holds one page whatever the window. Where the destinations stand is
+//! `items/destinations.rs`; the messages after each opt-out, `items/messages.rs`.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+/// The destinations' outcomes of a page, and when they had its opt-outs.
+mod destinations;
+/// The confirmation and the messages sent after each opt-out of a page.
+mod messages;
+
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
 use super::{DestinationTime, Item, Message, Rules, SERVICE, State, Window};
-use crate::model::{
-    AckSpan, EntryOutcome, LeadMessage, OptOutRow, OutcomeKind, PushState, SharedCopy, Source,
-    Timestamp,
-};
-use crate::store::{ComplianceStore, DestinationStore, Pool, SubscriberStore};
+use crate::model::{AckSpan, OptOutRow, OutcomeKind, PushState, SharedCopy, Source, Timestamp};
+use crate::store::{ComplianceStore, Pool, SubscriberStore};
+use destinations::{destination_outcomes, had_by, through_leads};
+use messages::messages_after;
 
 /// Opt-outs read, and laid out, at a time.
 pub const PAGE: usize = 1000;
@@ -207,125 +212,6 @@ async fn service_through_leads(
         .collect())
 }
 
-/// A destination's place in an opt-out: had at its `sent` time, not yet without an
-/// outcome, or unreached with its `unmatched`, `refused` or `unconfirmed` outcome and
-/// reason; had without a request of its own when `already` told (at the time the entry it
-/// follows was), or `through_leads` (at `leads`: when its leads' entries were).
-fn had_by(
-    name: &str,
-    outcome: Option<&EntryOutcome>,
-    leads: Option<&Option<Timestamp>>,
-) -> DestinationTime {
-    let Some(o) = outcome else {
-        return DestinationTime::had(name, None);
-    };
-    let honoured_at = match o.outcome {
-        OutcomeKind::Sent => return DestinationTime::had(name, Some(o.at)),
-        OutcomeKind::Already => Some(o.at),
-        OutcomeKind::ThroughLeads => leads.copied().unwrap_or(Some(o.at)),
-        OutcomeKind::Unmatched | OutcomeKind::Refused | OutcomeKind::Unconfirmed => None,
-    };
-    DestinationTime {
-        outcome: Some(o.outcome),
-        reason: o.reason.clone(),
-        ..DestinationTime::had(name, honoured_at)
-    }
-}
-
-/// When each destination had, through its leads' entries, each of `rows` it ended
-/// `through_leads` (by destination and seq): when the last of the entries recorded with
-/// it that the destination takes was had (sent, or told already); `None` while one has no
-/// outcome there yet. Those it could not place are findings of their own (their own
-/// items), not of the account-wide opt-out; with no such entry (no organization held the
-/// number), when the destination passed it.
-async fn through_leads(
-    pool: &Pool,
-    rules: &Rules,
-    rows: &[OptOutRow],
-    outcomes: &Outcomes,
-) -> Result<HashMap<(String, i64), Option<Timestamp>>, crate::store::Error> {
-    let mut through = HashMap::new();
-    for row in rows {
-        let passed: Vec<(&Arc<crate::sender::Subscriber>, Timestamp)> = rules
-            .destinations
-            .iter()
-            .filter_map(|d| {
-                let o = outcomes.get(&d.name)?.get(&row.seq)?;
-                (o.outcome == OutcomeKind::ThroughLeads).then_some((d, o.at))
-            })
-            .collect();
-        if passed.is_empty() {
-            continue;
-        }
-        let with = pool.entries_with(row.seq).await?;
-        let seqs: Vec<i64> = with.iter().map(|(seq, _, _)| *seq).collect();
-        let theirs = outcomes_of(pool, &seqs).await?;
-        for (destination, passed_at) in passed {
-            let mut at = Some(passed_at);
-            for (seq, org, superseded) in &with {
-                if *superseded || !destination.takes_from(&row.account_id, org, row.source) {
-                    continue;
-                }
-                let had = theirs.get(&destination.name).and_then(|of| of.get(seq));
-                at = match had {
-                    None => None,
-                    Some(o) if o.outcome.unreached() => at,
-                    Some(o) => at.zip(Some(o.at)).map(|(a, b)| a.max(b)),
-                };
-            }
-            through.insert((destination.name.clone(), row.seq), at);
-        }
-    }
-    Ok(through)
-}
-
-/// The destinations' outcomes of `rows`, by destination and seq.
-type Outcomes = HashMap<String, HashMap<i64, EntryOutcome>>;
-
-/// Most seqs one read of outcomes spans: the rows of a page may lie far apart (one
-/// organization's opt-outs in a ledger of many), and what lies between them is not read
-/// into memory.
-const OUTCOME_SPAN: i64 = 4 * PAGE as i64;
-
-/// The destinations' outcomes of `rows` (in seq order), read a span of seqs at a time.
-async fn destination_outcomes(
-    pool: &Pool,
-    rules: &Rules,
-    rows: &[OptOutRow],
-) -> Result<Outcomes, crate::store::Error> {
-    if rules.destinations.is_empty() {
-        return Ok(Outcomes::new());
-    }
-    let seqs: Vec<i64> = rows.iter().map(|row| row.seq).collect();
-    outcomes_of(pool, &seqs).await
-}
-
-/// Every destination's outcomes of the entries `seqs` (in seq order), read a span of seqs
-/// at a time.
-async fn outcomes_of(pool: &Pool, seqs: &[i64]) -> Result<Outcomes, crate::store::Error> {
-    let mut by_destination = Outcomes::new();
-    let mut rest = seqs;
-    while let Some(&first) = rest.first() {
-        let within = rest
-            .iter()
-            .take_while(|seq| **seq - first < OUTCOME_SPAN)
-            .count();
-        let (span, after) = rest.split_at(within);
-        rest = after;
-        let last = span.last().copied().unwrap_or(first);
-        let seqs: HashSet<i64> = span.iter().copied().collect();
-        for outcome in pool.outcomes_of_entries(first, last).await? {
-            if seqs.contains(&outcome.seq) {
-                by_destination
-                    .entry(outcome.destination.clone())
-                    .or_default()
-                    .insert(outcome.seq, outcome);
-            }
-        }
-    }
-    Ok(by_destination)
-}
-
 /// For each subscriber, when it had each of `rows` (by index), from its acknowledged
 /// requests: the earliest that carried the entry.
 async fn subscriber_acks(
@@ -365,8 +251,6 @@ fn earliest_acks(spans: &[AckSpan], rows: &[OptOutRow]) -> Vec<Option<Timestamp>
         .collect()
 }
 
-/// For each of `rows`, the confirmation and the other messages sent to its lead after it
-/// and before the next opt-in of its pair.
 /// For each of `rows`, when each other member of its caller had it (from the caller's
 /// date; sharing across accounts, always): its copies there recorded and their pushes to
 /// that account's service sent. A member that held the number opted out already records
@@ -439,65 +323,6 @@ fn had_all(copies: &[&SharedCopy]) -> Option<Timestamp> {
         latest = latest.max(Some(at));
     }
     latest
-}
-
-async fn messages_after(
-    pool: &Pool,
-    rules: &Rules,
-    rows: &[OptOutRow],
-) -> Result<Vec<(Option<Message>, Vec<Message>)>, crate::store::Error> {
-    let mut found = Vec::with_capacity(rows.len());
-    for chunk in rows.chunks(PAGE) {
-        let mut leads: Vec<&str> = chunk.iter().flat_map(OptOutRow::leads).collect();
-        leads.sort_unstable();
-        leads.dedup();
-        // Lead ids are per account: a message is its account's lead's.
-        let mut by_lead: HashMap<(String, String), Vec<LeadMessage>> = HashMap::new();
-        for message in pool.messages_of_leads(&leads).await? {
-            by_lead
-                .entry((message.account_id.clone(), message.lead_id.clone()))
-                .or_default()
-                .push(message);
-        }
-        for row in chunk {
-            found.push(after(row, rules, &by_lead));
-        }
-    }
-    Ok(found)
-}
-
-fn after(
-    row: &OptOutRow,
-    rules: &Rules,
-    by_lead: &HashMap<(String, String), Vec<LeadMessage>>,
-) -> (Option<Message>, Vec<Message>) {
-    let from = row.occurred_at.at();
-    let until = row.opted_in_at.map(Timestamp::at);
-    let mut messages: Vec<Message> = row
-        .leads()
-        .filter_map(|lead| by_lead.get(&(row.account_id.to_string(), lead.to_owned())))
-        .flatten()
-        .filter_map(|m| {
-            let created = DateTime::parse_from_rfc3339(m.created_at.as_deref()?)
-                .ok()?
-                .to_utc();
-            (created > from && until.is_none_or(|until| created < until)).then(|| Message {
-                id: m.id.clone(),
-                status: m.status.clone(),
-                created_at: Timestamp(created),
-            })
-        })
-        .collect();
-    messages.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-    messages.dedup_by(|a, b| a.id == b.id);
-    let confirmation = messages
-        .first()
-        .filter(|m| m.created_at.at() - from <= rules.confirmation_window)
-        .cloned();
-    if confirmation.is_some() {
-        messages.remove(0);
-    }
-    (confirmation, messages)
 }
 
 #[cfg(test)]

@@ -41,81 +41,99 @@ pub struct Gauges {
 
 impl Collector for Gauges {
     fn encode(&self, mut encoder: DescriptorEncoder) -> std::fmt::Result {
+        self.encode_pipeline(&mut encoder)?;
+        self.encode_destinations(&mut encoder)?;
+        self.encode_compliance(&mut encoder)
+    }
+}
+
+impl Gauges {
+    /// The outbox, the pushes and the registrations' check.
+    fn encode_pipeline(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
         let unlabelled = |value| [(None, value)];
         gauge(
-            &mut encoder,
+            encoder,
             "outbox_backlog",
             "Deliveries committed but not yet applied.",
             unlabelled(self.outbox_backlog),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "apply_lag_seconds",
             "Age of the oldest unapplied delivery.",
             [(None, self.apply_lag_seconds)],
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "quarantined",
             "Deliveries quarantined (not applicable as they are).",
             unlabelled(self.quarantined),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "pushes_pending",
             "Local consent changes not yet accepted by the service.",
             unlabelled(self.pushes_pending),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "registration_ok",
             "1 when the last `webhooks check` found both webhook registrations right and passing a mock event, 0 when not; no sample before the first check.",
             self.registration_ok.map(|ok| (None, u64::from(ok))),
-        )?;
+        )
+    }
+
+    /// Each subscriber's and destination's lag, error and oldest opt-out not yet had.
+    fn encode_destinations(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
         gauge(
-            &mut encoder,
+            encoder,
             "subscriber_lag_entries",
             "Ledger entries after each subscriber's cursor.",
             labelled("subscriber", &self.subscriber_lag),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "destination_lag_entries",
             "Ledger entries after each destination's (system of record's) cursor.",
             labelled("destination", &self.destination_lag),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "destination_error",
             "1 while the destination (system of record) is stopped in state error (its key refused, or a lookup not found), 0 otherwise.",
             labelled("destination", &self.destination_error),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "optout_oldest_pending_seconds",
             "Age of the oldest opt-out the destination (the service, a subscriber or a system of record) has not had yet; 0 when none.",
             labelled("destination", &self.optout_oldest_pending),
-        )?;
+        )
+    }
+
+    /// The opt-outs overdue and the replies waiting for review.
+    fn encode_compliance(&self, encoder: &mut DescriptorEncoder) -> std::fmt::Result {
+        let unlabelled = |value| [(None, value)];
         gauge(
-            &mut encoder,
+            encoder,
             "optouts_overdue",
             "Opt-outs past their deadline ([compliance] deadline_business_days) and not yet had by every destination.",
             unlabelled(self.optouts_overdue),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "review_waiting",
             "Replies waiting for a person's decision (a revocation word among other words).",
             unlabelled(self.review_waiting),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "review_oldest_due_seconds",
             "Seconds until the oldest reply waiting for review is due (negative once past); no sample when none waits.",
             self.review_oldest_due_seconds.map(|s| (None, s)),
         )?;
         gauge(
-            &mut encoder,
+            encoder,
             "review_oldest_deadline_used",
             "The part of the oldest waiting reply's deadline that has passed (0.5: half of it); 0 when none waits.",
             [(None, self.review_oldest_deadline_used)],

@@ -13,7 +13,7 @@ pub use apply::{
     ApplyTx, LAST_ERROR, NewEntry, NewMessage, PageCheckpoint, PassRecord, StateWrite, Suppressing,
 };
 pub(crate) use apply::{
-    LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, pushed_changes,
+    Chained, LEADS_ON_CONFLICT, LeadJson, StateRow, chain_after, entry_key, pushed_changes,
     sent_after_opt_out, status_rank, unrecorded,
 };
 /// The storage layer's one error type.

@@ -11,6 +11,7 @@ use std::path::Path;
 
 use crate::repository;
 
+mod sizes;
 mod source;
 use source::{clean, tokens, uses};
 

@@ -1,15 +1,34 @@
 //! Upgrading a database that holds data: every migration after the first release keeps what
-//! is there, on a real SQLite file.
+//! is there, on a real SQLite file (and on PostgreSQL where a migration rebuilds a table).
 
 use chrono::{TimeZone, Utc};
 use outreach_sync::apply;
-use outreach_sync::model::{ConsentObservation, Source};
-use outreach_sync::store::ApplyTx as _;
+use outreach_sync::model::{ConsentObservation, KeptEvidence, Source};
+use outreach_sync::store::{ApplyTx as _, Pool};
 use sqlx::Connection as _;
 use sqlx::sqlite::{SqliteConnectOptions, SqlitePoolOptions};
 
+use crate::common::{Backend, on_both_backends};
+use crate::postgres::TestDatabase;
+
 /// The migrations a database had before `fewer_indexes_by_number`.
 const BEFORE: i64 = 20261121000005;
+
+/// The migrations of `backend`'s folder before `version`, as the earlier release had them:
+/// copied as files into `into`, for a migrator of their own.
+fn migrations_before(backend: &str, version: i64, into: &std::path::Path) -> std::path::PathBuf {
+    std::fs::create_dir(into).unwrap();
+    let folder = crate::repository(&format!("migrations/{backend}"));
+    for entry in std::fs::read_dir(folder).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let number: i64 = name.split('_').next().unwrap().parse().unwrap();
+        if number < version {
+            std::fs::copy(&path, into.join(&name)).unwrap();
+        }
+    }
+    into.to_path_buf()
+}
 
 /// A SQLite database in `dir` migrated with the migrations before `version` only, as the
 /// earlier release left it, with a pool of `connections`.
@@ -18,17 +37,7 @@ async fn database_before(
     version: i64,
     connections: u32,
 ) -> sqlx::SqlitePool {
-    // The migrations of the earlier release, as files, for a migrator of their own.
-    let old = dir.join("migrations");
-    std::fs::create_dir(&old).unwrap();
-    for entry in std::fs::read_dir(crate::repository("migrations/sqlite")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        let number: i64 = name.split('_').next().unwrap().parse().unwrap();
-        if number < version {
-            std::fs::copy(&path, old.join(&name)).unwrap();
-        }
-    }
+    let old = migrations_before("sqlite", version, &dir.join("migrations"));
     let options = SqliteConnectOptions::new()
         .filename(dir.join("old.db"))
         .create_if_missing(true);
@@ -62,7 +71,18 @@ async fn a_connection_opened_before_the_import_source_was_allowed_takes_it_after
     .execute(&mut *early)
     .await;
     assert!(refused.is_err(), "the old schema refuses 'import'");
-    outreach_sync::store::migrate(&pool).await.unwrap();
+    // The migrations up to the last that kept a CHECK on `source`.
+    let checked = migrations_before(
+        "sqlite",
+        SOURCE_CHECKED_BY_CODE,
+        &dir.path().join("checked"),
+    );
+    sqlx::migrate::Migrator::new(checked.as_path())
+        .await
+        .unwrap()
+        .run(&pool)
+        .await
+        .unwrap();
     sqlx::query(
         "INSERT INTO consent_state (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
          VALUES ('o', '+1555', NULL, 1, '2026-11-20T10:00:00.000Z', 'import', 1)",
@@ -184,4 +204,250 @@ async fn a_database_from_before_the_consent_key_change_keeps_its_consent_and_app
         .unwrap()
         .unwrap();
     assert_eq!(head.seq, 3);
+}
+
+/// The migration after which `source` is checked by the code alone (no CHECK in SQL).
+const SOURCE_CHECKED_BY_CODE: i64 = 20261204100001;
+
+/// The migrations before `version` of the backend applied to a fresh database: a SQLite
+/// file in `dir`, or a PostgreSQL database of its own (`None` without a test server).
+async fn backend_before(
+    backend: Backend,
+    dir: &std::path::Path,
+    version: i64,
+) -> Option<(Pool, Option<TestDatabase>)> {
+    match backend {
+        Backend::Sqlite => Some((database_before(dir, version, 2).await.into(), None)),
+        Backend::Postgres => {
+            let database = TestDatabase::create().await?;
+            let pool = database.pool().await;
+            let old = migrations_before("postgres", version, &dir.join("migrations"));
+            sqlx::migrate::Migrator::new(old.as_path())
+                .await
+                .unwrap()
+                .run(&pool)
+                .await
+                .unwrap();
+            Some((pool.into(), Some(database)))
+        }
+    }
+}
+
+/// Every pending migration, as `migrate` and `serve` run them.
+async fn migrate_all(pool: &Pool) {
+    match pool {
+        Pool::Sqlite(pool) => outreach_sync::store::migrate(pool).await.unwrap(),
+        Pool::Postgres(pool) => outreach_sync::store::POSTGRES_MIGRATOR
+            .run(pool)
+            .await
+            .unwrap(),
+    }
+}
+
+async fn execute(pool: &Pool, sql: &str) -> Result<(), sqlx::Error> {
+    match pool {
+        Pool::Sqlite(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+        Pool::Postgres(pool) => sqlx::raw_sql(sql).execute(pool).await.map(drop),
+    }
+}
+
+/// Each row `sql` selects, its columns as text (NULL as `None`), in the query's order.
+async fn text_rows(pool: &Pool, sql: &str) -> Vec<Vec<Option<String>>> {
+    use sqlx::Row as _;
+    match pool {
+        Pool::Sqlite(pool) => sqlx::query(sql)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (0..row.len()).map(|i| row.get(i)).collect())
+            .collect(),
+        Pool::Postgres(pool) => sqlx::query(sql)
+            .fetch_all(pool)
+            .await
+            .unwrap()
+            .iter()
+            .map(|row| (0..row.len()).map(|i| row.get(i)).collect())
+            .collect(),
+    }
+}
+
+/// Every column of every ledger entry and consent state, as text.
+async fn ledger_and_states(pool: &Pool) -> (Vec<Vec<Option<String>>>, Vec<Vec<Option<String>>>) {
+    let ledger = text_rows(
+        pool,
+        "SELECT CAST(seq AS TEXT), organization_id, lead_id, phone_number,
+                CAST(opted_out AS TEXT), CAST(occurred_at AS TEXT), CAST(recorded_at AS TEXT),
+                source, event_ref, CAST(superseded AS TEXT), tag_id, reason, hash,
+                CAST(evidence AS TEXT), account_id
+         FROM ledger ORDER BY seq",
+    )
+    .await;
+    let states = text_rows(
+        pool,
+        "SELECT organization_id, phone_number, lead_id, CAST(opted_out AS TEXT),
+                CAST(changed_at AS TEXT), source, CAST(seq AS TEXT), account_id,
+                CAST(rank_at AS TEXT)
+         FROM consent_state ORDER BY phone_number, organization_id, account_id",
+    )
+    .await;
+    (ledger, states)
+}
+
+/// Observations of every source the old CHECK listed, applied in one transaction.
+async fn record_every_source(pool: &Pool, day: u32) {
+    let sources = [
+        Source::Webhook,
+        Source::Reconcile,
+        Source::Local,
+        Source::Import,
+        Source::Van,
+        Source::ActionNetwork,
+        Source::Twilio,
+    ];
+    let observations: Vec<ConsentObservation> = sources
+        .iter()
+        .enumerate()
+        .map(|(i, &source)| ConsentObservation {
+            organization_id: format!("org_{}", i % 2),
+            phone_number: format!("+1555000{day:02}{i:02}"),
+            lead_id: (i % 3 == 0).then(|| format!("lead_{day}_{i}")),
+            opted_out: i % 2 == 0,
+            occurred_at: Utc.with_ymd_and_hms(2026, 11, day, 10, 0, 0).unwrap(),
+            source,
+            event_ref: format!("test:{day}:{i}"),
+            tag_id: None,
+            reason: Some(format!("said \"{source}\"")),
+            evidence: (source == Source::Import).then(|| KeptEvidence::Import {
+                file: "list.csv".into(),
+                sha256: "00".repeat(32),
+                line: i as u64,
+                actor: "test".into(),
+                reason: None,
+            }),
+        })
+        .collect();
+    let account = outreach_sync::model::AccountId::default_account();
+    let mut tx = pool.begin_write().await.unwrap();
+    let applied = apply::consent(&mut tx, &account, &observations, Utc::now())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(applied.len(), sources.len());
+}
+
+on_both_backends!(a_database_keeps_its_ledger_and_states_when_the_source_check_goes);
+async fn a_database_keeps_its_ledger_and_states_when_the_source_check_goes(backend: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((pool, database)) = backend_before(backend, dir.path(), SOURCE_CHECKED_BY_CODE).await
+    else {
+        return;
+    };
+    record_every_source(&pool, 20).await;
+    let before = ledger_and_states(&pool).await;
+    let head_before = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .unwrap()
+        .expect("an intact chain before");
+    assert_eq!(before.0.len(), 7);
+    assert_eq!(before.1.len(), 7);
+    let refused = "INSERT INTO consent_state
+                          (organization_id, phone_number, lead_id, opted_out, changed_at, source, seq)
+                   VALUES ('o', '+1999', NULL, TRUE, '2026-11-20T10:00:00.000Z', 'carrier_pigeon', 1)";
+    assert!(
+        execute(&pool, refused).await.is_err(),
+        "the CHECK holds before"
+    );
+
+    migrate_all(&pool).await;
+
+    // Every row as it was, and the chain with the same head.
+    assert_eq!(ledger_and_states(&pool).await, before);
+    let head = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .unwrap()
+        .expect("an intact chain after");
+    assert_eq!(head, head_before);
+    if let Pool::Sqlite(sqlite) = &pool {
+        let integrity: String = sqlx::query_scalar("PRAGMA integrity_check")
+            .fetch_one(sqlite)
+            .await
+            .unwrap();
+        assert_eq!(integrity, "ok");
+    }
+    // The ledger is still append-only, and the next entries follow on from the chain.
+    assert!(execute(&pool, "DELETE FROM ledger").await.is_err());
+    assert!(
+        execute(&pool, "UPDATE ledger SET opted_out = NOT opted_out")
+            .await
+            .is_err()
+    );
+    record_every_source(&pool, 21).await;
+    let head = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .unwrap()
+        .expect("an intact chain with new entries");
+    assert_eq!(head.seq, head_before.seq + 7);
+    let views = text_rows(&pool, "SELECT source FROM consent_current ORDER BY source").await;
+    assert_eq!(views.len(), 14);
+    let views = text_rows(&pool, "SELECT source FROM consent_ledger").await;
+    assert_eq!(views.len(), 14);
+
+    // A word outside the old list is the code's to refuse: SQL takes it, reading it back
+    // through the daemon is an error that names it.
+    execute(&pool, refused)
+        .await
+        .expect("no CHECK on consent_state.source");
+    let seq = head.seq + 1;
+    execute(
+        &pool,
+        &format!(
+            "INSERT INTO ledger (seq, organization_id, lead_id, phone_number, opted_out,
+                                 occurred_at, recorded_at, source, event_ref, superseded, hash)
+             VALUES ({seq}, 'o', NULL, '+1999', TRUE, '2026-11-20T10:00:00.000Z',
+                     '2026-11-20T10:00:01.000Z', 'carrier_pigeon', 'sql:1', FALSE, 'x')"
+        ),
+    )
+    .await
+    .expect("no CHECK on ledger.source");
+    let refused = outreach_sync::ledger::chain::verify(&pool)
+        .await
+        .expect_err("an unknown source is not read as one");
+    let message = refused.to_string();
+    assert!(
+        message.contains("unknown source") && message.contains("carrier_pigeon"),
+        "{message}"
+    );
+
+    match pool {
+        Pool::Sqlite(pool) => pool.close().await,
+        Pool::Postgres(pool) => pool.close().await,
+    }
+    if let Some(database) = database {
+        database.drop().await;
+    }
+}
+
+/// The first migration after which none edits the schema's text by hand.
+const LAST_WRITABLE_SCHEMA: i64 = 20261203100003;
+
+#[test]
+fn no_migration_after_the_source_check_writes_the_schema_by_hand() {
+    let mut offending = Vec::new();
+    for backend in ["sqlite", "postgres"] {
+        let folder = crate::repository(&format!("migrations/{backend}"));
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let number: i64 = name.split('_').next().unwrap().parse().unwrap();
+            let text = std::fs::read_to_string(&path).unwrap();
+            if number > LAST_WRITABLE_SCHEMA && text.to_lowercase().contains("writable_schema") {
+                offending.push(format!("{backend}/{name}"));
+            }
+        }
+    }
+    assert!(
+        offending.is_empty(),
+        "rebuild the table instead of editing sqlite_schema: {offending:?}"
+    );
 }

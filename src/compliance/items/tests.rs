@@ -1,6 +1,8 @@
 use chrono::TimeDelta;
 
+use super::messages::after;
 use super::*;
+use crate::model::LeadMessage;
 use crate::model::business_days::BusinessDays;
 
 fn at(text: &str) -> Timestamp {

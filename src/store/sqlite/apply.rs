@@ -284,8 +284,20 @@ pub(crate) async fn append_ledger(
     for (row, &i) in rows.iter().zip(&new) {
         seqs[i] = Some(row.seq);
     }
+    insert_chained(conn, account, &rows, recorded_at).await?;
+    Ok(seqs)
+}
+
+/// Inserts the chained entries `rows`, a padded statement per chunk; an insert that took
+/// fewer rows than given is [`store::Error::LedgerShort`].
+async fn insert_chained(
+    conn: &mut impl Exec,
+    account: &AccountId,
+    rows: &[store::Chained<'_, '_>],
+    recorded_at: Timestamp,
+) -> Result<(), crate::store::Error> {
     for chunk in rows.chunks(super::PADDED_ROWS) {
-        // OR IGNORE, though nothing can conflict (checked above, under the write lock):
+        // OR IGNORE, though nothing can conflict (the caller checked, under the write lock):
         // a statement that cannot abort needs no statement journal, which would
         // otherwise copy every index page it touches.
         let (sql, values) = super::padded_values(
@@ -324,7 +336,7 @@ pub(crate) async fn append_ledger(
             });
         }
     }
-    Ok(seqs)
+    Ok(())
 }
 
 pub(crate) async fn write_states(

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use serde::{Deserialize, Serialize};
 
-use super::changes::VanChangeKind;
+use super::changes::{VanChangeKind, timestamp};
 use super::wire::{Caller, VanError, VanErrorItem, invalid, known, parse};
 use super::{
     Committee, SMS_CHANNEL, VanCanvassPhone, VanCanvassResponse, VanContactType, VanPerson,
@@ -83,10 +83,7 @@ pub(super) async fn canvass(
         result_code_id,
         contact_type_id: contact_type.as_ref().map(|t| t.contact_type_id),
         input_type_id: context.input_type_id,
-        date_canvassed: context
-            .date_canvassed
-            .clone()
-            .unwrap_or_else(crate::world::now),
+        date_canvassed: context.date_canvassed.clone().unwrap_or_else(now),
     });
     let record = VanCanvassResponse {
         van_id,
@@ -99,7 +96,7 @@ pub(super) async fn canvass(
         phone,
         date_canvassed: context.date_canvassed,
         responses,
-        at: crate::world::now(),
+        at: now(),
     };
     van.canvass_responses.push(record);
     // Only a result code makes a contact history record; script responses are elsewhere.
@@ -436,4 +433,9 @@ pub(super) async fn person(
         van_id,
         phones: phones.filter(|_| with_phones),
     }))
+}
+
+/// Now, as VAN's records write a time (RFC 3339, UTC, milliseconds).
+fn now() -> String {
+    timestamp(chrono::Utc::now())
 }
