@@ -26,6 +26,7 @@ use crate::model::{AckSpan, LedgerEntry, Timestamp};
 use crate::signal::{FALLBACK_POLL, Follower};
 use crate::store::Pool;
 use crate::store::ReadStore as _;
+use crate::systems::Record;
 use crate::systems::webhook::Posted;
 
 /// First wait after a failed attempt, doubled per failure up to the subscriber's
@@ -249,10 +250,10 @@ impl Sender {
         let at = (progress, &state);
         match &self.subscriber.wire {
             Wire::Webhook(webhook) => self.post_batch(webhook, &items, at, scanned, at_once).await,
-            Wire::Record(record) if record.is_warehouse() => {
-                self.write_rows(record, &items, at, scanned, at_once).await
-            }
-            Wire::Record(record) => self.write_each(record, &items, at, scanned, at_once).await,
+            Wire::Record(record) => match record.as_ref() {
+                Record::Table(table) => self.write_rows(table, &items, at, scanned, at_once).await,
+                Record::Api(api) => self.write_each(api, &items, at, scanned, at_once).await,
+            },
         }
     }
 

@@ -59,7 +59,9 @@ pub struct Subscriber {
 pub enum Wire {
     /// The daemon's own format: a batch of entries per signed Standard Webhooks message.
     Webhook(Webhook),
-    /// A system of record, written an entry at a time in its own API.
+    /// A destination: a system of record written an entry at a time in its own API
+    /// ([`Record::Api`]), or a warehouse's table a batch of rows at a time
+    /// ([`Record::Table`]).
     Record(Box<Record>),
 }
 
@@ -132,8 +134,10 @@ impl Subscriber {
         let kind = match &self.wire {
             Wire::Webhook(_) => true,
             // A warehouse mirrors the ledger: an entry that did not take effect is a row too.
-            Wire::Record(record) if record.is_warehouse() => entry.opted_out || !self.opt_outs_only,
-            Wire::Record(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
+            Wire::Record(record) => match **record {
+                Record::Table(_) => entry.opted_out || !self.opt_outs_only,
+                Record::Api(_) => !entry.superseded && (entry.opted_out || !self.opt_outs_only),
+            },
         };
         kind && self.takes_from(&entry.account_id, &entry.organization_id, entry.source)
             && !self.reads_back(entry.source, &entry.event_ref)
@@ -170,7 +174,7 @@ impl Subscriber {
     pub fn takes_every_entry(&self) -> bool {
         let every_kind = match &self.wire {
             Wire::Webhook(_) => true,
-            Wire::Record(record) => record.is_warehouse() && !self.opt_outs_only,
+            Wire::Record(record) => matches!(**record, Record::Table(_)) && !self.opt_outs_only,
         };
         every_kind
             && self.echoes.is_empty()

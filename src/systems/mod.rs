@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use secrecy::SecretString;
 
@@ -18,6 +18,7 @@ mod bigquery;
 pub mod http;
 pub mod posted;
 pub mod postgres;
+mod record;
 pub mod source;
 pub mod twilio;
 mod van;
@@ -25,11 +26,10 @@ pub mod warehouse;
 pub mod webhook;
 
 pub use self::http::{Answer, REQUEST_TIMEOUT, http_client};
+pub use self::record::{Api, ApiRecord, Record, TableRecord};
 pub use self::warehouse::{Link, Refusal, Table, Warehouse};
 use crate::model::LedgerEntry;
-use crate::settings::{
-    DestinationKeys, DestinationSettings, Live, SourceSettings, SourceSystem, SystemSettings,
-};
+use crate::settings::{DestinationSettings, SourceSettings, SourceSystem, SystemSettings};
 
 /// The kind registry: each kind of destination, a line each, from its settings to the
 /// system that writes it.
@@ -46,14 +46,10 @@ fn system_of(settings: &DestinationSettings) -> System {
 
 /// What a destination is written through: a system of record's API, an entry at a time,
 /// or a warehouse's table, a batch of rows at a time.
-#[derive(Debug)]
 enum System {
     Api(Box<dyn Destination>),
     Table(Box<dyn Warehouse>),
 }
-
-/// Why a plan or a step was asked of a warehouse.
-const NOT_AN_API: &str = "a warehouse is written rows, not requests";
 
 /// The kind registry of sources: each kind, a line each, from its settings to what the
 /// daemon reads it through ([`source::Source`]) or what verifies and reads its posts
@@ -194,193 +190,5 @@ impl std::fmt::Display for Stop {
             Stop::Lookup(error) => write!(f, "lookup: {error}"),
             Stop::Retry { error, .. } => f.write_str(error),
         }
-    }
-}
-
-/// A destination's requests while it prepares: GETs with the key in force.
-pub struct Api<'a> {
-    http: &'a reqwest::Client,
-    record: &'a Record,
-    system: &'a dyn Destination,
-}
-
-impl Api<'_> {
-    /// The JSON a GET of `path` answers, `what` naming it in errors.
-    pub async fn get_json<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &str,
-        what: &str,
-    ) -> Result<T, Stop> {
-        let request = self
-            .record
-            .authorized(self.system, self.http.get(self.record.url(path)))?;
-        http::read_json(request, what, self.system).await
-    }
-}
-
-/// A configured destination, reached with its key: the one in force (a reload replaces it).
-#[derive(Debug)]
-pub struct Record {
-    name: String,
-    /// The API's root (`base_url`), without a trailing `/`.
-    base_url: String,
-    keys: Live<DestinationKeys>,
-    /// The keys in force when it was stopped (its key did not work, its lookups missed):
-    /// once a reload replaced them, it is tried again.
-    stopped_under: Mutex<Option<Arc<DestinationKeys>>>,
-    /// Longest wait for an answer to one request.
-    timeout: std::time::Duration,
-    system: System,
-}
-
-impl Record {
-    /// The destination of `settings`, its key read from `keys` at each request.
-    pub fn new(settings: &DestinationSettings, keys: Live<DestinationKeys>) -> Self {
-        Self {
-            name: settings.name.clone(),
-            base_url: settings.base_url().to_owned(),
-            keys,
-            stopped_under: Mutex::new(None),
-            timeout: std::time::Duration::from_secs(settings.timeout_secs),
-            system: system_of(settings),
-        }
-    }
-
-    /// See [`Destination::needs_lead`].
-    pub fn needs_lead(&self) -> bool {
-        match &self.system {
-            System::Api(system) => system.needs_lead(),
-            System::Table(_) => false,
-        }
-    }
-
-    /// Whether it is a warehouse, written batches of rows ([`Record::write_rows`]).
-    pub fn is_warehouse(&self) -> bool {
-        matches!(self.system, System::Table(_))
-    }
-
-    /// See [`Destination::ready`].
-    pub fn ready(&self) -> bool {
-        match &self.system {
-            System::Api(system) => system.ready(),
-            System::Table(table) => table.ready(),
-        }
-    }
-
-    /// See [`Destination::forget`].
-    pub fn forget(&self) {
-        match &self.system {
-            System::Api(system) => system.forget(),
-            System::Table(table) => table.forget(),
-        }
-    }
-
-    /// Notes that it was stopped under the keys in force now.
-    pub fn stopped(&self) {
-        if let Ok(mut under) = self.stopped_under.lock() {
-            *under = Some(self.keys.current());
-        }
-    }
-
-    /// Whether the keys were replaced since it was stopped (or it was stopped before this
-    /// process started): then it is tried again.
-    pub fn keys_replaced(&self) -> bool {
-        let now = self.keys.current();
-        self.stopped_under
-            .lock()
-            .is_ok_and(|under| under.as_ref().is_none_or(|under| !Arc::ptr_eq(under, &now)))
-    }
-
-    /// The key in force.
-    fn key(&self) -> Result<SecretString, Stop> {
-        self.keys
-            .current()
-            .get(&self.name)
-            .cloned()
-            .ok_or_else(|| Stop::Credentials("no API key is configured".to_owned()))
-    }
-
-    /// `request` with the key in force, to `system`.
-    fn authorized(
-        &self,
-        system: &dyn Destination,
-        request: reqwest::RequestBuilder,
-    ) -> Result<reqwest::RequestBuilder, Stop> {
-        let key = self.key()?;
-        Ok(system.authorize(request.timeout(self.timeout), &key))
-    }
-
-    /// How a warehouse is reached with `secret`.
-    fn link<'a>(&'a self, http: &'a reqwest::Client, secret: &'a SecretString) -> Link<'a> {
-        Link {
-            http,
-            secret,
-            base_url: &self.base_url,
-            timeout: self.timeout,
-        }
-    }
-
-    fn url(&self, path: &str) -> String {
-        format!("{}{path}", self.base_url)
-    }
-
-    /// Checks the key and looks up what the steps need (a warehouse: its table, and what
-    /// it holds).
-    pub async fn prepare(&self, http: &reqwest::Client) -> Result<Option<Table>, Stop> {
-        match &self.system {
-            System::Api(system) => {
-                let system = system.as_ref();
-                system
-                    .prepare(Api {
-                        http,
-                        record: self,
-                        system,
-                    })
-                    .await
-                    .map(|()| None)
-            }
-            System::Table(table) => {
-                let secret = self.key()?;
-                table.prepare(self.link(http, &secret)).await.map(Some)
-            }
-        }
-    }
-
-    /// See [`Destination::plan`].
-    pub fn plan(
-        &self,
-        entry: &LedgerEntry,
-        lead: Option<&serde_json::Value>,
-    ) -> Result<Plan, String> {
-        match &self.system {
-            System::Api(system) => system.plan(entry, lead),
-            System::Table(_) => Err(NOT_AN_API.to_owned()),
-        }
-    }
-
-    /// Sends one step, its answer read as the system words it.
-    pub async fn send(&self, http: &reqwest::Client, step: &Step) -> Answer {
-        let System::Api(system) = &self.system else {
-            return Answer::Refused(NOT_AN_API.to_owned());
-        };
-        let system = system.as_ref();
-        let request = match self.authorized(system, http.post(self.url(&step.path))) {
-            Ok(request) => request,
-            Err(stop) => return Answer::Credentials(stop.to_string()),
-        };
-        Answer::of(request.json(&step.body).send().await, system).await
-    }
-
-    /// Writes `rows` into a warehouse: the rows it refused, by index and reason.
-    pub async fn write_rows(
-        &self,
-        http: &reqwest::Client,
-        rows: &[crate::model::warehouse::Row],
-    ) -> Result<Vec<Refusal>, Stop> {
-        let System::Table(table) = &self.system else {
-            return Err(Stop::Lookup(NOT_AN_API.to_owned()));
-        };
-        let secret = self.key()?;
-        table.write(self.link(http, &secret), rows).await
     }
 }

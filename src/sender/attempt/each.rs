@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use super::*;
 use crate::metrics::DestinationOutcome;
 use crate::model::{ACCOUNT_WIDE, Ending, EntryProgress, OutcomeKind, Source};
-use crate::systems::{Answer, Plan, Record, Step, Stop};
+use crate::systems::{Answer, ApiRecord, Plan, Record, Step, Stop};
 
 /// Why an account-wide entry sends nothing to a system that finds people by their lead.
 const THROUGH_LEADS: &str = "account-wide: reached through the entries of its leads";
@@ -54,7 +54,7 @@ impl Sender {
     /// Writes `items` into `record`, then records how the batch ended as a post's.
     pub(super) async fn write_each(
         &self,
-        record: &Record,
+        record: &ApiRecord,
         items: &[LedgerEntry],
         (progress, state): (&mut Progress, &crate::model::SubscriberState),
         scanned: i64,
@@ -100,7 +100,7 @@ impl Sender {
     /// why the destination cannot go on now.
     async fn write_one(
         &self,
-        record: &Record,
+        record: &ApiRecord,
         entry: &LedgerEntry,
         kept: Option<&EntryProgress>,
     ) -> Result<Option<Posted>, crate::store::Error> {
@@ -144,7 +144,7 @@ impl Sender {
     /// appears with it later gets an entry of its own for).
     async fn lead_of(
         &self,
-        record: &Record,
+        record: &ApiRecord,
         entry: &LedgerEntry,
     ) -> Result<Result<Option<serde_json::Value>, &'static str>, crate::store::Error> {
         if !record.needs_lead() {
@@ -227,7 +227,7 @@ impl Sender {
     /// answered) is sent once more at most.
     async fn send_steps(
         &self,
-        record: &Record,
+        record: &ApiRecord,
         entry: &LedgerEntry,
         plan: &Plan,
         (mut done, unknown): (i64, i64),

@@ -11,7 +11,7 @@ use std::collections::{HashMap, HashSet};
 use super::*;
 use crate::metrics::DestinationOutcome;
 use crate::model::warehouse::Row;
-use crate::systems::{Record, Stop};
+use crate::systems::{Stop, TableRecord};
 
 impl Sender {
     /// Fills the warehouse again from its first entry when its `table` holds less than was
@@ -48,7 +48,7 @@ impl Sender {
     /// post's.
     pub(super) async fn write_rows(
         &self,
-        record: &Record,
+        record: &TableRecord,
         items: &[LedgerEntry],
         (progress, state): (&mut Progress, &crate::model::SubscriberState),
         scanned: i64,
