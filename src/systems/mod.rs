@@ -1,11 +1,14 @@
-//! The systems the daemon speaks to outside its upstream service, each one file holding its
-//! wire format, its requests and how it reads its answers and errors: the daemon's own
-//! signed webhook that subscribers get ([`webhook`]), and the systems of record a
-//! `[[destination]]` names, each behind [`Destination`], the trait the sender calls.
+//! The systems the daemon speaks to outside its upstream service: the daemon's own signed
+//! webhook that subscribers get ([`webhook`]), and each kind a `[[destination]]` or a
+//! `[[source]]` names, one folder each holding everything of its kind (its settings, its
+//! wire format, its requests, how it reads its answers and errors), each side behind its
+//! trait: [`Destination`] (a system of record, an entry at a time), [`Warehouse`] (a
+//! table, a batch of rows at a time), [`source::Source`] (read back) and
+//! [`posted::Posted`] (posted to the daemon).
 //!
-//! A new kind of destination is a file here implementing [`Destination`], its settings
-//! struct in `settings/destinations/`, a line in [`system_of`] (the kind registry), and its
-//! fake in the sandbox. The sender (`crate::sender`) knows no kind.
+//! The kind registry is here, a line per kind: [`system_of`] and [`source_system`]. The
+//! sender, the reader and the ingest listener know no kind (ARCHITECTURE.md, "Where a new
+//! thing goes").
 
 use std::future::Future;
 use std::pin::Pin;
