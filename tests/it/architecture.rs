@@ -354,26 +354,8 @@ fn backticked(text: &str) -> impl Iterator<Item = &str> {
 
 /// Every `.rs` file under `src/` but `lib.rs`, as (`src/...`, its text).
 fn sources() -> Vec<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
-        for entry in std::fs::read_dir(dir).expect("a folder of src/") {
-            let path = entry.expect("an entry").path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let relative = path
-                    .strip_prefix(repository(""))
-                    .expect("under the repository")
-                    .to_string_lossy()
-                    .replace('\\', "/");
-                let text = std::fs::read_to_string(&path).expect("a source file");
-                out.push((relative, text));
-            }
-        }
-    }
-    let mut files = Vec::new();
-    walk(&repository("src"), &mut files);
+    let mut files = sizes::rust_files("src");
     files.retain(|(file, _)| file != "src/lib.rs");
-    files.sort();
     assert!(files.len() > 50, "{} files under src/", files.len());
     files
 }

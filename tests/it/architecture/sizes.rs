@@ -19,7 +19,7 @@ const FUNCTION_LINES: usize = 80;
 
 /// Every `.rs` file under `folder` (relative to the repository), as (its path from the
 /// repository, its text), in path order.
-fn rust_files(folder: &str) -> Vec<(String, String)> {
+pub(super) fn rust_files(folder: &str) -> Vec<(String, String)> {
     fn walk(dir: &Path, out: &mut Vec<(String, String)>) {
         for entry in std::fs::read_dir(dir).expect("a source folder") {
             let path = entry.expect("an entry").path();
