@@ -10,6 +10,9 @@ use super::config::{
 };
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
+mod texting;
+pub use texting::{BandwidthSend, TelnyxSend};
+
 /// Flags of `outreach-sync sandbox` (the command-line contract).
 #[derive(Debug, Clone, clap::Args)]
 pub struct SandboxArgs {
@@ -131,6 +134,16 @@ pub enum SandboxCommand {
         #[arg(long, value_name = "SID")]
         message_sid: Option<String>,
     },
+    /// A person texts a campaign's Telnyx number: the `message.received` event posted as
+    /// Telnyx's messaging webhook posts it, JSON signed with Ed25519
+    /// (`telnyx-signature-ed25519`, `telnyx-timestamp`), to a daemon's telnyx source. Needs
+    /// no running sandbox.
+    TelnyxSend(TelnyxSend),
+    /// A person texts a campaign's Bandwidth number: the `message-received` callback posted
+    /// as Bandwidth posts it, a JSON array, with the application's callback credentials
+    /// (HTTP Basic, once challenged), to a daemon's bandwidth source. Needs no running
+    /// sandbox.
+    BandwidthSend(BandwidthSend),
 }
 
 /// A new message sid, as Twilio writes them: `SM` and 32 hexadecimal digits.
@@ -213,6 +226,8 @@ async fn play(command: SandboxCommand) -> anyhow::Result<()> {
             println!("{sid}: {status} {answer}");
             Ok(())
         }
+        SandboxCommand::TelnyxSend(send) => send.run().await,
+        SandboxCommand::BandwidthSend(send) => send.run().await,
     }
 }
 

@@ -98,6 +98,20 @@ pub const DEFAULT_TWILIO_AUTH_TOKEN: &str = "sandbox-twilio-auth-token";
 pub const DEFAULT_VAN_KEY_2: &str = "sandbox-van-key-2";
 /// The `OSDI-API-Token` the fake Action Network accepts unless told otherwise.
 pub const DEFAULT_ACTION_NETWORK_KEY: &str = "sandbox-an-key";
+/// The Ed25519 private key seed (hexadecimal) `sandbox telnyx-send` signs with unless told
+/// another: a published test key of the sandbox's own, never a real account's. It is the
+/// SHA-256 of the text "outreach-sync sandbox telnyx test key".
+pub const DEFAULT_TELNYX_SEED: &str =
+    "cad29e0cf6784e246d963a8905d845dd4969a28f2e03543c8d509c8d2d5d410d";
+/// The public key (base64 of its 32 bytes) of [`DEFAULT_TELNYX_SEED`]: what a daemon's
+/// Telnyx source is given as the account's public key to take the sandbox's messages.
+pub const DEFAULT_TELNYX_PUBLIC_KEY: &str = "RjltmtIRNXF88fF0gMNhvUctEq7AxCFSuiHYvb7o35s=";
+/// The username of the callback credentials `sandbox bandwidth-send` sends unless told
+/// another (set on a Bandwidth application, beside its inbound callback URL).
+pub const DEFAULT_BANDWIDTH_USERNAME: &str = "sandbox-bandwidth";
+/// The password of the callback credentials `sandbox bandwidth-send` sends unless told
+/// another.
+pub const DEFAULT_BANDWIDTH_PASSWORD: &str = "sandbox-bandwidth-password";
 
 /// The two committees of a default sandbox.
 pub fn default_van_committees() -> Vec<VanCommittee> {

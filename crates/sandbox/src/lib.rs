@@ -8,7 +8,10 @@
 //! of the campaign's systems of record ([`destinations`]): NGP VAN under `/van/v4`, Action
 //! Network under `/actionnetwork/api/v2`, and Google BigQuery under `/bigquery/v2` (with its
 //! OAuth 2.0 token endpoint, `/bigquery/oauth2/token`, and a test service-account key,
-//! [`BIGQUERY_TEST_KEY`]).
+//! [`BIGQUERY_TEST_KEY`]). Beside them too, the inbound-message webhooks of the carriers a
+//! campaign's texting number may be with, each posted as the carrier posts it: [`twilio`]
+//! (form-encoded, HMAC-SHA1), [`telnyx`] (JSON, Ed25519) and [`bandwidth`] (a JSON array,
+//! HTTP Basic).
 //!
 //! It does not depend on the daemon: its wire types ([`wire`]), its validation and its
 //! signing ([`Signing`]) are its own, written from the service's documents, so the daemon's
@@ -18,6 +21,7 @@
 #![warn(unreachable_pub)]
 
 mod api;
+pub mod bandwidth;
 pub mod cli;
 mod config;
 mod control;
@@ -26,13 +30,15 @@ pub mod destinations;
 mod running;
 mod shared;
 mod signing;
+pub mod telnyx;
 pub mod twilio;
 mod validate;
 pub mod wire;
 mod world;
 
 pub use config::{
-    ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY,
+    ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_BANDWIDTH_PASSWORD, DEFAULT_BANDWIDTH_USERNAME,
+    DEFAULT_TELNYX_PUBLIC_KEY, DEFAULT_TELNYX_SEED, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY,
     DEFAULT_VAN_KEY_2, DeliverTo, DeliveryFaults, SandboxConfig, VanCommittee,
     default_van_committees,
 };
