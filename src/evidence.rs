@@ -239,10 +239,12 @@ pub async fn bundle(
     if entries.is_empty() {
         return Ok(None);
     }
+    let posts: Vec<String> = entries.iter().filter_map(post_of).collect();
     let keys: Vec<&str> = entries
         .iter()
         .filter(|e| e.entry.source == Source::Webhook || e.entry.source.posted())
         .map(|e| e.entry.event_ref.as_str())
+        .chain(posts.iter().map(String::as_str))
         .collect();
     let deliveries: Vec<KeptDelivery> = pool.evidence_deliveries(&keys).await?;
     let pruned_before = crate::retention::consent_pruned_before(&pool).await?;
@@ -322,6 +324,18 @@ fn evidence_of(
     }
 }
 
+/// The outbox key of the post of several records an entry of a posted source came in,
+/// which its evidence names (`standsOn.post`: [`crate::apply::POST`]); `None` when the post
+/// is kept under the entry's `event_ref`, as a post of one record is.
+fn post_of(stored: &StoredEntry) -> Option<String> {
+    if !stored.entry.source.posted() {
+        return None;
+    }
+    let kept: serde_json::Value = serde_json::from_str(stored.evidence.as_deref()?).ok()?;
+    let post = kept.get("standsOn")?.get(crate::apply::POST)?.as_str()?;
+    Some(post.to_owned())
+}
+
 /// The post a source was given, for an entry of a source a system posts to.
 fn posted(
     stored: &StoredEntry,
@@ -340,10 +354,11 @@ fn delivery_evidence(
     pruned_before: Option<&str>,
 ) -> WebhookEvidence {
     let entry = &stored.entry;
-    match deliveries.iter().find(|d| {
-        d.dedup_key == entry.event_ref
-            && (entry.source.posted() || d.account_id == entry.account_id)
-    }) {
+    let key = post_of(stored).unwrap_or_else(|| entry.event_ref.clone());
+    match deliveries
+        .iter()
+        .find(|d| d.dedup_key == key && (entry.source.posted() || d.account_id == entry.account_id))
+    {
         Some(d) => {
             let headers = stored_headers(&d.headers, d.verified_header);
             WebhookEvidence {

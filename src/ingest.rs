@@ -193,6 +193,10 @@ pub enum IngestError {
     /// A post to a source whose signature does not verify (Twilio's answer is 403).
     #[error("the signature does not verify")]
     Forbidden,
+    /// A post to a source without the credentials it must carry: 401, with the challenge
+    /// (`WWW-Authenticate`) the system answers.
+    #[error("the credentials are missing or not the source's")]
+    Challenged(&'static str),
 }
 
 /// The JSON body of every error.
@@ -206,7 +210,7 @@ pub struct ErrorBody {
 impl IngestError {
     fn status(&self) -> StatusCode {
         match self {
-            IngestError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            IngestError::Unauthorized(_) | IngestError::Challenged(_) => StatusCode::UNAUTHORIZED,
             IngestError::NotJson | IngestError::BadBody => StatusCode::BAD_REQUEST,
             IngestError::TooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             IngestError::BacklogFull | IngestError::Unavailable(_) => {
@@ -226,6 +230,15 @@ impl IntoResponse for IngestError {
             code: status.as_u16(),
             message: self.to_string(),
         });
+        if let IngestError::Challenged(challenge) = self {
+            // Refused on its headers, before its body was read: the connection cannot carry
+            // another request (the rest of the body would be read as one).
+            let headers = [
+                (header::WWW_AUTHENTICATE, challenge),
+                (header::CONNECTION, "close"),
+            ];
+            return (status, headers, body).into_response();
+        }
         match status {
             StatusCode::SERVICE_UNAVAILABLE => {
                 let retry = [(header::RETRY_AFTER, RETRY_AFTER_SECS.to_string())];
@@ -352,7 +365,7 @@ impl Answered<'_> {
                 tracing::debug!(reason = %rejection, outcome = outcome.label(), "delivery refused: signature");
                 outcome
             }
-            Err(IngestError::Forbidden) => {
+            Err(IngestError::Forbidden | IngestError::Challenged(_)) => {
                 let outcome = Outcome::Rejected;
                 tracing::debug!(outcome = outcome.label(), "post refused: signature");
                 outcome

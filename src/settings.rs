@@ -23,6 +23,12 @@ mod storage;
 mod subscribers;
 mod urls;
 mod validate;
+
+/// What a kind's tests load a configuration with (`validate`'s own helpers).
+#[cfg(test)]
+pub(crate) mod test_support {
+    pub(crate) use super::validate::tests::{load, refused};
+}
 mod webhook;
 pub use accounts::{Account, AccountSettings, DEFAULT_ACCOUNT};
 pub use admin::{

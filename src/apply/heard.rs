@@ -44,7 +44,12 @@ pub(super) async fn record<T: ApplyTx + SourceTx + ?Sized>(
             }
         };
         by_source[at].1.push(row.id);
-        by_source[at].2.extend(heard.records.iter().cloned());
+        by_source[at].2.extend(
+            heard
+                .records
+                .iter()
+                .map(|record| kept_under(record, &row.dedup_key)),
+        );
     }
     let mut applied = Vec::new();
     let mut quarantined = Vec::new();
@@ -74,3 +79,22 @@ pub(super) async fn record<T: ApplyTx + SourceTx + ?Sized>(
     outcome.quarantined = quarantined.len() as u64;
     Ok(outcome)
 }
+
+/// `record`, naming the post it came in (`post`: the outbox key the post is kept under)
+/// when that is not the record's own `event_ref`: a post of several records (Bandwidth's
+/// callbacks) is kept by its bytes, and each record's evidence finds it by that key.
+fn kept_under(record: &ReadRecord, post: &str) -> ReadRecord {
+    let mut record = record.clone();
+    let own = crate::model::read::posted_to(post)
+        .map(|(kind, name)| crate::model::read::event_ref(kind, name, &record.key));
+    if own.as_deref() != Some(post)
+        && let Some(stands_on) = record.stands_on.as_object_mut()
+    {
+        stands_on.insert(POST.to_owned(), post.into());
+    }
+    record
+}
+
+/// The key of a record's evidence that names the post it came in, when the post is kept
+/// under another key than the record's ([`kept_under`]).
+pub const POST: &str = "post";

@@ -21,6 +21,7 @@ mod heard;
 pub mod imported;
 mod in_force;
 pub mod sourced;
+pub use heard::POST;
 pub use in_force::{InForce, PostReaders};
 pub mod local;
 /// A reconciliation pass's page of leads.

@@ -118,27 +118,41 @@ async fn take(
     let source = state.sources.posted(name).ok_or(IngestError::NotFound)?;
     let posted = crate::systems::posted_of(&source).ok_or(IngestError::NotFound)?;
     let keeper = state.sources.keeper(&source);
+    let refuse = |why: String, body: bytes::Bytes| {
+        let refused = RejectedDelivery {
+            account: keeper.to_string(),
+            received_at,
+            reason: format!("source {name:?}: {why}"),
+            headers: headers_as_pairs(&headers),
+            body,
+        };
+        state.rejections.record_keeping(refused, FORM_KEPT);
+        posted
+            .challenge()
+            .map_or(IngestError::Forbidden, IngestError::Challenged)
+    };
+    // Credentials in the headers are checked before a byte of the body is read: a post
+    // without them costs its headers alone.
+    let early = match posted.challenge() {
+        Some(_) => match posted.verify(&headers, &[], received_at) {
+            Ok(index) => Some(index),
+            Err(why) => return Err(refuse(why, bytes::Bytes::new())),
+        },
+        None => None,
+    };
     let limit = state.max_body_bytes.min(posted.max_body_bytes());
     let body = read_limited(&headers, body, limit).await?;
-    let verified = verify(
-        (body.clone(), &state.large_posts),
-        headers.clone(),
-        posted.clone(),
-        received_at,
-    )
-    .await;
-    let secret_index = match verified {
-        Ok(index) => index,
-        Err(why) => {
-            let refused = RejectedDelivery {
-                account: keeper.to_string(),
+    let secret_index = match early {
+        Some(index) => index,
+        None => {
+            let verified = verify(
+                (body.clone(), &state.large_posts),
+                headers.clone(),
+                posted.clone(),
                 received_at,
-                reason: format!("source {name:?}: {why}"),
-                headers: headers_as_pairs(&headers),
-                body,
-            };
-            state.rejections.record_keeping(refused, FORM_KEPT);
-            return Err(IngestError::Forbidden);
+            )
+            .await;
+            verified.map_err(|why| refuse(why, body.clone()))?
         }
     };
     if state.writer.state().pending() >= state.max_backlog {

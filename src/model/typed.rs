@@ -316,6 +316,12 @@ text_enum! {
         /// Heard from a Twilio number: a person's reply, posted by Twilio's messaging
         /// webhook to a `[[source]]` of kind `twilio`.
         Twilio = "twilio",
+        /// Heard from a Telnyx number: a person's reply, posted by Telnyx's messaging
+        /// webhook to a `[[source]]` of kind `telnyx`.
+        Telnyx = "telnyx",
+        /// Heard from a Bandwidth number: a person's reply, posted by a Bandwidth
+        /// application's inbound callback to a `[[source]]` of kind `bandwidth`.
+        Bandwidth = "bandwidth",
     }
 }
 
@@ -323,13 +329,13 @@ impl Source {
     /// Whether entries of this source came from a system by a `[[source]]` (read back, or
     /// posted to the daemon).
     pub fn read_back(self) -> bool {
-        matches!(self, Source::Van | Source::ActionNetwork | Source::Twilio)
+        self.posted() || matches!(self, Source::Van | Source::ActionNetwork)
     }
 
     /// Whether a system posts what it records to the daemon (`/sources/{name}`): its
     /// entries stand on the post, kept in the outbox under their `event_ref`.
     pub fn posted(self) -> bool {
-        matches!(self, Source::Twilio)
+        matches!(self, Source::Twilio | Source::Telnyx | Source::Bandwidth)
     }
 
     /// Whether the system it comes from writes its event times in whole seconds (the

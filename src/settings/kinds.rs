@@ -7,10 +7,14 @@
 
 #[path = "../systems/action_network/settings.rs"]
 pub mod action_network;
+#[path = "../systems/bandwidth/settings.rs"]
+pub mod bandwidth;
 #[path = "../systems/bigquery/settings.rs"]
 pub mod bigquery;
 #[path = "../systems/postgres/settings.rs"]
 pub mod postgres;
+#[path = "../systems/telnyx/settings.rs"]
+pub mod telnyx;
 #[path = "../systems/twilio/settings.rs"]
 pub mod twilio;
 #[path = "../systems/van/settings.rs"]
@@ -108,11 +112,6 @@ pub trait SourceKind {
     /// Whether the daemon reads it every `every_secs` (false: the system posts to it).
     fn polled(&self) -> bool {
         true
-    }
-
-    /// Its own revocation words (`opt_out_words`), for a kind that hears replies.
-    fn opt_out_words(&self) -> &[String] {
-        &[]
     }
 
     /// Reads the files its secrets are kept in.

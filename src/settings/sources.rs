@@ -32,6 +32,10 @@ super::kinds::kinds! {
         /// A Twilio number's replies, posted by Twilio's messaging webhook to
         /// `/sources/{name}` on the ingest listener.
         Twilio(super::kinds::twilio::TwilioSettings),
+        /// A Telnyx number's replies, posted by Telnyx's messaging webhook.
+        Telnyx(super::kinds::telnyx::TelnyxSettings),
+        /// A Bandwidth application's inbound messages, posted by its callback.
+        Bandwidth(super::kinds::bandwidth::BandwidthSettings),
     }
 }
 
@@ -100,6 +104,12 @@ pub struct SourceSettings {
     /// `base_url` may be plain `http://` to a host that is not loopback.
     #[serde(default)]
     pub allow_insecure_http: bool,
+    /// Words or phrases that revoke beside the FCC's, the carriers' and the Spanish ones (a
+    /// campaign's own keyword, another language's word), for a source posted replies: a
+    /// reply made of them, with courtesy words around, is an opt-out; one holding them
+    /// among other words is put to review.
+    #[serde(default)]
+    pub opt_out_words: Vec<String>,
     /// `kind`, and the keys of that kind alone.
     #[serde(flatten)]
     pub system: SourceSystem,
@@ -164,6 +174,7 @@ impl SourceSettings {
             read_timeout_secs: default_read_timeout_secs(),
             max_pages: default_max_pages(),
             allow_insecure_http: false,
+            opt_out_words: Vec::new(),
             system,
         }
     }
@@ -248,8 +259,10 @@ fn validate_one(s: &SourceSettings, served: &[AccountId]) -> Result<(), Settings
     s.system.own().validate(&s.name, &named)
 }
 
-/// A source a system posts to takes none of the keys of a source the daemon reads.
+/// A source a system posts to takes none of the keys of a source the daemon reads; its
+/// own revocation words are words.
 fn validate_posted(s: &SourceSettings, named: Named<'_>) -> Result<(), SettingsError> {
+    super::kinds::validate_words(&s.opt_out_words, named)?;
     let read_keys = [
         ("base_url", !s.base_url.is_empty()),
         ("api_key", s.api_key.is_some() || s.api_key_file.is_some()),
@@ -267,7 +280,7 @@ fn validate_posted(s: &SourceSettings, named: Named<'_>) -> Result<(), SettingsE
     }
 }
 
-/// The URL, key and `since` of a source the daemon reads.
+/// The URL, key and `since` of a source the daemon reads, which hears no replies.
 fn validate_polled(
     s: &SourceSettings,
     named: &dyn Fn(&str) -> String,
@@ -290,6 +303,15 @@ fn validate_polled(
     }
     if let Err(message) = parse_since(&s.since) {
         return Err(SettingsError::invalid("source.since", named(&message)));
+    }
+    if !s.opt_out_words.is_empty() {
+        return Err(SettingsError::invalid(
+            "source.opt_out_words",
+            named(&format!(
+                "a {} source reads opt-outs, not replies: opt_out_words is a key of the sources posted replies",
+                s.system.kind()
+            )),
+        ));
     }
     Ok(())
 }

@@ -396,4 +396,4 @@ pub(super) fn name(key: &'static str, kind: &str, name: &str) -> Result<(), Sett
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -17,12 +17,14 @@ use std::sync::Arc;
 use secrecy::SecretString;
 
 mod action_network;
+mod bandwidth;
 mod bigquery;
 pub mod http;
 pub mod posted;
 pub mod postgres;
 mod record;
 pub mod source;
+mod telnyx;
 pub mod twilio;
 mod van;
 pub mod warehouse;
@@ -58,10 +60,15 @@ enum System {
 /// daemon reads it through ([`source::Source`]) or what verifies and reads its posts
 /// ([`posted::Posted`]).
 fn source_system(settings: &SourceSettings) -> SourceKind {
+    let words = &settings.opt_out_words;
     match &settings.system {
         SourceSystem::Van(own) => SourceKind::Read(Box::new(van::Changes::new(own))),
         SourceSystem::ActionNetwork(_) => SourceKind::Read(Box::new(action_network::People)),
-        SourceSystem::Twilio(own) => SourceKind::Posted(Arc::new(twilio::Twilio::new(own))),
+        SourceSystem::Twilio(own) => SourceKind::Posted(Arc::new(twilio::Twilio::new(own, words))),
+        SourceSystem::Telnyx(own) => SourceKind::Posted(Arc::new(telnyx::Telnyx::new(own, words))),
+        SourceSystem::Bandwidth(own) => {
+            SourceKind::Posted(Arc::new(bandwidth::Bandwidth::new(own, words)))
+        }
     }
 }
 

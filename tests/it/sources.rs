@@ -15,6 +15,7 @@ use crate::common::{Backend, TestApp, eventually, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
 use crate::destinations::{action_network, campaign, campaign_of, van};
 
+mod carriers;
 mod faults;
 mod hostile;
 mod process;

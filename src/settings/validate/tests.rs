@@ -12,7 +12,7 @@ fn load_with(text: &str, env: &[(&str, &str)]) -> Result<Settings, SettingsError
     Settings::load_from(Some(&path), &env)
 }
 
-fn load(text: &str) -> Result<Settings, SettingsError> {
+pub(crate) fn load(text: &str) -> Result<Settings, SettingsError> {
     load_with(text, &[])
 }
 
@@ -29,7 +29,7 @@ fn account_signed(name: &str, extra: &str, secrets: &[&str]) -> String {
 }
 
 /// The error loading `text` gives, which must name `key` and quote no secret.
-fn refused(text: &str, key: &str) -> String {
+pub(crate) fn refused(text: &str, key: &str) -> String {
     let error = load(text).expect_err("refused").to_string();
     assert!(error.contains(&format!("`{key}`")), "{key}: {error}");
     for secret in ["TOPSECRET", "hunter2"] {
@@ -354,10 +354,7 @@ fn a_twilio_sources_own_words_are_a_few_short_ones() {
     let base = "[webhook]\nsecrets = [\"whsec-1\"]\n[[source]]\nname = \"tw\"\nkind = \"twilio\"\nauth_token = \"hunter2\"\npublic_url = \"https://sync.example.org/sources/tw\"\n";
     let settings =
         load(&format!("{base}opt_out_words = [\"halt\", \"ne plus\"]\n")).expect("valid");
-    let crate::settings::SourceSystem::Twilio(twilio) = &settings.source[0].system else {
-        panic!("a twilio source");
-    };
-    assert_eq!(twilio.opt_out_words, ["halt", "ne plus"]);
+    assert_eq!(settings.source[0].opt_out_words, ["halt", "ne plus"]);
     for bad in [
         "\"\"",
         "\"!!\"",
@@ -374,6 +371,17 @@ fn a_twilio_sources_own_words_are_a_few_short_ones() {
         &format!("{base}opt_out_words = [{}]\n", many.join(", ")),
         "source.opt_out_words",
     );
+}
+
+#[test]
+fn a_source_the_daemon_reads_takes_no_words_of_replies() {
+    let base = "[webhook]\nsecrets = [\"whsec-1\"]\n[[source]]\nname = \"an\"\nkind = \"action_network\"\nbase_url = \"https://actionnetwork.org/api/v2\"\napi_key = \"hunter2\"\n";
+    load(base).expect("valid");
+    let error = refused(
+        &format!("{base}opt_out_words = [\"halt\"]\n"),
+        "source.opt_out_words",
+    );
+    assert!(error.contains("posted replies"), "{error}");
 }
 
 #[test]

@@ -15,8 +15,7 @@ use chrono::{DateTime, Utc};
 use secrecy::{ExposeSecret as _, SecretString};
 
 use super::posted::Posted;
-use crate::model::read::{ReadRecord, ReadsPost, Said};
-use crate::model::revocation::{Reply, read};
+use crate::model::read::{ReadRecord, ReadsPost};
 use crate::settings::kinds::twilio::TwilioSettings;
 
 pub mod signature;
@@ -38,11 +37,11 @@ pub struct Twilio {
 }
 
 impl Twilio {
-    pub fn new(settings: &TwilioSettings) -> Self {
+    pub fn new(settings: &TwilioSettings, words: &[String]) -> Self {
         Self {
             tokens: settings.accepted(),
             public_url: settings.public_url.clone(),
-            words: settings.opt_out_words.clone(),
+            words: words.to_vec(),
         }
     }
 }
@@ -146,40 +145,14 @@ pub fn record(
         Some(sid) => sid,
     };
     let body = one(params, "Body")?.unwrap_or_default();
-    let reading = read(body, one(params, "OptOutType")?, words);
-    let said = match reading.reply {
-        Reply::Nothing => {
-            Said::Nothing("a reply that neither revokes nor gives consent".to_owned())
-        }
-        // Not an opt-out by itself: it waits for a person's decision, not for a guess.
-        Reply::Review => Said::Review {
-            phone_number: from_number(params, region)?,
-            text: body.to_owned(),
-            matched: reading.matched,
-            received_at,
-        },
-        reply => Said::Consent {
-            phone_number: from_number(params, region)?,
-            opted_out: reply == Reply::OptOut,
-            occurred_at: received_at,
-        },
-    };
+    let carrier = one(params, "OptOutType")?;
+    let number = || super::posted::from_number("From", one(params, "From")?, region);
+    let said = super::posted::reply_said((body, carrier, words), number, received_at, received_at)?;
     Ok(ReadRecord {
         key: sid.to_owned(),
         said,
         stands_on: stands_on(params),
     })
-}
-
-/// Whose reply it is: `From`, in E.164 (read in `region` without its country code).
-fn from_number(
-    params: &[(String, String)],
-    region: crate::model::phone::Region,
-) -> Result<String, String> {
-    let from = one(params, "From")?.ok_or("no From: whose reply it is cannot be told")?;
-    crate::model::phone::normalize(from, region)
-        .map(crate::model::phone::E164::into_string)
-        .map_err(|e| format!("From {}: {e}", crate::model::text::bounded(from, 40)))
 }
 
 /// What the record stands on: the form as received, every parameter in order, and the
@@ -207,11 +180,12 @@ fn one<'p>(params: &'p [(String, String)], name: &str) -> Result<Option<&'p str>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::read::Said;
 
     const US: crate::model::phone::Region = crate::model::phone::Region::US;
 
     fn twilio() -> Twilio {
-        Twilio::new(&TwilioSettings::default())
+        Twilio::new(&TwilioSettings::default(), &[])
     }
 
     fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {

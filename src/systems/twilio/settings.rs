@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use crate::settings::kinds::{Kind, Named, SourceKind, validate_words};
+use crate::settings::kinds::{Kind, Named, SourceKind};
 use crate::settings::{SettingsError, read_secret_file, redact_opt, urls};
 
 /// The keys of a Twilio source beside the common ones.
@@ -25,12 +25,6 @@ pub struct TwilioSettings {
     /// proxy cannot see it.
     #[serde(default)]
     pub public_url: String,
-    /// Words or phrases that revoke beside the FCC's, Twilio's and the Spanish ones (a
-    /// campaign's own keyword, another language's word): a reply made of them, with
-    /// courtesy words around, is an opt-out; one holding them among other words is put to
-    /// review.
-    #[serde(default)]
-    pub opt_out_words: Vec<String>,
     /// Every token accepted: `auth_token`, then the file's lines (read when the settings
     /// are, and on reload).
     #[serde(skip)]
@@ -43,7 +37,6 @@ impl std::fmt::Debug for TwilioSettings {
         f.debug_struct("TwilioSettings")
             .field("auth_token_file", &self.auth_token_file)
             .field("public_url", &self.public_url)
-            .field("opt_out_words", &self.opt_out_words)
             .field("tokens", &self.tokens.len())
             .finish_non_exhaustive()
     }
@@ -60,12 +53,7 @@ impl TwilioSettings {
 
 impl Kind for TwilioSettings {
     const KIND: &'static str = "twilio";
-    const KEYS: &'static [&'static str] = &[
-        "auth_token",
-        "auth_token_file",
-        "public_url",
-        "opt_out_words",
-    ];
+    const KEYS: &'static [&'static str] = &["auth_token", "auth_token_file", "public_url"];
 }
 
 impl SourceKind for TwilioSettings {
@@ -75,10 +63,6 @@ impl SourceKind for TwilioSettings {
 
     fn polled(&self) -> bool {
         false
-    }
-
-    fn opt_out_words(&self) -> &[String] {
-        &self.opt_out_words
     }
 
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
@@ -111,6 +95,6 @@ impl SourceKind for TwilioSettings {
             &self.public_url,
             urls::Sends::Nothing,
         )?;
-        validate_words(&self.opt_out_words, named)
+        Ok(())
     }
 }

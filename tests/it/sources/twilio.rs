@@ -611,9 +611,7 @@ async fn a_sources_own_opt_out_words_revoke_beside_the_fccs(backend: Backend) {
     let Some((_sandbox, mut app)) = texting(backend, &[TOKEN]).await else {
         return;
     };
-    if let SourceSystem::Twilio(twilio) = &mut app.settings.source[0].system {
-        twilio.opt_out_words = vec!["halt".to_owned(), "ne plus".to_owned()];
-    }
+    app.settings.source[0].opt_out_words = vec!["halt".to_owned(), "ne plus".to_owned()];
     let app = app.restart().await;
     for (sid, from, words) in [
         ("SMown1", "+15550120901", "HALT please"),
