@@ -17,6 +17,7 @@ pub mod kinds;
 mod live;
 mod load;
 mod schedule;
+mod scope;
 mod service;
 pub mod sources;
 mod storage;
@@ -40,6 +41,7 @@ pub use destinations::{DestinationKeys, DestinationSettings, SystemSettings, key
 pub use keys::standard_webhooks_key;
 pub use live::Live;
 pub use schedule::Schedule;
+pub use scope::{Feed, Scope};
 pub use service::{ApiVersion, ConsentSettings, ReconcileSettings, ServiceSettings};
 pub use sources::{SourceSettings, SourceSystem};
 pub use storage::{

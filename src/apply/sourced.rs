@@ -75,10 +75,10 @@ impl Recorder {
             name: settings.name.clone(),
             kind: settings.system.source(),
             targets: settings.targets(served),
-            scope: if settings.organizations.is_empty() {
+            scope: if settings.scope.organizations.is_empty() {
                 Scope::Account
             } else {
-                Scope::Organizations(settings.organizations.clone())
+                Scope::Organizations(settings.scope.organizations.clone())
             },
             opt_ins: settings.opt_ins,
             echoes: Vec::new(),

@@ -87,12 +87,12 @@ impl Subscriber {
                 settings.url.clone(),
                 SecretSlice::from(settings.key()?),
             )),
-            accounts: settings.accounts.iter().cloned().collect(),
-            organizations: settings.organizations.iter().cloned().collect(),
-            sources: settings.sources.clone(),
+            accounts: settings.scope.accounts.iter().cloned().collect(),
+            organizations: settings.scope.organizations.iter().cloned().collect(),
+            sources: settings.feed.sources.clone(),
             opt_outs_only: false,
             batch: settings.batch,
-            max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
+            max_backoff: std::time::Duration::from_secs(settings.feed.max_backoff_secs),
             requests_per_second: None,
             start_cursor: 0,
             echoes: HashSet::new(),
@@ -108,15 +108,15 @@ impl Subscriber {
         Self {
             name: settings.name.clone(),
             wire: Wire::Record(Box::new(Record::new(settings, keys))),
-            accounts: settings.accounts.iter().cloned().collect(),
-            organizations: settings.organizations.iter().cloned().collect(),
-            sources: settings.sources.clone(),
+            accounts: settings.scope.accounts.iter().cloned().collect(),
+            organizations: settings.scope.organizations.iter().cloned().collect(),
+            sources: settings.feed.sources.clone(),
             opt_outs_only: !settings.opt_ins(),
             batch: settings
                 .system
                 .table()
                 .map_or(destinations::BATCH, |table| table.batch()),
-            max_backoff: std::time::Duration::from_secs(settings.max_backoff_secs),
+            max_backoff: std::time::Duration::from_secs(settings.feed.max_backoff_secs),
             requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second()),
             start_cursor: settings.system.table().map_or(0, |t| t.start_cursor()),
             echoes: HashSet::new(),
@@ -280,7 +280,7 @@ mod tests {
             "http://127.0.0.1:9/hooks",
             "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
         );
-        settings.accounts = vec!["party".into()];
+        settings.scope.accounts = vec!["party".into()];
         let crm = Subscriber::new(&settings).expect("a subscriber");
         assert!(crm.takes(&entry(&party)));
         assert!(!crm.takes(&entry(&candidate)));

@@ -6,9 +6,8 @@ use std::path::PathBuf;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use super::subscribers::{MAX_BACKOFF_SECS, well_formed_name};
-use super::{SettingsError, read_secret_file, redact_opt};
-use crate::model::Source;
+use super::subscribers::well_formed_name;
+use super::{Feed, Scope, SettingsError, read_secret_file, redact_opt};
 
 use super::kinds::KindSettings;
 pub use super::kinds::warehouse;
@@ -66,17 +65,6 @@ pub struct DestinationSettings {
     /// A file holding the API key instead.
     #[serde(default)]
     pub api_key_file: Option<PathBuf>,
-    /// Only entries of these accounts (each a served account); empty: every account. A
-    /// VAN destination names its accounts when several are served: a VAN key is one
-    /// committee's, and a VAN ID means a person only there.
-    #[serde(default)]
-    pub accounts: Vec<String>,
-    /// Only entries of these organizations; empty: every organization.
-    #[serde(default)]
-    pub organizations: Vec<String>,
-    /// Only entries from these sources.
-    #[serde(default = "all_sources")]
-    pub sources: Vec<Source>,
     /// Longest wait for an answer to a request; no answer is an unknown answer (the action
     /// is sent once more at most).
     #[serde(default = "default_timeout_secs")]
@@ -89,23 +77,16 @@ pub struct DestinationSettings {
     /// record, 50 for a warehouse, whose requests are batches).
     #[serde(default)]
     pub requests_per_second: Option<u32>,
-    /// Longest wait between two failed attempts.
-    #[serde(default = "default_max_backoff_secs")]
-    pub max_backoff_secs: u64,
-    /// `base_url` may be plain `http://` to a host that is not loopback.
-    #[serde(default)]
-    pub allow_insecure_http: bool,
+    /// Its accounts (a VAN destination names its accounts when several are served: a VAN
+    /// key is one committee's), organizations, and whether `base_url` may be plain HTTP.
+    #[serde(flatten)]
+    pub scope: Scope,
+    /// Which sources' entries, and the longest wait between two failed attempts.
+    #[serde(flatten)]
+    pub feed: Feed,
     /// `kind`, and the keys of that kind alone.
     #[serde(flatten)]
     pub system: SystemSettings,
-}
-
-fn all_sources() -> Vec<Source> {
-    Source::ALL.to_vec()
-}
-
-fn default_max_backoff_secs() -> u64 {
-    30
 }
 
 fn default_timeout_secs() -> u64 {
@@ -159,14 +140,11 @@ impl DestinationSettings {
             base_url: base_url.to_owned(),
             api_key: Some(SecretString::from(api_key.to_owned())),
             api_key_file: None,
-            accounts: Vec::new(),
-            organizations: Vec::new(),
-            sources: all_sources(),
             timeout_secs: default_timeout_secs(),
             opt_ins: None,
             requests_per_second: None,
-            max_backoff_secs: default_max_backoff_secs(),
-            allow_insecure_http: false,
+            scope: Scope::default(),
+            feed: Feed::default(),
             system,
         }
     }
@@ -238,7 +216,7 @@ pub(super) fn validate(
                 "destination.base_url",
                 &format!("destination {:?}", d.name),
                 d.base_url(),
-                super::urls::Sends::secret(d.allow_insecure_http),
+                super::urls::Sends::secret(d.scope.allow_insecure_http),
             )?,
         }
         let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
@@ -251,22 +229,14 @@ pub(super) fn validate(
                 named("an API key is required (or api_key_file)"),
             ));
         }
-        if d.sources.is_empty() {
-            return Err(SettingsError::invalid(
-                "destination.sources",
-                named("at least one of webhook, reconcile, local, import"),
-            ));
-        }
+        d.feed.validate(
+            ("destination.sources", "destination.max_backoff_secs"),
+            &named,
+        )?;
         if !(1..=MAX_REQUESTS_PER_SECOND).contains(&d.requests_per_second()) {
             return Err(SettingsError::invalid(
                 "destination.requests_per_second",
                 named(&format!("must be between 1 and {MAX_REQUESTS_PER_SECOND}")),
-            ));
-        }
-        if !(1..=MAX_BACKOFF_SECS).contains(&d.max_backoff_secs) {
-            return Err(SettingsError::invalid(
-                "destination.max_backoff_secs",
-                named(&format!("must be between 1 and {MAX_BACKOFF_SECS}")),
             ));
         }
         if !(1..=MAX_TIMEOUT_SECS).contains(&d.timeout_secs) {
@@ -297,35 +267,18 @@ impl super::Settings {
     /// the key.
     pub fn validate_scopes(&self) -> Result<(), SettingsError> {
         let served = self.account_ids()?;
-        let unknown = |accounts: &[String]| {
-            accounts
-                .iter()
-                .find(|a| !served.iter().any(|s| s == *a))
-                .map(|a| crate::model::text::quoted(a))
-        };
-        let listed = served.join(", ");
         for s in &self.subscriber {
-            if let Some(name) = unknown(&s.accounts) {
-                return Err(SettingsError::invalid(
-                    "subscriber.accounts",
-                    format!(
-                        "subscriber {:?}: no account {name} is served (accounts: {listed})",
-                        s.name
-                    ),
-                ));
-            }
+            let named = |message: &str| format!("subscriber {:?}: {message}", s.name);
+            s.scope
+                .validate_accounts("subscriber.accounts", &named, &served)?;
         }
         for d in &self.destination {
             let named = |message: &str| format!("destination {:?}: {message}", d.name);
-            if let Some(name) = unknown(&d.accounts) {
-                return Err(SettingsError::invalid(
-                    "destination.accounts",
-                    named(&format!("no account {name} is served (accounts: {listed})")),
-                ));
-            }
+            d.scope
+                .validate_accounts("destination.accounts", &named, &served)?;
             d.system
                 .own()
-                .validate_scope(&named, &d.accounts, &served)?;
+                .validate_scope(&named, &d.scope.accounts, &served)?;
         }
         Ok(())
     }

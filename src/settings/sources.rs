@@ -56,13 +56,11 @@ impl SourceSystem {
 pub struct SourceSettings {
     /// Unique among sources, `[a-z0-9_-]+`: the `actor` of what it records.
     pub name: String,
-    /// The accounts its opt-outs hold in (each a served account); empty: every account.
-    #[serde(default)]
-    pub accounts: Vec<String>,
-    /// The organizations of those accounts; empty: the whole account (the number is
-    /// suppressed there, as an account-wide import suppresses it).
-    #[serde(default)]
-    pub organizations: Vec<String>,
+    /// The accounts its opt-outs hold in, their organizations (none: the whole account,
+    /// where the number is suppressed as an account-wide import suppresses it), and whether
+    /// `base_url` may be plain HTTP.
+    #[serde(flatten)]
+    pub scope: super::Scope,
     /// Its opt-ins are recorded too (never by default: an opt-in in a CRM is not the
     /// person's consent to texts).
     #[serde(default)]
@@ -101,9 +99,6 @@ pub struct SourceSettings {
     /// it, the run is an error that says so.
     #[serde(default = "default_max_pages")]
     pub max_pages: u64,
-    /// `base_url` may be plain `http://` to a host that is not loopback.
-    #[serde(default)]
-    pub allow_insecure_http: bool,
     /// Words or phrases that revoke beside the FCC's, the carriers' and the Spanish ones (a
     /// campaign's own keyword, another language's word), for a source posted replies: a
     /// reply made of them, with courtesy words around, is an opt-out; one holding them
@@ -160,8 +155,7 @@ impl SourceSettings {
     pub fn new(name: &str, system: SourceSystem, base_url: &str, api_key: &str) -> Self {
         Self {
             name: name.to_owned(),
-            accounts: Vec::new(),
-            organizations: Vec::new(),
+            scope: super::Scope::default(),
             opt_ins: false,
             every_secs: default_every_secs(),
             since: String::new(),
@@ -173,7 +167,6 @@ impl SourceSettings {
             job_timeout_secs: default_job_timeout_secs(),
             read_timeout_secs: default_read_timeout_secs(),
             max_pages: default_max_pages(),
-            allow_insecure_http: false,
             opt_out_words: Vec::new(),
             system,
         }
@@ -189,11 +182,7 @@ impl SourceSettings {
 
     /// The accounts of `served` it holds in.
     pub fn targets(&self, served: &[AccountId]) -> Vec<AccountId> {
-        served
-            .iter()
-            .filter(|a| self.accounts.is_empty() || self.accounts.iter().any(|n| n == a.as_str()))
-            .cloned()
-            .collect()
+        self.scope.targets(served)
     }
 }
 
@@ -289,7 +278,7 @@ fn validate_polled(
         "source.base_url",
         &format!("source {:?}", s.name),
         &s.base_url,
-        super::urls::Sends::secret(s.allow_insecure_http),
+        super::urls::Sends::secret(s.scope.allow_insecure_http),
     )?;
     let key_is_blank = s.api_key.as_ref().is_none_or(|key| {
         use secrecy::ExposeSecret as _;
@@ -371,17 +360,10 @@ fn validate_targets(
     served: &[AccountId],
     named: &impl Fn(&str) -> String,
 ) -> Result<(), SettingsError> {
-    if let Some(unknown) = s.accounts.iter().find(|a| !served.iter().any(|v| v == *a)) {
-        return Err(SettingsError::invalid(
-            "source.accounts",
-            named(&format!(
-                "no account {} is served (accounts: {})",
-                crate::model::text::quoted(unknown),
-                served.join(", ")
-            )),
-        ));
-    }
+    s.scope
+        .validate_accounts("source.accounts", named, served)?;
     if let Some(org) = s
+        .scope
         .organizations
         .iter()
         .find(|o| o.trim().is_empty() || *o == crate::model::ACCOUNT_WIDE)

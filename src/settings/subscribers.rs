@@ -5,17 +5,14 @@ use std::path::PathBuf;
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, read_secret_file, redact_opt};
-use crate::model::Source;
+use super::kinds::Foreign;
+use super::{Feed, Scope, SettingsError, read_secret_file, redact_opt};
 
 /// Largest `batch`: a request of 1,000 entries is about 300 KB.
 pub const MAX_BATCH: u32 = 1_000;
-/// Largest `max_backoff_secs`: an hour, as for a subscriber's own `Retry-After`.
-pub const MAX_BACKOFF_SECS: u64 = 3_600;
 
 /// One `[[subscriber]]`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
-#[serde(deny_unknown_fields)]
 pub struct SubscriberSettings {
     /// Unique, `[a-z0-9_-]+`: the name in `webhook-id`, metrics, `status` and the API.
     pub name: String,
@@ -27,34 +24,18 @@ pub struct SubscriberSettings {
     /// A file holding the secret instead.
     #[serde(default)]
     pub secret_file: Option<PathBuf>,
-    /// Only entries of these accounts (each a served account); empty: every account.
-    #[serde(default)]
-    pub accounts: Vec<String>,
-    /// Only entries of these organizations; empty: every organization.
-    #[serde(default)]
-    pub organizations: Vec<String>,
-    /// Only entries from these sources.
-    #[serde(default = "all_sources")]
-    pub sources: Vec<Source>,
     /// Most entries in one request.
     #[serde(default = "default_batch")]
     pub batch: u32,
-    /// Longest wait between two failed attempts (the backoff doubles from 1 s up to it), so
-    /// that a tool that comes back gets its opt-outs within seconds. A subscriber's own
-    /// `Retry-After` is still honoured up to an hour.
-    #[serde(default = "default_max_backoff_secs")]
-    pub max_backoff_secs: u64,
-    /// `url` may be plain `http://` to a host that is not loopback.
-    #[serde(default)]
-    pub allow_insecure_http: bool,
-}
-
-fn default_max_backoff_secs() -> u64 {
-    30
-}
-
-fn all_sources() -> Vec<Source> {
-    Source::ALL.to_vec()
+    /// Its accounts, organizations and whether `url` may be plain HTTP.
+    #[serde(flatten)]
+    pub scope: Scope,
+    /// Which sources' entries, and the longest wait between two failed attempts.
+    #[serde(flatten)]
+    pub feed: Feed,
+    /// Any other key: refused by name when the settings are checked.
+    #[serde(flatten)]
+    pub foreign: Foreign,
 }
 
 fn default_batch() -> u32 {
@@ -70,12 +51,10 @@ impl SubscriberSettings {
             url: url.to_owned(),
             secret: Some(SecretString::from(secret.to_owned())),
             secret_file: None,
-            accounts: Vec::new(),
-            organizations: Vec::new(),
-            sources: all_sources(),
             batch: default_batch(),
-            max_backoff_secs: default_max_backoff_secs(),
-            allow_insecure_http: false,
+            scope: Scope::default(),
+            feed: Feed::default(),
+            foreign: Foreign::default(),
         }
     }
 
@@ -120,11 +99,17 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named("named twice; names are unique"),
             ));
         }
+        if let Some(key) = s.foreign.0.first() {
+            return Err(SettingsError::invalid(
+                "subscriber",
+                named(&format!("unknown field `{key}`")),
+            ));
+        }
         super::urls::url(
             "subscriber.url",
             &format!("subscriber {:?}", s.name),
             &s.url,
-            super::urls::Sends::secret(s.allow_insecure_http),
+            super::urls::Sends::secret(s.scope.allow_insecure_http),
         )?;
         if s.secret.is_none() {
             return Err(SettingsError::invalid(
@@ -138,22 +123,14 @@ pub(super) fn validate(subscribers: &[SubscriberSettings]) -> Result<(), Setting
                 named("a Standard Webhooks secret is `whsec_` followed by base64"),
             ));
         }
-        if s.sources.is_empty() {
-            return Err(SettingsError::invalid(
-                "subscriber.sources",
-                named("at least one of webhook, reconcile, local, import"),
-            ));
-        }
+        s.feed.validate(
+            ("subscriber.sources", "subscriber.max_backoff_secs"),
+            &named,
+        )?;
         if !(1..=MAX_BATCH).contains(&s.batch) {
             return Err(SettingsError::invalid(
                 "subscriber.batch",
                 named(&format!("must be between 1 and {MAX_BATCH}")),
-            ));
-        }
-        if !(1..=MAX_BACKOFF_SECS).contains(&s.max_backoff_secs) {
-            return Err(SettingsError::invalid(
-                "subscriber.max_backoff_secs",
-                named(&format!("must be between 1 and {MAX_BACKOFF_SECS}")),
             ));
         }
     }
@@ -171,16 +148,16 @@ mod tests {
             "http://127.0.0.1:9/hooks",
             "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
         );
-        assert_eq!(subscriber.max_backoff_secs, 30, "the default");
+        assert_eq!(subscriber.feed.max_backoff_secs, 30, "the default");
         for wrong in [0, 3_601] {
-            subscriber.max_backoff_secs = wrong;
+            subscriber.feed.max_backoff_secs = wrong;
             let error = validate(std::slice::from_ref(&subscriber)).expect_err("refused");
             assert!(
                 error.to_string().contains("subscriber.max_backoff_secs"),
                 "{error}"
             );
         }
-        subscriber.max_backoff_secs = 3_600;
+        subscriber.feed.max_backoff_secs = 3_600;
         assert!(validate(std::slice::from_ref(&subscriber)).is_ok());
     }
 }

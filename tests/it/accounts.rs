@@ -298,7 +298,14 @@ fn the_example_accounts_load_with_the_credentials_the_systemd_drop_in_passes() {
         while !hex.len().is_multiple_of(4) {
             hex.push('A');
         }
-        std::fs::write(credentials.join(id), format!("whsec_CRED{hex}\n")).expect("credential");
+        // A public key is no secret but must be one: an Ed25519 key's 32 bytes.
+        let text = match id {
+            "telnyx-public-key" => {
+                format!("{}\n", outreach_sync_sandbox::DEFAULT_TELNYX_PUBLIC_KEY)
+            }
+            _ => format!("whsec_CRED{hex}\n"),
+        };
+        std::fs::write(credentials.join(id), text).expect("credential");
     }
     let unset: Vec<String> = unit_lines("systemd/accounts.conf", "UnsetEnvironment")
         .iter()
@@ -1094,7 +1101,7 @@ async fn lookups_and_destinations_take_each_accounts_own_lead_when_their_ids_col
         );
         destination.requests_per_second = Some(1_000);
         // One committee both accounts write into (a VAN destination names its accounts).
-        destination.accounts = vec!["candidate".to_owned(), "party".to_owned()];
+        destination.scope.accounts = vec!["candidate".to_owned(), "party".to_owned()];
         settings.destination = vec![destination];
     })
     .await
@@ -1341,7 +1348,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
             &fakes.van_url(),
             outreach_sync_sandbox::DEFAULT_VAN_KEY,
         );
-        van.accounts = vec!["party".to_owned()];
+        van.scope.accounts = vec!["party".to_owned()];
         van.requests_per_second = Some(1_000);
         let mut an = DestinationSettings::new(
             "an-candidate",
@@ -1349,7 +1356,7 @@ async fn a_destination_writes_only_the_accounts_it_names(backend: crate::common:
             &fakes.action_network_url(),
             outreach_sync_sandbox::DEFAULT_ACTION_NETWORK_KEY,
         );
-        an.accounts = vec!["candidate".to_owned()];
+        an.scope.accounts = vec!["candidate".to_owned()];
         an.requests_per_second = Some(1_000);
         settings.destination = vec![van, an];
     })

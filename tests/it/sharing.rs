@@ -459,7 +459,7 @@ async fn three_accounts_sharing_write_each_person_once_to_each_destination_with_
             &party.van_url(),
             DEFAULT_VAN_KEY,
         );
-        van.accounts = vec![ACCOUNTS[0].to_owned()];
+        van.scope.accounts = vec![ACCOUNTS[0].to_owned()];
         van.requests_per_second = Some(1_000);
         let mut an = DestinationSettings::new(
             "action-network",

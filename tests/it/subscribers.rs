@@ -138,8 +138,8 @@ async fn a_subscriber_only_gets_its_organizations_and_sources() {
     let url = receiver.url();
     let app = spawn_app(|s| {
         subscribe(s, "org2-local", &url);
-        s.subscriber[0].organizations = vec!["org_2".into()];
-        s.subscriber[0].sources = vec![outreach_sync::model::Source::Local];
+        s.subscriber[0].scope.organizations = vec!["org_2".into()];
+        s.subscriber[0].feed.sources = vec![outreach_sync::model::Source::Local];
     })
     .await;
     opt_outs(&app, 0, 3).await;

@@ -224,7 +224,7 @@ async fn a_warehouse_starts_at_from_seq_and_takes_only_its_organizations(backend
     let from = ledger.keys().nth(3).copied().expect("entries");
     let mut warehouse =
         postgres_warehouse("warehouse", &database.url, &format!("from_seq = {from}"));
-    warehouse.organizations = vec!["org_1".into()];
+    warehouse.scope.organizations = vec!["org_1".into()];
     let app = writing_to(app, vec![warehouse]).await;
     app.settle().await;
     let organizations: Vec<(i64, String)> = app

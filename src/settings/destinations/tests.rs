@@ -100,7 +100,7 @@ fn a_van_destination_names_its_accounts_when_several_are_served() {
     let text = error.to_string();
     assert!(text.contains("destination.accounts"), "{text}");
     assert!(text.contains("a VAN ID means a person only"), "{text}");
-    settings.destination[0].accounts = vec!["party".into()];
+    settings.destination[0].scope.accounts = vec!["party".into()];
     assert!(settings.validate_scopes().is_ok());
     // With one account served, it need not name it.
     let mut one = super::super::Settings {
@@ -108,7 +108,7 @@ fn a_van_destination_names_its_accounts_when_several_are_served() {
         ..super::super::Settings::default()
     };
     assert!(one.validate_scopes().is_ok());
-    one.destination[0].accounts = vec!["default".into()];
+    one.destination[0].scope.accounts = vec!["default".into()];
     assert!(one.validate_scopes().is_ok());
 }
 
@@ -121,7 +121,7 @@ fn an_account_no_one_serves_is_refused_naming_the_key() {
         "https://actionnetwork.org/api/v2",
         "key",
     );
-    an.accounts = vec!["party".into(), "partty".into()];
+    an.scope.accounts = vec!["party".into(), "partty".into()];
     settings.destination = vec![an];
     let text = settings.validate_scopes().expect_err("refused").to_string();
     assert!(text.contains("destination.accounts"), "{text}");
@@ -132,7 +132,7 @@ fn an_account_no_one_serves_is_refused_naming_the_key() {
         "http://127.0.0.1:9/hooks",
         "whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=",
     );
-    crm.accounts = vec!["nobody".into()];
+    crm.scope.accounts = vec!["nobody".into()];
     settings.subscriber = vec![crm];
     let text = settings.validate_scopes().expect_err("refused").to_string();
     assert!(text.contains("subscriber.accounts"), "{text}");

@@ -502,3 +502,38 @@ fn a_van_source_takes_the_keys_it_reads_with_and_refuses_a_destinations_and_anot
         "{unknown}"
     );
 }
+
+/// The keys every table shares (`Scope`, `Feed`) are read at the table's top level, as
+/// before they were one struct; a key no table takes is still refused by name.
+#[test]
+fn the_shared_keys_read_at_the_top_of_each_table_and_a_stranger_is_refused() {
+    let base = format!(
+        "{WEBHOOK}[[subscriber]]\nname = \"crm\"\nurl = \"https://crm.example.org/hooks\"\nsecret = \"whsec_c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1jcm0=\"\naccounts = [\"default\"]\norganizations = [\"org_1\"]\nsources = [\"webhook\"]\nmax_backoff_secs = 60\n"
+    );
+    let settings = load(&base).expect("valid");
+    let subscriber = &settings.subscriber[0];
+    assert_eq!(
+        (
+            subscriber.scope.accounts.as_slice(),
+            subscriber.scope.organizations.as_slice(),
+            subscriber.feed.sources.as_slice(),
+            subscriber.feed.max_backoff_secs
+        ),
+        (
+            &["default".to_owned()][..],
+            &["org_1".to_owned()][..],
+            &[crate::model::Source::Webhook][..],
+            60
+        )
+    );
+    let error = refused(&format!("{base}batchsize = 5\n"), "subscriber");
+    assert!(error.contains("unknown field `batchsize`"), "{error}");
+    refused(
+        &base.replace("accounts = [\"default\"]", "accounts = [\"elsewhere\"]"),
+        "subscriber.accounts",
+    );
+    refused(
+        &base.replace("max_backoff_secs = 60", "max_backoff_secs = 0"),
+        "subscriber.max_backoff_secs",
+    );
+}

@@ -159,7 +159,7 @@ async fn a_request_van_acts_on_but_answers_after_the_timeout_is_sent_once_more_a
     };
     let mut slow = van(&sandbox);
     slow.timeout_secs = 1;
-    slow.max_backoff_secs = 1;
+    slow.feed.max_backoff_secs = 1;
     let app = writing_to(app, vec![slow]).await;
     app.settle().await;
     let (lead, van_id) = opted_in_with_van_id(&sandbox);

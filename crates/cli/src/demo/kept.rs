@@ -101,7 +101,12 @@ fn write_destinations(
     for destination in &settings.destination {
         let name = &destination.name;
         let kind = destination.system.kind();
-        let accounts: Vec<String> = destination.accounts.iter().map(|a| quoted(a)).collect();
+        let accounts: Vec<String> = destination
+            .scope
+            .accounts
+            .iter()
+            .map(|a| quoted(a))
+            .collect();
         let key: Vec<SecretString> = destination.api_key.iter().cloned().collect();
         if let Some(table) = destination.system.table() {
             // A warehouse the demo writes is PostgreSQL's: its URL in a file of its own.

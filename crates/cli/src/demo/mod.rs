@@ -291,7 +291,7 @@ fn demo_destinations(sandbox: &RunningSandbox) -> Vec<DestinationSettings> {
         &sandbox.van_url(),
         outreach_sync_sandbox::DEFAULT_VAN_KEY,
     );
-    van.accounts = vec![PARTY.to_owned()];
+    van.scope.accounts = vec![PARTY.to_owned()];
     van.requests_per_second = Some(50);
     let mut action_network = DestinationSettings::new(
         "action-network",
