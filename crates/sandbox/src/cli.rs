@@ -10,7 +10,9 @@ use super::config::{
 };
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
+mod mobilize;
 mod texting;
+pub use mobilize::MobilizeOptOut;
 pub use texting::{BandwidthSend, TelnyxSend};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
@@ -107,6 +109,8 @@ pub enum SandboxCommand {
         #[arg(long, value_name = "P")]
         phone: String,
     },
+    /// A supporter opts out of texts on Mobilize (`sms_opt_in_status` `OPT_OUT`).
+    MobilizeOptOut(MobilizeOptOut),
     /// A person texts a campaign's Twilio number: the message posted as Twilio's messaging
     /// webhook posts it, form-encoded and signed (`X-Twilio-Signature`), to a daemon's
     /// twilio source. Needs no running sandbox.
@@ -226,6 +230,7 @@ async fn play(command: SandboxCommand) -> anyhow::Result<()> {
             println!("{sid}: {status} {answer}");
             Ok(())
         }
+        SandboxCommand::MobilizeOptOut(opt_out) => opt_out.run().await,
         SandboxCommand::TelnyxSend(send) => send.run().await,
         SandboxCommand::BandwidthSend(send) => send.run().await,
     }
@@ -364,12 +369,18 @@ fn print_fakes(sandbox: &super::RunningSandbox) {
         super::BIGQUERY_TEST_KEY_PATH
     );
     println!(
-        "sandbox:   their truth and faults under {base}/_control/van, {base}/_control/actionnetwork and {base}/_control/bigquery",
+        "sandbox: Mobilize (API v1) at {} (Authorization: Bearer {}; organization {})",
+        sandbox.mobilize_url(),
+        config.mobilize_key,
+        super::MOBILIZE_ORGANIZATION_ID
+    );
+    println!(
+        "sandbox:   their truth and faults under {base}/_control/van, {base}/_control/actionnetwork, {base}/_control/bigquery and {base}/_control/mobilize",
         base = sandbox.base_url()
     );
     println!(
         "sandbox:   VAN's changed-entity export jobs at {}/changedEntityExportJobs (files under {}/van-files/); \
-         play a phone banker or a supporter with `sandbox van-mark` and `sandbox an-unsubscribe`",
+         play a phone banker or a supporter with `sandbox van-mark`, `sandbox an-unsubscribe` and `sandbox mobilize-opt-out`",
         sandbox.van_url(),
         sandbox.base_url()
     );

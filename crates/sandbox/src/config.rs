@@ -98,6 +98,8 @@ pub const DEFAULT_TWILIO_AUTH_TOKEN: &str = "sandbox-twilio-auth-token";
 pub const DEFAULT_VAN_KEY_2: &str = "sandbox-van-key-2";
 /// The `OSDI-API-Token` the fake Action Network accepts unless told otherwise.
 pub const DEFAULT_ACTION_NETWORK_KEY: &str = "sandbox-an-key";
+/// The API key (`Authorization: Bearer KEY`) the fake Mobilize accepts unless told otherwise.
+pub const DEFAULT_MOBILIZE_KEY: &str = "sandbox-mobilize-key";
 /// The Ed25519 private key seed (hexadecimal) `sandbox telnyx-send` signs with unless told
 /// another: a published test key of the sandbox's own, never a real account's. It is the
 /// SHA-256 of the text "outreach-sync sandbox telnyx test key".
@@ -159,6 +161,8 @@ pub struct SandboxConfig {
     pub van_committees: Vec<VanCommittee>,
     /// The key the fake Action Network accepts in `OSDI-API-Token`.
     pub action_network_key: String,
+    /// The key the fake Mobilize accepts as `Authorization: Bearer KEY`.
+    pub mobilize_key: String,
 }
 
 /// The credentials a sandbox accepts unless told otherwise.
@@ -189,6 +193,7 @@ impl Default for SandboxConfig {
             activity_interval: None,
             van_committees: default_van_committees(),
             action_network_key: DEFAULT_ACTION_NETWORK_KEY.into(),
+            mobilize_key: DEFAULT_MOBILIZE_KEY.into(),
         }
     }
 }
@@ -218,6 +223,7 @@ impl std::fmt::Debug for SandboxConfig {
             activity_interval,
             van_committees,
             action_network_key: _,
+            mobilize_key: _,
         } = self;
         f.debug_struct("SandboxConfig")
             .field("bind", bind)
@@ -241,6 +247,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("activity_interval", activity_interval)
             .field("van_committees", van_committees)
             .field("action_network_key", &REDACTED)
+            .field("mobilize_key", &REDACTED)
             .finish()
     }
 }
@@ -259,6 +266,7 @@ mod tests {
             }),
             van_committees: vec![VanCommittee::new("c", "van-s3cret")],
             action_network_key: "an-s3cret".into(),
+            mobilize_key: "mobilize-s3cret".into(),
             ..SandboxConfig::default()
         };
         let shown = format!("{config:?}");

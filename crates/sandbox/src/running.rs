@@ -13,7 +13,7 @@ use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::destinations::{
     ActionNetworkPerson, ActionNetworkTruth, BigQueryTruth, Fake, FakeFault, FakeFaults, Fakes,
-    VanChange, VanExportSettings, VanMark, VanTarget, VanTruth,
+    MobilizePerson, MobilizeTruth, VanChange, VanExportSettings, VanMark, VanTarget, VanTruth,
 };
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
@@ -37,8 +37,9 @@ pub struct RunningSandbox {
 
 impl Sandbox {
     /// Seeds the account, binds, and serves `/v3`, `/v2`, the fake VAN (`/van/v4`), Action
-    /// Network (`/actionnetwork/api/v2`) and BigQuery (`/bigquery/v2`, tokens from
-    /// `/bigquery/oauth2/token`), and `/_control` in the background.
+    /// Network (`/actionnetwork/api/v2`), BigQuery (`/bigquery/v2`, tokens from
+    /// `/bigquery/oauth2/token`) and Mobilize (`/mobilize/v1`), and `/_control` in the
+    /// background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
         let per_organization = config.leads.div_ceil(config.organizations.max(1));
         if per_organization > PHONE_NUMBERS as usize {
@@ -55,7 +56,8 @@ impl Sandbox {
             organizations: config.organizations,
         });
         let van_people = world.seed_van_ids();
-        let fakes = Arc::new(Fakes::new(&config, &van_people, cancel.clone()));
+        let leads: Vec<Lead> = world.leads.values().cloned().collect();
+        let fakes = Arc::new(Fakes::new(&config, &van_people, &leads, cancel.clone()));
         let deliverer = Deliverer::start(
             config.signing.clone(),
             config.delivery_faults.clone(),
@@ -441,6 +443,46 @@ impl RunningSandbox {
     ) -> ActionNetworkPerson {
         self.fakes
             .action_network_add_person(number, status, modified_date)
+    }
+
+    /// The fake Mobilize's base URL (`.../mobilize/v1`), as a source's API root.
+    pub fn mobilize_url(&self) -> String {
+        format!("http://{}/mobilize/v1", self.addr)
+    }
+
+    /// Everything the fake Mobilize holds: its people, listings served, request counts.
+    pub fn mobilize_truth(&self) -> MobilizeTruth {
+        self.fakes.mobilize_truth()
+    }
+
+    /// How many people listings the fake Mobilize answered 200.
+    pub fn mobilize_listings_served(&self) -> u64 {
+        self.fakes.mobilize_listings_served()
+    }
+
+    /// A supporter opts out of texts on Mobilize (`OPT_OUT`, `modified_date` now; a person is
+    /// made when nobody has the number). The person, and whether it was made; `None` if
+    /// `phone` is not a number.
+    pub fn mobilize_opt_out(&self, phone: &str) -> Option<(MobilizePerson, bool)> {
+        self.fakes.mobilize_opt_out(phone)
+    }
+
+    /// Hostile: the first page of Mobilize's people listing gives `href` as its `next`
+    /// link, exactly as given (`None`: its own links again).
+    pub fn mobilize_next_href(&self, href: Option<&str>) {
+        self.fakes.mobilize_next_href(href.map(str::to_owned));
+    }
+
+    /// Hostile: a Mobilize person with one number written as `number` (`4155550100`),
+    /// `status`, and `modified_date` (Unix seconds; one in 2100), as given.
+    pub fn mobilize_add_person(
+        &self,
+        number: &str,
+        status: &str,
+        modified_date: i64,
+    ) -> MobilizePerson {
+        self.fakes
+            .mobilize_add_person(number, status, modified_date)
     }
 
     /// Stops serving and delivering, and waits for the server to finish.

@@ -1,6 +1,6 @@
 //! The fakes' test controls, unauthenticated like the rest of `/_control`: their faults and
 //! latency (each fake's truth and switches are its own: `van/control.rs`,
-//! `action_network/control.rs`, `bigquery/control.rs`).
+//! `action_network/control.rs`, `bigquery/control.rs`, `mobilize/control.rs`).
 
 use std::time::Duration;
 
@@ -62,6 +62,7 @@ pub(super) fn routes() -> Router<FakesState> {
     fault_routes("van", Fake::Van)
         .merge(fault_routes("actionnetwork", Fake::ActionNetwork))
         .merge(fault_routes("bigquery", Fake::BigQuery))
+        .merge(fault_routes("mobilize", Fake::Mobilize))
 }
 
 async fn faults(State(fakes): State<FakesState>, fake: Fake) -> Response {

@@ -3,15 +3,18 @@
 //! committee, canvass responses, a person's phones) and Action Network's API v2
 //! (`/actionnetwork/api/v2`: `OSDI-API-Token`, the person signup helper), and Google BigQuery's
 //! REST API v2 (`/bigquery/v2`: tables, views and streaming inserts, behind bearer tokens from
-//! a fake of Google's OAuth 2.0 token endpoint, `/bigquery/oauth2/token`). Each has its own
-//! faults and its own truth under `/_control/van`, `/_control/actionnetwork` and
-//! `/_control/bigquery`. Their state is apart from the service's world: the one link is the
-//! VAN ID the seeded leads carry in a custom field.
+//! a fake of Google's OAuth 2.0 token endpoint, `/bigquery/oauth2/token`), and Mobilize's API
+//! v1 (`/mobilize/v1`: a bearer key, an organization's people since a time, a source only).
+//! Each has its own faults and its own truth under `/_control/van`, `/_control/actionnetwork`,
+//! `/_control/bigquery` and `/_control/mobilize`. Their state is apart from the service's
+//! world: the links are the VAN ID the seeded leads carry in a custom field, and the leads'
+//! numbers, which Mobilize's people are seeded with.
 
 mod action_network;
 mod bigquery;
 mod control;
 mod faults;
+mod mobilize;
 mod van;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -36,6 +39,11 @@ pub use bigquery::{
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
 };
+pub use mobilize::{
+    MOBILIZE_DEFAULT_PER_PAGE, MOBILIZE_MAX_PER_PAGE, MOBILIZE_ORGANIZATION_ID, MobilizeAddress,
+    MobilizeEmail, MobilizePerson, MobilizePhone, MobilizeTruth, OPT_IN as MOBILIZE_OPT_IN,
+    OPT_OUT as MOBILIZE_OPT_OUT,
+};
 pub use van::{
     HUGE_FILE_BYTES as VAN_HUGE_FILE_BYTES, VanCanvassPhone, VanCanvassResponse, VanChange,
     VanChangeKind, VanChangedBy, VanCommitteeTruth, VanContactType, VanDownload,
@@ -45,9 +53,11 @@ pub use van::{
 pub(crate) use van::{VAN_ID_FIELD, van_id_for_lead};
 
 use crate::config::SandboxConfig;
+use crate::wire::Lead;
 use action_network::ActionNetwork;
 use bigquery::BigQuery;
 use faults::Switchboard;
+use mobilize::Mobilize;
 use van::Van;
 
 /// Which fake: for the Rust handle, the control endpoints, and how it words an error.
@@ -59,6 +69,8 @@ pub enum Fake {
     ActionNetwork,
     /// Google's `{"error":{"code","message","errors":[{"message","domain","reason"}],"status"}}`.
     BigQuery,
+    /// `{"data":null,"error":{"detail":"..."}}`.
+    Mobilize,
 }
 
 impl Fake {
@@ -74,6 +86,7 @@ impl Fake {
                 action_network::error(status, format!("{reason} (injected)")).into_response()
             }
             Self::BigQuery => bigquery::injected(status),
+            Self::Mobilize => mobilize::detail(status, format!("{reason} (injected)")),
         }
     }
 
@@ -93,9 +106,11 @@ pub(crate) struct Fakes {
     van: Mutex<Van>,
     action_network: Mutex<ActionNetwork>,
     bigquery: Mutex<BigQuery>,
+    mobilize: Mutex<Mobilize>,
     van_board: Switchboard,
     action_network_board: Switchboard,
     bigquery_board: Switchboard,
+    mobilize_board: Switchboard,
     /// Ends the files being streamed when the sandbox stops.
     cancel: CancellationToken,
 }
@@ -105,19 +120,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl Fakes {
-    /// `people`: the seeded leads that have a VAN ID, as (VAN ID, lead id, phone number).
+    /// `people`: the seeded leads that have a VAN ID, as (VAN ID, lead id, phone number);
+    /// `leads`: every seeded lead, whose numbers Mobilize's people have.
     pub(crate) fn new(
         config: &SandboxConfig,
         people: &[(u64, String, String)],
+        leads: &[Lead],
         cancel: CancellationToken,
     ) -> Self {
+        let seeded_at = chrono::Utc::now().timestamp();
         Self {
             van: Mutex::new(Van::new(&config.van_committees, people)),
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
             bigquery: Mutex::new(BigQuery::new()),
+            mobilize: Mutex::new(Mobilize::new(config.mobilize_key.clone(), leads, seeded_at)),
             van_board: Switchboard::new(Fake::Van, cancel.clone()),
             action_network_board: Switchboard::new(Fake::ActionNetwork, cancel.clone()),
             bigquery_board: Switchboard::new(Fake::BigQuery, cancel.clone()),
+            mobilize_board: Switchboard::new(Fake::Mobilize, cancel.clone()),
             cancel,
         }
     }
@@ -134,11 +154,16 @@ impl Fakes {
         lock(&self.bigquery)
     }
 
+    fn mobilize(&self) -> MutexGuard<'_, Mobilize> {
+        lock(&self.mobilize)
+    }
+
     pub(crate) fn board(&self, fake: Fake) -> &Switchboard {
         match fake {
             Fake::Van => &self.van_board,
             Fake::ActionNetwork => &self.action_network_board,
             Fake::BigQuery => &self.bigquery_board,
+            Fake::Mobilize => &self.mobilize_board,
         }
     }
 
@@ -250,6 +275,33 @@ impl Fakes {
             .add_person(number, status, modified_date)
     }
 
+    pub(crate) fn mobilize_truth(&self) -> MobilizeTruth {
+        self.mobilize().truth(self.mobilize_board.counts())
+    }
+
+    pub(crate) fn mobilize_listings_served(&self) -> u64 {
+        self.mobilize().listings_served()
+    }
+
+    /// A supporter opts out of texts on Mobilize, now.
+    pub(crate) fn mobilize_opt_out(&self, phone: &str) -> Option<(MobilizePerson, bool)> {
+        self.mobilize()
+            .opt_out(phone, chrono::Utc::now().timestamp())
+    }
+
+    pub(crate) fn mobilize_next_href(&self, href: Option<String>) {
+        self.mobilize().set_next_href(href);
+    }
+
+    pub(crate) fn mobilize_add_person(
+        &self,
+        number: &str,
+        status: &str,
+        modified_date: i64,
+    ) -> MobilizePerson {
+        self.mobilize().add_person(number, status, modified_date)
+    }
+
     pub(crate) fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
         self.van().set_export(api_key, settings)
     }
@@ -277,8 +329,16 @@ async fn bigquery_faults(
     fakes.bigquery_board.run(request, next).await
 }
 
+async fn mobilize_faults(
+    State(fakes): State<FakesState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    fakes.mobilize_board.run(request, next).await
+}
+
 /// `/van/v4/...`, `/actionnetwork/api/v2/...`, `/bigquery/v2/...` (and its token endpoint,
-/// `/bigquery/oauth2/token`) and their controls under `/_control`.
+/// `/bigquery/oauth2/token`), `/mobilize/v1/...`, and their controls under `/_control`.
 pub(crate) fn router(fakes: FakesState) -> Router {
     let van = van::routes()
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van::auth))
@@ -312,6 +372,16 @@ pub(crate) fn router(fakes: FakesState) -> Router {
             bigquery_faults,
         ))
         .fallback(bigquery::no_such_endpoint);
+    let mobilize = mobilize::routes()
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            mobilize::auth,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            mobilize_faults,
+        ))
+        .fallback(mobilize::no_such_endpoint);
     Router::new()
         .nest("/van/v4", van)
         .nest("/bigquery/v2", bigquery)
@@ -319,9 +389,11 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         .route("/van-files/{file}", axum::routing::get(van::download))
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
+        .nest("/mobilize/v1", mobilize)
         .merge(control::routes())
         .merge(van::control_routes())
         .merge(action_network::control_routes())
         .merge(bigquery::control_routes())
+        .merge(mobilize::control_routes())
         .with_state(fakes)
 }
