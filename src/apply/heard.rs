@@ -81,8 +81,9 @@ pub(super) async fn record<T: ApplyTx + SourceTx + ?Sized>(
 }
 
 /// `record`, naming the post it came in (`post`: the outbox key the post is kept under)
-/// when that is not the record's own `event_ref`: a post of several records (Bandwidth's
-/// callbacks) is kept by its bytes, and each record's evidence finds it by that key.
+/// when that is not the record's own `event_ref`: a post of several records (a carrier's
+/// batch of callbacks) is kept by its bytes, and each record's evidence finds it by that
+/// key.
 fn kept_under(record: &ReadRecord, post: &str) -> ReadRecord {
     let mut record = record.clone();
     let own = crate::model::read::posted_to(post)
