@@ -54,8 +54,9 @@
 //! `BENCH_CONCURRENCY=64` (a comma-separated list) measures only those levels;
 //! `BENCH_POSTGRES_URL=postgres://USER@HOST:PORT/DB` runs on PostgreSQL (the URL's database
 //! is only used to create and drop the bench's own);
-//! `BENCH_TWILIO=off` leaves out the Twilio source's rounds (a profile of the webhooks
-//! alone); `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
+//! `BENCH_POSTED=off` leaves out the posted sources' phases, all three kinds (a profile of
+//! the webhooks alone; `BENCH_TWILIO=off`, its older name, does the same);
+//! `BENCH_WORKER=off` starts the daemon without its worker (`Application::without_worker`),
 //! to measure the ingest path alone: the outbox is left unapplied and nothing is waited for
 //! after a level (the durability check still counts the outbox's rows);
 //! `BENCH_ACCOUNTS=N` configures the daemon with N `[[account]]` sections instead of the
@@ -66,20 +67,51 @@
 //! No tracing subscriber is installed, so logging costs (almost) nothing.
 //!
 //! Beside the service's webhooks, in every round right after the daemon's own, the same
-//! daemon's Twilio source (`POST /sources/twilio-bench`, one `[[source]]` of kind `twilio` in
-//! the same settings): form-encoded posts as Twilio's messaging webhook sends them, each with
-//! its own `MessageSid` and a `STOP` from a number of its own (a real opt-out recorded, as
-//! each consent webhook records one), signed in `X-Twilio-Signature` before the timed
-//! section (HMAC-SHA1 computed here with the `hmac` and `sha1` crates, apart from the
-//! daemon's verifier), at the same concurrency and durability, half as many as the
-//! webhooks (and half their warm-up and time window), then waited for as the webhooks
-//! are. Printed after the webhooks' figures: posts/s and twilio/webhooks (the daemon's
-//! webhooks of the same round) for every round, and the outbox rows and ledger entries the
-//! posts became.
+//! daemon's posted sources, one `[[source]]` of each kind in the same settings, each phase in
+//! turn: Twilio (`POST /sources/twilio-bench`), form-encoded posts as Twilio's messaging
+//! webhook sends them, each with its own `MessageSid`, signed in `X-Twilio-Signature`
+//! (HMAC-SHA1 computed here with the `hmac` and `sha1` crates); Telnyx
+//! (`/sources/telnyx-bench`), a `message.received` event as Telnyx's messaging webhook posts
+//! it, each with its own event id, serialized once and signed with Ed25519 over
+//! `{telnyx-timestamp}|{body}` under the sandbox's test key, at the time it is prepared
+//! (`telnyx-signature-ed25519`, `telnyx-timestamp`); Bandwidth (`/sources/bandwidth-bench`),
+//! a JSON array of one `message-received` callback as a Bandwidth application's inbound
+//! callback posts it, each with its own message id, with the sandbox's callback credentials
+//! in `Authorization: Basic`. Each post is a `STOP` from a number of its own (a real opt-out
+//! recorded, as each consent webhook records one), prepared right before its phase, before
+//! the timed section, and apart from the daemon's verifiers: the Telnyx events, their
+//! signatures and the Bandwidth callbacks are the sandbox's own senders'
+//! (`crates/sandbox/src/telnyx.rs` and `bandwidth.rs`, compiled into the bench with
+//! `#[path]`, as this package does not depend on the sandbox). A Telnyx post is sent at most
+//! the rest of its phase's preparation and the phase's two windows (5 s each) after it is
+//! signed: seconds, far within the source's tolerance of 300 s, which the bench leaves as
+//! it is. The phases run at the same concurrency and durability as the webhooks, each half
+//! as many as the webhooks (and half their warm-up and time window), then waited for as the
+//! webhooks are. Printed after the webhooks' figures, for each kind: posts/s and
+//! KIND/webhooks (the daemon's webhooks of the same round) for every round, their median at
+//! each concurrency (judged at the target's), and the outbox rows and ledger entries the
+//! posts became. The webhooks' own check leaves the posted sources' rows out.
 
 mod common;
 #[path = "ingest/floor.rs"]
 mod floor;
+#[path = "ingest/posted.rs"]
+mod posted;
+
+/// The sandbox's defaults (`outreach_sync_sandbox::DEFAULT_*`, written in
+/// `crates/sandbox/src/config.rs`), again here, at the path where the sandbox's files
+/// compiled into [`posted`] find them: its Telnyx test key and its Bandwidth callback
+/// credentials.
+mod config {
+    /// The Ed25519 private key seed (hexadecimal) the sandbox signs Telnyx events with.
+    pub const DEFAULT_TELNYX_SEED: &str =
+        "cad29e0cf6784e246d963a8905d845dd4969a28f2e03543c8d509c8d2d5d410d";
+    /// The public key (base64 of its 32 bytes) of [`DEFAULT_TELNYX_SEED`].
+    pub const DEFAULT_TELNYX_PUBLIC_KEY: &str = "RjltmtIRNXF88fF0gMNhvUctEq7AxCFSuiHYvb7o35s=";
+    /// The callback credentials the sandbox's Bandwidth callbacks carry.
+    pub const DEFAULT_BANDWIDTH_USERNAME: &str = "sandbox-bandwidth";
+    pub const DEFAULT_BANDWIDTH_PASSWORD: &str = "sandbox-bandwidth-password";
+}
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -93,10 +125,10 @@ use common::{BenchDatabase, fetch_row, outbox_states};
 use floor::{Floor, FloorStore};
 use http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use outreach_sync::app::Application;
-use outreach_sync::settings::kinds::twilio::TwilioSettings;
-use outreach_sync::settings::{Schedule, Settings, SourceSettings, SourceSystem, Synchronous};
+use outreach_sync::settings::{Schedule, Settings, Synchronous};
 use outreach_sync::signature::{Key, SignatureFormat, sign};
 use outreach_sync::store::Pool;
+use posted::PostedKind;
 use secrecy::{ExposeSecret as _, SecretString};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -114,14 +146,8 @@ const FLOOR_TARGET_POSTGRES: f64 = 0.7;
 const LEDGER_TARGET_SQLITE: f64 = 0.9;
 /// Longest untimed wait for the worker to apply a level's deliveries.
 const CATCH_UP_CAP: Duration = Duration::from_secs(300);
-/// The Twilio source posted to beside the webhooks, its auth token and the URL given at
-/// Twilio (what is signed; the bench posts to the daemon's loopback address, as a proxy
-/// would).
-const TWILIO_SOURCE: &str = "twilio-bench";
-const TWILIO_TOKEN: &str = "bench-twilio-auth-token";
-const TWILIO_PUBLIC_URL: &str = "https://sync.example.org/sources/twilio-bench";
-/// The Twilio phase's share of the webhooks' requests, warm-up and time window.
-const TWILIO_SHARE: usize = 2;
+/// A posted source's phase is this share of the webhooks' requests, warm-up and time window.
+const POSTED_SHARE: usize = 2;
 
 /// How much work each level does.
 struct Plan {
@@ -198,13 +224,14 @@ struct Level {
     worker: Option<CatchUp>,
     /// daemon/floor and daemon/ledger floor of every round, in the order run.
     ratios: Vec<(f64, f64)>,
-    /// The Twilio source's posts of every round, in the order run, beside the daemon's
+    /// The posted sources' phases of every round, in the order run, beside the daemon's
     /// webhooks of that round.
-    twilio: Vec<TwilioRound>,
+    posted: Vec<PostedRound>,
 }
 
-/// One round's Twilio posts, and the daemon's webhooks of the same round.
-struct TwilioRound {
+/// One round's posts to one posted source, and the daemon's webhooks of the same round.
+struct PostedRound {
+    kind: PostedKind,
     posts: Measured,
     /// The daemon's webhook deliveries per second in the same round.
     webhooks: f64,
@@ -283,7 +310,13 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             .collect()
     };
     let with_worker = std::env::var("BENCH_WORKER").as_deref() != Ok("off");
-    let with_twilio = std::env::var("BENCH_TWILIO").as_deref() != Ok("off");
+    // The posted sources' phases, unless left out (`BENCH_TWILIO`: the switch's older name).
+    let off = |name: &str| std::env::var(name).as_deref() == Ok("off");
+    let kinds: Vec<PostedKind> = if off("BENCH_POSTED") || off("BENCH_TWILIO") {
+        Vec::new()
+    } else {
+        PostedKind::ALL.to_vec()
+    };
     let app = Application::build(settings.clone()).await?;
     let app = if with_worker {
         app
@@ -367,17 +400,17 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             (format, key)
         })
         .collect();
-    let twilio_url = vec![format!(
-        "http://{}/sources/{TWILIO_SOURCE}",
-        app_ingest_addr
-    )];
+    let posted_urls: Vec<String> = PostedKind::ALL
+        .iter()
+        .map(|kind| kind.url(app_ingest_addr))
+        .collect();
     let mut rows = Vec::new();
     let mut accepted_total = 0;
-    // The Twilio posts' 200 answers (warm-ups included), and the next sender's number.
-    let mut twilio_accepted = 0;
+    // Each kind's posts' 200 answers (warm-ups included), and the next sender's number.
+    let mut posted_accepted = [0; PostedKind::ALL.len()];
     let mut next_number: u64 = 0;
-    // How long the bench spent on them (signing, posting, waiting for the worker).
-    let (began, mut twilio_time) = (Instant::now(), Duration::ZERO);
+    // How long the bench spent on each kind (preparing, posting, waiting for the worker).
+    let (began, mut posted_time) = (Instant::now(), [Duration::ZERO; PostedKind::ALL.len()]);
     for (level, &concurrency) in levels.iter().enumerate() {
         let sign_batch = |what: &str, n: usize| -> Vec<Prepared> {
             (0..n)
@@ -393,13 +426,13 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
                 })
                 .collect()
         };
-        // Each post a reply of its own: its own MessageSid, a STOP from a number of its own.
-        let mut sign_posts = |what: &str, n: usize| -> Vec<Prepared> {
+        // Each post a reply of its own: its own id, a STOP from a number of its own.
+        let mut prepare_posts = |kind: PostedKind, what: &str, n: usize| -> Vec<Prepared> {
             (0..n)
                 .map(|i| {
                     let number = next_number;
                     next_number += 1;
-                    prepare_twilio(&format!("SMbench{level}{what}x{i}"), number)
+                    kind.prepare(&format!("bench{level}{what}x{i}"), number)
                 })
                 .collect()
         };
@@ -409,7 +442,7 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
 
         // Floor and daemon in turn, so that a slow spell of the machine falls on both.
         let mut rounds = Vec::with_capacity(plan.rounds);
-        let mut twilio = Vec::with_capacity(plan.rounds);
+        let mut posted = Vec::with_capacity(plan.rounds * kinds.len());
         for round in 0..plan.rounds {
             let (warmup, timed) = (
                 sign_batch(&format!("w{round}"), plan.warmup),
@@ -455,30 +488,30 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             } else {
                 None
             };
-            if !with_twilio {
-                rounds.push((floor, ledger, live, worker));
-                continue;
+            // Each posted source of the same daemon in turn, right after its webhooks.
+            for &kind in &kinds {
+                let phase_began = Instant::now();
+                let (warmup, timed) = (
+                    prepare_posts(kind, &format!("w{round}"), plan.warmup / POSTED_SHARE),
+                    prepare_posts(kind, &format!("t{round}"), plan.requests / POSTED_SHARE),
+                );
+                let url = std::slice::from_ref(&posted_urls[kind as usize]);
+                let window = plan.window / POSTED_SHARE as u32;
+                let warm = drive(&client, url, concurrency, warmup, window).await;
+                let posts = drive(&client, url, concurrency, timed, window).await;
+                posted_accepted[kind as usize] += warm.accepted + posts.accepted;
+                posted.push(PostedRound {
+                    kind,
+                    webhooks: live.per_second(),
+                    posts,
+                    worker: if with_worker {
+                        Some(catch_up(&pool).await?)
+                    } else {
+                        None
+                    },
+                });
+                posted_time[kind as usize] += phase_began.elapsed();
             }
-            // The Twilio source of the same daemon, right after its webhooks.
-            let twilio_began = Instant::now();
-            let (warmup, timed) = (
-                sign_posts(&format!("w{round}"), plan.warmup / TWILIO_SHARE),
-                sign_posts(&format!("t{round}"), plan.requests / TWILIO_SHARE),
-            );
-            let window = plan.window / TWILIO_SHARE as u32;
-            let warm = drive(&client, &twilio_url, concurrency, warmup, window).await;
-            let posts = drive(&client, &twilio_url, concurrency, timed, window).await;
-            twilio_accepted += warm.accepted + posts.accepted;
-            twilio.push(TwilioRound {
-                webhooks: live.per_second(),
-                posts,
-                worker: if with_worker {
-                    Some(catch_up(&pool).await?)
-                } else {
-                    None
-                },
-            });
-            twilio_time += twilio_began.elapsed();
             rounds.push((floor, ledger, live, worker));
         }
         let ratios: Vec<(f64, f64)> = rounds
@@ -502,36 +535,53 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
             daemon,
             worker,
             ratios,
-            twilio,
+            posted,
         });
     }
 
     print_table(&rows, &plan, quick, &database);
-    if with_twilio {
-        print_twilio(&rows, &plan);
-        let total = began.elapsed();
+    if !kinds.is_empty() {
+        for &kind in &kinds {
+            print_posted(&rows, &plan, kind);
+        }
+        let total = began.elapsed().as_secs_f64();
+        let spent: Vec<String> = kinds
+            .iter()
+            .map(|&kind| {
+                let time = posted_time[kind as usize].as_secs_f64();
+                format!("{} {time:.1} s ({:.0}%)", kind.name(), 100.0 * time / total)
+            })
+            .collect();
         println!(
-            "twilio phases: {:.1} s of the levels' {:.1} s ({:.0}%)",
-            twilio_time.as_secs_f64(),
-            total.as_secs_f64(),
-            100.0 * twilio_time.as_secs_f64() / total.as_secs_f64()
+            "posted phases: {} of the levels' {total:.1} s",
+            spent.join(", ")
         );
         println!();
     }
 
     shutdown.cancel();
     daemon.await??;
-    // The webhooks' rows apart from the Twilio posts' (`twilio:NAME:MessageSid`).
-    let (all, all_applied, _, _) = outbox_states(&pool).await?;
-    let (posted, posted_applied, twilio_line) = twilio_check(&pool, twilio_accepted).await?;
-    let (outbox, applied) = (all - posted, all_applied - posted_applied);
+    // The webhooks' rows apart from the posted sources' (`KIND:NAME:ID`).
+    let (mut outbox, mut applied, _, _) = outbox_states(&pool).await?;
+    let mut posted_lines = Vec::new();
+    for kind in PostedKind::ALL {
+        let (posted, posted_applied, line) =
+            posted_check(&pool, kind, posted_accepted[kind as usize]).await?;
+        (outbox, applied) = (outbox - posted, applied - posted_applied);
+        if kinds.contains(&kind) {
+            posted_lines.push(line);
+        }
+    }
+    let not_posted: String = PostedKind::ALL
+        .iter()
+        .map(|kind| format!(" AND dedup_key NOT LIKE '{}:%'", kind.name()))
+        .collect();
     let mut by_account = Vec::new();
     if accounts > 0 {
         for account in &served {
             let name = &account.id;
-            let sql = format!(
-                "SELECT COUNT(*) FROM outbox WHERE account_id = '{name}' AND dedup_key NOT LIKE 'twilio:%'"
-            );
+            let sql =
+                format!("SELECT COUNT(*) FROM outbox WHERE account_id = '{name}'{not_posted}");
             let (n,): (i64,) = fetch_row(&pool, &sql).await?;
             by_account.push(format!("{name} {n}"));
         }
@@ -545,31 +595,42 @@ async fn run(plan: Plan, quick: bool) -> anyhow::Result<()> {
     if !by_account.is_empty() {
         println!("outbox rows by account: {}", by_account.join(", "));
     }
-    if with_twilio {
-        println!("{twilio_line}");
+    for line in posted_lines {
+        println!("{line}");
     }
     Ok(())
 }
 
-/// The Twilio source's outbox rows (all, applied) and the line comparing them with the
+/// A posted source's outbox rows (all, applied) and the line comparing them with the
 /// `accepted` answers, and the opt-outs they recorded.
-async fn twilio_check(pool: &Pool, accepted: usize) -> anyhow::Result<(i64, i64, String)> {
+async fn posted_check(
+    pool: &Pool,
+    kind: PostedKind,
+    accepted: usize,
+) -> anyhow::Result<(i64, i64, String)> {
+    let name = kind.name();
     let (posted, applied, quarantined): (i64, i64, i64) = fetch_row(
         pool,
-        "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
-                COUNT(*) FILTER (WHERE state = 'quarantined')
-         FROM outbox WHERE dedup_key LIKE 'twilio:%'",
+        &format!(
+            "SELECT COUNT(*), COUNT(*) FILTER (WHERE state = 'applied'),
+                    COUNT(*) FILTER (WHERE state = 'quarantined')
+             FROM outbox WHERE dedup_key LIKE '{name}:%'"
+        ),
     )
     .await?;
     let (entries, numbers): (i64, i64) = fetch_row(
         pool,
-        "SELECT COUNT(*), COUNT(DISTINCT phone_number) FROM ledger
-         WHERE source = 'twilio' AND opted_out",
+        &format!(
+            "SELECT COUNT(*), COUNT(DISTINCT phone_number) FROM ledger
+             WHERE source = '{name}' AND opted_out"
+        ),
     )
     .await?;
     let consistent = usize::try_from(posted).is_ok_and(|n| n == accepted);
     let line = format!(
-        "twilio durability check: {posted} outbox rows of {TWILIO_SOURCE} after stop ({applied} applied, {quarantined} quarantined), {accepted} `200 <Response/>` answers (warm-ups included): {}; {entries} opt-out ledger entries of source twilio over {numbers} numbers",
+        "{name} durability check: {posted} outbox rows of {} after stop ({applied} applied, {quarantined} quarantined), {accepted} `200 {}` answers (warm-ups included): {}; {entries} opt-out ledger entries of source {name} over {numbers} numbers",
+        kind.source(),
+        kind.answer(),
         if consistent { "EQUAL" } else { "MISMATCH" }
     );
     Ok((posted, applied, line))
@@ -591,27 +652,33 @@ fn worker_said(worker: &Option<CatchUp>) -> String {
     }
 }
 
-/// The median of a level's rounds of twilio posts/s over the same round's webhooks/s.
-fn twilio_median(level: &Level) -> Option<f64> {
-    let mut ratios: Vec<f64> = level
-        .twilio
-        .iter()
-        .map(|t| t.posts.per_second() / t.webhooks)
+/// A level's rounds of posts to `kind`'s source, in the order run.
+fn rounds_of(level: &Level, kind: PostedKind) -> impl Iterator<Item = &PostedRound> {
+    level.posted.iter().filter(move |round| round.kind == kind)
+}
+
+/// The median of a level's rounds of `kind`'s posts/s over the same round's webhooks/s.
+fn posted_median(level: &Level, kind: PostedKind) -> Option<f64> {
+    let mut ratios: Vec<f64> = rounds_of(level, kind)
+        .map(|round| round.posts.per_second() / round.webhooks)
         .collect();
     ratios.sort_by(f64::total_cmp);
     ratios.get(ratios.len() / 2).copied()
 }
 
-/// The Twilio source's posts of every round beside the daemon's webhooks of the same round.
-fn print_twilio(rows: &[Level], plan: &Plan) {
+/// A posted source's posts of every round beside the daemon's webhooks of the same round.
+fn print_posted(rows: &[Level], plan: &Plan, kind: PostedKind) {
+    let name = kind.name();
     println!(
-        "twilio source (POST /sources/{TWILIO_SOURCE}, signed STOP replies, each a MessageSid and a number of its own), {} posts per round (+{} warm-up, {:.0}s cap), right after the same round's webhooks:",
-        plan.requests / TWILIO_SHARE,
-        plan.warmup / TWILIO_SHARE,
-        (plan.window / TWILIO_SHARE as u32).as_secs_f64()
+        "{name} source (POST /sources/{}, {} and a number of its own), {} posts per round (+{} warm-up, {:.0}s cap), right after the same round's webhooks:",
+        kind.source(),
+        kind.posts(),
+        plan.requests / POSTED_SHARE,
+        plan.warmup / POSTED_SHARE,
+        (plan.window / POSTED_SHARE as u32).as_secs_f64()
     );
     println!(
-        "{:>5}  {:>5} {:>8} {:>9} {:>10} {:>9} {:>9} {:>12} {:>14} {:>16}",
+        "{:>5}  {:>5} {:>8} {:>9} {:>10} {:>9} {:>9} {:>12} {:>14} {:>19}",
         "conc",
         "round",
         "done",
@@ -621,18 +688,18 @@ fn print_twilio(rows: &[Level], plan: &Plan) {
         "p99 ms",
         "cpu us/req",
         "webhooks/s",
-        "twilio/webhooks"
+        format!("{name}/webhooks")
     );
     for level in rows {
-        for (round, twilio) in level.twilio.iter().enumerate() {
-            let posts = &twilio.posts;
-            let capped = if posts.completed < plan.requests / TWILIO_SHARE {
+        for (round, phase) in rounds_of(level, kind).enumerate() {
+            let posts = &phase.posts;
+            let capped = if posts.completed < plan.requests / POSTED_SHARE {
                 "  (stopped by the time window)"
             } else {
                 ""
             };
             println!(
-                "{:>5}  {:>5} {:>8} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>12.0} {:>14.0} {:>16.2}{capped}",
+                "{:>5}  {:>5} {:>8} {:>9} {:>10.0} {:>9.2} {:>9.2} {:>12.0} {:>14.0} {:>19.2}{capped}",
                 level.concurrency,
                 round + 1,
                 posts.completed,
@@ -641,21 +708,19 @@ fn print_twilio(rows: &[Level], plan: &Plan) {
                 posts.quantile_ms(0.50),
                 posts.quantile_ms(0.99),
                 posts.cpu_us_per_request(),
-                twilio.webhooks,
-                posts.per_second() / twilio.webhooks
+                phase.webhooks,
+                posts.per_second() / phase.webhooks
             );
         }
     }
     println!();
     println!(
-        "twilio/webhooks, median of the rounds, and the worker behind the posts at the end of each round:"
+        "{name}/webhooks, median of the rounds, and the worker behind the posts at the end of each round:"
     );
     for level in rows {
-        let median = twilio_median(level).unwrap_or(f64::NAN);
-        let behind: Vec<String> = level
-            .twilio
-            .iter()
-            .map(|t| worker_said(&t.worker))
+        let median = posted_median(level, kind).unwrap_or(f64::NAN);
+        let behind: Vec<String> = rounds_of(level, kind)
+            .map(|phase| worker_said(&phase.worker))
             .collect();
         println!(
             "  c={:<4} {median:>6.2}   {}",
@@ -666,20 +731,24 @@ fn print_twilio(rows: &[Level], plan: &Plan) {
     // The issue's target: the same order as the webhooks (at least a tenth), at the same
     // concurrency and durability.
     if let Some(level) = rows.iter().find(|l| l.concurrency == TARGET_CONCURRENCY)
-        && let Some(median) = twilio_median(level)
+        && let Some(median) = posted_median(level, kind)
     {
         println!(
-            "TWILIO {}: at concurrency {TARGET_CONCURRENCY} the twilio source takes {median:.2}x the webhooks' deliveries/s (median round; the same order: >= 0.10x)",
+            "{} {}: at concurrency {TARGET_CONCURRENCY} the {name} source takes {median:.2}x the webhooks' deliveries/s (median round; the same order: >= 0.10x)",
+            name.to_uppercase(),
             if median >= 0.1 { "MET" } else { "NOT MET" }
         );
     }
     let bad: usize = rows
         .iter()
-        .flat_map(|l| &l.twilio)
-        .map(|t| t.posts.other)
+        .flat_map(|level| rounds_of(level, kind))
+        .map(|phase| phase.posts.other)
         .sum();
     if bad > 0 {
-        println!("WARNING: {bad} twilio answers were not `200 <Response/>`");
+        println!(
+            "WARNING: {bad} {name} answers were not `200 {}`",
+            kind.answer()
+        );
     }
     println!();
 }
@@ -715,25 +784,11 @@ fn bench_settings(url: &str, dir: &std::path::Path, accounts: usize) -> anyhow::
     settings.ingest.bind = "127.0.0.1:0".into();
     settings.ingest.max_backlog = 10_000_000;
     settings.admin.bind = "127.0.0.1:0".into();
-    settings.source.push(twilio_source());
+    settings
+        .source
+        .extend(PostedKind::ALL.map(PostedKind::settings));
     settings.validate()?;
     Ok(settings)
-}
-
-/// The Twilio source posted to beside the webhooks: its token, and the URL given at Twilio.
-fn twilio_source() -> SourceSettings {
-    let mut source = SourceSettings::new(
-        TWILIO_SOURCE,
-        SourceSystem::Twilio(TwilioSettings {
-            auth_token: Some(SecretString::from(TWILIO_TOKEN)),
-            public_url: TWILIO_PUBLIC_URL.to_owned(),
-            ..TwilioSettings::default()
-        }),
-        "",
-        "",
-    );
-    source.api_key = None;
-    source
 }
 
 /// Serves a baseline on a loopback port of its own until `shutdown`, the same way as the
@@ -789,65 +844,6 @@ fn prepare(account: usize, format: &SignatureFormat, key: &Key, id: &str) -> Pre
     }
 }
 
-/// A reply saying `STOP` to the campaign's Twilio number, as Twilio's messaging webhook
-/// posts it (the parameters it always has), from the `number`th sender, signed as Twilio
-/// signs it for [`TWILIO_PUBLIC_URL`].
-fn prepare_twilio(sid: &str, number: u64) -> Prepared {
-    // 415-200-0000 on: eight million numbers, each a valid US one.
-    let from = format!("+1415{}", 2_000_000 + number);
-    let params: Vec<(&str, &str)> = vec![
-        ("ToCountry", "US"),
-        ("SmsMessageSid", sid),
-        ("NumMedia", "0"),
-        ("SmsSid", sid),
-        ("SmsStatus", "received"),
-        ("Body", "STOP"),
-        ("To", "+15005550006"),
-        ("NumSegments", "1"),
-        ("MessageSid", sid),
-        ("AccountSid", "ACbench00000000000000000000000000"),
-        ("From", &from),
-        ("ApiVersion", "2010-04-01"),
-    ];
-    let body = form_urlencoded::Serializer::new(String::new())
-        .extend_pairs(&params)
-        .finish();
-    let mut headers = HeaderMap::new();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/x-www-form-urlencoded"),
-    );
-    headers.insert(
-        "x-twilio-signature",
-        HeaderValue::try_from(twilio_signature(TWILIO_TOKEN, TWILIO_PUBLIC_URL, &params))
-            .expect("header value"),
-    );
-    Prepared {
-        account: 0,
-        body: Bytes::from(body),
-        headers,
-    }
-}
-
-/// `X-Twilio-Signature` of `params` posted to `url`: base64 of the HMAC-SHA1 under `token`
-/// of the URL, then each parameter's name and value, sorted by name (written here apart
-/// from the daemon's verifier, with the `hmac` and `sha1` crates).
-fn twilio_signature(token: &str, url: &str, params: &[(&str, &str)]) -> String {
-    use base64::Engine as _;
-    use hmac::Mac as _;
-    let mut sorted = params.to_vec();
-    sorted.sort_unstable();
-    let mut mac =
-        <hmac::Hmac<sha1::Sha1> as hmac::digest::KeyInit>::new_from_slice(token.as_bytes())
-            .expect("HMAC takes a key of any length");
-    mac.update(url.as_bytes());
-    for (name, value) in sorted {
-        mac.update(name.as_bytes());
-        mac.update(value.as_bytes());
-    }
-    base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-}
-
 /// Sends `work` from `concurrency` tasks sharing one counter, each request to its
 /// account's URL in `urls`, until all is sent or `window` has passed.
 async fn drive(
@@ -887,9 +883,11 @@ async fn drive(
                     let status = response.status();
                     let body = response.bytes().await.expect("response body");
                     latencies.push(sent.elapsed());
-                    // Twilio's posts are answered with the empty TwiML once durable.
+                    // A posted source's posts are answered with its own answer once durable.
                     let taken = contains(&body, b"\"accepted\"")
-                        || body == outreach_sync::systems::twilio::EMPTY_TWIML.as_bytes();
+                        || PostedKind::ALL
+                            .iter()
+                            .any(|kind| body == kind.answer().as_bytes());
                     if status == StatusCode::OK && taken {
                         accepted += 1;
                     } else {
