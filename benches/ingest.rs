@@ -81,8 +81,7 @@
 //! recorded, as each consent webhook records one), prepared right before its phase, before
 //! the timed section, and apart from the daemon's verifiers: the Telnyx events, their
 //! signatures and the Bandwidth callbacks are the sandbox's own senders'
-//! (`crates/sandbox/src/telnyx.rs` and `bandwidth.rs`, compiled into the bench with
-//! `#[path]`, as this package does not depend on the sandbox). A Telnyx post is sent at most
+//! (`outreach_sync_sandbox::{telnyx, bandwidth}`, a dev-dependency). A Telnyx post is sent at most
 //! the rest of its phase's preparation and the phase's two windows (5 s each) after it is
 //! signed: seconds, far within the source's tolerance of 300 s, which the bench leaves as
 //! it is. The phases run at the same concurrency and durability as the webhooks, each half
@@ -97,21 +96,6 @@ mod common;
 mod floor;
 #[path = "ingest/posted.rs"]
 mod posted;
-
-/// The sandbox's defaults (`outreach_sync_sandbox::DEFAULT_*`, written in
-/// `crates/sandbox/src/config.rs`), again here, at the path where the sandbox's files
-/// compiled into [`posted`] find them: its Telnyx test key and its Bandwidth callback
-/// credentials.
-mod config {
-    /// The Ed25519 private key seed (hexadecimal) the sandbox signs Telnyx events with.
-    pub const DEFAULT_TELNYX_SEED: &str =
-        "cad29e0cf6784e246d963a8905d845dd4969a28f2e03543c8d509c8d2d5d410d";
-    /// The public key (base64 of its 32 bytes) of [`DEFAULT_TELNYX_SEED`].
-    pub const DEFAULT_TELNYX_PUBLIC_KEY: &str = "RjltmtIRNXF88fF0gMNhvUctEq7AxCFSuiHYvb7o35s=";
-    /// The callback credentials the sandbox's Bandwidth callbacks carry.
-    pub const DEFAULT_BANDWIDTH_USERNAME: &str = "sandbox-bandwidth";
-    pub const DEFAULT_BANDWIDTH_PASSWORD: &str = "sandbox-bandwidth-password";
-}
 
 use std::net::SocketAddr;
 use std::sync::Arc;

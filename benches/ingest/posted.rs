@@ -5,11 +5,9 @@
 //!
 //! Each post is a person's `STOP` to the campaign's number, with an id of its own (a record
 //! of its own) from a number of its own (a real opt-out recorded). The Telnyx events and the
-//! Bandwidth callbacks, and the Telnyx signatures, are made by the sandbox's own senders:
-//! their files are compiled in here, as this package does not depend on the sandbox, with
-//! the sandbox's defaults they name (the bench's `config`). The sources are configured with
-//! those defaults: the Ed25519 public key of the sandbox's test seed, its callback
-//! credentials.
+//! Bandwidth callbacks, and the Telnyx signatures, are made by the sandbox's own senders.
+//! The sources are configured with the sandbox's defaults: the Ed25519 public key of its
+//! test seed, its callback credentials.
 
 use std::net::SocketAddr;
 
@@ -24,23 +22,10 @@ use outreach_sync::settings::{SourceSettings, SourceSystem};
 use secrecy::SecretString;
 
 use crate::Prepared;
-use crate::config::{
+use outreach_sync_sandbox::{
     DEFAULT_BANDWIDTH_PASSWORD, DEFAULT_BANDWIDTH_USERNAME, DEFAULT_TELNYX_PUBLIC_KEY,
-    DEFAULT_TELNYX_SEED,
+    DEFAULT_TELNYX_SEED, bandwidth, telnyx,
 };
-
-// The bench uses a few of each file's functions; its tests are compiled (a bench has
-// `cfg(test)`) without their `#[test]` functions, which only a test harness keeps, so what
-// they import is unused.
-/// The sandbox's Telnyx sender: `message.received` events and their Ed25519 signatures.
-#[allow(dead_code, unused_imports)]
-#[path = "../../crates/sandbox/src/telnyx.rs"]
-mod telnyx;
-
-/// The sandbox's Bandwidth sender: `message-received` callbacks.
-#[allow(dead_code, unused_imports)]
-#[path = "../../crates/sandbox/src/bandwidth.rs"]
-mod bandwidth;
 
 /// The Twilio source's auth token and the URL given at Twilio (what is signed; the bench
 /// posts to the daemon's loopback address, as a proxy would).
