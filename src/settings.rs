@@ -135,6 +135,19 @@ fn read_secret_file(key: &'static str, path: &Path) -> Result<String, SettingsEr
     })
 }
 
+/// The non-blank lines of the file at `path` (read as [`read_secret_file`] reads it),
+/// each trimmed: a file of keys or passwords one a line, during a rotation the old and the
+/// new side by side.
+fn read_secret_lines(key: &'static str, path: &Path) -> Result<Vec<String>, SettingsError> {
+    let text = read_secret_file(key, path)?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|line| !line.is_empty())
+        .map(str::to_owned)
+        .collect())
+}
+
 /// Refuses a URL that is not http(s) with a host, or that holds user-info, naming `key`.
 fn url_with_http_scheme(key: &'static str, value: &str) -> Result<(), SettingsError> {
     urls::url(key, "", value, urls::Sends::Nothing)

@@ -189,6 +189,26 @@ pub fn record_key(name: &str, id: Option<&str>) -> Result<String, String> {
     }
 }
 
+/// A record of a post that is no person's reply (the campaign's own texts and their fates,
+/// `what` of type `given`): one that says nothing, counted as ignored, under its id when it
+/// has one; `None` when it has none (nothing to count it once by).
+pub fn not_a_reply(
+    what: &str,
+    given: Option<&str>,
+    key: Result<String, String>,
+    stands_on: serde_json::Value,
+) -> Option<crate::model::read::ReadRecord> {
+    let of_type = given.map_or_else(
+        || format!("no type given ({what})"),
+        |t| format!("a {} {what}", crate::model::text::quoted(t)),
+    );
+    Some(crate::model::read::ReadRecord {
+        key: key.ok()?,
+        said: crate::model::read::Said::Nothing(format!("{of_type}: not a person's reply")),
+        stands_on,
+    })
+}
+
 /// A reply's number as E.164: `number` (at `name` in the post), a national one read in
 /// `region`; an error naming it when there is none or it is not a number there.
 pub fn from_number(

@@ -22,8 +22,10 @@ use secrecy::{ExposeSecret as _, SecretString};
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
 
-use super::posted::{Posted, from_number, kind_of, record_key, reply_said, strict_json, text_at};
-use crate::model::read::{ReadRecord, ReadsPost, Said};
+use super::posted::{
+    Posted, from_number, kind_of, not_a_reply, record_key, reply_said, strict_json, text_at,
+};
+use crate::model::read::{ReadRecord, ReadsPost};
 use crate::settings::kinds::bandwidth::BandwidthSettings;
 
 /// The largest post a Bandwidth source takes: callbacks of a kilobyte or two each, a few
@@ -174,19 +176,8 @@ pub fn record(
     let id = text_at(callback, &["message", "id"])?;
     let stands_on = serde_json::json!({ "callback": callback });
     if callback_type != Some(RECEIVED) {
-        // The campaign's own texts and their fates: nothing the ledger takes, counted.
-        let Ok(key) = record_key("message.id", id) else {
-            return Ok(None);
-        };
-        let what = callback_type.map_or_else(
-            || "no type".to_owned(),
-            |t| format!("a {} callback", crate::model::text::quoted(t)),
-        );
-        return Ok(Some(ReadRecord {
-            key,
-            said: Said::Nothing(format!("{what}: not a person's reply")),
-            stands_on,
-        }));
+        let key = record_key("message.id", id);
+        return Ok(not_a_reply("callback", callback_type, key, stands_on));
     }
     let key = record_key("message.id", id)?;
     let text = text_at(callback, &["message", "text"])?.unwrap_or_default();

@@ -8,7 +8,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::kinds::{Kind, Named, SourceKind};
-use crate::settings::{SettingsError, read_secret_file, redact_opt};
+use crate::settings::{SettingsError, read_secret_lines, redact_opt};
 
 /// The keys of a Bandwidth source beside the common ones.
 #[derive(Clone, Default, Deserialize, Serialize)]
@@ -66,12 +66,9 @@ impl SourceKind for BandwidthSettings {
 
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
         if let Some(path) = &self.password_file {
-            let text = read_secret_file("source.password_file", path)?;
-            self.passwords = text
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .map(|line| SecretString::from(line.to_owned()))
+            self.passwords = read_secret_lines("source.password_file", path)?
+                .into_iter()
+                .map(SecretString::from)
                 .collect();
         }
         Ok(())

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 
 use super::*;
 use crate::model::phone::Region;
+use crate::model::read::Said;
 
 const US: Region = Region::US;
 

@@ -18,8 +18,10 @@ use base64::engine::general_purpose::STANDARD;
 use chrono::{DateTime, Utc};
 use ed25519_dalek::{Signature, VerifyingKey};
 
-use super::posted::{Posted, from_number, record_key, reply_said, strict_json, text_at};
-use crate::model::read::{ReadRecord, ReadsPost, Said};
+use super::posted::{
+    Posted, from_number, not_a_reply, record_key, reply_said, strict_json, text_at,
+};
+use crate::model::read::{ReadRecord, ReadsPost};
 use crate::settings::kinds::telnyx::TelnyxSettings;
 
 /// The header Telnyx signs its posts in, and the one of the time it signed them.
@@ -163,19 +165,8 @@ pub fn record(
     let id = text_at(event, &["data", "id"])?;
     let stands_on = serde_json::json!({ "event": event });
     if event_type != Some(RECEIVED) {
-        // The campaign's own texts and their fates: nothing the ledger takes, counted.
-        let Ok(key) = record_key("data.id", id) else {
-            return Ok(None);
-        };
-        let what = event_type.map_or_else(
-            || "no event_type".to_owned(),
-            |t| format!("a {} event", crate::model::text::quoted(t)),
-        );
-        return Ok(Some(ReadRecord {
-            key,
-            said: Said::Nothing(format!("{what}: not a person's reply")),
-            stands_on,
-        }));
+        let key = record_key("data.id", id);
+        return Ok(not_a_reply("event", event_type, key, stands_on));
     }
     let key = record_key("data.id", id)?;
     let text = text_at(event, &["data", "payload", "text"])?.unwrap_or_default();

@@ -10,7 +10,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::{Deserialize, Serialize};
 
 use crate::settings::kinds::{Kind, Named, SourceKind};
-use crate::settings::{SettingsError, read_secret_file};
+use crate::settings::{SettingsError, read_secret_lines};
 
 /// The longest `tolerance_secs`: a day.
 pub const MAX_TOLERANCE_SECS: u64 = 86_400;
@@ -85,13 +85,7 @@ impl SourceKind for TelnyxSettings {
 
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
         if let Some(path) = &self.public_key_file {
-            let text = read_secret_file("source.public_key_file", path)?;
-            self.keys_from_file = text
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .map(str::to_owned)
-                .collect();
+            self.keys_from_file = read_secret_lines("source.public_key_file", path)?;
         }
         Ok(())
     }

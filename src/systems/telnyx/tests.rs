@@ -5,6 +5,7 @@ use ed25519_dalek::{Signer as _, SigningKey};
 
 use super::*;
 use crate::model::phone::Region;
+use crate::model::read::Said;
 
 const US: Region = Region::US;
 

@@ -8,7 +8,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::settings::kinds::{Kind, Named, SourceKind};
-use crate::settings::{SettingsError, read_secret_file, redact_opt, urls};
+use crate::settings::{SettingsError, read_secret_lines, redact_opt, urls};
 
 /// The keys of a Twilio source beside the common ones.
 #[derive(Clone, Default, Deserialize, Serialize)]
@@ -67,12 +67,9 @@ impl SourceKind for TwilioSettings {
 
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
         if let Some(path) = &self.auth_token_file {
-            let text = read_secret_file("source.auth_token_file", path)?;
-            self.tokens = text
-                .lines()
-                .map(str::trim)
-                .filter(|line| !line.is_empty())
-                .map(|line| SecretString::from(line.to_owned()))
+            self.tokens = read_secret_lines("source.auth_token_file", path)?
+                .into_iter()
+                .map(SecretString::from)
                 .collect();
         }
         Ok(())
