@@ -322,6 +322,9 @@ text_enum! {
         /// Heard from a Bandwidth number: a person's reply, posted by a Bandwidth
         /// application's inbound callback to a `[[source]]` of kind `bandwidth`.
         Bandwidth = "bandwidth",
+        /// Read back from Mobilize's people of an organization (a `[[source]]` of kind
+        /// `mobilize`).
+        Mobilize = "mobilize",
     }
 }
 
@@ -329,7 +332,7 @@ impl Source {
     /// Whether entries of this source came from a system by a `[[source]]` (read back, or
     /// posted to the daemon).
     pub fn read_back(self) -> bool {
-        self.posted() || matches!(self, Source::Van | Source::ActionNetwork)
+        self.posted() || matches!(self, Source::Van | Source::ActionNetwork | Source::Mobilize)
     }
 
     /// Whether a system posts what it records to the daemon (`/sources/{name}`): its

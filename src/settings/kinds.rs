@@ -11,6 +11,8 @@ pub mod action_network;
 pub mod bandwidth;
 #[path = "../systems/bigquery/settings.rs"]
 pub mod bigquery;
+#[path = "../systems/mobilize/settings.rs"]
+pub mod mobilize;
 #[path = "../systems/postgres/settings.rs"]
 pub mod postgres;
 #[path = "../systems/telnyx/settings.rs"]

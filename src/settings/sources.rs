@@ -36,6 +36,8 @@ super::kinds::kinds! {
         Telnyx(super::kinds::telnyx::TelnyxSettings),
         /// A Bandwidth application's inbound messages, posted by its callback.
         Bandwidth(super::kinds::bandwidth::BandwidthSettings),
+        /// Mobilize: an organization's people whose `sms_opt_in_status` is `OPT_OUT`.
+        Mobilize(super::kinds::mobilize::MobilizeSettings),
     }
 }
 

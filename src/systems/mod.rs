@@ -20,6 +20,7 @@ mod action_network;
 mod bandwidth;
 mod bigquery;
 pub mod http;
+mod mobilize;
 pub mod posted;
 pub mod postgres;
 mod record;
@@ -69,6 +70,7 @@ fn source_system(settings: &SourceSettings) -> SourceKind {
         SourceSystem::Bandwidth(own) => {
             SourceKind::Posted(Arc::new(bandwidth::Bandwidth::new(own, words)))
         }
+        SourceSystem::Mobilize(own) => SourceKind::Read(Box::new(mobilize::People::new(own))),
     }
 }
 

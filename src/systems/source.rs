@@ -64,6 +64,82 @@ pub struct Window {
     pub region: crate::model::phone::Region,
 }
 
+/// A listing followed a page at a time through the links its pages give (Action Network's
+/// `_links.next`, Mobilize's `next`), or through pages a reader numbers itself: at most
+/// `max_pages` of them, none twice (a `next` that leads back to an earlier page is a
+/// listing that never ends), each link on the API's host alone ([`SourceApi::link`]).
+pub struct Pages {
+    what: &'static str,
+    next: Option<reqwest::Url>,
+    seen: std::collections::HashSet<reqwest::Url>,
+    pages: u64,
+    max_pages: u64,
+}
+
+impl Pages {
+    /// The listing `what` (`"the people"`), from its first page `first`.
+    pub fn new(what: &'static str, first: reqwest::Url, window: &Window) -> Self {
+        Self {
+            what,
+            next: Some(first),
+            seen: std::collections::HashSet::new(),
+            pages: 0,
+            max_pages: window.max_pages,
+        }
+    }
+
+    /// The URL of the next page to read, `None` once the listing ended; an error past
+    /// `max_pages`, or when it was read before.
+    pub fn next_page(&mut self) -> Result<Option<reqwest::Url>, ReadError> {
+        let Some(url) = self.next.take() else {
+            return Ok(None);
+        };
+        self.pages += 1;
+        if self.pages > self.max_pages {
+            return Err(ReadError::Input(format!(
+                "{} listing goes on past max_pages ({}): stopped; raise max_pages for a first read this large",
+                self.what, self.max_pages
+            )));
+        }
+        if !self.seen.insert(url.clone()) {
+            return Err(ReadError::Input(format!(
+                "{} listing does not end: page {}'s link repeats an earlier page's",
+                self.what, self.pages
+            )));
+        }
+        Ok(Some(url))
+    }
+
+    /// The page the page just read leads to (`None`: it was the last).
+    pub fn then(&mut self, next: Option<reqwest::Url>) {
+        self.next = next;
+    }
+
+    /// Pages read so far.
+    pub fn read(&self) -> u64 {
+        self.pages
+    }
+}
+
+/// Hands `records` on (nothing when there are none); an error when the recorder stopped.
+pub async fn hand_on(out: &Records, records: Vec<ReadRecord>) -> Result<(), ReadError> {
+    if records.is_empty() {
+        return Ok(());
+    }
+    out.send(records)
+        .await
+        .map_err(|_| ReadError::Input("the recorder stopped".to_owned()))
+}
+
+/// A number a system wrote, in E.164: by the rule of every number the daemon hears, one
+/// without its country code is one of `region` (`2025550103` is `+12025550103` in the US),
+/// never another country's. The error names the number, bounded.
+pub fn number_of(written: &str, region: crate::model::phone::Region) -> Result<String, String> {
+    crate::model::phone::normalize(written.trim(), region)
+        .map(crate::model::phone::E164::into_string)
+        .map_err(|e| format!("number {}: {e}", crate::model::text::bounded(written, 40)))
+}
+
 /// Why a read stopped. Nothing is lost: the watermark stays where it was, and what was
 /// recorded before is not recorded again.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

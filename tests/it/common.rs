@@ -72,12 +72,29 @@ pub enum Backend {
 
 /// Declares the tests of `async fn $name(backend: Backend)` on both backends: `$name::sqlite`
 /// and `$name::postgres` (a module and a function may share a name); `tokio::test`'s
-/// arguments may follow the name. On PostgreSQL without
+/// arguments may follow the name, after `alone` for a test that measures time (ignored in
+/// the suite's run, which shares two cores among many tests; `.ci/run` runs it alone, as
+/// it does `hold::`). On PostgreSQL without
 /// a test server (see [`crate::postgres::SERVER_VARIABLE`]) the function returns at once
 /// (`spawn_app_on` gives `None`) and the test passes, as said on the terminal.
 macro_rules! on_both_backends {
     ($name:ident) => {
         $crate::common::on_both_backends!($name, flavor = "current_thread");
+    };
+    ($name:ident, alone, $($runtime:tt)*) => {
+        mod $name {
+            #[tokio::test($($runtime)*)]
+            #[ignore = "measures time: run alone, as .ci/run does"]
+            async fn sqlite() {
+                super::$name($crate::common::Backend::Sqlite).await
+            }
+
+            #[tokio::test($($runtime)*)]
+            #[ignore = "measures time: run alone, as .ci/run does"]
+            async fn postgres() {
+                super::$name($crate::common::Backend::Postgres).await
+            }
+        }
     };
     ($name:ident, $($runtime:tt)*) => {
         mod $name {

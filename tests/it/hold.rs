@@ -6,7 +6,8 @@
 //!
 //! They measure time, so they run alone, not beside the rest of the suite on a machine of
 //! two cores: ignored in the suite's run, `.ci/run` runs them alone after it
-//! (`cargo test -p outreach-sync-cli --test it -- --ignored --test-threads 1 hold::`).
+//! (`cargo test -p outreach-sync-cli --test it -- --ignored --test-threads 1 hold:: flood`,
+//! with the floods of refused posts declared `alone`).
 
 use std::path::Path;
 use std::sync::Arc;

@@ -407,6 +407,7 @@ pub(crate) async fn database_bytes(app: &crate::common::TestApp) -> i64 {
 
 on_both_backends!(
     an_unsigned_flood_leaves_a_bounded_sample_and_never_delays_a_signed_delivery,
+    alone,
     flavor = "multi_thread",
     worker_threads = 4
 );

@@ -18,6 +18,7 @@ use crate::destinations::{action_network, campaign, campaign_of, van};
 mod carriers;
 mod faults;
 mod hostile;
+mod mobilize;
 mod process;
 mod review;
 pub(crate) mod twilio;

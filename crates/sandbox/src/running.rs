@@ -467,6 +467,12 @@ impl RunningSandbox {
         self.fakes.mobilize_opt_out(phone)
     }
 
+    /// `count` more people on Mobilize, each opted out of texts, one number each
+    /// (`+1312500NNNN` on), modified now: a listing as large as a campaign's.
+    pub fn mobilize_seed(&self, count: u64) {
+        self.fakes.mobilize_seed(count);
+    }
+
     /// Hostile: the first page of Mobilize's people listing gives `href` as its `next`
     /// link, exactly as given (`None`: its own links again).
     pub fn mobilize_next_href(&self, href: Option<&str>) {

@@ -8,7 +8,9 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::source::{ReadError, ReadRecord, Records, Said, Source, SourceApi, Window};
+use super::source::{
+    Pages, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, hand_on,
+};
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
 use crate::settings::kinds::action_network::ActionNetworkSettings;
@@ -164,25 +166,11 @@ impl Source for People {
     ) -> Pending<'a, Result<DateTime<Utc>, ReadError>> {
         Box::pin(async move {
             let since = (window.from - OVERLAP).format("%Y-%m-%dT%H:%M:%SZ");
-            let mut next =
-                Some(api.url(&format!("/people?filter=modified_date%20gt%20'{since}'"))?);
+            let first = api.url(&format!("/people?filter=modified_date%20gt%20'{since}'"))?;
+            let mut pages = Pages::new("the people", first, &window);
             let mut watermark = window.from;
-            let mut seen = std::collections::HashSet::new();
-            let mut pages = 0;
-            while let Some(path) = next.take() {
-                pages += 1;
-                if pages > window.max_pages {
-                    return Err(ReadError::Input(format!(
-                        "the people listing goes on past max_pages ({}): stopped; raise max_pages for a first read this large",
-                        window.max_pages
-                    )));
-                }
-                if !seen.insert(path.clone()) {
-                    return Err(ReadError::Input(format!(
-                        "the people listing does not end: page {pages}'s `next` link repeats an earlier page's"
-                    )));
-                }
-                let page: PeoplePage = api.get_json_at(path, "the people").await?;
+            while let Some(url) = pages.next_page()? {
+                let page: PeoplePage = api.get_json_at(url, "the people").await?;
                 let mut records = Vec::new();
                 for person in page.embedded.map(|e| e.people).unwrap_or_default() {
                     let read = records_of(&person, window.region);
@@ -191,13 +179,11 @@ impl Source for People {
                     }
                     records.extend(read.records);
                 }
-                if !records.is_empty() && out.send(records).await.is_err() {
-                    return Err(ReadError::Input("the recorder stopped".to_owned()));
-                }
-                next = match page.links.and_then(|l| l.next) {
+                hand_on(&out, records).await?;
+                pages.then(match page.links.and_then(|l| l.next) {
                     Some(href) => Some(api.link(&href.href)?),
                     None => None,
-                };
+                });
             }
             Ok(watermark)
         })
@@ -293,17 +279,13 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
 /// digits that are no number of the region are read as Action Network documents its
 /// numbers, country code first without `+` (`442079460958`).
 fn normalized(number: &str, region: crate::model::phone::Region) -> Result<String, String> {
-    use crate::model::phone::{E164, normalize};
     let written = number.trim();
-    let national = normalize(written, region);
-    let read = match national {
+    match super::source::number_of(written, region) {
         Err(error) if !written.starts_with('+') && !written.is_empty() => {
-            normalize(&format!("+{written}"), region).map_err(|_| error)
+            super::source::number_of(&format!("+{written}"), region).map_err(|_| error)
         }
         read => read,
-    };
-    read.map(E164::into_string)
-        .map_err(|e| format!("number {}: {e}", crate::model::text::bounded(number, 40)))
+    }
 }
 
 #[cfg(test)]

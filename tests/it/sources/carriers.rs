@@ -462,6 +462,7 @@ async fn a_bandwidth_post_without_the_credentials_is_challenged_and_kept_nowhere
 
 on_both_backends!(
     a_flood_of_refused_carrier_posts_delays_no_webhook,
+    alone,
     flavor = "multi_thread",
     worker_threads = 4
 );

@@ -1,10 +1,13 @@
-//! A source in the daemon as a process: killed (SIGKILL) while it records a large export,
-//! and started again on the same database, it records every record once.
+//! A source in the daemon as a process: killed (SIGKILL) while it records a large export
+//! (VAN) or a long listing (Mobilize), and started again on the same database, it records
+//! every record once; added and removed by a reload.
 
 use std::time::Duration;
 
 use outreach_sync_sandbox::destinations::VanExportSettings;
-use outreach_sync_sandbox::{DEFAULT_VAN_KEY, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{
+    DEFAULT_MOBILIZE_KEY, DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, Sandbox, SandboxConfig,
+};
 
 use outreach_sync::store::Pool;
 
@@ -17,8 +20,8 @@ const ROWS: u64 = 40_000;
 /// SIGKILLs while recording, before the run that finishes.
 const KILLS: usize = 2;
 
-/// A `serve` configuration reading the sandbox's VAN every second.
-fn config(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
+/// A `serve` configuration of the sandbox's service and `source` (a `[[source]]` table).
+fn config_with(sandbox: &outreach_sync_sandbox::RunningSandbox, source: &str) -> String {
     format!(
         r#"
 [webhook]
@@ -30,6 +33,18 @@ base_url = "{service}"
 client_id = "{client_id}"
 client_secret = "{client_secret}"
 requests_per_second = 1000
+{source}"#,
+        secret = crate::daemon_process::SECRET,
+        service = sandbox.base_url(),
+        client_id = sandbox.config().client_id,
+        client_secret = sandbox.config().client_secret,
+    )
+}
+
+/// The sandbox's VAN as a source, read every second.
+fn van_section(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
+    format!(
+        r#"
 [[source]]
 name = "van-main"
 kind = "van"
@@ -38,13 +53,75 @@ api_key = "{key}"
 every_secs = 1
 requests_per_second = 1000
 "#,
-        secret = crate::daemon_process::SECRET,
-        service = sandbox.base_url(),
-        client_id = sandbox.config().client_id,
-        client_secret = sandbox.config().client_secret,
         van = sandbox.van_url(),
         key = DEFAULT_VAN_KEY,
     )
+}
+
+/// The sandbox's Mobilize as a source, read every second.
+fn mobilize_section(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
+    format!(
+        r#"
+[[source]]
+name = "mobilize-main"
+kind = "mobilize"
+base_url = "{url}"
+api_key = "{key}"
+organization_id = {organization}
+every_secs = 1
+requests_per_second = 1000
+"#,
+        url = sandbox.mobilize_url(),
+        key = DEFAULT_MOBILIZE_KEY,
+        organization = MOBILIZE_ORGANIZATION_ID,
+    )
+}
+
+/// What a kill lands in: a source's read of `ROWS` opt-outs.
+struct Large {
+    /// The source's name and the ledger's `source` of what it records.
+    name: &'static str,
+    kind: &'static str,
+    sandbox: outreach_sync_sandbox::RunningSandbox,
+    section: String,
+    /// Records the read holds beside the `ROWS` opt-outs.
+    extra: i64,
+}
+
+impl Large {
+    /// VAN's export of `rows` "Do Not Text" changes.
+    async fn van(rows: u64) -> Self {
+        let sandbox = with_export(rows).await;
+        let section = van_section(&sandbox);
+        Self {
+            name: "van-main",
+            kind: "van",
+            sandbox,
+            section,
+            extra: 0,
+        }
+    }
+
+    /// Mobilize's listing of `rows` people opted out (pages of 100).
+    async fn mobilize(rows: u64) -> Self {
+        let sandbox = Sandbox::spawn(SandboxConfig {
+            leads: 20,
+            organizations: 1,
+            ..SandboxConfig::default()
+        })
+        .await
+        .expect("sandbox");
+        let leads = sandbox.mobilize_truth().people.len() as i64;
+        sandbox.mobilize_seed(rows);
+        let section = mobilize_section(&sandbox);
+        Self {
+            name: "mobilize-main",
+            kind: "mobilize",
+            sandbox,
+            section,
+            extra: leads,
+        }
+    }
 }
 
 crate::common::on_both_backends!(
@@ -56,6 +133,29 @@ crate::common::on_both_backends!(
 /// the transaction that records it, and the watermark moves only after the last: a run
 /// killed part-way is read again whole, and what it recorded before records nothing.
 async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend: Backend) {
+    killed_while_reading(backend, Large::van(ROWS).await).await;
+}
+
+crate::common::on_both_backends!(
+    killed_while_reading_mobilizes_people_it_records_every_opt_out_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// The same of a listing read page by page: the watermark moves after the last page, so a
+/// run killed part-way reads every page again and records only what it had not.
+async fn killed_while_reading_mobilizes_people_it_records_every_opt_out_once(backend: Backend) {
+    killed_while_reading(backend, Large::mobilize(ROWS).await).await;
+}
+
+/// kill -9 while `large` is read, [`KILLS`] times, then a run to its end.
+async fn killed_while_reading(backend: Backend, large: Large) {
+    let Large {
+        name,
+        kind,
+        sandbox,
+        section,
+        extra,
+    } = large;
     // On PostgreSQL the daemon's database is a fresh one of the test server.
     let database = match backend {
         Backend::Sqlite => None,
@@ -68,9 +168,8 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend:
         .iter()
         .map(|d| ("OUTREACH_SYNC__DATABASE__URL".to_owned(), d.url.clone()))
         .collect();
-    let sandbox = with_export(ROWS).await;
     let dir = tempfile::tempdir().expect("dir");
-    std::fs::write(config_file(dir.path()), config(&sandbox)).expect("config");
+    std::fs::write(config_file(dir.path()), config_with(&sandbox, &section)).expect("config");
 
     let mut killed_at = Vec::new();
     let open = async || match &database {
@@ -94,8 +193,11 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend:
     }
     let daemon = Daemon::start(dir.path(), "final", &env).await;
     let pool = open().await;
+    // Every record of the read claimed: the opt-outs, and what else it lists (Mobilize's
+    // people of the sandbox's leads, opted in).
+    let expected = ROWS as i64 + extra;
     let finished = common::within(Duration::from_secs(120), async || {
-        (records(&pool).await == ROWS as i64).then_some(())
+        (records(&pool).await == expected).then_some(())
     })
     .await;
     assert!(finished.is_some(), "every record: {}", daemon.logs());
@@ -107,17 +209,25 @@ async fn killed_while_recording_an_export_it_records_every_opt_out_once(backend:
     };
     assert!(
         killed_at.iter().any(|n| *n < ROWS as i64),
-        "a kill landed part-way through the export: {killed_at:?}"
+        "a kill landed part-way through the read: {killed_at:?}"
     );
-    let entries = count("SELECT COUNT(*) FROM ledger WHERE source = 'van'").await;
-    let numbers =
-        count("SELECT COUNT(DISTINCT phone_number) FROM ledger WHERE source = 'van'").await;
+    let entries = count(&format!(
+        "SELECT COUNT(*) FROM ledger WHERE source = '{kind}'"
+    ))
+    .await;
+    let numbers = count(&format!(
+        "SELECT COUNT(DISTINCT phone_number) FROM ledger WHERE source = '{kind}'"
+    ))
+    .await;
     assert_eq!(numbers, ROWS as i64, "every opt-out recorded");
     assert_eq!(
         entries, ROWS as i64,
         "each once (account-wide: no lead holds them)"
     );
-    let counted = count("SELECT opt_outs FROM source_state WHERE source = 'van-main'").await;
+    let counted = count(&format!(
+        "SELECT opt_outs FROM source_state WHERE source = '{name}'"
+    ))
+    .await;
     assert_eq!(counted, ROWS as i64, "the counts are the ledger's");
     pool.close().await;
     sandbox.shutdown().await;
@@ -160,6 +270,19 @@ async fn records(pool: &Pool) -> i64 {
 /// reading it and no longer lists it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_adds_a_source_and_a_reload_removes_it() {
+    reloaded_in_and_out("van-main", van_section).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_a_mobilize_source_and_a_reload_removes_it() {
+    reloaded_in_and_out("mobilize-main", mobilize_section).await;
+}
+
+/// The daemon without source `name`, reloaded with it (`section`), then without it again.
+async fn reloaded_in_and_out(
+    name: &str,
+    section: fn(&outreach_sync_sandbox::RunningSandbox) -> String,
+) {
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: 20,
         organizations: 1,
@@ -168,7 +291,7 @@ async fn a_reload_adds_a_source_and_a_reload_removes_it() {
     .await
     .expect("sandbox");
     let dir = tempfile::tempdir().expect("dir");
-    let with_source = config(&sandbox);
+    let with_source = config_with(&sandbox, &section(&sandbox));
     let (without, _) = with_source
         .split_once("[[source]]")
         .expect("the source's section");
@@ -213,7 +336,8 @@ async fn a_reload_adds_a_source_and_a_reload_removes_it() {
     );
     let pool = open_database(dir.path()).await;
     let last_run = async || -> Option<String> {
-        sqlx::query_scalar("SELECT last_run_at FROM source_state WHERE source = 'van-main'")
+        sqlx::query_scalar("SELECT last_run_at FROM source_state WHERE source = ?")
+            .bind(name)
             .fetch_one(&pool)
             .await
             .ok()

@@ -470,6 +470,7 @@ async fn a_verified_post_that_cannot_be_read_one_way_is_kept_and_quarantined(bac
 
 on_both_backends!(
     a_flood_of_unverified_posts_to_a_twilio_source_costs_a_bounded_sample_and_delays_no_webhook,
+    alone,
     flavor = "multi_thread",
     worker_threads = 4
 );

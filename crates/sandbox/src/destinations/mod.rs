@@ -289,6 +289,11 @@ impl Fakes {
             .opt_out(phone, chrono::Utc::now().timestamp())
     }
 
+    /// `count` more people on Mobilize, each opted out, modified now.
+    pub(crate) fn mobilize_seed(&self, count: u64) {
+        self.mobilize().seed(count, chrono::Utc::now().timestamp());
+    }
+
     pub(crate) fn mobilize_next_href(&self, href: Option<String>) {
         self.mobilize().set_next_href(href);
     }

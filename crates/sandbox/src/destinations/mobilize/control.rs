@@ -11,6 +11,8 @@
 //!   a person with one number exactly as written (`4155550100`, without its country code),
 //!   any `modified_date` (Unix seconds: `4102444800`, in 2100) and any status (default
 //!   `OPT_IN`): 201 `{"person"}`.
+//! - `POST /_control/mobilize/seed` `{"count"}`: that many more people, each opted out, one
+//!   number each (`+1312500NNNN` on), modified now: 201 `{"count"}`.
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -33,6 +35,7 @@ pub(crate) fn routes() -> Router<FakesState> {
         .route("/_control/mobilize/opt-out", post(opt_out))
         .route("/_control/mobilize/next_href", put(next_href))
         .route("/_control/mobilize/person", post(add_person))
+        .route("/_control/mobilize/seed", post(seed))
 }
 
 /// `GET /_control/mobilize`.
@@ -75,7 +78,9 @@ impl Mobilize {
         };
         person.sms_opt_in_status = OPT_OUT.into();
         person.modified_date = at;
-        Some((person.clone(), found.is_none()))
+        let person = person.clone();
+        self.order = None;
+        Some((person, found.is_none()))
     }
 
     /// Hostile: the first page's `next` link is `href`, as given (`None`: its own).
@@ -157,6 +162,24 @@ async fn add_person(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
                 fakes.mobilize_add_person(&b.number, &b.sms_opt_in_status, b.modified_date);
             (StatusCode::CREATED, Json(json!({ "person": person }))).into_response()
         }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
+/// The body of a seed.
+#[derive(Deserialize)]
+struct Seed {
+    count: u64,
+}
+
+/// `POST /_control/mobilize/seed`.
+async fn seed(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
+    match body::<Seed>(&bytes) {
+        Ok(b) if b.count <= 1_000_000 => {
+            fakes.mobilize_seed(b.count);
+            (StatusCode::CREATED, Json(json!({ "count": b.count }))).into_response()
+        }
+        Ok(_) => refuse(StatusCode::BAD_REQUEST, "count: at most 1000000"),
         Err(why) => refuse(StatusCode::BAD_REQUEST, why),
     }
 }

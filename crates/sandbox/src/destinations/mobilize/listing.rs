@@ -208,21 +208,17 @@ pub(super) async fn list(
     };
     let mut mobilize = fakes.mobilize();
     let body = {
-        let mut selected: Vec<&MobilizePerson> = mobilize
-            .people
-            .iter()
-            .filter(|p| params.updated_since.is_none_or(|s| p.modified_date >= s))
-            .collect();
-        selected.sort_by_key(|p| key(p));
-        let page = page(&selected, params.cursor, params.per_page);
+        let next_href = mobilize.next_href.clone();
+        let ordered = mobilize.ordered();
+        let from = params
+            .updated_since
+            .map_or(0, |s| ordered.partition_point(|p| p.modified_date < s));
+        let selected = &ordered[from..];
+        let page = page(selected, params.cursor, params.per_page);
         let mut next = page
             .next
             .map_or(Value::Null, |c| link(&headers, &params, c));
-        if let Some(hostile) = mobilize
-            .next_href
-            .as_ref()
-            .filter(|_| params.cursor.is_none())
-        {
+        if let Some(hostile) = next_href.as_ref().filter(|_| params.cursor.is_none()) {
             next = json!(hostile);
         }
         json!({

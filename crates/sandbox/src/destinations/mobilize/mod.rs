@@ -156,6 +156,9 @@ pub(crate) struct Mobilize {
     next_href: Option<String>,
     /// People listings answered 200.
     listings_served: u64,
+    /// The people's indices in the listing's order (`modified_date`, then `id`), made
+    /// when a listing needs it after a change: a walk of 100,000 people sorts them once.
+    order: Option<Vec<usize>>,
 }
 
 impl Mobilize {
@@ -167,6 +170,7 @@ impl Mobilize {
             next_id: FIRST_PERSON_ID,
             next_href: None,
             listings_served: 0,
+            order: None,
         };
         for lead in leads {
             let number = &lead.phone_number;
@@ -199,6 +203,7 @@ impl Mobilize {
     fn make(&mut self, number: String, status: &str, at: i64) -> &mut MobilizePerson {
         let id = self.next_id;
         self.next_id += 1;
+        self.order = None;
         self.people.push(MobilizePerson {
             id,
             person_id: id,
@@ -217,6 +222,26 @@ impl Mobilize {
         });
         let last = self.people.len() - 1;
         &mut self.people[last]
+    }
+
+    /// `count` people opted out of texts, one number each (`+1312500NNNN` on), made and
+    /// modified at `at`: a listing as large as a campaign's.
+    pub(crate) fn seed(&mut self, count: u64, at: i64) {
+        let first = 13_125_000_000 + self.people.len() as u64;
+        for n in 0..count {
+            self.make(format!("+{}", first + n), OPT_OUT, at);
+        }
+    }
+
+    /// The people in the listing's order, `modified_date` then `id`.
+    pub(crate) fn ordered(&mut self) -> Vec<&MobilizePerson> {
+        let people = &self.people;
+        let order = self.order.get_or_insert_with(|| {
+            let mut order: Vec<usize> = (0..people.len()).collect();
+            order.sort_by_key(|&at| (people[at].modified_date, people[at].id));
+            order
+        });
+        order.iter().map(|&at| &people[at]).collect()
     }
 
     /// Everything it holds, with the request counts of its switchboard.
