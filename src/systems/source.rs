@@ -121,6 +121,44 @@ impl Pages {
     }
 }
 
+/// What one item of a listing (a person) holds: when it last changed, if it says, and its
+/// records.
+pub struct Listed {
+    pub modified: Option<DateTime<Utc>>,
+    pub records: Vec<ReadRecord>,
+}
+
+/// A listing read to its end from `first`, a page of type `P` at a time ([`Pages`]): `read`
+/// gives a page's items and the link to the next page (as the page wrote it, resolved by
+/// [`SourceApi::link`]); each page's records are handed on as read. The watermark to move
+/// to: the latest change an item said, not before `window.from`.
+pub async fn read_listing<P: serde::de::DeserializeOwned>(
+    api: &SourceApi<'_>,
+    (what, first): (&'static str, reqwest::Url),
+    window: &Window,
+    out: &Records,
+    read: impl Fn(P) -> (Vec<Listed>, Option<String>),
+) -> Result<DateTime<Utc>, ReadError> {
+    let mut pages = Pages::new(what, first, window);
+    let mut watermark = window.from;
+    while let Some(url) = pages.next_page()? {
+        let (items, next) = read(api.get_json_at(url, what).await?);
+        let mut records = Vec::new();
+        for item in items {
+            if let Some(at) = item.modified {
+                watermark = watermark.max(at);
+            }
+            records.extend(item.records);
+        }
+        hand_on(out, records).await?;
+        pages.then(match next.as_deref().map(str::trim) {
+            Some(href) if !href.is_empty() => Some(api.link(href)?),
+            _ => None,
+        });
+    }
+    Ok(watermark)
+}
+
 /// Hands `records` on (nothing when there are none); an error when the recorder stopped.
 pub async fn hand_on(out: &Records, records: Vec<ReadRecord>) -> Result<(), ReadError> {
     if records.is_empty() {

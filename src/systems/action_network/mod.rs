@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::source::{
-    Pages, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, hand_on,
+    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, read_listing,
 };
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
@@ -167,38 +167,28 @@ impl Source for People {
         Box::pin(async move {
             let since = (window.from - OVERLAP).format("%Y-%m-%dT%H:%M:%SZ");
             let first = api.url(&format!("/people?filter=modified_date%20gt%20'{since}'"))?;
-            let mut pages = Pages::new("the people", first, &window);
-            let mut watermark = window.from;
-            while let Some(url) = pages.next_page()? {
-                let page: PeoplePage = api.get_json_at(url, "the people").await?;
-                let mut records = Vec::new();
-                for person in page.embedded.map(|e| e.people).unwrap_or_default() {
-                    let read = records_of(&person, window.region);
-                    if let Some(at) = read.modified {
-                        watermark = watermark.max(at);
-                    }
-                    records.extend(read.records);
-                }
-                hand_on(&out, records).await?;
-                pages.then(match page.links.and_then(|l| l.next) {
-                    Some(href) => Some(api.link(&href.href)?),
-                    None => None,
-                });
-            }
-            Ok(watermark)
+            read_listing(
+                &api,
+                ("the people", first),
+                &window,
+                &out,
+                |page: PeoplePage| {
+                    let people = page.embedded.map(|e| e.people).unwrap_or_default();
+                    let items = people
+                        .iter()
+                        .map(|person| records_of(person, window.region))
+                        .collect();
+                    (items, page.links.and_then(|l| l.next).map(|next| next.href))
+                },
+            )
+            .await
         })
     }
 }
 
-/// What one person of a page holds.
-struct PersonRead {
-    modified: Option<DateTime<Utc>>,
-    records: Vec<ReadRecord>,
-}
-
 /// A record per mobile number of `person` (a person without one, or without the fields a
 /// record needs, is one ignored record).
-fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -> PersonRead {
+fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -> Listed {
     let identifier = person
         .get("identifiers")
         .and_then(|ids| ids.as_array())
@@ -223,7 +213,7 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
         stands_on: person.clone(),
     };
     let Some(occurred_at) = modified else {
-        return PersonRead {
+        return Listed {
             modified,
             records: vec![ignored("no modified_date in RFC 3339")],
         };
@@ -270,7 +260,7 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
     if records.is_empty() {
         records.push(ignored("no phone number"));
     }
-    PersonRead { modified, records }
+    Listed { modified, records }
 }
 
 /// Action Network's number in E.164, by the rule of every number the daemon hears: a

@@ -16,7 +16,8 @@ use serde_json::json;
 
 use super::Pending;
 use super::source::{
-    Pages, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, hand_on, number_of,
+    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, number_of,
+    read_listing,
 };
 use crate::settings::kinds::mobilize::MobilizeSettings;
 
@@ -119,38 +120,22 @@ impl Source for People {
             let since = (window.from - OVERLAP).timestamp().max(0);
             let first =
                 api.url(&self.path(&format!("updated_since={since}&per_page={PER_PAGE}")))?;
-            let mut pages = Pages::new("the people", first, &window);
-            let mut watermark = window.from;
-            while let Some(url) = pages.next_page()? {
-                let page: Page = api.get_json_at(url, "the people").await?;
-                let mut records = Vec::new();
-                for person in &page.data {
-                    let read = records_of(person, window.region);
-                    if let Some(at) = read.modified {
-                        watermark = watermark.max(at);
-                    }
-                    records.extend(read.records);
-                }
-                hand_on(&out, records).await?;
-                pages.then(match page.next.as_deref() {
-                    Some(href) if !href.is_empty() => Some(api.link(href)?),
-                    _ => None,
-                });
-            }
-            Ok(watermark)
+            read_listing(&api, ("the people", first), &window, &out, |page: Page| {
+                let items = page
+                    .data
+                    .iter()
+                    .map(|person| records_of(person, window.region))
+                    .collect();
+                (items, page.next)
+            })
+            .await
         })
     }
 }
 
-/// What one person of a page holds.
-struct PersonRead {
-    modified: Option<DateTime<Utc>>,
-    records: Vec<ReadRecord>,
-}
-
 /// A record per number of `person` (a person without one, or without the fields a record
 /// needs, is one ignored record).
-fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -> PersonRead {
+fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -> Listed {
     // `person_id` is `id` in Mobilize's people; either names the person.
     let id = ["id", "person_id"]
         .iter()
@@ -175,7 +160,7 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
         stands_on: stands_on.clone(),
     };
     let Some(occurred_at) = modified else {
-        return PersonRead {
+        return Listed {
             modified,
             records: vec![ignored("no modified_date in Unix seconds".to_owned())],
         };
@@ -222,7 +207,7 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
     if records.is_empty() {
         records.push(ignored("no phone number".to_owned()));
     }
-    PersonRead { modified, records }
+    Listed { modified, records }
 }
 
 #[cfg(test)]

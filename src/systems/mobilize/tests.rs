@@ -20,7 +20,7 @@ fn person(status: &str, numbers: &[&str], modified: i64) -> serde_json::Value {
     })
 }
 
-fn said(read: &PersonRead) -> Vec<&Said> {
+fn said(read: &Listed) -> Vec<&Said> {
     read.records.iter().map(|r| &r.said).collect()
 }
 
