@@ -13,6 +13,13 @@
 //!    CSV records by this bench alone, nothing recorded. 3 rounds, median and spread; then
 //!    one run with the mirror holding a lead of each number (an entry per organization too).
 //!    Target: >= 20,000 rows/s on SQLite.
+//!
+//!    Then **a listing read back**: the sandbox's Mobilize fake lists `N` people opted out
+//!    (the same `BENCH_SOURCE_ROWS`), 100 a page; one `run_once` of a fresh Mobilize source
+//!    reads and records them all. Baseline, in the same round: the same pages fetched by
+//!    this bench alone, following `next`, each parsed as JSON, nothing recorded. 3 rounds;
+//!    its rows/s is printed beside VAN's of the same run (`BENCH_SOURCE_LISTINGS=off` skips
+//!    it).
 //! 2. **A change's way to the service**: the daemon (`Application`) on a sandbox, its mirror
 //!    filled at its start, reading VAN every `BENCH_SOURCE_EVERY_SECS` (default 20, so that
 //!    the bench stays short; VAN sources default to 300 in production, 60 is common); a
@@ -37,7 +44,10 @@ use outreach_sync::settings::{Settings, SourceSettings, SourceSystem};
 use outreach_sync::sources::{Reader, RunReport};
 use outreach_sync::store::Pool;
 use outreach_sync_sandbox::destinations::{Fake, VanExportSettings, VanMark, VanTarget};
-use outreach_sync_sandbox::{DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig};
+use outreach_sync_sandbox::{
+    DEFAULT_MOBILIZE_KEY, DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, RunningSandbox, Sandbox,
+    SandboxConfig,
+};
 use rand::Rng as _;
 use secrecy::SecretString;
 use sqlx::Connection as _;
@@ -114,6 +124,10 @@ async fn run(server: Option<String>, rows: u64, every: u64, samples: usize) {
          target >= {TARGET_ROWS_PER_SEC:.0} rows/s: {verdict}"
     );
 
+    if std::env::var("BENCH_SOURCE_LISTINGS").as_deref() != Ok("off") {
+        listings(server.clone(), rows, median).await;
+    }
+
     let started = Instant::now();
     let (database, pool) = BenchDatabase::open_on("sources.db", server.clone()).await;
     mirror_leads(&pool, rows).await;
@@ -135,6 +149,90 @@ async fn run(server: Option<String>, rows: u64, every: u64, samples: usize) {
         way_to_the_service(server, every, samples).await;
     }
     println!();
+}
+
+/// Part 1b: Mobilize's listing of `rows` people opted out, [`ROUNDS`] times, beside VAN's
+/// median rate of the same run (`van_rate`).
+async fn listings(server: Option<String>, rows: u64, van_rate: f64) {
+    let mut rates = Vec::new();
+    let mut ratios = Vec::new();
+    for round in 1..=ROUNDS {
+        let (_database, pool) = BenchDatabase::open_on("sources.db", server.clone()).await;
+        let sandbox = Sandbox::spawn(SandboxConfig {
+            leads: 1,
+            organizations: 1,
+            ..SandboxConfig::default()
+        })
+        .await
+        .expect("sandbox");
+        sandbox.mobilize_seed(rows);
+        let baseline_secs = listing_baseline(&sandbox, rows)
+            .await
+            .expect("the baseline");
+        let mut settings = SourceSettings::new(
+            "mobilize-bench",
+            SourceSystem::Mobilize(outreach_sync::settings::kinds::mobilize::MobilizeSettings {
+                organization_id: Some(MOBILIZE_ORGANIZATION_ID),
+            }),
+            &sandbox.mobilize_url(),
+            DEFAULT_MOBILIZE_KEY,
+        );
+        settings.requests_per_second = 10_000;
+        let reader = Reader::new(&settings, &[AccountId::default_account()]).expect("a reader");
+        let started = Instant::now();
+        let report = reader.run_once(&pool).await.expect("a run");
+        let secs = started.elapsed().as_secs_f64();
+        sandbox.shutdown().await;
+        pool.close().await;
+        let (rate, baseline) = (rows as f64 / secs, rows as f64 / baseline_secs);
+        println!(
+            "  Mobilize round {round}: run_once {secs:.2} s, {rate:.0} rows/s (read {}, opt-outs {}); \
+             baseline (pages fetched and parsed) {baseline_secs:.2} s, {baseline:.0} rows/s; ratio {:.3}",
+            report.counts.read,
+            report.counts.opt_outs,
+            rate / baseline
+        );
+        rates.push(rate);
+        ratios.push(rate / baseline);
+    }
+    let (median, low, high) = spread(&mut rates);
+    let (ratio, ratio_low, ratio_high) = spread(&mut ratios);
+    println!(
+        "  Mobilize's listing read back: median {median:.0} rows/s (min {low:.0}, max {high:.0}); \
+         ratio to its baseline {ratio:.3} ({ratio_low:.3}..{ratio_high:.3}); \
+         {:.2}x VAN's median of this run",
+        median / van_rate
+    );
+}
+
+/// Seconds to fetch every page of the Mobilize fake's listing (pages of 100, following
+/// `next`) and parse each as JSON: the part of a read that is not the daemon's.
+async fn listing_baseline(sandbox: &RunningSandbox, rows: u64) -> anyhow::Result<f64> {
+    let http = reqwest::Client::new();
+    let mut next = Some(format!(
+        "{}/organizations/{MOBILIZE_ORGANIZATION_ID}/people?updated_since=0&per_page=100",
+        sandbox.mobilize_url()
+    ));
+    let started = Instant::now();
+    let mut people = 0_u64;
+    while let Some(url) = next.take() {
+        let page: serde_json::Value = http
+            .get(&url)
+            .bearer_auth(DEFAULT_MOBILIZE_KEY)
+            .send()
+            .await?
+            .error_for_status()?
+            .json()
+            .await?;
+        people += page["data"].as_array().map_or(0, |d| d.len() as u64);
+        next = page["next"].as_str().map(str::to_owned);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        people >= rows,
+        "the baseline read {people} of {rows} people"
+    );
+    Ok(secs)
 }
 
 /// The median, min and max of `values`.
