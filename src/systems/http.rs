@@ -175,8 +175,30 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
     what: &str,
     error_words: ErrorWords<'_>,
 ) -> Result<T, Stop> {
-    /// A committee's lookup lists are a few kilobytes; a page of people some tens.
-    const MOST: usize = 1 << 20;
+    let words = |text: &str| {
+        serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|json| error_words(&json))
+    };
+    let body = read_text_with(request, what, &words).await?;
+    serde_json::from_str(&body).map_err(|error| Stop::Retry {
+        error: format!("{what}: the answer is not the JSON expected: {error}"),
+        retry_after: None,
+    })
+}
+
+/// How a system words its errors in any format (Mobile Commons' XML): its words in an
+/// error body's text, if any.
+pub type TextWords<'a> = &'a (dyn Fn(&str) -> Option<String> + Sync);
+
+/// The text of a successful answer to `request` (what it is in, JSON or XML, is the
+/// caller's to read), `what` naming it in errors, the system's errors read by `words`;
+/// bounded, [`MAX_ANSWER`] bytes at most.
+pub(super) async fn read_text_with(
+    request: reqwest::RequestBuilder,
+    what: &str,
+    words: TextWords<'_>,
+) -> Result<String, Stop> {
     let response = request.send().await.map_err(|error| Stop::Retry {
         error: format!("{what}: {}", transport_error(error)),
         retry_after: None,
@@ -184,9 +206,11 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
     let status = response.status();
     if !status.is_success() {
         let retry_after = crate::client::retry_after(response.headers());
+        let text = prefix(response, MAX_ERROR_BODY * 20).await;
+        let said = words(&text).unwrap_or_else(|| text.trim().to_owned());
         let error = format!(
             "{what}: answered {status}: {}",
-            words_with(&prefix(response, MAX_ERROR_BODY * 20).await, error_words)
+            crate::model::text::bounded(&said, MAX_ERROR_BODY)
         );
         return Err(match status.as_u16() {
             401 | 403 => Stop::Credentials(error),
@@ -197,7 +221,7 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
             _ => Stop::Retry { error, retry_after },
         });
     }
-    let (body, cut) = read_up_to(response, MOST + 1).await;
+    let (body, cut) = read_up_to(response, MAX_ANSWER + 1).await;
     if let Some(error) = cut {
         // A body that stops coming is no answer, not an answer cut short to parse.
         let why = if error.is_timeout() {
@@ -210,18 +234,18 @@ pub(super) async fn read_json_with<T: serde::de::DeserializeOwned>(
             retry_after: None,
         });
     }
-    let body = String::from_utf8_lossy(&body);
-    if body.len() > MOST {
+    if body.len() > MAX_ANSWER {
         return Err(Stop::Retry {
-            error: format!("{what}: the answer is over {MOST} bytes"),
+            error: format!("{what}: the answer is over {MAX_ANSWER} bytes"),
             retry_after: None,
         });
     }
-    serde_json::from_str(&body).map_err(|error| Stop::Retry {
-        error: format!("{what}: the answer is not the JSON expected: {error}"),
-        retry_after: None,
-    })
+    Ok(String::from_utf8_lossy(&body).into_owned())
 }
+
+/// The most bytes of an answer read: a committee's lookup lists are a few kilobytes, a page
+/// of people some tens.
+pub const MAX_ANSWER: usize = 1 << 20;
 
 /// Why a link an answer gave is not followed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -34,6 +34,14 @@ pub trait Source: std::fmt::Debug + Send + Sync {
     /// The system's own words in the JSON body of an error answer.
     fn error_words(&self, body: &serde_json::Value) -> Option<String>;
 
+    /// The system's own words in the text of an error answer: by default, in its JSON
+    /// ([`Source::error_words`]); a system that answers in another format reads it here.
+    fn error_words_in(&self, text: &str) -> Option<String> {
+        serde_json::from_str::<serde_json::Value>(text)
+            .ok()
+            .and_then(|json| self.error_words(&json))
+    }
+
     /// Checks the key and what the reads need (resources, fields, result codes), saying
     /// what it found.
     fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>>;
@@ -264,6 +272,15 @@ impl SourceApi<'_> {
         let request = self.authorized(self.http.get(url));
         let words = |body: &serde_json::Value| self.system.error_words(body);
         Ok(http::read_json_with(request, what, &words).await?)
+    }
+
+    /// The text a GET of `url` (from [`SourceApi::url`] or [`SourceApi::link`]) answers,
+    /// bounded ([`http::MAX_ANSWER`]): for a system that answers in XML.
+    pub async fn get_text_at(&self, url: reqwest::Url, what: &str) -> Result<String, ReadError> {
+        self.turn().await;
+        let request = self.authorized(self.http.get(url));
+        let words = |text: &str| self.system.error_words_in(text);
+        Ok(http::read_text_with(request, what, &words).await?)
     }
 
     /// The JSON a POST of `body` to `path` answers, `what` naming it in errors.
