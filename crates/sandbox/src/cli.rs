@@ -10,8 +10,10 @@ use super::config::{
 };
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
+mod mobile_commons;
 mod mobilize;
 mod texting;
+pub use mobile_commons::MobileCommonsStop;
 pub use mobilize::MobilizeOptOut;
 pub use texting::{BandwidthSend, TelnyxSend};
 
@@ -111,6 +113,8 @@ pub enum SandboxCommand {
     },
     /// A supporter opts out of texts on Mobilize (`sms_opt_in_status` `OPT_OUT`).
     MobilizeOptOut(MobilizeOptOut),
+    /// A person texts STOP to a Mobile Commons campaign (status `Texted a STOP word`).
+    MobileCommonsStop(MobileCommonsStop),
     /// A person texts a campaign's Twilio number: the message posted as Twilio's messaging
     /// webhook posts it, form-encoded and signed (`X-Twilio-Signature`), to a daemon's
     /// twilio source. Needs no running sandbox.
@@ -231,6 +235,7 @@ async fn play(command: SandboxCommand) -> anyhow::Result<()> {
             Ok(())
         }
         SandboxCommand::MobilizeOptOut(opt_out) => opt_out.run().await,
+        SandboxCommand::MobileCommonsStop(stop) => stop.run().await,
         SandboxCommand::TelnyxSend(send) => send.run().await,
         SandboxCommand::BandwidthSend(send) => send.run().await,
     }
@@ -375,12 +380,19 @@ fn print_fakes(sandbox: &super::RunningSandbox) {
         super::MOBILIZE_ORGANIZATION_ID
     );
     println!(
-        "sandbox:   their truth and faults under {base}/_control/van, {base}/_control/actionnetwork, {base}/_control/bigquery and {base}/_control/mobilize",
+        "sandbox: Mobile Commons (REST API, XML) at {} (HTTP Basic: {} / {}; campaign {})",
+        sandbox.mobile_commons_url(),
+        config.mobile_commons_username,
+        config.mobile_commons_password,
+        super::MOBILE_COMMONS_CAMPAIGN_ID
+    );
+    println!(
+        "sandbox:   their truth and faults under {base}/_control/van, {base}/_control/actionnetwork, {base}/_control/bigquery, {base}/_control/mobilize and {base}/_control/mobile_commons",
         base = sandbox.base_url()
     );
     println!(
         "sandbox:   VAN's changed-entity export jobs at {}/changedEntityExportJobs (files under {}/van-files/); \
-         play a phone banker or a supporter with `sandbox van-mark`, `sandbox an-unsubscribe` and `sandbox mobilize-opt-out`",
+         play a phone banker or a supporter with `sandbox van-mark`, `sandbox an-unsubscribe`, `sandbox mobilize-opt-out` and `sandbox mobile-commons-stop`",
         sandbox.van_url(),
         sandbox.base_url()
     );

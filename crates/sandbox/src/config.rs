@@ -100,6 +100,10 @@ pub const DEFAULT_VAN_KEY_2: &str = "sandbox-van-key-2";
 pub const DEFAULT_ACTION_NETWORK_KEY: &str = "sandbox-an-key";
 /// The API key (`Authorization: Bearer KEY`) the fake Mobilize accepts unless told otherwise.
 pub const DEFAULT_MOBILIZE_KEY: &str = "sandbox-mobilize-key";
+/// The login email (the HTTP Basic user) the fake Mobile Commons accepts unless told otherwise.
+pub const DEFAULT_MOBILE_COMMONS_USERNAME: &str = "sandbox-mc@example.org";
+/// The password (HTTP Basic) the fake Mobile Commons accepts unless told otherwise.
+pub const DEFAULT_MOBILE_COMMONS_PASSWORD: &str = "sandbox-mobile-commons-password";
 /// The Ed25519 private key seed (hexadecimal) `sandbox telnyx-send` signs with unless told
 /// another: a published test key of the sandbox's own, never a real account's. It is the
 /// SHA-256 of the text "outreach-sync sandbox telnyx test key".
@@ -163,6 +167,10 @@ pub struct SandboxConfig {
     pub action_network_key: String,
     /// The key the fake Mobilize accepts as `Authorization: Bearer KEY`.
     pub mobilize_key: String,
+    /// The login email the fake Mobile Commons accepts as the HTTP Basic user.
+    pub mobile_commons_username: String,
+    /// The password the fake Mobile Commons accepts with it.
+    pub mobile_commons_password: String,
 }
 
 /// The credentials a sandbox accepts unless told otherwise.
@@ -194,6 +202,8 @@ impl Default for SandboxConfig {
             van_committees: default_van_committees(),
             action_network_key: DEFAULT_ACTION_NETWORK_KEY.into(),
             mobilize_key: DEFAULT_MOBILIZE_KEY.into(),
+            mobile_commons_username: DEFAULT_MOBILE_COMMONS_USERNAME.into(),
+            mobile_commons_password: DEFAULT_MOBILE_COMMONS_PASSWORD.into(),
         }
     }
 }
@@ -224,6 +234,8 @@ impl std::fmt::Debug for SandboxConfig {
             van_committees,
             action_network_key: _,
             mobilize_key: _,
+            mobile_commons_username: _,
+            mobile_commons_password: _,
         } = self;
         f.debug_struct("SandboxConfig")
             .field("bind", bind)
@@ -248,6 +260,8 @@ impl std::fmt::Debug for SandboxConfig {
             .field("van_committees", van_committees)
             .field("action_network_key", &REDACTED)
             .field("mobilize_key", &REDACTED)
+            .field("mobile_commons_username", &REDACTED)
+            .field("mobile_commons_password", &REDACTED)
             .finish()
     }
 }
@@ -267,6 +281,8 @@ mod tests {
             van_committees: vec![VanCommittee::new("c", "van-s3cret")],
             action_network_key: "an-s3cret".into(),
             mobilize_key: "mobilize-s3cret".into(),
+            mobile_commons_username: "mc-user-s3cret@example.org".into(),
+            mobile_commons_password: "mc-s3cret".into(),
             ..SandboxConfig::default()
         };
         let shown = format!("{config:?}");

@@ -13,7 +13,8 @@ use super::control::Truth;
 use super::deliver::{Deliverer, DeliveryCounts, DeliveryRecord};
 use super::destinations::{
     ActionNetworkPerson, ActionNetworkTruth, BigQueryTruth, Fake, FakeFault, FakeFaults, Fakes,
-    MobilizePerson, MobilizeTruth, VanChange, VanExportSettings, VanMark, VanTarget, VanTruth,
+    MobileCommonsProfile, MobileCommonsTruth, MobilizePerson, MobilizeTruth, VanChange,
+    VanExportSettings, VanMark, VanTarget, VanTruth,
 };
 use super::shared::{ApiRequest, Shared, StatsSnapshot};
 use super::wire::{
@@ -38,8 +39,8 @@ pub struct RunningSandbox {
 impl Sandbox {
     /// Seeds the account, binds, and serves `/v3`, `/v2`, the fake VAN (`/van/v4`), Action
     /// Network (`/actionnetwork/api/v2`), BigQuery (`/bigquery/v2`, tokens from
-    /// `/bigquery/oauth2/token`) and Mobilize (`/mobilize/v1`), and `/_control` in the
-    /// background.
+    /// `/bigquery/oauth2/token`), Mobilize (`/mobilize/v1`) and Mobile Commons
+    /// (`/mobile_commons/api`), and `/_control` in the background.
     pub async fn spawn(config: SandboxConfig) -> anyhow::Result<RunningSandbox> {
         let per_organization = config.leads.div_ceil(config.organizations.max(1));
         if per_organization > PHONE_NUMBERS as usize {
@@ -489,6 +490,54 @@ impl RunningSandbox {
     ) -> MobilizePerson {
         self.fakes
             .mobilize_add_person(number, status, modified_date)
+    }
+
+    /// The fake Mobile Commons' API root (`.../mobile_commons/api`): `{root}/profiles`,
+    /// `{root}/profile_opt_out`.
+    pub fn mobile_commons_url(&self) -> String {
+        format!("http://{}/mobile_commons/api", self.addr)
+    }
+
+    /// Everything the fake Mobile Commons holds: its profiles, the `profile_opt_out` calls it
+    /// received, listings served, request counts.
+    pub fn mobile_commons_truth(&self) -> MobileCommonsTruth {
+        self.fakes.mobile_commons_truth()
+    }
+
+    /// How many profile listings the fake Mobile Commons answered with `success="true"`.
+    pub fn mobile_commons_listings_served(&self) -> u64 {
+        self.fakes.mobile_commons_listings_served()
+    }
+
+    /// A person texts STOP to the Mobile Commons campaign (`Texted a STOP word`,
+    /// `opted_out_at` and `updated_at` now; a profile is made when nobody has the number).
+    /// The profile, and whether it was made; `None` if `phone` is not a number.
+    pub fn mobile_commons_stop(&self, phone: &str) -> Option<(MobileCommonsProfile, bool)> {
+        self.fakes.mobile_commons_stop(phone)
+    }
+
+    /// `count` more profiles on Mobile Commons, each opted out by STOP, one number each
+    /// (`1312600NNNN` on), updated now: a listing as large as a campaign's.
+    pub fn mobile_commons_seed(&self, count: u64) {
+        self.fakes.mobile_commons_seed(count);
+    }
+
+    /// Hostile: a Mobile Commons profile with one number written as `number` (`4155550100`),
+    /// `status` (control characters and all) and `updated_at` (one in 2100), as given.
+    pub fn mobile_commons_add_profile(
+        &self,
+        number: &str,
+        status: &str,
+        updated_at: chrono::DateTime<chrono::Utc>,
+    ) -> MobileCommonsProfile {
+        self.fakes
+            .mobile_commons_add_profile(number, status, updated_at)
+    }
+
+    /// Hostile: pages of Mobile Commons' profile listing past the last repeat the last one
+    /// (`on`), so a client that pages until an empty page never ends; or not.
+    pub fn mobile_commons_endless(&self, on: bool) {
+        self.fakes.mobile_commons_endless(on);
     }
 
     /// Stops serving and delivering, and waits for the server to finish.

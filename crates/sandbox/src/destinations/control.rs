@@ -1,6 +1,7 @@
 //! The fakes' test controls, unauthenticated like the rest of `/_control`: their faults and
 //! latency (each fake's truth and switches are its own: `van/control.rs`,
-//! `action_network/control.rs`, `bigquery/control.rs`, `mobilize/control.rs`).
+//! `action_network/control.rs`, `bigquery/control.rs`, `mobilize/control.rs`,
+//! `mobile_commons/control.rs`).
 
 use std::time::Duration;
 
@@ -63,6 +64,7 @@ pub(super) fn routes() -> Router<FakesState> {
         .merge(fault_routes("actionnetwork", Fake::ActionNetwork))
         .merge(fault_routes("bigquery", Fake::BigQuery))
         .merge(fault_routes("mobilize", Fake::Mobilize))
+        .merge(fault_routes("mobile_commons", Fake::MobileCommons))
 }
 
 async fn faults(State(fakes): State<FakesState>, fake: Fake) -> Response {

@@ -4,16 +4,19 @@
 //! (`/actionnetwork/api/v2`: `OSDI-API-Token`, the person signup helper), and Google BigQuery's
 //! REST API v2 (`/bigquery/v2`: tables, views and streaming inserts, behind bearer tokens from
 //! a fake of Google's OAuth 2.0 token endpoint, `/bigquery/oauth2/token`), and Mobilize's API
-//! v1 (`/mobilize/v1`: a bearer key, an organization's people since a time, a source only).
-//! Each has its own faults and its own truth under `/_control/van`, `/_control/actionnetwork`,
-//! `/_control/bigquery` and `/_control/mobilize`. Their state is apart from the service's
-//! world: the links are the VAN ID the seeded leads carry in a custom field, and the leads'
-//! numbers, which Mobilize's people are seeded with.
+//! v1 (`/mobilize/v1`: a bearer key, an organization's people since a time, a source only),
+//! and Upland Mobile Commons' REST API (`/mobile_commons/api`: HTTP Basic, XML, the profiles
+//! updated between two times, a profile opted out). Each has its own faults and its own truth
+//! under `/_control/van`, `/_control/actionnetwork`, `/_control/bigquery`,
+//! `/_control/mobilize` and `/_control/mobile_commons`. Their state is apart from the
+//! service's world: the links are the VAN ID the seeded leads carry in a custom field, and the
+//! leads' numbers, which Mobilize's people and Mobile Commons' profiles are seeded with.
 
 mod action_network;
 mod bigquery;
 mod control;
 mod faults;
+mod mobile_commons;
 mod mobilize;
 mod van;
 
@@ -39,6 +42,20 @@ pub use bigquery::{
 pub use faults::{
     FakeFault, FakeFaults, FakeRequest, FakeRequestCounts, HUGE_BODY_BYTES, REDIRECT_ELSEWHERE,
 };
+pub use mobile_commons::{
+    ACTIVE_SUBSCRIBER as MOBILE_COMMONS_ACTIVE_SUBSCRIBER,
+    HARD_BOUNCE as MOBILE_COMMONS_HARD_BOUNCE,
+    INVALID_PHONE_NUMBER as MOBILE_COMMONS_INVALID_PHONE_NUMBER,
+    INVALID_PHONE_NUMBER_ID as MOBILE_COMMONS_INVALID_PHONE_NUMBER_ID, MOBILE_COMMONS_CAMPAIGN_ID,
+    MOBILE_COMMONS_DEFAULT_LIMIT, MOBILE_COMMONS_MAX_LIMIT, MobileCommonsOptOutCall,
+    MobileCommonsProfile, MobileCommonsSubscription, MobileCommonsTruth,
+    NO_SUBSCRIPTIONS as MOBILE_COMMONS_NO_SUBSCRIPTIONS,
+    NO_SUBSCRIPTIONS_OLD as MOBILE_COMMONS_NO_SUBSCRIPTIONS_OLD,
+    OPT_OUT_FROM_API as MOBILE_COMMONS_OPT_OUT_FROM_API, STATUSES as MOBILE_COMMONS_STATUSES,
+    SUBSCRIPTION_ACTIVE as MOBILE_COMMONS_SUBSCRIPTION_ACTIVE,
+    SUBSCRIPTION_OPTED_OUT as MOBILE_COMMONS_SUBSCRIPTION_OPTED_OUT,
+    TEXTED_STOP as MOBILE_COMMONS_TEXTED_STOP, UNDELIVERABLE as MOBILE_COMMONS_UNDELIVERABLE,
+};
 pub use mobilize::{
     MOBILIZE_DEFAULT_PER_PAGE, MOBILIZE_MAX_PER_PAGE, MOBILIZE_ORGANIZATION_ID, MobilizeAddress,
     MobilizeEmail, MobilizePerson, MobilizePhone, MobilizeTruth, OPT_IN as MOBILIZE_OPT_IN,
@@ -57,6 +74,7 @@ use crate::wire::Lead;
 use action_network::ActionNetwork;
 use bigquery::BigQuery;
 use faults::Switchboard;
+use mobile_commons::MobileCommons;
 use mobilize::Mobilize;
 use van::Van;
 
@@ -71,6 +89,8 @@ pub enum Fake {
     BigQuery,
     /// `{"data":null,"error":{"detail":"..."}}`.
     Mobilize,
+    /// `<response success="false"><error id="0" message="..."/></response>`.
+    MobileCommons,
 }
 
 impl Fake {
@@ -87,6 +107,9 @@ impl Fake {
             }
             Self::BigQuery => bigquery::injected(status),
             Self::Mobilize => mobilize::detail(status, format!("{reason} (injected)")),
+            Self::MobileCommons => {
+                mobile_commons::error(status, 0, &format!("{reason} (injected)"))
+            }
         }
     }
 
@@ -107,10 +130,12 @@ pub(crate) struct Fakes {
     action_network: Mutex<ActionNetwork>,
     bigquery: Mutex<BigQuery>,
     mobilize: Mutex<Mobilize>,
+    mobile_commons: Mutex<MobileCommons>,
     van_board: Switchboard,
     action_network_board: Switchboard,
     bigquery_board: Switchboard,
     mobilize_board: Switchboard,
+    mobile_commons_board: Switchboard,
     /// Ends the files being streamed when the sandbox stops.
     cancel: CancellationToken,
 }
@@ -134,10 +159,17 @@ impl Fakes {
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
             bigquery: Mutex::new(BigQuery::new()),
             mobilize: Mutex::new(Mobilize::new(config.mobilize_key.clone(), leads, seeded_at)),
+            mobile_commons: Mutex::new(MobileCommons::new(
+                config.mobile_commons_username.clone(),
+                config.mobile_commons_password.clone(),
+                leads,
+                chrono::DateTime::from_timestamp(seeded_at, 0).unwrap_or_else(chrono::Utc::now),
+            )),
             van_board: Switchboard::new(Fake::Van, cancel.clone()),
             action_network_board: Switchboard::new(Fake::ActionNetwork, cancel.clone()),
             bigquery_board: Switchboard::new(Fake::BigQuery, cancel.clone()),
             mobilize_board: Switchboard::new(Fake::Mobilize, cancel.clone()),
+            mobile_commons_board: Switchboard::new(Fake::MobileCommons, cancel.clone()),
             cancel,
         }
     }
@@ -158,12 +190,17 @@ impl Fakes {
         lock(&self.mobilize)
     }
 
+    fn mobile_commons(&self) -> MutexGuard<'_, MobileCommons> {
+        lock(&self.mobile_commons)
+    }
+
     pub(crate) fn board(&self, fake: Fake) -> &Switchboard {
         match fake {
             Fake::Van => &self.van_board,
             Fake::ActionNetwork => &self.action_network_board,
             Fake::BigQuery => &self.bigquery_board,
             Fake::Mobilize => &self.mobilize_board,
+            Fake::MobileCommons => &self.mobile_commons_board,
         }
     }
 
@@ -307,6 +344,39 @@ impl Fakes {
         self.mobilize().add_person(number, status, modified_date)
     }
 
+    pub(crate) fn mobile_commons_truth(&self) -> MobileCommonsTruth {
+        self.mobile_commons()
+            .truth(self.mobile_commons_board.counts())
+    }
+
+    pub(crate) fn mobile_commons_listings_served(&self) -> u64 {
+        self.mobile_commons().listings_served()
+    }
+
+    /// A person texts STOP to the Mobile Commons campaign, now.
+    pub(crate) fn mobile_commons_stop(&self, phone: &str) -> Option<(MobileCommonsProfile, bool)> {
+        self.mobile_commons().stop(phone, chrono::Utc::now())
+    }
+
+    /// `count` more profiles on Mobile Commons, each opted out by STOP, updated now.
+    pub(crate) fn mobile_commons_seed(&self, count: u64) {
+        self.mobile_commons().seed(count, chrono::Utc::now());
+    }
+
+    pub(crate) fn mobile_commons_endless(&self, on: bool) {
+        self.mobile_commons().set_endless(on);
+    }
+
+    pub(crate) fn mobile_commons_add_profile(
+        &self,
+        number: &str,
+        status: &str,
+        updated_at: chrono::DateTime<chrono::Utc>,
+    ) -> MobileCommonsProfile {
+        self.mobile_commons()
+            .add_profile(number, status, updated_at)
+    }
+
     pub(crate) fn van_set_export(&self, api_key: &str, settings: VanExportSettings) -> bool {
         self.van().set_export(api_key, settings)
     }
@@ -342,8 +412,17 @@ async fn mobilize_faults(
     fakes.mobilize_board.run(request, next).await
 }
 
+async fn mobile_commons_faults(
+    State(fakes): State<FakesState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    fakes.mobile_commons_board.run(request, next).await
+}
+
 /// `/van/v4/...`, `/actionnetwork/api/v2/...`, `/bigquery/v2/...` (and its token endpoint,
-/// `/bigquery/oauth2/token`), `/mobilize/v1/...`, and their controls under `/_control`.
+/// `/bigquery/oauth2/token`), `/mobilize/v1/...`, `/mobile_commons/api/...`, and their
+/// controls under `/_control`.
 pub(crate) fn router(fakes: FakesState) -> Router {
     let van = van::routes()
         .route_layer(middleware::from_fn_with_state(fakes.clone(), van::auth))
@@ -387,6 +466,16 @@ pub(crate) fn router(fakes: FakesState) -> Router {
             mobilize_faults,
         ))
         .fallback(mobilize::no_such_endpoint);
+    let mobile_commons = mobile_commons::routes()
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            mobile_commons::auth,
+        ))
+        .route_layer(middleware::from_fn_with_state(
+            fakes.clone(),
+            mobile_commons_faults,
+        ))
+        .fallback(mobile_commons::no_such_endpoint);
     Router::new()
         .nest("/van/v4", van)
         .nest("/bigquery/v2", bigquery)
@@ -395,10 +484,12 @@ pub(crate) fn router(fakes: FakesState) -> Router {
         .nest("/actionnetwork/api/v2", action_network)
         .merge(entry_point)
         .nest("/mobilize/v1", mobilize)
+        .nest("/mobile_commons/api", mobile_commons)
         .merge(control::routes())
         .merge(van::control_routes())
         .merge(action_network::control_routes())
         .merge(bigquery::control_routes())
         .merge(mobilize::control_routes())
+        .merge(mobile_commons::control_routes())
         .with_state(fakes)
 }
