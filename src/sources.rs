@@ -158,10 +158,13 @@ impl Reader {
         }
     }
 
+    /// The key its reads are sent with: the API key, or the kind's own secret.
     fn key(&self) -> Result<secrecy::SecretString, ReadError> {
-        self.settings.api_key.clone().ok_or_else(|| {
-            ReadError::Stop(Stop::Credentials("no API key is configured".to_owned()))
-        })
+        let key = match self.settings.system.own().own_secret() {
+            Some((_, secret)) => secret.cloned(),
+            None => self.settings.api_key.clone(),
+        };
+        key.ok_or_else(|| ReadError::Stop(Stop::Credentials("no API key is configured".to_owned())))
     }
 
     /// Checks its key and what its reads need; what it found.

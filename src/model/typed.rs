@@ -325,6 +325,9 @@ text_enum! {
         /// Read back from Mobilize's people of an organization (a `[[source]]` of kind
         /// `mobilize`).
         Mobilize = "mobilize",
+        /// Read back from Mobile Commons' profiles (a `[[source]]` of kind
+        /// `mobile_commons`).
+        MobileCommons = "mobile_commons",
     }
 }
 
@@ -332,7 +335,11 @@ impl Source {
     /// Whether entries of this source came from a system by a `[[source]]` (read back, or
     /// posted to the daemon).
     pub fn read_back(self) -> bool {
-        self.posted() || matches!(self, Source::Van | Source::ActionNetwork | Source::Mobilize)
+        self.posted()
+            || matches!(
+                self,
+                Source::Van | Source::ActionNetwork | Source::Mobilize | Source::MobileCommons
+            )
     }
 
     /// Whether a system posts what it records to the daemon (`/sources/{name}`): its

@@ -11,6 +11,8 @@ pub mod action_network;
 pub mod bandwidth;
 #[path = "../systems/bigquery/settings.rs"]
 pub mod bigquery;
+#[path = "../systems/mobile_commons/settings.rs"]
+pub mod mobile_commons;
 #[path = "../systems/mobilize/settings.rs"]
 pub mod mobilize;
 #[path = "../systems/postgres/settings.rs"]
@@ -119,6 +121,13 @@ pub trait SourceKind {
     /// Reads the files its secrets are kept in.
     fn read_secret_files(&mut self) -> Result<(), SettingsError> {
         Ok(())
+    }
+
+    /// The key that holds the secret its reads are sent with, when it is not the common
+    /// `api_key` (Mobile Commons' `password`), and the secret as read (`None`: not given):
+    /// such a source refuses `api_key`.
+    fn own_secret(&self) -> Option<(&'static str, Option<&secrecy::SecretString>)> {
+        None
     }
 
     /// Its own keys' values, in source `name` (the common keys are checked apart: those of

@@ -38,6 +38,8 @@ super::kinds::kinds! {
         Bandwidth(super::kinds::bandwidth::BandwidthSettings),
         /// Mobilize: an organization's people whose `sms_opt_in_status` is `OPT_OUT`.
         Mobilize(super::kinds::mobilize::MobilizeSettings),
+        /// Mobile Commons: profiles that texted STOP or were opted out.
+        MobileCommons(super::kinds::mobile_commons::MobileCommonsSettings),
     }
 }
 
@@ -282,15 +284,40 @@ fn validate_polled(
         &s.base_url,
         super::urls::Sends::secret(s.scope.allow_insecure_http),
     )?;
-    let key_is_blank = s.api_key.as_ref().is_none_or(|key| {
-        use secrecy::ExposeSecret as _;
-        key.expose_secret().trim().is_empty()
-    });
-    if key_is_blank {
-        return Err(SettingsError::invalid(
-            "source.api_key",
-            named("an API key is required (or api_key_file)"),
-        ));
+    let blank = |key: Option<&SecretString>| {
+        key.is_none_or(|key| {
+            use secrecy::ExposeSecret as _;
+            key.expose_secret().trim().is_empty()
+        })
+    };
+    match s.system.own().own_secret() {
+        Some((_, _)) if s.api_key.is_some() || s.api_key_file.is_some() => {
+            return Err(SettingsError::invalid(
+                "source.api_key",
+                named(&format!(
+                    "a {} source's reads are sent with its own login, not an API key",
+                    s.system.kind()
+                )),
+            ));
+        }
+        Some((key, secret)) if blank(secret) => {
+            return Err(SettingsError::invalid(
+                key,
+                named(&format!(
+                    "`{}` is required (or `{}_file`)",
+                    key.trim_start_matches("source."),
+                    key.trim_start_matches("source.")
+                )),
+            ));
+        }
+        Some(_) => {}
+        None if blank(s.api_key.as_ref()) => {
+            return Err(SettingsError::invalid(
+                "source.api_key",
+                named("an API key is required (or api_key_file)"),
+            ));
+        }
+        None => {}
     }
     if let Err(message) = parse_since(&s.since) {
         return Err(SettingsError::invalid("source.since", named(&message)));

@@ -20,6 +20,7 @@ mod action_network;
 mod bandwidth;
 mod bigquery;
 pub mod http;
+mod mobile_commons;
 mod mobilize;
 pub mod posted;
 pub mod postgres;
@@ -71,6 +72,9 @@ fn source_system(settings: &SourceSettings) -> SourceKind {
             SourceKind::Posted(Arc::new(bandwidth::Bandwidth::new(own, words)))
         }
         SourceSystem::Mobilize(own) => SourceKind::Read(Box::new(mobilize::People::new(own))),
+        SourceSystem::MobileCommons(own) => {
+            SourceKind::Read(Box::new(mobile_commons::Profiles::new(own)))
+        }
     }
 }
 

@@ -136,21 +136,22 @@ pub struct Listed {
     pub records: Vec<ReadRecord>,
 }
 
-/// A listing read to its end from `first`, a page of type `P` at a time ([`Pages`]): `read`
-/// gives a page's items and the link to the next page (as the page wrote it, resolved by
-/// [`SourceApi::link`]); each page's records are handed on as read. The watermark to move
-/// to: the latest change an item said, not before `window.from`.
-pub async fn read_listing<P: serde::de::DeserializeOwned>(
+/// A listing read to its end from `first`, a page at a time ([`Pages`]): `read` gives a
+/// page's items and the link to the next page from its text (as the page wrote the link,
+/// resolved by [`SourceApi::link`]; a reader that numbers its pages gives the next one's
+/// URL); each page's records are handed on as read. The watermark to move to: the latest
+/// change an item said, not before `window.from`.
+pub async fn read_listing(
     api: &SourceApi<'_>,
     (what, first): (&'static str, reqwest::Url),
     window: &Window,
     out: &Records,
-    read: impl Fn(P) -> (Vec<Listed>, Option<String>),
+    read: impl Fn(&str) -> Result<(Vec<Listed>, Option<String>), ReadError>,
 ) -> Result<DateTime<Utc>, ReadError> {
     let mut pages = Pages::new(what, first, window);
     let mut watermark = window.from;
     while let Some(url) = pages.next_page()? {
-        let (items, next) = read(api.get_json_at(url, what).await?);
+        let (items, next) = read(&api.get_text_at(url, what).await?)?;
         let mut records = Vec::new();
         for item in items {
             if let Some(at) = item.modified {
@@ -167,6 +168,16 @@ pub async fn read_listing<P: serde::de::DeserializeOwned>(
     Ok(watermark)
 }
 
+/// A page's JSON, `what` naming it in the error (tried again: a page cut short or garbled
+/// by a proxy may come whole next time).
+pub fn json_page<P: serde::de::DeserializeOwned>(text: &str, what: &str) -> Result<P, ReadError> {
+    serde_json::from_str(text).map_err(|error| {
+        ReadError::Stop(Stop::retry(format!(
+            "{what}: the answer is not the JSON expected: {error}"
+        )))
+    })
+}
+
 /// Hands `records` on (nothing when there are none); an error when the recorder stopped.
 pub async fn hand_on(out: &Records, records: Vec<ReadRecord>) -> Result<(), ReadError> {
     if records.is_empty() {
@@ -175,6 +186,25 @@ pub async fn hand_on(out: &Records, records: Vec<ReadRecord>) -> Result<(), Read
     out.send(records)
         .await
         .map_err(|_| ReadError::Input("the recorder stopped".to_owned()))
+}
+
+/// A number of a system that writes its numbers country code first without `+` (Action
+/// Network's `442079460958`, Mobile Commons' `15555550100`), in E.164, by the rule of every
+/// number the daemon hears: a number of `region` first (`2025550103` and `12025550103` are
+/// `+12025550103` in the US), so that a national number is never read as another country's
+/// (`+20` for Egypt); only digits that are no number of the region are read as country code
+/// first.
+pub fn number_code_first(
+    written: &str,
+    region: crate::model::phone::Region,
+) -> Result<String, String> {
+    let written = written.trim();
+    match number_of(written, region) {
+        Err(error) if !written.starts_with('+') && !written.is_empty() => {
+            number_of(&format!("+{written}"), region).map_err(|_| error)
+        }
+        read => read,
+    }
 }
 
 /// A number a system wrote, in E.164: by the rule of every number the daemon hears, one

@@ -9,7 +9,8 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::source::{
-    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, read_listing,
+    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, json_page,
+    read_listing,
 };
 use super::{Api, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
@@ -167,20 +168,15 @@ impl Source for People {
         Box::pin(async move {
             let since = (window.from - OVERLAP).format("%Y-%m-%dT%H:%M:%SZ");
             let first = api.url(&format!("/people?filter=modified_date%20gt%20'{since}'"))?;
-            read_listing(
-                &api,
-                ("the people", first),
-                &window,
-                &out,
-                |page: PeoplePage| {
-                    let people = page.embedded.map(|e| e.people).unwrap_or_default();
-                    let items = people
-                        .iter()
-                        .map(|person| records_of(person, window.region))
-                        .collect();
-                    (items, page.links.and_then(|l| l.next).map(|next| next.href))
-                },
-            )
+            read_listing(&api, ("the people", first), &window, &out, |text| {
+                let page: PeoplePage = json_page(text, "the people")?;
+                let people = page.embedded.map(|e| e.people).unwrap_or_default();
+                let items = people
+                    .iter()
+                    .map(|person| records_of(person, window.region))
+                    .collect();
+                Ok((items, page.links.and_then(|l| l.next).map(|next| next.href)))
+            })
             .await
         })
     }
@@ -263,19 +259,10 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
     Listed { modified, records }
 }
 
-/// Action Network's number in E.164, by the rule of every number the daemon hears: a
-/// number of `region` first (`2025550103` and `12025550103` are `+12025550103` in the US),
-/// so that a national number is never read as another country's (`+20` for Egypt). Only
-/// digits that are no number of the region are read as Action Network documents its
-/// numbers, country code first without `+` (`442079460958`).
+/// Action Network's number in E.164: its documented form is country code first without
+/// `+` (`442079460958`), read by [`super::source::number_code_first`].
 fn normalized(number: &str, region: crate::model::phone::Region) -> Result<String, String> {
-    let written = number.trim();
-    match super::source::number_of(written, region) {
-        Err(error) if !written.starts_with('+') && !written.is_empty() => {
-            super::source::number_of(&format!("+{written}"), region).map_err(|_| error)
-        }
-        read => read,
-    }
+    super::source::number_code_first(number, region)
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use super::Pending;
 use super::source::{
-    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, number_of,
+    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, json_page, number_of,
     read_listing,
 };
 use crate::settings::kinds::mobilize::MobilizeSettings;
@@ -120,13 +120,14 @@ impl Source for People {
             let since = (window.from - OVERLAP).timestamp().max(0);
             let first =
                 api.url(&self.path(&format!("updated_since={since}&per_page={PER_PAGE}")))?;
-            read_listing(&api, ("the people", first), &window, &out, |page: Page| {
+            read_listing(&api, ("the people", first), &window, &out, |text| {
+                let page: Page = json_page(text, "the people")?;
                 let items = page
                     .data
                     .iter()
                     .map(|person| records_of(person, window.region))
                     .collect();
-                (items, page.next)
+                Ok((items, page.next))
             })
             .await
         })

@@ -131,3 +131,24 @@ fn the_sandboxs_seeded_numbers_are_numbers() {
         assert_eq!(number_of(number, US).as_deref(), Ok(number));
     }
 }
+
+/// The kind's keys, as `check-config` reads them.
+mod settings {
+    use crate::settings::test_support::{load, refused};
+
+    const BASE: &str = "[webhook]\nsecrets = [\"whsec-1\"]\n[[source]]\nname = \"mz\"\nkind = \"mobilize\"\nbase_url = \"https://api.mobilize.us/v1\"\napi_key = \"k\"\n";
+
+    #[test]
+    fn a_mobilize_source_names_its_organization() {
+        load(&format!("{BASE}organization_id = 4242\n")).expect("valid");
+        refused(BASE, "source.organization_id");
+        refused(
+            &format!("{BASE}organization_id = 0\n"),
+            "source.organization_id",
+        );
+        refused(
+            &format!("{BASE}organization_id = 1\nopt_out_words = [\"halt\"]\n"),
+            "source.opt_out_words",
+        );
+    }
+}

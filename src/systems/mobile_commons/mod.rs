@@ -1,0 +1,269 @@
+//! Upland Mobile Commons, the broadcast texting tool: read back ([`Profiles`]). The
+//! profiles updated between the watermark ([`OVERLAP`] behind it) and the read's start
+//! (`GET /profiles?from=&to=&page=&limit=`, HTTP Basic with the login), page by page until
+//! an empty one; a profile that texted a STOP word, or was opted out by staff or an API
+//! and not subscribed since, is an opt-out of its number.
+//!
+//! Mobile Commons answers in XML: `<response success="true"><profiles num="N"
+//! page="P"><profile id="...">...</profile></profiles></response>`, an error as
+//! `<response success="false"><error id="5" message="..."/></response>` (with a 200), and a
+//! login that does not work with a 401 whose body is text.
+
+use chrono::{DateTime, NaiveDateTime, Utc};
+use secrecy::{ExposeSecret as _, SecretString};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::Pending;
+use super::source::{
+    Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, number_code_first,
+    read_listing,
+};
+use crate::settings::kinds::mobile_commons::MobileCommonsSettings;
+
+/// How far behind the watermark a read starts: a profile updated in the second a read
+/// ended (or listed late) is read again, and recorded once.
+pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
+
+/// Profiles a page asks for: the most Mobile Commons serves in one.
+const LIMIT: u32 = 1_000;
+
+/// The profile's `status` when it texted a STOP word: an opt-out.
+pub const TEXTED_STOP: &str = "Texted a STOP word";
+/// Subscribed to a campaign: whatever `opted_out_at` says, the person is texted again.
+pub const ACTIVE: &str = "Active Subscriber";
+/// Subscribed to none: what an opt-out by staff or an API leaves (`No Subscriptions` in
+/// older answers); an opt-out when `opted_out_at` says when.
+pub const NO_SUBSCRIPTIONS: [&str; 2] = ["Profiles with no Subscriptions", "No Subscriptions"];
+
+/// A company's profiles, read with its login.
+#[derive(Debug)]
+pub struct Profiles {
+    username: String,
+    company: String,
+}
+
+impl Profiles {
+    pub fn new(own: &MobileCommonsSettings) -> Self {
+        Self {
+            username: own.username.trim().to_owned(),
+            company: own.company.trim().to_owned(),
+        }
+    }
+
+    /// The listing's path of `query`, with the company when one is named.
+    fn path(&self, query: &str) -> String {
+        match self.company.as_str() {
+            "" => format!("/profiles?{query}"),
+            company => format!("/profiles?{query}&company={company}"),
+        }
+    }
+}
+
+/// `<response>`, as much of it as is read.
+#[derive(Debug, Deserialize)]
+struct Response {
+    #[serde(rename = "@success", default)]
+    success: String,
+    #[serde(default)]
+    profiles: Option<ProfilesPage>,
+    #[serde(default)]
+    error: Option<ErrorElement>,
+}
+
+/// `<error id="5" message="Invalid phone number"/>`.
+#[derive(Debug, Deserialize)]
+struct ErrorElement {
+    #[serde(rename = "@id", default)]
+    id: String,
+    #[serde(rename = "@message", default)]
+    message: String,
+}
+
+/// `<profiles num="N" page="P">`.
+#[derive(Debug, Deserialize)]
+struct ProfilesPage {
+    #[serde(rename = "profile", default)]
+    profiles: Vec<Profile>,
+}
+
+/// A `<profile>`: what is read of it, kept as the record's evidence.
+#[derive(Debug, Default, Deserialize, Serialize)]
+struct Profile {
+    #[serde(rename = "@id", default)]
+    id: String,
+    #[serde(default)]
+    phone_number: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    updated_at: String,
+    #[serde(default)]
+    opted_out_at: String,
+    #[serde(default)]
+    opted_out_source: String,
+}
+
+/// The `<response>` of `text`, `what` naming it in errors: an answer of `success="false"` is
+/// Mobile Commons' error, in its words.
+fn response(text: &str, what: &str) -> Result<Response, ReadError> {
+    let read: Response = quick_xml::de::from_str(text).map_err(|error| {
+        ReadError::Stop(super::Stop::retry(format!(
+            "{what}: the answer is not the XML expected: {}",
+            crate::model::text::bounded(&error.to_string(), 200)
+        )))
+    })?;
+    if read.success != "true" {
+        let said = read
+            .error
+            .as_ref()
+            .map_or_else(|| "no error given".to_owned(), error_words);
+        return Err(ReadError::Input(format!(
+            "{what}: Mobile Commons answered success=\"{}\": {said}",
+            crate::model::text::bounded(&read.success, 20)
+        )));
+    }
+    Ok(read)
+}
+
+/// An error element, as Mobile Commons words it: `5 Invalid phone number`.
+fn error_words(error: &ErrorElement) -> String {
+    crate::model::text::bounded(&format!("{} {}", error.id, error.message), 200)
+}
+
+/// A time as Mobile Commons writes it (`2026-11-28 07:05:28 UTC`), or RFC 3339.
+fn time(text: &str) -> Option<DateTime<Utc>> {
+    let text = text.trim();
+    if let Ok(at) = DateTime::parse_from_rfc3339(text) {
+        return Some(at.with_timezone(&Utc));
+    }
+    let naive = text.strip_suffix(" UTC").unwrap_or(text);
+    NaiveDateTime::parse_from_str(naive, "%Y-%m-%d %H:%M:%S")
+        .ok()
+        .map(|at| at.and_utc())
+}
+
+impl Source for Profiles {
+    fn authorize(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder {
+        request.basic_auth(&self.username, Some(key.expose_secret()))
+    }
+
+    /// Mobile Commons' errors are XML, not JSON.
+    fn error_words(&self, _body: &serde_json::Value) -> Option<String> {
+        None
+    }
+
+    /// `<error id=... message=...>` in an answer's XML; a 401's text as it is.
+    fn error_words_in(&self, text: &str) -> Option<String> {
+        let read: Response = quick_xml::de::from_str(text).ok()?;
+        read.error.as_ref().map(error_words)
+    }
+
+    /// A page of one profile answers a login of the company.
+    fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>> {
+        Box::pin(async move {
+            let url = api.url(
+                &self.path("limit=1&include_custom_columns=false&include_subscriptions=false"),
+            )?;
+            let text = api.get_text_at(url, "the profiles").await?;
+            let read = response(&text, "the profiles")?;
+            let some = read.profiles.is_some_and(|p| !p.profiles.is_empty());
+            Ok(vec![if some {
+                "the login reads the profiles (a page of one profile answered)".to_owned()
+            } else {
+                "the login reads the profiles (none yet)".to_owned()
+            }])
+        })
+    }
+
+    fn read<'a>(
+        &'a self,
+        api: SourceApi<'a>,
+        window: Window,
+        out: Records,
+    ) -> Pending<'a, Result<DateTime<Utc>, ReadError>> {
+        Box::pin(async move {
+            let format = |at: DateTime<Utc>| at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+            let query = format!(
+                "from={}&to={}&limit={LIMIT}&include_custom_columns=false&include_subscriptions=false&include_clicks=false",
+                format(window.from - OVERLAP),
+                format(window.to)
+            );
+            let page_path = |page: u64| self.path(&format!("{query}&page={page}"));
+            let first = api.url(&page_path(1))?;
+            let page = std::sync::atomic::AtomicU64::new(1);
+            read_listing(&api, ("the profiles", first), &window, &out, |text| {
+                let read = response(text, "the profiles")?;
+                let profiles = read.profiles.map(|p| p.profiles).unwrap_or_default();
+                // Numbered pages, until an empty one.
+                let next = (!profiles.is_empty()).then(|| {
+                    page_path(page.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
+                });
+                let items = profiles
+                    .iter()
+                    .map(|profile| records_of(profile, window.region))
+                    .collect();
+                Ok((items, next))
+            })
+            .await
+        })
+    }
+}
+
+/// The record of `profile`: an opt-out when it texted a STOP word, or was opted out and is
+/// subscribed to nothing since.
+fn records_of(profile: &Profile, region: crate::model::phone::Region) -> Listed {
+    let modified = time(&profile.updated_at);
+    let key = format!(
+        "{}:{}:{}",
+        crate::model::text::bounded(&profile.id, 40),
+        crate::model::text::bounded(&profile.phone_number, 40),
+        crate::model::text::bounded(&profile.updated_at, 40)
+    );
+    let stands_on = json!({ "profile": profile });
+    let opted_out_at = time(&profile.opted_out_at);
+    let status = profile.status.trim();
+    let said = match (status, opted_out_at, modified) {
+        (_, _, None) => Said::Nothing("no updated_at Mobile Commons writes".to_owned()),
+        (TEXTED_STOP, at, Some(updated)) => opt_out(profile, region, at.unwrap_or(updated)),
+        (status, Some(at), Some(_)) if NO_SUBSCRIPTIONS.contains(&status) => {
+            opt_out(profile, region, at)
+        }
+        (status, _, Some(_)) => Said::Nothing(format!(
+            "status {}{}",
+            crate::model::text::quoted(status),
+            if NO_SUBSCRIPTIONS.contains(&status) {
+                " without opted_out_at (never subscribed)"
+            } else {
+                ""
+            }
+        )),
+    };
+    Listed {
+        modified,
+        records: vec![ReadRecord {
+            key,
+            said,
+            stands_on,
+        }],
+    }
+}
+
+/// An opt-out of the profile's number at `at`; nothing when it is no number.
+fn opt_out(profile: &Profile, region: crate::model::phone::Region, at: DateTime<Utc>) -> Said {
+    match number_code_first(&profile.phone_number, region) {
+        Ok(phone_number) => Said::Consent {
+            phone_number,
+            opted_out: true,
+            occurred_at: at,
+        },
+        Err(why) => Said::Nothing(why),
+    }
+}
+
+#[cfg(test)]
+mod tests;
