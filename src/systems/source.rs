@@ -150,22 +150,32 @@ pub async fn read_listing(
 ) -> Result<DateTime<Utc>, ReadError> {
     let mut pages = Pages::new(what, first, window);
     let mut watermark = window.from;
-    while let Some(url) = pages.next_page()? {
-        let (items, next) = read(&api.get_text_at(url, what).await?)?;
-        let mut records = Vec::new();
-        for item in items {
-            if let Some(at) = item.modified {
-                watermark = watermark.max(at);
+    // Handed on [`BATCH`] at a time, not a page at a time: a page of 100 is too few to
+    // record in a transaction of its own.
+    let mut records = Vec::new();
+    let walked = async {
+        while let Some(url) = pages.next_page()? {
+            let (items, next) = read(&api.get_text_at(url, what).await?)?;
+            for item in items {
+                if let Some(at) = item.modified {
+                    watermark = watermark.max(at);
+                }
+                records.extend(item.records);
             }
-            records.extend(item.records);
+            if records.len() >= BATCH {
+                hand_on(out, std::mem::take(&mut records)).await?;
+            }
+            pages.then(match next.as_deref().map(str::trim) {
+                Some(href) if !href.is_empty() => Some(api.link(href)?),
+                _ => None,
+            });
         }
-        hand_on(out, records).await?;
-        pages.then(match next.as_deref().map(str::trim) {
-            Some(href) if !href.is_empty() => Some(api.link(href)?),
-            _ => None,
-        });
+        Ok::<_, ReadError>(())
     }
-    Ok(watermark)
+    .await;
+    // What the pages read held is recorded, whether or not the listing ended well.
+    hand_on(out, records).await?;
+    walked.map(|()| watermark)
 }
 
 /// A page's JSON, `what` naming it in the error (tried again: a page cut short or garbled

@@ -18,6 +18,7 @@ use crate::destinations::{action_network, campaign, campaign_of, van};
 mod carriers;
 mod faults;
 mod hostile;
+mod mobile_commons;
 mod mobilize;
 mod process;
 mod review;

@@ -1,6 +1,6 @@
 //! Upland Mobile Commons, the broadcast texting tool: read back ([`Profiles`]). The
-//! profiles updated between the watermark ([`OVERLAP`] behind it) and the read's start
-//! (`GET /profiles?from=&to=&page=&limit=`, HTTP Basic with the login), page by page until
+//! profiles updated since the watermark ([`OVERLAP`] behind it) (`GET
+//! /profiles?from=&page=&limit=`, HTTP Basic with the login), page by page until
 //! an empty one; a profile that texted a STOP word, or was opted out by staff or an API
 //! and not subscribed since, is an opt-out of its number.
 //!
@@ -30,9 +30,8 @@ const LIMIT: u32 = 1_000;
 
 /// The profile's `status` when it texted a STOP word: an opt-out.
 pub const TEXTED_STOP: &str = "Texted a STOP word";
-/// Subscribed to a campaign: whatever `opted_out_at` says, the person is texted again.
-pub const ACTIVE: &str = "Active Subscriber";
-/// Subscribed to none: what an opt-out by staff or an API leaves (`No Subscriptions` in
+/// Subscribed to none: what an opt-out by staff or an API leaves (an `Active Subscriber`
+/// subscribed again since, whatever its `opted_out_at` says, is texted again: nothing) (`No Subscriptions` in
 /// older answers); an opt-out when `opted_out_at` says when.
 pub const NO_SUBSCRIPTIONS: [&str; 2] = ["Profiles with no Subscriptions", "No Subscriptions"];
 
@@ -90,7 +89,7 @@ struct ProfilesPage {
 /// A `<profile>`: what is read of it, kept as the record's evidence.
 #[derive(Debug, Default, Deserialize, Serialize)]
 struct Profile {
-    #[serde(rename = "@id", default)]
+    #[serde(rename(deserialize = "@id", serialize = "id"), default)]
     id: String,
     #[serde(default)]
     phone_number: String,
@@ -188,10 +187,13 @@ impl Source for Profiles {
     ) -> Pending<'a, Result<DateTime<Utc>, ReadError>> {
         Box::pin(async move {
             let format = |at: DateTime<Utc>| at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+            // From the watermark on, with no `to`: a profile whose `updated_at` Mobile
+            // Commons dated in the future would never be listed between the watermark and
+            // now, and its STOP would be lost; listed, it ranks at its reading (the trust
+            // rule), and its record is claimed once however often it is listed again.
             let query = format!(
-                "from={}&to={}&limit={LIMIT}&include_custom_columns=false&include_subscriptions=false&include_clicks=false",
+                "from={}&limit={LIMIT}&include_custom_columns=false&include_subscriptions=false&include_clicks=false",
                 format(window.from - OVERLAP),
-                format(window.to)
             );
             let page_path = |page: u64| self.path(&format!("{query}&page={page}"));
             let first = api.url(&page_path(1))?;
@@ -199,10 +201,15 @@ impl Source for Profiles {
             read_listing(&api, ("the profiles", first), &window, &out, |text| {
                 let read = response(text, "the profiles")?;
                 let profiles = read.profiles.map(|p| p.profiles).unwrap_or_default();
-                // Numbered pages, until an empty one.
-                let next = (!profiles.is_empty()).then(|| {
-                    page_path(page.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1)
-                });
+                // Numbered pages, until an empty one: the next page's URL in full (a path
+                // would be read from the host's root, as a link an answer gave).
+                let next = match profiles.is_empty() {
+                    true => None,
+                    false => {
+                        let number = page.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                        Some(api.url(&page_path(number))?.to_string())
+                    }
+                };
                 let items = profiles
                     .iter()
                     .map(|profile| records_of(profile, window.region))

@@ -1,12 +1,13 @@
 //! A source in the daemon as a process: killed (SIGKILL) while it records a large export
-//! (VAN) or a long listing (Mobilize), and started again on the same database, it records
+//! (VAN) or a long listing (Mobilize, Mobile Commons), and started again on the same database, it records
 //! every record once; added and removed by a reload.
 
 use std::time::Duration;
 
 use outreach_sync_sandbox::destinations::VanExportSettings;
 use outreach_sync_sandbox::{
-    DEFAULT_MOBILIZE_KEY, DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, Sandbox, SandboxConfig,
+    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME, DEFAULT_MOBILIZE_KEY,
+    DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, Sandbox, SandboxConfig,
 };
 
 use outreach_sync::store::Pool;
@@ -77,6 +78,25 @@ requests_per_second = 1000
     )
 }
 
+/// The sandbox's Mobile Commons as a source, read every second.
+fn mobile_commons_section(sandbox: &outreach_sync_sandbox::RunningSandbox) -> String {
+    format!(
+        r#"
+[[source]]
+name = "mc-main"
+kind = "mobile_commons"
+base_url = "{url}"
+username = "{username}"
+password = "{password}"
+every_secs = 1
+requests_per_second = 1000
+"#,
+        url = sandbox.mobile_commons_url(),
+        username = DEFAULT_MOBILE_COMMONS_USERNAME,
+        password = DEFAULT_MOBILE_COMMONS_PASSWORD,
+    )
+}
+
 /// What a kill lands in: a source's read of `ROWS` opt-outs.
 struct Large {
     /// The source's name and the ledger's `source` of what it records.
@@ -89,6 +109,27 @@ struct Large {
 }
 
 impl Large {
+    /// Mobile Commons' listing of `rows` profiles that texted STOP (pages of 1,000).
+    async fn mobile_commons(rows: u64) -> Self {
+        let sandbox = Sandbox::spawn(SandboxConfig {
+            leads: 20,
+            organizations: 1,
+            ..SandboxConfig::default()
+        })
+        .await
+        .expect("sandbox");
+        let leads = sandbox.mobile_commons_truth().profiles.len() as i64;
+        sandbox.mobile_commons_seed(rows);
+        let section = mobile_commons_section(&sandbox);
+        Self {
+            name: "mc-main",
+            kind: "mobile_commons",
+            sandbox,
+            section,
+            extra: leads,
+        }
+    }
+
     /// VAN's export of `rows` "Do Not Text" changes.
     async fn van(rows: u64) -> Self {
         let sandbox = with_export(rows).await;
@@ -145,6 +186,18 @@ crate::common::on_both_backends!(
 /// run killed part-way reads every page again and records only what it had not.
 async fn killed_while_reading_mobilizes_people_it_records_every_opt_out_once(backend: Backend) {
     killed_while_reading(backend, Large::mobilize(ROWS).await).await;
+}
+
+crate::common::on_both_backends!(
+    killed_while_reading_mobile_commons_profiles_it_records_every_opt_out_once,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+/// The same of pages numbered until an empty one.
+async fn killed_while_reading_mobile_commons_profiles_it_records_every_opt_out_once(
+    backend: Backend,
+) {
+    killed_while_reading(backend, Large::mobile_commons(ROWS).await).await;
 }
 
 /// kill -9 while `large` is read, [`KILLS`] times, then a run to its end.
@@ -276,6 +329,11 @@ async fn a_reload_adds_a_source_and_a_reload_removes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_adds_a_mobilize_source_and_a_reload_removes_it() {
     reloaded_in_and_out("mobilize-main", mobilize_section).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_adds_a_mobile_commons_source_and_a_reload_removes_it() {
+    reloaded_in_and_out("mc-main", mobile_commons_section).await;
 }
 
 /// The daemon without source `name`, reloaded with it (`section`), then without it again.
