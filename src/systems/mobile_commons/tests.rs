@@ -54,7 +54,7 @@ fn a_stop_and_an_opt_out_by_staff_are_opt_outs_and_an_active_subscriber_is_nothi
             profile(
                 3,
                 "12025550104",
-                ACTIVE,
+                "Active Subscriber",
                 "2026-11-28 09:00:00 UTC",
                 "2026-10-01 00:00:00 UTC",
             ),
