@@ -14,12 +14,13 @@
 //!    one run with the mirror holding a lead of each number (an entry per organization too).
 //!    Target: >= 20,000 rows/s on SQLite.
 //!
-//!    Then **a listing read back**: the sandbox's Mobilize fake lists `N` people opted out
-//!    (the same `BENCH_SOURCE_ROWS`), 100 a page; one `run_once` of a fresh Mobilize source
-//!    reads and records them all. Baseline, in the same round: the same pages fetched by
-//!    this bench alone, following `next`, each parsed as JSON, nothing recorded. 3 rounds;
-//!    its rows/s is printed beside VAN's of the same run (`BENCH_SOURCE_LISTINGS=off` skips
-//!    it).
+//!    Then **listings read back**: the sandbox's Mobilize fake lists `N` people opted out
+//!    (the same `BENCH_SOURCE_ROWS`), 100 a page by `next`, and its Mobile Commons fake `N`
+//!    profiles that texted STOP, 1,000 a page, numbered, in XML; one `run_once` of a fresh
+//!    source reads and records them all. Baseline, in the same round: the same pages fetched
+//!    by this bench alone and parsed (JSON, or XML with `quick-xml`), nothing recorded. 3
+//!    rounds each; rows/s printed beside VAN's of the same run (`BENCH_SOURCE_LISTINGS=off`
+//!    skips them).
 //! 2. **A change's way to the service**: the daemon (`Application`) on a sandbox, its mirror
 //!    filled at its start, reading VAN every `BENCH_SOURCE_EVERY_SECS` (default 20, so that
 //!    the bench stays short; VAN sources default to 300 in production, 60 is common); a
@@ -45,8 +46,8 @@ use outreach_sync::sources::{Reader, RunReport};
 use outreach_sync::store::Pool;
 use outreach_sync_sandbox::destinations::{Fake, VanExportSettings, VanMark, VanTarget};
 use outreach_sync_sandbox::{
-    DEFAULT_MOBILIZE_KEY, DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, RunningSandbox, Sandbox,
-    SandboxConfig,
+    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME, DEFAULT_MOBILIZE_KEY,
+    DEFAULT_VAN_KEY, MOBILIZE_ORGANIZATION_ID, RunningSandbox, Sandbox, SandboxConfig,
 };
 use rand::Rng as _;
 use secrecy::SecretString;
@@ -125,7 +126,9 @@ async fn run(server: Option<String>, rows: u64, every: u64, samples: usize) {
     );
 
     if std::env::var("BENCH_SOURCE_LISTINGS").as_deref() != Ok("off") {
-        listings(server.clone(), rows, median).await;
+        for listing in [Listing::Mobilize, Listing::MobileCommons] {
+            listings(server.clone(), listing, rows, median).await;
+        }
     }
 
     let started = Instant::now();
@@ -151,9 +154,134 @@ async fn run(server: Option<String>, rows: u64, every: u64, samples: usize) {
     println!();
 }
 
-/// Part 1b: Mobilize's listing of `rows` people opted out, [`ROUNDS`] times, beside VAN's
-/// median rate of the same run (`van_rate`).
-async fn listings(server: Option<String>, rows: u64, van_rate: f64) {
+/// A listing part 1b reads: Mobilize's people (pages of 100 by `next`) or Mobile Commons'
+/// profiles (pages of 1,000, numbered until an empty one, XML).
+#[derive(Debug, Clone, Copy)]
+enum Listing {
+    Mobilize,
+    MobileCommons,
+}
+
+impl Listing {
+    fn name(self) -> &'static str {
+        match self {
+            Self::Mobilize => "Mobilize",
+            Self::MobileCommons => "Mobile Commons",
+        }
+    }
+
+    /// `rows` more opted out on the sandbox's fake.
+    fn seed(self, sandbox: &RunningSandbox, rows: u64) {
+        match self {
+            Self::Mobilize => sandbox.mobilize_seed(rows),
+            Self::MobileCommons => sandbox.mobile_commons_seed(rows),
+        }
+    }
+
+    /// A fresh source of it.
+    fn source(self, sandbox: &RunningSandbox) -> SourceSettings {
+        use outreach_sync::settings::kinds::{mobile_commons, mobilize};
+        let mut settings = match self {
+            Self::Mobilize => SourceSettings::new(
+                "mobilize-bench",
+                SourceSystem::Mobilize(mobilize::MobilizeSettings {
+                    organization_id: Some(MOBILIZE_ORGANIZATION_ID),
+                }),
+                &sandbox.mobilize_url(),
+                DEFAULT_MOBILIZE_KEY,
+            ),
+            Self::MobileCommons => {
+                let mut settings = SourceSettings::new(
+                    "mc-bench",
+                    SourceSystem::MobileCommons(mobile_commons::MobileCommonsSettings {
+                        username: DEFAULT_MOBILE_COMMONS_USERNAME.to_owned(),
+                        password: Some(DEFAULT_MOBILE_COMMONS_PASSWORD.to_owned().into()),
+                        ..Default::default()
+                    }),
+                    &sandbox.mobile_commons_url(),
+                    "",
+                );
+                settings.api_key = None;
+                settings
+            }
+        };
+        settings.requests_per_second = 10_000;
+        settings
+    }
+
+    /// Seconds to fetch every page of the fake's listing and parse it (JSON, or XML with
+    /// `quick-xml`), as the source asks for them: the part of a read that is not the
+    /// daemon's. The items read.
+    async fn baseline(self, sandbox: &RunningSandbox) -> anyhow::Result<(f64, u64)> {
+        let http = reqwest::Client::new();
+        let started = Instant::now();
+        let mut items = 0_u64;
+        match self {
+            Self::Mobilize => {
+                let mut next = Some(format!(
+                    "{}/organizations/{MOBILIZE_ORGANIZATION_ID}/people?updated_since=0&per_page=100",
+                    sandbox.mobilize_url()
+                ));
+                while let Some(url) = next.take() {
+                    let page: serde_json::Value = http
+                        .get(&url)
+                        .bearer_auth(DEFAULT_MOBILIZE_KEY)
+                        .send()
+                        .await?
+                        .error_for_status()?
+                        .json()
+                        .await?;
+                    items += page["data"].as_array().map_or(0, |d| d.len() as u64);
+                    next = page["next"].as_str().map(str::to_owned);
+                }
+            }
+            Self::MobileCommons => {
+                #[derive(serde::Deserialize)]
+                struct Response {
+                    profiles: Profiles,
+                }
+                #[derive(serde::Deserialize)]
+                struct Profiles {
+                    #[serde(rename = "profile", default)]
+                    profile: Vec<Profile>,
+                }
+                #[derive(serde::Deserialize)]
+                struct Profile {
+                    #[allow(dead_code)]
+                    phone_number: String,
+                }
+                for page in 1.. {
+                    let url = format!(
+                        "{}/profiles?from=2000-01-01T00:00:00Z&limit=1000&page={page}",
+                        sandbox.mobile_commons_url()
+                    );
+                    let text = http
+                        .get(&url)
+                        .basic_auth(
+                            DEFAULT_MOBILE_COMMONS_USERNAME,
+                            Some(DEFAULT_MOBILE_COMMONS_PASSWORD),
+                        )
+                        .send()
+                        .await?
+                        .error_for_status()?
+                        .text()
+                        .await?;
+                    let read: Response = quick_xml::de::from_str(&text)?;
+                    if read.profiles.profile.is_empty() {
+                        break;
+                    }
+                    items += read.profiles.profile.len() as u64;
+                }
+            }
+        }
+        Ok((started.elapsed().as_secs_f64(), items))
+    }
+}
+
+/// Part 1b: `listing` of `rows` people opted out, [`ROUNDS`] times, beside VAN's median
+/// rate of the same run (`van_rate`).
+async fn listings(server: Option<String>, listing: Listing, rows: u64, van_rate: f64) {
+    let name = listing.name();
     let mut rates = Vec::new();
     let mut ratios = Vec::new();
     for round in 1..=ROUNDS {
@@ -165,19 +293,10 @@ async fn listings(server: Option<String>, rows: u64, van_rate: f64) {
         })
         .await
         .expect("sandbox");
-        sandbox.mobilize_seed(rows);
-        let baseline_secs = listing_baseline(&sandbox, rows)
-            .await
-            .expect("the baseline");
-        let mut settings = SourceSettings::new(
-            "mobilize-bench",
-            SourceSystem::Mobilize(outreach_sync::settings::kinds::mobilize::MobilizeSettings {
-                organization_id: Some(MOBILIZE_ORGANIZATION_ID),
-            }),
-            &sandbox.mobilize_url(),
-            DEFAULT_MOBILIZE_KEY,
-        );
-        settings.requests_per_second = 10_000;
+        listing.seed(&sandbox, rows);
+        let (baseline_secs, items) = listing.baseline(&sandbox).await.expect("the baseline");
+        assert!(items >= rows, "the baseline read {items} of {rows}");
+        let settings = listing.source(&sandbox);
         let reader = Reader::new(&settings, &[AccountId::default_account()]).expect("a reader");
         let started = Instant::now();
         let report = reader.run_once(&pool).await.expect("a run");
@@ -186,7 +305,7 @@ async fn listings(server: Option<String>, rows: u64, van_rate: f64) {
         pool.close().await;
         let (rate, baseline) = (rows as f64 / secs, rows as f64 / baseline_secs);
         println!(
-            "  Mobilize round {round}: run_once {secs:.2} s, {rate:.0} rows/s (read {}, opt-outs {}); \
+            "  {name} round {round}: run_once {secs:.2} s, {rate:.0} rows/s (read {}, opt-outs {}); \
              baseline (pages fetched and parsed) {baseline_secs:.2} s, {baseline:.0} rows/s; ratio {:.3}",
             report.counts.read,
             report.counts.opt_outs,
@@ -198,41 +317,11 @@ async fn listings(server: Option<String>, rows: u64, van_rate: f64) {
     let (median, low, high) = spread(&mut rates);
     let (ratio, ratio_low, ratio_high) = spread(&mut ratios);
     println!(
-        "  Mobilize's listing read back: median {median:.0} rows/s (min {low:.0}, max {high:.0}); \
+        "  {name}'s listing read back: median {median:.0} rows/s (min {low:.0}, max {high:.0}); \
          ratio to its baseline {ratio:.3} ({ratio_low:.3}..{ratio_high:.3}); \
          {:.2}x VAN's median of this run",
         median / van_rate
     );
-}
-
-/// Seconds to fetch every page of the Mobilize fake's listing (pages of 100, following
-/// `next`) and parse each as JSON: the part of a read that is not the daemon's.
-async fn listing_baseline(sandbox: &RunningSandbox, rows: u64) -> anyhow::Result<f64> {
-    let http = reqwest::Client::new();
-    let mut next = Some(format!(
-        "{}/organizations/{MOBILIZE_ORGANIZATION_ID}/people?updated_since=0&per_page=100",
-        sandbox.mobilize_url()
-    ));
-    let started = Instant::now();
-    let mut people = 0_u64;
-    while let Some(url) = next.take() {
-        let page: serde_json::Value = http
-            .get(&url)
-            .bearer_auth(DEFAULT_MOBILIZE_KEY)
-            .send()
-            .await?
-            .error_for_status()?
-            .json()
-            .await?;
-        people += page["data"].as_array().map_or(0, |d| d.len() as u64);
-        next = page["next"].as_str().map(str::to_owned);
-    }
-    let secs = started.elapsed().as_secs_f64();
-    anyhow::ensure!(
-        people >= rows,
-        "the baseline read {people} of {rows} people"
-    );
-    Ok(secs)
 }
 
 /// The median, min and max of `values`.
