@@ -67,6 +67,26 @@ async fn both_ways(backend: Backend) -> Option<(RunningSandbox, TestApp)> {
     Some((sandbox, app))
 }
 
+/// The campaign's daemon writing to Action Network and reading the source `source` gives,
+/// once its first run read to its end.
+pub(crate) async fn writing_to_action_network(
+    backend: Backend,
+    source: fn(&RunningSandbox) -> SourceSettings,
+) -> Option<(RunningSandbox, TestApp)> {
+    let (sandbox, mut app) = campaign(backend).await?;
+    let source = source(&sandbox);
+    let name = source.name.clone();
+    app.settings.destination = vec![action_network(&sandbox)];
+    app.settings.source = vec![source];
+    let app = app.restart().await;
+    app.settle().await;
+    eventually("the daemon's first run", WAIT, async || {
+        listed(&app, &name).await["state"] == "ok"
+    })
+    .await;
+    Some((sandbox, app))
+}
+
 /// What source `name` of `app` counted, once the daemon's own runs (every second) brought
 /// its `field` to `at_least`, and two more runs passed (so that nothing is still coming).
 async fn counted(app: &TestApp, name: &str, field: &str, at_least: i64) -> Value {

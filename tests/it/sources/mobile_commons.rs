@@ -13,10 +13,11 @@ use outreach_sync_sandbox::{
 use serde_json::Value;
 
 use super::faults::{fails, reading};
-use super::{WAIT, compliance_item, counted, entries_from, listed, opted_out_at_service};
-use crate::common::{Backend, eventually, on_both_backends};
+use super::{
+    compliance_item, counted, entries_from, opted_out_at_service, writing_to_action_network,
+};
+use crate::common::{Backend, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
-use crate::destinations::{action_network, campaign};
 
 /// The sandbox's Mobile Commons as source `mc-main`, read every second.
 pub(crate) fn mobile_commons_source(sandbox: &RunningSandbox) -> SourceSettings {
@@ -44,17 +45,10 @@ on_both_backends!(
 async fn a_stop_texted_to_mobile_commons_reaches_the_service_and_action_network_once(
     backend: Backend,
 ) {
-    let Some((sandbox, mut app)) = campaign(backend).await else {
+    let Some((sandbox, app)) = writing_to_action_network(backend, mobile_commons_source).await
+    else {
         return;
     };
-    app.settings.destination = vec![action_network(&sandbox)];
-    app.settings.source = vec![mobile_commons_source(&sandbox)];
-    let app = app.restart().await;
-    app.settle().await;
-    eventually("the daemon's first run", WAIT, async || {
-        listed(&app, "mc-main").await["state"] == "ok"
-    })
-    .await;
     let (lead, van_id) = opted_in_with_van_id(&sandbox);
     let (profile, made) = sandbox
         .mobile_commons_stop(&lead.phone_number)

@@ -9,10 +9,11 @@ use outreach_sync_sandbox::{DEFAULT_MOBILIZE_KEY, MOBILIZE_ORGANIZATION_ID, Runn
 use serde_json::Value;
 
 use super::faults::{fails, reading};
-use super::{WAIT, compliance_item, counted, entries_from, listed, opted_out_at_service};
-use crate::common::{Backend, eventually, on_both_backends};
+use super::{
+    compliance_item, counted, entries_from, opted_out_at_service, writing_to_action_network,
+};
+use crate::common::{Backend, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
-use crate::destinations::{action_network, campaign};
 
 /// The sandbox's Mobilize organization as source `mobilize-main`, read every second.
 pub(crate) fn mobilize_source(sandbox: &RunningSandbox) -> SourceSettings {
@@ -44,17 +45,9 @@ on_both_backends!(
 async fn a_supporter_opting_out_on_mobilize_reaches_the_service_and_action_network_once(
     backend: Backend,
 ) {
-    let Some((sandbox, mut app)) = campaign(backend).await else {
+    let Some((sandbox, app)) = writing_to_action_network(backend, mobilize_source).await else {
         return;
     };
-    app.settings.destination = vec![action_network(&sandbox)];
-    app.settings.source = vec![mobilize_source(&sandbox)];
-    let app = app.restart().await;
-    app.settle().await;
-    eventually("the daemon's first run", WAIT, async || {
-        listed(&app, "mobilize-main").await["state"] == "ok"
-    })
-    .await;
     let (lead, van_id) = opted_in_with_van_id(&sandbox);
     let (person, made) = sandbox
         .mobilize_opt_out(&lead.phone_number)
