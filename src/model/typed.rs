@@ -322,24 +322,21 @@ text_enum! {
         /// Heard from a Bandwidth number: a person's reply, posted by a Bandwidth
         /// application's inbound callback to a `[[source]]` of kind `bandwidth`.
         Bandwidth = "bandwidth",
-        /// Read back from Mobilize's people of an organization (a `[[source]]` of kind
-        /// `mobilize`).
+        /// Read back from an organization's people in Mobilize.
         Mobilize = "mobilize",
-        /// Read back from Mobile Commons' profiles (a `[[source]]` of kind
-        /// `mobile_commons`).
+        /// Read back from Mobile Commons' profiles.
         MobileCommons = "mobile_commons",
     }
 }
 
 impl Source {
     /// Whether entries of this source came from a system by a `[[source]]` (read back, or
-    /// posted to the daemon).
+    /// posted to the daemon): every source but the daemon's own ways.
     pub fn read_back(self) -> bool {
-        self.posted()
-            || matches!(
-                self,
-                Source::Van | Source::ActionNetwork | Source::Mobilize | Source::MobileCommons
-            )
+        !matches!(
+            self,
+            Source::Webhook | Source::Reconcile | Source::Local | Source::Import
+        )
     }
 
     /// Whether a system posts what it records to the daemon (`/sources/{name}`): its

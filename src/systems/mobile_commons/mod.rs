@@ -225,11 +225,14 @@ impl Source for Profiles {
 /// subscribed to nothing since.
 fn records_of(profile: &Profile, region: crate::model::phone::Region) -> Listed {
     let modified = time(&profile.updated_at);
+    // The status too: a profile seeded and opted out within one second (Mobile Commons'
+    // times are whole seconds) is two records, not one read twice.
     let key = format!(
-        "{}:{}:{}",
+        "{}:{}:{}:{}",
         crate::model::text::bounded(&profile.id, 40),
         crate::model::text::bounded(&profile.phone_number, 40),
-        crate::model::text::bounded(&profile.updated_at, 40)
+        crate::model::text::bounded(&profile.updated_at, 40),
+        crate::model::text::bounded(&profile.status, 40)
     );
     let stands_on = json!({ "profile": profile });
     let opted_out_at = time(&profile.opted_out_at);

@@ -102,7 +102,7 @@ fn a_stop_and_an_opt_out_by_staff_are_opt_outs_and_an_active_subscriber_is_nothi
     assert_eq!(listed[0].modified, Some(at("2026-11-28 07:05:28 UTC")));
     assert_eq!(
         listed[0].records[0].key,
-        "1:15555550100:2026-11-28 07:05:28 UTC"
+        "1:15555550100:2026-11-28 07:05:28 UTC:Texted a STOP word"
     );
     assert_eq!(
         listed[0].records[0].stands_on["profile"]["status"],

@@ -197,9 +197,12 @@ fn records_of(person: &serde_json::Value, region: crate::model::phone::Region) -
             )),
         };
         records.push(ReadRecord {
+            // The status too: a person seeded and opted out within one second (Mobilize's
+            // times are whole seconds) is two records, not one read twice.
             key: format!(
-                "{id}:{}:{modified_text}",
-                crate::model::text::bounded(number, 40)
+                "{id}:{}:{modified_text}:{}",
+                crate::model::text::bounded(number, 40),
+                crate::model::text::bounded(status, 20)
             ),
             said,
             stands_on: stands_on.clone(),

@@ -45,7 +45,7 @@ fn an_opted_out_person_is_an_opt_out_of_each_of_their_numbers_at_their_modified_
         said(&read),
         vec![&consent("+12025550103"), &consent("+12025550104")]
     );
-    assert_eq!(read.records[0].key, "1001:+12025550103:1764000000");
+    assert_eq!(read.records[0].key, "1001:+12025550103:1764000000:OPT_OUT");
     assert_eq!(read.records[0].stands_on["personId"], "1001");
     assert_eq!(read.records[0].stands_on["modifiedDate"], 1_764_000_000);
     assert_eq!(read.records[0].stands_on["person"]["user_id"], 701001);
@@ -151,4 +151,11 @@ mod settings {
             "source.opt_out_words",
         );
     }
+}
+
+#[test]
+fn an_opt_in_and_an_opt_out_in_the_same_second_are_two_records() {
+    let opted_in = records_of(&person("OPT_IN", &["+12025550103"], 1_764_000_000), US);
+    let opted_out = records_of(&person("OPT_OUT", &["+12025550103"], 1_764_000_000), US);
+    assert_ne!(opted_in.records[0].key, opted_out.records[0].key);
 }
