@@ -30,6 +30,8 @@ super::kinds::kinds! {
         BigQuery(super::kinds::bigquery::BigQuerySettings),
         /// A PostgreSQL table, written with `INSERT ... ON CONFLICT (seq) DO NOTHING`.
         Postgres(super::kinds::postgres::PostgresSettings),
+        /// Mobile Commons: each opt-out as the profile's, with `profile_opt_out`.
+        MobileCommons(super::kinds::mobile_commons::MobileCommonsSettings),
     }
 }
 
@@ -150,32 +152,57 @@ impl DestinationSettings {
     }
 }
 
-/// Reads every destination's `api_key_file`, and each warehouse's secret file into its
-/// key.
+/// Reads every destination's `api_key_file`, and each kind's own secret (a warehouse's
+/// file, Mobile Commons' password or its file) into its key.
 pub(super) fn read_secret_files(
     destinations: &mut [DestinationSettings],
 ) -> Result<(), SettingsError> {
     for destination in destinations {
-        if let Some((key, file)) = destination.system.own().secret_file() {
-            let named = format!("destination {:?}", destination.name);
+        let named = format!("destination {:?}", destination.name);
+        if let Some(own) = destination.system.own().own_secret() {
+            let shown = |key: &str| key.trim_start_matches("destination.").to_owned();
             if destination.api_key.is_some() || destination.api_key_file.is_some() {
                 return Err(SettingsError::invalid(
                     "destination.api_key",
                     format!(
                         "{named}: a {} destination's secret is in `{}`, not an API key",
                         destination.system.kind(),
-                        key.trim_start_matches("destination.")
+                        shown(own.inline_key.unwrap_or(own.file_key))
                     ),
                 ));
             }
-            let Some(path) = file else {
-                return Err(SettingsError::invalid(
-                    key,
-                    format!("{named}: a file is required"),
-                ));
+            let secret = match (own.inline, own.file) {
+                (Some(_), Some(_)) => {
+                    return Err(SettingsError::invalid(
+                        own.file_key,
+                        format!(
+                            "{named}: `{}` and `{}` both given; one of them",
+                            shown(own.inline_key.unwrap_or_default()),
+                            shown(own.file_key)
+                        ),
+                    ));
+                }
+                (Some(inline), None) => inline.clone(),
+                (None, Some(path)) => {
+                    let text = read_secret_file(own.file_key, path)?;
+                    SecretString::from(text.trim().to_owned())
+                }
+                (None, None) => {
+                    let (key, message) = match own.inline_key {
+                        Some(key) => (
+                            key,
+                            format!(
+                                "`{}` is required (or `{}`)",
+                                shown(key),
+                                shown(own.file_key)
+                            ),
+                        ),
+                        None => (own.file_key, "a file is required".to_owned()),
+                    };
+                    return Err(SettingsError::invalid(key, format!("{named}: {message}")));
+                }
             };
-            let text = read_secret_file(key, path)?;
-            destination.api_key = Some(SecretString::from(text.trim().to_owned()));
+            destination.api_key = Some(secret);
             continue;
         }
         if let Some(path) = &destination.api_key_file {
@@ -224,10 +251,16 @@ pub(super) fn validate(
             key.expose_secret().trim().is_empty()
         });
         if key_is_blank {
-            return Err(SettingsError::invalid(
-                "destination.api_key",
-                named("an API key is required (or api_key_file)"),
-            ));
+            return Err(match d.system.own().own_secret() {
+                Some(own) => {
+                    let key = own.inline_key.unwrap_or(own.file_key);
+                    SettingsError::invalid(key, named("the secret it holds is blank"))
+                }
+                None => SettingsError::invalid(
+                    "destination.api_key",
+                    named("an API key is required (or api_key_file)"),
+                ),
+            });
         }
         d.feed.validate(
             ("destination.sources", "destination.max_backoff_secs"),
@@ -237,6 +270,15 @@ pub(super) fn validate(
             return Err(SettingsError::invalid(
                 "destination.requests_per_second",
                 named(&format!("must be between 1 and {MAX_REQUESTS_PER_SECOND}")),
+            ));
+        }
+        if d.opt_ins() && !d.system.own().writes_opt_ins() {
+            return Err(SettingsError::invalid(
+                "destination.opt_ins",
+                named(&format!(
+                    "a {} destination writes opt-outs alone: its API has no opt-in to write",
+                    d.system.kind()
+                )),
             ));
         }
         if !(1..=MAX_TIMEOUT_SECS).contains(&d.timeout_secs) {

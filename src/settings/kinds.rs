@@ -54,9 +54,22 @@ pub trait KindSettings {
         None
     }
 
-    /// The key that holds its secret, read from a file, and the file: `None` for a kind
-    /// whose key is `api_key`.
-    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
+    /// Its secret, when it is not `api_key` (a warehouse's credentials in a file, Mobile
+    /// Commons' password): `None` for a kind whose key is `api_key`. Read into the
+    /// destination's key, which a reload replaces as it replaces an API key.
+    fn own_secret(&self) -> Option<OwnSecret<'_>> {
+        None
+    }
+
+    /// Whether it writes opt-ins (`opt_ins = true`): a kind whose API only opts out
+    /// (Mobile Commons' `profile_opt_out`) refuses it.
+    fn writes_opt_ins(&self) -> bool {
+        true
+    }
+
+    /// Who its key is used as, beside the key (Mobile Commons' login and company): a source
+    /// reads what a destination writes only when both are the same.
+    fn login(&self) -> Option<String> {
         None
     }
 
@@ -84,6 +97,28 @@ pub trait KindSettings {
         _served: &[AccountId],
     ) -> Result<(), SettingsError> {
         Ok(())
+    }
+}
+
+/// A kind's own secret: the key that holds it inline (`None`: a file alone holds it, as a
+/// warehouse's credentials), what that key was given, the key of its file, and the file.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnSecret<'a> {
+    pub inline_key: Option<&'static str>,
+    pub inline: Option<&'a secrecy::SecretString>,
+    pub file_key: &'static str,
+    pub file: Option<&'a PathBuf>,
+}
+
+impl<'a> OwnSecret<'a> {
+    /// A secret kept in a file alone, under `file_key`.
+    pub fn file(file_key: &'static str, file: Option<&'a PathBuf>) -> Self {
+        Self {
+            inline_key: None,
+            inline: None,
+            file_key,
+            file,
+        }
     }
 }
 
@@ -127,6 +162,11 @@ pub trait SourceKind {
     /// `api_key` (Mobile Commons' `password`), and the secret as read (`None`: not given):
     /// such a source refuses `api_key`.
     fn own_secret(&self) -> Option<(&'static str, Option<&secrecy::SecretString>)> {
+        None
+    }
+
+    /// See [`KindSettings::login`].
+    fn login(&self) -> Option<String> {
         None
     }
 

@@ -145,14 +145,20 @@ fn default_max_pages() -> u64 {
 pub const MAX_JOB_TIMEOUT_SECS: u64 = 86_400;
 
 impl SourceSettings {
-    /// Whether it reads the system destination `d` writes: the same kind, API and key.
+    /// Whether it reads the system destination `d` writes: the same kind, API, login and
+    /// key (a kind's own secret, as Mobile Commons' password, is its key).
     pub fn reads_what_writes(&self, d: &super::DestinationSettings) -> bool {
         use secrecy::ExposeSecret as _;
-        let key =
-            |k: &Option<secrecy::SecretString>| k.as_ref().map(|k| k.expose_secret().to_owned());
+        let key = |k: Option<&SecretString>| k.map(|k| k.expose_secret().trim().to_owned());
+        let own = self.system.own();
+        let read_with = match own.own_secret() {
+            Some((_, secret)) => secret,
+            None => self.api_key.as_ref(),
+        };
         d.system.kind() == self.system.kind()
             && d.base_url.trim_end_matches('/') == self.base_url.trim_end_matches('/')
-            && key(&d.api_key) == key(&self.api_key)
+            && d.system.own().login() == own.login()
+            && key(d.api_key.as_ref()) == key(read_with)
     }
 
     /// A source of every account, for code that configures one itself (tests, `demo`).

@@ -116,7 +116,7 @@ impl Answer {
         };
         let status = response.status();
         if status.is_success() {
-            return Self::Success;
+            return Self::verdict(response, system).await;
         }
         let retry_after = crate::client::retry_after(response.headers());
         let text = words(&prefix(response, MAX_ERROR_BODY * 20).await, system);
@@ -138,10 +138,40 @@ impl Answer {
     }
 }
 
+impl Answer {
+    /// The answer of a successful (2xx) `response`: a success, unless the system reads its
+    /// body for its verdict ([`Destination::reads_success`]); a body that does not come whole
+    /// is an unknown answer (the request was acted on, or not).
+    async fn verdict(response: reqwest::Response, system: &dyn Destination) -> Self {
+        if !system.reads_success() {
+            return Self::Success;
+        }
+        let status = response.status();
+        let (body, cut) = read_up_to(response, MAX_VERDICT + 1).await;
+        if cut.is_some() || body.len() > MAX_VERDICT {
+            return Self::Retry {
+                error: format!(
+                    "answered {status}, but its body did not come whole within {MAX_VERDICT} bytes and the timeout"
+                ),
+                retry_after: None,
+                unknown: true,
+            };
+        }
+        system.success_of(&String::from_utf8_lossy(&body))
+    }
+}
+
+/// The most bytes of a successful answer read for its verdict: a profile as Mobile Commons
+/// answers it is a few kilobytes.
+const MAX_VERDICT: usize = 64 << 10;
+
 /// The system's own words in an error body (in its error format, else the text itself);
 /// bounded and escaped.
 pub fn words(body: &str, system: &dyn Destination) -> String {
-    words_with(body, &|json: &serde_json::Value| system.error_words(json))
+    let text = system
+        .error_words_in(body)
+        .unwrap_or_else(|| body.trim().to_owned());
+    crate::model::text::bounded(&text, MAX_ERROR_BODY)
 }
 
 /// How a system words its errors: its words in a JSON error body, if any.

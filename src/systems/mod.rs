@@ -48,6 +48,9 @@ fn system_of(settings: &DestinationSettings) -> System {
         }
         SystemSettings::BigQuery(own) => System::Table(Box::new(bigquery::BigQuery::new(own))),
         SystemSettings::Postgres(own) => System::Table(Box::new(postgres::Postgres::new(own))),
+        SystemSettings::MobileCommons(own) => {
+            System::Api(Box::new(mobile_commons::Profiles::new(own)))
+        }
     }
 }
 
@@ -154,9 +157,50 @@ pub trait Destination: std::fmt::Debug + Send + Sync {
     /// The system's own words in the JSON body of an error answer, when the body is in its
     /// error format.
     fn error_words(&self, body: &serde_json::Value) -> Option<String>;
+
+    /// The system's own words in an answer's text, whatever it words them in (Mobile
+    /// Commons' XML): by default those of its JSON ([`Destination::error_words`]).
+    fn error_words_in(&self, text: &str) -> Option<String> {
+        serde_json::from_str(text)
+            .ok()
+            .and_then(|json| self.error_words(&json))
+    }
+
+    /// Whether the body of a successful (2xx) answer is read for the system's verdict (Mobile
+    /// Commons answers a refusal with a 200): by default a 2xx is a success, unread.
+    fn reads_success(&self) -> bool {
+        false
+    }
+
+    /// The verdict of a successful answer whose body is `text`, when
+    /// [`Destination::reads_success`].
+    fn success_of(&self, _text: &str) -> Answer {
+        Answer::Success
+    }
+
+    /// Whether the system holds what `plan` would write already (Mobile Commons: the
+    /// profile is opted out), asked through `api` before the entry's first request:
+    /// `Some(why)` ends the entry `already` with nothing written. `None` (the default): it
+    /// is not asked.
+    fn holds<'a>(
+        &'a self,
+        _api: Api<'a>,
+        _plan: &'a Plan,
+    ) -> Option<Pending<'a, Result<Option<String>, Stop>>> {
+        None
+    }
 }
 
-/// One request of an entry: POSTed as JSON to `path`; once answered with success, `bit` is
+/// What a [`Step`]'s request carries.
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// JSON (VAN, Action Network).
+    Json(serde_json::Value),
+    /// A form, `application/x-www-form-urlencoded` (Mobile Commons).
+    Form(Vec<(&'static str, String)>),
+}
+
+/// One request of an entry: `body` POSTed to `path`; once answered with success, `bit` is
 /// kept among the entry's actions done, so it is never sent again.
 #[derive(Debug, Clone)]
 pub struct Step {
@@ -164,7 +208,7 @@ pub struct Step {
     /// Its name in logs.
     pub action: &'static str,
     pub path: String,
-    pub body: serde_json::Value,
+    pub body: Body,
 }
 
 /// What is sent for one entry: the person it is about, as the system knows people, and its

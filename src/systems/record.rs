@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use secrecy::SecretString;
 
 use super::warehouse::{Link, Refusal, Table, Warehouse};
-use super::{Answer, Destination, Plan, Step, Stop, System, http, system_of};
+use super::{Answer, Body, Destination, Plan, Step, Stop, System, http, system_of};
 use crate::model::LedgerEntry;
 use crate::settings::{DestinationKeys, DestinationSettings, Live};
 
@@ -31,6 +31,16 @@ impl Api<'_> {
             .reach
             .authorized(self.system, self.http.get(self.reach.url(path)))?;
         http::read_json(request, what, self.system).await
+    }
+
+    /// The text a GET of `path` answers (XML, say), `what` naming it in errors, the
+    /// system's errors read in its words.
+    pub async fn get_text(&self, path: &str, what: &str) -> Result<String, Stop> {
+        let request = self
+            .reach
+            .authorized(self.system, self.http.get(self.reach.url(path)))?;
+        let system = self.system;
+        http::read_text_with(request, what, &|text: &str| system.error_words_in(text)).await
     }
 }
 
@@ -206,6 +216,21 @@ impl ApiRecord {
         self.system.plan(entry, lead)
     }
 
+    /// See [`Destination::holds`]: `None` when the system is not asked.
+    pub fn holds<'a>(
+        &'a self,
+        http: &'a reqwest::Client,
+        plan: &'a Plan,
+    ) -> Option<super::Pending<'a, Result<Option<String>, Stop>>> {
+        let system = self.system.as_ref();
+        let api = Api {
+            http,
+            reach: &self.reach,
+            system,
+        };
+        system.holds(api, plan)
+    }
+
     /// Sends one step, its answer read as the system words it.
     pub async fn send(&self, http: &reqwest::Client, step: &Step) -> Answer {
         let system = self.system.as_ref();
@@ -216,7 +241,11 @@ impl ApiRecord {
             Ok(request) => request,
             Err(stop) => return Answer::Credentials(stop.to_string()),
         };
-        Answer::of(request.json(&step.body).send().await, system).await
+        let request = match &step.body {
+            Body::Json(json) => request.json(json),
+            Body::Form(form) => request.form(form),
+        };
+        Answer::of(request.send().await, system).await
     }
 }
 

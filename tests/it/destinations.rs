@@ -1,16 +1,19 @@
 //! Destinations: every opt-out written into the campaign's systems of record, the sandbox's
-//! VAN and Action Network, in their own APIs, with the outcome of each entry kept.
+//! VAN, Action Network and Mobile Commons, in their own APIs, with the outcome of each entry
+//! kept.
 
 use std::collections::BTreeSet;
 
 use outreach_sync::model::OutcomeKind;
 use outreach_sync::reconcile::{PassRequest, Reconciler};
 use outreach_sync::sender::Attempt;
+use outreach_sync::settings::kinds::mobile_commons::MobileCommonsSettings;
 use outreach_sync::settings::{DestinationSettings, Settings, SystemSettings};
 use outreach_sync::store::DestinationStore as _;
 use outreach_sync_sandbox::destinations::{Fake, FakeFault};
 use outreach_sync_sandbox::{
-    DEFAULT_ACTION_NETWORK_KEY, DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig,
+    DEFAULT_ACTION_NETWORK_KEY, DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME,
+    DEFAULT_VAN_KEY, RunningSandbox, Sandbox, SandboxConfig,
 };
 use secrecy::SecretString;
 use serde_json::Value;
@@ -19,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use crate::common::{self, Backend, TestApp, on_both_backends, spawn_app_on, with_admin_token};
 
 mod faults;
+mod mobile_commons;
 pub(crate) mod once;
 mod process;
 
@@ -45,6 +49,22 @@ pub(crate) fn action_network(sandbox: &RunningSandbox) -> DestinationSettings {
     );
     an.requests_per_second = Some(1_000);
     an
+}
+
+/// The sandbox's Mobile Commons as destination `mc-dest`, with the login its source reads
+/// with.
+pub(crate) fn mobile_commons(sandbox: &RunningSandbox) -> DestinationSettings {
+    let mut mc = DestinationSettings::new(
+        "mc-dest",
+        SystemSettings::MobileCommons(MobileCommonsSettings {
+            username: DEFAULT_MOBILE_COMMONS_USERNAME.to_owned(),
+            ..MobileCommonsSettings::default()
+        }),
+        &sandbox.mobile_commons_url(),
+        DEFAULT_MOBILE_COMMONS_PASSWORD,
+    );
+    mc.requests_per_second = Some(1_000);
+    mc
 }
 
 fn point_at(settings: &mut Settings, sandbox: &RunningSandbox) {

@@ -73,10 +73,20 @@ pub(crate) async fn writing_to_action_network(
     backend: Backend,
     source: fn(&RunningSandbox) -> SourceSettings,
 ) -> Option<(RunningSandbox, TestApp)> {
+    reading_into(backend, source, action_network).await
+}
+
+/// The campaign's daemon reading the source `source` gives and writing to the destination
+/// `destination` gives, once its first run read to its end.
+pub(crate) async fn reading_into(
+    backend: Backend,
+    source: fn(&RunningSandbox) -> SourceSettings,
+    destination: fn(&RunningSandbox) -> outreach_sync::settings::DestinationSettings,
+) -> Option<(RunningSandbox, TestApp)> {
     let (sandbox, mut app) = campaign(backend).await?;
     let source = source(&sandbox);
     let name = source.name.clone();
-    app.settings.destination = vec![action_network(&sandbox)];
+    app.settings.destination = vec![destination(&sandbox)];
     app.settings.source = vec![source];
     let app = app.restart().await;
     app.settle().await;

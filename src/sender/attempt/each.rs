@@ -131,10 +131,53 @@ impl Sender {
                 return Ok(None);
             }
         };
-        if done == 0 && unknown == 0 && self.told_already(entry, &plan).await? {
-            return Ok(None);
+        if done == 0 && unknown == 0 {
+            if self.told_already(entry, &plan).await? {
+                return Ok(None);
+            }
+            if let Some(stopped) = self.held_already(record, entry, &plan).await? {
+                return Ok(stopped);
+            }
         }
         self.send_steps(record, entry, &plan, (done, unknown)).await
+    }
+
+    /// Asks the system whether it holds what `entry` says already, when it is asked
+    /// ([`ApiRecord::holds`]): then the entry ends `already`, nothing written, and the
+    /// person counts as told. `Some` when the entry is done with (`Some(None)`) or the
+    /// destination cannot go on now; `None` when its steps are to be sent.
+    async fn held_already(
+        &self,
+        record: &ApiRecord,
+        entry: &LedgerEntry,
+        plan: &Plan,
+    ) -> Result<Option<Option<Posted>>, crate::store::Error> {
+        let Some(asked) = record.holds(&self.http, plan) else {
+            return Ok(None);
+        };
+        self.pace().await;
+        let why = match asked.await {
+            Ok(None) => return Ok(None),
+            Ok(Some(why)) => why,
+            Err(Stop::Retry { error, retry_after }) => {
+                return Ok(Some(Some(Posted::failed(error, retry_after))));
+            }
+            Err(stop) => return Ok(Some(Some(Posted::Stopped(stop.to_string())))),
+        };
+        let name = self.subscriber.name.as_str();
+        self.metrics
+            .destination_request(name, DestinationOutcome::Already);
+        tracing::debug!(destination = name, seq = entry.seq, %why, "held already");
+        let ending = ending(
+            OutcomeKind::Already,
+            Some(&why),
+            None,
+            Some((&plan.person, entry.opted_out, true)),
+        );
+        self.outcomes
+            .record_ending(name, entry.seq, 0, ending, Timestamp(Utc::now()))
+            .await?;
+        Ok(Some(None))
     }
 
     /// The mirror's lead of `entry` when `record` needs one: its own, or for an entry of an

@@ -270,3 +270,93 @@ fn a_bigquery_destination_names_its_dataset_and_reaches_google_by_default() {
     .expect_err("refused");
     assert!(error.to_string().contains("destination.batch"), "{error}");
 }
+
+/// A `mobile_commons` destination `d` with `keys`, loaded as the configuration file.
+fn mobile_commons(keys: &str) -> Result<super::super::Settings, SettingsError> {
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let path = dir.path().join("config.toml");
+    let password_file = dir.path().join("mc-password");
+    std::fs::write(&password_file, "from-the-file\n").expect("write the password");
+    let keys = keys.replace("PASSWORD_FILE", &password_file.display().to_string());
+    let text = format!(
+        "[webhook]\nsecrets = [\"s\"]\n[[destination]]\nname = \"d\"\nkind = \"mobile_commons\"\n\
+         base_url = \"https://secure.mcommons.com/api\"\n{keys}\n"
+    );
+    std::fs::write(&path, text).expect("write the file");
+    super::super::Settings::load_from(Some(&path), &[])
+}
+
+#[test]
+fn a_mobile_commons_destination_is_written_with_its_login_and_writes_opt_outs_alone() {
+    use secrecy::ExposeSecret as _;
+    let settings = mobile_commons("username = \"data@example.org\"\npassword = \"TOPSECRET\"")
+        .expect("loaded");
+    let d = &settings.destination[0];
+    let key = d.api_key.as_ref().map(|k| k.expose_secret().to_owned());
+    assert_eq!(key.as_deref(), Some("TOPSECRET"), "the password is its key");
+    assert!(!d.opt_ins());
+    assert!(!format!("{d:?}").contains("TOPSECRET"));
+    let shown = serde_json::to_string(d).expect("serializes");
+    assert!(!shown.contains("TOPSECRET"), "{shown}");
+    let from_file =
+        mobile_commons("username = \"data@example.org\"\npassword_file = \"PASSWORD_FILE\"")
+            .expect("loaded");
+    let key = from_file.destination[0]
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    assert_eq!(key.as_deref(), Some("from-the-file"));
+    for (keys, wanted) in [
+        (
+            "username = \"data@example.org\"\napi_key = \"k\"",
+            "a mobile_commons destination's secret is in `password`",
+        ),
+        (
+            "username = \"data@example.org\"",
+            "`password` is required (or `password_file`)",
+        ),
+        (
+            "username = \"data@example.org\"\npassword = \"p\"\npassword_file = \"PASSWORD_FILE\"",
+            "both given",
+        ),
+        (
+            "username = \"data@example.org\"\npassword = \"p\"\nopt_ins = true",
+            "writes opt-outs alone",
+        ),
+        ("password = \"TOPSECRET\"", "`destination.username`"),
+        (
+            "username = \"data@example.org\"\npassword = \"TOPSECRET\"\nvan_id_field = \"VanID\"",
+            "van_id_field",
+        ),
+    ] {
+        let error = mobile_commons(keys).expect_err(keys).to_string();
+        assert!(error.contains(wanted), "{keys}: {error}");
+        assert!(!error.contains("TOPSECRET"), "{error}");
+    }
+}
+
+#[test]
+fn a_mobile_commons_source_reads_what_a_destination_of_the_same_login_writes_alone() {
+    use super::super::kinds::mobile_commons::MobileCommonsSettings;
+    use super::super::{SourceSettings, SourceSystem};
+    let own = |company: &str| MobileCommonsSettings {
+        username: "data@example.org".to_owned(),
+        company: company.to_owned(),
+        password: Some("p".to_owned().into()),
+        ..MobileCommonsSettings::default()
+    };
+    let url = "https://secure.mcommons.com/api";
+    let destination = |company: &str, password: &str| {
+        DestinationSettings::new(
+            "mc",
+            SystemSettings::MobileCommons(own(company)),
+            url,
+            password,
+        )
+    };
+    let mut source = SourceSettings::new("mc", SourceSystem::MobileCommons(own("")), url, "");
+    source.api_key = None;
+    assert!(source.reads_what_writes(&destination("", "p")));
+    assert!(!source.reads_what_writes(&destination("", "another")));
+    assert!(!source.reads_what_writes(&destination("ABC123", "p")));
+}

@@ -12,7 +12,7 @@ use super::source::{
     Listed, ReadError, ReadRecord, Records, Said, Source, SourceApi, Window, json_page,
     read_listing,
 };
-use super::{Api, Destination, Pending, Plan, Step, Stop};
+use super::{Api, Body, Destination, Pending, Plan, Step, Stop};
 use crate::model::LedgerEntry;
 use crate::settings::kinds::action_network::ActionNetworkSettings;
 
@@ -79,7 +79,7 @@ impl Destination for ActionNetwork {
             bit: PERSON,
             action: "person",
             path: "/people".to_owned(),
-            body: json!({
+            body: Body::Json(json!({
                 "person": {
                     "phone_numbers": [{
                         "number": number,
@@ -87,7 +87,7 @@ impl Destination for ActionNetwork {
                         "status": status,
                     }],
                 },
-            }),
+            })),
         }];
         Ok(Plan {
             person: entry.phone_number.clone(),

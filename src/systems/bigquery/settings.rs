@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::SettingsError;
 use crate::settings::kinds::warehouse::Table;
-use crate::settings::kinds::{Foreign, Kind, KindSettings, Named};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named, OwnSecret};
 
 /// BigQuery's REST root when `base_url` is not set.
 pub const BIGQUERY_BASE_URL: &str = "https://bigquery.googleapis.com/bigquery/v2";
@@ -69,8 +69,8 @@ impl KindSettings for BigQuerySettings {
         Some(&self.table)
     }
 
-    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
-        Some((
+    fn own_secret(&self) -> Option<OwnSecret<'_>> {
+        Some(OwnSecret::file(
             "destination.credentials_file",
             self.credentials_file.as_ref(),
         ))

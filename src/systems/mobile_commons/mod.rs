@@ -1,8 +1,9 @@
-//! Upland Mobile Commons, the broadcast texting tool: read back ([`Profiles`]). The
-//! profiles updated since the watermark ([`OVERLAP`] behind it) (`GET
-//! /profiles?from=&page=&limit=`, HTTP Basic with the login), page by page until
-//! an empty one; a profile that texted a STOP word, or was opted out by staff or an API
-//! and not subscribed since, is an opt-out of its number.
+//! Upland Mobile Commons, the broadcast texting tool, read back and written ([`Profiles`],
+//! with the login, HTTP Basic). Read: the profiles updated since the watermark ([`OVERLAP`]
+//! behind it) (`GET /profiles?from=&page=&limit=`), page by page until an empty one; a
+//! profile that texted a STOP word, or was opted out by staff or an API and not subscribed
+//! since, is an opt-out of its number. Written (`write.rs`): each opt-out as the profile's
+//! (`POST /profile_opt_out`, every campaign), unless the profile is opted out already.
 //!
 //! Mobile Commons answers in XML: `<response success="true"><profiles num="N"
 //! page="P"><profile id="...">...</profile></profiles></response>`, an error as
@@ -28,6 +29,10 @@ pub const OVERLAP: chrono::Duration = chrono::Duration::minutes(5);
 /// Profiles a page asks for: the most Mobile Commons serves in one.
 const LIMIT: u32 = 1_000;
 
+/// A listing's query for one profile, without what a profile carries beside its status.
+const ONE_PROFILE: &str =
+    "limit=1&include_custom_columns=false&include_subscriptions=false&include_clicks=false";
+
 /// The profile's `status` when it texted a STOP word: an opt-out.
 pub const TEXTED_STOP: &str = "Texted a STOP word";
 /// Subscribed to none: what an opt-out by staff or an API leaves (an `Active Subscriber`
@@ -35,7 +40,7 @@ pub const TEXTED_STOP: &str = "Texted a STOP word";
 /// older answers); an opt-out when `opted_out_at` says when.
 pub const NO_SUBSCRIPTIONS: [&str; 2] = ["Profiles with no Subscriptions", "No Subscriptions"];
 
-/// A company's profiles, read with its login.
+/// A company's profiles, read and written with its login.
 #[derive(Debug)]
 pub struct Profiles {
     username: String,
@@ -103,26 +108,80 @@ struct Profile {
     opted_out_source: String,
 }
 
+/// Why an answer is not a `<response success="true">`.
+#[derive(Debug)]
+enum Unread {
+    /// Not the XML expected: what the parser said.
+    NotXml(String),
+    /// `success="false"` (or another word): Mobile Commons' refusal, in its words.
+    Refused(String),
+}
+
 /// The `<response>` of `text`, `what` naming it in errors: an answer of `success="false"` is
 /// Mobile Commons' error, in its words.
-fn response(text: &str, what: &str) -> Result<Response, ReadError> {
+fn parsed(text: &str, what: &str) -> Result<Response, Unread> {
+    if !is_response(text) {
+        return Err(Unread::NotXml(format!(
+            "{what}: the answer is not Mobile Commons' <response>: {}",
+            crate::model::text::bounded(text.trim(), 100)
+        )));
+    }
     let read: Response = quick_xml::de::from_str(text).map_err(|error| {
-        ReadError::Stop(super::Stop::retry(format!(
+        Unread::NotXml(format!(
             "{what}: the answer is not the XML expected: {}",
             crate::model::text::bounded(&error.to_string(), 200)
-        )))
+        ))
     })?;
     if read.success != "true" {
         let said = read
             .error
             .as_ref()
             .map_or_else(|| "no error given".to_owned(), error_words);
-        return Err(ReadError::Input(format!(
+        return Err(Unread::Refused(format!(
             "{what}: Mobile Commons answered success=\"{}\": {said}",
             crate::model::text::bounded(&read.success, 20)
         )));
     }
     Ok(read)
+}
+
+/// Whether `text` is an XML document whose root is `<response`: the XML reader takes any
+/// root, and any text, for a struct whose fields all have defaults.
+fn is_response(text: &str) -> bool {
+    let mut rest = text.trim_start_matches('\u{feff}').trim_start();
+    if let Some(prolog) = rest.strip_prefix("<?xml") {
+        rest = prolog
+            .split_once("?>")
+            .map_or("", |(_, after)| after)
+            .trim_start();
+    }
+    rest.strip_prefix("<response")
+        .and_then(|after| after.chars().next())
+        .is_some_and(|c| c == '>' || c == '/' || c.is_whitespace())
+}
+
+/// [`parsed`], as a read takes it: an answer not in the XML expected is tried again, a
+/// refusal stops the read with Mobile Commons' words.
+fn response(text: &str, what: &str) -> Result<Response, ReadError> {
+    parsed(text, what).map_err(|unread| match unread {
+        Unread::NotXml(error) => ReadError::Stop(super::Stop::retry(error)),
+        Unread::Refused(error) => ReadError::Input(error),
+    })
+}
+
+/// `request` with the login, as Mobile Commons takes it: HTTP Basic.
+fn with_login(
+    request: reqwest::RequestBuilder,
+    username: &str,
+    key: &SecretString,
+) -> reqwest::RequestBuilder {
+    request.basic_auth(username, Some(key.expose_secret()))
+}
+
+/// `<error id=... message=...>` in an answer's XML; `None` for any other text (a 401's).
+fn error_words_in(text: &str) -> Option<String> {
+    let read: Response = quick_xml::de::from_str(text).ok()?;
+    read.error.as_ref().map(error_words)
 }
 
 /// An error element, as Mobile Commons words it: `5 Invalid phone number`.
@@ -148,7 +207,7 @@ impl Source for Profiles {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        request.basic_auth(&self.username, Some(key.expose_secret()))
+        with_login(request, &self.username, key)
     }
 
     /// Mobile Commons' errors are XML, not JSON.
@@ -158,16 +217,13 @@ impl Source for Profiles {
 
     /// `<error id=... message=...>` in an answer's XML; a 401's text as it is.
     fn error_words_in(&self, text: &str) -> Option<String> {
-        let read: Response = quick_xml::de::from_str(text).ok()?;
-        read.error.as_ref().map(error_words)
+        error_words_in(text)
     }
 
     /// A page of one profile answers a login of the company.
     fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>> {
         Box::pin(async move {
-            let url = api.url(
-                &self.path("limit=1&include_custom_columns=false&include_subscriptions=false"),
-            )?;
+            let url = api.url(&self.path(ONE_PROFILE))?;
             let text = api.get_text_at(url, "the profiles").await?;
             let read = response(&text, "the profiles")?;
             let some = read.profiles.is_some_and(|p| !p.profiles.is_empty());
@@ -235,23 +291,9 @@ fn records_of(profile: &Profile, region: crate::model::phone::Region) -> Listed 
         crate::model::text::bounded(&profile.status, 40)
     );
     let stands_on = json!({ "profile": profile });
-    let opted_out_at = time(&profile.opted_out_at);
-    let status = profile.status.trim();
-    let said = match (status, opted_out_at, modified) {
-        (_, _, None) => Said::Nothing("no updated_at Mobile Commons writes".to_owned()),
-        (TEXTED_STOP, at, Some(updated)) => opt_out(profile, region, at.unwrap_or(updated)),
-        (status, Some(at), Some(_)) if NO_SUBSCRIPTIONS.contains(&status) => {
-            opt_out(profile, region, at)
-        }
-        (status, _, Some(_)) => Said::Nothing(format!(
-            "status {}{}",
-            crate::model::text::quoted(status),
-            if NO_SUBSCRIPTIONS.contains(&status) {
-                " without opted_out_at (never subscribed)"
-            } else {
-                ""
-            }
-        )),
+    let said = match opted_out(profile) {
+        Err(why) => Said::Nothing(why),
+        Ok(at) => opt_out(profile, region, at),
     };
     Listed {
         modified,
@@ -260,6 +302,30 @@ fn records_of(profile: &Profile, region: crate::model::phone::Region) -> Listed 
             said,
             stands_on,
         }],
+    }
+}
+
+/// When `profile` opted out, by its status: it texted a STOP word (at `opted_out_at`, else
+/// `updated_at`), or was opted out and is subscribed to nothing since (at `opted_out_at`);
+/// else why it is no opt-out. The one reading of both sides: what is read as an opt-out is
+/// what the destination finds held already.
+fn opted_out(profile: &Profile) -> Result<DateTime<Utc>, String> {
+    let Some(updated) = time(&profile.updated_at) else {
+        return Err("no updated_at Mobile Commons writes".to_owned());
+    };
+    let status = profile.status.trim();
+    match (status, time(&profile.opted_out_at)) {
+        (TEXTED_STOP, at) => Ok(at.unwrap_or(updated)),
+        (status, Some(at)) if NO_SUBSCRIPTIONS.contains(&status) => Ok(at),
+        (status, _) => Err(format!(
+            "status {}{}",
+            crate::model::text::quoted(status),
+            if NO_SUBSCRIPTIONS.contains(&status) {
+                " without opted_out_at (never subscribed)"
+            } else {
+                ""
+            }
+        )),
     }
 }
 
@@ -274,6 +340,9 @@ fn opt_out(profile: &Profile, region: crate::model::phone::Region, at: DateTime<
         Err(why) => Said::Nothing(why),
     }
 }
+
+/// The destination side: `profile_opt_out`, and what Mobile Commons holds already.
+mod write;
 
 #[cfg(test)]
 mod tests;

@@ -1,17 +1,17 @@
-//! The keys of kind `mobile_commons` (Upland Mobile Commons' REST API): the login HTTP Basic
-//! takes, and the company of an account that holds several. Compiled into the settings
-//! layer (`crate::settings::kinds::mobile_commons`): it imports the model and the settings
-//! alone.
+//! The keys of kind `mobile_commons` (Upland Mobile Commons' REST API), a `[[source]]`'s and
+//! a `[[destination]]`'s: the login HTTP Basic takes, and the company of an account that
+//! holds several. Compiled into the settings layer (`crate::settings::kinds::mobile_commons`):
+//! it imports the model and the settings alone.
 
 use std::path::PathBuf;
 
 use secrecy::{ExposeSecret as _, SecretString};
 use serde::{Deserialize, Serialize};
 
-use crate::settings::kinds::{Kind, Named, SourceKind};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named, OwnSecret, SourceKind};
 use crate::settings::{SettingsError, read_secret_file, redact_opt};
 
-/// The keys of a Mobile Commons source beside the common ones.
+/// The keys of a Mobile Commons source or destination beside the common ones.
 #[derive(Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct MobileCommonsSettings {
@@ -64,23 +64,89 @@ impl SourceKind for MobileCommonsSettings {
         Some(("source.password", self.password.as_ref()))
     }
 
-    /// A user name HTTP Basic can carry (an email address has no `:`), and a company of
-    /// digits when given.
     fn validate(&self, _name: &str, named: Named<'_>) -> Result<(), SettingsError> {
+        self.validate_login(&SOURCE_KEYS, named)
+    }
+
+    fn login(&self) -> Option<String> {
+        Some(self.user_and_company())
+    }
+}
+
+impl KindSettings for MobileCommonsSettings {
+    /// None: the struct refuses an unknown key as it is read.
+    fn foreign(&self) -> &Foreign {
+        static NONE: Foreign = Foreign(Vec::new());
+        &NONE
+    }
+
+    /// The password, or its file: HTTP Basic's, the destination's key.
+    fn own_secret(&self) -> Option<OwnSecret<'_>> {
+        Some(OwnSecret {
+            inline_key: Some("destination.password"),
+            inline: self.password.as_ref(),
+            file_key: "destination.password_file",
+            file: self.password_file.as_ref(),
+        })
+    }
+
+    /// `profile_opt_out` is all Mobile Commons' API writes of consent.
+    fn writes_opt_ins(&self) -> bool {
+        false
+    }
+
+    fn login(&self) -> Option<String> {
+        Some(self.user_and_company())
+    }
+
+    fn validate(&self, named: Named<'_>) -> Result<(), SettingsError> {
+        self.validate_login(&DESTINATION_KEYS, named)
+    }
+}
+
+/// The names its checks give its keys, in a table of each side.
+struct Keys {
+    username: &'static str,
+    company: &'static str,
+    password: &'static str,
+}
+
+const SOURCE_KEYS: Keys = Keys {
+    username: "source.username",
+    company: "source.company",
+    password: "source.password",
+};
+
+const DESTINATION_KEYS: Keys = Keys {
+    username: "destination.username",
+    company: "destination.company",
+    password: "destination.password",
+};
+
+impl MobileCommonsSettings {
+    /// The login and company its key is used as: a source reads what a destination writes
+    /// only when both are the same.
+    fn user_and_company(&self) -> String {
+        format!("{} {}", self.username.trim(), self.company.trim())
+    }
+
+    /// A user name HTTP Basic can carry (an email address has no `:`), a company of letters
+    /// and digits when given, and no blank password.
+    fn validate_login(&self, keys: &Keys, named: Named<'_>) -> Result<(), SettingsError> {
         let username = self.username.trim();
         if username.is_empty()
             || username.contains(':')
             || username.chars().any(crate::model::text::is_unsafe_char)
         {
             return Err(SettingsError::invalid(
-                "source.username",
+                keys.username,
                 named("the login's email address is required (no `:`, no control character)"),
             ));
         }
         let company = self.company.trim();
         if !company.is_empty() && !company.bytes().all(|b| b.is_ascii_alphanumeric()) {
             return Err(SettingsError::invalid(
-                "source.company",
+                keys.company,
                 named("the company's id, letters and digits"),
             ));
         }
@@ -90,7 +156,7 @@ impl SourceKind for MobileCommonsSettings {
             .is_some_and(|p| p.expose_secret().trim().is_empty())
         {
             return Err(SettingsError::invalid(
-                "source.password",
+                keys.password,
                 named("the password is blank"),
             ));
         }

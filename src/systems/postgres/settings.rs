@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::settings::SettingsError;
 use crate::settings::kinds::warehouse::{Table, sql_name};
-use crate::settings::kinds::{Foreign, Kind, KindSettings, Named};
+use crate::settings::kinds::{Foreign, Kind, KindSettings, Named, OwnSecret};
 
 /// The keys of a `postgres` destination beside the common ones.
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -55,8 +55,11 @@ impl KindSettings for PostgresSettings {
         Some(&self.table)
     }
 
-    fn secret_file(&self) -> Option<(&'static str, Option<&PathBuf>)> {
-        Some(("destination.url_file", self.url_file.as_ref()))
+    fn own_secret(&self) -> Option<OwnSecret<'_>> {
+        Some(OwnSecret::file(
+            "destination.url_file",
+            self.url_file.as_ref(),
+        ))
     }
 
     fn no_base_url(&self) -> Option<&'static str> {

@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret as _, SecretString};
 use serde::Deserialize;
 use serde_json::json;
 
-use super::{Api, Destination, Pending, Plan, Step, Stop};
+use super::{Api, Body, Destination, Pending, Plan, Step, Stop};
 
 mod changes;
 use crate::model::LedgerEntry;
@@ -205,7 +205,7 @@ impl Destination for Van {
                 bit: CANVASS_RESULT,
                 action: "canvass_result",
                 path: format!("/people/{van_id}/canvassResponses"),
-                body: json!({
+                body: Body::Json(json!({
                     "canvassContext": {
                         "contactTypeId": ids.contact_type,
                         "inputTypeId": INPUT_TYPE_API,
@@ -214,7 +214,7 @@ impl Destination for Van {
                     },
                     "resultCodeId": ids.result_code,
                     "responses": null,
-                }),
+                })),
             });
         }
         if self.actions.contains(&VanAction::PhoneStatus) || !entry.opted_out {
@@ -222,7 +222,7 @@ impl Destination for Van {
                 bit: PHONE_STATUS,
                 action: "phone_status",
                 path: format!("/people/{van_id}"),
-                body: json!({
+                body: Body::Json(json!({
                     "vanId": van_id,
                     "phones": [{
                         "dialingPrefix": prefix,
@@ -230,7 +230,7 @@ impl Destination for Van {
                         "phoneType": "C",
                         "phoneOptInStatus": if entry.opted_out { "O" } else { "I" },
                     }],
-                }),
+                })),
             });
         }
         Ok(Plan {

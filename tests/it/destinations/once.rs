@@ -62,7 +62,7 @@ pub(crate) fn writes_of(
 }
 
 /// The outcomes `name` shows for `state`.
-async fn outcomes(app: &TestApp, name: &str, state: &str) -> Vec<Value> {
+pub(crate) async fn outcomes(app: &TestApp, name: &str, state: &str) -> Vec<Value> {
     let listed: Value = app
         .admin_get(&format!("/v1/destinations/{name}/outcomes?state={state}"))
         .await

@@ -3,18 +3,20 @@
 //! once, carried to the service and Action Network; and what Mobile Commons may say wrongly
 //! (a number without its country code, an `updated_at` in 2100, a status with control
 //! characters, pages that never come back empty) believed no further than the trust rules
-//! allow.
+//! allow. What it reads is never written back to a Mobile Commons destination of the same
+//! login, and what that destination wrote, read back, is no news.
 
 use outreach_sync::settings::kinds::mobile_commons::MobileCommonsSettings;
 use outreach_sync::settings::{SourceSettings, SourceSystem};
 use outreach_sync_sandbox::{
     DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME, RunningSandbox,
 };
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::faults::{fails, reading};
 use super::{
-    compliance_item, counted, entries_from, opted_out_at_service, writing_to_action_network,
+    compliance_item, counted, entries_from, opted_out_at_service, reading_into,
+    writing_to_action_network,
 };
 use crate::common::{Backend, on_both_backends};
 use crate::destinations::once::{opted_in_with_van_id, writes_of};
@@ -190,6 +192,63 @@ async fn a_mobile_commons_check_reads_a_page_and_a_wrong_password_is_refused_uns
     let said = error.to_string();
     assert!(said.contains("401"), "{said}");
     assert!(!said.contains("not-the-password"), "{said}");
+    app.stop().await;
+    sandbox.shutdown().await;
+}
+
+on_both_backends!(
+    what_mobile_commons_says_is_never_written_back_to_it_and_its_own_writes_read_back_are_no_news,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+async fn what_mobile_commons_says_is_never_written_back_to_it_and_its_own_writes_read_back_are_no_news(
+    backend: Backend,
+) {
+    let Some((sandbox, app)) = reading_into(
+        backend,
+        mobile_commons_source,
+        crate::destinations::mobile_commons,
+    )
+    .await
+    else {
+        return;
+    };
+    // The campaign's opt-outs, written into Mobile Commons at the daemon's start, are read
+    // back by its runs since: each its own write, nothing recorded.
+    let truth = sandbox.mobile_commons_truth();
+    let written: Vec<String> = truth
+        .opt_out_calls
+        .iter()
+        .map(|c| format!("+{}", c.phone_number))
+        .collect();
+    assert!(!written.is_empty(), "the campaign starts with opt-outs");
+    let view = counted(&app, "mc-main", "confirmed", written.len() as i64).await;
+    assert_eq!(view["optOuts"], 0, "{view}");
+    for phone in &written {
+        let entries = entries_from(&app, "mobile_commons", phone).await;
+        assert_eq!(entries, vec![], "{phone}: its own write read back");
+    }
+    // A person texts STOP to Mobile Commons: recorded, and written nowhere back there.
+    let (lead, _) = opted_in_with_van_id(&sandbox);
+    sandbox
+        .mobile_commons_stop(&lead.phone_number)
+        .expect("texted STOP");
+    counted(&app, "mc-main", "optOuts", 1).await;
+    assert!(
+        !entries_from(&app, "mobile_commons", &lead.phone_number)
+            .await
+            .is_empty()
+    );
+    opted_out_at_service(&sandbox, &lead).await;
+    app.settle().await;
+    let digits = lead.phone_number.trim_start_matches('+');
+    let calls = sandbox.mobile_commons_truth().opt_out_calls;
+    assert!(
+        calls.iter().all(|c| c.phone_number != digits),
+        "what Mobile Commons said is not written back to it: {calls:?}"
+    );
+    let view = crate::destinations::view(&app, "mc-dest").await;
+    assert_eq!(view["sent"], json!(written.len()), "{view}");
     app.stop().await;
     sandbox.shutdown().await;
 }
