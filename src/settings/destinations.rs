@@ -246,22 +246,7 @@ pub(super) fn validate(
                 super::urls::Sends::secret(d.scope.allow_insecure_http),
             )?,
         }
-        let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
-            use secrecy::ExposeSecret as _;
-            key.expose_secret().trim().is_empty()
-        });
-        if key_is_blank {
-            return Err(match d.system.own().own_secret() {
-                Some(own) => {
-                    let key = own.inline_key.unwrap_or(own.file_key);
-                    SettingsError::invalid(key, named("the secret it holds is blank"))
-                }
-                None => SettingsError::invalid(
-                    "destination.api_key",
-                    named("an API key is required (or api_key_file)"),
-                ),
-            });
-        }
+        validate_key(d, &named)?;
         d.feed.validate(
             ("destination.sources", "destination.max_backoff_secs"),
             &named,
@@ -270,15 +255,6 @@ pub(super) fn validate(
             return Err(SettingsError::invalid(
                 "destination.requests_per_second",
                 named(&format!("must be between 1 and {MAX_REQUESTS_PER_SECOND}")),
-            ));
-        }
-        if d.opt_ins() && !d.system.own().writes_opt_ins() {
-            return Err(SettingsError::invalid(
-                "destination.opt_ins",
-                named(&format!(
-                    "a {} destination writes opt-outs alone: its API has no opt-in to write",
-                    d.system.kind()
-                )),
             ));
         }
         if !(1..=MAX_TIMEOUT_SECS).contains(&d.timeout_secs) {
@@ -296,6 +272,40 @@ pub(super) fn validate(
             return Err(SettingsError::invalid("destination.kind", named(&message)));
         }
         system.validate(&named)?;
+    }
+    Ok(())
+}
+
+/// A key that is not blank (a kind's own secret named by its own key), and opt-ins only to
+/// a kind that writes them.
+fn validate_key(
+    d: &DestinationSettings,
+    named: &dyn Fn(&str) -> String,
+) -> Result<(), SettingsError> {
+    let key_is_blank = d.api_key.as_ref().is_none_or(|key| {
+        use secrecy::ExposeSecret as _;
+        key.expose_secret().trim().is_empty()
+    });
+    if key_is_blank {
+        return Err(match d.system.own().own_secret() {
+            Some(own) => {
+                let key = own.inline_key.unwrap_or(own.file_key);
+                SettingsError::invalid(key, named("the secret it holds is blank"))
+            }
+            None => SettingsError::invalid(
+                "destination.api_key",
+                named("an API key is required (or api_key_file)"),
+            ),
+        });
+    }
+    if d.opt_ins() && !d.system.own().writes_opt_ins() {
+        return Err(SettingsError::invalid(
+            "destination.opt_ins",
+            named(&format!(
+                "a {} destination writes opt-outs alone: its API has no opt-in to write",
+                d.system.kind()
+            )),
+        ));
     }
     Ok(())
 }

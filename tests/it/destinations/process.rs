@@ -1,5 +1,6 @@
 //! Destinations from the command line and the daemon as a process: `destinations check`,
-//! a kill while writing, a reloaded key, replicas on PostgreSQL.
+//! a kill while writing, a reloaded key (VAN's API key, Mobile Commons' password), replicas
+//! on PostgreSQL.
 
 use super::*;
 
@@ -189,10 +190,49 @@ api_key = "{an_key}"
 /// the file and reloaded (SIGHUP) sends everything that waited, with no restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes() {
+    reloaded_secret_ends_the_error(
+        |sandbox, key, extra| process_config(sandbox, key, extra),
+        DEFAULT_VAN_KEY,
+    )
+    .await;
+}
+
+/// The same of Mobile Commons, whose key is its login's password in `password_file`: a
+/// password that does not work stops it, the right one put in the file and reloaded sends
+/// everything that waited.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reloaded_mobile_commons_password_ends_the_credentials_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let password_file = dir.path().join("mc-password");
+    let config = |sandbox: &RunningSandbox, password: &str, extra: &str| {
+        std::fs::write(&password_file, format!("{password}\n")).expect("the password");
+        let van = process_config(sandbox, "unused", extra);
+        let service = van.split("[[destination]]").next().unwrap_or_default();
+        format!(
+            "{service}[[destination]]\nname = \"mc-dest\"\nkind = \"mobile_commons\"\n\
+             base_url = \"{url}\"\nusername = \"{user}\"\npassword_file = \"{file}\"\n\
+             requests_per_second = 1000\n",
+            url = sandbox.mobile_commons_url(),
+            user = outreach_sync_sandbox::DEFAULT_MOBILE_COMMONS_USERNAME,
+            file = password_file.display(),
+        )
+    };
+    reloaded_secret_ends_the_error(config, DEFAULT_MOBILE_COMMONS_PASSWORD).await;
+}
+
+/// A daemon (a child process) whose one destination, configured by `config` (the sandbox,
+/// its secret, an extra section), starts with a secret the system refuses: stopped with
+/// `error: credentials`, the secret never shown; then `right` written and reloaded
+/// (SIGHUP): every opt-out that waited is written, with no restart.
+async fn reloaded_secret_ends_the_error(
+    config: impl Fn(&RunningSandbox, &str, &str) -> String,
+    right: &str,
+) {
     use crate::daemon_process::{Daemon, config_file};
     use std::time::Duration;
 
     const TOKEN: &str = "reload-destination-token-0123";
+    const WRONG: &str = "a-secret-the-system-does-not-know";
     let sandbox = Sandbox::spawn(SandboxConfig {
         leads: 100,
         organizations: 1,
@@ -201,14 +241,8 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
     .await
     .expect("sandbox");
     let dir = tempfile::tempdir().expect("dir");
-    let config = |key: &str| {
-        process_config(
-            &sandbox,
-            key,
-            &format!("[admin]\ntokens = [\"ops:{TOKEN}\"]"),
-        )
-    };
-    std::fs::write(config_file(dir.path()), config("a-key-van-does-not-know")).expect("config");
+    let extra = format!("[admin]\ntokens = [\"ops:{TOKEN}\"]");
+    std::fs::write(config_file(dir.path()), config(&sandbox, WRONG, &extra)).expect("config");
     let reconcile = [(
         "OUTREACH_SYNC__RECONCILE__ON_START".to_owned(),
         "true".to_owned(),
@@ -224,9 +258,9 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
     .expect("stopped by its key");
     let error = stopped["lastError"].as_str().expect("an error");
     assert!(error.starts_with("credentials: "), "{error}");
-    assert!(!error.contains("a-key-van-does-not-know"), "{error}");
+    assert!(!error.contains(WRONG), "{error}");
 
-    std::fs::write(config_file(dir.path()), config(DEFAULT_VAN_KEY)).expect("config");
+    std::fs::write(config_file(dir.path()), config(&sandbox, right, &extra)).expect("config");
     daemon.signal(libc::SIGHUP);
     let opted_out = sandbox
         .leads()
@@ -240,10 +274,7 @@ async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes()
     })
     .await;
     assert!(written.is_some(), "{}\n{}", view().await, daemon.logs());
-    assert!(
-        !daemon.logs().contains(DEFAULT_VAN_KEY),
-        "the key is never logged"
-    );
+    assert!(!daemon.logs().contains(right), "the secret is never logged");
     daemon.signal(libc::SIGTERM);
     let _ = daemon.exit_within(Duration::from_secs(10)).await;
     sandbox.shutdown().await;
