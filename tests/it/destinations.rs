@@ -119,6 +119,17 @@ pub(crate) async fn writing_to(
     app.restart().await
 }
 
+/// `destinations check` of every destination of `app`: each key works and each lookup
+/// finds what it needs.
+pub(crate) async fn check_finds_nothing_wrong(app: &TestApp) {
+    let http = outreach_sync::sender::http_client().expect("client");
+    let checked =
+        outreach_sync::sender::destinations::check(&app.settings.destination, None, &http)
+            .await
+            .expect("checked");
+    assert!(checked.iter().all(|c| c.problem.is_none()), "{checked:?}");
+}
+
 /// Sets the custom field `VanID` of the mirror's lead `lead` to `value`.
 async fn set_van_id(app: &TestApp, lead: &str, value: &str) {
     use outreach_sync::store::Pool;
@@ -257,12 +268,7 @@ async fn every_opt_out_reaches_van_and_action_network_and_each_entry_has_its_out
         return;
     };
     let app = writing_to(app, vec![van(&sandbox), action_network(&sandbox)]).await;
-    let http = outreach_sync::sender::http_client().expect("client");
-    let checked =
-        outreach_sync::sender::destinations::check(&app.settings.destination, None, &http)
-            .await
-            .expect("checked");
-    assert!(checked.iter().all(|c| c.problem.is_none()), "{checked:?}");
+    check_finds_nothing_wrong(&app).await;
     app.settle().await;
     let opt_outs = opt_outs(&app).await;
     assert!(opt_outs.len() >= 5, "the sandbox starts some opted out");

@@ -164,7 +164,10 @@ async fn report_names_where_it_was_given(app: &TestApp, lead: &Lead) {
 }
 
 /// The compliance report, and its item that `wanted` picks (the test fails without one).
-async fn compliance_item(app: &TestApp, wanted: impl Fn(&Value) -> bool) -> (Value, Value) {
+pub(crate) async fn compliance_item(
+    app: &TestApp,
+    wanted: impl Fn(&Value) -> bool,
+) -> (Value, Value) {
     let report: Value = app
         .admin_get("/v1/compliance")
         .await

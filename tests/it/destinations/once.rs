@@ -74,8 +74,12 @@ pub(crate) async fn outcomes(app: &TestApp, name: &str, state: &str) -> Vec<Valu
 
 /// Records a local opt-out of `lead`'s number in its organization; returns its seq.
 async fn opt_out(app: &TestApp, lead: &Lead) -> i64 {
-    let change = json!({"phoneNumber": lead.phone_number,
-                        "organizationId": lead.organization_id, "optedOut": true});
+    opt_out_in(app, &lead.phone_number, &lead.organization_id).await
+}
+
+/// Records a local opt-out of `phone` in `organization`; returns its seq.
+pub(crate) async fn opt_out_in(app: &TestApp, phone: &str, organization: &str) -> i64 {
+    let change = json!({"phoneNumber": phone, "organizationId": organization, "optedOut": true});
     let response = app.admin_post("/v1/consent", &change).await;
     assert_eq!(response.status(), 202);
     let recorded: Value = response.json().await.expect("json");

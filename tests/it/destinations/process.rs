@@ -190,11 +190,7 @@ api_key = "{an_key}"
 /// the file and reloaded (SIGHUP) sends everything that waited, with no restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reloaded_key_ends_the_credentials_error_and_everything_waiting_goes() {
-    reloaded_secret_ends_the_error(
-        |sandbox, key, extra| process_config(sandbox, key, extra),
-        DEFAULT_VAN_KEY,
-    )
-    .await;
+    reloaded_secret_ends_the_error(process_config, DEFAULT_VAN_KEY).await;
 }
 
 /// The same of Mobile Commons, whose key is its login's password in `password_file`: a
