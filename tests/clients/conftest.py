@@ -22,6 +22,10 @@ SANDBOX_TESTDATA = REPOSITORY / "crates" / "sandbox" / "testdata"
 
 VAN_KEY = "sandbox-van-key"
 ACTION_NETWORK_KEY = "sandbox-an-key"
+MOBILIZE_KEY = "sandbox-mobilize-key"
+MOBILIZE_ORGANIZATION_ID = 4242
+MOBILE_COMMONS_USER = "sandbox-mc@example.org"
+MOBILE_COMMONS_PASSWORD = "sandbox-mobile-commons-password"
 TWILIO_TOKEN = "sandbox-twilio-auth-token"
 TWILIO_PUBLIC_URL = "https://sync.example.org/sources/twilio"
 WEBHOOK_SECRET = "clients-webhook-secret"
@@ -81,6 +85,14 @@ class Sandbox:
     @property
     def action_network(self) -> str:
         return f"{self.base}/actionnetwork/api/v2"
+
+    @property
+    def mobilize(self) -> str:
+        return f"{self.base}/mobilize/v1"
+
+    @property
+    def mobile_commons(self) -> str:
+        return f"{self.base}/mobile_commons/api"
 
     @property
     def bigquery_token(self) -> str:
