@@ -10,11 +10,9 @@ use super::config::{
 };
 use super::{ApiFaults, DeliverTo, DeliveryFaults, Sandbox, SandboxConfig};
 
-mod mobile_commons;
-mod mobilize;
+mod opt_out;
 mod texting;
-pub use mobile_commons::MobileCommonsStop;
-pub use mobilize::MobilizeOptOut;
+pub use opt_out::OptOutThere;
 pub use texting::{BandwidthSend, TelnyxSend};
 
 /// Flags of `outreach-sync sandbox` (the command-line contract).
@@ -112,9 +110,9 @@ pub enum SandboxCommand {
         phone: String,
     },
     /// A supporter opts out of texts on Mobilize (`sms_opt_in_status` `OPT_OUT`).
-    MobilizeOptOut(MobilizeOptOut),
+    MobilizeOptOut(OptOutThere),
     /// A person texts STOP to a Mobile Commons campaign (status `Texted a STOP word`).
-    MobileCommonsStop(MobileCommonsStop),
+    MobileCommonsStop(OptOutThere),
     /// A person texts a campaign's Twilio number: the message posted as Twilio's messaging
     /// webhook posts it, form-encoded and signed (`X-Twilio-Signature`), to a daemon's
     /// twilio source. Needs no running sandbox.
@@ -234,8 +232,8 @@ async fn play(command: SandboxCommand) -> anyhow::Result<()> {
             println!("{sid}: {status} {answer}");
             Ok(())
         }
-        SandboxCommand::MobilizeOptOut(opt_out) => opt_out.run().await,
-        SandboxCommand::MobileCommonsStop(stop) => stop.run().await,
+        SandboxCommand::MobilizeOptOut(opt_out) => opt_out.run("/mobilize/opt-out").await,
+        SandboxCommand::MobileCommonsStop(stop) => stop.run("/mobile_commons/stop").await,
         SandboxCommand::TelnyxSend(send) => send.run().await,
         SandboxCommand::BandwidthSend(send) => send.run().await,
     }

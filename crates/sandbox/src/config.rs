@@ -104,6 +104,9 @@ pub const DEFAULT_MOBILIZE_KEY: &str = "sandbox-mobilize-key";
 pub const DEFAULT_MOBILE_COMMONS_USERNAME: &str = "sandbox-mc@example.org";
 /// The password (HTTP Basic) the fake Mobile Commons accepts unless told otherwise.
 pub const DEFAULT_MOBILE_COMMONS_PASSWORD: &str = "sandbox-mobile-commons-password";
+/// The API token (`Authorization: Bearer TOKEN`, a company whose logins moved to Upland's
+/// credential manager) the fake Mobile Commons accepts unless told otherwise.
+pub const DEFAULT_MOBILE_COMMONS_TOKEN: &str = "sandbox-mobile-commons-token";
 /// The Ed25519 private key seed (hexadecimal) `sandbox telnyx-send` signs with unless told
 /// another: a published test key of the sandbox's own, never a real account's. It is the
 /// SHA-256 of the text "outreach-sync sandbox telnyx test key".
@@ -171,6 +174,9 @@ pub struct SandboxConfig {
     pub mobile_commons_username: String,
     /// The password the fake Mobile Commons accepts with it.
     pub mobile_commons_password: String,
+    /// The API token the fake Mobile Commons accepts as `Authorization: Bearer TOKEN`
+    /// (empty: none).
+    pub mobile_commons_token: String,
 }
 
 /// The credentials a sandbox accepts unless told otherwise.
@@ -204,6 +210,7 @@ impl Default for SandboxConfig {
             mobilize_key: DEFAULT_MOBILIZE_KEY.into(),
             mobile_commons_username: DEFAULT_MOBILE_COMMONS_USERNAME.into(),
             mobile_commons_password: DEFAULT_MOBILE_COMMONS_PASSWORD.into(),
+            mobile_commons_token: DEFAULT_MOBILE_COMMONS_TOKEN.into(),
         }
     }
 }
@@ -236,6 +243,7 @@ impl std::fmt::Debug for SandboxConfig {
             mobilize_key: _,
             mobile_commons_username: _,
             mobile_commons_password: _,
+            mobile_commons_token: _,
         } = self;
         f.debug_struct("SandboxConfig")
             .field("bind", bind)
@@ -262,6 +270,7 @@ impl std::fmt::Debug for SandboxConfig {
             .field("mobilize_key", &REDACTED)
             .field("mobile_commons_username", &REDACTED)
             .field("mobile_commons_password", &REDACTED)
+            .field("mobile_commons_token", &REDACTED)
             .finish()
     }
 }
@@ -283,6 +292,7 @@ mod tests {
             mobilize_key: "mobilize-s3cret".into(),
             mobile_commons_username: "mc-user-s3cret@example.org".into(),
             mobile_commons_password: "mc-s3cret".into(),
+            mobile_commons_token: "mc-token-s3cret".into(),
             ..SandboxConfig::default()
         };
         let shown = format!("{config:?}");

@@ -11,7 +11,8 @@
 //! [`BIGQUERY_TEST_KEY`]), and Mobilize under `/mobilize/v1` (a source: its people's SMS
 //! opt-in status, read with [`DEFAULT_MOBILIZE_KEY`]), and Upland Mobile Commons under
 //! `/mobile_commons/api` (XML over HTTP Basic with [`DEFAULT_MOBILE_COMMONS_USERNAME`] and
-//! [`DEFAULT_MOBILE_COMMONS_PASSWORD`]: its profiles read, a profile opted out). Beside them
+//! [`DEFAULT_MOBILE_COMMONS_PASSWORD`], or a bearer [`DEFAULT_MOBILE_COMMONS_TOKEN`]: its
+//! profiles read, a profile opted out). Beside them
 //! too, the inbound-message webhooks of the carriers a campaign's texting number may be with,
 //! each posted as the carrier posts it: [`twilio`] (form-encoded, HMAC-SHA1), [`telnyx`] (JSON, Ed25519) and
 //! [`bandwidth`] (a JSON array, HTTP Basic).
@@ -41,10 +42,10 @@ mod world;
 
 pub use config::{
     ApiFaults, DEFAULT_ACTION_NETWORK_KEY, DEFAULT_BANDWIDTH_PASSWORD, DEFAULT_BANDWIDTH_USERNAME,
-    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME, DEFAULT_MOBILIZE_KEY,
-    DEFAULT_TELNYX_PUBLIC_KEY, DEFAULT_TELNYX_SEED, DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY,
-    DEFAULT_VAN_KEY_2, DeliverTo, DeliveryFaults, SandboxConfig, VanCommittee,
-    default_van_committees,
+    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_TOKEN, DEFAULT_MOBILE_COMMONS_USERNAME,
+    DEFAULT_MOBILIZE_KEY, DEFAULT_TELNYX_PUBLIC_KEY, DEFAULT_TELNYX_SEED,
+    DEFAULT_TWILIO_AUTH_TOKEN, DEFAULT_VAN_KEY, DEFAULT_VAN_KEY_2, DeliverTo, DeliveryFaults,
+    SandboxConfig, VanCommittee, default_van_committees,
 };
 pub use control::Truth;
 pub use deliver::{DELIVERY_RECORDS_KEPT, DeliveryCounts, DeliveryRecord, Outcome};

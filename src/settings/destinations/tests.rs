@@ -306,6 +306,13 @@ fn a_mobile_commons_destination_is_written_with_its_login_and_writes_opt_outs_al
         .as_ref()
         .map(|k| k.expose_secret().to_owned());
     assert_eq!(key.as_deref(), Some("from-the-file"));
+    // A company's API token instead of the login: its key, sent as a bearer.
+    let by_token = mobile_commons("token_file = \"PASSWORD_FILE\"").expect("loaded");
+    let key = by_token.destination[0]
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    assert_eq!(key.as_deref(), Some("from-the-file"));
     for (keys, wanted) in [
         (
             "username = \"data@example.org\"\napi_key = \"k\"",
@@ -324,6 +331,11 @@ fn a_mobile_commons_destination_is_written_with_its_login_and_writes_opt_outs_al
             "writes opt-outs alone",
         ),
         ("password = \"TOPSECRET\"", "`destination.username`"),
+        (
+            "username = \"data@example.org\"\ntoken = \"TOPSECRET\"",
+            "a token, or a username and password: not both",
+        ),
+        ("token = \"  \"", "`destination.token`"),
         (
             "username = \"data@example.org\"\npassword = \"TOPSECRET\"\nvan_id_field = \"VanID\"",
             "van_id_field",

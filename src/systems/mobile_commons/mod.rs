@@ -1,5 +1,5 @@
 //! Upland Mobile Commons, the broadcast texting tool, read back and written ([`Profiles`],
-//! with the login, HTTP Basic). Read: the profiles updated since the watermark ([`OVERLAP`]
+//! with the login as HTTP Basic, or the company's API token as a bearer). Read: the profiles updated since the watermark ([`OVERLAP`]
 //! behind it) (`GET /profiles?from=&page=&limit=`), page by page until an empty one; a
 //! profile that texted a STOP word, or was opted out by staff or an API and not subscribed
 //! since, is an opt-out of its number. Written (`write.rs`): each opt-out as the profile's
@@ -40,11 +40,13 @@ pub const TEXTED_STOP: &str = "Texted a STOP word";
 /// older answers); an opt-out when `opted_out_at` says when.
 pub const NO_SUBSCRIPTIONS: [&str; 2] = ["Profiles with no Subscriptions", "No Subscriptions"];
 
-/// A company's profiles, read and written with its login.
+/// A company's profiles, read and written with its login (or its API token).
 #[derive(Debug)]
 pub struct Profiles {
     username: String,
     company: String,
+    /// Reached with the company's API token as a bearer, not the login.
+    bearer: bool,
 }
 
 impl Profiles {
@@ -52,6 +54,20 @@ impl Profiles {
         Self {
             username: own.username.trim().to_owned(),
             company: own.company.trim().to_owned(),
+            bearer: own.bearer(),
+        }
+    }
+
+    /// `request` with `key` as Mobile Commons takes it: the login's password as HTTP Basic,
+    /// or the API token as `Authorization: Bearer`.
+    fn with_key(
+        &self,
+        request: reqwest::RequestBuilder,
+        key: &SecretString,
+    ) -> reqwest::RequestBuilder {
+        match self.bearer {
+            true => request.bearer_auth(key.expose_secret()),
+            false => request.basic_auth(&self.username, Some(key.expose_secret())),
         }
     }
 
@@ -169,15 +185,6 @@ fn response(text: &str, what: &str) -> Result<Response, ReadError> {
     })
 }
 
-/// `request` with the login, as Mobile Commons takes it: HTTP Basic.
-fn with_login(
-    request: reqwest::RequestBuilder,
-    username: &str,
-    key: &SecretString,
-) -> reqwest::RequestBuilder {
-    request.basic_auth(username, Some(key.expose_secret()))
-}
-
 /// `<error id=... message=...>` in an answer's XML; `None` for any other text (a 401's).
 fn error_words_in(text: &str) -> Option<String> {
     let read: Response = quick_xml::de::from_str(text).ok()?;
@@ -207,7 +214,7 @@ impl Source for Profiles {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        with_login(request, &self.username, key)
+        self.with_key(request, key)
     }
 
     /// Mobile Commons' errors are XML, not JSON.
@@ -220,17 +227,18 @@ impl Source for Profiles {
         error_words_in(text)
     }
 
-    /// A page of one profile answers a login of the company.
+    /// A page of one profile answers a login (or the token) of the company.
     fn check<'a>(&'a self, api: SourceApi<'a>) -> Pending<'a, Result<Vec<String>, ReadError>> {
         Box::pin(async move {
             let url = api.url(&self.path(ONE_PROFILE))?;
             let text = api.get_text_at(url, "the profiles").await?;
             let read = response(&text, "the profiles")?;
             let some = read.profiles.is_some_and(|p| !p.profiles.is_empty());
+            let with = if self.bearer { "token" } else { "login" };
             Ok(vec![if some {
-                "the login reads the profiles (a page of one profile answered)".to_owned()
+                format!("the {with} reads the profiles (a page of one profile answered)")
             } else {
-                "the login reads the profiles (none yet)".to_owned()
+                format!("the {with} reads the profiles (none yet)")
             }])
         })
     }

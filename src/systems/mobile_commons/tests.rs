@@ -161,6 +161,7 @@ fn an_empty_page_ends_the_listing_and_an_error_is_mobile_commons_words() {
     let people = Profiles {
         username: "u".into(),
         company: String::new(),
+        bearer: false,
     };
     assert_eq!(
         people.error_words_in(refused).as_deref(),

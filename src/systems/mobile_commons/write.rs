@@ -9,7 +9,7 @@
 
 use secrecy::SecretString;
 
-use super::{ONE_PROFILE, Profiles, Unread, error_words_in, opted_out, parsed, with_login};
+use super::{ONE_PROFILE, Profiles, Unread, error_words_in, opted_out, parsed};
 use crate::model::LedgerEntry;
 use crate::systems::{Answer, Api, Body, Destination, Pending, Plan, Step, Stop};
 
@@ -41,7 +41,7 @@ impl Destination for Profiles {
         request: reqwest::RequestBuilder,
         key: &SecretString,
     ) -> reqwest::RequestBuilder {
-        with_login(request, &self.username, key)
+        self.with_key(request, key)
     }
 
     /// A page of one profile answers a login of the company.
@@ -150,6 +150,7 @@ mod tests {
         Profiles {
             username: "data@example.org".to_owned(),
             company: String::new(),
+            bearer: false,
         }
     }
 

@@ -5,8 +5,12 @@
 
 use std::time::Duration;
 
-use outreach_sync_sandbox::RunningSandbox;
+use outreach_sync::settings::SystemSettings;
+use outreach_sync::settings::kinds::mobile_commons::MobileCommonsSettings;
 use outreach_sync_sandbox::destinations::{Fake, FakeFault, MobileCommonsOptOutCall};
+use outreach_sync_sandbox::{
+    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_TOKEN, RunningSandbox,
+};
 use serde_json::json;
 
 use super::once::{opt_out_in, outcomes};
@@ -237,6 +241,28 @@ async fn an_answer_mobile_commons_garbles_is_sent_once_more_at_most_and_a_wrong_
         "{problem}"
     );
     assert!(!problem.contains("not-the-password"), "{problem}");
+    // A company whose logins moved to Upland's credential manager: its API token, a bearer.
+    let mut by_token = mobile_commons(&sandbox);
+    by_token.system = SystemSettings::MobileCommons(MobileCommonsSettings {
+        token: Some(DEFAULT_MOBILE_COMMONS_TOKEN.to_owned().into()),
+        ..MobileCommonsSettings::default()
+    });
+    by_token.api_key = Some(DEFAULT_MOBILE_COMMONS_TOKEN.to_owned().into());
+    let checked = outreach_sync::sender::destinations::check(&[by_token.clone()], None, &http)
+        .await
+        .expect("checked");
+    assert_eq!(checked[0].problem, None, "the token is taken as a bearer");
+    by_token.api_key = Some(DEFAULT_MOBILE_COMMONS_PASSWORD.to_owned().into());
+    let checked = outreach_sync::sender::destinations::check(&[by_token], None, &http)
+        .await
+        .expect("checked");
+    assert!(
+        checked[0]
+            .problem
+            .as_deref()
+            .is_some_and(|p| p.starts_with("credentials:")),
+        "{checked:?}"
+    );
     app.stop().await;
     sandbox.shutdown().await;
 }

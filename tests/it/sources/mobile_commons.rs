@@ -9,7 +9,8 @@
 use outreach_sync::settings::kinds::mobile_commons::MobileCommonsSettings;
 use outreach_sync::settings::{SourceSettings, SourceSystem};
 use outreach_sync_sandbox::{
-    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_USERNAME, RunningSandbox,
+    DEFAULT_MOBILE_COMMONS_PASSWORD, DEFAULT_MOBILE_COMMONS_TOKEN, DEFAULT_MOBILE_COMMONS_USERNAME,
+    RunningSandbox,
 };
 use serde_json::{Value, json};
 
@@ -192,6 +193,23 @@ async fn a_mobile_commons_check_reads_a_page_and_a_wrong_password_is_refused_uns
     let said = error.to_string();
     assert!(said.contains("401"), "{said}");
     assert!(!said.contains("not-the-password"), "{said}");
+    // The company's API token instead of the login: sent as a bearer, and read with.
+    let by_token = SourceSettings {
+        system: SourceSystem::MobileCommons(MobileCommonsSettings {
+            token: Some(DEFAULT_MOBILE_COMMONS_TOKEN.to_owned().into()),
+            ..MobileCommonsSettings::default()
+        }),
+        ..mobile_commons_source(&sandbox)
+    };
+    let found = outreach_sync::sources::Reader::new(&by_token, &served)
+        .expect("reader")
+        .check()
+        .await
+        .expect("checked with the token");
+    assert_eq!(
+        found,
+        ["the token reads the profiles (a page of one profile answered)"]
+    );
     app.stop().await;
     sandbox.shutdown().await;
 }

@@ -44,6 +44,72 @@ pub(super) fn body<T: DeserializeOwned>(bytes: &Bytes) -> Result<T, String> {
     serde_json::from_slice(bytes).map_err(|e| format!("malformed body: {e}"))
 }
 
+/// The body of a control that opts a number out there.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PhoneNumber {
+    phone_number: String,
+}
+
+/// A control that opts the number its body names out (`{"phoneNumber"}`), by `opt_out`:
+/// what the person became, shown under `key`, and whether they were made (`None`: not a
+/// number). 200 `{key, "created"}`, or 400.
+pub(super) fn opted_out<T: serde::Serialize>(
+    bytes: &Bytes,
+    key: &str,
+    opt_out: impl FnOnce(&str) -> Option<(T, bool)>,
+) -> Response {
+    match body::<PhoneNumber>(bytes) {
+        Ok(b) => match opt_out(&b.phone_number) {
+            Some((made, created)) => Json(json!({ key: made, "created": created })).into_response(),
+            None => refuse(StatusCode::BAD_REQUEST, "not a phone number"),
+        },
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
+/// The body of a seed.
+#[derive(Deserialize)]
+struct Seed {
+    count: u64,
+}
+
+/// Most people or profiles one seed makes.
+const MOST_SEEDED: u64 = 1_000_000;
+
+/// A control that makes `{"count"}` more people or profiles, by `seed`: 201 `{"count"}`, or
+/// 400.
+pub(super) fn seeded(bytes: &Bytes, seed: impl FnOnce(u64)) -> Response {
+    match body::<Seed>(bytes) {
+        Ok(b) if b.count <= MOST_SEEDED => {
+            seed(b.count);
+            (StatusCode::CREATED, Json(json!({ "count": b.count }))).into_response()
+        }
+        Ok(_) => refuse(
+            StatusCode::BAD_REQUEST,
+            format!("count: at most {MOST_SEEDED}"),
+        ),
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
+/// The body of a hostile mode switched on or off.
+#[derive(Deserialize)]
+struct Switch {
+    on: bool,
+}
+
+/// A control that switches a hostile mode (`{"on"}`), by `set`: 204, or 400.
+pub(super) fn switched(bytes: &Bytes, set: impl FnOnce(bool)) -> Response {
+    match body::<Switch>(bytes) {
+        Ok(b) => {
+            set(b.on);
+            StatusCode::NO_CONTENT.into_response()
+        }
+        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
+    }
+}
+
 /// A fake's `/faults` (GET, POST, DELETE) and `/latency` (PUT) under `/_control/{name}`.
 fn fault_routes(name: &str, fake: Fake) -> Router<FakesState> {
     Router::new()

@@ -18,6 +18,7 @@ mod control;
 mod faults;
 mod mobile_commons;
 mod mobilize;
+mod numbers;
 mod van;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -159,12 +160,15 @@ impl Fakes {
             action_network: Mutex::new(ActionNetwork::new(config.action_network_key.clone())),
             bigquery: Mutex::new(BigQuery::new()),
             mobilize: Mutex::new(Mobilize::new(config.mobilize_key.clone(), leads, seeded_at)),
-            mobile_commons: Mutex::new(MobileCommons::new(
-                config.mobile_commons_username.clone(),
-                config.mobile_commons_password.clone(),
-                leads,
-                chrono::DateTime::from_timestamp(seeded_at, 0).unwrap_or_else(chrono::Utc::now),
-            )),
+            mobile_commons: Mutex::new(
+                MobileCommons::new(
+                    config.mobile_commons_username.clone(),
+                    config.mobile_commons_password.clone(),
+                    leads,
+                    chrono::DateTime::from_timestamp(seeded_at, 0).unwrap_or_else(chrono::Utc::now),
+                )
+                .with_token(config.mobile_commons_token.clone()),
+            ),
             van_board: Switchboard::new(Fake::Van, cancel.clone()),
             action_network_board: Switchboard::new(Fake::ActionNetwork, cancel.clone()),
             bigquery_board: Switchboard::new(Fake::BigQuery, cancel.clone()),

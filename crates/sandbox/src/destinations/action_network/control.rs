@@ -26,10 +26,10 @@ use serde_json::json;
 
 use super::{
     ActionNetwork, ActionNetworkPerson, ActionNetworkPhone, ActionNetworkTruth, SUBSCRIBED,
-    UNSUBSCRIBED, new_identifier, now, stored_number,
+    UNSUBSCRIBED, digits, new_identifier, now,
 };
 use crate::destinations::FakesState;
-use crate::destinations::control::{body, refuse};
+use crate::destinations::control::{body, opted_out, refuse, seeded, switched};
 
 pub(crate) fn routes() -> Router<FakesState> {
     Router::new()
@@ -49,7 +49,7 @@ impl ActionNetwork {
     /// The supporter with this number unsubscribes it (made first when nobody has it).
     /// Returns the person and whether it was made; `None` if the number is not one.
     pub(crate) fn unsubscribe(&mut self, raw: &str) -> Option<(ActionNetworkPerson, bool)> {
-        let number = stored_number(raw)?;
+        let number = digits(raw)?;
         let at = now();
         let found = self
             .people
@@ -126,52 +126,18 @@ fn person(number: String, status: &str, at: String) -> ActionNetworkPerson {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Unsubscribe {
-    phone_number: String,
-}
-
 async fn unsubscribe(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Unsubscribe>(&bytes) {
-        Ok(b) => match fakes.action_network().unsubscribe(&b.phone_number) {
-            Some((person, created)) => {
-                Json(json!({"person": person, "created": created})).into_response()
-            }
-            None => refuse(StatusCode::BAD_REQUEST, "not a phone number"),
-        },
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-#[derive(Deserialize)]
-struct Seed {
-    count: u64,
+    opted_out(&bytes, "person", |phone| {
+        fakes.action_network().unsubscribe(phone)
+    })
 }
 
 async fn seed(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Seed>(&bytes) {
-        Ok(b) => {
-            fakes.action_network().seed(b.count);
-            (StatusCode::CREATED, Json(json!({"count": b.count}))).into_response()
-        }
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-#[derive(Deserialize)]
-struct EndlessNext {
-    on: bool,
+    seeded(&bytes, |count| fakes.action_network().seed(count))
 }
 
 async fn endless_next(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<EndlessNext>(&bytes) {
-        Ok(b) => {
-            fakes.action_network().set_endless_next(b.on);
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
+    switched(&bytes, |on| fakes.action_network().set_endless_next(on))
 }
 
 #[derive(Deserialize)]

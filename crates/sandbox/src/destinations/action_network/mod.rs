@@ -13,6 +13,8 @@ use axum::{Json, Router};
 use chrono::{SecondsFormat, Utc};
 use rand::Rng as _;
 use serde::{Deserialize, Serialize};
+
+use super::numbers::digits;
 use serde_json::{Value, json};
 
 use super::FakesState;
@@ -183,23 +185,6 @@ struct EmailBody {
     status: Option<String>,
 }
 
-/// A number as stored: digits, country code first (a ten-digit number is taken as `+1`).
-fn stored_number(raw: &str) -> Option<String> {
-    let digits: String = raw
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
-        .collect();
-    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let digits = if digits.len() == 10 {
-        format!("1{digits}")
-    } else {
-        digits
-    };
-    (11..=15).contains(&digits.len()).then_some(digits)
-}
-
 fn valid_status(status: Option<&str>) -> bool {
     status.is_none_or(|s| s == SUBSCRIBED || s == UNSUBSCRIBED)
 }
@@ -289,7 +274,7 @@ impl<'a> Contacts<'a> {
             let Some(raw) = phone.number.as_deref() else {
                 continue;
             };
-            let number = stored_number(raw)
+            let number = digits(raw)
                 .ok_or_else(|| BadRequest(format!("`{raw}` is not a valid phone number")))?;
             if !valid_status(phone.status.as_deref()) {
                 return Err(BadRequest(

@@ -32,7 +32,7 @@ use super::{
     SUBSCRIPTION_OPTED_OUT, TEXTED_STOP, digits,
 };
 use crate::destinations::FakesState;
-use crate::destinations::control::{body, refuse};
+use crate::destinations::control::{body, opted_out, refuse, seeded, switched};
 
 /// The controls, merged beside the API.
 pub(crate) fn routes() -> Router<FakesState> {
@@ -95,42 +95,14 @@ impl MobileCommons {
     }
 }
 
-/// The body of a STOP.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Stop {
-    phone_number: String,
-}
-
 /// `POST /_control/mobile_commons/stop`.
 async fn stop(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Stop>(&bytes) {
-        Ok(b) => match fakes.mobile_commons_stop(&b.phone_number) {
-            Some((profile, created)) => {
-                Json(json!({"profile": profile, "created": created})).into_response()
-            }
-            None => refuse(StatusCode::BAD_REQUEST, "not a phone number"),
-        },
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-/// The body of a seed.
-#[derive(Deserialize)]
-struct Seed {
-    count: u64,
+    opted_out(&bytes, "profile", |phone| fakes.mobile_commons_stop(phone))
 }
 
 /// `POST /_control/mobile_commons/seed`.
 async fn seed(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Seed>(&bytes) {
-        Ok(b) if b.count <= 1_000_000 => {
-            fakes.mobile_commons_seed(b.count);
-            (StatusCode::CREATED, Json(json!({ "count": b.count }))).into_response()
-        }
-        Ok(_) => refuse(StatusCode::BAD_REQUEST, "count: at most 1000000"),
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
+    seeded(&bytes, |count| fakes.mobile_commons_seed(count))
 }
 
 /// The body of a hostile profile.
@@ -162,35 +134,14 @@ async fn add_profile(State(fakes): State<FakesState>, bytes: Bytes) -> Response 
     }
 }
 
-/// The body of `endless`.
-#[derive(Deserialize)]
-struct Endless {
-    on: bool,
-}
-
 /// `PUT /_control/mobile_commons/endless`.
 async fn endless(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Endless>(&bytes) {
-        Ok(b) => {
-            fakes.mobile_commons_endless(b.on);
-            StatusCode::NO_CONTENT.into_response()
-        }
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
+    switched(&bytes, |on| fakes.mobile_commons_endless(on))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn numbers_written_differently_are_the_same_number() {
-        assert_eq!(digits("+1 (415) 555-0100").as_deref(), Some("14155550100"));
-        assert_eq!(digits("4155550100"), digits("14155550100"));
-        for bad in ["", "call me", "555-0100", "+1 415 555 0100 ext 2"] {
-            assert_eq!(digits(bad), None, "{bad}");
-        }
-    }
 
     #[test]
     fn a_stop_opts_out_every_subscription_and_keeps_the_creation() {

@@ -17,6 +17,9 @@
 //!   the calls it serves is the one recorded for them: `5` `Invalid phone number` (a number
 //!   no profile holds, or not a number). An unreadable `from` or `to` is the fake's own
 //!   `<error id="0" message="Invalid date: from"/>` (no id is documented for it).
+//! - The credential: the login as HTTP Basic, or the company's API token as `Authorization:
+//!   Bearer` (Upland's article says a company whose logins moved to its credential manager
+//!   uses a bearer token, and Parsons' `mobilecommons` sends its key so).
 //! - A missing or wrong credential is **401** with `WWW-Authenticate: Basic
 //!   realm="Application"` and the text body `HTTP Basic: Access denied.` (what the Rails
 //!   application Mobile Commons is answers by default; not in the documents, which only say
@@ -48,6 +51,7 @@ use serde::{Deserialize, Serialize};
 
 use super::FakesState;
 use super::faults::FakeRequestCounts;
+pub(crate) use super::numbers::digits;
 use crate::wire::Lead;
 
 /// Its test controls under `/_control/mobile_commons`.
@@ -344,24 +348,6 @@ pub struct MobileCommonsTruth {
     pub requests: FakeRequestCounts,
 }
 
-/// A number's digits, country code first (ten digits are taken as `1` and them), or `None`
-/// if it is not a number: how numbers written differently are found to be the same.
-pub(crate) fn digits(raw: &str) -> Option<String> {
-    let digits: String = raw
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
-        .collect();
-    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let digits = if digits.len() == 10 {
-        format!("1{digits}")
-    } else {
-        digits
-    };
-    (11..=15).contains(&digits.len()).then_some(digits)
-}
-
 /// The Mobile Commons fake's state.
 pub(crate) struct MobileCommons {
     username: String,
@@ -377,25 +363,39 @@ pub(crate) struct MobileCommons {
     opt_out_calls: Vec<MobileCommonsOptOutCall>,
     listings_served: u64,
     endless: bool,
+    /// The API token taken as `Bearer` (empty: none).
+    token: String,
 }
 
-/// The user and password of `Authorization: Basic ...`, if the header is one (`Some(("",
-/// ""))` when it cannot be read).
-fn basic(headers: &HeaderMap) -> Option<(String, String)> {
+/// What `Authorization` holds.
+enum Credential {
+    /// `Basic`: a login's user and password.
+    Basic(String, String),
+    /// `Bearer`: an API token.
+    Bearer(String),
+    /// Another scheme, or one that cannot be read.
+    Unreadable,
+}
+
+/// The credential of the `Authorization` header, if there is one.
+fn credential(headers: &HeaderMap) -> Option<Credential> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().unwrap_or("");
-    let Some((scheme, encoded)) = value.split_once(' ') else {
-        return Some((String::new(), String::new()));
+    let Some((scheme, given)) = value.split_once(' ') else {
+        return Some(Credential::Unreadable);
     };
+    if scheme.eq_ignore_ascii_case("Bearer") {
+        return Some(Credential::Bearer(given.trim().to_owned()));
+    }
     if !scheme.eq_ignore_ascii_case("Basic") {
-        return Some((String::new(), String::new()));
+        return Some(Credential::Unreadable);
     }
     let decoded = STANDARD
-        .decode(encoded.trim())
+        .decode(given.trim())
         .ok()
         .and_then(|bytes| String::from_utf8(bytes).ok())
         .unwrap_or_default();
     let (user, password) = decoded.split_once(':').unwrap_or(("", ""));
-    Some((user.to_owned(), password.to_owned()))
+    Some(Credential::Basic(user.to_owned(), password.to_owned()))
 }
 
 /// The 401 of a missing or wrong credential.
@@ -413,7 +413,9 @@ fn access_denied() -> Response {
     response
 }
 
-/// The credentials must be the configured login's: else 401.
+/// The credentials must be the configured login's (HTTP Basic), or its API token (`Bearer`,
+/// as a company whose logins moved to Upland's credential manager is reached, and as
+/// Parsons' `mobilecommons` sends it): else 401.
 pub(crate) async fn auth(
     State(fakes): State<FakesState>,
     request: Request,
@@ -421,11 +423,12 @@ pub(crate) async fn auth(
 ) -> Response {
     let allowed = {
         let fake = fakes.mobile_commons();
-        match basic(request.headers()) {
-            Some((user, password)) => {
+        match credential(request.headers()) {
+            Some(Credential::Basic(user, password)) => {
                 !fake.username.is_empty() && user == fake.username && password == fake.password
             }
-            None => false,
+            Some(Credential::Bearer(token)) => !fake.token.is_empty() && token == fake.token,
+            Some(Credential::Unreadable) | None => false,
         }
     };
     if allowed {

@@ -22,6 +22,7 @@ impl MobileCommons {
             opt_out_calls: Vec::new(),
             listings_served: 0,
             endless: false,
+            token: String::new(),
         };
         for lead in leads {
             let Some(number) = digits(&lead.phone_number) else {
@@ -37,6 +38,12 @@ impl MobileCommons {
             profile.postal_code = lead.postal_code.clone().unwrap_or_default();
         }
         fake
+    }
+
+    /// The fake, taking `token` as `Authorization: Bearer` too (empty: no token).
+    pub(crate) fn with_token(mut self, token: String) -> Self {
+        self.token = token;
+        self
     }
 
     /// A new profile with `number` as written, `status`, made and updated at `at`, with its

@@ -139,7 +139,10 @@ fn read(text: &str) -> Answer {
 enum Login<'a> {
     Sandbox,
     Other(&'a str, &'a str),
+    /// The password as a bearer token: not the company's token.
     Bearer,
+    /// The company's API token, as a bearer token.
+    Token,
     None,
 }
 
@@ -151,6 +154,7 @@ fn with_login(request: reqwest::RequestBuilder, login: Login<'_>) -> reqwest::Re
         ),
         Login::Other(user, password) => request.basic_auth(user, Some(password)),
         Login::Bearer => request.bearer_auth(DEFAULT_MOBILE_COMMONS_PASSWORD),
+        Login::Token => request.bearer_auth(crate::DEFAULT_MOBILE_COMMONS_TOKEN),
         Login::None => request,
     }
 }
@@ -261,6 +265,18 @@ async fn the_seeded_profiles_are_the_leads_numbers_subscribed() {
     assert_eq!(first["status"], ACTIVE_SUBSCRIBER);
     assert!(first["created_at"].ends_with(" UTC"), "{first:?}");
     assert_eq!(first["opted_out_at"], "");
+    sandbox.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_companys_api_token_is_taken_as_a_bearer_beside_the_login() {
+    let sandbox = sandbox(2).await;
+    for login in [Login::Token, Login::Sandbox] {
+        let (status, _, body) = profiles_raw(&sandbox, "", login).await;
+        assert_eq!(status, 200, "{body}");
+        assert!(body.contains("<response success=\"true\">"), "{body}");
+    }
+    assert_eq!(sandbox.mobile_commons_listings_served(), 2);
     sandbox.shutdown().await;
 }
 

@@ -26,7 +26,8 @@ use serde_json::json;
 
 use super::{Mobilize, MobilizePerson, MobilizeTruth, OPT_IN, OPT_OUT};
 use crate::destinations::FakesState;
-use crate::destinations::control::{body, refuse};
+use crate::destinations::control::{body, opted_out, refuse, seeded};
+use crate::destinations::numbers::digits;
 
 /// The controls, merged beside the API.
 pub(crate) fn routes() -> Router<FakesState> {
@@ -41,24 +42,6 @@ pub(crate) fn routes() -> Router<FakesState> {
 /// `GET /_control/mobilize`.
 async fn truth(State(fakes): State<FakesState>) -> Json<MobilizeTruth> {
     Json(fakes.mobilize_truth())
-}
-
-/// A number's digits, country code first (ten digits are taken as `+1`), or `None` if it
-/// is not a number: how numbers written differently are found to be the same.
-fn digits(raw: &str) -> Option<String> {
-    let digits: String = raw
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
-        .collect();
-    if digits.is_empty() || !digits.chars().all(|c| c.is_ascii_digit()) {
-        return None;
-    }
-    let digits = if digits.len() == 10 {
-        format!("1{digits}")
-    } else {
-        digits
-    };
-    (11..=15).contains(&digits.len()).then_some(digits)
 }
 
 impl Mobilize {
@@ -102,24 +85,9 @@ impl Mobilize {
     }
 }
 
-/// The body of an opt-out.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct OptOut {
-    phone_number: String,
-}
-
 /// `POST /_control/mobilize/opt-out`.
 async fn opt_out(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<OptOut>(&bytes) {
-        Ok(b) => match fakes.mobilize_opt_out(&b.phone_number) {
-            Some((person, created)) => {
-                Json(json!({"person": person, "created": created})).into_response()
-            }
-            None => refuse(StatusCode::BAD_REQUEST, "not a phone number"),
-        },
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
+    opted_out(&bytes, "person", |phone| fakes.mobilize_opt_out(phone))
 }
 
 /// The body of `next_href`.
@@ -166,34 +134,7 @@ async fn add_person(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
     }
 }
 
-/// The body of a seed.
-#[derive(Deserialize)]
-struct Seed {
-    count: u64,
-}
-
 /// `POST /_control/mobilize/seed`.
 async fn seed(State(fakes): State<FakesState>, bytes: Bytes) -> Response {
-    match body::<Seed>(&bytes) {
-        Ok(b) if b.count <= 1_000_000 => {
-            fakes.mobilize_seed(b.count);
-            (StatusCode::CREATED, Json(json!({ "count": b.count }))).into_response()
-        }
-        Ok(_) => refuse(StatusCode::BAD_REQUEST, "count: at most 1000000"),
-        Err(why) => refuse(StatusCode::BAD_REQUEST, why),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn numbers_written_differently_are_the_same_number() {
-        assert_eq!(digits("+1 (415) 555-0100").as_deref(), Some("14155550100"));
-        assert_eq!(digits("4155550100"), digits("+14155550100"));
-        for bad in ["", "call me", "555-0100", "+1 415 555 0100 ext 2"] {
-            assert_eq!(digits(bad), None, "{bad}");
-        }
-    }
+    seeded(&bytes, |count| fakes.mobilize_seed(count))
 }

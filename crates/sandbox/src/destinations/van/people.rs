@@ -348,10 +348,7 @@ fn phone_updates(
 
 /// The digits of a phone number written with separators, when it has 7 to 15 of them.
 fn phone_digits(raw: &str) -> Option<String> {
-    let digits: String = raw
-        .chars()
-        .filter(|c| !matches!(c, ' ' | '-' | '(' | ')' | '.' | '+'))
-        .collect();
+    let digits = crate::destinations::numbers::without_separators(raw);
     (is_digits(&digits) && (7..=15).contains(&digits.len())).then_some(digits)
 }
 
