@@ -215,7 +215,7 @@ impl Running {
         let keys = Live::new(outreach_sync::settings::keys_of(&settings));
         Self::start(
             pool,
-            sender::destinations::configured(&settings, &keys, &[]),
+            sender::destinations::configured(&settings, &keys, &Live::new(Vec::new())),
         )
     }
 

@@ -603,7 +603,7 @@ impl Rules {
             destinations: crate::sender::destinations::configured(
                 &settings.destination,
                 &crate::settings::Live::new(crate::settings::keys_of(&settings.destination)),
-                &settings.source,
+                &crate::settings::Live::new(settings.source.clone()),
             ),
             callers: settings.callers()?,
             sources: settings.source.clone(),

@@ -75,7 +75,7 @@ pub(super) async fn supervise_leader_work(
     subscribers.extend(crate::sender::destinations::configured(
         &settings.destination,
         &keys,
-        &settings.source,
+        &sources,
     ));
     let http = crate::sender::http_client()
         .context("building the subscribers' HTTP client (timeouts, no redirects)")?;

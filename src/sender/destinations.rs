@@ -17,21 +17,18 @@ pub const BATCH: u32 = 100;
 /// Most outcomes listed at once.
 pub const MAX_LISTED: i64 = 1_000;
 
-/// The configured destinations, as senders take them, their keys read from `keys` (which a
-/// reload replaces).
+/// The configured destinations, as senders take them, their keys read from `keys` and what
+/// they never write back found among `sources` (both of which a reload replaces).
 pub fn configured(
     settings: &[DestinationSettings],
     keys: &Live<DestinationKeys>,
-    sources: &[crate::settings::SourceSettings],
+    sources: &Live<Vec<crate::settings::SourceSettings>>,
 ) -> Vec<Arc<Subscriber>> {
     settings
         .iter()
         .map(|d| {
-            let echoes = sources
-                .iter()
-                .filter(|s| s.reads_what_writes(d))
-                .map(|s| s.name.clone());
-            Arc::new(Subscriber::destination(d, keys.clone()).reading_back(echoes))
+            let destination = Subscriber::destination(d, keys.clone());
+            Arc::new(destination.reading_back(d, keys.clone(), sources.clone()))
         })
         .collect()
 }

@@ -24,7 +24,7 @@ pub use self::steer::{Lag, ReplayError, Steered, replay, retry, views};
 pub use self::try_now::{Running, TryNowError};
 use crate::model::LedgerEntry;
 use crate::model::Source;
-use crate::settings::{DestinationSettings, SubscriberSettings};
+use crate::settings::{DestinationSettings, Live, SourceSettings, SubscriberSettings};
 use crate::store::Pool;
 use crate::systems::Record;
 use crate::systems::webhook::Webhook;
@@ -50,9 +50,74 @@ pub struct Subscriber {
     /// The cursor a new state starts at (a warehouse's `from_seq`; else 0, the whole
     /// ledger).
     pub start_cursor: i64,
-    /// The sources that read back what it writes (a destination's, of the same system and
-    /// key): their entries are not written back to it.
-    echoes: HashSet<String>,
+    /// The sources that read back what it writes (a destination's, of the same system,
+    /// login and key): their entries are not written back to it.
+    echoes: Echoes,
+}
+
+/// The sources whose entries are never written back to a destination: those that read what
+/// it writes, among the sources in force, so that a source a reload adds is one as soon as
+/// it reads, and one a reload removed stays one (what it read is still the destination's
+/// own). None for a subscriber.
+#[derive(Default)]
+struct Echoes {
+    /// The destination, its key in force and the sources in force (a reload replaces both).
+    of: Option<EchoesOf>,
+    /// The names found so far, and the lists last looked at.
+    found: std::sync::Mutex<Found>,
+}
+
+/// What [`Echoes`] are found among.
+struct EchoesOf {
+    destination: Box<DestinationSettings>,
+    keys: Live<crate::settings::DestinationKeys>,
+    sources: Live<Vec<SourceSettings>>,
+}
+
+/// The names found, and the keys and sources they were found among.
+#[derive(Default)]
+struct Found {
+    among: Option<(
+        Arc<crate::settings::DestinationKeys>,
+        Arc<Vec<SourceSettings>>,
+    )>,
+    names: HashSet<String>,
+}
+
+impl Echoes {
+    /// Whether a source named `name` reads what the destination writes, or did.
+    fn contains(&self, name: &str) -> bool {
+        self.with_names(|names| names.contains(name))
+    }
+
+    /// Whether no source reads what it writes, nor did.
+    fn is_empty(&self) -> bool {
+        self.with_names(HashSet::is_empty)
+    }
+
+    /// `look` at the names, once those of the sources in force are among them.
+    fn with_names<T>(&self, look: impl FnOnce(&HashSet<String>) -> T) -> T {
+        let mut found = self
+            .found
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(of) = &self.of {
+            let (keys, sources) = (of.keys.current(), of.sources.current());
+            let seen = found
+                .among
+                .as_ref()
+                .is_some_and(|(k, s)| Arc::ptr_eq(k, &keys) && Arc::ptr_eq(s, &sources));
+            if !seen {
+                let mut destination = (*of.destination).clone();
+                destination.api_key = keys.get(&destination.name).cloned();
+                let reading = sources.iter().filter(|s| s.reads_what_writes(&destination));
+                let names: Vec<String> = reading.map(|s| s.name.clone()).collect();
+                found.names.extend(names);
+                found.among = Some((keys, sources));
+            }
+        }
+        look(&found.names)
+    }
 }
 
 /// What a sender's requests are.
@@ -95,7 +160,7 @@ impl Subscriber {
             max_backoff: std::time::Duration::from_secs(settings.feed.max_backoff_secs),
             requests_per_second: None,
             start_cursor: 0,
-            echoes: HashSet::new(),
+            echoes: Echoes::default(),
         })
     }
 
@@ -119,13 +184,24 @@ impl Subscriber {
             max_backoff: std::time::Duration::from_secs(settings.feed.max_backoff_secs),
             requests_per_second: std::num::NonZeroU32::new(settings.requests_per_second()),
             start_cursor: settings.system.table().map_or(0, |t| t.start_cursor()),
-            echoes: HashSet::new(),
+            echoes: Echoes::default(),
         }
     }
 
-    /// Takes no entry that one of `sources` read back from it.
-    pub fn reading_back(mut self, sources: impl IntoIterator<Item = String>) -> Self {
-        self.echoes.extend(sources);
+    /// Takes no entry that one of `sources` read back from destination `destination` (its
+    /// kind, API and login, and its key in `keys`): the keys and sources in force, which a
+    /// reload replaces.
+    pub fn reading_back(
+        mut self,
+        destination: &DestinationSettings,
+        keys: Live<crate::settings::DestinationKeys>,
+        sources: Live<Vec<SourceSettings>>,
+    ) -> Self {
+        self.echoes.of = Some(EchoesOf {
+            destination: Box::new(destination.clone()),
+            keys,
+            sources,
+        });
         self
     }
 
@@ -143,12 +219,12 @@ impl Subscriber {
             && !self.reads_back(entry.source, &entry.event_ref)
     }
 
-    /// Whether an entry from `source` with `event_ref` was read back from this destination itself (by a source of the same
-    /// system and key): it has what the entry says, and is never written it again.
+    /// Whether an entry from `source` with `event_ref` was read back from this destination
+    /// itself (by a source of the same system, login and key): it has what the entry says,
+    /// and is never written it again.
     pub fn reads_back(&self, source: Source, event_ref: &str) -> bool {
-        !self.echoes.is_empty()
-            && crate::model::read::source_name_of(source, event_ref)
-                .is_some_and(|name| self.echoes.contains(name))
+        crate::model::read::source_name_of(source, event_ref)
+            .is_some_and(|name| self.echoes.contains(name))
     }
 
     /// Whether it is a destination (a system of record) rather than a subscriber.

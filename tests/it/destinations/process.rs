@@ -309,3 +309,112 @@ async fn on_postgres_only_the_leader_writes_to_van_and_each_opt_out_goes_once() 
     app.stop().await;
     sandbox.shutdown().await;
 }
+
+/// A Mobile Commons source a reload adds, of the login a Mobile Commons destination writes
+/// with, reads back what the destination wrote and what people said there: none of it is
+/// written back to it (the destination takes none of its entries, not even as `already`),
+/// though it was not configured when the destination's sender started.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_a_reload_adds_is_never_written_back_to_the_destination_it_reads() {
+    use crate::daemon_process::{Daemon, config_file};
+    use std::time::Duration;
+
+    const TOKEN: &str = "reload-echo-token-0123";
+    let sandbox = Sandbox::spawn(SandboxConfig {
+        leads: 100,
+        organizations: 1,
+        ..SandboxConfig::default()
+    })
+    .await
+    .expect("sandbox");
+    let dir = tempfile::tempdir().expect("dir");
+    let login = format!(
+        "base_url = \"{url}\"\nusername = \"{user}\"\npassword = \"{password}\"\n\
+         requests_per_second = 1000\n",
+        url = sandbox.mobile_commons_url(),
+        user = DEFAULT_MOBILE_COMMONS_USERNAME,
+        password = DEFAULT_MOBILE_COMMONS_PASSWORD,
+    );
+    let service = process_config(
+        &sandbox,
+        "unused",
+        &format!("[admin]\ntokens = [\"ops:{TOKEN}\"]"),
+    );
+    let service = service.split("[[destination]]").next().unwrap_or_default();
+    let without =
+        format!("{service}[[destination]]\nname = \"mc-dest\"\nkind = \"mobile_commons\"\n{login}");
+    let with_source = format!(
+        "{without}[[source]]\nname = \"mc-main\"\nkind = \"mobile_commons\"\nevery_secs = 1\n{login}"
+    );
+    std::fs::write(config_file(dir.path()), &without).expect("config");
+    let reconcile = [(
+        "OUTREACH_SYNC__RECONCILE__ON_START".to_owned(),
+        "true".to_owned(),
+    )];
+    let daemon = Daemon::start(dir.path(), "reload-echo", &reconcile).await;
+    let opted_out = sandbox
+        .leads()
+        .iter()
+        .filter(|l| l.global_opted_out)
+        .count();
+    let written = common::within(Duration::from_secs(30), async || {
+        let view = daemon.first_destination(TOKEN).await;
+        (view["sent"].as_u64() == Some(opted_out as u64)).then_some(view)
+    })
+    .await;
+    assert!(written.is_some(), "{}", daemon.logs());
+    // A person texts STOP to Mobile Commons; then the source is added.
+    let lead = sandbox
+        .leads()
+        .into_iter()
+        .find(|l| !l.global_opted_out)
+        .expect("an opted-in lead");
+    sandbox
+        .mobile_commons_stop(&lead.phone_number)
+        .expect("texted STOP");
+    std::fs::write(config_file(dir.path()), &with_source).expect("config");
+    daemon.signal(libc::SIGHUP);
+    let http = reqwest::Client::new();
+    let get = async |path: &str| -> Value {
+        http.get(daemon.admin_url(path))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("an answer")
+            .json()
+            .await
+            .expect("JSON")
+    };
+    let read = common::within(Duration::from_secs(30), async || {
+        let list = get("/v1/sources").await;
+        (list["items"][0]["optOuts"].as_i64() >= Some(1)).then_some(list)
+    })
+    .await;
+    assert!(
+        read.is_some(),
+        "the source added read the STOP: {}",
+        daemon.logs()
+    );
+    // The destination's sender has passed the entry (its cursor at the ledger's end).
+    let passed = common::within(Duration::from_secs(30), async || {
+        let view = daemon.first_destination(TOKEN).await;
+        (view["lagEntries"] == 0).then_some(view)
+    })
+    .await;
+    assert!(passed.is_some(), "{}", daemon.logs());
+    let digits = lead.phone_number.trim_start_matches('+');
+    let calls = sandbox.mobile_commons_truth().opt_out_calls;
+    assert!(calls.iter().all(|c| c.phone_number != digits), "{calls:?}");
+    for state in ["already", "sent", "refused", "unmatched", "unconfirmed"] {
+        let outcomes = get(&format!("/v1/destinations/mc-dest/outcomes?state={state}")).await;
+        let items = outcomes["items"].as_array().cloned().unwrap_or_default();
+        assert!(
+            items
+                .iter()
+                .all(|o| o["phoneNumber"] != lead.phone_number.as_str()),
+            "{state}: {outcomes}"
+        );
+    }
+    daemon.signal(libc::SIGTERM);
+    sandbox.shutdown().await;
+}
